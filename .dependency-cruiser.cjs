@@ -1,0 +1,96 @@
+/**
+ * Layering of DESIGN.md §2, enforced by `npm run lint:layers`.
+ *   events <- projections <- router/placement <- router (shell)
+ *   replay uses events, projections and router/placement, never a gRPC server
+ *   worker and router share only the generated proto and src/shared
+ * Pure modules import no I/O: no fs, net, lmdb, child_process, timers, worker threads.
+ */
+// src/events/index.ts is the events layer's public face for shells: it re-exports the LMDB log
+// and JSONL streams, so pure modules import the vocabulary files directly instead.
+const PURE = [
+  '^src/events/(?!index\\.ts$)[^/]+\\.ts$',
+  '^src/projections/',
+  '^src/router/placement/',
+  '^src/shared/',
+];
+const IO_MODULES = [
+  '^(node:)?(fs|fs/promises|net|tls|http|http2|https|dgram|dns|child_process|cluster|worker_threads|timers|timers/promises|readline|os|process|v8|vm)$',
+  '^lmdb$',
+  '^@grpc/',
+  '^pino',
+];
+
+module.exports = {
+  forbidden: [
+    {
+      name: 'pure-imports-io',
+      comment: 'Pure modules (events vocabulary, projections, placement, shared) must not do I/O.',
+      severity: 'error',
+      from: { path: PURE },
+      to: { path: IO_MODULES },
+    },
+    {
+      name: 'pure-imports-io-by-path',
+      comment: 'Pure modules must not import the I/O parts of the events layer.',
+      severity: 'error',
+      from: { path: PURE },
+      to: { path: '^src/events/(lmdb/|jsonl/|index\\.ts$)' },
+    },
+    {
+      name: 'events-are-the-bottom',
+      comment: 'src/events depends on nothing of readie but src/shared.',
+      severity: 'error',
+      from: { path: '^src/events/' },
+      to: { path: '^src/(projections|router|worker|client|cli)/|^replay/' },
+    },
+    {
+      name: 'projections-above-events-only',
+      severity: 'error',
+      from: { path: '^src/projections/' },
+      to: { path: '^src/(router|worker|client|cli)/|^replay/' },
+    },
+    {
+      name: 'placement-is-below-the-router-shell',
+      comment: 'Placement is pure: it sees events, projections and shared code only.',
+      severity: 'error',
+      from: { path: '^src/router/placement/' },
+      to: { path: '^src/router/(?!placement/)|^src/(worker|client|cli|proto)/|^replay/' },
+    },
+    {
+      name: 'worker-never-imports-router',
+      severity: 'error',
+      from: { path: '^src/worker/' },
+      to: { path: '^src/router/|^replay/' },
+    },
+    {
+      name: 'router-never-imports-worker',
+      severity: 'error',
+      from: { path: '^src/router/' },
+      to: { path: '^src/worker/|^replay/' },
+    },
+    {
+      name: 'replay-never-serves',
+      comment: 'replay reads logs offline: events, projections and placement only, never gRPC.',
+      severity: 'error',
+      from: { path: '^replay/' },
+      to: { path: '^src/router/(?!placement/)|^src/(worker|client|proto)/|^@grpc/' },
+    },
+    {
+      name: 'no-circular',
+      severity: 'error',
+      from: {},
+      to: { circular: true },
+    },
+  ],
+  options: {
+    doNotFollow: { path: 'node_modules' },
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: 'tsconfig.json' },
+    enhancedResolveOptions: {
+      exportsFields: ['exports'],
+      conditionNames: ['import', 'require', 'node', 'default'],
+      extensions: ['.ts', '.js'],
+    },
+    moduleSystems: ['es6', 'cjs'],
+  },
+};

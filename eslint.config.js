@@ -1,0 +1,85 @@
+// @ts-check
+import js from '@eslint/js';
+import tseslint from 'typescript-eslint';
+import mocha from 'eslint-plugin-mocha';
+
+/** Globals that make a module impure: clocks, randomness and timers. */
+const impureGlobals = [
+  { name: 'setTimeout', message: 'Pure modules take time as an argument or an event.' },
+  { name: 'setInterval', message: 'Pure modules take time as an argument or an event.' },
+  { name: 'setImmediate', message: 'Pure modules do not schedule work.' },
+  { name: 'process', message: 'Pure modules do not read the environment.' },
+];
+const impureProperties = [
+  {
+    object: 'Date',
+    property: 'now',
+    message: 'Pure modules take time as an argument or an event.',
+  },
+  { object: 'Math', property: 'random', message: 'Pure modules are deterministic.' },
+  { object: 'performance', property: 'now', message: 'Pure modules take time as an argument.' },
+];
+
+export default tseslint.config(
+  {
+    ignores: ['node_modules/', 'dist/', 'src/proto/gen/', '.readie/', 'python/', 'coverage/'],
+  },
+  js.configs.recommended,
+  ...tseslint.configs.recommendedTypeChecked,
+  {
+    languageOptions: {
+      parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname },
+    },
+    rules: {
+      '@typescript-eslint/no-floating-promises': 'error',
+      '@typescript-eslint/no-misused-promises': 'error',
+      '@typescript-eslint/consistent-type-imports': 'error',
+      '@typescript-eslint/switch-exhaustiveness-check': 'error',
+      '@typescript-eslint/no-unused-vars': [
+        'error',
+        { argsIgnorePattern: '^_', varsIgnorePattern: '^_' },
+      ],
+      eqeqeq: ['error', 'always'],
+    },
+  },
+  {
+    files: ['**/*.js', '**/*.cjs'],
+    ...tseslint.configs.disableTypeChecked,
+  },
+  {
+    files: ['**/*.cjs'],
+    languageOptions: {
+      sourceType: 'commonjs',
+      globals: { module: 'writable', require: 'readonly' },
+    },
+  },
+  {
+    files: ['test/**/*.ts'],
+    plugins: { mocha },
+    rules: {
+      'mocha/no-exclusive-tests': 'error',
+      'mocha/no-pending-tests': 'error',
+      '@typescript-eslint/no-unused-expressions': 'off',
+    },
+  },
+  {
+    // Pure modules: no clock, no randomness, no timers, no environment.
+    files: [
+      'src/projections/**/*.ts',
+      'src/router/placement/**/*.ts',
+      'src/shared/**/*.ts',
+      'src/events/*.ts',
+    ],
+    rules: {
+      'no-restricted-globals': ['error', ...impureGlobals],
+      'no-restricted-properties': ['error', ...impureProperties],
+      'no-restricted-syntax': [
+        'error',
+        {
+          selector: "NewExpression[callee.name='Date'][arguments.length=0]",
+          message: 'Pure modules take time as an argument or an event.',
+        },
+      ],
+    },
+  },
+);

@@ -1,0 +1,24 @@
+/** The `readie` command: the router, a worker, or a whole local cluster. */
+import { Command } from 'commander';
+import { notYet } from './not-yet.js';
+
+const program = new Command('readie')
+  .description('readie: run Python functions on remote workers, placed by an event-sourced router')
+  .showHelpAfterError();
+
+program
+  .command('up')
+  .description('start a local cluster (router and workers on loopback) under .readie/')
+  .action(() => notYet('readie up', 'the local cluster arrives with the clients issue'));
+
+program
+  .command('router')
+  .description('run the router (gRPC services, placement, the event log)')
+  .action(() => notYet('readie router', 'the router arrives with the router issue'));
+
+program
+  .command('worker')
+  .description('run a worker (sandboxed containers, checkpoints, the Python executor)')
+  .action(() => notYet('readie worker', 'the worker arrives with the worker issue'));
+
+await program.parseAsync(process.argv);

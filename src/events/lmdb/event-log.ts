@@ -1,0 +1,331 @@
+/**
+ * The event log over LMDB: in the `events` database one key per `seq`, the value the event's
+ * exact JSON text; beside it `snapshots` (the seqs of `Snapshot` events) and `meta` (the schema
+ * version).
+ *
+ * Durability: `append` returns two promises. `committed` resolves when the LMDB transaction that
+ * holds the events has committed: they are visible to every reader, in this process and others,
+ * and survive the writer process being killed. `durable` resolves when that transaction has also
+ * been flushed to disk (fsync), so it survives a machine crash or power loss. Appends made in the
+ * same event-loop turn share one transaction.
+ */
+import { mkdirSync, existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { open, type Database, type RootDatabase } from 'lmdb';
+import { decodeEvent, encodeEvent, isoInstant, SeqOrder, validateEvent } from '../decode.js';
+import { EventLogError, InvalidEventError } from '../errors.js';
+import type { LogProjection } from '../projection.js';
+import { EVENT_SCHEMA_VERSION } from '../schema.js';
+import type { ClusterEvent, NewEvent, StoredEvent } from '../types.js';
+import { upcaster } from '../upcast.js';
+import { WriterLock } from './writer-lock.js';
+
+/** How to open a log. */
+export interface EventLogOptions<S> {
+  /** Open for reading only, beside a writer in another process. Default false. */
+  readonly readOnly?: boolean;
+  /** The clock that stamps `at`, in epoch milliseconds. Default `Date.now`. */
+  readonly clock?: () => number;
+  /** A fold to keep beside the log; needed for `state` and for snapshots. */
+  readonly projection?: LogProjection<S>;
+  /** Append a `Snapshot` after this many events since the last one; 0 never. Default 10,000. */
+  readonly snapshotEvery?: number;
+  /** How often `follow` looks for events written by another process, in ms. Default 100. */
+  readonly pollInterval?: number;
+}
+
+/** What an append gave back: the stamped events and the two promises of durability. */
+export interface AppendResult {
+  /** The events as stored, with their `seq` and `at`. */
+  readonly events: readonly ClusterEvent[];
+  /** Resolves when the transaction holding the events committed (visible, survives the process). */
+  readonly committed: Promise<void>;
+  /** Resolves when that transaction is also flushed to disk (survives a machine crash). */
+  readonly durable: Promise<void>;
+}
+
+const DATA_FILE = 'events.mdb';
+const META_SCHEMA_VERSION = 'schemaVersion';
+
+/** The event log of one directory. */
+export class EventLog<S = never> {
+  private nextSeq: number;
+  private first: number | undefined;
+  private lastSnapshot: number | undefined;
+  private working: S | undefined;
+  private failure: Error | undefined;
+  private lastCommit: Promise<void> = Promise.resolve();
+  private readonly commitWaiters = new Set<() => void>();
+  private closed = false;
+
+  private constructor(
+    readonly dir: string,
+    private readonly root: RootDatabase,
+    private readonly events: Database<string, number>,
+    private readonly snapshots: Database<boolean, number>,
+    private readonly lock: WriterLock | undefined,
+    private readonly options: EventLogOptions<S>,
+  ) {
+    const lastKey = first(events.getKeys({ reverse: true, limit: 1 }));
+    this.first = first(events.getKeys({ limit: 1 }));
+    this.nextSeq = lastKey === undefined ? 1 : lastKey + 1;
+    this.lastSnapshot = first(snapshots.getKeys({ reverse: true, limit: 1 }));
+  }
+
+  /**
+   * Opens (creating if needed, unless read-only) the log in `dir`. A writer takes the directory's
+   * writer lock; a second writer gets an `EventLogError`. With a projection, the current state is
+   * rebuilt from the newest snapshot plus the tail before this returns.
+   */
+  static open<S = never>(dir: string, options: EventLogOptions<S> = {}): EventLog<S> {
+    const readOnly = options.readOnly ?? false;
+    const path = join(dir, DATA_FILE);
+    if (readOnly && !existsSync(path)) throw new EventLogError(`no event log at ${dir}`);
+    if (!readOnly) mkdirSync(dir, { recursive: true });
+    const lock = readOnly ? undefined : WriterLock.acquire(dir);
+    try {
+      const root = open({ path, readOnly, maxDbs: 4 });
+      const events = root.openDB<string, number>({ name: 'events', encoding: 'string' });
+      const meta = root.openDB<unknown, string>({ name: 'meta', encoding: 'msgpack' });
+      const snapshots = root.openDB<boolean, number>({ name: 'snapshots', encoding: 'msgpack' });
+      const version = meta.get(META_SCHEMA_VERSION);
+      if (version === undefined) {
+        if (!readOnly) meta.putSync(META_SCHEMA_VERSION, EVENT_SCHEMA_VERSION);
+      } else {
+        upcaster(Number(version));
+      }
+      const log = new EventLog<S>(dir, root, events, snapshots, lock, options);
+      if (options.projection) log.working = log.foldCurrent(options.projection);
+      return log;
+    } catch (error) {
+      lock?.release();
+      throw error;
+    }
+  }
+
+  /** The seq of the first event, or undefined for an empty log. */
+  get firstSeq(): number | undefined {
+    return this.first;
+  }
+
+  /** The seq of the last appended event (0 for an empty log that starts at 1). */
+  get lastSeq(): number {
+    return this.nextSeq - 1;
+  }
+
+  /** The seq of the newest `Snapshot` at or before `seq` (default: the newest of all). */
+  snapshotAtOrBefore(seq: number = Number.MAX_SAFE_INTEGER): number | undefined {
+    return first(this.snapshots.getKeys({ start: seq, reverse: true, limit: 1 }));
+  }
+
+  /** The id of the last committed LMDB transaction (a diagnostic: batching shows in it). */
+  get lastTransactionId(): number {
+    return (this.root.getStats() as { lastTxnId: number }).lastTxnId;
+  }
+
+  /** The folded state after the last appended event. Needs a projection. */
+  get state(): S {
+    if (!this.options.projection)
+      throw new EventLogError('this log was opened without a projection');
+    return this.working as S;
+  }
+
+  /**
+   * Appends events: assigns contiguous seqs, stamps `at` from the clock, validates, stores and
+   * folds them. Every event of one call shares one `at` and one transaction.
+   */
+  append(input: NewEvent | readonly NewEvent[]): AppendResult {
+    this.assertWritable();
+    const list: readonly NewEvent[] = Array.isArray(input) ? input : [input as NewEvent];
+    const at = isoInstant((this.options.clock ?? Date.now)());
+    const events: ClusterEvent[] = [];
+    let last: Promise<boolean> | undefined;
+    for (const item of list) {
+      const event = this.stamp(item, at);
+      last = this.store(event, encodeEvent(event));
+      events.push(event);
+    }
+    const snapshot = this.snapshotIfDue(at);
+    if (snapshot) {
+      last = this.store(snapshot.event, snapshot.text);
+      events.push(snapshot.event);
+    }
+    return this.track(events, last);
+  }
+
+  /**
+   * Appends events already stamped elsewhere (an import), keeping their exact text. Their seqs
+   * must continue this log's. No snapshot is added, so export after import gives the same bytes.
+   */
+  appendStored(stored: readonly StoredEvent[]): AppendResult {
+    this.assertWritable();
+    let last: Promise<boolean> | undefined;
+    for (const { event, text } of stored) {
+      if (this.first !== undefined && event.seq !== this.nextSeq) {
+        throw new InvalidEventError(
+          { seq: event.seq },
+          'seq',
+          `does not continue the log: expected ${this.nextSeq}`,
+        );
+      }
+      last = this.store(event, text);
+    }
+    return this.track(
+      stored.map((s) => s.event),
+      last,
+    );
+  }
+
+  /** Reads events with `fromSeq <= seq <= toSeq`, validated, in order. */
+  *read(fromSeq = 0, toSeq = Number.MAX_SAFE_INTEGER): Generator<ClusterEvent> {
+    for (const stored of this.readStored(fromSeq, toSeq)) yield stored.event;
+  }
+
+  /** Reads events with their exact stored text, validated, in order. */
+  *readStored(fromSeq = 0, toSeq = Number.MAX_SAFE_INTEGER): Generator<StoredEvent> {
+    const order = new SeqOrder();
+    for (const { key, value } of this.events.getRange({ start: fromSeq, end: toSeq + 1 })) {
+      const event = decodeEvent(value, { seq: key });
+      if (event.seq !== key) {
+        throw new InvalidEventError(
+          { seq: key },
+          'seq',
+          `stored under seq ${key} but says ${event.seq}`,
+        );
+      }
+      order.accept(event);
+      yield { event, text: value };
+    }
+  }
+
+  /**
+   * Yields every event from `fromSeq` on, then each new one as it is committed, until `signal`
+   * aborts. Events written by another process are picked up within `pollInterval`.
+   */
+  async *follow(fromSeq: number, signal?: AbortSignal): AsyncGenerator<ClusterEvent> {
+    let next = fromSeq;
+    while (!signal?.aborted && !this.closed) {
+      if (this.options.readOnly) this.root.resetReadTxn();
+      for (const event of this.read(next)) {
+        yield event;
+        next = event.seq + 1;
+        if (signal?.aborted) return;
+      }
+      await this.nextCommit(signal);
+    }
+  }
+
+  /** Resolves when every append so far is flushed to disk. */
+  async flushed(): Promise<void> {
+    await this.lastCommit;
+    await this.root.flushed;
+  }
+
+  /** Flushes, closes the database and gives up the writer lock. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    for (const wake of this.commitWaiters) wake();
+    try {
+      if (!this.options.readOnly) await this.flushed().catch(() => undefined);
+      await this.root.close();
+    } finally {
+      this.lock?.release();
+    }
+  }
+
+  private assertWritable(): void {
+    if (this.closed) throw new EventLogError(`event log ${this.dir} is closed`);
+    if (this.options.readOnly) throw new EventLogError(`event log ${this.dir} is open read-only`);
+    if (this.failure) {
+      throw new EventLogError(
+        `event log ${this.dir} failed to write earlier: ${this.failure.message}`,
+      );
+    }
+  }
+
+  private stamp(item: NewEvent, at: string): ClusterEvent {
+    const seq = this.nextSeq;
+    // Envelope first, then the author's fields in the author's order (`type` leads them).
+    const event = validateEvent(Object.assign({ seq, at }, item));
+    this.nextSeq = seq + 1;
+    return event;
+  }
+
+  private store(event: ClusterEvent, text: string): Promise<boolean> {
+    const write = this.events.put(event.seq, text);
+    if (this.first === undefined) this.first = event.seq;
+    this.nextSeq = event.seq + 1;
+    if (event.type === 'Snapshot') {
+      void this.snapshots.put(event.seq, true);
+      this.lastSnapshot = event.seq;
+    }
+    if (this.options.projection) {
+      this.working = this.options.projection.apply(this.working as S, event);
+    }
+    return write;
+  }
+
+  private snapshotIfDue(at: string): StoredEvent | undefined {
+    const { projection } = this.options;
+    const every = this.options.snapshotEvery ?? 10_000;
+    if (!projection || every <= 0) return undefined;
+    const since = this.lastSnapshot ?? (this.first ?? 1) - 1;
+    if (this.lastSeq - since < every) return undefined;
+    const seq = this.nextSeq;
+    const event = validateEvent(
+      {
+        seq,
+        at,
+        type: 'Snapshot',
+        schemaVersion: EVENT_SCHEMA_VERSION,
+        state: projection.toSnapshot(this.working as S),
+      },
+      { seq },
+    );
+    return { event, text: encodeEvent(event) };
+  }
+
+  private track(events: readonly ClusterEvent[], last: Promise<boolean> | undefined): AppendResult {
+    const committed = (last ?? this.lastCommit).then(
+      () => {
+        for (const wake of this.commitWaiters) wake();
+      },
+      (error: Error) => {
+        this.failure ??= error;
+        throw new EventLogError(`event log ${this.dir} failed to commit: ${error.message}`);
+      },
+    );
+    committed.catch(() => undefined);
+    this.lastCommit = committed.catch(() => undefined);
+    const durable = committed.then(() => this.root.flushed).then(() => undefined);
+    durable.catch(() => undefined);
+    return { events, committed, durable };
+  }
+
+  private nextCommit(signal: AbortSignal | undefined): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.commitWaiters.delete(done);
+        signal?.removeEventListener('abort', done);
+        resolve();
+      };
+      const timer = setTimeout(done, this.options.pollInterval ?? 100);
+      this.commitWaiters.add(done);
+      signal?.addEventListener('abort', done, { once: true });
+    });
+  }
+
+  private foldCurrent(projection: LogProjection<S>): S {
+    let state = projection.initial();
+    const from = this.lastSnapshot ?? 0;
+    for (const event of this.read(from)) state = projection.apply(state, event);
+    return state;
+  }
+}
+
+function first<T>(iterable: Iterable<T>): T | undefined {
+  for (const item of iterable) return item;
+  return undefined;
+}

@@ -1,0 +1,16 @@
+/** The contract between an event log and the fold it keeps beside it (for snapshots). */
+import type { ClusterEvent } from './types.js';
+
+/**
+ * A fold the log keeps up to date as it appends, so it can write `Snapshot` events and open a
+ * log at its current state from the newest snapshot plus the tail. The log owns the working
+ * state and hands it to `apply`, which may update it in place (it is never shared).
+ */
+export interface LogProjection<S> {
+  /** A fresh state before any event. */
+  initial(): S;
+  /** The state after `event`; may update `state` in place and return it. */
+  apply(state: S, event: ClusterEvent): S;
+  /** A detached, JSON-safe copy of the state, as a `Snapshot` event carries it. */
+  toSnapshot(state: S): Record<string, unknown>;
+}

@@ -1,0 +1,169 @@
+/**
+ * The v1 event vocabulary of DESIGN.md §3, as TypeBox schemas. The schemas are the single source
+ * of truth: the TypeScript types (`types.ts`) and the reader's validation both come from them.
+ *
+ * Optional fields are declared with `opt()`: readers accept them absent and normalize them to
+ * `null`, and the router always writes them (as `null` when unknown).
+ */
+import {
+  Type as T,
+  type TLiteral,
+  type TObject,
+  type TProperties,
+  type TSchema,
+  type TUnion,
+} from '@sinclair/typebox';
+import { CatalogueSchema } from './catalogue.js';
+
+/** The version of the event vocabulary this code reads and writes. */
+export const EVENT_SCHEMA_VERSION = 1;
+
+/** An ISO-8601 UTC timestamp with milliseconds, as `Date.prototype.toISOString` writes it. */
+export const ISO_INSTANT_PATTERN = '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$';
+
+const Id = T.String({ minLength: 1 });
+const Bytes = T.Integer({ minimum: 0 });
+const Count = T.Integer({ minimum: 0 });
+const Text = T.String();
+
+/** Marks a field optional: absent or `null` on input, always present (maybe `null`) once read. */
+function opt<S extends TSchema>(schema: S) {
+  return T.Optional(T.Union([schema, T.Null()]));
+}
+
+/** gRPC status code names, as `CallRejected.code` carries them. */
+export const GRPC_CODE_NAMES = [
+  'OK',
+  'CANCELLED',
+  'UNKNOWN',
+  'INVALID_ARGUMENT',
+  'DEADLINE_EXCEEDED',
+  'NOT_FOUND',
+  'ALREADY_EXISTS',
+  'PERMISSION_DENIED',
+  'RESOURCE_EXHAUSTED',
+  'FAILED_PRECONDITION',
+  'ABORTED',
+  'OUT_OF_RANGE',
+  'UNIMPLEMENTED',
+  'INTERNAL',
+  'UNAVAILABLE',
+  'DATA_LOSS',
+  'UNAUTHENTICATED',
+] as const;
+
+type LiteralTuple<V extends readonly string[]> = { -readonly [I in keyof V]: TLiteral<V[I]> };
+
+/** A schema accepting exactly one of `values`. */
+function literals<const V extends readonly string[]>(values: V): TUnion<LiteralTuple<V>> {
+  return T.Union(values.map((value) => T.Literal(value))) as unknown as TUnion<LiteralTuple<V>>;
+}
+
+/** A call's resource and placement demand, exactly as the client sent it. */
+export const DemandSchema = T.Object({
+  memory: opt(Bytes),
+  gpuMemory: opt(Bytes),
+  gpu: opt(T.Boolean()),
+  disableOptimizedExecution: opt(T.Boolean()),
+  checkpointId: opt(Text),
+  imports: opt(T.Array(Text)),
+  packages: opt(T.Array(Text)),
+});
+
+/** A configuration value as recorded by `RouterStarted`. */
+const ConfigValue = T.Union([T.Number(), T.String(), T.Boolean(), T.Null()]);
+
+/** The fields of each event type, without the envelope (`seq`, `at`, `type`). */
+export const EVENT_FIELDS = {
+  RouterStarted: { config: T.Record(T.String(), ConfigValue), version: Text },
+  CatalogueLoaded: { revision: Text, catalogue: CatalogueSchema },
+  WorkerRegistered: {
+    workerId: Id,
+    address: opt(Text),
+    status: literals(['ready', 'error']),
+    error: opt(Text),
+    flavor: literals(['cpu', 'gpu']),
+    memoryTotal: opt(Bytes),
+    maxContainers: opt(Count),
+    gpuMemoryTotal: opt(Bytes),
+  },
+  WorkerUtilization: {
+    workerId: Id,
+    memoryUsed: Bytes,
+    containerCount: Count,
+    cpuUsed: opt(T.Number({ minimum: 0 })),
+    cpuTotal: opt(T.Number({ minimum: 0 })),
+    gpuMemoryUsed: opt(Bytes),
+  },
+  WorkerLeaving: { workerId: Id },
+  WorkerProbeFailed: { workerId: Id, consecutive: T.Integer({ minimum: 1 }), error: opt(Text) },
+  WorkerEvicted: { workerId: Id, reason: literals(['probe', 'ttl', 'left']) },
+  ContainerStateChanged: {
+    workerId: Id,
+    containerId: Id,
+    state: literals(['busy', 'ready', 'error', 'removed']),
+    checkpointId: opt(Text),
+  },
+  ContainerForgotten: { workerId: Id, containerId: Id, reason: literals(['idle', 'error']) },
+  CallRequested: { requestId: Id, sessionId: opt(Text), demand: DemandSchema },
+  CallPlaced: {
+    requestId: Id,
+    sessionId: opt(Text),
+    workerId: Id,
+    containerId: opt(Text),
+    checkpointId: opt(Text),
+    packages: T.Array(Text),
+    skippedPackages: T.Array(Text),
+    memory: Bytes,
+  },
+  CallRejected: {
+    requestId: Id,
+    sessionId: opt(Text),
+    code: literals(GRPC_CODE_NAMES),
+    message: Text,
+  },
+  CallBound: { requestId: Id, containerId: Id, checkpointId: opt(Text) },
+  CallFinished: { requestId: Id, ok: T.Boolean(), code: opt(literals(GRPC_CODE_NAMES)) },
+  ReservationExpired: { requestId: Id },
+  SessionPinned: { sessionId: Id, workerId: Id, containerId: Id, requestId: opt(Text) },
+  SessionUnpinned: { sessionId: Id, reason: Text },
+  SessionExpired: { sessionId: Id, reason: Text },
+  Snapshot: {
+    schemaVersion: opt(T.Integer({ minimum: 1 })),
+    state: T.Record(T.String(), T.Unknown()),
+  },
+} as const satisfies Record<string, TProperties>;
+
+/** The name of an event type. */
+export type EventType = keyof typeof EVENT_FIELDS;
+
+/** Every event type, in the order of DESIGN.md §3. */
+export const EVENT_TYPES = Object.keys(EVENT_FIELDS) as EventType[];
+
+const envelope = {
+  seq: T.Integer({ minimum: 0 }),
+  at: T.String({ pattern: ISO_INSTANT_PATTERN }),
+};
+
+type FieldsOf<K extends EventType> = (typeof EVENT_FIELDS)[K] extends infer P extends TProperties
+  ? P
+  : never;
+type EnvelopeOf<K extends EventType> = {
+  seq: typeof envelope.seq;
+  at: typeof envelope.at;
+  type: TLiteral<K>;
+};
+type EventSchemas = { [K in EventType]: TObject<EnvelopeOf<K> & FieldsOf<K>> };
+
+/** The full schema (envelope plus fields) of each event type. Unknown extra fields are allowed. */
+export const EVENT_SCHEMAS = Object.fromEntries(
+  EVENT_TYPES.map((type) => [
+    type,
+    T.Object({ ...envelope, type: T.Literal(type), ...EVENT_FIELDS[type] }, { $id: type }),
+  ]),
+) as unknown as EventSchemas;
+
+/** True when `type` names an event type of this vocabulary. */
+export function isEventType(type: unknown): type is EventType {
+  return typeof type === 'string' && Object.hasOwn(EVENT_FIELDS, type);
+}

@@ -1,0 +1,118 @@
+/** The cluster state the log folds into: what placement, the reaper and replay read. */
+import type { Catalogue } from '../events/catalogue.js';
+import { EVENT_SCHEMA_VERSION } from '../events/schema.js';
+import { DEFAULT_CONFIG, type Config } from '../shared/config.js';
+
+/** A worker's lifecycle: placeable only when `ready` (and it has an address). */
+export type WorkerStatus = 'ready' | 'error' | 'leaving' | 'evicted';
+
+/** A worker's last load report. */
+export interface Utilization {
+  readonly memoryUsed: number;
+  readonly containerCount: number;
+  readonly cpuUsed: number | null;
+  readonly cpuTotal: number | null;
+  readonly gpuMemoryUsed: number | null;
+  readonly at: string;
+}
+
+/** A container a worker reported (removed containers are dropped). */
+export interface ContainerRecord {
+  readonly containerId: string;
+  readonly state: 'busy' | 'ready' | 'error';
+  /** The checkpoint it was restored from; null for a cold start. */
+  readonly checkpointId: string | null;
+  /** When it entered its current state. */
+  readonly since: string;
+}
+
+/** A worker as the router knows it. */
+export interface WorkerRecord {
+  readonly workerId: string;
+  readonly address: string | null;
+  readonly status: WorkerStatus;
+  readonly error: string | null;
+  readonly flavor: 'cpu' | 'gpu';
+  readonly memoryTotal: number | null;
+  readonly maxContainers: number | null;
+  readonly gpuMemoryTotal: number | null;
+  readonly utilization: Utilization | null;
+  /** Sum of the memory budgets of calls placed here and not yet finished. */
+  readonly reservedMemory: number;
+  /** Calls placed here and not yet finished. */
+  readonly inFlight: number;
+  readonly probeFailures: number;
+  readonly registeredAt: string;
+  readonly lastHeardAt: string;
+  readonly evictedReason: 'probe' | 'ttl' | 'left' | null;
+  readonly containers: Readonly<Record<string, ContainerRecord>>;
+  /** Which session is pinned to which of this worker's containers (container ID to session ID). */
+  readonly pinnedSessions: Readonly<Record<string, string>>;
+}
+
+/** Where a session lives. */
+export interface SessionPin {
+  readonly workerId: string;
+  readonly containerId: string;
+}
+
+/** Why a session can no longer be used, and since when. */
+export interface SessionExpiry {
+  readonly reason: string;
+  readonly at: string;
+  readonly seq: number;
+}
+
+/** A session: its pin (if any), the call that created the pin, and its expiry (if expired). */
+export interface SessionRecord {
+  readonly sessionId: string;
+  readonly pin: SessionPin | null;
+  /** The request whose container became the pin; its failure clears the pin. */
+  readonly pinnedBy: string | null;
+  readonly expired: SessionExpiry | null;
+}
+
+/** A placed call's hold on a worker, from `CallPlaced` until released. */
+export interface Reservation {
+  readonly requestId: string;
+  readonly sessionId: string | null;
+  readonly workerId: string;
+  /** The container the call runs in: named at placement when reused, else once bound. */
+  readonly containerId: string | null;
+  readonly checkpointId: string | null;
+  readonly memory: number;
+  readonly since: string;
+}
+
+/** The catalogue in force and its revision. */
+export interface CatalogueInForce {
+  readonly revision: string;
+  readonly catalogue: Catalogue;
+}
+
+/** The whole folded state of the cluster. */
+export interface ClusterState {
+  readonly schemaVersion: number;
+  /** The seq of the last event folded (0 before any). */
+  readonly lastSeq: number;
+  readonly config: Config;
+  readonly routerVersion: string | null;
+  readonly catalogue: CatalogueInForce | null;
+  readonly workers: Readonly<Record<string, WorkerRecord>>;
+  readonly sessions: Readonly<Record<string, SessionRecord>>;
+  readonly reservations: Readonly<Record<string, Reservation>>;
+}
+
+/** The state before any event. */
+export function initialState(): ClusterState {
+  return {
+    schemaVersion: EVENT_SCHEMA_VERSION,
+    lastSeq: 0,
+    config: { ...DEFAULT_CONFIG },
+    routerVersion: null,
+    catalogue: null,
+    workers: {},
+    sessions: {},
+    reservations: {},
+  };
+}

@@ -1,0 +1,294 @@
+/**
+ * How each event changes the cluster state. `applyEvent` is the one recipe, written as an immer
+ * recipe over a draft; `evolve` runs it under immer's `produce` (a new immutable state per event),
+ * and long folds run it over a private working copy (see `fold.ts`).
+ *
+ * Consequences are folded with their causes (an eviction expires the sessions pinned to the
+ * worker; a removed container expires its session; a failed call that created its session's pin
+ * clears it), so a log that also holds the consequence events folds to the same state: those
+ * events find the work already done and change nothing.
+ */
+import { produce, type Draft } from 'immer';
+import type { EventOf } from '../events/types.js';
+import { assertNever, type ClusterEvent } from '../events/types.js';
+import { configInForce } from '../shared/config.js';
+import type { ClusterState, SessionRecord, WorkerRecord } from './cluster-state.js';
+import { restoreSnapshot } from './snapshot.js';
+
+type State = Draft<ClusterState>;
+type Worker = Draft<WorkerRecord>;
+
+/** Why a session expired, as `SessionExpired.reason` and the expired record carry it. */
+export const SESSION_EXPIRY_REASONS = {
+  workerEvicted: 'worker_evicted',
+  containerRemoved: 'container_removed',
+  containerForgotten: 'container_forgotten',
+} as const;
+
+/** Why a session lost its pin, as `SessionUnpinned.reason` carries it. */
+export const SESSION_UNPIN_REASONS = {
+  callFailed: 'call_failed',
+  reservationExpired: 'reservation_expired',
+  containerUnavailable: 'container_unavailable',
+} as const;
+
+/** The state after `event`, as a new immutable state (immer `produce`). */
+export function evolve(state: ClusterState, event: ClusterEvent): ClusterState {
+  return produce(state, (draft) => {
+    const next = applyEvent(draft, event);
+    return next === draft ? undefined : next;
+  });
+}
+
+/**
+ * Applies one event to a draft (or a private mutable state) and returns the state to continue
+ * with: the same object, except for `Snapshot`, which replaces the whole state.
+ */
+export function applyEvent(state: State, event: ClusterEvent): State {
+  switch (event.type) {
+    case 'Snapshot':
+      return restoreSnapshot(event);
+    case 'RouterStarted':
+      state.config = configInForce(event.config);
+      state.routerVersion = event.version;
+      break;
+    case 'CatalogueLoaded':
+      state.catalogue = { revision: event.revision, catalogue: event.catalogue };
+      break;
+    case 'WorkerRegistered':
+      registerWorker(state, event);
+      break;
+    case 'WorkerUtilization':
+      reportUtilization(state, event);
+      break;
+    case 'WorkerLeaving': {
+      const worker = liveWorker(state, event.workerId);
+      if (worker) {
+        worker.status = 'leaving';
+        worker.lastHeardAt = event.at;
+      }
+      break;
+    }
+    case 'WorkerProbeFailed': {
+      const worker = liveWorker(state, event.workerId);
+      if (worker) worker.probeFailures = event.consecutive;
+      break;
+    }
+    case 'WorkerEvicted':
+      evictWorker(state, event);
+      break;
+    case 'ContainerStateChanged':
+      changeContainer(state, event);
+      break;
+    case 'ContainerForgotten': {
+      const worker = state.workers[event.workerId];
+      if (worker)
+        dropContainer(
+          state,
+          worker,
+          event.containerId,
+          event,
+          SESSION_EXPIRY_REASONS.containerForgotten,
+        );
+      break;
+    }
+    case 'CallRequested':
+    case 'CallRejected':
+      break;
+    case 'CallPlaced':
+      reserve(state, event);
+      break;
+    case 'CallBound': {
+      const reservation = state.reservations[event.requestId];
+      if (reservation) reservation.containerId = event.containerId;
+      break;
+    }
+    case 'CallFinished':
+      release(state, event.requestId, !event.ok);
+      break;
+    case 'ReservationExpired':
+      release(state, event.requestId, true);
+      break;
+    case 'SessionPinned':
+      pinSession(state, event);
+      break;
+    case 'SessionUnpinned': {
+      const session = state.sessions[event.sessionId];
+      if (session) unpin(state, session);
+      break;
+    }
+    case 'SessionExpired':
+      expireSession(state, event.sessionId, event.reason, event);
+      break;
+    default:
+      assertNever(event, 'event type');
+  }
+  state.lastSeq = event.seq;
+  return state;
+}
+
+/** A worker that exists and has not been evicted (events about others change nothing). */
+function liveWorker(state: State, workerId: string): Worker | undefined {
+  const worker = state.workers[workerId];
+  return worker && worker.status !== 'evicted' ? worker : undefined;
+}
+
+function registerWorker(state: State, event: EventOf<'WorkerRegistered'>): void {
+  const known = state.workers[event.workerId];
+  const capacity = {
+    address: event.address,
+    status: event.status,
+    error: event.error,
+    flavor: event.flavor,
+    memoryTotal: event.memoryTotal,
+    maxContainers: event.maxContainers,
+    gpuMemoryTotal: event.gpuMemoryTotal,
+    probeFailures: 0,
+    lastHeardAt: event.at,
+    evictedReason: null,
+  };
+  if (known) {
+    Object.assign(known, capacity);
+    return;
+  }
+  state.workers[event.workerId] = {
+    workerId: event.workerId,
+    ...capacity,
+    utilization: null,
+    reservedMemory: 0,
+    inFlight: 0,
+    registeredAt: event.at,
+    containers: {},
+    pinnedSessions: {},
+  };
+}
+
+function reportUtilization(state: State, event: EventOf<'WorkerUtilization'>): void {
+  const worker = liveWorker(state, event.workerId);
+  if (!worker) return;
+  worker.utilization = {
+    memoryUsed: event.memoryUsed,
+    containerCount: event.containerCount,
+    cpuUsed: event.cpuUsed,
+    cpuTotal: event.cpuTotal,
+    gpuMemoryUsed: event.gpuMemoryUsed,
+    at: event.at,
+  };
+  worker.lastHeardAt = event.at;
+  worker.probeFailures = 0;
+}
+
+function evictWorker(state: State, event: EventOf<'WorkerEvicted'>): void {
+  const worker = liveWorker(state, event.workerId);
+  if (!worker) return;
+  for (const sessionId of Object.values(worker.pinnedSessions)) {
+    expireSession(state, sessionId, SESSION_EXPIRY_REASONS.workerEvicted, event);
+  }
+  worker.status = 'evicted';
+  worker.evictedReason = event.reason;
+  worker.containers = {};
+  worker.pinnedSessions = {};
+}
+
+function changeContainer(state: State, event: EventOf<'ContainerStateChanged'>): void {
+  const worker = liveWorker(state, event.workerId);
+  if (!worker) return;
+  worker.lastHeardAt = event.at;
+  if (event.state === 'removed') {
+    dropContainer(state, worker, event.containerId, event, SESSION_EXPIRY_REASONS.containerRemoved);
+    return;
+  }
+  const known = worker.containers[event.containerId];
+  if (known) {
+    if (known.state !== event.state) known.since = event.at;
+    known.state = event.state;
+    known.checkpointId = event.checkpointId;
+    return;
+  }
+  worker.containers[event.containerId] = {
+    containerId: event.containerId,
+    state: event.state,
+    checkpointId: event.checkpointId,
+    since: event.at,
+  };
+}
+
+function dropContainer(
+  state: State,
+  worker: Worker,
+  containerId: string,
+  cause: ClusterEvent,
+  reason: string,
+): void {
+  delete worker.containers[containerId];
+  const sessionId = worker.pinnedSessions[containerId];
+  if (sessionId !== undefined) expireSession(state, sessionId, reason, cause);
+}
+
+function reserve(state: State, event: EventOf<'CallPlaced'>): void {
+  if (state.reservations[event.requestId]) return;
+  state.reservations[event.requestId] = {
+    requestId: event.requestId,
+    sessionId: event.sessionId,
+    workerId: event.workerId,
+    containerId: event.containerId,
+    checkpointId: event.checkpointId,
+    memory: event.memory,
+    since: event.at,
+  };
+  const worker = state.workers[event.workerId];
+  if (worker) {
+    worker.inFlight += 1;
+    worker.reservedMemory += event.memory;
+  }
+}
+
+function release(state: State, requestId: string, failed: boolean): void {
+  const reservation = state.reservations[requestId];
+  if (!reservation) return;
+  delete state.reservations[requestId];
+  const worker = state.workers[reservation.workerId];
+  if (worker) {
+    worker.inFlight = Math.max(0, worker.inFlight - 1);
+    worker.reservedMemory = Math.max(0, worker.reservedMemory - reservation.memory);
+  }
+  if (!failed || reservation.sessionId === null) return;
+  const session = state.sessions[reservation.sessionId];
+  if (session && session.pinnedBy === requestId) unpin(state, session);
+}
+
+function pinSession(state: State, event: EventOf<'SessionPinned'>): void {
+  const session = (state.sessions[event.sessionId] ??= newSession(event.sessionId));
+  if (session.expired) return;
+  const samePin =
+    session.pin?.workerId === event.workerId && session.pin.containerId === event.containerId;
+  if (samePin) return;
+  unpin(state, session);
+  session.pin = { workerId: event.workerId, containerId: event.containerId };
+  session.pinnedBy = event.requestId;
+  const worker = state.workers[event.workerId];
+  if (worker) worker.pinnedSessions[event.containerId] = event.sessionId;
+}
+
+function unpin(state: State, session: Draft<SessionRecord>): void {
+  const pin = session.pin;
+  if (pin) {
+    const worker = state.workers[pin.workerId];
+    if (worker && worker.pinnedSessions[pin.containerId] === session.sessionId) {
+      delete worker.pinnedSessions[pin.containerId];
+    }
+  }
+  session.pin = null;
+  session.pinnedBy = null;
+}
+
+function expireSession(state: State, sessionId: string, reason: string, cause: ClusterEvent): void {
+  const session = (state.sessions[sessionId] ??= newSession(sessionId));
+  if (session.expired) return;
+  unpin(state, session);
+  session.expired = { reason, at: cause.at, seq: cause.seq };
+}
+
+function newSession(sessionId: string): SessionRecord {
+  return { sessionId, pin: null, pinnedBy: null, expired: null };
+}

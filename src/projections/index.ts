@@ -1,0 +1,6 @@
+/** Pure folds of the event log into cluster state, and read-only queries over it. */
+export * from './cluster-state.js';
+export * from './evolve.js';
+export * from './fold.js';
+export * from './queries.js';
+export * from './snapshot.js';

@@ -1,0 +1,62 @@
+/**
+ * Read-only questions placement, the reaper and replay ask of the state. They read in place and
+ * allocate nothing on the hot paths (placement asks them of every worker for every call).
+ */
+import type {
+  ClusterState,
+  ContainerRecord,
+  Reservation,
+  SessionRecord,
+  WorkerRecord,
+} from './cluster-state.js';
+
+/** Memory in use (last report) plus memory reserved for calls in flight, in bytes. */
+export function memoryCommitted(worker: WorkerRecord): number {
+  return (worker.utilization?.memoryUsed ?? 0) + worker.reservedMemory;
+}
+
+/** GPU memory in use (last report), in bytes. */
+export function gpuMemoryInUse(worker: WorkerRecord): number {
+  return worker.utilization?.gpuMemoryUsed ?? 0;
+}
+
+/** Containers the worker holds (reported and not removed or forgotten). */
+export function heldContainers(worker: WorkerRecord): number {
+  let count = 0;
+  for (const _ in worker.containers) count += 1;
+  return count;
+}
+
+/** Whether the worker may receive new calls: last status ready, and an address to reach it. */
+export function isPlaceable(worker: WorkerRecord): boolean {
+  return worker.status === 'ready' && worker.address !== null && worker.address !== '';
+}
+
+/** The session record of `sessionId`, if the log has ever pinned or expired it. */
+export function sessionOf(state: ClusterState, sessionId: string): SessionRecord | undefined {
+  return state.sessions[sessionId];
+}
+
+/** A worker's container record, if it reported one. */
+export function containerOf(
+  state: ClusterState,
+  workerId: string,
+  containerId: string,
+): ContainerRecord | undefined {
+  return state.workers[workerId]?.containers[containerId];
+}
+
+/** Reservations held on a worker (scans all reservations: for explanations, not hot paths). */
+export function reservationsOn(state: ClusterState, workerId: string): Reservation[] {
+  return Object.values(state.reservations).filter((r) => r.workerId === workerId);
+}
+
+/** Workers sorted by ID as text (the order explanations and tables list them in). */
+export function workersById(state: ClusterState): WorkerRecord[] {
+  return Object.values(state.workers).sort((a, b) => compareText(a.workerId, b.workerId));
+}
+
+/** Compares two strings as text (UTF-16 code units), the order every tie-break uses. */
+export function compareText(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}

@@ -1,0 +1,109 @@
+/**
+ * The snapshot format: a `Snapshot` event carries the folded `ClusterState` as JSON. Restoring
+ * one checks it against this schema, so a hand-edited or corrupt snapshot is refused with the seq
+ * and the field, never folded into a state placement would trip over.
+ */
+import { Type as T, type Static, type TSchema } from '@sinclair/typebox';
+import { TypeCompiler } from '@sinclair/typebox/compiler';
+import { CatalogueSchema } from '../events/catalogue.js';
+import { InvalidEventError } from '../events/errors.js';
+import { EVENT_SCHEMA_VERSION } from '../events/schema.js';
+import { explainMismatch } from '../events/schema-errors.js';
+import type { EventOf } from '../events/types.js';
+import { configInForce } from '../shared/config.js';
+import type { ClusterState } from './cluster-state.js';
+
+const Nullable = <S extends TSchema>(schema: S) => T.Union([schema, T.Null()]);
+const Count = T.Integer({ minimum: 0 });
+const Text = T.String();
+const Flag = <V extends string>(...values: V[]) => T.Union(values.map((v) => T.Literal(v)));
+
+const ContainerSchema = T.Object({
+  containerId: Text,
+  state: Flag('busy', 'ready', 'error'),
+  checkpointId: Nullable(Text),
+  since: Text,
+});
+
+const WorkerSchema = T.Object({
+  workerId: Text,
+  address: Nullable(Text),
+  status: Flag('ready', 'error', 'leaving', 'evicted'),
+  error: Nullable(Text),
+  flavor: Flag('cpu', 'gpu'),
+  memoryTotal: Nullable(Count),
+  maxContainers: Nullable(Count),
+  gpuMemoryTotal: Nullable(Count),
+  utilization: Nullable(
+    T.Object({
+      memoryUsed: Count,
+      containerCount: Count,
+      cpuUsed: Nullable(T.Number()),
+      cpuTotal: Nullable(T.Number()),
+      gpuMemoryUsed: Nullable(Count),
+      at: Text,
+    }),
+  ),
+  reservedMemory: Count,
+  inFlight: Count,
+  probeFailures: Count,
+  registeredAt: Text,
+  lastHeardAt: Text,
+  evictedReason: Nullable(Flag('probe', 'ttl', 'left')),
+  containers: T.Record(T.String(), ContainerSchema),
+  pinnedSessions: T.Record(T.String(), Text),
+});
+
+const SessionSchema = T.Object({
+  sessionId: Text,
+  pin: Nullable(T.Object({ workerId: Text, containerId: Text })),
+  pinnedBy: Nullable(Text),
+  expired: Nullable(T.Object({ reason: Text, at: Text, seq: Count })),
+});
+
+const ReservationSchema = T.Object({
+  requestId: Text,
+  sessionId: Nullable(Text),
+  workerId: Text,
+  containerId: Nullable(Text),
+  checkpointId: Nullable(Text),
+  memory: Count,
+  since: Text,
+});
+
+/** The JSON schema of a snapshot's `state`. */
+export const ClusterStateSchema = T.Object({
+  schemaVersion: T.Integer({ minimum: 1, maximum: EVENT_SCHEMA_VERSION }),
+  lastSeq: Count,
+  config: T.Record(T.String(), T.Number()),
+  routerVersion: Nullable(Text),
+  catalogue: Nullable(T.Object({ revision: Text, catalogue: CatalogueSchema })),
+  workers: T.Record(T.String(), WorkerSchema),
+  sessions: T.Record(T.String(), SessionSchema),
+  reservations: T.Record(T.String(), ReservationSchema),
+});
+
+// The schema and the `ClusterState` interface must describe the same thing.
+type SameShape<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+const schemaMatchesState: SameShape<
+  Omit<Static<typeof ClusterStateSchema>, 'config'>,
+  Omit<ClusterState, 'config'>
+> = true;
+void schemaMatchesState;
+
+const checkState = TypeCompiler.Compile(ClusterStateSchema);
+
+/** The state a `Snapshot` event carries, checked, detached from the event, as of its seq. */
+export function restoreSnapshot(event: EventOf<'Snapshot'>): ClusterState {
+  if (!checkState.Check(event.state)) {
+    const { field, problem } = explainMismatch(checkState, event.state);
+    throw new InvalidEventError({ seq: event.seq }, field ? `state.${field}` : 'state', problem);
+  }
+  const state = structuredClone(event.state) as unknown as ClusterState;
+  return { ...state, config: configInForce(state.config), lastSeq: event.seq };
+}
+
+/** A detached JSON copy of a state, as a `Snapshot` event carries it. */
+export function snapshotOf(state: ClusterState): Record<string, unknown> {
+  return structuredClone(state) as unknown as Record<string, unknown>;
+}

@@ -1,0 +1,169 @@
+/**
+ * The settings of DESIGN.md §6: names (the environment variable names), kinds, defaults and the
+ * words `--help` and the docs use. Values are held in canonical units: bytes and milliseconds.
+ */
+import { parseDuration, parseSize, UnitParseError } from './units.js';
+
+/** How a setting's text is read. */
+export type SettingKind = 'ratio' | 'size' | 'duration' | 'count';
+
+/** One numeric setting: its kind, default (canonical units) and one line for `--help`. */
+export interface SettingSpec {
+  readonly kind: SettingKind;
+  readonly default: number;
+  readonly help: string;
+}
+
+/** Every numeric setting, keyed by its environment variable name. */
+export const SETTINGS = {
+  MEMORY_HEADROOM: {
+    kind: 'ratio',
+    default: 0.9,
+    help: 'fraction of a worker memory that in-use plus reserved memory may reach',
+  },
+  GPU_MEMORY_HEADROOM: {
+    kind: 'ratio',
+    default: 0.9,
+    help: 'fraction of a worker GPU memory that in-use GPU memory plus a call budget may reach',
+  },
+  DEFAULT_MEMORY: {
+    kind: 'size',
+    default: 1024 ** 3,
+    help: 'memory budget of a call that names none',
+  },
+  WORKER_MAX_EXECUTORS: {
+    kind: 'count',
+    default: 8,
+    help: 'containers a worker holds at most (reported by the worker)',
+  },
+  SESSION_WAIT_TIMEOUT: {
+    kind: 'duration',
+    default: 60_000,
+    help: 'how long a session call waits for its turn before RESOURCE_EXHAUSTED',
+  },
+  EXECUTION_TIMEOUT: { kind: 'duration', default: 3_600_000, help: 'deadline of one call' },
+  WORKER_UTILIZATION_INTERVAL: {
+    kind: 'duration',
+    default: 10_000,
+    help: 'how often a worker reports its load',
+  },
+  PROBE_INTERVAL: {
+    kind: 'duration',
+    default: 5_000,
+    help: 'how often the router health-checks a worker',
+  },
+  PROBE_TIMEOUT: { kind: 'duration', default: 2_000, help: 'deadline of one health check' },
+  PROBE_FAILURE_THRESHOLD: {
+    kind: 'count',
+    default: 3,
+    help: 'consecutive failed health checks that evict a worker',
+  },
+  REAPER_INTERVAL: { kind: 'duration', default: 5_000, help: 'how often the reaper runs' },
+  WORKER_TTL: {
+    kind: 'duration',
+    default: 30_000,
+    help: 'a worker not heard from for this long is evicted',
+  },
+  EXECUTOR_TTL: {
+    kind: 'duration',
+    default: 600_000,
+    help: 'an idle container is forgotten after this long',
+  },
+  EXECUTOR_ERROR_TTL: {
+    kind: 'duration',
+    default: 60_000,
+    help: 'a container in error is forgotten after this long',
+  },
+  DIAL_TOTAL_TIMEOUT: {
+    kind: 'duration',
+    default: 60_000,
+    help: 'how long a worker retries connecting to a starting executor',
+  },
+} as const satisfies Record<string, SettingSpec>;
+
+/** The name of a numeric setting (its environment variable). */
+export type SettingName = keyof typeof SETTINGS;
+
+/** A complete configuration: every numeric setting in canonical units. */
+export type Config = { readonly [K in SettingName]: number };
+
+/** Every setting name, in the order of DESIGN.md §6. */
+export const SETTING_NAMES = Object.keys(SETTINGS) as SettingName[];
+
+/** The defaults of every setting. */
+export const DEFAULT_CONFIG: Config = Object.fromEntries(
+  SETTING_NAMES.map((name) => [name, SETTINGS[name].default]),
+) as Config;
+
+/** A setting that does not exist or whose value does not parse; names the setting. */
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError';
+}
+
+/** True when `name` is a numeric setting's name. */
+export function isSettingName(name: string): name is SettingName {
+  return Object.hasOwn(SETTINGS, name);
+}
+
+/** Parses one setting's text (`30s`, `1GiB`, `0.8`, `3`) into canonical units. */
+export function parseSetting(name: string, text: string): number {
+  if (!isSettingName(name)) {
+    throw new ConfigError(`unknown setting ${name} (known: ${SETTING_NAMES.join(', ')})`);
+  }
+  const spec: SettingSpec = SETTINGS[name];
+  try {
+    switch (spec.kind) {
+      case 'duration':
+        return parseDuration(text);
+      case 'size':
+        return parseSize(text);
+      case 'ratio': {
+        const value = Number(text);
+        if (text.trim() === '' || !Number.isFinite(value) || value <= 0 || value > 1) {
+          throw new UnitParseError(`"${text}" is not a ratio in (0, 1]`);
+        }
+        return value;
+      }
+      case 'count': {
+        const value = Number(text);
+        if (!Number.isInteger(value) || value < 0) {
+          throw new UnitParseError(`"${text}" is not a whole number`);
+        }
+        return value;
+      }
+    }
+  } catch (error) {
+    if (error instanceof UnitParseError) throw new ConfigError(`${name}: ${error.message}`);
+    throw error;
+  }
+}
+
+/**
+ * Reads every setting present in `env` (an environment map passed in, so this stays pure) over
+ * the defaults, then applies `overrides` (already parsed, e.g. from flags).
+ */
+export function resolveConfig(
+  env: Readonly<Record<string, string | undefined>>,
+  overrides: Partial<Config> = {},
+): Config {
+  const config: Record<string, number> = { ...DEFAULT_CONFIG };
+  for (const name of SETTING_NAMES) {
+    const text = env[name];
+    if (text !== undefined && text !== '') config[name] = parseSetting(name, text);
+  }
+  return { ...(config as Config), ...overrides };
+}
+
+/**
+ * The configuration in force for a recorded config object (as in a `RouterStarted` event):
+ * recorded values over the defaults, ignoring names this version does not know.
+ */
+export function configInForce(recorded: Readonly<Record<string, unknown>> | null): Config {
+  if (!recorded) return DEFAULT_CONFIG;
+  const config: Record<string, number> = { ...DEFAULT_CONFIG };
+  for (const name of SETTING_NAMES) {
+    const value = recorded[name];
+    if (typeof value === 'number' && Number.isFinite(value)) config[name] = value;
+  }
+  return config as Config;
+}

@@ -1,0 +1,74 @@
+/** Parsing of the human units used by configuration: durations and byte sizes. */
+
+const DURATION_UNITS: Readonly<Record<string, number>> = {
+  ms: 1,
+  s: 1000,
+  m: 60_000,
+  h: 3_600_000,
+};
+const SIZE_UNITS: Readonly<Record<string, number>> = {
+  '': 1,
+  b: 1,
+  kib: 1024,
+  mib: 1024 ** 2,
+  gib: 1024 ** 3,
+  tib: 1024 ** 4,
+  kb: 1000,
+  mb: 1000 ** 2,
+  gb: 1000 ** 3,
+  tb: 1000 ** 4,
+};
+
+/** A value that does not parse as the unit it should have. */
+export class UnitParseError extends Error {
+  override readonly name = 'UnitParseError';
+}
+
+/** Parses `500ms`, `30s`, `10m`, `1h` (or a bare number of milliseconds) into milliseconds. */
+export function parseDuration(text: string): number {
+  const match = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$/i.exec(text);
+  if (!match) {
+    throw new UnitParseError(`"${text}" is not a duration (use e.g. 500ms, 30s, 10m, 1h)`);
+  }
+  const unit = (match[2] ?? 'ms').toLowerCase();
+  return Math.round(Number(match[1]) * (DURATION_UNITS[unit] ?? 1));
+}
+
+/** Parses `512MiB`, `1GiB`, `2GB` or a bare number of bytes into bytes. */
+export function parseSize(text: string): number {
+  const match = /^\s*(\d+(?:\.\d+)?)\s*([kmgt]i?b|b)?\s*$/i.exec(text);
+  if (!match) {
+    throw new UnitParseError(
+      `"${text}" is not a size (use e.g. 512MiB, 1GiB or a number of bytes)`,
+    );
+  }
+  const unit = (match[2] ?? '').toLowerCase();
+  const bytes = Number(match[1]) * (SIZE_UNITS[unit] ?? 1);
+  return Math.round(bytes);
+}
+
+/** Formats milliseconds the way operators write them (`90s`, `1h`, `250ms`). */
+export function formatDuration(ms: number): string {
+  for (const [unit, factor] of [
+    ['h', 3_600_000],
+    ['m', 60_000],
+    ['s', 1000],
+  ] as const) {
+    if (ms >= factor && ms % factor === 0) return `${ms / factor}${unit}`;
+  }
+  return `${ms}ms`;
+}
+
+/** Formats bytes with binary units (`1GiB`, `512MiB`, `1000B`). */
+export function formatSize(bytes: number): string {
+  for (const [unit, factor] of [
+    ['TiB', 1024 ** 4],
+    ['GiB', 1024 ** 3],
+    ['MiB', 1024 ** 2],
+    ['KiB', 1024],
+  ] as const) {
+    if (bytes >= factor && bytes % factor === 0) return `${bytes / factor}${unit}`;
+  }
+  if (bytes >= 1024 ** 2) return `${(bytes / 1024 ** 2).toFixed(1)}MiB`;
+  return `${bytes}B`;
+}

@@ -1,0 +1,287 @@
+import { expect } from 'chai';
+import { open } from 'lmdb';
+import { join } from 'node:path';
+import {
+  EventLog,
+  EventLogError,
+  InvalidEventError,
+  type ClusterEvent,
+  type NewEvent,
+} from '../../src/events/index.js';
+import { clusterProjection, fold, type ClusterState } from '../../src/projections/index.js';
+import { runScript } from '../support/processes.js';
+import { cleanTempDirs, tempDir } from '../support/temp.js';
+
+const START = Date.UTC(2026, 10, 30, 10, 0, 0, 0);
+const leaving = (workerId: string): NewEvent => ({ type: 'WorkerLeaving', workerId });
+const registered = (workerId: string): NewEvent => ({
+  type: 'WorkerRegistered',
+  workerId,
+  address: `${workerId}:50052`,
+  status: 'ready',
+  error: null,
+  flavor: 'cpu',
+  memoryTotal: 8 * 1024 ** 3,
+  maxContainers: 4,
+  gpuMemoryTotal: null,
+});
+
+/** The events database of a log, opened behind the EventLog's back to damage it. */
+function rawEvents(dir: string) {
+  const env = open({ path: join(dir, 'events.mdb'), maxDbs: 4 });
+  const events = env.openDB<string, number>({ name: 'events', encoding: 'string' });
+  return { put: (seq: number, text: string) => events.put(seq, text), close: () => env.close() };
+}
+
+function manualClock(start = START) {
+  let now = start;
+  return { clock: () => now, advance: (ms: number) => (now += ms) };
+}
+
+describe('EventLog (LMDB)', () => {
+  afterEach(cleanTempDirs);
+
+  it('assigns contiguous seqs from 1 and stamps at from the injected clock', async () => {
+    const time = manualClock();
+    const log = EventLog.open(tempDir(), { clock: time.clock });
+    const first = log.append([leaving('a'), leaving('b')]);
+    time.advance(1500);
+    const second = log.append(leaving('c'));
+    await second.committed;
+    expect([...first.events, ...second.events].map((e) => [e.seq, e.at])).to.deep.equal([
+      [1, '2026-11-30T10:00:00.000Z'],
+      [2, '2026-11-30T10:00:00.000Z'],
+      [3, '2026-11-30T10:00:01.500Z'],
+    ]);
+    expect([...log.read()].map((e) => e.seq)).to.deep.equal([1, 2, 3]);
+    await log.close();
+  });
+
+  it('writes optional fields as null and the envelope first', async () => {
+    const dir = tempDir();
+    const log = EventLog.open(dir, { clock: manualClock().clock });
+    await log.append({ type: 'CallFinished', requestId: 'r1', ok: true } as NewEvent).committed;
+    const [stored] = [...log.readStored()];
+    expect(stored?.text).to.equal(
+      '{"seq":1,"at":"2026-11-30T10:00:00.000Z","type":"CallFinished","requestId":"r1","ok":true,"code":null}',
+    );
+    await log.close();
+  });
+
+  it('refuses to append an event that does not fit the vocabulary, and appends nothing', async () => {
+    const log = EventLog.open(tempDir());
+    expect(() =>
+      log.append({ type: 'WorkerEvicted', workerId: 'w', reason: 'bored' } as unknown as NewEvent),
+    ).to.throw(InvalidEventError, 'seq 1: field "reason"');
+    await log.append(leaving('w')).committed;
+    expect([...log.read()].map((e) => e.seq)).to.deep.equal([1]);
+    await log.close();
+  });
+
+  it('puts appends made in the same turn into one transaction', async () => {
+    const log = EventLog.open(tempDir());
+    await log.append(leaving('warm-up')).committed;
+    const before = log.lastTransactionId;
+    const a = log.append(leaving('a'));
+    const b = log.append([leaving('b'), leaving('c')]);
+    await Promise.all([a.committed, b.committed]);
+    expect(log.lastTransactionId - before).to.equal(1);
+    await log.append(leaving('d')).committed;
+    await log.append(leaving('e')).committed;
+    expect(log.lastTransactionId - before).to.equal(3);
+    await log.close();
+  });
+
+  it('resolves durable after committed, and both mean the events can be read', async () => {
+    const dir = tempDir();
+    const log = EventLog.open(dir);
+    const order: string[] = [];
+    const result = log.append([leaving('a'), leaving('b')]);
+    const done = Promise.all([
+      result.committed.then(() => order.push('committed')),
+      result.durable.then(() => order.push('durable')),
+    ]);
+    await done;
+    expect(order).to.deep.equal(['committed', 'durable']);
+    const reader = EventLog.open(dir, { readOnly: true });
+    expect([...reader.read()].map((e) => e.seq)).to.deep.equal([1, 2]);
+    await reader.close();
+    await log.close();
+  });
+
+  it('reads a range in order, inclusive at both ends', async () => {
+    const log = EventLog.open(tempDir());
+    await log.append(Array.from({ length: 10 }, (_, i) => leaving(`w${i}`))).committed;
+    expect([...log.read(4, 7)].map((e) => e.seq)).to.deep.equal([4, 5, 6, 7]);
+    expect([...log.read(9)].map((e) => e.seq)).to.deep.equal([9, 10]);
+    expect([...log.read(11)]).to.deep.equal([]);
+    await log.close();
+  });
+
+  it('continues its seq when reopened', async () => {
+    const dir = tempDir();
+    const log = EventLog.open(dir);
+    await log.append([leaving('a'), leaving('b')]).committed;
+    await log.close();
+    const again = EventLog.open(dir);
+    expect(again.lastSeq).to.equal(2);
+    const next = again.append(leaving('c'));
+    expect(next.events[0]?.seq).to.equal(3);
+    await next.committed;
+    expect([...again.read()].map((e) => e.seq)).to.deep.equal([1, 2, 3]);
+    await again.close();
+  });
+
+  it('follows: yields what is there, then each event as it is committed', async () => {
+    const log = EventLog.open(tempDir());
+    await log.append([leaving('a'), leaving('b')]).committed;
+    const abort = new AbortController();
+    const seen: number[] = [];
+    const following = (async () => {
+      for await (const event of log.follow(2, abort.signal)) {
+        seen.push(event.seq);
+        if (event.seq === 4) abort.abort();
+      }
+    })();
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    log.append(leaving('c'));
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    log.append(leaving('d'));
+    await following;
+    expect(seen).to.deep.equal([2, 3, 4]);
+    await log.close();
+  });
+
+  it('lets only one writer open a log: a second one in another process gets a clear error', async () => {
+    const dir = tempDir();
+    const writer = runScript('scripts/append-loop.ts', [dir, '1', 'Infinity']);
+    try {
+      await writer.waitFor(/^durable 3$/);
+      expect(() => EventLog.open(dir)).to.throw(
+        EventLogError,
+        new RegExp(`is being written by process ${writer.process.pid}; only one writer`),
+      );
+      const reader = EventLog.open(dir, { readOnly: true });
+      expect(reader.lastSeq).to.be.at.least(3);
+      expect(() => reader.append(leaving('x'))).to.throw(EventLogError, 'read-only');
+      await reader.close();
+    } finally {
+      writer.process.kill('SIGKILL');
+      await writer.exited;
+    }
+    const after = EventLog.open(dir);
+    expect(after.lastSeq).to.be.at.least(3);
+    await after.close();
+  });
+
+  it('refuses a second writer in the same process', async () => {
+    const dir = tempDir();
+    const log = EventLog.open(dir);
+    expect(() => EventLog.open(dir)).to.throw(
+      EventLogError,
+      'already open for writing in this process',
+    );
+    await log.close();
+    const again = EventLog.open(dir);
+    await again.close();
+  });
+
+  it('lets a reader in this process follow a writer in another process', async () => {
+    const dir = tempDir();
+    const writer = runScript('scripts/append-loop.ts', [dir, '2', '5']);
+    await writer.waitFor(/^open$/);
+    await writer.waitFor(/^committed 2$/);
+    const reader = EventLog.open(dir, { readOnly: true, pollInterval: 10 });
+    const abort = new AbortController();
+    const seen: number[] = [];
+    for await (const event of reader.follow(1, abort.signal)) {
+      seen.push(event.seq);
+      if (event.seq === 10) abort.abort();
+    }
+    expect(seen).to.deep.equal([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+    expect((await writer.exited).code).to.equal(0);
+    await reader.close();
+  });
+
+  it('says clearly when a read-only log does not exist', () => {
+    expect(() => EventLog.open(join(tempDir(), 'nothing'), { readOnly: true })).to.throw(
+      EventLogError,
+      'no event log at',
+    );
+  });
+
+  it('refuses a log written under a newer schema version', async () => {
+    const dir = tempDir();
+    await EventLog.open(dir).close();
+    const raw = open({ path: join(dir, 'events.mdb'), maxDbs: 4 });
+    const meta = raw.openDB({ name: 'meta' });
+    await meta.put('schemaVersion', 2);
+    await raw.close();
+    expect(() => EventLog.open(dir)).to.throw(
+      EventLogError,
+      'event schema v2; this readie reads up to v1',
+    );
+  });
+
+  it('names the seq of a corrupt stored event', async () => {
+    const dir = tempDir();
+    const log = EventLog.open(dir);
+    await log.append([leaving('a'), leaving('b'), leaving('c')]).committed;
+    await log.close();
+    const raw = rawEvents(dir);
+    await raw.put(2, '{"seq":2,"at":"2026-11-30T10:00:00.000Z","type":"WorkerLeaving"}');
+    await raw.close();
+    const reader = EventLog.open(dir, { readOnly: true });
+    expect(() => [...reader.read()]).to.throw(
+      InvalidEventError,
+      'seq 2: field "workerId": is required but missing',
+    );
+    await reader.close();
+  });
+
+  describe('snapshots', () => {
+    const events = (n: number, offset = 0) =>
+      Array.from({ length: n }, (_, i) => registered(`w${offset + i}`));
+
+    it('appends a Snapshot every N events holding the folded state', async () => {
+      const log = EventLog.open<ClusterState>(tempDir(), {
+        projection: clusterProjection,
+        snapshotEvery: 5,
+      });
+      for (let i = 0; i < 12; i += 1) log.append(events(1, i));
+      await log.flushed();
+      const all = [...log.read()];
+      const snapshots = all.filter((e) => e.type === 'Snapshot');
+      expect(snapshots.map((e) => e.seq)).to.deep.equal([6, 12]);
+      const snapshot = snapshots[0] as Extract<ClusterEvent, { type: 'Snapshot' }>;
+      expect(Object.keys(snapshot.state.workers as object)).to.have.length(5);
+      expect(log.state).to.deep.equal(fold(all));
+      await log.close();
+    });
+
+    it('opens at the current state from the newest snapshot plus the tail', async () => {
+      const dir = tempDir();
+      const log = EventLog.open<ClusterState>(dir, {
+        projection: clusterProjection,
+        snapshotEvery: 4,
+      });
+      for (let i = 0; i < 10; i += 1) log.append(events(1, i));
+      await log.close();
+      const reader = EventLog.open(dir, { readOnly: true });
+      const expected = fold(reader.read());
+      await reader.close();
+      // Break an event before the newest snapshot: opening must not need it.
+      const raw = rawEvents(dir);
+      await raw.put(2, 'garbage');
+      await raw.close();
+      const reopened = EventLog.open<ClusterState>(dir, {
+        projection: clusterProjection,
+        snapshotEvery: 4,
+      });
+      expect(reopened.snapshotAtOrBefore()).to.equal(10);
+      expect(reopened.state).to.deep.equal(expected);
+      expect(() => [...reopened.read()]).to.throw(InvalidEventError, 'seq 2');
+      await reopened.close();
+    });
+  });
+});

@@ -1,0 +1,448 @@
+import { expect } from 'chai';
+import { InvalidEventError } from '../../src/events/index.js';
+import {
+  evolve,
+  fold,
+  initialState,
+  memoryCommitted,
+  heldContainers,
+  snapshotOf,
+  type ClusterState,
+} from '../../src/projections/index.js';
+import { DEFAULT_CONFIG } from '../../src/shared/config.js';
+import {
+  atOf,
+  container,
+  GiB,
+  history,
+  pinned,
+  placed,
+  registered,
+  requested,
+  utilization,
+} from '../support/events.js';
+
+/** The state after the history, also checking that one fold agrees with evolving event by event. */
+function stateOf(h: ReturnType<typeof history>): ClusterState {
+  const state = h.state();
+  expect(fold(h.events), 'fold agrees with evolve').to.deep.equal(state);
+  return state;
+}
+
+describe('evolve: the effect of each event', () => {
+  it('RouterStarted puts the recorded config in force over the defaults', () => {
+    const state = stateOf(
+      history({
+        type: 'RouterStarted',
+        config: { MEMORY_HEADROOM: 0.8, UNKNOWN_THING: 'x' },
+        version: '1.2.3',
+      }),
+    );
+    expect(state.config).to.deep.equal({ ...DEFAULT_CONFIG, MEMORY_HEADROOM: 0.8 });
+    expect(state.routerVersion).to.equal('1.2.3');
+    expect(state.lastSeq).to.equal(1);
+  });
+
+  it('CatalogueLoaded puts the catalogue in force with its revision', () => {
+    const catalogue = { flavors: {}, importCosts: { numpy: 150 }, defaultImportCost: 100 };
+    const state = stateOf(history({ type: 'CatalogueLoaded', revision: 'r7', catalogue }));
+    expect(state.catalogue).to.deep.equal({ revision: 'r7', catalogue });
+  });
+
+  describe('WorkerRegistered', () => {
+    it('adds a ready worker with its capacity and nothing reserved', () => {
+      const state = stateOf(history(registered('w1', { maxContainers: 3 })));
+      expect(state.workers.w1).to.deep.include({
+        status: 'ready',
+        address: 'w1.local:50052',
+        memoryTotal: 16 * GiB,
+        maxContainers: 3,
+        reservedMemory: 0,
+        inFlight: 0,
+        registeredAt: atOf(1),
+        lastHeardAt: atOf(1),
+      });
+    });
+
+    it('records an error status with its reason', () => {
+      const state = stateOf(history(registered('w1', { status: 'error', error: 'no python' })));
+      expect(state.workers.w1).to.deep.include({ status: 'error', error: 'no python' });
+    });
+
+    it('brings an evicted worker back, keeping its reservations counted', () => {
+      const state = stateOf(
+        history(
+          registered('w1'),
+          placed('r1', 'w1'),
+          { type: 'WorkerEvicted', workerId: 'w1', reason: 'ttl' },
+          registered('w1'),
+        ),
+      );
+      expect(state.workers.w1).to.deep.include({
+        status: 'ready',
+        evictedReason: null,
+        inFlight: 1,
+        registeredAt: atOf(1),
+      });
+    });
+  });
+
+  describe('WorkerUtilization', () => {
+    it('records the report, the time heard, and clears probe failures', () => {
+      const state = stateOf(
+        history(
+          registered('w1'),
+          { type: 'WorkerProbeFailed', workerId: 'w1', consecutive: 2, error: null },
+          utilization('w1', { memoryUsed: 3 * GiB, containerCount: 2, cpuUsed: 1.5, cpuTotal: 4 }),
+        ),
+      );
+      expect(state.workers.w1?.utilization).to.deep.equal({
+        memoryUsed: 3 * GiB,
+        containerCount: 2,
+        cpuUsed: 1.5,
+        cpuTotal: 4,
+        gpuMemoryUsed: null,
+        at: atOf(3),
+      });
+      expect(state.workers.w1).to.deep.include({ probeFailures: 0, lastHeardAt: atOf(3) });
+    });
+
+    it('changes nothing for an unknown or evicted worker', () => {
+      const before = history(registered('w1'), {
+        type: 'WorkerEvicted',
+        workerId: 'w1',
+        reason: 'probe',
+      });
+      const after = stateOf(before.add(utilization('w1'), utilization('ghost')));
+      expect(after.workers.w1?.utilization).to.equal(null);
+      expect(after.workers).to.have.keys('w1');
+    });
+  });
+
+  it('WorkerLeaving marks the worker leaving', () => {
+    const state = stateOf(history(registered('w1'), { type: 'WorkerLeaving', workerId: 'w1' }));
+    expect(state.workers.w1?.status).to.equal('leaving');
+  });
+
+  it('WorkerProbeFailed records the consecutive failures', () => {
+    const state = stateOf(
+      history(registered('w1'), {
+        type: 'WorkerProbeFailed',
+        workerId: 'w1',
+        consecutive: 2,
+        error: 'timeout',
+      }),
+    );
+    expect(state.workers.w1?.probeFailures).to.equal(2);
+  });
+
+  describe('WorkerEvicted', () => {
+    const base = () =>
+      history(
+        registered('w1'),
+        registered('w2'),
+        container('w1', 'c1', 'ready'),
+        pinned('s1', 'w1', 'c1', 'r0'),
+        container('w2', 'c2', 'ready'),
+        pinned('s2', 'w2', 'c2', 'r9'),
+        { type: 'WorkerEvicted', workerId: 'w1', reason: 'probe' },
+      );
+
+    it('marks the worker evicted, drops its containers and expires the sessions pinned there', () => {
+      const state = stateOf(base());
+      expect(state.workers.w1).to.deep.include({
+        status: 'evicted',
+        evictedReason: 'probe',
+        containers: {},
+      });
+      expect(state.sessions.s1).to.deep.equal({
+        sessionId: 's1',
+        pin: null,
+        pinnedBy: null,
+        expired: { reason: 'worker_evicted', at: atOf(7), seq: 7 },
+      });
+      expect(state.sessions.s2?.pin).to.deep.equal({ workerId: 'w2', containerId: 'c2' });
+    });
+
+    it('folds to the same state when the log also holds the SessionExpired consequence', () => {
+      const withCause = stateOf(base().add(requested('later')));
+      const withBoth = stateOf(
+        base().add({ type: 'SessionExpired', sessionId: 's1', reason: 'worker_evicted' }),
+      );
+      expect({ ...withBoth, lastSeq: 0 }).to.deep.equal({ ...withCause, lastSeq: 0 });
+    });
+  });
+
+  describe('ContainerStateChanged', () => {
+    it('adds a container and moves `since` only when the state changes', () => {
+      const state = stateOf(
+        history(
+          registered('w1'),
+          container('w1', 'c1', 'busy', 'ckpt-numpy'),
+          container('w1', 'c1', 'busy', 'ckpt-numpy'),
+          container('w1', 'c1', 'ready', 'ckpt-numpy'),
+        ),
+      );
+      expect(state.workers.w1?.containers.c1).to.deep.equal({
+        containerId: 'c1',
+        state: 'ready',
+        checkpointId: 'ckpt-numpy',
+        since: atOf(4),
+      });
+      expect(heldContainers(state.workers.w1!)).to.equal(1);
+    });
+
+    it('drops a removed container and expires its session; the consequence event changes nothing', () => {
+      const h = history(
+        registered('w1'),
+        container('w1', 'c1', 'ready'),
+        pinned('s1', 'w1', 'c1', 'r1'),
+        container('w1', 'c1', 'removed'),
+      );
+      const state = stateOf(h);
+      expect(state.workers.w1?.containers).to.deep.equal({});
+      expect(state.workers.w1?.pinnedSessions).to.deep.equal({});
+      expect(state.sessions.s1?.expired).to.deep.equal({
+        reason: 'container_removed',
+        at: atOf(4),
+        seq: 4,
+      });
+      const again = stateOf(
+        h.add({ type: 'SessionExpired', sessionId: 's1', reason: 'container_removed' }),
+      );
+      expect(again.sessions.s1).to.deep.equal(state.sessions.s1);
+    });
+  });
+
+  it('ContainerForgotten drops the record and expires its session', () => {
+    const state = stateOf(
+      history(registered('w1'), container('w1', 'c1', 'ready'), pinned('s1', 'w1', 'c1'), {
+        type: 'ContainerForgotten',
+        workerId: 'w1',
+        containerId: 'c1',
+        reason: 'idle',
+      }),
+    );
+    expect(state.workers.w1?.containers).to.deep.equal({});
+    expect(state.sessions.s1?.expired?.reason).to.equal('container_forgotten');
+  });
+
+  it('CallRequested and CallRejected reserve nothing', () => {
+    const state = stateOf(
+      history(registered('w1'), requested('r1'), {
+        type: 'CallRejected',
+        requestId: 'r1',
+        sessionId: null,
+        code: 'UNAVAILABLE',
+        message: 'no workers available',
+      }),
+    );
+    expect(state.reservations).to.deep.equal({});
+    expect(state.workers.w1).to.deep.include({ inFlight: 0, reservedMemory: 0 });
+  });
+
+  it('CallPlaced reserves: in-flight +1 and the budget added to the worker', () => {
+    const state = stateOf(
+      history(
+        registered('w1'),
+        utilization('w1', { memoryUsed: GiB }),
+        placed('r1', 'w1', { memory: 2 * GiB, sessionId: 's1', checkpointId: 'ckpt-numpy' }),
+      ),
+    );
+    expect(state.reservations.r1).to.deep.equal({
+      requestId: 'r1',
+      sessionId: 's1',
+      workerId: 'w1',
+      containerId: null,
+      checkpointId: 'ckpt-numpy',
+      memory: 2 * GiB,
+      since: atOf(3),
+    });
+    expect(state.workers.w1).to.deep.include({ inFlight: 1, reservedMemory: 2 * GiB });
+    expect(memoryCommitted(state.workers.w1!)).to.equal(3 * GiB);
+  });
+
+  it('CallBound names the container of the reservation', () => {
+    const state = stateOf(
+      history(registered('w1'), placed('r1', 'w1'), {
+        type: 'CallBound',
+        requestId: 'r1',
+        containerId: 'c9',
+        checkpointId: null,
+      }),
+    );
+    expect(state.reservations.r1?.containerId).to.equal('c9');
+  });
+
+  describe('CallFinished', () => {
+    const pinnedByFirstCall = () =>
+      history(
+        registered('w1'),
+        placed('r1', 'w1', { sessionId: 's1' }),
+        { type: 'CallBound', requestId: 'r1', containerId: 'c1', checkpointId: null },
+        pinned('s1', 'w1', 'c1', 'r1'),
+      );
+
+    it('releases the reservation and keeps the pin of a call that succeeded', () => {
+      const state = stateOf(
+        pinnedByFirstCall().add({ type: 'CallFinished', requestId: 'r1', ok: true, code: null }),
+      );
+      expect(state.reservations).to.deep.equal({});
+      expect(state.workers.w1).to.deep.include({ inFlight: 0, reservedMemory: 0 });
+      expect(state.sessions.s1?.pin).to.deep.equal({ workerId: 'w1', containerId: 'c1' });
+    });
+
+    it('clears the pin a failed call created; SessionUnpinned after it changes nothing', () => {
+      const failed = pinnedByFirstCall().add({
+        type: 'CallFinished',
+        requestId: 'r1',
+        ok: false,
+        code: 'UNAVAILABLE',
+      });
+      const state = stateOf(failed);
+      expect(state.sessions.s1).to.deep.include({ pin: null, pinnedBy: null, expired: null });
+      expect(state.workers.w1?.pinnedSessions).to.deep.equal({});
+      const withConsequence = stateOf(
+        failed.add({ type: 'SessionUnpinned', sessionId: 's1', reason: 'call_failed' }),
+      );
+      expect(withConsequence.sessions).to.deep.equal(state.sessions);
+    });
+
+    it('keeps the pin when a later call of the session fails', () => {
+      const state = stateOf(
+        pinnedByFirstCall().add(
+          { type: 'CallFinished', requestId: 'r1', ok: true, code: null },
+          placed('r2', 'w1', { sessionId: 's1', containerId: 'c1' }),
+          pinned('s1', 'w1', 'c1', 'r2'),
+          { type: 'CallFinished', requestId: 'r2', ok: false, code: 'INTERNAL' },
+        ),
+      );
+      expect(state.sessions.s1).to.deep.include({
+        pinnedBy: 'r1',
+        pin: { workerId: 'w1', containerId: 'c1' },
+      });
+    });
+
+    it('is idempotent: a second finish of the same call changes nothing', () => {
+      const once = stateOf(
+        pinnedByFirstCall().add({ type: 'CallFinished', requestId: 'r1', ok: true, code: null }),
+      );
+      const twice = stateOf(
+        pinnedByFirstCall().add(
+          { type: 'CallFinished', requestId: 'r1', ok: true, code: null },
+          { type: 'CallFinished', requestId: 'r1', ok: false, code: null },
+        ),
+      );
+      expect({ ...twice, lastSeq: 0 }).to.deep.equal({ ...once, lastSeq: 0 });
+    });
+  });
+
+  it('ReservationExpired force-releases like a failed call', () => {
+    const state = stateOf(
+      history(
+        registered('w1'),
+        placed('r1', 'w1', { sessionId: 's1', memory: 3 * GiB }),
+        pinned('s1', 'w1', 'c1', 'r1'),
+        { type: 'ReservationExpired', requestId: 'r1' },
+      ),
+    );
+    expect(state.reservations).to.deep.equal({});
+    expect(state.workers.w1).to.deep.include({ inFlight: 0, reservedMemory: 0 });
+    expect(state.sessions.s1?.pin).to.equal(null);
+  });
+
+  describe('sessions', () => {
+    it('SessionPinned pins, remembering the call that created the pin', () => {
+      const state = stateOf(history(registered('w1'), pinned('s1', 'w1', 'c1', 'r1')));
+      expect(state.sessions.s1).to.deep.equal({
+        sessionId: 's1',
+        pin: { workerId: 'w1', containerId: 'c1' },
+        pinnedBy: 'r1',
+        expired: null,
+      });
+      expect(state.workers.w1?.pinnedSessions).to.deep.equal({ c1: 's1' });
+    });
+
+    it('SessionPinned to a new container moves the pin', () => {
+      const state = stateOf(
+        history(
+          registered('w1'),
+          registered('w2'),
+          pinned('s1', 'w1', 'c1', 'r1'),
+          pinned('s1', 'w2', 'c2', 'r2'),
+        ),
+      );
+      expect(state.sessions.s1?.pin).to.deep.equal({ workerId: 'w2', containerId: 'c2' });
+      expect(state.workers.w1?.pinnedSessions).to.deep.equal({});
+      expect(state.workers.w2?.pinnedSessions).to.deep.equal({ c2: 's1' });
+    });
+
+    it('SessionUnpinned drops the pin', () => {
+      const state = stateOf(
+        history(registered('w1'), pinned('s1', 'w1', 'c1', 'r1'), {
+          type: 'SessionUnpinned',
+          sessionId: 's1',
+          reason: 'container_unavailable',
+        }),
+      );
+      expect(state.sessions.s1).to.deep.include({ pin: null, pinnedBy: null, expired: null });
+    });
+
+    it('SessionExpired keeps an expired record, the first reason wins, and an expired session is never re-pinned', () => {
+      const state = stateOf(
+        history(
+          registered('w1'),
+          { type: 'SessionExpired', sessionId: 's9', reason: 'container_removed' },
+          { type: 'SessionExpired', sessionId: 's9', reason: 'worker_evicted' },
+          pinned('s9', 'w1', 'c1', 'r1'),
+        ),
+      );
+      expect(state.sessions.s9).to.deep.equal({
+        sessionId: 's9',
+        pin: null,
+        pinnedBy: null,
+        expired: { reason: 'container_removed', at: atOf(2), seq: 2 },
+      });
+    });
+  });
+
+  describe('Snapshot', () => {
+    it('replaces the state with the one it carries, as of its seq', () => {
+      const before = history(registered('w1'), placed('r1', 'w1')).state();
+      const state = stateOf(
+        history(registered('other'), {
+          type: 'Snapshot',
+          schemaVersion: 1,
+          state: snapshotOf(before),
+        }),
+      );
+      expect(state).to.deep.equal({ ...before, lastSeq: 2 });
+    });
+
+    it('refuses a snapshot whose state is malformed, naming the seq and the field', () => {
+      const bad = snapshotOf(history(registered('w1')).state()) as {
+        workers: Record<string, Record<string, unknown>>;
+      };
+      bad.workers.w1!.inFlight = -1;
+      expect(() => history({ type: 'Snapshot', schemaVersion: 1, state: bad }).state()).to.throw(
+        InvalidEventError,
+        'seq 1: field "state.workers.w1.inFlight": expected an integer >= 0, got -1',
+      );
+    });
+  });
+
+  it('never changes the state it is given and returns a frozen state', () => {
+    const h = history(registered('w1'), placed('r1', 'w1'));
+    const before = h.state();
+    const copy = structuredClone(before);
+    const after = evolve(
+      before,
+      h.add({ type: 'CallFinished', requestId: 'r1', ok: true, code: null }).events.at(-1)!,
+    );
+    expect(before).to.deep.equal(copy);
+    expect(Object.isFrozen(after)).to.equal(true);
+    expect(Object.isFrozen(fold(h.events).workers.w1)).to.equal(true);
+    expect(after.workers.w1?.inFlight).to.equal(0);
+    expect(initialState()).to.deep.include({ lastSeq: 0, workers: {} });
+  });
+});

@@ -1,0 +1,147 @@
+/**
+ * Builders of events with sensible defaults, and a `history` that stamps them (seq from 1, one
+ * second apart) and folds them with `evolve`, for given / when / then tests.
+ */
+import {
+  validateEvent,
+  type ClusterEvent,
+  type Demand,
+  type NewEvent,
+  type NewEventOf,
+} from '../../src/events/index.js';
+import { evolve, initialState, type ClusterState } from '../../src/projections/index.js';
+
+export const GiB = 1024 ** 3;
+export const START_MS = Date.UTC(2026, 10, 30, 10, 0, 0, 0);
+
+/** The `at` of the event with this seq in a `history` (one second apart from START_MS). */
+export function atOf(seq: number): string {
+  return new Date(START_MS + seq * 1000).toISOString();
+}
+
+/** A ready CPU worker with 16 GiB and room for 8 containers. */
+export function registered(
+  workerId: string,
+  fields: Partial<NewEventOf<'WorkerRegistered'>> = {},
+): NewEvent {
+  return {
+    type: 'WorkerRegistered',
+    workerId,
+    address: `${workerId}.local:50052`,
+    status: 'ready',
+    error: null,
+    flavor: 'cpu',
+    memoryTotal: 16 * GiB,
+    maxContainers: 8,
+    gpuMemoryTotal: null,
+    ...fields,
+  };
+}
+
+/** A load report. */
+export function utilization(
+  workerId: string,
+  fields: Partial<NewEventOf<'WorkerUtilization'>> = {},
+): NewEvent {
+  return {
+    type: 'WorkerUtilization',
+    workerId,
+    memoryUsed: 0,
+    containerCount: 0,
+    cpuUsed: null,
+    cpuTotal: null,
+    gpuMemoryUsed: null,
+    ...fields,
+  };
+}
+
+/** A demand with every optional part unset. */
+export function demand(fields: Partial<Demand> = {}): Demand {
+  return {
+    memory: null,
+    gpuMemory: null,
+    gpu: null,
+    disableOptimizedExecution: null,
+    checkpointId: null,
+    imports: null,
+    packages: null,
+    ...fields,
+  };
+}
+
+/** A call reaching placement. */
+export function requested(
+  requestId: string,
+  fields: Partial<NewEventOf<'CallRequested'>> = {},
+): NewEvent {
+  return { type: 'CallRequested', requestId, sessionId: null, demand: demand(), ...fields };
+}
+
+/** A placement decision and its reservation (1 GiB unless told). */
+export function placed(
+  requestId: string,
+  workerId: string,
+  fields: Partial<NewEventOf<'CallPlaced'>> = {},
+): NewEvent {
+  return {
+    type: 'CallPlaced',
+    requestId,
+    sessionId: null,
+    workerId,
+    containerId: null,
+    checkpointId: null,
+    packages: [],
+    skippedPackages: [],
+    memory: GiB,
+    ...fields,
+  };
+}
+
+/** A container report. */
+export function container(
+  workerId: string,
+  containerId: string,
+  state: NewEventOf<'ContainerStateChanged'>['state'],
+  checkpointId: string | null = null,
+): NewEvent {
+  return { type: 'ContainerStateChanged', workerId, containerId, state, checkpointId };
+}
+
+/** A session pinned to a container by a call. */
+export function pinned(
+  sessionId: string,
+  workerId: string,
+  containerId: string,
+  requestId: string | null = null,
+): NewEvent {
+  return { type: 'SessionPinned', sessionId, workerId, containerId, requestId };
+}
+
+/** Events stamped as a log would stamp them, and the state they fold to. */
+export class History {
+  readonly events: ClusterEvent[] = [];
+
+  /** Stamps and appends events (validating them as the log would). */
+  add(...events: NewEvent[]): this {
+    for (const { type, ...fields } of events) {
+      const seq = this.events.length + 1;
+      this.events.push(validateEvent({ seq, at: atOf(seq), type, ...fields }));
+    }
+    return this;
+  }
+
+  /** The state after every event, folded one by one with `evolve`. */
+  state(): ClusterState {
+    return this.events.reduce(evolve, initialState());
+  }
+
+  /** The seq of the last event. */
+  get lastSeq(): number {
+    return this.events.length;
+  }
+}
+
+/** A new history holding `events`. */
+export function history(...events: NewEvent[]): History {
+  return new History().add(...events);
+}
