@@ -1,0 +1,17 @@
+/**
+ * `npm run bench -- <name> [...]`: runs benchmarks and prints one JSON document each. Every figure
+ * stands beside a baseline measured in the same run, with their ratio.
+ */
+const BENCHMARKS: Record<string, () => Promise<unknown>> = {
+  events: async () => (await import('./events.js')).run(),
+};
+
+const names = process.argv.slice(2);
+if (names.length === 0 || names.some((name) => !(name in BENCHMARKS))) {
+  process.stderr.write(`usage: npm run bench -- <${Object.keys(BENCHMARKS).join('|')}> ...\n`);
+  process.exit(2);
+}
+for (const name of names) {
+  const result = await BENCHMARKS[name]!();
+  process.stdout.write(`${JSON.stringify({ benchmark: name, ...(result as object) }, null, 2)}\n`);
+}

@@ -1,0 +1,36 @@
+/** Small helpers shared by the benchmarks. */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+/** Milliseconds taken by `work` (awaited). */
+export async function timed(work: () => unknown): Promise<number> {
+  const start = performance.now();
+  await work();
+  return performance.now() - start;
+}
+
+/** Runs `body` with a fresh temporary directory, removed afterwards. */
+export async function withTempDir<T>(body: (dir: string) => Promise<T>): Promise<T> {
+  const dir = mkdtempSync(join(tmpdir(), 'readie-bench-'));
+  try {
+    return await body(dir);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** A rate in units per second, rounded. */
+export function perSecond(count: number, ms: number): number {
+  return Math.round((count * 1000) / ms);
+}
+
+/** `value / baseline`, rounded to three decimals. */
+export function ratio(value: number, baseline: number): number {
+  return Math.round((value / baseline) * 1000) / 1000;
+}
+
+/** Runs a full garbage collection when node was started with --expose-gc (the bench script is). */
+export function collectGarbage(): void {
+  (globalThis as { gc?: () => void }).gc?.();
+}
