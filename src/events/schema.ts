@@ -125,7 +125,13 @@ export const EVENT_FIELDS = {
   CallBound: { requestId: Id, containerId: Id, checkpointId: opt(Text) },
   CallFinished: { requestId: Id, ok: T.Boolean(), code: opt(literals(GRPC_CODE_NAMES)) },
   ReservationExpired: { requestId: Id },
-  SessionPinned: { sessionId: Id, workerId: Id, containerId: Id, requestId: opt(Text) },
+  SessionPinned: {
+    sessionId: Id,
+    workerId: Id,
+    containerId: Id,
+    requestId: opt(Text),
+    checkpointId: opt(Text),
+  },
   SessionUnpinned: { sessionId: Id, reason: Text },
   SessionExpired: { sessionId: Id, reason: Text },
   Snapshot: {

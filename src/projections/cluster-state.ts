@@ -54,6 +54,8 @@ export interface WorkerRecord {
 export interface SessionPin {
   readonly workerId: string;
   readonly containerId: string;
+  /** The checkpoint its container was restored from; null for a cold start. */
+  readonly checkpointId: string | null;
 }
 
 /** Why a session can no longer be used, and since when. */

@@ -262,9 +262,16 @@ function pinSession(state: State, event: EventOf<'SessionPinned'>): void {
   if (session.expired) return;
   const samePin =
     session.pin?.workerId === event.workerId && session.pin.containerId === event.containerId;
-  if (samePin) return;
+  if (session.pin && samePin) {
+    if (event.checkpointId !== null) session.pin.checkpointId = event.checkpointId;
+    return;
+  }
   unpin(state, session);
-  session.pin = { workerId: event.workerId, containerId: event.containerId };
+  session.pin = {
+    workerId: event.workerId,
+    containerId: event.containerId,
+    checkpointId: event.checkpointId,
+  };
   session.pinnedBy = event.requestId;
   const worker = state.workers[event.workerId];
   if (worker) worker.pinnedSessions[event.containerId] = event.sessionId;

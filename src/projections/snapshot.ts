@@ -56,7 +56,7 @@ const WorkerSchema = T.Object({
 
 const SessionSchema = T.Object({
   sessionId: Text,
-  pin: Nullable(T.Object({ workerId: Text, containerId: Text })),
+  pin: Nullable(T.Object({ workerId: Text, containerId: Text, checkpointId: Nullable(Text) })),
   pinnedBy: Nullable(Text),
   expired: Nullable(T.Object({ reason: Text, at: Text, seq: Count })),
 });

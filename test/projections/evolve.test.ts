@@ -161,7 +161,11 @@ describe('evolve: the effect of each event', () => {
         pinnedBy: null,
         expired: { reason: 'worker_evicted', at: atOf(7), seq: 7 },
       });
-      expect(state.sessions.s2?.pin).to.deep.equal({ workerId: 'w2', containerId: 'c2' });
+      expect(state.sessions.s2?.pin).to.deep.equal({
+        workerId: 'w2',
+        containerId: 'c2',
+        checkpointId: null,
+      });
     });
 
     it('folds to the same state when the log also holds the SessionExpired consequence', () => {
@@ -289,7 +293,11 @@ describe('evolve: the effect of each event', () => {
       );
       expect(state.reservations).to.deep.equal({});
       expect(state.workers.w1).to.deep.include({ inFlight: 0, reservedMemory: 0 });
-      expect(state.sessions.s1?.pin).to.deep.equal({ workerId: 'w1', containerId: 'c1' });
+      expect(state.sessions.s1?.pin).to.deep.equal({
+        workerId: 'w1',
+        containerId: 'c1',
+        checkpointId: null,
+      });
     });
 
     it('clears the pin a failed call created; SessionUnpinned after it changes nothing', () => {
@@ -319,7 +327,7 @@ describe('evolve: the effect of each event', () => {
       );
       expect(state.sessions.s1).to.deep.include({
         pinnedBy: 'r1',
-        pin: { workerId: 'w1', containerId: 'c1' },
+        pin: { workerId: 'w1', containerId: 'c1', checkpointId: null },
       });
     });
 
@@ -352,11 +360,17 @@ describe('evolve: the effect of each event', () => {
   });
 
   describe('sessions', () => {
-    it('SessionPinned pins, remembering the call that created the pin', () => {
-      const state = stateOf(history(registered('w1'), pinned('s1', 'w1', 'c1', 'r1')));
+    it('SessionPinned pins, remembering the call that created the pin and its checkpoint', () => {
+      const state = stateOf(
+        history(
+          registered('w1'),
+          pinned('s1', 'w1', 'c1', 'r1', 'ckpt-numpy'),
+          pinned('s1', 'w1', 'c1', 'r2', null),
+        ),
+      );
       expect(state.sessions.s1).to.deep.equal({
         sessionId: 's1',
-        pin: { workerId: 'w1', containerId: 'c1' },
+        pin: { workerId: 'w1', containerId: 'c1', checkpointId: 'ckpt-numpy' },
         pinnedBy: 'r1',
         expired: null,
       });
@@ -372,7 +386,11 @@ describe('evolve: the effect of each event', () => {
           pinned('s1', 'w2', 'c2', 'r2'),
         ),
       );
-      expect(state.sessions.s1?.pin).to.deep.equal({ workerId: 'w2', containerId: 'c2' });
+      expect(state.sessions.s1?.pin).to.deep.equal({
+        workerId: 'w2',
+        containerId: 'c2',
+        checkpointId: null,
+      });
       expect(state.workers.w1?.pinnedSessions).to.deep.equal({});
       expect(state.workers.w2?.pinnedSessions).to.deep.equal({ c2: 's1' });
     });

@@ -113,8 +113,9 @@ export function pinned(
   workerId: string,
   containerId: string,
   requestId: string | null = null,
+  checkpointId: string | null = null,
 ): NewEvent {
-  return { type: 'SessionPinned', sessionId, workerId, containerId, requestId };
+  return { type: 'SessionPinned', sessionId, workerId, containerId, requestId, checkpointId };
 }
 
 /** Events stamped as a log would stamp them, and the state they fold to. */

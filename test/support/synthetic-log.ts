@@ -149,7 +149,13 @@ export function* syntheticLog(options: SyntheticLogOptions): Generator<NewEvent>
         memory: memory ?? GiB,
       });
       if (pinned && sessionId !== null) {
-        yield* emit({ type: 'SessionPinned', sessionId, ...pinned, requestId: null });
+        yield* emit({
+          type: 'SessionPinned',
+          sessionId,
+          ...pinned,
+          requestId: null,
+          checkpointId: null,
+        });
       }
     } else if (roll < 0.7 && calls.length > 0) {
       const call = pick(calls);
@@ -177,6 +183,7 @@ export function* syntheticLog(options: SyntheticLogOptions): Generator<NewEvent>
           workerId: call.workerId,
           containerId: call.containerId,
           requestId: call.requestId,
+          checkpointId: 'checkpoint_0',
         });
       }
     } else if (roll < 0.93 && calls.length > 0) {
