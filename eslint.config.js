@@ -22,7 +22,15 @@ const impureProperties = [
 
 export default tseslint.config(
   {
-    ignores: ['node_modules/', 'dist/', 'src/proto/gen/', '.readie/', 'python/', 'coverage/'],
+    ignores: [
+      'node_modules/',
+      'dist/',
+      'scratch/',
+      'src/proto/gen/',
+      '.readie/',
+      'python/',
+      'coverage/',
+    ],
   },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,

@@ -45,9 +45,10 @@ export interface WorkerRecord {
   readonly registeredAt: string;
   readonly lastHeardAt: string;
   readonly evictedReason: 'probe' | 'ttl' | 'left' | null;
-  readonly containers: Readonly<Record<string, ContainerRecord>>;
+  /** Its containers by ID; `containers.size` is how many it holds. */
+  readonly containers: ReadonlyMap<string, ContainerRecord>;
   /** Which session is pinned to which of this worker's containers (container ID to session ID). */
-  readonly pinnedSessions: Readonly<Record<string, string>>;
+  readonly pinnedSessions: ReadonlyMap<string, string>;
 }
 
 /** Where a session lives. */
@@ -92,7 +93,11 @@ export interface CatalogueInForce {
   readonly catalogue: Catalogue;
 }
 
-/** The whole folded state of the cluster. */
+/**
+ * The whole folded state of the cluster. Collections are Maps: placement walks every worker for
+ * every call, and iterating a Map is several times faster than iterating a large plain object.
+ * Snapshots carry the same state as plain JSON (see `snapshot.ts`).
+ */
 export interface ClusterState {
   readonly schemaVersion: number;
   /** The seq of the last event folded (0 before any). */
@@ -100,9 +105,9 @@ export interface ClusterState {
   readonly config: Config;
   readonly routerVersion: string | null;
   readonly catalogue: CatalogueInForce | null;
-  readonly workers: Readonly<Record<string, WorkerRecord>>;
-  readonly sessions: Readonly<Record<string, SessionRecord>>;
-  readonly reservations: Readonly<Record<string, Reservation>>;
+  readonly workers: ReadonlyMap<string, WorkerRecord>;
+  readonly sessions: ReadonlyMap<string, SessionRecord>;
+  readonly reservations: ReadonlyMap<string, Reservation>;
 }
 
 /** The state before any event. */
@@ -113,8 +118,8 @@ export function initialState(): ClusterState {
     config: { ...DEFAULT_CONFIG },
     routerVersion: null,
     catalogue: null,
-    workers: {},
-    sessions: {},
-    reservations: {},
+    workers: new Map(),
+    sessions: new Map(),
+    reservations: new Map(),
   };
 }

@@ -8,12 +8,14 @@
  * clears it), so a log that also holds the consequence events folds to the same state: those
  * events find the work already done and change nothing.
  */
-import { produce, type Draft } from 'immer';
+import { enableMapSet, produce, type Draft } from 'immer';
 import type { EventOf } from '../events/types.js';
 import { assertNever, type ClusterEvent } from '../events/types.js';
 import { configInForce } from '../shared/config.js';
 import type { ClusterState, SessionRecord, WorkerRecord } from './cluster-state.js';
 import { restoreSnapshot } from './snapshot.js';
+
+enableMapSet();
 
 type State = Draft<ClusterState>;
 type Worker = Draft<WorkerRecord>;
@@ -34,7 +36,7 @@ export const SESSION_UNPIN_REASONS = {
 
 /** The state after `event`, as a new immutable state (immer `produce`). */
 export function evolve(state: ClusterState, event: ClusterEvent): ClusterState {
-  return produce(state, (draft) => {
+  return produce(state, (draft): State | undefined => {
     const next = applyEvent(draft, event);
     return next === draft ? undefined : next;
   });
@@ -47,7 +49,7 @@ export function evolve(state: ClusterState, event: ClusterEvent): ClusterState {
 export function applyEvent(state: State, event: ClusterEvent): State {
   switch (event.type) {
     case 'Snapshot':
-      return restoreSnapshot(event);
+      return restoreSnapshot(event) as unknown as State;
     case 'RouterStarted':
       state.config = configInForce(event.config);
       state.routerVersion = event.version;
@@ -81,7 +83,7 @@ export function applyEvent(state: State, event: ClusterEvent): State {
       changeContainer(state, event);
       break;
     case 'ContainerForgotten': {
-      const worker = state.workers[event.workerId];
+      const worker = state.workers.get(event.workerId);
       if (worker)
         dropContainer(
           state,
@@ -99,7 +101,7 @@ export function applyEvent(state: State, event: ClusterEvent): State {
       reserve(state, event);
       break;
     case 'CallBound': {
-      const reservation = state.reservations[event.requestId];
+      const reservation = state.reservations.get(event.requestId);
       if (reservation) reservation.containerId = event.containerId;
       break;
     }
@@ -113,7 +115,7 @@ export function applyEvent(state: State, event: ClusterEvent): State {
       pinSession(state, event);
       break;
     case 'SessionUnpinned': {
-      const session = state.sessions[event.sessionId];
+      const session = state.sessions.get(event.sessionId);
       if (session) unpin(state, session);
       break;
     }
@@ -129,12 +131,12 @@ export function applyEvent(state: State, event: ClusterEvent): State {
 
 /** A worker that exists and has not been evicted (events about others change nothing). */
 function liveWorker(state: State, workerId: string): Worker | undefined {
-  const worker = state.workers[workerId];
+  const worker = state.workers.get(workerId);
   return worker && worker.status !== 'evicted' ? worker : undefined;
 }
 
 function registerWorker(state: State, event: EventOf<'WorkerRegistered'>): void {
-  const known = state.workers[event.workerId];
+  const known = state.workers.get(event.workerId);
   const capacity = {
     address: event.address,
     status: event.status,
@@ -151,16 +153,16 @@ function registerWorker(state: State, event: EventOf<'WorkerRegistered'>): void 
     Object.assign(known, capacity);
     return;
   }
-  state.workers[event.workerId] = {
+  state.workers.set(event.workerId, {
     workerId: event.workerId,
     ...capacity,
     utilization: null,
     reservedMemory: 0,
     inFlight: 0,
     registeredAt: event.at,
-    containers: {},
-    pinnedSessions: {},
-  };
+    containers: new Map(),
+    pinnedSessions: new Map(),
+  });
 }
 
 function reportUtilization(state: State, event: EventOf<'WorkerUtilization'>): void {
@@ -181,13 +183,13 @@ function reportUtilization(state: State, event: EventOf<'WorkerUtilization'>): v
 function evictWorker(state: State, event: EventOf<'WorkerEvicted'>): void {
   const worker = liveWorker(state, event.workerId);
   if (!worker) return;
-  for (const sessionId of Object.values(worker.pinnedSessions)) {
+  for (const sessionId of [...worker.pinnedSessions.values()]) {
     expireSession(state, sessionId, SESSION_EXPIRY_REASONS.workerEvicted, event);
   }
   worker.status = 'evicted';
   worker.evictedReason = event.reason;
-  worker.containers = {};
-  worker.pinnedSessions = {};
+  worker.containers.clear();
+  worker.pinnedSessions.clear();
 }
 
 function changeContainer(state: State, event: EventOf<'ContainerStateChanged'>): void {
@@ -198,19 +200,19 @@ function changeContainer(state: State, event: EventOf<'ContainerStateChanged'>):
     dropContainer(state, worker, event.containerId, event, SESSION_EXPIRY_REASONS.containerRemoved);
     return;
   }
-  const known = worker.containers[event.containerId];
+  const known = worker.containers.get(event.containerId);
   if (known) {
     if (known.state !== event.state) known.since = event.at;
     known.state = event.state;
     known.checkpointId = event.checkpointId;
     return;
   }
-  worker.containers[event.containerId] = {
+  worker.containers.set(event.containerId, {
     containerId: event.containerId,
     state: event.state,
     checkpointId: event.checkpointId,
     since: event.at,
-  };
+  });
 }
 
 function dropContainer(
@@ -220,14 +222,14 @@ function dropContainer(
   cause: ClusterEvent,
   reason: string,
 ): void {
-  delete worker.containers[containerId];
-  const sessionId = worker.pinnedSessions[containerId];
+  worker.containers.delete(containerId);
+  const sessionId = worker.pinnedSessions.get(containerId);
   if (sessionId !== undefined) expireSession(state, sessionId, reason, cause);
 }
 
 function reserve(state: State, event: EventOf<'CallPlaced'>): void {
-  if (state.reservations[event.requestId]) return;
-  state.reservations[event.requestId] = {
+  if (state.reservations.has(event.requestId)) return;
+  state.reservations.set(event.requestId, {
     requestId: event.requestId,
     sessionId: event.sessionId,
     workerId: event.workerId,
@@ -235,8 +237,8 @@ function reserve(state: State, event: EventOf<'CallPlaced'>): void {
     checkpointId: event.checkpointId,
     memory: event.memory,
     since: event.at,
-  };
-  const worker = state.workers[event.workerId];
+  });
+  const worker = state.workers.get(event.workerId);
   if (worker) {
     worker.inFlight += 1;
     worker.reservedMemory += event.memory;
@@ -244,21 +246,21 @@ function reserve(state: State, event: EventOf<'CallPlaced'>): void {
 }
 
 function release(state: State, requestId: string, failed: boolean): void {
-  const reservation = state.reservations[requestId];
+  const reservation = state.reservations.get(requestId);
   if (!reservation) return;
-  delete state.reservations[requestId];
-  const worker = state.workers[reservation.workerId];
+  state.reservations.delete(requestId);
+  const worker = state.workers.get(reservation.workerId);
   if (worker) {
     worker.inFlight = Math.max(0, worker.inFlight - 1);
     worker.reservedMemory = Math.max(0, worker.reservedMemory - reservation.memory);
   }
   if (!failed || reservation.sessionId === null) return;
-  const session = state.sessions[reservation.sessionId];
+  const session = state.sessions.get(reservation.sessionId);
   if (session && session.pinnedBy === requestId) unpin(state, session);
 }
 
 function pinSession(state: State, event: EventOf<'SessionPinned'>): void {
-  const session = (state.sessions[event.sessionId] ??= newSession(event.sessionId));
+  const session = sessionRecord(state, event.sessionId);
   if (session.expired) return;
   const samePin =
     session.pin?.workerId === event.workerId && session.pin.containerId === event.containerId;
@@ -273,16 +275,15 @@ function pinSession(state: State, event: EventOf<'SessionPinned'>): void {
     checkpointId: event.checkpointId,
   };
   session.pinnedBy = event.requestId;
-  const worker = state.workers[event.workerId];
-  if (worker) worker.pinnedSessions[event.containerId] = event.sessionId;
+  state.workers.get(event.workerId)?.pinnedSessions.set(event.containerId, event.sessionId);
 }
 
 function unpin(state: State, session: Draft<SessionRecord>): void {
   const pin = session.pin;
   if (pin) {
-    const worker = state.workers[pin.workerId];
-    if (worker && worker.pinnedSessions[pin.containerId] === session.sessionId) {
-      delete worker.pinnedSessions[pin.containerId];
+    const worker = state.workers.get(pin.workerId);
+    if (worker && worker.pinnedSessions.get(pin.containerId) === session.sessionId) {
+      worker.pinnedSessions.delete(pin.containerId);
     }
   }
   session.pin = null;
@@ -290,12 +291,17 @@ function unpin(state: State, session: Draft<SessionRecord>): void {
 }
 
 function expireSession(state: State, sessionId: string, reason: string, cause: ClusterEvent): void {
-  const session = (state.sessions[sessionId] ??= newSession(sessionId));
+  const session = sessionRecord(state, sessionId);
   if (session.expired) return;
   unpin(state, session);
   session.expired = { reason, at: cause.at, seq: cause.seq };
 }
 
-function newSession(sessionId: string): SessionRecord {
-  return { sessionId, pin: null, pinnedBy: null, expired: null };
+/** The session's record, created (unpinned, not expired) if the log never mentioned it. */
+function sessionRecord(state: State, sessionId: string): Draft<SessionRecord> {
+  const known = state.sessions.get(sessionId);
+  if (known) return known;
+  const created: SessionRecord = { sessionId, pin: null, pinnedBy: null, expired: null };
+  state.sessions.set(sessionId, created);
+  return state.sessions.get(sessionId) as Draft<SessionRecord>;
 }

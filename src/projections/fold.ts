@@ -16,9 +16,9 @@ export function fold(
   events: Iterable<ClusterEvent>,
   from: ClusterState = initialState(),
 ): ClusterState {
-  let state = structuredClone(from) as Draft<ClusterState>;
+  let state = structuredClone(from) as unknown as Draft<ClusterState>;
   for (const event of events) state = applyEvent(state, event);
-  return freeze(state as ClusterState, true);
+  return freeze(state as unknown as ClusterState, true);
 }
 
 /** `fold` over an async stream of events (a JSONL file being read). */
@@ -26,9 +26,9 @@ export async function foldAsync(
   events: AsyncIterable<ClusterEvent>,
   from: ClusterState = initialState(),
 ): Promise<ClusterState> {
-  let state = structuredClone(from) as Draft<ClusterState>;
+  let state = structuredClone(from) as unknown as Draft<ClusterState>;
   for await (const event of events) state = applyEvent(state, event);
-  return freeze(state as ClusterState, true);
+  return freeze(state as unknown as ClusterState, true);
 }
 
 /**
@@ -38,6 +38,6 @@ export async function foldAsync(
  */
 export const clusterProjection: LogProjection<ClusterState> = {
   initial: initialState,
-  apply: (state, event) => applyEvent(state, event),
+  apply: (state, event) => applyEvent(state as unknown as Draft<ClusterState>, event),
   toSnapshot: snapshotOf,
 };

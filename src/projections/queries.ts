@@ -22,9 +22,7 @@ export function gpuMemoryInUse(worker: WorkerRecord): number {
 
 /** Containers the worker holds (reported and not removed or forgotten). */
 export function heldContainers(worker: WorkerRecord): number {
-  let count = 0;
-  for (const _ in worker.containers) count += 1;
-  return count;
+  return worker.containers.size;
 }
 
 /** Whether the worker may receive new calls: last status ready, and an address to reach it. */
@@ -34,7 +32,7 @@ export function isPlaceable(worker: WorkerRecord): boolean {
 
 /** The session record of `sessionId`, if the log has ever pinned or expired it. */
 export function sessionOf(state: ClusterState, sessionId: string): SessionRecord | undefined {
-  return state.sessions[sessionId];
+  return state.sessions.get(sessionId);
 }
 
 /** A worker's container record, if it reported one. */
@@ -43,17 +41,17 @@ export function containerOf(
   workerId: string,
   containerId: string,
 ): ContainerRecord | undefined {
-  return state.workers[workerId]?.containers[containerId];
+  return state.workers.get(workerId)?.containers.get(containerId);
 }
 
 /** Reservations held on a worker (scans all reservations: for explanations, not hot paths). */
 export function reservationsOn(state: ClusterState, workerId: string): Reservation[] {
-  return Object.values(state.reservations).filter((r) => r.workerId === workerId);
+  return [...state.reservations.values()].filter((r) => r.workerId === workerId);
 }
 
 /** Workers sorted by ID as text (the order explanations and tables list them in). */
 export function workersById(state: ClusterState): WorkerRecord[] {
-  return Object.values(state.workers).sort((a, b) => compareText(a.workerId, b.workerId));
+  return [...state.workers.values()].sort((a, b) => compareText(a.workerId, b.workerId));
 }
 
 /** Compares two strings as text (UTF-16 code units), the order every tie-break uses. */

@@ -83,15 +83,63 @@ export const ClusterStateSchema = T.Object({
   reservations: T.Record(T.String(), ReservationSchema),
 });
 
+/** A state as JSON: what a `Snapshot` event carries (Maps become objects keyed by ID). */
+export type ClusterStateJson = Static<typeof ClusterStateSchema>;
+
+type Jsonified<T> =
+  T extends ReadonlyMap<string, infer V>
+    ? Record<string, Jsonified<V>>
+    : T extends readonly unknown[]
+      ? T
+      : T extends object
+        ? { -readonly [K in keyof T]: Jsonified<T[K]> }
+        : T;
+
 // The schema and the `ClusterState` interface must describe the same thing.
 type SameShape<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
 const schemaMatchesState: SameShape<
-  Omit<Static<typeof ClusterStateSchema>, 'config'>,
-  Omit<ClusterState, 'config'>
+  Omit<ClusterStateJson, 'config'>,
+  Omit<Jsonified<ClusterState>, 'config'>
 > = true;
 void schemaMatchesState;
 
 const checkState = TypeCompiler.Compile(ClusterStateSchema);
+
+const mapOf = <V, W>(record: Record<string, V>, convert: (value: V) => W): Map<string, W> =>
+  new Map(Object.entries(record).map(([key, value]) => [key, convert(value)]));
+
+const recordOf = <V, W>(map: ReadonlyMap<string, V>, convert: (value: V) => W): Record<string, W> =>
+  Object.fromEntries([...map].map(([key, value]) => [key, convert(value)]));
+
+/** The state a JSON snapshot describes (not checked: see `restoreSnapshot`). */
+export function stateFromJson(json: ClusterStateJson): ClusterState {
+  const copy = structuredClone(json);
+  return {
+    ...copy,
+    config: configInForce(copy.config),
+    workers: mapOf(copy.workers, (worker) => ({
+      ...worker,
+      containers: mapOf(worker.containers, (container) => container),
+      pinnedSessions: mapOf(worker.pinnedSessions, (sessionId) => sessionId),
+    })),
+    sessions: mapOf(copy.sessions, (session) => session),
+    reservations: mapOf(copy.reservations, (reservation) => reservation),
+  };
+}
+
+/** A detached JSON copy of a state, as a `Snapshot` event carries it and `replay state` prints it. */
+export function stateToJson(state: ClusterState): ClusterStateJson {
+  return structuredClone({
+    ...state,
+    workers: recordOf(state.workers, (worker) => ({
+      ...worker,
+      containers: recordOf(worker.containers, (container) => container),
+      pinnedSessions: recordOf(worker.pinnedSessions, (sessionId) => sessionId),
+    })),
+    sessions: recordOf(state.sessions, (session) => session),
+    reservations: recordOf(state.reservations, (reservation) => reservation),
+  });
+}
 
 /** The state a `Snapshot` event carries, checked, detached from the event, as of its seq. */
 export function restoreSnapshot(event: EventOf<'Snapshot'>): ClusterState {
@@ -99,11 +147,10 @@ export function restoreSnapshot(event: EventOf<'Snapshot'>): ClusterState {
     const { field, problem } = explainMismatch(checkState, event.state);
     throw new InvalidEventError({ seq: event.seq }, field ? `state.${field}` : 'state', problem);
   }
-  const state = structuredClone(event.state) as unknown as ClusterState;
-  return { ...state, config: configInForce(state.config), lastSeq: event.seq };
+  return { ...stateFromJson(event.state), lastSeq: event.seq };
 }
 
 /** A detached JSON copy of a state, as a `Snapshot` event carries it. */
 export function snapshotOf(state: ClusterState): Record<string, unknown> {
-  return structuredClone(state) as unknown as Record<string, unknown>;
+  return stateToJson(state);
 }

@@ -52,7 +52,7 @@ describe('evolve: the effect of each event', () => {
   describe('WorkerRegistered', () => {
     it('adds a ready worker with its capacity and nothing reserved', () => {
       const state = stateOf(history(registered('w1', { maxContainers: 3 })));
-      expect(state.workers.w1).to.deep.include({
+      expect(state.workers.get('w1')).to.deep.include({
         status: 'ready',
         address: 'w1.local:50052',
         memoryTotal: 16 * GiB,
@@ -66,7 +66,7 @@ describe('evolve: the effect of each event', () => {
 
     it('records an error status with its reason', () => {
       const state = stateOf(history(registered('w1', { status: 'error', error: 'no python' })));
-      expect(state.workers.w1).to.deep.include({ status: 'error', error: 'no python' });
+      expect(state.workers.get('w1')).to.deep.include({ status: 'error', error: 'no python' });
     });
 
     it('brings an evicted worker back, keeping its reservations counted', () => {
@@ -78,7 +78,7 @@ describe('evolve: the effect of each event', () => {
           registered('w1'),
         ),
       );
-      expect(state.workers.w1).to.deep.include({
+      expect(state.workers.get('w1')).to.deep.include({
         status: 'ready',
         evictedReason: null,
         inFlight: 1,
@@ -96,7 +96,7 @@ describe('evolve: the effect of each event', () => {
           utilization('w1', { memoryUsed: 3 * GiB, containerCount: 2, cpuUsed: 1.5, cpuTotal: 4 }),
         ),
       );
-      expect(state.workers.w1?.utilization).to.deep.equal({
+      expect(state.workers.get('w1')?.utilization).to.deep.equal({
         memoryUsed: 3 * GiB,
         containerCount: 2,
         cpuUsed: 1.5,
@@ -104,7 +104,7 @@ describe('evolve: the effect of each event', () => {
         gpuMemoryUsed: null,
         at: atOf(3),
       });
-      expect(state.workers.w1).to.deep.include({ probeFailures: 0, lastHeardAt: atOf(3) });
+      expect(state.workers.get('w1')).to.deep.include({ probeFailures: 0, lastHeardAt: atOf(3) });
     });
 
     it('changes nothing for an unknown or evicted worker', () => {
@@ -114,14 +114,14 @@ describe('evolve: the effect of each event', () => {
         reason: 'probe',
       });
       const after = stateOf(before.add(utilization('w1'), utilization('ghost')));
-      expect(after.workers.w1?.utilization).to.equal(null);
-      expect(after.workers).to.have.keys('w1');
+      expect(after.workers.get('w1')?.utilization).to.equal(null);
+      expect([...after.workers.keys()]).to.deep.equal(['w1']);
     });
   });
 
   it('WorkerLeaving marks the worker leaving', () => {
     const state = stateOf(history(registered('w1'), { type: 'WorkerLeaving', workerId: 'w1' }));
-    expect(state.workers.w1?.status).to.equal('leaving');
+    expect(state.workers.get('w1')?.status).to.equal('leaving');
   });
 
   it('WorkerProbeFailed records the consecutive failures', () => {
@@ -133,7 +133,7 @@ describe('evolve: the effect of each event', () => {
         error: 'timeout',
       }),
     );
-    expect(state.workers.w1?.probeFailures).to.equal(2);
+    expect(state.workers.get('w1')?.probeFailures).to.equal(2);
   });
 
   describe('WorkerEvicted', () => {
@@ -150,18 +150,18 @@ describe('evolve: the effect of each event', () => {
 
     it('marks the worker evicted, drops its containers and expires the sessions pinned there', () => {
       const state = stateOf(base());
-      expect(state.workers.w1).to.deep.include({
+      expect(state.workers.get('w1')).to.deep.include({
         status: 'evicted',
         evictedReason: 'probe',
-        containers: {},
+        containers: new Map(),
       });
-      expect(state.sessions.s1).to.deep.equal({
+      expect(state.sessions.get('s1')).to.deep.equal({
         sessionId: 's1',
         pin: null,
         pinnedBy: null,
         expired: { reason: 'worker_evicted', at: atOf(7), seq: 7 },
       });
-      expect(state.sessions.s2?.pin).to.deep.equal({
+      expect(state.sessions.get('s2')?.pin).to.deep.equal({
         workerId: 'w2',
         containerId: 'c2',
         checkpointId: null,
@@ -187,13 +187,13 @@ describe('evolve: the effect of each event', () => {
           container('w1', 'c1', 'ready', 'ckpt-numpy'),
         ),
       );
-      expect(state.workers.w1?.containers.c1).to.deep.equal({
+      expect(state.workers.get('w1')?.containers.get('c1')).to.deep.equal({
         containerId: 'c1',
         state: 'ready',
         checkpointId: 'ckpt-numpy',
         since: atOf(4),
       });
-      expect(heldContainers(state.workers.w1!)).to.equal(1);
+      expect(heldContainers(state.workers.get('w1')!)).to.equal(1);
     });
 
     it('drops a removed container and expires its session; the consequence event changes nothing', () => {
@@ -204,9 +204,9 @@ describe('evolve: the effect of each event', () => {
         container('w1', 'c1', 'removed'),
       );
       const state = stateOf(h);
-      expect(state.workers.w1?.containers).to.deep.equal({});
-      expect(state.workers.w1?.pinnedSessions).to.deep.equal({});
-      expect(state.sessions.s1?.expired).to.deep.equal({
+      expect(state.workers.get('w1')?.containers).to.deep.equal(new Map());
+      expect(state.workers.get('w1')?.pinnedSessions).to.deep.equal(new Map());
+      expect(state.sessions.get('s1')?.expired).to.deep.equal({
         reason: 'container_removed',
         at: atOf(4),
         seq: 4,
@@ -214,7 +214,7 @@ describe('evolve: the effect of each event', () => {
       const again = stateOf(
         h.add({ type: 'SessionExpired', sessionId: 's1', reason: 'container_removed' }),
       );
-      expect(again.sessions.s1).to.deep.equal(state.sessions.s1);
+      expect(again.sessions.get('s1')).to.deep.equal(state.sessions.get('s1'));
     });
   });
 
@@ -227,8 +227,8 @@ describe('evolve: the effect of each event', () => {
         reason: 'idle',
       }),
     );
-    expect(state.workers.w1?.containers).to.deep.equal({});
-    expect(state.sessions.s1?.expired?.reason).to.equal('container_forgotten');
+    expect(state.workers.get('w1')?.containers).to.deep.equal(new Map());
+    expect(state.sessions.get('s1')?.expired?.reason).to.equal('container_forgotten');
   });
 
   it('CallRequested and CallRejected reserve nothing', () => {
@@ -241,8 +241,8 @@ describe('evolve: the effect of each event', () => {
         message: 'no workers available',
       }),
     );
-    expect(state.reservations).to.deep.equal({});
-    expect(state.workers.w1).to.deep.include({ inFlight: 0, reservedMemory: 0 });
+    expect(state.reservations).to.deep.equal(new Map());
+    expect(state.workers.get('w1')).to.deep.include({ inFlight: 0, reservedMemory: 0 });
   });
 
   it('CallPlaced reserves: in-flight +1 and the budget added to the worker', () => {
@@ -253,7 +253,7 @@ describe('evolve: the effect of each event', () => {
         placed('r1', 'w1', { memory: 2 * GiB, sessionId: 's1', checkpointId: 'ckpt-numpy' }),
       ),
     );
-    expect(state.reservations.r1).to.deep.equal({
+    expect(state.reservations.get('r1')).to.deep.equal({
       requestId: 'r1',
       sessionId: 's1',
       workerId: 'w1',
@@ -262,8 +262,8 @@ describe('evolve: the effect of each event', () => {
       memory: 2 * GiB,
       since: atOf(3),
     });
-    expect(state.workers.w1).to.deep.include({ inFlight: 1, reservedMemory: 2 * GiB });
-    expect(memoryCommitted(state.workers.w1!)).to.equal(3 * GiB);
+    expect(state.workers.get('w1')).to.deep.include({ inFlight: 1, reservedMemory: 2 * GiB });
+    expect(memoryCommitted(state.workers.get('w1')!)).to.equal(3 * GiB);
   });
 
   it('CallBound names the container of the reservation', () => {
@@ -275,7 +275,7 @@ describe('evolve: the effect of each event', () => {
         checkpointId: null,
       }),
     );
-    expect(state.reservations.r1?.containerId).to.equal('c9');
+    expect(state.reservations.get('r1')?.containerId).to.equal('c9');
   });
 
   describe('CallFinished', () => {
@@ -291,9 +291,9 @@ describe('evolve: the effect of each event', () => {
       const state = stateOf(
         pinnedByFirstCall().add({ type: 'CallFinished', requestId: 'r1', ok: true, code: null }),
       );
-      expect(state.reservations).to.deep.equal({});
-      expect(state.workers.w1).to.deep.include({ inFlight: 0, reservedMemory: 0 });
-      expect(state.sessions.s1?.pin).to.deep.equal({
+      expect(state.reservations).to.deep.equal(new Map());
+      expect(state.workers.get('w1')).to.deep.include({ inFlight: 0, reservedMemory: 0 });
+      expect(state.sessions.get('s1')?.pin).to.deep.equal({
         workerId: 'w1',
         containerId: 'c1',
         checkpointId: null,
@@ -308,8 +308,12 @@ describe('evolve: the effect of each event', () => {
         code: 'UNAVAILABLE',
       });
       const state = stateOf(failed);
-      expect(state.sessions.s1).to.deep.include({ pin: null, pinnedBy: null, expired: null });
-      expect(state.workers.w1?.pinnedSessions).to.deep.equal({});
+      expect(state.sessions.get('s1')).to.deep.include({
+        pin: null,
+        pinnedBy: null,
+        expired: null,
+      });
+      expect(state.workers.get('w1')?.pinnedSessions).to.deep.equal(new Map());
       const withConsequence = stateOf(
         failed.add({ type: 'SessionUnpinned', sessionId: 's1', reason: 'call_failed' }),
       );
@@ -325,7 +329,7 @@ describe('evolve: the effect of each event', () => {
           { type: 'CallFinished', requestId: 'r2', ok: false, code: 'INTERNAL' },
         ),
       );
-      expect(state.sessions.s1).to.deep.include({
+      expect(state.sessions.get('s1')).to.deep.include({
         pinnedBy: 'r1',
         pin: { workerId: 'w1', containerId: 'c1', checkpointId: null },
       });
@@ -354,9 +358,9 @@ describe('evolve: the effect of each event', () => {
         { type: 'ReservationExpired', requestId: 'r1' },
       ),
     );
-    expect(state.reservations).to.deep.equal({});
-    expect(state.workers.w1).to.deep.include({ inFlight: 0, reservedMemory: 0 });
-    expect(state.sessions.s1?.pin).to.equal(null);
+    expect(state.reservations).to.deep.equal(new Map());
+    expect(state.workers.get('w1')).to.deep.include({ inFlight: 0, reservedMemory: 0 });
+    expect(state.sessions.get('s1')?.pin).to.equal(null);
   });
 
   describe('sessions', () => {
@@ -368,13 +372,13 @@ describe('evolve: the effect of each event', () => {
           pinned('s1', 'w1', 'c1', 'r2', null),
         ),
       );
-      expect(state.sessions.s1).to.deep.equal({
+      expect(state.sessions.get('s1')).to.deep.equal({
         sessionId: 's1',
         pin: { workerId: 'w1', containerId: 'c1', checkpointId: 'ckpt-numpy' },
         pinnedBy: 'r1',
         expired: null,
       });
-      expect(state.workers.w1?.pinnedSessions).to.deep.equal({ c1: 's1' });
+      expect(state.workers.get('w1')?.pinnedSessions).to.deep.equal(new Map([['c1', 's1']]));
     });
 
     it('SessionPinned to a new container moves the pin', () => {
@@ -386,13 +390,13 @@ describe('evolve: the effect of each event', () => {
           pinned('s1', 'w2', 'c2', 'r2'),
         ),
       );
-      expect(state.sessions.s1?.pin).to.deep.equal({
+      expect(state.sessions.get('s1')?.pin).to.deep.equal({
         workerId: 'w2',
         containerId: 'c2',
         checkpointId: null,
       });
-      expect(state.workers.w1?.pinnedSessions).to.deep.equal({});
-      expect(state.workers.w2?.pinnedSessions).to.deep.equal({ c2: 's1' });
+      expect(state.workers.get('w1')?.pinnedSessions).to.deep.equal(new Map());
+      expect(state.workers.get('w2')?.pinnedSessions).to.deep.equal(new Map([['c2', 's1']]));
     });
 
     it('SessionUnpinned drops the pin', () => {
@@ -403,7 +407,11 @@ describe('evolve: the effect of each event', () => {
           reason: 'container_unavailable',
         }),
       );
-      expect(state.sessions.s1).to.deep.include({ pin: null, pinnedBy: null, expired: null });
+      expect(state.sessions.get('s1')).to.deep.include({
+        pin: null,
+        pinnedBy: null,
+        expired: null,
+      });
     });
 
     it('SessionExpired keeps an expired record, the first reason wins, and an expired session is never re-pinned', () => {
@@ -415,7 +423,7 @@ describe('evolve: the effect of each event', () => {
           pinned('s9', 'w1', 'c1', 'r1'),
         ),
       );
-      expect(state.sessions.s9).to.deep.equal({
+      expect(state.sessions.get('s9')).to.deep.equal({
         sessionId: 's9',
         pin: null,
         pinnedBy: null,
@@ -459,8 +467,8 @@ describe('evolve: the effect of each event', () => {
     );
     expect(before).to.deep.equal(copy);
     expect(Object.isFrozen(after)).to.equal(true);
-    expect(Object.isFrozen(fold(h.events).workers.w1)).to.equal(true);
-    expect(after.workers.w1?.inFlight).to.equal(0);
-    expect(initialState()).to.deep.include({ lastSeq: 0, workers: {} });
+    expect(Object.isFrozen(fold(h.events).workers.get('w1'))).to.equal(true);
+    expect(after.workers.get('w1')?.inFlight).to.equal(0);
+    expect(initialState()).to.deep.include({ lastSeq: 0, workers: new Map() });
   });
 });

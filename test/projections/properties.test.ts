@@ -34,8 +34,8 @@ function events(options: { seed: number; events: number; workers: number }): Clu
 
 /** Every worker's counters agree with the reservations that name it. */
 function expectCountersConsistent(state: ClusterState): void {
-  for (const worker of Object.values(state.workers)) {
-    const held = Object.values(state.reservations).filter((r) => r.workerId === worker.workerId);
+  for (const worker of state.workers.values()) {
+    const held = [...state.reservations.values()].filter((r) => r.workerId === worker.workerId);
     expect(worker.inFlight, `${worker.workerId} in flight`).to.equal(held.length);
     expect(worker.reservedMemory, `${worker.workerId} reserved`).to.equal(
       held.reduce((sum, r) => sum + r.memory, 0),

@@ -1,0 +1,165 @@
+/**
+ * Placement throughput at 100, 1,000 and 10,000 workers:
+ * - with the log: decide, append to an LMDB EventLog (folding into its live state), commit;
+ * - without the log: decide and fold into an in-memory state;
+ * - baseline: appending the same events to the log without deciding.
+ * Calls finish as new ones arrive, so reservations stay at about two per worker.
+ */
+import type { NewEvent } from '../src/events/index.js';
+import { EventLog } from '../src/events/index.js';
+import { clusterProjection, initialState, type ClusterState } from '../src/projections/index.js';
+import { place, type CallToPlace } from '../src/router/placement/index.js';
+import { demand, GiB, registered, utilization } from '../test/support/events.js';
+import { collectGarbage, perSecond, ratio, withTempDir } from './support.js';
+
+const COMMIT_EVERY = 100;
+
+function cluster(workers: number): NewEvent[] {
+  const events: NewEvent[] = [];
+  for (let i = 0; i < workers; i += 1) {
+    events.push(registered(`w${i}`, { memoryTotal: 64 * GiB, maxContainers: 64 }));
+    events.push(
+      utilization(`w${i}`, {
+        memoryUsed: (i % 17) * GiB,
+        cpuUsed: (i % 5) / 2,
+        cpuTotal: 8,
+        containerCount: i % 4,
+      }),
+    );
+  }
+  return events;
+}
+
+function callOf(i: number): CallToPlace {
+  return {
+    requestId: `req-${i}`,
+    sessionId: null,
+    demand: demand({ memory: ((i % 3) + 1) * GiB, imports: i % 2 === 0 ? ['numpy'] : null }),
+  };
+}
+
+/** The events one decision appends: the outcome, and the finish of a call placed earlier. */
+function withFinish(events: readonly NewEvent[], i: number, workers: number): NewEvent[] {
+  const done = i - 2 * workers;
+  return done < 0
+    ? [...events]
+    : [...events, { type: 'CallFinished', requestId: `req-${done}`, ok: true, code: null }];
+}
+
+async function withLog(
+  workers: number,
+  decisions: number,
+): Promise<{ ms: number; appended: NewEvent[][] }> {
+  return withTempDir(async (dir) => {
+    const log = EventLog.open<ClusterState>(dir, {
+      projection: clusterProjection,
+      snapshotEvery: 0,
+    });
+    await log.append(cluster(workers)).committed;
+    const appended: NewEvent[][] = [];
+    const start = performance.now();
+    for (let i = 0; i < decisions; i += 1) {
+      const decision = place(log.state, callOf(i));
+      const events = withFinish(decision.events, i, workers);
+      const result = log.append(events);
+      appended.push(events);
+      if (i % COMMIT_EVERY === COMMIT_EVERY - 1) await result.committed;
+    }
+    await log.flushed();
+    const ms = performance.now() - start;
+    await log.close();
+    return { ms, appended };
+  });
+}
+
+function withoutLog(workers: number, decisions: number): number {
+  let state = initialState();
+  let seq = 0;
+  const at = '2026-11-30T10:00:00.000Z';
+  const apply = (events: readonly NewEvent[]) => {
+    for (const event of events) {
+      seq += 1;
+      state = clusterProjection.apply(state, { seq, at, ...event });
+    }
+  };
+  apply(cluster(workers));
+  const start = performance.now();
+  for (let i = 0; i < decisions; i += 1)
+    apply(withFinish(place(state, callOf(i)).events, i, workers));
+  return performance.now() - start;
+}
+
+async function appendOnly(workers: number, batches: readonly NewEvent[][]): Promise<number> {
+  return withTempDir(async (dir) => {
+    const log = EventLog.open<ClusterState>(dir, {
+      projection: clusterProjection,
+      snapshotEvery: 0,
+    });
+    await log.append(cluster(workers)).committed;
+    const start = performance.now();
+    for (let i = 0; i < batches.length; i += 1) {
+      const result = log.append(batches[i]!);
+      if (i % COMMIT_EVERY === COMMIT_EVERY - 1) await result.committed;
+    }
+    await log.flushed();
+    const ms = performance.now() - start;
+    await log.close();
+    return ms;
+  });
+}
+
+async function measure(workers: number, decisions: number) {
+  // Warm up, then alternate the three and keep each one's best.
+  withoutLog(workers, Math.min(decisions, 2_000));
+  const logged: number[] = [];
+  const bare: number[] = [];
+  const baseline: number[] = [];
+  for (let round = 0; round < 2; round += 1) {
+    collectGarbage();
+    const run = await withLog(workers, decisions);
+    logged.push(run.ms);
+    collectGarbage();
+    bare.push(withoutLog(workers, decisions));
+    collectGarbage();
+    baseline.push(await appendOnly(workers, run.appended));
+  }
+  const withLogRate = perSecond(decisions, Math.min(...logged));
+  const appendOnlyRate = perSecond(decisions, Math.min(...baseline));
+  return {
+    workers,
+    decisions,
+    decisionsPerSecondWithLog: withLogRate,
+    decisionsPerSecondWithoutLog: perSecond(decisions, Math.min(...bare)),
+    appendOnlyPerSecond: appendOnlyRate,
+    loggedVsAppendOnly: ratio(withLogRate, appendOnlyRate),
+    microsecondsPerDecisionWithLog: Math.round((Math.min(...logged) * 1000) / decisions),
+  };
+}
+
+/** Runs the placement benchmark. */
+export async function run() {
+  const runs = [];
+  for (const [workers, decisions] of [
+    [100, 20_000],
+    [1_000, 20_000],
+    [10_000, 3_000],
+  ] as const) {
+    runs.push(await measure(workers, decisions));
+  }
+  const perWorker = runs.map((r) => ({
+    workers: r.workers,
+    nanosecondsPerDecisionPerWorker: Math.round(
+      (r.microsecondsPerDecisionWithLog * 1000) / r.workers,
+    ),
+  }));
+  return {
+    runs,
+    scaling: perWorker,
+    targets: {
+      decisionsPerSecondWithLogAt1000: 20_000,
+      loggedVsAppendOnlyAtLeast: 0.5,
+      growth: 'no worse than linear in workers',
+    },
+    note: `decide + append (one commit awaited every ${COMMIT_EVERY} decisions) + fold into the live state; each decision also appends the CallFinished of a call placed 2 x workers decisions earlier; best of two alternating runs`,
+  };
+}

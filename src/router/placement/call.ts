@@ -1,0 +1,36 @@
+/** A call as placement sees it, and the budget it asks for once defaults are applied. */
+import type { Demand } from '../../events/types.js';
+import type { Config } from '../../shared/config.js';
+
+/** A call that reached placement: its IDs and its demand exactly as the client sent it. */
+export interface CallToPlace {
+  readonly requestId: string;
+  /** The session, or null (an empty string counts as no session). */
+  readonly sessionId: string | null;
+  readonly demand: Demand;
+}
+
+/** What a call needs from a worker, with defaults applied. */
+export interface Budget {
+  /** Memory in bytes: the call's own, or `DEFAULT_MEMORY` when it named none. */
+  readonly memory: number;
+  /** GPU memory in bytes (0 when none). */
+  readonly gpuMemory: number;
+  /** A GPU call: it says so, or it has a GPU memory budget. */
+  readonly gpuCall: boolean;
+}
+
+/** The budget of a demand under a config. */
+export function budgetOf(demand: Demand, config: Config): Budget {
+  const gpuMemory = demand.gpuMemory ?? 0;
+  return {
+    memory: demand.memory ?? config.DEFAULT_MEMORY,
+    gpuMemory,
+    gpuCall: demand.gpu === true || gpuMemory > 0,
+  };
+}
+
+/** The session ID of a call, with an empty string read as no session. */
+export function sessionIdOf(call: CallToPlace): string | null {
+  return call.sessionId === null || call.sessionId === '' ? null : call.sessionId;
+}

@@ -1,0 +1,312 @@
+/**
+ * Placement: a pure function of (cluster state, call, config) returning the events to append and
+ * the outcome, in the order of the rules in docs/placement.md. `place` is the hot path;
+ * `explainPlacement` runs the very same steps while recording why.
+ */
+import type { NewEvent } from '../../events/types.js';
+import type { ClusterState, WorkerRecord } from '../../projections/cluster-state.js';
+import { isPlaceable } from '../../projections/queries.js';
+import type { Config } from '../../shared/config.js';
+import { budgetOf, sessionIdOf, type Budget, type CallToPlace } from './call.js';
+import { notCandidateReason } from './candidates.js';
+import { cheapest, costTable, flavorCatalogue } from './checkpoints.js';
+import type { GrpcCodeName, PlacementDecision } from './decision.js';
+import { ExplanationBuilder, type PlacementExplanation } from './explanation.js';
+import { Verdict, type Filter } from './filter.js';
+import { FILTERS } from './filters/index.js';
+import { checkPackages, planPackages, type PackageRequirement } from './packages.js';
+import { BestWorker, compareWorkers } from './ranking/index.js';
+import { sessionAffinity } from './session-affinity.js';
+
+/** Decides where `call` runs, against `state` and `config` (default: the config in force). */
+export function place(
+  state: ClusterState,
+  call: CallToPlace,
+  config: Config = state.config,
+): PlacementDecision {
+  return decide(state, call, config, undefined);
+}
+
+/** Decides like `place` and explains why, worker by worker. */
+export function explainPlacement(
+  state: ClusterState,
+  call: CallToPlace,
+  config: Config = state.config,
+): PlacementExplanation {
+  const budget = budgetOf(call.demand, config);
+  const explanation = new ExplanationBuilder(budget, config);
+  const decision = decide(state, call, config, explanation);
+  const ranked =
+    decision.outcome === 'placed' && decision.containerId === null
+      ? rankEligible(state, budget, config)
+      : [];
+  return explanation.build(call.requestId, sessionIdOf(call), decision, ranked);
+}
+
+function rejected(
+  call: CallToPlace,
+  before: readonly NewEvent[],
+  code: GrpcCodeName,
+  message: string,
+): PlacementDecision {
+  return {
+    outcome: 'rejected',
+    code,
+    message,
+    events: [
+      ...before,
+      {
+        type: 'CallRejected',
+        requestId: call.requestId,
+        sessionId: sessionIdOf(call),
+        code,
+        message,
+      },
+    ],
+  };
+}
+
+function decide(
+  state: ClusterState,
+  call: CallToPlace,
+  config: Config,
+  explain: ExplanationBuilder | undefined,
+): PlacementDecision {
+  const { demand } = call;
+  const sessionId = sessionIdOf(call);
+  const budget = budgetOf(demand, config);
+  const before: NewEvent[] = [];
+
+  // The demand itself: valid packages, no contradiction.
+  const checked = checkPackages(demand.packages);
+  if (!checked.ok) {
+    const message = `package entry "${checked.entry}" is not a valid PEP 508 requirement: ${checked.problem}`;
+    explain?.packages({ requested: demand.packages ?? [], problem: message });
+    return rejected(call, before, 'INVALID_ARGUMENT', message);
+  }
+  explain?.packages({ requested: demand.packages ?? [], duplicates: checked.duplicates });
+  const pinnedCheckpoint = demand.checkpointId ?? '';
+  if (pinnedCheckpoint !== '' && demand.disableOptimizedExecution === true) {
+    return rejected(
+      call,
+      before,
+      'INVALID_ARGUMENT',
+      `checkpoint_id "${pinnedCheckpoint}" and disable_optimized_execution contradict each other`,
+    );
+  }
+
+  // Rule 1: session affinity.
+  if (sessionId !== null) {
+    const affinity = sessionAffinity(state, sessionId, demand);
+    explain?.session(sessionId, affinity.kind === 'reject' ? affinity.message : affinity.verdict);
+    switch (affinity.kind) {
+      case 'reject':
+        return rejected(call, before, affinity.code, affinity.message);
+      case 'reuse':
+        return reserve(
+          call,
+          before,
+          budget,
+          affinity.worker,
+          checked.requirements,
+          state,
+          { containerId: affinity.pin.containerId, checkpointId: affinity.pin.checkpointId },
+          explain,
+        );
+      case 'drop-pin':
+        before.push({ type: 'SessionUnpinned', sessionId, reason: 'container_unavailable' });
+        break;
+      case 'new':
+        break;
+    }
+  }
+
+  // Rules 2 to 4: candidates, filters, ranking.
+  const ranking = new BestWorker(budget);
+  let candidates = 0;
+  const failures = new Array<number>(FILTERS.length).fill(0);
+  for (const worker of state.workers.values()) {
+    if (!isPlaceable(worker)) {
+      explain?.notCandidate(worker, notCandidateReason(worker) ?? 'not placeable');
+      continue;
+    }
+    candidates += 1;
+    const failed = explain
+      ? explainFilters(explain, worker, budget, config)
+      : firstFailure(worker, budget, config);
+    if (failed >= 0) {
+      failures[failed] = (failures[failed] ?? 0) + 1;
+      continue;
+    }
+    ranking.offer(worker);
+  }
+  const best = ranking.worker;
+  if (candidates === 0) return rejected(call, before, 'UNAVAILABLE', 'no workers available');
+  if (!best) {
+    const ruledOut = FILTERS.map((filter, i) => [filter.name, failures[i] ?? 0] as const)
+      .filter(([, count]) => count > 0)
+      .map(([name, count]) => `${name} ruled out ${count}`)
+      .join(', ');
+    return rejected(
+      call,
+      before,
+      'RESOURCE_EXHAUSTED',
+      `no worker can accept this request (${candidates} candidate${candidates === 1 ? '' : 's'}: ${ruledOut})`,
+    );
+  }
+
+  // Rule 5: the checkpoint of the new container.
+  const checkpoint = chooseCheckpoint(state, best, call, explain);
+  if (!checkpoint.ok) return rejected(call, before, 'INVALID_ARGUMENT', checkpoint.message);
+
+  // Rules 6 and 7: packages, and the reservation in the same step.
+  return reserve(
+    call,
+    before,
+    budget,
+    best,
+    checked.requirements,
+    state,
+    {
+      containerId: null,
+      checkpointId: checkpoint.checkpointId,
+    },
+    explain,
+  );
+}
+
+/** The index of the first filter `worker` fails, or -1 when it passes them all. */
+function firstFailure(worker: WorkerRecord, budget: Budget, config: Config): number {
+  for (let i = 0; i < FILTERS.length; i += 1) {
+    if ((FILTERS[i] as Filter).check(worker, budget, config) === Verdict.fail) return i;
+  }
+  return -1;
+}
+
+/** Runs every filter (not stopping at the first failure) and records their verdicts. */
+function explainFilters(
+  explain: ExplanationBuilder,
+  worker: WorkerRecord,
+  budget: Budget,
+  config: Config,
+): number {
+  const verdicts = FILTERS.map(
+    (filter) => [filter, filter.check(worker, budget, config)] as [Filter, Verdict],
+  );
+  const failed = verdicts.findIndex(([, verdict]) => verdict === Verdict.fail);
+  explain.candidate(worker, verdicts, failed < 0);
+  return failed;
+}
+
+function rankEligible(state: ClusterState, budget: Budget, config: Config): string[] {
+  return [...state.workers.values()]
+    .filter(
+      (worker) => notCandidateReason(worker) === null && firstFailure(worker, budget, config) < 0,
+    )
+    .sort((a, b) => compareWorkers(a, b, budget))
+    .map((worker) => worker.workerId);
+}
+
+type CheckpointChoice = { ok: true; checkpointId: string | null } | { ok: false; message: string };
+
+/** Rule 5: the checkpoint for a new container on `worker`. */
+function chooseCheckpoint(
+  state: ClusterState,
+  worker: WorkerRecord,
+  call: CallToPlace,
+  explain: ExplanationBuilder | undefined,
+): CheckpointChoice {
+  const { demand } = call;
+  const catalogue = state.catalogue;
+  const flavor = flavorCatalogue(catalogue, worker.flavor);
+  const record = (chosen: string | null, reason: string, rows: ReturnType<typeof costTable> = []) =>
+    explain?.checkpoint({
+      flavor: worker.flavor,
+      catalogueRevision: catalogue?.revision ?? null,
+      rows,
+      chosen,
+      reason,
+    });
+  if (demand.disableOptimizedExecution === true) {
+    record(null, 'disable_optimized_execution: cold start, no checkpoint');
+    return { ok: true, checkpointId: null };
+  }
+  const pinned = demand.checkpointId ?? '';
+  if (pinned !== '') {
+    if (!flavor || !flavor.checkpoints.some((checkpoint) => checkpoint.id === pinned)) {
+      const known = flavor ? flavor.checkpoints.map((c) => c.id).join(', ') || 'none' : 'none';
+      const where = catalogue
+        ? `the catalogue (revision ${catalogue.revision}) of flavor ${worker.flavor} (known: ${known})`
+        : 'any catalogue: none is loaded';
+      record(null, `pinned checkpoint "${pinned}" refused`);
+      return { ok: false, message: `checkpoint "${pinned}" is not in ${where}` };
+    }
+    record(pinned, 'pinned by the call: scoring skipped');
+    return { ok: true, checkpointId: pinned };
+  }
+  if (!catalogue || !flavor) {
+    record(
+      null,
+      catalogue
+        ? `the catalogue has no entry for flavor ${worker.flavor}: cold start`
+        : 'no catalogue loaded: cold start',
+    );
+    return { ok: true, checkpointId: null };
+  }
+  const rows = costTable(catalogue.catalogue, flavor, demand.imports);
+  const winner = cheapest(rows);
+  const chosen = winner?.checkpointId ?? null;
+  record(chosen, chosen === null ? 'a cold start is cheapest' : `"${chosen}" is cheapest`, rows);
+  return { ok: true, checkpointId: chosen };
+}
+
+/** Rules 6 and 7: the packages for `worker`'s base image, and the reservation events. */
+function reserve(
+  call: CallToPlace,
+  before: readonly NewEvent[],
+  budget: Budget,
+  worker: WorkerRecord,
+  requirements: readonly PackageRequirement[],
+  state: ClusterState,
+  where: { containerId: string | null; checkpointId: string | null },
+  explain?: ExplanationBuilder,
+): PlacementDecision {
+  const base = flavorCatalogue(state.catalogue, worker.flavor)?.basePackages ?? null;
+  const plan = planPackages(requirements, base);
+  explain?.packages({ kept: plan.packages, skipped: plan.skippedPackages });
+  const sessionId = sessionIdOf(call);
+  const events: NewEvent[] = [
+    ...before,
+    {
+      type: 'CallPlaced',
+      requestId: call.requestId,
+      sessionId,
+      workerId: worker.workerId,
+      containerId: where.containerId,
+      checkpointId: where.checkpointId,
+      packages: [...plan.packages],
+      skippedPackages: [...plan.skippedPackages],
+      memory: budget.memory,
+    },
+  ];
+  if (sessionId !== null && where.containerId !== null) {
+    events.push({
+      type: 'SessionPinned',
+      sessionId,
+      workerId: worker.workerId,
+      containerId: where.containerId,
+      requestId: call.requestId,
+      checkpointId: where.checkpointId,
+    });
+  }
+  return {
+    outcome: 'placed',
+    events,
+    workerId: worker.workerId,
+    containerId: where.containerId,
+    checkpointId: where.checkpointId,
+    packages: plan.packages,
+    skippedPackages: plan.skippedPackages,
+    memory: budget.memory,
+  };
+}

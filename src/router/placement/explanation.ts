@@ -1,0 +1,167 @@
+/**
+ * Why placement decided what it did: per worker, candidacy, each filter's verdict and reason, the
+ * ranking key; the session's part; the checkpoint cost table; the packages dropped. Built only
+ * when asked for (`explainPlacement`), never on the hot path.
+ */
+import type { WorkerRecord } from '../../projections/cluster-state.js';
+import { compareText } from '../../projections/queries.js';
+import type { Config } from '../../shared/config.js';
+import type { Budget } from './call.js';
+import type { CostRow } from './checkpoints.js';
+import type { PlacementDecision } from './decision.js';
+import { verdictName, type Filter, type Verdict } from './filter.js';
+import { rankKey, type RankKey } from './ranking/index.js';
+
+/** One filter's verdict on one worker. */
+export interface FilterVerdict {
+  readonly filter: string;
+  readonly verdict: 'pass' | 'fail' | 'skip';
+  readonly reason: string;
+}
+
+/** Everything placement considered about one worker. */
+export interface WorkerExplanation {
+  readonly workerId: string;
+  readonly status: WorkerRecord['status'];
+  readonly flavor: WorkerRecord['flavor'];
+  /** Why it was not a candidate; null when it was. */
+  readonly notCandidate: string | null;
+  readonly filters: readonly FilterVerdict[];
+  /** Whether every filter passed. */
+  readonly eligible: boolean;
+  /** The ranking key, for eligible workers. */
+  readonly rankKey: RankKey | null;
+  /** 1 for the chosen worker, 2 for the next, ...; null when not eligible. */
+  readonly rank: number | null;
+}
+
+/** The session's part in the decision. */
+export interface SessionExplanation {
+  readonly sessionId: string;
+  readonly verdict: string;
+}
+
+/** How the checkpoint was chosen. */
+export interface CheckpointExplanation {
+  readonly flavor: string;
+  readonly catalogueRevision: string | null;
+  /** The cost table; empty when scoring was skipped (pinned, disabled, no catalogue). */
+  readonly rows: readonly CostRow[];
+  readonly chosen: string | null;
+  readonly reason: string;
+}
+
+/** What happened to the requested packages. */
+export interface PackagesExplanation {
+  readonly requested: readonly string[];
+  readonly duplicates: readonly string[];
+  readonly skipped: readonly string[];
+  readonly kept: readonly string[];
+  readonly problem: string | null;
+}
+
+/** The whole explanation of one decision. */
+export interface PlacementExplanation {
+  readonly requestId: string;
+  readonly sessionId: string | null;
+  readonly budget: Budget;
+  readonly config: Pick<Config, 'MEMORY_HEADROOM' | 'GPU_MEMORY_HEADROOM' | 'DEFAULT_MEMORY'>;
+  readonly session: SessionExplanation | null;
+  /** Every worker the state knows, by ID as text; empty when session affinity decided alone. */
+  readonly workers: readonly WorkerExplanation[];
+  readonly checkpoint: CheckpointExplanation | null;
+  readonly packages: PackagesExplanation;
+  readonly decision: PlacementDecision;
+}
+
+/** Collects the explanation while placement decides. */
+export class ExplanationBuilder {
+  private sessionPart: SessionExplanation | null = null;
+  private readonly workerParts = new Map<string, Omit<WorkerExplanation, 'rank'>>();
+  private checkpointPart: CheckpointExplanation | null = null;
+  private packagesPart: PackagesExplanation = {
+    requested: [],
+    duplicates: [],
+    skipped: [],
+    kept: [],
+    problem: null,
+  };
+
+  constructor(
+    private readonly budget: Budget,
+    private readonly config: Config,
+  ) {}
+
+  /** Records the session's verdict. */
+  session(sessionId: string, verdict: string): void {
+    this.sessionPart = { sessionId, verdict };
+  }
+
+  /** Records a worker that was not a candidate. */
+  notCandidate(worker: WorkerRecord, why: string): void {
+    this.workerParts.set(worker.workerId, {
+      workerId: worker.workerId,
+      status: worker.status,
+      flavor: worker.flavor,
+      notCandidate: why,
+      filters: [],
+      eligible: false,
+      rankKey: null,
+    });
+  }
+
+  /** Records a candidate with every filter's verdict. */
+  candidate(worker: WorkerRecord, verdicts: readonly [Filter, Verdict][], eligible: boolean): void {
+    this.workerParts.set(worker.workerId, {
+      workerId: worker.workerId,
+      status: worker.status,
+      flavor: worker.flavor,
+      notCandidate: null,
+      filters: verdicts.map(([filter, verdict]) => ({
+        filter: filter.name,
+        verdict: verdictName(verdict),
+        reason: filter.reason(worker, this.budget, this.config, verdict),
+      })),
+      eligible,
+      rankKey: eligible ? rankKey(worker, this.budget) : null,
+    });
+  }
+
+  /** Records how the checkpoint was chosen. */
+  checkpoint(part: CheckpointExplanation): void {
+    this.checkpointPart = part;
+  }
+
+  /** Records what happened to the packages. */
+  packages(part: Partial<PackagesExplanation>): void {
+    this.packagesPart = { ...this.packagesPart, ...part };
+  }
+
+  /** The finished explanation; `rankedIds` lists eligible workers best first. */
+  build(
+    requestId: string,
+    sessionId: string | null,
+    decision: PlacementDecision,
+    rankedIds: readonly string[],
+  ): PlacementExplanation {
+    const ranks = new Map(rankedIds.map((id, index) => [id, index + 1]));
+    const workers = [...this.workerParts.values()]
+      .sort((a, b) => compareText(a.workerId, b.workerId))
+      .map((part) => ({ ...part, rank: ranks.get(part.workerId) ?? null }));
+    return {
+      requestId,
+      sessionId,
+      budget: this.budget,
+      config: {
+        MEMORY_HEADROOM: this.config.MEMORY_HEADROOM,
+        GPU_MEMORY_HEADROOM: this.config.GPU_MEMORY_HEADROOM,
+        DEFAULT_MEMORY: this.config.DEFAULT_MEMORY,
+      },
+      session: this.sessionPart,
+      workers,
+      checkpoint: this.checkpointPart,
+      packages: this.packagesPart,
+      decision,
+    };
+  }
+}

@@ -1,0 +1,20 @@
+/** A GPU call needs a `gpu` worker; CPU calls pass every worker. */
+import type { Filter } from '../filter.js';
+import { Verdict } from '../filter.js';
+
+export const name = 'flavor';
+export const summary = 'a GPU call needs a gpu worker; CPU calls pass every worker';
+
+export const flavor = {
+  name,
+  summary,
+  check: (worker, budget) =>
+    !budget.gpuCall ? Verdict.skip : worker.flavor === 'gpu' ? Verdict.pass : Verdict.fail,
+  reason: (worker, budget, _config, verdict) => {
+    if (verdict === Verdict.skip)
+      return `cpu call: any flavor will do (worker is ${worker.flavor})`;
+    return verdict === Verdict.pass
+      ? 'gpu call on a gpu worker'
+      : `gpu call needs a gpu worker; this one is ${worker.flavor}`;
+  },
+} satisfies Filter;
