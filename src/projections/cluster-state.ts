@@ -104,6 +104,11 @@ export interface ClusterState {
   readonly lastSeq: number;
   readonly config: Config;
   readonly routerVersion: string | null;
+  /**
+   * When the router last started (the last `RouterStarted`'s `at`). Liveness counts a worker's
+   * silence from no earlier than this, so a router that was down does not evict every worker.
+   */
+  readonly routerStartedAt: string | null;
   readonly catalogue: CatalogueInForce | null;
   readonly workers: ReadonlyMap<string, WorkerRecord>;
   readonly sessions: ReadonlyMap<string, SessionRecord>;
@@ -117,6 +122,7 @@ export function initialState(): ClusterState {
     lastSeq: 0,
     config: { ...DEFAULT_CONFIG },
     routerVersion: null,
+    routerStartedAt: null,
     catalogue: null,
     workers: new Map(),
     sessions: new Map(),

@@ -53,6 +53,7 @@ export function applyEvent(state: State, event: ClusterEvent): State {
     case 'RouterStarted':
       state.config = configInForce(event.config);
       state.routerVersion = event.version;
+      state.routerStartedAt = event.at;
       break;
     case 'CatalogueLoaded':
       state.catalogue = { revision: event.revision, catalogue: event.catalogue };

@@ -77,6 +77,7 @@ export const ClusterStateSchema = T.Object({
   lastSeq: Count,
   config: T.Record(T.String(), T.Number()),
   routerVersion: Nullable(Text),
+  routerStartedAt: Nullable(Text),
   catalogue: Nullable(T.Object({ revision: Text, catalogue: CatalogueSchema })),
   workers: T.Record(T.String(), WorkerSchema),
   sessions: T.Record(T.String(), SessionSchema),

@@ -40,6 +40,7 @@ describe('evolve: the effect of each event', () => {
     );
     expect(state.config).to.deep.equal({ ...DEFAULT_CONFIG, MEMORY_HEADROOM: 0.8 });
     expect(state.routerVersion).to.equal('1.2.3');
+    expect(state.routerStartedAt).to.equal(atOf(1));
     expect(state.lastSeq).to.equal(1);
   });
 
