@@ -12,6 +12,7 @@ const PURE = [
   '^src/projections/',
   '^src/router/placement/',
   '^src/shared/',
+  '^replay/engine/',
 ];
 const IO_MODULES = [
   '^(node:)?(fs|fs/promises|net|tls|http|http2|https|dgram|dns|child_process|cluster|worker_threads|timers|timers/promises|readline|os|process|v8|vm)$',

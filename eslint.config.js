@@ -42,7 +42,10 @@ export default tseslint.config(
       '@typescript-eslint/no-floating-promises': 'error',
       '@typescript-eslint/no-misused-promises': 'error',
       '@typescript-eslint/consistent-type-imports': 'error',
-      '@typescript-eslint/switch-exhaustiveness-check': 'error',
+      '@typescript-eslint/switch-exhaustiveness-check': [
+        'error',
+        { considerDefaultExhaustiveForUnions: true },
+      ],
       '@typescript-eslint/no-unused-vars': [
         'error',
         { argsIgnorePattern: '^_', varsIgnorePattern: '^_' },
@@ -77,6 +80,7 @@ export default tseslint.config(
       'src/router/placement/**/*.ts',
       'src/shared/**/*.ts',
       'src/events/*.ts',
+      'replay/engine/**/*.ts',
     ],
     rules: {
       'no-restricted-globals': ['error', ...impureGlobals],

@@ -1,26 +1,142 @@
 /** The `replay` command: reproduce placement decisions offline from a recorded log. */
-import { Command } from 'commander';
-import { notYet } from '../src/cli/not-yet.js';
+import { Command, Option } from 'commander';
+import { EventLogError, InvalidEventError } from '../src/events/index.js';
+import { explainCommand } from './commands/explain.js';
+import { exportCommand } from './commands/export.js';
+import { importCommand } from './commands/import.js';
+import { runCommand } from './commands/run.js';
+import { stateCommand } from './commands/state.js';
+import { verifyCommand } from './commands/verify.js';
+import { whatifCommand } from './commands/whatif.js';
+import { ReplayInputError } from './io/replay-input-error.js';
+
+const LOG_ARGUMENT = 'an LMDB log directory or a JSONL file (detected automatically)';
+
+/** Runs a command action, turning bad input into exit status 2 and a one-line message. */
+function action<A extends unknown[]>(
+  run: (...args: A) => Promise<number>,
+): (...args: A) => Promise<void> {
+  return async (...args: A) => {
+    try {
+      process.exitCode = await run(...args);
+    } catch (error) {
+      if (
+        error instanceof InvalidEventError ||
+        error instanceof EventLogError ||
+        error instanceof ReplayInputError
+      ) {
+        const where =
+          typeof args[0] === 'string' && !(error instanceof ReplayInputError) ? `${args[0]}: ` : '';
+        process.stderr.write(`replay: ${where}${error.message}\n`);
+        process.exitCode = 2;
+        return;
+      }
+      throw error;
+    }
+  };
+}
+
+const collect = (value: string, previous: string[] = []) => [...previous, value];
+const setOption = () =>
+  new Option(
+    '--set <NAME=VALUE>',
+    'override a config value by its env name, e.g. MEMORY_HEADROOM=0.8 (repeatable)',
+  ).argParser(collect);
 
 const program = new Command('replay')
   .description(
-    'replay a readie event log (LMDB directory or JSONL file) offline: run, verify, explain',
+    'Reproduce readie placement decisions offline from a recorded event log. Never talks to a live cluster.\n' +
+      "A log is an LMDB directory (the router's --log) or a JSONL file, detected automatically.\n" +
+      'Exit status: 0 success, 1 verify found a divergence, 2 unreadable, corrupt or out-of-order log, or bad options.',
   )
-  .showHelpAfterError();
+  .showHelpAfterError()
+  // Bad options are bad input: exit status 2, like an unreadable log (help still exits 0).
+  .exitOverride((error) => process.exit(error.exitCode === 0 ? 0 : 2));
 
-for (const [name, description] of [
-  ['run', 'fold the log and decide every call'],
-  ['verify', 'check that every recorded decision is reproduced'],
-  ['explain', 'show the state and the full explanation of one call'],
-  ['state', 'print the folded cluster state at a point'],
-  ['export', 'export a range of an LMDB log as JSONL'],
-  ['import', 'import a JSONL file into an LMDB log'],
-  ['whatif', 'decide every call again under a changed config'],
-] as const) {
-  program
-    .command(name)
-    .description(description)
-    .action(() => notYet(`replay ${name}`, 'the replay CLI arrives with the replay issue'));
-}
+program
+  .command('run')
+  .description(
+    'fold the log in order and decide every call; compare with recorded outcomes, simulate the rest',
+  )
+  .argument('<log>', LOG_ARGUMENT)
+  .option('--json', 'print one JSON line per call instead of a table')
+  .addOption(setOption())
+  .action(
+    action((log: string, options: { json?: boolean; set?: string[] }) => runCommand(log, options)),
+  );
+
+program
+  .command('verify')
+  .description(
+    'exit 0 when every recorded decision is reproduced exactly, 1 at the first divergence (printing it and why)',
+  )
+  .argument('<log>', LOG_ARGUMENT)
+  .action(action((log: string) => verifyCommand(log)));
+
+program
+  .command('explain')
+  .description(
+    'the state at one call and the full explanation: workers, filters, ranking, checkpoints, packages',
+  )
+  .argument('<log>', LOG_ARGUMENT)
+  .argument('<requestId>', 'the request ID of the call')
+  .option('--json', 'print the explanation as JSON')
+  .addOption(setOption())
+  .action(
+    action((log: string, requestId: string, options: { json?: boolean; set?: string[] }) =>
+      explainCommand(log, requestId, options),
+    ),
+  );
+
+program
+  .command('state')
+  .description('print the folded cluster state (recorded events only) at a point')
+  .argument('<log>', LOG_ARGUMENT)
+  .option(
+    '--at <seq|time>',
+    'stop after this seq, or after the last event at or before this ISO-8601 time (default: the end)',
+  )
+  .option('--json', 'print the state as JSON')
+  .action(
+    action((log: string, options: { at?: string; json?: boolean }) => stateCommand(log, options)),
+  );
+
+program
+  .command('export')
+  .description(
+    'export a seq range of an LMDB log as JSONL; a range starting mid-log begins with a Snapshot so it stands alone',
+  )
+  .argument('<lmdb-dir>', 'an LMDB log directory')
+  .option('--from <seq>', 'first seq to export (default: the first)')
+  .option('--to <seq>', 'last seq to export (default: the last)')
+  .option('-o, --output <file.jsonl>', 'write to this file instead of stdout')
+  .action(
+    action((dir: string, options: { from?: string; to?: string; output?: string }) =>
+      exportCommand(dir, options),
+    ),
+  );
+
+program
+  .command('import')
+  .description(
+    'import a JSONL log into a new LMDB log directory, byte for byte (export gives the same bytes back)',
+  )
+  .argument('<file.jsonl>', 'a JSONL log')
+  .argument('<lmdb-dir>', 'an empty or new directory')
+  .action(action((file: string, dir: string) => importCommand(file, dir)));
+
+program
+  .command('whatif')
+  .description(
+    'decide every call again under a changed config, against the recorded state; list the calls that would change',
+  )
+  .argument('<log>', LOG_ARGUMENT)
+  .addOption(setOption().makeOptionMandatory())
+  .option('--json', 'print one JSON line per changed call and a summary line')
+  .action(
+    action((log: string, options: { set?: string[]; json?: boolean }) =>
+      whatifCommand(log, options),
+    ),
+  );
 
 await program.parseAsync(process.argv);

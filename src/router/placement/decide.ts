@@ -5,17 +5,16 @@
  */
 import type { NewEvent } from '../../events/types.js';
 import type { ClusterState, WorkerRecord } from '../../projections/cluster-state.js';
-import { isPlaceable } from '../../projections/queries.js';
 import type { Config } from '../../shared/config.js';
 import { budgetOf, sessionIdOf, type Budget, type CallToPlace } from './call.js';
 import { notCandidateReason } from './candidates.js';
 import { cheapest, costTable, flavorCatalogue } from './checkpoints.js';
 import type { GrpcCodeName, PlacementDecision } from './decision.js';
 import { ExplanationBuilder, type PlacementExplanation } from './explanation.js';
-import { Verdict, type Filter } from './filter.js';
-import { FILTERS } from './filters/index.js';
+import { FILTERS, firstFailure } from './filters/index.js';
+import { explainScan, scanWorkers } from './scan.js';
 import { checkPackages, planPackages, type PackageRequirement } from './packages.js';
-import { BestWorker, compareWorkers } from './ranking/index.js';
+import { compareWorkers } from './ranking/index.js';
 import { sessionAffinity } from './session-affinity.js';
 
 /** Decides where `call` runs, against `state` and `config` (default: the config in force). */
@@ -122,25 +121,9 @@ function decide(
   }
 
   // Rules 2 to 4: candidates, filters, ranking.
-  const ranking = new BestWorker(budget);
-  let candidates = 0;
-  const failures = new Array<number>(FILTERS.length).fill(0);
-  for (const worker of state.workers.values()) {
-    if (!isPlaceable(worker)) {
-      explain?.notCandidate(worker, notCandidateReason(worker) ?? 'not placeable');
-      continue;
-    }
-    candidates += 1;
-    const failed = explain
-      ? explainFilters(explain, worker, budget, config)
-      : firstFailure(worker, budget, config);
-    if (failed >= 0) {
-      failures[failed] = (failures[failed] ?? 0) + 1;
-      continue;
-    }
-    ranking.offer(worker);
-  }
-  const best = ranking.worker;
+  const { best, candidates, failures } = explain
+    ? explainScan(state.workers.values(), budget, config, explain)
+    : scanWorkers(state.workers.values(), budget, config);
   if (candidates === 0) return rejected(call, before, 'UNAVAILABLE', 'no workers available');
   if (!best) {
     const ruledOut = FILTERS.map((filter, i) => [filter.name, failures[i] ?? 0] as const)
@@ -173,29 +156,6 @@ function decide(
     },
     explain,
   );
-}
-
-/** The index of the first filter `worker` fails, or -1 when it passes them all. */
-function firstFailure(worker: WorkerRecord, budget: Budget, config: Config): number {
-  for (let i = 0; i < FILTERS.length; i += 1) {
-    if ((FILTERS[i] as Filter).check(worker, budget, config) === Verdict.fail) return i;
-  }
-  return -1;
-}
-
-/** Runs every filter (not stopping at the first failure) and records their verdicts. */
-function explainFilters(
-  explain: ExplanationBuilder,
-  worker: WorkerRecord,
-  budget: Budget,
-  config: Config,
-): number {
-  const verdicts = FILTERS.map(
-    (filter) => [filter, filter.check(worker, budget, config)] as [Filter, Verdict],
-  );
-  const failed = verdicts.findIndex(([, verdict]) => verdict === Verdict.fail);
-  explain.candidate(worker, verdicts, failed < 0);
-  return failed;
 }
 
 function rankEligible(state: ClusterState, budget: Budget, config: Config): string[] {

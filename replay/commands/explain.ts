@@ -1,0 +1,44 @@
+/** `replay explain <log> <requestId>`: the state at that call and the full explanation. */
+import { explainScreen } from '../format/explain-screen.js';
+import { openLogSource } from '../io/log-source.js';
+import { ReplayInputError } from '../io/replay-input-error.js';
+import { explainCall } from './explain-call.js';
+import { out, parseOverrides } from './options.js';
+
+/** Options of `replay explain`. */
+export interface ExplainOptions {
+  readonly json?: boolean;
+  readonly set?: readonly string[];
+}
+
+/** Runs `replay explain`; resolves to the exit status. */
+export async function explainCommand(
+  logPath: string,
+  requestId: string,
+  options: ExplainOptions,
+): Promise<number> {
+  const overrides = parseOverrides(options.set);
+  const source = openLogSource(logPath);
+  try {
+    const explained = await explainCall(source, { requestId }, overrides);
+    if (!explained)
+      throw new ReplayInputError(`${logPath}: no CallRequested for request ${requestId}`);
+    if (options.json) {
+      out(
+        JSON.stringify({
+          request: explained.request,
+          explanation: explained.explanation,
+          recorded: explained.result?.recorded ?? 'none',
+          recordedEvents: explained.result?.recordedEvents ?? null,
+        }),
+      );
+    } else {
+      process.stdout.write(
+        explainScreen(explained.request, explained.explanation, explained.result),
+      );
+    }
+    return 0;
+  } finally {
+    await source.close();
+  }
+}

@@ -1,0 +1,40 @@
+/** `replay run <log>`: fold the log and decide every call, comparing with what was recorded. */
+import { callLine } from '../engine/call-result.js';
+import { Replayer } from '../engine/replayer.js';
+import { callRow, callTable, countCall, emptySummary, summaryLine } from '../format/run-report.js';
+import { openLogSource } from '../io/log-source.js';
+import { forEachEvent } from '../io/read-log.js';
+import { out, parseOverrides } from './options.js';
+
+/** Options of `replay run`. */
+export interface RunOptions {
+  readonly json?: boolean;
+  readonly set?: readonly string[];
+}
+
+/** Runs `replay run`; resolves to the exit status. */
+export async function runCommand(logPath: string, options: RunOptions): Promise<number> {
+  const overrides = parseOverrides(options.set);
+  const source = openLogSource(logPath);
+  const summary = emptySummary();
+  const rows: string[][] = [];
+  const replayer = new Replayer({
+    overrides,
+    onCall: (result) => {
+      countCall(summary, result);
+      if (options.json) out(JSON.stringify(callLine(result)));
+      else rows.push(callRow(result));
+    },
+  });
+  try {
+    await forEachEvent(source, (event) => replayer.push(event));
+    replayer.end();
+  } finally {
+    await source.close();
+  }
+  if (!options.json) {
+    if (rows.length > 0) out(callTable(rows));
+    out(summaryLine(summary));
+  }
+  return 0;
+}

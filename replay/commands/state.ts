@@ -1,0 +1,55 @@
+/** `replay state <log> [--at <seq>|<ISO time>]`: the folded cluster state at a point. */
+import type { ClusterEvent } from '../../src/events/index.js';
+import { clusterProjection, initialState, stateToJson } from '../../src/projections/index.js';
+import { stateView } from '../format/state-view.js';
+import { openLogSource } from '../io/log-source.js';
+import { forEachEvent } from '../io/read-log.js';
+import { ReplayInputError } from '../io/replay-input-error.js';
+import { out } from './options.js';
+
+/** Options of `replay state`. */
+export interface StateOptions {
+  readonly at?: string;
+  readonly json?: boolean;
+}
+
+type Point = { seq: number } | { time: string } | undefined;
+
+function parsePoint(at: string | undefined): Point {
+  if (at === undefined) return undefined;
+  if (/^\d+$/.test(at)) return { seq: Number(at) };
+  const ms = Date.parse(at);
+  if (Number.isNaN(ms))
+    throw new ReplayInputError(`--at ${at}: expected a seq or an ISO-8601 time`);
+  return { time: new Date(ms).toISOString() };
+}
+
+function before(point: Point, event: ClusterEvent): boolean {
+  if (!point) return true;
+  return 'seq' in point ? event.seq <= point.seq : event.at <= point.time;
+}
+
+/** Runs `replay state`; resolves to the exit status. */
+export async function stateCommand(logPath: string, options: StateOptions): Promise<number> {
+  const point = parsePoint(options.at);
+  const source = openLogSource(logPath);
+  let state = initialState();
+  try {
+    // An LMDB log can start from its newest snapshot at or before the point.
+    const from = point && 'seq' in point ? (source.snapshotAtOrBefore(point.seq) ?? 0) : 0;
+    await forEachEvent(
+      source,
+      (event) => {
+        if (!before(point, event)) return false;
+        state = clusterProjection.apply(state, event);
+        return true;
+      },
+      from,
+    );
+  } finally {
+    await source.close();
+  }
+  if (options.json) out(JSON.stringify(stateToJson(state)));
+  else process.stdout.write(stateView(state));
+  return 0;
+}

@@ -1,0 +1,56 @@
+/** What replay reports for each call: the decision placement makes now, and the recorded one. */
+import type { PlacementDecision } from '../../src/router/placement/index.js';
+
+/** Whether the log recorded the call's outcome, and whether placement reproduces it. */
+export type RecordedStatus = 'none' | 'match' | 'diverged';
+
+/** One call of a replayed log. */
+export interface CallResult {
+  /** The seq of its `CallRequested`. */
+  readonly seq: number;
+  readonly at: string;
+  readonly requestId: string;
+  readonly sessionId: string | null;
+  /** What placement decides now. */
+  readonly decision: PlacementDecision;
+  readonly recorded: RecordedStatus;
+  /** The recorded decision events (without seq and at), when the log has them. */
+  readonly recordedEvents: readonly Record<string, unknown>[] | null;
+  /** The first difference, in words, when `recorded` is `diverged`. */
+  readonly divergence: string | null;
+}
+
+/** The line `replay run --json` prints for a call (fields that do not apply are null). */
+export interface CallLine {
+  readonly seq: number;
+  readonly requestId: string;
+  readonly outcome: 'placed' | 'rejected';
+  readonly workerId: string | null;
+  readonly containerId: string | null;
+  readonly checkpointId: string | null;
+  readonly packages: readonly string[] | null;
+  readonly skippedPackages: readonly string[] | null;
+  readonly code: string | null;
+  readonly message: string | null;
+  readonly recorded: RecordedStatus;
+}
+
+/** The `--json` line of a call result. */
+export function callLine(result: CallResult): CallLine {
+  const { decision } = result;
+  const placed = decision.outcome === 'placed' ? decision : null;
+  const rejected = decision.outcome === 'rejected' ? decision : null;
+  return {
+    seq: result.seq,
+    requestId: result.requestId,
+    outcome: decision.outcome,
+    workerId: placed?.workerId ?? null,
+    containerId: placed?.containerId ?? null,
+    checkpointId: placed?.checkpointId ?? null,
+    packages: placed?.packages ?? null,
+    skippedPackages: placed?.skippedPackages ?? null,
+    code: rejected?.code ?? null,
+    message: rejected?.message ?? null,
+    recorded: result.recorded,
+  };
+}

@@ -1,0 +1,48 @@
+/** Comparing a recorded decision with the one placement makes now, field by field. */
+import { EVENT_FIELDS, isEventType } from '../../src/events/schema.js';
+import type { ClusterEvent, NewEvent } from '../../src/events/types.js';
+
+/** An event without its envelope, keeping only the fields of its type (in schema order). */
+export function decisionFields(event: ClusterEvent | NewEvent): Record<string, unknown> {
+  const fields: Record<string, unknown> = { type: event.type };
+  if (!isEventType(event.type)) return fields;
+  const source = event as unknown as Record<string, unknown>;
+  for (const name of Object.keys(EVENT_FIELDS[event.type])) fields[name] = source[name] ?? null;
+  return fields;
+}
+
+function same(a: unknown, b: unknown): boolean {
+  return JSON.stringify(a) === JSON.stringify(b);
+}
+
+function show(value: unknown): string {
+  return value === null ? '-' : typeof value === 'string' ? value : JSON.stringify(value);
+}
+
+/**
+ * The first difference between the recorded decision events and the computed ones, in words,
+ * or null when they are the same.
+ */
+export function firstDifference(
+  recorded: readonly Record<string, unknown>[],
+  computed: readonly Record<string, unknown>[],
+): string | null {
+  const length = Math.max(recorded.length, computed.length);
+  for (let i = 0; i < length; i += 1) {
+    const was = recorded[i];
+    const now = computed[i];
+    if (!was || !now) {
+      const extra = (was ?? now) as Record<string, unknown>;
+      return was
+        ? `recorded a ${String(extra.type)} that placement no longer makes`
+        : `placement now also makes a ${String(extra.type)} the log does not record`;
+    }
+    if (was.type !== now.type) return `recorded ${String(was.type)}, now ${String(now.type)}`;
+    for (const field of Object.keys(now)) {
+      if (!same(was[field], now[field])) {
+        return `${String(now.type)}.${field}: recorded ${show(was[field])}, now ${show(now[field])}`;
+      }
+    }
+  }
+  return null;
+}

@@ -1,0 +1,168 @@
+/**
+ * The replay engine: folds a log event by event and, at every `CallRequested`, decides the call
+ * again with placement. The events the router appended in the same step as the decision (an
+ * optional `SessionUnpinned`, then `CallPlaced` or `CallRejected`, then for a reused session
+ * container `SessionPinned`) are the recorded outcome: they are compared with the computed
+ * decision and folded. A call with no recorded outcome gets the computed decision folded as if it
+ * had been appended, so a hand-written log of registrations and requests is a whole simulation.
+ *
+ * Pure: no I/O, no clock. Feed it events with `push`, call `end` after the last one.
+ */
+import type { ClusterEvent, EventOf, NewEvent } from '../../src/events/types.js';
+import { clusterProjection, initialState, type ClusterState } from '../../src/projections/index.js';
+import {
+  place,
+  type CallToPlace,
+  type PlacementDecision,
+} from '../../src/router/placement/index.js';
+import type { Config } from '../../src/shared/config.js';
+import type { CallResult } from './call-result.js';
+import { decisionFields, firstDifference } from './compare.js';
+
+/** How to replay. */
+export interface ReplayOptions {
+  /** Config values that override the config in force at every decision (`--set`). */
+  readonly overrides?: Partial<Config>;
+  /** Called for every call once its recorded outcome (if any) is known. */
+  readonly onCall?: (result: CallResult) => void;
+  /**
+   * Called at every `CallRequested` with the state it is decided against (before its outcome is
+   * folded) and the config in force; for `explain`. The state must not be kept.
+   */
+  readonly onDecide?: (
+    call: CallToPlace,
+    state: ClusterState,
+    config: Config,
+    event: EventOf<'CallRequested'>,
+  ) => void;
+  /** The state to start from (default: the initial state). */
+  readonly from?: ClusterState;
+}
+
+interface PendingCall {
+  readonly event: EventOf<'CallRequested'>;
+  readonly call: CallToPlace;
+  readonly decision: PlacementDecision;
+  readonly recorded: ClusterEvent[];
+}
+
+const OUTCOMES = new Set(['CallPlaced', 'CallRejected']);
+
+/** Folds a log and re-decides its calls. */
+export class Replayer {
+  private working: ClusterState;
+  private pending: PendingCall | undefined;
+
+  constructor(private readonly options: ReplayOptions = {}) {
+    this.working = options.from ? structuredClone(options.from) : initialState();
+  }
+
+  /** The state after every event pushed so far (and the computed outcomes folded). */
+  get state(): ClusterState {
+    return this.working;
+  }
+
+  /** The config placement uses at the next decision: the config in force plus the overrides. */
+  get config(): Config {
+    return { ...this.working.config, ...this.options.overrides };
+  }
+
+  /** Processes the next event of the log. */
+  push(event: ClusterEvent): void {
+    if (this.pending) {
+      if (this.belongsToPending(this.pending, event)) {
+        this.pending.recorded.push(event);
+        return;
+      }
+      this.settle(this.pending);
+    }
+    if (event.type === 'CallRequested') {
+      const call: CallToPlace = {
+        requestId: event.requestId,
+        sessionId: event.sessionId,
+        demand: event.demand,
+      };
+      const config = this.config;
+      this.options.onDecide?.(call, this.working, config, event);
+      const decision = place(this.working, call, config);
+      this.apply(event);
+      this.pending = { event, call, decision, recorded: [] };
+      return;
+    }
+    this.apply(event);
+  }
+
+  /** Settles the last call; call once after the last event. */
+  end(): void {
+    if (this.pending) this.settle(this.pending);
+  }
+
+  private apply(event: ClusterEvent): void {
+    this.working = clusterProjection.apply(this.working, event);
+  }
+
+  /** Whether `event` is part of the step that recorded the pending call's outcome. */
+  private belongsToPending(pending: PendingCall, event: ClusterEvent): boolean {
+    const { call, recorded } = pending;
+    const outcome = recorded.find((e) => OUTCOMES.has(e.type));
+    switch (event.type) {
+      case 'SessionUnpinned':
+        return recorded.length === 0 && event.sessionId === call.sessionId;
+      case 'CallPlaced':
+      case 'CallRejected':
+        return outcome === undefined && event.requestId === call.requestId;
+      case 'SessionPinned':
+        return (
+          outcome?.type === 'CallPlaced' &&
+          recorded.at(-1) === outcome &&
+          outcome.containerId !== null &&
+          event.requestId === call.requestId &&
+          event.containerId === outcome.containerId
+        );
+      default:
+        return false;
+    }
+  }
+
+  private settle(pending: PendingCall): void {
+    this.pending = undefined;
+    const { event, decision, recorded } = pending;
+    const hasOutcome = recorded.some((e) => OUTCOMES.has(e.type));
+    const computed = decision.events.map(decisionFields);
+    let result: CallResult;
+    if (hasOutcome) {
+      const recordedFields = recorded.map(decisionFields);
+      const divergence = firstDifference(recordedFields, computed);
+      for (const recordedEvent of recorded) this.apply(recordedEvent);
+      result = {
+        seq: event.seq,
+        at: event.at,
+        requestId: event.requestId,
+        sessionId: event.sessionId,
+        decision,
+        recorded: divergence === null ? 'match' : 'diverged',
+        recordedEvents: recordedFields,
+        divergence,
+      };
+    } else {
+      for (const recordedEvent of recorded) this.apply(recordedEvent);
+      for (const computedEvent of decision.events) this.apply(stampLike(computedEvent, event));
+      result = {
+        seq: event.seq,
+        at: event.at,
+        requestId: event.requestId,
+        sessionId: event.sessionId,
+        decision,
+        recorded: 'none',
+        recordedEvents: null,
+        divergence: null,
+      };
+    }
+    this.options.onCall?.(result);
+  }
+}
+
+/** A computed event stamped with the seq and time of the request it answers. */
+function stampLike(event: NewEvent, request: EventOf<'CallRequested'>): ClusterEvent {
+  return { seq: request.seq, at: request.at, ...event };
+}

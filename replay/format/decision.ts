@@ -1,0 +1,28 @@
+/** One-line descriptions of decisions, recorded or computed. */
+import type { PlacementDecision } from '../../src/router/placement/index.js';
+import { cell } from './table.js';
+
+/** "placed on w1 (new container, checkpoint ckpt-numpy)" or "rejected RESOURCE_EXHAUSTED: ...". */
+export function describeDecision(decision: PlacementDecision): string {
+  if (decision.outcome === 'rejected') return `rejected ${decision.code}: ${decision.message}`;
+  const where =
+    decision.containerId === null ? 'new container' : `container ${decision.containerId}`;
+  const checkpoint =
+    decision.checkpointId === null ? 'cold start' : `checkpoint ${decision.checkpointId}`;
+  const packages = decision.packages.length > 0 ? `, install ${decision.packages.join(' ')}` : '';
+  return `placed on ${decision.workerId} (${where}, ${checkpoint}${packages})`;
+}
+
+/** The recorded decision events in one line. */
+export function describeRecorded(events: readonly Record<string, unknown>[]): string {
+  const outcome = events.find((e) => e.type === 'CallPlaced' || e.type === 'CallRejected');
+  if (!outcome) return 'no outcome recorded';
+  if (outcome.type === 'CallRejected') {
+    return `rejected ${String(outcome.code)}: ${String(outcome.message)}`;
+  }
+  const container =
+    typeof outcome.containerId === 'string' ? `container ${outcome.containerId}` : 'new container';
+  const checkpoint =
+    typeof outcome.checkpointId === 'string' ? `checkpoint ${outcome.checkpointId}` : 'cold start';
+  return `placed on ${String(outcome.workerId)} (${container}, ${checkpoint}, packages ${cell(outcome.packages as string[])})`;
+}

@@ -1,0 +1,113 @@
+/** The screen `replay explain` prints: the one an operator reads during an incident. */
+import type { ClusterEvent } from '../../src/events/index.js';
+import type { PlacementExplanation, WorkerExplanation } from '../../src/router/placement/index.js';
+import { formatSize } from '../../src/shared/units.js';
+import type { CallResult } from '../engine/call-result.js';
+import { describeDecision, describeRecorded } from './decision.js';
+import { cell, table } from './table.js';
+
+function rankKeyText(worker: WorkerExplanation): string {
+  if (!worker.rankKey) return '-';
+  const terms = worker.rankKey.terms.map((term) =>
+    Number.isInteger(term.value) ? String(term.value) : term.value.toFixed(3),
+  );
+  return `(${[...terms, worker.rankKey.workerId].join(', ')})`;
+}
+
+function workersSection(explanation: PlacementExplanation): string[] {
+  const { workers } = explanation;
+  if (workers.length === 0) return ['Workers: not considered (the session decided alone)'];
+  const candidates = workers.filter((w) => w.notCandidate === null).length;
+  const eligible = workers.filter((w) => w.eligible).length;
+  const lines = [
+    `Workers: ${workers.length} known, ${candidates} candidate${candidates === 1 ? '' : 's'}, ${eligible} passing every filter`,
+    'ranking key: (flavor-penalty, memory-pressure, cpu-pressure, in-flight, worker ID), lowest wins',
+    '',
+  ];
+  for (const worker of workers) {
+    const rank =
+      worker.rank === null ? '' : `  rank ${worker.rank}${worker.rank === 1 ? ' (chosen)' : ''}`;
+    lines.push(
+      `${worker.workerId}  ${worker.status} ${worker.flavor}${rank}  key ${rankKeyText(worker)}`,
+    );
+    if (worker.notCandidate !== null) {
+      lines.push(`    not a candidate: ${worker.notCandidate}`);
+      continue;
+    }
+    const rows = worker.filters.map((filter) => [
+      `    ${filter.filter}`,
+      filter.verdict,
+      filter.reason,
+    ]);
+    lines.push(table(['    FILTER', 'VERDICT', 'REASON'], rows).replace(/^/gm, ''));
+  }
+  return lines;
+}
+
+function checkpointSection(explanation: PlacementExplanation): string[] {
+  const part = explanation.checkpoint;
+  if (!part) return ['Checkpoint: not chosen (the call was refused before, or reuses a container)'];
+  const lines = [
+    `Checkpoint (flavor ${part.flavor}, catalogue ${part.catalogueRevision ?? 'none loaded'}): ${part.chosen ?? 'cold start'} (${part.reason})`,
+  ];
+  if (part.rows.length > 0) {
+    lines.push(
+      table(
+        ['CHECKPOINT', 'BASE COST', 'MISSING IMPORTS', 'IMPORT COST', 'TOTAL', ''],
+        part.rows.map((row) => [
+          row.checkpointId ?? '(cold start)',
+          row.baseCost,
+          cell(row.missingImports),
+          row.importCost,
+          row.total,
+          row.checkpointId === part.chosen ? '<- chosen' : '',
+        ]),
+      ),
+    );
+  }
+  return lines;
+}
+
+function packagesSection(explanation: PlacementExplanation): string[] {
+  const part = explanation.packages;
+  if (part.requested.length === 0) return ['Packages: none requested'];
+  return [
+    'Packages:',
+    `  requested:                ${cell(part.requested)}`,
+    ...(part.problem ? [`  refused:                  ${part.problem}`] : []),
+    `  duplicates removed:       ${cell(part.duplicates)}`,
+    `  skipped (in base image):  ${cell(part.skipped)}`,
+    `  to install:               ${cell(part.kept)}`,
+  ];
+}
+
+/** The full explanation screen of one call. */
+export function explainScreen(
+  request: Extract<ClusterEvent, { type: 'CallRequested' }>,
+  explanation: PlacementExplanation,
+  result: CallResult | undefined,
+): string {
+  const { demand } = request;
+  const { budget, config } = explanation;
+  const lines = [
+    `Request ${request.requestId}${request.sessionId ? ` in session ${request.sessionId}` : ''}, seq ${request.seq}, ${request.at}`,
+    `Demand: memory ${demand.memory === null ? `none (default ${formatSize(config.DEFAULT_MEMORY)})` : formatSize(demand.memory)}, ` +
+      `${budget.gpuCall ? `GPU call (GPU memory ${formatSize(budget.gpuMemory)})` : 'CPU call'}, imports ${cell(demand.imports)}, ` +
+      `checkpoint ${cell(demand.checkpointId)}, disable_optimized_execution ${demand.disableOptimizedExecution === true ? 'yes' : 'no'}`,
+    `Config in force: MEMORY_HEADROOM ${config.MEMORY_HEADROOM}, GPU_MEMORY_HEADROOM ${config.GPU_MEMORY_HEADROOM}, DEFAULT_MEMORY ${formatSize(config.DEFAULT_MEMORY)}`,
+    '',
+    `Decision now: ${describeDecision(explanation.decision)}`,
+    `Recorded:     ${result?.recordedEvents ? `${describeRecorded(result.recordedEvents)} (${result.recorded}${result.divergence ? `: ${result.divergence}` : ''})` : 'nothing (the log does not record this outcome)'}`,
+    '',
+  ];
+  if (explanation.session)
+    lines.push(`Session ${explanation.session.sessionId}: ${explanation.session.verdict}`, '');
+  lines.push(
+    ...workersSection(explanation),
+    '',
+    ...checkpointSection(explanation),
+    '',
+    ...packagesSection(explanation),
+  );
+  return `${lines.join('\n')}\n`;
+}

@@ -1,0 +1,45 @@
+/** A progress bar on stderr for long replays: only when stderr is a terminal and the log is large. */
+import { SingleBar, Presets } from 'cli-progress';
+import type { LogSource } from './log-source.js';
+
+const LARGE = { events: 100_000, bytes: 20 * 1024 * 1024 } as const;
+
+/** Reports how far a replay has come. */
+export interface Progress {
+  /** For LMDB sources: one more event read. */
+  event(): void;
+  /** For JSONL sources: bytes read so far. */
+  bytes(read: number): void;
+  stop(): void;
+}
+
+const silent: Progress = { event: () => undefined, bytes: () => undefined, stop: () => undefined };
+
+/** A progress bar for reading `source`, or a silent one when it would only be noise. */
+export function progressFor(
+  source: LogSource,
+  stream: NodeJS.WriteStream = process.stderr,
+): Progress {
+  const { unit, total } = source.size;
+  if (!stream.isTTY || total < LARGE[unit]) return silent;
+  const bar = new SingleBar(
+    {
+      stream,
+      format: `replay {bar} {percentage}% | ${unit === 'events' ? '{value}/{total} events' : '{value}/{total} MiB'} | {eta}s left`,
+      hideCursor: true,
+      clearOnComplete: true,
+    },
+    Presets.shades_classic,
+  );
+  const scale = unit === 'bytes' ? 1024 * 1024 : 1;
+  bar.start(Math.ceil(total / scale), 0);
+  let events = 0;
+  return {
+    event: () => {
+      events += 1;
+      if (events % 10_000 === 0) bar.update(events);
+    },
+    bytes: (read) => bar.update(Math.floor(read / scale)),
+    stop: () => bar.stop(),
+  };
+}

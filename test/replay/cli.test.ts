@@ -1,0 +1,197 @@
+import { expect } from 'chai';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fold, stateToJson } from '../../src/projections/index.js';
+import { readEvents, replayCli, ROOT } from '../support/replay.js';
+import { cleanTempDirs, tempDir } from '../support/temp.js';
+
+const fixture = (name: string) => join(ROOT, 'fixtures', `${name}.jsonl`);
+
+/** A fixture's lines with one line changed. */
+function altered(name: string, change: (line: string, index: number) => string): string {
+  const path = join(tempDir(), `${name}.jsonl`);
+  const lines = readFileSync(fixture(name), 'utf8').split('\n');
+  writeFileSync(path, lines.map(change).join('\n'));
+  return path;
+}
+
+function expectNoStack(stderr: string): void {
+  expect(stderr).to.not.match(/\n\s+at /);
+}
+
+describe('the replay CLI', function () {
+  this.timeout(60_000);
+  afterEach(cleanTempDirs);
+
+  it('documents every command in --help', () => {
+    const top = replayCli('--help');
+    expect(top.status).to.equal(0);
+    for (const command of ['run', 'verify', 'explain', 'state', 'export', 'import', 'whatif']) {
+      expect(top.stdout).to.contain(command);
+      const help = replayCli(command, '--help');
+      expect(help.status, command).to.equal(0);
+      expect(help.stdout).to.contain(`Usage: replay ${command}`);
+    }
+    expect(replayCli('run', '--help').stdout).to.contain('--set <NAME=VALUE>');
+    expect(replayCli('state', '--help').stdout).to.contain('--at <seq|time>');
+  });
+
+  it('run --json prints one line per call, as the fixture expects', () => {
+    const run = replayCli('run', fixture('memory-headroom-boundary'), '--json');
+    expect(run.status).to.equal(0);
+    expect(run.stdout).to.equal(
+      readFileSync(join(ROOT, 'fixtures', 'memory-headroom-boundary.expected.jsonl'), 'utf8'),
+    );
+    const first = JSON.parse(run.stdout.split('\n')[0]!) as Record<string, unknown>;
+    expect(Object.keys(first)).to.deep.equal([
+      'seq',
+      'requestId',
+      'outcome',
+      'workerId',
+      'containerId',
+      'checkpointId',
+      'packages',
+      'skippedPackages',
+      'code',
+      'message',
+      'recorded',
+    ]);
+  });
+
+  it('run prints a table and a summary line', () => {
+    const run = replayCli('run', fixture('memory-headroom-boundary'));
+    expect(run.stdout).to.match(/^SEQ\s+REQUEST/);
+    expect(run.stdout.trimEnd().split('\n').at(-1)).to.equal(
+      '4 calls: 2 placed, 2 rejected; recorded: 4 match, 0 diverged, 0 none',
+    );
+  });
+
+  it('verify exits 0 on a good log and 1 at the first divergence, saying where and why', () => {
+    const good = replayCli('verify', fixture('fresh-cluster-picks-first-id'));
+    expect(good.status).to.equal(0);
+    expect(good.stdout).to.equal('verified: 2 recorded decisions reproduced exactly\n');
+    const bad = altered('fresh-cluster-picks-first-id', (line) =>
+      line.replace(
+        '"type":"CallPlaced","requestId":"r1","sessionId":null,"workerId":"w10"',
+        '"type":"CallPlaced","requestId":"r1","sessionId":null,"workerId":"w3"',
+      ),
+    );
+    const diverged = replayCli('verify', bad);
+    expect(diverged.status).to.equal(1);
+    expect(diverged.stdout).to.contain('DIVERGED at seq 6, request r1');
+    expect(diverged.stdout).to.contain(
+      'first difference: CallPlaced.workerId: recorded w3, now w10',
+    );
+    expect(diverged.stdout).to.contain('Why placement decides this now:');
+    expect(diverged.stdout).to.contain('rank 1 (chosen)');
+  });
+
+  it('explain prints the state at the call and the full explanation', () => {
+    const run = replayCli('explain', fixture('gpu-calls-need-gpu-workers'), 'gpu-budget-too-big');
+    expect(run.status).to.equal(0);
+    for (const part of [
+      'Request gpu-budget-too-big',
+      'Decision now: rejected RESOURCE_EXHAUSTED',
+      'Recorded:',
+      'gpu-memory-headroom  fail',
+      'flavor               fail',
+      'Workers: 2 known',
+    ]) {
+      expect(run.stdout).to.contain(part);
+    }
+    const json = JSON.parse(
+      replayCli('explain', fixture('gpu-calls-need-gpu-workers'), 'gpu-flag', '--json').stdout,
+    ) as { explanation: { decision: { workerId: string } } };
+    expect(json.explanation.decision.workerId).to.equal('gpu1');
+    const missing = replayCli('explain', fixture('gpu-calls-need-gpu-workers'), 'no-such-request');
+    expect(missing.status).to.equal(2);
+    expect(missing.stderr).to.equal(
+      'replay: fixtures-or-path: no CallRequested for request no-such-request\n'.replace(
+        'fixtures-or-path',
+        fixture('gpu-calls-need-gpu-workers'),
+      ),
+    );
+  });
+
+  it('state prints the folded state at a seq or a time, as JSON too', () => {
+    const events = readEvents(fixture('session-pin-and-reuse'));
+    const at = replayCli('state', fixture('session-pin-and-reuse'), '--at', '9', '--json');
+    expect(at.status).to.equal(0);
+    expect(JSON.parse(at.stdout)).to.deep.equal(
+      JSON.parse(JSON.stringify(stateToJson(fold(events.slice(0, 9))))),
+    );
+    const byTime = replayCli(
+      'state',
+      fixture('session-pin-and-reuse'),
+      '--at',
+      events[8]!.at,
+      '--json',
+    );
+    expect(byTime.stdout).to.equal(at.stdout);
+    const readable = replayCli('state', fixture('session-pin-and-reuse'));
+    expect(readable.stdout).to.contain('Workers (2)');
+    expect(readable.stdout).to.match(/s1\s+w1\/c1/);
+  });
+
+  it('import then export gives the same bytes; a mid-log range starts with a Snapshot and stands alone', () => {
+    const dir = join(tempDir(), 'log');
+    const source = fixture('session-checkpoint-rules');
+    const imported = replayCli('import', source, dir);
+    expect(imported.status, imported.stderr).to.equal(0);
+    expect(imported.stdout).to.match(/^imported \d+ events \(seq 1 to \d+\)/);
+    const exported = replayCli('export', dir);
+    expect(exported.stdout).to.equal(readFileSync(source, 'utf8'));
+    const out = join(tempDir(), 'range.jsonl');
+    expect(replayCli('export', dir, '--from', '12', '--to', '20', '-o', out).status).to.equal(0);
+    const range = readEvents(out);
+    expect(range[0]).to.deep.include({ seq: 11, type: 'Snapshot' });
+    expect(range.at(-1)?.seq).to.equal(20);
+    const verified = replayCli('verify', out);
+    expect(verified.status, verified.stdout).to.equal(0);
+    expect(replayCli('run', dir, '--json').stdout).to.equal(
+      replayCli('run', source, '--json').stdout,
+    );
+    expect(replayCli('import', source, dir).status).to.equal(2);
+  });
+
+  it('whatif lists the calls a changed config would change, with counts', () => {
+    const run = replayCli(
+      'whatif',
+      fixture('memory-headroom-boundary'),
+      '--set',
+      'MEMORY_HEADROOM=0.5',
+    );
+    expect(run.status).to.equal(0);
+    expect(run.stdout).to.contain('placed-to-rejected');
+    expect(run.stdout.trimEnd().split('\n').at(-1)).to.equal(
+      '4 calls decided again with MEMORY_HEADROOM=0.5: 2 would change (placed -> rejected 2, rejected -> placed 0, another worker 0, another checkpoint 0, other 0)',
+    );
+  });
+
+  it('exits 2 naming the line or seq for an unreadable, corrupt or out-of-order log, without a stack trace', () => {
+    const corrupt = altered('memory-headroom-boundary', (line, i) =>
+      i === 3 ? JSON.stringify({ ...(JSON.parse(line) as object), memoryUsed: 'lots' }) : line,
+    );
+    const broken = replayCli('run', corrupt);
+    expect(broken.status).to.equal(2);
+    expect(broken.stderr).to.match(
+      /^replay: .*: line 4, seq 4: field "memoryUsed": expected an integer >= 0, got "lots"\n$/,
+    );
+    expectNoStack(broken.stderr);
+    const reordered = altered('memory-headroom-boundary', (line, i) =>
+      i === 2 ? line.replace('"seq":3,', '"seq":30,') : line,
+    );
+    const outOfOrder = replayCli('verify', reordered);
+    expect(outOfOrder.status).to.equal(2);
+    expect(outOfOrder.stderr).to.contain(
+      'line 3, seq 30: field "seq": gap: expected 3 after 2, got 30',
+    );
+    const missing = replayCli('state', join(tempDir(), 'nothing.jsonl'));
+    expect(missing.status).to.equal(2);
+    expect(missing.stderr).to.contain('no such file or directory');
+    expect(
+      replayCli('run', fixture('memory-headroom-boundary'), '--set', 'MEMORY_HEADROOM=lots').status,
+    ).to.equal(2);
+    expectNoStack(missing.stderr);
+  });
+});

@@ -1,0 +1,106 @@
+import { expect } from 'chai';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { ClusterEvent } from '../../src/events/index.js';
+import { readEvents, replayEvents, ROOT, runLines } from '../support/replay.js';
+
+const FIXTURES = join(ROOT, 'fixtures');
+const names = readdirSync(FIXTURES)
+  .filter((file) => file.endsWith('.jsonl') && !file.endsWith('.expected.jsonl'))
+  .map((file) => file.slice(0, -'.jsonl'.length))
+  .sort();
+
+/** A copy of `events` with the event at `seq` changed by `change`. */
+function changed(
+  events: readonly ClusterEvent[],
+  seq: number,
+  change: (event: Record<string, unknown>) => void,
+): ClusterEvent[] {
+  return events.map((event) => {
+    if (event.seq !== seq) return event;
+    const copy = structuredClone(event) as unknown as Record<string, unknown>;
+    change(copy);
+    return copy as unknown as ClusterEvent;
+  });
+}
+
+function firstDivergence(events: readonly ClusterEvent[]) {
+  return replayEvents(events).find((result) => result.recorded === 'diverged');
+}
+
+describe('regression fixtures', () => {
+  it('has fixtures to check', () => {
+    expect(names.length).to.be.at.least(15);
+  });
+
+  for (const name of names) {
+    describe(name, () => {
+      const events = readEvents(join(FIXTURES, `${name}.jsonl`));
+
+      it('reproduces every recorded decision exactly', () => {
+        const results = replayEvents(events);
+        expect(results.length, 'calls').to.be.greaterThan(0);
+        for (const result of results) {
+          expect(
+            result.recorded,
+            `${result.requestId} at seq ${result.seq}: ${result.divergence}`,
+          ).to.equal('match');
+        }
+      });
+
+      it('prints what its .expected.jsonl says', () => {
+        const expected = readFileSync(join(FIXTURES, `${name}.expected.jsonl`), 'utf8')
+          .split('\n')
+          .filter(Boolean)
+          .map((line) => JSON.parse(line) as unknown);
+        expect(runLines(events)).to.deep.equal(expected);
+      });
+    });
+  }
+
+  describe('a changed event is caught at the right seq', () => {
+    it('a recorded outcome naming another worker diverges at its call', () => {
+      const events = readEvents(join(FIXTURES, 'fresh-cluster-picks-first-id.jsonl'));
+      const placed = events.find((e) => e.type === 'CallPlaced')!;
+      const request = events.find((e) => e.type === 'CallRequested')!;
+      const divergence = firstDivergence(changed(events, placed.seq, (e) => (e.workerId = 'w2')));
+      expect(divergence?.seq).to.equal(request.seq);
+      expect(divergence?.divergence).to.equal('CallPlaced.workerId: recorded w2, now w10');
+    });
+
+    it('a changed utilization report makes the next decision diverge, not an earlier one', () => {
+      const events = readEvents(join(FIXTURES, 'memory-headroom-boundary.jsonl'));
+      const report = events.find((e) => e.type === 'WorkerUtilization')!;
+      const nextRequest = events.find((e) => e.type === 'CallRequested' && e.seq > report.seq)!;
+      const divergence = firstDivergence(
+        changed(events, report.seq, (e) => (e.memoryUsed = 9 * 1024 ** 3)),
+      );
+      expect(divergence?.seq).to.equal(nextRequest.seq);
+      expect(divergence?.divergence).to.equal('recorded CallPlaced, now CallRejected');
+    });
+
+    it('a session pin moved to another container diverges at the reuse', () => {
+      const events = readEvents(join(FIXTURES, 'session-pin-and-reuse.jsonl'));
+      const pin = events.find((e) => e.type === 'SessionPinned')!;
+      const reuse = events.filter((e) => e.type === 'CallRequested')[1]!;
+      const divergence = firstDivergence(
+        changed(events, pin.seq, (e) => (e.containerId = 'elsewhere')),
+      );
+      expect(divergence?.seq).to.equal(reuse.seq);
+      expect(divergence?.divergence).to.equal('CallPlaced.containerId: recorded c1, now elsewhere');
+    });
+
+    it('a changed eviction is caught at the next call of the session it expired', () => {
+      const events = readEvents(join(FIXTURES, 'session-expired-after-eviction.jsonl'));
+      const eviction = events.find((e) => e.type === 'WorkerEvicted')!;
+      const divergence = firstDivergence(
+        changed(events, eviction.seq, (e) => ((e.type = 'WorkerLeaving'), delete e.reason)),
+      );
+      const after = events.find((e) => e.type === 'CallRequested' && e.seq > eviction.seq)!;
+      expect(divergence?.seq).to.equal(after.seq);
+      expect(divergence?.divergence).to.match(
+        /^CallRejected\.message: recorded session expired: session s1 ended at seq \d+ \(worker_evicted\), now session expired: session s1 ended at seq \d+ \(worker_evicted\)$/,
+      );
+    });
+  });
+});

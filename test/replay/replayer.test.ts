@@ -1,0 +1,84 @@
+import { expect } from 'chai';
+import { Replayer } from '../../replay/engine/replayer.js';
+import { recordScenario } from '../../replay/engine/scenario.js';
+import { container, demand, GiB, history, registered, requested } from '../support/events.js';
+import { replayEvents } from '../support/replay.js';
+
+describe('the replay engine', () => {
+  it('simulates a hand-written log: computed decisions are folded as if appended', () => {
+    const log = history(
+      registered('a', { memoryTotal: 10 * GiB }),
+      registered('b', { memoryTotal: 10 * GiB }),
+      requested('r1', { demand: demand({ memory: 8 * GiB }) }),
+      requested('r2', { demand: demand({ memory: 8 * GiB }) }),
+      requested('r3', { demand: demand({ memory: 8 * GiB }) }),
+    ).events;
+    const results = replayEvents(log);
+    expect(
+      results.map((r) => [
+        r.requestId,
+        r.recorded,
+        r.decision.outcome,
+        r.decision.outcome === 'placed' ? r.decision.workerId : r.decision.code,
+      ]),
+    ).to.deep.equal([
+      ['r1', 'none', 'placed', 'a'],
+      ['r2', 'none', 'placed', 'b'],
+      ['r3', 'none', 'rejected', 'RESOURCE_EXHAUSTED'],
+    ]);
+  });
+
+  it('folds the computed decisions so that the state after a simulation holds their reservations', () => {
+    const replayer = new Replayer();
+    for (const event of history(registered('a'), requested('r1'), requested('r2')).events)
+      replayer.push(event);
+    replayer.end();
+    expect([...replayer.state.reservations.keys()]).to.deep.equal(['r1', 'r2']);
+    expect(replayer.state.workers.get('a')?.inFlight).to.equal(2);
+  });
+
+  it('recognizes the recorded step of a dropped pin and a reused container as one outcome', () => {
+    const log = recordScenario([
+      registered('w1'),
+      registered('w2'),
+      { step: 'call', requestId: 'first', sessionId: 's1' },
+      { step: 'bound', requestId: 'first', containerId: 'c1' },
+      { step: 'finish', requestId: 'first', ok: true },
+      { step: 'call', requestId: 'reuse', sessionId: 's1' },
+      { step: 'finish', requestId: 'reuse', ok: true },
+      container('w1', 'c1', 'error'),
+      { step: 'call', requestId: 'moved', sessionId: 's1' },
+    ]);
+    const kinds = log.map((e) => e.type);
+    expect(kinds).to.include.members(['SessionUnpinned', 'SessionPinned']);
+    const results = replayEvents(log);
+    expect(results.map((r) => [r.requestId, r.recorded])).to.deep.equal([
+      ['first', 'match'],
+      ['reuse', 'match'],
+      ['moved', 'match'],
+    ]);
+    expect(results[2]?.recordedEvents?.map((e) => e.type)).to.deep.equal([
+      'SessionUnpinned',
+      'CallPlaced',
+    ]);
+    expect(results[1]?.recordedEvents?.map((e) => e.type)).to.deep.equal([
+      'CallPlaced',
+      'SessionPinned',
+    ]);
+  });
+
+  it('decides under --set overrides and reports the recorded outcome as diverged', () => {
+    const log = recordScenario([
+      registered('w1', { memoryTotal: 10 * GiB }),
+      { step: 'call', requestId: 'r1', demand: { memory: 8 * GiB } },
+    ]);
+    const [result] = replayEvents(log, { overrides: { MEMORY_HEADROOM: 0.5 } });
+    expect(result?.recorded).to.equal('diverged');
+    expect(result?.divergence).to.equal('recorded CallPlaced, now CallRejected');
+  });
+
+  it('treats a call whose outcome the log lacks at its end as unrecorded', () => {
+    const results = replayEvents(history(registered('w1'), requested('last')).events);
+    expect(results.map((r) => r.recorded)).to.deep.equal(['none']);
+  });
+});
