@@ -4,7 +4,6 @@
  */
 import { createReadStream, createWriteStream } from 'node:fs';
 import { once } from 'node:events';
-import { createInterface } from 'node:readline';
 import type { Readable, Writable } from 'node:stream';
 import { decodeEvent, SeqOrder } from '../decode.js';
 import type { StoredEvent } from '../types.js';
@@ -20,21 +19,39 @@ export interface JsonlEvent extends StoredEvent {
  * event throws `InvalidEventError` naming the line, the seq if known, and the field.
  */
 export async function* readJsonl(source: string | Readable): AsyncGenerator<JsonlEvent> {
-  const input = typeof source === 'string' ? createReadStream(source) : source;
-  const lines = createInterface({ input, crlfDelay: Infinity });
+  const input =
+    typeof source === 'string' ? createReadStream(source, { highWaterMark: 1 << 20 }) : source;
+  input.setEncoding('utf8');
   const order = new SeqOrder();
   let line = 0;
+  let rest = '';
+  const decode = (raw: string): JsonlEvent | undefined => {
+    line += 1;
+    const text = raw.endsWith('\r') ? raw.slice(0, -1) : raw;
+    if (text.trim() === '') return undefined;
+    const event = decodeEvent(text, { line });
+    order.accept(event, { line });
+    return { event, text, line };
+  };
   try {
-    for await (const raw of lines) {
-      line += 1;
-      const text = raw.endsWith('\r') ? raw.slice(0, -1) : raw;
-      if (text.trim() === '') continue;
-      const event = decodeEvent(text, { line });
-      order.accept(event, { line });
-      yield { event, text, line };
+    // Lines are split by hand: readline costs several times more per line on logs of millions.
+    for await (const chunk of input as AsyncIterable<string>) {
+      const text = rest === '' ? chunk : rest + chunk;
+      let start = 0;
+      let end = text.indexOf('\n', start);
+      while (end !== -1) {
+        const event = decode(text.slice(start, end));
+        if (event) yield event;
+        start = end + 1;
+        end = text.indexOf('\n', start);
+      }
+      rest = text.slice(start);
+    }
+    if (rest !== '') {
+      const event = decode(rest);
+      if (event) yield event;
     }
   } finally {
-    lines.close();
     if (typeof source === 'string') input.destroy();
   }
 }

@@ -1,0 +1,156 @@
+/**
+ * A synthetic but consistent cluster history for the replay benchmark: every decision in it was
+ * made by the real placement against the state at that point, as the router would have logged
+ * it, so `verify` reproduces all of them.
+ */
+import { validateEvent, type ClusterEvent, type NewEvent } from '../src/events/index.js';
+import { clusterProjection, initialState, type ClusterState } from '../src/projections/index.js';
+import { place } from '../src/router/placement/index.js';
+import { demand, GiB, registered } from '../test/support/events.js';
+import { prng } from '../test/support/synthetic-log.js';
+
+const CATALOGUE = {
+  flavors: {
+    cpu: {
+      coldStartCost: 900,
+      basePackages: ['numpy', 'requests'],
+      checkpoints: [
+        { id: 'checkpoint_0', modules: [], restoreCost: 60 },
+        { id: 'ckpt-numpy', modules: ['numpy'], restoreCost: 90 },
+      ],
+    },
+  },
+  importCosts: { numpy: 150 },
+  defaultImportCost: 100,
+};
+
+interface Running {
+  requestId: string;
+  sessionId: string | null;
+  workerId: string;
+  containerId: string | null;
+  reused: boolean;
+  checkpointId: string | null;
+}
+
+/** Yields about `events` events over `workers` workers, deterministically from `seed`. */
+export function* simulatedLog(options: {
+  seed: number;
+  events: number;
+  workers: number;
+}): Generator<ClusterEvent> {
+  const random = prng(options.seed);
+  let state: ClusterState = initialState();
+  let seq = 0;
+  const start = Date.UTC(2026, 10, 30, 10);
+  const stamp = (event: NewEvent): ClusterEvent => {
+    seq += 1;
+    const stamped = validateEvent({ seq, at: new Date(start + seq * 10).toISOString(), ...event });
+    state = clusterProjection.apply(state, stamped);
+    return stamped;
+  };
+  yield stamp({ type: 'RouterStarted', config: {}, version: 'bench' });
+  yield stamp({ type: 'CatalogueLoaded', revision: 'bench', catalogue: CATALOGUE });
+  for (let i = 0; i < options.workers; i += 1) {
+    yield stamp(registered(`w${i}`, { memoryTotal: 64 * GiB, maxContainers: 32 }));
+  }
+  const running: Running[] = [];
+  let requests = 0;
+  let containers = 0;
+  while (seq < options.events) {
+    const roll = running.length > 2 * options.workers ? 0.9 : random();
+    if (roll < 0.3) {
+      const workerId = `w${Math.floor(random() * options.workers)}`;
+      const worker = state.workers.get(workerId);
+      yield stamp({
+        type: 'WorkerUtilization',
+        workerId,
+        memoryUsed: Math.floor(random() * 24) * GiB,
+        containerCount: worker?.containers.size ?? 0,
+        cpuUsed: Math.round(random() * 800) / 100,
+        cpuTotal: 8,
+        gpuMemoryUsed: null,
+      });
+    } else if (roll < 0.55) {
+      requests += 1;
+      const requestId = `req-${requests}`;
+      const sessionId = random() < 0.2 ? `sess-${Math.floor(random() * 500)}` : null;
+      const call = {
+        requestId,
+        sessionId,
+        demand: demand({
+          memory: random() < 0.5 ? null : (1 + Math.floor(random() * 4)) * GiB,
+          imports: random() < 0.4 ? ['numpy'] : null,
+        }),
+      };
+      yield stamp({ type: 'CallRequested', ...call });
+      const decision = place(state, call);
+      for (const event of decision.events) yield stamp(event);
+      if (decision.outcome === 'placed') {
+        running.push({
+          requestId,
+          sessionId,
+          workerId: decision.workerId,
+          containerId: decision.containerId,
+          reused: decision.containerId !== null,
+          checkpointId: decision.checkpointId,
+        });
+      }
+    } else if (running.length > 0) {
+      const call = running.splice(Math.floor(random() * running.length), 1)[0] as Running;
+      let containerId = call.containerId;
+      if (containerId === null) {
+        containers += 1;
+        containerId = `${call.workerId}-c${containers}`;
+        yield stamp({
+          type: 'ContainerStateChanged',
+          workerId: call.workerId,
+          containerId,
+          state: 'busy',
+          checkpointId: call.checkpointId,
+        });
+        yield stamp({
+          type: 'CallBound',
+          requestId: call.requestId,
+          containerId,
+          checkpointId: call.checkpointId,
+        });
+        if (call.sessionId !== null) {
+          yield stamp({
+            type: 'SessionPinned',
+            sessionId: call.sessionId,
+            workerId: call.workerId,
+            containerId,
+            requestId: call.requestId,
+            checkpointId: call.checkpointId,
+          });
+        }
+      }
+      const ok = random() < 0.95;
+      yield stamp({
+        type: 'CallFinished',
+        requestId: call.requestId,
+        ok,
+        code: ok ? null : 'INTERNAL',
+      });
+      const keep = ok && call.sessionId !== null;
+      if (!keep && !call.reused) {
+        yield stamp({
+          type: 'ContainerStateChanged',
+          workerId: call.workerId,
+          containerId,
+          state: 'removed',
+          checkpointId: call.checkpointId,
+        });
+      } else {
+        yield stamp({
+          type: 'ContainerStateChanged',
+          workerId: call.workerId,
+          containerId,
+          state: 'ready',
+          checkpointId: call.checkpointId,
+        });
+      }
+    }
+  }
+}
