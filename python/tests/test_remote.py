@@ -110,6 +110,18 @@ class PackingTest(unittest.TestCase):
         self.assertEqual(fn(*args), 3)
         self.assertNotIsInstance(fn, readie.RemoteFunction)
 
+    def test_which_modules_travel_by_value(self):
+        import numpy  # noqa: F401 - an installed package (dist-packages)
+
+        from readie._call import _travels_by_reference
+
+        self.assertFalse(_travels_by_reference("readie_user_module"))
+        self.assertTrue(_travels_by_reference("numpy"))
+        self.assertTrue(_travels_by_reference("__main__"))
+        self.assertTrue(_travels_by_reference("json"))
+        self.assertTrue(_travels_by_reference("readie._remote"))
+        self.assertTrue(_travels_by_reference("not_imported_anywhere"))
+
     def test_a_pickled_remote_function_unpickles_as_the_plain_function(self):
         @readie.remote
         def double(x):
