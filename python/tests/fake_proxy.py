@@ -6,6 +6,7 @@ unpickles ``(fn, args, kwargs)``, runs it here, and streams the envelope back in
 from __future__ import annotations
 
 import io
+import os
 import threading
 import traceback
 from concurrent import futures
@@ -19,6 +20,10 @@ import grpc
 from readie._proto import call_pb2, proxy_pb2
 
 MiB = 1024 * 1024
+
+#: The test CA and server certificate shared with the TypeScript tests.
+TLS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "test", "support", "tls")
+CA_FILE = os.path.join(TLS_DIR, "ca.pem")
 
 
 @dataclass
@@ -123,7 +128,7 @@ def wait_for_cancel(received: ReceivedCall, requests: Iterator[Any], context: gr
 class FakeProxy:
     """The server: ``script`` answers each call; ``calls`` records them."""
 
-    def __init__(self) -> None:
+    def __init__(self, tls: bool = False) -> None:
         self.script: Script = run_locally
         self.calls: List[ReceivedCall] = []
         self._server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
@@ -138,7 +143,12 @@ class FakeProxy:
             },
         )
         self._server.add_generic_rpc_handlers((handler,))
-        self.port = self._server.add_insecure_port("127.0.0.1:0")
+        if tls:
+            with open(os.path.join(TLS_DIR, "server.key"), "rb") as key, open(os.path.join(TLS_DIR, "server.pem"), "rb") as cert:
+                credentials = grpc.ssl_server_credentials([(key.read(), cert.read())])
+            self.port = self._server.add_secure_port("127.0.0.1:0", credentials)
+        else:
+            self.port = self._server.add_insecure_port("127.0.0.1:0")
         self.address = f"127.0.0.1:{self.port}"
         self._server.start()
 

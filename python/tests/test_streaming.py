@@ -12,7 +12,7 @@ import grpc
 import numpy as np
 
 import readie
-from fake_proxy import MiB, FakeProxy, log_answer, result_answers, run_locally, wait_for_cancel
+from fake_proxy import CA_FILE, MiB, FakeProxy, log_answer, result_answers, run_locally, wait_for_cancel
 from readie._proto import call_pb2
 from test_errors import EXPECTED
 
@@ -204,6 +204,37 @@ class StatusTest(ProxyTestCase):
         readie.configure(self.proxy.address, insecure=True, token="s3cret")
         add(1, 2)
         self.assertEqual(self.proxy.calls[0].metadata["authorization"], "Bearer s3cret")
+
+
+class TlsTest(unittest.TestCase):
+    """TLS is the default: the client verifies the router against READIE_CA_FILE's roots."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.proxy = FakeProxy(tls=True)
+
+    @classmethod
+    def tearDownClass(cls):
+        readie.close_channels()
+        cls.proxy.stop()
+
+    def tearDown(self):
+        readie.configure()
+
+    def test_trusts_the_ca_file(self):
+        readie.configure(self.proxy.address, ca_file=CA_FILE, token="over-tls")
+        self.assertEqual(add(20, 22), 42)
+        self.assertEqual(self.proxy.calls[-1].metadata["authorization"], "Bearer over-tls")
+
+    def test_an_untrusted_server_is_unavailable(self):
+        readie.configure(self.proxy.address)  # the system's roots do not know the test CA
+        with self.assertRaises(readie.ClusterUnavailableError):
+            add(1, 2)
+
+    def test_plaintext_against_tls_is_unavailable(self):
+        readie.configure(self.proxy.address, insecure=True)
+        with self.assertRaises(readie.ClusterUnavailableError):
+            add(1, 2)
 
 
 class SessionTest(ProxyTestCase):

@@ -12,7 +12,7 @@ import {
   type RemoteLogLine,
 } from '../../src/client/index.js';
 import { PayloadFormat } from '../../src/proto/gen/readie/v1/call.js';
-import { FakeProxy, LogSource, type ScriptedCall } from '../support/fake-proxy.js';
+import { FakeProxy, LogSource, TEST_CA_FILE, type ScriptedCall } from '../support/fake-proxy.js';
 import { EXPECTED_ERRORS } from './expected-errors.js';
 
 const MiB = 1024 * 1024;
@@ -354,5 +354,45 @@ describe('TypeScript client', function () {
     } finally {
       nowhere.close();
     }
+  });
+
+  describe('over TLS (the default)', () => {
+    let tlsProxy: FakeProxy;
+    // By name: Node deprecates TLS server names that are IP addresses.
+    let address = '';
+    before(async () => {
+      tlsProxy = await FakeProxy.start({ tls: true });
+      address = tlsProxy.address.replace('127.0.0.1', 'localhost');
+    });
+    after(async () => {
+      await tlsProxy.stop();
+    });
+
+    it('verifies the router against the CA file', async () => {
+      const secure = new ReadieClient({
+        env: {
+          READIE_ADDRESS: address,
+          READIE_CA_FILE: TEST_CA_FILE,
+          READIE_AUTH_TOKEN: 't',
+        },
+      });
+      try {
+        const value = await secure.call<{ function: string }>({ module: 'm', function: 'f' });
+        expect(value.function).to.equal('f');
+      } finally {
+        secure.close();
+      }
+      expect(tlsProxy.calls.at(-1)?.metadata.get('authorization')).to.deep.equal(['Bearer t']);
+    });
+
+    it('refuses a server the system roots do not trust', async () => {
+      const untrusting = new ReadieClient({ address, env: {} });
+      try {
+        const error = await rejection(untrusting.call({ module: 'm', function: 'f' }));
+        expect(error).to.be.instanceOf(ClusterUnavailableError);
+      } finally {
+        untrusting.close();
+      }
+    });
   });
 });

@@ -2,6 +2,8 @@
  * A real @grpc/grpc-js server on loopback implementing readie.v1.ProxyService, scripted by each
  * test: it records what the client sent and answers as the script says.
  */
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import {
   Server,
   ServerCredentials,
@@ -18,6 +20,9 @@ import {
 } from '../../src/proto/gen/readie/v1/proxy.js';
 
 const MiB = 1024 * 1024;
+
+/** The test CA (see tls/README.md): trust it to reach a FakeProxy started with `tls: true`. */
+export const TEST_CA_FILE = fileURLToPath(new URL('tls/ca.pem', import.meta.url));
 
 type Stream = ServerDuplexStream<RequestExecutionRequest, RequestExecutionResponse>;
 
@@ -144,11 +149,19 @@ export class FakeProxy {
     });
   }
 
-  /** Starts a server on a free loopback port. */
-  static async start(): Promise<FakeProxy> {
+  /** Starts a server on a free loopback port, plaintext or with the test certificate. */
+  static async start(options: { tls?: boolean } = {}): Promise<FakeProxy> {
     const proxy = new FakeProxy();
+    const credentials = options.tls
+      ? ServerCredentials.createSsl(null, [
+          {
+            private_key: readFileSync(new URL('tls/server.key', import.meta.url)),
+            cert_chain: readFileSync(new URL('tls/server.pem', import.meta.url)),
+          },
+        ])
+      : ServerCredentials.createInsecure();
     const port = await new Promise<number>((resolve, reject) =>
-      proxy.#server.bindAsync('127.0.0.1:0', ServerCredentials.createInsecure(), (error, bound) =>
+      proxy.#server.bindAsync('127.0.0.1:0', credentials, (error, bound) =>
         error ? reject(error) : resolve(bound),
       ),
     );
