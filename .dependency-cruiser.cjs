@@ -3,6 +3,7 @@
  *   events <- projections <- router/placement <- router (shell)
  *   replay uses events, projections and router/placement, never a gRPC server
  *   worker and router share only the generated proto and src/shared
+ *   the client (shipped to users) sees only the generated proto and src/shared
  * Pure modules import no I/O: no fs, net, lmdb, child_process, timers, worker threads.
  */
 // src/events/index.ts is the events layer's public face for shells: it re-exports the LMDB log
@@ -68,6 +69,15 @@ module.exports = {
       severity: 'error',
       from: { path: '^src/router/' },
       to: { path: '^src/worker/|^replay/' },
+    },
+    {
+      name: 'client-sees-proto-and-shared-only',
+      comment:
+        "src/client runs in users' programs: it may import the generated proto and src/shared, " +
+        'never the router, the worker, the CLI, replay or the event log.',
+      severity: 'error',
+      from: { path: '^src/client/' },
+      to: { path: '^src/(?!client/|proto/gen/|shared/)|^replay/|^bin/' },
     },
     {
       name: 'replay-never-serves',

@@ -189,18 +189,28 @@ describe('EventLog (LMDB)', () => {
   it('lets a reader in this process follow a writer in another process', async () => {
     const dir = tempDir();
     const writer = runScript('scripts/append-loop.ts', [dir, '2', '5']);
-    await writer.waitFor(/^open$/);
-    await writer.waitFor(/^committed 2$/);
-    const reader = EventLog.open(dir, { readOnly: true, pollInterval: 10 });
     const abort = new AbortController();
-    const seen: number[] = [];
-    for await (const event of reader.follow(1, abort.signal)) {
-      seen.push(event.seq);
-      if (event.seq === 10) abort.abort();
+    // However slow the machine, the follower stops and the writer dies with the test.
+    const deadline = setTimeout(() => abort.abort(), 25_000);
+    try {
+      await writer.waitFor(/^open$/);
+      await writer.waitFor(/^committed 2$/);
+      const reader = EventLog.open(dir, { readOnly: true, pollInterval: 10 });
+      const seen: number[] = [];
+      try {
+        for await (const event of reader.follow(1, abort.signal)) {
+          seen.push(event.seq);
+          if (event.seq === 10) abort.abort();
+        }
+      } finally {
+        await reader.close();
+      }
+      expect(seen).to.deep.equal([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+      expect((await writer.exited).code).to.equal(0);
+    } finally {
+      clearTimeout(deadline);
+      writer.process.kill('SIGKILL');
     }
-    expect(seen).to.deep.equal([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
-    expect((await writer.exited).code).to.equal(0);
-    await reader.close();
   });
 
   it('says clearly when a read-only log does not exist', () => {

@@ -16,12 +16,22 @@ export interface Child {
   stderr(): string;
 }
 
+const running = new Set<ChildProcess>();
+
+/** Kills every child `runScript` started that is still running (run after each test). */
+export function killStrayChildren(): void {
+  for (const child of running) child.kill('SIGKILL');
+  running.clear();
+}
+
 /** Starts `node --import tsx <script> ...args` with the script given relative to test/support. */
 export function runScript(script: string, args: readonly string[]): Child {
   const path = fileURLToPath(new URL(script, import.meta.url));
   const child = spawn(process.execPath, ['--import', 'tsx', path, ...args], {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  running.add(child);
+  child.on('exit', () => running.delete(child));
   const lines: string[] = [];
   const listeners = new Set<(line: string) => void>();
   let stderr = '';

@@ -1,0 +1,70 @@
+"""readie: run Python functions on a remote cluster as if they were local.
+
+    import readie
+
+    @readie.remote(memory="2GiB", packages=["tqdm"])
+    def add(a, b):
+        return a + b
+
+    add(2, 3)              # runs remotely, returns 5
+    await add.aio(2, 3)    # the same on an asyncio channel
+    with readie.Session():
+        ...                # calls share one container and its Python state
+
+Configure with READIE_ADDRESS, READIE_INSECURE, READIE_CA_FILE and READIE_AUTH_TOKEN, or
+:func:`configure`. See docs/clients.md.
+"""
+
+from readie._call import last_call
+from readie._connection import aclose_channels, close_channels, configure
+from readie._ids import CallInfo
+from readie._remote import RemoteFunction, remote
+from readie._session import Session, current_session
+from readie.errors import (
+    AuthenticationError,
+    CallCancelledError,
+    ClusterUnavailableError,
+    ConfigurationError,
+    ConflictError,
+    InternalServerError,
+    InvalidRequestError,
+    PermissionDeniedError,
+    PreconditionError,
+    ProtocolError,
+    ReadieError,
+    RemoteExecutionError,
+    RemoteTimeoutError,
+    ResourceExhaustedError,
+    SessionExpiredError,
+    UnsupportedError,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AuthenticationError",
+    "CallCancelledError",
+    "CallInfo",
+    "ClusterUnavailableError",
+    "ConfigurationError",
+    "ConflictError",
+    "InternalServerError",
+    "InvalidRequestError",
+    "PermissionDeniedError",
+    "PreconditionError",
+    "ProtocolError",
+    "ReadieError",
+    "RemoteExecutionError",
+    "RemoteFunction",
+    "RemoteTimeoutError",
+    "ResourceExhaustedError",
+    "Session",
+    "SessionExpiredError",
+    "UnsupportedError",
+    "aclose_channels",
+    "close_channels",
+    "configure",
+    "current_session",
+    "last_call",
+    "remote",
+]

@@ -1,0 +1,1 @@
+"""Message classes generated from proto/readie/v1 by tools/generate-proto.sh. Do not edit."""

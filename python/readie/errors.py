@@ -1,0 +1,194 @@
+"""The errors a remote call raises: one class per family of gRPC status, and the user's own
+exception as :class:`RemoteExecutionError`. Every one is a :class:`ReadieError`."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import grpc
+
+from readie._ids import CallInfo
+
+
+class ReadieError(Exception):
+    """Base of every readie error. ``code`` is the gRPC status (``None`` for local errors),
+    ``details`` the server's message and ``call`` the IDs of the call as far as they were known."""
+
+    code: Optional[grpc.StatusCode] = None
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: Optional[grpc.StatusCode] = None,
+        details: str = "",
+        call: Optional[CallInfo] = None,
+    ) -> None:
+        super().__init__(message)
+        if code is not None:
+            self.code = code
+        self.details = details
+        self.call = call
+
+
+class ConfigurationError(ReadieError):
+    """The client is not configured to reach a cluster (no address, unreadable CA file, ...)."""
+
+
+class ProtocolError(ReadieError):
+    """The cluster answered something the client cannot read: no result, a malformed envelope."""
+
+
+class RemoteExecutionError(ReadieError):
+    """The function raised on the worker. ``remote_type``, ``remote_module`` and
+    ``remote_message`` describe the exception; ``remote_traceback`` is the remote traceback text;
+    ``exception`` is the exception object itself when the worker could pickle it, else ``None``."""
+
+    def __init__(
+        self,
+        remote_type: str,
+        remote_message: str,
+        remote_traceback: str,
+        *,
+        remote_module: str = "",
+        exception: Optional[BaseException] = None,
+        call: Optional[CallInfo] = None,
+    ) -> None:
+        qualified = remote_type if remote_module in ("", "builtins") else f"{remote_module}.{remote_type}"
+        message = f"{qualified}: {remote_message}" if remote_message else qualified
+        if remote_traceback:
+            message += "\n\nRemote traceback:\n" + remote_traceback.rstrip("\n")
+        super().__init__(message, details=remote_message, call=call)
+        self.remote_type = remote_type
+        self.remote_module = remote_module
+        self.remote_message = remote_message
+        self.remote_traceback = remote_traceback
+        self.exception = exception
+
+
+class CallCancelledError(ReadieError):
+    """CANCELLED: the call was cancelled by the cluster (a local cancel raises
+    ``KeyboardInterrupt`` or ``asyncio.CancelledError`` as usual)."""
+
+    code = grpc.StatusCode.CANCELLED
+
+
+class InternalServerError(ReadieError):
+    """UNKNOWN, INTERNAL or DATA_LOSS: the cluster failed on its side; the call may be retried."""
+
+    code = grpc.StatusCode.INTERNAL
+
+
+class InvalidRequestError(ReadieError):
+    """INVALID_ARGUMENT or OUT_OF_RANGE: the cluster refused the call as malformed (a bad package
+    requirement, an unknown checkpoint, a payload it cannot read)."""
+
+    code = grpc.StatusCode.INVALID_ARGUMENT
+
+
+class RemoteTimeoutError(ReadieError):
+    """DEADLINE_EXCEEDED: the call ran past its deadline (the router's EXECUTION_TIMEOUT) or the
+    worker's executor never answered."""
+
+    code = grpc.StatusCode.DEADLINE_EXCEEDED
+
+
+class SessionExpiredError(ReadieError):
+    """NOT_FOUND: the session's container or worker is gone, and its Python state with it; start
+    a new :class:`readie.Session`."""
+
+    code = grpc.StatusCode.NOT_FOUND
+
+
+class ConflictError(ReadieError):
+    """ALREADY_EXISTS or ABORTED: the call collided with another (e.g. a reused request ID)."""
+
+    code = grpc.StatusCode.ABORTED
+
+
+class PermissionDeniedError(ReadieError):
+    """PERMISSION_DENIED: the token is valid but not allowed to do this."""
+
+    code = grpc.StatusCode.PERMISSION_DENIED
+
+
+class ResourceExhaustedError(ReadieError):
+    """RESOURCE_EXHAUSTED: no worker has room for the call's budget, or the session stayed busy
+    past the router's SESSION_WAIT_TIMEOUT."""
+
+    code = grpc.StatusCode.RESOURCE_EXHAUSTED
+
+
+class PreconditionError(ReadieError):
+    """FAILED_PRECONDITION: the call cannot run as asked: a package did not install, the Python
+    versions differ, or the session's container contradicts ``checkpoint_id`` or
+    ``disable_optimized_execution``."""
+
+    code = grpc.StatusCode.FAILED_PRECONDITION
+
+
+class UnsupportedError(ReadieError):
+    """UNIMPLEMENTED: the server does not offer readie's ProxyService (is READIE_ADDRESS a readie
+    router?)."""
+
+    code = grpc.StatusCode.UNIMPLEMENTED
+
+
+class ClusterUnavailableError(ReadieError):
+    """UNAVAILABLE: the router cannot be reached, or no worker can take the call right now."""
+
+    code = grpc.StatusCode.UNAVAILABLE
+
+
+class AuthenticationError(ReadieError):
+    """UNAUTHENTICATED: the router wants a token (READIE_AUTH_TOKEN) and got none or a wrong one."""
+
+    code = grpc.StatusCode.UNAUTHENTICATED
+
+
+_BY_CODE = {
+    grpc.StatusCode.CANCELLED: (CallCancelledError, "the call was cancelled by the cluster"),
+    grpc.StatusCode.UNKNOWN: (InternalServerError, "the cluster failed with an unknown error"),
+    grpc.StatusCode.INVALID_ARGUMENT: (InvalidRequestError, "the cluster refused the call as invalid"),
+    grpc.StatusCode.DEADLINE_EXCEEDED: (RemoteTimeoutError, "the call ran out of time"),
+    grpc.StatusCode.NOT_FOUND: (SessionExpiredError, "the session has expired"),
+    grpc.StatusCode.ALREADY_EXISTS: (ConflictError, "the call collides with an existing one"),
+    grpc.StatusCode.PERMISSION_DENIED: (PermissionDeniedError, "the call is not permitted"),
+    grpc.StatusCode.RESOURCE_EXHAUSTED: (ResourceExhaustedError, "the cluster has no room for the call"),
+    grpc.StatusCode.FAILED_PRECONDITION: (PreconditionError, "the call cannot run as asked"),
+    grpc.StatusCode.ABORTED: (ConflictError, "the call was aborted"),
+    grpc.StatusCode.OUT_OF_RANGE: (InvalidRequestError, "the call asked for something out of range"),
+    grpc.StatusCode.UNIMPLEMENTED: (UnsupportedError, "the server does not implement readie's ProxyService"),
+    grpc.StatusCode.INTERNAL: (InternalServerError, "the cluster failed internally"),
+    grpc.StatusCode.UNAVAILABLE: (ClusterUnavailableError, "the cluster is unavailable"),
+    grpc.StatusCode.DATA_LOSS: (InternalServerError, "the cluster lost data of the call"),
+    grpc.StatusCode.UNAUTHENTICATED: (AuthenticationError, "the cluster refused the credentials"),
+}
+
+_ADVICE = {
+    grpc.StatusCode.UNAVAILABLE: "check that the router runs at READIE_ADDRESS and has workers",
+    grpc.StatusCode.UNAUTHENTICATED: "set READIE_AUTH_TOKEN to the router's token",
+    grpc.StatusCode.NOT_FOUND: "its container is gone; start a new readie.Session",
+    grpc.StatusCode.UNIMPLEMENTED: "check that READIE_ADDRESS points at a readie router",
+}
+
+
+def error_for_status(
+    code: grpc.StatusCode,
+    details: Optional[str],
+    *,
+    address: str = "",
+    call: Optional[CallInfo] = None,
+) -> ReadieError:
+    """The error to raise for a call that ended with gRPC status ``code`` (never OK)."""
+    if code == grpc.StatusCode.OK:
+        return ProtocolError("the call ended without a result", call=call)
+    error_class, summary = _BY_CODE.get(code, (ReadieError, "the call failed"))
+    where = f" at {address}" if address else ""
+    message = f"{summary}{where} ({code.name})"
+    if details:
+        message += f": {details}"
+    advice = _ADVICE.get(code)
+    if advice:
+        message += f"; {advice}"
+    return error_class(message, code=code, details=details or "", call=call)

@@ -1,0 +1,83 @@
+import unittest
+
+import grpc
+
+import readie
+from readie._ids import CallInfo
+from readie.errors import error_for_status
+
+# Every status code but OK, and the class a call that ends with it raises.
+EXPECTED = {
+    grpc.StatusCode.CANCELLED: readie.CallCancelledError,
+    grpc.StatusCode.UNKNOWN: readie.InternalServerError,
+    grpc.StatusCode.INVALID_ARGUMENT: readie.InvalidRequestError,
+    grpc.StatusCode.DEADLINE_EXCEEDED: readie.RemoteTimeoutError,
+    grpc.StatusCode.NOT_FOUND: readie.SessionExpiredError,
+    grpc.StatusCode.ALREADY_EXISTS: readie.ConflictError,
+    grpc.StatusCode.PERMISSION_DENIED: readie.PermissionDeniedError,
+    grpc.StatusCode.RESOURCE_EXHAUSTED: readie.ResourceExhaustedError,
+    grpc.StatusCode.FAILED_PRECONDITION: readie.PreconditionError,
+    grpc.StatusCode.ABORTED: readie.ConflictError,
+    grpc.StatusCode.OUT_OF_RANGE: readie.InvalidRequestError,
+    grpc.StatusCode.UNIMPLEMENTED: readie.UnsupportedError,
+    grpc.StatusCode.INTERNAL: readie.InternalServerError,
+    grpc.StatusCode.UNAVAILABLE: readie.ClusterUnavailableError,
+    grpc.StatusCode.DATA_LOSS: readie.InternalServerError,
+    grpc.StatusCode.UNAUTHENTICATED: readie.AuthenticationError,
+}
+
+
+class ErrorMappingTest(unittest.TestCase):
+    def test_every_status_code_has_a_class(self):
+        self.assertEqual(set(EXPECTED), set(grpc.StatusCode) - {grpc.StatusCode.OK})
+
+    def test_every_status_code_maps_to_its_class(self):
+        call = CallInfo("req-1", "ses-1", "w1")
+        for code, error_class in EXPECTED.items():
+            with self.subTest(code=code.name):
+                error = error_for_status(code, "the server said so", address="router:443", call=call)
+                self.assertIs(type(error), error_class)
+                self.assertIsInstance(error, readie.ReadieError)
+                self.assertIs(error.code, code)
+                self.assertEqual(error.details, "the server said so")
+                self.assertIs(error.call, call)
+                text = str(error)
+                self.assertIn(code.name, text)
+                self.assertIn("the server said so", text)
+                self.assertIn("router:443", text)
+
+    def test_messages_say_what_to_do(self):
+        self.assertIn("READIE_ADDRESS", str(error_for_status(grpc.StatusCode.UNAVAILABLE, "")))
+        self.assertIn("READIE_AUTH_TOKEN", str(error_for_status(grpc.StatusCode.UNAUTHENTICATED, None)))
+        self.assertIn("new readie.Session", str(error_for_status(grpc.StatusCode.NOT_FOUND, "session expired")))
+
+    def test_ok_without_a_result_is_a_protocol_error(self):
+        self.assertIsInstance(error_for_status(grpc.StatusCode.OK, ""), readie.ProtocolError)
+
+    def test_class_level_codes(self):
+        self.assertIs(readie.ClusterUnavailableError.code, grpc.StatusCode.UNAVAILABLE)
+        self.assertIs(readie.SessionExpiredError.code, grpc.StatusCode.NOT_FOUND)
+        self.assertIs(readie.RemoteTimeoutError.code, grpc.StatusCode.DEADLINE_EXCEEDED)
+        self.assertIs(readie.ResourceExhaustedError.code, grpc.StatusCode.RESOURCE_EXHAUSTED)
+        self.assertIsNone(readie.ReadieError.code)
+
+
+class RemoteExecutionErrorTest(unittest.TestCase):
+    def test_carries_type_message_and_traceback(self):
+        error = readie.RemoteExecutionError(
+            "ValueError", "bad value", "Traceback (most recent call last):\n  ...\nValueError: bad value\n",
+            remote_module="builtins",
+        )
+        self.assertEqual(error.remote_type, "ValueError")
+        self.assertEqual(error.remote_message, "bad value")
+        self.assertIn("Traceback", error.remote_traceback)
+        self.assertTrue(str(error).startswith("ValueError: bad value\n\nRemote traceback:\nTraceback"))
+        self.assertIsNone(error.code)
+
+    def test_names_the_module_of_a_non_builtin_type(self):
+        error = readie.RemoteExecutionError("LinAlgError", "singular", "", remote_module="numpy.linalg")
+        self.assertEqual(str(error), "numpy.linalg.LinAlgError: singular")
+
+
+if __name__ == "__main__":
+    unittest.main()

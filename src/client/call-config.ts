@@ -1,0 +1,106 @@
+/** A call's options, validated, and the config message that carries them first on the stream. */
+import { PayloadFormat } from '../proto/gen/readie/v1/call.js';
+import type { CallConfig } from '../proto/gen/readie/v1/proxy.js';
+import { parseSize } from '../shared/units.js';
+import type { PythonCall } from './json-call.js';
+import { PYTHON_STDLIB } from './python-stdlib.js';
+
+/** What a call asks of the cluster: the same options as the Python client's `@readie.remote`. */
+export interface CallDemandOptions {
+  /** The container's memory budget: bytes or `'2GiB'`, `'512MiB'`; unset means the router's DEFAULT_MEMORY. */
+  readonly memory?: number | string;
+  /** Run on a GPU worker. */
+  readonly gpu?: boolean;
+  /** GPU memory budget (bytes or a size string); a budget makes it a GPU call. */
+  readonly gpuMemory?: number | string;
+  /** Restore exactly this checkpoint. */
+  readonly checkpointId?: string;
+  /** Never restore a checkpoint: start the container cold. */
+  readonly disableOptimizedExecution?: boolean;
+  /** PEP 508 requirements installed into the container before the call. */
+  readonly packages?: readonly string[];
+  /** Import hints added to those derived from the module name or the source's imports. */
+  readonly imports?: readonly string[];
+  /**
+   * The Python version the call needs (`'3.11'`); a major.minor mismatch with the sandbox is
+   * refused. Default: empty, no requirement (JSON calls do not depend on the client's Python).
+   */
+  readonly pythonVersion?: string;
+}
+
+function size(value: number | string | undefined, name: string): number | undefined {
+  if (value === undefined) return undefined;
+  const bytes = typeof value === 'number' ? value : parseSize(value);
+  if (!Number.isSafeInteger(bytes) || bytes < 1) {
+    throw new RangeError(
+      `${name} must be a positive whole number of bytes or a size like '2GiB', not ${value}`,
+    );
+  }
+  return bytes;
+}
+
+function strings(value: readonly string[] | undefined, name: string): string[] {
+  if (value === undefined) return [];
+  const items: unknown = value;
+  if (!Array.isArray(items)) throw new TypeError(`${name} must be an array of strings`);
+  return items.map((item: unknown) => {
+    if (typeof item !== 'string' || item.trim() === '') {
+      throw new TypeError(`${name} must hold non-empty strings, not ${JSON.stringify(item)}`);
+    }
+    return item;
+  });
+}
+
+const topLevel = (module: string): string => module.split('.', 1)[0] ?? module;
+const IMPORT = /^\s*import\s+([^#\n]+)/gm;
+const FROM_IMPORT = /^\s*from\s+([A-Za-z_][\w.]*)\s+import\b/gm;
+
+/** Top-level modules named by absolute `import` statements in Python source (a line-based scan). */
+export function sourceImports(source: string): string[] {
+  const found = new Set<string>();
+  for (const match of source.matchAll(IMPORT)) {
+    for (const part of (match[1] ?? '').replace(/[()\\]/g, '').split(',')) {
+      const name = part.trim().split(/\s+/)[0] ?? '';
+      if (/^[A-Za-z_][\w.]*$/.test(name)) found.add(topLevel(name));
+    }
+  }
+  for (const match of source.matchAll(FROM_IMPORT)) found.add(topLevel(match[1] ?? ''));
+  return [...found];
+}
+
+/**
+ * The import hints of a call, sorted: the top-level package of its module, or those its source
+ * imports, without the standard library; plus the explicit ones.
+ */
+export function importHints(call: PythonCall, explicit: readonly string[] = []): string[] {
+  const derived = 'module' in call ? [topLevel(call.module)] : sourceImports(call.source);
+  const hints = new Set(
+    derived.filter((name) => !PYTHON_STDLIB.has(name) && !name.startsWith('_')),
+  );
+  for (const name of explicit) hints.add(topLevel(name));
+  return [...hints].sort();
+}
+
+/** The first message's config of a `json-call`. Throws TypeError or RangeError for bad options. */
+export function buildCallConfig(
+  requestId: string,
+  sessionId: string,
+  call: PythonCall,
+  options: CallDemandOptions = {},
+): CallConfig {
+  const checkpointId = options.checkpointId ?? '';
+  if (typeof checkpointId !== 'string') throw new TypeError('checkpointId must be a string');
+  return {
+    requestId,
+    sessionId,
+    imports: importHints(call, strings(options.imports, 'imports')),
+    memory: size(options.memory, 'memory'),
+    gpuMemory: size(options.gpuMemory, 'gpuMemory'),
+    gpu: options.gpu ?? false,
+    disableOptimizedExecution: options.disableOptimizedExecution ?? false,
+    packages: strings(options.packages, 'packages'),
+    checkpointId,
+    pythonVersion: options.pythonVersion ?? '',
+    format: PayloadFormat.PAYLOAD_FORMAT_JSON_CALL,
+  };
+}

@@ -1,0 +1,130 @@
+/** The TypeScript client: calls Python functions on a readie cluster with JSON arguments. */
+import type { ChannelOptions } from '@grpc/grpc-js';
+import { ProxyServiceClient } from '../proto/gen/readie/v1/proxy.js';
+import { newRequestId, newSessionId, type CallInfo } from './call-info.js';
+import { buildCallConfig, type CallDemandOptions } from './call-config.js';
+import {
+  callMetadata,
+  channelCredentials,
+  resolveConnection,
+  type Connection,
+  type ConnectionOptions,
+} from './connection.js';
+import { decodeJsonEnvelope, encodeJsonCall, type PythonCall } from './json-call.js';
+import { RemoteCall, type RemoteLogLine } from './remote-call.js';
+
+/** Options of one call: what it asks of the cluster, and how the caller follows it. */
+export interface CallOptions extends CallDemandOptions {
+  /** Aborting it cancels the call on the cluster; the call rejects with CallCancelledError. */
+  readonly signal?: AbortSignal;
+  /** Called with each log line as it arrives (an exception thrown here cancels the call). */
+  readonly onLog?: (line: RemoteLogLine) => void;
+}
+
+/** Options of a client: where the cluster is, and gRPC channel options. */
+export interface ReadieClientOptions extends ConnectionOptions {
+  readonly channelOptions?: ChannelOptions;
+}
+
+/**
+ * A connection to a readie cluster (one gRPC channel, shared by all its calls and sessions).
+ *
+ * ```ts
+ * const readie = new ReadieClient(); // READIE_ADDRESS, READIE_INSECURE, READIE_CA_FILE, READIE_AUTH_TOKEN
+ * await readie.call({ module: 'math', function: 'hypot', args: [3, 4] }); // 5
+ * ```
+ */
+export class ReadieClient {
+  readonly connection: Connection;
+  readonly #client: ProxyServiceClient;
+
+  /** Throws ConfigurationError when no address is configured or the CA file is unreadable. */
+  constructor(options: ReadieClientOptions = {}) {
+    this.connection = resolveConnection(options);
+    this.#client = new ProxyServiceClient(
+      this.connection.address,
+      channelCredentials(this.connection),
+      options.channelOptions,
+    );
+  }
+
+  /** Runs a Python function and resolves with its JSON result; rejects with a ReadieError. */
+  async call<T = unknown>(call: PythonCall, options: CallOptions = {}): Promise<T> {
+    return this.start<T>(call, options).result;
+  }
+
+  /** Starts a call and returns it at once: its live logs, its IDs, `cancel()` and `result`. Throws TypeError or RangeError for a malformed call or options. */
+  start<T = unknown>(call: PythonCall, options: CallOptions = {}): RemoteCall<T> {
+    return this.#start<T>(call, options, '', undefined);
+  }
+
+  /** A session: its calls run one after another in one container, sharing its Python state. */
+  session(sessionId: string = newSessionId()): Session {
+    return new Session(sessionId, (call, options, onSettled) =>
+      this.#start(call, options, sessionId, onSettled),
+    );
+  }
+
+  /** Closes the channel; calls in flight are cancelled. */
+  close(): void {
+    this.#client.close();
+  }
+
+  #start<T>(
+    call: PythonCall,
+    options: CallOptions,
+    sessionId: string,
+    onSettled: ((info: CallInfo) => void) | undefined,
+  ): RemoteCall<T> {
+    const config = buildCallConfig(newRequestId(), sessionId, call, options);
+    return new RemoteCall<T>({
+      client: this.#client,
+      address: this.connection.address,
+      metadata: callMetadata(this.connection),
+      config,
+      payload: encodeJsonCall(call),
+      decode: decodeJsonEnvelope,
+      signal: options.signal,
+      onLog: options.onLog,
+      onSettled,
+    });
+  }
+}
+
+type StartInSession = <T>(
+  call: PythonCall,
+  options: CallOptions,
+  onSettled: (info: CallInfo) => void,
+) => RemoteCall<T>;
+
+/**
+ * Calls that share one container: the router pins the session's container on its first call and
+ * runs its calls one at a time. It has no server-side end: an idle container is reaped after the
+ * cluster's EXECUTOR_TTL, and a later call rejects with SessionExpiredError.
+ */
+export class Session {
+  readonly id: string;
+  #lastCall: CallInfo | undefined;
+  readonly #start: StartInSession;
+
+  /** Made by {@link ReadieClient.session}. */
+  constructor(id: string, start: StartInSession) {
+    this.id = id;
+    this.#start = start;
+  }
+
+  /** Where the session's most recently settled call ran. */
+  get lastCall(): CallInfo | undefined {
+    return this.#lastCall;
+  }
+
+  /** Runs a Python function in the session; see {@link ReadieClient.call}. */
+  async call<T = unknown>(call: PythonCall, options: CallOptions = {}): Promise<T> {
+    return this.start<T>(call, options).result;
+  }
+
+  /** Starts a call in the session; see {@link ReadieClient.start}. */
+  start<T = unknown>(call: PythonCall, options: CallOptions = {}): RemoteCall<T> {
+    return this.#start<T>(call, options, (info) => (this.#lastCall = info));
+  }
+}

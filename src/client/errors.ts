@@ -1,0 +1,202 @@
+/**
+ * The errors a call rejects with: one class per family of gRPC status, and the Python function's
+ * own exception as {@link RemoteExecutionError}. Every one is a {@link ReadieError}.
+ */
+import { status as Status } from '@grpc/grpc-js';
+import type { CallInfo } from './call-info.js';
+
+/** What every readie error may carry besides its message. */
+export interface ReadieErrorFields {
+  readonly code?: Status | undefined;
+  readonly details?: string | undefined;
+  readonly call?: CallInfo | undefined;
+  readonly cause?: unknown;
+}
+
+/**
+ * Base of every readie error: `code` is the gRPC status (undefined for local errors), `details`
+ * the server's message, `call` the IDs of the call as far as they were known.
+ */
+export class ReadieError extends Error {
+  override readonly name: string = 'ReadieError';
+  readonly code: Status | undefined;
+  readonly details: string;
+  readonly call: CallInfo | undefined;
+
+  constructor(message: string, fields: ReadieErrorFields = {}) {
+    super(message, fields.cause === undefined ? undefined : { cause: fields.cause });
+    this.code = fields.code;
+    this.details = fields.details ?? '';
+    this.call = fields.call;
+  }
+
+  /** The status code's name (`UNAVAILABLE`), if the error has one. */
+  get codeName(): string | undefined {
+    return this.code === undefined ? undefined : Status[this.code];
+  }
+}
+
+/** The client is not configured to reach a cluster (no address, unreadable CA file, ...). */
+export class ConfigurationError extends ReadieError {
+  override readonly name = 'ConfigurationError';
+}
+
+/** The cluster answered something the client cannot read: no result, a malformed envelope. */
+export class ProtocolError extends ReadieError {
+  override readonly name = 'ProtocolError';
+}
+
+/** The remote exception, as the executor described it. */
+export interface RemoteException {
+  /** The exception's class name (`ValueError`). */
+  readonly type: string;
+  /** The module of its class (`builtins`). */
+  readonly module: string;
+  readonly message: string;
+  /** The remote traceback text. */
+  readonly traceback: string;
+}
+
+/** The Python function raised on the worker. */
+export class RemoteExecutionError extends ReadieError {
+  override readonly name = 'RemoteExecutionError';
+  readonly remoteType: string;
+  readonly remoteModule: string;
+  readonly remoteMessage: string;
+  readonly traceback: string;
+
+  constructor(exception: RemoteException, call?: CallInfo) {
+    const qualified =
+      exception.module === '' || exception.module === 'builtins'
+        ? exception.type
+        : `${exception.module}.${exception.type}`;
+    let message = exception.message === '' ? qualified : `${qualified}: ${exception.message}`;
+    if (exception.traceback !== '') {
+      message += `\n\nRemote traceback:\n${exception.traceback.trimEnd()}`;
+    }
+    super(message, { details: exception.message, call });
+    this.remoteType = exception.type;
+    this.remoteModule = exception.module;
+    this.remoteMessage = exception.message;
+    this.traceback = exception.traceback;
+  }
+}
+
+/** CANCELLED: the call was cancelled, by its AbortSignal or `cancel()` (then `cause` is the reason) or by the cluster. */
+export class CallCancelledError extends ReadieError {
+  override readonly name = 'CallCancelledError';
+}
+
+/** UNKNOWN, INTERNAL or DATA_LOSS: the cluster failed on its side; the call may be retried. */
+export class InternalServerError extends ReadieError {
+  override readonly name = 'InternalServerError';
+}
+
+/** INVALID_ARGUMENT or OUT_OF_RANGE: refused as malformed (bad package, unknown checkpoint, ...). */
+export class InvalidRequestError extends ReadieError {
+  override readonly name = 'InvalidRequestError';
+}
+
+/** DEADLINE_EXCEEDED: the call ran past its deadline, or the executor never answered. */
+export class RemoteTimeoutError extends ReadieError {
+  override readonly name = 'RemoteTimeoutError';
+}
+
+/** NOT_FOUND: the session's container or worker is gone, and its Python state with it. */
+export class SessionExpiredError extends ReadieError {
+  override readonly name = 'SessionExpiredError';
+}
+
+/** ALREADY_EXISTS or ABORTED: the call collided with another (e.g. a reused request ID). */
+export class ConflictError extends ReadieError {
+  override readonly name = 'ConflictError';
+}
+
+/** PERMISSION_DENIED: the token is valid but not allowed to do this. */
+export class PermissionDeniedError extends ReadieError {
+  override readonly name = 'PermissionDeniedError';
+}
+
+/** RESOURCE_EXHAUSTED: no worker has room, or the session stayed busy too long. */
+export class ResourceExhaustedError extends ReadieError {
+  override readonly name = 'ResourceExhaustedError';
+}
+
+/** FAILED_PRECONDITION: a package did not install, Python versions differ, or the session's container contradicts the options. */
+export class PreconditionError extends ReadieError {
+  override readonly name = 'PreconditionError';
+}
+
+/** UNIMPLEMENTED: the server does not offer readie's ProxyService. */
+export class UnsupportedError extends ReadieError {
+  override readonly name = 'UnsupportedError';
+}
+
+/** UNAVAILABLE: the router cannot be reached, or no worker can take the call now. */
+export class ClusterUnavailableError extends ReadieError {
+  override readonly name = 'ClusterUnavailableError';
+}
+
+/** UNAUTHENTICATED: the router wants a token (READIE_AUTH_TOKEN) and got none or a wrong one. */
+export class AuthenticationError extends ReadieError {
+  override readonly name = 'AuthenticationError';
+}
+
+type ErrorClass = new (message: string, fields: ReadieErrorFields) => ReadieError;
+
+/** Every status but OK: its class and what it means, in words an operator can act on. */
+const BY_STATUS: Readonly<Record<Exclude<Status, Status.OK>, readonly [ErrorClass, string]>> = {
+  [Status.CANCELLED]: [CallCancelledError, 'the call was cancelled by the cluster'],
+  [Status.UNKNOWN]: [InternalServerError, 'the cluster failed with an unknown error'],
+  [Status.INVALID_ARGUMENT]: [InvalidRequestError, 'the cluster refused the call as invalid'],
+  [Status.DEADLINE_EXCEEDED]: [RemoteTimeoutError, 'the call ran out of time'],
+  [Status.NOT_FOUND]: [SessionExpiredError, 'the session has expired'],
+  [Status.ALREADY_EXISTS]: [ConflictError, 'the call collides with an existing one'],
+  [Status.PERMISSION_DENIED]: [PermissionDeniedError, 'the call is not permitted'],
+  [Status.RESOURCE_EXHAUSTED]: [ResourceExhaustedError, 'the cluster has no room for the call'],
+  [Status.FAILED_PRECONDITION]: [PreconditionError, 'the call cannot run as asked'],
+  [Status.ABORTED]: [ConflictError, 'the call was aborted'],
+  [Status.OUT_OF_RANGE]: [InvalidRequestError, 'the call asked for something out of range'],
+  [Status.UNIMPLEMENTED]: [UnsupportedError, "the server does not implement readie's ProxyService"],
+  [Status.INTERNAL]: [InternalServerError, 'the cluster failed internally'],
+  [Status.UNAVAILABLE]: [ClusterUnavailableError, 'the cluster is unavailable'],
+  [Status.DATA_LOSS]: [InternalServerError, 'the cluster lost data of the call'],
+  [Status.UNAUTHENTICATED]: [AuthenticationError, 'the cluster refused the credentials'],
+};
+
+const ADVICE: Partial<Record<Status, string>> = {
+  [Status.UNAVAILABLE]: 'check that the router runs at READIE_ADDRESS and has workers',
+  [Status.UNAUTHENTICATED]: "set READIE_AUTH_TOKEN to the router's token",
+  [Status.NOT_FOUND]: 'its container is gone; start a new session',
+  [Status.UNIMPLEMENTED]: 'check that READIE_ADDRESS points at a readie router',
+};
+
+/** Where an error happened, for its message and fields. */
+export interface ErrorContext {
+  readonly address?: string;
+  readonly call?: CallInfo;
+  readonly cause?: unknown;
+}
+
+/** The error for a call that ended with gRPC status `code` (OK without a result is a ProtocolError). */
+export function errorFromStatus(
+  code: Status,
+  details: string | undefined,
+  context: ErrorContext = {},
+): ReadieError {
+  if (code === Status.OK) {
+    return new ProtocolError('the call ended without a result', { call: context.call });
+  }
+  const [ErrorType, summary] = BY_STATUS[code];
+  const where = context.address === undefined ? '' : ` at ${context.address}`;
+  let message = `${summary}${where} (${Status[code]})`;
+  if (details) message += `: ${details}`;
+  const advice = ADVICE[code];
+  if (advice !== undefined) message += `; ${advice}`;
+  return new ErrorType(message, {
+    code,
+    details: details ?? '',
+    call: context.call,
+    cause: context.cause,
+  });
+}

@@ -1,0 +1,251 @@
+/**
+ * One call on the wire: the config alone, then the payload in chunks of at most 1 MiB, then a
+ * half-close; answers fold into live log lines, the IDs of where the call ran, and the result.
+ */
+import { once } from 'node:events';
+import { inspect } from 'node:util';
+import { status as Status, type ClientDuplexStream, type Metadata } from '@grpc/grpc-js';
+import { LogSource, type LogLine } from '../proto/gen/readie/v1/call.js';
+import type {
+  CallConfig,
+  ProxyServiceClient,
+  RequestExecutionRequest,
+  RequestExecutionResponse,
+} from '../proto/gen/readie/v1/proxy.js';
+import { initialCallInfo, updateCallInfo, type CallInfo } from './call-info.js';
+import { chunksOf } from './chunks.js';
+import { CallCancelledError, errorFromStatus, ProtocolError, ReadieError } from './errors.js';
+
+/** Where a log line came from: the function's stdout or stderr, or readie itself. */
+export type LogLineSource = 'stdout' | 'stderr' | 'system';
+
+/** A line of output a call streamed while it ran. */
+export interface RemoteLogLine {
+  readonly source: LogLineSource;
+  /** The text, without its line ending. */
+  readonly text: string;
+  /** Where the call ran, as this answer named it. */
+  readonly call: CallInfo;
+}
+
+function sourceOf(line: LogLine): LogLineSource {
+  switch (line.source) {
+    case LogSource.LOG_SOURCE_STDERR:
+      return 'stderr';
+    case LogSource.LOG_SOURCE_SYSTEM:
+      return 'system';
+    case LogSource.LOG_SOURCE_STDOUT:
+    case LogSource.LOG_SOURCE_UNSPECIFIED:
+      return 'stdout';
+  }
+}
+
+/** Everything a call needs to start. */
+export interface RemoteCallStart {
+  readonly client: ProxyServiceClient;
+  readonly address: string;
+  readonly metadata: Metadata;
+  readonly config: CallConfig;
+  readonly payload: Buffer;
+  readonly decode: (payload: Buffer, call: CallInfo) => unknown;
+  readonly signal?: AbortSignal | undefined;
+  readonly onLog?: ((line: RemoteLogLine) => void) | undefined;
+  readonly onSettled?: ((call: CallInfo) => void) | undefined;
+}
+
+type Stream = ClientDuplexStream<RequestExecutionRequest, RequestExecutionResponse>;
+
+/**
+ * A call in flight. `result` settles with the value or a {@link ReadieError}; `logs()` (or
+ * `for await` on the call itself) yields its log lines live, from the first, and ends when the
+ * call does; `cancel()` or the AbortSignal cancels it on the cluster.
+ */
+export class RemoteCall<T = unknown> implements AsyncIterable<RemoteLogLine> {
+  readonly requestId: string;
+  readonly sessionId: string;
+  /** The value, or the error the call failed with. */
+  readonly result: Promise<T>;
+  #info: CallInfo;
+  readonly #lines: RemoteLogLine[] = [];
+  #ended = false;
+  #wake: (() => void)[] = [];
+  #cancelReason: unknown = undefined;
+  #cancelled = false;
+  #stream: Stream | undefined;
+
+  constructor(start: RemoteCallStart) {
+    this.requestId = start.config.requestId;
+    this.sessionId = start.config.sessionId;
+    this.#info = initialCallInfo(this.requestId, this.sessionId);
+    this.result = this.#run(start);
+    // A caller that only reads the logs must not crash the process with an unhandled rejection;
+    // whoever awaits `result` still gets the error.
+    this.result.catch(() => undefined);
+  }
+
+  /** Where the call ran, as far as its answers said so far. */
+  get info(): CallInfo {
+    return this.#info;
+  }
+
+  /** Cancels the call on the cluster; `result` rejects with CallCancelledError (its cause: `reason`). */
+  cancel(reason?: unknown): void {
+    if (this.#cancelled) return;
+    this.#cancelled = true;
+    this.#cancelReason = reason;
+    this.#stream?.cancel();
+  }
+
+  /** The call's log lines, live: every line from the first, ending when the call ends. */
+  async *logs(): AsyncIterableIterator<RemoteLogLine> {
+    let next = 0;
+    for (;;) {
+      const line = this.#lines[next];
+      if (line !== undefined) {
+        next += 1;
+        yield line;
+      } else if (this.#ended) {
+        return;
+      } else {
+        await new Promise<void>((resolve) => this.#wake.push(resolve));
+      }
+    }
+  }
+
+  [Symbol.asyncIterator](): AsyncIterator<RemoteLogLine> {
+    return this.logs();
+  }
+
+  async #run(start: RemoteCallStart): Promise<T> {
+    const { signal } = start;
+    const onAbort = (): void => this.cancel(signal?.reason);
+    try {
+      if (signal?.aborted) this.cancel(signal.reason);
+      if (this.#cancelled) throw this.#cancelledError(undefined);
+      signal?.addEventListener('abort', onAbort, { once: true });
+      const stream = start.client.requestExecution(start.metadata);
+      this.#stream = stream;
+      const chunks: Buffer[] = [];
+      let hasResult = false;
+      // Writes and reads run together: answers (installer output, say) may come before the end of
+      // a large payload, and a stalled reader must not stall the writer.
+      const stopWriting = new AbortController();
+      const writing = writeRequest(stream, start.config, start.payload, stopWriting.signal);
+      try {
+        // Without destroyOnReturn: false the iterator would destroy (cancel) the call at its end.
+        const answers = stream.iterator({
+          destroyOnReturn: false,
+        }) as AsyncIterable<RequestExecutionResponse>;
+        for await (const answer of answers) {
+          this.#info = updateCallInfo(this.#info, answer.ids);
+          const message = answer.message;
+          if (message?.$case === 'chunk') {
+            hasResult = true;
+            chunks.push(message.value.data);
+          } else if (message?.$case === 'log') {
+            this.#log(
+              { source: sourceOf(message.value), text: message.value.text, call: this.#info },
+              start,
+            );
+          }
+        }
+      } catch (error) {
+        throw this.#mapStreamError(error, start.address);
+      } finally {
+        // The server may end the call before it read everything; stop waiting for room then.
+        stopWriting.abort();
+        await writing;
+      }
+      if (!hasResult) {
+        throw new ProtocolError('the cluster ended the call without a result', {
+          call: this.#info,
+        });
+      }
+      return start.decode(Buffer.concat(chunks), this.#info) as T;
+    } finally {
+      signal?.removeEventListener('abort', onAbort);
+      this.#ended = true;
+      for (const wake of this.#wake.splice(0)) wake();
+      start.onSettled?.(this.#info);
+    }
+  }
+
+  #log(line: RemoteLogLine, start: RemoteCallStart): void {
+    this.#lines.push(line);
+    for (const wake of this.#wake.splice(0)) wake();
+    if (start.onLog !== undefined) {
+      try {
+        start.onLog(line);
+      } catch (error) {
+        // A failing log callback fails the call, as it would fail a local one.
+        this.cancel(error);
+      }
+    }
+  }
+
+  #cancelledError(details: string | undefined): ReadieError {
+    const reason = this.#cancelReason;
+    return new CallCancelledError(`the call was cancelled by the client${reasonText(reason)}`, {
+      code: Status.CANCELLED,
+      details,
+      call: this.#info,
+      cause: reason,
+    });
+  }
+
+  #mapStreamError(error: unknown, address: string): ReadieError {
+    const code = statusCodeOf(error);
+    const details = detailsOf(error);
+    if (this.#cancelled && (code === undefined || code === Status.CANCELLED)) {
+      return this.#cancelledError(details);
+    }
+    if (code === undefined) {
+      return new ReadieError(`the call failed: ${String(error)}`, {
+        call: this.#info,
+        cause: error,
+      });
+    }
+    return errorFromStatus(code, details, { address, call: this.#info, cause: error });
+  }
+}
+
+function reasonText(reason: unknown): string {
+  if (reason === undefined) return '';
+  return `: ${reason instanceof Error ? reason.message : inspect(reason)}`;
+}
+
+function statusCodeOf(error: unknown): Status | undefined {
+  if (typeof error !== 'object' || error === null || !('code' in error)) return undefined;
+  const { code } = error;
+  return typeof code === 'number' && Status[code] !== undefined ? code : undefined;
+}
+
+function detailsOf(error: unknown): string | undefined {
+  if (typeof error !== 'object' || error === null || !('details' in error)) return undefined;
+  return typeof error.details === 'string' ? error.details : undefined;
+}
+
+/**
+ * The client's side of the stream: the config alone, then chunks, then a half-close, waiting for
+ * room whenever the stream asks. Never throws: a broken stream shows on the reading side.
+ */
+async function writeRequest(
+  stream: Stream,
+  config: CallConfig,
+  payload: Buffer,
+  stop: AbortSignal,
+): Promise<void> {
+  const write = async (message: RequestExecutionRequest): Promise<void> => {
+    if (!stream.write(message)) await once(stream, 'drain', { signal: stop });
+  };
+  try {
+    await write({ message: { $case: 'config', value: config } });
+    for (const data of chunksOf(payload)) {
+      if (stop.aborted || stream.destroyed) return;
+      await write({ message: { $case: 'chunk', value: { data } } });
+    }
+    stream.end();
+  } catch {
+    // Cancelled, failed, or ended by the server: the reader reports why.
+  }
+}

@@ -1,0 +1,300 @@
+/** The TypeScript client's pure parts: chunking, config, hints, envelopes, errors, IDs, settings. */
+import { status as Status } from '@grpc/grpc-js';
+import { expect } from 'chai';
+import { buildCallConfig, importHints, sourceImports } from '../../src/client/call-config.js';
+import {
+  initialCallInfo,
+  newRequestId,
+  newSessionId,
+  updateCallInfo,
+} from '../../src/client/call-info.js';
+import { CHUNK_SIZE, chunksOf } from '../../src/client/chunks.js';
+import { resolveConnection, callMetadata } from '../../src/client/connection.js';
+import {
+  ConfigurationError,
+  errorFromStatus,
+  ProtocolError,
+  ReadieError,
+  RemoteExecutionError,
+} from '../../src/client/index.js';
+import { decodeJsonEnvelope, encodeJsonCall } from '../../src/client/json-call.js';
+import { PayloadFormat } from '../../src/proto/gen/readie/v1/call.js';
+import { EXPECTED_ERRORS } from './expected-errors.js';
+
+const MiB = 1024 * 1024;
+const sizes = (length: number): number[] =>
+  [...chunksOf(Buffer.alloc(length))].map((chunk) => chunk.length);
+
+describe('TypeScript client parts', () => {
+  describe('chunksOf', () => {
+    it('cuts at 1 MiB: 0 bytes, exactly 1 MiB, 1 MiB + 1', () => {
+      expect(CHUNK_SIZE).to.equal(1_048_576);
+      expect(sizes(0)).to.deep.equal([]);
+      expect(sizes(1)).to.deep.equal([1]);
+      expect(sizes(MiB)).to.deep.equal([MiB]);
+      expect(sizes(MiB + 1)).to.deep.equal([MiB, 1]);
+    });
+
+    it('cuts 64 MiB into 64 pieces that join back, without copying', () => {
+      const payload = Buffer.alloc(64 * MiB, 7);
+      const pieces = [...chunksOf(payload)];
+      expect(pieces).to.have.length(64);
+      expect(
+        pieces.every((piece) => piece.length === MiB && piece.buffer === payload.buffer),
+      ).to.equal(true);
+      expect(Buffer.concat(pieces).equals(payload)).to.equal(true);
+    });
+
+    it('refuses a chunk size under one byte', () => {
+      expect(() => [...chunksOf(Buffer.from('x'), 0)]).to.throw(RangeError);
+    });
+  });
+
+  describe('buildCallConfig', () => {
+    it('carries every option, sizes in bytes', () => {
+      const config = buildCallConfig(
+        'req-1',
+        'ses-1',
+        { module: 'torch.nn', function: 'f' },
+        {
+          memory: '512MiB',
+          gpu: true,
+          gpuMemory: 2048,
+          checkpointId: 'ckpt-torch',
+          disableOptimizedExecution: true,
+          packages: ['tqdm>=4'],
+          imports: ['numpy.linalg'],
+          pythonVersion: '3.11',
+        },
+      );
+      expect(config).to.deep.equal({
+        requestId: 'req-1',
+        sessionId: 'ses-1',
+        imports: ['numpy', 'torch'],
+        memory: 512 * MiB,
+        gpuMemory: 2048,
+        gpu: true,
+        disableOptimizedExecution: true,
+        packages: ['tqdm>=4'],
+        checkpointId: 'ckpt-torch',
+        pythonVersion: '3.11',
+        format: PayloadFormat.PAYLOAD_FORMAT_JSON_CALL,
+      });
+    });
+
+    it('leaves unset budgets absent', () => {
+      const config = buildCallConfig('req-1', '', { module: 'm', function: 'f' });
+      expect(config.memory).to.equal(undefined);
+      expect(config.gpuMemory).to.equal(undefined);
+      expect(config.packages).to.deep.equal([]);
+    });
+
+    it('refuses bad options', () => {
+      const call = { module: 'm', function: 'f' };
+      expect(() => buildCallConfig('r', '', call, { memory: 'lots' })).to.throw(/not a size/);
+      expect(() => buildCallConfig('r', '', call, { memory: 0 })).to.throw(RangeError);
+      expect(() => buildCallConfig('r', '', call, { memory: 1.5 })).to.throw(RangeError);
+      const packages = 'tqdm' as unknown as string[];
+      expect(() => buildCallConfig('r', '', call, { packages })).to.throw(TypeError);
+      expect(() => buildCallConfig('r', '', call, { packages: [''] })).to.throw(TypeError);
+    });
+  });
+
+  describe('import hints', () => {
+    it('reads import statements of source, skipping relative ones', () => {
+      const source = [
+        'import numpy as np, pandas',
+        'import torch.nn as nn  # comment',
+        'from sklearn.linear_model import Ridge',
+        'from . import sibling',
+        'from .rel import x',
+        'def f():',
+        '    import polars',
+        '    from scipy import (sparse,',
+        '        linalg)',
+      ].join('\n');
+      expect(sourceImports(source).sort()).to.deep.equal([
+        'numpy',
+        'pandas',
+        'polars',
+        'scipy',
+        'sklearn',
+        'torch',
+      ]);
+    });
+
+    it('drops the standard library, keeps explicit hints, sorts', () => {
+      expect(
+        importHints({ source: 'import os, json\nimport numpy\n', function: 'f' }),
+      ).to.deep.equal(['numpy']);
+      expect(importHints({ module: 'json', function: 'dumps' })).to.deep.equal([]);
+      expect(
+        importHints({ module: 'numpy.linalg', function: 'norm' }, ['torch', 'aaa']),
+      ).to.deep.equal(['aaa', 'numpy', 'torch']);
+    });
+  });
+
+  describe('json-call payloads', () => {
+    it('encodes module or source calls as UTF-8 JSON', () => {
+      const byModule = JSON.parse(
+        encodeJsonCall({
+          module: 'pkg.mod',
+          function: 'f',
+          args: [1, 'é'],
+          kwargs: { k: null },
+        }).toString('utf8'),
+      ) as unknown;
+      expect(byModule).to.deep.equal({
+        module: 'pkg.mod',
+        source: null,
+        function: 'f',
+        args: [1, 'é'],
+        kwargs: { k: null },
+      });
+      const bySource = JSON.parse(
+        encodeJsonCall({ source: 'def g(): pass', function: 'g' }).toString(),
+      ) as unknown;
+      expect(bySource).to.deep.equal({
+        module: null,
+        source: 'def g(): pass',
+        function: 'g',
+        args: [],
+        kwargs: {},
+      });
+    });
+
+    it('refuses malformed calls', () => {
+      const both = { module: 'm', source: 's', function: 'f' } as unknown as {
+        module: string;
+        function: string;
+      };
+      expect(() => encodeJsonCall(both)).to.throw(/exactly one/);
+      expect(() => encodeJsonCall({ module: 'not a module', function: 'f' })).to.throw(TypeError);
+      expect(() => encodeJsonCall({ module: 'm', function: 'f()' })).to.throw(TypeError);
+      expect(() => encodeJsonCall({ module: 'm', function: 'f', args: [10n] })).to.throw(TypeError);
+    });
+
+    it('decodes ok and error envelopes', () => {
+      const call = initialCallInfo('req-1', '');
+      expect(decodeJsonEnvelope(Buffer.from('{"ok": true, "value": [1, 2]}'))).to.deep.equal([
+        1, 2,
+      ]);
+      expect(decodeJsonEnvelope(Buffer.from('{"ok": true}'))).to.equal(null);
+      const failed = Buffer.from(
+        JSON.stringify({
+          ok: false,
+          error: {
+            type: 'LinAlgError',
+            module: 'numpy.linalg',
+            message: 'Singular matrix',
+            traceback: 'Traceback ...\n',
+          },
+        }),
+      );
+      let error: unknown;
+      try {
+        decodeJsonEnvelope(failed, call);
+      } catch (thrown) {
+        error = thrown;
+      }
+      expect(error).to.be.instanceOf(RemoteExecutionError);
+      const remote = error as RemoteExecutionError;
+      expect(remote.message).to.equal(
+        'numpy.linalg.LinAlgError: Singular matrix\n\nRemote traceback:\nTraceback ...',
+      );
+      expect(remote.traceback).to.equal('Traceback ...\n');
+      expect(remote.call).to.equal(call);
+    });
+
+    it('reports unreadable results as ProtocolError', () => {
+      for (const body of ['not json', '[1]', '{"ok": "yes"}', '{"ok": false}']) {
+        expect(() => decodeJsonEnvelope(Buffer.from(body)), body).to.throw(ProtocolError);
+      }
+    });
+  });
+
+  describe('errorFromStatus', () => {
+    it('maps every status code but OK to its class, with code, details and advice', () => {
+      expect(EXPECTED_ERRORS.size).to.equal(16);
+      const call = initialCallInfo('req-1', 'ses-1');
+      for (const [code, ErrorClass] of EXPECTED_ERRORS) {
+        const error = errorFromStatus(code, 'said the server', { address: 'router:443', call });
+        expect(error, Status[code]).to.be.instanceOf(ErrorClass).and.instanceOf(ReadieError);
+        expect(error.code).to.equal(code);
+        expect(error.details).to.equal('said the server');
+        expect(error.call).to.equal(call);
+        expect(error.message)
+          .to.include(Status[code])
+          .and.include('router:443')
+          .and.include('said the server');
+        expect(error.name).to.equal(ErrorClass.name);
+      }
+      expect(errorFromStatus(Status.UNAVAILABLE, '').message).to.include('READIE_ADDRESS');
+      expect(errorFromStatus(Status.UNAUTHENTICATED, '').message).to.include('READIE_AUTH_TOKEN');
+      expect(errorFromStatus(Status.OK, '')).to.be.instanceOf(ProtocolError);
+    });
+  });
+
+  describe('call IDs', () => {
+    it('makes request and session IDs', () => {
+      expect(newRequestId()).to.match(/^req-[0-9a-f]{32}$/);
+      expect(newSessionId()).to.match(/^ses-[0-9a-f]{32}$/);
+      expect(newRequestId()).to.not.equal(newRequestId());
+    });
+
+    it('takes the worker answer as authoritative for the checkpoint', () => {
+      const ids = {
+        requestId: 'req-1',
+        sessionId: '',
+        workerId: 'w1',
+        containerId: '',
+        checkpointId: 'planned',
+      };
+      const planned = updateCallInfo(initialCallInfo('req-1', 'ses-1'), ids);
+      expect(planned).to.deep.include({
+        sessionId: 'ses-1',
+        workerId: 'w1',
+        checkpointId: 'planned',
+      });
+      const cold = updateCallInfo(planned, { ...ids, containerId: 'c1', checkpointId: '' });
+      expect(cold).to.deep.include({ containerId: 'c1', checkpointId: '' });
+    });
+  });
+
+  describe('connection settings', () => {
+    it('reads the environment; options win', () => {
+      const env = { READIE_ADDRESS: 'router:443', READIE_AUTH_TOKEN: 't', READIE_INSECURE: '' };
+      expect(resolveConnection({ env })).to.deep.equal({
+        address: 'router:443',
+        insecure: false,
+        rootCerts: undefined,
+        token: 't',
+      });
+      expect(
+        resolveConnection({ env, address: 'other:1', insecure: true, token: 'u' }),
+      ).to.deep.include({
+        address: 'other:1',
+        insecure: true,
+        token: 'u',
+      });
+      expect(
+        resolveConnection({ env: { READIE_ADDRESS: 'a:1', READIE_INSECURE: 'yes' } }).insecure,
+      ).to.equal(true);
+      expect(callMetadata(resolveConnection({ env })).get('authorization')).to.deep.equal([
+        'Bearer t',
+      ]);
+    });
+
+    it('says what is missing', () => {
+      expect(() => resolveConnection({ env: {} })).to.throw(ConfigurationError, /READIE_ADDRESS/);
+      expect(() =>
+        resolveConnection({ env: { READIE_ADDRESS: 'a:1', READIE_INSECURE: 'maybe' } }),
+      ).to.throw(ConfigurationError, /READIE_INSECURE/);
+      expect(() =>
+        resolveConnection({
+          env: { READIE_ADDRESS: 'a:1', READIE_CA_FILE: '/nonexistent/ca.pem' },
+        }),
+      ).to.throw(ConfigurationError, /ca\.pem/);
+    });
+  });
+});
