@@ -19,14 +19,34 @@ export interface Child {
 /** Starts `node --import tsx <script> ...args` with the script given relative to test/support. */
 export function runScript(script: string, args: readonly string[]): Child {
   const path = fileURLToPath(new URL(script, import.meta.url));
-  const child = spawn(process.execPath, ['--import', 'tsx', path, ...args], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  return watch(
+    spawn(process.execPath, ['--import', 'tsx', path, ...args], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    }),
+  );
+}
+
+/** Starts `node bin/readie.js ...args` (the real command) with extra environment variables. */
+export function runReadie(
+  args: readonly string[],
+  env: Readonly<Record<string, string>> = {},
+): Child {
+  const bin = fileURLToPath(new URL('../../bin/readie.js', import.meta.url));
+  return watch(
+    spawn(process.execPath, [bin, ...args], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, ...env },
+    }),
+  );
+}
+
+/** Follows a child's stdout line by line. */
+function watch(child: ChildProcess): Child {
   const lines: string[] = [];
   const listeners = new Set<(line: string) => void>();
   let stderr = '';
   child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  createInterface({ input: child.stdout }).on('line', (line) => {
+  createInterface({ input: child.stdout as NodeJS.ReadableStream }).on('line', (line) => {
     lines.push(line);
     for (const listener of listeners) listener(line);
   });
