@@ -8,10 +8,9 @@ import { Server, type ServerInterceptor } from '@grpc/grpc-js';
 import { HealthImplementation } from 'grpc-health-check';
 import { EventLog, type NewEvent } from '../events/index.js';
 import { clusterProjection, type ClusterState } from '../projections/index.js';
-import { ProxyServiceService } from '../proto/gen/readie/v1/proxy.js';
 import { RegistryServiceService } from '../proto/gen/readie/v1/registry.js';
 import { DEFAULT_CONFIG, type Config } from '../shared/config.js';
-import { ActiveCalls, proxyService } from './calls/index.js';
+import { ActiveCalls, proxyService, RelayProxyService } from './calls/index.js';
 import { Journal } from './journal/index.js';
 import { Prober, ReaperTimer } from './liveness/index.js';
 import {
@@ -178,7 +177,7 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
       metrics,
       authToken: options.authToken,
     };
-    server.addService(ProxyServiceService, proxyService(callPath));
+    server.addService(RelayProxyService, proxyService(callPath));
     server.addService(RegistryServiceService, registryService({ journal, logger }));
     health.addToServer(server);
     const { host } = parseHostPort(options.listen);

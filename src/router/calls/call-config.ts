@@ -4,9 +4,10 @@
  * refuse it with `INVALID_ARGUMENT` naming what is wrong.
  */
 import type { Demand } from '../../events/types.js';
-import { PayloadFormat, type PayloadChunk } from '../../proto/gen/readie/v1/call.js';
-import type { CallConfig, RequestExecutionRequest } from '../../proto/gen/readie/v1/proxy.js';
+import { PayloadFormat } from '../../proto/gen/readie/v1/call.js';
+import type { CallConfig } from '../../proto/gen/readie/v1/proxy.js';
 import { InvalidStreamError } from '../errors.js';
+import type { ClientMessage } from './relay-codec.js';
 
 /** The most bytes one payload chunk may carry (1 MiB). */
 export const MAX_CHUNK_BYTES = 1024 * 1024;
@@ -15,16 +16,15 @@ export const MAX_CHUNK_BYTES = 1024 * 1024;
 export const MAX_ID_LENGTH = 256;
 
 /** The first message of a call, checked: a config with a request ID and a payload format. */
-export function firstConfigOf(message: RequestExecutionRequest): CallConfig {
-  const content = message.message;
-  if (content?.$case !== 'config') {
+export function firstConfigOf(message: ClientMessage): CallConfig {
+  if (message.kind !== 'config') {
     throw new InvalidStreamError(
-      content?.$case === 'chunk'
+      message.kind === 'chunk'
         ? 'payload before config: the first message must carry the call config, not a chunk'
         : 'the first message must carry the call config (it carried nothing)',
     );
   }
-  const config = content.value;
+  const config = message.config;
   if (config.requestId === '') {
     throw new InvalidStreamError('the call config needs a request_id');
   }
@@ -45,20 +45,19 @@ export function firstConfigOf(message: RequestExecutionRequest): CallConfig {
 }
 
 /** A later message of a call, checked: a payload chunk of at most 1 MiB. */
-export function payloadChunkOf(message: RequestExecutionRequest): PayloadChunk {
-  const content = message.message;
-  if (content?.$case === 'config') {
+export function payloadChunkOf(message: ClientMessage): Extract<ClientMessage, { kind: 'chunk' }> {
+  if (message.kind === 'config') {
     throw new InvalidStreamError('a second config: only the first message may carry the config');
   }
-  if (content?.$case !== 'chunk') {
+  if (message.kind !== 'chunk') {
     throw new InvalidStreamError('a message with neither config nor chunk');
   }
-  if (content.value.data.length > MAX_CHUNK_BYTES) {
+  if (message.bytes > MAX_CHUNK_BYTES) {
     throw new InvalidStreamError(
-      `a payload chunk of ${content.value.data.length} bytes: chunks carry at most ${MAX_CHUNK_BYTES} bytes (1 MiB)`,
+      `a payload chunk of ${message.bytes} bytes: chunks carry at most ${MAX_CHUNK_BYTES} bytes (1 MiB)`,
     );
   }
-  return content.value;
+  return message;
 }
 
 /** The session ID of a config, or null outside a session. */

@@ -15,13 +15,8 @@
 import { status, type ServerDuplexStream, type StatusObject } from '@grpc/grpc-js';
 import type { ClientDuplexStream } from '@grpc/grpc-js';
 import type { AppendResult, Demand } from '../../events/index.js';
-import type { CallIds, PayloadChunk } from '../../proto/gen/readie/v1/call.js';
-import type { ExecuteRequest, ExecuteResponse } from '../../proto/gen/readie/v1/execution.js';
-import type {
-  CallConfig,
-  RequestExecutionRequest,
-  RequestExecutionResponse,
-} from '../../proto/gen/readie/v1/proxy.js';
+import type { CallIds } from '../../proto/gen/readie/v1/call.js';
+import type { CallConfig } from '../../proto/gen/readie/v1/proxy.js';
 import type { Config } from '../../shared/config.js';
 import { callFinishedEvents } from '../consequences/index.js';
 import {
@@ -47,6 +42,7 @@ import type { SessionTurn, SessionTurns } from '../sessions/index.js';
 import type { WorkerConnections } from '../workers/index.js';
 import type { ActiveCall, ActiveCalls } from './active-calls.js';
 import { demandOf, firstConfigOf, payloadChunkOf, sessionIdOf } from './call-config.js';
+import type { ClientAnswer, ClientMessage, WorkerAnswer, WorkerMessage } from './relay-codec.js';
 import { callHeaderOf, placedIds, skippedPackageLine } from './worker-header.js';
 
 /** Everything a call needs from the router. */
@@ -62,8 +58,8 @@ export interface CallPathOptions {
   readonly authToken?: string | undefined;
 }
 
-type ClientStream = ServerDuplexStream<RequestExecutionRequest, RequestExecutionResponse>;
-type WorkerStream = ClientDuplexStream<ExecuteRequest, ExecuteResponse>;
+type ClientStream = ServerDuplexStream<ClientMessage, ClientAnswer>;
+type WorkerStream = ClientDuplexStream<WorkerMessage, WorkerAnswer>;
 
 /** Where a call is in its life. */
 type Phase = 'awaiting-config' | 'waiting-turn' | 'relaying' | 'done';
@@ -114,7 +110,7 @@ export class CallRelay implements ActiveCall {
 
   /** Starts listening to the client. */
   start(): void {
-    this.call.on('data', (message: RequestExecutionRequest) => this.onClientMessage(message));
+    this.call.on('data', (message: ClientMessage) => this.onClientMessage(message));
     this.call.on('end', () => this.onClientEnd());
     this.call.on('cancelled', () => this.onClientGone());
   }
@@ -130,14 +126,14 @@ export class CallRelay implements ActiveCall {
 
   // ---- client side -------------------------------------------------------------------------
 
-  private onClientMessage(message: RequestExecutionRequest): void {
+  private onClientMessage(message: ClientMessage): void {
     switch (this.phase) {
       case 'awaiting-config':
         this.call.pause();
         this.begin(message);
         return;
       case 'relaying': {
-        let chunk: PayloadChunk;
+        let chunk: Extract<ClientMessage, { kind: 'chunk' }>;
         try {
           chunk = payloadChunkOf(message);
         } catch (error) {
@@ -188,7 +184,7 @@ export class CallRelay implements ActiveCall {
 
   // ---- steps 1 to 3: config, turn, placement -------------------------------------------------
 
-  private begin(message: RequestExecutionRequest): void {
+  private begin(message: ClientMessage): void {
     let config: CallConfig;
     try {
       config = firstConfigOf(message);
@@ -273,7 +269,8 @@ export class CallRelay implements ActiveCall {
       sessionId: this.sessionId,
       workerId: decision.workerId,
     });
-    this.log.info(
+    // One info line per call (at its end) keeps logging cheap; the steps are at debug.
+    this.log.debug(
       {
         containerId: decision.containerId,
         checkpointId: decision.checkpointId,
@@ -298,7 +295,7 @@ export class CallRelay implements ActiveCall {
     );
     const stream = connections.execution(address).execute(bearerMetadata(authToken), { deadline });
     this.worker = stream;
-    stream.on('data', (answer: ExecuteResponse) => this.onWorkerAnswer(answer));
+    stream.on('data', (answer: WorkerAnswer) => this.onWorkerAnswer(answer));
     stream.on('end', () => {
       this.workerReadEnded = true;
       this.maybeSucceed();
@@ -309,27 +306,28 @@ export class CallRelay implements ActiveCall {
     const ids = placedIds(this.requestId, this.sessionId, decision);
     this.ids = ids;
     stream.write({
-      message: {
-        $case: 'header',
-        value: callHeaderOf(ids, this.config as CallConfig, this.demand as Demand, decision),
-      },
+      kind: 'header',
+      header: callHeaderOf(ids, this.config as CallConfig, this.demand as Demand, decision),
     });
     for (const entry of decision.skippedPackages) {
       this.toClient({
-        ids,
-        message: { $case: 'log', value: skippedPackageLine(entry, worker?.flavor ?? 'these') },
+        kind: 'message',
+        message: {
+          ids,
+          message: { $case: 'log', value: skippedPackageLine(entry, worker?.flavor ?? 'these') },
+        },
       });
     }
     if (this.clientHalfClosed) this.halfCloseWorker();
     this.call.resume();
   }
 
-  private forwardChunk(chunk: PayloadChunk): void {
+  private forwardChunk(chunk: Extract<ClientMessage, { kind: 'chunk' }>): void {
     const worker = this.worker;
     if (!worker) return;
-    this.bytesToWorker += chunk.data.length;
-    this.options.metrics.relayBytes.inc({ direction: 'to_worker' }, chunk.data.length);
-    if (!worker.write({ message: { $case: 'chunk', value: chunk } })) {
+    this.bytesToWorker += chunk.bytes;
+    this.options.metrics.relayBytes.inc({ direction: 'to_worker' }, chunk.bytes);
+    if (!worker.write({ kind: 'chunk', wire: chunk.wire })) {
       this.call.pause();
       worker.once('drain', () => {
         if (this.phase === 'relaying') this.call.resume();
@@ -339,18 +337,15 @@ export class CallRelay implements ActiveCall {
 
   // ---- step 5: answers ---------------------------------------------------------------------------
 
-  private onWorkerAnswer(answer: ExecuteResponse): void {
+  private onWorkerAnswer(answer: WorkerAnswer): void {
     if (this.phase !== 'relaying') return;
     const ids = this.answerIds(answer.ids);
     if (!this.bound && ids.containerId !== '') this.bind(ids);
-    if (answer.message?.$case === 'chunk') {
-      this.bytesToClient += answer.message.value.data.length;
-      this.options.metrics.relayBytes.inc(
-        { direction: 'to_client' },
-        answer.message.value.data.length,
-      );
+    if (answer.carries === 'chunk') {
+      this.bytesToClient += answer.chunkBytes;
+      this.options.metrics.relayBytes.inc({ direction: 'to_client' }, answer.chunkBytes);
     }
-    if (!this.toClient({ ids, message: answer.message })) {
+    if (!this.toClient({ kind: 'relayed', ids, answer })) {
       const worker = this.worker;
       worker?.pause();
       this.call.once('drain', () => worker?.resume());
@@ -412,7 +407,7 @@ export class CallRelay implements ActiveCall {
         "the worker ran the session's call in another container than the pinned one",
       );
     }
-    this.log.info({ containerId: ids.containerId, checkpointId, pinned: pinNew }, 'call bound');
+    this.log.debug({ containerId: ids.containerId, checkpointId, pinned: pinNew }, 'call bound');
   }
 
   private onWorkerStatus(final: StatusObject): void {
@@ -463,6 +458,12 @@ export class CallRelay implements ActiveCall {
         code: code ?? 'OK',
         details: code === null ? undefined : details,
         containerId: this.ids?.containerId || null,
+        checkpointId: this.ids?.checkpointId || null,
+        pinned: this.createdPin,
+        memory: this.decision?.memory,
+        skippedPackages: this.decision?.skippedPackages.length
+          ? this.decision.skippedPackages
+          : undefined,
         ms: Math.round(performance.now() - this.startedAt),
         bytesToWorker: this.bytesToWorker,
         bytesToClient: this.bytesToClient,
@@ -503,7 +504,7 @@ export class CallRelay implements ActiveCall {
     this.sendError({ code, details: serviceError.details });
   }
 
-  private toClient(response: RequestExecutionResponse): boolean {
+  private toClient(response: ClientAnswer): boolean {
     if (this.clientGone) return true;
     return this.call.write(response);
   }

@@ -3,4 +3,5 @@ export * from './active-calls.js';
 export * from './call-config.js';
 export * from './call-relay.js';
 export * from './proxy-service.js';
+export * from './relay-codec.js';
 export * from './worker-header.js';

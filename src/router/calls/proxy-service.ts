@@ -1,11 +1,12 @@
 /** `ProxyService` (shell): each `RequestExecution` stream is one `CallRelay`. */
-import type { ProxyServiceServer } from '../../proto/gen/readie/v1/proxy.js';
+import type { ServerDuplexStream, UntypedServiceImplementation } from '@grpc/grpc-js';
 import { CallRelay, type CallPathOptions } from './call-relay.js';
+import type { ClientAnswer, ClientMessage } from './relay-codec.js';
 
-/** The `ProxyService` implementation. */
-export function proxyService(options: CallPathOptions): ProxyServiceServer {
+/** The `ProxyService` implementation, for the `RelayProxyService` definition. */
+export function proxyService(options: CallPathOptions): UntypedServiceImplementation {
   return {
-    requestExecution(call) {
+    requestExecution(call: ServerDuplexStream<ClientMessage, ClientAnswer>) {
       new CallRelay(options, call).start();
     },
   };

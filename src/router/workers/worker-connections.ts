@@ -14,7 +14,7 @@ import {
   type ServiceError,
 } from '@grpc/grpc-js';
 import { service as healthService } from 'grpc-health-check';
-import { ExecutionServiceClient } from '../../proto/gen/readie/v1/execution.js';
+import { RelayExecutionClient } from '../calls/relay-codec.js';
 
 /** A `grpc.health.v1.HealthCheckResponse` as the health package decodes it. */
 export interface HealthCheckResponse {
@@ -43,15 +43,19 @@ export const HealthClient = makeGenericClientConstructor(
   options?: Record<string, unknown>,
 ) => HealthClient;
 
-/** Channel options for worker connections: answers may carry 1 MiB chunks plus framing. */
+/**
+ * Channel options for worker connections: answers may carry 1 MiB chunks plus framing, and a
+ * receive window of several chunks keeps a relayed download from stalling on flow control.
+ */
 const CHANNEL_OPTIONS = {
   'grpc.max_receive_message_length': 8 * 1024 * 1024,
+  'grpc-node.flow_control_window': 4 * 1024 * 1024,
   'grpc.keepalive_time_ms': 30_000,
   'grpc.keepalive_timeout_ms': 10_000,
 };
 
 interface Connection {
-  readonly execution: ExecutionServiceClient;
+  readonly execution: RelayExecutionClient;
   readonly health: HealthClient;
 }
 
@@ -61,8 +65,8 @@ export class WorkerConnections {
 
   constructor(private readonly credentials: ChannelCredentials) {}
 
-  /** The `ExecutionService` client for a worker address. */
-  execution(address: string): ExecutionServiceClient {
+  /** The `ExecutionService` client for a worker address (speaking the relay codec). */
+  execution(address: string): RelayExecutionClient {
     return this.connection(address).execution;
   }
 
@@ -89,7 +93,7 @@ export class WorkerConnections {
   private connection(address: string): Connection {
     let connection = this.byAddress.get(address);
     if (!connection) {
-      const execution = new ExecutionServiceClient(address, this.credentials, CHANNEL_OPTIONS);
+      const execution = new RelayExecutionClient(address, this.credentials, CHANNEL_OPTIONS);
       const health = new HealthClient(address, this.credentials, {
         channelOverride: execution.getChannel(),
       });
