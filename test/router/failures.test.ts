@@ -194,6 +194,25 @@ describe('router: the failure table, end to end', function () {
       expect(later.error?.details).to.match(/^session expired: .*container_removed/);
     });
 
+    it('a router shutting down ends calls still running after the grace period: UNAVAILABLE', async () => {
+      const running = run(test.client, 'hang', { requestId: 'r-shutdown' });
+      await eventually(
+        () => worker.calls.some((c) => c.header.ids?.requestId === 'r-shutdown'),
+        'the call to run',
+      );
+      await test.router.close(200);
+      const outcome = await running;
+      expect(codeOf(outcome)).to.equal('UNAVAILABLE');
+      expect(outcome.error?.details).to.match(/shutting down/);
+      const finished = readLog(test.logDir).filter(
+        (event) => event.type === 'CallFinished' && event.requestId === 'r-shutdown',
+      );
+      expect(finished).to.have.length(1);
+      expect(finished[0]).to.include({ ok: false, code: 'UNAVAILABLE' });
+      test = await startTestRouter({ logDir: test.logDir, config: { EXECUTION_TIMEOUT: 1_500 } });
+      await worker.connect(test.address).reportUtilization();
+    });
+
     it('disable_optimized_execution in a session restored from a checkpoint: FAILED_PRECONDITION', async () => {
       const pinned = await ScriptedWorker.start({
         workerId: 'b-ckpt',

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { Writable } from 'node:stream';
 import { createLogger } from '../../src/router/index.js';
-import { bearer, codeOf, run, startTestRouter } from '../support/router/harness.js';
+import { bearer, codeOf, foldLog, run, startTestRouter } from '../support/router/harness.js';
 import { ScriptedWorker } from '../support/router/scripted-worker.js';
 import { cleanTempDirs } from '../support/temp.js';
 
@@ -91,5 +91,6 @@ describe('router: logs and metrics', function () {
       worker.stop();
       await test.close();
     }
+    expect(foldLog(test.logDir).reservations.size, 'no reservation in the log').to.equal(0);
   });
 });

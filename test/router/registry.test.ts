@@ -4,6 +4,7 @@ import { ContainerState, Flavor, WorkerStatus } from '../../src/proto/gen/readie
 import {
   codeOf,
   eventually,
+  foldLog,
   readLog,
   run,
   startTestRouter,
@@ -29,6 +30,7 @@ describe('router: RegistryService', function () {
   afterEach(async () => {
     for (const started of workers.splice(0)) started.stop();
     await test.close();
+    expect(foldLog(test.logDir).reservations.size, 'no reservation in the log').to.equal(0);
     cleanTempDirs();
   });
 

@@ -7,6 +7,7 @@ import { servingSecurityOf } from '../../src/router/index.js';
 import {
   bearer,
   codeOf,
+  foldLog,
   run,
   startTestRouter,
   type TestRouter,
@@ -53,6 +54,7 @@ describe('router: TLS and the bearer token', function () {
   after(async () => {
     worker.stop();
     await test.close();
+    expect(foldLog(test.logDir).reservations.size, 'no reservation in the log').to.equal(0);
     cleanTempDirs();
   });
 
