@@ -67,6 +67,9 @@ type Phase = 'awaiting-config' | 'waiting-turn' | 'relaying' | 'done';
 /** Worker codes that are about the router's credentials, not the client's: never passed through. */
 const ROUTER_CREDENTIAL_CODES = new Set<number>([status.UNAUTHENTICATED, status.PERMISSION_DENIED]);
 
+/** How close to its deadline a client's reset counts as the deadline passing, in ms. */
+const DEADLINE_SLACK_MS = 250;
+
 /** Epoch ms of a grpc-js deadline (Infinity when none). */
 function deadlineMs(deadline: Date | number): number {
   return deadline instanceof Date ? deadline.getTime() : deadline;
@@ -172,7 +175,10 @@ export class CallRelay implements ActiveCall {
     if (this.phase === 'done') return;
     this.clientGone = true;
     this.clientLeft.abort();
-    const expired = Date.now() >= deadlineMs(this.call.getDeadline());
+    // A client whose own deadline fires resets the stream just like one that cancels; its timer
+    // started a little before ours (ours counts from when its headers arrived), so a reset that
+    // close to the deadline is the deadline.
+    const expired = Date.now() + DEADLINE_SLACK_MS >= deadlineMs(this.call.getDeadline());
     const code: GrpcCodeName = expired ? 'DEADLINE_EXCEEDED' : 'CANCELLED';
     const reason = expired ? "the client's deadline passed" : 'the client cancelled the call';
     if (this.phase === 'relaying') {
