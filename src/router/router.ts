@@ -81,8 +81,8 @@ export interface Router {
   readonly waitingCalls: number;
   /** Calls placed and running. */
   readonly inFlight: number;
-  /** Runs one probe round now (tests; the timer does it every `PROBE_INTERVAL`). */
-  probeNow(): void;
+  /** Runs one probe round now; resolves once recorded (the timer does it every `PROBE_INTERVAL`). */
+  probeNow(): Promise<void>;
   /** Runs one reaper pass now and returns what it appended. */
   reapNow(): readonly NewEvent[];
   /**

@@ -27,7 +27,9 @@ describe('router: session turn-taking under concurrency', function () {
       const requestIds = ['t0', 't1', 't2', 't3', 't4', 't5'];
       const outcomes = [];
       for (const [i, requestId] of requestIds.entries()) {
-        outcomes.push(run(test.client, 'sleep 150', { sessionId: 's-busy', requestId }));
+        // The first call runs long enough for the others to line up behind it.
+        const command = i === 0 ? 'sleep 2000' : 'sleep 30';
+        outcomes.push(run(test.client, command, { sessionId: 's-busy', requestId }));
         // Let each call reach the router (running, or waiting in line) before the next.
         await eventually(
           () =>

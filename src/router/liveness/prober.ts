@@ -26,7 +26,7 @@ export interface ProberOptions {
 export class Prober {
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
-  private readonly pending = new Set<string>();
+  private readonly pending = new Map<string, Promise<void>>();
   /** Consecutive failures per worker since it last answered a probe. */
   private readonly streaks = new Map<string, number>();
 
@@ -43,28 +43,40 @@ export class Prober {
     clearTimeout(this.timer);
   }
 
-  /** Probes every live worker with an address once (also what the timer runs). */
-  probeAll(): void {
+  /**
+   * Probes every live worker with an address once (also what the timer runs); resolves when
+   * these probes (and any still under way from before) have been recorded.
+   */
+  probeAll(): Promise<void> {
     const { journal, connections } = this.options;
+    const round: Promise<void>[] = [];
     for (const worker of journal.state.workers.values()) {
       if (worker.status === 'evicted' || worker.address === null || worker.address === '') continue;
-      if (this.pending.has(worker.workerId)) continue;
-      this.pending.add(worker.workerId);
       const { workerId, address } = worker;
-      this.check(connections, address).then(
+      const pending = this.pending.get(workerId);
+      if (pending) {
+        round.push(pending);
+        continue;
+      }
+      const probe = this.check(connections, address).then(
         (problem) => {
           this.pending.delete(workerId);
           if (!this.stopped) this.record(workerId, problem);
         },
-        () => this.pending.delete(workerId),
+        () => {
+          this.pending.delete(workerId);
+        },
       );
+      this.pending.set(workerId, probe);
+      round.push(probe);
     }
+    return Promise.all(round).then(() => undefined);
   }
 
   private schedule(): void {
     if (this.stopped) return;
     this.timer = setTimeout(() => {
-      this.probeAll();
+      void this.probeAll();
       this.schedule();
     }, this.options.config.PROBE_INTERVAL);
   }
