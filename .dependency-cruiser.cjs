@@ -11,6 +11,7 @@
 // return events. The shell (gRPC handlers, timers, the log) calls them.
 const ROUTER_CORE = [
   '^src/router/errors\\.ts$',
+  '^src/router/calls/call-steps\\.ts$',
   '^src/router/consequences/',
   '^src/router/liveness/(reaper|probe-outcome)\\.ts$',
   '^src/router/registry/report-events\\.ts$',

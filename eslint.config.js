@@ -79,6 +79,7 @@ export default tseslint.config(
       'src/events/*.ts',
       // The router's pure core (keep in step with ROUTER_CORE in .dependency-cruiser.cjs).
       'src/router/errors.ts',
+      'src/router/calls/call-steps.ts',
       'src/router/consequences/**/*.ts',
       'src/router/liveness/reaper.ts',
       'src/router/liveness/probe-outcome.ts',

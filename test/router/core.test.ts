@@ -1,6 +1,12 @@
 import { expect } from 'chai';
 import type { NewEvent } from '../../src/events/index.js';
 import {
+  answerIds,
+  boundEvents,
+  departureOf,
+  workerEnding,
+} from '../../src/router/calls/call-steps.js';
+import {
   callFinishedEvents,
   evictionEvents,
   reservationExpiredEvents,
@@ -282,6 +288,76 @@ describe('router core (pure)', () => {
       given.add(...events);
       expect(given.state().reservations.size).to.equal(0);
       expect(given.state().sessions.get('s0')?.pin?.containerId).to.equal('c0');
+    });
+  });
+
+  describe('call steps', () => {
+    const placedDecision = {
+      outcome: 'placed' as const,
+      events: [],
+      workerId: 'w1',
+      containerId: null,
+      checkpointId: 'ckpt',
+      packages: [],
+      skippedPackages: [],
+      memory: 1,
+    };
+    const ids = {
+      requestId: 'r1',
+      sessionId: 's1',
+      workerId: 'w1',
+      containerId: '',
+      checkpointId: '',
+    };
+
+    it("the first answer binds the call; a session's new container is pinned with the checkpoint used", () => {
+      const answered = { ...ids, containerId: 'c1', checkpointId: '' };
+      expect(boundEvents('r1', 's1', placedDecision, answered)).to.deep.equal([
+        { type: 'CallBound', requestId: 'r1', containerId: 'c1', checkpointId: null },
+        {
+          type: 'SessionPinned',
+          sessionId: 's1',
+          workerId: 'w1',
+          containerId: 'c1',
+          requestId: 'r1',
+          checkpointId: null,
+        },
+      ]);
+      expect(boundEvents('r1', null, placedDecision, answered)).to.have.length(1);
+      const reused = { ...placedDecision, containerId: 'c1' };
+      expect(boundEvents('r1', 's1', reused, answered), 'a reused container').to.have.length(1);
+    });
+
+    it("answers carry the router's request, session and worker, the worker's container", () => {
+      const fromWorker = {
+        requestId: 'x',
+        sessionId: '',
+        workerId: 'y',
+        containerId: 'c1',
+        checkpointId: 'k',
+      };
+      expect(answerIds(ids, fromWorker)).to.deep.equal({
+        ...ids,
+        containerId: 'c1',
+        checkpointId: 'k',
+      });
+      expect(answerIds({ ...ids, containerId: 'c0' }, undefined)).to.include({ containerId: 'c0' });
+    });
+
+    it("passes the worker's codes through, except a refusal of the router's credentials", () => {
+      expect(workerEnding('w1', 0, 'OK')).to.deep.equal({ code: null, details: 'OK' });
+      expect(workerEnding('w1', 9, 'pip failed')).to.deep.equal({
+        code: 'FAILED_PRECONDITION',
+        details: 'worker w1: pip failed',
+      });
+      expect(workerEnding('w1', 16, 'bad token').code).to.equal('INTERNAL');
+      expect(workerEnding('w1', 99, '?').code).to.equal('UNKNOWN');
+    });
+
+    it('a client leaving at its deadline is DEADLINE_EXCEEDED, earlier CANCELLED', () => {
+      expect(departureOf(10_000, 10_100).code).to.equal('DEADLINE_EXCEEDED');
+      expect(departureOf(10_000, 20_000).code).to.equal('CANCELLED');
+      expect(departureOf(10_000, Infinity).code).to.equal('CANCELLED');
     });
   });
 

@@ -13,7 +13,6 @@
  * 6. errors keep their gRPC codes end to end.
  */
 import { status, type ServerDuplexStream, type StatusObject } from '@grpc/grpc-js';
-import type { ClientDuplexStream } from '@grpc/grpc-js';
 import type { AppendResult, Demand } from '../../events/index.js';
 import type { CallIds } from '../../proto/gen/readie/v1/call.js';
 import type { CallConfig } from '../../proto/gen/readie/v1/proxy.js';
@@ -34,7 +33,6 @@ import {
   explainPlacement,
   place,
   type CallToPlace,
-  type GrpcCodeName,
   type PlacedDecision,
 } from '../placement/index.js';
 import { bearerMetadata } from '../security/index.js';
@@ -42,8 +40,17 @@ import type { SessionTurn, SessionTurns } from '../sessions/index.js';
 import type { WorkerConnections } from '../workers/index.js';
 import type { ActiveCall, ActiveCalls } from './active-calls.js';
 import { demandOf, firstConfigOf, payloadChunkOf, sessionIdOf } from './call-config.js';
-import type { ClientAnswer, ClientMessage, WorkerAnswer, WorkerMessage } from './relay-codec.js';
+import {
+  answerIds,
+  boundEvents,
+  decisionEvents,
+  departureOf,
+  workerEnding,
+  type CallEnding,
+} from './call-steps.js';
+import type { ClientAnswer, ClientMessage, WorkerAnswer } from './relay-codec.js';
 import { callHeaderOf, placedIds, skippedPackageLine } from './worker-header.js';
+import { WorkerLeg } from './worker-leg.js';
 
 /** Everything a call needs from the router. */
 export interface CallPathOptions {
@@ -59,16 +66,10 @@ export interface CallPathOptions {
 }
 
 type ClientStream = ServerDuplexStream<ClientMessage, ClientAnswer>;
-type WorkerStream = ClientDuplexStream<WorkerMessage, WorkerAnswer>;
+type ClientChunk = Extract<ClientMessage, { kind: 'chunk' }>;
 
 /** Where a call is in its life. */
 type Phase = 'awaiting-config' | 'waiting-turn' | 'relaying' | 'done';
-
-/** Worker codes that are about the router's credentials, not the client's: never passed through. */
-const ROUTER_CREDENTIAL_CODES = new Set<number>([status.UNAUTHENTICATED, status.PERMISSION_DENIED]);
-
-/** How close to its deadline a client's reset counts as the deadline passing, in ms. */
-const DEADLINE_SLACK_MS = 250;
 
 /** Epoch ms of a grpc-js deadline (Infinity when none). */
 function deadlineMs(deadline: Date | number): number {
@@ -85,14 +86,11 @@ export class CallRelay implements ActiveCall {
   private sessionId: string | null = null;
   private turn: SessionTurn | undefined;
   private decision: PlacedDecision | undefined;
-  private worker: WorkerStream | undefined;
+  private worker: WorkerLeg | undefined;
   private ids: CallIds | undefined;
   private bound = false;
   private createdPin = false;
-  private workerStatus: StatusObject | undefined;
-  private workerReadEnded = false;
   private clientHalfClosed = false;
-  private workerHalfClosed = false;
   private clientGone = false;
   private readonly clientLeft = new AbortController();
   private readonly startedAt = performance.now();
@@ -121,7 +119,7 @@ export class CallRelay implements ActiveCall {
   /** Ends the call at once with `UNAVAILABLE` (router shutdown). */
   shutDown(reason: string): void {
     if (this.phase === 'relaying') {
-      this.complete('UNAVAILABLE', reason);
+      this.complete({ code: 'UNAVAILABLE', details: reason });
     } else {
       this.refuse(new CallAbandonedError(reason), status.UNAVAILABLE);
     }
@@ -136,13 +134,13 @@ export class CallRelay implements ActiveCall {
         this.begin(message);
         return;
       case 'relaying': {
-        let chunk: Extract<ClientMessage, { kind: 'chunk' }>;
+        let chunk: ClientChunk;
         try {
           chunk = payloadChunkOf(message);
         } catch (error) {
           const problem = (error as Error).message;
           this.log.warn({ problem }, 'malformed client stream: call ended');
-          this.complete('INVALID_ARGUMENT', problem);
+          this.complete({ code: 'INVALID_ARGUMENT', details: problem });
           return;
         }
         this.forwardChunk(chunk);
@@ -159,15 +157,8 @@ export class CallRelay implements ActiveCall {
     if (this.phase === 'awaiting-config') {
       this.refuse(new InvalidStreamError('the stream ended before any config message'));
     } else if (this.phase === 'relaying') {
-      this.halfCloseWorker();
+      this.worker?.halfClose();
     }
-  }
-
-  /** Tells the worker the payload is complete (once). */
-  private halfCloseWorker(): void {
-    if (this.workerHalfClosed || !this.worker) return;
-    this.workerHalfClosed = true;
-    this.worker.end();
   }
 
   /** The client cancelled or its deadline passed (also told after a status: then ignored). */
@@ -175,16 +166,11 @@ export class CallRelay implements ActiveCall {
     if (this.phase === 'done') return;
     this.clientGone = true;
     this.clientLeft.abort();
-    // A client whose own deadline fires resets the stream just like one that cancels; its timer
-    // started a little before ours (ours counts from when its headers arrived), so a reset that
-    // close to the deadline is the deadline.
-    const expired = Date.now() + DEADLINE_SLACK_MS >= deadlineMs(this.call.getDeadline());
-    const code: GrpcCodeName = expired ? 'DEADLINE_EXCEEDED' : 'CANCELLED';
-    const reason = expired ? "the client's deadline passed" : 'the client cancelled the call';
+    const departure = departureOf(Date.now(), deadlineMs(this.call.getDeadline()));
     if (this.phase === 'relaying') {
-      this.complete(code, reason);
+      this.complete(departure);
     } else {
-      this.refuse(new CallAbandonedError(reason));
+      this.refuse(new CallAbandonedError(departure.details));
     }
   }
 
@@ -250,15 +236,7 @@ export class CallRelay implements ActiveCall {
     }
     const decision = place(state, call);
     try {
-      journal.append([
-        {
-          type: 'CallRequested',
-          requestId: call.requestId,
-          sessionId: call.sessionId,
-          demand: call.demand,
-        },
-        ...decision.events,
-      ]);
+      journal.append(decisionEvents(call.requestId, call.sessionId, call.demand, decision));
     } catch (error) {
       this.refuse(error);
       return;
@@ -294,58 +272,48 @@ export class CallRelay implements ActiveCall {
   private openWorker(decision: PlacedDecision): void {
     const { journal, connections, config, authToken } = this.options;
     const worker = journal.state.workers.get(decision.workerId);
-    const address = worker?.address ?? '';
     const deadline = Math.min(
       Date.now() + config.EXECUTION_TIMEOUT,
       deadlineMs(this.call.getDeadline()),
     );
-    const stream = connections.execution(address).execute(bearerMetadata(authToken), { deadline });
-    this.worker = stream;
-    stream.on('data', (answer: WorkerAnswer) => this.onWorkerAnswer(answer));
-    stream.on('end', () => {
-      this.workerReadEnded = true;
-      this.maybeSucceed();
-    });
-    stream.on('status', (final: StatusObject) => this.onWorkerStatus(final));
-    stream.on('error', () => undefined); // the 'status' event carries the outcome
-
+    const leg = WorkerLeg.open(
+      connections.execution(worker?.address ?? ''),
+      bearerMetadata(authToken),
+      deadline,
+      {
+        answer: (answer) => this.onWorkerAnswer(answer),
+        ended: (final) => this.onWorkerEnded(final),
+      },
+    );
+    this.worker = leg;
     const ids = placedIds(this.requestId, this.sessionId, decision);
     this.ids = ids;
-    stream.write({
-      kind: 'header',
-      header: callHeaderOf(ids, this.config as CallConfig, this.demand as Demand, decision),
-    });
+    const header = callHeaderOf(ids, this.config as CallConfig, this.demand as Demand, decision);
+    leg.send({ kind: 'header', header }, () => undefined);
     for (const entry of decision.skippedPackages) {
-      this.toClient({
-        kind: 'message',
-        message: {
-          ids,
-          message: { $case: 'log', value: skippedPackageLine(entry, worker?.flavor ?? 'these') },
-        },
-      });
+      const line = skippedPackageLine(entry, worker?.flavor ?? 'these');
+      this.toClient({ kind: 'message', message: { ids, message: { $case: 'log', value: line } } });
     }
-    if (this.clientHalfClosed) this.halfCloseWorker();
+    if (this.clientHalfClosed) leg.halfClose();
     this.call.resume();
   }
 
-  private forwardChunk(chunk: Extract<ClientMessage, { kind: 'chunk' }>): void {
+  private forwardChunk(chunk: ClientChunk): void {
     const worker = this.worker;
     if (!worker) return;
     this.bytesToWorker += chunk.bytes;
     this.options.metrics.relayBytes.inc({ direction: 'to_worker' }, chunk.bytes);
-    if (!worker.write({ kind: 'chunk', wire: chunk.wire })) {
-      this.call.pause();
-      worker.once('drain', () => {
-        if (this.phase === 'relaying') this.call.resume();
-      });
-    }
+    const drained = () => {
+      if (this.phase === 'relaying') this.call.resume();
+    };
+    if (!worker.send({ kind: 'chunk', wire: chunk.wire }, drained)) this.call.pause();
   }
 
   // ---- step 5: answers ---------------------------------------------------------------------------
 
   private onWorkerAnswer(answer: WorkerAnswer): void {
     if (this.phase !== 'relaying') return;
-    const ids = this.answerIds(answer.ids);
+    const ids = answerIds(this.ids as CallIds, answer.ids);
     if (!this.bound && ids.containerId !== '') this.bind(ids);
     if (answer.carries === 'chunk') {
       this.bytesToClient += answer.chunkBytes;
@@ -358,18 +326,6 @@ export class CallRelay implements ActiveCall {
     }
   }
 
-  /** The IDs of an answer: the router's own request, session and worker; the worker's container. */
-  private answerIds(fromWorker: CallIds | undefined): CallIds {
-    const placed = this.ids as CallIds;
-    return {
-      requestId: placed.requestId,
-      sessionId: placed.sessionId,
-      workerId: placed.workerId,
-      containerId: fromWorker?.containerId || placed.containerId,
-      checkpointId: fromWorker?.containerId ? fromWorker.checkpointId : placed.checkpointId,
-    };
-  }
-
   /** The first answer naming the container: `CallBound`, and the pin of a session's new container. */
   private bind(ids: CallIds): void {
     this.bound = true;
@@ -379,64 +335,29 @@ export class CallRelay implements ActiveCall {
       checkpointId: ids.checkpointId,
     };
     const decision = this.decision as PlacedDecision;
-    const checkpointId = ids.checkpointId === '' ? null : ids.checkpointId;
-    const pinNew = this.sessionId !== null && decision.containerId === null;
+    const events = boundEvents(this.requestId, this.sessionId, decision, ids);
     try {
-      this.options.journal.append([
-        {
-          type: 'CallBound',
-          requestId: this.requestId,
-          containerId: ids.containerId,
-          checkpointId,
-        },
-        ...(pinNew
-          ? [
-              {
-                type: 'SessionPinned' as const,
-                sessionId: this.sessionId as string,
-                workerId: decision.workerId,
-                containerId: ids.containerId,
-                requestId: this.requestId,
-                checkpointId,
-              },
-            ]
-          : []),
-      ]);
+      this.options.journal.append(events);
     } catch (error) {
       this.log.error({ err: error }, 'could not record the container of the call');
       return;
     }
-    this.createdPin = pinNew;
+    this.createdPin = events.some((event) => event.type === 'SessionPinned');
     if (decision.containerId !== null && decision.containerId !== ids.containerId) {
       this.log.warn(
         { containerId: ids.containerId, expected: decision.containerId },
         "the worker ran the session's call in another container than the pinned one",
       );
     }
-    this.log.debug({ containerId: ids.containerId, checkpointId, pinned: pinNew }, 'call bound');
+    this.log.debug(
+      { containerId: ids.containerId, checkpointId: ids.checkpointId, pinned: this.createdPin },
+      'call bound',
+    );
   }
 
-  private onWorkerStatus(final: StatusObject): void {
-    this.workerStatus = final;
-    if (final.code === status.OK) {
-      this.maybeSucceed();
-      return;
-    }
-    if (this.phase !== 'relaying') return;
-    const workerId = this.decision?.workerId ?? '';
-    if (ROUTER_CREDENTIAL_CODES.has(final.code)) {
-      this.complete(
-        'INTERNAL',
-        `worker ${workerId} refused the router's credentials (${codeName(final.code)}: ${final.details}); ` +
-          'check READIE_AUTH_TOKEN and TLS settings on the router and the worker',
-      );
-      return;
-    }
-    this.complete(codeName(final.code), `worker ${workerId}: ${final.details}`);
-  }
-
-  private maybeSucceed(): void {
-    if (this.workerStatus?.code === status.OK && this.workerReadEnded) this.complete(null, 'OK');
+  /** The worker's final status (an OK one after every answer was relayed). */
+  private onWorkerEnded(final: StatusObject): void {
+    this.complete(workerEnding(this.decision?.workerId ?? '', final.code, final.details));
   }
 
   // ---- endings -------------------------------------------------------------------------------------
@@ -445,8 +366,9 @@ export class CallRelay implements ActiveCall {
    * Ends a placed call: `CallFinished` (and its consequences) exactly once, the worker stream
    * cancelled if still open, the turn released, and the client told (unless it left).
    */
-  private complete(code: GrpcCodeName | null, details: string): void {
+  private complete(ending: CallEnding): void {
     if (this.phase !== 'relaying') return;
+    const { code, details } = ending;
     this.phase = 'done';
     const { journal, metrics, active } = this.options;
     let finished: AppendResult | undefined;
@@ -455,7 +377,7 @@ export class CallRelay implements ActiveCall {
     } catch (error) {
       this.log.error({ err: error }, 'could not record the end of the call');
     }
-    if (this.workerStatus === undefined) this.worker?.cancel();
+    this.worker?.cancel();
     this.turn?.release();
     active.delete(this.requestId, this);
     metrics.finished.inc({ code: code ?? 'OK' });
