@@ -33,8 +33,6 @@ import {
 export interface RegistryServiceOptions {
   readonly journal: Journal;
   readonly logger: Logger;
-  /** Told of every newly registered address (so liveness starts probing it at once). */
-  readonly onRegistered?: (workerId: string) => void;
 }
 
 function required(value: string, field: string): string {
@@ -156,7 +154,6 @@ export function registryService(options: RegistryServiceOptions): RegistryServic
             report.status === 'removed' ? 'worker leaving' : 'worker registered',
           );
         }
-        if (report.status !== 'removed') options.onRegistered?.(report.workerId);
         return {};
       });
     },
