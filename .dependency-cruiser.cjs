@@ -8,12 +8,24 @@
  */
 // src/events/index.ts is the events layer's public face for shells: it re-exports the LMDB log
 // and JSONL streams, so pure modules import the vocabulary files directly instead.
+// The router's pure core: decisions as functions of state (and time given as an argument) that
+// return events. The shell (gRPC handlers, timers, the log) calls them.
+const ROUTER_CORE = [
+  '^src/router/errors\\.ts$',
+  '^src/router/calls/call-steps\\.ts$',
+  '^src/router/consequences/',
+  '^src/router/liveness/(reaper|probe-outcome)\\.ts$',
+  '^src/router/registry/report-events\\.ts$',
+  '^src/router/sessions/turn-queue\\.ts$',
+  '^src/router/startup/startup-events\\.ts$',
+];
 const PURE = [
   '^src/events/(?!index\\.ts$)[^/]+\\.ts$',
   '^src/projections/',
   '^src/router/placement/',
   '^src/shared/',
   '^replay/engine/',
+  ...ROUTER_CORE,
 ];
 const IO_MODULES = [
   '^(node:)?(fs|fs/promises|net|tls|http|http2|https|dgram|dns|child_process|cluster|worker_threads|timers|timers/promises|readline|os|process|v8|vm)$',
@@ -57,6 +69,14 @@ module.exports = {
       severity: 'error',
       from: { path: '^src/router/placement/' },
       to: { path: '^src/router/(?!placement/)|^src/(worker|client|cli|proto)/|^replay/' },
+    },
+    {
+      name: 'router-core-imports-no-shell',
+      comment:
+        'The router core is pure: it sees placement and other core modules, never the shell.',
+      severity: 'error',
+      from: { path: ROUTER_CORE },
+      to: { path: '^src/router/', pathNot: ['^src/router/placement/', ...ROUTER_CORE] },
     },
     {
       name: 'worker-never-imports-router',

@@ -144,7 +144,7 @@ class FakeProxy:
         )
         self._server.add_generic_rpc_handlers((handler,))
         if tls:
-            with open(os.path.join(TLS_DIR, "server.key"), "rb") as key, open(os.path.join(TLS_DIR, "server.pem"), "rb") as cert:
+            with open(os.path.join(TLS_DIR, "server-key.pem"), "rb") as key, open(os.path.join(TLS_DIR, "server.pem"), "rb") as cert:
                 credentials = grpc.ssl_server_credentials([(key.read(), cert.read())])
             self.port = self._server.add_secure_port("127.0.0.1:0", credentials)
         else:

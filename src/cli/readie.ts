@@ -1,6 +1,7 @@
 /** The `readie` command: the router, a worker, or a whole local cluster. */
 import { Command } from 'commander';
 import { notYet } from './not-yet.js';
+import { addRouterCommand } from './router-command.js';
 
 const program = new Command('readie')
   .description('readie: run Python functions on remote workers, placed by an event-sourced router')
@@ -11,10 +12,7 @@ program
   .description('start a local cluster (router and workers on loopback) under .readie/')
   .action(() => notYet('readie up', 'the local cluster arrives with the clients issue'));
 
-program
-  .command('router')
-  .description('run the router (gRPC services, placement, the event log)')
-  .action(() => notYet('readie router', 'the router arrives with the router issue'));
+addRouterCommand(program);
 
 program
   .command('worker')

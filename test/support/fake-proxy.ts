@@ -155,7 +155,7 @@ export class FakeProxy {
     const credentials = options.tls
       ? ServerCredentials.createSsl(null, [
           {
-            private_key: readFileSync(new URL('tls/server.key', import.meta.url)),
+            private_key: readFileSync(new URL('tls/server-key.pem', import.meta.url)),
             cert_chain: readFileSync(new URL('tls/server.pem', import.meta.url)),
           },
         ])

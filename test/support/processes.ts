@@ -16,27 +16,57 @@ export interface Child {
   stderr(): string;
 }
 
-const running = new Set<ChildProcess>();
+/**
+ * Children started while a test runs (between the root beforeEach and afterEach hooks); those a
+ * `before` hook starts for a whole suite are the suite's to stop.
+ */
+let testChildren: Set<ChildProcess> | undefined;
 
-/** Kills every child `runScript` started that is still running (run after each test). */
+/** Starts tracking the children the next test starts. */
+export function trackTestChildren(): void {
+  testChildren = new Set();
+}
+
+/** Kills every child the test that just ended started and left running. */
 export function killStrayChildren(): void {
-  for (const child of running) child.kill('SIGKILL');
-  running.clear();
+  for (const child of testChildren ?? []) child.kill('SIGKILL');
+  testChildren = undefined;
 }
 
 /** Starts `node --import tsx <script> ...args` with the script given relative to test/support. */
 export function runScript(script: string, args: readonly string[]): Child {
   const path = fileURLToPath(new URL(script, import.meta.url));
-  const child = spawn(process.execPath, ['--import', 'tsx', path, ...args], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  running.add(child);
-  child.on('exit', () => running.delete(child));
+  return watch(
+    spawn(process.execPath, ['--import', 'tsx', path, ...args], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    }),
+  );
+}
+
+/** Starts `node bin/readie.js ...args` (the real command) with extra environment variables. */
+export function runReadie(
+  args: readonly string[],
+  env: Readonly<Record<string, string>> = {},
+): Child {
+  const bin = fileURLToPath(new URL('../../bin/readie.js', import.meta.url));
+  return watch(
+    spawn(process.execPath, [bin, ...args], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, ...env },
+    }),
+  );
+}
+
+/** Follows a child's stdout line by line. */
+function watch(child: ChildProcess): Child {
+  const owner = testChildren;
+  owner?.add(child);
+  child.on('exit', () => owner?.delete(child));
   const lines: string[] = [];
   const listeners = new Set<(line: string) => void>();
   let stderr = '';
   child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  createInterface({ input: child.stdout }).on('line', (line) => {
+  createInterface({ input: child.stdout as NodeJS.ReadableStream }).on('line', (line) => {
     lines.push(line);
     for (const listener of listeners) listener(line);
   });

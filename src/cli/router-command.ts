@@ -1,0 +1,238 @@
+/**
+ * `readie router`: the router process. Every setting of DESIGN.md §6 is read from its environment
+ * variable and can be overridden by the matching flag (`SESSION_WAIT_TIMEOUT` is
+ * `--session-wait-timeout`).
+ */
+import { readFileSync } from 'node:fs';
+import { Option, type Command } from 'commander';
+import {
+  createLogger,
+  packageVersion,
+  readCatalogueFile,
+  readPem,
+  RouterConfigError,
+  servingSecurityOf,
+  startRouter,
+  type Logger,
+  type Router,
+} from '../router/index.js';
+import {
+  ConfigError,
+  parseSetting,
+  resolveConfig,
+  SETTING_NAMES,
+  SETTINGS,
+  type Config,
+  type SettingName,
+} from '../shared/config.js';
+import { formatDuration, formatSize, parseDuration, UnitParseError } from '../shared/units.js';
+
+/** The flag of a setting: `SESSION_WAIT_TIMEOUT` is `--session-wait-timeout`. */
+export function flagOf(name: SettingName): string {
+  return `--${name.toLowerCase().replaceAll('_', '-')}`;
+}
+
+/** The commander attribute name of a setting's flag (`sessionWaitTimeout`). */
+function attributeOf(name: SettingName): string {
+  return name.toLowerCase().replace(/_([a-z])/g, (_, letter: string) => letter.toUpperCase());
+}
+
+/** Settings workers act on: the router only records them in `RouterStarted`. */
+const WORKER_SETTINGS: ReadonlySet<SettingName> = new Set([
+  'WORKER_MAX_EXECUTORS',
+  'WORKER_UTILIZATION_INTERVAL',
+  'DIAL_TOTAL_TIMEOUT',
+]);
+
+const PLACEHOLDERS = { ratio: 'RATIO', size: 'SIZE', duration: 'DURATION', count: 'N' } as const;
+
+function describeDefault(name: SettingName): string {
+  const spec = SETTINGS[name];
+  switch (spec.kind) {
+    case 'duration':
+      return formatDuration(spec.default);
+    case 'size':
+      return formatSize(spec.default);
+    case 'ratio':
+    case 'count':
+      return String(spec.default);
+  }
+}
+
+/** What the command line asked for. */
+interface RouterFlags {
+  readonly listen: string;
+  readonly log: string;
+  readonly insecure?: boolean;
+  readonly tlsCert?: string;
+  readonly tlsKey?: string;
+  readonly catalogue?: string;
+  readonly metrics?: string;
+  readonly workerCa?: string;
+  readonly authTokenFile?: string;
+  readonly logLevel: string;
+  readonly snapshotEvery: string;
+  readonly shutdownGrace: string;
+  readonly [setting: string]: unknown;
+}
+
+/** The config from the environment, with the flags given on the command line over it. */
+export function configFromFlags(
+  flags: Readonly<Record<string, unknown>>,
+  env: Readonly<Record<string, string | undefined>>,
+): Config {
+  const overrides: Partial<Record<SettingName, number>> = {};
+  for (const name of SETTING_NAMES) {
+    const text = flags[attributeOf(name)];
+    if (typeof text === 'string') overrides[name] = parseSetting(name, text);
+  }
+  return resolveConfig(env, overrides);
+}
+
+/** The auth token: `--auth-token-file` (first line) over `READIE_AUTH_TOKEN`. */
+function authTokenOf(
+  flags: RouterFlags,
+  env: Readonly<Record<string, string | undefined>>,
+): string | undefined {
+  if (flags.authTokenFile !== undefined) {
+    let text: string;
+    try {
+      text = readFileSync(flags.authTokenFile, 'utf8');
+    } catch (error) {
+      throw new RouterConfigError(
+        `--auth-token-file ${flags.authTokenFile}: cannot read it (${(error as Error).message})`,
+      );
+    }
+    const token = text.split(/\r?\n/)[0]?.trim() ?? '';
+    if (token === '') {
+      throw new RouterConfigError(`--auth-token-file ${flags.authTokenFile}: the file is empty`);
+    }
+    return token;
+  }
+  const token = env.READIE_AUTH_TOKEN;
+  return token === undefined || token === '' ? undefined : token;
+}
+
+function duration(text: string, flag: string): number {
+  try {
+    return parseDuration(text);
+  } catch (error) {
+    if (error instanceof UnitParseError) throw new RouterConfigError(`${flag}: ${error.message}`);
+    throw error;
+  }
+}
+
+function wholeNumber(text: string, flag: string): number {
+  const value = Number(text);
+  if (!Number.isInteger(value) || value < 0) {
+    throw new RouterConfigError(`${flag}: "${text}" is not a whole number`);
+  }
+  return value;
+}
+
+/** Starts the router the flags describe and stops it on SIGINT or SIGTERM. */
+async function runRouter(flags: RouterFlags): Promise<void> {
+  const env = process.env;
+  const logger: Logger = createLogger(flags.logLevel);
+  let router: Router | undefined;
+  try {
+    const config = configFromFlags(flags, env);
+    const shutdownGrace = duration(flags.shutdownGrace, '--shutdown-grace');
+    const running = await startRouter({
+      listen: flags.listen,
+      logDir: flags.log,
+      security: servingSecurityOf(flags),
+      config,
+      authToken: authTokenOf(flags, env),
+      workerCa: flags.workerCa === undefined ? undefined : readPem(flags.workerCa, '--worker-ca'),
+      catalogue: flags.catalogue === undefined ? undefined : readCatalogueFile(flags.catalogue),
+      metrics: flags.metrics,
+      logger,
+      snapshotEvery: wholeNumber(flags.snapshotEvery, '--snapshot-every'),
+      version: packageVersion(),
+      onFatal: () => {
+        void router?.close(0).finally(() => process.exit(1));
+      },
+    });
+    router = running;
+    let stopping = false;
+    const stop = (signal: NodeJS.Signals) => {
+      if (stopping) return;
+      stopping = true;
+      logger.info({ signal, graceMs: shutdownGrace }, 'router stopping');
+      running.close(shutdownGrace).then(
+        () => process.exit(0),
+        (error: unknown) => {
+          logger.error({ err: error }, 'router did not stop cleanly');
+          process.exit(1);
+        },
+      );
+    };
+    process.on('SIGINT', stop);
+    process.on('SIGTERM', stop);
+  } catch (error) {
+    if (error instanceof RouterConfigError || error instanceof ConfigError) {
+      process.stderr.write(`readie router: ${error.message}\n`);
+      process.exit(2);
+    }
+    logger.fatal({ err: error }, 'router failed to start');
+    process.stderr.write(`readie router: ${(error as Error).message}\n`);
+    process.exit(1);
+  }
+}
+
+/** Adds `readie router` to `program`. */
+export function addRouterCommand(program: Command): void {
+  const command = program
+    .command('router')
+    .description(
+      'run the router: ProxyService for clients, RegistryService for workers, grpc.health.v1; ' +
+        'every fact goes to the event log at --log first',
+    )
+    .option('--listen <host:port>', 'gRPC address to serve on', '0.0.0.0:50051')
+    .requiredOption(
+      '--log <dir>',
+      'event log directory (LMDB; created if missing, recovered if not)',
+    )
+    .option('--insecure', 'serve plaintext gRPC (only on a trusted network); TLS is the default')
+    .option('--tls-cert <file>', 'PEM certificate chain to serve TLS with')
+    .option('--tls-key <file>', 'PEM private key of --tls-cert')
+    .option('--catalogue <file>', 'checkpoint catalogue (JSON, DESIGN.md §4) to put in force')
+    .option('--metrics <host:port>', 'serve Prometheus metrics over HTTP at GET /metrics')
+    .option(
+      '--worker-ca <file>',
+      'PEM CA certificates: dial workers over TLS trusting these (plaintext without)',
+    )
+    .option(
+      '--auth-token-file <file>',
+      'read the bearer token from this file (first line) instead of READIE_AUTH_TOKEN',
+    )
+    .option(
+      '--log-level <level>',
+      'fatal, error, warn, info, debug (placement explanations), trace',
+      process.env.LOG_LEVEL ?? 'info',
+    )
+    .option('--snapshot-every <n>', 'append a Snapshot every this many events (0 never)', '10000')
+    .option('--shutdown-grace <duration>', 'on SIGTERM, how long running calls may finish', '10s');
+  for (const name of SETTING_NAMES) {
+    const spec = SETTINGS[name];
+    command.addOption(
+      new Option(
+        `${flagOf(name)} <${PLACEHOLDERS[spec.kind].toLowerCase()}>`,
+        `${spec.help} (env ${name}, default ${describeDefault(name)}` +
+          `${WORKER_SETTINGS.has(name) ? '; a worker setting the router only records' : ''})`,
+      ),
+    );
+  }
+  command.addHelpText(
+    'after',
+    `
+Durations: 500ms, 30s, 10m, 1h. Sizes: 512MiB, 1GiB or bytes.
+READIE_AUTH_TOKEN (env): when set, every client and worker call must carry
+  "authorization: Bearer <token>" (else UNAUTHENTICATED); the router sends it to workers too.
+  --auth-token-file reads it from a file instead (a flag would show it in ps).
+The router refuses to start without --tls-cert/--tls-key unless --insecure is given.
+See docs/router.md.`,
+  );
+  command.action((flags: RouterFlags) => runRouter(flags));
+}

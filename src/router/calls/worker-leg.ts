@@ -1,0 +1,89 @@
+/**
+ * One call's stream to its worker (`ExecutionService.Execute`): messages out with backpressure,
+ * answers in, and one ending. `ended` is told exactly once: an OK status only after every answer
+ * was delivered, an error status at once.
+ */
+import { status, type ClientDuplexStream, type Metadata, type StatusObject } from '@grpc/grpc-js';
+import type { RelayExecutionClient, WorkerAnswer, WorkerMessage } from './relay-codec.js';
+
+/** What the leg tells its call. */
+export interface WorkerLegEvents {
+  answer(answer: WorkerAnswer): void;
+  ended(final: StatusObject): void;
+}
+
+/** The stream to a worker. */
+export class WorkerLeg {
+  private final: StatusObject | undefined;
+  private readEnded = false;
+  private halfClosed = false;
+  private reported = false;
+
+  private constructor(
+    private readonly stream: ClientDuplexStream<WorkerMessage, WorkerAnswer>,
+    private readonly events: WorkerLegEvents,
+  ) {
+    stream.on('data', (answer: WorkerAnswer) => events.answer(answer));
+    stream.on('end', () => {
+      this.readEnded = true;
+      this.maybeEnd();
+    });
+    stream.on('status', (final: StatusObject) => {
+      this.final = final;
+      this.maybeEnd();
+    });
+    stream.on('error', () => undefined); // the 'status' event carries the outcome
+  }
+
+  /** Opens the stream with a deadline (epoch ms) and metadata. */
+  static open(
+    client: RelayExecutionClient,
+    metadata: Metadata,
+    deadline: number,
+    events: WorkerLegEvents,
+  ): WorkerLeg {
+    return new WorkerLeg(client.execute(metadata, { deadline }), events);
+  }
+
+  /** True once the worker's status arrived. */
+  get finished(): boolean {
+    return this.final !== undefined;
+  }
+
+  /** Sends a message; when the stream is full, returns false and calls `drained` once it is not. */
+  send(message: WorkerMessage, drained: () => void): boolean {
+    if (this.stream.write(message)) return true;
+    this.stream.once('drain', drained);
+    return false;
+  }
+
+  /** Tells the worker the payload is complete (once). */
+  halfClose(): void {
+    if (this.halfClosed) return;
+    this.halfClosed = true;
+    this.stream.end();
+  }
+
+  /** Stops delivering answers (the client is full). */
+  pause(): void {
+    this.stream.pause();
+  }
+
+  /** Delivers answers again. */
+  resume(): void {
+    this.stream.resume();
+  }
+
+  /** Cancels the worker call unless it already ended. */
+  cancel(): void {
+    if (!this.finished) this.stream.cancel();
+  }
+
+  private maybeEnd(): void {
+    const final = this.final;
+    if (this.reported || final === undefined) return;
+    if (final.code === status.OK && !this.readEnded) return;
+    this.reported = true;
+    this.events.ended(final);
+  }
+}

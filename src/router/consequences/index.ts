@@ -1,0 +1,2 @@
+/** Causes and their consequence events (pure). */
+export * from './consequences.js';

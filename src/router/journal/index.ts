@@ -1,0 +1,2 @@
+/** The router's handle on its event log. */
+export * from './journal.js';

@@ -1,0 +1,83 @@
+/**
+ * The router's handle on its event log: every append goes through here, so each is timed into
+ * the append-latency metric and a failed commit is caught once. A log that failed to commit
+ * refuses every later append (its in-memory state is ahead of the disk); the router then stops
+ * serving and must be restarted to recover from the log.
+ */
+import {
+  InvalidEventError,
+  type AppendResult,
+  type EventLog,
+  type NewEvent,
+} from '../../events/index.js';
+import type { ClusterState } from '../../projections/cluster-state.js';
+import { LogUnavailableError } from '../errors.js';
+import type { Logger } from '../observability/logger.js';
+import type { RouterMetrics } from '../observability/metrics.js';
+
+/** Appends events and reads the live state. */
+export class Journal {
+  private failure: Error | undefined;
+
+  constructor(
+    private readonly log: EventLog<ClusterState>,
+    private readonly metrics: RouterMetrics,
+    private readonly logger: Logger,
+    private readonly onFailure: (error: Error) => void,
+  ) {}
+
+  /** The live folded state: read it, never keep it across an append if you need a stable view. */
+  get state(): ClusterState {
+    return this.log.state;
+  }
+
+  /** The seq of the last event appended. */
+  get lastSeq(): number {
+    return this.log.lastSeq;
+  }
+
+  /** True once a commit failed: the router must restart. */
+  get failed(): boolean {
+    return this.failure !== undefined;
+  }
+
+  /**
+   * Appends `events` (validated, stamped, folded synchronously). Throws `LogUnavailableError` once
+   * the log has failed. Callers that must not act before the events survive a crash await
+   * `committed`.
+   */
+  append(events: readonly NewEvent[]): AppendResult {
+    if (this.failure) {
+      throw new LogUnavailableError(
+        `the event log failed earlier (${this.failure.message}): the router must restart`,
+      );
+    }
+    const started = performance.now();
+    let result: AppendResult;
+    try {
+      result = this.log.append(events);
+    } catch (error) {
+      // An event that does not fit the vocabulary is a bug in the caller, not a broken log.
+      if (error instanceof InvalidEventError) throw error;
+      this.fail(error as Error);
+      throw new LogUnavailableError(`the event log refused an append: ${(error as Error).message}`);
+    }
+    result.committed.then(
+      () => this.metrics.appendLatency.observe((performance.now() - started) / 1000),
+      (error: Error) => this.fail(error),
+    );
+    return result;
+  }
+
+  /** Resolves when every append so far is flushed to disk. */
+  flushed(): Promise<void> {
+    return this.log.flushed();
+  }
+
+  private fail(error: Error): void {
+    if (this.failure) return;
+    this.failure = error;
+    this.logger.fatal({ err: error }, 'event log append failed: the router stops serving');
+    this.onFailure(error);
+  }
+}

@@ -1,0 +1,134 @@
+/**
+ * Health probes (shell): every `PROBE_INTERVAL` a standard `grpc.health.v1` check of every worker
+ * the router has not evicted, with a `PROBE_TIMEOUT` deadline. Anything but `SERVING` is a failure;
+ * each failure appends `WorkerProbeFailed`, and `PROBE_FAILURE_THRESHOLD` consecutive ones evict
+ * the worker (see `probe-outcome.ts`). A worker is never probed twice at once.
+ */
+import type { Config } from '../../shared/config.js';
+import type { Journal } from '../journal/index.js';
+import type { Logger } from '../observability/logger.js';
+import type { RouterMetrics } from '../observability/metrics.js';
+import { bearerMetadata } from '../security/index.js';
+import type { WorkerConnections } from '../workers/index.js';
+import { nextProbeFailureCount, probeFailureEvents } from './probe-outcome.js';
+
+/** What the prober needs. */
+export interface ProberOptions {
+  readonly journal: Journal;
+  readonly connections: WorkerConnections;
+  readonly config: Config;
+  readonly logger: Logger;
+  readonly metrics: RouterMetrics;
+  readonly authToken?: string | undefined;
+}
+
+/** Probes every worker on a timer. */
+export class Prober {
+  private timer: NodeJS.Timeout | undefined;
+  private stopped = false;
+  private readonly pending = new Map<string, Promise<void>>();
+  /** Consecutive failures per worker since it last answered a probe. */
+  private readonly streaks = new Map<string, number>();
+
+  constructor(private readonly options: ProberOptions) {}
+
+  /** Starts probing every `PROBE_INTERVAL`. */
+  start(): void {
+    this.schedule();
+  }
+
+  /** Stops probing (probes under way finish but append nothing). */
+  stop(): void {
+    this.stopped = true;
+    clearTimeout(this.timer);
+  }
+
+  /**
+   * Probes every live worker with an address once (also what the timer runs); resolves when
+   * these probes (and any still under way from before) have been recorded.
+   */
+  probeAll(): Promise<void> {
+    const { journal, connections } = this.options;
+    const round: Promise<void>[] = [];
+    for (const worker of journal.state.workers.values()) {
+      if (worker.status === 'evicted' || worker.address === null || worker.address === '') continue;
+      const { workerId, address } = worker;
+      const pending = this.pending.get(workerId);
+      if (pending) {
+        round.push(pending);
+        continue;
+      }
+      const probe = this.check(connections, address).then(
+        (problem) => {
+          this.pending.delete(workerId);
+          if (!this.stopped) this.record(workerId, problem);
+        },
+        () => {
+          this.pending.delete(workerId);
+        },
+      );
+      this.pending.set(workerId, probe);
+      round.push(probe);
+    }
+    return Promise.all(round).then(() => undefined);
+  }
+
+  private schedule(): void {
+    if (this.stopped) return;
+    this.timer = setTimeout(() => {
+      void this.probeAll();
+      this.schedule();
+    }, this.options.config.PROBE_INTERVAL);
+  }
+
+  /** One health check: null when the worker answered `SERVING`, else what went wrong. */
+  private check(connections: WorkerConnections, address: string): Promise<string | null> {
+    const { config, authToken } = this.options;
+    return new Promise((resolve) => {
+      connections
+        .health(address)
+        .check(
+          { service: '' },
+          bearerMetadata(authToken),
+          { deadline: Date.now() + config.PROBE_TIMEOUT },
+          (error, response) => {
+            if (error) resolve(`health check failed: ${error.code} ${error.details}`);
+            else if (response?.status !== 'SERVING') {
+              resolve(`health check answered ${response?.status ?? 'nothing'}`);
+            } else resolve(null);
+          },
+        );
+    });
+  }
+
+  private record(workerId: string, problem: string | null): void {
+    const { journal, logger, metrics } = this.options;
+    if (problem === null) {
+      this.streaks.set(workerId, 0);
+      return;
+    }
+    metrics.probeFailures.inc();
+    const state = journal.state;
+    const consecutive = nextProbeFailureCount(state, workerId, this.streaks.get(workerId));
+    const events = probeFailureEvents(state, workerId, consecutive, problem);
+    if (events.length === 0) return;
+    this.streaks.set(workerId, consecutive);
+    try {
+      journal.append(events);
+    } catch (error) {
+      logger.error({ err: error, workerId }, 'could not record a failed probe');
+      return;
+    }
+    const evicted = events.some((event) => event.type === 'WorkerEvicted');
+    const expired = events.filter((event) => event.type === 'SessionExpired').length;
+    if (evicted) {
+      this.streaks.delete(workerId);
+      logger.warn(
+        { workerId, consecutive, problem, sessionsExpired: expired },
+        'worker evicted: health probes failed',
+      );
+    } else {
+      logger.warn({ workerId, consecutive, problem }, 'worker health probe failed');
+    }
+  }
+}

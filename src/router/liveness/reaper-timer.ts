@@ -1,0 +1,77 @@
+/**
+ * Runs the pure reaper every `REAPER_INTERVAL` and appends what it returns (shell). Time comes
+ * from the router's clock, the same one that stamps the log.
+ */
+import type { NewEvent } from '../../events/index.js';
+import type { Config } from '../../shared/config.js';
+import type { Journal } from '../journal/index.js';
+import type { Logger } from '../observability/logger.js';
+import { reap } from './reaper.js';
+
+/** What the reaper timer needs. */
+export interface ReaperTimerOptions {
+  readonly journal: Journal;
+  readonly config: Config;
+  readonly clock: () => number;
+  readonly logger: Logger;
+  /** Told after each pass that appended events (the router closes unused worker channels). */
+  readonly onReaped?: (events: readonly NewEvent[]) => void;
+}
+
+/** The reaper's timer. */
+export class ReaperTimer {
+  private timer: NodeJS.Timeout | undefined;
+  private stopped = false;
+
+  constructor(private readonly options: ReaperTimerOptions) {}
+
+  /** Starts reaping every `REAPER_INTERVAL`. */
+  start(): void {
+    this.schedule();
+  }
+
+  /** Stops reaping. */
+  stop(): void {
+    this.stopped = true;
+    clearTimeout(this.timer);
+  }
+
+  /** One reaper pass now; returns the events it appended. */
+  reapNow(): readonly NewEvent[] {
+    const { journal, config, clock, logger, onReaped } = this.options;
+    const events = reap(journal.state, clock(), config);
+    if (events.length === 0) return events;
+    try {
+      journal.append(events);
+    } catch (error) {
+      logger.error({ err: error }, 'could not record what the reaper found');
+      return [];
+    }
+    for (const event of events) logReaped(logger, event);
+    onReaped?.(events);
+    return events;
+  }
+
+  private schedule(): void {
+    if (this.stopped) return;
+    this.timer = setTimeout(() => {
+      this.reapNow();
+      this.schedule();
+    }, this.options.config.REAPER_INTERVAL);
+  }
+}
+
+function logReaped(logger: Logger, event: NewEvent): void {
+  if (event.type === 'WorkerEvicted') {
+    logger.warn({ workerId: event.workerId, reason: event.reason }, 'worker evicted by the reaper');
+  } else if (event.type === 'ContainerForgotten') {
+    logger.info(
+      { workerId: event.workerId, containerId: event.containerId, reason: event.reason },
+      'container forgotten by the reaper',
+    );
+  } else if (event.type === 'ReservationExpired') {
+    logger.warn({ requestId: event.requestId }, 'stale reservation force-released');
+  } else if (event.type === 'SessionExpired' || event.type === 'SessionUnpinned') {
+    logger.info({ sessionId: event.sessionId, reason: event.reason }, `session: ${event.type}`);
+  }
+}

@@ -1,0 +1,137 @@
+/**
+ * The router's Prometheus metrics (prom-client), in a registry of its own so several routers can
+ * live in one process (tests). Gauges that mirror the cluster state are computed when scraped.
+ */
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { ClusterState } from '../../projections/cluster-state.js';
+
+/** Where a relayed chunk went. */
+export type RelayDirection = 'to_worker' | 'to_client';
+
+/** What the state-backed gauges read when scraped. */
+export interface MetricsSources {
+  state(): ClusterState;
+  inFlight(): number;
+  sessionsWaiting(): number;
+}
+
+/** Every metric the router exports. */
+export class RouterMetrics {
+  readonly registry = new Registry();
+  /** Calls placed (a reservation made). */
+  readonly placements: Counter<string>;
+  /** Calls refused before running, by gRPC code: placement, session busy, malformed stream. */
+  readonly rejections: Counter<'code'>;
+  /** Calls that ran, by the gRPC code they ended with. */
+  readonly finished: Counter<'code'>;
+  /** Seconds from an append to its commit. */
+  readonly appendLatency: Histogram<string>;
+  /** Payload bytes relayed, by direction. */
+  readonly relayBytes: Counter<'direction'>;
+  /** Failed health probes. */
+  readonly probeFailures: Counter<string>;
+  /** Calls refused for a missing or wrong bearer token. */
+  readonly unauthenticated: Counter<string>;
+
+  constructor(sources: MetricsSources) {
+    const registers = [this.registry];
+    collectDefaultMetrics({ register: this.registry, prefix: 'readie_router_' });
+    this.placements = new Counter({
+      name: 'readie_router_placements_total',
+      help: 'Calls placed on a worker',
+      registers,
+    });
+    this.rejections = new Counter({
+      name: 'readie_router_rejections_total',
+      help: 'Calls refused before running, by gRPC status code',
+      labelNames: ['code'],
+      registers,
+    });
+    this.finished = new Counter({
+      name: 'readie_router_calls_finished_total',
+      help: 'Placed calls that ended, by gRPC status code',
+      labelNames: ['code'],
+      registers,
+    });
+    this.appendLatency = new Histogram({
+      name: 'readie_router_log_append_seconds',
+      help: 'Time from appending events to the event log until their transaction committed',
+      buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5],
+      registers,
+    });
+    this.relayBytes = new Counter({
+      name: 'readie_router_relay_bytes_total',
+      help: 'Payload bytes relayed between clients and workers, by direction',
+      labelNames: ['direction'],
+      registers,
+    });
+    this.probeFailures = new Counter({
+      name: 'readie_router_probe_failures_total',
+      help: 'Worker health probes that failed',
+      registers,
+    });
+    this.unauthenticated = new Counter({
+      name: 'readie_router_unauthenticated_total',
+      help: 'Calls refused for a missing or wrong bearer token',
+      registers,
+    });
+    new Gauge({
+      name: 'readie_router_calls_in_flight',
+      help: 'Calls placed and not yet finished on this router',
+      registers,
+      collect() {
+        this.set(sources.inFlight());
+      },
+    });
+    new Gauge({
+      name: 'readie_router_session_calls_waiting',
+      help: 'Calls waiting for their session turn',
+      registers,
+      collect() {
+        this.set(sources.sessionsWaiting());
+      },
+    });
+    new Gauge({
+      name: 'readie_router_workers',
+      help: 'Workers known to the router, by status',
+      labelNames: ['status'],
+      registers,
+      collect() {
+        const counts = { ready: 0, error: 0, leaving: 0, evicted: 0 };
+        for (const worker of sources.state().workers.values()) counts[worker.status] += 1;
+        for (const [status, count] of Object.entries(counts)) this.set({ status }, count);
+      },
+    });
+    new Gauge({
+      name: 'readie_router_sessions',
+      help: 'Sessions the log knows, by state (pinned to a container, unpinned, expired)',
+      labelNames: ['state'],
+      registers,
+      collect() {
+        const counts = { pinned: 0, unpinned: 0, expired: 0 };
+        for (const session of sources.state().sessions.values()) {
+          if (session.expired) counts.expired += 1;
+          else if (session.pin) counts.pinned += 1;
+          else counts.unpinned += 1;
+        }
+        for (const [state, count] of Object.entries(counts)) this.set({ state }, count);
+      },
+    });
+    new Gauge({
+      name: 'readie_router_reservations',
+      help: 'Reservations held in the cluster state (placed calls not yet released)',
+      registers,
+      collect() {
+        this.set(sources.state().reservations.size);
+      },
+    });
+    new Gauge({
+      name: 'readie_router_log_last_seq',
+      help: 'The seq of the last event appended to the event log',
+      registers,
+      collect() {
+        this.set(sources.state().lastSeq);
+      },
+    });
+  }
+}

@@ -1,0 +1,3 @@
+/** The registry: worker reports as events. */
+export * from './report-events.js';
+export * from './registry-service.js';

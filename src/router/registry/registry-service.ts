@@ -1,0 +1,194 @@
+/**
+ * `RegistryService` (shell): worker reports become events. Each handler validates the message into
+ * a plain report (`INVALID_ARGUMENT` naming the field otherwise), asks `report-events.ts` for the
+ * events, appends them and answers.
+ */
+import type { sendUnaryData, ServerUnaryCall } from '@grpc/grpc-js';
+import {
+  ContainerState,
+  Flavor,
+  WorkerStatus,
+  type RegistryServiceServer,
+  type ReportContainerStateRequest,
+  type ReportContainerStateResponse,
+  type ReportStatusRequest,
+  type ReportStatusResponse,
+  type ReportUtilizationRequest,
+  type ReportUtilizationResponse,
+} from '../../proto/gen/readie/v1/registry.js';
+import { InvalidReportError } from '../errors.js';
+import { toServiceError } from '../grpc-status.js';
+import type { Journal } from '../journal/index.js';
+import type { Logger } from '../observability/logger.js';
+import {
+  containerReportEvents,
+  statusReportEvents,
+  utilizationReportEvents,
+  type ContainerReport,
+  type StatusReport,
+  type UtilizationReport,
+} from './report-events.js';
+
+/** What the registry service needs. */
+export interface RegistryServiceOptions {
+  readonly journal: Journal;
+  readonly logger: Logger;
+}
+
+function required(value: string, field: string): string {
+  if (value === '') throw new InvalidReportError(`${field} is required`);
+  return value;
+}
+
+function nonNegative(value: number, field: string): number {
+  if (!Number.isFinite(value) || value < 0) {
+    throw new InvalidReportError(`${field} must be a number >= 0, got ${value}`);
+  }
+  return value;
+}
+
+/** Zero means "not reported" for capacities in the wire contract. */
+function zeroAsNull(value: number): number | null {
+  return value === 0 ? null : value;
+}
+
+/** A status report from the wire, checked. */
+export function statusReportOf(request: ReportStatusRequest): StatusReport {
+  const workerId = required(request.workerId, 'worker_id');
+  const status =
+    request.status === WorkerStatus.WORKER_STATUS_READY
+      ? 'ready'
+      : request.status === WorkerStatus.WORKER_STATUS_ERROR
+        ? 'error'
+        : request.status === WorkerStatus.WORKER_STATUS_REMOVED
+          ? 'removed'
+          : undefined;
+  if (status === undefined) {
+    throw new InvalidReportError('status is required: READY, ERROR or REMOVED');
+  }
+  let flavor: 'cpu' | 'gpu' = request.flavor === Flavor.FLAVOR_GPU ? 'gpu' : 'cpu';
+  if (request.flavor !== Flavor.FLAVOR_CPU && request.flavor !== Flavor.FLAVOR_GPU) {
+    if (status === 'ready') throw new InvalidReportError('flavor is required: CPU or GPU');
+    flavor = 'cpu';
+  }
+  if (status === 'ready') required(request.address, 'address (host:port of ExecutionService)');
+  return {
+    workerId,
+    status,
+    address: request.address === '' ? null : request.address,
+    error: request.error === '' ? null : request.error,
+    flavor,
+    memoryTotal: zeroAsNull(request.memoryTotal),
+    maxContainers: zeroAsNull(request.maxContainers),
+    gpuMemoryTotal: zeroAsNull(request.gpuMemoryTotal),
+  };
+}
+
+/** A load report from the wire, checked. */
+export function utilizationReportOf(request: ReportUtilizationRequest): UtilizationReport {
+  return {
+    workerId: required(request.workerId, 'worker_id'),
+    memoryUsed: request.memoryUsed,
+    containerCount: request.containerCount,
+    cpuUsed: nonNegative(request.cpuUsed, 'cpu_used'),
+    cpuTotal: zeroAsNull(nonNegative(request.cpuTotal, 'cpu_total')),
+    gpuMemoryUsed: request.gpuMemoryUsed,
+  };
+}
+
+const CONTAINER_STATES: Partial<Record<ContainerState, ContainerReport['state']>> = {
+  [ContainerState.CONTAINER_STATE_BUSY]: 'busy',
+  [ContainerState.CONTAINER_STATE_READY]: 'ready',
+  [ContainerState.CONTAINER_STATE_ERROR]: 'error',
+  [ContainerState.CONTAINER_STATE_REMOVED]: 'removed',
+};
+
+/** A container report from the wire, checked. */
+export function containerReportOf(request: ReportContainerStateRequest): ContainerReport {
+  const state = CONTAINER_STATES[request.state];
+  if (state === undefined) {
+    throw new InvalidReportError('state is required: BUSY, READY, ERROR or REMOVED');
+  }
+  return {
+    workerId: required(request.workerId, 'worker_id'),
+    containerId: required(request.containerId, 'container_id'),
+    state,
+    checkpointId: request.checkpointId === '' ? null : request.checkpointId,
+  };
+}
+
+/** Runs one unary handler: its answer, or its error as a gRPC status. */
+function answer<Req, Res>(
+  logger: Logger,
+  call: ServerUnaryCall<Req, Res>,
+  callback: sendUnaryData<Res>,
+  handle: (request: Req) => Res,
+): void {
+  try {
+    callback(null, handle(call.request));
+  } catch (error) {
+    const serviceError = toServiceError(error);
+    logger.warn(
+      { path: call.getPath(), code: serviceError.code, problem: serviceError.details },
+      'worker report refused',
+    );
+    callback(serviceError);
+  }
+}
+
+/** The `RegistryService` implementation. */
+export function registryService(options: RegistryServiceOptions): RegistryServiceServer {
+  const { journal, logger } = options;
+  return {
+    reportStatus(call, callback) {
+      answer(logger, call, callback, (request): ReportStatusResponse => {
+        const report = statusReportOf(request);
+        const known = journal.state.workers.get(report.workerId);
+        const events = statusReportEvents(journal.state, report);
+        if (events.length > 0) journal.append(events);
+        const changed =
+          !known || known.status !== report.status || known.address !== report.address;
+        if (changed) {
+          logger.info(
+            { workerId: report.workerId, status: report.status, address: report.address },
+            report.status === 'removed' ? 'worker leaving' : 'worker registered',
+          );
+        }
+        return {};
+      });
+    },
+    reportUtilization(call, callback) {
+      answer(logger, call, callback, (request): ReportUtilizationResponse => {
+        const outcome = utilizationReportEvents(journal.state, utilizationReportOf(request));
+        if (outcome.events.length > 0) journal.append(outcome.events);
+        if (!outcome.registered) {
+          logger.info(
+            { workerId: request.workerId },
+            'load report from an unknown worker: asked to register',
+          );
+        }
+        return { registered: outcome.registered };
+      });
+    },
+    reportContainerState(call, callback) {
+      answer(logger, call, callback, (request): ReportContainerStateResponse => {
+        const report = containerReportOf(request);
+        const outcome = containerReportEvents(journal.state, report);
+        if (outcome.events.length > 0) journal.append(outcome.events);
+        for (const event of outcome.events) {
+          if (event.type === 'SessionExpired') {
+            logger.info(
+              {
+                workerId: report.workerId,
+                containerId: report.containerId,
+                sessionId: event.sessionId,
+              },
+              'session expired: its container was removed',
+            );
+          }
+        }
+        return { registered: outcome.registered };
+      });
+    },
+  };
+}

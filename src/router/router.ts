@@ -1,0 +1,307 @@
+/**
+ * The router process: opens the event log (newest snapshot plus tail), appends `RouterStarted`,
+ * the catalogue if it changed and the recovery of calls that were in flight when it last stopped,
+ * then serves `ProxyService`, `RegistryService` and `grpc.health.v1`, probes workers and runs the
+ * reaper. `startRouter` is what `readie router` runs, and what the tests start in-process.
+ */
+import { Server, type ServerInterceptor } from '@grpc/grpc-js';
+import { HealthImplementation } from 'grpc-health-check';
+import { EventLog, type NewEvent } from '../events/index.js';
+import { clusterProjection, type ClusterState } from '../projections/index.js';
+import { RegistryServiceService } from '../proto/gen/readie/v1/registry.js';
+import { DEFAULT_CONFIG, type Config } from '../shared/config.js';
+import { ActiveCalls, proxyService, RelayProxyService } from './calls/index.js';
+import { Journal } from './journal/index.js';
+import { Prober, ReaperTimer } from './liveness/index.js';
+import {
+  createLogger,
+  RouterMetrics,
+  serveMetrics,
+  type Logger,
+  type MetricsServer,
+} from './observability/index.js';
+import { registryService } from './registry/index.js';
+import {
+  bearerTokenInterceptor,
+  parseHostPort,
+  serverCredentialsOf,
+  workerChannelCredentials,
+  type ServingSecurity,
+} from './security/index.js';
+import { SessionTurns } from './sessions/index.js';
+import {
+  catalogueEvents,
+  inFlightReleaseEvents,
+  routerStartedEvent,
+  type RevisedCatalogue,
+} from './startup/index.js';
+import { WorkerConnections } from './workers/index.js';
+
+/** How to run a router. */
+export interface RouterOptions {
+  /** `HOST:PORT` to serve gRPC on; port 0 picks a free one. */
+  readonly listen: string;
+  /** The event log directory (created if missing). */
+  readonly logDir: string;
+  /** TLS material, or plaintext when explicitly asked for. */
+  readonly security: ServingSecurity;
+  /** The settings of DESIGN.md §6 in canonical units. Default: the defaults. */
+  readonly config?: Config;
+  /** Every client and worker call must carry it as a bearer token; sent to workers too. */
+  readonly authToken?: string | undefined;
+  /** PEM CA certificates to dial workers over TLS; plaintext without. */
+  readonly workerCa?: Buffer | undefined;
+  /** A catalogue to put in force (appended unless that revision already is). */
+  readonly catalogue?: RevisedCatalogue | undefined;
+  /** `HOST:PORT` for Prometheus metrics over HTTP; none when absent. */
+  readonly metrics?: string | undefined;
+  /** The logger (default: JSON at info level on standard output). */
+  readonly logger?: Logger;
+  /** The clock stamping events and driving the reaper, in epoch ms (default `Date.now`). */
+  readonly clock?: () => number;
+  /** Snapshot the state every this many events (default 10,000). */
+  readonly snapshotEvery?: number;
+  /** The version recorded in `RouterStarted` (default: package.json's). */
+  readonly version: string;
+  /** Called when the router stops serving on its own (the log failed). */
+  readonly onFatal?: (error: Error) => void;
+}
+
+/** A running router. */
+export interface Router {
+  /** `host:port` it serves on (the real port when 0 was asked for). */
+  readonly address: string;
+  /** `host:port` of the metrics endpoint, if any. */
+  readonly metricsAddress: string | undefined;
+  /** The live folded state. */
+  readonly state: ClusterState;
+  /** The seq of the last event. */
+  readonly lastSeq: number;
+  /** Calls waiting for their session's turn. */
+  readonly waitingCalls: number;
+  /** Calls placed and running. */
+  readonly inFlight: number;
+  /** Runs one probe round now; resolves once recorded (the timer does it every `PROBE_INTERVAL`). */
+  probeNow(): Promise<void>;
+  /** Runs one reaper pass now and returns what it appended. */
+  reapNow(): readonly NewEvent[];
+  /**
+   * Stops: refuses new calls, lets running calls finish for up to `graceMs` (default 5 s), ends
+   * the rest with `UNAVAILABLE` (each with its `CallFinished`), then flushes and closes the log.
+   */
+  close(graceMs?: number): Promise<void>;
+}
+
+/** gRPC server options: a chunk is at most 1 MiB; allow room so a bigger one is refused by us. */
+const SERVER_OPTIONS = {
+  'grpc.max_receive_message_length': 4 * 1024 * 1024,
+  'grpc.keepalive_time_ms': 60_000,
+};
+
+/** The service names the router's health service reports. */
+const HEALTH_SERVICES = ['', 'readie.v1.ProxyService', 'readie.v1.RegistryService'];
+
+/** Starts a router; resolves once it serves. */
+export async function startRouter(options: RouterOptions): Promise<Router> {
+  const config = options.config ?? DEFAULT_CONFIG;
+  const clock = options.clock ?? Date.now;
+  const logger = options.logger ?? createLogger('info');
+  const log = EventLog.open<ClusterState>(options.logDir, {
+    projection: clusterProjection,
+    clock,
+    snapshotEvery: options.snapshotEvery ?? 10_000,
+  });
+  let failed: Error | undefined;
+  const active = new ActiveCalls();
+  const turns = new SessionTurns();
+  const metrics = new RouterMetrics({
+    state: () => log.state,
+    inFlight: () => active.inFlight,
+    sessionsWaiting: () => turns.waiting,
+  });
+  const health = new HealthImplementation(
+    Object.fromEntries(HEALTH_SERVICES.map((name) => [name, 'NOT_SERVING' as const])),
+  );
+  const journal = new Journal(log, metrics, logger, (error) => {
+    failed = error;
+    for (const name of HEALTH_SERVICES) health.setStatus(name, 'NOT_SERVING');
+    active.shutDownAll('the router event log failed: the router must restart');
+    options.onFatal?.(error);
+  });
+
+  let server: Server | undefined;
+  let metricsServer: MetricsServer | undefined;
+  const connections = new WorkerConnections(workerChannelCredentials(options.workerCa));
+  try {
+    // Recovery before serving: the state is folded; record the start, then release dead calls.
+    const before = log.state;
+    const recoveredSeq = log.lastSeq;
+    const recovered = inFlightReleaseEvents(before);
+    await journal.append([
+      routerStartedEvent(config, options.version),
+      ...(options.catalogue
+        ? catalogueEvents(before, options.catalogue.catalogue, options.catalogue.revision)
+        : []),
+      ...recovered,
+    ]).committed;
+    logger.info(
+      {
+        logDir: options.logDir,
+        lastSeq: recoveredSeq,
+        workers: before.workers.size,
+        sessions: before.sessions.size,
+        reservationsReleased: recovered.filter((e) => e.type === 'ReservationExpired').length,
+        catalogueRevision: log.state.catalogue?.revision ?? null,
+        version: options.version,
+      },
+      'router recovered its state from the log',
+    );
+
+    const interceptors: ServerInterceptor[] = [];
+    if (options.authToken !== undefined && options.authToken !== '') {
+      interceptors.push(
+        bearerTokenInterceptor(options.authToken, (path, problem) => {
+          metrics.unauthenticated.inc();
+          logger.warn({ path, problem }, 'call refused: not authenticated');
+        }),
+      );
+    }
+    server = new Server({ ...SERVER_OPTIONS, interceptors });
+    const callPath = {
+      journal,
+      turns,
+      connections,
+      active,
+      config,
+      logger,
+      metrics,
+      authToken: options.authToken,
+    };
+    server.addService(RelayProxyService, proxyService(callPath));
+    server.addService(RegistryServiceService, registryService({ journal, logger }));
+    health.addToServer(server);
+    const { host } = parseHostPort(options.listen);
+    const port = await bind(server, options.listen, serverCredentialsOf(options.security));
+    const address = `${host.includes(':') ? `[${host}]` : host}:${port}`;
+    if (options.metrics !== undefined) {
+      metricsServer = await serveMetrics(options.metrics, metrics.registry);
+    }
+
+    const prober = new Prober({
+      journal,
+      connections,
+      config,
+      logger,
+      metrics,
+      authToken: options.authToken,
+    });
+    const reaper = new ReaperTimer({
+      journal,
+      config,
+      clock,
+      logger,
+      onReaped: () => connections.retain(liveAddresses(log.state)),
+    });
+    prober.start();
+    reaper.start();
+    for (const name of HEALTH_SERVICES) health.setStatus(name, 'SERVING');
+    if (options.workerCa === undefined && options.authToken) {
+      logger.warn(
+        'workers are dialed in plaintext: the auth token travels unencrypted to them (pass --worker-ca)',
+      );
+    }
+    logger.info(
+      {
+        address,
+        tls: options.security.kind === 'tls',
+        auth: options.authToken !== undefined && options.authToken !== '',
+        metrics: metricsServer?.address ?? null,
+      },
+      'router serving',
+    );
+
+    let closing: Promise<void> | undefined;
+    const running = server;
+    const runningMetrics = metricsServer;
+    return {
+      address,
+      metricsAddress: runningMetrics?.address,
+      get state() {
+        return log.state;
+      },
+      get lastSeq() {
+        return log.lastSeq;
+      },
+      get waitingCalls() {
+        return turns.waiting;
+      },
+      get inFlight() {
+        return active.inFlight;
+      },
+      probeNow: () => prober.probeAll(),
+      reapNow: () => reaper.reapNow(),
+      close(graceMs = 5_000) {
+        closing ??= (async () => {
+          prober.stop();
+          reaper.stop();
+          for (const name of HEALTH_SERVICES) health.setStatus(name, 'NOT_SERVING');
+          await shutdown(running, active, graceMs);
+          await runningMetrics?.close();
+          connections.closeAll();
+          if (!failed) await journal.flushed().catch(() => undefined);
+          await log.close();
+          logger.info({ lastSeq: log.lastSeq }, 'router stopped');
+        })();
+        return closing;
+      },
+    };
+  } catch (error) {
+    server?.forceShutdown();
+    await metricsServer?.close();
+    connections.closeAll();
+    await log.close();
+    throw error;
+  }
+}
+
+/** Binds the server; resolves with the port. */
+function bind(
+  server: Server,
+  listen: string,
+  credentials: ReturnType<typeof serverCredentialsOf>,
+): Promise<number> {
+  const { host, port } = parseHostPort(listen);
+  const target = `${host.includes(':') ? `[${host}]` : host}:${port}`;
+  return new Promise((resolve, reject) => {
+    server.bindAsync(target, credentials, (error, boundPort) => {
+      if (error) reject(new Error(`cannot listen on ${listen}: ${error.message}`));
+      else resolve(boundPort);
+    });
+  });
+}
+
+/** Stops accepting calls, waits up to `graceMs` for running ones, then ends the rest. */
+async function shutdown(server: Server, active: ActiveCalls, graceMs: number): Promise<void> {
+  const drained = new Promise<void>((resolve) => server.tryShutdown(() => resolve()));
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<'timeout'>((resolve) => {
+    timer = setTimeout(() => resolve('timeout'), graceMs);
+  });
+  const outcome = await Promise.race([drained, timedOut]);
+  clearTimeout(timer);
+  if (outcome === 'timeout') {
+    active.shutDownAll('the router is shutting down');
+    // Give the statuses a moment to leave before cutting connections.
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    server.forceShutdown();
+  }
+}
+
+/** Addresses of workers the router has not evicted: their channels stay open. */
+function liveAddresses(state: ClusterState): Set<string> {
+  const addresses = new Set<string>();
+  for (const worker of state.workers.values()) {
+    if (worker.status !== 'evicted' && worker.address) addresses.add(worker.address);
+  }
+  return addresses;
+}

@@ -1,0 +1,2 @@
+/** Connections to workers. */
+export * from './worker-connections.js';

@@ -1,0 +1,105 @@
+/**
+ * Connections to workers: one grpc-js channel per worker address, shared by the
+ * `ExecutionService` client the calls use and the health client the probes use. Channels are
+ * made on first use and closed when no live worker has that address any more.
+ */
+import {
+  makeGenericClientConstructor,
+  type CallOptions,
+  type ChannelCredentials,
+  type Client,
+  type ClientUnaryCall,
+  type Metadata,
+  type ServiceDefinition,
+  type ServiceError,
+} from '@grpc/grpc-js';
+import { service as healthService } from 'grpc-health-check';
+import { RelayExecutionClient } from '../calls/relay-codec.js';
+
+/** A `grpc.health.v1.HealthCheckResponse` as the health package decodes it. */
+export interface HealthCheckResponse {
+  /** `SERVING`, `NOT_SERVING`, `UNKNOWN` or `SERVICE_UNKNOWN`. */
+  readonly status: string;
+}
+
+/** A client of the standard `grpc.health.v1.Health` service. */
+export interface HealthClient extends Client {
+  check(
+    request: { service: string },
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response?: HealthCheckResponse) => void,
+  ): ClientUnaryCall;
+}
+
+/** The constructor of health clients, from the maintained package's service definition. */
+const healthDefinition: unknown = healthService;
+export const HealthClient = makeGenericClientConstructor(
+  healthDefinition as ServiceDefinition,
+  'grpc.health.v1.Health',
+) as unknown as new (
+  address: string,
+  credentials: ChannelCredentials,
+  options?: Record<string, unknown>,
+) => HealthClient;
+
+/**
+ * Channel options for worker connections: answers may carry 1 MiB chunks plus framing, and a
+ * receive window of several chunks keeps a relayed download from stalling on flow control.
+ */
+const CHANNEL_OPTIONS = {
+  'grpc.max_receive_message_length': 8 * 1024 * 1024,
+  'grpc-node.flow_control_window': 4 * 1024 * 1024,
+  'grpc.keepalive_time_ms': 30_000,
+  'grpc.keepalive_timeout_ms': 10_000,
+};
+
+interface Connection {
+  readonly execution: RelayExecutionClient;
+  readonly health: HealthClient;
+}
+
+/** The router's cache of worker connections, by address. */
+export class WorkerConnections {
+  private readonly byAddress = new Map<string, Connection>();
+
+  constructor(private readonly credentials: ChannelCredentials) {}
+
+  /** The `ExecutionService` client for a worker address (speaking the relay codec). */
+  execution(address: string): RelayExecutionClient {
+    return this.connection(address).execution;
+  }
+
+  /** The health client for a worker address (same channel as its execution client). */
+  health(address: string): HealthClient {
+    return this.connection(address).health;
+  }
+
+  /** Closes the channels of every cached address not in `inUse`. */
+  retain(inUse: ReadonlySet<string>): void {
+    for (const [address, connection] of this.byAddress) {
+      if (inUse.has(address)) continue;
+      this.byAddress.delete(address);
+      // The health client shares the execution client's channel: closing one closes both.
+      connection.execution.close();
+    }
+  }
+
+  /** Closes every channel. */
+  closeAll(): void {
+    this.retain(new Set());
+  }
+
+  private connection(address: string): Connection {
+    let connection = this.byAddress.get(address);
+    if (!connection) {
+      const execution = new RelayExecutionClient(address, this.credentials, CHANNEL_OPTIONS);
+      const health = new HealthClient(address, this.credentials, {
+        channelOverride: execution.getChannel(),
+      });
+      connection = { execution, health };
+      this.byAddress.set(address, connection);
+    }
+    return connection;
+  }
+}

@@ -1,0 +1,104 @@
+import { expect } from 'chai';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { configFromFlags, flagOf } from '../../src/cli/router-command.js';
+import { parseCatalogue, readCatalogueFile } from '../../src/router/index.js';
+import { DEFAULT_CONFIG, SETTING_NAMES } from '../../src/shared/config.js';
+import { readLog, startTestRouter } from '../support/router/harness.js';
+import { runReadie } from '../support/processes.js';
+import { cleanTempDirs, tempDir } from '../support/temp.js';
+
+const CATALOGUE = {
+  flavors: { cpu: { coldStartCost: 900, basePackages: [], checkpoints: [] } },
+  importCosts: {},
+  defaultImportCost: 100,
+};
+
+describe('readie router: command line and startup', function () {
+  this.timeout(60_000);
+  afterEach(cleanTempDirs);
+
+  it('--help documents every flag and every setting with its environment variable', async () => {
+    const child = runReadie(['router', '--help']);
+    await child.exited;
+    const help = child.lines.join('\n');
+    for (const flag of [
+      '--listen',
+      '--log',
+      '--insecure',
+      '--tls-cert',
+      '--tls-key',
+      '--catalogue',
+      '--metrics',
+    ]) {
+      expect(help).to.include(flag);
+    }
+    for (const name of SETTING_NAMES) {
+      expect(help).to.include(flagOf(name));
+      expect(help).to.include(`env ${name}`);
+    }
+    expect(help).to.include('0.0.0.0:50051');
+  });
+
+  it('refuses to start without TLS material or --insecure, saying what to pass', async () => {
+    const child = runReadie(['router', '--log', tempDir()]);
+    const { code } = await child.exited;
+    expect(code).to.equal(2);
+    expect(child.stderr()).to.match(/--tls-cert FILE and --tls-key FILE.*--insecure/);
+  });
+
+  it('reads settings from the environment, flags over them', () => {
+    const config = configFromFlags(
+      { sessionWaitTimeout: '5s', probeFailureThreshold: '7' },
+      { SESSION_WAIT_TIMEOUT: '30s', WORKER_TTL: '1m', DEFAULT_MEMORY: '512MiB' },
+    );
+    expect(config).to.deep.equal({
+      ...DEFAULT_CONFIG,
+      SESSION_WAIT_TIMEOUT: 5_000,
+      PROBE_FAILURE_THRESHOLD: 7,
+      WORKER_TTL: 60_000,
+      DEFAULT_MEMORY: 512 * 1024 ** 2,
+    });
+  });
+
+  it('checks a catalogue file and names the field that is wrong', () => {
+    const dir = tempDir();
+    const path = join(dir, 'catalogue.json');
+    writeFileSync(path, JSON.stringify({ ...CATALOGUE, defaultImportCost: -1 }));
+    expect(() => readCatalogueFile(path)).to.throw(
+      /catalogue .*catalogue\.json: field "defaultImportCost"/,
+    );
+    writeFileSync(path, '{ nope');
+    expect(() => readCatalogueFile(path)).to.throw(/not valid JSON/);
+    expect(() => readCatalogueFile(join(dir, 'missing.json'))).to.throw(
+      /--catalogue .*cannot read it/,
+    );
+  });
+
+  it('appends RouterStarted with the config and version, and CatalogueLoaded only when it changed', async () => {
+    const logDir = tempDir();
+    const catalogue = parseCatalogue(JSON.stringify(CATALOGUE), 'test');
+    for (let start = 0; start < 2; start += 1) {
+      const test = await startTestRouter({ logDir, catalogue, authToken: 'never-logged' });
+      await test.close();
+    }
+    const other = parseCatalogue(JSON.stringify({ ...CATALOGUE, defaultImportCost: 5 }), 'test');
+    await (await startTestRouter({ logDir, catalogue: other })).close();
+    const events = readLog(logDir);
+    expect(events.map((event) => event.type)).to.deep.equal([
+      'RouterStarted',
+      'CatalogueLoaded',
+      'RouterStarted',
+      'RouterStarted',
+      'CatalogueLoaded',
+    ]);
+    const started = events[0];
+    expect(started).to.include({ version: 'test' });
+    expect(Object.keys(started?.type === 'RouterStarted' ? started.config : {})).to.deep.equal(
+      SETTING_NAMES,
+    );
+    expect(JSON.stringify(events)).to.not.include('never-logged');
+    expect(catalogue.revision).to.match(/^sha256:[0-9a-f]{16}$/);
+    expect(other.revision).to.not.equal(catalogue.revision);
+  });
+});

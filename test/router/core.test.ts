@@ -1,0 +1,380 @@
+import { expect } from 'chai';
+import type { NewEvent } from '../../src/events/index.js';
+import {
+  answerIds,
+  boundEvents,
+  departureOf,
+  workerEnding,
+} from '../../src/router/calls/call-steps.js';
+import {
+  callFinishedEvents,
+  evictionEvents,
+  reservationExpiredEvents,
+} from '../../src/router/consequences/index.js';
+import {
+  nextProbeFailureCount,
+  probeFailureEvents,
+} from '../../src/router/liveness/probe-outcome.js';
+import {
+  containerReportEvents,
+  statusReportEvents,
+  utilizationReportEvents,
+  type StatusReport,
+} from '../../src/router/registry/report-events.js';
+import { TurnQueue } from '../../src/router/sessions/turn-queue.js';
+import {
+  catalogueEvents,
+  inFlightReleaseEvents,
+  routerStartedEvent,
+} from '../../src/router/startup/startup-events.js';
+import { DEFAULT_CONFIG } from '../../src/shared/config.js';
+import { container, history, pinned, placed, registered } from '../support/events.js';
+
+const bound = (requestId: string, containerId: string): NewEvent => ({
+  type: 'CallBound',
+  requestId,
+  containerId,
+  checkpointId: null,
+});
+
+describe('router core (pure)', () => {
+  describe('consequences', () => {
+    it('evicting a worker expires every session pinned there, once', () => {
+      const given = history(
+        registered('w1'),
+        container('w1', 'c1', 'ready'),
+        container('w1', 'c2', 'busy'),
+        pinned('s1', 'w1', 'c1'),
+        pinned('s2', 'w1', 'c2'),
+      );
+      const events = evictionEvents(given.state(), 'w1', 'probe');
+      expect(events).to.deep.equal([
+        { type: 'WorkerEvicted', workerId: 'w1', reason: 'probe' },
+        { type: 'SessionExpired', sessionId: 's1', reason: 'worker_evicted' },
+        { type: 'SessionExpired', sessionId: 's2', reason: 'worker_evicted' },
+      ]);
+      given.add(...events);
+      expect(evictionEvents(given.state(), 'w1', 'ttl')).to.deep.equal([]);
+      expect(evictionEvents(given.state(), 'nobody', 'ttl')).to.deep.equal([]);
+    });
+
+    it('a failed call that created its session pin unpins it; a successful one does not', () => {
+      const given = history(
+        registered('w1'),
+        placed('r1', 'w1', { sessionId: 's1' }),
+        bound('r1', 'c1'),
+        pinned('s1', 'w1', 'c1', 'r1'),
+      );
+      expect(callFinishedEvents(given.state(), 'r1', 'UNAVAILABLE')).to.deep.equal([
+        { type: 'CallFinished', requestId: 'r1', ok: false, code: 'UNAVAILABLE' },
+        { type: 'SessionUnpinned', sessionId: 's1', reason: 'call_failed' },
+      ]);
+      expect(callFinishedEvents(given.state(), 'r1', null)).to.deep.equal([
+        { type: 'CallFinished', requestId: 'r1', ok: true, code: null },
+      ]);
+    });
+
+    it('a failed call reusing the session container leaves the pin to its creator', () => {
+      const given = history(
+        registered('w1'),
+        container('w1', 'c1', 'ready'),
+        pinned('s1', 'w1', 'c1', 'r0'),
+        placed('r1', 'w1', { sessionId: 's1', containerId: 'c1' }),
+        pinned('s1', 'w1', 'c1', 'r1'),
+      );
+      expect(callFinishedEvents(given.state(), 'r1', 'INTERNAL')).to.deep.equal([
+        { type: 'CallFinished', requestId: 'r1', ok: false, code: 'INTERNAL' },
+      ]);
+    });
+
+    it('a call finishes in the log even when its reservation was force-released already', () => {
+      const given = history(registered('w1'), placed('r1', 'w1'), {
+        type: 'ReservationExpired',
+        requestId: 'r1',
+      });
+      expect(callFinishedEvents(given.state(), 'r1', 'CANCELLED')).to.deep.equal([
+        { type: 'CallFinished', requestId: 'r1', ok: false, code: 'CANCELLED' },
+      ]);
+      expect(reservationExpiredEvents(given.state(), 'r1')).to.deep.equal([]);
+    });
+  });
+
+  describe('probe outcomes', () => {
+    const config = { ...DEFAULT_CONFIG, PROBE_FAILURE_THRESHOLD: 3 };
+
+    it('counts consecutive failures and evicts at the threshold with the consequences', () => {
+      const given = history(
+        registered('w1'),
+        container('w1', 'c1', 'ready'),
+        pinned('s1', 'w1', 'c1'),
+      );
+      expect(probeFailureEvents(given.state(), 'w1', 2, 'down', config)).to.deep.equal([
+        { type: 'WorkerProbeFailed', workerId: 'w1', consecutive: 2, error: 'down' },
+      ]);
+      expect(probeFailureEvents(given.state(), 'w1', 3, 'down', config)).to.deep.equal([
+        { type: 'WorkerProbeFailed', workerId: 'w1', consecutive: 3, error: 'down' },
+        { type: 'WorkerEvicted', workerId: 'w1', reason: 'probe' },
+        { type: 'SessionExpired', sessionId: 's1', reason: 'worker_evicted' },
+      ]);
+    });
+
+    it('restarts the count after a successful probe or a report, continues it after a restart', () => {
+      const given = history(registered('w1'), {
+        type: 'WorkerProbeFailed',
+        workerId: 'w1',
+        consecutive: 2,
+        error: null,
+      });
+      expect(nextProbeFailureCount(given.state(), 'w1', 0), 'probe answered since').to.equal(1);
+      expect(nextProbeFailureCount(given.state(), 'w1', 2)).to.equal(3);
+      expect(nextProbeFailureCount(given.state(), 'w1', undefined), 'after a restart').to.equal(3);
+      given.add({
+        type: 'WorkerUtilization',
+        workerId: 'w1',
+        memoryUsed: 0,
+        containerCount: 0,
+        cpuUsed: null,
+        cpuTotal: null,
+        gpuMemoryUsed: null,
+      });
+      expect(nextProbeFailureCount(given.state(), 'w1', 2), 'the worker reported').to.equal(1);
+    });
+
+    it('says nothing about an evicted worker', () => {
+      const given = history(registered('w1'), {
+        type: 'WorkerEvicted',
+        workerId: 'w1',
+        reason: 'ttl',
+      });
+      expect(probeFailureEvents(given.state(), 'w1', 5, 'down', config)).to.deep.equal([]);
+    });
+  });
+
+  describe('worker reports', () => {
+    const ready: StatusReport = {
+      workerId: 'w1',
+      status: 'ready',
+      address: '127.0.0.1:5000',
+      error: null,
+      flavor: 'gpu',
+      memoryTotal: 1024,
+      maxContainers: 4,
+      gpuMemoryTotal: 2048,
+    };
+
+    it('registers ready and error statuses; removed means leaving', () => {
+      const given = history();
+      expect(statusReportEvents(given.state(), ready)).to.deep.equal([
+        {
+          type: 'WorkerRegistered',
+          workerId: 'w1',
+          address: '127.0.0.1:5000',
+          status: 'ready',
+          error: null,
+          flavor: 'gpu',
+          memoryTotal: 1024,
+          maxContainers: 4,
+          gpuMemoryTotal: 2048,
+        },
+      ]);
+      const broken = statusReportEvents(given.state(), { ...ready, status: 'error', error: null });
+      expect(broken[0]).to.include({ status: 'error', error: 'no reason given' });
+      expect(statusReportEvents(given.state(), { ...ready, status: 'removed' }), 'unknown').to.eql(
+        [],
+      );
+      given.add(...statusReportEvents(given.state(), ready));
+      expect(statusReportEvents(given.state(), { ...ready, status: 'removed' })).to.deep.equal([
+        { type: 'WorkerLeaving', workerId: 'w1' },
+      ]);
+    });
+
+    it('asks an unknown or evicted worker to register instead of recording its reports', () => {
+      const load = {
+        workerId: 'w1',
+        memoryUsed: 1,
+        containerCount: 0,
+        cpuUsed: 0,
+        cpuTotal: null,
+        gpuMemoryUsed: 0,
+      };
+      expect(utilizationReportEvents(history().state(), load)).to.deep.equal({
+        registered: false,
+        events: [],
+      });
+      const evicted = history(registered('w1'), {
+        type: 'WorkerEvicted',
+        workerId: 'w1',
+        reason: 'ttl',
+      });
+      expect(utilizationReportEvents(evicted.state(), load).registered).to.equal(false);
+      expect(
+        containerReportEvents(evicted.state(), {
+          workerId: 'w1',
+          containerId: 'c1',
+          state: 'ready',
+          checkpointId: null,
+        }).registered,
+      ).to.equal(false);
+      expect(utilizationReportEvents(history(registered('w1')).state(), load)).to.deep.equal({
+        registered: true,
+        events: [{ type: 'WorkerUtilization', ...load }],
+      });
+    });
+
+    it('a removed container expires the session pinned there', () => {
+      const given = history(
+        registered('w1'),
+        container('w1', 'c1', 'ready'),
+        pinned('s1', 'w1', 'c1'),
+      );
+      expect(
+        containerReportEvents(given.state(), {
+          workerId: 'w1',
+          containerId: 'c1',
+          state: 'removed',
+          checkpointId: 'ckpt',
+        }),
+      ).to.deep.equal({
+        registered: true,
+        events: [
+          {
+            type: 'ContainerStateChanged',
+            workerId: 'w1',
+            containerId: 'c1',
+            state: 'removed',
+            checkpointId: 'ckpt',
+          },
+          { type: 'SessionExpired', sessionId: 's1', reason: 'container_removed' },
+        ],
+      });
+    });
+  });
+
+  describe('startup and recovery', () => {
+    it('records the config and version, never anything but the settings', () => {
+      const event = routerStartedEvent(DEFAULT_CONFIG, '1.2.3');
+      expect(event).to.deep.equal({
+        type: 'RouterStarted',
+        config: { ...DEFAULT_CONFIG },
+        version: '1.2.3',
+      });
+    });
+
+    it('skips a catalogue whose revision is already in force', () => {
+      const catalogue = { flavors: {}, importCosts: {}, defaultImportCost: 1 };
+      const given = history({ type: 'CatalogueLoaded', revision: 'r1', catalogue });
+      expect(catalogueEvents(given.state(), catalogue, 'r1')).to.deep.equal([]);
+      expect(catalogueEvents(given.state(), catalogue, 'r2')).to.have.length(1);
+    });
+
+    it('force-releases the calls in flight, keeping pins that finished calls created', () => {
+      const given = history(
+        registered('w1'),
+        placed('r0', 'w1', { sessionId: 's0' }),
+        bound('r0', 'c0'),
+        pinned('s0', 'w1', 'c0', 'r0'),
+        { type: 'CallFinished', requestId: 'r0', ok: true, code: null },
+        placed('r1', 'w1', { sessionId: 's0', containerId: 'c0' }),
+        placed('r2', 'w1', { sessionId: 's2' }),
+        bound('r2', 'c2'),
+        pinned('s2', 'w1', 'c2', 'r2'),
+      );
+      const events = inFlightReleaseEvents(given.state());
+      expect(events).to.deep.equal([
+        { type: 'ReservationExpired', requestId: 'r1' },
+        { type: 'ReservationExpired', requestId: 'r2' },
+        { type: 'SessionUnpinned', sessionId: 's2', reason: 'reservation_expired' },
+      ]);
+      given.add(...events);
+      expect(given.state().reservations.size).to.equal(0);
+      expect(given.state().sessions.get('s0')?.pin?.containerId).to.equal('c0');
+    });
+  });
+
+  describe('call steps', () => {
+    const placedDecision = {
+      outcome: 'placed' as const,
+      events: [],
+      workerId: 'w1',
+      containerId: null,
+      checkpointId: 'ckpt',
+      packages: [],
+      skippedPackages: [],
+      memory: 1,
+    };
+    const ids = {
+      requestId: 'r1',
+      sessionId: 's1',
+      workerId: 'w1',
+      containerId: '',
+      checkpointId: '',
+    };
+
+    it("the first answer binds the call; a session's new container is pinned with the checkpoint used", () => {
+      const answered = { ...ids, containerId: 'c1', checkpointId: '' };
+      expect(boundEvents('r1', 's1', placedDecision, answered)).to.deep.equal([
+        { type: 'CallBound', requestId: 'r1', containerId: 'c1', checkpointId: null },
+        {
+          type: 'SessionPinned',
+          sessionId: 's1',
+          workerId: 'w1',
+          containerId: 'c1',
+          requestId: 'r1',
+          checkpointId: null,
+        },
+      ]);
+      expect(boundEvents('r1', null, placedDecision, answered)).to.have.length(1);
+      const reused = { ...placedDecision, containerId: 'c1' };
+      expect(boundEvents('r1', 's1', reused, answered), 'a reused container').to.have.length(1);
+    });
+
+    it("answers carry the router's request, session and worker, the worker's container", () => {
+      const fromWorker = {
+        requestId: 'x',
+        sessionId: '',
+        workerId: 'y',
+        containerId: 'c1',
+        checkpointId: 'k',
+      };
+      expect(answerIds(ids, fromWorker)).to.deep.equal({
+        ...ids,
+        containerId: 'c1',
+        checkpointId: 'k',
+      });
+      expect(answerIds({ ...ids, containerId: 'c0' }, undefined)).to.include({ containerId: 'c0' });
+    });
+
+    it("passes the worker's codes through, except a refusal of the router's credentials", () => {
+      expect(workerEnding('w1', 0, 'OK')).to.deep.equal({ code: null, details: 'OK' });
+      expect(workerEnding('w1', 9, 'pip failed')).to.deep.equal({
+        code: 'FAILED_PRECONDITION',
+        details: 'worker w1: pip failed',
+      });
+      expect(workerEnding('w1', 16, 'bad token').code).to.equal('INTERNAL');
+      expect(workerEnding('w1', 99, '?').code).to.equal('UNKNOWN');
+    });
+
+    it('a client leaving at its deadline is DEADLINE_EXCEEDED, earlier CANCELLED', () => {
+      expect(departureOf(10_000, 10_100).code).to.equal('DEADLINE_EXCEEDED');
+      expect(departureOf(10_000, 20_000).code).to.equal('CANCELLED');
+      expect(departureOf(10_000, Infinity).code).to.equal('CANCELLED');
+    });
+  });
+
+  describe('session turn queue', () => {
+    it('grants one turn per session and passes it on in arrival order', () => {
+      const queue = new TurnQueue<string>();
+      expect(queue.request('s', 'a')).to.equal(true);
+      expect(queue.request('s', 'b')).to.equal(false);
+      expect(queue.request('s', 'c')).to.equal(false);
+      expect(queue.request('t', 'x'), 'another session is independent').to.equal(true);
+      expect(queue.waiting('s')).to.equal(2);
+      expect(queue.release('s', 'b'), 'only the holder releases').to.equal(undefined);
+      expect(queue.release('s', 'a')).to.equal('b');
+      expect(queue.withdraw('s', 'c')).to.equal(true);
+      expect(queue.release('s', 'b')).to.equal(undefined);
+      expect(queue.holder('s')).to.equal(undefined);
+      expect(queue.request('s', 'd')).to.equal(true);
+    });
+  });
+});

@@ -1,0 +1,132 @@
+import { expect } from 'chai';
+import type { ServiceError } from '@grpc/grpc-js';
+import { ContainerState, Flavor, WorkerStatus } from '../../src/proto/gen/readie/v1/registry.js';
+import {
+  codeOf,
+  eventually,
+  foldLog,
+  readLog,
+  run,
+  startTestRouter,
+  type TestRouter,
+} from '../support/router/harness.js';
+import { ScriptedWorker } from '../support/router/scripted-worker.js';
+import { cleanTempDirs } from '../support/temp.js';
+
+const GiB = 1024 ** 3;
+
+describe('router: RegistryService', function () {
+  this.timeout(60_000);
+  let test: TestRouter;
+  const workers: ScriptedWorker[] = [];
+
+  async function worker(workerId: string): Promise<ScriptedWorker> {
+    const started = await ScriptedWorker.start({ workerId });
+    workers.push(started);
+    return started.connect(test.address);
+  }
+
+  beforeEach(async () => (test = await startTestRouter()));
+  afterEach(async () => {
+    for (const started of workers.splice(0)) started.stop();
+    await test.close();
+    expect(foldLog(test.logDir).reservations.size, 'no reservation in the log').to.equal(0);
+    cleanTempDirs();
+  });
+
+  it('a ready status registers the worker with its capacities', async () => {
+    const w = await worker('w-gpu');
+    await w.reportStatus({
+      flavor: Flavor.FLAVOR_GPU,
+      memoryTotal: 32 * GiB,
+      maxContainers: 4,
+      gpuMemoryTotal: 24 * GiB,
+    });
+    await test.close();
+    const registered = readLog(test.logDir).find((event) => event.type === 'WorkerRegistered');
+    expect(registered).to.deep.include({
+      workerId: 'w-gpu',
+      address: w.address,
+      status: 'ready',
+      error: null,
+      flavor: 'gpu',
+      memoryTotal: 32 * GiB,
+      maxContainers: 4,
+      gpuMemoryTotal: 24 * GiB,
+    });
+    test = await startTestRouter({ logDir: test.logDir });
+    expect(test.router.state.workers.get('w-gpu')?.status).to.equal('ready');
+  });
+
+  it('an error status registers the worker as never placeable', async () => {
+    const w = await worker('w-broken');
+    await w.reportStatus({ status: WorkerStatus.WORKER_STATUS_ERROR, error: 'no python' });
+    const worker1 = test.router.state.workers.get('w-broken');
+    expect(worker1).to.include({ status: 'error', error: 'no python' });
+    expect(codeOf(await run(test.client, 'echo'))).to.equal('UNAVAILABLE');
+  });
+
+  it('a removed status means leaving: no new work, running calls finish', async () => {
+    const w = await worker('w-leaving');
+    await w.reportStatus();
+    const running = run(test.client, 'sleep 300', { requestId: 'r-running' });
+    await eventually(() => w.calls.length === 1, 'the call to run');
+    await w.reportStatus({ status: WorkerStatus.WORKER_STATUS_REMOVED });
+    expect(test.router.state.workers.get('w-leaving')?.status).to.equal('leaving');
+    expect(codeOf(await run(test.client, 'echo'))).to.equal('UNAVAILABLE');
+    expect(codeOf(await running)).to.equal('OK');
+    expect(test.router.state.reservations.size).to.equal(0);
+  });
+
+  it('asks an unknown worker to register instead of recording its reports', async () => {
+    const w = await worker('w-stranger');
+    expect(await w.reportUtilization()).to.equal(false);
+    expect(await w.reportContainer('c1', ContainerState.CONTAINER_STATE_READY)).to.equal(false);
+    expect(test.router.state.workers.size).to.equal(0);
+    await w.reportStatus();
+    expect(await w.reportUtilization({ memoryUsed: 5 })).to.equal(true);
+    expect(test.router.state.workers.get('w-stranger')?.utilization?.memoryUsed).to.equal(5);
+  });
+
+  it('records container states; a removed container expires the session pinned there', async () => {
+    const w = await worker('w1');
+    await w.reportStatus();
+    const first = await run(test.client, 'echo', { sessionId: 's1' });
+    const containerId = first.ids.at(-1)?.containerId as string;
+    expect(await w.reportContainer(containerId, ContainerState.CONTAINER_STATE_READY)).to.equal(
+      true,
+    );
+    expect(test.router.state.workers.get('w1')?.containers.get(containerId)?.state).to.equal(
+      'ready',
+    );
+    await w.reportContainer(containerId, ContainerState.CONTAINER_STATE_REMOVED);
+    expect(test.router.state.sessions.get('s1')?.expired?.reason).to.equal('container_removed');
+    await test.close();
+    const events = readLog(test.logDir);
+    const removed = events.findIndex(
+      (event) => event.type === 'ContainerStateChanged' && event.state === 'removed',
+    );
+    expect(events[removed + 1], 'the consequence follows its cause').to.include({
+      type: 'SessionExpired',
+      sessionId: 's1',
+      reason: 'container_removed',
+    });
+    test = await startTestRouter({ logDir: test.logDir });
+  });
+
+  it('refuses a malformed report with INVALID_ARGUMENT naming the field', async () => {
+    const w = await worker('');
+    const error = await w.reportStatus().then(
+      () => undefined,
+      (e: ServiceError) => e,
+    );
+    expect(error?.code).to.equal(3);
+    expect(error?.details).to.match(/worker_id is required/);
+    const noAddress = await worker('w-noaddr');
+    const missing = await noAddress.reportStatus({ address: '' }).then(
+      () => undefined,
+      (e: ServiceError) => e,
+    );
+    expect(missing?.details).to.match(/address/);
+  });
+});

@@ -1,0 +1,248 @@
+/**
+ * Router tests over real gRPC on loopback: an in-process router on a temporary log, a ProxyService
+ * client, calls driven message by message, and the log folded from disk.
+ */
+import {
+  credentials,
+  Metadata,
+  type ChannelCredentials,
+  type ClientDuplexStream,
+  type ServiceError,
+} from '@grpc/grpc-js';
+import { EventLog, type ClusterEvent } from '../../../src/events/index.js';
+import { fold, type ClusterState } from '../../../src/projections/index.js';
+import {
+  LogSource,
+  PayloadFormat,
+  type CallIds,
+  type LogLine,
+} from '../../../src/proto/gen/readie/v1/call.js';
+import {
+  ProxyServiceClient,
+  type CallConfig,
+  type RequestExecutionRequest,
+  type RequestExecutionResponse,
+} from '../../../src/proto/gen/readie/v1/proxy.js';
+import {
+  createLogger,
+  startRouter,
+  type Router,
+  type RouterOptions,
+} from '../../../src/router/index.js';
+import { DEFAULT_CONFIG, type Config } from '../../../src/shared/config.js';
+import { tempDir } from '../temp.js';
+
+/** Settings for tests: timers slow enough to stay out of the way unless a test shortens them. */
+export const TEST_CONFIG: Config = {
+  ...DEFAULT_CONFIG,
+  PROBE_INTERVAL: 3_600_000,
+  REAPER_INTERVAL: 3_600_000,
+  PROBE_TIMEOUT: 2_000,
+};
+
+/** A router started for a test, with a client of its ProxyService. */
+export interface TestRouter {
+  readonly router: Router;
+  readonly logDir: string;
+  readonly address: string;
+  readonly client: ProxyServiceClient;
+  /** Closes the client and the router. */
+  close(): Promise<void>;
+}
+
+/** Starts a router on 127.0.0.1 with a fresh log, insecure unless told otherwise. */
+export async function startTestRouter(
+  options: Partial<Omit<RouterOptions, 'config'>> & {
+    config?: Partial<Config>;
+    clientCredentials?: ChannelCredentials;
+    clientHost?: string;
+  } = {},
+): Promise<TestRouter> {
+  const logDir = options.logDir ?? tempDir('readie-router-');
+  const router = await startRouter({
+    listen: '127.0.0.1:0',
+    security: { kind: 'insecure' },
+    logger: createLogger(process.env.READIE_TEST_LOG ?? 'silent'),
+    version: 'test',
+    ...options,
+    logDir,
+    config: { ...TEST_CONFIG, ...options.config },
+  });
+  const port = router.address.split(':').at(-1);
+  const address = `${options.clientHost ?? '127.0.0.1'}:${port}`;
+  const client = new ProxyServiceClient(
+    address,
+    options.clientCredentials ?? credentials.createInsecure(),
+  );
+  return {
+    router,
+    logDir,
+    address,
+    client,
+    async close() {
+      client.close();
+      await router.close(500);
+    },
+  };
+}
+
+/** What a call gave back. */
+export interface CallOutcome {
+  readonly chunks: Buffer[];
+  readonly logs: LogLine[];
+  /** The IDs of every answer, in order. */
+  readonly ids: CallIds[];
+  /** The error status, or undefined for OK. */
+  readonly error: ServiceError | undefined;
+  /** The payload answered, concatenated. */
+  readonly payload: string;
+}
+
+/** A config with a request ID and the JSON format, plus `fields`. */
+export function callConfig(fields: Partial<CallConfig> = {}): CallConfig {
+  return {
+    requestId: `req-${Math.random().toString(16).slice(2)}`,
+    sessionId: '',
+    imports: [],
+    memory: undefined,
+    gpuMemory: undefined,
+    gpu: false,
+    disableOptimizedExecution: false,
+    packages: [],
+    checkpointId: '',
+    pythonVersion: '3.11.2',
+    format: PayloadFormat.PAYLOAD_FORMAT_JSON_CALL,
+    ...fields,
+  };
+}
+
+/** A message carrying a payload chunk. */
+export function chunk(data: Buffer | string): RequestExecutionRequest {
+  return {
+    message: {
+      $case: 'chunk',
+      value: { data: typeof data === 'string' ? Buffer.from(data) : data },
+    },
+  };
+}
+
+/** A message carrying a config. */
+export function configMessage(config: CallConfig): RequestExecutionRequest {
+  return { message: { $case: 'config', value: config } };
+}
+
+/** Bearer-token metadata. */
+export function bearer(token: string): Metadata {
+  const metadata = new Metadata();
+  metadata.set('authorization', `Bearer ${token}`);
+  return metadata;
+}
+
+/** Collects a call's answers until its status. */
+export function collect(
+  stream: ClientDuplexStream<RequestExecutionRequest, RequestExecutionResponse>,
+): Promise<CallOutcome> {
+  const chunks: Buffer[] = [];
+  const logs: LogLine[] = [];
+  const ids: CallIds[] = [];
+  return new Promise((resolve) => {
+    let error: ServiceError | undefined;
+    stream.on('data', (answer: RequestExecutionResponse) => {
+      if (answer.ids) ids.push(answer.ids);
+      if (answer.message?.$case === 'chunk') chunks.push(answer.message.value.data);
+      if (answer.message?.$case === 'log') logs.push(answer.message.value);
+    });
+    stream.on('error', (e: ServiceError) => (error = e));
+    stream.on('status', () => {
+      // 'status' comes after the last answer and any 'error'.
+      setImmediate(() =>
+        resolve({ chunks, logs, ids, error, payload: Buffer.concat(chunks).toString('utf8') }),
+      );
+    });
+  });
+}
+
+/** Runs a call: sends `messages` (a config first, usually) and half-closes; collects the answers. */
+export function exchange(
+  client: ProxyServiceClient,
+  messages: readonly RequestExecutionRequest[],
+  options: { metadata?: Metadata; deadline?: number } = {},
+): Promise<CallOutcome> {
+  const stream = client.requestExecution(options.metadata ?? new Metadata(), {
+    deadline: options.deadline ?? Date.now() + 30_000,
+  });
+  const outcome = collect(stream);
+  for (const message of messages) stream.write(message);
+  stream.end();
+  return outcome;
+}
+
+/** Runs a call whose payload is one chunk holding `command` (see scripted-worker.ts). */
+export function run(
+  client: ProxyServiceClient,
+  command: string,
+  fields: Partial<CallConfig> = {},
+  options: { metadata?: Metadata; deadline?: number } = {},
+): Promise<CallOutcome> {
+  return exchange(client, [configMessage(callConfig(fields)), chunk(command)], options);
+}
+
+/** The gRPC code name of an outcome (`OK` when it succeeded). */
+export function codeOf(outcome: CallOutcome): string {
+  if (!outcome.error) return 'OK';
+  const names = [
+    'OK',
+    'CANCELLED',
+    'UNKNOWN',
+    'INVALID_ARGUMENT',
+    'DEADLINE_EXCEEDED',
+    'NOT_FOUND',
+    'ALREADY_EXISTS',
+    'PERMISSION_DENIED',
+    'RESOURCE_EXHAUSTED',
+    'FAILED_PRECONDITION',
+    'ABORTED',
+    'OUT_OF_RANGE',
+    'UNIMPLEMENTED',
+    'INTERNAL',
+    'UNAVAILABLE',
+    'DATA_LOSS',
+    'UNAUTHENTICATED',
+  ];
+  return names[outcome.error.code] ?? String(outcome.error.code);
+}
+
+/** System log lines of an outcome, as text. */
+export function systemLines(outcome: CallOutcome): string[] {
+  return outcome.logs
+    .filter((line) => line.source === LogSource.LOG_SOURCE_SYSTEM)
+    .map((line) => line.text);
+}
+
+/** Every event of a (closed, or committed) log directory, read from disk. */
+export function readLog(dir: string): ClusterEvent[] {
+  const log = EventLog.open(dir, { readOnly: true });
+  try {
+    return [...log.read()];
+  } finally {
+    void log.close();
+  }
+}
+
+/** The state folded from a log directory on disk. */
+export function foldLog(dir: string): ClusterState {
+  return fold(readLog(dir));
+}
+
+/** Waits until `check` holds, polling; fails with `what` after `timeoutMs`. */
+export async function eventually(
+  check: () => boolean,
+  what: string,
+  timeoutMs = 15_000,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}

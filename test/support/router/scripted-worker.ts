@@ -1,0 +1,346 @@
+/**
+ * A scripted worker for router tests and benchmarks: a real grpc-js server implementing
+ * `ExecutionService` and `grpc.health.v1`, and a real `RegistryService` client to report to the
+ * router. What a call does is read from the first payload chunk, a command line:
+ *
+ * - `echo`: answer every chunk with the same bytes, then OK;
+ * - `fail CODE [message]`: read the payload, then end with that gRPC status;
+ * - `partial CODE`: answer a chunk `partial` at once, then end with that status after the payload;
+ * - `hang`: never answer (until cancelled);
+ * - `hold`: answer a chunk `hold` at once, then never finish (until cancelled);
+ * - `logs N`: N stdout log lines, then a chunk `done`;
+ * - `sleep MS`: wait, then a chunk `slept`;
+ * - `count`: count the payload bytes (never holding them), answer the count as text;
+ * - `stream N SIZE`: answer N chunks of SIZE bytes.
+ *
+ * Every answer carries the call's IDs with the container used (the header's, or a new `c<n>`)
+ * and the checkpoint used (the header's, unless `checkpointUsed` says otherwise).
+ */
+import {
+  credentials,
+  Metadata,
+  Server,
+  ServerCredentials,
+  status,
+  type ChannelCredentials,
+  type ServerDuplexStream,
+} from '@grpc/grpc-js';
+import { HealthImplementation } from 'grpc-health-check';
+import { LogSource, type CallIds } from '../../../src/proto/gen/readie/v1/call.js';
+import {
+  ExecutionServiceService,
+  type CallHeader,
+  type ExecuteRequest,
+  type ExecuteResponse,
+} from '../../../src/proto/gen/readie/v1/execution.js';
+import type { ContainerState } from '../../../src/proto/gen/readie/v1/registry.js';
+import {
+  Flavor,
+  RegistryServiceClient,
+  WorkerStatus,
+  type ReportStatusRequest,
+  type ReportUtilizationRequest,
+} from '../../../src/proto/gen/readie/v1/registry.js';
+
+/** One call the worker received. */
+export interface ReceivedCall {
+  readonly header: CallHeader;
+  readonly metadata: Metadata;
+  readonly containerId: string;
+  /** Payload bytes received so far. */
+  bytes: number;
+  cancelled: boolean;
+  finished: boolean;
+}
+
+/** How to start a scripted worker. */
+export interface ScriptedWorkerOptions {
+  readonly workerId: string;
+  /** The checkpoint to claim it used for a new container (default: the header's). */
+  readonly checkpointUsed?: (header: CallHeader) => string;
+  /** Serve TLS with this certificate chain and key. */
+  readonly tls?: { readonly cert: Buffer; readonly key: Buffer };
+  /** Refuse calls without `authorization: Bearer <token>` (as a real worker does). */
+  readonly requireToken?: string;
+}
+
+type WorkerCall = ServerDuplexStream<ExecuteRequest, ExecuteResponse>;
+
+const GiB = 1024 ** 3;
+
+/** A scripted worker on loopback. */
+export class ScriptedWorker {
+  readonly calls: ReceivedCall[] = [];
+  /** Calls running now, by session (`''` outside sessions). */
+  readonly running = new Map<string, number>();
+  /** The most calls of one session that ever ran at once. */
+  maxConcurrentPerSession = 0;
+  private containers = 0;
+  private registry: RegistryServiceClient | undefined;
+  private registryMetadata = new Metadata();
+
+  private constructor(
+    readonly workerId: string,
+    readonly address: string,
+    private readonly server: Server,
+    private readonly health: HealthImplementation,
+  ) {}
+
+  /** Starts serving on 127.0.0.1 on a free port. */
+  static async start(options: ScriptedWorkerOptions): Promise<ScriptedWorker> {
+    const server = new Server();
+    const health = new HealthImplementation({ '': 'SERVING' });
+    health.addToServer(server);
+    const serverCredentials = options.tls
+      ? ServerCredentials.createSsl(
+          null,
+          [{ cert_chain: options.tls.cert, private_key: options.tls.key }],
+          false,
+        )
+      : ServerCredentials.createInsecure();
+    const port = await new Promise<number>((resolve, reject) =>
+      server.bindAsync('127.0.0.1:0', serverCredentials, (error, bound) =>
+        error ? reject(error) : resolve(bound),
+      ),
+    );
+    const host = options.tls ? 'localhost' : '127.0.0.1';
+    const worker = new ScriptedWorker(options.workerId, `${host}:${port}`, server, health);
+    server.addService(ExecutionServiceService, {
+      execute: (call: WorkerCall) => worker.execute(call, options),
+    });
+    return worker;
+  }
+
+  /** Turns the health status to SERVING or NOT_SERVING. */
+  setServing(serving: boolean): void {
+    this.health.setStatus('', serving ? 'SERVING' : 'NOT_SERVING');
+  }
+
+  /** Stops serving at once (calls are cut off). */
+  stop(): void {
+    this.registry?.close();
+    this.server.forceShutdown();
+  }
+
+  /** Connects the registry client to the router. */
+  connect(
+    routerAddress: string,
+    options: { credentials?: ChannelCredentials; token?: string } = {},
+  ): this {
+    this.registry?.close();
+    this.registry = new RegistryServiceClient(
+      routerAddress,
+      options.credentials ?? credentials.createInsecure(),
+    );
+    this.registryMetadata = new Metadata();
+    if (options.token !== undefined) {
+      this.registryMetadata.set('authorization', `Bearer ${options.token}`);
+    }
+    return this;
+  }
+
+  /** Reports a status (ready by default, with 16 GiB and 8 containers, CPU). */
+  reportStatus(fields: Partial<ReportStatusRequest> = {}): Promise<void> {
+    const request: ReportStatusRequest = {
+      workerId: this.workerId,
+      address: this.address,
+      status: WorkerStatus.WORKER_STATUS_READY,
+      error: '',
+      flavor: Flavor.FLAVOR_CPU,
+      memoryTotal: 16 * GiB,
+      maxContainers: 8,
+      gpuMemoryTotal: 0,
+      checkpoints: [],
+      pythonVersion: '3.11.2',
+      restoreBackend: 'template',
+      ...fields,
+    };
+    return new Promise((resolve, reject) =>
+      this.client().reportStatus(request, this.registryMetadata, (error) =>
+        error ? reject(error) : resolve(),
+      ),
+    );
+  }
+
+  /** Reports load; resolves with whether the router knows this worker. */
+  reportUtilization(fields: Partial<ReportUtilizationRequest> = {}): Promise<boolean> {
+    const request: ReportUtilizationRequest = {
+      workerId: this.workerId,
+      memoryUsed: 0,
+      containerCount: this.containers,
+      cpuUsed: 0,
+      cpuTotal: 2,
+      gpuMemoryUsed: 0,
+      ...fields,
+    };
+    return new Promise((resolve, reject) =>
+      this.client().reportUtilization(request, this.registryMetadata, (error, response) =>
+        error ? reject(error) : resolve(response.registered),
+      ),
+    );
+  }
+
+  /** Reports a container's state; resolves with whether the router knows this worker. */
+  reportContainer(containerId: string, state: ContainerState, checkpointId = ''): Promise<boolean> {
+    return new Promise((resolve, reject) =>
+      this.client().reportContainerState(
+        { workerId: this.workerId, containerId, state, checkpointId },
+        this.registryMetadata,
+        (error, response) => (error ? reject(error) : resolve(response.registered)),
+      ),
+    );
+  }
+
+  private client(): RegistryServiceClient {
+    if (!this.registry) throw new Error('connect() the worker to the router first');
+    return this.registry;
+  }
+
+  private execute(call: WorkerCall, options: ScriptedWorkerOptions): void {
+    if (options.requireToken !== undefined) {
+      const [value] = call.metadata.get('authorization');
+      if (value !== `Bearer ${options.requireToken}`) {
+        call.emit('error', { code: status.UNAUTHENTICATED, details: 'worker: wrong token' });
+        return;
+      }
+    }
+    let received: ReceivedCall | undefined;
+    let ids: CallIds | undefined;
+    let command: string[] | undefined;
+    let sessionKey = '';
+    let count = 0;
+    const answer = (message: ExecuteResponse['message']): boolean =>
+      received?.cancelled === true || call.write({ ids, message });
+    const finish = (error?: { code: status; details: string }) => {
+      if (!received || received.finished) return;
+      received.finished = true;
+      this.running.set(sessionKey, (this.running.get(sessionKey) ?? 1) - 1);
+      if (received.cancelled) return;
+      if (error) call.emit('error', error);
+      else call.end();
+    };
+    call.on('cancelled', () => {
+      if (received) {
+        received.cancelled = true;
+        finish();
+      }
+    });
+    call.on('data', (request: ExecuteRequest) => {
+      const message = request.message;
+      if (message?.$case === 'header') {
+        const header = message.value;
+        const containerId = header.ids?.containerId || `c${++this.containers}`;
+        const checkpointId = header.ids?.containerId
+          ? (header.ids.checkpointId ?? '')
+          : (options.checkpointUsed?.(header) ?? header.ids?.checkpointId ?? '');
+        ids = {
+          requestId: header.ids?.requestId ?? '',
+          sessionId: header.ids?.sessionId ?? '',
+          workerId: this.workerId,
+          containerId,
+          checkpointId,
+        };
+        received = {
+          header,
+          metadata: call.metadata,
+          containerId,
+          bytes: 0,
+          cancelled: false,
+          finished: false,
+        };
+        this.calls.push(received);
+        sessionKey = ids.sessionId;
+        const now = (this.running.get(sessionKey) ?? 0) + 1;
+        this.running.set(sessionKey, now);
+        if (sessionKey !== '') {
+          this.maxConcurrentPerSession = Math.max(this.maxConcurrentPerSession, now);
+        }
+        return;
+      }
+      if (message?.$case !== 'chunk' || !received) return;
+      received.bytes += message.value.data.length;
+      if (!command) {
+        command = message.value.data.toString('utf8', 0, 200).split('\n')[0]?.split(' ') ?? [];
+        this.begin(command, call, answer, finish);
+      }
+      if (command[0] === 'echo') {
+        if (
+          !call.write({ ids, message: { $case: 'chunk', value: { data: message.value.data } } })
+        ) {
+          call.pause();
+          call.once('drain', () => call.resume());
+        }
+      } else if (command[0] === 'count') {
+        count += message.value.data.length;
+      }
+    });
+    call.on('end', () => {
+      const verb = command?.[0];
+      if (verb === 'echo') finish();
+      else if (verb === 'count') {
+        answer({ $case: 'chunk', value: { data: Buffer.from(String(count)) } });
+        finish();
+      } else if (verb === 'fail' || verb === 'partial') {
+        const code = status[command?.[1] as keyof typeof status] ?? status.INTERNAL;
+        finish({ code, details: command?.slice(2).join(' ') || 'scripted failure' });
+      } else if (verb === undefined) {
+        answer({ $case: 'chunk', value: { data: Buffer.alloc(0) } });
+        finish();
+      }
+    });
+  }
+
+  /** Starts the commands that act at once (not at the end of the payload). */
+  private begin(
+    command: readonly string[],
+    call: WorkerCall,
+    answer: (message: ExecuteResponse['message']) => boolean,
+    finish: (error?: { code: status; details: string }) => void,
+  ): void {
+    switch (command[0] ?? '') {
+      case 'logs': {
+        for (let i = 0; i < Number(command[1] ?? 1); i += 1) {
+          answer({
+            $case: 'log',
+            value: { source: LogSource.LOG_SOURCE_STDOUT, text: `line ${i}` },
+          });
+        }
+        answer({ $case: 'chunk', value: { data: Buffer.from('done') } });
+        finish();
+        return;
+      }
+      case 'hold':
+      case 'partial':
+        answer({ $case: 'chunk', value: { data: Buffer.from(command[0] ?? '') } });
+        return;
+      case 'sleep':
+        setTimeout(
+          () => {
+            answer({ $case: 'chunk', value: { data: Buffer.from('slept') } });
+            finish();
+          },
+          Number(command[1] ?? 0),
+        );
+        return;
+      case 'stream': {
+        const chunks = Number(command[1] ?? 1);
+        const data = Buffer.alloc(Number(command[2] ?? 1024), 7);
+        let sent = 0;
+        const pump = () => {
+          while (sent < chunks) {
+            sent += 1;
+            if (!answer({ $case: 'chunk', value: { data } })) {
+              call.once('drain', pump);
+              return;
+            }
+          }
+          finish();
+        };
+        pump();
+        return;
+      }
+      default:
+        return;
+    }
+  }
+}
