@@ -47,6 +47,6 @@ export function callHeaderOf(
 export function skippedPackageLine(entry: string, flavor: string): LogLine {
   return {
     source: LogSource.LOG_SOURCE_SYSTEM,
-    text: `readie: package "${entry}" skipped: its distribution is in the base image of ${flavor} workers`,
+    text: `package "${entry}" skipped: its distribution is in the base image of ${flavor} workers`,
   };
 }
