@@ -4,6 +4,7 @@
  */
 const BENCHMARKS: Record<string, () => Promise<unknown>> = {
   events: async () => (await import('./events.js')).run(),
+  worker: async () => (await import('./worker.js')).run(),
 };
 
 const names = process.argv.slice(2);

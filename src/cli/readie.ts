@@ -1,6 +1,7 @@
 /** The `readie` command: the router, a worker, or a whole local cluster. */
 import { Command } from 'commander';
 import { notYet } from './not-yet.js';
+import { addWorkerCommand } from './worker-command.js';
 
 const program = new Command('readie')
   .description('readie: run Python functions on remote workers, placed by an event-sourced router')
@@ -16,9 +17,6 @@ program
   .description('run the router (gRPC services, placement, the event log)')
   .action(() => notYet('readie router', 'the router arrives with the router issue'));
 
-program
-  .command('worker')
-  .description('run a worker (sandboxed containers, checkpoints, the Python executor)')
-  .action(() => notYet('readie worker', 'the worker arrives with the worker issue'));
+addWorkerCommand(program);
 
 await program.parseAsync(process.argv);

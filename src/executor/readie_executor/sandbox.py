@@ -165,7 +165,12 @@ def enter(spec, keep_fds=()):
     _check(_libc.sethostname(hostname, len(hostname)), "sethostname")
     make_read_only()
     mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
-    mount(spec["tmpDir"], "/tmp", None, MS_BIND)
+    for bind in spec.get("binds", []):
+        # Read-only host directories (a wheel directory) placed inside the private /tmp before it
+        # is bound, since their host paths may be hidden once it is (they may live under /tmp).
+        mount(bind["source"], bind["target"], None, MS_BIND | MS_REC)
+        mount(None, bind["target"], None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
+    mount(spec["tmpDir"], "/tmp", None, MS_BIND | MS_REC)
     mount(None, "/tmp", None, MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV)
     shm_size = int(spec.get("shmSize", 64 * 1024 * 1024))
     mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, f"size={shm_size},mode=1777")
