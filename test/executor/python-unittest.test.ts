@@ -27,6 +27,7 @@ describe('the Python executor (unittest)', function () {
         env: {
           PATH: process.env['PATH'] ?? '/usr/bin:/bin',
           PYTHONPATH: 'src/executor',
+          PYTHONDONTWRITEBYTECODE: '1',
           LANG: 'C.UTF-8',
         },
         encoding: 'utf8',
