@@ -2,9 +2,7 @@
  * A worker process assembled: startup checks, checkpoints, the container pool, the gRPC server
  * (ExecutionService and health), registration, the utilization heartbeat, graceful shutdown.
  */
-import { mkdir, readdir, rm } from 'node:fs/promises';
 import { hostname } from 'node:os';
-import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Server } from '@grpc/grpc-js';
 import type { Logger } from 'pino';
@@ -12,16 +10,17 @@ import { ExecutionServiceService } from '../proto/gen/readie/v1/execution.js';
 import { Flavor, WorkerStatus, type ReportStatusRequest } from '../proto/gen/readie/v1/registry.js';
 import { selectBackend } from './backend-selection.js';
 import { checkpointsFor, loadCatalogue, type RestoreBackend } from './checkpoints/index.js';
-import { ContainerPool, type ContainerReport } from './containers/index.js';
+import { ContainerPool } from './containers/index.js';
 import { WorkerStartupError } from './errors.js';
 import { CallTracker, executionService } from './execution/index.js';
-import { ExecutorConnection } from './executor-link/index.js';
 import { WorkerHealth } from './health.js';
 import { CpuSampler, probePython } from './machine.js';
 import { advertisedAddress, type WorkerOptions } from './options.js';
 import { findInstaller, type Installer } from './packages/index.js';
 import { RegistryClient } from './registry/index.js';
-import { MemoryCgroups, SANDBOX_WHEEL_DIR, socketPathProblem } from './sandbox/index.js';
+import { RouterLink } from './router-link.js';
+import { SANDBOX_WHEEL_DIR, socketPathProblem, type MemoryCgroups } from './sandbox/index.js';
+import { openCgroups, prepareStateDir, sandboxSelfTest } from './startup-checks.js';
 import { routerCredentials, serverCredentials } from './transport.js';
 
 /** Knobs that are not flags: retry timings and startup checks (tests shorten them). */
@@ -52,17 +51,15 @@ export const DEFAULT_TUNING: WorkerTuning = {
   sandboxSelfTest: true,
 };
 
-const SELF_TEST_MEMORY = 256 * 1024 * 1024;
-
 /** A running worker. */
 export class Worker {
   private readonly calls = new CallTracker();
   private readonly health = new WorkerHealth();
   private readonly cpu = new CpuSampler();
-  private utilizationTimer: NodeJS.Timeout | null = null;
-  private statusReports: Promise<void> = Promise.resolve();
-  private reportContainers = false;
   private stopping: Promise<void> | null = null;
+  private cgroups: MemoryCgroups | null = null;
+  private server: Server | null = null;
+  private router: RouterLink | null = null;
   /** host:port reported to the router. */
   address = '';
   /** The port the server is bound to. */
@@ -70,12 +67,12 @@ export class Worker {
   /** READY, or ERROR with `problem` saying why. */
   status: WorkerStatus = WorkerStatus.WORKER_STATUS_READY;
   problem = '';
+  /** The sandbox's Python version. */
   pythonVersion = '';
+  /** How checkpoints are restored; null in error status. */
   backend: RestoreBackend | null = null;
+  /** The containers; null in error status. */
   pool: ContainerPool | null = null;
-  private cgroups: MemoryCgroups | null = null;
-  private server: Server | null = null;
-  private registry: RegistryClient | null = null;
 
   private constructor(
     readonly options: WorkerOptions,
@@ -100,13 +97,10 @@ export class Worker {
   }
 
   private async boot(): Promise<void> {
-    const { options, log, tuning } = this;
-    const problems: string[] = [];
-    const python = await probePython(options.python);
-    if (python.ok) this.pythonVersion = python.version;
-    else problems.push(python.problem);
-
+    const { options, log } = this;
     const catalogue = options.cataloguePath ? await loadCatalogue(options.cataloguePath) : null;
+    const socketProblem = socketPathProblem(options.stateDir, 'c-0123456789');
+    if (socketProblem) throw new WorkerStartupError(socketProblem);
     let installer: Installer;
     try {
       installer = await findInstaller(options.installer, process.env['PATH'] ?? '/usr/bin:/bin');
@@ -114,72 +108,21 @@ export class Worker {
       throw new WorkerStartupError((error as Error).message);
     }
 
-    const socketProblem = socketPathProblem(options.stateDir, 'c-0123456789');
-    if (socketProblem) throw new WorkerStartupError(socketProblem);
-    try {
-      await mkdir(join(options.stateDir, 'containers'), { recursive: true, mode: 0o700 });
-      for (const leftover of await readdir(join(options.stateDir, 'containers'))) {
-        await rm(join(options.stateDir, 'containers', leftover), { recursive: true, force: true });
-      }
-    } catch (error) {
-      problems.push(
-        `the state directory ${options.stateDir} is unusable: ${(error as Error).message}`,
-      );
-    }
-    try {
-      this.cgroups = await MemoryCgroups.open(options.cgroupParent);
-      const stale = await this.cgroups.removeStale();
-      if (stale.length > 0)
-        log.warn({ containers: stale }, 'removed containers left by an earlier run');
-    } catch (error) {
-      problems.push((error as Error).message);
-    }
-
+    const problems: string[] = [];
+    const python = await probePython(options.python);
+    if (python.ok) this.pythonVersion = python.version;
+    else problems.push(python.problem);
+    const stateProblem = await prepareStateDir(options.stateDir);
+    if (stateProblem) problems.push(stateProblem);
+    const opened = await openCgroups(options.cgroupParent, log);
+    if ('problem' in opened) problems.push(opened.problem);
+    else this.cgroups = opened.cgroups;
     if (problems.length === 0) {
-      this.backend = await selectBackend(options.restoreBackend, {
-        python: options.python,
-        log,
-        cgroups: this.cgroups!,
-        stateDir: options.stateDir,
-        sandboxUid: options.sandboxUid,
-        sandboxGid: options.sandboxGid,
-        workerId: options.workerId,
-        buildTimeoutMs: tuning.templateBuildTimeoutMs,
-        rebuildDelayMs: tuning.templateRebuildDelayMs,
-        probeTimeoutMs: tuning.criuProbeTimeoutMs,
-      });
-      log.info({ restoreBackend: this.backend.description }, 'restore backend chosen');
-      const wanted = checkpointsFor(catalogue, options.flavor);
-      const built = await Promise.allSettled(wanted.map((spec) => this.backend!.build(spec)));
-      built.forEach((result, index) => {
-        if (result.status === 'rejected') {
-          log.error(
-            { checkpointId: wanted[index]!.id, err: (result.reason as Error).message },
-            'checkpoint not built: calls naming it start cold',
-          );
-        }
-      });
-      this.pool = new ContainerPool({
-        workerId: options.workerId,
-        stateDir: options.stateDir,
-        maxContainers: options.config.WORKER_MAX_EXECUTORS,
-        uid: options.sandboxUid,
-        gid: options.sandboxGid,
-        python: options.python,
-        wheelDir: options.wheelDir,
-        cgroups: this.cgroups!,
-        backend: this.backend,
-        idleTtlMs: options.config.EXECUTOR_TTL,
-        standbyPerCheckpoint: options.standbyPerCheckpoint,
-        standbyMemory: options.config.DEFAULT_MEMORY,
-        dialTimeoutMs: options.config.DIAL_TOTAL_TIMEOUT,
-        report: (report) => this.onContainerReport(report),
-        log,
-      });
-      if (tuning.sandboxSelfTest) {
-        const failure = await this.selfTest();
-        if (failure) problems.push(failure);
-      }
+      await this.prepareContainers(this.cgroups!, checkpointsFor(catalogue, options.flavor));
+      const failure = this.tuning.sandboxSelfTest
+        ? await sandboxSelfTest(this.pool!, options.config.DIAL_TOTAL_TIMEOUT, log)
+        : null;
+      if (failure) problems.push(failure);
     }
     if (problems.length > 0) {
       this.status = WorkerStatus.WORKER_STATUS_ERROR;
@@ -188,67 +131,80 @@ export class Worker {
     }
 
     await this.serve(installer);
-    const credentials = await routerCredentials(options.security);
-    this.registry = new RegistryClient({
-      router: options.router,
-      credentials,
-      authToken: options.authToken,
-      log,
-      registerRetries: tuning.registerRetries,
-      registerRetryDelayMs: tuning.registerRetryDelayMs,
-      callTimeoutMs: tuning.reportTimeoutMs,
-    });
-    this.registry.onUnregistered = () =>
-      this.reportStatusAgain('the router does not know this worker');
-    await this.registry.register(this.statusRequest());
-    this.reportContainers = true;
+    await this.registerWithRouter();
     if (this.status === WorkerStatus.WORKER_STATUS_READY) {
       this.health.set('SERVING');
       this.backend?.onChange(() => {
         this.pool?.refreshStandbys();
-        this.reportStatusAgain('its checkpoints changed');
+        this.router?.reportStatusAgain('its checkpoints changed');
       });
       this.pool?.startReaper();
       this.pool?.refreshStandbys();
     }
-    this.startUtilization();
+    this.router!.startUtilization(options.config.WORKER_UTILIZATION_INTERVAL);
   }
 
-  /** Starts and stops one cold container; returns what failed, or null. */
-  private async selfTest(): Promise<string | null> {
-    const pool = this.pool!;
-    try {
-      const { container } = await pool.create(SELF_TEST_MEMORY, '');
-      try {
-        const connection = await ExecutorConnection.dial(container.paths.socket, {
-          timeoutMs: this.options.config.DIAL_TOTAL_TIMEOUT,
-        });
-        connection.close();
-        if (!connection.hello.dns.ok) {
-          this.log.warn({ dns: connection.hello.dns.detail }, 'DNS does not work in the sandbox');
-        }
-      } finally {
-        await pool.destroy(container);
+  /** Chooses the restore backend, builds the checkpoints, and makes the container pool. */
+  private async prepareContainers(
+    cgroups: MemoryCgroups,
+    checkpoints: ReturnType<typeof checkpointsFor>,
+  ): Promise<void> {
+    const { options, log, tuning } = this;
+    const backend = await selectBackend(options.restoreBackend, {
+      python: options.python,
+      log,
+      cgroups,
+      stateDir: options.stateDir,
+      sandboxUid: options.sandboxUid,
+      sandboxGid: options.sandboxGid,
+      workerId: options.workerId,
+      buildTimeoutMs: tuning.templateBuildTimeoutMs,
+      rebuildDelayMs: tuning.templateRebuildDelayMs,
+      probeTimeoutMs: tuning.criuProbeTimeoutMs,
+    });
+    this.backend = backend;
+    log.info({ restoreBackend: backend.description }, 'restore backend chosen');
+    const built = await Promise.allSettled(checkpoints.map((spec) => backend.build(spec)));
+    built.forEach((result, index) => {
+      if (result.status === 'rejected') {
+        log.error(
+          { checkpointId: checkpoints[index]!.id, err: (result.reason as Error).message },
+          'checkpoint not built: calls naming it start cold',
+        );
       }
-      return null;
-    } catch (error) {
-      return `the sandbox does not start: ${(error as Error).message}`;
-    }
+    });
+    this.pool = new ContainerPool({
+      workerId: options.workerId,
+      stateDir: options.stateDir,
+      maxContainers: options.config.WORKER_MAX_EXECUTORS,
+      uid: options.sandboxUid,
+      gid: options.sandboxGid,
+      python: options.python,
+      wheelDir: options.wheelDir,
+      cgroups,
+      backend,
+      idleTtlMs: options.config.EXECUTOR_TTL,
+      standbyPerCheckpoint: options.standbyPerCheckpoint,
+      standbyMemory: options.config.DEFAULT_MEMORY,
+      dialTimeoutMs: options.config.DIAL_TOTAL_TIMEOUT,
+      report: (report) => this.router?.containerState({ workerId: options.workerId, ...report }),
+      log,
+    });
   }
 
   private async serve(installer: Installer): Promise<void> {
     const { options, log } = this;
     const server = new Server();
     this.server = server;
-    const unusable = () =>
-      this.status === WorkerStatus.WORKER_STATUS_ERROR
-        ? `this worker is in error: ${this.problem}`
-        : null;
     server.addService(
       ExecutionServiceService,
       executionService({
         workerId: options.workerId,
         pool: () => this.pool,
+        unusable: () =>
+          this.status === WorkerStatus.WORKER_STATUS_ERROR
+            ? `this worker is in error: ${this.problem}`
+            : null,
         python: options.python,
         installer,
         packageSource: {
@@ -265,7 +221,6 @@ export class Worker {
         },
         calls: this.calls,
         authToken: options.authToken,
-        unusable,
       }),
     );
     this.health.addTo(server);
@@ -284,9 +239,40 @@ export class Worker {
     );
   }
 
+  private async registerWithRouter(): Promise<void> {
+    const { options, tuning } = this;
+    const registry = new RegistryClient({
+      router: options.router,
+      credentials: await routerCredentials(options.security),
+      authToken: options.authToken,
+      log: this.log,
+      registerRetries: tuning.registerRetries,
+      registerRetryDelayMs: tuning.registerRetryDelayMs,
+      callTimeoutMs: tuning.reportTimeoutMs,
+    });
+    const router = new RouterLink(
+      registry,
+      {
+        status: () => this.statusRequest(),
+        utilization: async () => ({
+          workerId: options.workerId,
+          memoryUsed: (await this.pool?.memoryUsed()) ?? 0,
+          containerCount: this.pool?.count ?? 0,
+          cpuUsed: this.cpu.sample(),
+          cpuTotal: this.cpu.total,
+          gpuMemoryUsed: 0,
+        }),
+      },
+      this.log,
+    );
+    this.router = router;
+    await router.register();
+  }
+
   /** The status report as of now. */
   statusRequest(status: WorkerStatus = this.status): ReportStatusRequest {
     const { options } = this;
+    const ready = this.status === WorkerStatus.WORKER_STATUS_READY;
     return {
       workerId: options.workerId,
       address: this.address,
@@ -296,56 +282,10 @@ export class Worker {
       memoryTotal: options.memoryTotal,
       maxContainers: options.config.WORKER_MAX_EXECUTORS,
       gpuMemoryTotal: options.gpuMemoryTotal,
-      checkpoints:
-        this.status === WorkerStatus.WORKER_STATUS_READY ? (this.backend?.held() ?? []) : [],
+      checkpoints: ready ? (this.backend?.held() ?? []) : [],
       pythonVersion: this.pythonVersion,
       restoreBackend: this.backend?.description ?? '',
     };
-  }
-
-  private reportStatusAgain(why: string): void {
-    if (this.stopping || !this.registry) return;
-    const registry = this.registry;
-    this.statusReports = this.statusReports.then(async () => {
-      if (this.stopping) return;
-      try {
-        await registry.reportStatus(this.statusRequest());
-        this.log.info({ why, checkpoints: this.backend?.held() ?? [] }, 'reported status again');
-      } catch (error) {
-        this.log.warn({ why, error: (error as Error).message }, 'status report failed');
-      }
-    });
-  }
-
-  private onContainerReport(report: ContainerReport): void {
-    if (!this.reportContainers || !this.registry) return;
-    this.registry.reportContainerState({ workerId: this.options.workerId, ...report });
-  }
-
-  private startUtilization(): void {
-    let running = false;
-    this.utilizationTimer = setInterval(() => {
-      if (running || !this.registry) return;
-      running = true;
-      void this.reportUtilization().finally(() => (running = false));
-    }, this.options.config.WORKER_UTILIZATION_INTERVAL);
-    this.utilizationTimer.unref();
-  }
-
-  private async reportUtilization(): Promise<void> {
-    try {
-      const registered = await this.registry!.reportUtilization({
-        workerId: this.options.workerId,
-        memoryUsed: (await this.pool?.memoryUsed()) ?? 0,
-        containerCount: this.pool?.count ?? 0,
-        cpuUsed: this.cpu.sample(),
-        cpuTotal: this.cpu.total,
-        gpuMemoryUsed: 0,
-      });
-      if (!registered) this.reportStatusAgain('the router does not know this worker');
-    } catch (error) {
-      this.log.warn({ error: (error as Error).message }, 'utilization report failed');
-    }
   }
 
   /**
@@ -360,21 +300,13 @@ export class Worker {
   private async shutdown(report: boolean): Promise<void> {
     const { log } = this;
     this.health.set('NOT_SERVING');
-    if (this.utilizationTimer) clearInterval(this.utilizationTimer);
-    const registry = this.registry;
-    if (report && registry) {
-      await this.statusReports;
-      try {
-        await registry.reportStatus(this.statusRequest(WorkerStatus.WORKER_STATUS_REMOVED));
-        log.info('reported REMOVED to the router');
-      } catch (error) {
-        log.warn({ error: (error as Error).message }, 'could not report REMOVED');
-      }
-    }
+    // New calls are refused from this moment; the running ones finish.
+    const drained = this.calls.drain();
+    if (report) await this.router?.leave(this.statusRequest(WorkerStatus.WORKER_STATUS_REMOVED));
     log.info({ running: this.calls.size }, 'waiting for running calls to finish');
-    await this.calls.drain();
+    await drained;
     await this.pool?.close();
-    await registry?.flush();
+    await this.router?.close();
     await this.backend?.close();
     const server = this.server;
     if (server) {
@@ -384,7 +316,6 @@ export class Worker {
       ]);
     }
     await this.cgroups?.close();
-    registry?.close();
     log.info('worker stopped');
   }
 }

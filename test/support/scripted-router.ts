@@ -38,7 +38,10 @@ export class ScriptedRouter {
   }
 
   /** Starts serving on `port` (0 picks a free one). */
-  static async start(port = 0): Promise<ScriptedRouter> {
+  static async start(
+    port = 0,
+    credentials: ServerCredentials = ServerCredentials.createInsecure(),
+  ): Promise<ScriptedRouter> {
     const server = new Server();
     let router: ScriptedRouter | null = null;
     const record = (report: Report) => {
@@ -73,7 +76,7 @@ export class ScriptedRouter {
     };
     server.addService(RegistryServiceService, implementation);
     const bound = await new Promise<number>((resolve, reject) =>
-      server.bindAsync(`127.0.0.1:${port}`, ServerCredentials.createInsecure(), (error, p) =>
+      server.bindAsync(`127.0.0.1:${port}`, credentials, (error, p) =>
         error ? reject(error) : resolve(p),
       ),
     );

@@ -4,7 +4,7 @@
  */
 import { once } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Metadata, type ServerDuplexStream } from '@grpc/grpc-js';
+import type { ServerDuplexStream } from '@grpc/grpc-js';
 import type { Logger } from 'pino';
 import { LogSource, type CallIds } from '../../proto/gen/readie/v1/call.js';
 import type { ExecuteRequest, ExecuteResponse } from '../../proto/gen/readie/v1/execution.js';
@@ -28,9 +28,11 @@ import {
   frameTypeName,
   MAX_PIECE,
 } from '../executor-link/index.js';
-import { installCommand, type Installer, type PackageSource } from '../packages/index.js';
-import { describeExit, PACKAGE_PREFIX } from '../sandbox/index.js';
+import type { Installer, PackageSource } from '../packages/index.js';
+import { describeExit } from '../sandbox/index.js';
 import type { CallRequest } from './call-header.js';
+import { abortable, idTrailers } from './call-support.js';
+import { INSTALL_LOG_SOURCE, installPackages } from './install-step.js';
 import type { MessageReader } from './message-reader.js';
 
 /** What a call needs from the worker. */
@@ -59,38 +61,6 @@ type Outcome = 'answered' | 'install-failed' | 'failed';
 export type ExecuteStream = ServerDuplexStream<ExecuteRequest, ExecuteResponse>;
 
 const LOST_DIAGNOSIS_WAIT_MS = 2_000;
-
-function abortable<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(signal.reason as Error);
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason as Error);
-    signal.addEventListener('abort', onAbort, { once: true });
-    promise.then(
-      (value) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(value);
-      },
-      (error: Error) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(error);
-      },
-    );
-  });
-}
-
-/**
- * The call's IDs as trailing metadata of a failed call (which may have sent no answer at all), so
- * the router still learns which container and checkpoint it failed in.
- */
-export function idTrailers(ids: CallIds): Metadata {
-  const metadata = new Metadata();
-  metadata.set('readie-request-id', ids.requestId);
-  metadata.set('readie-session-id', ids.sessionId);
-  metadata.set('readie-worker-id', ids.workerId);
-  metadata.set('readie-container-id', ids.containerId);
-  metadata.set('readie-checkpoint-id', ids.checkpointId);
-  return metadata;
-}
 
 /** Runs one call on its stream; never throws (failures end the stream with a status). */
 export class ExecuteCall {
@@ -241,46 +211,16 @@ export class ExecuteCall {
   }
 
   /** Step 5: install the call's packages into the container's prefix, relaying the output. */
-  private async install(connection: ExecutorConnection, signal: AbortSignal): Promise<void> {
-    const { packages } = this.request;
-    const command = installCommand(
-      this.deps.installer,
-      this.deps.python,
-      this.deps.packageSource,
-      PACKAGE_PREFIX,
-      packages,
-    );
-    await this.sendLog(
-      LogSource.LOG_SOURCE_SYSTEM,
-      `installing ${packages.join(' ')} with ${this.deps.installer.kind}`,
-    );
-    await connection.write(
-      encodeJsonFrame(FrameType.INSTALL, {
-        argv: command.argv,
-        env: command.env,
-        prefix: PACKAGE_PREFIX,
-      }),
-    );
-    for (;;) {
-      signal.throwIfAborted();
-      const frame = await connection.next();
-      if (frame === null)
-        throw new ExecutorLostError('the executor closed the connection during the install');
-      if (frame.type === FrameType.LOG) {
-        await this.sendLog(LogSource.LOG_SOURCE_SYSTEM, decodeLogBody(frame).text);
-        continue;
-      }
-      if (frame.type !== FrameType.INSTALL_DONE) {
-        throw new ExecutorLostError(
-          `the executor sent ${frameTypeName(frame.type)} during the install`,
-        );
-      }
-      const done = decodeJsonBody(frame) as { ok: boolean; message: string };
-      if (done.ok) return;
-      throw new PackageInstallError(
-        `installing ${packages.join(', ')} failed: ${done.message} (the installer's output came as log lines); the container is unchanged`,
-      );
-    }
+  private install(connection: ExecutorConnection, signal: AbortSignal): Promise<void> {
+    return installPackages({
+      connection,
+      packages: this.request.packages,
+      installer: this.deps.installer,
+      python: this.deps.python,
+      source: this.deps.packageSource,
+      say: (text) => this.sendLog(INSTALL_LOG_SOURCE, text),
+      signal,
+    });
   }
 
   /** Step 6, inbound: the router's payload chunks to the executor, as they arrive. */
