@@ -47,30 +47,34 @@ export function addWorkerCommand(program: Command): void {
         process.exit(2);
       }
       const log = workerLogger(options.workerId, flags.logLevel);
-      let worker: Worker;
-      try {
-        worker = await Worker.start(options, log);
-      } catch (error) {
-        log.fatal({ err: (error as Error).message }, 'the worker could not start');
-        process.exit(1);
-      }
-      let signals = 0;
-      const leave = (signal: NodeJS.Signals) => {
-        signals += 1;
-        if (signals > 1) {
-          log.warn({ signal }, 'second signal: exiting without waiting');
-          process.exit(1);
-        }
-        log.info({ signal }, 'leaving');
-        worker.stop().then(
+      let worker: Worker | null = null;
+      let leaving: NodeJS.Signals | null = null;
+      const stop = (running: Worker) =>
+        running.stop().then(
           () => process.exit(0),
           (error: Error) => {
             log.error({ err: error.message }, 'shutdown failed');
             process.exit(1);
           },
         );
+      // Signal handlers come first: a SIGTERM during startup must still clean up.
+      const leave = (signal: NodeJS.Signals) => {
+        if (leaving) {
+          log.warn({ signal }, 'second signal: exiting without waiting');
+          process.exit(1);
+        }
+        leaving = signal;
+        log.info({ signal }, 'leaving');
+        if (worker) void stop(worker);
       };
       process.on('SIGTERM', leave);
       process.on('SIGINT', leave);
+      try {
+        worker = await Worker.start(options, log);
+      } catch (error) {
+        log.fatal({ err: (error as Error).message }, 'the worker could not start');
+        process.exit(1);
+      }
+      if (leaving) void stop(worker);
     });
 }

@@ -1,10 +1,13 @@
 import { fileURLToPath } from 'node:url';
 import { spawn } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { expect } from 'chai';
 import { credentials, status } from '@grpc/grpc-js';
 import { ExecutionServiceClient } from '../../src/proto/gen/readie/v1/execution.js';
 import { ContainerState, WorkerStatus } from '../../src/proto/gen/readie/v1/registry.js';
+import { findMemoryHierarchy } from '../../src/worker/sandbox/index.js';
 import { ScriptedRouter } from '../support/scripted-router.js';
 import { cleanTempDirs, tempDir } from '../support/temp.js';
 import {
@@ -200,6 +203,68 @@ describe('container lifecycle', function () {
       expect(log.every((entry) => entry.workerId !== undefined)).to.equal(true);
     } finally {
       child.kill('SIGKILL');
+      await router.stop();
+    }
+  });
+
+  it('takes its containers with it when killed outright, and a restart removes what was left', async () => {
+    const router = await ScriptedRouter.start();
+    const workerId = testWorkerId();
+    const bin = fileURLToPath(new URL('../../bin/readie.js', import.meta.url));
+    const args = [
+      bin,
+      'worker',
+      '--router',
+      router.address,
+      '--listen',
+      '127.0.0.1:0',
+      '--id',
+      workerId,
+      '--flavor',
+      'cpu',
+      '--state-dir',
+      `${tempDir('rw-')}/state`,
+      '--python',
+      PYTHON,
+      '--insecure',
+      '--restore-backend',
+      'template',
+    ];
+    const start = () => {
+      const child = spawn(process.execPath, args, { stdio: 'ignore' });
+      return { child, exited: new Promise((resolve) => child.on('exit', resolve)) };
+    };
+    const hierarchy = findMemoryHierarchy(readFileSync('/proc/self/mountinfo', 'utf8'))!;
+    const first = start();
+    try {
+      await router.waitFor((report) => report.kind === 'status');
+      const client = new ExecutionServiceClient(
+        router.statuses()[0]!.address,
+        credentials.createInsecure(),
+      );
+      const kept = await execute(client, header({ ids: { sessionId: 'orphan' } }), CALL);
+      client.close();
+      const cgroup = join(hierarchy.mountPoint, 'readie', workerId, kept.ids!.containerId);
+      const procs = () => readFileSync(join(cgroup, 'cgroup.procs'), 'utf8').trim();
+      expect(procs()).not.to.equal('');
+      first.child.kill('SIGKILL');
+      await first.exited;
+      const deadline = Date.now() + 5_000;
+      while (procs() !== '' && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      expect(procs(), 'the container died with its worker').to.equal('');
+      const second = start();
+      try {
+        await router.waitFor(() => router.statuses().length >= 2);
+        expect(
+          existsSync(cgroup),
+          "the restarted worker removed the dead container's cgroup",
+        ).to.equal(false);
+      } finally {
+        second.child.kill('SIGTERM');
+        await second.exited;
+      }
+    } finally {
+      first.child.kill('SIGKILL');
       await router.stop();
     }
   });

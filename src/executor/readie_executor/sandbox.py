@@ -187,6 +187,8 @@ def enter(spec, keep_fds=()):
     os.setgroups([])
     os.setresgid(gid, gid, gid)
     os.setresuid(uid, uid, uid)
+    # Changing credentials clears the parent-death signal: set it again, as the new user.
+    die_with_parent()
     prctl(PR_SET_NO_NEW_PRIVS, 1)
     os.environ.clear()
     os.environ.update({str(k): str(v) for k, v in spec.get("env", {}).items()})

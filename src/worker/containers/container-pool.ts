@@ -48,6 +48,7 @@ const DESTROY_WAIT_MS = 5_000;
 export class ContainerPool {
   private readonly containers = new Map<string, Container>();
   private readonly destructions = new Map<string, Promise<void>>();
+  private readonly creations = new Set<Promise<unknown>>();
   private starting = 0;
   private closing = false;
   private reaper: NodeJS.Timeout | null = null;
@@ -100,7 +101,14 @@ export class ContainerPool {
         this.adopt(standby);
         return { container: standby, fallback: null };
       }
-      const created = await this.spawn(memory, checkpointId, true);
+      const creation = this.spawn(memory, checkpointId, true);
+      this.creations.add(creation);
+      const created = await creation.finally(() => this.creations.delete(creation));
+      if (this.closing) {
+        // The pool closed while this container started: it must not outlive the pool.
+        await this.destroy(created.container);
+        throw new ShuttingDownError('the worker is shutting down');
+      }
       this.adopt(created.container);
       if (created.container.checkpointId !== '') {
         this.standbys.restock(created.container.checkpointId);
@@ -281,6 +289,7 @@ export class ContainerPool {
   async close(): Promise<void> {
     this.closing = true;
     if (this.reaper) clearInterval(this.reaper);
+    await Promise.allSettled([...this.creations]);
     const standbys = await this.standbys.close();
     await Promise.all([...this.list(), ...standbys].map((container) => this.destroy(container)));
     await Promise.all([...this.destructions.values()]);

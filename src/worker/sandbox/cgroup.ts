@@ -39,6 +39,11 @@ function errorText(error: unknown): string {
 
 /** One container's memory cgroup. */
 export class ContainerCgroup {
+  /** The limit last written, once one has been. */
+  private applied: number | null = null;
+  /** Whether the host accounts swap (v1 `memory.memsw.*`), once known. */
+  private hasMemsw: boolean | null = null;
+
   constructor(
     /** v1 or v2. */
     readonly version: 1 | 2,
@@ -60,17 +65,22 @@ export class ContainerCgroup {
     try {
       if (this.version === 2) {
         writeFileSync(join(this.path, 'memory.max'), limit);
-        const swap = join(this.path, 'memory.swap.max');
-        if (existsSync(swap)) writeFileSync(swap, '0');
+        // The swap limit never changes: set it once.
+        if (this.applied === null && existsSync(join(this.path, 'memory.swap.max'))) {
+          writeFileSync(join(this.path, 'memory.swap.max'), '0');
+        }
+        this.applied = bytes;
         return;
       }
+      this.hasMemsw ??= existsSync(join(this.path, 'memory.memsw.limit_in_bytes'));
+      const current =
+        this.applied ?? Number(readFileSync(join(this.path, 'memory.limit_in_bytes'), 'utf8'));
       const memsw = join(this.path, 'memory.memsw.limit_in_bytes');
-      const hasMemsw = existsSync(memsw);
-      const current = Number(readFileSync(join(this.path, 'memory.limit_in_bytes'), 'utf8'));
       // v1 insists that limit <= memsw.limit at every step: raise memsw first, lower it last.
-      if (hasMemsw && bytes > current) writeFileSync(memsw, limit);
+      if (this.hasMemsw && bytes > current) writeFileSync(memsw, limit);
       writeFileSync(join(this.path, 'memory.limit_in_bytes'), limit);
-      if (hasMemsw && bytes <= current) writeFileSync(memsw, limit);
+      if (this.hasMemsw && bytes <= current) writeFileSync(memsw, limit);
+      this.applied = bytes;
     } catch (error) {
       const usage = await this.usage().catch(() => NaN);
       throw new CgroupLimitError(
@@ -153,6 +163,8 @@ export class MemoryCgroups {
     readonly hierarchy: MemoryHierarchy,
     /** The parent cgroup's directory. */
     readonly path: string,
+    /** The directories `open` created (the parent and any missing ancestors), deepest last. */
+    private readonly created: readonly string[],
   ) {}
 
   /**
@@ -169,6 +181,7 @@ export class MemoryCgroups {
     }
     const parts = parent.split('/').filter(Boolean);
     let path = hierarchy.mountPoint;
+    const created: string[] = [];
     try {
       if (hierarchy.version === 2) {
         const controllers = await readText(join(path, 'cgroup.controllers'));
@@ -179,14 +192,17 @@ export class MemoryCgroups {
       for (const part of parts) {
         if (hierarchy.version === 2) await enableMemoryController(path);
         path = join(path, part);
-        await mkdir(path, { recursive: true });
+        if (!(await exists(path))) {
+          await mkdir(path);
+          created.push(path);
+        }
       }
       if (hierarchy.version === 2) await enableMemoryController(path);
     } catch (error) {
       if (error instanceof CgroupError) throw error;
       throw new CgroupError(`cannot create the memory cgroup ${path}: ${errorText(error)}`);
     }
-    return new MemoryCgroups(hierarchy, path);
+    return new MemoryCgroups(hierarchy, path, created);
   }
 
   /** A new container cgroup with a memory limit. */
@@ -225,9 +241,20 @@ export class MemoryCgroups {
     return removed;
   }
 
-  /** Removes the (empty) parent cgroup. */
+  /**
+   * Kills and removes whatever container cgroups are left, then removes the directories `open`
+   * created that are now empty (another worker may still use a shared ancestor).
+   */
   async close(): Promise<void> {
-    await new ContainerCgroup(this.hierarchy.version, this.path).remove().catch(() => undefined);
+    await this.removeStale().catch(() => undefined);
+    const ours = this.created.includes(this.path) ? [] : [this.path];
+    for (const dir of [...ours, ...[...this.created].reverse()]) {
+      try {
+        await rmdir(dir);
+      } catch {
+        break;
+      }
+    }
   }
 }
 
@@ -235,5 +262,12 @@ async function enableMemoryController(path: string): Promise<void> {
   const control = join(path, 'cgroup.subtree_control');
   const enabled = await readText(control);
   if (enabled.split(/\s+/).includes('memory')) return;
-  await writeFile(control, '+memory');
+  try {
+    await writeFile(control, '+memory');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EBUSY') throw error;
+    throw new CgroupError(
+      `cannot enable the memory controller below ${path}: it holds processes, and cgroup v2 puts controllers only above leaves; run the worker in a leaf cgroup (e.g. a systemd service with Delegate=yes) and point --cgroup-parent at a cgroup without processes`,
+    );
+  }
 }

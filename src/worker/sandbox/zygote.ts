@@ -192,6 +192,8 @@ export class TemplateZygote {
       { cwd: EXECUTOR_DIR, stdio: ['pipe', 'pipe', 'pipe'], env: zygoteEnv() },
     );
     const events = new EventRouter(child, launch.log.child({ checkpointId }));
+    // A template that died makes its stdin fail (EPIPE); its exit is what the backend acts on.
+    child.stdin?.on('error', () => undefined);
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
         child.kill('SIGKILL');
