@@ -1,14 +1,19 @@
 """Captures the process's standard output and error at the file-descriptor level.
 
-File descriptors 1 and 2 become pipes read by two pump threads, so everything the function writes
-(print, sys.stderr, C extensions, child processes) is seen. Each complete line goes to the current
-sink as it is written, which streams a long call's progress. `drain` makes sure every byte written
-before it has reached the sink: it flushes Python's buffers and sends a marker through each pipe,
-then waits until each pump has passed it.
+File descriptors 1 and 2 become pipes, so everything the function writes (print, sys.stderr, C
+extensions, child processes) is seen. A pump thread per pipe hands each complete line to the
+current sink as soon as it is written, which streams a long call's progress. `drain` makes sure
+every byte written before it has reached the sink: under the pump's lock it reads whatever the
+pipe still holds and sends the last partial line too, so a call whose function printed nothing
+pays no thread hand-off at all.
 """
 
+import array
+import fcntl
 import os
+import select
 import sys
+import termios
 import threading
 
 from .frames import STDERR, STDOUT
@@ -28,19 +33,13 @@ class _Pump:
         self._capture = capture
         self._read_fd = read_fd
         self._source = source
-        self._synced = threading.Condition()
-        self._passed = 0
+        self._pending = b""
+        # Held while reading and emitting: whoever holds it (the pump, or a drain) has emitted
+        # everything it read before letting go.
+        self._lock = threading.Lock()
+        os.set_blocking(read_fd, False)
         thread = threading.Thread(target=self._run, name=f"readie-capture-{source}", daemon=True)
         thread.start()
-
-    def passed(self):
-        """How many drain markers this pump has passed."""
-        with self._synced:
-            return self._passed
-
-    def wait_passed(self, count, timeout):
-        with self._synced:
-            return self._synced.wait_for(lambda: self._passed >= count, timeout)
 
     def _emit(self, raw):
         if raw.endswith(b"\r"):
@@ -48,52 +47,64 @@ class _Pump:
         for start in range(0, max(len(raw), 1), MAX_LINE):
             self._capture.sink(self._source, raw[start : start + MAX_LINE].decode("utf-8", "replace"))
 
-    def _run(self):
-        marker = self._capture.marker
-        pending = b""
-        while True:
+    def _consume(self, budget=None):
+        """Reads what the pipe holds (at most `budget` bytes), emitting complete lines; False once
+        the pipe is closed."""
+        while budget is None or budget > 0:
             try:
-                data = os.read(self._read_fd, 65536)
+                data = os.read(self._read_fd, 65536 if budget is None else min(budget, 65536))
+            except BlockingIOError:
+                return True
             except InterruptedError:
                 continue
             if not data:
-                return
-            pending += data
-            while True:
-                at = pending.find(marker)
-                head = pending if at < 0 else pending[:at]
-                lines = head.split(b"\n")
-                rest = lines.pop()
-                for line in lines:
-                    self._emit(line)
-                while len(rest) > MAX_LINE:
-                    self._emit(rest[:MAX_LINE])
-                    rest = rest[MAX_LINE:]
-                if at < 0:
-                    pending = rest
-                    break
-                # Everything before the marker was written before the drain: a partial last line
-                # is complete as far as this call is concerned.
-                if rest:
-                    self._emit(rest)
-                pending = pending[at + len(marker) :]
-                with self._synced:
-                    self._passed += 1
-                    self._synced.notify_all()
+                return False
+            if budget is not None:
+                budget -= len(data)
+            lines = (self._pending + data).split(b"\n")
+            self._pending = lines.pop()
+            for line in lines:
+                self._emit(line)
+            while len(self._pending) > MAX_LINE:
+                self._emit(self._pending[:MAX_LINE])
+                self._pending = self._pending[MAX_LINE:]
+        return True
+
+    def _run(self):
+        poller = select.poll()
+        poller.register(self._read_fd, select.POLLIN)
+        while True:
+            try:
+                poller.poll()
+            except InterruptedError:
+                continue
+            with self._lock:
+                if not self._consume():
+                    return
+
+    def drain(self):
+        """Emits everything written to the pipe so far, a last line without its newline too."""
+        with self._lock:
+            # Only what is in the pipe now: a thread that keeps writing cannot hold the call up.
+            waiting = array.array("i", [0])
+            fcntl.ioctl(self._read_fd, termios.FIONREAD, waiting)
+            self._consume(waiting[0])
+            if self._pending:
+                self._emit(self._pending)
+                self._pending = b""
 
 
 class OutputCapture:
     """Redirects fds 1 and 2 into pumps that deliver lines to `sink(source, text)`."""
 
     def __init__(self):
-        self.marker = b"\x00\x1breadie-drain-" + os.urandom(8).hex().encode() + b"\x1b\x00"
         self.sink = _discard
         self._pumps = []
         for fd, source in ((1, STDOUT), (2, STDERR)):
             read_fd, write_fd = os.pipe()
             os.dup2(write_fd, fd)
             os.close(write_fd)
-            self._pumps.append((fd, _Pump(self, read_fd, source)))
+            self._pumps.append(_Pump(self, read_fd, source))
         # Fresh line-buffered streams over the pipes: print() reaches the pump at each newline.
         sys.stdout = open(1, "w", buffering=1, encoding="utf-8", errors="backslashreplace", closefd=False)
         sys.stderr = open(2, "w", buffering=1, encoding="utf-8", errors="backslashreplace", closefd=False)
@@ -106,22 +117,14 @@ class OutputCapture:
         """Stops sending lines anywhere (between calls, stray output is dropped)."""
         self.sink = _discard
 
-    def drain(self, timeout=2.0):
-        """Waits until every byte written to fds 1 and 2 so far has reached the sink."""
+    def drain(self):
+        """Sends every byte written to fds 1 and 2 so far to the sink."""
         for stream in (sys.stdout, sys.stderr):
             try:
                 if stream is not None:
                     stream.flush()
             except (OSError, ValueError):
                 pass
-        targets = []
-        for fd, pump in self._pumps:
-            # A target per drain, not a running count: a marker lost because the function moved
-            # fd 1 elsewhere costs this drain its timeout, never every later one.
-            target = pump.passed() + 1
-            try:
-                os.write(fd, self.marker)
-            except OSError:
-                continue
-            targets.append((pump, target))
-        return all(pump.wait_passed(target, timeout) for pump, target in targets)
+        for pump in self._pumps:
+            pump.drain()
+        return True
