@@ -57,6 +57,7 @@ def _seed_process(spec_r, events_w, modules):
     """Process B of a seed: imports, waits for its spec; after a restore, becomes a container."""
     try:
         os.setsid()
+        sandbox.die_with_parent()
         null = os.open("/dev/null", os.O_RDWR)
         _place({0: null, 1: null, 2: null, SPEC_FD: spec_r, EVENTS_FD: events_w})
         os.closerange(EVENTS_FD + 1, 1 << 16)

@@ -1,8 +1,8 @@
-"""The executor's accept loop: one connection is one call (optionally preceded by an install).
+"""The executor's accept loop: one connection at a time, each carrying installs and calls.
 
-Per connection: the executor sends HELLO; the worker may send INSTALL (answered by LOG lines and
-INSTALL_DONE), then CALL, PAYLOAD pieces and PAYLOAD_END; the executor answers with LOG lines while
-the function runs, then RESULT pieces and RESULT_END. The worker closes the connection; the
+Per connection: the executor sends HELLO; then, as often as the worker likes, INSTALL (answered by
+LOG lines and INSTALL_DONE) or CALL, PAYLOAD pieces and PAYLOAD_END (answered by LOG lines while
+the function runs, then RESULT pieces and RESULT_END). When the worker closes the connection, the
 executor accepts the next one. Module state persists from call to call.
 """
 

@@ -4,6 +4,7 @@
  * the restored process enters its sandbox like a template's fork does. Used only when the probe
  * (criu-probe.ts) restored a real container end to end.
  */
+import type { ChildProcess } from 'node:child_process';
 import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
@@ -33,6 +34,8 @@ export class CriuBackend implements RestoreBackend {
   readonly kind = 'criu';
   readonly description: string;
   private readonly images = new Map<string, string>();
+  /** Restore helpers still running (each lives as long as its container). */
+  private readonly helpers = new Set<ChildProcess>();
 
   constructor(private readonly options: CriuBackendOptions) {
     this.description = `criu ${options.version}`;
@@ -90,6 +93,10 @@ export class CriuBackend implements RestoreBackend {
           JSON.stringify({ ...spec, checkpoint: checkpointId }),
         ],
         spec.container,
+        (helper) => {
+          this.helpers.add(helper);
+          helper.once('exit', () => this.helpers.delete(helper));
+        },
       );
     } catch (error) {
       throw new RestoreError(`criu restore of ${checkpointId} failed: ${(error as Error).message}`);
@@ -101,6 +108,9 @@ export class CriuBackend implements RestoreBackend {
   }
 
   async close(): Promise<void> {
+    // A restore that hangs (a criu that never returns) must not outlive the backend.
+    for (const helper of this.helpers) helper.kill('SIGKILL');
+    this.helpers.clear();
     this.images.clear();
     await rm(this.options.imagesDir, { recursive: true, force: true });
   }

@@ -68,6 +68,8 @@ export class ExecuteCall {
   private container: Container | null = null;
   private connection: ExecutorConnection | null = null;
   private createdHere = false;
+  /** Set once a failure already says what happened to the executor (no need to look again). */
+  private diagnosed = false;
   private signal: AbortSignal = new AbortController().signal;
   private log: Logger;
 
@@ -113,7 +115,7 @@ export class ExecuteCall {
       if (failure instanceof PackageInstallError) outcome = 'install-failed';
       else if (!(failure instanceof WorkerError) && !(failure instanceof CallCancelledError)) {
         failure = await this.diagnoseLoss(failure);
-      } else if (failure instanceof ExecutorLostError && this.container) {
+      } else if (failure instanceof ExecutorLostError && this.container && !this.diagnosed) {
         failure = await this.diagnoseLoss(failure);
       }
     } finally {
@@ -189,6 +191,7 @@ export class ExecuteCall {
         signal.throwIfAborted();
         if (container.alive) throw error;
         const cause = await this.exitCause(container);
+        this.diagnosed = true;
         if (!this.createdHere) {
           throw new ExecutorLostError(`the session's container died before the call: ${cause}`);
         }
@@ -196,7 +199,8 @@ export class ExecuteCall {
           throw new ContainerUnavailableError(`could not create a container: ${cause}`);
         }
         this.log.warn({ cause }, 'a restored container failed to start; starting cold');
-        this.deps.pool.release(container, false);
+        // Gone before it answered: its slot is free again once it is destroyed.
+        await this.deps.pool.destroy(container);
         this.container = null;
         const checkpointId = container.checkpointId;
         const created = await this.deps.pool.create(this.request.memory, '');
@@ -274,6 +278,7 @@ export class ExecuteCall {
         }
         case FrameType.ERROR: {
           const { message } = decodeJsonBody(frame) as { message: string };
+          this.diagnosed = true;
           throw new ExecutorLostError(`the executor refused the call: ${message}`);
         }
         default:

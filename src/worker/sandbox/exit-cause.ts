@@ -30,8 +30,9 @@ const SIGNAL_NAMES: Readonly<Record<number, string>> = {
   31: 'SIGSYS',
 };
 
-/** Exit codes the executor itself uses (zygote.py). */
+/** The executor's exit code when its sandbox could not be entered (zygote.py). */
 export const EXECUTOR_EXIT_SANDBOX_FAILED = 70;
+/** The executor's exit code when it failed internally after entering its sandbox (zygote.py). */
 export const EXECUTOR_EXIT_INTERNAL = 71;
 
 /** A signal's name, e.g. SIGSEGV. */
@@ -62,6 +63,9 @@ export function describeExit(
             ? ' (killed from outside the executor)'
             : '';
     return `the executor was killed by ${name}${hint}`;
+  }
+  if (exit.code === EXECUTOR_EXIT_SANDBOX_FAILED) {
+    return "the container's sandbox could not start (code 70)";
   }
   if (exit.code === EXECUTOR_EXIT_INTERNAL) {
     return 'the executor failed internally and exited (code 71)';

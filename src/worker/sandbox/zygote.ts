@@ -255,6 +255,7 @@ export function startOneContainer(
   launch: ZygoteLaunch,
   args: readonly string[],
   containerId: string,
+  onChild?: (child: ChildProcess) => void,
 ): Promise<ContainerProcess> {
   const child = spawn(launch.python, pythonArgs(['--worker-pid', String(process.pid), ...args]), {
     cwd: EXECUTOR_DIR,
@@ -264,6 +265,7 @@ export function startOneContainer(
   const events = new EventRouter(child, launch.log.child({ containerId }));
   const started = events.expect(containerId);
   child.once('error', (error) => launch.log.error({ err: error.message }, 'cannot start a zygote'));
+  onChild?.(child);
   return started;
 }
 
