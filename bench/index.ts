@@ -7,6 +7,7 @@ const BENCHMARKS: Record<string, () => Promise<unknown>> = {
   placement: async () => (await import('./placement.js')).run(),
   replay: async () => (await import('./replay.js')).run(),
   router: async () => (await import('./router.js')).run(),
+  worker: async () => (await import('./worker.js')).run(),
 };
 
 const names = process.argv.slice(2);

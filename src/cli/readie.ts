@@ -2,6 +2,7 @@
 import { Command } from 'commander';
 import { notYet } from './not-yet.js';
 import { addRouterCommand } from './router-command.js';
+import { addWorkerCommand } from './worker-command.js';
 
 const program = new Command('readie')
   .description('readie: run Python functions on remote workers, placed by an event-sourced router')
@@ -14,9 +15,6 @@ program
 
 addRouterCommand(program);
 
-program
-  .command('worker')
-  .description('run a worker (sandboxed containers, checkpoints, the Python executor)')
-  .action(() => notYet('readie worker', 'the worker arrives with the worker issue'));
+addWorkerCommand(program);
 
 await program.parseAsync(process.argv);

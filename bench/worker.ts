@@ -1,0 +1,272 @@
+/**
+ * The worker (run as root: it makes cgroups and namespaces):
+ * - time to first executed call on a new container: cold start beside a restore of a checkpoint
+ *   that imported numpy, in the same run (target: restore >= 10x faster);
+ * - per-call time on a warm session container (target < 2 ms), beside a bare unix-socket round
+ *   trip to a Python process and a bare gRPC stream round trip on loopback.
+ */
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { connect } from 'node:net';
+import { join } from 'node:path';
+import { credentials, Server, ServerCredentials } from '@grpc/grpc-js';
+import { pino } from 'pino';
+import {
+  ExecutionServiceClient,
+  ExecutionServiceService,
+  type ExecuteRequest,
+  type ExecuteResponse,
+  type ExecutionServiceServer,
+} from '../src/proto/gen/readie/v1/execution.js';
+import { encodeFrame, FrameDecoder, FrameType } from '../src/worker/executor-link/index.js';
+import { EXECUTOR_DIR } from '../src/worker/sandbox/index.js';
+import { CATALOGUE } from '../test/support/catalogues.js';
+import { PYTHON } from '../test/support/python.js';
+import { cleanTempDirs, tempDir } from '../test/support/temp.js';
+import type { ScriptedRouter } from '../test/support/scripted-router.js';
+import {
+  envelopeOf,
+  execute,
+  header,
+  jsonCall,
+  startHarness,
+  type Harness,
+} from '../test/support/worker-harness.js';
+import { collectGarbage, ratio } from './support.js';
+
+const FIRST_CALL_ROUNDS = 9;
+const WARM_CALLS = 300;
+const NUMPY_CALL = jsonCall(
+  'def f():\n    import numpy\n    return int(numpy.arange(10).sum())\n',
+  'f',
+);
+const TRIVIAL_CALL = jsonCall('def f():\n    return 1\n', 'f');
+
+function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)]!;
+}
+
+function percentile(values: readonly number[], p: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))]!;
+}
+
+function round(ms: number): number {
+  return Math.round(ms * 1000) / 1000;
+}
+
+/** A Python process answering one frame per connection over a unix socket, like an executor. */
+async function unixRoundTrips(count: number): Promise<number[]> {
+  const dir = tempDir('rw-bench-');
+  const path = join(dir, 'echo.sock');
+  const server = spawn(
+    PYTHON,
+    [
+      '-c',
+      [
+        'import socket, sys',
+        'from readie_executor import frames',
+        's = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(16)',
+        'print("ready", flush=True)',
+        'while True:',
+        '    c, _ = s.accept(); r = c.makefile("rb")',
+        '    c.sendall(frames.encode_json(frames.HELLO, {}))',
+        '    kind, body = frames.read_frame(r)',
+        '    c.sendall(frames.encode(frames.RESULT, body) + frames.encode_json(frames.RESULT_END, {}))',
+        '    c.close()',
+      ].join('\n'),
+      path,
+    ],
+    { cwd: EXECUTOR_DIR, stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  await new Promise((resolve) => server.stdout.once('data', resolve));
+  const once = () =>
+    new Promise<number>((resolve, reject) => {
+      const started = performance.now();
+      const socket = connect({ path });
+      const decoder = new FrameDecoder();
+      socket.on('error', reject);
+      socket.on('data', (chunk: Buffer) => {
+        for (const frame of decoder.push(chunk)) {
+          if (frame.type === FrameType.HELLO)
+            socket.write(encodeFrame(FrameType.PAYLOAD, TRIVIAL_CALL));
+          if (frame.type === FrameType.RESULT_END) {
+            socket.end();
+            resolve(performance.now() - started);
+          }
+        }
+      });
+    });
+  const times: number[] = [];
+  for (let i = 0; i < count; i += 1) times.push(await once());
+  server.kill('SIGKILL');
+  return times;
+}
+
+/** An in-process gRPC ExecutionService that answers one chunk per stream. */
+async function grpcRoundTrips(count: number): Promise<number[]> {
+  const server = new Server();
+  const echo: ExecutionServiceServer = {
+    execute: (stream) => {
+      stream.on('data', (message: ExecuteRequest) => {
+        if (message.message?.$case === 'chunk') {
+          const response: ExecuteResponse = {
+            ids: {
+              requestId: 'r',
+              sessionId: 's',
+              workerId: 'w',
+              containerId: 'c',
+              checkpointId: '',
+            },
+            message: { $case: 'chunk', value: { data: Buffer.from('{"ok": true, "value": 1}') } },
+          };
+          stream.write(response);
+        }
+      });
+      stream.on('end', () => stream.end());
+    },
+  };
+  server.addService(ExecutionServiceService, echo);
+  const port = await new Promise<number>((resolve, reject) =>
+    server.bindAsync('127.0.0.1:0', ServerCredentials.createInsecure(), (error, p) =>
+      error ? reject(error) : resolve(p),
+    ),
+  );
+  const client = new ExecutionServiceClient(`127.0.0.1:${port}`, credentials.createInsecure());
+  const times: number[] = [];
+  for (let i = 0; i < count; i += 1) {
+    const result = await execute(client, header({}), TRIVIAL_CALL);
+    times.push(result.endedAt - result.startedAt);
+  }
+  client.close();
+  server.forceShutdown();
+  return times;
+}
+
+/** The scripted router in a child process, as a real router is: its work is not on our loop. */
+async function routerProcess(): Promise<{ address: string; stop: () => void }> {
+  const script = fileURLToPath(new URL('./router-process.ts', import.meta.url));
+  const child = spawn(process.execPath, ['--import', 'tsx', script], {
+    stdio: ['pipe', 'pipe', 'inherit'],
+  });
+  const port = await new Promise<string>((resolve) =>
+    child.stdout.once('data', (data: Buffer) => resolve(data.toString().trim())),
+  );
+  return { address: `127.0.0.1:${port}`, stop: () => child.stdin.end() };
+}
+
+/** Runs the worker benchmark. */
+export async function run() {
+  const router = await routerProcess();
+  const remote = { address: router.address } as ScriptedRouter;
+  // One worker with its default of a standby container per checkpoint, one restoring on demand.
+  // The worker's own account of each call ('call answered', from acquire to release).
+  const handled: number[] = [];
+  const log = pino(
+    { level: 'info' },
+    {
+      write: (line: string) => {
+        const entry = JSON.parse(line) as { msg: string; ms?: number; sessionId?: string };
+        if (entry.msg === 'call answered' && entry.sessionId === 'bench') handled.push(entry.ms!);
+      },
+    },
+  );
+  const standby = await startHarness({
+    log,
+    router: remote,
+    catalogue: CATALOGUE,
+    flags: { maxContainers: '0' },
+  });
+  const onDemand = await startHarness({
+    router: remote,
+    catalogue: CATALOGUE,
+    flags: { maxContainers: '0', standby: '0' },
+  });
+  try {
+    const firstCall = async (harness: Harness, checkpointId: string) => {
+      await harness.worker.pool!.settled();
+      collectGarbage();
+      const result = await execute(harness.client, header({ ids: { checkpointId } }), NUMPY_CALL);
+      if (envelopeOf(result).value !== 45 || result.ids?.checkpointId !== checkpointId) {
+        throw new Error(`unexpected first call: ${JSON.stringify(result.ids)}`);
+      }
+      await harness.worker.pool!.settled();
+      return result.endedAt - result.startedAt;
+    };
+    // Warm up each path once, then alternate: this machine's speed drifts.
+    await firstCall(standby, '');
+    await firstCall(standby, 'ckpt-numpy');
+    await firstCall(onDemand, 'ckpt-numpy');
+    const cold: number[] = [];
+    const fromStandby: number[] = [];
+    const restoredOnDemand: number[] = [];
+    for (let i = 0; i < FIRST_CALL_ROUNDS; i += 1) {
+      cold.push(await firstCall(standby, ''));
+      fromStandby.push(await firstCall(standby, 'ckpt-numpy'));
+      restoredOnDemand.push(await firstCall(onDemand, 'ckpt-numpy'));
+    }
+
+    const session = await execute(
+      standby.client,
+      header({ ids: { sessionId: 'bench' } }),
+      TRIVIAL_CALL,
+    );
+    const containerId = session.ids!.containerId;
+    const warm: number[] = [];
+    for (let i = 0; i < WARM_CALLS; i += 1) {
+      const result = await execute(
+        standby.client,
+        header({ ids: { sessionId: 'bench', containerId } }),
+        TRIVIAL_CALL,
+      );
+      if (envelopeOf(result).value !== 1) throw new Error('warm call failed');
+      warm.push(result.endedAt - result.startedAt);
+    }
+    const unix = await unixRoundTrips(WARM_CALLS);
+    const grpc = await grpcRoundTrips(WARM_CALLS);
+
+    const coldMs = median(cold);
+    const standbyMs = median(fromStandby);
+    const onDemandMs = median(restoredOnDemand);
+    const warmMs = median(warm);
+    const grpcMs = median(grpc);
+    return {
+      restoreBackend: standby.worker.backend?.description,
+      firstCall: {
+        what: 'new container to an answered call that uses numpy, end to end over gRPC (median of alternating rounds)',
+        rounds: FIRST_CALL_ROUNDS,
+        coldStartMs: round(coldMs),
+        restoreMs: round(standbyMs),
+        coldOverRestore: ratio(coldMs, standbyMs),
+        restoreNote:
+          'default config: one standby container per checkpoint, restored ahead of demand',
+        restoreOnDemandMs: round(onDemandMs),
+        coldOverRestoreOnDemand: ratio(coldMs, onDemandMs),
+        restoreOnDemandNote: '--standby 0: the template forks the container when the call arrives',
+        target: 'coldOverRestore >= 10',
+      },
+      warmSessionCall: {
+        what: 'a trivial json-call on a warm session container, end to end over gRPC on loopback',
+        calls: WARM_CALLS,
+        callMs: round(warmMs),
+        callP90Ms: round(percentile(warm, 0.9)),
+        baselineGrpcStreamRoundTripMs: round(grpcMs),
+        baselineUnixSocketRoundTripMs: round(median(unix)),
+        overheadMs: round(warmMs - grpcMs),
+        overheadNote:
+          'callMs minus the bare gRPC stream round trip: what the worker adds to the transport',
+        workerHandlingMs: round(median(handled)),
+        workerHandlingNote:
+          "the worker's own time per warm call (resume, executor round trip, relay, release), from its logs",
+        overGrpcBaseline: ratio(warmMs, grpcMs),
+        target: 'overheadMs < 2',
+      },
+    };
+  } finally {
+    await standby.stop();
+    await onDemand.stop();
+    router.stop();
+    cleanTempDirs();
+  }
+}

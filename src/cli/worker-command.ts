@@ -1,0 +1,80 @@
+/** `readie worker`: flags (each also read from its environment variable), startup, SIGTERM. */
+import { totalmem } from 'node:os';
+import type { Command } from 'commander';
+import { ConfigError, SETTINGS } from '../shared/config.js';
+import {
+  resolveWorkerOptions,
+  Worker,
+  WORKER_FLAGS,
+  workerLogger,
+  type WorkerFlagValues,
+} from '../worker/index.js';
+
+const SETTINGS_HELP = (
+  [
+    'DEFAULT_MEMORY',
+    'WORKER_UTILIZATION_INTERVAL',
+    'DIAL_TOTAL_TIMEOUT',
+    'EXECUTION_TIMEOUT',
+    'EXECUTOR_TTL',
+  ] as const
+)
+  .map((name) => `  ${name.padEnd(28)} ${SETTINGS[name].help}`)
+  .join('\n');
+
+/** Adds the `worker` command to `program`. */
+export function addWorkerCommand(program: Command): void {
+  const command = program
+    .command('worker')
+    .description('run a worker: sandboxed containers, checkpoint restores, the Python executor');
+  for (const flag of WORKER_FLAGS) command.option(flag.flag, `${flag.help} [${flag.env}]`);
+  command
+    .option('--log-level <level>', 'pino log level [LOG_LEVEL]', process.env['LOG_LEVEL'] ?? 'info')
+    .addHelpText(
+      'after',
+      `\nSettings read from the environment (DESIGN.md §6):\n${SETTINGS_HELP}\n` +
+        '  READIE_AUTH_TOKEN            sent to the router, and required from it on ExecutionService\n' +
+        '\nRuns as root (namespaces, mounts, cgroups); user code runs as nobody. On SIGTERM the worker\n' +
+        'reports REMOVED, lets running calls finish, removes its containers and exits.',
+    )
+    .action(async (flags: WorkerFlagValues & { logLevel: string }) => {
+      let options;
+      try {
+        options = resolveWorkerOptions(flags, process.env, { totalMemory: totalmem() });
+      } catch (error) {
+        if (!(error instanceof ConfigError)) throw error;
+        process.stderr.write(`readie worker: ${error.message}\n`);
+        process.exit(2);
+      }
+      const log = workerLogger(options.workerId, flags.logLevel);
+      let worker: Worker | null = null;
+      let leaving: NodeJS.Signals | null = null;
+      const stop = (running: Worker) =>
+        running.stop().then(
+          () => process.exit(0),
+          (error: Error) => {
+            log.error({ err: error.message }, 'shutdown failed');
+            process.exit(1);
+          },
+        );
+      // Signal handlers come first: a SIGTERM during startup must still clean up.
+      const leave = (signal: NodeJS.Signals) => {
+        if (leaving) {
+          log.warn({ signal }, 'second signal: exiting without waiting');
+          process.exit(1);
+        }
+        leaving = signal;
+        log.info({ signal }, 'leaving');
+        if (worker) void stop(worker);
+      };
+      process.on('SIGTERM', leave);
+      process.on('SIGINT', leave);
+      try {
+        worker = await Worker.start(options, log);
+      } catch (error) {
+        log.fatal({ err: (error as Error).message }, 'the worker could not start');
+        process.exit(1);
+      }
+      if (leaving) void stop(worker);
+    });
+}

@@ -1,0 +1,206 @@
+"""Puts the current process into its container's sandbox (Linux; run as root, then drops to a user).
+
+Called in the container's first process, which is already pid 1 of a fresh pid namespace. It joins
+the container's memory cgroup, unshares the mount, UTS and IPC namespaces, makes the whole base
+filesystem read-only, mounts a fresh /proc, binds the container's private /tmp, gives it a private
+/dev/shm, masks the worker's state directory, and switches to an unprivileged user with no way
+back. See docs/sandbox.md for what this does and does not guarantee.
+
+Python 3.11 has no os.unshare or os.mount: ctypes reaches libc's.
+"""
+
+import ctypes
+import os
+import resource
+import signal
+import socket
+
+CLONE_NEWNS = 0x00020000
+CLONE_NEWUTS = 0x04000000
+CLONE_NEWIPC = 0x08000000
+CLONE_NEWPID = 0x20000000
+
+MS_RDONLY = 0x1
+MS_NOSUID = 0x2
+MS_NODEV = 0x4
+MS_NOEXEC = 0x8
+MS_REMOUNT = 0x20
+MS_BIND = 0x1000
+MS_REC = 0x4000
+MS_PRIVATE = 0x40000
+
+PR_SET_PDEATHSIG = 1
+PR_SET_NO_NEW_PRIVS = 38
+
+SYS_MOUNT_SETATTR = 442  # the same number on x86_64 and aarch64 (the generic syscall table)
+AT_FDCWD = -100
+AT_RECURSIVE = 0x8000
+MOUNT_ATTR_RDONLY = 0x1
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
+_libc.unshare.argtypes = [ctypes.c_int]
+_libc.sethostname.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
+_libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+_libc.syscall.restype = ctypes.c_long
+
+
+class SandboxError(Exception):
+    """A step of entering the sandbox failed; the message names the step and the OS error."""
+
+
+class _MountAttr(ctypes.Structure):
+    _fields_ = [
+        ("attr_set", ctypes.c_uint64),
+        ("attr_clr", ctypes.c_uint64),
+        ("propagation", ctypes.c_uint64),
+        ("userns_fd", ctypes.c_uint64),
+    ]
+
+
+def _check(result, what):
+    if result != 0:
+        code = ctypes.get_errno()
+        raise SandboxError(f"{what}: {os.strerror(code)} (errno {code})")
+
+
+def _b(text):
+    return None if text is None else os.fsencode(text)
+
+
+def unshare(flags):
+    """unshare(2)."""
+    _check(_libc.unshare(flags), f"unshare({flags:#x})")
+
+
+def mount(source, target, fstype, flags, data=None):
+    """mount(2)."""
+    _check(
+        _libc.mount(_b(source), _b(target), _b(fstype), flags, _b(data)),
+        f"mount {source or fstype or ''} on {target}",
+    )
+
+
+def prctl(option, value):
+    """prctl(2) with one argument."""
+    _check(_libc.prctl(option, value, 0, 0, 0), f"prctl({option})")
+
+
+def die_with_parent():
+    """SIGKILL this process when its parent dies."""
+    prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def _unescape(field):
+    # mountinfo escapes space, tab, newline and backslash as octal.
+    out, i = [], 0
+    while i < len(field):
+        if field[i] == "\\" and i + 4 <= len(field) and field[i + 1 : i + 4].isdigit():
+            out.append(chr(int(field[i + 1 : i + 4], 8)))
+            i += 4
+        else:
+            out.append(field[i])
+            i += 1
+    return "".join(out)
+
+
+def _remount_each_read_only():
+    """Fallback for kernels before 5.12: remount every mount read-only, one by one."""
+    with open("/proc/self/mountinfo", encoding="utf-8") as info:
+        entries = [line.split() for line in info]
+    for fields in entries:
+        target = _unescape(fields[4])
+        options = fields[5].split(",")
+        flags = MS_REMOUNT | MS_BIND | MS_RDONLY
+        for name, bit in (("nosuid", MS_NOSUID), ("nodev", MS_NODEV), ("noexec", MS_NOEXEC)):
+            if name in options:
+                flags |= bit
+        try:
+            mount(None, target, None, flags)
+        except SandboxError:
+            if os.path.exists(target):
+                raise
+
+
+def make_read_only():
+    """Makes every mount of this (private) mount namespace read-only."""
+    attr = _MountAttr(attr_set=MOUNT_ATTR_RDONLY)
+    result = _libc.syscall(
+        SYS_MOUNT_SETATTR,
+        ctypes.c_int(AT_FDCWD),
+        b"/",
+        ctypes.c_uint(AT_RECURSIVE),
+        ctypes.byref(attr),
+        ctypes.c_size_t(ctypes.sizeof(attr)),
+    )
+    if result != 0:
+        _remount_each_read_only()
+
+
+def join_cgroup(procs_file):
+    """Moves this process into a cgroup by writing to its cgroup.procs ("0" means the writer)."""
+    try:
+        with open(procs_file, "w", encoding="ascii") as procs:
+            procs.write("0")
+    except OSError as error:
+        raise SandboxError(f"joining the memory cgroup {procs_file}: {error.strerror}") from None
+
+
+def _close_other_fds(keep):
+    keep = sorted(set(fd for fd in keep if fd > 2))
+    low = 3
+    for fd in keep:
+        os.closerange(low, fd)
+        low = fd + 1
+    os.closerange(low, 1 << 20)
+
+
+def enter(spec, keep_fds=()):
+    """Enters the container's sandbox as `spec` describes (see zygote.py for the spec's fields)."""
+    join_cgroup(spec["cgroupProcs"])
+    unshare(CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC)
+    # Nothing done from here on propagates back to the host's mounts.
+    mount(None, "/", None, MS_REC | MS_PRIVATE)
+    hostname = os.fsencode(spec["hostname"])[:64]
+    _check(_libc.sethostname(hostname, len(hostname)), "sethostname")
+    make_read_only()
+    mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    for bind in spec.get("binds", []):
+        # Read-only host directories (a wheel directory) placed inside the private /tmp before it
+        # is bound, since their host paths may be hidden once it is (they may live under /tmp).
+        mount(bind["source"], bind["target"], None, MS_BIND | MS_REC)
+        mount(None, bind["target"], None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
+    mount(spec["tmpDir"], "/tmp", None, MS_BIND | MS_REC)
+    mount(None, "/tmp", None, MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV)
+    shm_size = int(spec.get("shmSize", 64 * 1024 * 1024))
+    mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, f"size={shm_size},mode=1777")
+    for hidden in spec.get("hide", []):
+        if os.path.isdir(hidden):
+            mount("tmpfs", hidden, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=4k,mode=755")
+    os.chdir("/tmp")
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    _close_other_fds(keep_fds)
+    null = os.open("/dev/null", os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    uid, gid = int(spec["uid"]), int(spec["gid"])
+    os.setgroups([])
+    os.setresgid(gid, gid, gid)
+    os.setresuid(uid, uid, uid)
+    # Changing credentials clears the parent-death signal: set it again, as the new user.
+    die_with_parent()
+    prctl(PR_SET_NO_NEW_PRIVS, 1)
+    os.environ.clear()
+    os.environ.update({str(k): str(v) for k, v in spec.get("env", {}).items()})
+
+
+def listen(path):
+    """A listening unix socket at `path` (a stale socket file is replaced)."""
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen(16)
+    return listener

@@ -1,0 +1,245 @@
+"""Starts containers: a resident template (a checkpoint) or a one-off cold start.
+
+Template (`--checkpoint ID --modules a,b`): imports the checkpoint's modules once, says `ready`,
+then reads spawn commands (JSON lines) on stdin and forks one container per command.
+Cold (`--once SPEC`): imports nothing more and starts exactly one container.
+
+Either way the container is started by a small spawner process A (the template's fork, or the
+cold zygote itself): A binds the container's socket, unshares a pid namespace and forks B, pid 1
+of that namespace, which enters the sandbox and serves calls. A reports to the worker on stdout,
+one JSON line per event (a write under PIPE_BUF bytes is atomic, so concurrent spawners never
+interleave): `spawned` (B's host pid), `sandbox-failed`, `spawn-failed`, and `exited` (B's exit
+code or signal). A kills B if the worker dies.
+
+Spec fields: container, hostname, socket, tmpDir, cgroupProcs, hide, uid, gid, shmSize, env,
+workerPid, checkpoint, modules.
+"""
+
+import argparse
+import builtins
+import gc
+import importlib
+import json
+import os
+import platform
+import select
+import signal
+import sys
+import time
+import types
+
+from . import sandbox
+
+_MAX_TEXT = 1500
+
+
+def emit(event, fd=1):
+    """Writes one event line to `fd` in a single write (atomic below PIPE_BUF)."""
+    if isinstance(event.get("error"), str):
+        event = dict(event, error=event["error"][:_MAX_TEXT])
+    os.write(fd, (json.dumps(event, separators=(",", ":")) + "\n").encode("utf-8"))
+
+
+def reseed():
+    """Gives this container its own random state: its siblings forked from the same template
+    would otherwise draw the same numbers from `random` and from numpy's global generator."""
+    import random
+
+    random.seed()
+    numpy = sys.modules.get("numpy")
+    if numpy is not None:
+        numpy.random.seed()
+
+
+def fresh_main():
+    """A clean `__main__` module: the session namespace user code runs in."""
+    main = types.ModuleType("__main__")
+    main.__builtins__ = builtins
+    sys.modules["__main__"] = main
+
+
+def _describe(error):
+    return f"{type(error).__name__}: {error}"
+
+
+def become_container(spec, listener, events_fd=1):
+    """Process B: enters the sandbox and serves calls until killed; never returns.
+
+    `events_fd` carries a `sandbox-failed` event if the sandbox cannot be entered; it is closed
+    before any user code runs, so user code can never write to the worker's event stream.
+    """
+    try:
+        sandbox.die_with_parent()
+        sandbox.enter(spec, keep_fds=[listener.fileno(), events_fd])
+        reseed()
+        fresh_main()
+        from .capture import OutputCapture
+        from .server import Executor
+
+        identity = {
+            "container": spec["container"],
+            "checkpoint": spec.get("checkpoint", ""),
+            "modules": spec.get("modules", []),
+        }
+    except BaseException as error:  # noqa: BLE001 - any failure here means no container
+        emit({"event": "sandbox-failed", "container": spec.get("container"), "error": _describe(error)}, events_fd)
+        os._exit(70)
+    try:
+        if events_fd > 2:
+            os.close(events_fd)
+        # From here fds 1 and 2 are the capture pipes: the worker's event pipe is closed for good.
+        capture = OutputCapture()
+        Executor(listener, capture, identity).serve_forever()
+    except BaseException:  # noqa: BLE001
+        os._exit(71)
+    os._exit(0)
+
+
+def wait_for(pid, worker_pid):
+    """Waits for B; kills it first if the worker dies. Returns B's exit code (-signal if killed)."""
+    try:
+        child = os.pidfd_open(pid)
+        poller = select.poll()
+        poller.register(child, select.POLLIN)
+        worker = None
+        if worker_pid:
+            try:
+                worker = os.pidfd_open(worker_pid)
+                poller.register(worker, select.POLLIN)
+            except ProcessLookupError:
+                os.kill(pid, signal.SIGKILL)
+        while True:
+            ready = [fd for fd, _ in poller.poll()]
+            if worker is not None and worker in ready:
+                os.kill(pid, signal.SIGKILL)
+                poller.unregister(worker)
+                worker = None
+            if child in ready:
+                break
+    except (OSError, AttributeError):
+        pass  # no pidfds on this kernel: a plain wait still reports the exit
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status)
+
+
+def spawn(spec):
+    """Process A: starts the container B and reports on it; never returns."""
+    container = spec.get("container")
+    try:
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        listener = sandbox.listen(spec["socket"])
+        sandbox.unshare(sandbox.CLONE_NEWPID)
+        pid = os.fork()
+    except BaseException as error:  # noqa: BLE001
+        emit({"event": "spawn-failed", "container": container, "error": _describe(error)})
+        os._exit(1)
+    if pid == 0:
+        become_container(spec, listener)
+    listener.close()
+    emit({"event": "spawned", "container": container, "pid": pid})
+    code = wait_for(pid, spec.get("workerPid"))
+    emit(
+        {
+            "event": "exited",
+            "container": container,
+            "pid": pid,
+            "code": code if code >= 0 else None,
+            "signal": -code if code < 0 else None,
+        }
+    )
+    os._exit(0)
+
+
+def import_checkpoint(modules):
+    started = time.perf_counter()
+    import cloudpickle  # noqa: F401 - every executor needs it; importing it here shares it
+
+    from . import calls, capture, server  # noqa: F401
+
+    for module in modules:
+        importlib.import_module(module)
+    # Load the resolver's NSS modules now, so a container's first lookup (the executor's DNS
+    # check) does not pay for it.
+    try:
+        import socket
+
+        socket.getaddrinfo("localhost", None)
+    except OSError:
+        pass
+    return round((time.perf_counter() - started) * 1000, 3)
+
+
+def _serve_template(checkpoint, modules):
+    # Children are spawners; auto-reap them (each spawner reports its container itself).
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+    for line in sys.stdin.buffer:
+        try:
+            command = json.loads(line)
+        except ValueError:
+            continue
+        if command.get("op") == "exit":
+            return
+        if command.get("op") != "spawn":
+            continue
+        spec = dict(command["spec"], checkpoint=checkpoint, modules=modules)
+        try:
+            pid = os.fork()
+        except OSError as error:
+            emit({"event": "spawn-failed", "container": spec.get("container"), "error": _describe(error)})
+            continue
+        if pid == 0:
+            try:
+                # The spawner reads no commands; fd 0 stays taken so the socket never lands on it.
+                null = os.open(os.devnull, os.O_RDONLY)
+                os.dup2(null, 0)
+                os.close(null)
+                spawn(spec)
+            finally:
+                os._exit(1)
+
+
+def main(argv):
+    parser = argparse.ArgumentParser(prog="readie_executor")
+    parser.add_argument("--checkpoint", default="")
+    parser.add_argument("--modules", default="")
+    parser.add_argument("--worker-pid", type=int, default=0)
+    parser.add_argument("--once", metavar="SPEC", help="start one cold container from this JSON spec")
+    parser.add_argument("--criu-seed", metavar="IMAGES", help="build a CRIU checkpoint into IMAGES")
+    parser.add_argument("--criu-restore", metavar="IMAGES", help="restore one container from IMAGES")
+    parser.add_argument("--criu", default="criu", help="the criu binary")
+    parser.add_argument("--spec", help="the container spec (JSON) for --criu-restore")
+    args = parser.parse_args(argv)
+    modules = [m for m in args.modules.split(",") if m]
+    sandbox.die_with_parent()
+    if args.worker_pid and os.getppid() != args.worker_pid:
+        os._exit(1)  # the worker died before we could ask to die with it
+    if args.criu_seed is not None:
+        from . import criu
+
+        criu.seed(args.criu_seed, modules, args.criu, args.checkpoint)
+    if args.criu_restore is not None:
+        from . import criu
+
+        criu.restore(args.criu_restore, json.loads(args.spec), args.criu, args.worker_pid)
+    if args.once is not None:
+        import_checkpoint([])
+        spawn(json.loads(args.once))
+    try:
+        import_ms = import_checkpoint(modules)
+    except BaseException as error:  # noqa: BLE001
+        emit({"event": "failed", "checkpoint": args.checkpoint, "error": _describe(error)})
+        os._exit(1)
+    # Objects that exist now are shared with every container: keep the collector off their pages.
+    gc.collect()
+    gc.freeze()
+    emit(
+        {
+            "event": "ready",
+            "checkpoint": args.checkpoint,
+            "modules": modules,
+            "python": platform.python_version(),
+            "importMs": import_ms,
+            "pid": os.getpid(),
+        }
+    )
+    _serve_template(args.checkpoint, modules)

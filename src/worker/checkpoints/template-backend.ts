@@ -1,0 +1,131 @@
+/**
+ * The template restore backend: one resident, pre-imported zygote per checkpoint forks each new
+ * container (DESIGN.md §7). A template that dies is dropped (the worker reports its checkpoints
+ * again) and rebuilt after a backoff.
+ */
+import type { Logger } from 'pino';
+import type { CheckpointSpec } from '../../events/catalogue.js';
+import { TemplateZygote, type ContainerProcess, type ContainerSpec } from '../sandbox/index.js';
+import { RestoreError, type RestoreBackend } from './restore-backend.js';
+
+/** How the template backend runs. */
+export interface TemplateBackendOptions {
+  readonly python: string;
+  readonly log: Logger;
+  /** How long a template may take to import its modules. */
+  readonly buildTimeoutMs: number;
+  /** First delay before rebuilding a dead template; doubles on each failure, up to 5 minutes. */
+  readonly rebuildDelayMs: number;
+  /** Why another backend was not used, if one was asked for (shown to operators). */
+  readonly fallbackReason?: string;
+}
+
+const MAX_REBUILD_DELAY_MS = 300_000;
+
+/** Restores checkpoints by forking resident template processes. */
+export class TemplateBackend implements RestoreBackend {
+  readonly kind = 'template';
+  readonly description: string;
+  private readonly templates = new Map<string, TemplateZygote>();
+  private readonly listeners: (() => void)[] = [];
+  private readonly rebuildTimers = new Set<NodeJS.Timeout>();
+  private closed = false;
+
+  constructor(private readonly options: TemplateBackendOptions) {
+    this.description = options.fallbackReason ? `template (${options.fallbackReason})` : 'template';
+  }
+
+  async build(checkpoint: CheckpointSpec): Promise<void> {
+    const template = await TemplateZygote.start(
+      { python: this.options.python, log: this.options.log },
+      checkpoint.id,
+      checkpoint.modules,
+      this.options.buildTimeoutMs,
+    );
+    if (this.closed) {
+      template.stop();
+      return;
+    }
+    this.templates.set(checkpoint.id, template);
+    this.options.log.info(
+      {
+        checkpointId: checkpoint.id,
+        modules: checkpoint.modules,
+        importMs: template.ready.importMs,
+      },
+      'checkpoint template ready',
+    );
+    void template.exited.then(() => this.onTemplateExit(checkpoint, template));
+  }
+
+  private onTemplateExit(checkpoint: CheckpointSpec, template: TemplateZygote): void {
+    if (this.closed || this.templates.get(checkpoint.id) !== template) return;
+    this.templates.delete(checkpoint.id);
+    this.options.log.warn(
+      { checkpointId: checkpoint.id },
+      'checkpoint template died: its checkpoint is dropped until it is rebuilt',
+    );
+    this.notify();
+    this.scheduleRebuild(checkpoint, this.options.rebuildDelayMs);
+  }
+
+  private scheduleRebuild(checkpoint: CheckpointSpec, delayMs: number): void {
+    const timer = setTimeout(() => {
+      this.rebuildTimers.delete(timer);
+      if (this.closed) return;
+      this.build(checkpoint).then(
+        () => this.notify(),
+        (error: Error) => {
+          this.options.log.warn(
+            { checkpointId: checkpoint.id, err: error.message },
+            'rebuilding a checkpoint template failed; retrying later',
+          );
+          this.scheduleRebuild(checkpoint, Math.min(delayMs * 2, MAX_REBUILD_DELAY_MS));
+        },
+      );
+    }, delayMs);
+    timer.unref();
+    this.rebuildTimers.add(timer);
+  }
+
+  private notify(): void {
+    for (const listener of this.listeners) listener();
+  }
+
+  held(): string[] {
+    return [...this.templates.entries()]
+      .filter(([, template]) => template.running)
+      .map(([id]) => id)
+      .sort();
+  }
+
+  async restore(checkpointId: string, spec: ContainerSpec): Promise<ContainerProcess> {
+    const template = this.templates.get(checkpointId);
+    if (!template || !template.running) {
+      throw new RestoreError(`checkpoint ${checkpointId} is not held by this worker`);
+    }
+    try {
+      return await template.fork(spec);
+    } catch (error) {
+      throw new RestoreError(
+        `forking checkpoint ${checkpointId}'s template failed: ${(error as Error).message}`,
+      );
+    }
+  }
+
+  onChange(listener: () => void): void {
+    this.listeners.push(listener);
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const timer of this.rebuildTimers) clearTimeout(timer);
+    this.rebuildTimers.clear();
+    const exits = [...this.templates.values()].map((template) => {
+      template.stop();
+      return template.exited;
+    });
+    this.templates.clear();
+    await Promise.all(exits);
+  }
+}

@@ -1,0 +1,307 @@
+/**
+ * The containers a worker holds: creating them (restored from a checkpoint, or cold), resuming a
+ * session's container, releasing and destroying them, reaping idle ones, and keeping standby
+ * containers restored ahead of demand. Every state change the router should know is reported
+ * through `report`.
+ */
+import { rm } from 'node:fs/promises';
+import { ContainerState } from '../../proto/gen/readie/v1/registry.js';
+import {
+  ContainerBusyError,
+  ContainerNotFoundError,
+  ContainerUnavailableError,
+  ShuttingDownError,
+} from '../errors.js';
+import type { Container } from './container.js';
+import {
+  ContainerFactory,
+  type ContainerFactoryOptions,
+  type CreatedContainer,
+} from './container-factory.js';
+import { StandbyShelf } from './standby-shelf.js';
+
+/** A container state change, as the router hears it. */
+export interface ContainerReport {
+  readonly containerId: string;
+  readonly state: ContainerState;
+  readonly checkpointId: string;
+}
+
+/** What the pool needs. */
+export interface ContainerPoolOptions extends ContainerFactoryOptions {
+  /** The most containers at once; 0 for no limit (WORKER_MAX_EXECUTORS). Standbys do not count. */
+  readonly maxContainers: number;
+  /** Idle session containers are destroyed after this long (EXECUTOR_TTL). */
+  readonly idleTtlMs: number;
+  /** Containers kept restored ahead of demand, per held checkpoint (0: restore on demand). */
+  readonly standbyPerCheckpoint: number;
+  /** The memory limit of a standby container until a call takes it (DEFAULT_MEMORY). */
+  readonly standbyMemory: number;
+  /** How long a standby's executor may take to answer its first dial (DIAL_TOTAL_TIMEOUT). */
+  readonly dialTimeoutMs: number;
+  readonly report: (report: ContainerReport) => void;
+}
+
+const DESTROY_WAIT_MS = 5_000;
+
+/** The worker's containers. */
+export class ContainerPool {
+  private readonly containers = new Map<string, Container>();
+  private readonly destructions = new Map<string, Promise<void>>();
+  private readonly creations = new Set<Promise<unknown>>();
+  private starting = 0;
+  private closing = false;
+  private reaper: NodeJS.Timeout | null = null;
+
+  private readonly factory: ContainerFactory;
+  private readonly standbys: StandbyShelf;
+
+  constructor(private readonly options: ContainerPoolOptions) {
+    this.factory = new ContainerFactory(options);
+    this.standbys = new StandbyShelf({
+      perCheckpoint: options.standbyPerCheckpoint,
+      memory: options.standbyMemory,
+      dialTimeoutMs: options.dialTimeoutMs,
+      held: () => options.backend.held(),
+      restore: async (memory, checkpointId) =>
+        (await this.spawn(memory, checkpointId, false)).container,
+      destroy: (container) => this.destroy(container),
+      log: options.log,
+    });
+  }
+
+  /** Containers held or being started for calls (standbys excluded). */
+  get count(): number {
+    return this.containers.size + this.starting;
+  }
+
+  /** The containers held for calls, in no particular order. */
+  list(): Container[] {
+    return [...this.containers.values()];
+  }
+
+  /** The standby containers of a checkpoint. */
+  standbyCount(checkpointId: string): number {
+    return this.standbys.count(checkpointId);
+  }
+
+  /** Creates a container with `memory` as its limit, from `checkpointId` if that restores. */
+  async create(memory: number, checkpointId: string): Promise<CreatedContainer> {
+    if (this.closing) throw new ShuttingDownError('the worker is shutting down');
+    const { maxContainers } = this.options;
+    if (maxContainers > 0 && this.count >= maxContainers) {
+      throw new ContainerUnavailableError(
+        `this worker already holds ${this.count} containers, its limit (WORKER_MAX_EXECUTORS=${maxContainers})`,
+      );
+    }
+    this.starting += 1;
+    try {
+      const standby = checkpointId === '' ? null : await this.standbys.take(checkpointId, memory);
+      if (standby) {
+        this.adopt(standby);
+        return { container: standby, fallback: null };
+      }
+      const creation = this.spawn(memory, checkpointId, true);
+      this.creations.add(creation);
+      const created = await creation.finally(() => this.creations.delete(creation));
+      if (this.closing) {
+        // The pool closed while this container started: it must not outlive the pool.
+        await this.destroy(created.container);
+        throw new ShuttingDownError('the worker is shutting down');
+      }
+      this.adopt(created.container);
+      if (created.container.checkpointId !== '') {
+        this.standbys.restock(created.container.checkpointId);
+      }
+      return created;
+    } catch (error) {
+      if (error instanceof ShuttingDownError) throw error;
+      throw new ContainerUnavailableError(
+        `could not create a container: ${(error as Error).message}`,
+      );
+    } finally {
+      this.starting -= 1;
+    }
+  }
+
+  private adopt(container: Container): void {
+    container.state = 'busy';
+    this.containers.set(container.id, container);
+    this.reportState(container, ContainerState.CONTAINER_STATE_BUSY);
+  }
+
+  /** Makes a container and watches for its exit. */
+  private async spawn(
+    memory: number,
+    checkpointId: string,
+    fallBack: boolean,
+  ): Promise<CreatedContainer> {
+    const created = await this.factory.make(memory, checkpointId, fallBack);
+    const { container } = created;
+    void container.process.exited.then(() => this.onExit(container));
+    return created;
+  }
+
+  /** Drops standbys of checkpoints no longer held, and restocks those that are. */
+  refreshStandbys(): void {
+    this.standbys.refresh();
+  }
+
+  /** Takes a session's idle container for a call, re-applying the call's memory limit. */
+  async resume(containerId: string, memory: number, requestId: string): Promise<Container> {
+    if (this.closing) throw new ShuttingDownError('the worker is shutting down');
+    const container = this.containers.get(containerId);
+    if (!container || container.state === 'removed' || !container.alive) {
+      throw new ContainerNotFoundError(
+        `container ${containerId} is not on this worker (it was destroyed or never created here)`,
+      );
+    }
+    if (container.state === 'busy') {
+      throw new ContainerBusyError(
+        `container ${containerId} is busy with request ${container.requestId}`,
+      );
+    }
+    container.state = 'busy';
+    container.requestId = requestId;
+    try {
+      await container.cgroup.setLimit(memory);
+      container.memoryLimit = memory;
+    } catch (error) {
+      container.state = 'ready';
+      container.requestId = '';
+      throw new ContainerUnavailableError(
+        `cannot resume container ${containerId}: ${(error as Error).message}`,
+      );
+    }
+    this.reportState(container, ContainerState.CONTAINER_STATE_BUSY);
+    return container;
+  }
+
+  /** After a call: keep the container for its session (ready) or destroy it, in the background. */
+  release(container: Container, keep: boolean): void {
+    if (keep && container.alive && container.state === 'busy' && !this.closing) {
+      container.state = 'ready';
+      container.requestId = '';
+      container.lastUsedAt = Date.now();
+      this.reportState(container, ContainerState.CONTAINER_STATE_READY);
+      return;
+    }
+    void this.destroy(container);
+  }
+
+  /** Kills a container, removes its cgroup and files, and reports it removed. */
+  destroy(container: Container): Promise<void> {
+    const pending = this.destructions.get(container.id);
+    if (pending) return pending;
+    if (container.state === 'removed') return Promise.resolve();
+    const destruction = this.tearDown(container).finally(() =>
+      this.destructions.delete(container.id),
+    );
+    this.destructions.set(container.id, destruction);
+    return destruction;
+  }
+
+  private async tearDown(container: Container): Promise<void> {
+    const diedOnItsOwn = !container.alive;
+    container.state = 'removed';
+    container.idleConnection?.destroy();
+    container.idleConnection = null;
+    if (diedOnItsOwn) this.reportState(container, ContainerState.CONTAINER_STATE_ERROR);
+    const log = this.options.log.child({ containerId: container.id });
+    try {
+      if (container.alive) {
+        try {
+          process.kill(container.process.pid, 'SIGKILL');
+        } catch {
+          // gone already
+        }
+      }
+      await container.cgroup.killAll();
+      await Promise.race([
+        container.process.exited,
+        new Promise((resolve) => setTimeout(resolve, DESTROY_WAIT_MS).unref()),
+      ]);
+      await container.cgroup.remove();
+    } catch (error) {
+      log.warn({ err: (error as Error).message }, 'container cleanup was incomplete');
+    } finally {
+      await rm(container.paths.dir, { recursive: true, force: true }).catch(() => undefined);
+      this.containers.delete(container.id);
+      this.reportState(container, ContainerState.CONTAINER_STATE_REMOVED);
+      log.debug({ checkpointId: container.checkpointId }, 'container removed');
+    }
+  }
+
+  private onExit(container: Container): void {
+    if (container.state === 'standby') {
+      this.options.log.warn(
+        { containerId: container.id, exit: container.exit },
+        'a standby container died',
+      );
+      this.standbys.remove(container);
+      void this.destroy(container);
+      return;
+    }
+    if (container.state === 'ready') {
+      this.options.log.warn(
+        { containerId: container.id, exit: container.exit },
+        'an idle container died',
+      );
+      void this.destroy(container);
+    }
+    // A busy container's call sees its connection drop and releases it.
+  }
+
+  /** Memory used by all containers, standbys included, in bytes. */
+  async memoryUsed(): Promise<number> {
+    const all = [...this.list(), ...this.standbys.all()];
+    const usages = await Promise.all(
+      all.map((container) => container.cgroup.usage().catch(() => 0)),
+    );
+    return usages.reduce((sum, usage) => sum + usage, 0);
+  }
+
+  /** Starts destroying session containers idle for longer than EXECUTOR_TTL. */
+  startReaper(): void {
+    const every = Math.max(100, Math.min(this.options.idleTtlMs / 2, 30_000));
+    this.reaper = setInterval(() => {
+      const now = Date.now();
+      for (const container of this.list()) {
+        if (container.state === 'ready' && now - container.lastUsedAt > this.options.idleTtlMs) {
+          this.options.log.info(
+            { containerId: container.id },
+            'idle container expired (EXECUTOR_TTL)',
+          );
+          void this.destroy(container);
+        }
+      }
+    }, every);
+    this.reaper.unref();
+  }
+
+  /** Resolves once the destructions and standby restores under way now have finished. */
+  async settled(): Promise<void> {
+    await this.standbys.settled();
+    await Promise.all([...this.destructions.values()]);
+  }
+
+  /** Destroys every container and standby, waiting for destructions already under way. */
+  async close(): Promise<void> {
+    this.closing = true;
+    if (this.reaper) clearInterval(this.reaper);
+    await Promise.allSettled([...this.creations]);
+    const standbys = await this.standbys.close();
+    await Promise.all([...this.list(), ...standbys].map((container) => this.destroy(container)));
+    await Promise.all([...this.destructions.values()]);
+  }
+
+  private reportState(container: Container, state: ContainerState): void {
+    if (state === ContainerState.CONTAINER_STATE_BUSY) container.reported = true;
+    if (!container.reported) return;
+    this.options.report({
+      containerId: container.id,
+      state,
+      checkpointId: container.checkpointId,
+    });
+  }
+}

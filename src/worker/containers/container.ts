@@ -1,0 +1,57 @@
+/** One container: a sandboxed executor with its cgroup, files and state. */
+import type { ExecutorConnection } from '../executor-link/index.js';
+import type {
+  ContainerCgroup,
+  ContainerExit,
+  ContainerPaths,
+  ContainerProcess,
+} from '../sandbox/index.js';
+
+/**
+ * Where a container is in its life (docs/container-lifecycle.md). A `standby` container was
+ * restored ahead of demand and is not yet known to the router.
+ */
+export type ContainerLifecycle = 'standby' | 'busy' | 'ready' | 'removed';
+
+/** A container the worker holds. */
+export class Container {
+  /** Its state; `removed` once destruction started. */
+  state: ContainerLifecycle = 'busy';
+  /** When its last call ended (ms since epoch), for the idle reaper. */
+  lastUsedAt = Date.now();
+  /** How its executor ended, once it has. */
+  exit: ContainerExit | null = null;
+  /** The request it runs now, if busy. */
+  requestId = '';
+  /** The connection its last call used, kept open for the next call of its session. */
+  idleConnection: ExecutorConnection | null = null;
+  /** Whether the router has heard of it (standby containers are not reported until taken). */
+  reported = false;
+
+  constructor(
+    /** Unique on this worker. */
+    readonly id: string,
+    /** The checkpoint it was actually restored from; empty for a cold start. */
+    readonly checkpointId: string,
+    readonly cgroup: ContainerCgroup,
+    readonly paths: ContainerPaths,
+    readonly process: ContainerProcess,
+    /** Its current memory limit, in bytes. */
+    public memoryLimit: number,
+  ) {
+    const exited = new AbortController();
+    this.exitSignal = exited.signal;
+    void process.exited.then((exit) => {
+      this.exit = exit;
+      exited.abort(new Error('the container exited'));
+    });
+  }
+
+  /** Aborted once the container's executor has exited. */
+  readonly exitSignal: AbortSignal;
+
+  /** Whether its executor still runs. */
+  get alive(): boolean {
+    return this.exit === null;
+  }
+}

@@ -1,0 +1,143 @@
+/**
+ * Standby containers: per held checkpoint, containers restored ahead of demand, already in their
+ * sandbox and answering, so a call that names the checkpoint skips the fork, the cgroup
+ * migration and the sandbox setup. They are not reported to the router until a call takes one.
+ */
+import type { Logger } from 'pino';
+import { ExecutorConnection } from '../executor-link/index.js';
+import type { Container } from './container.js';
+
+/** What the shelf needs from the pool. */
+export interface StandbyShelfOptions {
+  /** Standbys kept per held checkpoint; 0 turns standbys off. */
+  readonly perCheckpoint: number;
+  /** A standby's memory limit until a call takes it (DEFAULT_MEMORY). */
+  readonly memory: number;
+  /** How long a standby's executor may take to answer its first dial (DIAL_TOTAL_TIMEOUT). */
+  readonly dialTimeoutMs: number;
+  /** The checkpoints that can be restored now. */
+  readonly held: () => readonly string[];
+  /** Restores a container from a checkpoint (no cold fallback). */
+  readonly restore: (memory: number, checkpointId: string) => Promise<Container>;
+  readonly destroy: (container: Container) => Promise<void>;
+  readonly log: Logger;
+}
+
+/** The standby containers of a pool. */
+export class StandbyShelf {
+  private readonly shelves = new Map<string, Container[]>();
+  private readonly preparing = new Map<string, number>();
+  private readonly preparations = new Set<Promise<void>>();
+  private closed = false;
+
+  constructor(private readonly options: StandbyShelfOptions) {}
+
+  /** Every standby now on the shelf. */
+  all(): Container[] {
+    return [...this.shelves.values()].flat();
+  }
+
+  /** The standbys of one checkpoint. */
+  count(checkpointId: string): number {
+    return this.shelves.get(checkpointId)?.length ?? 0;
+  }
+
+  /** A live standby of `checkpointId` with its limit set to `memory`, or null; then restocks. */
+  async take(checkpointId: string, memory: number): Promise<Container | null> {
+    const shelf = this.shelves.get(checkpointId) ?? [];
+    for (;;) {
+      const standby = shelf.shift();
+      if (!standby) return null;
+      if (!standby.alive || standby.state !== 'standby') continue;
+      try {
+        await standby.cgroup.setLimit(memory);
+        standby.memoryLimit = memory;
+      } catch {
+        void this.options.destroy(standby);
+        continue;
+      }
+      this.restock(checkpointId);
+      return standby;
+    }
+  }
+
+  /** Restores standbys of `checkpointId` in the background, up to the configured count. */
+  restock(checkpointId: string): void {
+    const wanted = this.options.perCheckpoint;
+    if (wanted <= 0 || this.closed || !this.options.held().includes(checkpointId)) return;
+    const have = this.count(checkpointId) + (this.preparing.get(checkpointId) ?? 0);
+    for (let i = have; i < wanted; i += 1) {
+      this.preparing.set(checkpointId, (this.preparing.get(checkpointId) ?? 0) + 1);
+      const preparation = new Promise<void>((resolve) => setImmediate(resolve))
+        .then(() => this.prepare(checkpointId))
+        .finally(() => this.preparations.delete(preparation));
+      this.preparations.add(preparation);
+    }
+  }
+
+  private async prepare(checkpointId: string): Promise<void> {
+    try {
+      const container = await this.options.restore(this.options.memory, checkpointId);
+      container.state = 'standby';
+      try {
+        // A standby is ready only once its executor answers: the call that takes it starts on
+        // this open connection.
+        container.idleConnection = await ExecutorConnection.dial(container.paths.socket, {
+          timeoutMs: this.options.dialTimeoutMs,
+          signal: container.exitSignal,
+        });
+      } catch (error) {
+        void this.options.destroy(container);
+        throw error;
+      }
+      if (this.closed || !this.options.held().includes(checkpointId)) {
+        void this.options.destroy(container);
+        return;
+      }
+      const shelf = this.shelves.get(checkpointId) ?? [];
+      shelf.push(container);
+      this.shelves.set(checkpointId, shelf);
+    } catch (error) {
+      this.options.log.warn(
+        { checkpointId, err: (error as Error).message },
+        'could not restore a standby container; calls restore on demand',
+      );
+    } finally {
+      this.preparing.set(checkpointId, (this.preparing.get(checkpointId) ?? 1) - 1);
+    }
+  }
+
+  /** Drops standbys of checkpoints no longer held, and restocks those that are. */
+  refresh(): void {
+    const held = new Set(this.options.held());
+    for (const [checkpointId, shelf] of this.shelves) {
+      if (held.has(checkpointId)) continue;
+      this.shelves.delete(checkpointId);
+      for (const standby of shelf) void this.options.destroy(standby);
+    }
+    for (const checkpointId of held) this.restock(checkpointId);
+  }
+
+  /** Takes a standby that died off the shelf. */
+  remove(container: Container): void {
+    const shelf = this.shelves.get(container.checkpointId) ?? [];
+    this.shelves.set(
+      container.checkpointId,
+      shelf.filter((standby) => standby !== container),
+    );
+  }
+
+  /** Resolves once the restores under way now have finished. */
+  async settled(): Promise<void> {
+    await Promise.all([...this.preparations]);
+  }
+
+  /** Stops restocking; resolves with every standby, for the pool to destroy. */
+  async close(): Promise<Container[]> {
+    this.closed = true;
+    await this.settled();
+    const all = this.all();
+    this.shelves.clear();
+    return all;
+  }
+}

@@ -1,0 +1,356 @@
+/**
+ * One Execute stream (issue 6, steps 2-7): acquire a container, dial its executor, install
+ * packages, stream the payload in and the answers out, then release the container.
+ */
+import { once } from 'node:events';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { ServerDuplexStream } from '@grpc/grpc-js';
+import type { Logger } from 'pino';
+import { LogSource, type CallIds } from '../../proto/gen/readie/v1/call.js';
+import type { ExecuteRequest, ExecuteResponse } from '../../proto/gen/readie/v1/execution.js';
+import { formatSize } from '../../shared/units.js';
+import type { Container, ContainerPool } from '../containers/index.js';
+import {
+  ContainerUnavailableError,
+  ExecutorLostError,
+  ExecutorTimeoutError,
+  InvalidCallError,
+  PackageInstallError,
+  WorkerError,
+} from '../errors.js';
+import {
+  decodeJsonBody,
+  decodeLogBody,
+  encodeFrame,
+  encodeJsonFrame,
+  ExecutorConnection,
+  FrameType,
+  frameTypeName,
+  MAX_PIECE,
+} from '../executor-link/index.js';
+import type { Installer, PackageSource } from '../packages/index.js';
+import { describeExit } from '../sandbox/index.js';
+import type { CallRequest } from './call-header.js';
+import { abortable, idTrailers } from './call-support.js';
+import { INSTALL_LOG_SOURCE, installPackages } from './install-step.js';
+import type { MessageReader } from './message-reader.js';
+
+/** What a call needs from the worker. */
+export interface CallDeps {
+  readonly workerId: string;
+  readonly pool: ContainerPool;
+  /** The interpreter the executor runs (for the installer). */
+  readonly python: string;
+  readonly installer: Installer;
+  readonly packageSource: PackageSource;
+  /** DIAL_TOTAL_TIMEOUT. */
+  readonly dialTimeoutMs: number;
+  /** EXECUTION_TIMEOUT. */
+  readonly executionTimeoutMs: number;
+  readonly log: Logger;
+}
+
+/** The router cancelled the call (or its stream broke): stop, clean up, answer nothing. */
+export class CallCancelledError extends Error {
+  override readonly name = 'CallCancelledError';
+}
+
+type Outcome = 'answered' | 'install-failed' | 'failed';
+
+/** The stream type of Execute on the server side. */
+export type ExecuteStream = ServerDuplexStream<ExecuteRequest, ExecuteResponse>;
+
+const LOST_DIAGNOSIS_WAIT_MS = 2_000;
+
+/** Runs one call on its stream; never throws (failures end the stream with a status). */
+export class ExecuteCall {
+  private readonly ids: CallIds;
+  private container: Container | null = null;
+  private connection: ExecutorConnection | null = null;
+  private createdHere = false;
+  /** Set once a failure already says what happened to the executor (no need to look again). */
+  private diagnosed = false;
+  private signal: AbortSignal = new AbortController().signal;
+  private log: Logger;
+
+  constructor(
+    private readonly stream: ExecuteStream,
+    private readonly request: CallRequest,
+    private readonly reader: MessageReader<ExecuteRequest>,
+    private readonly deps: CallDeps,
+  ) {
+    this.ids = {
+      requestId: request.requestId,
+      sessionId: request.sessionId,
+      workerId: deps.workerId,
+      containerId: '',
+      checkpointId: '',
+    };
+    this.log = deps.log.child({ requestId: request.requestId, sessionId: request.sessionId });
+  }
+
+  /** Runs the call to its end. */
+  async run(): Promise<void> {
+    const started = performance.now();
+    const abort = new AbortController();
+    const onCancel = () => abort.abort(new CallCancelledError('the router cancelled the call'));
+    this.stream.once('cancelled', onCancel);
+    const timer = setTimeout(
+      () =>
+        abort.abort(
+          new ExecutorTimeoutError(
+            `the executor did not answer within ${this.deps.executionTimeoutMs} ms (EXECUTION_TIMEOUT)`,
+          ),
+        ),
+      this.deps.executionTimeoutMs,
+    );
+    abort.signal.addEventListener('abort', () => this.connection?.destroy(), { once: true });
+    this.signal = abort.signal;
+    let outcome: Outcome = 'failed';
+    let failure: Error | null = null;
+    try {
+      outcome = await this.steps(abort.signal);
+    } catch (error) {
+      failure = abort.signal.aborted ? (abort.signal.reason as Error) : (error as Error);
+      if (failure instanceof PackageInstallError) outcome = 'install-failed';
+      else if (!(failure instanceof WorkerError) && !(failure instanceof CallCancelledError)) {
+        failure = await this.diagnoseLoss(failure);
+      } else if (failure instanceof ExecutorLostError && this.container && !this.diagnosed) {
+        failure = await this.diagnoseLoss(failure);
+      }
+    } finally {
+      clearTimeout(timer);
+      this.stream.off('cancelled', onCancel);
+    }
+    this.finish(outcome, failure, performance.now() - started);
+  }
+
+  private async steps(signal: AbortSignal): Promise<Outcome> {
+    const container = await this.acquire();
+    signal.throwIfAborted();
+    const connection = await this.connect(container, signal);
+    this.connection = connection;
+    if (this.request.packages.length > 0) await this.install(connection, signal);
+    await connection.write(encodeJsonFrame(FrameType.CALL, { format: this.request.format }));
+    const phase = new AbortController();
+    const stop = () => phase.abort(signal.reason);
+    signal.addEventListener('abort', stop, { once: true });
+    const pumping = this.pump(connection, phase.signal);
+    const relaying = this.relay(connection);
+    pumping.catch(() => phase.abort());
+    relaying.catch(() => phase.abort());
+    try {
+      await Promise.all([pumping, relaying]);
+    } finally {
+      signal.removeEventListener('abort', stop);
+    }
+    return 'answered';
+  }
+
+  /** Step 2: resume the named container or create one (from the checkpoint if it restores). */
+  private async acquire(): Promise<Container> {
+    const { request, deps } = this;
+    if (request.containerId !== '') {
+      this.adopt(await deps.pool.resume(request.containerId, request.memory, request.requestId));
+      return this.container!;
+    }
+    const created = await deps.pool.create(request.memory, request.checkpointId);
+    this.createdHere = true;
+    this.adopt(created.container);
+    if (created.fallback !== null) {
+      await this.sendLog(
+        LogSource.LOG_SOURCE_SYSTEM,
+        `checkpoint ${request.checkpointId} was not restored (${created.fallback}); the container started cold`,
+      );
+    }
+    return created.container;
+  }
+
+  private adopt(container: Container): void {
+    container.requestId = this.request.requestId;
+    this.container = container;
+    this.ids.containerId = container.id;
+    this.ids.checkpointId = container.checkpointId;
+    this.log = this.log.child({ containerId: container.id, checkpointId: container.checkpointId });
+  }
+
+  /** Step 4: dial the executor; a restored container that dies first is replaced by a cold one. */
+  private async connect(first: Container, signal: AbortSignal): Promise<ExecutorConnection> {
+    const idle = first.idleConnection;
+    first.idleConnection = null;
+    if (idle?.usable) return idle;
+    idle?.destroy();
+    let container = first;
+    for (;;) {
+      try {
+        return await ExecutorConnection.dial(container.paths.socket, {
+          timeoutMs: this.deps.dialTimeoutMs,
+          signal: AbortSignal.any([signal, container.exitSignal]),
+        });
+      } catch (error) {
+        signal.throwIfAborted();
+        if (container.alive) throw error;
+        const cause = await this.exitCause(container);
+        this.diagnosed = true;
+        if (!this.createdHere) {
+          throw new ExecutorLostError(`the session's container died before the call: ${cause}`);
+        }
+        if (container.checkpointId === '') {
+          throw new ContainerUnavailableError(`could not create a container: ${cause}`);
+        }
+        this.log.warn({ cause }, 'a restored container failed to start; starting cold');
+        // Gone before it answered: its slot is free again once it is destroyed.
+        await this.deps.pool.destroy(container);
+        this.container = null;
+        const checkpointId = container.checkpointId;
+        const created = await this.deps.pool.create(this.request.memory, '');
+        this.adopt(created.container);
+        container = created.container;
+        await this.sendLog(
+          LogSource.LOG_SOURCE_SYSTEM,
+          `checkpoint ${checkpointId} did not restore (${cause}); the container started cold`,
+        );
+      }
+    }
+  }
+
+  /** Step 5: install the call's packages into the container's prefix, relaying the output. */
+  private install(connection: ExecutorConnection, signal: AbortSignal): Promise<void> {
+    return installPackages({
+      connection,
+      packages: this.request.packages,
+      installer: this.deps.installer,
+      python: this.deps.python,
+      source: this.deps.packageSource,
+      say: (text) => this.sendLog(INSTALL_LOG_SOURCE, text),
+      signal,
+    });
+  }
+
+  /** Step 6, inbound: the router's payload chunks to the executor, as they arrive. */
+  private async pump(connection: ExecutorConnection, signal: AbortSignal): Promise<void> {
+    for (;;) {
+      let message: ExecuteRequest | null;
+      try {
+        message = await abortable(this.reader.next(), signal);
+      } catch (error) {
+        if (signal.aborted) throw error;
+        throw new CallCancelledError(`the router's stream broke: ${(error as Error).message}`);
+      }
+      if (message === null) break;
+      if (message.message?.$case !== 'chunk') {
+        throw new InvalidCallError('only payload chunks may follow the CallHeader');
+      }
+      const { data } = message.message.value;
+      if (data.length > MAX_PIECE) {
+        throw new InvalidCallError(
+          `a payload chunk of ${data.length} bytes exceeds the ${MAX_PIECE}-byte limit`,
+        );
+      }
+      if (data.length > 0) await connection.write(encodeFrame(FrameType.PAYLOAD, data));
+    }
+    await connection.write(encodeFrame(FrameType.PAYLOAD_END));
+  }
+
+  /** Step 6, outbound: the executor's log lines and result pieces to the router. */
+  private async relay(connection: ExecutorConnection): Promise<void> {
+    for (;;) {
+      const frame = await connection.next();
+      if (frame === null) {
+        throw new ExecutorLostError('the executor closed the connection before it answered');
+      }
+      switch (frame.type) {
+        case FrameType.LOG: {
+          const { source, text } = decodeLogBody(frame);
+          await this.sendLog(source, text);
+          break;
+        }
+        case FrameType.RESULT:
+          for (let start = 0; start < frame.body.length; start += MAX_PIECE) {
+            const data = frame.body.subarray(start, start + MAX_PIECE);
+            await this.send({ $case: 'chunk', value: { data } });
+          }
+          break;
+        case FrameType.RESULT_END: {
+          const end = decodeJsonBody(frame) as { ok: boolean; ms: number };
+          this.log.debug({ ok: end.ok, functionMs: end.ms }, 'executor answered');
+          return;
+        }
+        case FrameType.ERROR: {
+          const { message } = decodeJsonBody(frame) as { message: string };
+          this.diagnosed = true;
+          throw new ExecutorLostError(`the executor refused the call: ${message}`);
+        }
+        default:
+          throw new ExecutorLostError(
+            `the executor sent an unexpected ${frameTypeName(frame.type)}`,
+          );
+      }
+    }
+  }
+
+  private sendLog(source: LogSource, text: string): Promise<void> {
+    return this.send({ $case: 'log', value: { source, text } });
+  }
+
+  private async send(message: ExecuteResponse['message']): Promise<void> {
+    if (this.stream.cancelled || this.stream.destroyed) {
+      throw new CallCancelledError('the router cancelled the call');
+    }
+    const fits = this.stream.write({ ids: { ...this.ids }, message });
+    if (!fits) await once(this.stream, 'drain', { signal: this.signal });
+  }
+
+  private async exitCause(container: Container): Promise<string> {
+    const exit = await container.process.exited;
+    const oomKilled = (await container.cgroup.oomKills()) > 0;
+    return describeExit(exit, { oomKilled, limitText: formatSize(container.memoryLimit) });
+  }
+
+  /** Turns a dropped executor connection into what happened to the container. */
+  private async diagnoseLoss(error: Error): Promise<WorkerError> {
+    const container = this.container;
+    if (!container) {
+      return error instanceof WorkerError ? error : new ExecutorLostError(error.message);
+    }
+    const exited = await Promise.race([
+      container.process.exited.then(() => true),
+      sleep(LOST_DIAGNOSIS_WAIT_MS).then(() => false),
+    ]);
+    if (!exited) {
+      return error instanceof WorkerError
+        ? error
+        : new ExecutorLostError(`the connection to the executor broke: ${error.message}`);
+    }
+    return new ExecutorLostError(await this.exitCause(container));
+  }
+
+  /** Step 7 and the end of the stream: release the container, then answer the status. */
+  private finish(outcome: Outcome, failure: Error | null, elapsedMs: number): void {
+    const keep = outcome !== 'failed' && this.request.sessionId !== '';
+    const container = this.container;
+    if (container) this.deps.pool.release(container, keep);
+    if (outcome === 'answered' && container?.state === 'ready' && this.connection?.usable) {
+      // The session's next call reuses this connection: no dial, no HELLO.
+      container.idleConnection = this.connection;
+    } else if (outcome === 'failed') this.connection?.destroy();
+    else this.connection?.close();
+    const ms = Math.round(elapsedMs * 1000) / 1000;
+    if (failure instanceof CallCancelledError) {
+      this.log.info({ ms, reason: failure.message }, 'call cancelled');
+      return;
+    }
+    if (failure === null) {
+      this.log.info({ ms, kept: keep }, 'call answered');
+      this.stream.end();
+      return;
+    }
+    const error = failure instanceof WorkerError ? failure : new ExecutorLostError(failure.message);
+    this.log.info({ ms, code: error.code, error: error.message, kept: keep }, 'call failed');
+    this.stream.emit('error', {
+      code: error.code,
+      details: error.message,
+      metadata: idTrailers(this.ids),
+    });
+  }
+}

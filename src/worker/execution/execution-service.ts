@@ -1,0 +1,59 @@
+/** readie.v1.ExecutionService on the worker: one Execute stream per call. */
+import { status } from '@grpc/grpc-js';
+import type {
+  ExecuteRequest,
+  ExecutionServiceServer,
+} from '../../proto/gen/readie/v1/execution.js';
+import { requireToken } from '../auth.js';
+import type { ContainerPool } from '../containers/index.js';
+import { WorkerError, WorkerUnusableError } from '../errors.js';
+import { readHeader, type HeaderContext } from './call-header.js';
+import type { CallTracker } from './call-tracker.js';
+import { ExecuteCall, type CallDeps, type ExecuteStream } from './execute-call.js';
+import { MessageReader } from './message-reader.js';
+
+/** What the service needs beyond a call's own dependencies. */
+export interface ExecutionServiceDeps extends Omit<CallDeps, 'pool'> {
+  /** The container pool; null while the worker cannot run containers. */
+  readonly pool: () => ContainerPool | null;
+  /** Why the worker refuses calls (its error status), or null when it takes them. */
+  readonly unusable: () => string | null;
+  readonly header: HeaderContext;
+  readonly calls: CallTracker;
+  /** READIE_AUTH_TOKEN; null when auth is off. */
+  readonly authToken: string | null;
+}
+
+async function execute(stream: ExecuteStream, deps: ExecutionServiceDeps): Promise<void> {
+  let end: (() => void) | null = null;
+  try {
+    requireToken(stream.metadata, deps.authToken);
+    end = deps.calls.begin();
+    const pool = deps.pool();
+    const unusable = deps.unusable() ?? (pool ? null : 'it has no container pool');
+    if (unusable !== null || !pool) throw new WorkerUnusableError(unusable ?? '');
+    const reader = new MessageReader<ExecuteRequest>(stream);
+    const first = await reader.next();
+    const request = readHeader(first ?? undefined, deps.header);
+    await new ExecuteCall(stream, request, reader, { ...deps, pool }).run();
+  } catch (error) {
+    const failure = error instanceof WorkerError ? error : null;
+    deps.log.info(
+      { code: failure?.code, error: (error as Error).message },
+      'call refused before it started',
+    );
+    stream.emit('error', {
+      code: failure?.code ?? status.INTERNAL,
+      details: (error as Error).message,
+    });
+  } finally {
+    end?.();
+  }
+}
+
+/** The service implementation to add to a gRPC server. */
+export function executionService(deps: ExecutionServiceDeps): ExecutionServiceServer {
+  return {
+    execute: (stream) => void execute(stream, deps),
+  };
+}

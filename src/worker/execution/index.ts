@@ -1,0 +1,7 @@
+/** The worker's ExecutionService: header checks, the call flow, call tracking. */
+export * from './call-header.js';
+export * from './call-support.js';
+export * from './call-tracker.js';
+export * from './execute-call.js';
+export * from './execution-service.js';
+export * from './message-reader.js';

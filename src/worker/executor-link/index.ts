@@ -1,0 +1,3 @@
+/** The executor link: frames and connections to the executor in a container. */
+export * from './frames.js';
+export * from './connection.js';

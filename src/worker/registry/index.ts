@@ -1,0 +1,2 @@
+/** Talking to the router's RegistryService. */
+export * from './registry-client.js';

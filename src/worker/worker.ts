@@ -1,0 +1,321 @@
+/**
+ * A worker process assembled: startup checks, checkpoints, the container pool, the gRPC server
+ * (ExecutionService and health), registration, the utilization heartbeat, graceful shutdown.
+ */
+import { hostname } from 'node:os';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Server } from '@grpc/grpc-js';
+import type { Logger } from 'pino';
+import { ExecutionServiceService } from '../proto/gen/readie/v1/execution.js';
+import { Flavor, WorkerStatus, type ReportStatusRequest } from '../proto/gen/readie/v1/registry.js';
+import { selectBackend } from './backend-selection.js';
+import { checkpointsFor, loadCatalogue, type RestoreBackend } from './checkpoints/index.js';
+import { ContainerPool } from './containers/index.js';
+import { WorkerStartupError } from './errors.js';
+import { CallTracker, executionService } from './execution/index.js';
+import { WorkerHealth } from './health.js';
+import { CpuSampler, probePython } from './machine.js';
+import { advertisedAddress, type WorkerOptions } from './options.js';
+import { findInstaller, type Installer } from './packages/index.js';
+import { RegistryClient } from './registry/index.js';
+import { RouterLink } from './router-link.js';
+import { SANDBOX_WHEEL_DIR, socketPathProblem, type MemoryCgroups } from './sandbox/index.js';
+import { openCgroups, prepareStateDir, sandboxSelfTest } from './startup-checks.js';
+import { routerCredentials, serverCredentials } from './transport.js';
+
+/** Knobs that are not flags: retry timings and startup checks (tests shorten them). */
+export interface WorkerTuning {
+  /** Registration retries after the first attempt while the router is unreachable. */
+  readonly registerRetries: number;
+  readonly registerRetryDelayMs: number;
+  /** Deadline of each report to the router. */
+  readonly reportTimeoutMs: number;
+  /** How long a checkpoint template may take to import its modules. */
+  readonly templateBuildTimeoutMs: number;
+  /** First delay before a dead template is rebuilt. */
+  readonly templateRebuildDelayMs: number;
+  /** Deadline of the CRIU probe's dump and restore. */
+  readonly criuProbeTimeoutMs: number;
+  /** Start and stop one cold container at startup to prove the sandbox works. */
+  readonly sandboxSelfTest: boolean;
+}
+
+/** The defaults of WorkerTuning. */
+export const DEFAULT_TUNING: WorkerTuning = {
+  registerRetries: 3,
+  registerRetryDelayMs: 1_000,
+  reportTimeoutMs: 5_000,
+  templateBuildTimeoutMs: 120_000,
+  templateRebuildDelayMs: 5_000,
+  criuProbeTimeoutMs: 30_000,
+  sandboxSelfTest: true,
+};
+
+/** A running worker. */
+export class Worker {
+  private readonly calls = new CallTracker();
+  private readonly health = new WorkerHealth();
+  private readonly cpu = new CpuSampler();
+  private stopping: Promise<void> | null = null;
+  private cgroups: MemoryCgroups | null = null;
+  private server: Server | null = null;
+  private router: RouterLink | null = null;
+  /** host:port reported to the router. */
+  address = '';
+  /** The port the server is bound to. */
+  port = 0;
+  /** READY, or ERROR with `problem` saying why. */
+  status: WorkerStatus = WorkerStatus.WORKER_STATUS_READY;
+  problem = '';
+  /** The sandbox's Python version. */
+  pythonVersion = '';
+  /** How checkpoints are restored; null in error status. */
+  backend: RestoreBackend | null = null;
+  /** The containers; null in error status. */
+  pool: ContainerPool | null = null;
+
+  private constructor(
+    readonly options: WorkerOptions,
+    readonly log: Logger,
+    private readonly tuning: WorkerTuning,
+  ) {}
+
+  /** Starts a worker: checks, checkpoints, server, registration. Throws if it cannot register. */
+  static async start(
+    options: WorkerOptions,
+    log: Logger,
+    tuning: Partial<WorkerTuning> = {},
+  ): Promise<Worker> {
+    const worker = new Worker(options, log, { ...DEFAULT_TUNING, ...tuning });
+    try {
+      await worker.boot();
+    } catch (error) {
+      await worker.stop({ report: false }).catch(() => undefined);
+      throw error;
+    }
+    return worker;
+  }
+
+  private async boot(): Promise<void> {
+    const { options, log } = this;
+    const catalogue = options.cataloguePath ? await loadCatalogue(options.cataloguePath) : null;
+    const socketProblem = socketPathProblem(options.stateDir, 'c-0123456789');
+    if (socketProblem) throw new WorkerStartupError(socketProblem);
+    let installer: Installer;
+    try {
+      installer = await findInstaller(options.installer, process.env['PATH'] ?? '/usr/bin:/bin');
+    } catch (error) {
+      throw new WorkerStartupError((error as Error).message);
+    }
+
+    const problems: string[] = [];
+    const python = await probePython(options.python);
+    if (python.ok) this.pythonVersion = python.version;
+    else problems.push(python.problem);
+    const stateProblem = await prepareStateDir(options.stateDir);
+    if (stateProblem) problems.push(stateProblem);
+    const opened = await openCgroups(options.cgroupParent, log);
+    if ('problem' in opened) problems.push(opened.problem);
+    else this.cgroups = opened.cgroups;
+    if (problems.length === 0) {
+      await this.prepareContainers(this.cgroups!, checkpointsFor(catalogue, options.flavor));
+      const failure = this.tuning.sandboxSelfTest
+        ? await sandboxSelfTest(this.pool!, options.config.DIAL_TOTAL_TIMEOUT, log)
+        : null;
+      if (failure) problems.push(failure);
+    }
+    if (problems.length > 0) {
+      this.status = WorkerStatus.WORKER_STATUS_ERROR;
+      this.problem = problems.join('; ');
+      log.error({ problem: this.problem }, 'the worker cannot run containers');
+    }
+
+    await this.serve(installer);
+    await this.registerWithRouter();
+    if (this.status === WorkerStatus.WORKER_STATUS_READY) {
+      this.health.set('SERVING');
+      this.backend?.onChange(() => {
+        this.pool?.refreshStandbys();
+        this.router?.reportStatusAgain('its checkpoints changed');
+      });
+      this.pool?.startReaper();
+      this.pool?.refreshStandbys();
+    }
+    this.router!.startUtilization(options.config.WORKER_UTILIZATION_INTERVAL);
+  }
+
+  /** Chooses the restore backend, builds the checkpoints, and makes the container pool. */
+  private async prepareContainers(
+    cgroups: MemoryCgroups,
+    checkpoints: ReturnType<typeof checkpointsFor>,
+  ): Promise<void> {
+    const { options, log, tuning } = this;
+    const backend = await selectBackend(options.restoreBackend, {
+      python: options.python,
+      log,
+      cgroups,
+      stateDir: options.stateDir,
+      sandboxUid: options.sandboxUid,
+      sandboxGid: options.sandboxGid,
+      workerId: options.workerId,
+      buildTimeoutMs: tuning.templateBuildTimeoutMs,
+      rebuildDelayMs: tuning.templateRebuildDelayMs,
+      probeTimeoutMs: tuning.criuProbeTimeoutMs,
+    });
+    this.backend = backend;
+    log.info({ restoreBackend: backend.description }, 'restore backend chosen');
+    const built = await Promise.allSettled(checkpoints.map((spec) => backend.build(spec)));
+    built.forEach((result, index) => {
+      if (result.status === 'rejected') {
+        log.error(
+          { checkpointId: checkpoints[index]!.id, err: (result.reason as Error).message },
+          'checkpoint not built: calls naming it start cold',
+        );
+      }
+    });
+    this.pool = new ContainerPool({
+      workerId: options.workerId,
+      stateDir: options.stateDir,
+      maxContainers: options.config.WORKER_MAX_EXECUTORS,
+      uid: options.sandboxUid,
+      gid: options.sandboxGid,
+      python: options.python,
+      wheelDir: options.wheelDir,
+      cgroups,
+      backend,
+      idleTtlMs: options.config.EXECUTOR_TTL,
+      standbyPerCheckpoint: options.standbyPerCheckpoint,
+      standbyMemory: options.config.DEFAULT_MEMORY,
+      dialTimeoutMs: options.config.DIAL_TOTAL_TIMEOUT,
+      report: (report) => this.router?.containerState({ workerId: options.workerId, ...report }),
+      log,
+    });
+  }
+
+  private async serve(installer: Installer): Promise<void> {
+    const { options, log } = this;
+    const server = new Server();
+    this.server = server;
+    server.addService(
+      ExecutionServiceService,
+      executionService({
+        workerId: options.workerId,
+        pool: () => this.pool,
+        unusable: () =>
+          this.status === WorkerStatus.WORKER_STATUS_ERROR
+            ? `this worker is in error: ${this.problem}`
+            : null,
+        python: options.python,
+        installer,
+        packageSource: {
+          indexUrl: options.packageIndex,
+          wheelDir: options.wheelDir ? SANDBOX_WHEEL_DIR : null,
+        },
+        dialTimeoutMs: options.config.DIAL_TOTAL_TIMEOUT,
+        executionTimeoutMs: options.config.EXECUTION_TIMEOUT,
+        log,
+        header: {
+          workerId: options.workerId,
+          defaultMemory: options.config.DEFAULT_MEMORY,
+          sandboxPython: this.pythonVersion,
+        },
+        calls: this.calls,
+        authToken: options.authToken,
+      }),
+    );
+    this.health.addTo(server);
+    const credentials = await serverCredentials(options.security);
+    this.port = await new Promise<number>((resolve, reject) =>
+      server.bindAsync(options.listen, credentials, (error, port) =>
+        error
+          ? reject(new WorkerStartupError(`cannot listen on ${options.listen}: ${error.message}`))
+          : resolve(port),
+      ),
+    );
+    this.address = advertisedAddress(options.advertise, options.listen, this.port, hostname());
+    log.info(
+      { listen: options.listen, address: this.address },
+      'serving ExecutionService and health',
+    );
+  }
+
+  private async registerWithRouter(): Promise<void> {
+    const { options, tuning } = this;
+    const registry = new RegistryClient({
+      router: options.router,
+      credentials: await routerCredentials(options.security),
+      authToken: options.authToken,
+      log: this.log,
+      registerRetries: tuning.registerRetries,
+      registerRetryDelayMs: tuning.registerRetryDelayMs,
+      callTimeoutMs: tuning.reportTimeoutMs,
+    });
+    const router = new RouterLink(
+      registry,
+      {
+        status: () => this.statusRequest(),
+        utilization: async () => ({
+          workerId: options.workerId,
+          memoryUsed: (await this.pool?.memoryUsed()) ?? 0,
+          containerCount: this.pool?.count ?? 0,
+          cpuUsed: this.cpu.sample(),
+          cpuTotal: this.cpu.total,
+          gpuMemoryUsed: 0,
+        }),
+      },
+      this.log,
+    );
+    this.router = router;
+    await router.register();
+  }
+
+  /** The status report as of now. */
+  statusRequest(status: WorkerStatus = this.status): ReportStatusRequest {
+    const { options } = this;
+    const ready = this.status === WorkerStatus.WORKER_STATUS_READY;
+    return {
+      workerId: options.workerId,
+      address: this.address,
+      status,
+      error: status === WorkerStatus.WORKER_STATUS_ERROR ? this.problem : '',
+      flavor: options.flavor === 'gpu' ? Flavor.FLAVOR_GPU : Flavor.FLAVOR_CPU,
+      memoryTotal: options.memoryTotal,
+      maxContainers: options.config.WORKER_MAX_EXECUTORS,
+      gpuMemoryTotal: options.gpuMemoryTotal,
+      checkpoints: ready ? (this.backend?.held() ?? []) : [],
+      pythonVersion: this.pythonVersion,
+      restoreBackend: this.backend?.description ?? '',
+    };
+  }
+
+  /**
+   * Leaves: reports REMOVED, refuses new calls, lets running calls finish, destroys every
+   * container, stops the templates and the server.
+   */
+  stop(opts: { report?: boolean } = {}): Promise<void> {
+    this.stopping ??= this.shutdown(opts.report ?? true);
+    return this.stopping;
+  }
+
+  private async shutdown(report: boolean): Promise<void> {
+    const { log } = this;
+    this.health.set('NOT_SERVING');
+    // New calls are refused from this moment; the running ones finish.
+    const drained = this.calls.drain();
+    if (report) await this.router?.leave(this.statusRequest(WorkerStatus.WORKER_STATUS_REMOVED));
+    log.info({ running: this.calls.size }, 'waiting for running calls to finish');
+    await drained;
+    await this.pool?.close();
+    await this.router?.close();
+    await this.backend?.close();
+    const server = this.server;
+    if (server) {
+      await Promise.race([
+        new Promise<void>((resolve) => server.tryShutdown(() => resolve())),
+        sleep(5_000).then(() => server.forceShutdown()),
+      ]);
+    }
+    await this.cgroups?.close();
+    log.info('worker stopped');
+  }
+}

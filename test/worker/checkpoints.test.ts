@@ -1,0 +1,113 @@
+import { expect } from 'chai';
+import { LogSource } from '../../src/proto/gen/readie/v1/call.js';
+import { WorkerStatus } from '../../src/proto/gen/readie/v1/registry.js';
+import { CATALOGUE } from '../support/catalogues.js';
+import { cleanTempDirs } from '../support/temp.js';
+import {
+  envelopeOf,
+  execute,
+  header,
+  jsonCall,
+  logText,
+  py,
+  startHarness,
+  type Harness,
+} from '../support/worker-harness.js';
+
+const DRAW = py`
+  import random, sys
+  def draw():
+      imported_before = "numpy" in sys.modules
+      import numpy
+      return {"numpy_was_imported": imported_before, "random": random.random(),
+              "numpy": float(numpy.random.random())}
+`;
+
+describe('checkpoints (template backend)', function () {
+  this.timeout(60_000);
+  let harness: Harness;
+  before(async () => {
+    harness = await startHarness({ catalogue: CATALOGUE });
+  });
+  after(async () => {
+    await harness?.stop();
+    cleanTempDirs();
+  });
+
+  it('builds the checkpoints of its flavor and reports the ones it holds, with the backend', () => {
+    const status = harness.router.statuses()[0]!;
+    expect(status.status).to.equal(WorkerStatus.WORKER_STATUS_READY);
+    expect(status.checkpoints).to.deep.equal(['checkpoint_0', 'ckpt-numpy']);
+    expect(status.restoreBackend).to.equal('template');
+  });
+
+  it('restores a container from the named checkpoint and says so in every answer', async () => {
+    const result = await execute(
+      harness.client,
+      header({ ids: { checkpointId: 'ckpt-numpy' } }),
+      jsonCall(DRAW, 'draw'),
+    );
+    const value = envelopeOf(result).value as { numpy_was_imported: boolean };
+    expect(value.numpy_was_imported, 'numpy came with the checkpoint').to.equal(true);
+    for (const { response } of result.responses)
+      expect(response.ids?.checkpointId).to.equal('ckpt-numpy');
+  });
+
+  it('a cold start imports numpy itself and reports no checkpoint', async () => {
+    const result = await execute(harness.client, header({}), jsonCall(DRAW, 'draw'));
+    expect(
+      (envelopeOf(result).value as { numpy_was_imported: boolean }).numpy_was_imported,
+    ).to.equal(false);
+    for (const { response } of result.responses) expect(response.ids?.checkpointId).to.equal('');
+  });
+
+  it('reseeds random and numpy in each restored container: siblings draw different numbers', async () => {
+    const draws = await Promise.all(
+      [1, 2, 3].map(async () => {
+        const result = await execute(
+          harness.client,
+          header({ ids: { checkpointId: 'ckpt-numpy' } }),
+          jsonCall(DRAW, 'draw'),
+        );
+        expect(result.ids?.checkpointId).to.equal('ckpt-numpy');
+        return envelopeOf(result).value as { random: number; numpy: number };
+      }),
+    );
+    expect(new Set(draws.map((draw) => draw.random)).size).to.equal(3);
+    expect(new Set(draws.map((draw) => draw.numpy)).size).to.equal(3);
+  });
+
+  it('falls back to a cold start for a checkpoint that could not be built, and says why', async () => {
+    const result = await execute(
+      harness.client,
+      header({ ids: { checkpointId: 'ckpt-broken' } }),
+      jsonCall(DRAW, 'draw'),
+    );
+    expect(envelopeOf(result).ok).to.equal(true);
+    for (const { response } of result.responses) expect(response.ids?.checkpointId).to.equal('');
+    const notes = logText(result, LogSource.LOG_SOURCE_SYSTEM);
+    expect(notes.join('\n')).to.match(
+      /checkpoint ckpt-broken was not restored \(.*not held.*\); the container started cold/,
+    );
+  });
+
+  it("falls back to a cold start when the checkpoint's template died, and reports its checkpoints again", async () => {
+    const backend = harness.worker.backend as unknown as {
+      templates: Map<string, { pid: number; exited: Promise<void> }>;
+    };
+    const template = backend.templates.get('checkpoint_0')!;
+    const statusesBefore = harness.router.statuses().length;
+    process.kill(template.pid, 'SIGKILL');
+    await template.exited;
+    await harness.router.waitFor(() => harness.router.statuses().length > statusesBefore);
+    expect(harness.router.statuses()[statusesBefore]!.checkpoints).to.deep.equal(['ckpt-numpy']);
+    const result = await execute(
+      harness.client,
+      header({ ids: { checkpointId: 'checkpoint_0' } }),
+      jsonCall(DRAW, 'draw'),
+    );
+    expect(envelopeOf(result).ok).to.equal(true);
+    expect(result.ids?.checkpointId).to.equal('');
+    expect(logText(result, LogSource.LOG_SOURCE_SYSTEM).join('\n')).to.include('started cold');
+  });
+});

@@ -1,0 +1,336 @@
+import { expect } from 'chai';
+import { status } from '@grpc/grpc-js';
+import { PayloadFormat } from '../../src/proto/gen/readie/v1/call.js';
+import { ConfigError } from '../../src/shared/config.js';
+import {
+  parseCatalogue,
+  checkpointsFor,
+  CatalogueError,
+} from '../../src/worker/checkpoints/index.js';
+import { readHeader, pythonVersionProblem, majorMinor } from '../../src/worker/execution/index.js';
+import {
+  decodeJsonBody,
+  encodeFrame,
+  encodeJsonFrame,
+  FrameDecoder,
+  FrameProtocolError,
+  FrameType,
+  MAX_FRAME_LENGTH,
+} from '../../src/worker/executor-link/index.js';
+import { advertisedAddress, resolveWorkerOptions } from '../../src/worker/options.js';
+import { installCommand, requirementProblem } from '../../src/worker/packages/index.js';
+import {
+  containerSpec,
+  describeExit,
+  findMemoryHierarchy,
+  readCounter,
+  socketPathProblem,
+} from '../../src/worker/sandbox/index.js';
+import { CATALOGUE } from '../support/catalogues.js';
+
+describe('worker units', () => {
+  describe('executor frames', () => {
+    it('decodes frames split at every byte boundary, in order', () => {
+      const bytes = Buffer.concat([
+        encodeFrame(FrameType.PAYLOAD, Buffer.from('hello')),
+        encodeFrame(FrameType.PAYLOAD_END),
+        encodeJsonFrame(FrameType.CALL, { format: 'json-call' }),
+      ]);
+      for (let split = 1; split < bytes.length; split += 1) {
+        const decoder = new FrameDecoder();
+        const frames = [
+          ...decoder.push(bytes.subarray(0, split)),
+          ...decoder.push(bytes.subarray(split)),
+        ];
+        expect(frames.map((frame) => frame.type)).to.deep.equal([
+          FrameType.PAYLOAD,
+          FrameType.PAYLOAD_END,
+          FrameType.CALL,
+        ]);
+        expect(frames[0]!.body.toString()).to.equal('hello');
+        expect(decodeJsonBody(frames[2]!)).to.deep.equal({ format: 'json-call' });
+        expect(decoder.buffered).to.equal(0);
+      }
+    });
+
+    it('refuses an oversized frame on both sides', () => {
+      expect(() => encodeFrame(FrameType.RESULT, Buffer.alloc(MAX_FRAME_LENGTH))).to.throw(
+        FrameProtocolError,
+      );
+      const header = Buffer.alloc(5);
+      header.writeUInt32BE(MAX_FRAME_LENGTH + 1, 0);
+      expect(() => new FrameDecoder().push(header)).to.throw(FrameProtocolError, /outside/);
+    });
+  });
+
+  describe('call header', () => {
+    const context = { workerId: 'w1', defaultMemory: 1024, sandboxPython: '3.11.2' };
+    const message = (fields: object) => ({
+      message: {
+        $case: 'header' as const,
+        value: {
+          ids: { requestId: 'r', sessionId: '', workerId: 'w1', containerId: '', checkpointId: '' },
+          memory: 0,
+          gpu: false,
+          imports: [],
+          packages: [],
+          pythonVersion: '',
+          format: PayloadFormat.PAYLOAD_FORMAT_JSON_CALL,
+          ...fields,
+        },
+      },
+    });
+
+    it('reads a header, defaulting an absent budget to DEFAULT_MEMORY', () => {
+      const call = readHeader(message({}), context);
+      expect(call).to.deep.include({ requestId: 'r', memory: 1024, format: 'json-call' });
+    });
+
+    it('refuses with the gRPC code the call must end with', () => {
+      const codeOf = (fields: object) => {
+        try {
+          readHeader(message(fields), context);
+          return status.OK;
+        } catch (error) {
+          return (error as { code: status }).code;
+        }
+      };
+      expect(codeOf({ pythonVersion: '3.10.4' })).to.equal(status.FAILED_PRECONDITION);
+      expect(codeOf({ format: PayloadFormat.PAYLOAD_FORMAT_UNSPECIFIED })).to.equal(
+        status.INVALID_ARGUMENT,
+      );
+      expect(codeOf({ packages: ['-e .'] })).to.equal(status.INVALID_ARGUMENT);
+      expect(
+        codeOf({
+          ids: { requestId: '', sessionId: '', workerId: '', containerId: '', checkpointId: '' },
+        }),
+      ).to.equal(status.INVALID_ARGUMENT);
+      expect(() => readHeader(undefined, context)).to.throw(/must be a CallHeader/);
+    });
+
+    it('compares Python versions by major.minor, and lets a client that names none through', () => {
+      expect(majorMinor('3.11.2')).to.equal('3.11');
+      expect(pythonVersionProblem('3.11.9', '3.11.2')).to.equal(null);
+      expect(pythonVersionProblem('', '3.11.2')).to.equal(null);
+      expect(pythonVersionProblem('3.12.0', '3.11.2')).to.include('3.12.0').and.include('3.11.2');
+      expect(pythonVersionProblem('banana', '3.11.2')).to.include('not a version');
+    });
+  });
+
+  describe('package installs', () => {
+    it('builds pip and uv commands for an index, a wheel directory, or both', () => {
+      const offline = installCommand(
+        { kind: 'pip' },
+        '/usr/bin/python3',
+        { indexUrl: null, wheelDir: '/w' },
+        '/p',
+        ['a==1'],
+      );
+      expect(offline.argv.slice(0, 6)).to.deep.equal([
+        '/usr/bin/python3',
+        '-m',
+        'pip',
+        'install',
+        '--prefix',
+        '/p',
+      ]);
+      expect(offline.argv.slice(-5)).to.deep.equal([
+        '--find-links',
+        '/w',
+        '--no-index',
+        '--',
+        'a==1',
+      ]);
+      expect(offline.env).to.deep.equal({ PIP_CONFIG_FILE: '/dev/null' });
+      const both = installCommand(
+        { kind: 'uv', uv: '/usr/bin/uv' },
+        'py',
+        { indexUrl: 'https://m/simple', wheelDir: '/w' },
+        '/p',
+        ['b'],
+      );
+      expect(both.argv.slice(0, 7)).to.deep.equal([
+        '/usr/bin/uv',
+        'pip',
+        'install',
+        '--python',
+        'py',
+        '--prefix',
+        '/p',
+      ]);
+      expect(both.argv.slice(7)).to.deep.equal([
+        '--index-url',
+        'https://m/simple',
+        '--find-links',
+        '/w',
+        '--',
+        'b',
+      ]);
+      expect(both.argv).not.to.include('--no-index');
+      expect(
+        installCommand({ kind: 'pip' }, 'py', { indexUrl: null, wheelDir: null }, '/p', ['c']).env,
+      ).to.deep.equal({});
+    });
+
+    it('refuses requirements that are options or span lines', () => {
+      expect(requirementProblem('numpy>=1.24')).to.equal(null);
+      expect(requirementProblem('requests [socks] >= 2')).to.equal(null);
+      expect(requirementProblem('--index-url=x')).to.include('installer option');
+      expect(requirementProblem('a\nb')).to.include('line break');
+      expect(requirementProblem(' ')).to.include('empty');
+    });
+  });
+
+  describe('sandbox', () => {
+    it('finds the memory hierarchy in mountinfo: v1 memory first, else cgroup2', () => {
+      const hybrid = [
+        '35 25 0:30 / /sys/fs/cgroup/unified rw,nosuid - cgroup2 cgroup2 rw',
+        '36 25 0:31 / /sys/fs/cgroup/memory rw,nosuid - cgroup cgroup rw,memory',
+      ].join('\n');
+      expect(findMemoryHierarchy(hybrid)).to.deep.equal({
+        version: 1,
+        mountPoint: '/sys/fs/cgroup/memory',
+      });
+      expect(
+        findMemoryHierarchy('30 1 0:26 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw,nsdelegate'),
+      ).to.deep.equal({
+        version: 2,
+        mountPoint: '/sys/fs/cgroup',
+      });
+      expect(findMemoryHierarchy('1 0 8:1 / / rw - ext4 /dev/sda1 rw')).to.equal(null);
+      expect(readCounter('oom_kill_disable 0\nunder_oom 0\noom_kill 2\n', 'oom_kill')).to.equal(2);
+    });
+
+    it('describes how a container ended in words a user can act on', () => {
+      const memory = { oomKilled: false, limitText: '128MiB' };
+      expect(describeExit({ code: null, signal: 9 }, { ...memory, oomKilled: true })).to.include(
+        "ran out of memory: the container's limit is 128MiB",
+      );
+      expect(describeExit({ code: null, signal: 11 }, memory)).to.equal(
+        'the executor was killed by SIGSEGV (a crash in native code)',
+      );
+      expect(describeExit({ code: 3, signal: null }, memory)).to.include('exited with code 3');
+      expect(
+        describeExit({ code: 70, signal: null, sandboxError: 'mount failed' }, memory),
+      ).to.include('sandbox could not start: mount failed');
+    });
+
+    it("keeps the worker's secrets out of a container spec and masks the state directory", () => {
+      const spec = containerSpec({
+        containerId: 'c-1',
+        workerId: 'w',
+        stateDir: '/var/lib/readie/w',
+        cgroupProcs: '/sys/fs/cgroup/memory/readie/w/c-1/cgroup.procs',
+        uid: 65534,
+        gid: 65534,
+        workerPid: 1,
+        wheelDir: '/srv/wheels',
+      });
+      expect(spec.hide).to.deep.equal(['/var/lib/readie/w']);
+      expect(spec.socket).to.equal('/var/lib/readie/w/containers/c-1/executor.sock');
+      expect(spec.binds).to.deep.equal([
+        { source: '/srv/wheels', target: '/var/lib/readie/w/containers/c-1/tmp/.readie/wheels' },
+      ]);
+      expect(Object.keys(spec.env).sort()).to.deep.equal(
+        [
+          'HOME',
+          'LANG',
+          'PATH',
+          'PYTHONDONTWRITEBYTECODE',
+          'READIE_CONTAINER_ID',
+          'READIE_WORKER_ID',
+          'TMPDIR',
+        ].sort(),
+      );
+      expect(socketPathProblem('/tmp/x', 'c-0123456789')).to.equal(null);
+      expect(socketPathProblem(`/tmp/${'d'.repeat(100)}`, 'c-0123456789')).to.include(
+        '--state-dir',
+      );
+    });
+  });
+
+  describe('options', () => {
+    const flags = {
+      router: 'r:1',
+      listen: '0.0.0.0:7000',
+      id: 'w-1',
+      flavor: 'gpu',
+      insecure: true,
+    };
+
+    it('reads flags over environment variables over defaults', () => {
+      const options = resolveWorkerOptions(
+        { ...flags, memory: '2GiB' },
+        {
+          WORKER_MAX_EXECUTORS: '3',
+          WORKER_GPU_MEMORY: '16GiB',
+          DIAL_TOTAL_TIMEOUT: '5s',
+          READIE_AUTH_TOKEN: 't',
+        },
+        { totalMemory: 1000 },
+      );
+      expect(options).to.deep.include({
+        workerId: 'w-1',
+        flavor: 'gpu',
+        memoryTotal: 2 * 1024 ** 3,
+        gpuMemoryTotal: 16 * 1024 ** 3,
+        stateDir: '/var/lib/readie/w-1',
+        python: '/usr/bin/python3',
+        cgroupParent: 'readie/w-1',
+        authToken: 't',
+        security: { insecure: true },
+      });
+      expect(options.config.WORKER_MAX_EXECUTORS).to.equal(3);
+      expect(options.config.DIAL_TOTAL_TIMEOUT).to.equal(5000);
+      const flagged = resolveWorkerOptions(
+        { ...flags, maxContainers: '9' },
+        { WORKER_MAX_EXECUTORS: '3' },
+        { totalMemory: 1 },
+      );
+      expect(flagged.config.WORKER_MAX_EXECUTORS).to.equal(9);
+      expect(resolveWorkerOptions(flags, {}, { totalMemory: 1234 }).memoryTotal).to.equal(1234);
+    });
+
+    it('says which flag is wrong', () => {
+      const fails =
+        (extra: object, env: Record<string, string> = {}) =>
+        () =>
+          resolveWorkerOptions({ ...flags, ...extra }, env, { totalMemory: 1 });
+      expect(fails({ flavor: 'tpu' })).to.throw(ConfigError, '--flavor must be one of cpu, gpu');
+      expect(fails({ router: undefined })).to.throw(
+        ConfigError,
+        '--router is required (or set WORKER_ROUTER)',
+      );
+      expect(fails({ listen: 'nope' })).to.throw(ConfigError, '--listen must be host:port');
+      expect(fails({ memory: 'lots' })).to.throw(ConfigError, '--memory');
+      expect(fails({ insecure: false })).to.throw(
+        ConfigError,
+        'TLS needs --tls-cert and --tls-key',
+      );
+      expect(fails({ id: 'bad/id' })).to.throw(ConfigError, '--id');
+    });
+
+    it('advertises the bound port, with the hostname for a wildcard listen address', () => {
+      expect(advertisedAddress(null, '0.0.0.0:0', 4321, 'node7')).to.equal('node7:4321');
+      expect(advertisedAddress(null, '127.0.0.1:0', 4321, 'node7')).to.equal('127.0.0.1:4321');
+      expect(advertisedAddress('w.example:1', '0.0.0.0:0', 4321, 'node7')).to.equal('w.example:1');
+    });
+  });
+
+  describe('catalogue', () => {
+    it('reads the DESIGN.md §4 shape and picks the checkpoints of a flavor', () => {
+      const catalogue = parseCatalogue(JSON.stringify(CATALOGUE), 'test');
+      expect(checkpointsFor(catalogue, 'gpu').map((c) => c.id)).to.deep.equal(['gpu-only']);
+      expect(checkpointsFor(catalogue, 'tpu')).to.deep.equal([]);
+      expect(checkpointsFor(null, 'cpu')).to.deep.equal([]);
+    });
+
+    it('names the file and the field that is wrong', () => {
+      expect(() => parseCatalogue('{', 'cat.json')).to.throw(CatalogueError, 'cat.json: not JSON');
+      expect(() => parseCatalogue('{"flavors": {}, "importCosts": {}}', 'cat.json')).to.throw(
+        CatalogueError,
+        /cat.json: not a checkpoint catalogue \(.*defaultImportCost/,
+      );
+    });
+  });
+});
