@@ -107,6 +107,13 @@ module.exports = {
       to: { path: '^src/router/(?!placement/)|^src/(worker|client|proto)/|^@grpc/' },
     },
     {
+      name: 'local-cluster-runs-commands',
+      comment: 'readie up starts the router and workers as processes; it never imports them.',
+      severity: 'error',
+      from: { path: '^src/cluster/' },
+      to: { path: '^src/(router|worker|client)/|^replay/' },
+    },
+    {
       name: 'no-circular',
       severity: 'error',
       from: {},

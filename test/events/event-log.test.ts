@@ -213,6 +213,17 @@ describe('EventLog (LMDB)', () => {
     }
   });
 
+  it('says clearly when a read-only log is still being created by its writer', async () => {
+    const dir = tempDir();
+    const env = open({ path: join(dir, 'events.mdb'), maxDbs: 4 });
+    await env.put('not-yet', 1);
+    expect(() => EventLog.open(dir, { readOnly: true })).to.throw(
+      EventLogError,
+      'is not initialized yet',
+    );
+    await env.close();
+  });
+
   it('says clearly when a read-only log does not exist', () => {
     expect(() => EventLog.open(join(tempDir(), 'nothing'), { readOnly: true })).to.throw(
       EventLogError,

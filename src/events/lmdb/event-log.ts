@@ -85,9 +85,18 @@ export class EventLog<S = never> {
     const lock = readOnly ? undefined : WriterLock.acquire(dir);
     try {
       const root = open({ path, readOnly, maxDbs: 4 });
-      const events = root.openDB<string, number>({ name: 'events', encoding: 'string' });
-      const meta = root.openDB<unknown, string>({ name: 'meta', encoding: 'msgpack' });
-      const snapshots = root.openDB<boolean, number>({ name: 'snapshots', encoding: 'msgpack' });
+      const events = root.openDB<string, number>({ name: 'events', encoding: 'string' }) as
+        Database<string, number> | undefined;
+      const meta = root.openDB<unknown, string>({ name: 'meta', encoding: 'msgpack' }) as
+        Database<unknown, string> | undefined;
+      const snapshots = root.openDB<boolean, number>({ name: 'snapshots', encoding: 'msgpack' }) as
+        Database<boolean, number> | undefined;
+      // Read-only, lmdb-js gives no database that does not exist yet: a writer is still
+      // creating this log (or it is not one).
+      if (!events || !meta || !snapshots) {
+        void root.close();
+        throw new EventLogError(`event log ${dir} is not initialized yet (no events written)`);
+      }
       const version = meta.get(META_SCHEMA_VERSION);
       if (version === undefined) {
         if (!readOnly) meta.putSync(META_SCHEMA_VERSION, EVENT_SCHEMA_VERSION);

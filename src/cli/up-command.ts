@@ -1,0 +1,124 @@
+/** `readie up`: the local cluster (what `npm start` runs). */
+import type { Command } from 'commander';
+import { resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { LocalClusterError, startLocalCluster } from '../cluster/local-cluster.js';
+import { checkHost, describeMissing } from '../cluster/prerequisites.js';
+import { parseDuration } from '../shared/units.js';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+
+interface UpOptions {
+  workers: string;
+  stateDir: string;
+  port: string;
+  python: string;
+  workerMemory?: string;
+  readyTimeout: string;
+}
+
+function say(line: string): void {
+  process.stdout.write(`${line}\n`);
+}
+
+async function up(options: UpOptions): Promise<number> {
+  const workers = Number(options.workers);
+  const port = Number(options.port);
+  if (!Number.isInteger(workers) || workers < 1)
+    throw new RangeError(`--workers ${options.workers}: expected a whole number >= 1`);
+  if (!Number.isInteger(port) || port < 1 || port + workers > 65535)
+    throw new RangeError(`--port ${options.port}: expected a port`);
+  if (process.getuid?.() !== 0) {
+    process.stderr.write(
+      'readie up: workers need root (they create namespaces, mounts and memory cgroups for each container).\n' +
+        'Run it as root, e.g. `sudo npm start`, or in a root container.\n',
+    );
+    return 1;
+  }
+  const host = checkHost(options.python);
+  if (host.missing.length > 0) {
+    process.stderr.write(`${describeMissing(host.missing)}\n`);
+    return 1;
+  }
+  const stateDir = resolve(options.stateDir);
+  say(
+    `readie: starting a router and ${workers} worker${workers === 1 ? '' : 's'} on 127.0.0.1 (state in ${stateDir})...`,
+  );
+  const cluster = await startLocalCluster({
+    workers,
+    stateDir,
+    port,
+    python: options.python,
+    numpy: host.numpy,
+    workerMemory: options.workerMemory,
+    readyTimeout: parseDuration(options.readyTimeout),
+  });
+  say(
+    `readie: local cluster up: router ${cluster.address}, workers ${cluster.workerIds.join(', ')}`,
+  );
+  say(
+    `readie: checkpoints: checkpoint_0${host.numpy ? ', ckpt-numpy' : ' (numpy is not importable: no numpy checkpoint)'}; logs in ${resolve(stateDir, 'logs')}`,
+  );
+  say('');
+  say('# The environment a client needs (paste into your shell):');
+  say(`export READIE_ADDRESS=${cluster.address}`);
+  say('export READIE_INSECURE=1');
+  say(`export PYTHONPATH=${resolve(ROOT, 'python')}`);
+  say('');
+  say('# Then run an example:');
+  say(`${options.python} ${resolve(ROOT, 'examples', 'hello.py')}`);
+  say('');
+  say(
+    `# The event log replays while the cluster runs: node ${resolve(ROOT, 'bin', 'replay.js')} run ${cluster.logDir}`,
+  );
+  say('readie: Ctrl-C stops the cluster.');
+  const signalled = new Promise<string>((done) => {
+    process.once('SIGINT', () => done('interrupted'));
+    process.once('SIGTERM', () => done('terminated'));
+  });
+  const why = await Promise.race([signalled, cluster.failed]);
+  say(`readie: ${why}: stopping workers (running calls finish), then the router...`);
+  await cluster.stop();
+  say('readie: stopped; the event log is flushed.');
+  return why === 'interrupted' || why === 'terminated' ? 0 : 1;
+}
+
+/** Adds `readie up` to the program. */
+export function addUpCommand(program: Command): void {
+  program
+    .command('up')
+    .description(
+      'start a local cluster: a router and workers on 127.0.0.1, state under .readie/ (what npm start runs)',
+    )
+    .option('--workers <n>', 'how many workers', '2')
+    .option('--state-dir <dir>', 'event log, catalogue, worker state and process logs', '.readie')
+    .option('--port <port>', 'the router port on 127.0.0.1; workers take the next ones', '50051')
+    .option(
+      '--python <path>',
+      'the Python for sandboxes and the printed example command',
+      '/usr/bin/python3',
+    )
+    .option(
+      '--worker-memory <size>',
+      'memory each worker offers, e.g. 4GiB (default: the machine memory)',
+    )
+    .option('--ready-timeout <duration>', 'how long to wait for every worker to register', '60s')
+    .addHelpText(
+      'after',
+      '\nThe router serves plaintext gRPC on loopback only (READIE_INSECURE=1 for clients); put nginx with\n' +
+        'TLS in front for anything else (deploy/nginx.conf). Needs root and bubblewrap, python3-cloudpickle,\n' +
+        'python3-grpcio and python3-protobuf; it says which command installs what is missing.',
+    )
+    .action(async (options: UpOptions) => {
+      try {
+        process.exitCode = await up(options);
+      } catch (error) {
+        // Expected failures say what happened; anything else is a bug, shown with its stack.
+        const known = error instanceof LocalClusterError || error instanceof RangeError;
+        process.stderr.write(
+          `readie up: ${known ? (error as Error).message : String((error as Error).stack)}\n`,
+        );
+        process.exitCode = 1;
+      }
+    });
+}

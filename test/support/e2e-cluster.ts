@@ -1,0 +1,189 @@
+/**
+ * A whole cluster for end-to-end tests, every part real: nginx (Debian's) terminating TLS in
+ * front of the router, with deploy/nginx.conf as its config; the router and two workers as
+ * `readie` child processes; clients reaching nginx over TLS with a bearer token.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer, connect } from 'node:net';
+import { join } from 'node:path';
+import { defaultCatalogue } from '../../src/cluster/default-catalogue.js';
+import { waitForWorkers } from '../../src/cluster/local-cluster.js';
+import { runReadie, type Child } from './processes.js';
+import { buildWheel, PYTHON } from './python.js';
+import { ROOT } from './replay.js';
+import { tempDir } from './temp.js';
+
+/** A free TCP port on 127.0.0.1. */
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+async function listening(port: number, timeoutMs = 15_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const ok = await new Promise<boolean>((resolve) => {
+      const socket = connect(port, '127.0.0.1', () => {
+        socket.end();
+        resolve(true);
+      });
+      socket.once('error', () => resolve(false));
+    });
+    if (ok) return;
+    if (Date.now() > deadline) throw new Error(`nothing listens on port ${port}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+/** deploy/nginx.conf with its addresses, files and TLS material pointed at the test's. */
+export function nginxConfig(dir: string, listenPort: number, routerPort: number): string {
+  const tls = join(ROOT, 'test', 'support', 'tls');
+  const original = readFileSync(join(ROOT, 'deploy', 'nginx.conf'), 'utf8');
+  const replacements: [RegExp, string][] = [
+    [/^pid .*;$/m, `pid ${join(dir, 'nginx.pid')};`],
+    [/^error_log .*;$/m, `error_log ${join(dir, 'error.log')} warn;`],
+    [/^(\s*)access_log .*;$/m, `$1access_log ${join(dir, 'access.log')};`],
+    [/^(\s*)server 127\.0\.0\.1:50051;$/m, `$1server 127.0.0.1:${routerPort};`],
+    [/^(\s*)listen 443 ssl http2;$/m, `$1listen 127.0.0.1:${listenPort} ssl http2;`],
+    [/^(\s*)ssl_certificate .*;$/m, `$1ssl_certificate ${join(tls, 'server.pem')};`],
+    [/^(\s*)ssl_certificate_key .*;$/m, `$1ssl_certificate_key ${join(tls, 'server-key.pem')};`],
+  ];
+  let config = original;
+  for (const [pattern, replacement] of replacements) {
+    if (!pattern.test(config)) throw new Error(`deploy/nginx.conf no longer has ${pattern}`);
+    config = config.replace(pattern, replacement);
+  }
+  return config;
+}
+
+/** A running end-to-end cluster. */
+export interface E2eCluster {
+  readonly dir: string;
+  readonly logDir: string;
+  readonly token: string;
+  /** The address clients use: nginx. */
+  readonly address: string;
+  readonly routerPort: number;
+  readonly workers: ReadonlyMap<string, Child>;
+  /** The environment of a Python client script (TLS to nginx, the token, the package path). */
+  clientEnv(overrides?: Record<string, string>): Record<string, string>;
+  stop(): Promise<void>;
+}
+
+/** Starts nginx, the router and two workers; resolves when both workers are registered. */
+export async function startE2eCluster(): Promise<E2eCluster> {
+  const dir = tempDir('readie-e2e-');
+  const token = 'e2e-secret-token';
+  const wheels = buildWheel(
+    dir,
+    'readie_e2e_demo',
+    'def greet():\n    return "hello from a wheel"\n',
+  );
+  const catalogue = join(dir, 'catalogue.json');
+  const numpy = spawnSync(PYTHON, ['-c', 'import numpy']).status === 0;
+  writeFileSync(catalogue, JSON.stringify(defaultCatalogue(numpy)));
+  const logDir = join(dir, 'log');
+  const routerPort = await freePort();
+  const env = {
+    READIE_AUTH_TOKEN: token,
+    PROBE_INTERVAL: '500ms',
+    PROBE_TIMEOUT: '500ms',
+    PROBE_FAILURE_THRESHOLD: '2',
+    REAPER_INTERVAL: '500ms',
+    WORKER_UTILIZATION_INTERVAL: '1s',
+    WORKER_TTL: '10s',
+  };
+  const router = runReadie(
+    [
+      'router',
+      '--listen',
+      `127.0.0.1:${routerPort}`,
+      '--log',
+      logDir,
+      '--insecure',
+      '--catalogue',
+      catalogue,
+    ],
+    env,
+  );
+  const workers = new Map<string, Child>();
+  for (const id of ['e2e-w1', 'e2e-w2']) {
+    const port = await freePort();
+    workers.set(
+      id,
+      runReadie(
+        [
+          'worker',
+          '--router',
+          `127.0.0.1:${routerPort}`,
+          '--listen',
+          `127.0.0.1:${port}`,
+          '--id',
+          id,
+          '--flavor',
+          'cpu',
+          '--state-dir',
+          join(dir, id),
+          '--catalogue',
+          catalogue,
+          '--wheel-dir',
+          wheels,
+          '--memory',
+          '4GiB',
+          '--insecure',
+        ],
+        env,
+      ),
+    );
+  }
+  let nginx: ChildProcess | undefined;
+  const stop = async () => {
+    nginx?.kill('SIGTERM');
+    for (const worker of workers.values()) worker.process.kill('SIGTERM');
+    await Promise.all([...workers.values()].map((w) => w.exited));
+    router.process.kill('SIGTERM');
+    await router.exited;
+  };
+  let nginxPort = 0;
+  try {
+    const nginxDir = join(dir, 'nginx');
+    mkdirSync(nginxDir, { recursive: true });
+    nginxPort = await freePort();
+    const nginxConf = join(nginxDir, 'nginx.conf');
+    writeFileSync(nginxConf, nginxConfig(nginxDir, nginxPort, routerPort));
+    nginx = spawn('nginx', ['-p', nginxDir, '-c', nginxConf, '-g', 'daemon off;'], {
+      stdio: 'ignore',
+    });
+    const never = new Promise<string>(() => undefined);
+    await waitForWorkers(logDir, [...workers.keys()], 60_000, never);
+    await listening(nginxPort);
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+  return {
+    dir,
+    logDir,
+    token,
+    address: `127.0.0.1:${nginxPort}`,
+    routerPort,
+    workers,
+    clientEnv: (overrides = {}) => ({
+      PATH: process.env['PATH'] ?? '/usr/bin:/bin',
+      HOME: dir,
+      READIE_ADDRESS: `127.0.0.1:${nginxPort}`,
+      READIE_CA_FILE: join(ROOT, 'test', 'support', 'tls', 'ca.pem'),
+      READIE_AUTH_TOKEN: token,
+      PYTHONPATH: join(ROOT, 'python'),
+      ...overrides,
+    }),
+    stop,
+  };
+}
