@@ -58,9 +58,12 @@ describe('end to end: clients -> nginx -> router -> workers', function () {
     const { result } = python('exception');
     expect(result.type).to.equal('ValueError');
     expect(result.message).to.equal('bad input: 42');
+    // The frames of the user's code, wherever it was defined (its source lines appear only when
+    // the sandbox can read the file, which it cannot from a private /tmp).
     expect(result.traceback)
-      .to.contain('in inner')
-      .and.contain('raise ValueError("bad input: 42")');
+      .to.contain('in fails')
+      .and.contain('in inner')
+      .and.contain('ValueError: bad input: 42');
   });
 
   it('prints the remote stdout and stderr', () => {
