@@ -7,13 +7,19 @@
  * worker; a removed container expires its session; a failed call that created its session's pin
  * clears it), so a log that also holds the consequence events folds to the same state: those
  * events find the work already done and change nothing.
+ *
+ * A worker that changes is always a new object, in both modes: immer copies what a draft touches,
+ * and over a working copy `workerToChange` replaces the record by a shallow copy before changing
+ * it, and notes the change for whoever watches that map (`worker-changes.ts`). Placement relies
+ * on both to find which workers changed since its last call (`router/placement/candidate-order.ts`).
  */
-import { enableMapSet, produce, type Draft } from 'immer';
+import { enableMapSet, isDraft, produce, type Draft } from 'immer';
 import type { EventOf } from '../events/types.js';
 import { assertNever, type ClusterEvent } from '../events/types.js';
 import { configInForce } from '../shared/config.js';
 import type { ClusterState, SessionRecord, WorkerRecord } from './cluster-state.js';
 import { restoreSnapshot } from './snapshot.js';
+import { noteWorkerChange } from './worker-changes.js';
 
 enableMapSet();
 
@@ -44,9 +50,13 @@ export function evolve(state: ClusterState, event: ClusterEvent): ClusterState {
 
 /**
  * Applies one event to a draft (or a private mutable state) and returns the state to continue
- * with: the same object, except for `Snapshot`, which replaces the whole state.
+ * with: the same object, except for `Snapshot`, which replaces the whole state. Over a mutable
+ * state, changed workers are replaced by copies (see the top of this file) unless `watched` is
+ * false: a fold that nobody looks at until it ends (`fold.ts`) changes its records in place.
  */
-export function applyEvent(state: State, event: ClusterEvent): State {
+export function applyEvent(state: State, event: ClusterEvent, watched = true): State {
+  copyOnWrite = watched && !isDraft(state);
+  copiedThisEvent.length = 0;
   switch (event.type) {
     case 'Snapshot':
       return restoreSnapshot(event) as unknown as State;
@@ -84,7 +94,7 @@ export function applyEvent(state: State, event: ClusterEvent): State {
       changeContainer(state, event);
       break;
     case 'ContainerForgotten': {
-      const worker = state.workers.get(event.workerId);
+      const worker = workerToChange(state, event.workerId);
       if (worker)
         dropContainer(
           state,
@@ -130,10 +140,53 @@ export function applyEvent(state: State, event: ClusterEvent): State {
   return state;
 }
 
+/**
+ * The worker's record, ready to be changed: under immer the draft itself; over a working copy a
+ * shallow copy put in its place, so every changed worker is a new object (its containers and
+ * pinned sessions maps are shared with the record it replaces, which nobody holds any more).
+ */
+function workerToChange(state: State, workerId: string): Worker | undefined {
+  const worker = state.workers.get(workerId);
+  if (worker === undefined || !copyOnWrite || copiedThisEvent.includes(worker)) return worker;
+  const copy = copyOfWorker(worker);
+  state.workers.set(workerId, copy);
+  noteWorkerChange(state.workers, workerId);
+  copiedThisEvent.push(copy);
+  return copy;
+}
+
+/** A shallow copy of a worker's record (every field written out: one object shape, fast). */
+function copyOfWorker(worker: Worker): Worker {
+  return {
+    workerId: worker.workerId,
+    address: worker.address,
+    status: worker.status,
+    error: worker.error,
+    flavor: worker.flavor,
+    memoryTotal: worker.memoryTotal,
+    maxContainers: worker.maxContainers,
+    gpuMemoryTotal: worker.gpuMemoryTotal,
+    utilization: worker.utilization,
+    reservedMemory: worker.reservedMemory,
+    inFlight: worker.inFlight,
+    probeFailures: worker.probeFailures,
+    registeredAt: worker.registeredAt,
+    lastHeardAt: worker.lastHeardAt,
+    evictedReason: worker.evictedReason,
+    containers: worker.containers,
+    pinnedSessions: worker.pinnedSessions,
+  };
+}
+
+/** Whether the current event is applied to a working copy (true) or an immer draft (false). */
+let copyOnWrite = false;
+/** The worker copies made while applying the current event (an event touches one or two). */
+const copiedThisEvent: Worker[] = [];
+
 /** A worker that exists and has not been evicted (events about others change nothing). */
 function liveWorker(state: State, workerId: string): Worker | undefined {
   const worker = state.workers.get(workerId);
-  return worker && worker.status !== 'evicted' ? worker : undefined;
+  return worker && worker.status !== 'evicted' ? workerToChange(state, workerId) : undefined;
 }
 
 function registerWorker(state: State, event: EventOf<'WorkerRegistered'>): void {
@@ -151,7 +204,7 @@ function registerWorker(state: State, event: EventOf<'WorkerRegistered'>): void 
     evictedReason: null,
   };
   if (known) {
-    Object.assign(known, capacity);
+    Object.assign(workerToChange(state, event.workerId) ?? known, capacity);
     return;
   }
   state.workers.set(event.workerId, {
@@ -164,6 +217,7 @@ function registerWorker(state: State, event: EventOf<'WorkerRegistered'>): void 
     containers: new Map(),
     pinnedSessions: new Map(),
   });
+  if (copyOnWrite) noteWorkerChange(state.workers, event.workerId);
 }
 
 function reportUtilization(state: State, event: EventOf<'WorkerUtilization'>): void {
@@ -239,7 +293,7 @@ function reserve(state: State, event: EventOf<'CallPlaced'>): void {
     memory: event.memory,
     since: event.at,
   });
-  const worker = state.workers.get(event.workerId);
+  const worker = workerToChange(state, event.workerId);
   if (worker) {
     worker.inFlight += 1;
     worker.reservedMemory += event.memory;
@@ -250,7 +304,7 @@ function release(state: State, requestId: string, failed: boolean): void {
   const reservation = state.reservations.get(requestId);
   if (!reservation) return;
   state.reservations.delete(requestId);
-  const worker = state.workers.get(reservation.workerId);
+  const worker = workerToChange(state, reservation.workerId);
   if (worker) {
     worker.inFlight = Math.max(0, worker.inFlight - 1);
     worker.reservedMemory = Math.max(0, worker.reservedMemory - reservation.memory);
@@ -276,7 +330,7 @@ function pinSession(state: State, event: EventOf<'SessionPinned'>): void {
     checkpointId: event.checkpointId,
   };
   session.pinnedBy = event.requestId;
-  state.workers.get(event.workerId)?.pinnedSessions.set(event.containerId, event.sessionId);
+  workerToChange(state, event.workerId)?.pinnedSessions.set(event.containerId, event.sessionId);
 }
 
 function unpin(state: State, session: Draft<SessionRecord>): void {
@@ -284,7 +338,7 @@ function unpin(state: State, session: Draft<SessionRecord>): void {
   if (pin) {
     const worker = state.workers.get(pin.workerId);
     if (worker && worker.pinnedSessions.get(pin.containerId) === session.sessionId) {
-      worker.pinnedSessions.delete(pin.containerId);
+      workerToChange(state, pin.workerId)?.pinnedSessions.delete(pin.containerId);
     }
   }
   session.pin = null;

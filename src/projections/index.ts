@@ -4,3 +4,4 @@ export * from './evolve.js';
 export * from './fold.js';
 export * from './queries.js';
 export * from './snapshot.js';
+export * from './worker-changes.js';

@@ -1,7 +1,19 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
 import { validateEvent } from '../../src/events/index.js';
-import { fold } from '../../src/projections/index.js';
+import type { ClusterEvent } from '../../src/events/index.js';
+import {
+  clusterProjection,
+  evolve,
+  fold,
+  initialState,
+  noteWorkerChange,
+  watchWorkers,
+  type WorkerChanges,
+} from '../../src/projections/index.js';
+import type { ClusterState, WorkerRecord } from '../../src/projections/index.js';
+import { CandidateOrder, compareForCpuCall } from '../../src/router/placement/candidate-order.js';
+import { scanInRankOrder, scanWorkers } from '../../src/router/placement/scan.js';
 import { budgetOf, compareWorkers, FILTERS, Verdict } from '../../src/router/placement/index.js';
 import { firstFailure } from '../../src/router/placement/filters/index.js';
 import { BestWorker } from '../../src/router/placement/ranking/index.js';
@@ -48,5 +60,134 @@ describe('placement hot path', () => {
       ),
       { numRuns: 300 },
     );
+  });
+
+  const modes = {
+    'immutable states (evolve)': evolve,
+    'a working copy changed in place (the event log and replay)': (
+      state: ClusterState,
+      event: ClusterEvent,
+    ) => clusterProjection.apply(state, event),
+  };
+  for (const [mode, step] of Object.entries(modes)) {
+    it(`walks the candidates best first to the full scan's answer, state after state: ${mode}`, () => {
+      const budgets = [
+        demand({}),
+        demand({ memory: 12 * GiB }),
+        demand({ gpu: true }),
+        demand({ gpuMemory: 2 * GiB, memory: 6 * GiB }),
+      ];
+      fc.assert(
+        fc.property(fc.integer(), fc.integer({ min: 2, max: 40 }), (seed, workers) => {
+          const order = new CandidateOrder();
+          let state: ClusterState = initialState();
+          let compared = 0;
+          for (const event of stamped(syntheticLog({ seed, events: 400, workers }))) {
+            state = step(state, validateEvent(event));
+            if (event.type !== 'CallRequested' && event.type !== 'WorkerEvicted') continue;
+            for (const wanted of budgets) {
+              const budget = budgetOf(wanted, state.config);
+              const full = scanWorkers(state.workers.values(), budget, state.config);
+              const walked = scanInRankOrder(order.of(state.workers), budget, state.config);
+              expect(walked.best?.workerId, `seq ${String(event.seq)}`).to.equal(
+                full.best?.workerId,
+              );
+              expect(walked.candidates).to.equal(full.candidates);
+              if (!full.best) expect(walked.failures).to.deep.equal(full.failures);
+              compared += 1;
+            }
+          }
+          expect(compared).to.be.greaterThan(0);
+        }),
+        { numRuns: 60 },
+      );
+    });
+  }
+
+  it("gives the full scan's answer when it jumps between unrelated states", () => {
+    const states = [1, 2, 3].map((seed) =>
+      fold(
+        [...stamped(syntheticLog({ seed, events: 600, workers: 30 }))].map((e) => validateEvent(e)),
+      ),
+    );
+    const order = new CandidateOrder();
+    const budget = budgetOf(demand({ memory: 2 * GiB }), states[0]!.config);
+    for (const state of [...states, ...states.reverse(), states[1]!]) {
+      const full = scanWorkers(state.workers.values(), budget, state.config);
+      const walked = scanInRankOrder(order.of(state.workers), budget, state.config);
+      expect(walked.best?.workerId).to.equal(full.best?.workerId);
+      expect(walked.candidates).to.equal(full.candidates);
+    }
+  });
+
+  it('sorts candidates exactly as the ranking key of a CPU call compares them, ties included', () => {
+    const small = (values: number[]) => fc.constantFrom(...values);
+    const worker = fc.record({
+      workerId: fc.constantFrom('w1', 'w10', 'w2', 'a'),
+      flavor: fc.constantFrom<'cpu' | 'gpu'>('cpu', 'gpu'),
+      memoryTotal: fc.option(small([0, 4, 8]), { nil: null }),
+      reservedMemory: small([0, 1, 2]),
+      inFlight: small([0, 1, 2]),
+      utilization: fc.option(
+        fc.record({
+          memoryUsed: small([0, 1, 2]),
+          cpuUsed: fc.option(small([0, 1, 2]), { nil: null }),
+          cpuTotal: fc.option(small([0, 2, 4]), { nil: null }),
+        }),
+        { nil: null },
+      ),
+    });
+    const record = (fields: typeof worker extends fc.Arbitrary<infer T> ? T : never) =>
+      ({
+        ...fields,
+        utilization: fields.utilization && {
+          ...fields.utilization,
+          containerCount: 0,
+          gpuMemoryUsed: null,
+          at: '2026-01-01T00:00:00.000Z',
+        },
+      }) as unknown as WorkerRecord;
+    const cpuCall = budgetOf(demand({}), initialState().config);
+    fc.assert(
+      fc.property(worker, worker, (a, b) => {
+        const expected = Math.sign(compareWorkers(record(a), record(b), cpuCall));
+        expect(Math.sign(compareForCpuCall(record(a), record(b)))).to.equal(expected);
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
+  it('catches up with a working copy changed many times between two decisions', () => {
+    const order = new CandidateOrder();
+    let state: ClusterState = clusterProjection.initial();
+    const budget = budgetOf(demand({ memory: 2 * GiB }), state.config);
+    let looked = 0;
+    for (const event of stamped(syntheticLog({ seed: 5, events: 20_000, workers: 30 }))) {
+      const valid = validateEvent(event);
+      state = clusterProjection.apply(state, valid);
+      // Look rarely, so the journal of changes overflows between some looks.
+      if (valid.seq % 7919 !== 0) continue;
+      const full = scanWorkers(state.workers.values(), budget, state.config);
+      const walked = scanInRankOrder(order.of(state.workers), budget, state.config);
+      expect(walked.best?.workerId, `seq ${String(valid.seq)}`).to.equal(full.best?.workerId);
+      looked += 1;
+    }
+    expect(looked).to.be.greaterThan(1);
+  });
+
+  it('journals the workers a working copy changes, for every watcher, until it overflows', () => {
+    let state: ClusterState = clusterProjection.initial();
+    const first: WorkerChanges = { ids: [], overflowed: false };
+    const second: WorkerChanges = { ids: [], overflowed: false };
+    watchWorkers(state.workers, first);
+    watchWorkers(state.workers, second);
+    const events = [...stamped(syntheticLog({ seed: 9, events: 30, workers: 3 }))];
+    for (const event of events) state = clusterProjection.apply(state, validateEvent(event));
+    expect(first.ids).to.not.be.empty;
+    expect(second.ids).to.deep.equal(first.ids);
+    for (let i = 0; i < 5000; i += 1) noteWorkerChange(state.workers, 'w1');
+    expect(first.overflowed).to.equal(true);
+    watchWorkers(state.workers, first);
+    expect(first).to.deep.equal({ ids: [], overflowed: false });
   });
 });

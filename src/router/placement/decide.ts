@@ -12,10 +12,17 @@ import { cheapest, costTable, flavorCatalogue } from './checkpoints.js';
 import type { GrpcCodeName, PlacementDecision } from './decision.js';
 import { ExplanationBuilder, type PlacementExplanation } from './explanation.js';
 import { FILTERS, firstFailure } from './filters/index.js';
-import { explainScan, scanWorkers } from './scan.js';
+import { CandidateOrder } from './candidate-order.js';
+import { explainScan, scanInRankOrder } from './scan.js';
 import { checkPackages, planPackages, type PackageRequirement } from './packages.js';
 import { compareWorkers } from './ranking/index.js';
 import { sessionAffinity } from './session-affinity.js';
+
+/**
+ * The candidates of the last workers map placement saw, best first. A cache, not an input: the
+ * answer never depends on what it held before (see `candidate-order.ts`).
+ */
+const CANDIDATES = new CandidateOrder();
 
 /** Decides where `call` runs, against `state` and `config` (default: the config in force). */
 export function place(
@@ -123,7 +130,7 @@ function decide(
   // Rules 2 to 4: candidates, filters, ranking.
   const { best, candidates, failures } = explain
     ? explainScan(state.workers.values(), budget, config, explain)
-    : scanWorkers(state.workers.values(), budget, config);
+    : scanInRankOrder(CANDIDATES.of(state.workers), budget, config);
   if (candidates === 0) return rejected(call, before, 'UNAVAILABLE', 'no workers available');
   if (!best) {
     const ruledOut = FILTERS.map((filter, i) => [filter.name, failures[i] ?? 0] as const)

@@ -1,6 +1,7 @@
 /**
- * Rules 2 to 4 over every worker: candidates, filters, ranking. The hot path walks the workers
- * once, allocating nothing per worker; the explaining walk records every verdict instead.
+ * Rules 2 to 4 over every worker: candidates, filters, ranking. The hot path walks the candidates
+ * best first (see `candidate-order.ts`) and stops at the first that passes; the full walk is its
+ * reference, and the explaining walk records every verdict instead.
  */
 import type { WorkerRecord } from '../../projections/cluster-state.js';
 import type { Config } from '../../shared/config.js';
@@ -38,6 +39,25 @@ export function scanWorkers(
     else failures[failed] = (failures[failed] as number) + 1;
   }
   return { best: ranking.worker, candidates, failures };
+}
+
+/**
+ * The same answer as `scanWorkers`, from the candidates already sorted best first: the first that
+ * passes every filter wins, so a cluster with room costs one or two filter checks per decision.
+ * When none passes every candidate was checked, so the counts are those of the full walk.
+ */
+export function scanInRankOrder(
+  candidates: readonly WorkerRecord[],
+  budget: Budget,
+  config: Config,
+): ScanResult {
+  const failures = new Array<number>(FILTERS.length).fill(0);
+  for (const worker of candidates) {
+    const failed = firstFailure(worker, budget, config);
+    if (failed < 0) return { best: worker, candidates: candidates.length, failures };
+    failures[failed] = (failures[failed] as number) + 1;
+  }
+  return { best: undefined, candidates: candidates.length, failures };
 }
 
 /** Walks every worker like `scanWorkers`, recording candidacy and every filter's verdict. */

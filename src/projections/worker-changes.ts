@@ -1,0 +1,42 @@
+/**
+ * Which workers a working copy changed, for readers that keep something derived from its workers.
+ *
+ * Over a working copy (see `fold.ts`) the `workers` map is changed in place, so a reader cannot
+ * tell it changed by its identity. Such a reader watches the map and, before each use, takes the
+ * IDs of the workers replaced or added since it last looked, instead of comparing every worker.
+ * Immutable states need none of this: a changed state has a new map. A journal that grows past
+ * `MOST_CHANGES` stops recording and says so; its reader then compares every worker once.
+ */
+import type { WorkerRecord } from './cluster-state.js';
+
+type Workers = ReadonlyMap<string, WorkerRecord>;
+
+/** What a watcher takes: the changed IDs in order (repeats possible), or that it lost track. */
+export interface WorkerChanges {
+  ids: string[];
+  overflowed: boolean;
+}
+
+const MOST_CHANGES = 4096;
+
+const journals = new WeakMap<Workers, WorkerChanges[]>();
+
+/** Starts (or restarts, empty) `watcher`'s journal of changes to `workers`. */
+export function watchWorkers(workers: Workers, watcher: WorkerChanges): void {
+  watcher.ids.length = 0;
+  watcher.overflowed = false;
+  const watching = journals.get(workers);
+  if (watching === undefined) journals.set(workers, [watcher]);
+  else if (!watching.includes(watcher)) watching.push(watcher);
+}
+
+/** Records that the worker `workerId` of `workers` was replaced or added (the projection calls it). */
+export function noteWorkerChange(workers: Workers, workerId: string): void {
+  const watching = journals.get(workers);
+  if (watching === undefined) return;
+  for (const journal of watching) {
+    if (journal.overflowed) continue;
+    if (journal.ids.length < MOST_CHANGES) journal.ids.push(workerId);
+    else journal.overflowed = true;
+  }
+}
