@@ -4,7 +4,8 @@
  * restored from a checkpoint, and on a cold start, beside a bare gRPC echo through the same hops
  * (a scripted echo worker registered as the only gpu worker; the echo call asks for a GPU).
  */
-import { spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { join } from 'node:path';
 import { Flavor } from '../src/proto/gen/readie/v1/registry.js';
 import { startE2eCluster } from '../test/support/e2e-cluster.js';
@@ -22,6 +23,26 @@ function percentile(values: readonly number[], p: number): number {
   return Math.round((sorted[index] as number) * 100) / 100;
 }
 
+/** Runs the measuring client script to its end, collecting its output (killed after 10 min). */
+async function runScript(
+  env: NodeJS.ProcessEnv,
+): Promise<{ status: number | null; stdout: string; stderr: string }> {
+  const script = join(ROOT, 'bench', 'scripts', 'e2e_latency.py');
+  const child = spawn(PYTHON, [script, JSON.stringify(COUNTS)], { env });
+  const out: Buffer[] = [];
+  const err: Buffer[] = [];
+  child.stdout.on('data', (chunk: Buffer) => out.push(chunk));
+  child.stderr.on('data', (chunk: Buffer) => err.push(chunk));
+  const timer = setTimeout(() => child.kill('SIGKILL'), 600_000);
+  try {
+    const [status] = (await once(child, 'close')) as [number | null];
+    const text = (chunks: Buffer[]) => Buffer.concat(chunks).toString('utf8');
+    return { status, stdout: text(out), stderr: text(err) };
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /** Runs the end-to-end benchmark. */
 export async function run() {
   const cluster = await startE2eCluster();
@@ -32,17 +53,11 @@ export async function run() {
     await echo.reportStatus({ flavor: Flavor.FLAVOR_GPU, gpuMemoryTotal: 16 * 1024 ** 3 });
     // Its heartbeat, so the router's liveness keeps it through the whole run.
     heartbeat = setInterval(() => void echo.reportUtilization().catch(() => undefined), 1000);
-    const run = spawnSync(
-      PYTHON,
-      [join(ROOT, 'bench', 'scripts', 'e2e_latency.py'), JSON.stringify(COUNTS)],
-      {
-        env: cluster.clientEnv(),
-        encoding: 'utf8',
-        timeout: 600_000,
-        maxBuffer: 16 * 1024 * 1024,
-      },
-    );
-    if (run.status !== 0) throw new Error(`e2e_latency.py failed: ${run.stderr}`);
+    // Not spawnSync: the scripted echo worker lives in this process and must keep serving.
+    const run = await runScript(cluster.clientEnv());
+    if (run.status !== 0) {
+      throw new Error(`e2e_latency.py failed (${String(run.status)}): ${run.stderr}`);
+    }
     const results = JSON.parse(run.stdout.trim().split('\n').at(-1) ?? '{}') as Record<
       string,
       number[] | string
