@@ -106,8 +106,8 @@ export function addUpCommand(program: Command): void {
     .addHelpText(
       'after',
       '\nThe router serves plaintext gRPC on loopback only (READIE_INSECURE=1 for clients); put nginx with\n' +
-        'TLS in front for anything else (deploy/nginx.conf). Needs root and bubblewrap, python3-cloudpickle,\n' +
-        'python3-grpcio and python3-protobuf; it says which command installs what is missing.',
+        'TLS in front for anything else (deploy/nginx.conf). Needs root (namespaces, memory cgroups) and\n' +
+        'python3-cloudpickle, python3-grpcio, python3-protobuf; it says which command installs what is missing.',
     )
     .action(async (options: UpOptions) => {
       try {
