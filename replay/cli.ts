@@ -10,6 +10,13 @@ import { verifyCommand } from './commands/verify.js';
 import { whatifCommand } from './commands/whatif.js';
 import { ReplayInputError } from './io/replay-input-error.js';
 
+// A reader that stops early (`replay run --json | head`) closes the pipe: stop quietly, as Unix
+// tools do, instead of dying on EPIPE with a stack trace.
+process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+  if (error.code === 'EPIPE') process.exit(0);
+  throw error;
+});
+
 const LOG_ARGUMENT = 'an LMDB log directory or a JSONL file (detected automatically)';
 
 /** Runs a command action, turning bad input into exit status 2 and a one-line message. */

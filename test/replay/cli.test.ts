@@ -1,8 +1,10 @@
 import { expect } from 'chai';
+import { spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fold, stateToJson } from '../../src/projections/index.js';
 import { readEvents, replayCli, ROOT } from '../support/replay.js';
+import { stamped, syntheticLog } from '../support/synthetic-log.js';
 import { cleanTempDirs, tempDir } from '../support/temp.js';
 
 const fixture = (name: string) => join(ROOT, 'fixtures', `${name}.jsonl`);
@@ -34,6 +36,21 @@ describe('the replay CLI', function () {
     }
     expect(replayCli('run', '--help').stdout).to.contain('--set <NAME=VALUE>');
     expect(replayCli('state', '--help').stdout).to.contain('--at <seq|time>');
+  });
+
+  it('stops quietly when its reader closes the pipe early', () => {
+    const log = join(tempDir(), 'large.jsonl');
+    const events = [...stamped(syntheticLog({ seed: 3, events: 6_000, workers: 20 }))];
+    writeFileSync(log, events.map((event) => JSON.stringify(event)).join('\n'));
+    const piped = spawnSync(
+      'bash',
+      ['-c', 'node bin/replay.js run "$1" --json | head -n 1; exit "${PIPESTATUS[0]}"', '-', log],
+      { cwd: ROOT, encoding: 'utf8' },
+    );
+    expect(piped.stdout.trim().split('\n')).to.have.length(1);
+    expectNoStack(piped.stderr);
+    expect(piped.stderr).to.not.contain('EPIPE');
+    expect(piped.status).to.equal(0);
   });
 
   it('run --json prints one line per call, as the fixture expects', () => {
