@@ -10,8 +10,9 @@
  *
  * A worker that changes is always a new object, in both modes: immer copies what a draft touches,
  * and over a working copy `workerToChange` replaces the record by a shallow copy before changing
- * it, and notes the change for whoever watches that map (`worker-changes.ts`). Placement relies
- * on both to find which workers changed since its last call (`router/placement/candidate-order.ts`).
+ * it, and notes the change for whoever watches that map (`worker-changes.ts`). Placement's sorted
+ * candidates rely on both: the journal says which workers moved, and the record it saw last still
+ * holds the key it sorted them by (`router/placement/candidate-order.ts`).
  */
 import { enableMapSet, isDraft, produce, type Draft } from 'immer';
 import type { EventOf } from '../events/types.js';
