@@ -78,6 +78,33 @@ describe('EventLog (LMDB)', () => {
     await log.close();
   });
 
+  it('refuses a whole batch when any event in it is malformed: nothing stored, nothing folded', async () => {
+    const log = EventLog.open<ClusterState>(tempDir(), { projection: clusterProjection });
+    expect(() =>
+      log.append([
+        leaving('w'),
+        { type: 'WorkerEvicted', workerId: 'w', reason: 'bored' } as unknown as NewEvent,
+      ]),
+    ).to.throw(InvalidEventError, 'seq 2: field "reason"');
+    expect(log.lastSeq).to.equal(0);
+    expect(log.state.lastSeq).to.equal(0);
+    await log.flushed();
+    expect([...log.read()]).to.deep.equal([]);
+    await log.close();
+  });
+
+  it('refuses a whole stored batch whose seqs do not run on, storing none of it', async () => {
+    const source = EventLog.open(tempDir());
+    await source.append([leaving('a'), leaving('b'), leaving('c')]).committed;
+    const [first, , third] = [...source.readStored()];
+    await source.close();
+    const log = EventLog.open(tempDir());
+    expect(() => log.appendStored([first!, third!])).to.throw(InvalidEventError, 'expected 2');
+    await log.flushed();
+    expect([...log.read()]).to.deep.equal([]);
+    await log.close();
+  });
+
   it('puts appends made in the same turn into one transaction', async () => {
     const log = EventLog.open(tempDir());
     await log.append(leaving('warm-up')).committed;

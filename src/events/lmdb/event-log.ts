@@ -147,13 +147,15 @@ export class EventLog<S = never> {
     this.assertWritable();
     const list: readonly NewEvent[] = Array.isArray(input) ? input : [input as NewEvent];
     const at = isoInstant((this.options.clock ?? Date.now)());
-    const events: ClusterEvent[] = [];
+    // Every event is validated before any is stored: a bad one refuses the whole call.
+    const first = this.nextSeq;
+    const events = list.map((item, i) => {
+      const seq = first + i;
+      // Envelope first, then the author's fields in the author's order (`type` leads them).
+      return validateEvent(Object.assign({ seq, at }, item), { seq });
+    });
     let last: Promise<boolean> | undefined;
-    for (const item of list) {
-      const event = this.stamp(item, at);
-      last = this.store(event, encodeEvent(event));
-      events.push(event);
-    }
+    for (const event of events) last = this.store(event, encodeEvent(event));
     const snapshot = this.snapshotIfDue(at);
     if (snapshot) {
       last = this.store(snapshot.event, snapshot.text);
@@ -168,17 +170,21 @@ export class EventLog<S = never> {
    */
   appendStored(stored: readonly StoredEvent[]): AppendResult {
     this.assertWritable();
-    let last: Promise<boolean> | undefined;
-    for (const { event, text } of stored) {
-      if (this.first !== undefined && event.seq !== this.nextSeq) {
+    // Every seq is checked before any event is stored: a gap refuses the whole call.
+    // An empty log takes the first event's seq (an exported range starts mid-log).
+    const base = this.first === undefined ? (stored[0]?.event.seq ?? 0) : this.nextSeq;
+    stored.forEach(({ event }, i) => {
+      const expected = base + i;
+      if (event.seq !== expected) {
         throw new InvalidEventError(
           { seq: event.seq },
           'seq',
-          `does not continue the log: expected ${this.nextSeq}`,
+          `does not continue the log: expected ${expected}`,
         );
       }
-      last = this.store(event, text);
-    }
+    });
+    let last: Promise<boolean> | undefined;
+    for (const { event, text } of stored) last = this.store(event, text);
     return this.track(
       stored.map((s) => s.event),
       last,
@@ -251,14 +257,6 @@ export class EventLog<S = never> {
         `event log ${this.dir} failed to write earlier: ${this.failure.message}`,
       );
     }
-  }
-
-  private stamp(item: NewEvent, at: string): ClusterEvent {
-    const seq = this.nextSeq;
-    // Envelope first, then the author's fields in the author's order (`type` leads them).
-    const event = validateEvent(Object.assign({ seq, at }, item));
-    this.nextSeq = seq + 1;
-    return event;
   }
 
   private store(event: ClusterEvent, text: string): Promise<boolean> {
