@@ -8,19 +8,20 @@
  * clears it), so a log that also holds the consequence events folds to the same state: those
  * events find the work already done and change nothing.
  *
- * A worker that changes is always a new object, in both modes: immer copies what a draft touches,
- * and over a working copy `workerToChange` replaces the record by a shallow copy before changing
- * it, and notes the change for whoever watches that map (`worker-changes.ts`). Placement's sorted
- * candidates rely on both: the journal says which workers moved, and the record it saw last still
- * holds the key it sorted them by (`router/placement/candidate-order.ts`).
+ * Over a working copy whose workers map someone watches (`worker-changes.ts`), a worker that
+ * changes is always a new object: `workerToChange` replaces the record by a shallow copy before
+ * changing it and notes the change for the watcher. Placement's sorted candidates rely on both:
+ * the journal says which workers moved, and the record it saw last still holds the key it sorted
+ * them by (`router/placement/candidate-order.ts`). An unwatched working copy (a fold) changes
+ * records in place; immer copies what a draft touches anyway.
  */
-import { enableMapSet, isDraft, produce, type Draft } from 'immer';
+import { enableMapSet, produce, type Draft } from 'immer';
 import type { EventOf } from '../events/types.js';
 import { assertNever, type ClusterEvent } from '../events/types.js';
 import { configInForce } from '../shared/config.js';
 import type { ClusterState, SessionRecord, WorkerRecord } from './cluster-state.js';
 import { restoreSnapshot } from './snapshot.js';
-import { noteWorkerChange } from './worker-changes.js';
+import { isWatched, noteWorkerChange } from './worker-changes.js';
 
 enableMapSet();
 
@@ -51,12 +52,10 @@ export function evolve(state: ClusterState, event: ClusterEvent): ClusterState {
 
 /**
  * Applies one event to a draft (or a private mutable state) and returns the state to continue
- * with: the same object, except for `Snapshot`, which replaces the whole state. Over a mutable
- * state, changed workers are replaced by copies (see the top of this file) unless `watched` is
- * false: a fold that nobody looks at until it ends (`fold.ts`) changes its records in place.
+ * with: the same object, except for `Snapshot`, which replaces the whole state.
  */
-export function applyEvent(state: State, event: ClusterEvent, watched = true): State {
-  copyOnWrite = watched && !isDraft(state);
+export function applyEvent(state: State, event: ClusterEvent): State {
+  copyOnWrite = isWatched(state.workers);
   copiedThisEvent.length = 0;
   switch (event.type) {
     case 'Snapshot':
@@ -95,7 +94,7 @@ export function applyEvent(state: State, event: ClusterEvent, watched = true): S
       changeContainer(state, event);
       break;
     case 'ContainerForgotten': {
-      const worker = workerToChange(state, event.workerId);
+      const worker = liveWorker(state, event.workerId);
       if (worker)
         dropContainer(
           state,
@@ -148,10 +147,15 @@ export function applyEvent(state: State, event: ClusterEvent, watched = true): S
  */
 function workerToChange(state: State, workerId: string): Worker | undefined {
   const worker = state.workers.get(workerId);
-  if (worker === undefined || !copyOnWrite || copiedThisEvent.includes(worker)) return worker;
+  return worker === undefined ? undefined : changing(state, worker);
+}
+
+/** `worker` itself, or over a watched map its copy put in its place (once per event). */
+function changing(state: State, worker: Worker): Worker {
+  if (!copyOnWrite || copiedThisEvent.includes(worker)) return worker;
   const copy = copyOfWorker(worker);
-  state.workers.set(workerId, copy);
-  noteWorkerChange(state.workers, workerId);
+  state.workers.set(worker.workerId, copy);
+  noteWorkerChange(state.workers, worker.workerId);
   copiedThisEvent.push(copy);
   return copy;
 }
@@ -179,7 +183,7 @@ function copyOfWorker(worker: Worker): Worker {
   };
 }
 
-/** Whether the current event is applied to a working copy (true) or an immer draft (false). */
+/** Whether someone watches the workers map the current event changes (an immer draft's never is). */
 let copyOnWrite = false;
 /** The worker copies made while applying the current event (an event touches one or two). */
 const copiedThisEvent: Worker[] = [];
@@ -187,7 +191,7 @@ const copiedThisEvent: Worker[] = [];
 /** A worker that exists and has not been evicted (events about others change nothing). */
 function liveWorker(state: State, workerId: string): Worker | undefined {
   const worker = state.workers.get(workerId);
-  return worker && worker.status !== 'evicted' ? workerToChange(state, workerId) : undefined;
+  return worker && worker.status !== 'evicted' ? changing(state, worker) : undefined;
 }
 
 function registerWorker(state: State, event: EventOf<'WorkerRegistered'>): void {
@@ -205,7 +209,7 @@ function registerWorker(state: State, event: EventOf<'WorkerRegistered'>): void 
     evictedReason: null,
   };
   if (known) {
-    Object.assign(workerToChange(state, event.workerId) ?? known, capacity);
+    Object.assign(changing(state, known), capacity);
     return;
   }
   state.workers.set(event.workerId, {

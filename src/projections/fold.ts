@@ -2,7 +2,7 @@
  * Folding many events. `evolve` (immer `produce`) copies every record it touches per event, which
  * costs O(workers) per event on a large cluster; a fold instead runs the same recipe over one
  * private working copy and freezes the result once, so folding a log is linear in its length.
- * Nobody sees that copy before it is frozen, so its worker records are changed in place.
+ * Nobody watches that copy, so its worker records are changed in place (see `worker-changes.ts`).
  * `fold(events)` equals `events.reduce(evolve, initialState())` (a property the tests check).
  */
 import { freeze, type Draft } from 'immer';
@@ -18,17 +18,7 @@ export function fold(
   from: ClusterState = initialState(),
 ): ClusterState {
   let state = structuredClone(from) as unknown as Draft<ClusterState>;
-  for (const event of events) state = applyEvent(state, event, false);
-  return freeze(state as unknown as ClusterState, true);
-}
-
-/** `fold` over an async stream of events (a JSONL file being read). */
-export async function foldAsync(
-  events: AsyncIterable<ClusterEvent>,
-  from: ClusterState = initialState(),
-): Promise<ClusterState> {
-  let state = structuredClone(from) as unknown as Draft<ClusterState>;
-  for await (const event of events) state = applyEvent(state, event, false);
+  for (const event of events) state = applyEvent(state, event);
   return freeze(state as unknown as ClusterState, true);
 }
 

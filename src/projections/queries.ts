@@ -2,13 +2,7 @@
  * Read-only questions placement, the reaper and replay ask of the state. They read in place and
  * allocate nothing on the hot paths (placement asks them of every worker for every call).
  */
-import type {
-  ClusterState,
-  ContainerRecord,
-  Reservation,
-  SessionRecord,
-  WorkerRecord,
-} from './cluster-state.js';
+import type { ClusterState, WorkerRecord } from './cluster-state.js';
 
 /** Memory in use (last report) plus memory reserved for calls in flight, in bytes. */
 export function memoryCommitted(worker: WorkerRecord): number {
@@ -28,25 +22,6 @@ export function heldContainers(worker: WorkerRecord): number {
 /** Whether the worker may receive new calls: last status ready, and an address to reach it. */
 export function isPlaceable(worker: WorkerRecord): boolean {
   return worker.status === 'ready' && worker.address !== null && worker.address !== '';
-}
-
-/** The session record of `sessionId`, if the log has ever pinned or expired it. */
-export function sessionOf(state: ClusterState, sessionId: string): SessionRecord | undefined {
-  return state.sessions.get(sessionId);
-}
-
-/** A worker's container record, if it reported one. */
-export function containerOf(
-  state: ClusterState,
-  workerId: string,
-  containerId: string,
-): ContainerRecord | undefined {
-  return state.workers.get(workerId)?.containers.get(containerId);
-}
-
-/** Reservations held on a worker (scans all reservations: for explanations, not hot paths). */
-export function reservationsOn(state: ClusterState, workerId: string): Reservation[] {
-  return [...state.reservations.values()].filter((r) => r.workerId === workerId);
 }
 
 /** Workers sorted by ID as text (the order explanations and tables list them in). */

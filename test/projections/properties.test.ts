@@ -16,8 +16,12 @@ import {
   fold,
   initialState,
   snapshotOf,
+  watchWorkers,
   type ClusterState,
+  type WorkerChanges,
+  type WorkerRecord,
 } from '../../src/projections/index.js';
+import { foldWithoutSnapshots } from '../support/events.js';
 import { stamped, syntheticLog } from '../support/synthetic-log.js';
 import { cleanTempDirs, tempDir } from '../support/temp.js';
 
@@ -43,15 +47,47 @@ function expectCountersConsistent(state: ClusterState): void {
   }
 }
 
+/** A worker's plain fields (what placement ranks and filters by), as text. */
+const fieldsOf = (worker: WorkerRecord) =>
+  JSON.stringify({ ...worker, containers: worker.containers.size, pinnedSessions: undefined });
+
+/**
+ * Folds like the event log does once placement watches its working copy, checking after every
+ * event that each worker whose fields changed is a new object and is in the watcher's journal.
+ */
+function watchedFold(log: readonly ClusterEvent[]): ClusterState {
+  const watcher: WorkerChanges = { ids: [], overflowed: false };
+  let state = clusterProjection.initial();
+  watchWorkers(state.workers, watcher);
+  for (const event of log) {
+    const before = new Map([...state.workers].map(([id, w]) => [id, { w, fields: fieldsOf(w) }]));
+    const workers = state.workers;
+    state = clusterProjection.apply(state, event);
+    if (state.workers !== workers) {
+      watchWorkers(state.workers, watcher); // a Snapshot replaced the state
+      continue;
+    }
+    for (const [id, after] of state.workers) {
+      const seen = before.get(id);
+      if (seen !== undefined && seen.fields === fieldsOf(after)) continue;
+      expect(after, `seq ${String(event.seq)}: ${id} changed in place`).to.not.equal(seen?.w);
+      expect(watcher.ids, `seq ${String(event.seq)}: ${id} not journaled`).to.include(id);
+    }
+    watcher.ids.length = 0;
+  }
+  return state;
+}
+
 describe('projection properties (random valid logs)', () => {
   afterEach(cleanTempDirs);
 
-  it('fold equals evolving event by event, and counters match the reservations', () => {
+  it('fold equals evolving event by event and the watched working copy, and counters match the reservations', () => {
     fc.assert(
       fc.property(logArbitrary(150), (options) => {
         const log = events(options);
         const folded = fold(log);
         expect(folded).to.deep.equal(log.reduce(evolve, initialState()));
+        expect(folded).to.deep.equal(watchedFold(log));
         expectCountersConsistent(folded);
       }),
       { numRuns: 40 },
@@ -97,7 +133,7 @@ describe('projection properties (random valid logs)', () => {
           await log.close();
           const reader = EventLog.open(dir, { readOnly: true });
           const all = [...reader.read()];
-          const expected = fold(all);
+          const expected = foldWithoutSnapshots(all);
           const snapshotSeqs = all.filter((e) => e.type === 'Snapshot').map((e) => e.seq);
           for (const seq of snapshotSeqs) {
             expect(fold(reader.read(seq)), `from snapshot ${seq}`).to.deep.equal(expected);

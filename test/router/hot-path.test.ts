@@ -161,6 +161,10 @@ describe('placement hot path', () => {
     for (let i = 0; i < 5000; i += 1) noteWorkerChange(state.workers, 'w1');
     expect(first.overflowed).to.equal(true);
     watchWorkers(state.workers, first);
-    expect(first).to.deep.equal({ ids: [], overflowed: false });
+    expect([first.ids, first.overflowed]).to.deep.equal([[], false]);
+    // Watching another map stops the journal of the first one.
+    watchWorkers(new Map(), first);
+    noteWorkerChange(state.workers, 'w2');
+    expect(first.ids).to.deep.equal([]);
   });
 });

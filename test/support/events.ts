@@ -9,7 +9,7 @@ import {
   type NewEvent,
   type NewEventOf,
 } from '../../src/events/index.js';
-import { evolve, initialState, type ClusterState } from '../../src/projections/index.js';
+import { evolve, fold, initialState, type ClusterState } from '../../src/projections/index.js';
 
 export const GiB = 1024 ** 3;
 export const START_MS = Date.UTC(2026, 10, 30, 10, 0, 0, 0);
@@ -145,4 +145,13 @@ export class History {
 /** A new history holding `events`. */
 export function history(...events: NewEvent[]): History {
   return new History().add(...events);
+}
+
+/**
+ * The state a log's events fold to without its `Snapshot` events (their seqs still count), so a
+ * test comparing with a live state does not take the answer from the snapshots under test.
+ */
+export function foldWithoutSnapshots(events: readonly ClusterEvent[]): ClusterState {
+  const state = fold(events.filter((event) => event.type !== 'Snapshot'));
+  return { ...state, lastSeq: events.at(-1)?.seq ?? state.lastSeq };
 }
