@@ -14,10 +14,23 @@ import { collectGarbage, perSecond, ratio, withTempDir } from './support.js';
 
 const COMMIT_EVERY = 100;
 
+/**
+ * A cluster where the walk has work to do: one worker in ten is a gpu worker (so CPU calls pass
+ * over nothing but GPU calls start past every cpu worker), and the emptiest workers (memory in
+ * use 0) take two containers at most, so they rank first yet are often full.
+ */
 function cluster(workers: number): NewEvent[] {
   const events: NewEvent[] = [];
   for (let i = 0; i < workers; i += 1) {
-    events.push(registered(`w${i}`, { memoryTotal: 64 * GiB, maxContainers: 64 }));
+    const gpu = i % 10 === 9;
+    events.push(
+      registered(`w${i}`, {
+        memoryTotal: 64 * GiB,
+        maxContainers: i % 17 === 0 ? 2 : 64,
+        flavor: gpu ? 'gpu' : 'cpu',
+        gpuMemoryTotal: gpu ? 80 * GiB : null,
+      }),
+    );
     events.push(
       utilization(`w${i}`, {
         memoryUsed: (i % 17) * GiB,
@@ -30,11 +43,16 @@ function cluster(workers: number): NewEvent[] {
   return events;
 }
 
+/** Calls of 1 to 3 GiB; one in ten is a GPU call. */
 function callOf(i: number): CallToPlace {
   return {
     requestId: `req-${i}`,
     sessionId: null,
-    demand: demand({ memory: ((i % 3) + 1) * GiB, imports: i % 2 === 0 ? ['numpy'] : null }),
+    demand: demand({
+      memory: ((i % 3) + 1) * GiB,
+      gpu: i % 10 === 0 ? true : null,
+      imports: i % 2 === 0 ? ['numpy'] : null,
+    }),
   };
 }
 
@@ -160,6 +178,6 @@ export async function run() {
       loggedVsAppendOnlyAtLeast: 0.5,
       growth: 'no worse than linear in workers',
     },
-    note: `decide + append (one commit awaited every ${COMMIT_EVERY} decisions) + fold into the live state; each decision also appends the CallFinished of a call placed 2 x workers decisions earlier; best of two alternating runs`,
+    note: `decide + append (one commit awaited every ${COMMIT_EVERY} decisions) + fold into the live state; each decision also appends the CallFinished of a call placed 2 x workers decisions earlier; one worker in ten is a gpu worker and one call in ten a GPU call; the emptiest workers hold two containers at most; best of two alternating runs`,
   };
 }

@@ -40,6 +40,18 @@ function lowerBound(sorted: readonly WorkerRecord[], worker: WorkerRecord): numb
   return low;
 }
 
+/** The index of the first gpu worker in candidates sorted by `rankOrder` (cpu workers come first). */
+export function firstGpuWorker(sorted: readonly WorkerRecord[]): number {
+  let low = 0;
+  let high = sorted.length;
+  while (low < high) {
+    const middle = (low + high) >>> 1;
+    if ((sorted[middle] as WorkerRecord).flavor !== 'gpu') low = middle + 1;
+    else high = middle;
+  }
+  return low;
+}
+
 /** Candidates in ranking order, kept up to date from the changes of one workers map. */
 export class CandidateOrder {
   /** The workers map the order was built from, and its records as they were last seen. */

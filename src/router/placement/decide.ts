@@ -7,15 +7,13 @@ import type { NewEvent } from '../../events/types.js';
 import type { ClusterState, WorkerRecord } from '../../projections/cluster-state.js';
 import type { Config } from '../../shared/config.js';
 import { budgetOf, sessionIdOf, type Budget, type CallToPlace } from './call.js';
-import { notCandidateReason } from './candidates.js';
 import { cheapest, costTable, flavorCatalogue } from './checkpoints.js';
 import type { GrpcCodeName, PlacementDecision } from './decision.js';
 import { ExplanationBuilder, type PlacementExplanation } from './explanation.js';
-import { FILTERS, firstFailure } from './filters/index.js';
+import { FILTERS } from './filters/index.js';
 import { CandidateOrder } from './candidate-order.js';
 import { explainScan, scanInRankOrder } from './scan.js';
 import { checkPackages, planPackages, type PackageRequirement } from './packages.js';
-import { compareWorkers } from './ranking/index.js';
 import { sessionAffinity } from './session-affinity.js';
 
 /**
@@ -42,11 +40,7 @@ export function explainPlacement(
   const budget = budgetOf(call.demand, config);
   const explanation = new ExplanationBuilder(budget, config);
   const decision = decide(state, call, config, explanation);
-  const ranked =
-    decision.outcome === 'placed' && decision.containerId === null
-      ? rankEligible(state, budget, config)
-      : [];
-  return explanation.build(call.requestId, sessionIdOf(call), decision, ranked);
+  return explanation.build(call.requestId, sessionIdOf(call), decision);
 }
 
 function rejected(
@@ -163,15 +157,6 @@ function decide(
     },
     explain,
   );
-}
-
-function rankEligible(state: ClusterState, budget: Budget, config: Config): string[] {
-  return [...state.workers.values()]
-    .filter(
-      (worker) => notCandidateReason(worker) === null && firstFailure(worker, budget, config) < 0,
-    )
-    .sort((a, b) => compareWorkers(a, b, budget))
-    .map((worker) => worker.workerId);
 }
 
 type CheckpointChoice = { ok: true; checkpointId: string | null } | { ok: false; message: string };

@@ -79,6 +79,7 @@ export class ExplanationBuilder {
   private sessionPart: SessionExplanation | null = null;
   private readonly workerParts = new Map<string, Omit<WorkerExplanation, 'rank'>>();
   private checkpointPart: CheckpointExplanation | null = null;
+  private rankedIds: readonly string[] = [];
   private packagesPart: PackagesExplanation = {
     requested: [],
     duplicates: [],
@@ -127,6 +128,11 @@ export class ExplanationBuilder {
     });
   }
 
+  /** Records the eligible workers, best first. */
+  ranking(workerIds: readonly string[]): void {
+    this.rankedIds = workerIds;
+  }
+
   /** Records how the checkpoint was chosen. */
   checkpoint(part: CheckpointExplanation): void {
     this.checkpointPart = part;
@@ -137,14 +143,15 @@ export class ExplanationBuilder {
     this.packagesPart = { ...this.packagesPart, ...part };
   }
 
-  /** The finished explanation; `rankedIds` lists eligible workers best first. */
+  /** The finished explanation; workers have ranks when the call went to a new container. */
   build(
     requestId: string,
     sessionId: string | null,
     decision: PlacementDecision,
-    rankedIds: readonly string[],
   ): PlacementExplanation {
-    const ranks = new Map(rankedIds.map((id, index) => [id, index + 1]));
+    const ranked =
+      decision.outcome === 'placed' && decision.containerId === null ? this.rankedIds : [];
+    const ranks = new Map(ranked.map((id, index) => [id, index + 1]));
     const workers = [...this.workerParts.values()]
       .sort((a, b) => compareText(a.workerId, b.workerId))
       .map((part) => ({ ...part, rank: ranks.get(part.workerId) ?? null }));

@@ -1,16 +1,21 @@
 /**
- * Rules 2 to 4 over every worker: candidates, filters, ranking. The hot path walks the candidates
- * best first (see `candidate-order.ts`) and stops at the first that passes; the full walk is its
- * reference, and the explaining walk records every verdict instead.
+ * Rules 2 to 4: candidates, filters, ranking. The hot path walks the candidates best first (see
+ * `candidate-order.ts`) and stops at the first that passes; the explaining walk checks every worker
+ * against the registries and records every verdict.
  */
 import type { WorkerRecord } from '../../projections/cluster-state.js';
 import type { Config } from '../../shared/config.js';
 import type { Budget } from './call.js';
 import { notCandidateReason } from './candidates.js';
 import type { ExplanationBuilder } from './explanation.js';
-import type { Filter, Verdict } from './filter.js';
+import { firstGpuWorker } from './candidate-order.js';
+import { Verdict, type Filter } from './filter.js';
 import { FILTERS, firstFailure } from './filters/index.js';
-import { BestWorker } from './ranking/index.js';
+import { flavor } from './filters/flavor.js';
+import { compareWorkers } from './ranking/index.js';
+
+/** Where the flavor filter's failures are counted. */
+const FLAVOR_FILTER = FILTERS.indexOf(flavor);
 
 /** What the walk found. */
 export interface ScanResult {
@@ -22,29 +27,11 @@ export interface ScanResult {
   readonly failures: readonly number[];
 }
 
-/** Walks every worker once: the hot path. */
-export function scanWorkers(
-  workers: Iterable<WorkerRecord>,
-  budget: Budget,
-  config: Config,
-): ScanResult {
-  const ranking = new BestWorker(budget);
-  const failures = new Array<number>(FILTERS.length).fill(0);
-  let candidates = 0;
-  for (const worker of workers) {
-    if (worker.status !== 'ready' || worker.address === null || worker.address === '') continue;
-    candidates += 1;
-    const failed = firstFailure(worker, budget, config);
-    if (failed < 0) ranking.offer(worker);
-    else failures[failed] = (failures[failed] as number) + 1;
-  }
-  return { best: ranking.worker, candidates, failures };
-}
-
 /**
- * The same answer as `scanWorkers`, from the candidates already sorted best first: the first that
+ * The hot path: from the candidates sorted best first (`candidate-order.ts`), the first that
  * passes every filter wins, so a cluster with room costs one or two filter checks per decision.
- * When none passes every candidate was checked, so the counts are those of the full walk.
+ * A GPU call starts at the first gpu worker: the cpu workers before it fail its flavor filter.
+ * When none passes every candidate was counted, so the counts are those of a full walk.
  */
 export function scanInRankOrder(
   candidates: readonly WorkerRecord[],
@@ -52,7 +39,10 @@ export function scanInRankOrder(
   config: Config,
 ): ScanResult {
   const failures = new Array<number>(FILTERS.length).fill(0);
-  for (const worker of candidates) {
+  const start = budget.gpuCall ? firstGpuWorker(candidates) : 0;
+  failures[FLAVOR_FILTER] = start;
+  for (let i = start; i < candidates.length; i += 1) {
+    const worker = candidates[i] as WorkerRecord;
     const failed = firstFailure(worker, budget, config);
     if (failed < 0) return { best: worker, candidates: candidates.length, failures };
     failures[failed] = (failures[failed] as number) + 1;
@@ -60,14 +50,17 @@ export function scanInRankOrder(
   return { best: undefined, candidates: candidates.length, failures };
 }
 
-/** Walks every worker like `scanWorkers`, recording candidacy and every filter's verdict. */
+/**
+ * Walks every worker, recording candidacy and every filter's verdict, and ranks the eligible ones
+ * by `compareWorkers` (the registry of ranking terms): the same answer as the hot path.
+ */
 export function explainScan(
   workers: Iterable<WorkerRecord>,
   budget: Budget,
   config: Config,
   explain: ExplanationBuilder,
 ): ScanResult {
-  const ranking = new BestWorker(budget);
+  const eligible: WorkerRecord[] = [];
   const failures = new Array<number>(FILTERS.length).fill(0);
   let candidates = 0;
   for (const worker of workers) {
@@ -80,10 +73,12 @@ export function explainScan(
     const verdicts = FILTERS.map(
       (filter) => [filter, filter.check(worker, budget, config)] as [Filter, Verdict],
     );
-    const failed = verdicts.findIndex(([, verdict]) => verdict === 1);
+    const failed = verdicts.findIndex(([, verdict]) => verdict === Verdict.fail);
     explain.candidate(worker, verdicts, failed < 0);
-    if (failed < 0) ranking.offer(worker);
+    if (failed < 0) eligible.push(worker);
     else failures[failed] = (failures[failed] as number) + 1;
   }
-  return { best: ranking.worker, candidates, failures };
+  eligible.sort((a, b) => compareWorkers(a, b, budget));
+  explain.ranking(eligible.map((worker) => worker.workerId));
+  return { best: eligible[0], candidates, failures };
 }

@@ -28,52 +28,6 @@ export function compareWorkers(a: WorkerRecord, b: WorkerRecord, budget: Budget)
   return compareText(a.workerId, b.workerId);
 }
 
-/**
- * Tracks the best-ranked worker seen so far while placement walks the candidates. The best
- * worker's key is kept, and a challenger's terms are computed one at a time only until they
- * differ, so most workers cost one or two term evaluations and nothing is allocated per worker.
- */
-export class BestWorker {
-  private readonly key = new Array<number>(RANK_TERMS.length).fill(0);
-  private current: WorkerRecord | undefined;
-
-  constructor(private readonly budget: Budget) {}
-
-  /** The best worker so far. */
-  get worker(): WorkerRecord | undefined {
-    return this.current;
-  }
-
-  /**
-   * Considers `worker`; it becomes the best if its key is lower. `RANK_TERMS` unrolled, so every
-   * call site sees one function (a test checks that this agrees with `compareWorkers`).
-   */
-  offer(worker: WorkerRecord): void {
-    const best = this.current;
-    if (best === undefined) return this.adopt(worker);
-    const key = this.key;
-    const budget = this.budget;
-    let value = flavorPenalty.value(worker, budget);
-    if (value !== key[0]) return value < (key[0] as number) ? this.adopt(worker) : undefined;
-    value = memoryPressure.value(worker);
-    if (value !== key[1]) return value < (key[1] as number) ? this.adopt(worker) : undefined;
-    value = cpuPressure.value(worker);
-    if (value !== key[2]) return value < (key[2] as number) ? this.adopt(worker) : undefined;
-    value = inFlight.value(worker);
-    if (value !== key[3]) return value < (key[3] as number) ? this.adopt(worker) : undefined;
-    if (compareText(worker.workerId, best.workerId) < 0) this.adopt(worker);
-  }
-
-  /** Makes `worker` the best, keeping its key. */
-  private adopt(worker: WorkerRecord): void {
-    this.current = worker;
-    this.key[0] = flavorPenalty.value(worker, this.budget);
-    this.key[1] = memoryPressure.value(worker);
-    this.key[2] = cpuPressure.value(worker);
-    this.key[3] = inFlight.value(worker);
-  }
-}
-
 /** A worker's ranking key, term by term, ending with its ID (for explanations). */
 export function rankKey(worker: WorkerRecord, budget: Budget): RankKey {
   return {
