@@ -37,18 +37,13 @@ describe('regression fixtures', () => {
     describe(name, () => {
       const events = readEvents(join(FIXTURES, `${name}.jsonl`));
 
-      it('reproduces every recorded decision exactly', () => {
-        const results = replayEvents(events);
-        expect(results.length, 'calls').to.be.greaterThan(0);
-        for (const result of results) {
-          expect(
-            result.recorded,
-            `${result.requestId} at seq ${result.seq}: ${result.divergence}`,
-          ).to.equal('match');
-        }
-      });
-
+      // The expected file pins `recorded` for every call, so a match turning into a divergence
+      // fails here, while an incident fixture keeps the divergence it was recorded with.
       it('prints what its .expected.jsonl says', () => {
+        expect(
+          events.some((e) => e.type === 'CallRequested'),
+          'calls',
+        ).to.equal(true);
         const expected = readFileSync(join(FIXTURES, `${name}.expected.jsonl`), 'utf8')
           .split('\n')
           .filter(Boolean)
