@@ -35,8 +35,6 @@ export interface ReplayOptions {
     config: Config,
     event: EventOf<'CallRequested'>,
   ) => void;
-  /** The state to start from (default: the initial state). */
-  readonly from?: ClusterState;
 }
 
 interface PendingCall {
@@ -50,12 +48,10 @@ const OUTCOMES = new Set(['CallPlaced', 'CallRejected']);
 
 /** Folds a log and re-decides its calls. */
 export class Replayer {
-  private working: ClusterState;
+  private working: ClusterState = initialState();
   private pending: PendingCall | undefined;
 
-  constructor(private readonly options: ReplayOptions = {}) {
-    this.working = options.from ? structuredClone(options.from) : initialState();
-  }
+  constructor(private readonly options: ReplayOptions = {}) {}
 
   /** The state after every event pushed so far (and the computed outcomes folded). */
   get state(): ClusterState {

@@ -39,7 +39,7 @@ function workersSection(explanation: PlacementExplanation): string[] {
       filter.verdict,
       filter.reason,
     ]);
-    lines.push(table(['    FILTER', 'VERDICT', 'REASON'], rows).replace(/^/gm, ''));
+    lines.push(table(['    FILTER', 'VERDICT', 'REASON'], rows));
   }
   return lines;
 }
