@@ -118,6 +118,15 @@ describe('the replay CLI', function () {
     ]) {
       expect(run.stdout).to.contain(part);
     }
+    const atCall = replayCli('explain', fixture('memory-headroom-boundary'), 'one-more-gib');
+    expect(atCall.stdout).to.match(
+      /Reservations at this call \(1\):\nREQUEST .*\nexactly-90\s+-\s+w1\s+-\s+checkpoint_0\s+1GiB\s/,
+    );
+    const session = replayCli('explain', fixture('session-pin-and-reuse'), 'second');
+    expect(session.stdout).to.match(
+      /Session s1 at this call:\nSESSION .*\ns1\s+w1\/c1\s+checkpoint_0\s+first\s+-\n/,
+    );
+    expect(session.stdout).to.contain('Reservations at this call: none');
     const json = JSON.parse(
       replayCli('explain', fixture('gpu-calls-need-gpu-workers'), 'gpu-flag', '--json').stdout,
     ) as { explanation: { decision: { workerId: string } } };
