@@ -3,6 +3,7 @@ import type { EventOf } from '../../src/events/index.js';
 import { explainPlacement, type PlacementExplanation } from '../../src/router/placement/index.js';
 import type { Config } from '../../src/shared/config.js';
 import type { CallResult } from '../engine/call-result.js';
+import type { StateAtCall } from '../format/explain-screen.js';
 import { Replayer } from '../engine/replayer.js';
 import type { LogSource } from '../io/log-source.js';
 import { forEachEvent } from '../io/read-log.js';
@@ -11,6 +12,8 @@ import { forEachEvent } from '../io/read-log.js';
 export interface ExplainedCall {
   readonly request: EventOf<'CallRequested'>;
   readonly explanation: PlacementExplanation;
+  /** The call's session and the reservations in force when it was decided. */
+  readonly atCall: StateAtCall;
   readonly result: CallResult | undefined;
 }
 
@@ -20,7 +23,7 @@ export async function explainCall(
   match: { requestId?: string; seq?: number },
   overrides: Partial<Config> = {},
 ): Promise<ExplainedCall | undefined> {
-  let found: { request: EventOf<'CallRequested'>; explanation: PlacementExplanation } | undefined;
+  let found: Omit<ExplainedCall, 'result'> | undefined;
   let result: CallResult | undefined;
   const matches = (requestId: string, seq: number) =>
     match.seq !== undefined ? seq === match.seq : requestId === match.requestId;
@@ -28,7 +31,15 @@ export async function explainCall(
     overrides,
     onDecide: (call, state, config, request) => {
       if (!found && matches(call.requestId, request.seq)) {
-        found = { request, explanation: explainPlacement(state, call, config) };
+        found = {
+          request,
+          explanation: explainPlacement(state, call, config),
+          // Copies: the replayer changes its state in place after this returns.
+          atCall: structuredClone({
+            session: (call.sessionId && state.sessions.get(call.sessionId)) || null,
+            reservations: [...state.reservations.values()],
+          }),
+        };
       }
     },
     onCall: (settled) => {

@@ -28,13 +28,15 @@ export async function explainCommand(
         JSON.stringify({
           request: explained.request,
           explanation: explained.explanation,
+          session: explained.atCall.session,
+          reservations: explained.atCall.reservations,
           recorded: explained.result?.recorded ?? 'none',
           recordedEvents: explained.result?.recordedEvents ?? null,
         }),
       );
     } else {
       process.stdout.write(
-        explainScreen(explained.request, explained.explanation, explained.result),
+        explainScreen(explained.request, explained.explanation, explained.result, explained.atCall),
       );
     }
     return 0;

@@ -8,7 +8,7 @@ import {
   encodeEvent,
   type StoredEvent,
 } from '../../src/events/index.js';
-import { clusterProjection, initialState, snapshotOf } from '../../src/projections/index.js';
+import { fold, snapshotOf } from '../../src/projections/index.js';
 import { openLmdb } from '../io/log-source.js';
 import { ReplayInputError } from '../io/replay-input-error.js';
 import { parseSeq } from './options.js';
@@ -35,15 +35,11 @@ export async function exportCommand(dir: string, options: ExportOptions): Promis
     const lines: StoredEvent[] = [];
     if (from > first) {
       const start = log.snapshotAtOrBefore(from - 1) ?? first;
-      let state = initialState();
-      let at = '';
-      for (const event of log.read(start, from - 1)) {
-        state = clusterProjection.apply(state, event);
-        at = event.at;
-      }
+      const state = fold(log.read(start, from - 1));
+      const [before] = log.read(from - 1, from - 1);
       const snapshot = validateEvent({
         seq: from - 1,
-        at,
+        at: before?.at ?? '',
         type: 'Snapshot',
         schemaVersion: 1,
         state: snapshotOf(state),

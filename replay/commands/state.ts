@@ -35,8 +35,12 @@ export async function stateCommand(logPath: string, options: StateOptions): Prom
   const source = openLogSource(logPath);
   let state = initialState();
   try {
-    // An LMDB log can start from its newest snapshot at or before the point.
-    const from = point && 'seq' in point ? (source.snapshotAtOrBefore(point.seq) ?? 0) : 0;
+    // An LMDB log starts from its newest snapshot at or before the point. Snapshots are indexed
+    // by seq, so a time point is folded from the start.
+    const from =
+      point && 'time' in point
+        ? 0
+        : (source.snapshotAtOrBefore(point?.seq ?? Number.MAX_SAFE_INTEGER) ?? 0);
     await forEachEvent(
       source,
       (event) => {

@@ -46,7 +46,9 @@ export async function verifyCommand(logPath: string): Promise<number> {
   try {
     const explained = await explainCall(again, { seq: divergence.seq });
     if (explained)
-      process.stdout.write(explainScreen(explained.request, explained.explanation, divergence));
+      process.stdout.write(
+        explainScreen(explained.request, explained.explanation, divergence, explained.atCall),
+      );
   } finally {
     await again.close();
   }

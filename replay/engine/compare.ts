@@ -12,7 +12,7 @@ export function decisionFields(event: ClusterEvent | NewEvent): Record<string, u
 }
 
 function same(a: unknown, b: unknown): boolean {
-  return JSON.stringify(a) === JSON.stringify(b);
+  return a === b || JSON.stringify(a) === JSON.stringify(b);
 }
 
 function show(value: unknown): string {

@@ -35,8 +35,6 @@ export interface ReplayOptions {
     config: Config,
     event: EventOf<'CallRequested'>,
   ) => void;
-  /** The state to start from (default: the initial state). */
-  readonly from?: ClusterState;
 }
 
 interface PendingCall {
@@ -50,12 +48,10 @@ const OUTCOMES = new Set(['CallPlaced', 'CallRejected']);
 
 /** Folds a log and re-decides its calls. */
 export class Replayer {
-  private working: ClusterState;
+  private working: ClusterState = initialState();
   private pending: PendingCall | undefined;
 
-  constructor(private readonly options: ReplayOptions = {}) {
-    this.working = options.from ? structuredClone(options.from) : initialState();
-  }
+  constructor(private readonly options: ReplayOptions = {}) {}
 
   /** The state after every event pushed so far (and the computed outcomes folded). */
   get state(): ClusterState {
@@ -127,38 +123,26 @@ export class Replayer {
   private settle(pending: PendingCall): void {
     this.pending = undefined;
     const { event, decision, recorded } = pending;
+    for (const recordedEvent of recorded) this.apply(recordedEvent);
     const hasOutcome = recorded.some((e) => OUTCOMES.has(e.type));
-    const computed = decision.events.map(decisionFields);
-    let result: CallResult;
+    let recordedEvents: Record<string, unknown>[] | null = null;
+    let divergence: string | null = null;
     if (hasOutcome) {
-      const recordedFields = recorded.map(decisionFields);
-      const divergence = firstDifference(recordedFields, computed);
-      for (const recordedEvent of recorded) this.apply(recordedEvent);
-      result = {
-        seq: event.seq,
-        at: event.at,
-        requestId: event.requestId,
-        sessionId: event.sessionId,
-        decision,
-        recorded: divergence === null ? 'match' : 'diverged',
-        recordedEvents: recordedFields,
-        divergence,
-      };
+      recordedEvents = recorded.map(decisionFields);
+      divergence = firstDifference(recordedEvents, decision.events.map(decisionFields));
     } else {
-      for (const recordedEvent of recorded) this.apply(recordedEvent);
       for (const computedEvent of decision.events) this.apply(stampLike(computedEvent, event));
-      result = {
-        seq: event.seq,
-        at: event.at,
-        requestId: event.requestId,
-        sessionId: event.sessionId,
-        decision,
-        recorded: 'none',
-        recordedEvents: null,
-        divergence: null,
-      };
     }
-    this.options.onCall?.(result);
+    this.options.onCall?.({
+      seq: event.seq,
+      at: event.at,
+      requestId: event.requestId,
+      sessionId: event.sessionId,
+      decision,
+      recorded: !hasOutcome ? 'none' : divergence === null ? 'match' : 'diverged',
+      recordedEvents,
+      divergence,
+    });
   }
 }
 

@@ -6,7 +6,11 @@
 import { validateEvent } from '../../src/events/decode.js';
 import type { ClusterEvent, Demand, NewEvent } from '../../src/events/types.js';
 import { clusterProjection, initialState, type ClusterState } from '../../src/projections/index.js';
-import { place, type PlacedDecision } from '../../src/router/placement/index.js';
+import {
+  place,
+  type PlacedDecision,
+  type PlacementDecision,
+} from '../../src/router/placement/index.js';
 
 /** A call reaching the router. */
 export interface CallStep {
@@ -14,6 +18,12 @@ export interface CallStep {
   readonly requestId: string;
   readonly sessionId?: string | null;
   readonly demand?: Partial<Demand>;
+  /**
+   * What the call is meant to get: the worker it is placed on, or the code it is rejected with
+   * (`'w2'`, `'RESOURCE_EXHAUSTED'`). Recording throws when placement decides otherwise, so a
+   * broken placement cannot re-record a fixture unnoticed.
+   */
+  readonly expect?: string;
 }
 
 /** The worker's first answer named the container (and the checkpoint it really used). */
@@ -45,6 +55,19 @@ const EMPTY_DEMAND: Demand = {
   imports: null,
   packages: null,
 };
+
+/** Throws when a call's decision is not the one its step expects. */
+function checkExpected(step: CallStep, decision: PlacementDecision): void {
+  const got = decision.outcome === 'placed' ? decision.workerId : decision.code;
+  if (got === step.expect) return;
+  const decided =
+    decision.outcome === 'placed'
+      ? `placed it on ${decision.workerId}`
+      : `rejected it with ${decision.code}: ${decision.message}`;
+  throw new Error(
+    `scenario: ${step.requestId} was expected to get ${step.expect}, but placement ${decided}`,
+  );
+}
 
 /** Records a scenario: seqs from 1, one second apart from `startMs`. */
 export function recordScenario(
@@ -86,6 +109,7 @@ export function recordScenario(
         const demand = { ...EMPTY_DEMAND, ...step.demand };
         append({ type: 'CallRequested', requestId: step.requestId, sessionId, demand });
         const decision = place(state, { requestId: step.requestId, sessionId, demand });
+        if (step.expect !== undefined) checkExpected(step, decision);
         for (const event of decision.events) append(event);
         if (decision.outcome === 'placed') placements.set(step.requestId, decision);
         break;

@@ -1,10 +1,33 @@
 /** The screen `replay explain` prints: the one an operator reads during an incident. */
 import type { ClusterEvent } from '../../src/events/index.js';
+import type { Reservation, SessionRecord } from '../../src/projections/index.js';
 import type { PlacementExplanation, WorkerExplanation } from '../../src/router/placement/index.js';
 import { formatSize } from '../../src/shared/units.js';
 import type { CallResult } from '../engine/call-result.js';
 import { describeDecision, describeRecorded } from './decision.js';
+import { reservationsTable, sessionsTable, sortedReservations } from './state-view.js';
 import { cell, table } from './table.js';
+
+/** The parts of the state a call met that the explain screen shows (copies, safe to keep). */
+export interface StateAtCall {
+  /** The call's session, when it names one the state knows. */
+  readonly session: SessionRecord | null;
+  /** Every call in flight: their reservations count against the workers' memory and slots. */
+  readonly reservations: readonly Reservation[];
+}
+
+function stateSection(atCall: StateAtCall): string[] {
+  const lines = atCall.session
+    ? [`Session ${atCall.session.sessionId} at this call:`, sessionsTable([atCall.session]), '']
+    : [];
+  const { length } = atCall.reservations;
+  lines.push(
+    length === 0
+      ? 'Reservations at this call: none'
+      : `Reservations at this call (${length}):\n${reservationsTable(sortedReservations(atCall.reservations))}`,
+  );
+  return lines;
+}
 
 function rankKeyText(worker: WorkerExplanation): string {
   if (!worker.rankKey) return '-';
@@ -39,7 +62,7 @@ function workersSection(explanation: PlacementExplanation): string[] {
       filter.verdict,
       filter.reason,
     ]);
-    lines.push(table(['    FILTER', 'VERDICT', 'REASON'], rows).replace(/^/gm, ''));
+    lines.push(table(['    FILTER', 'VERDICT', 'REASON'], rows));
   }
   return lines;
 }
@@ -86,6 +109,7 @@ export function explainScreen(
   request: Extract<ClusterEvent, { type: 'CallRequested' }>,
   explanation: PlacementExplanation,
   result: CallResult | undefined,
+  atCall: StateAtCall,
 ): string {
   const { demand } = request;
   const { budget, config } = explanation;
@@ -103,6 +127,8 @@ export function explainScreen(
   if (explanation.session)
     lines.push(`Session ${explanation.session.sessionId}: ${explanation.session.verdict}`, '');
   lines.push(
+    ...stateSection(atCall),
+    '',
     ...workersSection(explanation),
     '',
     ...checkpointSection(explanation),

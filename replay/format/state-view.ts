@@ -1,9 +1,44 @@
 /** The readable view of `replay state`. */
-import type { ClusterState } from '../../src/projections/index.js';
+import type { ClusterState, Reservation, SessionRecord } from '../../src/projections/index.js';
 import { memoryCommitted, workersById } from '../../src/projections/index.js';
 import { compareText } from '../../src/projections/queries.js';
 import { formatSize } from '../../src/shared/units.js';
 import { cell, table } from './table.js';
+
+/** Sessions as a table: pin, checkpoint, who pinned it, expiry. */
+export function sessionsTable(sessions: readonly SessionRecord[]): string {
+  return table(
+    ['SESSION', 'PIN', 'CHECKPOINT', 'PINNED BY', 'EXPIRED'],
+    sessions.map((s) => [
+      s.sessionId,
+      s.pin ? `${s.pin.workerId}/${s.pin.containerId}` : '-',
+      cell(s.pin?.checkpointId),
+      cell(s.pinnedBy),
+      s.expired ? `${s.expired.reason} at seq ${s.expired.seq}` : '-',
+    ]),
+  );
+}
+
+/** Reservations (calls in flight) as a table: where they run and the memory they hold. */
+export function reservationsTable(reservations: readonly Reservation[]): string {
+  return table(
+    ['REQUEST', 'SESSION', 'WORKER', 'CONTAINER', 'CHECKPOINT', 'MEMORY', 'SINCE'],
+    reservations.map((r) => [
+      r.requestId,
+      cell(r.sessionId),
+      r.workerId,
+      cell(r.containerId),
+      cell(r.checkpointId),
+      formatSize(r.memory),
+      r.since,
+    ]),
+  );
+}
+
+/** Reservations sorted by request ID. */
+export function sortedReservations(reservations: Iterable<Reservation>): Reservation[] {
+  return [...reservations].sort((a, b) => compareText(a.requestId, b.requestId));
+}
 
 /** The state as an operator reads it: workers, sessions, reservations. */
 export function stateView(state: ClusterState): string {
@@ -11,9 +46,7 @@ export function stateView(state: ClusterState): string {
   const sessions = [...state.sessions.values()].sort((a, b) =>
     compareText(a.sessionId, b.sessionId),
   );
-  const reservations = [...state.reservations.values()].sort((a, b) =>
-    compareText(a.requestId, b.requestId),
-  );
+  const reservations = sortedReservations(state.reservations.values());
   const lines = [
     `State after seq ${state.lastSeq}; router ${cell(state.routerVersion)} started ${cell(state.routerStartedAt)}; catalogue ${state.catalogue?.revision ?? 'none'}`,
     '',
@@ -52,30 +85,10 @@ export function stateView(state: ClusterState): string {
     ),
     '',
     `Sessions (${sessions.length})`,
-    table(
-      ['SESSION', 'PIN', 'CHECKPOINT', 'PINNED BY', 'EXPIRED'],
-      sessions.map((s) => [
-        s.sessionId,
-        s.pin ? `${s.pin.workerId}/${s.pin.containerId}` : '-',
-        cell(s.pin?.checkpointId),
-        cell(s.pinnedBy),
-        s.expired ? `${s.expired.reason} at seq ${s.expired.seq}` : '-',
-      ]),
-    ),
+    sessionsTable(sessions),
     '',
     `Reservations (${reservations.length})`,
-    table(
-      ['REQUEST', 'SESSION', 'WORKER', 'CONTAINER', 'CHECKPOINT', 'MEMORY', 'SINCE'],
-      reservations.map((r) => [
-        r.requestId,
-        cell(r.sessionId),
-        r.workerId,
-        cell(r.containerId),
-        cell(r.checkpointId),
-        formatSize(r.memory),
-        r.since,
-      ]),
-    ),
+    reservationsTable(reservations),
   ];
   return `${lines.join('\n')}\n`;
 }

@@ -5,12 +5,7 @@
 import { existsSync, statSync, createReadStream } from 'node:fs';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
-import {
-  EventLog,
-  readJsonl,
-  type ClusterEvent,
-  type StoredEvent,
-} from '../../src/events/index.js';
+import { EventLog, readJsonl, type ClusterEvent } from '../../src/events/index.js';
 import { ReplayInputError } from './replay-input-error.js';
 
 /** A log to replay. */
@@ -91,9 +86,4 @@ function jsonlSource(path: string, bytes: number): LogSource {
       return Promise.resolve();
     },
   };
-}
-
-/** Stored events (exact text) of an LMDB log in a seq range, for export. */
-export function storedRange(log: EventLog, from: number, to: number): Iterable<StoredEvent> {
-  return log.readStored(from, to);
 }

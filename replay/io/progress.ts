@@ -6,9 +6,9 @@ const LARGE = { events: 100_000, bytes: 20 * 1024 * 1024 } as const;
 
 /** Reports how far a replay has come. */
 export interface Progress {
-  /** For LMDB sources: one more event read. */
+  /** One more event read; moves the bar of an LMDB source only. */
   event(): void;
-  /** For JSONL sources: bytes read so far. */
+  /** Bytes read so far; JSONL sources report them. */
   bytes(read: number): void;
   stop(): void;
 }
@@ -35,10 +35,15 @@ export function progressFor(
   bar.start(Math.ceil(total / scale), 0);
   let events = 0;
   return {
-    event: () => {
-      events += 1;
-      if (events % 10_000 === 0) bar.update(events);
-    },
+    // A JSONL bar counts MiB read, so events (which forEachEvent reports for every source) must
+    // not move it.
+    event:
+      unit === 'bytes'
+        ? () => undefined
+        : () => {
+            events += 1;
+            if (events % 10_000 === 0) bar.update(events);
+          },
     bytes: (read) => bar.update(Math.floor(read / scale)),
     stop: () => bar.stop(),
   };

@@ -2,7 +2,9 @@ import { expect } from 'chai';
 import { spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fold, stateToJson } from '../../src/projections/index.js';
+import { open as openLmdb } from 'lmdb';
+import { EventLog } from '../../src/events/index.js';
+import { clusterProjection, fold, stateToJson } from '../../src/projections/index.js';
 import { readEvents, replayCli, ROOT } from '../support/replay.js';
 import { stamped, syntheticLog } from '../support/synthetic-log.js';
 import { cleanTempDirs, tempDir } from '../support/temp.js';
@@ -116,6 +118,15 @@ describe('the replay CLI', function () {
     ]) {
       expect(run.stdout).to.contain(part);
     }
+    const atCall = replayCli('explain', fixture('memory-headroom-boundary'), 'one-more-gib');
+    expect(atCall.stdout).to.match(
+      /Reservations at this call \(1\):\nREQUEST .*\nexactly-90\s+-\s+w1\s+-\s+checkpoint_0\s+1GiB\s/,
+    );
+    const session = replayCli('explain', fixture('session-pin-and-reuse'), 'second');
+    expect(session.stdout).to.match(
+      /Session s1 at this call:\nSESSION .*\ns1\s+w1\/c1\s+checkpoint_0\s+first\s+-\n/,
+    );
+    expect(session.stdout).to.contain('Reservations at this call: none');
     const json = JSON.parse(
       replayCli('explain', fixture('gpu-calls-need-gpu-workers'), 'gpu-flag', '--json').stdout,
     ) as { explanation: { decision: { workerId: string } } };
@@ -148,6 +159,25 @@ describe('the replay CLI', function () {
     const readable = replayCli('state', fixture('session-pin-and-reuse'));
     expect(readable.stdout).to.contain('Workers (2)');
     expect(readable.stdout).to.match(/s1\s+w1\/c1/);
+  });
+
+  it('state of an LMDB log starts from its newest snapshot: the events before it are not read', async () => {
+    const dir = join(tempDir(), 'log');
+    const log = EventLog.open(dir, { projection: clusterProjection, snapshotEvery: 5 });
+    for (const { seq: _seq, at: _at, ...event } of readEvents(fixture('session-pin-and-reuse')))
+      log.append(event);
+    await log.flushed();
+    await log.close();
+    const whole = replayCli('state', dir, '--json');
+    expect(whole.status, whole.stderr).to.equal(0);
+    // Break seq 2, before the first snapshot: folding from the start would trip over it.
+    const root = openLmdb({ path: join(dir, 'events.mdb'), maxDbs: 4 });
+    root.openDB<string, number>({ name: 'events', encoding: 'string' }).putSync(2, '{"broken"');
+    await root.close();
+    expect(replayCli('state', dir, '--at', '3').status).to.equal(2);
+    const fromSnapshot = replayCli('state', dir, '--json');
+    expect(fromSnapshot.status, fromSnapshot.stderr).to.equal(0);
+    expect(fromSnapshot.stdout).to.equal(whole.stdout);
   });
 
   it('import then export gives the same bytes; a mid-log range starts with a Snapshot and stands alone', () => {

@@ -37,18 +37,13 @@ describe('regression fixtures', () => {
     describe(name, () => {
       const events = readEvents(join(FIXTURES, `${name}.jsonl`));
 
-      it('reproduces every recorded decision exactly', () => {
-        const results = replayEvents(events);
-        expect(results.length, 'calls').to.be.greaterThan(0);
-        for (const result of results) {
-          expect(
-            result.recorded,
-            `${result.requestId} at seq ${result.seq}: ${result.divergence}`,
-          ).to.equal('match');
-        }
-      });
-
+      // The expected file pins `recorded` for every call, so a match turning into a divergence
+      // fails here, while an incident fixture keeps the divergence it was recorded with.
       it('prints what its .expected.jsonl says', () => {
+        expect(
+          events.some((e) => e.type === 'CallRequested'),
+          'calls',
+        ).to.equal(true);
         const expected = readFileSync(join(FIXTURES, `${name}.expected.jsonl`), 'utf8')
           .split('\n')
           .filter(Boolean)
@@ -98,8 +93,12 @@ describe('regression fixtures', () => {
       );
       const after = events.find((e) => e.type === 'CallRequested' && e.seq > eviction.seq)!;
       expect(divergence?.seq).to.equal(after.seq);
-      expect(divergence?.divergence).to.match(
-        /^CallRejected\.message: recorded session expired: session s1 ended at seq \d+ \(worker_evicted\), now session expired: session s1 ended at seq \d+ \(worker_evicted\)$/,
+      // The eviction at seq 12 expired s1; as a departure it leaves s1 to the recorded
+      // SessionExpired at seq 13, so only the seq in the message differs.
+      expect(eviction.seq).to.equal(12);
+      expect(divergence?.divergence).to.equal(
+        'CallRejected.message: recorded session expired: session s1 ended at seq 12 (worker_evicted), ' +
+          'now session expired: session s1 ended at seq 13 (worker_evicted)',
       );
     });
   });

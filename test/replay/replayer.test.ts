@@ -81,4 +81,23 @@ describe('the replay engine', () => {
     const results = replayEvents(history(registered('w1'), requested('last')).events);
     expect(results.map((r) => r.recorded)).to.deep.equal(['none']);
   });
+
+  it('refuses to record a scenario call whose decision is not the one it expects', () => {
+    const steps = [
+      registered('w1', { memoryTotal: 10 * GiB }),
+      { step: 'call', requestId: 'r1', demand: { memory: GiB }, expect: 'w1' },
+    ] as const;
+    expect(recordScenario(steps).map((e) => e.type)).to.include('CallPlaced');
+    expect(() =>
+      recordScenario([
+        ...steps,
+        { step: 'call', requestId: 'r2', demand: { memory: 9 * GiB }, expect: 'w1' },
+      ]),
+    ).to.throw(
+      'scenario: r2 was expected to get w1, but placement rejected it with RESOURCE_EXHAUSTED: ',
+    );
+    expect(() =>
+      recordScenario([steps[0], { step: 'call', requestId: 'r3', expect: 'UNAVAILABLE' }]),
+    ).to.throw('scenario: r3 was expected to get UNAVAILABLE, but placement placed it on w1');
+  });
 });
