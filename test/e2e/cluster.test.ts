@@ -185,7 +185,7 @@ describe('end to end: clients -> nginx -> router -> workers', function () {
     const lines = createInterface({ input: client.stdout });
     const [first] = (await once(lines, 'line')) as [string];
     const pinned = (JSON.parse(first) as { pinned: { worker: string } }).pinned;
-    cluster.workers.get(pinned.worker)!.process.kill('SIGKILL');
+    cluster.workers.get(pinned.worker)!.kill('SIGKILL');
     await eventually(
       () =>
         readLog(cluster.logDir).some(
