@@ -23,6 +23,17 @@ function percentile(values: readonly number[], p: number): number {
   return Math.round((sorted[index] as number) * 100) / 100;
 }
 
+/**
+ * What the calls of one mode ran on: how many containers, which checkpoints (the script has
+ * checked them: a new container and a checkpoint for each checkpoint call, none for cold calls,
+ * one container for the warm ones).
+ */
+interface RanOn {
+  readonly calls: number;
+  readonly containers: number;
+  readonly checkpoints: readonly string[];
+}
+
 /** Runs the measuring client script to its end, collecting its output (killed after 10 min). */
 async function runScript(
   env: NodeJS.ProcessEnv,
@@ -59,11 +70,11 @@ export async function run() {
       throw new Error(`e2e_latency.py failed (${String(run.status)}): ${run.stderr}`);
     }
     const results = JSON.parse(run.stdout.trim().split('\n').at(-1) ?? '{}') as Record<
-      string,
-      number[] | string
-    >;
+      keyof typeof COUNTS,
+      number[]
+    > & { ranOn: Record<'warm' | 'checkpoint' | 'cold', RanOn> };
     const stats = (mode: keyof typeof COUNTS) => {
-      const values = results[mode] as number[];
+      const values = results[mode];
       return { calls: values.length, p50Ms: percentile(values, 50), p99Ms: percentile(values, 99) };
     };
     const echoStats = stats('echo');
@@ -73,14 +84,15 @@ export async function run() {
         ...own,
         p50VsEcho: ratio(own.p50Ms, echoStats.p50Ms),
         p99VsEcho: ratio(own.p99Ms, echoStats.p99Ms),
+        ...results.ranOn[mode],
       };
     };
     return {
       path: 'Python client -> nginx (TLS) -> router -> worker -> sandboxed Python',
       echoThroughSameHops: echoStats,
       warmSession: beside('warm'),
-      newContainerFromCheckpoint: { ...beside('checkpoint'), checkpoint: results.checkpointUsed },
-      coldStart: { ...beside('cold'), checkpoint: results.coldCheckpoint || '(cold)' },
+      newContainerFromCheckpoint: beside('checkpoint'),
+      coldStart: beside('cold'),
       note: 'a new container from a checkpoint is usually a standby the worker restored ahead of demand (one per checkpoint); a cold start runs disable_optimized_execution calls',
     };
   } finally {

@@ -4,7 +4,6 @@ also carry ``"exception"``, the exception object itself)."""
 
 from __future__ import annotations
 
-import json
 from typing import Any, Mapping, Optional
 
 import cloudpickle
@@ -43,15 +42,6 @@ def decode_cloudpickle(payload: bytes, *, call: Optional[CallInfo] = None) -> An
             "client have the modules the result's types live in?",
             call=call,
         ) from error
-    return value_of(envelope, call=call)
-
-
-def decode_json(payload: bytes, *, call: Optional[CallInfo] = None) -> Any:
-    """The value of a ``json-call`` result envelope (raises for a remote exception)."""
-    try:
-        envelope = json.loads(payload.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as error:
-        raise ProtocolError(f"the result is not UTF-8 JSON: {error}", call=call) from error
     return value_of(envelope, call=call)
 
 

@@ -46,7 +46,6 @@ def build_config(
     imports: Sequence[str],
     *,
     session_id: str = "",
-    payload_format: int = call_pb2.PAYLOAD_FORMAT_CLOUDPICKLE,
     python_version: Optional[str] = None,
 ) -> proxy_pb2.CallConfig:
     """The first message's config: IDs, hints, budgets, packages and this client's Python."""
@@ -59,7 +58,7 @@ def build_config(
         packages=list(demand.packages),
         checkpoint_id=demand.checkpoint_id,
         python_version=python_version or platform.python_version(),
-        format=payload_format,
+        format=call_pb2.PAYLOAD_FORMAT_CLOUDPICKLE,
     )
     # Optional fields: absent means "the router's default", which is not the same as zero.
     if demand.memory is not None:

@@ -1,10 +1,9 @@
-import json
 import unittest
 
 import cloudpickle
 
 import readie
-from readie._envelope import decode_cloudpickle, decode_json, value_of
+from readie._envelope import decode_cloudpickle, value_of
 from readie._ids import CallInfo
 
 TRACEBACK = 'Traceback (most recent call last):\n  File "<remote>", line 2, in f\nValueError: nope\n'
@@ -42,17 +41,10 @@ class EnvelopeTest(unittest.TestCase):
         self.assertIsNone(caught.exception.exception)
         self.assertEqual(caught.exception.remote_traceback, "")
 
-    def test_json_envelopes(self):
-        self.assertEqual(decode_json(json.dumps({"ok": True, "value": [1, "a"]}).encode()), [1, "a"])
-        with self.assertRaisesRegex(readie.RemoteExecutionError, "ValueError: nope"):
-            decode_json(json.dumps({"ok": False, "error": ERROR}).encode())
-
     def test_malformed_results_are_protocol_errors(self):
         for payload in (b"not a pickle", cloudpickle.dumps([1, 2]), cloudpickle.dumps({"ok": "yes"}), cloudpickle.dumps({"ok": False})):
             with self.subTest(payload=payload[:20]), self.assertRaises(readie.ProtocolError):
                 decode_cloudpickle(payload)
-        with self.assertRaisesRegex(readie.ProtocolError, "not UTF-8 JSON"):
-            decode_json(b"\xff{")
 
 
 if __name__ == "__main__":

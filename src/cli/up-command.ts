@@ -1,10 +1,11 @@
 /** `readie up`: the local cluster (what `npm start` runs). */
 import type { Command } from 'commander';
+import { totalmem } from 'node:os';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { LocalClusterError, startLocalCluster } from '../cluster/local-cluster.js';
 import { checkHost, describeMissing } from '../cluster/prerequisites.js';
-import { parseDuration } from '../shared/units.js';
+import { formatSize, parseDuration } from '../shared/units.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -41,17 +42,38 @@ async function up(options: UpOptions): Promise<number> {
     return 1;
   }
   const stateDir = resolve(options.stateDir);
+  // Each worker offers its share of the machine, not all of it: N workers each offering the
+  // whole memory would let the router place N times what the machine has.
+  const workerMemory = options.workerMemory ?? String(Math.floor(totalmem() / workers));
   say(
-    `readie: starting a router and ${workers} worker${workers === 1 ? '' : 's'} on 127.0.0.1 (state in ${stateDir})...`,
+    `readie: starting a router and ${workers} worker${workers === 1 ? '' : 's'} on 127.0.0.1, ` +
+      `${options.workerMemory ?? formatSize(Number(workerMemory))} each (state in ${stateDir})...`,
   );
+  // The children have their own process groups, so signals reach only this process: the first
+  // stops the cluster in order, a second exits at once (the exit handler of startLocalCluster
+  // then tells the children still running to exit without waiting).
+  const first = new AbortController();
+  const signalled = new Promise<string>((done) => {
+    const onSignal = (signal: NodeJS.Signals) => {
+      if (!first.signal.aborted) {
+        first.abort();
+        done(signal === 'SIGINT' ? 'interrupted' : 'terminated');
+        return;
+      }
+      say(`readie: ${signal} again: exiting now; workers exit without waiting for their calls`);
+      process.exit(1);
+    };
+    for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, onSignal);
+  });
   const cluster = await startLocalCluster({
     workers,
     stateDir,
     port,
     python: options.python,
     numpy: host.numpy,
-    workerMemory: options.workerMemory,
+    workerMemory,
     readyTimeout: parseDuration(options.readyTimeout),
+    signal: first.signal,
   });
   say(
     `readie: local cluster up: router ${cluster.address}, workers ${cluster.workerIds.join(', ')}`,
@@ -71,13 +93,11 @@ async function up(options: UpOptions): Promise<number> {
   say(
     `# The event log replays while the cluster runs: node ${resolve(ROOT, 'bin', 'replay.js')} run ${cluster.logDir}`,
   );
-  say('readie: Ctrl-C stops the cluster.');
-  const signalled = new Promise<string>((done) => {
-    process.once('SIGINT', () => done('interrupted'));
-    process.once('SIGTERM', () => done('terminated'));
-  });
+  say('readie: Ctrl-C stops the cluster (running calls finish; a second Ctrl-C does not wait).');
   const why = await Promise.race([signalled, cluster.failed]);
-  say(`readie: ${why}: stopping workers (running calls finish), then the router...`);
+  say(
+    `readie: ${why}: stopping workers (running calls finish; Ctrl-C again to not wait), then the router...`,
+  );
   await cluster.stop();
   say('readie: stopped; the event log is flushed.');
   return why === 'interrupted' || why === 'terminated' ? 0 : 1;
@@ -100,7 +120,7 @@ export function addUpCommand(program: Command): void {
     )
     .option(
       '--worker-memory <size>',
-      'memory each worker offers, e.g. 4GiB (default: the machine memory)',
+      'memory each worker offers, e.g. 4GiB (default: the machine memory divided by --workers)',
     )
     .option('--ready-timeout <duration>', 'how long to wait for every worker to register', '60s')
     .addHelpText(

@@ -35,7 +35,8 @@ export function addWorkerCommand(program: Command): void {
       `\nSettings read from the environment (DESIGN.md §6):\n${SETTINGS_HELP}\n` +
         '  READIE_AUTH_TOKEN            sent to the router, and required from it on ExecutionService\n' +
         '\nRuns as root (namespaces, mounts, cgroups); user code runs as nobody. On SIGTERM the worker\n' +
-        'reports REMOVED, lets running calls finish, removes its containers and exits.',
+        'reports REMOVED, lets running calls finish (no time limit of its own: EXECUTION_TIMEOUT bounds\n' +
+        'each call), removes its containers and exits; a second signal exits at once.',
     )
     .action(async (flags: WorkerFlagValues & { logLevel: string }) => {
       let options;

@@ -8,7 +8,7 @@ export type { CallInfo } from './call-info.js';
 export type { CallDemandOptions } from './call-config.js';
 export type { Connection, ConnectionOptions } from './connection.js';
 export type { ModuleFunction, PythonCall, SourceFunction } from './json-call.js';
-export { CHUNK_SIZE } from './chunks.js';
+export { MAX_CHUNK_BYTES as CHUNK_SIZE } from '../shared/chunks.js';
 export {
   AuthenticationError,
   CallCancelledError,

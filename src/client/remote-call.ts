@@ -13,7 +13,7 @@ import type {
   RequestExecutionResponse,
 } from '../proto/gen/readie/v1/proxy.js';
 import { initialCallInfo, updateCallInfo, type CallInfo } from './call-info.js';
-import { chunksOf } from './chunks.js';
+import { chunksOf } from '../shared/chunks.js';
 import { CallCancelledError, errorFromStatus, ProtocolError, ReadieError } from './errors.js';
 
 /** Where a log line came from: the function's stdout or stderr, or readie itself. */

@@ -1,15 +1,20 @@
 /**
  * `readie up`: a router and N workers on loopback, as real child processes of this one, with the
  * event log, catalogue, worker state and process logs under one state directory (`.readie/`).
- * Ready once the router's log shows every worker registered; Ctrl-C stops workers first (they
- * report removed and let running calls finish), then the router (which flushes its log).
+ * Ready once the router's log shows every worker registered after this start; `stop` asks the
+ * workers to leave (they report removed and let running calls finish, however long that takes),
+ * then stops the router (which flushes its log).
+ *
+ * Each child runs in its own process group, so a Ctrl-C at the terminal reaches only this process,
+ * which then stops the children once, in order. Should this process exit before they have stopped
+ * (an uncaught error, `process.exit` on a second Ctrl-C), its exit handler sends each child still
+ * running SIGTERM: a worker already leaving takes that as "exit without waiting".
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, openSync, writeFileSync, closeSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { EventLog, EventLogError } from '../events/index.js';
-import { clusterProjection, initialState, type ClusterState } from '../projections/index.js';
 import { defaultCatalogue } from './default-catalogue.js';
 
 const BIN = fileURLToPath(new URL('../../bin/readie.js', import.meta.url));
@@ -19,24 +24,37 @@ const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 export interface LocalClusterOptions {
   readonly workers: number;
   readonly stateDir: string;
-  /** The router's port on 127.0.0.1; workers take the next ones. */
+  /** The router's port on 127.0.0.1. */
   readonly port: number;
+  /** Each worker's port on 127.0.0.1 (default: the ports after the router's). */
+  readonly workerPorts?: readonly number[];
+  /** Worker ids (default `worker-1` ... `worker-N`). */
+  readonly workerIds?: readonly string[];
   readonly python: string;
   readonly numpy: boolean;
   /** Memory each worker offers, e.g. `4GiB` (default: the worker's own default). */
   readonly workerMemory?: string;
+  /** Further flags for every worker, e.g. `['--wheel-dir', dir]`. */
+  readonly workerArgs?: readonly string[];
   /** How long to wait for every worker to register, in ms. */
   readonly readyTimeout: number;
   /** Extra environment for the router and workers (settings by env name). */
   readonly env?: Readonly<Record<string, string>>;
+  /** Aborting it while the workers register stops the cluster and rejects. */
+  readonly signal?: AbortSignal;
 }
 
 /** A started local cluster. */
 export interface LocalCluster {
   readonly address: string;
   readonly workerIds: readonly string[];
+  /** Each worker's process, by worker id. */
+  readonly workerProcesses: ReadonlyMap<string, ChildProcess>;
   readonly logDir: string;
-  /** Stops workers, then the router; resolves when all have exited. */
+  /**
+   * Asks the workers to leave and waits, with no time limit, until they have (running calls
+   * finish); then stops the router. Resolves when all have exited.
+   */
   stop(): Promise<void>;
   /** Resolves with a description when a process exits before `stop` was called. */
   readonly failed: Promise<string>;
@@ -54,17 +72,24 @@ function start(
   name: string,
   args: readonly string[],
   logFile: string,
-  env: Record<string, string>,
+  env: Readonly<Record<string, string>>,
 ): Member {
   const fd = openSync(logFile, 'a');
   const child = spawn(process.execPath, [BIN, ...args], {
     cwd: ROOT,
     stdio: ['ignore', fd, fd],
     env: { ...process.env, ...env },
+    // Its own process group: the terminal's Ctrl-C goes to `readie up` alone, which stops the
+    // children once and in order (a worker takes a second signal as "exit without waiting").
+    detached: true,
   });
   closeSync(fd);
   const exited = new Promise<number | null>((done) => child.on('exit', (code) => done(code)));
   return { name, process: child, exited, logFile };
+}
+
+function running(member: Member): boolean {
+  return member.process.exitCode === null && member.process.signalCode === null;
 }
 
 /** The local cluster could not start: a process died, a worker errored, time ran out. */
@@ -72,10 +97,31 @@ export class LocalClusterError extends Error {
   override readonly name = 'LocalClusterError';
 }
 
-/** Waits until the router's log shows `workerIds` ready (or one of them in error). */
+/** The last `seq` of the event log in `logDir`, or 0 if there is none yet. */
+export async function lastSeqOf(logDir: string): Promise<number> {
+  let log: EventLog;
+  try {
+    log = EventLog.open(logDir, { readOnly: true });
+  } catch (error) {
+    if (error instanceof EventLogError) return 0;
+    throw error;
+  }
+  try {
+    return log.lastSeq;
+  } finally {
+    await log.close();
+  }
+}
+
+/**
+ * Waits until the router's log shows each of `workerIds` registered ready after `afterSeq` (or
+ * one of them registered with an error). Registrations up to `afterSeq` belong to an earlier run
+ * that used the same log and say nothing about the processes just started.
+ */
 export async function waitForWorkers(
   logDir: string,
   workerIds: readonly string[],
+  afterSeq: number,
   timeoutMs: number,
   failed: Promise<string>,
 ): Promise<void> {
@@ -104,34 +150,25 @@ export async function waitForWorkers(
     stopped = why;
     abort.abort();
   });
-  let state: ClusterState = initialState();
+  const waiting = new Set(workerIds);
   try {
-    for await (const event of log.follow(0, abort.signal)) {
-      state = clusterProjection.apply(state, event);
-      const workers = workerIds.map((id) => state.workers.get(id));
-      const broken = workers.find((w) => w?.status === 'error');
-      if (broken)
+    for await (const event of log.follow(afterSeq + 1, abort.signal)) {
+      if (event.type !== 'WorkerRegistered' || !waiting.has(event.workerId)) continue;
+      if (event.status === 'error')
         throw new LocalClusterError(
-          `worker ${broken.workerId} registered with an error: ${broken.error ?? 'no reason given'}`,
+          `worker ${event.workerId} registered with an error: ${event.error ?? 'no reason given'}`,
         );
-      if (workers.every((w) => w?.status === 'ready')) return;
+      waiting.delete(event.workerId);
+      if (waiting.size === 0) return;
     }
   } finally {
     clearTimeout(timer);
     await log.close();
   }
   if (stopped) throw new LocalClusterError(stopped);
-  const missing = workerIds.filter((id) => state.workers.get(id)?.status !== 'ready');
   throw new LocalClusterError(
-    `workers ${missing.join(', ')} did not register within ${Math.round(timeoutMs / 1000)}s`,
+    `workers ${[...waiting].join(', ')} did not register within ${Math.round(timeoutMs / 1000)}s`,
   );
-}
-
-/** Waits for `work`, at most `ms` (the timer does not keep the process alive afterwards). */
-async function within(work: Promise<unknown>, ms: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  await Promise.race([work, new Promise((done) => (timer = setTimeout(done, ms)))]);
-  clearTimeout(timer);
 }
 
 /** Starts the router and the workers and waits until every worker is registered. */
@@ -144,13 +181,15 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
   writeFileSync(catalogue, `${JSON.stringify(defaultCatalogue(options.numpy), null, 2)}\n`);
   const address = `127.0.0.1:${options.port}`;
   const env = { ...options.env };
+  const workerIds =
+    options.workerIds ?? Array.from({ length: options.workers }, (_, i) => `worker-${i + 1}`);
+  const afterSeq = await lastSeqOf(logDir);
   const router = start(
     'router',
     ['router', '--listen', address, '--log', logDir, '--insecure', '--catalogue', catalogue],
     resolve(logsDir, 'router.log'),
     env,
   );
-  const workerIds = Array.from({ length: options.workers }, (_, i) => `worker-${i + 1}`);
   const workers = workerIds.map((id, i) =>
     start(
       id,
@@ -159,7 +198,7 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
         '--router',
         address,
         '--listen',
-        `127.0.0.1:${options.port + 1 + i}`,
+        `127.0.0.1:${options.workerPorts?.[i] ?? options.port + 1 + i}`,
         '--id',
         id,
         '--flavor',
@@ -172,12 +211,18 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
         options.python,
         '--insecure',
         ...(options.workerMemory ? ['--memory', options.workerMemory] : []),
+        ...(options.workerArgs ?? []),
       ],
       resolve(logsDir, `${id}.log`),
       env,
     ),
   );
   const members = [router, ...workers];
+  // Detached children outlive this process unless told: on any exit that did not stop them.
+  const orphaned = () => {
+    for (const member of members) if (running(member)) member.process.kill('SIGTERM');
+  };
+  process.on('exit', orphaned);
   let stopping = false;
   const failed = Promise.race(
     members.map((member) =>
@@ -188,21 +233,29 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
       ),
     ),
   );
-  const stop = async () => {
-    if (stopping) return;
-    stopping = true;
-    for (const worker of workers) worker.process.kill('SIGTERM');
-    await within(Promise.all(workers.map((w) => w.exited)), 30_000);
-    for (const worker of workers) worker.process.kill('SIGKILL');
-    router.process.kill('SIGTERM');
-    await within(router.exited, 15_000);
-    router.process.kill('SIGKILL');
-  };
+  let stopped: Promise<void> | undefined;
+  const stop = () =>
+    (stopped ??= (async () => {
+      stopping = true;
+      for (const worker of workers) if (running(worker)) worker.process.kill('SIGTERM');
+      await Promise.all(workers.map((w) => w.exited));
+      if (running(router)) router.process.kill('SIGTERM');
+      await router.exited;
+      process.off('exit', orphaned);
+    })());
   try {
-    await waitForWorkers(logDir, workerIds, options.readyTimeout, failed);
+    const interrupted = new Promise<string>((done) => {
+      if (options.signal?.aborted) done('interrupted while the workers registered');
+      options.signal?.addEventListener('abort', () =>
+        done('interrupted while the workers registered'),
+      );
+    });
+    const ended = Promise.race([failed, interrupted]);
+    await waitForWorkers(logDir, workerIds, afterSeq, options.readyTimeout, ended);
   } catch (error) {
     await stop();
     throw error;
   }
-  return { address, workerIds, logDir, stop, failed };
+  const workerProcesses = new Map(workers.map((w) => [w.name, w.process]));
+  return { address, workerIds, workerProcesses, logDir, stop, failed };
 }

@@ -5,9 +5,8 @@
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
+import { PYTHON } from '../support/python.js';
 
-/** Debian's interpreter carries python3-cloudpickle, -grpcio and -protobuf; a pyenv first on PATH does not. */
-const PYTHON = process.env.READIE_TEST_PYTHON ?? '/usr/bin/python3';
 const PYTHON_ROOT = fileURLToPath(new URL('../../python/', import.meta.url));
 
 interface Outcome {

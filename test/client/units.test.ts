@@ -8,7 +8,7 @@ import {
   newSessionId,
   updateCallInfo,
 } from '../../src/client/call-info.js';
-import { CHUNK_SIZE, chunksOf } from '../../src/client/chunks.js';
+import { MAX_CHUNK_BYTES, chunksOf } from '../../src/shared/chunks.js';
 import { resolveConnection, callMetadata } from '../../src/client/connection.js';
 import {
   ConfigurationError,
@@ -28,7 +28,7 @@ const sizes = (length: number): number[] =>
 describe('TypeScript client parts', () => {
   describe('chunksOf', () => {
     it('cuts at 1 MiB: 0 bytes, exactly 1 MiB, 1 MiB + 1', () => {
-      expect(CHUNK_SIZE).to.equal(1_048_576);
+      expect(MAX_CHUNK_BYTES).to.equal(1_048_576);
       expect(sizes(0)).to.deep.equal([]);
       expect(sizes(1)).to.deep.equal([1]);
       expect(sizes(MiB)).to.deep.equal([MiB]);

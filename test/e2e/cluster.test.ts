@@ -93,6 +93,9 @@ describe('end to end: clients -> nginx -> router -> workers', function () {
     const { result } = python('disable');
     expect(result.value).to.equal('cold');
     expect(result.checkpoint).to.equal('');
+    // The same function without the flag restores a checkpoint, so the empty one above is the
+    // flag's doing, not a cluster that never restores.
+    expect(result.without).to.deep.include({ value: 'cold', checkpoint: 'checkpoint_0' });
   });
 
   it('carries a 64 MiB argument and result', () => {
@@ -185,7 +188,7 @@ describe('end to end: clients -> nginx -> router -> workers', function () {
     const lines = createInterface({ input: client.stdout });
     const [first] = (await once(lines, 'line')) as [string];
     const pinned = (JSON.parse(first) as { pinned: { worker: string } }).pinned;
-    cluster.workers.get(pinned.worker)!.process.kill('SIGKILL');
+    cluster.workers.get(pinned.worker)!.kill('SIGKILL');
     await eventually(
       () =>
         readLog(cluster.logDir).some(

@@ -1,23 +1,54 @@
 import { expect } from 'chai';
 import { execSync, spawnSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
-import { once } from 'node:events';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { checkHost, describeMissing } from '../../src/cluster/prerequisites.js';
+import { waitForWorkers } from '../../src/cluster/local-cluster.js';
+import { EventLog } from '../../src/events/index.js';
 import { freePort } from '../support/e2e-cluster.js';
+import { registered } from '../support/events.js';
 import { runReadie } from '../support/processes.js';
 import { PYTHON } from '../support/python.js';
+import { readLog } from '../support/router/harness.js';
 import { cleanTempDirs, tempDir } from '../support/temp.js';
+
+const WORKERS = ['worker-1', 'worker-2', 'worker-3'];
+
+/** A log in `logDir` holding ready registrations of `workerIds`, as a previous run leaves it. */
+async function logOfAnEarlierRun(logDir: string, workerIds: readonly string[]): Promise<number> {
+  const log = EventLog.open(logDir);
+  try {
+    await log.append(workerIds.map((id) => registered(id))).committed;
+    return log.lastSeq;
+  } finally {
+    await log.close();
+  }
+}
 
 describe('the local cluster (readie up, what npm start runs)', function () {
   this.timeout(180_000);
   afterEach(cleanTempDirs);
 
-  it('starts a router and two workers, prints the environment and an example command that works as printed, and stops cleanly on Ctrl-C', async () => {
+  it('starts a router and three workers, prints the environment and an example command that works as printed, and lets the workers leave on a terminal Ctrl-C', async () => {
     const stateDir = tempDir('readie-up-');
+    // The state dir of an earlier run that did not stop cleanly: its log already has every worker
+    // registered ready, which must not count for this run.
+    const earlier = await logOfAnEarlierRun(join(stateDir, 'log'), WORKERS);
     const port = await freePort();
-    const up = runReadie(['up', '--state-dir', stateDir, '--port', String(port)]);
-    await up.waitFor(/^readie: Ctrl-C stops the cluster\.$/, 120_000);
+    const up = runReadie(
+      ['up', '--state-dir', stateDir, '--port', String(port), '--workers', '3'],
+      {},
+      {
+        detached: true,
+      },
+    );
+    await up.waitFor(/^readie: Ctrl-C stops the cluster/, 120_000);
+    const registeredNow = readLog(join(stateDir, 'log'))
+      .filter((e) => e.seq > earlier && e.type === 'WorkerRegistered' && e.status === 'ready')
+      .map((e) => (e.type === 'WorkerRegistered' ? e.workerId : ''));
+    expect(new Set(registeredNow)).to.deep.equal(new Set(WORKERS));
+    expect(up.lines).to.include(
+      `readie: local cluster up: router 127.0.0.1:${port}, workers ${WORKERS.join(', ')}`,
+    );
     const exports = Object.fromEntries(
       up.lines
         .filter((line) => line.startsWith('export '))
@@ -39,10 +70,22 @@ describe('the local cluster (readie up, what npm start runs)', function () {
     expect(example.stdout).to.contain('add(2, 3) = 5');
     expect(example.stdout).to.contain('a session keeps its Python state: [1, 2, 3]');
     expect(example.stdout).to.contain('remote error: ZeroDivisionError - division by zero');
-    up.process.kill('SIGINT');
-    const [code] = (await once(up.process, 'exit')) as [number | null];
-    expect(code).to.equal(0);
+    const beforeCtrlC = readLog(join(stateDir, 'log')).at(-1)!.seq;
+    // A terminal's Ctrl-C: SIGINT to the whole foreground process group.
+    process.kill(-up.process.pid!, 'SIGINT');
+    const { code } = await up.exited;
+    expect(code, up.stderr()).to.equal(0);
     expect(up.lines.at(-1)).to.equal('readie: stopped; the event log is flushed.');
+    // Each worker left (reported REMOVED once, on one signal), none was killed.
+    const left = readLog(join(stateDir, 'log'))
+      .filter((e) => e.seq > beforeCtrlC && e.type === 'WorkerLeaving')
+      .map((e) => (e.type === 'WorkerLeaving' ? e.workerId : ''));
+    expect(new Set(left)).to.deep.equal(new Set(WORKERS));
+    for (const id of WORKERS) {
+      const log = readFileSync(join(stateDir, 'logs', `${id}.log`), 'utf8');
+      expect(log).to.contain('"msg":"leaving"');
+      expect(log).not.to.contain('second signal');
+    }
     // Nothing left running, and the log replays.
     expect(
       execSync(`ps -eo args | grep -c "[b]in/readie.js .*${stateDir}" || true`).toString().trim(),
@@ -56,19 +99,50 @@ describe('the local cluster (readie up, what npm start runs)', function () {
     expect(verify.stdout).to.match(/^verified: \d+ recorded decisions reproduced exactly/);
   });
 
-  it('names what the host lacks and the one command that installs it', () => {
-    const nothing = checkHost('/nonexistent/python3');
-    expect(describeMissing(nothing.missing)).to.contain('apt-get install -y python3');
+  it('waits for registrations after the start, not those an earlier run left in the log', async () => {
+    // One writer for the whole test: LMDB shares an environment within a process.
+    const log = EventLog.open(join(tempDir(), 'log'), { pollInterval: 50 });
+    try {
+      await log.append(registered('worker-1')).committed;
+      const earlier = log.lastSeq;
+      const never = new Promise<string>(() => undefined);
+      let settled = false;
+      const ready = waitForWorkers(log.dir, ['worker-1'], earlier, 30_000, never).then(
+        () => (settled = true),
+      );
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      expect(settled, "ready on the earlier run's registration").to.equal(false);
+      await log.append(registered('worker-1')).committed;
+      await ready;
+    } finally {
+      await log.close();
+    }
+  });
+
+  it('refuses to start without a prerequisite, names the command that installs it, and starts nothing', async () => {
+    const stateDir = tempDir('readie-up-');
     // A Python without its site packages lacks every Debian package the cluster needs.
     const bare = join(tempDir(), 'python3');
     writeFileSync(bare, `#!/bin/sh\nexec ${PYTHON} -S "$@"\n`, { mode: 0o755 });
-    const message = describeMissing(checkHost(bare).missing);
+    const up = runReadie([
+      'up',
+      '--state-dir',
+      stateDir,
+      '--port',
+      String(await freePort()),
+      '--python',
+      bare,
+    ]);
+    const { code } = await up.exited;
+    expect(code).to.equal(1);
     for (const module of ['cloudpickle', 'grpc', 'google.protobuf']) {
-      expect(message).to.contain(`Python module ${module} for ${bare}`);
+      expect(up.stderr()).to.contain(`Python module ${module} for ${bare}`);
     }
-    expect(message).to.contain(
+    expect(up.stderr()).to.contain(
       'apt-get update && apt-get install -y python3-cloudpickle python3-grpcio python3-protobuf',
     );
-    expect(checkHost(PYTHON).missing).to.deep.equal([]);
+    expect(up.lines.join('\n')).not.to.contain('starting a router');
+    expect(existsSync(join(stateDir, 'log'))).to.equal(false);
+    expect(existsSync(join(stateDir, 'logs'))).to.equal(false);
   });
 });

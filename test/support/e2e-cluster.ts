@@ -1,15 +1,13 @@
 /**
  * A whole cluster for end-to-end tests, every part real: nginx (Debian's) terminating TLS in
- * front of the router, with deploy/nginx.conf as its config; the router and two workers as
- * `readie` child processes; clients reaching nginx over TLS with a bearer token.
+ * front of the router, with deploy/nginx.conf as its config; the router and two workers started
+ * by the code behind `readie up`; clients reaching nginx over TLS with a bearer token.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, connect } from 'node:net';
 import { join } from 'node:path';
-import { defaultCatalogue } from '../../src/cluster/default-catalogue.js';
-import { waitForWorkers } from '../../src/cluster/local-cluster.js';
-import { runReadie, type Child } from './processes.js';
+import { startLocalCluster } from '../../src/cluster/local-cluster.js';
 import { buildWheel, PYTHON } from './python.js';
 import { ROOT } from './replay.js';
 import { tempDir } from './temp.js';
@@ -71,13 +69,18 @@ export interface E2eCluster {
   /** The address clients use: nginx. */
   readonly address: string;
   readonly routerPort: number;
-  readonly workers: ReadonlyMap<string, Child>;
+  /** Each worker's process, by worker id. */
+  readonly workers: ReadonlyMap<string, ChildProcess>;
   /** The environment of a Python client script (TLS to nginx, the token, the package path). */
   clientEnv(overrides?: Record<string, string>): Record<string, string>;
   stop(): Promise<void>;
 }
 
-/** Starts nginx, the router and two workers; resolves when both workers are registered. */
+/**
+ * Starts the router and two workers as `readie up` does (startLocalCluster, with a token, a wheel
+ * directory and quick probes), then nginx in front; resolves when both workers are registered and
+ * nginx listens.
+ */
 export async function startE2eCluster(): Promise<E2eCluster> {
   const dir = tempDir('readie-e2e-');
   const token = 'e2e-secret-token';
@@ -86,70 +89,32 @@ export async function startE2eCluster(): Promise<E2eCluster> {
     'readie_e2e_demo',
     'def greet():\n    return "hello from a wheel"\n',
   );
-  const catalogue = join(dir, 'catalogue.json');
-  const numpy = spawnSync(PYTHON, ['-c', 'import numpy']).status === 0;
-  writeFileSync(catalogue, JSON.stringify(defaultCatalogue(numpy)));
-  const logDir = join(dir, 'log');
   const routerPort = await freePort();
-  const env = {
-    READIE_AUTH_TOKEN: token,
-    PROBE_INTERVAL: '500ms',
-    PROBE_TIMEOUT: '500ms',
-    PROBE_FAILURE_THRESHOLD: '2',
-    REAPER_INTERVAL: '500ms',
-    WORKER_UTILIZATION_INTERVAL: '1s',
-    WORKER_TTL: '10s',
-  };
-  const router = runReadie(
-    [
-      'router',
-      '--listen',
-      `127.0.0.1:${routerPort}`,
-      '--log',
-      logDir,
-      '--insecure',
-      '--catalogue',
-      catalogue,
-    ],
-    env,
-  );
-  const workers = new Map<string, Child>();
-  for (const id of ['e2e-w1', 'e2e-w2']) {
-    const port = await freePort();
-    workers.set(
-      id,
-      runReadie(
-        [
-          'worker',
-          '--router',
-          `127.0.0.1:${routerPort}`,
-          '--listen',
-          `127.0.0.1:${port}`,
-          '--id',
-          id,
-          '--flavor',
-          'cpu',
-          '--state-dir',
-          join(dir, id),
-          '--catalogue',
-          catalogue,
-          '--wheel-dir',
-          wheels,
-          '--memory',
-          '4GiB',
-          '--insecure',
-        ],
-        env,
-      ),
-    );
-  }
+  const local = await startLocalCluster({
+    workers: 2,
+    workerIds: ['e2e-w1', 'e2e-w2'],
+    stateDir: dir,
+    port: routerPort,
+    workerPorts: [await freePort(), await freePort()],
+    python: PYTHON,
+    numpy: spawnSync(PYTHON, ['-c', 'import numpy']).status === 0,
+    workerMemory: '4GiB',
+    workerArgs: ['--wheel-dir', wheels],
+    readyTimeout: 60_000,
+    env: {
+      READIE_AUTH_TOKEN: token,
+      PROBE_INTERVAL: '500ms',
+      PROBE_TIMEOUT: '500ms',
+      PROBE_FAILURE_THRESHOLD: '2',
+      REAPER_INTERVAL: '500ms',
+      WORKER_UTILIZATION_INTERVAL: '1s',
+      WORKER_TTL: '10s',
+    },
+  });
   let nginx: ChildProcess | undefined;
   const stop = async () => {
     nginx?.kill('SIGTERM');
-    for (const worker of workers.values()) worker.process.kill('SIGTERM');
-    await Promise.all([...workers.values()].map((w) => w.exited));
-    router.process.kill('SIGTERM');
-    await router.exited;
+    await local.stop();
   };
   let nginxPort = 0;
   try {
@@ -161,8 +126,6 @@ export async function startE2eCluster(): Promise<E2eCluster> {
     nginx = spawn('nginx', ['-p', nginxDir, '-c', nginxConf, '-g', 'daemon off;'], {
       stdio: 'ignore',
     });
-    const never = new Promise<string>(() => undefined);
-    await waitForWorkers(logDir, [...workers.keys()], 60_000, never);
     await listening(nginxPort);
   } catch (error) {
     await stop();
@@ -170,11 +133,11 @@ export async function startE2eCluster(): Promise<E2eCluster> {
   }
   return {
     dir,
-    logDir,
+    logDir: local.logDir,
     token,
     address: `127.0.0.1:${nginxPort}`,
     routerPort,
-    workers,
+    workers: local.workerProcesses,
     clientEnv: (overrides = {}) => ({
       PATH: process.env['PATH'] ?? '/usr/bin:/bin',
       HOME: dir,

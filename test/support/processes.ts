@@ -43,16 +43,22 @@ export function runScript(script: string, args: readonly string[]): Child {
   );
 }
 
-/** Starts `node bin/readie.js ...args` (the real command) with extra environment variables. */
+/**
+ * Starts `node bin/readie.js ...args` (the real command) with extra environment variables;
+ * `detached` gives it its own process group, as a shell gives a foreground job, so a test can
+ * signal the group the way a terminal's Ctrl-C does.
+ */
 export function runReadie(
   args: readonly string[],
   env: Readonly<Record<string, string>> = {},
+  { detached = false }: { detached?: boolean } = {},
 ): Child {
   const bin = fileURLToPath(new URL('../../bin/readie.js', import.meta.url));
   return watch(
     spawn(process.execPath, [bin, ...args], {
       stdio: ['ignore', 'pipe', 'pipe'],
       env: { ...process.env, ...env },
+      detached,
     }),
   );
 }

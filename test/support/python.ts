@@ -3,8 +3,11 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
-/** The interpreter the tests (and the workers they start) use: Debian's, with cloudpickle. */
-export const PYTHON = '/usr/bin/python3';
+/**
+ * The interpreter the tests (and the workers they start) use: `READIE_TEST_PYTHON`, by default
+ * Debian's, which carries python3-cloudpickle, -grpcio and -protobuf (a pyenv first on PATH does not).
+ */
+export const PYTHON = process.env['READIE_TEST_PYTHON'] ?? '/usr/bin/python3';
 
 /**
  * A cloudpickle payload (fn, args, kwargs) for the function `fn` that `source` defines in

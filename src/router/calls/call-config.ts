@@ -4,13 +4,11 @@
  * refuse it with `INVALID_ARGUMENT` naming what is wrong.
  */
 import type { Demand } from '../../events/types.js';
+import { MAX_CHUNK_BYTES } from '../../shared/chunks.js';
 import { PayloadFormat } from '../../proto/gen/readie/v1/call.js';
 import type { CallConfig } from '../../proto/gen/readie/v1/proxy.js';
 import { InvalidStreamError } from '../errors.js';
 import type { ClientMessage } from './relay-codec.js';
-
-/** The most bytes one payload chunk may carry (1 MiB). */
-export const MAX_CHUNK_BYTES = 1024 * 1024;
 
 /** The longest request or session ID the router accepts. */
 export const MAX_ID_LENGTH = 256;

@@ -8,6 +8,7 @@ import type { ServerDuplexStream } from '@grpc/grpc-js';
 import type { Logger } from 'pino';
 import { LogSource, type CallIds } from '../../proto/gen/readie/v1/call.js';
 import type { ExecuteRequest, ExecuteResponse } from '../../proto/gen/readie/v1/execution.js';
+import { chunksOf } from '../../shared/chunks.js';
 import { formatSize } from '../../shared/units.js';
 import type { Container, ContainerPool } from '../containers/index.js';
 import {
@@ -266,8 +267,7 @@ export class ExecuteCall {
           break;
         }
         case FrameType.RESULT:
-          for (let start = 0; start < frame.body.length; start += MAX_PIECE) {
-            const data = frame.body.subarray(start, start + MAX_PIECE);
+          for (const data of chunksOf(frame.body, MAX_PIECE)) {
             await this.send({ $case: 'chunk', value: { data } });
           }
           break;

@@ -3,14 +3,16 @@
  * type, then the body. The length counts the type byte and the body. Pure: no I/O.
  */
 
+import { MAX_CHUNK_BYTES } from '../../shared/chunks.js';
+
 /** The protocol version this worker speaks; the executor announces its own in HELLO. */
 export const PROTOCOL_VERSION = 1;
 
 /** The longest frame (type byte plus body) either side accepts. */
 export const MAX_FRAME_LENGTH = 4 * 1024 * 1024;
 
-/** The most a PAYLOAD or RESULT piece carries (the gRPC chunk limit). */
-export const MAX_PIECE = 1024 * 1024;
+/** The most a PAYLOAD or RESULT piece carries: each is one gRPC payload chunk. */
+export const MAX_PIECE = MAX_CHUNK_BYTES;
 
 /** Frame types. */
 export const FrameType = {

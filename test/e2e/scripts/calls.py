@@ -58,9 +58,13 @@ def with_numpy():
     return int(numpy.arange(10).sum())
 
 
-@readie.remote(disable_optimized_execution=True)
-def cold():
+def says_cold():
     return "cold"
+
+
+# The same function twice: with the flag it must start cold; without, it restores checkpoint_0.
+cold = readie.remote(disable_optimized_execution=True)(says_cold)
+not_cold = readie.remote(says_cold)
 
 
 @readie.remote(memory="1GiB")
@@ -107,7 +111,7 @@ def main():
     elif scenario == "checkpoint":
         out = {"value": with_numpy(), **info(with_numpy)}
     elif scenario == "disable":
-        out = {"value": cold(), **info(cold)}
+        out = {"value": cold(), **info(cold), "without": {"value": not_cold(), **info(not_cold)}}
     elif scenario == "big":
         data = bytes(range(256)) * (64 * 1024 * 1024 // 256)
         started = time.time()
