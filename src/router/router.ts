@@ -23,9 +23,11 @@ import {
 import { registryService } from './registry/index.js';
 import {
   bearerTokenInterceptor,
+  formatHostPort,
   parseHostPort,
   serverCredentialsOf,
   workerChannelCredentials,
+  type HostPort,
   type ServingSecurity,
 } from './security/index.js';
 import { SessionTurns } from './sessions/index.js';
@@ -106,6 +108,9 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
   const config = options.config ?? DEFAULT_CONFIG;
   const clock = options.clock ?? Date.now;
   const logger = options.logger ?? createLogger('info');
+  // Bad addresses are configuration errors: refuse them before the log records a start.
+  const listen = parseHostPort(options.listen);
+  const metricsListen = options.metrics === undefined ? undefined : parseHostPort(options.metrics);
   const log = EventLog.open<ClusterState>(options.logDir, {
     projection: clusterProjection,
     clock,
@@ -180,11 +185,10 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
     server.addService(RelayProxyService, proxyService(callPath));
     server.addService(RegistryServiceService, registryService({ journal, logger }));
     health.addToServer(server);
-    const { host } = parseHostPort(options.listen);
-    const port = await bind(server, options.listen, serverCredentialsOf(options.security));
-    const address = `${host.includes(':') ? `[${host}]` : host}:${port}`;
-    if (options.metrics !== undefined) {
-      metricsServer = await serveMetrics(options.metrics, metrics.registry);
+    const port = await bind(server, listen, serverCredentialsOf(options.security));
+    const address = formatHostPort({ host: listen.host, port });
+    if (metricsListen !== undefined) {
+      metricsServer = await serveMetrics(metricsListen, metrics.registry);
     }
 
     const prober = new Prober({
@@ -267,14 +271,13 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
 /** Binds the server; resolves with the port. */
 function bind(
   server: Server,
-  listen: string,
+  listen: HostPort,
   credentials: ReturnType<typeof serverCredentialsOf>,
 ): Promise<number> {
-  const { host, port } = parseHostPort(listen);
-  const target = `${host.includes(':') ? `[${host}]` : host}:${port}`;
+  const target = formatHostPort(listen);
   return new Promise((resolve, reject) => {
     server.bindAsync(target, credentials, (error, boundPort) => {
-      if (error) reject(new Error(`cannot listen on ${listen}: ${error.message}`));
+      if (error) reject(new Error(`cannot listen on ${target}: ${error.message}`));
       else resolve(boundPort);
     });
   });
