@@ -6,7 +6,7 @@
  */
 import { Server, type ServerInterceptor } from '@grpc/grpc-js';
 import { HealthImplementation } from 'grpc-health-check';
-import { EventLog, type NewEvent } from '../events/index.js';
+import { EventLog } from '../events/index.js';
 import { clusterProjection, type ClusterState } from '../projections/index.js';
 import { RegistryServiceService } from '../proto/gen/readie/v1/registry.js';
 import { DEFAULT_CONFIG, type Config } from '../shared/config.js';
@@ -77,16 +77,10 @@ export interface Router {
   readonly metricsAddress: string | undefined;
   /** The live folded state. */
   readonly state: ClusterState;
-  /** The seq of the last event. */
-  readonly lastSeq: number;
   /** Calls waiting for their session's turn. */
   readonly waitingCalls: number;
-  /** Calls placed and running. */
-  readonly inFlight: number;
   /** Runs one probe round now; resolves once recorded (the timer does it every `PROBE_INTERVAL`). */
   probeNow(): Promise<void>;
-  /** Runs one reaper pass now and returns what it appended. */
-  reapNow(): readonly NewEvent[];
   /**
    * Stops: refuses new calls, lets running calls finish for up to `graceMs` (default 5 s), ends
    * the rest with `UNAVAILABLE` (each with its `CallFinished`), then flushes and closes the log.
@@ -116,7 +110,6 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
     clock,
     snapshotEvery: options.snapshotEvery ?? 10_000,
   });
-  let failed: Error | undefined;
   const active = new ActiveCalls();
   const turns = new SessionTurns();
   const metrics = new RouterMetrics({
@@ -128,7 +121,6 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
     Object.fromEntries(HEALTH_SERVICES.map((name) => [name, 'NOT_SERVING' as const])),
   );
   const journal = new Journal(log, metrics, logger, (error) => {
-    failed = error;
     for (const name of HEALTH_SERVICES) health.setStatus(name, 'NOT_SERVING');
     active.shutDownAll('the router event log failed: the router must restart');
     options.onFatal?.(error);
@@ -233,17 +225,10 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
       get state() {
         return log.state;
       },
-      get lastSeq() {
-        return log.lastSeq;
-      },
       get waitingCalls() {
         return turns.waiting;
       },
-      get inFlight() {
-        return active.inFlight;
-      },
       probeNow: () => prober.probeAll(),
-      reapNow: () => reaper.reapNow(),
       close(graceMs = 5_000) {
         closing ??= (async () => {
           prober.stop();
@@ -252,7 +237,7 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
           await shutdown(running, active, graceMs);
           await runningMetrics?.close();
           connections.closeAll();
-          if (!failed) await journal.flushed().catch(() => undefined);
+          if (!journal.failed) await journal.flushed().catch(() => undefined);
           await log.close();
           logger.info({ lastSeq: log.lastSeq }, 'router stopped');
         })();

@@ -90,7 +90,6 @@ export class CallRelay implements ActiveCall {
   private ids: CallIds | undefined;
   private bound = false;
   private createdPin = false;
-  private clientHalfClosed = false;
   private clientGone = false;
   private readonly clientLeft = new AbortController();
   private readonly startedAt = performance.now();
@@ -153,7 +152,8 @@ export class CallRelay implements ActiveCall {
   }
 
   private onClientEnd(): void {
-    this.clientHalfClosed = true;
+    // The client stream is paused from its config until the worker leg opens, so its end arrives
+    // before the config or while relaying, never while the call waits for its turn.
     if (this.phase === 'awaiting-config') {
       this.refuse(new InvalidStreamError('the stream ended before any config message'));
     } else if (this.phase === 'relaying') {
@@ -294,7 +294,6 @@ export class CallRelay implements ActiveCall {
       const line = skippedPackageLine(entry, worker?.flavor ?? 'these');
       this.toClient({ kind: 'message', message: { ids, message: { $case: 'log', value: line } } });
     }
-    if (this.clientHalfClosed) leg.halfClose();
     this.call.resume();
   }
 
