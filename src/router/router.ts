@@ -196,7 +196,7 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
       config,
       clock,
       logger,
-      onReaped: () => connections.retain(liveAddresses(log.state)),
+      onPass: () => connections.retain(liveAddresses(log.state)),
     });
     prober.start();
     reaper.start();
