@@ -22,6 +22,7 @@ import {
 } from './observability/index.js';
 import { registryService } from './registry/index.js';
 import {
+  bearerMetadata,
   bearerTokenInterceptor,
   formatHostPort,
   parseHostPort,
@@ -172,7 +173,7 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
       config,
       logger,
       metrics,
-      authToken: options.authToken,
+      workerMetadata: bearerMetadata(options.authToken),
     };
     server.addService(RelayProxyService, proxyService(callPath));
     server.addService(RegistryServiceService, registryService({ journal, logger }));
