@@ -57,12 +57,6 @@ export class CallRejectedError extends RouterError {
   }
 }
 
-/** A call without the router's bearer token (when `READIE_AUTH_TOKEN` is set). */
-export class UnauthenticatedError extends RouterError {
-  override readonly name = 'UnauthenticatedError';
-  readonly code = 'UNAUTHENTICATED';
-}
-
 /** A worker report that does not fit the registry contract (no worker ID, no status, ...). */
 export class InvalidReportError extends RouterError {
   override readonly name = 'InvalidReportError';

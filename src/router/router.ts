@@ -6,7 +6,7 @@
  */
 import { Server, type ServerInterceptor } from '@grpc/grpc-js';
 import { HealthImplementation } from 'grpc-health-check';
-import { EventLog, type NewEvent } from '../events/index.js';
+import { EventLog } from '../events/index.js';
 import { clusterProjection, type ClusterState } from '../projections/index.js';
 import { RegistryServiceService } from '../proto/gen/readie/v1/registry.js';
 import { DEFAULT_CONFIG, type Config } from '../shared/config.js';
@@ -22,10 +22,13 @@ import {
 } from './observability/index.js';
 import { registryService } from './registry/index.js';
 import {
+  bearerMetadata,
   bearerTokenInterceptor,
+  formatHostPort,
   parseHostPort,
   serverCredentialsOf,
   workerChannelCredentials,
+  type HostPort,
   type ServingSecurity,
 } from './security/index.js';
 import { SessionTurns } from './sessions/index.js';
@@ -75,16 +78,10 @@ export interface Router {
   readonly metricsAddress: string | undefined;
   /** The live folded state. */
   readonly state: ClusterState;
-  /** The seq of the last event. */
-  readonly lastSeq: number;
   /** Calls waiting for their session's turn. */
   readonly waitingCalls: number;
-  /** Calls placed and running. */
-  readonly inFlight: number;
   /** Runs one probe round now; resolves once recorded (the timer does it every `PROBE_INTERVAL`). */
   probeNow(): Promise<void>;
-  /** Runs one reaper pass now and returns what it appended. */
-  reapNow(): readonly NewEvent[];
   /**
    * Stops: refuses new calls, lets running calls finish for up to `graceMs` (default 5 s), ends
    * the rest with `UNAVAILABLE` (each with its `CallFinished`), then flushes and closes the log.
@@ -106,12 +103,14 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
   const config = options.config ?? DEFAULT_CONFIG;
   const clock = options.clock ?? Date.now;
   const logger = options.logger ?? createLogger('info');
+  // Bad addresses are configuration errors: refuse them before the log records a start.
+  const listen = parseHostPort(options.listen);
+  const metricsListen = options.metrics === undefined ? undefined : parseHostPort(options.metrics);
   const log = EventLog.open<ClusterState>(options.logDir, {
     projection: clusterProjection,
     clock,
     snapshotEvery: options.snapshotEvery ?? 10_000,
   });
-  let failed: Error | undefined;
   const active = new ActiveCalls();
   const turns = new SessionTurns();
   const metrics = new RouterMetrics({
@@ -123,7 +122,6 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
     Object.fromEntries(HEALTH_SERVICES.map((name) => [name, 'NOT_SERVING' as const])),
   );
   const journal = new Journal(log, metrics, logger, (error) => {
-    failed = error;
     for (const name of HEALTH_SERVICES) health.setStatus(name, 'NOT_SERVING');
     active.shutDownAll('the router event log failed: the router must restart');
     options.onFatal?.(error);
@@ -175,16 +173,15 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
       config,
       logger,
       metrics,
-      authToken: options.authToken,
+      workerMetadata: bearerMetadata(options.authToken),
     };
     server.addService(RelayProxyService, proxyService(callPath));
     server.addService(RegistryServiceService, registryService({ journal, logger }));
     health.addToServer(server);
-    const { host } = parseHostPort(options.listen);
-    const port = await bind(server, options.listen, serverCredentialsOf(options.security));
-    const address = `${host.includes(':') ? `[${host}]` : host}:${port}`;
-    if (options.metrics !== undefined) {
-      metricsServer = await serveMetrics(options.metrics, metrics.registry);
+    const port = await bind(server, listen, serverCredentialsOf(options.security));
+    const address = formatHostPort({ host: listen.host, port });
+    if (metricsListen !== undefined) {
+      metricsServer = await serveMetrics(metricsListen, metrics.registry);
     }
 
     const prober = new Prober({
@@ -200,7 +197,7 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
       config,
       clock,
       logger,
-      onReaped: () => connections.retain(liveAddresses(log.state)),
+      onPass: () => connections.retain(liveAddresses(log.state)),
     });
     prober.start();
     reaper.start();
@@ -229,17 +226,10 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
       get state() {
         return log.state;
       },
-      get lastSeq() {
-        return log.lastSeq;
-      },
       get waitingCalls() {
         return turns.waiting;
       },
-      get inFlight() {
-        return active.inFlight;
-      },
       probeNow: () => prober.probeAll(),
-      reapNow: () => reaper.reapNow(),
       close(graceMs = 5_000) {
         closing ??= (async () => {
           prober.stop();
@@ -248,7 +238,7 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
           await shutdown(running, active, graceMs);
           await runningMetrics?.close();
           connections.closeAll();
-          if (!failed) await journal.flushed().catch(() => undefined);
+          if (!journal.failed) await journal.flushed().catch(() => undefined);
           await log.close();
           logger.info({ lastSeq: log.lastSeq }, 'router stopped');
         })();
@@ -267,14 +257,13 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
 /** Binds the server; resolves with the port. */
 function bind(
   server: Server,
-  listen: string,
+  listen: HostPort,
   credentials: ReturnType<typeof serverCredentialsOf>,
 ): Promise<number> {
-  const { host, port } = parseHostPort(listen);
-  const target = `${host.includes(':') ? `[${host}]` : host}:${port}`;
+  const target = formatHostPort(listen);
   return new Promise((resolve, reject) => {
     server.bindAsync(target, credentials, (error, boundPort) => {
-      if (error) reject(new Error(`cannot listen on ${listen}: ${error.message}`));
+      if (error) reject(new Error(`cannot listen on ${target}: ${error.message}`));
       else resolve(boundPort);
     });
   });

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { configFromFlags, flagOf } from '../../src/cli/router-command.js';
-import { parseCatalogue, readCatalogueFile } from '../../src/router/index.js';
+import { parseCatalogue, readCatalogueFile, RouterConfigError } from '../../src/router/index.js';
 import { DEFAULT_CONFIG, SETTING_NAMES } from '../../src/shared/config.js';
 import { readLog, startTestRouter } from '../support/router/harness.js';
 import { runReadie } from '../support/processes.js';
@@ -100,5 +100,20 @@ describe('readie router: command line and startup', function () {
     expect(JSON.stringify(events)).to.not.include('never-logged');
     expect(catalogue.revision).to.match(/^sha256:[0-9a-f]{16}$/);
     expect(other.revision).to.not.equal(catalogue.revision);
+  });
+
+  it('refuses a bad --listen or --metrics before the log records a start', async () => {
+    const logDir = tempDir();
+    await (await startTestRouter({ logDir })).close();
+    const child = runReadie(['router', '--insecure', '--log', logDir, '--listen', 'bogus']);
+    const { code } = await child.exited;
+    expect(code).to.equal(2);
+    expect(child.stderr()).to.match(/"bogus" is not an address/);
+    let refused: unknown;
+    await startTestRouter({ logDir, metrics: '127.0.0.1:nope' }).catch((error: unknown) => {
+      refused = error;
+    });
+    expect(refused).to.be.instanceOf(RouterConfigError);
+    expect(readLog(logDir).map((event) => event.type)).to.deep.equal(['RouterStarted']);
   });
 });

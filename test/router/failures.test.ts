@@ -1,5 +1,4 @@
 import { expect } from 'chai';
-import type { ClusterEvent } from '../../src/events/index.js';
 import { ContainerState } from '../../src/proto/gen/readie/v1/registry.js';
 import {
   callConfig,
@@ -12,17 +11,11 @@ import {
   readLog,
   run,
   startTestRouter,
+  storyOf,
   type TestRouter,
 } from '../support/router/harness.js';
 import { ScriptedWorker } from '../support/router/scripted-worker.js';
 import { cleanTempDirs } from '../support/temp.js';
-
-/** The events of one request, by type, from a log on disk. */
-function storyOf(events: readonly ClusterEvent[], requestId: string): string[] {
-  return events
-    .filter((event) => 'requestId' in event && event.requestId === requestId)
-    .map((event) => event.type);
-}
 
 describe('router: the failure table, end to end', function () {
   this.timeout(60_000);

@@ -55,6 +55,13 @@ describe('router: logs and metrics', function () {
       expect(codeOf(await run(test.client, 'echo', {}, { metadata: bearer('wrong') }))).to.equal(
         'UNAUTHENTICATED',
       );
+      const oversized = await run(
+        test.client,
+        'echo',
+        { memory: 64 * 1024 ** 3 },
+        { metadata: bearer(TOKEN) },
+      );
+      expect(codeOf(oversized)).to.equal('RESOURCE_EXHAUSTED');
 
       const response = await fetch(`http://${test.router.metricsAddress}/metrics`);
       const metrics = await response.text();
@@ -68,6 +75,7 @@ describe('router: logs and metrics', function () {
       expect(metrics).to.match(/^readie_router_relay_bytes_total\{direction="to_client"\} 25$/m);
       expect(metrics).to.match(/^readie_router_log_append_seconds_count [1-9]/m);
       expect(metrics).to.match(/^readie_router_unauthenticated_total 1$/m);
+      expect(metrics).to.match(/^readie_router_rejections_total\{code="RESOURCE_EXHAUSTED"\} 1$/m);
       expect((await fetch(`http://${test.router.metricsAddress}/other`)).status).to.equal(404);
 
       const callLines = log.lines().filter((line) => line.requestId === 'r-logged');

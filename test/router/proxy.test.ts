@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import type { Catalogue } from '../../src/events/index.js';
+import type { Catalogue, ClusterEvent } from '../../src/events/index.js';
 import { ContainerState } from '../../src/proto/gen/readie/v1/registry.js';
 import { catalogueRevision } from '../../src/router/startup/index.js';
 import {
@@ -9,6 +9,7 @@ import {
   readLog,
   run,
   startTestRouter,
+  storyOf,
   systemLines,
   type TestRouter,
 } from '../support/router/harness.js';
@@ -40,6 +41,15 @@ describe('router: ProxyService.RequestExecution over loopback', function () {
     worker = await ScriptedWorker.start({ workerId: 'w1' });
     await worker.connect(test.address).reportStatus();
   });
+
+  /** Closes the router, reads its log from disk, and starts it again on that log. */
+  async function logOnDisk(): Promise<ClusterEvent[]> {
+    await test.close();
+    const events = readLog(test.logDir);
+    test = await startTestRouter({ logDir: test.logDir, config: { EXECUTION_TIMEOUT: 1_500 } });
+    await worker.connect(test.address).reportStatus();
+    return events;
+  }
 
   afterEach(async () => {
     await eventually(() => test.router.state.reservations.size === 0, 'no reservation left');
@@ -73,14 +83,17 @@ describe('router: ProxyService.RequestExecution over loopback', function () {
     expect(header?.memory).to.equal(1024);
     expect(header?.imports).to.deep.equal(['numpy']);
     expect(header?.pythonVersion).to.equal('3.11.2');
-    const story = test.router.state.lastSeq;
-    expect(story).to.be.greaterThan(3);
+    expect(storyOf(await logOnDisk(), 'r-echo')).to.deep.equal([
+      'CallRequested',
+      'CallPlaced',
+      'CallBound',
+      'CallFinished',
+    ]);
   });
 
   it('records the demand exactly as the client sent it', async () => {
     await run(test.client, 'echo x', { requestId: 'r-demand', gpu: false });
-    await test.router.close(500);
-    const requested = readLog(test.logDir).find(
+    const requested = (await logOnDisk()).find(
       (event) => event.type === 'CallRequested' && event.requestId === 'r-demand',
     );
     expect(requested).to.deep.include({
@@ -95,8 +108,6 @@ describe('router: ProxyService.RequestExecution over loopback', function () {
         packages: [],
       },
     });
-    test = await startTestRouter({ logDir: test.logDir, config: { EXECUTION_TIMEOUT: 1_500 } });
-    await worker.connect(test.address).reportStatus();
   });
 
   it('streams a log line to the client for each skipped package', async () => {

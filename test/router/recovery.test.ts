@@ -3,7 +3,14 @@ import { credentials } from '@grpc/grpc-js';
 import { fold } from '../../src/projections/index.js';
 import { ProxyServiceClient } from '../../src/proto/gen/readie/v1/proxy.js';
 import { ContainerState } from '../../src/proto/gen/readie/v1/registry.js';
-import { codeOf, eventually, readLog, run, type CallOutcome } from '../support/router/harness.js';
+import {
+  codeOf,
+  eventually,
+  readLog,
+  run,
+  storyOf,
+  type CallOutcome,
+} from '../support/router/harness.js';
 import { ScriptedWorker } from '../support/router/scripted-worker.js';
 import { runReadie, type Child } from '../support/processes.js';
 import { cleanTempDirs, tempDir } from '../support/temp.js';
@@ -62,7 +69,12 @@ describe('router: a restart after SIGKILL loses nothing', function () {
         () => worker.calls.filter((c) => c.header.ids?.requestId?.startsWith('load-')).length === 4,
         'the load to reach the worker',
       );
-      await new Promise((resolve) => setTimeout(resolve, 300));
+      // The placements, and the new session's pin, must be on disk before the kill.
+      await eventually(() => {
+        const events = readLog(logDir);
+        const placed = (id: string) => storyOf(events, id).includes('CallPlaced');
+        return inFlight.every(placed) && storyOf(events, 'load-hold').includes('SessionPinned');
+      }, 'the load to be placed, and s-new pinned, in the log');
 
       first.child.process.kill('SIGKILL');
       expect((await first.child.exited).signal).to.equal('SIGKILL');
@@ -95,6 +107,11 @@ describe('router: a restart after SIGKILL loses nothing', function () {
       expect(after.map((event) => event.seq)).to.deep.equal(after.map((_, i) => i + 1));
       const restart = after.slice(lastBefore);
       expect(restart[0]).to.include({ type: 'RouterStarted', seq: lastBefore + 1 });
+      // The settings reached `readie router` by flag (--probe-interval) and environment.
+      expect(restart[0]?.type === 'RouterStarted' ? restart[0].config : {}).to.include({
+        PROBE_INTERVAL: 3_600_000,
+        REAPER_INTERVAL: 3_600_000,
+      });
       const released = restart.filter((event) => event.type === 'ReservationExpired');
       // Every call in flight at the crash (the load, and any churn call) is released, once.
       expect(released.map((event) => event.requestId).sort()).to.deep.equal(

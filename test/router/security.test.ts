@@ -3,13 +3,16 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { credentials, Metadata } from '@grpc/grpc-js';
 import { HealthClient } from '../../src/router/workers/index.js';
+import { fold } from '../../src/projections/index.js';
+import { ProxyServiceClient } from '../../src/proto/gen/readie/v1/proxy.js';
 import { servingSecurityOf } from '../../src/router/index.js';
 import {
   bearer,
   codeOf,
-  foldLog,
+  readLog,
   run,
   startTestRouter,
+  storyOf,
   type TestRouter,
 } from '../support/router/harness.js';
 import { ScriptedWorker } from '../support/router/scripted-worker.js';
@@ -54,7 +57,9 @@ describe('router: TLS and the bearer token', function () {
   after(async () => {
     worker.stop();
     await test.close();
-    expect(foldLog(test.logDir).reservations.size, 'no reservation in the log').to.equal(0);
+    const events = readLog(test.logDir);
+    expect(fold(events).reservations.size, 'no reservation in the log').to.equal(0);
+    expect(storyOf(events, 'r-plaintext'), 'the plaintext call in the log').to.deep.equal([]);
     cleanTempDirs();
   });
 
@@ -92,15 +97,19 @@ describe('router: TLS and the bearer token', function () {
     }
   });
 
-  it('refuses plaintext clients', async () => {
-    const plain = new HealthClient(test.address, credentials.createInsecure());
-    const error = await new Promise<Error | null>((resolve) =>
-      plain.check({ service: '' }, bearer(TOKEN), { deadline: Date.now() + 2_000 }, (e) =>
-        resolve(e),
-      ),
+  it('refuses plaintext clients, even with the token, before anything is recorded', async () => {
+    const lastSeq = test.router.state.lastSeq;
+    const plain = new ProxyServiceClient(test.address, credentials.createInsecure());
+    const outcome = await run(
+      plain,
+      'echo plaintext',
+      { requestId: 'r-plaintext' },
+      { metadata: bearer(TOKEN), deadline: Date.now() + 5_000 },
     );
     plain.close();
-    expect(error).to.not.equal(null);
+    expect(codeOf(outcome)).to.equal('UNAVAILABLE');
+    // No event at all, so no CallRequested: the call never reached the router's handlers.
+    expect(test.router.state.lastSeq).to.equal(lastSeq);
   });
 
   it('keeps its own health service open without a token', async () => {

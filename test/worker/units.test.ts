@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { status } from '@grpc/grpc-js';
+import { Metadata, status } from '@grpc/grpc-js';
 import { PayloadFormat } from '../../src/proto/gen/readie/v1/call.js';
 import { ConfigError } from '../../src/shared/config.js';
 import {
@@ -17,6 +17,8 @@ import {
   FrameType,
   MAX_FRAME_LENGTH,
 } from '../../src/worker/executor-link/index.js';
+import { authMetadata, requireToken } from '../../src/worker/auth.js';
+import { UnauthenticatedError } from '../../src/worker/errors.js';
 import { advertisedAddress, resolveWorkerOptions } from '../../src/worker/options.js';
 import { installCommand, requirementProblem } from '../../src/worker/packages/index.js';
 import {
@@ -331,6 +333,26 @@ describe('worker units', () => {
         CatalogueError,
         /cat.json: not a checkpoint catalogue \(.*defaultImportCost/,
       );
+    });
+  });
+
+  describe('router token', () => {
+    it('requires exactly one authorization value carrying the token, as the router does', () => {
+      const metadata = (...values: string[]) => {
+        const m = new Metadata();
+        for (const value of values) m.add('authorization', value);
+        return m;
+      };
+      expect(() => requireToken(metadata(), null)).to.not.throw();
+      expect(() => requireToken(metadata('Bearer t'), 't')).to.not.throw();
+      expect(() => requireToken(metadata(), 't')).to.throw(
+        UnauthenticatedError,
+        /requires the router token/,
+      );
+      expect(() => requireToken(metadata('Bearer x'), 't')).to.throw(/does not match/);
+      expect(() => requireToken(metadata('Bearer t', 'Bearer x'), 't')).to.throw(/does not match/);
+      expect(authMetadata('t').get('authorization')).to.deep.equal(['Bearer t']);
+      expect(authMetadata(null).get('authorization')).to.deep.equal([]);
     });
   });
 });

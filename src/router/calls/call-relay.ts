@@ -12,7 +12,7 @@
  *    once, whatever ends it;
  * 6. errors keep their gRPC codes end to end.
  */
-import { status, type ServerDuplexStream, type StatusObject } from '@grpc/grpc-js';
+import { status, type Metadata, type ServerDuplexStream, type StatusObject } from '@grpc/grpc-js';
 import type { AppendResult, Demand } from '../../events/index.js';
 import type { CallIds } from '../../proto/gen/readie/v1/call.js';
 import type { CallConfig } from '../../proto/gen/readie/v1/proxy.js';
@@ -35,7 +35,6 @@ import {
   type CallToPlace,
   type PlacedDecision,
 } from '../placement/index.js';
-import { bearerMetadata } from '../security/index.js';
 import type { SessionTurn, SessionTurns } from '../sessions/index.js';
 import type { WorkerConnections } from '../workers/index.js';
 import type { ActiveCall, ActiveCalls } from './active-calls.js';
@@ -61,8 +60,11 @@ export interface CallPathOptions {
   readonly config: Config;
   readonly logger: Logger;
   readonly metrics: RouterMetrics;
-  /** Sent to workers as a bearer token when set. */
-  readonly authToken?: string | undefined;
+  /**
+   * Metadata for every worker stream (the bearer token, when set), built once; each call sends a
+   * clone, since grpc-js writes its own headers into the metadata it is given.
+   */
+  readonly workerMetadata: Metadata;
 }
 
 type ClientStream = ServerDuplexStream<ClientMessage, ClientAnswer>;
@@ -90,7 +92,6 @@ export class CallRelay implements ActiveCall {
   private ids: CallIds | undefined;
   private bound = false;
   private createdPin = false;
-  private clientHalfClosed = false;
   private clientGone = false;
   private readonly clientLeft = new AbortController();
   private readonly startedAt = performance.now();
@@ -153,7 +154,8 @@ export class CallRelay implements ActiveCall {
   }
 
   private onClientEnd(): void {
-    this.clientHalfClosed = true;
+    // The client stream is paused from its config until the worker leg opens, so its end arrives
+    // before the config or while relaying, never while the call waits for its turn.
     if (this.phase === 'awaiting-config') {
       this.refuse(new InvalidStreamError('the stream ended before any config message'));
     } else if (this.phase === 'relaying') {
@@ -270,7 +272,7 @@ export class CallRelay implements ActiveCall {
   // ---- step 4: the worker stream ---------------------------------------------------------------
 
   private openWorker(decision: PlacedDecision): void {
-    const { journal, connections, config, authToken } = this.options;
+    const { journal, connections, config, workerMetadata } = this.options;
     const worker = journal.state.workers.get(decision.workerId);
     const deadline = Math.min(
       Date.now() + config.EXECUTION_TIMEOUT,
@@ -278,7 +280,7 @@ export class CallRelay implements ActiveCall {
     );
     const leg = WorkerLeg.open(
       connections.execution(worker?.address ?? ''),
-      bearerMetadata(authToken),
+      workerMetadata.clone(),
       deadline,
       {
         answer: (answer) => this.onWorkerAnswer(answer),
@@ -294,7 +296,6 @@ export class CallRelay implements ActiveCall {
       const line = skippedPackageLine(entry, worker?.flavor ?? 'these');
       this.toClient({ kind: 'message', message: { ids, message: { $case: 'log', value: line } } });
     }
-    if (this.clientHalfClosed) leg.halfClose();
     this.call.resume();
   }
 
@@ -302,7 +303,7 @@ export class CallRelay implements ActiveCall {
     const worker = this.worker;
     if (!worker) return;
     this.bytesToWorker += chunk.bytes;
-    this.options.metrics.relayBytes.inc({ direction: 'to_worker' }, chunk.bytes);
+    this.options.metrics.relayBytesToWorker.inc(chunk.bytes);
     const drained = () => {
       if (this.phase === 'relaying') this.call.resume();
     };
@@ -317,7 +318,7 @@ export class CallRelay implements ActiveCall {
     if (!this.bound && ids.containerId !== '') this.bind(ids);
     if (answer.carries === 'chunk') {
       this.bytesToClient += answer.chunkBytes;
-      this.options.metrics.relayBytes.inc({ direction: 'to_client' }, answer.chunkBytes);
+      this.options.metrics.relayBytesToClient.inc(answer.chunkBytes);
     }
     if (!this.toClient({ kind: 'relayed', ids, answer })) {
       const worker = this.worker;
@@ -329,11 +330,7 @@ export class CallRelay implements ActiveCall {
   /** The first answer naming the container: `CallBound`, and the pin of a session's new container. */
   private bind(ids: CallIds): void {
     this.bound = true;
-    this.ids = {
-      ...(this.ids as CallIds),
-      containerId: ids.containerId,
-      checkpointId: ids.checkpointId,
-    };
+    this.ids = ids;
     const decision = this.decision as PlacedDecision;
     const events = boundEvents(this.requestId, this.sessionId, decision, ids);
     try {

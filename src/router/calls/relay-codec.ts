@@ -19,7 +19,6 @@ import type { Metadata, CallOptions, ServiceDefinition } from '@grpc/grpc-js';
 import { CallIds } from '../../proto/gen/readie/v1/call.js';
 import {
   ExecuteRequest,
-  ExecuteResponse,
   ExecutionServiceService,
   type CallHeader,
 } from '../../proto/gen/readie/v1/execution.js';
@@ -215,11 +214,6 @@ export function encodeClientAnswer(answer: ClientAnswer): Buffer {
 /** Reads an answer as a client would (for tests): the generated decoder. */
 export function decodeClientAnswer(wire: Buffer): RequestExecutionResponse {
   return RequestExecutionResponse.decode(wire);
-}
-
-/** Writes a worker answer as a worker would (for tests): the generated encoder. */
-export function encodeWorkerAnswer(answer: ExecuteResponse): Buffer {
-  return Buffer.from(ExecuteResponse.encode(answer).finish());
 }
 
 /** `ProxyService` as the router serves it: chunks in and answers out stay wire bytes. */

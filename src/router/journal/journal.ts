@@ -31,11 +31,6 @@ export class Journal {
     return this.log.state;
   }
 
-  /** The seq of the last event appended. */
-  get lastSeq(): number {
-    return this.log.lastSeq;
-  }
-
   /** True once a commit failed: the router must restart. */
   get failed(): boolean {
     return this.failure !== undefined;

@@ -14,8 +14,11 @@ export interface ReaperTimerOptions {
   readonly config: Config;
   readonly clock: () => number;
   readonly logger: Logger;
-  /** Told after each pass that appended events (the router closes unused worker channels). */
-  readonly onReaped?: (events: readonly NewEvent[]) => void;
+  /**
+   * Told after every pass, whether or not it appended: the router then closes the channels of
+   * workers no longer live, however they left (reaped, evicted by probes, deregistered).
+   */
+  readonly onPass?: () => void;
 }
 
 /** The reaper's timer. */
@@ -38,7 +41,7 @@ export class ReaperTimer {
 
   /** One reaper pass now; returns the events it appended. */
   reapNow(): readonly NewEvent[] {
-    const { journal, config, clock, logger, onReaped } = this.options;
+    const { journal, config, clock, logger } = this.options;
     const events = reap(journal.state, clock(), config);
     if (events.length === 0) return events;
     try {
@@ -48,7 +51,6 @@ export class ReaperTimer {
       return [];
     }
     for (const event of events) logReaped(logger, event);
-    onReaped?.(events);
     return events;
   }
 
@@ -56,6 +58,7 @@ export class ReaperTimer {
     if (this.stopped) return;
     this.timer = setTimeout(() => {
       this.reapNow();
+      this.options.onPass?.();
       this.schedule();
     }, this.options.config.REAPER_INTERVAL);
   }

@@ -1,32 +1,17 @@
 /**
  * The router's structured logs: pino JSON, one object a line. Call lines carry `requestId`,
  * `sessionId` and `workerId`; worker lines carry `workerId`. Payload bytes are never logged, and
- * anything that looks like a credential is redacted.
+ * anything that looks like a credential is redacted (options shared with the worker:
+ * `src/shared/log-options.ts`).
  */
 import { pino, type DestinationStream, type Logger } from 'pino';
+import { logOptions } from '../../shared/log-options.js';
 
 export type { Logger } from 'pino';
 
-/** Keys redacted wherever they appear (one level deep), so a token can never reach a log line. */
-const REDACTED = [
-  'authorization',
-  'token',
-  'authToken',
-  'password',
-  '*.authorization',
-  '*.token',
-  '*.authToken',
-];
-
 /** A JSON logger at `level`, writing to `destination` (default: standard output). */
 export function createLogger(level = 'info', destination?: DestinationStream): Logger {
-  const options = {
-    level,
-    base: { service: 'readie-router' },
-    timestamp: pino.stdTimeFunctions.isoTime,
-    redact: { paths: REDACTED, censor: '[redacted]' },
-    formatters: { level: (label: string) => ({ level: label }) },
-  };
+  const options = logOptions('readie-router', level, pino.stdTimeFunctions.isoTime);
   return destination ? pino(options, destination) : pino(options);
 }
 

@@ -2,7 +2,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
-import { parseHostPort } from '../security/address.js';
+import { formatHostPort, type HostPort } from '../security/address.js';
 
 /** A running metrics endpoint. */
 export interface MetricsServer {
@@ -11,9 +11,9 @@ export interface MetricsServer {
   close(): Promise<void>;
 }
 
-/** Listens on `hostPort` and answers `GET /metrics` from `registry`; 404 for anything else. */
-export async function serveMetrics(hostPort: string, registry: Registry): Promise<MetricsServer> {
-  const { host, port } = parseHostPort(hostPort);
+/** Listens on `listen` and answers `GET /metrics` from `registry`; 404 for anything else. */
+export async function serveMetrics(listen: HostPort, registry: Registry): Promise<MetricsServer> {
+  const { host, port } = listen;
   const server: Server = createServer((request, response) => {
     const path = (request.url ?? '').split('?')[0];
     if (request.method !== 'GET' || path !== '/metrics') {
@@ -36,7 +36,7 @@ export async function serveMetrics(hostPort: string, registry: Registry): Promis
   });
   const bound = server.address() as AddressInfo;
   return {
-    address: `${host.includes(':') ? `[${host}]` : host}:${bound.port}`,
+    address: formatHostPort({ host, port: bound.port }),
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();

@@ -28,6 +28,10 @@ export class RouterMetrics {
   readonly appendLatency: Histogram<string>;
   /** Payload bytes relayed, by direction. */
   readonly relayBytes: Counter<'direction'>;
+  /** `relayBytes` from clients to workers (the labelled child, made once for the hot path). */
+  readonly relayBytesToWorker: Counter.Internal;
+  /** `relayBytes` from workers to clients. */
+  readonly relayBytesToClient: Counter.Internal;
   /** Failed health probes. */
   readonly probeFailures: Counter<string>;
   /** Calls refused for a missing or wrong bearer token. */
@@ -65,6 +69,8 @@ export class RouterMetrics {
       labelNames: ['direction'],
       registers,
     });
+    this.relayBytesToWorker = this.relayBytes.labels({ direction: 'to_worker' });
+    this.relayBytesToClient = this.relayBytes.labels({ direction: 'to_client' });
     this.probeFailures = new Counter({
       name: 'readie_router_probe_failures_total',
       help: 'Worker health probes that failed',

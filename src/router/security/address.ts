@@ -18,3 +18,8 @@ export function parseHostPort(text: string): HostPort {
   }
   return { host: match[1] ?? match[2] ?? '', port };
 }
+
+/** Writes `host:port` back as the command line would (IPv6 hosts in brackets). */
+export function formatHostPort({ host, port }: HostPort): string {
+  return `${host.includes(':') ? `[${host}]` : host}:${port}`;
+}

@@ -1,10 +1,9 @@
 /**
  * Bearer-token authentication. With `READIE_AUTH_TOKEN` set, every call to the router's services
  * must carry `authorization: Bearer <token>`, else `UNAUTHENTICATED`; the health service stays open
- * so load balancers and orchestrators can probe it. Tokens are compared in constant time (as
- * SHA-256 digests, so neither content nor length leaks through timing).
+ * so load balancers and orchestrators can probe it. The check itself (constant time) is shared with
+ * the worker: `src/shared/bearer-token.ts`.
  */
-import { createHash, timingSafeEqual } from 'node:crypto';
 import {
   Metadata,
   ResponderBuilder,
@@ -13,29 +12,21 @@ import {
   status,
   type ServerInterceptor,
 } from '@grpc/grpc-js';
-
-/** The metadata key carrying the token. */
-export const AUTHORIZATION = 'authorization';
+import { AUTHORIZATION, bearerTokenProblem, bearerValue } from '../../shared/bearer-token.js';
 
 /** Paths reachable without a token: the standard health service. */
 const OPEN_PATHS = /^\/grpc\.health\.v1\.Health\//;
 
-function digest(text: string): Buffer {
-  return createHash('sha256').update(text, 'utf8').digest();
-}
-
 /** Why a call's metadata does not authenticate it, or null when it does. */
 export function authenticationProblem(metadata: Metadata, token: string): string | null {
-  const values = metadata.get(AUTHORIZATION);
-  const value = values[0];
-  if (value === undefined) {
-    return 'missing bearer token: send metadata "authorization: Bearer <READIE_AUTH_TOKEN>"';
+  switch (bearerTokenProblem(metadata.get(AUTHORIZATION), token)) {
+    case null:
+      return null;
+    case 'missing':
+      return 'missing bearer token: send metadata "authorization: Bearer <READIE_AUTH_TOKEN>"';
+    case 'wrong':
+      return 'wrong bearer token: the "authorization" metadata does not carry the router\'s token';
   }
-  const text = typeof value === 'string' ? value : value.toString('utf8');
-  const expected = digest(`Bearer ${token}`);
-  return values.length === 1 && timingSafeEqual(digest(text), expected)
-    ? null
-    : 'wrong bearer token: the "authorization" metadata does not carry the router\'s token';
 }
 
 /**
@@ -67,6 +58,6 @@ export function bearerTokenInterceptor(
 /** Metadata carrying the token, for the router's own calls to workers (empty without a token). */
 export function bearerMetadata(token: string | undefined): Metadata {
   const metadata = new Metadata();
-  if (token !== undefined && token !== '') metadata.set(AUTHORIZATION, `Bearer ${token}`);
+  if (token !== undefined && token !== '') metadata.set(AUTHORIZATION, bearerValue(token));
   return metadata;
 }

@@ -65,11 +65,6 @@ export class SessionTurns {
     });
   }
 
-  /** Sessions with a call running. */
-  get busySessions(): number {
-    return this.queue.busySessions;
-  }
-
   /** Calls waiting for their session's turn. */
   get waiting(): number {
     return this.queue.totalWaiting;

@@ -65,11 +65,6 @@ export class TurnQueue<T> {
     return this.lines.get(sessionId)?.waiting.indexOf(ticket) ?? -1;
   }
 
-  /** Sessions with a call holding the turn. */
-  get busySessions(): number {
-    return this.lines.size;
-  }
-
   /** Calls waiting for a turn, over all sessions. */
   get totalWaiting(): number {
     let total = 0;

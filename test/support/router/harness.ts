@@ -29,6 +29,8 @@ import {
   type Router,
   type RouterOptions,
 } from '../../../src/router/index.js';
+import { codeName } from '../../../src/router/grpc-status.js';
+import { bearerMetadata } from '../../../src/router/security/index.js';
 import { DEFAULT_CONFIG, type Config } from '../../../src/shared/config.js';
 import { tempDir } from '../temp.js';
 
@@ -131,11 +133,9 @@ export function configMessage(config: CallConfig): RequestExecutionRequest {
   return { message: { $case: 'config', value: config } };
 }
 
-/** Bearer-token metadata. */
+/** Bearer-token metadata, as the router sends it to workers. */
 export function bearer(token: string): Metadata {
-  const metadata = new Metadata();
-  metadata.set('authorization', `Bearer ${token}`);
-  return metadata;
+  return bearerMetadata(token);
 }
 
 /** Collects a call's answers until its status. */
@@ -189,27 +189,7 @@ export function run(
 
 /** The gRPC code name of an outcome (`OK` when it succeeded). */
 export function codeOf(outcome: CallOutcome): string {
-  if (!outcome.error) return 'OK';
-  const names = [
-    'OK',
-    'CANCELLED',
-    'UNKNOWN',
-    'INVALID_ARGUMENT',
-    'DEADLINE_EXCEEDED',
-    'NOT_FOUND',
-    'ALREADY_EXISTS',
-    'PERMISSION_DENIED',
-    'RESOURCE_EXHAUSTED',
-    'FAILED_PRECONDITION',
-    'ABORTED',
-    'OUT_OF_RANGE',
-    'UNIMPLEMENTED',
-    'INTERNAL',
-    'UNAVAILABLE',
-    'DATA_LOSS',
-    'UNAUTHENTICATED',
-  ];
-  return names[outcome.error.code] ?? String(outcome.error.code);
+  return outcome.error ? codeName(outcome.error.code) : 'OK';
 }
 
 /** System log lines of an outcome, as text. */
@@ -227,6 +207,13 @@ export function readLog(dir: string): ClusterEvent[] {
   } finally {
     void log.close();
   }
+}
+
+/** The events of one request, by type, from a log on disk. */
+export function storyOf(events: readonly ClusterEvent[], requestId: string): string[] {
+  return events
+    .filter((event) => 'requestId' in event && event.requestId === requestId)
+    .map((event) => event.type);
 }
 
 /** The state folded from a log directory on disk. */

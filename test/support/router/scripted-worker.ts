@@ -34,6 +34,7 @@ import {
   type ExecuteResponse,
 } from '../../../src/proto/gen/readie/v1/execution.js';
 import type { ContainerState } from '../../../src/proto/gen/readie/v1/registry.js';
+import { bearerMetadata } from '../../../src/router/security/index.js';
 import {
   Flavor,
   RegistryServiceClient,
@@ -132,10 +133,7 @@ export class ScriptedWorker {
       routerAddress,
       options.credentials ?? credentials.createInsecure(),
     );
-    this.registryMetadata = new Metadata();
-    if (options.token !== undefined) {
-      this.registryMetadata.set('authorization', `Bearer ${options.token}`);
-    }
+    this.registryMetadata = bearerMetadata(options.token);
     return this;
   }
 

@@ -574,9 +574,14 @@ export const ProxyServiceService = {
   /**
    * The first message carries only the call's config; later messages carry payload chunks; the
    * client half-closes after the last chunk. Answers stream back as they arrive. Errors are gRPC
-   * status codes: UNAVAILABLE (no worker), RESOURCE_EXHAUSTED (no room, session busy), NOT_FOUND
-   * (session expired), INVALID_ARGUMENT (malformed stream, bad package or checkpoint),
-   * FAILED_PRECONDITION, DEADLINE_EXCEEDED, UNAUTHENTICATED.
+   * status codes, as in docs/router.md's failure table: UNAVAILABLE (no worker, the worker
+   * unreachable, the router shutting down), RESOURCE_EXHAUSTED (no room, session busy), NOT_FOUND
+   * (session expired), DEADLINE_EXCEEDED (EXECUTION_TIMEOUT or the client's deadline),
+   * INVALID_ARGUMENT (malformed stream, bad package entry, unknown pinned checkpoint),
+   * FAILED_PRECONDITION (no optimized execution or another checkpoint in a restored session),
+   * ALREADY_EXISTS (request ID already in flight), CANCELLED (the client cancelled),
+   * UNAUTHENTICATED (no or wrong bearer token), INTERNAL (a worker refused the router's
+   * credentials). A worker's own codes pass through, its message starting "worker W: ".
    */
   requestExecution: {
     path: "/readie.v1.ProxyService/RequestExecution" as const,
@@ -595,9 +600,14 @@ export interface ProxyServiceServer extends UntypedServiceImplementation {
   /**
    * The first message carries only the call's config; later messages carry payload chunks; the
    * client half-closes after the last chunk. Answers stream back as they arrive. Errors are gRPC
-   * status codes: UNAVAILABLE (no worker), RESOURCE_EXHAUSTED (no room, session busy), NOT_FOUND
-   * (session expired), INVALID_ARGUMENT (malformed stream, bad package or checkpoint),
-   * FAILED_PRECONDITION, DEADLINE_EXCEEDED, UNAUTHENTICATED.
+   * status codes, as in docs/router.md's failure table: UNAVAILABLE (no worker, the worker
+   * unreachable, the router shutting down), RESOURCE_EXHAUSTED (no room, session busy), NOT_FOUND
+   * (session expired), DEADLINE_EXCEEDED (EXECUTION_TIMEOUT or the client's deadline),
+   * INVALID_ARGUMENT (malformed stream, bad package entry, unknown pinned checkpoint),
+   * FAILED_PRECONDITION (no optimized execution or another checkpoint in a restored session),
+   * ALREADY_EXISTS (request ID already in flight), CANCELLED (the client cancelled),
+   * UNAUTHENTICATED (no or wrong bearer token), INTERNAL (a worker refused the router's
+   * credentials). A worker's own codes pass through, its message starting "worker W: ".
    */
   requestExecution: handleBidiStreamingCall<RequestExecutionRequest, RequestExecutionResponse>;
 }
@@ -606,9 +616,14 @@ export interface ProxyServiceClient extends Client {
   /**
    * The first message carries only the call's config; later messages carry payload chunks; the
    * client half-closes after the last chunk. Answers stream back as they arrive. Errors are gRPC
-   * status codes: UNAVAILABLE (no worker), RESOURCE_EXHAUSTED (no room, session busy), NOT_FOUND
-   * (session expired), INVALID_ARGUMENT (malformed stream, bad package or checkpoint),
-   * FAILED_PRECONDITION, DEADLINE_EXCEEDED, UNAUTHENTICATED.
+   * status codes, as in docs/router.md's failure table: UNAVAILABLE (no worker, the worker
+   * unreachable, the router shutting down), RESOURCE_EXHAUSTED (no room, session busy), NOT_FOUND
+   * (session expired), DEADLINE_EXCEEDED (EXECUTION_TIMEOUT or the client's deadline),
+   * INVALID_ARGUMENT (malformed stream, bad package entry, unknown pinned checkpoint),
+   * FAILED_PRECONDITION (no optimized execution or another checkpoint in a restored session),
+   * ALREADY_EXISTS (request ID already in flight), CANCELLED (the client cancelled),
+   * UNAUTHENTICATED (no or wrong bearer token), INTERNAL (a worker refused the router's
+   * credentials). A worker's own codes pass through, its message starting "worker W: ".
    */
   requestExecution(): ClientDuplexStream<RequestExecutionRequest, RequestExecutionResponse>;
   requestExecution(
