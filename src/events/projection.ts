@@ -11,6 +11,8 @@ export interface LogProjection<S> {
   initial(): S;
   /** The state after `event`; may update `state` in place and return it. */
   apply(state: S, event: ClusterEvent): S;
+  /** The state after the log's own `Snapshot` of it, at `seq`: unchanged but for its seq. */
+  advance(state: S, seq: number): S;
   /** A detached, JSON-safe copy of the state, as a `Snapshot` event carries it. */
   toSnapshot(state: S): Record<string, unknown>;
 }

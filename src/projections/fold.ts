@@ -30,5 +30,9 @@ export function fold(
 export const clusterProjection: LogProjection<ClusterState> = {
   initial: initialState,
   apply: (state, event) => applyEvent(state as unknown as Draft<ClusterState>, event),
+  advance: (state, seq) => {
+    (state as unknown as Draft<ClusterState>).lastSeq = seq;
+    return state;
+  },
   toSnapshot: snapshotOf,
 };

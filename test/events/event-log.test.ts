@@ -297,7 +297,10 @@ describe('EventLog (LMDB)', () => {
         projection: clusterProjection,
         snapshotEvery: 5,
       });
-      for (let i = 0; i < 12; i += 1) log.append(events(1, i));
+      for (let i = 0; i < 12; i += 1) {
+        log.append(events(1, i));
+        expect(log.state.lastSeq, `after append ${String(i)}`).to.equal(log.lastSeq);
+      }
       await log.flushed();
       const all = [...log.read()];
       const snapshots = all.filter((e) => e.type === 'Snapshot');

@@ -158,7 +158,7 @@ export class EventLog<S = never> {
     for (const event of events) last = this.store(event, encodeEvent(event));
     const snapshot = this.snapshotIfDue(at);
     if (snapshot) {
-      last = this.store(snapshot.event, snapshot.text);
+      last = this.store(snapshot.event, snapshot.text, true);
       events.push(snapshot.event);
     }
     return this.track(events, last);
@@ -259,7 +259,8 @@ export class EventLog<S = never> {
     }
   }
 
-  private store(event: ClusterEvent, text: string): Promise<boolean> {
+  /** Stores an event and folds it; `own` marks the log's own snapshot of its working state. */
+  private store(event: ClusterEvent, text: string, own = false): Promise<boolean> {
     const write = this.events.put(event.seq, text);
     if (this.first === undefined) this.first = event.seq;
     this.nextSeq = event.seq + 1;
@@ -267,8 +268,12 @@ export class EventLog<S = never> {
       void this.snapshots.put(event.seq, true);
       this.lastSnapshot = event.seq;
     }
-    if (this.options.projection) {
-      this.working = this.options.projection.apply(this.working as S, event);
+    const { projection } = this.options;
+    if (projection) {
+      // Restoring a snapshot of the very state it was taken from would only rebuild that state.
+      this.working = own
+        ? projection.advance(this.working as S, event.seq)
+        : projection.apply(this.working as S, event);
     }
     return write;
   }
