@@ -7,22 +7,7 @@ import { validateEvent, type ClusterEvent, type NewEvent } from '../src/events/i
 import { clusterProjection, initialState, type ClusterState } from '../src/projections/index.js';
 import { place } from '../src/router/placement/index.js';
 import { demand, GiB, registered } from '../test/support/events.js';
-import { prng } from '../test/support/synthetic-log.js';
-
-const CATALOGUE = {
-  flavors: {
-    cpu: {
-      coldStartCost: 900,
-      basePackages: ['numpy', 'requests'],
-      checkpoints: [
-        { id: 'checkpoint_0', modules: [], restoreCost: 60 },
-        { id: 'ckpt-numpy', modules: ['numpy'], restoreCost: 90 },
-      ],
-    },
-  },
-  importCosts: { numpy: 150 },
-  defaultImportCost: 100,
-};
+import { CATALOGUE, prng } from '../test/support/synthetic-log.js';
 
 interface Running {
   requestId: string;

@@ -27,7 +27,8 @@ export interface SyntheticLogOptions {
 
 const GiB = 1024 ** 3;
 
-const CATALOGUE = {
+/** The catalogue synthetic and simulated logs load (a cpu and a gpu flavor). */
+export const CATALOGUE = {
   flavors: {
     cpu: {
       coldStartCost: 900,
