@@ -8,7 +8,6 @@ import { promisify } from 'node:util';
 import type { Logger } from 'pino';
 import { CriuBackend, TemplateBackend, type RestoreBackend } from './checkpoints/index.js';
 import { ContainerPool } from './containers/index.js';
-import { ExecutorConnection } from './executor-link/index.js';
 import { findOnPath } from './packages/index.js';
 import type { MemoryCgroups } from './sandbox/index.js';
 
@@ -95,12 +94,9 @@ export async function probeCriu(options: BackendSelectionOptions): Promise<CriuP
     await withDeadline(
       (async () => {
         await backend.build({ id: 'probe', modules: [], restoreCost: 0 });
-        const { container, fallback } = await pool.create(PROBE_MEMORY, 'probe');
-        if (fallback !== null) throw new Error(fallback);
-        const connection = await ExecutorConnection.dial(container.paths.socket, {
-          timeoutMs: options.probeTimeoutMs,
-        });
+        const { connection, fallback } = await pool.create(PROBE_MEMORY, 'probe');
         connection.close();
+        if (fallback !== null) throw new Error(fallback);
         if (connection.hello.checkpoint !== 'probe') {
           throw new Error('the restored executor does not know its checkpoint');
         }

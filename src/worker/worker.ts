@@ -119,9 +119,7 @@ export class Worker {
     else this.cgroups = opened.cgroups;
     if (problems.length === 0) {
       await this.prepareContainers(this.cgroups!, checkpointsFor(catalogue, options.flavor));
-      const failure = this.tuning.sandboxSelfTest
-        ? await sandboxSelfTest(this.pool!, options.config.DIAL_TOTAL_TIMEOUT, log)
-        : null;
+      const failure = this.tuning.sandboxSelfTest ? await sandboxSelfTest(this.pool!, log) : null;
       if (failure) problems.push(failure);
     }
     if (problems.length > 0) {

@@ -1,10 +1,12 @@
 /** One container: a sandboxed executor with its cgroup, files and state. */
+import { formatSize } from '../../shared/units.js';
 import type { ExecutorConnection } from '../executor-link/index.js';
-import type {
-  ContainerCgroup,
-  ContainerExit,
-  ContainerPaths,
-  ContainerProcess,
+import {
+  describeExit,
+  type ContainerCgroup,
+  type ContainerExit,
+  type ContainerPaths,
+  type ContainerProcess,
 } from '../sandbox/index.js';
 
 /**
@@ -53,5 +55,22 @@ export class Container {
   /** Whether its executor still runs. */
   get alive(): boolean {
     return this.exit === null;
+  }
+
+  /** Whether its executor has exited or does within `ms` (a broken connection precedes the exit). */
+  async exitsWithin(ms: number): Promise<boolean> {
+    let timer: NodeJS.Timeout | undefined;
+    const waited = new Promise<false>((resolve) => {
+      timer = setTimeout(() => resolve(false), ms);
+    });
+    const exited = this.process.exited.then(() => true as const);
+    return Promise.race([exited, waited]).finally(() => clearTimeout(timer));
+  }
+
+  /** Why its executor ended, in words for an operator; waits for the exit. */
+  async exitCause(): Promise<string> {
+    const exit = await this.process.exited;
+    const oomKilled = (await this.cgroup.oomKills()) > 0;
+    return describeExit(exit, { oomKilled, limitText: formatSize(this.memoryLimit) });
   }
 }
