@@ -66,7 +66,7 @@ export class ContainerFactory {
         checkpointId !== ''
           ? await options.backend.restore(checkpointId, spec)
           : await coldStart({ python: options.python, log: options.log }, spec);
-      return new Container(id, checkpointId, cgroup, paths, started, memory);
+      return new Container(id, checkpointId, cgroup, paths, started);
     } catch (error) {
       await cgroup?.killAll().catch(() => undefined);
       await cgroup?.remove().catch(() => undefined);

@@ -217,7 +217,6 @@ export class ContainerPool {
     container.requestId = requestId;
     try {
       await container.cgroup.setLimit(memory);
-      container.memoryLimit = memory;
     } catch (error) {
       container.state = 'ready';
       container.requestId = '';

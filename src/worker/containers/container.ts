@@ -38,8 +38,6 @@ export class Container {
     readonly cgroup: ContainerCgroup,
     readonly paths: ContainerPaths,
     readonly process: ContainerProcess,
-    /** Its current memory limit, in bytes. */
-    public memoryLimit: number,
   ) {
     const exited = new AbortController();
     this.exitSignal = exited.signal;
@@ -51,6 +49,11 @@ export class Container {
 
   /** Aborted once the container's executor has exited. */
   readonly exitSignal: AbortSignal;
+
+  /** Its current memory limit, in bytes (its cgroup's; set it with `cgroup.setLimit`). */
+  get memoryLimit(): number {
+    return this.cgroup.limit;
+  }
 
   /** Whether its executor still runs. */
   get alive(): boolean {

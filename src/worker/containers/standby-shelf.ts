@@ -65,7 +65,6 @@ export class StandbyShelf {
       try {
         if (!connection?.usable) throw new Error('its executor connection closed');
         await standby.cgroup.setLimit(memory);
-        standby.memoryLimit = memory;
       } catch {
         connection?.destroy();
         void this.options.destroy(standby);

@@ -51,6 +51,11 @@ export class ContainerCgroup {
     readonly path: string,
   ) {}
 
+  /** Its memory limit in bytes, as last set (0 before the first setLimit). */
+  get limit(): number {
+    return this.applied ?? 0;
+  }
+
   /** The file a process writes "0" to in order to join. */
   get procsFile(): string {
     return join(this.path, 'cgroup.procs');
