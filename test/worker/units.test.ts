@@ -1,3 +1,5 @@
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { expect } from 'chai';
 import { Metadata, status } from '@grpc/grpc-js';
 import { PayloadFormat } from '../../src/proto/gen/readie/v1/call.js';
@@ -22,6 +24,8 @@ import { UnauthenticatedError } from '../../src/worker/errors.js';
 import { advertisedAddress, resolveWorkerOptions } from '../../src/worker/options.js';
 import { installCommand, requirementProblem } from '../../src/worker/packages/index.js';
 import {
+  CgroupLimitError,
+  ContainerCgroup,
   containerSpec,
   describeExit,
   findMemoryHierarchy,
@@ -29,6 +33,7 @@ import {
   socketPathProblem,
 } from '../../src/worker/sandbox/index.js';
 import { CATALOGUE } from '../support/catalogues.js';
+import { cleanTempDirs, tempDir } from '../support/temp.js';
 
 describe('worker units', () => {
   describe('executor frames', () => {
@@ -184,6 +189,29 @@ describe('worker units', () => {
   });
 
   describe('sandbox', () => {
+    after(cleanTempDirs);
+
+    it('refuses to lower a v2 limit below usage, as v1 does, instead of letting the kernel reclaim', async () => {
+      // A directory of plain files standing in for a v2 cgroup: this host may run v1.
+      const dir = tempDir('rw-cgroup-v2-');
+      const mib = 1024 * 1024;
+      writeFileSync(join(dir, 'memory.max'), 'max');
+      writeFileSync(join(dir, 'memory.current'), '0');
+      const cgroup = new ContainerCgroup(2, dir);
+      await cgroup.setLimit(400 * mib);
+      writeFileSync(join(dir, 'memory.current'), String(300 * mib));
+      let refusal: unknown = null;
+      await cgroup.setLimit(200 * mib).catch((error: unknown) => (refusal = error));
+      expect(refusal).to.be.instanceOf(CgroupLimitError);
+      expect((refusal as Error).message).to.include(`it uses ${300 * mib} bytes`);
+      expect(readFileSync(join(dir, 'memory.max'), 'utf8')).to.equal(String(400 * mib));
+      expect(cgroup.limit).to.equal(400 * mib);
+      await cgroup.setLimit(350 * mib);
+      await cgroup.setLimit(500 * mib);
+      expect(readFileSync(join(dir, 'memory.max'), 'utf8')).to.equal(String(500 * mib));
+      expect(cgroup.limit).to.equal(500 * mib);
+    });
+
     it('finds the memory hierarchy in mountinfo: v1 memory first, else cgroup2', () => {
       const hybrid = [
         '35 25 0:30 / /sys/fs/cgroup/unified rw,nosuid - cgroup2 cgroup2 rw',

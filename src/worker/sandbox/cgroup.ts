@@ -69,6 +69,12 @@ export class ContainerCgroup {
     const limit = String(Math.max(0, Math.floor(bytes)));
     try {
       if (this.version === 2) {
+        // v2 accepts any memory.max and then reclaims or OOM-kills down to it; v1 refuses a limit
+        // below usage with EBUSY. Refuse it here too, so a resume fails the same way on both.
+        if (this.applied !== null && bytes < this.applied) {
+          const usage = Number(readFileSync(join(this.path, 'memory.current'), 'utf8'));
+          if (usage > bytes) throw new Error('the new limit is below its usage');
+        }
         writeFileSync(join(this.path, 'memory.max'), limit);
         // The swap limit never changes: set it once.
         if (this.applied === null && existsSync(join(this.path, 'memory.swap.max'))) {
