@@ -4,11 +4,8 @@ import { expect } from 'chai';
 import { Metadata, status } from '@grpc/grpc-js';
 import { PayloadFormat } from '../../src/proto/gen/readie/v1/call.js';
 import { ConfigError } from '../../src/shared/config.js';
-import {
-  parseCatalogue,
-  checkpointsFor,
-  CatalogueError,
-} from '../../src/worker/checkpoints/index.js';
+import { CatalogueFormatError, parseCatalogueJson } from '../../src/events/catalogue.js';
+import { checkpointsFor } from '../../src/worker/checkpoints/index.js';
 import { readHeader, pythonVersionProblem, majorMinor } from '../../src/worker/execution/index.js';
 import {
   decodeJsonBody,
@@ -349,17 +346,20 @@ describe('worker units', () => {
 
   describe('catalogue', () => {
     it('reads the DESIGN.md §4 shape and picks the checkpoints of a flavor', () => {
-      const catalogue = parseCatalogue(JSON.stringify(CATALOGUE), 'test');
+      const catalogue = parseCatalogueJson(JSON.stringify(CATALOGUE), 'test');
       expect(checkpointsFor(catalogue, 'gpu').map((c) => c.id)).to.deep.equal(['gpu-only']);
       expect(checkpointsFor(catalogue, 'tpu')).to.deep.equal([]);
       expect(checkpointsFor(null, 'cpu')).to.deep.equal([]);
     });
 
     it('names the file and the field that is wrong', () => {
-      expect(() => parseCatalogue('{', 'cat.json')).to.throw(CatalogueError, 'cat.json: not JSON');
-      expect(() => parseCatalogue('{"flavors": {}, "importCosts": {}}', 'cat.json')).to.throw(
-        CatalogueError,
-        /cat.json: not a checkpoint catalogue \(.*defaultImportCost/,
+      expect(() => parseCatalogueJson('{', 'cat.json')).to.throw(
+        CatalogueFormatError,
+        'catalogue cat.json: not valid JSON',
+      );
+      expect(() => parseCatalogueJson('{"flavors": {}, "importCosts": {}}', 'cat.json')).to.throw(
+        CatalogueFormatError,
+        /catalogue cat.json: field "defaultImportCost" is required but missing/,
       );
     });
   });
