@@ -328,7 +328,10 @@ describe('worker units', () => {
         ConfigError,
         '--router is required (or set WORKER_ROUTER)',
       );
-      expect(fails({ listen: 'nope' })).to.throw(ConfigError, '--listen must be host:port');
+      expect(fails({ listen: 'nope' })).to.throw(ConfigError, '--listen: "nope" is not an address');
+      expect(fails({ router: 'router:99999' })).to.throw(ConfigError, '--router: "router:99999"');
+      expect(fails({ standby: '-1' })).to.throw(ConfigError, '--standby: "-1" is not a whole');
+      expect(fails({ maxContainers: 'x' })).to.throw(ConfigError, 'WORKER_MAX_EXECUTORS: "x"');
       expect(fails({ memory: 'lots' })).to.throw(ConfigError, '--memory');
       expect(fails({ insecure: false })).to.throw(
         ConfigError,
