@@ -1,6 +1,7 @@
 /**
  * Choosing the restore backend at startup: CRIU where a real dump and restore of a container
- * works (the probe), the template backend otherwise, with the reason logged and reported.
+ * works (the probe), the template backend otherwise, with the reason logged and reported; CRIU
+ * asked for by name and unusable is a startup problem, not a quiet fallback.
  */
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
@@ -116,11 +117,14 @@ export async function probeCriu(options: BackendSelectionOptions): Promise<CriuP
   }
 }
 
-/** The backend to use for `choice`: criu only where its probe passed, else template. */
+/**
+ * The backend to use for `choice`: criu only where its probe passed; else template for `auto`,
+ * and for an explicit `criu` the probe's reason as a problem (the worker registers in ERROR).
+ */
 export async function selectBackend(
   choice: 'auto' | 'template' | 'criu',
   options: BackendSelectionOptions,
-): Promise<RestoreBackend> {
+): Promise<RestoreBackend | { readonly problem: string }> {
   const template = (fallbackReason?: string) =>
     new TemplateBackend({
       python: options.python,
@@ -141,6 +145,9 @@ export async function selectBackend(
       log: options.log,
       buildTimeoutMs: options.buildTimeoutMs,
     });
+  }
+  if (choice === 'criu') {
+    return { problem: `--restore-backend criu, but criu is unusable here: ${probe.reason}` };
   }
   options.log.warn(
     { reason: probe.reason },

@@ -119,7 +119,7 @@ export const WORKER_FLAGS: readonly WorkerFlag[] = [
     key: 'restoreBackend',
     flag: '--restore-backend <auto|template|criu>',
     env: 'WORKER_RESTORE_BACKEND',
-    help: 'checkpoint restores: auto probes criu, then falls back to template (default auto)',
+    help: 'checkpoint restores: auto probes criu, then falls back to template; criu without a working criu is an ERROR status (default auto)',
   },
   {
     key: 'packageIndex',
