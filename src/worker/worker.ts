@@ -41,7 +41,7 @@ export interface WorkerTuning {
 }
 
 /** The defaults of WorkerTuning. */
-export const DEFAULT_TUNING: WorkerTuning = {
+const DEFAULT_TUNING: WorkerTuning = {
   registerRetries: 3,
   registerRetryDelayMs: 1_000,
   reportTimeoutMs: 5_000,
