@@ -4,7 +4,13 @@
  * machine's facts are passed in; relative paths resolve against the working directory.
  */
 import { resolve } from 'node:path';
-import { ConfigError, parseSetting, resolveConfig, type Config } from '../shared/config.js';
+import {
+  ConfigError,
+  parseSetting,
+  resolveConfig,
+  SETTINGS,
+  type Config,
+} from '../shared/config.js';
 import { parseHostPort } from '../shared/host-port.js';
 import { parseCount, parseSize, UnitParseError } from '../shared/units.js';
 
@@ -89,7 +95,7 @@ export const WORKER_FLAGS: readonly WorkerFlag[] = [
     key: 'maxContainers',
     flag: '--max-containers <n>',
     env: 'WORKER_MAX_EXECUTORS',
-    help: 'most containers at once, 0 for no limit (default 8)',
+    help: `most containers at once, 0 for no limit (default ${SETTINGS.WORKER_MAX_EXECUTORS.default})`,
   },
   {
     key: 'stateDir',
