@@ -237,14 +237,17 @@ export async function run() {
         what: 'new container to an answered call that uses numpy, end to end over gRPC (median of alternating rounds)',
         rounds: FIRST_CALL_ROUNDS,
         coldStartMs: round(coldMs),
-        restoreMs: round(standbyMs),
-        coldOverRestore: ratio(coldMs, standbyMs),
-        restoreNote:
-          'default config: one standby container per checkpoint, restored ahead of demand',
+        restoreFromStandbyMs: round(standbyMs),
+        coldOverRestoreFromStandby: ratio(coldMs, standbyMs),
+        restoreFromStandbyNote:
+          'default config (--standby 1): the container was restored ahead of demand, before the timer started; the call only takes it',
         restoreOnDemandMs: round(onDemandMs),
         coldOverRestoreOnDemand: ratio(coldMs, onDemandMs),
-        restoreOnDemandNote: '--standby 0: the template forks the container when the call arrives',
-        target: 'coldOverRestore >= 10',
+        restoreOnDemandNote:
+          '--standby 0: the template forks the container when the call arrives, inside the timed call',
+        target: 'cold start / restore >= 10, checked for both restores',
+        targetMetByStandby: coldMs / standbyMs >= 10,
+        targetMetOnDemand: coldMs / onDemandMs >= 10,
       },
       warmSessionCall: {
         what: 'a trivial json-call on a warm session container, end to end over gRPC on loopback',

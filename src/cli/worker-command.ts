@@ -1,7 +1,7 @@
 /** `readie worker`: flags (each also read from its environment variable), startup, SIGTERM. */
 import { totalmem } from 'node:os';
 import type { Command } from 'commander';
-import { ConfigError, SETTINGS } from '../shared/config.js';
+import { ConfigError, SETTINGS, type SettingName } from '../shared/config.js';
 import {
   resolveWorkerOptions,
   Worker,
@@ -9,6 +9,11 @@ import {
   workerLogger,
   type WorkerFlagValues,
 } from '../worker/index.js';
+
+/** Where the worker acts on a setting differently from the router, its own words. */
+const WORKER_SETTING_HELP: Partial<Record<SettingName, string>> = {
+  EXECUTOR_TTL: 'an idle session container is destroyed after this long',
+};
 
 const SETTINGS_HELP = (
   [
@@ -19,7 +24,7 @@ const SETTINGS_HELP = (
     'EXECUTOR_TTL',
   ] as const
 )
-  .map((name) => `  ${name.padEnd(28)} ${SETTINGS[name].help}`)
+  .map((name) => `  ${name.padEnd(28)} ${WORKER_SETTING_HELP[name] ?? SETTINGS[name].help}`)
   .join('\n');
 
 /** Adds the `worker` command to `program`. */

@@ -1,5 +1,7 @@
-/** The checkpoint catalogue of DESIGN.md §4, as carried by `CatalogueLoaded`. */
+/** The checkpoint catalogue of DESIGN.md §4, as carried by `CatalogueLoaded`, and its parsing. */
 import { Type as T, type Static } from '@sinclair/typebox';
+import { TypeCompiler } from '@sinclair/typebox/compiler';
+import { explainMismatch } from './schema-errors.js';
 
 const Cost = T.Number({ minimum: 0 });
 
@@ -30,3 +32,33 @@ export type CheckpointSpec = Static<typeof CheckpointSpecSchema>;
 export type FlavorCatalogue = Static<typeof FlavorCatalogueSchema>;
 /** The checkpoint catalogue of DESIGN.md §4. */
 export type Catalogue = Static<typeof CatalogueSchema>;
+
+/** Catalogue text that is not JSON or not of the catalogue's shape; the message says where. */
+export class CatalogueFormatError extends Error {
+  override readonly name = 'CatalogueFormatError';
+}
+
+const checkCatalogue = TypeCompiler.Compile(CatalogueSchema);
+
+/**
+ * Parses and checks a catalogue's JSON text; `source` (usually its file) names it in errors.
+ * Callers read the file: this module stays free of I/O.
+ */
+export function parseCatalogueJson(text: string, source: string): Catalogue {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (error) {
+    throw new CatalogueFormatError(
+      `catalogue ${source}: not valid JSON (${(error as Error).message})`,
+    );
+  }
+  if (!checkCatalogue.Check(value)) {
+    const { field, problem } = explainMismatch(checkCatalogue, value);
+    throw new CatalogueFormatError(
+      `catalogue ${source}: ${field === undefined ? '' : `field "${field}" `}${problem} ` +
+        '(see DESIGN.md §4 and docs/placement.md for the format)',
+    );
+  }
+  return value;
+}

@@ -2,7 +2,7 @@
  * The settings of DESIGN.md §6: names (the environment variable names), kinds, defaults and the
  * words `--help` and the docs use. Values are held in canonical units: bytes and milliseconds.
  */
-import { parseDuration, parseSize, UnitParseError } from './units.js';
+import { parseCount, parseDuration, parseSize, UnitParseError } from './units.js';
 
 /** How a setting's text is read. */
 export type SettingKind = 'ratio' | 'size' | 'duration' | 'count';
@@ -124,13 +124,8 @@ export function parseSetting(name: string, text: string): number {
         }
         return value;
       }
-      case 'count': {
-        const value = Number(text);
-        if (!Number.isInteger(value) || value < 0) {
-          throw new UnitParseError(`"${text}" is not a whole number`);
-        }
-        return value;
-      }
+      case 'count':
+        return parseCount(text);
     }
   } catch (error) {
     if (error instanceof UnitParseError) throw new ConfigError(`${name}: ${error.message}`);

@@ -47,6 +47,15 @@ export function parseSize(text: string): number {
   return Math.round(bytes);
 }
 
+/** Parses a whole number of things (`0`, `8`). */
+export function parseCount(text: string): number {
+  const value = Number(text);
+  if (text.trim() === '' || !Number.isInteger(value) || value < 0) {
+    throw new UnitParseError(`"${text}" is not a whole number`);
+  }
+  return value;
+}
+
 /** Formats milliseconds the way operators write them (`90s`, `1h`, `250ms`). */
 export function formatDuration(ms: number): string {
   for (const [unit, factor] of [

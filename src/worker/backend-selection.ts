@@ -1,6 +1,7 @@
 /**
  * Choosing the restore backend at startup: CRIU where a real dump and restore of a container
- * works (the probe), the template backend otherwise, with the reason logged and reported.
+ * works (the probe), the template backend otherwise, with the reason logged and reported; CRIU
+ * asked for by name and unusable is a startup problem, not a quiet fallback.
  */
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
@@ -8,7 +9,6 @@ import { promisify } from 'node:util';
 import type { Logger } from 'pino';
 import { CriuBackend, TemplateBackend, type RestoreBackend } from './checkpoints/index.js';
 import { ContainerPool } from './containers/index.js';
-import { ExecutorConnection } from './executor-link/index.js';
 import { findOnPath } from './packages/index.js';
 import type { MemoryCgroups } from './sandbox/index.js';
 
@@ -95,12 +95,9 @@ export async function probeCriu(options: BackendSelectionOptions): Promise<CriuP
     await withDeadline(
       (async () => {
         await backend.build({ id: 'probe', modules: [], restoreCost: 0 });
-        const { container, fallback } = await pool.create(PROBE_MEMORY, 'probe');
-        if (fallback !== null) throw new Error(fallback);
-        const connection = await ExecutorConnection.dial(container.paths.socket, {
-          timeoutMs: options.probeTimeoutMs,
-        });
+        const { connection, fallback } = await pool.create(PROBE_MEMORY, 'probe');
         connection.close();
+        if (fallback !== null) throw new Error(fallback);
         if (connection.hello.checkpoint !== 'probe') {
           throw new Error('the restored executor does not know its checkpoint');
         }
@@ -120,11 +117,14 @@ export async function probeCriu(options: BackendSelectionOptions): Promise<CriuP
   }
 }
 
-/** The backend to use for `choice`: criu only where its probe passed, else template. */
+/**
+ * The backend to use for `choice`: criu only where its probe passed; else template for `auto`,
+ * and for an explicit `criu` the probe's reason as a problem (the worker registers in ERROR).
+ */
 export async function selectBackend(
   choice: 'auto' | 'template' | 'criu',
   options: BackendSelectionOptions,
-): Promise<RestoreBackend> {
+): Promise<RestoreBackend | { readonly problem: string }> {
   const template = (fallbackReason?: string) =>
     new TemplateBackend({
       python: options.python,
@@ -145,6 +145,9 @@ export async function selectBackend(
       log: options.log,
       buildTimeoutMs: options.buildTimeoutMs,
     });
+  }
+  if (choice === 'criu') {
+    return { problem: `--restore-backend criu, but criu is unusable here: ${probe.reason}` };
   }
   options.log.warn(
     { reason: probe.reason },

@@ -2,7 +2,7 @@
  * The worker: sandboxed containers, checkpoint restores, the executor link, package installs,
  * its gRPC ExecutionService and its reports to the router's RegistryService.
  */
-export { Worker, DEFAULT_TUNING, type WorkerTuning } from './worker.js';
+export { Worker, type WorkerTuning } from './worker.js';
 export {
   resolveWorkerOptions,
   advertisedAddress,

@@ -4,8 +4,15 @@
  * machine's facts are passed in; relative paths resolve against the working directory.
  */
 import { resolve } from 'node:path';
-import { ConfigError, resolveConfig, type Config } from '../shared/config.js';
-import { parseSize, UnitParseError } from '../shared/units.js';
+import {
+  ConfigError,
+  parseSetting,
+  resolveConfig,
+  SETTINGS,
+  type Config,
+} from '../shared/config.js';
+import { parseHostPort } from '../shared/host-port.js';
+import { parseCount, parseSize, UnitParseError } from '../shared/units.js';
 
 /** A worker flag: its commander spelling, environment name and help line. */
 export interface WorkerFlag {
@@ -88,7 +95,7 @@ export const WORKER_FLAGS: readonly WorkerFlag[] = [
     key: 'maxContainers',
     flag: '--max-containers <n>',
     env: 'WORKER_MAX_EXECUTORS',
-    help: 'most containers at once, 0 for no limit (default 8)',
+    help: `most containers at once, 0 for no limit (default ${SETTINGS.WORKER_MAX_EXECUTORS.default})`,
   },
   {
     key: 'stateDir',
@@ -118,7 +125,7 @@ export const WORKER_FLAGS: readonly WorkerFlag[] = [
     key: 'restoreBackend',
     flag: '--restore-backend <auto|template|criu>',
     env: 'WORKER_RESTORE_BACKEND',
-    help: 'checkpoint restores: auto probes criu, then falls back to template (default auto)',
+    help: 'checkpoint restores: auto probes criu, then falls back to template; criu without a working criu is an ERROR status (default auto)',
   },
   {
     key: 'packageIndex',
@@ -247,9 +254,21 @@ function size(value: string, flag: string): number {
   }
 }
 
+function count(value: string, flag: string): number {
+  try {
+    return parseCount(value);
+  } catch (error) {
+    if (error instanceof UnitParseError) throw new ConfigError(`${flag}: ${error.message}`);
+    throw error;
+  }
+}
+
 function hostPort(value: string, flag: string): string {
-  if (!/^(\[[0-9a-fA-F:.]+\]|[^:\s]+):\d{1,5}$/.test(value)) {
-    throw new ConfigError(`${flag} must be host:port, not "${value}"`);
+  try {
+    parseHostPort(value);
+  } catch (error) {
+    if (error instanceof ConfigError) throw new ConfigError(`${flag}: ${error.message}`);
+    throw error;
   }
   return value;
 }
@@ -273,7 +292,7 @@ export function resolveWorkerOptions(
   const config = resolveConfig(
     env,
     flags.maxContainers !== undefined
-      ? { WORKER_MAX_EXECUTORS: parseCount(flags.maxContainers, '--max-containers') }
+      ? { WORKER_MAX_EXECUTORS: parseSetting('WORKER_MAX_EXECUTORS', flags.maxContainers) }
       : {},
   );
   const insecure = truthy(get('insecure'));
@@ -307,8 +326,7 @@ export function resolveWorkerOptions(
       ['auto', 'template', 'criu'],
       '--restore-backend',
     ),
-    standbyPerCheckpoint:
-      get('standby') !== undefined ? parseCount(get('standby')!, '--standby') : 1,
+    standbyPerCheckpoint: get('standby') !== undefined ? count(get('standby')!, '--standby') : 1,
     packageIndex: get('packageIndex') ?? null,
     wheelDir: get('wheelDir') !== undefined ? resolve(get('wheelDir')!) : null,
     installer: oneOf(get('installer') ?? 'auto', ['auto', 'pip', 'uv'], '--installer'),
@@ -319,14 +337,6 @@ export function resolveWorkerOptions(
     sandboxUid: 65534,
     sandboxGid: 65534,
   };
-}
-
-function parseCount(text: string, flag: string): number {
-  const value = Number(text);
-  if (!Number.isInteger(value) || value < 0) {
-    throw new ConfigError(`${flag}: "${text}" is not a whole number`);
-  }
-  return value;
 }
 
 /** The address to report: `advertise`, or the bound address with the hostname for a wildcard. */

@@ -7,7 +7,6 @@ import { mkdir, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { ContainerPool } from './containers/index.js';
-import { ExecutorConnection } from './executor-link/index.js';
 import { MemoryCgroups } from './sandbox/index.js';
 
 const SELF_TEST_MEMORY = 256 * 1024 * 1024;
@@ -43,24 +42,13 @@ export async function openCgroups(
 }
 
 /** Starts one cold container, waits for its executor's HELLO and destroys it. */
-export async function sandboxSelfTest(
-  pool: ContainerPool,
-  dialTimeoutMs: number,
-  log: Logger,
-): Promise<string | null> {
+export async function sandboxSelfTest(pool: ContainerPool, log: Logger): Promise<string | null> {
   try {
-    const { container } = await pool.create(SELF_TEST_MEMORY, '');
-    try {
-      const connection = await ExecutorConnection.dial(container.paths.socket, {
-        timeoutMs: dialTimeoutMs,
-        signal: container.exitSignal,
-      });
-      connection.close();
-      if (!connection.hello.dns.ok) {
-        log.warn({ dns: connection.hello.dns.detail }, 'DNS does not work in the sandbox');
-      }
-    } finally {
-      await pool.destroy(container);
+    const { container, connection } = await pool.create(SELF_TEST_MEMORY, '');
+    connection.close();
+    await pool.destroy(container);
+    if (!connection.hello.dns.ok) {
+      log.warn({ dns: connection.hello.dns.detail }, 'DNS does not work in the sandbox');
     }
     return null;
   } catch (error) {

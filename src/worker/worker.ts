@@ -41,7 +41,7 @@ export interface WorkerTuning {
 }
 
 /** The defaults of WorkerTuning. */
-export const DEFAULT_TUNING: WorkerTuning = {
+const DEFAULT_TUNING: WorkerTuning = {
   registerRetries: 3,
   registerRetryDelayMs: 1_000,
   reportTimeoutMs: 5_000,
@@ -118,11 +118,15 @@ export class Worker {
     if ('problem' in opened) problems.push(opened.problem);
     else this.cgroups = opened.cgroups;
     if (problems.length === 0) {
-      await this.prepareContainers(this.cgroups!, checkpointsFor(catalogue, options.flavor));
-      const failure = this.tuning.sandboxSelfTest
-        ? await sandboxSelfTest(this.pool!, options.config.DIAL_TOTAL_TIMEOUT, log)
-        : null;
-      if (failure) problems.push(failure);
+      const backendProblem = await this.prepareContainers(
+        this.cgroups!,
+        checkpointsFor(catalogue, options.flavor),
+      );
+      if (backendProblem) problems.push(backendProblem);
+      else if (this.tuning.sandboxSelfTest) {
+        const failure = await sandboxSelfTest(this.pool!, log);
+        if (failure) problems.push(failure);
+      }
     }
     if (problems.length > 0) {
       this.status = WorkerStatus.WORKER_STATUS_ERROR;
@@ -144,11 +148,14 @@ export class Worker {
     this.router!.startUtilization(options.config.WORKER_UTILIZATION_INTERVAL);
   }
 
-  /** Chooses the restore backend, builds the checkpoints, and makes the container pool. */
+  /**
+   * Chooses the restore backend, builds the checkpoints, and makes the container pool; returns
+   * what is wrong instead when the backend asked for is unusable.
+   */
   private async prepareContainers(
     cgroups: MemoryCgroups,
     checkpoints: ReturnType<typeof checkpointsFor>,
-  ): Promise<void> {
+  ): Promise<string | null> {
     const { options, log, tuning } = this;
     const backend = await selectBackend(options.restoreBackend, {
       python: options.python,
@@ -162,6 +169,7 @@ export class Worker {
       rebuildDelayMs: tuning.templateRebuildDelayMs,
       probeTimeoutMs: tuning.criuProbeTimeoutMs,
     });
+    if ('problem' in backend) return backend.problem;
     this.backend = backend;
     log.info({ restoreBackend: backend.description }, 'restore backend chosen');
     const built = await Promise.allSettled(checkpoints.map((spec) => backend.build(spec)));
@@ -190,6 +198,7 @@ export class Worker {
       report: (report) => this.router?.containerState({ workerId: options.workerId, ...report }),
       log,
     });
+    return null;
   }
 
   private async serve(installer: Installer): Promise<void> {

@@ -19,14 +19,14 @@ print("to stderr", file=sys.stderr)
 os.write(1, b"raw fd write\n")
 os.system("echo from a shell")
 sys.stdout.write("unterminated")
-drained = capture.drain()
+capture.drain()
 capture.end()
 print("dropped between calls")
 capture.drain()
 capture.begin(lambda source, text: seen.append([source, text]))
 print("x" * 40000)
 capture.drain()
-os.write(real_out, json.dumps({"drained": drained, "seen": seen}).encode())
+os.write(real_out, json.dumps({"seen": seen}).encode())
 """
 
 
@@ -35,7 +35,6 @@ class CaptureTest(unittest.TestCase):
         env = dict(os.environ, PYTHONPATH=os.path.join(os.path.dirname(__file__), "..", "..", "src", "executor"))
         out = subprocess.run([sys.executable, "-c", CHILD], env=env, capture_output=True, check=True, timeout=30)
         result = json.loads(out.stdout)
-        self.assertTrue(result["drained"])
         seen = result["seen"]
         stdout = [text for source, text in seen if source == 1 and not set(text) <= {"x"}]
         long_pieces = [text for source, text in seen if source == 1 and text and set(text) == {"x"}]

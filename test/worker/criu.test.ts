@@ -1,4 +1,6 @@
 import { expect } from 'chai';
+import { status } from '@grpc/grpc-js';
+import { WorkerStatus } from '../../src/proto/gen/readie/v1/registry.js';
 import { probeCriu } from '../../src/worker/backend-selection.js';
 import { MemoryCgroups } from '../../src/worker/sandbox/index.js';
 import { CATALOGUE } from '../support/catalogues.js';
@@ -65,6 +67,25 @@ describe('the CRIU restore backend', function () {
       if (probe.ok) expect(reported).to.equal(`criu ${probe.version}`);
       else expect(reported).to.equal(`template (criu unusable: ${probe.reason})`);
       expect(harness.router.statuses()[0]!.checkpoints).to.include('ckpt-numpy');
+    } finally {
+      await harness.stop();
+    }
+  });
+
+  it('a worker asked for criu where the probe fails registers with an ERROR status saying why', async function () {
+    if (probe.ok) {
+      console.log('      skipped: the CRIU probe passes on this machine');
+      this.skip();
+    }
+    const harness = await startHarness({ flags: { restoreBackend: 'criu' }, catalogue: CATALOGUE });
+    try {
+      const [report] = harness.router.statuses();
+      expect(report!.status).to.equal(WorkerStatus.WORKER_STATUS_ERROR);
+      expect(report!.error).to.include(
+        `--restore-backend criu, but criu is unusable here: ${probe.reason}`,
+      );
+      const result = await execute(harness.client, header({}), jsonCall(DRAW, 'draw'));
+      expect(result.code).to.equal(status.UNAVAILABLE);
     } finally {
       await harness.stop();
     }

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { status } from '@grpc/grpc-js';
+import { Metadata, status, type ServiceError } from '@grpc/grpc-js';
 import { LogSource, PayloadFormat } from '../../src/proto/gen/readie/v1/call.js';
 import { pickleCall, unpickleEnvelope } from '../support/python.js';
 import { cleanTempDirs } from '../support/temp.js';
@@ -260,6 +260,17 @@ describe('ExecutionService: calls', function () {
   });
 
   it('refuses a stream whose first message is not a header, and a header without a format', async () => {
+    const stream = harness.client.execute(new Metadata());
+    const answered = new Promise<{ code: status; details: string }>((resolve) => {
+      stream.on('error', (error: ServiceError) => resolve(error));
+      stream.on('data', () => undefined);
+    });
+    stream.write({ message: { $case: 'chunk', value: { data: Buffer.from('{}') } } });
+    stream.end();
+    const notHeader = await answered;
+    expect(notHeader.code).to.equal(status.INVALID_ARGUMENT);
+    expect(notHeader.details).to.include('must be a CallHeader');
+
     const noFormat = await execute(
       harness.client,
       header({ format: PayloadFormat.PAYLOAD_FORMAT_UNSPECIFIED }),

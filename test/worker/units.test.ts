@@ -1,12 +1,11 @@
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { expect } from 'chai';
 import { Metadata, status } from '@grpc/grpc-js';
 import { PayloadFormat } from '../../src/proto/gen/readie/v1/call.js';
 import { ConfigError } from '../../src/shared/config.js';
-import {
-  parseCatalogue,
-  checkpointsFor,
-  CatalogueError,
-} from '../../src/worker/checkpoints/index.js';
+import { CatalogueFormatError, parseCatalogueJson } from '../../src/events/catalogue.js';
+import { checkpointsFor } from '../../src/worker/checkpoints/index.js';
 import { readHeader, pythonVersionProblem, majorMinor } from '../../src/worker/execution/index.js';
 import {
   decodeJsonBody,
@@ -22,6 +21,8 @@ import { UnauthenticatedError } from '../../src/worker/errors.js';
 import { advertisedAddress, resolveWorkerOptions } from '../../src/worker/options.js';
 import { installCommand, requirementProblem } from '../../src/worker/packages/index.js';
 import {
+  CgroupLimitError,
+  ContainerCgroup,
   containerSpec,
   describeExit,
   findMemoryHierarchy,
@@ -29,6 +30,7 @@ import {
   socketPathProblem,
 } from '../../src/worker/sandbox/index.js';
 import { CATALOGUE } from '../support/catalogues.js';
+import { cleanTempDirs, tempDir } from '../support/temp.js';
 
 describe('worker units', () => {
   describe('executor frames', () => {
@@ -184,6 +186,29 @@ describe('worker units', () => {
   });
 
   describe('sandbox', () => {
+    after(cleanTempDirs);
+
+    it('refuses to lower a v2 limit below usage, as v1 does, instead of letting the kernel reclaim', async () => {
+      // A directory of plain files standing in for a v2 cgroup: this host may run v1.
+      const dir = tempDir('rw-cgroup-v2-');
+      const mib = 1024 * 1024;
+      writeFileSync(join(dir, 'memory.max'), 'max');
+      writeFileSync(join(dir, 'memory.current'), '0');
+      const cgroup = new ContainerCgroup(2, dir);
+      await cgroup.setLimit(400 * mib);
+      writeFileSync(join(dir, 'memory.current'), String(300 * mib));
+      let refusal: unknown = null;
+      await cgroup.setLimit(200 * mib).catch((error: unknown) => (refusal = error));
+      expect(refusal).to.be.instanceOf(CgroupLimitError);
+      expect((refusal as Error).message).to.include(`it uses ${300 * mib} bytes`);
+      expect(readFileSync(join(dir, 'memory.max'), 'utf8')).to.equal(String(400 * mib));
+      expect(cgroup.limit).to.equal(400 * mib);
+      await cgroup.setLimit(350 * mib);
+      await cgroup.setLimit(500 * mib);
+      expect(readFileSync(join(dir, 'memory.max'), 'utf8')).to.equal(String(500 * mib));
+      expect(cgroup.limit).to.equal(500 * mib);
+    });
+
     it('finds the memory hierarchy in mountinfo: v1 memory first, else cgroup2', () => {
       const hybrid = [
         '35 25 0:30 / /sys/fs/cgroup/unified rw,nosuid - cgroup2 cgroup2 rw',
@@ -303,7 +328,10 @@ describe('worker units', () => {
         ConfigError,
         '--router is required (or set WORKER_ROUTER)',
       );
-      expect(fails({ listen: 'nope' })).to.throw(ConfigError, '--listen must be host:port');
+      expect(fails({ listen: 'nope' })).to.throw(ConfigError, '--listen: "nope" is not an address');
+      expect(fails({ router: 'router:99999' })).to.throw(ConfigError, '--router: "router:99999"');
+      expect(fails({ standby: '-1' })).to.throw(ConfigError, '--standby: "-1" is not a whole');
+      expect(fails({ maxContainers: 'x' })).to.throw(ConfigError, 'WORKER_MAX_EXECUTORS: "x"');
       expect(fails({ memory: 'lots' })).to.throw(ConfigError, '--memory');
       expect(fails({ insecure: false })).to.throw(
         ConfigError,
@@ -321,17 +349,20 @@ describe('worker units', () => {
 
   describe('catalogue', () => {
     it('reads the DESIGN.md §4 shape and picks the checkpoints of a flavor', () => {
-      const catalogue = parseCatalogue(JSON.stringify(CATALOGUE), 'test');
+      const catalogue = parseCatalogueJson(JSON.stringify(CATALOGUE), 'test');
       expect(checkpointsFor(catalogue, 'gpu').map((c) => c.id)).to.deep.equal(['gpu-only']);
       expect(checkpointsFor(catalogue, 'tpu')).to.deep.equal([]);
       expect(checkpointsFor(null, 'cpu')).to.deep.equal([]);
     });
 
     it('names the file and the field that is wrong', () => {
-      expect(() => parseCatalogue('{', 'cat.json')).to.throw(CatalogueError, 'cat.json: not JSON');
-      expect(() => parseCatalogue('{"flavors": {}, "importCosts": {}}', 'cat.json')).to.throw(
-        CatalogueError,
-        /cat.json: not a checkpoint catalogue \(.*defaultImportCost/,
+      expect(() => parseCatalogueJson('{', 'cat.json')).to.throw(
+        CatalogueFormatError,
+        'catalogue cat.json: not valid JSON',
+      );
+      expect(() => parseCatalogueJson('{"flavors": {}, "importCosts": {}}', 'cat.json')).to.throw(
+        CatalogueFormatError,
+        /catalogue cat.json: field "defaultImportCost" is required but missing/,
       );
     });
   });

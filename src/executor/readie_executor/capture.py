@@ -127,4 +127,3 @@ class OutputCapture:
                 pass
         for pump in self._pumps:
             pump.drain()
-        return True

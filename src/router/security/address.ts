@@ -1,22 +1,18 @@
 /** `HOST:PORT` addresses as the command line writes them (`0.0.0.0:50051`, `[::1]:0`). */
+import { ConfigError } from '../../shared/config.js';
+import { parseHostPort as parseAddress, type HostPort } from '../../shared/host-port.js';
 import { RouterConfigError } from '../errors.js';
 
-/** A host and a port. */
-export interface HostPort {
-  readonly host: string;
-  readonly port: number;
-}
+export type { HostPort } from '../../shared/host-port.js';
 
-/** Parses `HOST:PORT` (IPv6 hosts in brackets); port 0 asks the OS for a free port. */
+/** Parses `HOST:PORT` (src/shared/host-port.ts); a bad address is a RouterConfigError here. */
 export function parseHostPort(text: string): HostPort {
-  const match = /^(?:\[([^\]]+)\]|([^:[\]]+)):(\d{1,5})$/.exec(text.trim());
-  const port = Number(match?.[3]);
-  if (!match || port > 65_535) {
-    throw new RouterConfigError(
-      `"${text}" is not an address: use HOST:PORT, e.g. 0.0.0.0:50051 or [::1]:50051`,
-    );
+  try {
+    return parseAddress(text);
+  } catch (error) {
+    if (error instanceof ConfigError) throw new RouterConfigError(error.message);
+    throw error;
   }
-  return { host: match[1] ?? match[2] ?? '', port };
 }
 
 /** Writes `host:port` back as the command line would (IPv6 hosts in brackets). */

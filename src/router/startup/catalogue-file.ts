@@ -5,11 +5,8 @@
  */
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { TypeCompiler } from '@sinclair/typebox/compiler';
-import { CatalogueSchema, explainMismatch, type Catalogue } from '../../events/index.js';
+import { CatalogueFormatError, parseCatalogueJson, type Catalogue } from '../../events/index.js';
 import { RouterConfigError } from '../errors.js';
-
-const checkCatalogue = TypeCompiler.Compile(CatalogueSchema);
 
 /** A catalogue and its revision. */
 export interface RevisedCatalogue {
@@ -25,22 +22,13 @@ export function catalogueRevision(catalogue: Catalogue): string {
 
 /** Parses and checks a catalogue's JSON text; `source` names it in errors. */
 export function parseCatalogue(text: string, source: string): RevisedCatalogue {
-  let value: unknown;
+  let catalogue: Catalogue;
   try {
-    value = JSON.parse(text);
+    catalogue = parseCatalogueJson(text, source);
   } catch (error) {
-    throw new RouterConfigError(
-      `catalogue ${source}: not valid JSON (${(error as Error).message})`,
-    );
+    if (error instanceof CatalogueFormatError) throw new RouterConfigError(error.message);
+    throw error;
   }
-  if (!checkCatalogue.Check(value)) {
-    const { field, problem } = explainMismatch(checkCatalogue, value);
-    throw new RouterConfigError(
-      `catalogue ${source}: ${field === undefined ? '' : `field "${field}" `}${problem} ` +
-        '(see DESIGN.md §4 and docs/placement.md for the format)',
-    );
-  }
-  const catalogue = value;
   return { revision: catalogueRevision(catalogue), catalogue };
 }
 

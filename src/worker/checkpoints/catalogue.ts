@@ -1,27 +1,15 @@
 /** Reading the checkpoint catalogue (DESIGN.md §4) a worker builds its checkpoints from. */
 import { readFile } from 'node:fs/promises';
-import { Value } from '@sinclair/typebox/value';
-import { CatalogueSchema, type Catalogue, type CheckpointSpec } from '../../events/catalogue.js';
+import {
+  CatalogueFormatError,
+  parseCatalogueJson,
+  type Catalogue,
+  type CheckpointSpec,
+} from '../../events/catalogue.js';
 
 /** The catalogue file is missing, not JSON, or not of the catalogue's shape. */
 export class CatalogueError extends Error {
   override readonly name = 'CatalogueError';
-}
-
-/** Parses and validates catalogue text; `source` names it in errors. */
-export function parseCatalogue(text: string, source: string): Catalogue {
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch (error) {
-    throw new CatalogueError(`${source}: not JSON (${(error as Error).message})`);
-  }
-  if (!Value.Check(CatalogueSchema, value)) {
-    const first = Value.Errors(CatalogueSchema, value).First();
-    const where = first ? `${first.path || '/'}: ${first.message}` : 'unknown problem';
-    throw new CatalogueError(`${source}: not a checkpoint catalogue (${where})`);
-  }
-  return value;
 }
 
 /** Reads a catalogue file. */
@@ -32,7 +20,12 @@ export async function loadCatalogue(path: string): Promise<Catalogue> {
   } catch (error) {
     throw new CatalogueError(`cannot read the catalogue ${path}: ${(error as Error).message}`);
   }
-  return parseCatalogue(text, path);
+  try {
+    return parseCatalogueJson(text, path);
+  } catch (error) {
+    if (error instanceof CatalogueFormatError) throw new CatalogueError(error.message);
+    throw error;
+  }
 }
 
 /** The checkpoints a worker of `flavor` should build; none when the catalogue lacks the flavor. */

@@ -2,7 +2,7 @@
  * The CRIU restore backend (DESIGN.md §7): each checkpoint is an executor seed dumped once with
  * `criu dump`; each container is a `criu restore` of it into a fresh pid namespace, after which
  * the restored process enters its sandbox like a template's fork does. Used only when the probe
- * (criu-probe.ts) restored a real container end to end.
+ * (probeCriu in backend-selection.ts) restored a real container end to end.
  */
 import type { ChildProcess } from 'node:child_process';
 import { mkdir, rm } from 'node:fs/promises';
@@ -31,7 +31,6 @@ export interface CriuBackendOptions {
 
 /** Restores containers from CRIU images. */
 export class CriuBackend implements RestoreBackend {
-  readonly kind = 'criu';
   readonly description: string;
   private readonly images = new Map<string, string>();
   /** Restore helpers still running (each lives as long as its container). */

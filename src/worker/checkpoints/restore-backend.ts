@@ -7,13 +7,8 @@ export class RestoreError extends Error {
   override readonly name = 'RestoreError';
 }
 
-/** Which backend restores checkpoints. */
-export type RestoreBackendKind = 'template' | 'criu';
-
 /** Builds checkpoints once and starts containers from them. */
 export interface RestoreBackend {
-  /** Which backend this is. */
-  readonly kind: RestoreBackendKind;
   /** For operators: the backend and, where it replaced another, why (ReportStatus.restore_backend). */
   readonly description: string;
   /** Builds a checkpoint; rejects with the reason it cannot be built. */

@@ -24,7 +24,6 @@ const MAX_REBUILD_DELAY_MS = 300_000;
 
 /** Restores checkpoints by forking resident template processes. */
 export class TemplateBackend implements RestoreBackend {
-  readonly kind = 'template';
   readonly description: string;
   private readonly templates = new Map<string, TemplateZygote>();
   private readonly listeners: (() => void)[] = [];

@@ -32,22 +32,16 @@ export interface ContainerFactoryOptions {
   readonly log: Logger;
 }
 
-/** A freshly made container, and why its checkpoint was not used if it was asked for. */
-export interface CreatedContainer {
-  readonly container: Container;
-  /** Set when a checkpoint was asked for but the container started cold: why. */
-  readonly fallback: string | null;
-}
-
 /** Makes containers. */
 export class ContainerFactory {
   constructor(private readonly options: ContainerFactoryOptions) {}
 
   /**
    * Makes a container with `memory` as its limit: restored from `checkpointId` when it is not
-   * empty, else cold; when the restore fails, cold if `fallBack`, else the restore's error.
+   * empty (throwing the restore's error if that fails), else cold. Falling back to a cold start
+   * is the pool's decision (ContainerPool.create).
    */
-  async make(memory: number, checkpointId: string, fallBack: boolean): Promise<CreatedContainer> {
+  async make(memory: number, checkpointId: string): Promise<Container> {
     const { options } = this;
     const id = newContainerId();
     const paths = containerPaths(options.stateDir, id);
@@ -68,20 +62,11 @@ export class ContainerFactory {
         workerPid: process.pid,
         wheelDir: options.wheelDir,
       });
-      let started: ContainerProcess | null = null;
-      let used = '';
-      let fallback: string | null = null;
-      if (checkpointId !== '') {
-        try {
-          started = await options.backend.restore(checkpointId, spec);
-          used = checkpointId;
-        } catch (error) {
-          if (!fallBack) throw error;
-          fallback = (error as Error).message;
-        }
-      }
-      started ??= await coldStart({ python: options.python, log: options.log }, spec);
-      return { container: new Container(id, used, cgroup, paths, started, memory), fallback };
+      const started: ContainerProcess =
+        checkpointId !== ''
+          ? await options.backend.restore(checkpointId, spec)
+          : await coldStart({ python: options.python, log: options.log }, spec);
+      return new Container(id, checkpointId, cgroup, paths, started);
     } catch (error) {
       await cgroup?.killAll().catch(() => undefined);
       await cgroup?.remove().catch(() => undefined);

@@ -11,14 +11,21 @@ import {
   ContainerNotFoundError,
   ContainerUnavailableError,
   ShuttingDownError,
+  WorkerError,
 } from '../errors.js';
+import { ExecutorConnection } from '../executor-link/index.js';
 import type { Container } from './container.js';
-import {
-  ContainerFactory,
-  type ContainerFactoryOptions,
-  type CreatedContainer,
-} from './container-factory.js';
+import { ContainerFactory, type ContainerFactoryOptions } from './container-factory.js';
 import { StandbyShelf } from './standby-shelf.js';
+
+/** A new container whose executor has answered, with that open connection. */
+export interface AnsweringContainer {
+  readonly container: Container;
+  /** The connection that read its HELLO; the first call starts on it. */
+  readonly connection: ExecutorConnection;
+  /** Set when a checkpoint was asked for but the container started cold: why. */
+  readonly fallback: string | null;
+}
 
 /** A container state change, as the router hears it. */
 export interface ContainerReport {
@@ -43,6 +50,8 @@ export interface ContainerPoolOptions extends ContainerFactoryOptions {
 }
 
 const DESTROY_WAIT_MS = 5_000;
+/** How long a container whose connection broke before its HELLO gets to show it has exited. */
+const EXIT_WAIT_MS = 2_000;
 
 /** The worker's containers. */
 export class ContainerPool {
@@ -51,6 +60,8 @@ export class ContainerPool {
   private readonly creations = new Set<Promise<unknown>>();
   private starting = 0;
   private closing = false;
+  /** Aborted when the pool closes: abandons dials of containers still starting. */
+  private readonly closed = new AbortController();
   private reaper: NodeJS.Timeout | null = null;
 
   private readonly factory: ContainerFactory;
@@ -61,10 +72,8 @@ export class ContainerPool {
     this.standbys = new StandbyShelf({
       perCheckpoint: options.standbyPerCheckpoint,
       memory: options.standbyMemory,
-      dialTimeoutMs: options.dialTimeoutMs,
       held: () => options.backend.held(),
-      restore: async (memory, checkpointId) =>
-        (await this.spawn(memory, checkpointId, false)).container,
+      restore: (memory, checkpointId) => this.startAnswering(memory, checkpointId, null),
       destroy: (container) => this.destroy(container),
       log: options.log,
     });
@@ -80,13 +89,16 @@ export class ContainerPool {
     return [...this.containers.values()];
   }
 
-  /** The standby containers of a checkpoint. */
-  standbyCount(checkpointId: string): number {
-    return this.standbys.count(checkpointId);
-  }
-
-  /** Creates a container with `memory` as its limit, from `checkpointId` if that restores. */
-  async create(memory: number, checkpointId: string): Promise<CreatedContainer> {
+  /**
+   * Creates a container with `memory` as its limit and waits for its executor's HELLO: a standby
+   * of `checkpointId`, else one restored from it, else (no checkpoint, a restore that fails or
+   * dies before it answers) a cold one. `signal` abandons it (the container is destroyed).
+   */
+  async create(
+    memory: number,
+    checkpointId: string,
+    signal?: AbortSignal,
+  ): Promise<AnsweringContainer> {
     if (this.closing) throw new ShuttingDownError('the worker is shutting down');
     const { maxContainers } = this.options;
     if (maxContainers > 0 && this.count >= maxContainers) {
@@ -98,13 +110,14 @@ export class ContainerPool {
     try {
       const standby = checkpointId === '' ? null : await this.standbys.take(checkpointId, memory);
       if (standby) {
-        this.adopt(standby);
-        return { container: standby, fallback: null };
+        this.adopt(standby.container);
+        return { ...standby, fallback: null };
       }
-      const creation = this.spawn(memory, checkpointId, true);
+      const creation = this.startWithFallback(memory, checkpointId, signal ?? null);
       this.creations.add(creation);
       const created = await creation.finally(() => this.creations.delete(creation));
       if (this.closing) {
+        created.connection.destroy();
         // The pool closed while this container started: it must not outlive the pool.
         await this.destroy(created.container);
         throw new ShuttingDownError('the worker is shutting down');
@@ -115,7 +128,9 @@ export class ContainerPool {
       }
       return created;
     } catch (error) {
-      if (error instanceof ShuttingDownError) throw error;
+      if (signal?.aborted) throw signal.reason;
+      // Its own status (an executor that never said HELLO is DEADLINE_EXCEEDED, shutdown UNAVAILABLE).
+      if (error instanceof WorkerError) throw error;
       throw new ContainerUnavailableError(
         `could not create a container: ${(error as Error).message}`,
       );
@@ -130,16 +145,53 @@ export class ContainerPool {
     this.reportState(container, ContainerState.CONTAINER_STATE_BUSY);
   }
 
-  /** Makes a container and watches for its exit. */
-  private async spawn(
+  /** Restores from `checkpointId` if it is not empty, falling back to a cold start. */
+  private async startWithFallback(
     memory: number,
     checkpointId: string,
-    fallBack: boolean,
-  ): Promise<CreatedContainer> {
-    const created = await this.factory.make(memory, checkpointId, fallBack);
-    const { container } = created;
+    signal: AbortSignal | null,
+  ): Promise<AnsweringContainer> {
+    let fallback: string | null = null;
+    if (checkpointId !== '') {
+      try {
+        return { ...(await this.startAnswering(memory, checkpointId, signal)), fallback };
+      } catch (error) {
+        signal?.throwIfAborted();
+        this.closed.signal.throwIfAborted();
+        fallback = (error as Error).message;
+        this.options.log.warn({ checkpointId, err: fallback }, 'a restore failed; starting cold');
+      }
+    }
+    return { ...(await this.startAnswering(memory, '', signal)), fallback };
+  }
+
+  /**
+   * Makes a container (restored from `checkpointId`, or cold if it is empty) and dials its
+   * executor until the HELLO; a container that never answers is destroyed and the error thrown.
+   */
+  private async startAnswering(
+    memory: number,
+    checkpointId: string,
+    signal: AbortSignal | null,
+  ): Promise<Omit<AnsweringContainer, 'fallback'>> {
+    const container = await this.factory.make(memory, checkpointId);
     void container.process.exited.then(() => this.onExit(container));
-    return created;
+    const abandon = [this.closed.signal, ...(signal ? [signal] : [])];
+    try {
+      const connection = await ExecutorConnection.dial(container.paths.socket, {
+        timeoutMs: this.options.dialTimeoutMs,
+        signal: AbortSignal.any([...abandon, container.exitSignal]),
+      });
+      return { container, connection };
+    } catch (error) {
+      const abandoned = abandon.some((reason) => reason.aborted);
+      const died = !abandoned && (await container.exitsWithin(EXIT_WAIT_MS));
+      const cause = died ? await container.exitCause() : null;
+      await this.destroy(container);
+      for (const reason of abandon) reason.throwIfAborted();
+      if (cause === null) throw error;
+      throw new Error(`the container died before its executor answered: ${cause}`);
+    }
   }
 
   /** Drops standbys of checkpoints no longer held, and restocks those that are. */
@@ -165,7 +217,6 @@ export class ContainerPool {
     container.requestId = requestId;
     try {
       await container.cgroup.setLimit(memory);
-      container.memoryLimit = memory;
     } catch (error) {
       container.state = 'ready';
       container.requestId = '';
@@ -288,6 +339,7 @@ export class ContainerPool {
   /** Destroys every container and standby, waiting for destructions already under way. */
   async close(): Promise<void> {
     this.closing = true;
+    this.closed.abort(new ShuttingDownError('the worker is shutting down'));
     if (this.reaper) clearInterval(this.reaper);
     await Promise.allSettled([...this.creations]);
     const standbys = await this.standbys.close();

@@ -1,10 +1,12 @@
 /** One container: a sandboxed executor with its cgroup, files and state. */
+import { formatSize } from '../../shared/units.js';
 import type { ExecutorConnection } from '../executor-link/index.js';
-import type {
-  ContainerCgroup,
-  ContainerExit,
-  ContainerPaths,
-  ContainerProcess,
+import {
+  describeExit,
+  type ContainerCgroup,
+  type ContainerExit,
+  type ContainerPaths,
+  type ContainerProcess,
 } from '../sandbox/index.js';
 
 /**
@@ -36,8 +38,6 @@ export class Container {
     readonly cgroup: ContainerCgroup,
     readonly paths: ContainerPaths,
     readonly process: ContainerProcess,
-    /** Its current memory limit, in bytes. */
-    public memoryLimit: number,
   ) {
     const exited = new AbortController();
     this.exitSignal = exited.signal;
@@ -50,8 +50,30 @@ export class Container {
   /** Aborted once the container's executor has exited. */
   readonly exitSignal: AbortSignal;
 
+  /** Its current memory limit, in bytes (its cgroup's; set it with `cgroup.setLimit`). */
+  get memoryLimit(): number {
+    return this.cgroup.limit;
+  }
+
   /** Whether its executor still runs. */
   get alive(): boolean {
     return this.exit === null;
+  }
+
+  /** Whether its executor has exited or does within `ms` (a broken connection precedes the exit). */
+  async exitsWithin(ms: number): Promise<boolean> {
+    let timer: NodeJS.Timeout | undefined;
+    const waited = new Promise<false>((resolve) => {
+      timer = setTimeout(() => resolve(false), ms);
+    });
+    const exited = this.process.exited.then(() => true as const);
+    return Promise.race([exited, waited]).finally(() => clearTimeout(timer));
+  }
+
+  /** Why its executor ended, in words for an operator; waits for the exit. */
+  async exitCause(): Promise<string> {
+    const exit = await this.process.exited;
+    const oomKilled = (await this.cgroup.oomKills()) > 0;
+    return describeExit(exit, { oomKilled, limitText: formatSize(this.memoryLimit) });
   }
 }

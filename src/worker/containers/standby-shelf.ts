@@ -4,7 +4,7 @@
  * migration and the sandbox setup. They are not reported to the router until a call takes one.
  */
 import type { Logger } from 'pino';
-import { ExecutorConnection } from '../executor-link/index.js';
+import type { ExecutorConnection } from '../executor-link/index.js';
 import type { Container } from './container.js';
 
 /** What the shelf needs from the pool. */
@@ -13,12 +13,17 @@ export interface StandbyShelfOptions {
   readonly perCheckpoint: number;
   /** A standby's memory limit until a call takes it (DEFAULT_MEMORY). */
   readonly memory: number;
-  /** How long a standby's executor may take to answer its first dial (DIAL_TOTAL_TIMEOUT). */
-  readonly dialTimeoutMs: number;
   /** The checkpoints that can be restored now. */
   readonly held: () => readonly string[];
-  /** Restores a container from a checkpoint (no cold fallback). */
-  readonly restore: (memory: number, checkpointId: string) => Promise<Container>;
+  /**
+   * Restores a container from a checkpoint and dials it until its HELLO (no cold fallback): a
+   * standby is ready only once its executor answers, and the call that takes it starts on this
+   * open connection.
+   */
+  readonly restore: (
+    memory: number,
+    checkpointId: string,
+  ) => Promise<{ readonly container: Container; readonly connection: ExecutorConnection }>;
   readonly destroy: (container: Container) => Promise<void>;
   readonly log: Logger;
 }
@@ -42,22 +47,31 @@ export class StandbyShelf {
     return this.shelves.get(checkpointId)?.length ?? 0;
   }
 
-  /** A live standby of `checkpointId` with its limit set to `memory`, or null; then restocks. */
-  async take(checkpointId: string, memory: number): Promise<Container | null> {
+  /**
+   * A live standby of `checkpointId` with its limit set to `memory` and the connection that read
+   * its HELLO, or null; then restocks.
+   */
+  async take(
+    checkpointId: string,
+    memory: number,
+  ): Promise<{ readonly container: Container; readonly connection: ExecutorConnection } | null> {
     const shelf = this.shelves.get(checkpointId) ?? [];
     for (;;) {
       const standby = shelf.shift();
       if (!standby) return null;
       if (!standby.alive || standby.state !== 'standby') continue;
+      const connection = standby.idleConnection;
+      standby.idleConnection = null;
       try {
+        if (!connection?.usable) throw new Error('its executor connection closed');
         await standby.cgroup.setLimit(memory);
-        standby.memoryLimit = memory;
       } catch {
+        connection?.destroy();
         void this.options.destroy(standby);
         continue;
       }
       this.restock(checkpointId);
-      return standby;
+      return { container: standby, connection };
     }
   }
 
@@ -77,18 +91,15 @@ export class StandbyShelf {
 
   private async prepare(checkpointId: string): Promise<void> {
     try {
-      const container = await this.options.restore(this.options.memory, checkpointId);
+      const { container, connection } = await this.options.restore(
+        this.options.memory,
+        checkpointId,
+      );
       container.state = 'standby';
-      try {
-        // A standby is ready only once its executor answers: the call that takes it starts on
-        // this open connection.
-        container.idleConnection = await ExecutorConnection.dial(container.paths.socket, {
-          timeoutMs: this.options.dialTimeoutMs,
-          signal: container.exitSignal,
-        });
-      } catch (error) {
+      container.idleConnection = connection;
+      if (!container.alive) {
         void this.options.destroy(container);
-        throw error;
+        return;
       }
       if (this.closed || !this.options.held().includes(checkpointId)) {
         void this.options.destroy(container);

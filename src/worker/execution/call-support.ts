@@ -22,8 +22,9 @@ export function abortable<T>(promise: Promise<T>, signal: AbortSignal): Promise<
 }
 
 /**
- * The call's IDs as trailing metadata of a failed call (which may have sent no answer at all), so
- * the router still learns which container and checkpoint it failed in.
+ * The call's IDs as trailing metadata of a failed call (which may have sent no answer at all):
+ * for diagnostics (grpc debugging tools, logs of a direct client) and the worker tests. The router
+ * does not read them; it learns a container's fate from the worker's reports.
  */
 export function idTrailers(ids: CallIds): Metadata {
   const metadata = new Metadata();

@@ -3,16 +3,13 @@
  * packages, stream the payload in and the answers out, then release the container.
  */
 import { once } from 'node:events';
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { ServerDuplexStream } from '@grpc/grpc-js';
 import type { Logger } from 'pino';
 import { LogSource, type CallIds } from '../../proto/gen/readie/v1/call.js';
 import type { ExecuteRequest, ExecuteResponse } from '../../proto/gen/readie/v1/execution.js';
 import { chunksOf } from '../../shared/chunks.js';
-import { formatSize } from '../../shared/units.js';
 import type { Container, ContainerPool } from '../containers/index.js';
 import {
-  ContainerUnavailableError,
   ExecutorLostError,
   ExecutorTimeoutError,
   InvalidCallError,
@@ -30,7 +27,6 @@ import {
   MAX_PIECE,
 } from '../executor-link/index.js';
 import type { Installer, PackageSource } from '../packages/index.js';
-import { describeExit } from '../sandbox/index.js';
 import type { CallRequest } from './call-header.js';
 import { abortable, idTrailers } from './call-support.js';
 import { INSTALL_LOG_SOURCE, installPackages } from './install-step.js';
@@ -68,7 +64,6 @@ export class ExecuteCall {
   private readonly ids: CallIds;
   private container: Container | null = null;
   private connection: ExecutorConnection | null = null;
-  private createdHere = false;
   /** Set once a failure already says what happened to the executor (no need to look again). */
   private diagnosed = false;
   private signal: AbortSignal = new AbortController().signal;
@@ -127,10 +122,9 @@ export class ExecuteCall {
   }
 
   private async steps(signal: AbortSignal): Promise<Outcome> {
-    const container = await this.acquire();
-    signal.throwIfAborted();
-    const connection = await this.connect(container, signal);
+    const connection = await this.acquire(signal);
     this.connection = connection;
+    signal.throwIfAborted();
     if (this.request.packages.length > 0) await this.install(connection, signal);
     await connection.write(encodeJsonFrame(FrameType.CALL, { format: this.request.format }));
     const phase = new AbortController();
@@ -148,15 +142,22 @@ export class ExecuteCall {
     return 'answered';
   }
 
-  /** Step 2: resume the named container or create one (from the checkpoint if it restores). */
-  private async acquire(): Promise<Container> {
+  /**
+   * Steps 2-4: resume the named container or create one (restored from the checkpoint, or cold
+   * when that fails), and hold a connection its executor answered on.
+   */
+  private async acquire(signal: AbortSignal): Promise<ExecutorConnection> {
     const { request, deps } = this;
     if (request.containerId !== '') {
-      this.adopt(await deps.pool.resume(request.containerId, request.memory, request.requestId));
-      return this.container!;
+      const container = await deps.pool.resume(
+        request.containerId,
+        request.memory,
+        request.requestId,
+      );
+      this.adopt(container);
+      return this.reconnect(container, signal);
     }
-    const created = await deps.pool.create(request.memory, request.checkpointId);
-    this.createdHere = true;
+    const created = await deps.pool.create(request.memory, request.checkpointId, signal);
     this.adopt(created.container);
     if (created.fallback !== null) {
       await this.sendLog(
@@ -164,7 +165,7 @@ export class ExecuteCall {
         `checkpoint ${request.checkpointId} was not restored (${created.fallback}); the container started cold`,
       );
     }
-    return created.container;
+    return created.connection;
   }
 
   private adopt(container: Container): void {
@@ -175,43 +176,24 @@ export class ExecuteCall {
     this.log = this.log.child({ containerId: container.id, checkpointId: container.checkpointId });
   }
 
-  /** Step 4: dial the executor; a restored container that dies first is replaced by a cold one. */
-  private async connect(first: Container, signal: AbortSignal): Promise<ExecutorConnection> {
-    const idle = first.idleConnection;
-    first.idleConnection = null;
+  /** Step 3 for a session's container: the connection its last call left open, or a new dial. */
+  private async reconnect(container: Container, signal: AbortSignal): Promise<ExecutorConnection> {
+    const idle = container.idleConnection;
+    container.idleConnection = null;
     if (idle?.usable) return idle;
     idle?.destroy();
-    let container = first;
-    for (;;) {
-      try {
-        return await ExecutorConnection.dial(container.paths.socket, {
-          timeoutMs: this.deps.dialTimeoutMs,
-          signal: AbortSignal.any([signal, container.exitSignal]),
-        });
-      } catch (error) {
-        signal.throwIfAborted();
-        if (container.alive) throw error;
-        const cause = await this.exitCause(container);
-        this.diagnosed = true;
-        if (!this.createdHere) {
-          throw new ExecutorLostError(`the session's container died before the call: ${cause}`);
-        }
-        if (container.checkpointId === '') {
-          throw new ContainerUnavailableError(`could not create a container: ${cause}`);
-        }
-        this.log.warn({ cause }, 'a restored container failed to start; starting cold');
-        // Gone before it answered: its slot is free again once it is destroyed.
-        await this.deps.pool.destroy(container);
-        this.container = null;
-        const checkpointId = container.checkpointId;
-        const created = await this.deps.pool.create(this.request.memory, '');
-        this.adopt(created.container);
-        container = created.container;
-        await this.sendLog(
-          LogSource.LOG_SOURCE_SYSTEM,
-          `checkpoint ${checkpointId} did not restore (${cause}); the container started cold`,
-        );
-      }
+    try {
+      return await ExecutorConnection.dial(container.paths.socket, {
+        timeoutMs: this.deps.dialTimeoutMs,
+        signal: AbortSignal.any([signal, container.exitSignal]),
+      });
+    } catch (error) {
+      signal.throwIfAborted();
+      if (container.alive) throw error;
+      this.diagnosed = true;
+      throw new ExecutorLostError(
+        `the session's container died before the call: ${await container.exitCause()}`,
+      );
     }
   }
 
@@ -301,28 +283,18 @@ export class ExecuteCall {
     if (!fits) await once(this.stream, 'drain', { signal: this.signal });
   }
 
-  private async exitCause(container: Container): Promise<string> {
-    const exit = await container.process.exited;
-    const oomKilled = (await container.cgroup.oomKills()) > 0;
-    return describeExit(exit, { oomKilled, limitText: formatSize(container.memoryLimit) });
-  }
-
   /** Turns a dropped executor connection into what happened to the container. */
   private async diagnoseLoss(error: Error): Promise<WorkerError> {
     const container = this.container;
     if (!container) {
       return error instanceof WorkerError ? error : new ExecutorLostError(error.message);
     }
-    const exited = await Promise.race([
-      container.process.exited.then(() => true),
-      sleep(LOST_DIAGNOSIS_WAIT_MS).then(() => false),
-    ]);
-    if (!exited) {
+    if (!(await container.exitsWithin(LOST_DIAGNOSIS_WAIT_MS))) {
       return error instanceof WorkerError
         ? error
         : new ExecutorLostError(`the connection to the executor broke: ${error.message}`);
     }
-    return new ExecutorLostError(await this.exitCause(container));
+    return new ExecutorLostError(await container.exitCause());
   }
 
   /** Step 7 and the end of the stream: release the container, then answer the status. */

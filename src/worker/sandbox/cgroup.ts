@@ -51,6 +51,11 @@ export class ContainerCgroup {
     readonly path: string,
   ) {}
 
+  /** Its memory limit in bytes, as last set (0 before the first setLimit). */
+  get limit(): number {
+    return this.applied ?? 0;
+  }
+
   /** The file a process writes "0" to in order to join. */
   get procsFile(): string {
     return join(this.path, 'cgroup.procs');
@@ -64,6 +69,12 @@ export class ContainerCgroup {
     const limit = String(Math.max(0, Math.floor(bytes)));
     try {
       if (this.version === 2) {
+        // v2 accepts any memory.max and then reclaims or OOM-kills down to it; v1 refuses a limit
+        // below usage with EBUSY. Refuse it here too, so a resume fails the same way on both.
+        if (this.applied !== null && bytes < this.applied) {
+          const usage = Number(readFileSync(join(this.path, 'memory.current'), 'utf8'));
+          if (usage > bytes) throw new Error('the new limit is below its usage');
+        }
         writeFileSync(join(this.path, 'memory.max'), limit);
         // The swap limit never changes: set it once.
         if (this.applied === null && existsSync(join(this.path, 'memory.swap.max'))) {

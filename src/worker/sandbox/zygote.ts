@@ -235,8 +235,8 @@ export class TemplateZygote {
       return Promise.reject(new SpawnError('the template process is not running'));
     }
     const started = this.events.expect(spec.container);
-    const written = this.child.stdin.write(`${JSON.stringify({ op: 'spawn', spec })}\n`);
-    void written;
+    // One short line per spawn: the pipe's buffer takes it without waiting for a drain.
+    this.child.stdin.write(`${JSON.stringify({ op: 'spawn', spec })}\n`);
     return started;
   }
 
