@@ -13,15 +13,9 @@ import { PYTHON } from '../test/support/python.js';
 import { ROOT } from '../test/support/replay.js';
 import { ScriptedWorker } from '../test/support/router/scripted-worker.js';
 import { cleanTempDirs } from '../test/support/temp.js';
-import { ratio } from './support.js';
+import { ratio, percentile } from './support.js';
 
 const COUNTS = { echo: 300, warm: 300, checkpoint: 150, cold: 30 };
-
-function percentile(values: readonly number[], p: number): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const index = Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1);
-  return Math.round((sorted[index] as number) * 100) / 100;
-}
 
 /**
  * What the calls of one mode ran on: how many containers, which checkpoints (the script has
@@ -75,7 +69,8 @@ export async function run() {
     > & { ranOn: Record<'warm' | 'checkpoint' | 'cold', RanOn> };
     const stats = (mode: keyof typeof COUNTS) => {
       const values = results[mode];
-      return { calls: values.length, p50Ms: percentile(values, 50), p99Ms: percentile(values, 99) };
+      const ms = (fraction: number) => Math.round(percentile(values, fraction) * 100) / 100;
+      return { calls: values.length, p50Ms: ms(0.5), p99Ms: ms(0.99) };
     };
     const echoStats = stats('echo');
     const beside = (mode: 'warm' | 'checkpoint' | 'cold') => {

@@ -14,7 +14,7 @@ import {
 } from '../src/events/index.js';
 import { clusterProjection, fold, type ClusterState } from '../src/projections/index.js';
 import { stamped, syntheticLog } from '../test/support/synthetic-log.js';
-import { collectGarbage, perSecond, ratio, timed, withTempDir } from './support.js';
+import { collectGarbage, perSecond, ratio, timed, withTempDir, median } from './support.js';
 
 const APPEND_EVENTS = 200_000;
 const BATCHES = [10, 100, 1_000];
@@ -53,11 +53,6 @@ async function eventLogAppendMs(events: readonly NewEvent[], batch: number): Pro
     await eventLog.close();
     return ms;
   });
-}
-
-function median(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)]!;
 }
 
 async function appendThroughput(events: readonly NewEvent[], batch: number) {

@@ -32,7 +32,7 @@ import {
   WorkerStatus,
 } from '../src/proto/gen/readie/v1/registry.js';
 import { HealthClient } from '../src/router/workers/index.js';
-import { collectGarbage, perSecond, ratio, withTempDir } from './support.js';
+import { collectGarbage, perSecond, ratio, withTempDir, percentile } from './support.js';
 
 const SMALL_CALLS = 1_500;
 const CONCURRENT_CALLS = 3_000;
@@ -143,10 +143,6 @@ async function upload(stream: Stream, total: number): Promise<void> {
       await new Promise((resolve) => stream.once('drain', resolve));
     }
   }
-}
-
-function percentile(sorted: readonly number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))]!;
 }
 
 async function latencies(path: Path, calls: number): Promise<number[]> {

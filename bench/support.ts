@@ -34,3 +34,15 @@ export function ratio(value: number, baseline: number): number {
 export function collectGarbage(): void {
   (globalThis as { gc?: () => void }).gc?.();
 }
+
+/** The nearest-rank percentile of `values` (`fraction` 0.5 is the median, 0.99 the p99). */
+export function percentile(values: readonly number[], fraction: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const index = Math.min(sorted.length - 1, Math.max(0, Math.ceil(fraction * sorted.length) - 1));
+  return sorted[index] as number;
+}
+
+/** The median of `values` (the lower middle value of an even count). */
+export function median(values: readonly number[]): number {
+  return percentile(values, 0.5);
+}

@@ -32,7 +32,7 @@ import {
   startHarness,
   type Harness,
 } from '../test/support/worker-harness.js';
-import { collectGarbage, ratio } from './support.js';
+import { collectGarbage, ratio, median, percentile } from './support.js';
 
 const FIRST_CALL_ROUNDS = 9;
 const WARM_CALLS = 300;
@@ -41,16 +41,6 @@ const NUMPY_CALL = jsonCall(
   'f',
 );
 const TRIVIAL_CALL = jsonCall('def f():\n    return 1\n', 'f');
-
-function median(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)]!;
-}
-
-function percentile(values: readonly number[], p: number): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))]!;
-}
 
 function round(ms: number): number {
   return Math.round(ms * 1000) / 1000;
