@@ -15,18 +15,21 @@ import { collectGarbage, perSecond, ratio, withTempDir } from './support.js';
 const COMMIT_EVERY = 100;
 
 /**
- * A cluster where the walk has work to do: one worker in ten is a gpu worker (so CPU calls pass
- * over nothing but GPU calls start past every cpu worker), and the emptiest workers (memory in
- * use 0) take two containers at most, so they rank first yet are often full.
+ * `cpu`: cpu workers and CPU calls only, every worker with room for 64 containers.
+ * `mixed`: the walk has work to do: one worker in ten is a gpu worker and one call in ten a GPU
+ * call (it starts past every cpu worker), and the emptiest workers (memory in use 0) take two
+ * containers at most, so they rank first yet are often full.
  */
-function cluster(workers: number): NewEvent[] {
+type Mix = 'cpu' | 'mixed';
+
+function cluster(workers: number, mix: Mix): NewEvent[] {
   const events: NewEvent[] = [];
   for (let i = 0; i < workers; i += 1) {
-    const gpu = i % 10 === 9;
+    const gpu = mix === 'mixed' && i % 10 === 9;
     events.push(
       registered(`w${i}`, {
         memoryTotal: 64 * GiB,
-        maxContainers: i % 17 === 0 ? 2 : 64,
+        maxContainers: mix === 'mixed' && i % 17 === 0 ? 2 : 64,
         flavor: gpu ? 'gpu' : 'cpu',
         gpuMemoryTotal: gpu ? 80 * GiB : null,
       }),
@@ -43,14 +46,14 @@ function cluster(workers: number): NewEvent[] {
   return events;
 }
 
-/** Calls of 1 to 3 GiB; one in ten is a GPU call. */
-function callOf(i: number): CallToPlace {
+/** Calls of 1 to 3 GiB; in the mixed workload one in ten is a GPU call. */
+function callOf(i: number, mix: Mix): CallToPlace {
   return {
     requestId: `req-${i}`,
     sessionId: null,
     demand: demand({
       memory: ((i % 3) + 1) * GiB,
-      gpu: i % 10 === 0 ? true : null,
+      gpu: mix === 'mixed' && i % 10 === 0 ? true : null,
       imports: i % 2 === 0 ? ['numpy'] : null,
     }),
   };
@@ -67,17 +70,18 @@ function withFinish(events: readonly NewEvent[], i: number, workers: number): Ne
 async function withLog(
   workers: number,
   decisions: number,
+  mix: Mix,
 ): Promise<{ ms: number; appended: NewEvent[][] }> {
   return withTempDir(async (dir) => {
     const log = EventLog.open<ClusterState>(dir, {
       projection: clusterProjection,
       snapshotEvery: 0,
     });
-    await log.append(cluster(workers)).committed;
+    await log.append(cluster(workers, mix)).committed;
     const appended: NewEvent[][] = [];
     const start = performance.now();
     for (let i = 0; i < decisions; i += 1) {
-      const decision = place(log.state, callOf(i));
+      const decision = place(log.state, callOf(i, mix));
       const events = withFinish(decision.events, i, workers);
       const result = log.append(events);
       appended.push(events);
@@ -90,7 +94,7 @@ async function withLog(
   });
 }
 
-function withoutLog(workers: number, decisions: number): number {
+function withoutLog(workers: number, decisions: number, mix: Mix): number {
   let state = initialState();
   let seq = 0;
   const at = '2026-11-30T10:00:00.000Z';
@@ -100,20 +104,24 @@ function withoutLog(workers: number, decisions: number): number {
       state = clusterProjection.apply(state, { seq, at, ...event });
     }
   };
-  apply(cluster(workers));
+  apply(cluster(workers, mix));
   const start = performance.now();
   for (let i = 0; i < decisions; i += 1)
-    apply(withFinish(place(state, callOf(i)).events, i, workers));
+    apply(withFinish(place(state, callOf(i, mix)).events, i, workers));
   return performance.now() - start;
 }
 
-async function appendOnly(workers: number, batches: readonly NewEvent[][]): Promise<number> {
+async function appendOnly(
+  workers: number,
+  batches: readonly NewEvent[][],
+  mix: Mix,
+): Promise<number> {
   return withTempDir(async (dir) => {
     const log = EventLog.open<ClusterState>(dir, {
       projection: clusterProjection,
       snapshotEvery: 0,
     });
-    await log.append(cluster(workers)).committed;
+    await log.append(cluster(workers, mix)).committed;
     const start = performance.now();
     for (let i = 0; i < batches.length; i += 1) {
       const result = log.append(batches[i]!);
@@ -126,24 +134,25 @@ async function appendOnly(workers: number, batches: readonly NewEvent[][]): Prom
   });
 }
 
-async function measure(workers: number, decisions: number) {
+async function measure(workers: number, decisions: number, mix: Mix) {
   // Warm up, then alternate the three and keep each one's best.
-  withoutLog(workers, Math.min(decisions, 2_000));
+  withoutLog(workers, Math.min(decisions, 2_000), mix);
   const logged: number[] = [];
   const bare: number[] = [];
   const baseline: number[] = [];
   for (let round = 0; round < 2; round += 1) {
     collectGarbage();
-    const run = await withLog(workers, decisions);
+    const run = await withLog(workers, decisions, mix);
     logged.push(run.ms);
     collectGarbage();
-    bare.push(withoutLog(workers, decisions));
+    bare.push(withoutLog(workers, decisions, mix));
     collectGarbage();
-    baseline.push(await appendOnly(workers, run.appended));
+    baseline.push(await appendOnly(workers, run.appended, mix));
   }
   const withLogRate = perSecond(decisions, Math.min(...logged));
   const appendOnlyRate = perSecond(decisions, Math.min(...baseline));
   return {
+    workload: mix,
     workers,
     decisions,
     decisionsPerSecondWithLog: withLogRate,
@@ -157,14 +166,17 @@ async function measure(workers: number, decisions: number) {
 /** Runs the placement benchmark. */
 export async function run() {
   const runs = [];
-  for (const [workers, decisions] of [
-    [100, 20_000],
-    [1_000, 20_000],
-    [10_000, 3_000],
-  ] as const) {
-    runs.push(await measure(workers, decisions));
+  for (const mix of ['cpu', 'mixed'] as const) {
+    for (const [workers, decisions] of [
+      [100, 20_000],
+      [1_000, 20_000],
+      [10_000, 3_000],
+    ] as const) {
+      runs.push(await measure(workers, decisions, mix));
+    }
   }
   const perWorker = runs.map((r) => ({
+    workload: r.workload,
     workers: r.workers,
     nanosecondsPerDecisionPerWorker: Math.round(
       (r.microsecondsPerDecisionWithLog * 1000) / r.workers,
@@ -178,6 +190,6 @@ export async function run() {
       loggedVsAppendOnlyAtLeast: 0.5,
       growth: 'no worse than linear in workers',
     },
-    note: `decide + append (one commit awaited every ${COMMIT_EVERY} decisions) + fold into the live state; each decision also appends the CallFinished of a call placed 2 x workers decisions earlier; one worker in ten is a gpu worker and one call in ten a GPU call; the emptiest workers hold two containers at most; best of two alternating runs`,
+    note: `decide + append (one commit awaited every ${COMMIT_EVERY} decisions) + fold into the live state; each decision also appends the CallFinished of a call placed 2 x workers decisions earlier; workload cpu: CPU calls on cpu workers with room; mixed: one worker in ten a gpu worker, one call in ten a GPU call, the emptiest workers hold two containers at most; best of two alternating runs`,
   };
 }
