@@ -18,6 +18,12 @@ interface UpOptions {
   readyTimeout: string;
 }
 
+/** The machine's memory shared among `workers`, in whole MiB (so it prints as a round size). */
+function defaultWorkerMemory(workers: number): number {
+  const MiB = 1024 ** 2;
+  return Math.floor(totalmem() / workers / MiB) * MiB;
+}
+
 function say(line: string): void {
   process.stdout.write(`${line}\n`);
 }
@@ -44,7 +50,7 @@ async function up(options: UpOptions): Promise<number> {
   const stateDir = resolve(options.stateDir);
   // Each worker offers its share of the machine, not all of it: N workers each offering the
   // whole memory would let the router place N times what the machine has.
-  const workerMemory = options.workerMemory ?? String(Math.floor(totalmem() / workers));
+  const workerMemory = options.workerMemory ?? String(defaultWorkerMemory(workers));
   say(
     `readie: starting a router and ${workers} worker${workers === 1 ? '' : 's'} on 127.0.0.1, ` +
       `${options.workerMemory ?? formatSize(Number(workerMemory))} each (state in ${stateDir})...`,
