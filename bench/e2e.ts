@@ -50,11 +50,11 @@ async function runScript(
 
 /** Runs the end-to-end benchmark. */
 export async function run() {
-  const cluster = await startE2eCluster();
+  const cluster = await startE2eCluster({ externalWorkerIds: ['bench-echo'] });
   const echo = await ScriptedWorker.start({ workerId: 'bench-echo' });
   let heartbeat: NodeJS.Timeout | undefined;
   try {
-    echo.connect(`127.0.0.1:${cluster.routerPort}`, { token: cluster.token });
+    echo.connect(`127.0.0.1:${cluster.routerPort}`, { token: cluster.workerToken('bench-echo') });
     await echo.reportStatus({ flavor: Flavor.FLAVOR_GPU, gpuMemoryTotal: 16 * 1024 ** 3 });
     // Its heartbeat, so the router's liveness keeps it through the whole run.
     heartbeat = setInterval(() => void echo.reportUtilization().catch(() => undefined), 1000);

@@ -266,7 +266,17 @@ export async function run() {
     let bare: ChildProcess | undefined;
     const router = spawn(
       process.execPath,
-      [root('../bin/readie.js'), 'router', '--listen', routerAddress, '--log', dir, '--insecure'],
+      [
+        root('../bin/readie.js'),
+        'router',
+        '--listen',
+        routerAddress,
+        '--log',
+        dir,
+        '--insecure',
+        '--auth',
+        'none',
+      ],
       { stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, WORKER_TTL: '1h' } },
     );
     try {

@@ -68,7 +68,7 @@ export function* simulatedLog(options: {
           imports: random() < 0.4 ? ['numpy'] : null,
         }),
       };
-      yield stamp({ type: 'CallRequested', ...call });
+      yield stamp({ type: 'CallRequested', tenantId: null, ...call });
       const decision = place(state, call);
       for (const event of decision.events) yield stamp(event);
       if (decision.outcome === 'placed') {

@@ -167,7 +167,7 @@ _BY_CODE = {
 
 _ADVICE = {
     grpc.StatusCode.UNAVAILABLE: "check that the router runs at READIE_ADDRESS and has workers",
-    grpc.StatusCode.UNAUTHENTICATED: "set READIE_AUTH_TOKEN to the router's token",
+    grpc.StatusCode.UNAUTHENTICATED: "set READIE_AUTH_TOKEN to your client token (the cluster's operator gives it)",
     grpc.StatusCode.NOT_FOUND: "its container is gone; start a new readie.Session",
     grpc.StatusCode.UNIMPLEMENTED: "check that READIE_ADDRESS points at a readie router",
 }

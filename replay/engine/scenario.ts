@@ -107,7 +107,13 @@ export function recordScenario(
       case 'call': {
         const sessionId = step.sessionId ?? null;
         const demand = { ...EMPTY_DEMAND, ...step.demand };
-        append({ type: 'CallRequested', requestId: step.requestId, sessionId, demand });
+        append({
+          type: 'CallRequested',
+          requestId: step.requestId,
+          sessionId,
+          tenantId: null,
+          demand,
+        });
         const decision = place(state, { requestId: step.requestId, sessionId, demand });
         if (step.expect !== undefined) checkExpected(step, decision);
         for (const event of decision.events) append(event);

@@ -1,7 +1,8 @@
 /**
- * `readie router`: the router process. Every setting of DESIGN.md §6 is read from its environment
+ * `readie router`: the router process. Every setting (docs/router.md) is read from its environment
  * variable and can be overridden by the matching flag (`SESSION_WAIT_TIMEOUT` is
- * `--session-wait-timeout`).
+ * `--session-wait-timeout`). Credentials (docs/security.md): a tokens file and the router's own
+ * token by default, reloaded on SIGHUP; `--auth single-token` and `--auth none` are for development.
  */
 import { readFileSync } from 'node:fs';
 import { Option, type Command } from 'commander';
@@ -13,8 +14,10 @@ import {
   RouterConfigError,
   servingSecurityOf,
   startRouter,
+  TokensFileError,
   type Logger,
   type Router,
+  type RouterAuth,
 } from '../router/index.js';
 import {
   ConfigError,
@@ -69,6 +72,9 @@ interface RouterFlags {
   readonly catalogue?: string;
   readonly metrics?: string;
   readonly workerCa?: string;
+  readonly auth: string;
+  readonly tokensFile?: string;
+  readonly routerTokenFile?: string;
   readonly authTokenFile?: string;
   readonly logLevel: string;
   readonly snapshotEvery: string;
@@ -89,9 +95,72 @@ export function configFromFlags(
   return resolveConfig(env, overrides);
 }
 
-/** The auth token: `--auth-token-file` (first line) over `READIE_AUTH_TOKEN`. */
-function authTokenOf(
-  flags: RouterFlags,
+/** The authentication modes of `--auth`. */
+const AUTH_MODES = ['tokens', 'single-token', 'none'] as const;
+
+/**
+ * How the router authenticates, from `--auth` and the files it needs: the tokens mode needs
+ * `--tokens-file` and `--router-token-file`; the development modes take neither.
+ */
+export function routerAuthOf(
+  flags: Pick<RouterFlags, 'auth' | 'tokensFile' | 'routerTokenFile' | 'authTokenFile'>,
+  env: Readonly<Record<string, string | undefined>>,
+): RouterAuth {
+  const mode = AUTH_MODES.find((name) => name === flags.auth);
+  if (mode === undefined) {
+    throw new RouterConfigError(`--auth ${flags.auth}: expected one of ${AUTH_MODES.join(', ')}`);
+  }
+  const files = [
+    ['--tokens-file', flags.tokensFile],
+    ['--router-token-file', flags.routerTokenFile],
+  ] as const;
+  if (mode !== 'tokens') {
+    const given = files.find(([, file]) => file !== undefined);
+    if (given) {
+      throw new RouterConfigError(`${given[0]} is for --auth tokens, not --auth ${mode}`);
+    }
+  }
+  switch (mode) {
+    case 'tokens': {
+      if (flags.authTokenFile !== undefined) {
+        throw new RouterConfigError(
+          '--auth-token-file is the single development token (--auth single-token); ' +
+            'with --auth tokens, give --tokens-file and --router-token-file',
+        );
+      }
+      const [tokensFile, routerTokenFile] = [flags.tokensFile, flags.routerTokenFile];
+      if (tokensFile === undefined || routerTokenFile === undefined) {
+        throw new RouterConfigError(
+          'the router authenticates its callers with a tokens file: pass --tokens-file FILE ' +
+            "(KIND NAME TOKEN lines) and --router-token-file FILE (the router's own token for workers); " +
+            'see docs/security.md. For development only: --auth single-token (READIE_AUTH_TOKEN for ' +
+            'everything) or --auth none',
+        );
+      }
+      return { mode, tokensFile, routerTokenFile };
+    }
+    case 'single-token': {
+      const token = singleTokenOf(flags, env);
+      if (token === undefined) {
+        throw new RouterConfigError(
+          '--auth single-token needs the token: set READIE_AUTH_TOKEN or pass --auth-token-file FILE',
+        );
+      }
+      return { mode, token };
+    }
+    case 'none':
+      if (flags.authTokenFile !== undefined) {
+        throw new RouterConfigError(
+          '--auth-token-file is for --auth single-token, not --auth none',
+        );
+      }
+      return { mode };
+  }
+}
+
+/** The single development token: `--auth-token-file` (first line) over `READIE_AUTH_TOKEN`. */
+function singleTokenOf(
+  flags: Pick<RouterFlags, 'authTokenFile'>,
   env: Readonly<Record<string, string | undefined>>,
 ): string | undefined {
   if (flags.authTokenFile !== undefined) {
@@ -138,12 +207,20 @@ async function runRouter(flags: RouterFlags): Promise<void> {
   try {
     const config = configFromFlags(flags, env);
     const shutdownGrace = duration(flags.shutdownGrace, '--shutdown-grace');
+    const security = servingSecurityOf(flags);
+    const auth = routerAuthOf(flags, env);
+    if (auth.mode !== 'single-token' && env.READIE_AUTH_TOKEN) {
+      logger.warn(
+        { auth: auth.mode },
+        'READIE_AUTH_TOKEN is set but ignored: it is the token of --auth single-token (development only)',
+      );
+    }
     const running = await startRouter({
       listen: flags.listen,
       logDir: flags.log,
-      security: servingSecurityOf(flags),
+      security,
       config,
-      authToken: authTokenOf(flags, env),
+      auth,
       workerCa: flags.workerCa === undefined ? undefined : readPem(flags.workerCa, '--worker-ca'),
       catalogue: flags.catalogue === undefined ? undefined : readCatalogueFile(flags.catalogue),
       metrics: flags.metrics,
@@ -170,8 +247,26 @@ async function runRouter(flags: RouterFlags): Promise<void> {
     };
     process.on('SIGINT', stop);
     process.on('SIGTERM', stop);
+    process.on('SIGHUP', () => {
+      if (auth.mode !== 'tokens') {
+        logger.info({ auth: auth.mode }, 'SIGHUP: no credentials files to reload');
+        return;
+      }
+      try {
+        running.reloadCredentials();
+      } catch (error) {
+        logger.error(
+          { problem: (error as Error).message },
+          'credentials reload failed: the credentials in force stay in force',
+        );
+      }
+    });
   } catch (error) {
-    if (error instanceof RouterConfigError || error instanceof ConfigError) {
+    if (
+      error instanceof RouterConfigError ||
+      error instanceof TokensFileError ||
+      error instanceof ConfigError
+    ) {
       process.stderr.write(`readie router: ${error.message}\n`);
       process.exit(2);
     }
@@ -197,15 +292,28 @@ export function addRouterCommand(program: Command): void {
     .option('--insecure', 'serve plaintext gRPC (only on a trusted network); TLS is the default')
     .option('--tls-cert <file>', 'PEM certificate chain to serve TLS with')
     .option('--tls-key <file>', 'PEM private key of --tls-cert')
-    .option('--catalogue <file>', 'checkpoint catalogue (JSON, DESIGN.md §4) to put in force')
+    .option('--catalogue <file>', 'checkpoint catalogue (JSON, docs/placement.md) to put in force')
     .option('--metrics <host:port>', 'serve Prometheus metrics over HTTP at GET /metrics')
     .option(
       '--worker-ca <file>',
       'PEM CA certificates: dial workers over TLS trusting these (plaintext without)',
     )
     .option(
+      '--auth <mode>',
+      'tokens (a tokens file and the router token); single-token or none: development only',
+      'tokens',
+    )
+    .option(
+      '--tokens-file <file>',
+      'who may call: "KIND NAME TOKEN" lines (tenant, worker, operator); reloaded on SIGHUP',
+    )
+    .option(
+      '--router-token-file <file>',
+      "the router's own token, presented to workers (first line); reloaded on SIGHUP",
+    )
+    .option(
       '--auth-token-file <file>',
-      'read the bearer token from this file (first line) instead of READIE_AUTH_TOKEN',
+      'with --auth single-token: the shared token from this file instead of READIE_AUTH_TOKEN',
     )
     .option(
       '--log-level <level>',
@@ -228,11 +336,15 @@ export function addRouterCommand(program: Command): void {
     'after',
     `
 Durations: 500ms, 30s, 10m, 1h. Sizes: 512MiB, 1GiB or bytes.
-READIE_AUTH_TOKEN (env): when set, every client and worker call must carry
-  "authorization: Bearer <token>" (else UNAUTHENTICATED); the router sends it to workers too.
-  --auth-token-file reads it from a file instead (a flag would show it in ps).
+Credentials (--auth tokens, the default): every call carries "authorization: Bearer <token>".
+  --tokens-file names each token's holder: a tenant (ProxyService, TenantService), a worker
+  (RegistryService, as that worker ID only) or an operator (AdminService); anything else is
+  PERMISSION_DENIED, an unknown token UNAUTHENTICATED. --router-token-file is what the router
+  presents to workers. Both are read again on SIGHUP (a bad file keeps the old credentials).
+--auth single-token: READIE_AUTH_TOKEN (or --auth-token-file) authorizes everything, and is sent
+  to workers. --auth none: no credentials. Both are development shortcuts, never for production.
 The router refuses to start without --tls-cert/--tls-key unless --insecure is given.
-See docs/router.md.`,
+See docs/router.md and docs/security.md.`,
   );
   command.action((flags: RouterFlags) => runRouter(flags));
 }

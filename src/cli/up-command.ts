@@ -88,9 +88,15 @@ async function up(options: UpOptions): Promise<number> {
     `readie: checkpoints: checkpoint_0${host.numpy ? ', ckpt-numpy' : ' (numpy is not importable: no numpy checkpoint)'}; logs in ${resolve(stateDir, 'logs')}`,
   );
   say('');
+  say(
+    `readie: credentials for this run in ${cluster.credentials.dir} (client tenant "local"; ` +
+      `operator token in ${cluster.credentials.operatorTokenFile})`,
+  );
+  say('');
   say('# The environment a client needs (paste into your shell):');
   say(`export READIE_ADDRESS=${cluster.address}`);
   say('export READIE_INSECURE=1');
+  say(`export READIE_AUTH_TOKEN=${cluster.credentials.clientToken}`);
   say(`export PYTHONPATH=${resolve(ROOT, 'python')}`);
   say('');
   say('# Then run an example:');
@@ -132,8 +138,11 @@ export function addUpCommand(program: Command): void {
     .addHelpText(
       'after',
       '\nThe router serves plaintext gRPC on loopback only (READIE_INSECURE=1 for clients); put nginx with\n' +
-        'TLS in front for anything else (deploy/nginx.conf). Needs root (namespaces, memory cgroups) and\n' +
-        'python3-cloudpickle, python3-grpcio, python3-protobuf; it says which command installs what is missing.',
+        'TLS in front for anything else (deploy/nginx.conf). Each start makes new credentials under\n' +
+        '<state-dir>/credentials/ (0600 files): a client token (printed as READIE_AUTH_TOKEN), an\n' +
+        "operator token, a token per worker and the router's own; see docs/security.md.\n" +
+        'Needs root (namespaces, memory cgroups) and python3-cloudpickle, python3-grpcio,\n' +
+        'python3-protobuf; it says which command installs what is missing.',
     )
     .action(async (options: UpOptions) => {
       try {

@@ -1,4 +1,7 @@
-/** `readie worker`: flags (each also read from its environment variable), startup, SIGTERM. */
+/**
+ * `readie worker`: flags (each also read from its environment variable), startup, SIGTERM, and
+ * SIGHUP to reload the token files.
+ */
 import { totalmem } from 'node:os';
 import type { Command } from 'commander';
 import { ConfigError, SETTINGS, type SettingName } from '../shared/config.js';
@@ -37,8 +40,12 @@ export function addWorkerCommand(program: Command): void {
     .option('--log-level <level>', 'pino log level [LOG_LEVEL]', process.env['LOG_LEVEL'] ?? 'info')
     .addHelpText(
       'after',
-      `\nSettings read from the environment (DESIGN.md §6):\n${SETTINGS_HELP}\n` +
-        '  READIE_AUTH_TOKEN            sent to the router, and required from it on ExecutionService\n' +
+      `\nSettings read from the environment (docs/container-lifecycle.md):\n${SETTINGS_HELP}\n` +
+        '  READIE_AUTH_TOKEN            with --auth single-token only (development): sent to the router,\n' +
+        '                               and required from it on ExecutionService\n' +
+        "\nCredentials (docs/security.md): ExecutionService accepts the router's token alone (a client's\n" +
+        "or a worker's token is refused); the worker reports with its own token, which names its --id.\n" +
+        'SIGHUP reads --token-file and --router-token-file again (a bad file keeps the old ones).\n' +
         '\nRuns as root (namespaces, mounts, cgroups); user code runs as nobody. On SIGTERM the worker\n' +
         'reports REMOVED, lets running calls finish (no time limit of its own: EXECUTION_TIMEOUT bounds\n' +
         'each call), removes its containers and exits; a second signal exits at once.',
@@ -75,6 +82,16 @@ export function addWorkerCommand(program: Command): void {
       };
       process.on('SIGTERM', leave);
       process.on('SIGINT', leave);
+      process.on('SIGHUP', () => {
+        try {
+          worker?.reloadCredentials();
+        } catch (error) {
+          log.error(
+            { problem: (error as Error).message },
+            'credentials reload failed: the credentials in force stay in force',
+          );
+        }
+      });
       try {
         worker = await Worker.start(options, log);
       } catch (error) {

@@ -166,7 +166,8 @@ const BY_STATUS: Readonly<Record<Exclude<Status, Status.OK>, readonly [ErrorClas
 
 const ADVICE: Partial<Record<Status, string>> = {
   [Status.UNAVAILABLE]: 'check that the router runs at READIE_ADDRESS and has workers',
-  [Status.UNAUTHENTICATED]: "set READIE_AUTH_TOKEN to the router's token",
+  [Status.UNAUTHENTICATED]:
+    "set READIE_AUTH_TOKEN to your client token (the cluster's operator gives it)",
   [Status.NOT_FOUND]: 'its container is gone; start a new session',
   [Status.UNIMPLEMENTED]: 'check that READIE_ADDRESS points at a readie router',
 };

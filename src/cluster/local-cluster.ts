@@ -5,6 +5,9 @@
  * workers to leave (they report removed and let running calls finish, however long that takes),
  * then stops the router (which flushes its log).
  *
+ * Every run makes fresh credentials (`local-credentials.ts`): the router takes the tokens file and
+ * its own token, each worker its own token and the router's digest, and clients the client token.
+ *
  * Each child runs in its own process group, so a Ctrl-C at the terminal reaches only this process,
  * which then stops the children once, in order. Should this process exit before they have stopped
  * (an uncaught error, `process.exit` on a second Ctrl-C), its exit handler sends each child still
@@ -16,6 +19,7 @@ import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { EventLog, EventLogError } from '../events/index.js';
 import { defaultCatalogue } from './default-catalogue.js';
+import { writeLocalCredentials, type LocalCredentials } from './local-credentials.js';
 
 const BIN = fileURLToPath(new URL('../../bin/readie.js', import.meta.url));
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -30,6 +34,11 @@ export interface LocalClusterOptions {
   readonly workerPorts?: readonly number[];
   /** Worker ids (default `worker-1` ... `worker-N`). */
   readonly workerIds?: readonly string[];
+  /**
+   * IDs of workers the caller runs itself (a benchmark's scripted worker): they get credentials
+   * (`credentials.workerTokenFiles`) but no process.
+   */
+  readonly externalWorkerIds?: readonly string[];
   readonly python: string;
   readonly numpy: boolean;
   /** Memory each worker offers, e.g. `4GiB` (default: the worker's own default). */
@@ -51,6 +60,8 @@ export interface LocalCluster {
   /** Each worker's process, by worker id. */
   readonly workerProcesses: ReadonlyMap<string, ChildProcess>;
   readonly logDir: string;
+  /** This run's credentials: the client token to print, the operator's, and their files. */
+  readonly credentials: LocalCredentials;
   /**
    * Asks the workers to leave and waits, with no time limit, until they have (running calls
    * finish); then stops the router. Resolves when all have exited.
@@ -68,6 +79,23 @@ interface Member {
   readonly logFile: string;
 }
 
+/**
+ * Credential settings a user's shell may hold (a client token exported from an earlier run, say):
+ * the children take their credentials from this run's files alone.
+ */
+const CREDENTIAL_ENV = [
+  'READIE_AUTH_TOKEN',
+  'WORKER_AUTH',
+  'WORKER_TOKEN_FILE',
+  'WORKER_ROUTER_TOKEN_FILE',
+];
+
+function childEnv(env: Readonly<Record<string, string>>): NodeJS.ProcessEnv {
+  const inherited = { ...process.env };
+  for (const name of CREDENTIAL_ENV) delete inherited[name];
+  return { ...inherited, ...env };
+}
+
 function start(
   name: string,
   args: readonly string[],
@@ -78,7 +106,7 @@ function start(
   const child = spawn(process.execPath, [BIN, ...args], {
     cwd: ROOT,
     stdio: ['ignore', fd, fd],
-    env: { ...process.env, ...env },
+    env: childEnv(env),
     // Its own process group: the terminal's Ctrl-C goes to `readie up` alone, which stops the
     // children once and in order (a worker takes a second signal as "exit without waiting").
     detached: true,
@@ -184,9 +212,26 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
   const workerIds =
     options.workerIds ?? Array.from({ length: options.workers }, (_, i) => `worker-${i + 1}`);
   const afterSeq = await lastSeqOf(logDir);
+  const credentials = writeLocalCredentials(stateDir, [
+    ...workerIds,
+    ...(options.externalWorkerIds ?? []),
+  ]);
   const router = start(
     'router',
-    ['router', '--listen', address, '--log', logDir, '--insecure', '--catalogue', catalogue],
+    [
+      'router',
+      '--listen',
+      address,
+      '--log',
+      logDir,
+      '--insecure',
+      '--catalogue',
+      catalogue,
+      '--tokens-file',
+      credentials.tokensFile,
+      '--router-token-file',
+      credentials.routerTokenFile,
+    ],
     resolve(logsDir, 'router.log'),
     env,
   );
@@ -210,6 +255,10 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
         '--python',
         options.python,
         '--insecure',
+        '--token-file',
+        credentials.workerTokenFiles.get(id)!,
+        '--router-token-file',
+        credentials.routerDigestFile,
         ...(options.workerMemory ? ['--memory', options.workerMemory] : []),
         ...(options.workerArgs ?? []),
       ],
@@ -257,5 +306,5 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
     throw error;
   }
   const workerProcesses = new Map(workers.map((w) => [w.name, w.process]));
-  return { address, workerIds, workerProcesses, logDir, stop, failed };
+  return { address, workerIds, workerProcesses, logDir, credentials, stop, failed };
 }

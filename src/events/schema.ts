@@ -105,7 +105,7 @@ export const EVENT_FIELDS = {
     checkpointId: opt(Text),
   },
   ContainerForgotten: { workerId: Id, containerId: Id, reason: literals(['idle', 'error']) },
-  CallRequested: { requestId: Id, sessionId: opt(Text), demand: DemandSchema },
+  CallRequested: { requestId: Id, sessionId: opt(Text), tenantId: opt(Id), demand: DemandSchema },
   CallPlaced: {
     requestId: Id,
     sessionId: opt(Text),

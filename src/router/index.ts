@@ -7,6 +7,9 @@ export {
   parseHostPort,
   servingSecurityOf,
   readPem,
+  TokensFileError,
+  type CredentialsSummary,
+  type RouterAuth,
   type ServingSecurity,
 } from './security/index.js';
 export { readCatalogueFile, parseCatalogue, type RevisedCatalogue } from './startup/index.js';

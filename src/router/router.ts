@@ -22,13 +22,15 @@ import {
 } from './observability/index.js';
 import { registryService } from './registry/index.js';
 import {
-  bearerMetadata,
-  bearerTokenInterceptor,
+  credentialInterceptor,
   formatHostPort,
   parseHostPort,
+  RouterCredentials,
   serverCredentialsOf,
   workerChannelCredentials,
+  type CredentialsSummary,
   type HostPort,
+  type RouterAuth,
   type ServingSecurity,
 } from './security/index.js';
 import { SessionTurns } from './sessions/index.js';
@@ -48,10 +50,13 @@ export interface RouterOptions {
   readonly logDir: string;
   /** TLS material, or plaintext when explicitly asked for. */
   readonly security: ServingSecurity;
-  /** The settings of DESIGN.md §6 in canonical units. Default: the defaults. */
+  /** The settings (docs/router.md) in canonical units. Default: the defaults. */
   readonly config?: Config;
-  /** Every client and worker call must carry it as a bearer token; sent to workers too. */
-  readonly authToken?: string | undefined;
+  /**
+   * How callers are authenticated (docs/security.md): a tokens file naming tenants, workers and
+   * operators plus the router's own token for workers, or a development mode. Default: none.
+   */
+  readonly auth?: RouterAuth;
   /** PEM CA certificates to dial workers over TLS; plaintext without. */
   readonly workerCa?: Buffer | undefined;
   /** A catalogue to put in force (appended unless that revision already is). */
@@ -83,6 +88,11 @@ export interface Router {
   /** Runs one probe round now; resolves once recorded (the timer does it every `PROBE_INTERVAL`). */
   probeNow(): Promise<void>;
   /**
+   * Reads the tokens file and the router's token file again and puts them in force; throws (a
+   * TokensFileError naming the file and line) and keeps the credentials in force when they are bad.
+   */
+  reloadCredentials(): CredentialsSummary;
+  /**
    * Stops: refuses new calls, lets running calls finish for up to `graceMs` (default 5 s), ends
    * the rest with `UNAVAILABLE` (each with its `CallFinished`), then flushes and closes the log.
    */
@@ -106,6 +116,7 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
   // Bad addresses are configuration errors: refuse them before the log records a start.
   const listen = parseHostPort(options.listen);
   const metricsListen = options.metrics === undefined ? undefined : parseHostPort(options.metrics);
+  const credentials = RouterCredentials.load(options.auth ?? { mode: 'none' });
   const log = EventLog.open<ClusterState>(options.logDir, {
     projection: clusterProjection,
     clock,
@@ -155,15 +166,18 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
       'router recovered its state from the log',
     );
 
-    const interceptors: ServerInterceptor[] = [];
-    if (options.authToken !== undefined && options.authToken !== '') {
-      interceptors.push(
-        bearerTokenInterceptor(options.authToken, (path, problem) => {
-          metrics.unauthenticated.inc();
-          logger.warn({ path, problem }, 'call refused: not authenticated');
-        }),
-      );
-    }
+    const interceptors: ServerInterceptor[] = [
+      credentialInterceptor(credentials, ({ path, code, problem }) => {
+        if (code === 'UNAUTHENTICATED') metrics.unauthenticated.inc();
+        else metrics.permissionDenied.inc();
+        logger.warn(
+          { path, code, problem },
+          code === 'UNAUTHENTICATED'
+            ? 'call refused: not authenticated'
+            : 'call refused: not allowed',
+        );
+      }),
+    ];
     server = new Server({ ...SERVER_OPTIONS, interceptors });
     const callPath = {
       journal,
@@ -173,10 +187,10 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
       config,
       logger,
       metrics,
-      workerMetadata: bearerMetadata(options.authToken),
+      workerMetadata: credentials.workerMetadata,
     };
-    server.addService(RelayProxyService, proxyService(callPath));
-    server.addService(RegistryServiceService, registryService({ journal, logger }));
+    server.addService(RelayProxyService, proxyService(callPath, credentials));
+    server.addService(RegistryServiceService, registryService({ journal, logger, credentials }));
     health.addToServer(server);
     const port = await bind(server, listen, serverCredentialsOf(options.security));
     const address = formatHostPort({ host: listen.host, port });
@@ -190,7 +204,7 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
       config,
       logger,
       metrics,
-      authToken: options.authToken,
+      workerMetadata: credentials.workerMetadata,
     });
     const reaper = new ReaperTimer({
       journal,
@@ -202,16 +216,28 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
     prober.start();
     reaper.start();
     for (const name of HEALTH_SERVICES) health.setStatus(name, 'SERVING');
-    if (options.workerCa === undefined && options.authToken) {
+    const inForce = credentials.summary();
+    if (options.workerCa === undefined && inForce.routerToken) {
       logger.warn(
-        'workers are dialed in plaintext: the auth token travels unencrypted to them (pass --worker-ca)',
+        "workers are dialed in plaintext: the router's token travels unencrypted to them (pass --worker-ca)",
+      );
+    }
+    for (const warning of inForce.warnings) logger.warn(warning);
+    if (inForce.mode !== 'tokens') {
+      logger.warn(
+        { auth: inForce.mode },
+        inForce.mode === 'none'
+          ? 'no credentials: anyone who reaches this port may call, register workers and administer (development only)'
+          : 'single-token mode: one token authorizes every client, worker and operator (development only)',
       );
     }
     logger.info(
       {
         address,
         tls: options.security.kind === 'tls',
-        auth: options.authToken !== undefined && options.authToken !== '',
+        auth: inForce.mode,
+        credentials: inForce.credentials,
+        routerToken: inForce.routerToken,
         metrics: metricsServer?.address ?? null,
       },
       'router serving',
@@ -230,6 +256,15 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
         return turns.waiting;
       },
       probeNow: () => prober.probeAll(),
+      reloadCredentials() {
+        const summary = credentials.reload();
+        for (const warning of summary.warnings) logger.warn(warning);
+        logger.info(
+          { credentials: summary.credentials, routerToken: summary.routerToken },
+          'credentials reloaded',
+        );
+        return summary;
+      },
       close(graceMs = 5_000) {
         closing ??= (async () => {
           prober.stop();

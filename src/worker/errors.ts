@@ -70,10 +70,16 @@ export class ShuttingDownError extends WorkerError {
   readonly code = status.UNAVAILABLE;
 }
 
-/** The caller did not present the router's token. */
+/** The caller did not present the router's credential (none, or one this worker does not know). */
 export class UnauthenticatedError extends WorkerError {
   override readonly name = 'UnauthenticatedError';
   readonly code = status.UNAUTHENTICATED;
+}
+
+/** The caller presented a credential this worker knows but that is not the router's (its own). */
+export class NotTheRouterError extends WorkerError {
+  override readonly name = 'NotTheRouterError';
+  readonly code = status.PERMISSION_DENIED;
 }
 
 /** The worker cannot start: a bad flag, no Python, no cgroups. Not a call's error. */

@@ -13,6 +13,7 @@ import {
 } from '../shared/config.js';
 import { parseHostPort } from '../shared/host-port.js';
 import { parseCount, parseSize, UnitParseError } from '../shared/units.js';
+import type { WorkerAuth } from './credentials.js';
 
 /** A worker flag: its commander spelling, environment name and help line. */
 export interface WorkerFlag {
@@ -45,6 +46,9 @@ export interface WorkerFlagValues {
   tlsCa?: string;
   tlsCert?: string;
   tlsKey?: string;
+  auth?: string;
+  tokenFile?: string;
+  routerTokenFile?: string;
 }
 
 /** Every worker flag, in `--help` order. */
@@ -113,7 +117,7 @@ export const WORKER_FLAGS: readonly WorkerFlag[] = [
     key: 'catalogue',
     flag: '--catalogue <file>',
     env: 'WORKER_CATALOGUE',
-    help: 'checkpoint catalogue JSON (DESIGN.md §4); none: cold starts only',
+    help: 'checkpoint catalogue JSON (docs/placement.md); none: cold starts only',
   },
   {
     key: 'standby',
@@ -175,6 +179,24 @@ export const WORKER_FLAGS: readonly WorkerFlag[] = [
     env: 'READIE_TLS_KEY',
     help: "this worker's private key",
   },
+  {
+    key: 'auth',
+    flag: '--auth <tokens|single-token|none>',
+    env: 'WORKER_AUTH',
+    help: 'tokens: --token-file and --router-token-file; single-token (READIE_AUTH_TOKEN both ways) and none are for development only (default tokens)',
+  },
+  {
+    key: 'tokenFile',
+    flag: '--token-file <file>',
+    env: 'WORKER_TOKEN_FILE',
+    help: "this worker's own token, presented on its reports to the router (first line; reloaded on SIGHUP)",
+  },
+  {
+    key: 'routerTokenFile',
+    flag: '--router-token-file <file>',
+    env: 'WORKER_ROUTER_TOKEN_FILE',
+    help: "the router's token or its sha256: digest, one a line: the only credential ExecutionService accepts (reloaded on SIGHUP)",
+  },
 ];
 
 /** gRPC transport security. */
@@ -208,9 +230,9 @@ export interface WorkerOptions {
   readonly installer: 'auto' | 'pip' | 'uv';
   readonly cgroupParent: string;
   readonly security: TransportSecurity;
-  /** READIE_AUTH_TOKEN, or null when router auth is off. */
-  readonly authToken: string | null;
-  /** The numeric settings (DESIGN.md §6), WORKER_MAX_EXECUTORS included. */
+  /** How the worker and the router authenticate to each other (docs/security.md). */
+  readonly auth: WorkerAuth;
+  /** The numeric settings (docs/container-lifecycle.md), WORKER_MAX_EXECUTORS included. */
   readonly config: Config;
   /** The unprivileged user and group that user code runs as (nobody:nogroup). */
   readonly sandboxUid: number;
@@ -277,6 +299,39 @@ function truthy(value: string | undefined): boolean {
   return value !== undefined && !['0', 'false', 'no', ''].includes(value.toLowerCase());
 }
 
+/** The credentials from `--auth` and its files, checked; relative paths resolve here. */
+function authOf(
+  get: (key: keyof WorkerFlagValues) => string | undefined,
+  env: Readonly<Record<string, string | undefined>>,
+): WorkerAuth {
+  const mode = oneOf(get('auth') ?? 'tokens', ['tokens', 'single-token', 'none'], '--auth');
+  const tokenFile = get('tokenFile');
+  const routerTokenFile = get('routerTokenFile');
+  if (mode === 'tokens') {
+    if (tokenFile === undefined || routerTokenFile === undefined) {
+      throw new ConfigError(
+        'the worker needs its credentials: --token-file FILE (its own token, WORKER_TOKEN_FILE) and ' +
+          "--router-token-file FILE (the router's token or digest, WORKER_ROUTER_TOKEN_FILE); see " +
+          'docs/security.md. For development only: --auth single-token or --auth none',
+      );
+    }
+    return { mode, tokenFile: resolve(tokenFile), routerTokenFile: resolve(routerTokenFile) };
+  }
+  if (tokenFile !== undefined || routerTokenFile !== undefined) {
+    throw new ConfigError(
+      `--token-file and --router-token-file are for --auth tokens, not --auth ${mode}`,
+    );
+  }
+  if (mode === 'none') return { mode };
+  const token = env['READIE_AUTH_TOKEN'];
+  if (token === undefined || token === '') {
+    throw new ConfigError(
+      '--auth single-token needs READIE_AUTH_TOKEN, the shared development token',
+    );
+  }
+  return { mode, token };
+}
+
 /** Resolves flags over environment variables over defaults; throws ConfigError naming the flag. */
 export function resolveWorkerOptions(
   flags: WorkerFlagValues,
@@ -288,7 +343,7 @@ export function resolveWorkerOptions(
   if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/.test(workerId)) {
     throw new ConfigError(`--id "${workerId}" must be 1-63 letters, digits, ".", "_" or "-"`);
   }
-  // WORKER_MAX_EXECUTORS is a DESIGN.md §6 setting: resolveConfig reads it; the flag overrides.
+  // WORKER_MAX_EXECUTORS is a shared setting: resolveConfig reads it; the flag overrides.
   const config = resolveConfig(
     env,
     flags.maxContainers !== undefined
@@ -332,7 +387,7 @@ export function resolveWorkerOptions(
     installer: oneOf(get('installer') ?? 'auto', ['auto', 'pip', 'uv'], '--installer'),
     cgroupParent: get('cgroupParent') ?? `readie/${workerId}`,
     security,
-    authToken: env['READIE_AUTH_TOKEN'] || null,
+    auth: authOf(get, env),
     config,
     sandboxUid: 65534,
     sandboxGid: 65534,

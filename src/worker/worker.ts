@@ -14,6 +14,7 @@ import { ContainerPool } from './containers/index.js';
 import { WorkerStartupError } from './errors.js';
 import { CallTracker, executionService } from './execution/index.js';
 import { WorkerHealth } from './health.js';
+import { WorkerCredentials } from './credentials.js';
 import { CpuSampler, probePython } from './machine.js';
 import { advertisedAddress, type WorkerOptions } from './options.js';
 import { findInstaller, type Installer } from './packages/index.js';
@@ -78,6 +79,7 @@ export class Worker {
     readonly options: WorkerOptions,
     readonly log: Logger,
     private readonly tuning: WorkerTuning,
+    private readonly credentials: WorkerCredentials,
   ) {}
 
   /** Starts a worker: checks, checkpoints, server, registration. Throws if it cannot register. */
@@ -86,7 +88,17 @@ export class Worker {
     log: Logger,
     tuning: Partial<WorkerTuning> = {},
   ): Promise<Worker> {
-    const worker = new Worker(options, log, { ...DEFAULT_TUNING, ...tuning });
+    const credentials = new WorkerCredentials(options.auth);
+    for (const warning of credentials.warnings) log.warn(warning);
+    if (credentials.mode !== 'tokens') {
+      log.warn(
+        { auth: credentials.mode },
+        credentials.mode === 'none'
+          ? 'no credentials: anyone who reaches this port may run calls here (development only)'
+          : 'single-token mode: one token for the router, every worker and every client (development only)',
+      );
+    }
+    const worker = new Worker(options, log, { ...DEFAULT_TUNING, ...tuning }, credentials);
     try {
       await worker.boot();
     } catch (error) {
@@ -229,7 +241,7 @@ export class Worker {
           sandboxPython: this.pythonVersion,
         },
         calls: this.calls,
-        authToken: options.authToken,
+        credentials: this.credentials,
       }),
     );
     this.health.addTo(server);
@@ -253,7 +265,7 @@ export class Worker {
     const registry = new RegistryClient({
       router: options.router,
       credentials: await routerCredentials(options.security),
-      authToken: options.authToken,
+      identity: this.credentials,
       log: this.log,
       registerRetries: tuning.registerRetries,
       registerRetryDelayMs: tuning.registerRetryDelayMs,
@@ -295,6 +307,16 @@ export class Worker {
       pythonVersion: this.pythonVersion,
       restoreBackend: this.backend?.description ?? '',
     };
+  }
+
+  /**
+   * Reads the token files again (SIGHUP in `readie worker`): the new ones are in force for the next
+   * call and report. Throws WorkerStartupError naming the file, and keeps the old ones, when bad.
+   */
+  reloadCredentials(): void {
+    this.credentials.reload();
+    for (const warning of this.credentials.warnings) this.log.warn(warning);
+    this.log.info({ auth: this.credentials.mode }, 'credentials reloaded');
   }
 
   /**

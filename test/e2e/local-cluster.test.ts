@@ -1,17 +1,81 @@
 import { expect } from 'chai';
 import { execSync, spawnSync } from 'node:child_process';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { credentials, status, type ServiceError } from '@grpc/grpc-js';
 import { join } from 'node:path';
 import { waitForWorkers } from '../../src/cluster/local-cluster.js';
 import { EventLog } from '../../src/events/index.js';
+import {
+  Flavor,
+  RegistryServiceClient,
+  WorkerStatus,
+} from '../../src/proto/gen/readie/v1/registry.js';
+import { tokenDigest } from '../../src/shared/bearer-token.js';
 import { freePort } from '../support/e2e-cluster.js';
 import { registered } from '../support/events.js';
 import { runReadie } from '../support/processes.js';
 import { PYTHON } from '../support/python.js';
-import { readLog } from '../support/router/harness.js';
+import { bearer, readLog } from '../support/router/harness.js';
 import { cleanTempDirs, tempDir } from '../support/temp.js';
 
 const WORKERS = ['worker-1', 'worker-2', 'worker-3'];
+
+/** The mode bits of a path. */
+function modeOf(path: string): number {
+  return statSync(path).mode & 0o777;
+}
+
+/**
+ * What `readie up` must have made of its credentials: one fresh token per holder, every file
+ * 0600 in 0700 directories, the router's tokens file holding digests only; the printed client
+ * token is a tenant's (it may not register a worker).
+ */
+async function checkCredentials(stateDir: string, clientToken: string, address: string) {
+  const dir = join(stateDir, 'credentials');
+  const files = [
+    'tokens',
+    'router.token',
+    'router.sha256',
+    'client.token',
+    'operator.token',
+    ...WORKERS.map((id) => join('workers', `${id}.token`)),
+  ];
+  expect(modeOf(dir)).to.equal(0o700);
+  expect(modeOf(join(dir, 'workers'))).to.equal(0o700);
+  for (const file of files) expect(modeOf(join(dir, file)), file).to.equal(0o600);
+  const secret = (file: string) => readFileSync(join(dir, file), 'utf8').trim();
+  const tokens = files.filter((f) => f !== 'tokens' && f !== 'router.sha256').map(secret);
+  expect(new Set(tokens).size, 'every credential is its own').to.equal(tokens.length);
+  for (const token of tokens) expect(token).to.match(/^[0-9a-f]{64}$/);
+  expect(secret('client.token')).to.equal(clientToken);
+  const table = secret('tokens');
+  for (const token of tokens) expect(table).to.not.include(token);
+  expect(table).to.include(`tenant local ${tokenDigest(clientToken)}`);
+  expect(secret('router.sha256')).to.equal(tokenDigest(secret('router.token')));
+
+  const registry = new RegistryServiceClient(address, credentials.createInsecure());
+  const refused = await new Promise<ServiceError | null>((resolve) =>
+    registry.reportStatus(
+      {
+        workerId: 'worker-1',
+        address: '127.0.0.1:1',
+        status: WorkerStatus.WORKER_STATUS_READY,
+        error: '',
+        flavor: Flavor.FLAVOR_CPU,
+        memoryTotal: 0,
+        maxContainers: 0,
+        gpuMemoryTotal: 0,
+        checkpoints: [],
+        pythonVersion: '',
+        restoreBackend: '',
+      },
+      bearer(clientToken),
+      (error) => resolve(error),
+    ),
+  );
+  registry.close();
+  expect(refused?.code, 'a client token registering a worker').to.equal(status.PERMISSION_DENIED);
+}
 
 /** A log in `logDir` holding ready registrations of `workerIds`, as a previous run leaves it. */
 async function logOfAnEarlierRun(logDir: string, workerIds: readonly string[]): Promise<number> {
@@ -54,8 +118,14 @@ describe('the local cluster (readie up, what npm start runs)', function () {
         .filter((line) => line.startsWith('export '))
         .map((line) => /^export ([A-Z_]+)=(.*)$/.exec(line)!.slice(1, 3) as [string, string]),
     );
-    expect(exports).to.have.keys('READIE_ADDRESS', 'READIE_INSECURE', 'PYTHONPATH');
+    expect(exports).to.have.keys(
+      'READIE_ADDRESS',
+      'READIE_INSECURE',
+      'READIE_AUTH_TOKEN',
+      'PYTHONPATH',
+    );
     expect(exports.READIE_ADDRESS).to.equal(`127.0.0.1:${port}`);
+    await checkCredentials(stateDir, exports.READIE_AUTH_TOKEN!, `127.0.0.1:${port}`);
     const command = up.lines[up.lines.indexOf('# Then run an example:') + 1]!;
     expect(command).to.match(/^\/usr\/bin\/python3 \/.*\/examples\/hello\.py$/);
     // Exactly what a user does: paste the export lines, run the command.

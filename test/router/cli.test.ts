@@ -1,10 +1,19 @@
 import { expect } from 'chai';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { configFromFlags, flagOf } from '../../src/cli/router-command.js';
+import { credentials } from '@grpc/grpc-js';
+import { configFromFlags, flagOf, routerAuthOf } from '../../src/cli/router-command.js';
+import { ProxyServiceClient } from '../../src/proto/gen/readie/v1/proxy.js';
 import { parseCatalogue, readCatalogueFile, RouterConfigError } from '../../src/router/index.js';
 import { DEFAULT_CONFIG, SETTING_NAMES } from '../../src/shared/config.js';
-import { readLog, startTestRouter } from '../support/router/harness.js';
+import {
+  bearer,
+  codeOf,
+  eventually,
+  readLog,
+  run,
+  startTestRouter,
+} from '../support/router/harness.js';
 import { runReadie } from '../support/processes.js';
 import { cleanTempDirs, tempDir } from '../support/temp.js';
 
@@ -30,6 +39,10 @@ describe('readie router: command line and startup', function () {
       '--tls-key',
       '--catalogue',
       '--metrics',
+      '--auth',
+      '--tokens-file',
+      '--router-token-file',
+      '--auth-token-file',
     ]) {
       expect(help).to.include(flag);
     }
@@ -79,7 +92,11 @@ describe('readie router: command line and startup', function () {
     const logDir = tempDir();
     const catalogue = parseCatalogue(JSON.stringify(CATALOGUE), 'test');
     for (let start = 0; start < 2; start += 1) {
-      const test = await startTestRouter({ logDir, catalogue, authToken: 'never-logged' });
+      const test = await startTestRouter({
+        logDir,
+        catalogue,
+        auth: { mode: 'single-token', token: 'never-logged' },
+      });
       await test.close();
     }
     const other = parseCatalogue(JSON.stringify({ ...CATALOGUE, defaultImportCost: 5 }), 'test');
@@ -105,7 +122,16 @@ describe('readie router: command line and startup', function () {
   it('refuses a bad --listen or --metrics before the log records a start', async () => {
     const logDir = tempDir();
     await (await startTestRouter({ logDir })).close();
-    const child = runReadie(['router', '--insecure', '--log', logDir, '--listen', 'bogus']);
+    const child = runReadie([
+      'router',
+      '--insecure',
+      '--auth',
+      'none',
+      '--log',
+      logDir,
+      '--listen',
+      'bogus',
+    ]);
     const { code } = await child.exited;
     expect(code).to.equal(2);
     expect(child.stderr()).to.match(/"bogus" is not an address/);
@@ -115,5 +141,93 @@ describe('readie router: command line and startup', function () {
     });
     expect(refused).to.be.instanceOf(RouterConfigError);
     expect(readLog(logDir).map((event) => event.type)).to.deep.equal(['RouterStarted']);
+  });
+
+  it('authenticates with a tokens file by default, and the development modes only when asked for', () => {
+    const noEnv = {};
+    const tokens = { auth: 'tokens', tokensFile: 't', routerTokenFile: 'r' };
+    expect(routerAuthOf(tokens, noEnv)).to.deep.equal({
+      mode: 'tokens',
+      tokensFile: 't',
+      routerTokenFile: 'r',
+    });
+    expect(() => routerAuthOf({ auth: 'tokens' }, { READIE_AUTH_TOKEN: 'x' })).to.throw(
+      RouterConfigError,
+      /--tokens-file FILE .*--router-token-file FILE.*--auth single-token/,
+    );
+    expect(() => routerAuthOf({ auth: 'tokens', tokensFile: 't' }, noEnv)).to.throw(
+      /--router-token-file/,
+    );
+    expect(routerAuthOf({ auth: 'single-token' }, { READIE_AUTH_TOKEN: 'dev' })).to.deep.equal({
+      mode: 'single-token',
+      token: 'dev',
+    });
+    expect(() => routerAuthOf({ auth: 'single-token' }, noEnv)).to.throw(/READIE_AUTH_TOKEN/);
+    expect(() => routerAuthOf({ auth: 'none', tokensFile: 't' }, noEnv)).to.throw(
+      /--tokens-file is for --auth tokens, not --auth none/,
+    );
+    expect(() => routerAuthOf({ ...tokens, authTokenFile: 'x' }, noEnv)).to.throw(
+      /--auth-token-file is the single development token/,
+    );
+    expect(() => routerAuthOf({ auth: 'open' }, noEnv)).to.throw(/--auth open: expected one of/);
+  });
+
+  it('readie router logs the tenant of each call from its tokens file, and SIGHUP reloads the file', async () => {
+    const dir = tempDir();
+    const token = 'cli-tenant-token-0123456789';
+    const tokensFile = join(dir, 'tokens');
+    const routerTokenFile = join(dir, 'router.token');
+    writeFileSync(tokensFile, `tenant before ${token}\n`, { mode: 0o600 });
+    writeFileSync(routerTokenFile, 'cli-router-token-0123456789\n', { mode: 0o600 });
+    const logDir = join(dir, 'log');
+    const child = runReadie(
+      [
+        'router',
+        '--listen',
+        '127.0.0.1:0',
+        '--log',
+        logDir,
+        '--insecure',
+        '--tokens-file',
+        tokensFile,
+        '--router-token-file',
+        routerTokenFile,
+      ],
+      { LOG_LEVEL: 'info' },
+    );
+    try {
+      const serving = await child.waitFor(/"msg":"router serving"/, 60_000);
+      const { address, auth } = JSON.parse(serving) as { address: string; auth: string };
+      expect(auth).to.equal('tokens');
+      const client = new ProxyServiceClient(address, credentials.createInsecure());
+      const tenantsLogged = async (requestId: string): Promise<unknown> => {
+        // No worker: placement refuses the call, after CallRequested names its tenant.
+        const outcome = await run(client, 'echo', { requestId }, { metadata: bearer(token) });
+        expect(codeOf(outcome)).to.equal('UNAVAILABLE');
+        let tenantId: unknown;
+        await eventually(() => {
+          const event = readLog(logDir).find(
+            (e) => e.type === 'CallRequested' && e.requestId === requestId,
+          );
+          tenantId = event?.type === 'CallRequested' ? event.tenantId : undefined;
+          return event !== undefined;
+        }, 'CallRequested on disk');
+        return tenantId;
+      };
+      expect(await tenantsLogged('r-before')).to.equal('before');
+      writeFileSync(tokensFile, `tenant after ${token}\n`);
+      child.process.kill('SIGHUP');
+      await child.waitFor(/"msg":"credentials reloaded"/, 30_000);
+      expect(await tenantsLogged('r-after')).to.equal('after');
+      // A broken file: the reload fails loudly and the credentials in force stay.
+      writeFileSync(tokensFile, 'tenant\n');
+      child.process.kill('SIGHUP');
+      await child.waitFor(/"msg":"credentials reload failed/, 30_000);
+      expect(await tenantsLogged('r-kept')).to.equal('after');
+      client.close();
+    } finally {
+      child.process.kill('SIGTERM');
+      await child.exited;
+    }
   });
 });

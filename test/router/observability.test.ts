@@ -1,33 +1,9 @@
 import { expect } from 'chai';
-import { Writable } from 'node:stream';
 import { createLogger } from '../../src/router/index.js';
 import { bearer, codeOf, foldLog, run, startTestRouter } from '../support/router/harness.js';
+import { captureLog } from '../support/log-capture.js';
 import { ScriptedWorker } from '../support/router/scripted-worker.js';
 import { cleanTempDirs } from '../support/temp.js';
-
-/** A pino destination keeping every line. */
-function capture(): {
-  stream: Writable;
-  lines: () => Record<string, unknown>[];
-  text: () => string;
-} {
-  let text = '';
-  const stream = new Writable({
-    write(chunk: Buffer, _encoding, done) {
-      text += chunk.toString();
-      done();
-    },
-  });
-  return {
-    stream,
-    text: () => text,
-    lines: () =>
-      text
-        .split('\n')
-        .filter((line) => line !== '')
-        .map((line) => JSON.parse(line) as Record<string, unknown>),
-  };
-}
 
 const TOKEN = 'observability-token-value';
 
@@ -36,10 +12,10 @@ describe('router: logs and metrics', function () {
   afterEach(cleanTempDirs);
 
   it('logs JSON lines naming the call, explains placement at debug, never payloads or tokens', async () => {
-    const log = capture();
+    const log = captureLog();
     const test = await startTestRouter({
       logger: createLogger('debug', log.stream),
-      authToken: TOKEN,
+      auth: { mode: 'single-token', token: TOKEN },
       metrics: '127.0.0.1:0',
     });
     const worker = await ScriptedWorker.start({ workerId: 'w1' });

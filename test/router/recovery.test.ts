@@ -24,7 +24,18 @@ interface RunningRouter {
 /** Starts `readie router` as a child process on a free port; resolves once it serves. */
 async function startChildRouter(logDir: string): Promise<RunningRouter> {
   const child = runReadie(
-    ['router', '--listen', '127.0.0.1:0', '--log', logDir, '--insecure', '--probe-interval', '1h'],
+    [
+      'router',
+      '--listen',
+      '127.0.0.1:0',
+      '--log',
+      logDir,
+      '--insecure',
+      '--auth',
+      'none',
+      '--probe-interval',
+      '1h',
+    ],
     { REAPER_INTERVAL: '1h', LOG_LEVEL: 'info' },
   );
   const line = await child.waitFor(/"msg":"router serving"/, 60_000);

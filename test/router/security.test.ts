@@ -38,7 +38,7 @@ describe('router: TLS and the bearer token', function () {
         tlsCert: tlsFile('server.pem'),
         tlsKey: tlsFile('server-key.pem'),
       }),
-      authToken: TOKEN,
+      auth: { mode: 'single-token', token: TOKEN },
       workerCa: ca,
       clientCredentials: credentials.createSsl(ca),
       clientHost: 'localhost',

@@ -66,6 +66,8 @@ export interface E2eCluster {
   readonly dir: string;
   readonly logDir: string;
   readonly token: string;
+  /** The token of a worker, one of `externalWorkerIds` for one the caller runs. */
+  workerToken(workerId: string): string;
   /** The address clients use: nginx. */
   readonly address: string;
   readonly routerPort: number;
@@ -77,13 +79,14 @@ export interface E2eCluster {
 }
 
 /**
- * Starts the router and two workers as `readie up` does (startLocalCluster, with a token, a wheel
- * directory and quick probes), then nginx in front; resolves when both workers are registered and
+ * Starts the router and two workers as `readie up` does (startLocalCluster, with its credentials,
+ * a wheel directory and quick probes), then nginx in front; resolves when both workers are registered and
  * nginx listens.
  */
-export async function startE2eCluster(): Promise<E2eCluster> {
+export async function startE2eCluster(
+  options: { readonly externalWorkerIds?: readonly string[] } = {},
+): Promise<E2eCluster> {
   const dir = tempDir('readie-e2e-');
-  const token = 'e2e-secret-token';
   const wheels = buildWheel(
     dir,
     'readie_e2e_demo',
@@ -93,6 +96,7 @@ export async function startE2eCluster(): Promise<E2eCluster> {
   const local = await startLocalCluster({
     workers: 2,
     workerIds: ['e2e-w1', 'e2e-w2'],
+    externalWorkerIds: options.externalWorkerIds ?? [],
     stateDir: dir,
     port: routerPort,
     workerPorts: [await freePort(), await freePort()],
@@ -102,7 +106,6 @@ export async function startE2eCluster(): Promise<E2eCluster> {
     workerArgs: ['--wheel-dir', wheels],
     readyTimeout: 60_000,
     env: {
-      READIE_AUTH_TOKEN: token,
       PROBE_INTERVAL: '500ms',
       PROBE_TIMEOUT: '500ms',
       PROBE_FAILURE_THRESHOLD: '2',
@@ -111,6 +114,8 @@ export async function startE2eCluster(): Promise<E2eCluster> {
       WORKER_TTL: '10s',
     },
   });
+  // The client token this run of the cluster made (tenant "local").
+  const token = local.credentials.clientToken;
   let nginx: ChildProcess | undefined;
   const stop = async () => {
     nginx?.kill('SIGTERM');
@@ -135,6 +140,11 @@ export async function startE2eCluster(): Promise<E2eCluster> {
     dir,
     logDir: local.logDir,
     token,
+    workerToken: (workerId) => {
+      const file = local.credentials.workerTokenFiles.get(workerId);
+      if (file === undefined) throw new Error(`no credentials for worker ${workerId}`);
+      return readFileSync(file, 'utf8').trim();
+    },
     address: `127.0.0.1:${nginxPort}`,
     routerPort,
     workers: local.workerProcesses,

@@ -74,7 +74,14 @@ export function requested(
   requestId: string,
   fields: Partial<NewEventOf<'CallRequested'>> = {},
 ): NewEvent {
-  return { type: 'CallRequested', requestId, sessionId: null, demand: demand(), ...fields };
+  return {
+    type: 'CallRequested',
+    requestId,
+    sessionId: null,
+    tenantId: null,
+    demand: demand(),
+    ...fields,
+  };
 }
 
 /** A placement decision and its reservation (1 GiB unless told). */

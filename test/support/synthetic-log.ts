@@ -116,6 +116,7 @@ export function* syntheticLog(options: SyntheticLogOptions): Generator<NewEvent>
         type: 'CallRequested',
         requestId,
         sessionId,
+        tenantId: null,
         demand: {
           memory,
           gpuMemory: null,

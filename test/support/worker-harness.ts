@@ -76,6 +76,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
       stateDir: join(stateDir, 'state'),
       python: PYTHON,
       insecure: true,
+      auth: 'none',
       restoreBackend: 'template',
       ...(catalogue ? { catalogue } : {}),
       ...options.flags,

@@ -157,6 +157,8 @@ describe('container lifecycle', function () {
         '--python',
         PYTHON,
         '--insecure',
+        '--auth',
+        'none',
         '--restore-backend',
         'template',
       ],
@@ -227,6 +229,8 @@ describe('container lifecycle', function () {
       '--python',
       PYTHON,
       '--insecure',
+      '--auth',
+      'none',
       '--restore-backend',
       'template',
     ];

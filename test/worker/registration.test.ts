@@ -189,12 +189,15 @@ describe('registration and liveness', function () {
     ]);
   });
 
-  it('with READIE_AUTH_TOKEN: sends the bearer token to the router and requires it on Execute', async () => {
-    const harness = await start({ env: { READIE_AUTH_TOKEN: 's3cret-token' } });
+  it('with --auth single-token: sends READIE_AUTH_TOKEN to the router and requires it on Execute', async () => {
+    const harness = await start({
+      flags: { auth: 'single-token' },
+      env: { READIE_AUTH_TOKEN: 's3cret-token' },
+    });
     expect(harness.router.reports[0]!.authorization).to.equal('Bearer s3cret-token');
     const missing = await execute(harness.client, header({}), CALL);
     expect(missing.code).to.equal(status.UNAUTHENTICATED);
-    expect(missing.details).to.include('requires the router token');
+    expect(missing.details).to.include('from the router alone');
     expect(missing.details).not.to.include('s3cret');
     const wrong = new Metadata();
     wrong.set('authorization', 'Bearer nope');

@@ -1,4 +1,4 @@
-import { readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { Metadata, status } from '@grpc/grpc-js';
@@ -16,8 +16,13 @@ import {
   FrameType,
   MAX_FRAME_LENGTH,
 } from '../../src/worker/executor-link/index.js';
-import { authMetadata, requireToken } from '../../src/worker/auth.js';
-import { UnauthenticatedError } from '../../src/worker/errors.js';
+import { tokenDigest } from '../../src/shared/bearer-token.js';
+import { WorkerCredentials } from '../../src/worker/credentials.js';
+import {
+  NotTheRouterError,
+  UnauthenticatedError,
+  WorkerStartupError,
+} from '../../src/worker/errors.js';
 import { advertisedAddress, resolveWorkerOptions } from '../../src/worker/options.js';
 import { installCommand, requirementProblem } from '../../src/worker/packages/index.js';
 import {
@@ -283,6 +288,7 @@ describe('worker units', () => {
       id: 'w-1',
       flavor: 'gpu',
       insecure: true,
+      auth: 'single-token',
     };
 
     it('reads flags over environment variables over defaults', () => {
@@ -304,18 +310,30 @@ describe('worker units', () => {
         stateDir: '/var/lib/readie/w-1',
         python: '/usr/bin/python3',
         cgroupParent: 'readie/w-1',
-        authToken: 't',
+        auth: { mode: 'single-token', token: 't' },
         security: { insecure: true },
       });
       expect(options.config.WORKER_MAX_EXECUTORS).to.equal(3);
       expect(options.config.DIAL_TOTAL_TIMEOUT).to.equal(5000);
       const flagged = resolveWorkerOptions(
         { ...flags, maxContainers: '9' },
-        { WORKER_MAX_EXECUTORS: '3' },
+        { WORKER_MAX_EXECUTORS: '3', READIE_AUTH_TOKEN: 't' },
         { totalMemory: 1 },
       );
       expect(flagged.config.WORKER_MAX_EXECUTORS).to.equal(9);
-      expect(resolveWorkerOptions(flags, {}, { totalMemory: 1234 }).memoryTotal).to.equal(1234);
+      expect(
+        resolveWorkerOptions({ ...flags, auth: 'none' }, {}, { totalMemory: 1234 }).memoryTotal,
+      ).to.equal(1234);
+      const tokens = resolveWorkerOptions(
+        { ...flags, auth: undefined, tokenFile: 'own.token' },
+        { WORKER_ROUTER_TOKEN_FILE: '/etc/readie/router.sha256' },
+        { totalMemory: 1 },
+      );
+      expect(tokens.auth).to.deep.equal({
+        mode: 'tokens',
+        tokenFile: join(process.cwd(), 'own.token'),
+        routerTokenFile: '/etc/readie/router.sha256',
+      });
     });
 
     it('says which flag is wrong', () => {
@@ -338,6 +356,18 @@ describe('worker units', () => {
         'TLS needs --tls-cert and --tls-key',
       );
       expect(fails({ id: 'bad/id' })).to.throw(ConfigError, '--id');
+      // Credentials: the tokens mode by default, and the development modes only when asked for.
+      expect(fails({ auth: undefined })).to.throw(
+        ConfigError,
+        /--token-file FILE .*--router-token-file/,
+      );
+      expect(fails({ auth: undefined, tokenFile: 'x' })).to.throw(
+        ConfigError,
+        /--router-token-file/,
+      );
+      expect(fails({ auth: 'single-token' })).to.throw(ConfigError, /needs READIE_AUTH_TOKEN/);
+      expect(fails({ auth: 'none', tokenFile: 'x' })).to.throw(ConfigError, /not --auth none/);
+      expect(fails({ auth: 'open' })).to.throw(ConfigError, /--auth must be one of/);
     });
 
     it('advertises the bound port, with the hostname for a wildcard listen address', () => {
@@ -348,7 +378,7 @@ describe('worker units', () => {
   });
 
   describe('catalogue', () => {
-    it('reads the DESIGN.md §4 shape and picks the checkpoints of a flavor', () => {
+    it('reads the catalogue shape (docs/placement.md) and picks the checkpoints of a flavor', () => {
       const catalogue = parseCatalogueJson(JSON.stringify(CATALOGUE), 'test');
       expect(checkpointsFor(catalogue, 'gpu').map((c) => c.id)).to.deep.equal(['gpu-only']);
       expect(checkpointsFor(catalogue, 'tpu')).to.deep.equal([]);
@@ -367,23 +397,87 @@ describe('worker units', () => {
     });
   });
 
-  describe('router token', () => {
-    it('requires exactly one authorization value carrying the token, as the router does', () => {
-      const metadata = (...values: string[]) => {
-        const m = new Metadata();
-        for (const value of values) m.add('authorization', value);
-        return m;
-      };
-      expect(() => requireToken(metadata(), null)).to.not.throw();
-      expect(() => requireToken(metadata('Bearer t'), 't')).to.not.throw();
-      expect(() => requireToken(metadata(), 't')).to.throw(
+  describe('credentials', () => {
+    afterEach(cleanTempDirs);
+    const metadata = (...values: string[]) => {
+      const m = new Metadata();
+      for (const value of values) m.add('authorization', value);
+      return m;
+    };
+    const ROUTER = 'router-token-0123456789abcdef';
+    const OWN = 'worker-token-0123456789abcdef';
+
+    function files(own: string, router: string): { tokenFile: string; routerTokenFile: string } {
+      const dir = tempDir();
+      writeFileSync(join(dir, 'own'), `${own}\n`, { mode: 0o600 });
+      writeFileSync(join(dir, 'router'), router, { mode: 0o600 });
+      return { tokenFile: join(dir, 'own'), routerTokenFile: join(dir, 'router') };
+    }
+
+    it("accepts the router's token alone on ExecutionService, and reports with its own", () => {
+      const credentials = new WorkerCredentials({ mode: 'tokens', ...files(OWN, `${ROUTER}\n`) });
+      expect(() => credentials.checkRouter(metadata(`Bearer ${ROUTER}`))).to.not.throw();
+      expect(() => credentials.checkRouter(metadata())).to.throw(
         UnauthenticatedError,
-        /requires the router token/,
+        /from the router alone/,
       );
-      expect(() => requireToken(metadata('Bearer x'), 't')).to.throw(/does not match/);
-      expect(() => requireToken(metadata('Bearer t', 'Bearer x'), 't')).to.throw(/does not match/);
-      expect(authMetadata('t').get('authorization')).to.deep.equal(['Bearer t']);
-      expect(authMetadata(null).get('authorization')).to.deep.equal([]);
+      expect(() => credentials.checkRouter(metadata('Bearer a-client-token-1234567'))).to.throw(
+        UnauthenticatedError,
+        /not the router's credential/,
+      );
+      expect(() => credentials.checkRouter(metadata(`Bearer ${OWN}`))).to.throw(
+        NotTheRouterError,
+        /worker's own credential/,
+      );
+      expect(() =>
+        credentials.checkRouter(metadata(`Bearer ${ROUTER}`, `Bearer ${ROUTER}`)),
+      ).to.throw(UnauthenticatedError);
+      expect(credentials.reportMetadata().get('authorization')).to.deep.equal([`Bearer ${OWN}`]);
+      expect(credentials.warnings).to.deep.equal([]);
+    });
+
+    it("takes the router's token as its digest, several while one is rotated, and reloads", () => {
+      const paths = files(OWN, `# the router\n${tokenDigest(ROUTER)}\n`);
+      const credentials = new WorkerCredentials({ mode: 'tokens', ...paths });
+      expect(() => credentials.checkRouter(metadata(`Bearer ${ROUTER}`))).to.not.throw();
+      const next = 'next-router-token-0123456789';
+      expect(() => credentials.checkRouter(metadata(`Bearer ${next}`))).to.throw();
+      writeFileSync(paths.routerTokenFile, `${tokenDigest(ROUTER)}\n${next}\n`);
+      credentials.reload();
+      expect(() => credentials.checkRouter(metadata(`Bearer ${next}`))).to.not.throw();
+      expect(() => credentials.checkRouter(metadata(`Bearer ${ROUTER}`))).to.not.throw();
+      // A bad file is refused and the credentials in force stay.
+      writeFileSync(paths.routerTokenFile, 'short\n');
+      expect(() => credentials.reload()).to.throw(WorkerStartupError, /at least 16 characters/);
+      expect(() => credentials.checkRouter(metadata(`Bearer ${next}`))).to.not.throw();
+    });
+
+    it('refuses files it cannot use, saying which and why, never echoing a token', () => {
+      const make = (own: string, router: string) => () =>
+        new WorkerCredentials({ mode: 'tokens', ...files(own, router) });
+      expect(make(OWN, OWN)).to.throw(WorkerStartupError, /hold the same token/);
+      expect(make('', ROUTER)).to.throw(WorkerStartupError, /--token-file .*holds no token/);
+      expect(make(tokenDigest(OWN), ROUTER)).to.throw(WorkerStartupError, /in clear/);
+      expect(make(OWN, 'sha256:abc')).to.throw(WorkerStartupError, /line 1: a digest is/);
+      expect(make(OWN, '# nothing\n')).to.throw(WorkerStartupError, /lists no token/);
+      expect(make('short', ROUTER))
+        .to.throw(WorkerStartupError)
+        .that.satisfies((error: Error) => !error.message.includes('short'));
+      const open = files(OWN, ROUTER);
+      chmodSync(open.tokenFile, 0o644);
+      expect(new WorkerCredentials({ mode: 'tokens', ...open }).warnings).to.deep.equal([
+        `--token-file ${open.tokenFile} is mode 0644: make it 0600 (chmod 600)`,
+      ]);
+    });
+
+    it('in the development modes: one shared token both ways, or no check at all', () => {
+      const shared = new WorkerCredentials({ mode: 'single-token', token: 't' });
+      expect(() => shared.checkRouter(metadata('Bearer t'))).to.not.throw();
+      expect(() => shared.checkRouter(metadata('Bearer x'))).to.throw(UnauthenticatedError);
+      expect(shared.reportMetadata().get('authorization')).to.deep.equal(['Bearer t']);
+      const none = new WorkerCredentials({ mode: 'none' });
+      expect(() => none.checkRouter(metadata())).to.not.throw();
+      expect(none.reportMetadata().get('authorization')).to.deep.equal([]);
     });
   });
 });

@@ -61,8 +61,9 @@ export interface CallPathOptions {
   readonly logger: Logger;
   readonly metrics: RouterMetrics;
   /**
-   * Metadata for every worker stream (the bearer token, when set), built once; each call sends a
-   * clone, since grpc-js writes its own headers into the metadata it is given.
+   * Metadata for every worker stream (the router's own token, when it has one), kept current by
+   * the credentials; each call sends a clone, since grpc-js writes its own headers into the
+   * metadata it is given.
    */
   readonly workerMetadata: Metadata;
 }
@@ -101,8 +102,10 @@ export class CallRelay implements ActiveCall {
   constructor(
     private readonly options: CallPathOptions,
     private readonly call: ClientStream,
+    /** The tenant the caller's credential names; null without one. */
+    private readonly tenantId: string | null = null,
   ) {
-    this.log = options.logger;
+    this.log = options.logger.child({ tenantId });
   }
 
   /** True from placement until the call finishes. */
@@ -195,6 +198,7 @@ export class CallRelay implements ActiveCall {
       requestId: this.requestId,
       sessionId: this.sessionId,
       workerId: null,
+      tenantId: this.tenantId,
     });
     if (active.has(this.requestId) || journal.state.reservations.has(this.requestId)) {
       this.refuse(new DuplicateRequestError(this.requestId));
@@ -238,7 +242,9 @@ export class CallRelay implements ActiveCall {
     }
     const decision = place(state, call);
     try {
-      journal.append(decisionEvents(call.requestId, call.sessionId, call.demand, decision));
+      journal.append(
+        decisionEvents(call.requestId, call.sessionId, call.demand, decision, this.tenantId),
+      );
     } catch (error) {
       this.refuse(error);
       return;
@@ -254,6 +260,7 @@ export class CallRelay implements ActiveCall {
       requestId: this.requestId,
       sessionId: this.sessionId,
       workerId: decision.workerId,
+      tenantId: this.tenantId,
     });
     // One info line per call (at its end) keeps logging cheap; the steps are at debug.
     this.log.debug(

@@ -8,14 +8,18 @@ import type { Demand, NewEvent } from '../../events/types.js';
 import type { CallIds } from '../../proto/gen/readie/v1/call.js';
 import type { GrpcCodeName, PlacedDecision, PlacementDecision } from '../placement/index.js';
 
-/** The events of step 3: `CallRequested` (the demand as sent), then placement's outcome. */
+/**
+ * The events of step 3: `CallRequested` (the demand as sent, and the tenant the caller's
+ * credential names, null without one), then placement's outcome.
+ */
 export function decisionEvents(
   requestId: string,
   sessionId: string | null,
   demand: Demand,
   decision: PlacementDecision,
+  tenantId: string | null = null,
 ): NewEvent[] {
-  return [{ type: 'CallRequested', requestId, sessionId, demand }, ...decision.events];
+  return [{ type: 'CallRequested', requestId, sessionId, tenantId, demand }, ...decision.events];
 }
 
 /**

@@ -1,13 +1,29 @@
-/** `ProxyService` (shell): each `RequestExecution` stream is one `CallRelay`. */
+/**
+ * `ProxyService` (shell): each `RequestExecution` stream is one `CallRelay`, for the tenant the
+ * caller's credential names (null in the development modes).
+ */
 import type { ServerDuplexStream, UntypedServiceImplementation } from '@grpc/grpc-js';
+import { toServiceError } from '../grpc-status.js';
+import { tenantOf, type RouterCredentials } from '../security/index.js';
 import { CallRelay, type CallPathOptions } from './call-relay.js';
 import type { ClientAnswer, ClientMessage } from './relay-codec.js';
 
 /** The `ProxyService` implementation, for the `RelayProxyService` definition. */
-export function proxyService(options: CallPathOptions): UntypedServiceImplementation {
+export function proxyService(
+  options: CallPathOptions,
+  credentials: RouterCredentials,
+): UntypedServiceImplementation {
   return {
     requestExecution(call: ServerDuplexStream<ClientMessage, ClientAnswer>) {
-      new CallRelay(options, call).start();
+      let tenantId: string | null;
+      try {
+        tenantId = tenantOf(credentials.authorize(call.metadata, call.getPath()));
+      } catch (error) {
+        // The interceptor refuses such calls first; a reload in between can still get here.
+        call.emit('error', toServiceError(error));
+        return;
+      }
+      new CallRelay(options, call, tenantId).start();
     },
   };
 }

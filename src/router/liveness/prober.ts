@@ -4,11 +4,11 @@
  * each failure appends `WorkerProbeFailed`, and `PROBE_FAILURE_THRESHOLD` consecutive ones evict
  * the worker (see `probe-outcome.ts`). A worker is never probed twice at once.
  */
+import type { Metadata } from '@grpc/grpc-js';
 import type { Config } from '../../shared/config.js';
 import type { Journal } from '../journal/index.js';
 import type { Logger } from '../observability/logger.js';
 import type { RouterMetrics } from '../observability/metrics.js';
-import { bearerMetadata } from '../security/index.js';
 import type { WorkerConnections } from '../workers/index.js';
 import { nextProbeFailureCount, probeFailureEvents } from './probe-outcome.js';
 
@@ -19,7 +19,8 @@ export interface ProberOptions {
   readonly config: Config;
   readonly logger: Logger;
   readonly metrics: RouterMetrics;
-  readonly authToken?: string | undefined;
+  /** Metadata for each probe (the router's own credential, when it has one); sent as a clone. */
+  readonly workerMetadata: Metadata;
 }
 
 /** Probes every worker on a timer. */
@@ -83,13 +84,13 @@ export class Prober {
 
   /** One health check: null when the worker answered `SERVING`, else what went wrong. */
   private check(connections: WorkerConnections, address: string): Promise<string | null> {
-    const { config, authToken } = this.options;
+    const { config, workerMetadata } = this.options;
     return new Promise((resolve) => {
       connections
         .health(address)
         .check(
           { service: '' },
-          bearerMetadata(authToken),
+          workerMetadata.clone(),
           { deadline: Date.now() + config.PROBE_TIMEOUT },
           (error, response) => {
             if (error) resolve(`health check failed: ${error.code} ${error.details}`);

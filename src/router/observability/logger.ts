@@ -1,6 +1,6 @@
 /**
  * The router's structured logs: pino JSON, one object a line. Call lines carry `requestId`,
- * `sessionId` and `workerId`; worker lines carry `workerId`. Payload bytes are never logged, and
+ * `sessionId`, `workerId` and `tenantId`; worker lines carry `workerId`. Payload bytes are never logged, and
  * anything that looks like a credential is redacted (options shared with the worker:
  * `src/shared/log-options.ts`).
  */
@@ -20,6 +20,8 @@ export interface CallLogIds {
   readonly requestId: string;
   readonly sessionId: string | null;
   readonly workerId: string | null;
+  /** The tenant the caller's credential names; null without one. */
+  readonly tenantId: string | null;
 }
 
 /** A child logger whose every line names the call. */
@@ -28,5 +30,6 @@ export function callLogger(logger: Logger, ids: CallLogIds): Logger {
     requestId: ids.requestId,
     sessionId: ids.sessionId,
     workerId: ids.workerId,
+    tenantId: ids.tenantId,
   });
 }

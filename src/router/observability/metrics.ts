@@ -36,6 +36,8 @@ export class RouterMetrics {
   readonly probeFailures: Counter<string>;
   /** Calls refused for a missing or wrong bearer token. */
   readonly unauthenticated: Counter<string>;
+  /** Calls refused because the caller's credential does not allow them. */
+  readonly permissionDenied: Counter<string>;
 
   constructor(sources: MetricsSources) {
     const registers = [this.registry];
@@ -79,6 +81,11 @@ export class RouterMetrics {
     this.unauthenticated = new Counter({
       name: 'readie_router_unauthenticated_total',
       help: 'Calls refused for a missing or wrong bearer token',
+      registers,
+    });
+    this.permissionDenied = new Counter({
+      name: 'readie_router_permission_denied_total',
+      help: "Calls refused because the caller's credential does not allow them",
       registers,
     });
     new Gauge({

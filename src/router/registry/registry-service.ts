@@ -1,9 +1,10 @@
 /**
- * `RegistryService` (shell): worker reports become events. Each handler validates the message into
- * a plain report (`INVALID_ARGUMENT` naming the field otherwise), asks `report-events.ts` for the
- * events, appends them and answers.
+ * `RegistryService` (shell): worker reports become events. Each handler first checks that the
+ * caller's credential names the worker the report is about (`PERMISSION_DENIED` otherwise, before
+ * anything reaches the log), validates the message into a plain report (`INVALID_ARGUMENT` naming
+ * the field otherwise), asks `report-events.ts` for the events, appends them and answers.
  */
-import type { sendUnaryData, ServerUnaryCall } from '@grpc/grpc-js';
+import type { Metadata, sendUnaryData, ServerUnaryCall } from '@grpc/grpc-js';
 import {
   ContainerState,
   Flavor,
@@ -21,6 +22,11 @@ import { toServiceError } from '../grpc-status.js';
 import type { Journal } from '../journal/index.js';
 import type { Logger } from '../observability/logger.js';
 import {
+  describePrincipal,
+  PermissionDeniedError,
+  type RouterCredentials,
+} from '../security/index.js';
+import {
   containerReportEvents,
   statusReportEvents,
   utilizationReportEvents,
@@ -33,6 +39,27 @@ import {
 export interface RegistryServiceOptions {
   readonly journal: Journal;
   readonly logger: Logger;
+  /** Who is reporting: a worker's credential may report as that worker alone. */
+  readonly credentials: RouterCredentials;
+}
+
+/**
+ * Throws PermissionDeniedError unless the caller may report as `workerId`: its own worker
+ * credential, or a development mode (which names no one and allows everything).
+ */
+function checkReporter(
+  credentials: RouterCredentials,
+  metadata: Metadata,
+  path: string,
+  workerId: string,
+): void {
+  const principal = credentials.authorize(metadata, path);
+  if (principal.kind === 'anyone') return;
+  if (principal.kind === 'worker' && principal.workerId === workerId) return;
+  throw new PermissionDeniedError(
+    `${describePrincipal(principal)} may not report as worker "${workerId}": ` +
+      'a worker reports as the worker ID its credential names, and only as that one',
+  );
 }
 
 function required(value: string, field: string): string {
@@ -117,14 +144,15 @@ export function containerReportOf(request: ReportContainerStateRequest): Contain
   };
 }
 
-/** Runs one unary handler: its answer, or its error as a gRPC status. */
-function answer<Req, Res>(
-  logger: Logger,
+/** Runs one unary handler after the reporter check: its answer, or its error as a gRPC status. */
+function answer<Req extends { readonly workerId: string }, Res>(
+  { logger, credentials }: RegistryServiceOptions,
   call: ServerUnaryCall<Req, Res>,
   callback: sendUnaryData<Res>,
   handle: (request: Req) => Res,
 ): void {
   try {
+    checkReporter(credentials, call.metadata, call.getPath(), call.request.workerId);
     callback(null, handle(call.request));
   } catch (error) {
     const serviceError = toServiceError(error);
@@ -141,7 +169,7 @@ export function registryService(options: RegistryServiceOptions): RegistryServic
   const { journal, logger } = options;
   return {
     reportStatus(call, callback) {
-      answer(logger, call, callback, (request): ReportStatusResponse => {
+      answer(options, call, callback, (request): ReportStatusResponse => {
         const report = statusReportOf(request);
         const known = journal.state.workers.get(report.workerId);
         const events = statusReportEvents(journal.state, report);
@@ -158,7 +186,7 @@ export function registryService(options: RegistryServiceOptions): RegistryServic
       });
     },
     reportUtilization(call, callback) {
-      answer(logger, call, callback, (request): ReportUtilizationResponse => {
+      answer(options, call, callback, (request): ReportUtilizationResponse => {
         const outcome = utilizationReportEvents(journal.state, utilizationReportOf(request));
         if (outcome.events.length > 0) journal.append(outcome.events);
         if (!outcome.registered) {
@@ -171,7 +199,7 @@ export function registryService(options: RegistryServiceOptions): RegistryServic
       });
     },
     reportContainerState(call, callback) {
-      answer(logger, call, callback, (request): ReportContainerStateResponse => {
+      answer(options, call, callback, (request): ReportContainerStateResponse => {
         const report = containerReportOf(request);
         const outcome = containerReportEvents(journal.state, report);
         if (outcome.events.length > 0) journal.append(outcome.events);

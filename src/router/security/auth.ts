@@ -1,8 +1,9 @@
 /**
- * Bearer-token authentication. With `READIE_AUTH_TOKEN` set, every call to the router's services
- * must carry `authorization: Bearer <token>`, else `UNAUTHENTICATED`; the health service stays open
- * so load balancers and orchestrators can probe it. The check itself (constant time) is shared with
- * the worker: `src/shared/bearer-token.ts`.
+ * The server interceptor in front of every router service: it authenticates each call's bearer
+ * token into a Principal and refuses, before any handler runs, a caller it does not know
+ * (`UNAUTHENTICATED`) or one whose credential does not serve that service (`PERMISSION_DENIED`,
+ * see `access-policy.ts`). The standard health service stays open. Handlers that need to know who
+ * is calling (which tenant, which worker) ask `RouterCredentials.authenticate` again.
  */
 import {
   Metadata,
@@ -12,42 +13,38 @@ import {
   status,
   type ServerInterceptor,
 } from '@grpc/grpc-js';
-import { AUTHORIZATION, bearerTokenProblem, bearerValue } from '../../shared/bearer-token.js';
+import { AUTHORIZATION, bearerValue } from '../../shared/bearer-token.js';
+import { isOpenPath } from './access-policy.js';
+import { PermissionDeniedError, UnauthenticatedError } from './errors.js';
+import type { RouterCredentials } from './router-credentials.js';
 
-/** Paths reachable without a token: the standard health service. */
-const OPEN_PATHS = /^\/grpc\.health\.v1\.Health\//;
-
-/** Why a call's metadata does not authenticate it, or null when it does. */
-export function authenticationProblem(metadata: Metadata, token: string): string | null {
-  switch (bearerTokenProblem(metadata.get(AUTHORIZATION), token)) {
-    case null:
-      return null;
-    case 'missing':
-      return 'missing bearer token: send metadata "authorization: Bearer <READIE_AUTH_TOKEN>"';
-    case 'wrong':
-      return 'wrong bearer token: the "authorization" metadata does not carry the router\'s token';
-  }
+/** A refusal the interceptor made, for logs and metrics (never the token). */
+export interface Refusal {
+  readonly path: string;
+  readonly code: 'UNAUTHENTICATED' | 'PERMISSION_DENIED';
+  readonly problem: string;
 }
 
-/**
- * A server interceptor refusing calls without the token with `UNAUTHENTICATED`. `onRefused` is
- * told each refusal (for logs and metrics; never the token).
- */
-export function bearerTokenInterceptor(
-  token: string,
-  onRefused: (path: string, problem: string) => void,
+/** An interceptor refusing calls whose credentials do not allow them; `onRefused` hears each. */
+export function credentialInterceptor(
+  credentials: RouterCredentials,
+  onRefused: (refusal: Refusal) => void,
 ): ServerInterceptor {
   return (method, call) => {
-    if (OPEN_PATHS.test(method.path)) return new ServerInterceptingCall(call);
+    if (isOpenPath(method.path)) return new ServerInterceptingCall(call);
     const listener = new ServerListenerBuilder()
       .withOnReceiveMetadata((metadata, next) => {
-        const problem = authenticationProblem(metadata, token);
-        if (problem === null) {
-          next(metadata);
+        try {
+          credentials.authorize(metadata, method.path);
+        } catch (error) {
+          if (!(error instanceof UnauthenticatedError || error instanceof PermissionDeniedError)) {
+            throw error;
+          }
+          onRefused({ path: method.path, code: error.code, problem: error.message });
+          call.sendStatus({ code: status[error.code], details: error.message });
           return;
         }
-        onRefused(method.path, problem);
-        call.sendStatus({ code: status.UNAUTHENTICATED, details: problem });
+        next(metadata);
       })
       .build();
     const responder = new ResponderBuilder().withStart((next) => next(listener)).build();
@@ -55,7 +52,7 @@ export function bearerTokenInterceptor(
   };
 }
 
-/** Metadata carrying the token, for the router's own calls to workers (empty without a token). */
+/** Metadata presenting `token` as a bearer token (empty without one). */
 export function bearerMetadata(token: string | undefined): Metadata {
   const metadata = new Metadata();
   if (token !== undefined && token !== '') metadata.set(AUTHORIZATION, bearerValue(token));

@@ -4,7 +4,7 @@ import type {
   ExecuteRequest,
   ExecutionServiceServer,
 } from '../../proto/gen/readie/v1/execution.js';
-import { requireToken } from '../auth.js';
+import type { WorkerCredentials } from '../credentials.js';
 import type { ContainerPool } from '../containers/index.js';
 import { WorkerError, WorkerUnusableError } from '../errors.js';
 import { readHeader, type HeaderContext } from './call-header.js';
@@ -20,14 +20,14 @@ export interface ExecutionServiceDeps extends Omit<CallDeps, 'pool'> {
   readonly unusable: () => string | null;
   readonly header: HeaderContext;
   readonly calls: CallTracker;
-  /** READIE_AUTH_TOKEN; null when auth is off. */
-  readonly authToken: string | null;
+  /** Who may call: the router's credential alone (anyone with `--auth none`). */
+  readonly credentials: Pick<WorkerCredentials, 'checkRouter'>;
 }
 
 async function execute(stream: ExecuteStream, deps: ExecutionServiceDeps): Promise<void> {
   let end: (() => void) | null = null;
   try {
-    requireToken(stream.metadata, deps.authToken);
+    deps.credentials.checkRouter(stream.metadata);
     end = deps.calls.begin();
     const pool = deps.pool();
     const unusable = deps.unusable() ?? (pool ? null : 'it has no container pool');

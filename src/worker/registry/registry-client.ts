@@ -13,7 +13,7 @@ import {
   type ReportStatusRequest,
   type ReportUtilizationRequest,
 } from '../../proto/gen/readie/v1/registry.js';
-import { authMetadata } from '../auth.js';
+import type { WorkerCredentials } from '../credentials.js';
 
 /** The router could not be reached (or refused) after every attempt. */
 export class RegistrationError extends Error {
@@ -25,7 +25,8 @@ export interface RegistryClientOptions {
   /** host:port of the router's RegistryService. */
   readonly router: string;
   readonly credentials: ChannelCredentials;
-  readonly authToken: string | null;
+  /** This worker's credential, presented on every report. */
+  readonly identity: Pick<WorkerCredentials, 'reportMetadata'>;
   readonly log: Logger;
   /** Retries after the first attempt when the router is unreachable (the issue says three). */
   readonly registerRetries: number;
@@ -80,7 +81,7 @@ export class RegistryClient {
     return new Promise((resolve, reject) => {
       this.client.reportStatus(
         request,
-        authMetadata(this.options.authToken),
+        this.options.identity.reportMetadata(),
         { deadline: this.deadline() },
         (error: ServiceError | null) => (error ? reject(error) : resolve()),
       );
@@ -135,7 +136,7 @@ export class RegistryClient {
     return new Promise((resolve, reject) => {
       this.client.reportUtilization(
         request,
-        authMetadata(this.options.authToken),
+        this.options.identity.reportMetadata(),
         { deadline: this.deadline() },
         (error, response) => (error ? reject(error) : resolve(response?.registered ?? false)),
       );
@@ -164,7 +165,7 @@ export class RegistryClient {
     return new Promise((resolve) => {
       this.client.reportContainerState(
         request,
-        authMetadata(this.options.authToken),
+        this.options.identity.reportMetadata(),
         { deadline: this.deadline() },
         (error, response) => {
           const state = containerStateToJSON(request.state);
