@@ -8,8 +8,11 @@ import { Server, type ServerInterceptor } from '@grpc/grpc-js';
 import { HealthImplementation } from 'grpc-health-check';
 import { EventLog } from '../events/index.js';
 import { clusterProjection, type ClusterState } from '../projections/index.js';
+import { AdminServiceService } from '../proto/gen/readie/v1/admin.js';
 import { RegistryServiceService } from '../proto/gen/readie/v1/registry.js';
+import { TenantServiceService } from '../proto/gen/readie/v1/tenant.js';
 import { DEFAULT_CONFIG, type Config } from '../shared/config.js';
+import { adminService, tenantService } from './admin/index.js';
 import { ActiveCalls, proxyService, RelayProxyService } from './calls/index.js';
 import { Journal } from './journal/index.js';
 import { Prober, ReaperTimer } from './liveness/index.js';
@@ -106,7 +109,13 @@ const SERVER_OPTIONS = {
 };
 
 /** The service names the router's health service reports. */
-const HEALTH_SERVICES = ['', 'readie.v1.ProxyService', 'readie.v1.RegistryService'];
+const HEALTH_SERVICES = [
+  '',
+  'readie.v1.ProxyService',
+  'readie.v1.RegistryService',
+  'readie.v1.AdminService',
+  'readie.v1.TenantService',
+];
 
 /** Starts a router; resolves once it serves. */
 export async function startRouter(options: RouterOptions): Promise<Router> {
@@ -191,6 +200,16 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
     };
     server.addService(RelayProxyService, proxyService(callPath, credentials));
     server.addService(RegistryServiceService, registryService({ journal, logger, credentials }));
+    server.addService(
+      AdminServiceService,
+      adminService({
+        state: () => log.state,
+        live: () => ({ callsInFlight: active.inFlight, callsWaiting: turns.waiting }),
+        credentials,
+        logger,
+      }),
+    );
+    server.addService(TenantServiceService, tenantService({ state: () => log.state, credentials }));
     health.addToServer(server);
     const port = await bind(server, listen, serverCredentialsOf(options.security));
     const address = formatHostPort({ host: listen.host, port });

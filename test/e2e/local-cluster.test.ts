@@ -5,6 +5,7 @@ import { credentials, status, type ServiceError } from '@grpc/grpc-js';
 import { join } from 'node:path';
 import { waitForWorkers } from '../../src/cluster/local-cluster.js';
 import { EventLog } from '../../src/events/index.js';
+import { AdminServiceClient, type StatusResponse } from '../../src/proto/gen/readie/v1/admin.js';
 import {
   Flavor,
   RegistryServiceClient,
@@ -28,7 +29,7 @@ function modeOf(path: string): number {
 /**
  * What `readie up` must have made of its credentials: one fresh token per holder, every file
  * 0600 in 0700 directories, the router's tokens file holding digests only; the printed client
- * token is a tenant's (it may not register a worker).
+ * token is a tenant's (it may not register a worker), the operator's token reads the status.
  */
 async function checkCredentials(stateDir: string, clientToken: string, address: string) {
   const dir = join(stateDir, 'credentials');
@@ -75,6 +76,17 @@ async function checkCredentials(stateDir: string, clientToken: string, address: 
   );
   registry.close();
   expect(refused?.code, 'a client token registering a worker').to.equal(status.PERMISSION_DENIED);
+  const admin = new AdminServiceClient(address, credentials.createInsecure());
+  const answer = await new Promise<StatusResponse>((resolve, reject) =>
+    admin.status({ includeExpiredSessions: false }, bearer(secret('operator.token')), (e, r) =>
+      e ? reject(e) : resolve(r),
+    ),
+  );
+  admin.close();
+  expect(answer.workers.map((w) => [w.workerId, w.status])).to.deep.equal(
+    WORKERS.map((id) => [id, 'ready']),
+  );
+  expect(answer.lastSeq).to.be.greaterThan(0);
 }
 
 /** A log in `logDir` holding ready registrations of `workerIds`, as a previous run leaves it. */
