@@ -8,11 +8,15 @@
  * shows what the hop itself costs, so the router's own overhead reads as router / bare relay.
  * The router is the real `readie router` command and the worker a real grpc-js server, each in
  * its own process, as in production (on this 2-core machine they share the cores with the
- * client). Rounds rotate the paths because this machine's speed drifts.
+ * client). The router authenticates as in production: a tokens file naming the benchmark's tenant
+ * and worker, its own token for the worker. Rounds rotate the paths because this machine's speed
+ * drifts.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { createInterface } from 'node:readline';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { credentials, Metadata, type ClientDuplexStream } from '@grpc/grpc-js';
 import { PayloadFormat } from '../src/proto/gen/readie/v1/call.js';
@@ -31,8 +35,14 @@ import {
   RegistryServiceClient,
   WorkerStatus,
 } from '../src/proto/gen/readie/v1/registry.js';
+import { bearerMetadata } from '../src/router/security/index.js';
 import { HealthClient } from '../src/router/workers/index.js';
 import { collectGarbage, perSecond, ratio, withTempDir, percentile } from './support.js';
+
+/** The benchmark's credentials: its client's tenant token, its worker's, the router's own. */
+const TENANT_TOKEN = 'bench-tenant-token-0123456789abcdef';
+const WORKER_TOKEN = 'bench-worker-token-0123456789abcdef';
+const ROUTER_TOKEN = 'bench-router-token-0123456789abcdef';
 
 const SMALL_CALLS = 1_500;
 const CONCURRENT_CALLS = 3_000;
@@ -57,9 +67,10 @@ interface Path {
 
 function proxyPath(name: 'router' | 'bare', address: string): Path & { close(): void } {
   const client = new ProxyServiceClient(address, credentials.createInsecure());
+  const metadata = bearerMetadata(TENANT_TOKEN);
   return {
     name,
-    open: () => client.requestExecution(new Metadata()) as Stream,
+    open: () => client.requestExecution(metadata.clone()) as Stream,
     first: (requestId) => ({
       message: {
         $case: 'config',
@@ -245,6 +256,7 @@ function register(routerAddress: string, workerAddress: string): Promise<void> {
         pythonVersion: '3.11.2',
         restoreBackend: 'template',
       },
+      bearerMetadata(WORKER_TOKEN),
       (error) => {
         registry.close();
         if (error) reject(error);
@@ -252,6 +264,12 @@ function register(routerAddress: string, workerAddress: string): Promise<void> {
       },
     ),
   );
+}
+
+/** A file of `dir` holding `text`, 0600. */
+function secret(dir: string, name: string, text: string): string {
+  writeFileSync(join(dir, name), text, { mode: 0o600 });
+  return join(dir, name);
 }
 
 /** Runs the router benchmark. */
@@ -272,10 +290,12 @@ export async function run() {
         '--listen',
         routerAddress,
         '--log',
-        dir,
+        join(dir, 'log'),
         '--insecure',
-        '--auth',
-        'none',
+        '--tokens-file',
+        secret(dir, 'tokens', `tenant bench ${TENANT_TOKEN}\nworker w1 ${WORKER_TOKEN}\n`),
+        '--router-token-file',
+        secret(dir, 'router.token', ROUTER_TOKEN),
       ],
       { stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, WORKER_TTL: '1h' } },
     );
