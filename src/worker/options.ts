@@ -36,6 +36,7 @@ export interface WorkerFlagValues {
   python?: string;
   catalogue?: string;
   restoreBackend?: string;
+  criu?: string;
   packageIndex?: string;
   wheelDir?: string;
   installer?: string;
@@ -113,7 +114,7 @@ export const WORKER_FLAGS: readonly WorkerFlag[] = [
     key: 'catalogue',
     flag: '--catalogue <file>',
     env: 'WORKER_CATALOGUE',
-    help: 'checkpoint catalogue JSON (DESIGN.md §4); none: cold starts only',
+    help: 'checkpoint catalogue JSON (format: docs/placement.md); none: cold starts only',
   },
   {
     key: 'standby',
@@ -126,6 +127,12 @@ export const WORKER_FLAGS: readonly WorkerFlag[] = [
     flag: '--restore-backend <auto|template|criu>',
     env: 'WORKER_RESTORE_BACKEND',
     help: 'checkpoint restores: auto probes criu, then falls back to template; criu without a working criu is an ERROR status (default auto)',
+  },
+  {
+    key: 'criu',
+    flag: '--criu <path>',
+    env: 'WORKER_CRIU',
+    help: 'the criu binary, 4.1 or later (default: /usr/local/lib/readie/criu/sbin/criu, installed by deploy/install-criu.sh, else criu on PATH)',
   },
   {
     key: 'packageIndex',
@@ -201,6 +208,8 @@ export interface WorkerOptions {
   readonly python: string;
   readonly cataloguePath: string | null;
   readonly restoreBackend: 'auto' | 'template' | 'criu';
+  /** The criu binary to use (--criu); null: the installed prefix, else PATH. */
+  readonly criu: string | null;
   /** Containers kept restored ahead of demand, per held checkpoint. */
   readonly standbyPerCheckpoint: number;
   readonly packageIndex: string | null;
@@ -210,7 +219,7 @@ export interface WorkerOptions {
   readonly security: TransportSecurity;
   /** READIE_AUTH_TOKEN, or null when router auth is off. */
   readonly authToken: string | null;
-  /** The numeric settings (DESIGN.md §6), WORKER_MAX_EXECUTORS included. */
+  /** The numeric settings (docs/container-lifecycle.md), WORKER_MAX_EXECUTORS included. */
   readonly config: Config;
   /** The unprivileged user and group that user code runs as (nobody:nogroup). */
   readonly sandboxUid: number;
@@ -288,7 +297,7 @@ export function resolveWorkerOptions(
   if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/.test(workerId)) {
     throw new ConfigError(`--id "${workerId}" must be 1-63 letters, digits, ".", "_" or "-"`);
   }
-  // WORKER_MAX_EXECUTORS is a DESIGN.md §6 setting: resolveConfig reads it; the flag overrides.
+  // WORKER_MAX_EXECUTORS is a cluster setting: resolveConfig reads it; the flag overrides.
   const config = resolveConfig(
     env,
     flags.maxContainers !== undefined
@@ -326,6 +335,7 @@ export function resolveWorkerOptions(
       ['auto', 'template', 'criu'],
       '--restore-backend',
     ),
+    criu: get('criu') !== undefined ? resolve(get('criu')!) : null,
     standbyPerCheckpoint: get('standby') !== undefined ? count(get('standby')!, '--standby') : 1,
     packageIndex: get('packageIndex') ?? null,
     wheelDir: get('wheelDir') !== undefined ? resolve(get('wheelDir')!) : null,

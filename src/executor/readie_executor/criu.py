@@ -1,17 +1,25 @@
-"""The CRIU restore backend's Python side: building a seed image, restoring one container.
+"""The CRIU restore backend's Python side: dumping a checkpoint, restoring containers from it.
 
-Seed (`--criu-seed IMAGES --modules a,b`): process S unshares a pid namespace and forks B, pid 1
-there. B imports the modules, says `seeded` on its events pipe (fd 4) and blocks reading its
-container spec from fd 3. S dumps B with `criu dump` (which ends B), writes the inodes of B's two
-pipes to IMAGES/seed.json and exits 0 (or says `failed` and exits 1).
+Seed (`--criu-seed IMAGES --modules a,b [--setup FILE]`): process S makes two pipes (the seed's
+channel to the worker, re-created for each restore), unshares a pid namespace for its next child
+only and forks B, pid 1 there. B calls setsid, imports the modules, runs the setup, says `seeded`
+on its events pipe (fd 4) and blocks reading its container spec from fd 3. S dumps B with
+`criu dump` (which ends B), writes the pipes' inodes and the modules' source files to
+IMAGES/seed.json, and says `ready` (or `failed`, exiting 1).
 
-Restore (`--criu-restore IMAGES --spec JSON`): process R makes two fresh pipes, writes the spec
-into one and runs `criu restore` with both inherited in place of the seed's pipes. The restored B
-finds its spec on fd 3, reports `spawned` (its host pid) on fd 4 and becomes the container exactly
-as a template's fork does (zygote.become_container). R relays B's events to stdout and reports
-`exited` when the restore ends; it kills B if the worker dies.
+Launcher (`--criu-launcher`): a small resident process that reads `spawn` commands (JSON lines
+with a container spec and its `criuImages`) on stdin and forks one restorer R per command, so a
+restore does not pay for starting Python.
+
+Restorer R: makes two fresh pipes, writes the spec into one and runs `criu restore` with both
+inherited in place of the seed's pipes, detached, the restored task R's own child; criu runs in
+the container's memory cgroup, so the restored memory is charged to the container. The restored
+B finds its spec on fd 3, reports `spawned` (its host pid) on fd 4, reseeds and becomes the
+container exactly as a template's fork does (zygote.become_container). R relays B's events to
+stdout, reports `exited` when B ends, and kills B if the worker dies.
 """
 
+import ctypes
 import fcntl
 import json
 import os
@@ -19,12 +27,24 @@ import platform
 import select
 import signal
 import subprocess
+import sys
+import time
 
 from . import sandbox
+from .checkpoint_setup import run_setup
 from .zygote import _describe, become_container, emit, import_checkpoint, reseed
 
 SPEC_FD = 3
 EVENTS_FD = 4
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.setns.argtypes = [ctypes.c_int, ctypes.c_int]
+
+
+def _setns(fd, nstype):
+    if _libc.setns(fd, nstype) != 0:
+        code = ctypes.get_errno()
+        raise sandbox.SandboxError(f"setns: {os.strerror(code)} (errno {code})")
 
 
 def _place(mapping):
@@ -45,6 +65,12 @@ def _read_line(fd):
     return data
 
 
+def _write_all(fd, data):
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
 def _tail(path, lines=3):
     try:
         with open(path, encoding="utf-8", errors="replace") as log:
@@ -53,7 +79,23 @@ def _tail(path, lines=3):
         return f"(no log: {error.strerror})"
 
 
-def _seed_process(spec_r, events_w, modules):
+def _sources():
+    """[path, size, mtime_ns as text] of every loaded module's file: an image is stale once one
+    changes (as text: a JSON reader may hold numbers in doubles, too coarse for nanoseconds)."""
+    seen = {}
+    for module in list(sys.modules.values()):
+        path = getattr(module, "__file__", None)
+        if not isinstance(path, str) or not os.path.isabs(path) or path in seen:
+            continue
+        try:
+            info = os.stat(path)
+        except OSError:
+            continue
+        seen[path] = [path, info.st_size, str(info.st_mtime_ns)]
+    return sorted(seen.values())
+
+
+def _seed_process(spec_r, events_w, modules, setup):
     """Process B of a seed: imports, waits for its spec; after a restore, becomes a container."""
     try:
         os.setsid()
@@ -61,15 +103,22 @@ def _seed_process(spec_r, events_w, modules):
         null = os.open("/dev/null", os.O_RDWR)
         _place({0: null, 1: null, 2: null, SPEC_FD: spec_r, EVENTS_FD: events_w})
         os.closerange(EVENTS_FD + 1, 1 << 16)
+        started = time.perf_counter()
         import_checkpoint(modules)
+        run_setup(setup)
         import gc
 
         gc.collect()
         gc.freeze()
-        emit({"event": "seeded"}, EVENTS_FD)
+        import_ms = round((time.perf_counter() - started) * 1000, 3)
+        # Can be larger than the pipe's buffer (the list of sources): S reads it whole meanwhile.
+        _write_all(EVENTS_FD, (json.dumps({"event": "seeded", "importMs": import_ms, "sources": _sources()}) + "\n").encode())
         line = _read_line(SPEC_FD)  # the dump happens while B waits here
-    except BaseException:  # noqa: BLE001
-        os._exit(70)
+    except BaseException as error:  # noqa: BLE001
+        try:
+            emit({"event": "failed", "error": _describe(error)}, EVENTS_FD)
+        finally:
+            os._exit(70)
     # Restored: this is a new container.
     spec = json.loads(line)
     container = spec.get("container")
@@ -86,26 +135,41 @@ def _seed_process(spec_r, events_w, modules):
     become_container(spec, listener, EVENTS_FD)
 
 
-def seed(images, modules, criu, checkpoint):
-    """Process S: builds the seed image in `images`; never returns."""
-    os.makedirs(images, exist_ok=True)
+def seed(images, modules, setup, criu, checkpoint):
+    """Process S: dumps the seed image into `images`; never returns."""
+
+    def failed(error):
+        emit({"event": "failed", "checkpoint": checkpoint, "error": error})
+        os._exit(1)
+
     spec_r, spec_w = os.pipe()
     events_r, events_w = os.pipe()
     try:
+        os.makedirs(images, exist_ok=True)
+        own_pid_ns = os.open("/proc/self/ns/pid", os.O_RDONLY)
         sandbox.unshare(sandbox.CLONE_NEWPID)
         pid = os.fork()
     except BaseException as error:  # noqa: BLE001
-        emit({"event": "failed", "checkpoint": checkpoint, "error": _describe(error)})
-        os._exit(1)
+        failed(_describe(error))
     if pid == 0:
-        _seed_process(spec_r, events_w, modules)
+        _seed_process(spec_r, events_w, modules, setup)
+    try:
+        # S's next children (criu) run in S's own pid namespace again: B's pid means B there.
+        _setns(own_pid_ns, sandbox.CLONE_NEWPID)
+    except BaseException as error:  # noqa: BLE001
+        os.kill(pid, signal.SIGKILL)
+        failed(_describe(error))
     os.close(spec_r)
     os.close(events_w)
     said = _read_line(events_r)
-    if b'"seeded"' not in said:
-        emit({"event": "failed", "checkpoint": checkpoint, "error": "the seed process died while importing"})
-        os._exit(1)
+    try:
+        seeded = json.loads(said)
+    except ValueError:
+        seeded = {}
+    if seeded.get("event") != "seeded":
+        failed(seeded.get("error") or "the seed process died while importing")
     log = os.path.join(images, "dump.log")
+    started = time.perf_counter()
     dump = subprocess.run(
         [criu, "dump", "--tree", str(pid), "--images-dir", images, "--manage-cgroups=ignore", "--log-file", log, "-v2"],
         stdin=subprocess.DEVNULL,
@@ -114,13 +178,13 @@ def seed(images, modules, criu, checkpoint):
         preexec_fn=sandbox.die_with_parent,
         check=False,
     )
+    dump_ms = round((time.perf_counter() - started) * 1000, 3)
     if dump.returncode != 0:
         try:
             os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
-        emit({"event": "failed", "checkpoint": checkpoint, "error": f"criu dump exited with {dump.returncode}: {_tail(log)}"})
-        os._exit(1)
+        failed(f"criu dump exited with {dump.returncode}: {_tail(log)}")
     with open(os.path.join(images, "seed.json"), "w", encoding="utf-8") as out:
         json.dump(
             {
@@ -128,32 +192,63 @@ def seed(images, modules, criu, checkpoint):
                 "events": os.fstat(events_r).st_ino,
                 "modules": modules,
                 "python": platform.python_version(),
+                "sources": seeded.get("sources", []),
             },
             out,
         )
-    emit({"event": "ready", "checkpoint": checkpoint, "modules": modules, "python": platform.python_version(), "importMs": 0, "pid": os.getpid()})
+    emit(
+        {
+            "event": "ready",
+            "checkpoint": checkpoint,
+            "modules": modules,
+            "python": platform.python_version(),
+            "importMs": seeded.get("importMs", 0),
+            "dumpMs": dump_ms,
+            "pid": os.getpid(),
+        }
+    )
     os._exit(0)
+
+
+def _wait_exit(pid):
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status)
+
+
+def _kill(pid):
+    if pid:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
 
 
 def restore(images, spec, criu, worker_pid):
     """Process R: restores one container from `images`, relays its events; never returns."""
     container = spec.get("container")
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     try:
         with open(os.path.join(images, "seed.json"), encoding="utf-8") as info:
-            inodes = json.load(info)
-        spec = dict(spec, modules=inodes.get("modules", []))
+            seeded = json.load(info)
+        spec = dict(spec, modules=seeded.get("modules", []))
+        spec.pop("criuImages", None)
+        workdir = os.path.dirname(spec["socket"])
+        log = os.path.join(workdir, "criu-restore.log")
+        pidfile = os.path.join(workdir, "criu-restore.pid")
+        worker_fd = _pidfd(worker_pid)
         spec_r, spec_w = os.pipe()
         events_r, events_w = os.pipe()
         os.write(spec_w, (json.dumps(spec) + "\n").encode("utf-8"))
         os.close(spec_w)
-        log = os.path.join(os.path.dirname(spec["tmpDir"]), "criu-restore.log")
-        pid = os.fork()
+        criu_pid = os.fork()
     except BaseException as error:  # noqa: BLE001
         emit({"event": "spawn-failed", "container": container, "error": _describe(error)})
         os._exit(1)
-    if pid == 0:
+    if criu_pid == 0:
         try:
             sandbox.die_with_parent()
+            # The restored pages are charged to the cgroup criu runs in: the container's.
+            sandbox.join_cgroup(spec["cgroupProcs"])
             _place({SPEC_FD: spec_r, EVENTS_FD: events_w})
             os.closerange(EVENTS_FD + 1, 1 << 16)
             os.execv(
@@ -163,11 +258,17 @@ def restore(images, spec, criu, worker_pid):
                     "restore",
                     "--images-dir",
                     images,
+                    "--work-dir",
+                    workdir,
+                    "--restore-detached",
+                    "--restore-sibling",
+                    "--pidfile",
+                    pidfile,
                     "--manage-cgroups=ignore",
                     "--inherit-fd",
-                    f"fd[{SPEC_FD}]:pipe:[{inodes['spec']}]",
+                    f"fd[{SPEC_FD}]:pipe:[{seeded['spec']}]",
                     "--inherit-fd",
-                    f"fd[{EVENTS_FD}]:pipe:[{inodes['events']}]",
+                    f"fd[{EVENTS_FD}]:pipe:[{seeded['events']}]",
                     "--log-file",
                     log,
                     "-v2",
@@ -177,32 +278,69 @@ def restore(images, spec, criu, worker_pid):
             os._exit(127)
     os.close(spec_r)
     os.close(events_w)
-    container_pid = _relay(events_r, pid, worker_pid)
-    _, status = os.waitpid(pid, 0)
-    code = os.waitstatus_to_exitcode(status)
-    if container_pid is None:
+    code = _wait_criu(criu_pid, worker_fd)
+    pid = None
+    if code == 0:
+        try:
+            with open(pidfile, encoding="ascii") as pid_text:
+                pid = int(pid_text.read().strip())
+        except (OSError, ValueError):
+            pid = None
+    if pid is None:
         emit({"event": "spawn-failed", "container": container, "error": f"criu restore exited with {code}: {_tail(log)}"})
         os._exit(1)
-    # criu restore exits with the restored task's status; 128+n is the shells' "killed by signal n".
+    reported = _relay(events_r, pid, worker_fd)
+    code = _wait_exit(pid)
+    if not reported:
+        emit({"event": "spawned", "container": container, "pid": pid})
     emit(
         {
             "event": "exited",
             "container": container,
-            "pid": container_pid,
-            "code": code if 0 <= code < 128 else None,
-            "signal": code - 128 if code >= 128 else (-code if code < 0 else None),
+            "pid": pid,
+            "code": code if code >= 0 else None,
+            "signal": -code if code < 0 else None,
         }
     )
     os._exit(0)
 
 
-def _relay(events_r, criu_pid, worker_pid):
-    """Forwards B's events until criu's restore ends; returns B's host pid if it reported one."""
-    container_pid = None
+def _pidfd(pid):
+    if not pid:
+        return None
+    try:
+        return os.pidfd_open(pid)
+    except ProcessLookupError:
+        os._exit(1)  # the worker is gone: restore nothing
+
+
+def _wait_criu(criu_pid, worker_fd):
+    """Waits for `criu restore` (which returns once the container runs); kills it if the worker dies."""
+    criu_fd = os.pidfd_open(criu_pid)
+    poller = select.poll()
+    poller.register(criu_fd, select.POLLIN)
+    if worker_fd is not None:
+        poller.register(worker_fd, select.POLLIN)
+    while True:
+        ready = dict(poller.poll())
+        if worker_fd is not None and worker_fd in ready:
+            _kill(criu_pid)
+            poller.unregister(worker_fd)
+            worker_fd = None
+        if criu_fd in ready:
+            os.close(criu_fd)
+            return _wait_exit(criu_pid)
+
+
+def _relay(events_r, pid, worker_fd):
+    """Forwards B's events until B closes its end (or exits); kills B if the worker dies.
+
+    Returns whether B reported itself `spawned`."""
+    spawned = False
     pending = b""
 
     def forward(chunk):
-        nonlocal pending, container_pid
+        nonlocal pending, spawned
         pending += chunk
         while b"\n" in pending:
             line, pending = pending.split(b"\n", 1)
@@ -211,45 +349,67 @@ def _relay(events_r, criu_pid, worker_pid):
             except ValueError:
                 continue
             if event.get("event") == "spawned":
-                container_pid = event.get("pid")
+                spawned = True
             os.write(1, line + b"\n")
 
+    child_fd = os.pidfd_open(pid)
     poller = select.poll()
     poller.register(events_r, select.POLLIN)
-    criu_fd = os.pidfd_open(criu_pid)
-    poller.register(criu_fd, select.POLLIN)
-    worker_fd = None
-    if worker_pid:
-        try:
-            worker_fd = os.pidfd_open(worker_pid)
-            poller.register(worker_fd, select.POLLIN)
-        except ProcessLookupError:
-            os.kill(criu_pid, signal.SIGKILL)
+    poller.register(child_fd, select.POLLIN)
+    if worker_fd is not None:
+        poller.register(worker_fd, select.POLLIN)
     events_open = True
-    while True:
+    while events_open:
         ready = dict(poller.poll())
         if worker_fd is not None and worker_fd in ready:
-            for victim in (container_pid, criu_pid):
-                if victim:
-                    try:
-                        os.kill(victim, signal.SIGKILL)
-                    except ProcessLookupError:
-                        pass
+            _kill(pid)
             poller.unregister(worker_fd)
             worker_fd = None
-        if events_open and events_r in ready:
+        if events_r in ready:
             chunk = os.read(events_r, 65536)
             if chunk:
                 forward(chunk)
             else:
-                poller.unregister(events_r)
                 events_open = False
-        if criu_fd in ready:
+        elif child_fd in ready:
+            events_open = False
+    os.close(events_r)
+    if worker_fd is not None:
+        # B's events are done; from here only its exit matters, and the worker's.
+        poller = select.poll()
+        poller.register(child_fd, select.POLLIN)
+        poller.register(worker_fd, select.POLLIN)
+        if worker_fd in dict(poller.poll()):
+            _kill(pid)
+    return spawned
+
+
+def serve_launcher(criu, worker_pid):
+    """The resident launcher: forks a restorer per `spawn` command on stdin; never returns."""
+    # Children are restorers; auto-reap them (each reports its container itself).
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+    emit({"event": "ready", "checkpoint": "", "modules": [], "python": platform.python_version(), "importMs": 0, "pid": os.getpid()})
+    for line in sys.stdin.buffer:
+        try:
+            command = json.loads(line)
+        except ValueError:
+            continue
+        if command.get("op") == "exit":
             break
-    # criu waits for the restored task, so every writer of the events pipe is gone by now.
-    while events_open:
-        chunk = os.read(events_r, 65536)
-        if not chunk:
-            break
-        forward(chunk)
-    return container_pid
+        if command.get("op") != "spawn":
+            continue
+        spec = command["spec"]
+        try:
+            pid = os.fork()
+        except OSError as error:
+            emit({"event": "spawn-failed", "container": spec.get("container"), "error": _describe(error)})
+            continue
+        if pid == 0:
+            try:
+                null = os.open(os.devnull, os.O_RDONLY)
+                os.dup2(null, 0)
+                os.close(null)
+                restore(spec["criuImages"], spec, criu, worker_pid)
+            finally:
+                os._exit(1)
+    os._exit(0)
