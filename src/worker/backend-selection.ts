@@ -12,6 +12,7 @@ import {
   criuVersion,
   CriuBackend,
   kernelMapsVvarVclock,
+  LAZY_PAGES_FROM,
   locateCriu,
   TemplateBackend,
   tooOldReason,
@@ -47,6 +48,8 @@ export type CriuProbe =
       readonly criu: string;
       readonly version: string;
       readonly foundBy: CriuLocation['foundBy'];
+      /** Whether it can restore lazily (`criu check --feature uffd-noncoop`). */
+      readonly lazyPages: boolean;
     }
   | { readonly ok: false; readonly reason: string; readonly version: string | null };
 
@@ -74,6 +77,7 @@ export async function probeCriu(options: BackendSelectionOptions): Promise<CriuP
   if ('problem' in located) return { ok: false, reason: located.problem, version: null };
   const criu = located.path;
   let version: string | null = null;
+  let lazyPages = false;
   try {
     version = await criuVersion(criu);
     if (version === null) {
@@ -82,6 +86,10 @@ export async function probeCriu(options: BackendSelectionOptions): Promise<CriuP
     const tooOld = tooOldReason(criu, version, await kernelMapsVvarVclock());
     if (tooOld) return { ok: false, reason: tooOld, version };
     await run(criu, ['check'], { timeout: options.probeTimeoutMs });
+    lazyPages = await run(criu, ['check', '--feature', 'uffd-noncoop'], { timeout: 10_000 }).then(
+      () => true,
+      () => false,
+    );
   } catch (error) {
     const failure = error as { stderr?: string; stdout?: string; message: string };
     const said = lastLine(`${failure.stdout ?? ''}\n${failure.stderr ?? ''}`) || failure.message;
@@ -101,6 +109,7 @@ export async function probeCriu(options: BackendSelectionOptions): Promise<CriuP
     buildTimeoutMs: options.probeTimeoutMs,
     rebuildDelayMs: options.rebuildDelayMs,
     reuse: false,
+    lazyPagesFrom: null,
   });
   const pool = new ContainerPool({
     workerId: options.workerId,
@@ -133,7 +142,7 @@ export async function probeCriu(options: BackendSelectionOptions): Promise<CriuP
       options.probeTimeoutMs,
       'the dump and restore',
     );
-    return { ok: true, criu, version, foundBy: located.foundBy };
+    return { ok: true, criu, version, foundBy: located.foundBy, lazyPages };
   } catch (error) {
     return {
       ok: false,
@@ -168,7 +177,12 @@ export async function selectBackend(
   const probe = await probeCriu(options);
   if (probe.ok) {
     options.log.info(
-      { criu: probe.criu, version: probe.version, foundBy: probe.foundBy },
+      {
+        criu: probe.criu,
+        version: probe.version,
+        foundBy: probe.foundBy,
+        lazyPages: probe.lazyPages,
+      },
       'criu probe passed: a real dump and restore worked',
     );
     return new CriuBackend({
@@ -180,6 +194,7 @@ export async function selectBackend(
       buildTimeoutMs: options.buildTimeoutMs,
       rebuildDelayMs: options.rebuildDelayMs,
       reuse: true,
+      lazyPagesFrom: probe.lazyPages ? LAZY_PAGES_FROM : null,
     });
   }
   if (choice === 'criu') {

@@ -133,8 +133,15 @@ describe('checkpoints (template backend)', function () {
   });
 
   it("dropping a template's resident tier leaves nothing to restore from: calls start cold", async () => {
+    const backend = harness.worker.backend!;
+    expect(await backend.residentBytes('ckpt-numpy')).to.be.greaterThan(
+      (await backend.residentBytes('ckpt-setup')) + 5 * 1024 * 1024,
+      'numpy costs the template memory',
+    );
+    expect(await backend.residentBytes('ckpt-setup')).to.be.greaterThan(1024 * 1024);
     await harness.worker.dropResident('ckpt-setup');
-    expect(harness.worker.backend!.held()).to.not.include('ckpt-setup');
+    expect(backend.held()).to.not.include('ckpt-setup');
+    expect(await backend.residentBytes('ckpt-setup')).to.equal(0);
     const result = await execute(
       harness.client,
       header({ ids: { checkpointId: 'ckpt-setup' } }),

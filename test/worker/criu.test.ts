@@ -1,4 +1,11 @@
-import { readFileSync, writeFileSync, chmodSync, readdirSync, appendFileSync } from 'node:fs';
+import {
+  appendFileSync,
+  chmodSync,
+  existsSync,
+  readdirSync,
+  readFileSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { status } from '@grpc/grpc-js';
@@ -342,6 +349,34 @@ describe('the CRIU restore backend', function () {
       expect(result.ids!.checkpointId).to.equal('ckpt-weights');
     });
 
+    it('restores a large image lazily, every byte of its memory intact and charged to the container', async () => {
+      await harness.worker.buildCheckpoint({
+        id: 'ckpt-large',
+        modules: ['numpy'],
+        setup: 'import numpy\nbig = numpy.arange(10_000_000, dtype=numpy.float64)\n',
+      });
+      const SUM = py`
+        def total():
+            import readie_checkpoint
+            return float(readie_checkpoint.big.sum())
+      `;
+      await harness.worker.dropResident('ckpt-large');
+      const result = await execute(
+        harness.client,
+        header({ ids: { checkpointId: 'ckpt-large', sessionId: 'large' }, memory: 1024 ** 3 }),
+        jsonCall(SUM, 'total'),
+      );
+      expect(envelopeOf(result).value).to.equal((10_000_000 * 9_999_999) / 2);
+      expect(result.ids!.checkpointId).to.equal('ckpt-large');
+      const container = harness.worker.pool!.list().find((c) => c.id === result.ids!.containerId)!;
+      expect(
+        existsSync(join(container.paths.dir, 'criu-lazy-pages.log')),
+        'restored lazily',
+      ).to.equal(true);
+      expect(await container.cgroup.usage()).to.be.greaterThan(80 * 1024 * 1024);
+      await harness.worker.pool!.destroy(container);
+    });
+
     it('a checkpoint whose setup raises is not dumped, and says why', async () => {
       let failure: Error | null = null;
       await harness.worker
@@ -368,6 +403,7 @@ describe('the CRIU restore backend', function () {
         resident: false,
         cached: true,
       });
+      expect(await harness.worker.backend!.residentBytes('ckpt-weights')).to.equal(0);
       expect(await harness.worker.pool!.memoryUsed()).to.be.lessThan(memoryBefore);
       const result = await execute(
         harness.client,

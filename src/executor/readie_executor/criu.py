@@ -223,59 +223,99 @@ def _kill(pid):
             pass
 
 
+def _exec_quietly(argv):
+    """In a forked child: runs `argv` with fds 0-2 on /dev/null (never on the launcher's event
+    stream) and fds 3-4 kept for criu to hand over; never returns."""
+    try:
+        sandbox.die_with_parent()
+        null = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(null, fd)
+        os.closerange(EVENTS_FD + 1, 1 << 16)
+        os.execv(argv[0], argv)
+    finally:
+        os._exit(127)
+
+
+def _start_lazy_pages(criu, images, workdir):
+    """Starts `criu lazy-pages`, which serves the restored memory on demand; returns its pid once
+    its socket exists."""
+    socket_path = os.path.join(workdir, "lazy-pages.socket")
+    log = os.path.join(workdir, "criu-lazy-pages.log")
+    pid = os.fork()
+    if pid == 0:
+        os.closerange(3, EVENTS_FD + 1)
+        _exec_quietly([criu, "lazy-pages", "--images-dir", images, "--work-dir", workdir, "--log-file", log, "-v2"])
+    deadline = time.monotonic() + 10
+    while not os.path.exists(socket_path):
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            raise RuntimeError(f"criu lazy-pages exited with {os.waitstatus_to_exitcode(status)}: {_tail(log)}")
+        if time.monotonic() > deadline:
+            _kill(pid)
+            raise RuntimeError("criu lazy-pages did not start within 10 s")
+        time.sleep(0.0005)
+    return pid
+
+
 def restore(images, spec, criu, worker_pid):
     """Process R: restores one container from `images`, relays its events; never returns."""
     container = spec.get("container")
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    lazy_pid = None
     try:
         with open(os.path.join(images, "seed.json"), encoding="utf-8") as info:
             seeded = json.load(info)
-        spec = dict(spec, modules=seeded.get("modules", []))
-        spec.pop("criuImages", None)
+        lazy = bool(spec.get("criuLazy"))
+        spec = {key: value for key, value in spec.items() if key not in ("criuImages", "criuLazy")}
+        spec["modules"] = seeded.get("modules", [])
         workdir = os.path.dirname(spec["socket"])
         log = os.path.join(workdir, "criu-restore.log")
         pidfile = os.path.join(workdir, "criu-restore.pid")
         worker_fd = _pidfd(worker_pid)
+        if lazy:
+            # Outside the container's cgroup: its pages are charged to the container all the same
+            # (they are the restored process's), and the container's OOM kill never picks it.
+            lazy_pid = _start_lazy_pages(criu, images, workdir)
         spec_r, spec_w = os.pipe()
         events_r, events_w = os.pipe()
         os.write(spec_w, (json.dumps(spec) + "\n").encode("utf-8"))
         os.close(spec_w)
         criu_pid = os.fork()
     except BaseException as error:  # noqa: BLE001
+        _kill(lazy_pid)
         emit({"event": "spawn-failed", "container": container, "error": _describe(error)})
         os._exit(1)
     if criu_pid == 0:
         try:
-            sandbox.die_with_parent()
             # The restored pages are charged to the cgroup criu runs in: the container's.
             sandbox.join_cgroup(spec["cgroupProcs"])
             _place({SPEC_FD: spec_r, EVENTS_FD: events_w})
-            os.closerange(EVENTS_FD + 1, 1 << 16)
-            os.execv(
+        except BaseException:  # noqa: BLE001
+            os._exit(126)
+        _exec_quietly(
+            [
                 criu,
-                [
-                    criu,
-                    "restore",
-                    "--images-dir",
-                    images,
-                    "--work-dir",
-                    workdir,
-                    "--restore-detached",
-                    "--restore-sibling",
-                    "--pidfile",
-                    pidfile,
-                    "--manage-cgroups=ignore",
-                    "--inherit-fd",
-                    f"fd[{SPEC_FD}]:pipe:[{seeded['spec']}]",
-                    "--inherit-fd",
-                    f"fd[{EVENTS_FD}]:pipe:[{seeded['events']}]",
-                    "--log-file",
-                    log,
-                    "-v2",
-                ],
-            )
-        finally:
-            os._exit(127)
+                "restore",
+                "--images-dir",
+                images,
+                "--work-dir",
+                workdir,
+                "--restore-detached",
+                "--restore-sibling",
+                "--pidfile",
+                pidfile,
+                "--manage-cgroups=ignore",
+                "--inherit-fd",
+                f"fd[{SPEC_FD}]:pipe:[{seeded['spec']}]",
+                "--inherit-fd",
+                f"fd[{EVENTS_FD}]:pipe:[{seeded['events']}]",
+                "--log-file",
+                log,
+                "-v2",
+                *(["--lazy-pages"] if lazy_pid else []),
+            ]
+        )
     os.close(spec_r)
     os.close(events_w)
     code = _wait_criu(criu_pid, worker_fd)
@@ -287,9 +327,10 @@ def restore(images, spec, criu, worker_pid):
         except (OSError, ValueError):
             pid = None
     if pid is None:
+        _kill(lazy_pid)
         emit({"event": "spawn-failed", "container": container, "error": f"criu restore exited with {code}: {_tail(log)}"})
         os._exit(1)
-    reported = _relay(events_r, pid, worker_fd)
+    reported = _watch(events_r, container, pid, worker_fd, lazy_pid, os.path.join(workdir, "criu-lazy-pages.log"))
     code = _wait_exit(pid)
     if not reported:
         emit({"event": "spawned", "container": container, "pid": pid})
@@ -332,8 +373,9 @@ def _wait_criu(criu_pid, worker_fd):
             return _wait_exit(criu_pid)
 
 
-def _relay(events_r, pid, worker_fd):
-    """Forwards B's events until B closes its end (or exits); kills B if the worker dies.
+def _watch(events_r, container, pid, worker_fd, lazy_pid, lazy_log):
+    """Relays B's events until B exits; kills B if the worker dies, or if its lazy-pages server
+    fails before serving all its memory (B would then read zeroes where its memory was).
 
     Returns whether B reported itself `spawned`."""
     spawned = False
@@ -352,35 +394,50 @@ def _relay(events_r, pid, worker_fd):
                 spawned = True
             os.write(1, line + b"\n")
 
-    child_fd = os.pidfd_open(pid)
     poller = select.poll()
-    poller.register(events_r, select.POLLIN)
+    child_fd = os.pidfd_open(pid)
     poller.register(child_fd, select.POLLIN)
+    poller.register(events_r, select.POLLIN)
     if worker_fd is not None:
         poller.register(worker_fd, select.POLLIN)
+    lazy_fd = os.pidfd_open(lazy_pid) if lazy_pid else None
+    if lazy_fd is not None:
+        poller.register(lazy_fd, select.POLLIN)
     events_open = True
-    while events_open:
+    while True:
         ready = dict(poller.poll())
         if worker_fd is not None and worker_fd in ready:
             _kill(pid)
             poller.unregister(worker_fd)
             worker_fd = None
-        if events_r in ready:
+        if lazy_fd is not None and lazy_fd in ready:
+            poller.unregister(lazy_fd)
+            lazy_fd = None
+            code = _wait_exit(lazy_pid)
+            if code != 0:
+                _kill(pid)
+                error = f"the lazy-pages server of its restore failed (exit {code}): {_tail(lazy_log)}"
+                emit({"event": "sandbox-failed", "container": container, "error": error})
+        if events_open and events_r in ready:
             chunk = os.read(events_r, 65536)
             if chunk:
                 forward(chunk)
             else:
+                poller.unregister(events_r)
                 events_open = False
-        elif child_fd in ready:
-            events_open = False
+        if child_fd in ready:
+            break
+    if lazy_fd is not None:
+        # B is gone before all of its memory was served: the server has nothing left to do.
+        signal.pidfd_send_signal(lazy_fd, signal.SIGKILL)
+        _wait_exit(lazy_pid)
+    # B is gone, and with it every writer of the events pipe.
+    while events_open:
+        chunk = os.read(events_r, 65536)
+        if not chunk:
+            break
+        forward(chunk)
     os.close(events_r)
-    if worker_fd is not None:
-        # B's events are done; from here only its exit matters, and the worker's.
-        poller = select.poll()
-        poller.register(child_fd, select.POLLIN)
-        poller.register(worker_fd, select.POLLIN)
-        if worker_fd in dict(poller.poll()):
-            _kill(pid)
     return spawned
 
 

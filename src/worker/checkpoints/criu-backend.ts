@@ -42,7 +42,16 @@ export interface CriuBackendOptions {
   readonly rebuildDelayMs: number;
   /** Reuse valid images an earlier run left in `imagesDir` (the probe's backend does not). */
   readonly reuse: boolean;
+  /**
+   * Images with at least this many bytes of memory pages restore lazily (`criu lazy-pages`: the
+   * container starts at once and its memory is copied in on demand and in the background); null
+   * where the kernel cannot (no non-cooperative userfaultfd).
+   */
+  readonly lazyPagesFrom: number | null;
 }
+
+/** The default size from which images restore lazily: below it, copying the pages is quicker. */
+export const LAZY_PAGES_FROM = 64 * 1024 * 1024;
 
 /** Restores in a row that fail before an image is discarded and dumped again. */
 const FAILURES_BEFORE_REDUMP = 3;
@@ -196,6 +205,10 @@ export class CriuBackend implements RestoreBackend {
     return false;
   }
 
+  residentBytes(): Promise<number> {
+    return Promise.resolve(0);
+  }
+
   async dropResident(): Promise<void> {
     // Nothing to free: the image stays, and restores come from it.
   }
@@ -217,9 +230,11 @@ export class CriuBackend implements RestoreBackend {
       throw new RestoreError(`the CRIU launcher does not start: ${(error as Error).message}`);
     }
     try {
+      const { lazyPagesFrom } = this.options;
       const started = await launcher.fork(spec, {
         checkpoint: checkpointId,
         criuImages: image.dir,
+        criuLazy: lazyPagesFrom !== null && image.pagesBytes >= lazyPagesFrom,
       });
       this.failures.delete(checkpointId);
       return started;

@@ -222,6 +222,13 @@ export class CriuImage {
     return new CriuImage(dir, manifest, stamps);
   }
 
+  /** Bytes of memory pages in the image (what a restore copies in). */
+  get pagesBytes(): number {
+    return this.manifest.files
+      .filter((file) => file.name.startsWith('pages-'))
+      .reduce((sum, file) => sum + file.size, 0);
+  }
+
   /** What changed in the image's files since it was sealed or opened, or null (a few stat calls). */
   async changed(): Promise<string | null> {
     const checks = [...this.stamps].map(async ([name, before]) => {

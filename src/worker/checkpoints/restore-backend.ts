@@ -33,6 +33,8 @@ export interface RestoreBackend {
   hasImage(checkpointId: string): boolean;
   /** Whether the backend keeps something of the checkpoint in memory (a template: `resident`). */
   isResident(checkpointId: string): boolean;
+  /** Bytes the backend keeps resident for the checkpoint (a template's RSS; 0 for an image). */
+  residentBytes(checkpointId: string): Promise<number>;
   /**
    * Frees what the backend keeps of the checkpoint in memory; a checkpoint with an image stays
    * held and restores from it, one without is no longer held.

@@ -4,7 +4,7 @@
  * again) and rebuilt after a backoff.
  */
 import { randomUUID } from 'node:crypto';
-import { rm, writeFile } from 'node:fs/promises';
+import { readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { TemplateZygote, type ContainerProcess, type ContainerSpec } from '../sandbox/index.js';
@@ -111,6 +111,13 @@ export class TemplateBackend implements RestoreBackend {
 
   isResident(checkpointId: string): boolean {
     return this.templates.get(checkpointId)?.running === true;
+  }
+
+  async residentBytes(checkpointId: string): Promise<number> {
+    const template = this.templates.get(checkpointId);
+    if (!template?.running) return 0;
+    const status = await readFile(`/proc/${template.pid}/status`, 'utf8').catch(() => '');
+    return Number(/^VmRSS:\s*(\d+) kB$/m.exec(status)?.[1] ?? 0) * 1024;
   }
 
   async dropResident(checkpointId: string): Promise<void> {
