@@ -14,9 +14,11 @@ restore does not pay for starting Python.
 Restorer R: makes two fresh pipes, writes the spec into one and runs `criu restore` with both
 inherited in place of the seed's pipes, detached, the restored task R's own child; criu runs in
 the container's memory cgroup, so the restored memory is charged to the container. The restored
-B finds its spec on fd 3, reports `spawned` (its host pid) on fd 4, reseeds and becomes the
-container exactly as a template's fork does (zygote.become_container). R relays B's events to
-stdout, reports `exited` when B ends, and kills B if the worker dies.
+B finds its spec on fd 3, listens on its socket, reports `spawned` (its host pid) on fd 4 and
+becomes the container exactly as a template's fork does (zygote.become_container, which reseeds).
+R relays B's events to stdout, reports `exited` when B ends, and kills B if the worker dies. A
+large image restores lazily: R first starts `criu lazy-pages`, which serves B's memory on demand,
+and kills B should that server fail before serving all of it.
 """
 
 import ctypes
@@ -32,7 +34,7 @@ import time
 
 from . import sandbox
 from .checkpoint_setup import run_setup
-from .zygote import _describe, become_container, emit, import_checkpoint, reseed
+from .zygote import _describe, become_container, emit, import_checkpoint
 
 SPEC_FD = 3
 EVENTS_FD = 4
@@ -125,10 +127,11 @@ def _seed_process(spec_r, events_w, modules, setup):
     try:
         sandbox.die_with_parent()
         os.close(SPEC_FD)
+        # Listening before saying `spawned`, as a template's spawner does: the worker's first
+        # dial then connects at once instead of retrying. become_container reseeds.
+        listener = sandbox.listen(spec["socket"])
         host_pid = int(os.readlink("/proc/self"))  # the host's /proc is still mounted here
         emit({"event": "spawned", "container": container, "pid": host_pid}, EVENTS_FD)
-        reseed()
-        listener = sandbox.listen(spec["socket"])
     except BaseException as error:  # noqa: BLE001
         emit({"event": "sandbox-failed", "container": container, "error": _describe(error)}, EVENTS_FD)
         os._exit(70)
