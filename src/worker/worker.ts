@@ -18,7 +18,7 @@ import {
   type RestoreBackend,
 } from './checkpoints/index.js';
 import { ContainerPool } from './containers/index.js';
-import { WorkerStartupError } from './errors.js';
+import { WorkerStartupError, WorkerUnusableError } from './errors.js';
 import { CallTracker, executionService } from './execution/index.js';
 import { WorkerHealth } from './health.js';
 import { CpuSampler, probePython } from './machine.js';
@@ -234,7 +234,9 @@ export class Worker {
    * checkpoints again; rejects with the reason it cannot be built.
    */
   async buildCheckpoint(checkpoint: CheckpointBuild): Promise<void> {
-    if (!this.backend || !this.pool) throw new Error(`this worker is in error: ${this.problem}`);
+    if (!this.backend || !this.pool) {
+      throw new WorkerUnusableError(`this worker is in error: ${this.problem}`);
+    }
     await this.backend.build(checkpoint);
   }
 

@@ -54,6 +54,11 @@ interface Draw {
   sum: number;
 }
 
+/** The warnings and errors among kept log lines: what an assertion failure should show. */
+function troubles(lines: readonly { msg: string; [key: string]: unknown }[]): string {
+  return JSON.stringify(lines.filter((line) => Number(line['level']) >= 40));
+}
+
 /** A logger that keeps every line, for tests that read the worker's own account. */
 function keptLog(): { log: Logger; lines: { msg: string; [key: string]: unknown }[] } {
   const lines: { msg: string; [key: string]: unknown }[] = [];
@@ -203,12 +208,14 @@ describe('the CRIU restore backend', function () {
     });
 
     it('a restarted worker reuses its images instead of dumping them again', async () => {
+      const kept = keptLog();
       first = await startHarness({
         stateDir,
+        log: kept.log,
         flags: { restoreBackend: 'criu' },
         catalogue: CATALOGUE,
       });
-      expect(backendOf(first).dumps).to.equal(2);
+      expect(backendOf(first).dumps, troubles(kept.lines)).to.equal(2);
       await first.stop();
       first = null;
       const { log, lines } = keptLog();
@@ -219,7 +226,7 @@ describe('the CRIU restore backend', function () {
         catalogue: CATALOGUE,
       });
       try {
-        expect(backendOf(again).dumps).to.equal(0);
+        expect(backendOf(again).dumps, troubles(lines)).to.equal(0);
         expect(
           lines.filter((line) => line.msg === 'checkpoint image reused').map((l) => l.checkpointId),
         ).to.have.members(['checkpoint_0', 'ckpt-numpy']);
@@ -258,7 +265,7 @@ describe('the CRIU restore backend', function () {
         catalogue: CATALOGUE,
       });
       try {
-        expect(backendOf(again).dumps).to.equal(2);
+        expect(backendOf(again).dumps, troubles(lines)).to.equal(2);
         const reasons = lines
           .filter((line) => line.msg === 'checkpoint image not reusable: dumping it again')
           .map((line) => `${String(line.checkpointId)}: ${String(line.reason)}`);
@@ -307,7 +314,7 @@ describe('the CRIU restore backend', function () {
           () => harness.router.statuses().at(-1)!.checkpoints.includes('ckpt-numpy'),
           30_000,
         );
-        expect(backendOf(harness).dumps).to.equal(1);
+        expect(backendOf(harness).dumps, troubles(lines)).to.equal(1);
         expect((await draw(harness)).result.ids!.checkpointId).to.equal('ckpt-numpy');
       } finally {
         await harness.stop();

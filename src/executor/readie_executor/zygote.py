@@ -2,7 +2,8 @@
 
 Template (`--checkpoint ID --modules a,b [--setup FILE]`): imports the checkpoint's modules and
 runs its setup once (checkpoint_setup.py), says `ready`, then reads spawn commands (JSON lines) on
-stdin and forks one container per command. The CRIU backend's modes live in criu.py.
+stdin and forks one container per command. The CRIU backend's modes live in criu_seed.py and
+criu_restore.py.
 Cold (`--once SPEC`): imports nothing more and starts exactly one container.
 
 Either way the container is started by a small spawner process A (the template's fork, or the
@@ -215,13 +216,13 @@ def main(argv):
     if args.worker_pid and os.getppid() != args.worker_pid:
         os._exit(1)  # the worker died before we could ask to die with it
     if args.criu_seed is not None:
-        from . import criu
+        from . import criu_seed
 
-        criu.seed(args.criu_seed, modules, args.setup, args.criu, args.checkpoint)
+        criu_seed.seed(args.criu_seed, modules, args.setup, args.criu, args.checkpoint)
     if args.criu_launcher:
-        from . import criu
+        from . import criu_restore
 
-        criu.serve_launcher(args.criu, args.worker_pid)
+        criu_restore.serve_launcher(args.criu, args.worker_pid)
     if args.once is not None:
         import_checkpoint([])
         spawn(json.loads(args.once))

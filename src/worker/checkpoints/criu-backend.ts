@@ -12,11 +12,11 @@ import { join } from 'node:path';
 import type { Logger } from 'pino';
 import {
   runZygote,
-  TemplateZygote,
   type ContainerProcess,
   type ContainerSpec,
   type ZygoteLaunch,
 } from '../sandbox/index.js';
+import { CriuLauncher } from './criu-launcher.js';
 import {
   CriuImage,
   imageDirName,
@@ -69,11 +69,12 @@ export class CriuBackend implements RestoreBackend {
   private readonly rebuildTimers = new Set<NodeJS.Timeout>();
   private machine: ReturnType<typeof machineIdentity> | null = null;
   private leftovers: Promise<void> | null = null;
-  private launcher: Promise<TemplateZygote> | null = null;
+  private readonly launcher: CriuLauncher;
   private closed = false;
 
   constructor(private readonly options: CriuBackendOptions) {
     this.description = `criu ${options.version}`;
+    this.launcher = new CriuLauncher(this.launch, options.criu, options.buildTimeoutMs);
   }
 
   private get launch(): ZygoteLaunch {
@@ -167,9 +168,11 @@ export class CriuBackend implements RestoreBackend {
     this.images.set(checkpointId, image);
     this.failures.delete(checkpointId);
     // Started now, so that the first restore does not wait for it.
-    this.launcherProcess().catch((error: Error) =>
-      this.options.log.warn({ err: error.message }, 'the CRIU launcher did not start'),
-    );
+    this.launcher
+      .warm()
+      .catch((error: Error) =>
+        this.options.log.warn({ err: error.message }, 'the CRIU launcher did not start'),
+      );
     this.notify();
   }
 
@@ -223,15 +226,9 @@ export class CriuBackend implements RestoreBackend {
         `checkpoint ${checkpointId}'s CRIU image is corrupt (${changed}); it is being dumped again`,
       );
     }
-    let launcher: TemplateZygote;
-    try {
-      launcher = await this.launcherProcess();
-    } catch (error) {
-      throw new RestoreError(`the CRIU launcher does not start: ${(error as Error).message}`);
-    }
     try {
       const { lazyPagesFrom } = this.options;
-      const started = await launcher.fork(spec, {
+      const started = await this.launcher.restore(spec, {
         checkpoint: checkpointId,
         criuImages: image.dir,
         criuLazy: lazyPagesFrom !== null && image.pagesBytes >= lazyPagesFrom,
@@ -282,28 +279,6 @@ export class CriuBackend implements RestoreBackend {
     this.rebuildTimers.add(timer);
   }
 
-  /** The resident launcher that forks restorers (started again if it died). */
-  private launcherProcess(): Promise<TemplateZygote> {
-    if (this.closed) return Promise.reject(new Error('the worker is shutting down'));
-    const pending = (this.launcher ??= TemplateZygote.launch(
-      this.launch,
-      ['--criu-launcher', '--criu', this.options.criu],
-      { zygote: 'criu-launcher' },
-      this.options.buildTimeoutMs,
-    ));
-    return pending.then(
-      (launcher) => {
-        if (launcher.running) return launcher;
-        if (this.launcher === pending) this.launcher = null;
-        return this.launcherProcess();
-      },
-      (error: Error) => {
-        if (this.launcher === pending) this.launcher = null;
-        throw error;
-      },
-    );
-  }
-
   private notify(): void {
     for (const listener of this.listeners) listener();
   }
@@ -316,13 +291,7 @@ export class CriuBackend implements RestoreBackend {
     this.closed = true;
     for (const timer of this.rebuildTimers) clearTimeout(timer);
     this.rebuildTimers.clear();
-    const launcher = await this.launcher?.catch(() => null);
-    this.launcher = null;
-    if (launcher) {
-      // Restorers of running containers are its children, not its dependants: they stay.
-      launcher.stop();
-      await launcher.exited;
-    }
+    await this.launcher.close();
     this.images.clear();
   }
 }
