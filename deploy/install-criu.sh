@@ -16,7 +16,7 @@ FORCE=0
 # CRIU built from source needs these (bookworm's versions work; none is needed to run it but the
 # runtime libraries they pull in).
 BUILD_DEPENDENCIES=(
-  gcc make pkgconf
+  gcc libc6-dev make pkgconf
   protobuf-compiler protobuf-c-compiler libprotobuf-dev libprotobuf-c-dev
   libnl-3-dev libcap-dev libnet1-dev libbsd-dev libaio-dev libnftables-dev uuid-dev
   dpkg-dev xz-utils
