@@ -6,7 +6,7 @@ import {
   readFileSync,
   writeFileSync,
 } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { expect } from 'chai';
 import { status } from '@grpc/grpc-js';
 import { pino, type Logger } from 'pino';
@@ -382,6 +382,50 @@ describe('the CRIU restore backend', function () {
       ).to.equal(true);
       expect(await container.cgroup.usage()).to.be.greaterThan(80 * 1024 * 1024);
       await harness.worker.pool!.destroy(container);
+    });
+
+    it('a container whose lazy page server dies is killed, never left to compute on zeroed memory', async () => {
+      // Still 'ckpt-large' (80 MB of pages), with no standby: the call restores it lazily.
+      const backend = harness.worker.backend!;
+      const restore = backend.restore.bind(backend);
+      let killed = 0;
+      backend.restore = async (checkpointId, spec) => {
+        const started = await restore(checkpointId, spec);
+        const workDir = dirname(spec.socket);
+        for (const pid of readdirSync('/proc').filter((name) => /^\d+$/.test(name))) {
+          const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+          if (argv.includes('lazy-pages') && argv.includes(workDir)) {
+            process.kill(Number(pid), 'SIGKILL');
+            killed += 1;
+          }
+        }
+        return started;
+      };
+      const SUM = py`
+        def total():
+            import readie_checkpoint
+            return float(readie_checkpoint.big.sum())
+      `;
+      try {
+        const result = await execute(
+          harness.client,
+          header({ ids: { checkpointId: 'ckpt-large' }, memory: 1024 ** 3 }),
+          jsonCall(SUM, 'total'),
+        );
+        expect(killed, 'the page server was still serving').to.equal(1);
+        if (result.code === status.OK) {
+          // The killed restore fell back to a cold start, which has no such array: it says so.
+          expect(result.ids!.checkpointId).to.equal('');
+          expect(logText(result, LogSource.LOG_SOURCE_SYSTEM).join('\n')).to.include(
+            'the lazy-pages server of its restore failed',
+          );
+          expect(envelopeOf(result).ok).to.equal(false);
+        } else {
+          expect(result.details).to.include('lazy-pages server of its restore failed');
+        }
+      } finally {
+        backend.restore = restore;
+      }
     });
 
     it('a checkpoint whose setup raises is not dumped, and says why', async () => {
