@@ -84,9 +84,15 @@ describe('CRIU units', () => {
 
   describe('images', () => {
     it('names image directories safely and uniquely, whatever the checkpoint ID', () => {
-      const names = ['ckpt-numpy', '../../etc', '.hidden', 'a/b', 'a_b', 'x'.repeat(300)].map(
-        imageDirName,
-      );
+      const names = [
+        'ckpt-numpy',
+        '../../etc',
+        '.hidden',
+        'a/b',
+        'a_b',
+        'v+1.building-x',
+        'x'.repeat(300),
+      ].map(imageDirName);
       for (const name of names) {
         expect(name).to.match(/^[A-Za-z0-9_-][A-Za-z0-9._-]*-[0-9a-f]{12}$/);
         expect(name.length).to.be.at.most(61);

@@ -109,7 +109,8 @@ export class CriuBackend implements RestoreBackend {
   /** Dumps a seed of `checkpoint` beside `dir`, seals it, and puts it in place of `dir`. */
   private async dump(checkpoint: CheckpointBuild, identity: ImageIdentity, dir: string) {
     await mkdir(this.options.imagesDir, { recursive: true, mode: 0o700 });
-    const building = `${dir}.building-${randomUUID().slice(0, 8)}`;
+    // '+' never occurs in an image directory's name: a leftover is never taken for an image.
+    const building = `${dir}+building-${randomUUID().slice(0, 8)}`;
     await mkdir(building, { mode: 0o700 });
     try {
       const setupArgs: string[] = [];
@@ -180,7 +181,7 @@ export class CriuBackend implements RestoreBackend {
   private async removeLeftovers(): Promise<void> {
     const entries = await readdir(this.options.imagesDir).catch(() => []);
     for (const entry of entries) {
-      if (/\.(building|old)-/.test(entry)) {
+      if (entry.includes('+')) {
         await rm(join(this.options.imagesDir, entry), { recursive: true, force: true });
       }
     }

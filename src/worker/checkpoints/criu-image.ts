@@ -254,7 +254,7 @@ export class CriuImage {
  * Restores already running from the old image keep their open files.
  */
 export async function replaceImage(building: string, dir: string): Promise<void> {
-  const old = `${dir}.old-${process.pid}-${Date.now()}`;
+  const old = `${dir}+old-${process.pid}-${Date.now()}`;
   await rename(dir, old).catch((error: NodeJS.ErrnoException) => {
     if (error.code !== 'ENOENT') throw error;
   });
@@ -262,7 +262,10 @@ export async function replaceImage(building: string, dir: string): Promise<void>
   await rm(old, { recursive: true, force: true });
 }
 
-/** The directory name of a checkpoint's image: readable, safe as a path, unique per ID. */
+/**
+ * The directory name of a checkpoint's image: readable, safe as a path, unique per ID, and never
+ * with a '+' (which marks an unfinished dump or a replaced image).
+ */
 export function imageDirName(checkpointId: string): string {
   const readable = checkpointId
     .replace(/[^A-Za-z0-9._-]/g, '_')
