@@ -265,7 +265,7 @@ export class TemplateZygote {
 }
 
 /**
- * Runs a one-container zygote (a cold start, or a CRIU restore helper) with `args` and resolves
+ * Runs a one-container zygote (a cold start) with `args` and resolves
  * once its container has a pid.
  */
 export function startOneContainer(
