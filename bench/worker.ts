@@ -1,7 +1,8 @@
 /**
  * The worker (run as root: it makes cgroups and namespaces):
- * - time to first executed call on a new container: cold start beside a restore of a checkpoint
- *   that imported numpy, in the same run (target: restore >= 10x faster);
+ * - the restore paths (worker-restores.ts): time to first answered call on a new container, cold
+ *   beside the template and CRIU backends, from a standby and on demand; memory per container;
+ *   images; a heavy checkpoint;
  * - per-call time on a warm session container (target < 2 ms), beside a bare unix-socket round
  *   trip to a Python process and a bare gRPC stream round trip on loopback.
  */
@@ -30,16 +31,11 @@ import {
   header,
   jsonCall,
   startHarness,
-  type Harness,
 } from '../test/support/worker-harness.js';
-import { collectGarbage, ratio, median, percentile } from './support.js';
+import { ratio, median, percentile } from './support.js';
+import { restores } from './worker-restores.js';
 
-const FIRST_CALL_ROUNDS = 9;
 const WARM_CALLS = 300;
-const NUMPY_CALL = jsonCall(
-  'def f():\n    import numpy\n    return int(numpy.arange(10).sum())\n',
-  'f',
-);
 const TRIVIAL_CALL = jsonCall('def f():\n    return 1\n', 'f');
 
 function round(ms: number): number {
@@ -150,8 +146,7 @@ async function routerProcess(): Promise<{ address: string; stop: () => void }> {
 export async function run() {
   const router = await routerProcess();
   const remote = { address: router.address } as ScriptedRouter;
-  // One worker with its default of a standby container per checkpoint, one restoring on demand.
-  // The worker's own account of each call ('call answered', from acquire to release).
+  // The worker's own account of each warm call ('call answered', from acquire to release).
   const handled: number[] = [];
   const log = pino(
     { level: 'info' },
@@ -162,41 +157,14 @@ export async function run() {
       },
     },
   );
+  const restoreFigures = await restores(remote);
   const standby = await startHarness({
     log,
     router: remote,
     catalogue: CATALOGUE,
-    flags: { maxContainers: '0' },
-  });
-  const onDemand = await startHarness({
-    router: remote,
-    catalogue: CATALOGUE,
-    flags: { maxContainers: '0', standby: '0' },
+    flags: { maxContainers: '0', restoreBackend: 'template' },
   });
   try {
-    const firstCall = async (harness: Harness, checkpointId: string) => {
-      await harness.worker.pool!.settled();
-      collectGarbage();
-      const result = await execute(harness.client, header({ ids: { checkpointId } }), NUMPY_CALL);
-      if (envelopeOf(result).value !== 45 || result.ids?.checkpointId !== checkpointId) {
-        throw new Error(`unexpected first call: ${JSON.stringify(result.ids)}`);
-      }
-      await harness.worker.pool!.settled();
-      return result.endedAt - result.startedAt;
-    };
-    // Warm up each path once, then alternate: this machine's speed drifts.
-    await firstCall(standby, '');
-    await firstCall(standby, 'ckpt-numpy');
-    await firstCall(onDemand, 'ckpt-numpy');
-    const cold: number[] = [];
-    const fromStandby: number[] = [];
-    const restoredOnDemand: number[] = [];
-    for (let i = 0; i < FIRST_CALL_ROUNDS; i += 1) {
-      cold.push(await firstCall(standby, ''));
-      fromStandby.push(await firstCall(standby, 'ckpt-numpy'));
-      restoredOnDemand.push(await firstCall(onDemand, 'ckpt-numpy'));
-    }
-
     const session = await execute(
       standby.client,
       header({ ids: { sessionId: 'bench' } }),
@@ -216,29 +184,10 @@ export async function run() {
     const unix = await unixRoundTrips(WARM_CALLS);
     const grpc = await grpcRoundTrips(WARM_CALLS);
 
-    const coldMs = median(cold);
-    const standbyMs = median(fromStandby);
-    const onDemandMs = median(restoredOnDemand);
     const warmMs = median(warm);
     const grpcMs = median(grpc);
     return {
-      restoreBackend: standby.worker.backend?.description,
-      firstCall: {
-        what: 'new container to an answered call that uses numpy, end to end over gRPC (median of alternating rounds)',
-        rounds: FIRST_CALL_ROUNDS,
-        coldStartMs: round(coldMs),
-        restoreFromStandbyMs: round(standbyMs),
-        coldOverRestoreFromStandby: ratio(coldMs, standbyMs),
-        restoreFromStandbyNote:
-          'default config (--standby 1): the container was restored ahead of demand, before the timer started; the call only takes it',
-        restoreOnDemandMs: round(onDemandMs),
-        coldOverRestoreOnDemand: ratio(coldMs, onDemandMs),
-        restoreOnDemandNote:
-          '--standby 0: the template forks the container when the call arrives, inside the timed call',
-        target: 'cold start / restore >= 10, checked for both restores',
-        targetMetByStandby: coldMs / standbyMs >= 10,
-        targetMetOnDemand: coldMs / onDemandMs >= 10,
-      },
+      ...restoreFigures,
       warmSessionCall: {
         what: 'a trivial json-call on a warm session container, end to end over gRPC on loopback',
         calls: WARM_CALLS,
@@ -258,7 +207,6 @@ export async function run() {
     };
   } finally {
     await standby.stop();
-    await onDemand.stop();
     router.stop();
     cleanTempDirs();
   }

@@ -37,6 +37,7 @@ export interface WorkerFlagValues {
   python?: string;
   catalogue?: string;
   restoreBackend?: string;
+  criu?: string;
   packageIndex?: string;
   wheelDir?: string;
   installer?: string;
@@ -117,7 +118,7 @@ export const WORKER_FLAGS: readonly WorkerFlag[] = [
     key: 'catalogue',
     flag: '--catalogue <file>',
     env: 'WORKER_CATALOGUE',
-    help: 'checkpoint catalogue JSON (docs/placement.md); none: cold starts only',
+    help: 'checkpoint catalogue JSON (format: docs/placement.md); none: cold starts only',
   },
   {
     key: 'standby',
@@ -130,6 +131,12 @@ export const WORKER_FLAGS: readonly WorkerFlag[] = [
     flag: '--restore-backend <auto|template|criu>',
     env: 'WORKER_RESTORE_BACKEND',
     help: 'checkpoint restores: auto probes criu, then falls back to template; criu without a working criu is an ERROR status (default auto)',
+  },
+  {
+    key: 'criu',
+    flag: '--criu <path>',
+    env: 'WORKER_CRIU',
+    help: 'the criu binary, 4.1 or later (default: /usr/local/lib/readie/criu/sbin/criu, installed by deploy/install-criu.sh, else criu on PATH)',
   },
   {
     key: 'packageIndex',
@@ -223,6 +230,8 @@ export interface WorkerOptions {
   readonly python: string;
   readonly cataloguePath: string | null;
   readonly restoreBackend: 'auto' | 'template' | 'criu';
+  /** The criu binary to use (--criu); null: the installed prefix, else PATH. */
+  readonly criu: string | null;
   /** Containers kept restored ahead of demand, per held checkpoint. */
   readonly standbyPerCheckpoint: number;
   readonly packageIndex: string | null;
@@ -381,6 +390,7 @@ export function resolveWorkerOptions(
       ['auto', 'template', 'criu'],
       '--restore-backend',
     ),
+    criu: get('criu') !== undefined ? resolve(get('criu')!) : null,
     standbyPerCheckpoint: get('standby') !== undefined ? count(get('standby')!, '--standby') : 1,
     packageIndex: get('packageIndex') ?? null,
     wheelDir: get('wheelDir') !== undefined ? resolve(get('wheelDir')!) : null,

@@ -9,9 +9,16 @@ import type { Logger } from 'pino';
 import { ExecutionServiceService } from '../proto/gen/readie/v1/execution.js';
 import { Flavor, WorkerStatus, type ReportStatusRequest } from '../proto/gen/readie/v1/registry.js';
 import { selectBackend } from './backend-selection.js';
-import { checkpointsFor, loadCatalogue, type RestoreBackend } from './checkpoints/index.js';
+import {
+  checkpointsFor,
+  checkpointTiers,
+  loadCatalogue,
+  type CheckpointBuild,
+  type CheckpointTiers,
+  type RestoreBackend,
+} from './checkpoints/index.js';
 import { ContainerPool } from './containers/index.js';
-import { WorkerStartupError } from './errors.js';
+import { WorkerStartupError, WorkerUnusableError } from './errors.js';
 import { CallTracker, executionService } from './execution/index.js';
 import { WorkerHealth } from './health.js';
 import { WorkerCredentials } from './credentials.js';
@@ -31,10 +38,10 @@ export interface WorkerTuning {
   readonly registerRetryDelayMs: number;
   /** Deadline of each report to the router. */
   readonly reportTimeoutMs: number;
-  /** How long a checkpoint template may take to import its modules. */
+  /** How long a checkpoint may take to build (imports, setup, and a CRIU dump). */
   readonly templateBuildTimeoutMs: number;
-  /** First delay before a dead template is rebuilt. */
-  readonly templateRebuildDelayMs: number;
+  /** First delay before a dead template or a discarded CRIU image is rebuilt. */
+  readonly checkpointRebuildDelayMs: number;
   /** Deadline of the CRIU probe's dump and restore. */
   readonly criuProbeTimeoutMs: number;
   /** Start and stop one cold container at startup to prove the sandbox works. */
@@ -47,7 +54,7 @@ const DEFAULT_TUNING: WorkerTuning = {
   registerRetryDelayMs: 1_000,
   reportTimeoutMs: 5_000,
   templateBuildTimeoutMs: 120_000,
-  templateRebuildDelayMs: 5_000,
+  checkpointRebuildDelayMs: 5_000,
   criuProbeTimeoutMs: 30_000,
   sandboxSelfTest: true,
 };
@@ -152,6 +159,7 @@ export class Worker {
       this.health.set('SERVING');
       this.backend?.onChange(() => {
         this.pool?.refreshStandbys();
+        this.logTiers();
         this.router?.reportStatusAgain('its checkpoints changed');
       });
       this.pool?.startReaper();
@@ -177,8 +185,9 @@ export class Worker {
       sandboxUid: options.sandboxUid,
       sandboxGid: options.sandboxGid,
       workerId: options.workerId,
+      criu: options.criu,
       buildTimeoutMs: tuning.templateBuildTimeoutMs,
-      rebuildDelayMs: tuning.templateRebuildDelayMs,
+      rebuildDelayMs: tuning.checkpointRebuildDelayMs,
       probeTimeoutMs: tuning.criuProbeTimeoutMs,
     });
     if ('problem' in backend) return backend.problem;
@@ -210,7 +219,53 @@ export class Worker {
       report: (report) => this.router?.containerState({ workerId: options.workerId, ...report }),
       log,
     });
+    this.logTiers();
     return null;
+  }
+
+  /**
+   * Each held checkpoint's tiers: `resident` (a template, or standbys kept restored) and
+   * `cached` (an image on disk that restores with nothing resident).
+   */
+  checkpointTiers(): CheckpointTiers[] {
+    const { backend, pool } = this;
+    if (!backend || !pool) return [];
+    return checkpointTiers(
+      backend.held(),
+      (id) => backend.isResident(id) || pool.keepsStandbys(id),
+      (id) => backend.hasImage(id),
+    );
+  }
+
+  private logTiers(): void {
+    this.log.info({ tiers: this.checkpointTiers() }, 'checkpoint tiers');
+  }
+
+  /**
+   * Builds a checkpoint now (after startup), restocks its standbys and reports the worker's
+   * checkpoints again; rejects with the reason it cannot be built.
+   */
+  async buildCheckpoint(checkpoint: CheckpointBuild): Promise<void> {
+    if (!this.backend || !this.pool) {
+      throw new WorkerUnusableError(`this worker is in error: ${this.problem}`);
+    }
+    await this.backend.build(checkpoint);
+  }
+
+  /**
+   * Frees a checkpoint's resident tier (its standbys, its template): with an image it stays held
+   * and restores from disk; without one, calls naming it start cold.
+   */
+  async dropResident(checkpointId: string): Promise<void> {
+    this.pool?.dropStandbys(checkpointId);
+    await this.backend?.dropResident(checkpointId);
+    this.logTiers();
+  }
+
+  /** Keeps standbys of a checkpoint restored again after `dropResident`. */
+  keepResident(checkpointId: string): void {
+    this.pool?.keepStandbys(checkpointId);
+    this.logTiers();
   }
 
   private async serve(installer: Installer): Promise<void> {

@@ -32,6 +32,8 @@ export interface HarnessOptions {
   readonly catalogue?: Catalogue;
   readonly router?: ScriptedRouter;
   readonly log?: Logger;
+  /** The directory to keep the worker's state in (a new temp dir if absent): a restart reuses it. */
+  readonly stateDir?: string;
 }
 
 /** A running worker, its router, and a client. */
@@ -60,7 +62,7 @@ export function testLogger() {
 /** Starts a worker (template backend, plaintext, a temp state dir) against a scripted router. */
 export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
   const router = options.router ?? (await ScriptedRouter.start());
-  const stateDir = tempDir('rw-');
+  const stateDir = options.stateDir ?? tempDir('rw-');
   const workerId = testWorkerId();
   let catalogue: string | undefined;
   if (options.catalogue) {
@@ -86,7 +88,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   );
   const worker = await Worker.start(resolved, options.log ?? testLogger(), {
     registerRetryDelayMs: 50,
-    templateRebuildDelayMs: 600_000,
+    checkpointRebuildDelayMs: 600_000,
     ...options.tuning,
   });
   const client = new ExecutionServiceClient(

@@ -94,6 +94,65 @@ describe('checkpoints (template backend)', function () {
     );
   });
 
+  it('builds a checkpoint with a setup on demand; calls reach what it defined as readie_checkpoint', async () => {
+    await harness.worker.buildCheckpoint({
+      id: 'ckpt-setup',
+      modules: [],
+      setup: 'import os\nanswer = 6 * 7\nbuilt_by = os.getpid()\n',
+    });
+    expect(harness.worker.checkpointTiers().at(-1)).to.deep.equal({
+      checkpointId: 'ckpt-setup',
+      resident: true,
+      cached: false,
+    });
+    const ANSWER = py`
+      def answer():
+          import readie_checkpoint
+          return readie_checkpoint.answer
+    `;
+    const result = await execute(
+      harness.client,
+      header({ ids: { checkpointId: 'ckpt-setup' } }),
+      jsonCall(ANSWER, 'answer'),
+    );
+    expect(envelopeOf(result).value).to.equal(42);
+    expect(result.ids?.checkpointId).to.equal('ckpt-setup');
+  });
+
+  it('a checkpoint whose setup raises is not built, and says why', async () => {
+    let failure: Error | null = null;
+    await harness.worker
+      .buildCheckpoint({
+        id: 'ckpt-bad-setup',
+        modules: [],
+        setup: 'raise ValueError("no weights")\n',
+      })
+      .catch((error: Error) => (failure = error));
+    expect(String(failure)).to.include('ValueError: no weights');
+    expect(harness.worker.backend!.held()).to.not.include('ckpt-bad-setup');
+  });
+
+  it("dropping a template's resident tier leaves nothing to restore from: calls start cold", async () => {
+    const backend = harness.worker.backend!;
+    expect(await backend.residentBytes('ckpt-numpy')).to.be.greaterThan(
+      (await backend.residentBytes('ckpt-setup')) + 5 * 1024 * 1024,
+      'numpy costs the template memory',
+    );
+    expect(await backend.residentBytes('ckpt-setup')).to.be.greaterThan(1024 * 1024);
+    await harness.worker.dropResident('ckpt-setup');
+    expect(backend.held()).to.not.include('ckpt-setup');
+    expect(await backend.residentBytes('ckpt-setup')).to.equal(0);
+    const result = await execute(
+      harness.client,
+      header({ ids: { checkpointId: 'ckpt-setup' } }),
+      jsonCall(DRAW, 'draw'),
+    );
+    expect(result.ids?.checkpointId).to.equal('');
+    expect(logText(result, LogSource.LOG_SOURCE_SYSTEM).join('\n')).to.match(
+      /not held.*started cold/,
+    );
+  });
+
   it("falls back to a cold start when the checkpoint's template died, and reports its checkpoints again", async () => {
     const backend = harness.worker.backend as unknown as {
       templates: Map<string, { pid: number; exited: Promise<void> }>;

@@ -1,7 +1,9 @@
 """Starts containers: a resident template (a checkpoint) or a one-off cold start.
 
-Template (`--checkpoint ID --modules a,b`): imports the checkpoint's modules once, says `ready`,
-then reads spawn commands (JSON lines) on stdin and forks one container per command.
+Template (`--checkpoint ID --modules a,b [--setup FILE]`): imports the checkpoint's modules and
+runs its setup once (checkpoint_setup.py), says `ready`, then reads spawn commands (JSON lines) on
+stdin and forks one container per command. The CRIU backend's modes live in criu_seed.py and
+criu_restore.py.
 Cold (`--once SPEC`): imports nothing more and starts exactly one container.
 
 Either way the container is started by a small spawner process A (the template's fork, or the
@@ -204,28 +206,34 @@ def main(argv):
     parser.add_argument("--modules", default="")
     parser.add_argument("--worker-pid", type=int, default=0)
     parser.add_argument("--once", metavar="SPEC", help="start one cold container from this JSON spec")
+    parser.add_argument("--setup", default="", help="a file of Python run once after the imports")
     parser.add_argument("--criu-seed", metavar="IMAGES", help="build a CRIU checkpoint into IMAGES")
-    parser.add_argument("--criu-restore", metavar="IMAGES", help="restore one container from IMAGES")
+    parser.add_argument("--criu-launcher", action="store_true", help="restore containers from CRIU images")
     parser.add_argument("--criu", default="criu", help="the criu binary")
-    parser.add_argument("--spec", help="the container spec (JSON) for --criu-restore")
     args = parser.parse_args(argv)
     modules = [m for m in args.modules.split(",") if m]
     sandbox.die_with_parent()
     if args.worker_pid and os.getppid() != args.worker_pid:
         os._exit(1)  # the worker died before we could ask to die with it
     if args.criu_seed is not None:
-        from . import criu
+        from . import criu_seed
 
-        criu.seed(args.criu_seed, modules, args.criu, args.checkpoint)
-    if args.criu_restore is not None:
-        from . import criu
+        criu_seed.seed(args.criu_seed, modules, args.setup, args.criu, args.checkpoint)
+    if args.criu_launcher:
+        from . import criu_restore
 
-        criu.restore(args.criu_restore, json.loads(args.spec), args.criu, args.worker_pid)
+        criu_restore.serve_launcher(args.criu, args.worker_pid)
     if args.once is not None:
         import_checkpoint([])
         spawn(json.loads(args.once))
     try:
         import_ms = import_checkpoint(modules)
+        if args.setup:
+            from .checkpoint_setup import run_setup
+
+            started = time.perf_counter()
+            run_setup(args.setup)
+            import_ms += round((time.perf_counter() - started) * 1000, 3)
     except BaseException as error:  # noqa: BLE001
         emit({"event": "failed", "checkpoint": args.checkpoint, "error": _describe(error)})
         os._exit(1)

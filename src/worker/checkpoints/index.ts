@@ -3,3 +3,6 @@ export * from './catalogue.js';
 export * from './restore-backend.js';
 export * from './template-backend.js';
 export * from './criu-backend.js';
+export * from './criu-binary.js';
+export * from './criu-image.js';
+export * from './tiers.js';

@@ -1,5 +1,4 @@
 /** The interface both restore backends (template, criu) implement. */
-import type { CheckpointSpec } from '../../events/catalogue.js';
 import type { ContainerProcess, ContainerSpec } from '../sandbox/index.js';
 
 /** A checkpoint could not be restored; the worker cold-starts instead and says so. */
@@ -7,18 +6,44 @@ export class RestoreError extends Error {
   override readonly name = 'RestoreError';
 }
 
-/** Builds checkpoints once and starts containers from them. */
+/** What a checkpoint is built from: a catalogue entry, with an optional setup. */
+export interface CheckpointBuild {
+  readonly id: string;
+  readonly modules: readonly string[];
+  /**
+   * Python source run once after the imports, before the checkpoint is frozen (e.g. loading
+   * weights); calls reach what it defines with `import readie_checkpoint`.
+   */
+  readonly setup?: string;
+}
+
+/** Builds checkpoints and starts containers from them. */
 export interface RestoreBackend {
   /** For operators: the backend and, where it replaced another, why (ReportStatus.restore_backend). */
   readonly description: string;
-  /** Builds a checkpoint; rejects with the reason it cannot be built. */
-  build(checkpoint: CheckpointSpec): Promise<void>;
+  /**
+   * Builds a checkpoint (or reuses a valid image of it from an earlier run), at startup or on
+   * demand later (then the held set changes and `onChange` listeners hear it); rejects with the
+   * reason it cannot be built.
+   */
+  build(checkpoint: CheckpointBuild): Promise<void>;
   /** The IDs of the checkpoints that can be restored now, sorted. */
   held(): string[];
+  /** Whether the checkpoint has an image on disk to restore from (the `cached` tier). */
+  hasImage(checkpointId: string): boolean;
+  /** Whether the backend keeps something of the checkpoint in memory (a template: `resident`). */
+  isResident(checkpointId: string): boolean;
+  /** Bytes the backend keeps resident for the checkpoint (a template's RSS; 0 for an image). */
+  residentBytes(checkpointId: string): Promise<number>;
+  /**
+   * Frees what the backend keeps of the checkpoint in memory; a checkpoint with an image stays
+   * held and restores from it, one without is no longer held.
+   */
+  dropResident(checkpointId: string): Promise<void>;
   /** Starts a container from a held checkpoint; rejects with a RestoreError. */
   restore(checkpointId: string, spec: ContainerSpec): Promise<ContainerProcess>;
   /** Calls `listener` whenever the held set changes after startup (a template died or came back). */
   onChange(listener: () => void): void;
-  /** Stops every resident process of the backend. */
+  /** Stops every resident process of the backend (images stay on disk). */
   close(): Promise<void>;
 }

@@ -199,6 +199,21 @@ export class ContainerPool {
     this.standbys.refresh();
   }
 
+  /** Whether standbys of `checkpointId` are kept restored (part of its `resident` tier). */
+  keepsStandbys(checkpointId: string): boolean {
+    return this.standbys.keeps(checkpointId);
+  }
+
+  /** Destroys the standbys of `checkpointId` and keeps none until `keepStandbys`. */
+  dropStandbys(checkpointId: string): void {
+    this.standbys.drop(checkpointId);
+  }
+
+  /** Keeps standbys of `checkpointId` again. */
+  keepStandbys(checkpointId: string): void {
+    this.standbys.keep(checkpointId);
+  }
+
   /** Takes a session's idle container for a call, re-applying the call's memory limit. */
   async resume(containerId: string, memory: number, requestId: string): Promise<Container> {
     if (this.closing) throw new ShuttingDownError('the worker is shutting down');

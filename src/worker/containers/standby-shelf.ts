@@ -33,6 +33,8 @@ export class StandbyShelf {
   private readonly shelves = new Map<string, Container[]>();
   private readonly preparing = new Map<string, number>();
   private readonly preparations = new Set<Promise<void>>();
+  /** Checkpoints whose standbys were dropped (their resident tier): not restocked. */
+  private readonly dropped = new Set<string>();
   private closed = false;
 
   constructor(private readonly options: StandbyShelfOptions) {}
@@ -75,10 +77,33 @@ export class StandbyShelf {
     }
   }
 
+  /** Whether standbys of `checkpointId` are kept (it is held, standbys are on, not dropped). */
+  keeps(checkpointId: string): boolean {
+    return (
+      this.options.perCheckpoint > 0 &&
+      !this.dropped.has(checkpointId) &&
+      this.options.held().includes(checkpointId)
+    );
+  }
+
+  /** Destroys the standbys of `checkpointId` and keeps none until `keep` is called. */
+  drop(checkpointId: string): void {
+    this.dropped.add(checkpointId);
+    const shelf = this.shelves.get(checkpointId) ?? [];
+    this.shelves.delete(checkpointId);
+    for (const standby of shelf) void this.options.destroy(standby);
+  }
+
+  /** Keeps standbys of `checkpointId` again (after `drop`), restoring them in the background. */
+  keep(checkpointId: string): void {
+    this.dropped.delete(checkpointId);
+    this.restock(checkpointId);
+  }
+
   /** Restores standbys of `checkpointId` in the background, up to the configured count. */
   restock(checkpointId: string): void {
     const wanted = this.options.perCheckpoint;
-    if (wanted <= 0 || this.closed || !this.options.held().includes(checkpointId)) return;
+    if (wanted <= 0 || this.closed || !this.keeps(checkpointId)) return;
     const have = this.count(checkpointId) + (this.preparing.get(checkpointId) ?? 0);
     for (let i = have; i < wanted; i += 1) {
       this.preparing.set(checkpointId, (this.preparing.get(checkpointId) ?? 0) + 1);
@@ -101,7 +126,7 @@ export class StandbyShelf {
         void this.options.destroy(container);
         return;
       }
-      if (this.closed || !this.options.held().includes(checkpointId)) {
+      if (this.closed || !this.keeps(checkpointId)) {
         void this.options.destroy(container);
         return;
       }

@@ -21,6 +21,8 @@ export type ZygoteEvent =
       modules: string[];
       python: string;
       importMs: number;
+      /** How long `criu dump` took (a CRIU seed only). */
+      dumpMs?: number;
       pid: number;
     }
   | { event: 'failed'; checkpoint: string; error: string }
@@ -172,32 +174,44 @@ export class TemplateZygote {
     void this.exited.then(() => (this.alive = false));
   }
 
-  /** Starts a template that imports `modules`; resolves once it is ready (or rejects why not). */
+  /**
+   * Starts a template that imports `modules` (and runs the setup in `setupFile`, if any); resolves
+   * once it is ready (or rejects why not).
+   */
   static start(
     launch: ZygoteLaunch,
     checkpointId: string,
     modules: readonly string[],
     timeoutMs: number,
+    setupFile?: string,
   ): Promise<TemplateZygote> {
-    const child = spawn(
-      launch.python,
-      pythonArgs([
-        '--checkpoint',
-        checkpointId,
-        '--modules',
-        modules.join(','),
-        '--worker-pid',
-        String(process.pid),
-      ]),
-      { cwd: EXECUTOR_DIR, stdio: ['pipe', 'pipe', 'pipe'], env: zygoteEnv() },
-    );
-    const events = new EventRouter(child, launch.log.child({ checkpointId }));
+    const args = ['--checkpoint', checkpointId, '--modules', modules.join(',')];
+    if (setupFile !== undefined) args.push('--setup', setupFile);
+    return TemplateZygote.launch(launch, args, { checkpointId }, timeoutMs);
+  }
+
+  /**
+   * Starts a resident zygote with `args` (a template, or the CRIU backend's launcher) that forks
+   * containers on request; resolves once it says it is ready.
+   */
+  static launch(
+    launch: ZygoteLaunch,
+    args: readonly string[],
+    logBindings: Readonly<Record<string, string>>,
+    timeoutMs: number,
+  ): Promise<TemplateZygote> {
+    const child = spawn(launch.python, pythonArgs([...args, '--worker-pid', String(process.pid)]), {
+      cwd: EXECUTOR_DIR,
+      stdio: ['pipe', 'pipe', 'pipe'],
+      env: zygoteEnv(),
+    });
+    const events = new EventRouter(child, launch.log.child(logBindings));
     // A template that died makes its stdin fail (EPIPE); its exit is what the backend acts on.
     child.stdin?.on('error', () => undefined);
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
         child.kill('SIGKILL');
-        reject(new SpawnError(`the template did not import its modules within ${timeoutMs} ms`));
+        reject(new SpawnError(`the zygote was not ready (imports, setup) within ${timeoutMs} ms`));
       }, timeoutMs);
       const settle = (error: Error | null, event?: Extract<ZygoteEvent, { event: 'ready' }>) => {
         clearTimeout(timer);
@@ -229,14 +243,17 @@ export class TemplateZygote {
     return this.child.pid ?? -1;
   }
 
-  /** Forks a container from the template. */
-  fork(spec: ContainerSpec): Promise<ContainerProcess> {
+  /** Forks a container from the template (`extra` fields reach the zygote with the spec). */
+  fork(
+    spec: ContainerSpec,
+    extra: Readonly<Record<string, unknown>> = {},
+  ): Promise<ContainerProcess> {
     if (!this.alive || !this.child.stdin?.writable) {
       return Promise.reject(new SpawnError('the template process is not running'));
     }
     const started = this.events.expect(spec.container);
     // One short line per spawn: the pipe's buffer takes it without waiting for a drain.
-    this.child.stdin.write(`${JSON.stringify({ op: 'spawn', spec })}\n`);
+    this.child.stdin.write(`${JSON.stringify({ op: 'spawn', spec: { ...spec, ...extra } })}\n`);
     return started;
   }
 
@@ -248,7 +265,7 @@ export class TemplateZygote {
 }
 
 /**
- * Runs a one-container zygote (a cold start, or a CRIU restore helper) with `args` and resolves
+ * Runs a one-container zygote (a cold start) with `args` and resolves
  * once its container has a pid.
  */
 export function startOneContainer(
