@@ -8,7 +8,7 @@ import { MAX_CHUNK_BYTES } from '../../shared/chunks.js';
 import { PayloadFormat } from '../../proto/gen/readie/v1/call.js';
 import type { CallConfig } from '../../proto/gen/readie/v1/proxy.js';
 import { InvalidStreamError } from '../errors.js';
-import type { ClientMessage } from './relay-codec.js';
+import type { ClientMessage } from './relay-messages.js';
 
 /** The longest request or session ID the router accepts. */
 export const MAX_ID_LENGTH = 256;

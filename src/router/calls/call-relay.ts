@@ -47,7 +47,7 @@ import {
   workerEnding,
   type CallEnding,
 } from './call-steps.js';
-import type { ClientAnswer, ClientMessage, WorkerAnswer } from './relay-codec.js';
+import type { ClientAnswer, ClientMessage, WorkerAnswer } from './relay-messages.js';
 import { callHeaderOf, placedIds, skippedPackageLine } from './worker-header.js';
 import { WorkerLeg } from './worker-leg.js';
 

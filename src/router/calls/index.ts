@@ -4,4 +4,5 @@ export * from './call-config.js';
 export * from './call-relay.js';
 export * from './proxy-service.js';
 export * from './relay-codec.js';
+export * from './relay-messages.js';
 export * from './worker-header.js';
