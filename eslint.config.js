@@ -2,6 +2,9 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 import mocha from 'eslint-plugin-mocha';
+import pureModules from './lint/pure-modules.cjs';
+
+const { PURE_MODULES, IMPURE_EXCEPTIONS } = pureModules;
 
 /** Globals that make a module impure: clocks, randomness and timers. */
 const impureGlobals = [
@@ -63,6 +66,7 @@ export default tseslint.config(
       sourceType: 'commonjs',
       globals: { module: 'writable', require: 'readonly' },
     },
+    rules: { '@typescript-eslint/no-require-imports': 'off' },
   },
   {
     files: ['test/**/*.ts'],
@@ -74,23 +78,9 @@ export default tseslint.config(
     },
   },
   {
-    // Pure modules: no clock, no randomness, no timers, no environment.
-    files: [
-      'src/projections/**/*.ts',
-      'src/router/placement/**/*.ts',
-      'src/shared/**/*.ts',
-      'src/events/*.ts',
-      'replay/engine/**/*.ts',
-      // The router's pure core (keep in step with ROUTER_CORE in .dependency-cruiser.cjs).
-      'src/router/errors.ts',
-      'src/router/calls/call-steps.ts',
-      'src/router/consequences/**/*.ts',
-      'src/router/liveness/reaper.ts',
-      'src/router/liveness/probe-outcome.ts',
-      'src/router/registry/report-events.ts',
-      'src/router/sessions/turn-queue.ts',
-      'src/router/startup/startup-events.ts',
-    ],
+    // Pure modules (lint/pure-modules.cjs): no clock, no randomness, no timers, no environment.
+    files: PURE_MODULES.map((module) => module.glob),
+    ignores: IMPURE_EXCEPTIONS.map((module) => module.glob),
     rules: {
       'no-restricted-globals': ['error', ...impureGlobals],
       'no-restricted-properties': ['error', ...impureProperties],

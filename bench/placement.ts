@@ -8,7 +8,7 @@
 import type { NewEvent } from '../src/events/index.js';
 import { EventLog } from '../src/events/index.js';
 import { clusterProjection, initialState, type ClusterState } from '../src/projections/index.js';
-import { place, type CallToPlace } from '../src/router/placement/index.js';
+import { place, type CallToPlace } from '../src/core/placement/index.js';
 import { demand, GiB, registered, utilization } from '../test/support/events.js';
 import { collectGarbage, perSecond, ratio, withTempDir } from './support.js';
 

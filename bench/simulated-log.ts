@@ -5,7 +5,7 @@
  */
 import { validateEvent, type ClusterEvent, type NewEvent } from '../src/events/index.js';
 import { clusterProjection, initialState, type ClusterState } from '../src/projections/index.js';
-import { place } from '../src/router/placement/index.js';
+import { place } from '../src/core/placement/index.js';
 import { demand, GiB, registered } from '../test/support/events.js';
 import { CATALOGUE, prng } from '../test/support/synthetic-log.js';
 

@@ -15,7 +15,7 @@ import type {
   ClientAnswer,
   ClientMessage,
   WorkerAnswer,
-} from '../../src/router/calls/relay-messages.js';
+} from '../../src/core/calls/relay-messages.js';
 
 const [workerAddress = '', port = '0'] = process.argv.slice(2);
 const worker = new RelayExecutionClient(workerAddress, credentials.createInsecure());

@@ -2,7 +2,7 @@
  * `replay whatif <log> --set NAME=VALUE ...`: decide every call again under a changed config,
  * against the recorded state, and list the calls whose outcome would change.
  */
-import { place, type PlacementDecision } from '../../src/router/placement/index.js';
+import { place, type PlacementDecision } from '../../src/core/placement/index.js';
 import { decisionFields, firstDifference } from '../engine/compare.js';
 import { Replayer } from '../engine/replayer.js';
 import { describeDecision, describeRecorded } from '../format/decision.js';

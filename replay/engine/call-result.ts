@@ -1,5 +1,5 @@
 /** What replay reports for each call: the decision placement makes now, and the recorded one. */
-import type { PlacementDecision } from '../../src/router/placement/index.js';
+import type { PlacementDecision } from '../../src/core/placement/index.js';
 
 /** Whether the log recorded the call's outcome, and whether placement reproduces it. */
 export type RecordedStatus = 'none' | 'match' | 'diverged';

@@ -10,11 +10,7 @@
  */
 import type { ClusterEvent, EventOf, NewEvent } from '../../src/events/types.js';
 import { clusterProjection, initialState, type ClusterState } from '../../src/projections/index.js';
-import {
-  place,
-  type CallToPlace,
-  type PlacementDecision,
-} from '../../src/router/placement/index.js';
+import { place, type CallToPlace, type PlacementDecision } from '../../src/core/placement/index.js';
 import type { Config } from '../../src/shared/config.js';
 import type { CallResult } from './call-result.js';
 import { decisionFields, firstDifference } from './compare.js';

@@ -10,7 +10,7 @@ import {
   place,
   type PlacedDecision,
   type PlacementDecision,
-} from '../../src/router/placement/index.js';
+} from '../../src/core/placement/index.js';
 
 /** A call reaching the router. */
 export interface CallStep {

@@ -12,7 +12,7 @@
  * changes is always a new object: `workerToChange` replaces the record by a shallow copy before
  * changing it and notes the change for the watcher. Placement's sorted candidates rely on both:
  * the journal says which workers moved, and the record it saw last still holds the key it sorted
- * them by (`router/placement/candidate-order.ts`). An unwatched working copy (a fold) changes
+ * them by (`core/placement/candidate-order.ts`). An unwatched working copy (a fold) changes
  * records in place; immer copies what a draft touches anyway.
  */
 import { enableMapSet, produce, type Draft } from 'immer';

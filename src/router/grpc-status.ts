@@ -1,8 +1,8 @@
 /** gRPC status codes between their names (as events carry them) and grpc-js numbers. */
 import { status, type StatusObject } from '@grpc/grpc-js';
 import { GRPC_CODE_NAMES } from '../events/index.js';
-import { RouterError } from './errors.js';
-import type { GrpcCodeName } from './placement/index.js';
+import { RouterError } from '../core/errors.js';
+import type { GrpcCodeName } from '../core/placement/index.js';
 
 /** The grpc-js number of a code name. */
 export function codeNumber(name: GrpcCodeName): status {

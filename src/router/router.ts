@@ -36,8 +36,8 @@ import {
   catalogueEvents,
   inFlightReleaseEvents,
   routerStartedEvent,
-  type RevisedCatalogue,
-} from './startup/index.js';
+} from '../core/startup/index.js';
+import type { RevisedCatalogue } from './startup/index.js';
 import { WorkerConnections } from './workers/index.js';
 
 /** How to run a router. */

@@ -12,16 +12,16 @@ import {
   type WorkerChanges,
 } from '../../src/projections/index.js';
 import { isPlaceable, type ClusterState, type WorkerRecord } from '../../src/projections/index.js';
-import { CandidateOrder } from '../../src/router/placement/candidate-order.js';
-import { scanInRankOrder } from '../../src/router/placement/scan.js';
+import { CandidateOrder } from '../../src/core/placement/candidate-order.js';
+import { scanInRankOrder } from '../../src/core/placement/scan.js';
 import {
   budgetOf,
   compareWorkers,
   FILTERS,
   Verdict,
   type Budget,
-} from '../../src/router/placement/index.js';
-import { firstFailure } from '../../src/router/placement/filters/index.js';
+} from '../../src/core/placement/index.js';
+import { firstFailure } from '../../src/core/placement/filters/index.js';
 import { atOf, demand, GiB, registered, utilization } from '../support/events.js';
 import { stamped, syntheticLog } from '../support/synthetic-log.js';
 

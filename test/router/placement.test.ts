@@ -7,7 +7,7 @@ import {
   type PlacedDecision,
   type PlacementDecision,
   type RejectedDecision,
-} from '../../src/router/placement/index.js';
+} from '../../src/core/placement/index.js';
 import { DEFAULT_CONFIG } from '../../src/shared/config.js';
 import {
   container,

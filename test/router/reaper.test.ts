@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { validateEvent, type ClusterEvent, type NewEvent } from '../../src/events/index.js';
 import { evolve } from '../../src/projections/index.js';
-import { reap } from '../../src/router/liveness/reaper.js';
+import { reap } from '../../src/core/liveness/reaper.js';
 import { DEFAULT_CONFIG, type Config } from '../../src/shared/config.js';
 import {
   container,

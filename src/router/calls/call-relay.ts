@@ -17,14 +17,14 @@ import type { AppendResult, Demand } from '../../events/index.js';
 import type { CallIds } from '../../proto/gen/readie/v1/call.js';
 import type { CallConfig } from '../../proto/gen/readie/v1/proxy.js';
 import type { Config } from '../../shared/config.js';
-import { callFinishedEvents } from '../consequences/index.js';
+import { callFinishedEvents } from '../../core/consequences/index.js';
 import {
   CallAbandonedError,
   CallRejectedError,
   DuplicateRequestError,
   InvalidStreamError,
   RouterError,
-} from '../errors.js';
+} from '../../core/errors.js';
 import { codeName, toServiceError } from '../grpc-status.js';
 import type { Journal } from '../journal/index.js';
 import { callLogger, type Logger } from '../observability/logger.js';
@@ -34,11 +34,16 @@ import {
   place,
   type CallToPlace,
   type PlacedDecision,
-} from '../placement/index.js';
+} from '../../core/placement/index.js';
 import type { SessionTurn, SessionTurns } from '../sessions/index.js';
 import type { WorkerConnections } from '../workers/index.js';
 import type { ActiveCall, ActiveCalls } from './active-calls.js';
-import { demandOf, firstConfigOf, payloadChunkOf, sessionIdOf } from './call-config.js';
+import {
+  demandOf,
+  firstConfigOf,
+  payloadChunkOf,
+  sessionIdOf,
+} from '../../core/calls/call-config.js';
 import {
   answerIds,
   boundEvents,
@@ -46,9 +51,9 @@ import {
   departureOf,
   workerEnding,
   type CallEnding,
-} from './call-steps.js';
-import type { ClientAnswer, ClientMessage, WorkerAnswer } from './relay-messages.js';
-import { callHeaderOf, placedIds, skippedPackageLine } from './worker-header.js';
+} from '../../core/calls/call-steps.js';
+import type { ClientAnswer, ClientMessage, WorkerAnswer } from '../../core/calls/relay-messages.js';
+import { callHeaderOf, placedIds, skippedPackageLine } from '../../core/calls/worker-header.js';
 import { WorkerLeg } from './worker-leg.js';
 
 /** Everything a call needs from the router. */

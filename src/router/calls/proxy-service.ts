@@ -1,7 +1,7 @@
 /** `ProxyService` (shell): each `RequestExecution` stream is one `CallRelay`. */
 import type { ServerDuplexStream, UntypedServiceImplementation } from '@grpc/grpc-js';
 import { CallRelay, type CallPathOptions } from './call-relay.js';
-import type { ClientAnswer, ClientMessage } from './relay-messages.js';
+import type { ClientAnswer, ClientMessage } from '../../core/calls/relay-messages.js';
 
 /** The `ProxyService` implementation, for the `RelayProxyService` definition. */
 export function proxyService(options: CallPathOptions): UntypedServiceImplementation {

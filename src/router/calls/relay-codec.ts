@@ -23,7 +23,12 @@ import {
   RequestExecutionRequest,
   RequestExecutionResponse,
 } from '../../proto/gen/readie/v1/proxy.js';
-import type { ClientAnswer, ClientMessage, WorkerAnswer, WorkerMessage } from './relay-messages.js';
+import type {
+  ClientAnswer,
+  ClientMessage,
+  WorkerAnswer,
+  WorkerMessage,
+} from '../../core/calls/relay-messages.js';
 
 interface FieldSpan {
   readonly field: number;

@@ -5,7 +5,7 @@
  */
 import { status, type ClientDuplexStream, type Metadata, type StatusObject } from '@grpc/grpc-js';
 import type { RelayExecutionClient } from './relay-codec.js';
-import type { WorkerAnswer, WorkerMessage } from './relay-messages.js';
+import type { WorkerAnswer, WorkerMessage } from '../../core/calls/relay-messages.js';
 
 /** What the leg tells its call. */
 export interface WorkerLegEvents {

@@ -11,7 +11,7 @@ import {
   type NewEvent,
 } from '../../events/index.js';
 import type { ClusterState } from '../../projections/cluster-state.js';
-import { LogUnavailableError } from '../errors.js';
+import { LogUnavailableError } from '../../core/errors.js';
 import type { Logger } from '../observability/logger.js';
 import type { RouterMetrics } from '../observability/metrics.js';
 

@@ -2,7 +2,7 @@
  * Health probes (shell): every `PROBE_INTERVAL` a standard `grpc.health.v1` check of every worker
  * the router has not evicted, with a `PROBE_TIMEOUT` deadline. Anything but `SERVING` is a failure;
  * each failure appends `WorkerProbeFailed`, and `PROBE_FAILURE_THRESHOLD` consecutive ones evict
- * the worker (see `probe-outcome.ts`). A worker is never probed twice at once.
+ * the worker (see the core's `liveness/probe-outcome.ts`). A worker is never probed twice at once.
  */
 import type { Config } from '../../shared/config.js';
 import type { Journal } from '../journal/index.js';
@@ -10,7 +10,7 @@ import type { Logger } from '../observability/logger.js';
 import type { RouterMetrics } from '../observability/metrics.js';
 import { bearerMetadata } from '../security/index.js';
 import type { WorkerConnections } from '../workers/index.js';
-import { nextProbeFailureCount, probeFailureEvents } from './probe-outcome.js';
+import { nextProbeFailureCount, probeFailureEvents } from '../../core/liveness/probe-outcome.js';
 
 /** What the prober needs. */
 export interface ProberOptions {

@@ -6,7 +6,7 @@ import type { NewEvent } from '../../events/index.js';
 import type { Config } from '../../shared/config.js';
 import type { Journal } from '../journal/index.js';
 import type { Logger } from '../observability/logger.js';
-import { reap } from './reaper.js';
+import { reap } from '../../core/liveness/reaper.js';
 
 /** What the reaper timer needs. */
 export interface ReaperTimerOptions {

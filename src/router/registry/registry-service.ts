@@ -1,6 +1,6 @@
 /**
  * `RegistryService` (shell): worker reports become events. Each handler validates the message into
- * a plain report (`INVALID_ARGUMENT` naming the field otherwise), asks `report-events.ts` for the
+ * a plain report (`INVALID_ARGUMENT` naming the field otherwise), asks the core's `report-events.ts` for the
  * events, appends them and answers.
  */
 import type { sendUnaryData, ServerUnaryCall } from '@grpc/grpc-js';
@@ -16,7 +16,7 @@ import {
   type ReportUtilizationRequest,
   type ReportUtilizationResponse,
 } from '../../proto/gen/readie/v1/registry.js';
-import { InvalidReportError } from '../errors.js';
+import { InvalidReportError } from '../../core/errors.js';
 import { toServiceError } from '../grpc-status.js';
 import type { Journal } from '../journal/index.js';
 import type { Logger } from '../observability/logger.js';
@@ -27,7 +27,7 @@ import {
   type ContainerReport,
   type StatusReport,
   type UtilizationReport,
-} from './report-events.js';
+} from '../../core/registry/report-events.js';
 
 /** What the registry service needs. */
 export interface RegistryServiceOptions {

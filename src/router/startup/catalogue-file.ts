@@ -6,7 +6,7 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { CatalogueFormatError, parseCatalogueJson, type Catalogue } from '../../events/index.js';
-import { RouterConfigError } from '../errors.js';
+import { RouterConfigError } from '../../core/errors.js';
 
 /** A catalogue and its revision. */
 export interface RevisedCatalogue {
