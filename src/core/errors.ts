@@ -1,23 +1,19 @@
 /**
- * The router's errors: each carries the gRPC status code the caller receives and a message an
- * operator (or a client author) can act on. Pure: the shell maps code names to grpc-js numbers.
+ * The router's errors: each is a `StatusError`, carrying the gRPC status code name the caller
+ * receives and a message an operator (or a client author) can act on. The shell maps code names to
+ * its transport's numbers.
  */
-import type { GrpcCodeName } from './placement/index.js';
-
-/** An error the router reports with a gRPC status code. */
-export abstract class RouterError extends Error {
-  /** The gRPC status code name the caller receives. */
-  abstract readonly code: GrpcCodeName;
-}
+import type { GrpcCodeName } from '../shared/grpc-codes.js';
+import { StatusError } from '../shared/status-error.js';
 
 /** The client's stream broke the wire contract: no config first, a second config, a big chunk. */
-export class InvalidStreamError extends RouterError {
+export class InvalidStreamError extends StatusError {
   override readonly name = 'InvalidStreamError';
   readonly code = 'INVALID_ARGUMENT';
 }
 
 /** A call of a session waited `SESSION_WAIT_TIMEOUT` for its turn and did not get it. */
-export class SessionBusyError extends RouterError {
+export class SessionBusyError extends StatusError {
   override readonly name = 'SessionBusyError';
   readonly code = 'RESOURCE_EXHAUSTED';
 
@@ -30,13 +26,13 @@ export class SessionBusyError extends RouterError {
 }
 
 /** The caller went away (cancelled, or its deadline passed) before the call could run. */
-export class CallAbandonedError extends RouterError {
+export class CallAbandonedError extends StatusError {
   override readonly name = 'CallAbandonedError';
   readonly code = 'CANCELLED';
 }
 
 /** A request ID that is already in flight on this router. */
-export class DuplicateRequestError extends RouterError {
+export class DuplicateRequestError extends StatusError {
   override readonly name = 'DuplicateRequestError';
   readonly code = 'ALREADY_EXISTS';
 
@@ -46,7 +42,7 @@ export class DuplicateRequestError extends RouterError {
 }
 
 /** Placement refused the call; carries placement's code and message unchanged. */
-export class CallRejectedError extends RouterError {
+export class CallRejectedError extends StatusError {
   override readonly name = 'CallRejectedError';
 
   constructor(
@@ -58,19 +54,19 @@ export class CallRejectedError extends RouterError {
 }
 
 /** A worker report that does not fit the registry contract (no worker ID, no status, ...). */
-export class InvalidReportError extends RouterError {
+export class InvalidReportError extends StatusError {
   override readonly name = 'InvalidReportError';
   readonly code = 'INVALID_ARGUMENT';
 }
 
 /** The router cannot start as configured: missing TLS material, a bad catalogue file, ... */
-export class RouterConfigError extends RouterError {
+export class RouterConfigError extends StatusError {
   override readonly name = 'RouterConfigError';
   readonly code = 'FAILED_PRECONDITION';
 }
 
 /** The event log failed to commit: the router must restart and recover from the log. */
-export class LogUnavailableError extends RouterError {
+export class LogUnavailableError extends StatusError {
   override readonly name = 'LogUnavailableError';
   readonly code = 'UNAVAILABLE';
 }

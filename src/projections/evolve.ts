@@ -16,6 +16,7 @@
  * records in place; immer copies what a draft touches anyway.
  */
 import { enableMapSet, produce, type Draft } from 'immer';
+import type { SessionExpiryReason } from '../events/schema.js';
 import type { EventOf } from '../events/types.js';
 import { assertNever, type ClusterEvent } from '../events/types.js';
 import { configInForce } from '../shared/config.js';
@@ -27,20 +28,6 @@ enableMapSet();
 
 type State = Draft<ClusterState>;
 type Worker = Draft<WorkerRecord>;
-
-/** Why a session expired, as `SessionExpired.reason` and the expired record carry it. */
-export const SESSION_EXPIRY_REASONS = {
-  workerEvicted: 'worker_evicted',
-  containerRemoved: 'container_removed',
-  containerForgotten: 'container_forgotten',
-} as const;
-
-/** Why a session lost its pin, as `SessionUnpinned.reason` carries it. */
-export const SESSION_UNPIN_REASONS = {
-  callFailed: 'call_failed',
-  reservationExpired: 'reservation_expired',
-  containerUnavailable: 'container_unavailable',
-} as const;
 
 /** The state after `event`, as a new immutable state (immer `produce`). */
 export function evolve(state: ClusterState, event: ClusterEvent): ClusterState {
@@ -95,14 +82,7 @@ export function applyEvent(state: State, event: ClusterEvent): State {
       break;
     case 'ContainerForgotten': {
       const worker = liveWorker(state, event.workerId);
-      if (worker)
-        dropContainer(
-          state,
-          worker,
-          event.containerId,
-          event,
-          SESSION_EXPIRY_REASONS.containerForgotten,
-        );
+      if (worker) dropContainer(state, worker, event.containerId, event, 'container_forgotten');
       break;
     }
     case 'CallRequested':
@@ -244,7 +224,7 @@ function evictWorker(state: State, event: EventOf<'WorkerEvicted'>): void {
   const worker = liveWorker(state, event.workerId);
   if (!worker) return;
   for (const sessionId of [...worker.pinnedSessions.values()]) {
-    expireSession(state, sessionId, SESSION_EXPIRY_REASONS.workerEvicted, event);
+    expireSession(state, sessionId, 'worker_evicted', event);
   }
   worker.status = 'evicted';
   worker.evictedReason = event.reason;
@@ -257,7 +237,7 @@ function changeContainer(state: State, event: EventOf<'ContainerStateChanged'>):
   if (!worker) return;
   worker.lastHeardAt = event.at;
   if (event.state === 'removed') {
-    dropContainer(state, worker, event.containerId, event, SESSION_EXPIRY_REASONS.containerRemoved);
+    dropContainer(state, worker, event.containerId, event, 'container_removed');
     return;
   }
   const known = worker.containers.get(event.containerId);
@@ -280,7 +260,7 @@ function dropContainer(
   worker: Worker,
   containerId: string,
   cause: ClusterEvent,
-  reason: string,
+  reason: SessionExpiryReason,
 ): void {
   worker.containers.delete(containerId);
   const sessionId = worker.pinnedSessions.get(containerId);
@@ -350,7 +330,12 @@ function unpin(state: State, session: Draft<SessionRecord>): void {
   session.pinnedBy = null;
 }
 
-function expireSession(state: State, sessionId: string, reason: string, cause: ClusterEvent): void {
+function expireSession(
+  state: State,
+  sessionId: string,
+  reason: SessionExpiryReason,
+  cause: ClusterEvent,
+): void {
   const session = sessionRecord(state, sessionId);
   if (session.expired) return;
   unpin(state, session);

@@ -87,7 +87,7 @@ describe('transport', function () {
       (e: Error) => e,
     );
     expect(timedOut).to.be.instanceOf(ExecutorTimeoutError);
-    expect((timedOut as ExecutorTimeoutError).code).to.equal(status.DEADLINE_EXCEEDED);
+    expect((timedOut as ExecutorTimeoutError).code).to.equal('DEADLINE_EXCEEDED');
 
     const silent = createServer(() => undefined);
     const mute = join(dir, 'mute.sock');

@@ -17,6 +17,7 @@ import {
   MAX_FRAME_LENGTH,
 } from '../../src/worker/executor-link/index.js';
 import { authMetadata, requireToken } from '../../src/worker/auth.js';
+import type { StatusError } from '../../src/shared/status-error.js';
 import { UnauthenticatedError } from '../../src/worker/errors.js';
 import { advertisedAddress, resolveWorkerOptions } from '../../src/worker/options.js';
 import { installCommand, requirementProblem } from '../../src/worker/packages/index.js';
@@ -94,21 +95,21 @@ describe('worker units', () => {
       const codeOf = (fields: object) => {
         try {
           readHeader(message(fields), context);
-          return status.OK;
+          return 'OK';
         } catch (error) {
-          return (error as { code: status }).code;
+          return (error as StatusError).code;
         }
       };
-      expect(codeOf({ pythonVersion: '3.10.4' })).to.equal(status.FAILED_PRECONDITION);
+      expect(codeOf({ pythonVersion: '3.10.4' })).to.equal('FAILED_PRECONDITION');
       expect(codeOf({ format: PayloadFormat.PAYLOAD_FORMAT_UNSPECIFIED })).to.equal(
-        status.INVALID_ARGUMENT,
+        'INVALID_ARGUMENT',
       );
-      expect(codeOf({ packages: ['-e .'] })).to.equal(status.INVALID_ARGUMENT);
+      expect(codeOf({ packages: ['-e .'] })).to.equal('INVALID_ARGUMENT');
       expect(
         codeOf({
           ids: { requestId: '', sessionId: '', workerId: '', containerId: '', checkpointId: '' },
         }),
-      ).to.equal(status.INVALID_ARGUMENT);
+      ).to.equal('INVALID_ARGUMENT');
       expect(() => readHeader(undefined, context)).to.throw(/must be a CallHeader/);
     });
 

@@ -3,10 +3,10 @@
  * answer, the IDs its answers carry, and what a worker's failure or the client's departure
  * means for its outcome.
  */
-import { GRPC_CODE_NAMES } from '../../events/schema.js';
 import type { Demand, NewEvent } from '../../events/types.js';
 import type { CallIds } from '../../proto/gen/readie/v1/call.js';
-import type { GrpcCodeName, PlacedDecision, PlacementDecision } from '../placement/index.js';
+import { grpcCodeName, type GrpcCodeName } from '../../shared/grpc-codes.js';
+import type { PlacedDecision, PlacementDecision } from '../placement/index.js';
 
 /** The events of step 3: `CallRequested` (the demand as sent), then placement's outcome. */
 export function decisionEvents(
@@ -77,7 +77,7 @@ const ROUTER_CREDENTIAL_CODES: ReadonlySet<GrpcCodeName> = new Set([
  * worker, except a refusal of the router's credentials, which the client cannot fix (`INTERNAL`).
  */
 export function workerEnding(workerId: string, code: number, details: string): CallEnding {
-  const name = GRPC_CODE_NAMES[code] ?? 'UNKNOWN';
+  const name = grpcCodeName(code);
   if (name === 'OK') return { code: null, details: 'OK' };
   if (ROUTER_CREDENTIAL_CODES.has(name)) {
     return {

@@ -4,13 +4,15 @@
  * followed by its consequences, or nothing when the cause would change nothing (a worker already
  * evicted, a container already gone): nothing is evicted, forgotten or released twice.
  */
+import type {
+  ContainerForgetReason,
+  EvictionReason,
+  SessionExpiryReason,
+  SessionUnpinReason,
+} from '../../events/schema.js';
 import type { NewEvent } from '../../events/types.js';
 import type { ClusterState, WorkerRecord } from '../../projections/cluster-state.js';
-import { SESSION_EXPIRY_REASONS, SESSION_UNPIN_REASONS } from '../../projections/evolve.js';
-import type { GrpcCodeName } from '../placement/index.js';
-
-/** Why a worker is evicted, as `WorkerEvicted.reason` carries it. */
-export type EvictionReason = 'probe' | 'ttl' | 'left';
+import type { GrpcCodeName } from '../../shared/grpc-codes.js';
 
 /** A worker that exists and is not evicted: the only kind events can still change. */
 export function liveWorkerOf(state: ClusterState, workerId: string): WorkerRecord | undefined {
@@ -34,7 +36,7 @@ export function evictionEvents(
     events.push({
       type: 'SessionExpired',
       sessionId,
-      reason: SESSION_EXPIRY_REASONS.workerEvicted,
+      reason: 'worker_evicted',
     });
   }
   return events;
@@ -44,7 +46,7 @@ export function evictionEvents(
 function expirePinned(
   worker: WorkerRecord,
   containerId: string,
-  reason: (typeof SESSION_EXPIRY_REASONS)[keyof typeof SESSION_EXPIRY_REASONS],
+  reason: SessionExpiryReason,
 ): NewEvent[] {
   const sessionId = worker.pinnedSessions.get(containerId);
   return sessionId === undefined ? [] : [{ type: 'SessionExpired', sessionId, reason }];
@@ -65,7 +67,7 @@ export function containerRemovedEvents(
   if (!worker) return [];
   return [
     { type: 'ContainerStateChanged', workerId, containerId, state: 'removed', checkpointId },
-    ...expirePinned(worker, containerId, SESSION_EXPIRY_REASONS.containerRemoved),
+    ...expirePinned(worker, containerId, 'container_removed'),
   ];
 }
 
@@ -77,13 +79,13 @@ export function forgetContainerEvents(
   state: ClusterState,
   workerId: string,
   containerId: string,
-  reason: 'idle' | 'error',
+  reason: ContainerForgetReason,
 ): NewEvent[] {
   const worker = liveWorkerOf(state, workerId);
   if (!worker || !worker.containers.has(containerId)) return [];
   return [
     { type: 'ContainerForgotten', workerId, containerId, reason },
-    ...expirePinned(worker, containerId, SESSION_EXPIRY_REASONS.containerForgotten),
+    ...expirePinned(worker, containerId, 'container_forgotten'),
   ];
 }
 
@@ -91,7 +93,7 @@ export function forgetContainerEvents(
 function unpinIfCreator(
   state: ClusterState,
   requestId: string,
-  reason: (typeof SESSION_UNPIN_REASONS)[keyof typeof SESSION_UNPIN_REASONS],
+  reason: SessionUnpinReason,
 ): NewEvent[] {
   const reservation = state.reservations.get(requestId);
   if (!reservation || reservation.sessionId === null) return [];
@@ -114,7 +116,7 @@ export function callFinishedEvents(
   const ok = code === null || code === 'OK';
   return [
     { type: 'CallFinished', requestId, ok, code: ok ? null : code },
-    ...(ok ? [] : unpinIfCreator(state, requestId, SESSION_UNPIN_REASONS.callFailed)),
+    ...(ok ? [] : unpinIfCreator(state, requestId, 'call_failed')),
   ];
 }
 
@@ -127,6 +129,6 @@ export function reservationExpiredEvents(state: ClusterState, requestId: string)
   if (!state.reservations.has(requestId)) return [];
   return [
     { type: 'ReservationExpired', requestId },
-    ...unpinIfCreator(state, requestId, SESSION_UNPIN_REASONS.reservationExpired),
+    ...unpinIfCreator(state, requestId, 'reservation_expired'),
   ];
 }

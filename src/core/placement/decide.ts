@@ -8,7 +8,8 @@ import type { ClusterState, WorkerRecord } from '../../projections/cluster-state
 import type { Config } from '../../shared/config.js';
 import { budgetOf, sessionIdOf, type Budget, type CallToPlace } from './call.js';
 import { cheapest, costTable, flavorCatalogue } from './checkpoints.js';
-import type { GrpcCodeName, PlacementDecision } from './decision.js';
+import type { GrpcCodeName } from '../../shared/grpc-codes.js';
+import type { PlacementDecision } from './decision.js';
 import { ExplanationBuilder, type PlacementExplanation } from './explanation.js';
 import { FILTERS } from './filters/index.js';
 import { CandidateOrder } from './candidate-order.js';

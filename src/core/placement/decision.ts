@@ -1,9 +1,6 @@
 /** What placement decides: the events to append, and the outcome they record. */
-import type { GRPC_CODE_NAMES } from '../../events/schema.js';
 import type { NewEvent } from '../../events/types.js';
-
-/** A gRPC status code name, as `CallRejected.code` carries it. */
-export type GrpcCodeName = (typeof GRPC_CODE_NAMES)[number];
+import type { GrpcCodeName } from '../../shared/grpc-codes.js';
 
 /** The call was placed: `events` hold `CallPlaced` (and maybe `SessionUnpinned`, `SessionPinned`). */
 export interface PlacedDecision {

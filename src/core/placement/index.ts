@@ -3,12 +3,7 @@ export { budgetOf, sessionIdOf, type Budget, type CallToPlace } from './call.js'
 export { notCandidateReason } from './candidates.js';
 export { cheapest, costTable, type CostRow } from './checkpoints.js';
 export { explainPlacement, place } from './decide.js';
-export type {
-  GrpcCodeName,
-  PlacedDecision,
-  PlacementDecision,
-  RejectedDecision,
-} from './decision.js';
+export type { PlacedDecision, PlacementDecision, RejectedDecision } from './decision.js';
 export type {
   CheckpointExplanation,
   FilterVerdict,

@@ -7,7 +7,7 @@
 import type { Demand } from '../../events/types.js';
 import type { ClusterState, SessionPin, WorkerRecord } from '../../projections/cluster-state.js';
 import { isPlaceable } from '../../projections/queries.js';
-import type { GrpcCodeName } from './decision.js';
+import type { GrpcCodeName } from '../../shared/grpc-codes.js';
 
 /** What the session means for this call. */
 export type Affinity =

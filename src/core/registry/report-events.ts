@@ -2,6 +2,7 @@
  * Worker reports as events (pure). The registry service translates the wire messages into these
  * plain reports (refusing malformed ones) and appends what these functions return.
  */
+import type { ContainerState, Flavor, RegistrationStatus } from '../../events/schema.js';
 import type { NewEvent } from '../../events/types.js';
 import type { ClusterState } from '../../projections/cluster-state.js';
 import { containerRemovedEvents, liveWorkerOf } from '../consequences/index.js';
@@ -9,10 +10,10 @@ import { containerRemovedEvents, liveWorkerOf } from '../consequences/index.js';
 /** A worker's status report: its registration (ready or error) or its departure (removed). */
 export interface StatusReport {
   readonly workerId: string;
-  readonly status: 'ready' | 'error' | 'removed';
+  readonly status: RegistrationStatus | 'removed';
   readonly address: string | null;
   readonly error: string | null;
-  readonly flavor: 'cpu' | 'gpu';
+  readonly flavor: Flavor;
   /** Bytes; null when the worker did not say. */
   readonly memoryTotal: number | null;
   /** Null for no limit. */
@@ -35,7 +36,7 @@ export interface UtilizationReport {
 export interface ContainerReport {
   readonly workerId: string;
   readonly containerId: string;
-  readonly state: 'busy' | 'ready' | 'error' | 'removed';
+  readonly state: ContainerState;
   /** Null for a cold start. */
   readonly checkpointId: string | null;
 }

@@ -17,13 +17,13 @@ import type { AppendResult, Demand } from '../../events/index.js';
 import type { CallIds } from '../../proto/gen/readie/v1/call.js';
 import type { CallConfig } from '../../proto/gen/readie/v1/proxy.js';
 import type { Config } from '../../shared/config.js';
+import { StatusError } from '../../shared/status-error.js';
 import { callFinishedEvents } from '../../core/consequences/index.js';
 import {
   CallAbandonedError,
   CallRejectedError,
   DuplicateRequestError,
   InvalidStreamError,
-  RouterError,
 } from '../../core/errors.js';
 import { codeName, toServiceError } from '../grpc-status.js';
 import type { Journal } from '../journal/index.js';
@@ -426,7 +426,7 @@ export class CallRelay implements ActiveCall {
     if (!(error instanceof CallAbandonedError)) {
       this.options.metrics.rejections.inc({ code: codeName(code) });
     }
-    const level = error instanceof RouterError ? 'info' : 'error';
+    const level = error instanceof StatusError ? 'info' : 'error';
     this.log[level](
       { code: codeName(code), problem: serviceError.details, waited: wasWaiting },
       'call refused',

@@ -66,7 +66,7 @@ export function statusReportOf(request: ReportStatusRequest): StatusReport {
   if (status === undefined) {
     throw new InvalidReportError('status is required: READY, ERROR or REMOVED');
   }
-  let flavor: 'cpu' | 'gpu' = request.flavor === Flavor.FLAVOR_GPU ? 'gpu' : 'cpu';
+  let flavor: StatusReport['flavor'] = request.flavor === Flavor.FLAVOR_GPU ? 'gpu' : 'cpu';
   if (request.flavor !== Flavor.FLAVOR_CPU && request.flavor !== Flavor.FLAVOR_GPU) {
     if (status === 'ready') throw new InvalidReportError('flavor is required: CPU or GPU');
     flavor = 'cpu';

@@ -6,12 +6,12 @@
  */
 import { rm } from 'node:fs/promises';
 import { ContainerState } from '../../proto/gen/readie/v1/registry.js';
+import { StatusError } from '../../shared/status-error.js';
 import {
   ContainerBusyError,
   ContainerNotFoundError,
   ContainerUnavailableError,
   ShuttingDownError,
-  WorkerError,
 } from '../errors.js';
 import { ExecutorConnection } from '../executor-link/index.js';
 import type { Container } from './container.js';
@@ -130,7 +130,7 @@ export class ContainerPool {
     } catch (error) {
       if (signal?.aborted) throw signal.reason;
       // Its own status (an executor that never said HELLO is DEADLINE_EXCEEDED, shutdown UNAVAILABLE).
-      if (error instanceof WorkerError) throw error;
+      if (error instanceof StatusError) throw error;
       throw new ContainerUnavailableError(
         `could not create a container: ${(error as Error).message}`,
       );

@@ -3,18 +3,18 @@
  * packages, stream the payload in and the answers out, then release the container.
  */
 import { once } from 'node:events';
-import type { ServerDuplexStream } from '@grpc/grpc-js';
+import { status, type ServerDuplexStream } from '@grpc/grpc-js';
 import type { Logger } from 'pino';
 import { LogSource, type CallIds } from '../../proto/gen/readie/v1/call.js';
 import type { ExecuteRequest, ExecuteResponse } from '../../proto/gen/readie/v1/execution.js';
 import { chunksOf } from '../../shared/chunks.js';
+import { StatusError } from '../../shared/status-error.js';
 import type { Container, ContainerPool } from '../containers/index.js';
 import {
   ExecutorLostError,
   ExecutorTimeoutError,
   InvalidCallError,
   PackageInstallError,
-  WorkerError,
 } from '../errors.js';
 import {
   decodeJsonBody,
@@ -109,7 +109,7 @@ export class ExecuteCall {
     } catch (error) {
       failure = abort.signal.aborted ? (abort.signal.reason as Error) : (error as Error);
       if (failure instanceof PackageInstallError) outcome = 'install-failed';
-      else if (!(failure instanceof WorkerError) && !(failure instanceof CallCancelledError)) {
+      else if (!(failure instanceof StatusError) && !(failure instanceof CallCancelledError)) {
         failure = await this.diagnoseLoss(failure);
       } else if (failure instanceof ExecutorLostError && this.container && !this.diagnosed) {
         failure = await this.diagnoseLoss(failure);
@@ -284,13 +284,13 @@ export class ExecuteCall {
   }
 
   /** Turns a dropped executor connection into what happened to the container. */
-  private async diagnoseLoss(error: Error): Promise<WorkerError> {
+  private async diagnoseLoss(error: Error): Promise<StatusError> {
     const container = this.container;
     if (!container) {
-      return error instanceof WorkerError ? error : new ExecutorLostError(error.message);
+      return error instanceof StatusError ? error : new ExecutorLostError(error.message);
     }
     if (!(await container.exitsWithin(LOST_DIAGNOSIS_WAIT_MS))) {
-      return error instanceof WorkerError
+      return error instanceof StatusError
         ? error
         : new ExecutorLostError(`the connection to the executor broke: ${error.message}`);
     }
@@ -317,10 +317,10 @@ export class ExecuteCall {
       this.stream.end();
       return;
     }
-    const error = failure instanceof WorkerError ? failure : new ExecutorLostError(failure.message);
+    const error = failure instanceof StatusError ? failure : new ExecutorLostError(failure.message);
     this.log.info({ ms, code: error.code, error: error.message, kept: keep }, 'call failed');
     this.stream.emit('error', {
-      code: error.code,
+      code: status[error.code],
       details: error.message,
       metadata: idTrailers(this.ids),
     });
