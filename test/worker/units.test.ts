@@ -1,7 +1,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
-import { Metadata, status } from '@grpc/grpc-js';
+import { Metadata } from '@grpc/grpc-js';
 import { PayloadFormat } from '../../src/proto/gen/readie/v1/call.js';
 import { ConfigError } from '../../src/shared/config.js';
 import { CatalogueFormatError, parseCatalogueJson } from '../../src/events/catalogue.js';
