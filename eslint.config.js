@@ -23,6 +23,16 @@ const impureProperties = [
   { object: 'performance', property: 'now', message: 'Pure modules take time as an argument.' },
 ];
 
+/**
+ * Module-level state in a pure module: a `let` or `var`, or a collection (`new Map()`, an array
+ * literal, any `new` object) not declared read-only (`ReadonlyMap<...>`, `readonly T[]`).
+ */
+const moduleStateSelectors = ['Program', 'Program > ExportNamedDeclaration'].flatMap((top) => [
+  `${top} > VariableDeclaration[kind!='const']`,
+  `${top} > VariableDeclaration > VariableDeclarator:not([id.typeAnnotation.typeAnnotation.typeName.name=/^Readonly/]) > NewExpression.init`,
+  `${top} > VariableDeclaration > VariableDeclarator:not([id.typeAnnotation.typeAnnotation.operator='readonly']) > ArrayExpression.init`,
+]);
+
 export default tseslint.config(
   {
     ignores: [
@@ -90,6 +100,12 @@ export default tseslint.config(
           selector: "NewExpression[callee.name='Date'][arguments.length=0]",
           message: 'Pure modules take time as an argument or an event.',
         },
+        ...moduleStateSelectors.map((selector) => ({
+          selector,
+          message:
+            'Pure modules keep no module-level mutable state (caches belong to their caller): ' +
+            'no module-level let or var, and module-level collections are typed Readonly.',
+        })),
       ],
     },
   },

@@ -4,8 +4,8 @@
  * it, so `verify` reproduces all of them.
  */
 import { validateEvent, type ClusterEvent, type NewEvent } from '../src/events/index.js';
-import { clusterProjection, initialState, type ClusterState } from '../src/projections/index.js';
-import { place } from '../src/core/placement/index.js';
+import { applyInPlace, initialState, type ClusterState } from '../src/projections/index.js';
+import { place, PlacementCaches } from '../src/core/placement/index.js';
 import { demand, GiB, registered } from '../test/support/events.js';
 import { CATALOGUE, prng } from '../test/support/synthetic-log.js';
 
@@ -26,12 +26,13 @@ export function* simulatedLog(options: {
 }): Generator<ClusterEvent> {
   const random = prng(options.seed);
   let state: ClusterState = initialState();
+  const caches = new PlacementCaches();
   let seq = 0;
   const start = Date.UTC(2026, 10, 30, 10);
   const stamp = (event: NewEvent): ClusterEvent => {
     seq += 1;
     const stamped = validateEvent({ seq, at: new Date(start + seq * 10).toISOString(), ...event });
-    state = clusterProjection.apply(state, stamped);
+    state = applyInPlace(state, stamped, caches);
     return stamped;
   };
   yield stamp({ type: 'RouterStarted', config: {}, version: 'bench' });
@@ -69,7 +70,7 @@ export function* simulatedLog(options: {
         }),
       };
       yield stamp({ type: 'CallRequested', ...call });
-      const decision = place(state, call);
+      const decision = place(state, call, { caches });
       for (const event of decision.events) yield stamp(event);
       if (decision.outcome === 'placed') {
         running.push({

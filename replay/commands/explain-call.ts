@@ -33,7 +33,7 @@ export async function explainCall(
       if (!found && matches(call.requestId, request.seq)) {
         found = {
           request,
-          explanation: explainPlacement(state, call, config),
+          explanation: explainPlacement(state, call, { config }),
           // Copies: the replayer changes its state in place after this returns.
           atCall: structuredClone({
             session: (call.sessionId && state.sessions.get(call.sessionId)) || null,

@@ -49,8 +49,9 @@ export async function whatifCommand(logPath: string, options: WhatifOptions): Pr
   const rows: string[][] = [];
   let calls = 0;
   const replayer = new Replayer({
-    onDecide: (call, state, config, request) => {
-      alternatives.set(request.seq, place(state, call, { ...config, ...overrides }));
+    onDecide: (call, state, config, request, caches) => {
+      const changed = { ...config, ...overrides };
+      alternatives.set(request.seq, place(state, call, { config: changed, caches }));
     },
     onCall: (result) => {
       calls += 1;

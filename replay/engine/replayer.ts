@@ -9,8 +9,13 @@
  * Pure: no I/O, no clock. Feed it events with `push`, call `end` after the last one.
  */
 import type { ClusterEvent, EventOf, NewEvent } from '../../src/events/types.js';
-import { clusterProjection, initialState, type ClusterState } from '../../src/projections/index.js';
-import { place, type CallToPlace, type PlacementDecision } from '../../src/core/placement/index.js';
+import { applyInPlace, initialState, type ClusterState } from '../../src/projections/index.js';
+import {
+  place,
+  PlacementCaches,
+  type CallToPlace,
+  type PlacementDecision,
+} from '../../src/core/placement/index.js';
 import type { Config } from '../../src/shared/config.js';
 import type { CallResult } from './call-result.js';
 import { decisionFields, firstDifference } from './compare.js';
@@ -30,6 +35,7 @@ export interface ReplayOptions {
     state: ClusterState,
     config: Config,
     event: EventOf<'CallRequested'>,
+    caches: PlacementCaches,
   ) => void;
 }
 
@@ -40,12 +46,14 @@ interface PendingCall {
   readonly recorded: ClusterEvent[];
 }
 
-const OUTCOMES = new Set(['CallPlaced', 'CallRejected']);
+const OUTCOMES: ReadonlySet<string> = new Set(['CallPlaced', 'CallRejected']);
 
 /** Folds a log and re-decides its calls. */
 export class Replayer {
   private working: ClusterState = initialState();
   private pending: PendingCall | undefined;
+  /** Placement's caches for the working state, which is folded with them as its change sink. */
+  private readonly caches = new PlacementCaches();
 
   constructor(private readonly options: ReplayOptions = {}) {}
 
@@ -75,8 +83,8 @@ export class Replayer {
         demand: event.demand,
       };
       const config = this.config;
-      this.options.onDecide?.(call, this.working, config, event);
-      const decision = place(this.working, call, config);
+      this.options.onDecide?.(call, this.working, config, event, this.caches);
+      const decision = place(this.working, call, { config, caches: this.caches });
       this.apply(event);
       this.pending = { event, call, decision, recorded: [] };
       return;
@@ -90,7 +98,7 @@ export class Replayer {
   }
 
   private apply(event: ClusterEvent): void {
-    this.working = clusterProjection.apply(this.working, event);
+    this.working = applyInPlace(this.working, event, this.caches);
   }
 
   /** Whether `event` is part of the step that recorded the pending call's outcome. */

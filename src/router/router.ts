@@ -7,7 +7,8 @@
 import { Server, type ServerInterceptor } from '@grpc/grpc-js';
 import { HealthImplementation } from 'grpc-health-check';
 import { EventLog } from '../events/index.js';
-import { clusterProjection, type ClusterState } from '../projections/index.js';
+import { PlacementCaches } from '../core/placement/index.js';
+import { clusterProjectionTelling, type ClusterState } from '../projections/index.js';
 import { RegistryServiceService } from '../proto/gen/readie/v1/registry.js';
 import { DEFAULT_CONFIG, type Config } from '../shared/config.js';
 import { ActiveCalls, proxyService, RelayProxyService } from './calls/index.js';
@@ -106,8 +107,10 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
   // Bad addresses are configuration errors: refuse them before the log records a start.
   const listen = parseHostPort(options.listen);
   const metricsListen = options.metrics === undefined ? undefined : parseHostPort(options.metrics);
+  // Placement's caches belong to the state they serve: the log folds with them as its change sink.
+  const placement = new PlacementCaches();
   const log = EventLog.open<ClusterState>(options.logDir, {
-    projection: clusterProjection,
+    projection: clusterProjectionTelling(placement),
     clock,
     snapshotEvery: options.snapshotEvery ?? 10_000,
   });
@@ -167,6 +170,7 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
     server = new Server({ ...SERVER_OPTIONS, interceptors });
     const callPath = {
       journal,
+      placement,
       turns,
       connections,
       active,

@@ -1,46 +1,53 @@
 /**
  * Placement: a pure function of (cluster state, call, config) returning the events to append and
- * the outcome, in the order of the rules in docs/placement.md. `place` is the hot path;
+ * the outcome, in the order of the rules in docs/placement.md. `place` is the hot path (with the
+ * caller's `PlacementCaches`, a walk of the candidates best first; without, one full walk);
  * `explainPlacement` runs the very same steps while recording why.
  */
 import type { NewEvent } from '../../events/types.js';
 import type { ClusterState, WorkerRecord } from '../../projections/cluster-state.js';
 import type { Config } from '../../shared/config.js';
+import type { GrpcCodeName } from '../../shared/grpc-codes.js';
 import { budgetOf, sessionIdOf, type Budget, type CallToPlace } from './call.js';
 import { cheapest, costTable, flavorCatalogue } from './checkpoints.js';
-import type { GrpcCodeName } from '../../shared/grpc-codes.js';
 import type { PlacementDecision } from './decision.js';
 import { ExplanationBuilder, type PlacementExplanation } from './explanation.js';
 import { FILTERS } from './filters/index.js';
-import { CandidateOrder } from './candidate-order.js';
-import { explainScan, scanInRankOrder } from './scan.js';
 import { checkPackages, planPackages, type PackageRequirement } from './packages.js';
+import type { PlacementCaches } from './placement-caches.js';
+import { explainScan, scanAll, scanInRankOrder, type ScanResult } from './scan.js';
 import { sessionAffinity } from './session-affinity.js';
 
-/**
- * The candidates of the last workers map placement saw, best first. A cache, not an input: the
- * answer never depends on what it held before (see `candidate-order.ts`).
- */
-const CANDIDATES = new CandidateOrder();
+/** What a decision may be given besides the state and the call. */
+export interface PlaceOptions {
+  /** The config to decide under; default the config in force (`state.config`). */
+  readonly config?: Config;
+  /**
+   * The caller's caches for this state (fold the state with them as its change sink). Without,
+   * placement decides the same, walking every worker.
+   */
+  readonly caches?: PlacementCaches;
+}
 
-/** Decides where `call` runs, against `state` and `config` (default: the config in force). */
+/** Decides where `call` runs, against `state`. */
 export function place(
   state: ClusterState,
   call: CallToPlace,
-  config: Config = state.config,
+  options: PlaceOptions = {},
 ): PlacementDecision {
-  return decide(state, call, config, undefined);
+  return decide(state, call, options.config ?? state.config, options.caches, undefined);
 }
 
 /** Decides like `place` and explains why, worker by worker. */
 export function explainPlacement(
   state: ClusterState,
   call: CallToPlace,
-  config: Config = state.config,
+  options: PlaceOptions = {},
 ): PlacementExplanation {
+  const config = options.config ?? state.config;
   const budget = budgetOf(call.demand, config);
   const explanation = new ExplanationBuilder(budget, config);
-  const decision = decide(state, call, config, explanation);
+  const decision = decide(state, call, config, options.caches, explanation);
   return explanation.build(call.requestId, sessionIdOf(call), decision);
 }
 
@@ -71,6 +78,7 @@ function decide(
   state: ClusterState,
   call: CallToPlace,
   config: Config,
+  caches: PlacementCaches | undefined,
   explain: ExplanationBuilder | undefined,
 ): PlacementDecision {
   const { demand } = call;
@@ -79,7 +87,7 @@ function decide(
   const before: NewEvent[] = [];
 
   // The demand itself: valid packages, no contradiction.
-  const checked = checkPackages(demand.packages);
+  const checked = checkPackages(demand.packages, caches?.requirements);
   if (!checked.ok) {
     const message = `package entry "${checked.entry}" is not a valid PEP 508 requirement: ${checked.problem}`;
     explain?.packages({ requested: demand.packages ?? [], problem: message });
@@ -123,9 +131,7 @@ function decide(
   }
 
   // Rules 2 to 4: candidates, filters, ranking.
-  const { best, candidates, failures } = explain
-    ? explainScan(state.workers.values(), budget, config, explain)
-    : scanInRankOrder(CANDIDATES.of(state.workers), budget, config);
+  const { best, candidates, failures } = scan(state, budget, config, caches, explain);
   if (candidates === 0) return rejected(call, before, 'UNAVAILABLE', 'no workers available');
   if (!best) {
     const ruledOut = FILTERS.map((filter, i) => [filter.name, failures[i] ?? 0] as const)
@@ -158,6 +164,19 @@ function decide(
     },
     explain,
   );
+}
+
+/** Rules 2 to 4 by the fastest walk the caller allows (every walk gives the same answer). */
+function scan(
+  state: ClusterState,
+  budget: Budget,
+  config: Config,
+  caches: PlacementCaches | undefined,
+  explain: ExplanationBuilder | undefined,
+): ScanResult {
+  if (explain) return explainScan(state.workers.values(), budget, config, explain);
+  if (caches) return scanInRankOrder(caches.candidates.candidates(state.workers), budget, config);
+  return scanAll(state.workers.values(), budget, config);
 }
 
 type CheckpointChoice = { ok: true; checkpointId: string | null } | { ok: false; message: string };

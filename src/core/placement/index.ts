@@ -2,7 +2,9 @@
 export { budgetOf, sessionIdOf, type Budget, type CallToPlace } from './call.js';
 export { notCandidateReason } from './candidates.js';
 export { cheapest, costTable, type CostRow } from './checkpoints.js';
-export { explainPlacement, place } from './decide.js';
+export { explainPlacement, place, type PlaceOptions } from './decide.js';
+export { CandidateIndex, type RankedCandidate } from './candidate-index.js';
+export { PlacementCaches } from './placement-caches.js';
 export type { PlacedDecision, PlacementDecision, RejectedDecision } from './decision.js';
 export type {
   CheckpointExplanation,
@@ -14,5 +16,11 @@ export type {
 } from './explanation.js';
 export { Verdict, type Filter } from './filter.js';
 export { FILTERS } from './filters/index.js';
-export { checkPackages, normalizeDistribution, planPackages } from './packages.js';
+export {
+  checkPackages,
+  normalizeDistribution,
+  planPackages,
+  RequirementCache,
+} from './packages.js';
 export { compareWorkers, RANK_TERMS, type RankKey } from './ranking/index.js';
+export type { RankTerm } from './rank-term.js';

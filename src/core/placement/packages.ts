@@ -67,28 +67,45 @@ function parseEntry(entry: string): Parsed {
   return { ok: true, requirement: { entry, distribution, extras, key } };
 }
 
-// Parsing is pure, so results are remembered; the cache is bounded so that a stream of unique
-// entries cannot grow the router's memory without end.
-const CACHE_LIMIT = 10_000;
-const cache = new Map<string, Parsed>();
+/** A requirement entry parsed, or why it is not a requirement. */
+export type ParsedEntry = Parsed;
 
-function parseCached(entry: string): Parsed {
-  const known = cache.get(entry);
-  if (known) return known;
-  const parsed = parseEntry(entry);
-  if (cache.size >= CACHE_LIMIT) cache.delete(cache.keys().next().value as string);
-  cache.set(entry, parsed);
-  return parsed;
+/**
+ * Parsed entries remembered between calls: parsing is pure, and the same few entries come back
+ * call after call. Owned by whoever places many calls (the router, the replayer), never a module's;
+ * bounded (oldest first out), so a stream of unique entries cannot grow memory without end.
+ */
+export class RequirementCache {
+  private readonly parsed = new Map<string, Parsed>();
+
+  constructor(private readonly limit = 10_000) {}
+
+  /** The entry parsed, from the cache when it has been seen. */
+  parse(entry: string): ParsedEntry {
+    const known = this.parsed.get(entry);
+    if (known) return known;
+    const parsed = parseEntry(entry);
+    if (this.parsed.size >= this.limit)
+      this.parsed.delete(this.parsed.keys().next().value as string);
+    this.parsed.set(entry, parsed);
+    return parsed;
+  }
 }
 
-/** Validates every entry (the first invalid one is reported) and removes duplicates. */
-export function checkPackages(entries: readonly string[] | null): PackageCheck {
+/**
+ * Validates every entry (the first invalid one is reported) and removes duplicates; `cache`
+ * remembers parsed entries for the caller.
+ */
+export function checkPackages(
+  entries: readonly string[] | null,
+  cache?: RequirementCache,
+): PackageCheck {
   const requirements: PackageRequirement[] = [];
   const duplicates: string[] = [];
   const seen = new Set<string>();
   for (const raw of entries ?? []) {
     const entry = raw.trim();
-    const parsed = parseCached(entry);
+    const parsed = cache ? cache.parse(entry) : parseEntry(entry);
     if (!parsed.ok) return { ok: false, entry: raw, problem: parsed.problem };
     if (seen.has(parsed.requirement.key)) {
       duplicates.push(raw);

@@ -33,6 +33,7 @@ import {
   explainPlacement,
   place,
   type CallToPlace,
+  type PlacementCaches,
   type PlacedDecision,
 } from '../../core/placement/index.js';
 import type { SessionTurn, SessionTurns } from '../sessions/index.js';
@@ -59,6 +60,8 @@ import { WorkerLeg } from './worker-leg.js';
 /** Everything a call needs from the router. */
 export interface CallPathOptions {
   readonly journal: Journal;
+  /** Placement's caches for the journal's state (its log folds with them). */
+  readonly placement: PlacementCaches;
   readonly turns: SessionTurns;
   readonly connections: WorkerConnections;
   readonly active: ActiveCalls;
@@ -241,7 +244,7 @@ export class CallRelay implements ActiveCall {
     if (this.log.isLevelEnabled('debug')) {
       this.log.debug({ placement: explainPlacement(state, call) }, 'placement explained');
     }
-    const decision = place(state, call);
+    const decision = place(state, call, { caches: this.options.placement });
     try {
       journal.append(decisionEvents(call.requestId, call.sessionId, call.demand, decision));
     } catch (error) {

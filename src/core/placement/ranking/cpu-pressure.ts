@@ -1,9 +1,10 @@
 /** Prefer the idler CPU: CPU used over CPU total from the last report. */
 import type { RankTerm } from '../rank-term.js';
 
-export const cpuPressure = {
+export const cpuPressure: RankTerm<'utilization'> = {
   name: 'cpu-pressure',
   summary: 'CPU used / CPU total, 0 when not reported',
+  reads: ['utilization'],
   value: (worker) => {
     const report = worker.utilization;
     if (!report || report.cpuUsed === null || report.cpuTotal === null || report.cpuTotal <= 0) {
@@ -11,4 +12,4 @@ export const cpuPressure = {
     }
     return report.cpuUsed / report.cpuTotal;
   },
-} satisfies RankTerm;
+};
