@@ -110,7 +110,7 @@ function withoutLog(workers: number, decisions: number, mix: Mix): number {
   const apply = (events: readonly NewEvent[]) => {
     for (const event of events) {
       seq += 1;
-      state = applyInPlace(state, { seq, at, ...event }, caches);
+      state = applyInPlace(state, { seq, at, cause: null, ...event }, caches);
     }
   };
   apply(cluster(workers, mix));

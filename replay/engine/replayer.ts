@@ -1,10 +1,14 @@
 /**
  * The replay engine: folds a log event by event and, at every `CallRequested`, decides the call
- * again with placement. The events the router appended in the same step as the decision (an
- * optional `SessionUnpinned`, then `CallPlaced` or `CallRejected`, then for a reused session
- * container `SessionPinned`) are the recorded outcome: they are compared with the computed
- * decision and folded. A call with no recorded outcome gets the computed decision folded as if it
- * had been appended, so a hand-written log of registrations and requests is a whole simulation.
+ * again with placement (the core's `place`, with the replayer's own caches). The events the router
+ * appended in the same decision are the recorded outcome: they are compared with the computed
+ * decision and folded. Events say which decision they belong to: every event of one append records
+ * its cause, so the outcome is the events that follow the request with the same cause
+ * (`call:REQUEST`). A log written before events recorded their cause (`cause` null) is grouped by
+ * order, as placement emits them: an optional `SessionUnpinned`, then `CallPlaced` or
+ * `CallRejected`, then for a reused session container `SessionPinned`. A call with no recorded
+ * outcome gets the computed decision folded as if it had been appended, so a hand-written log of
+ * registrations and requests is a whole simulation.
  *
  * Pure: no I/O, no clock. Feed it events with `push`, call `end` after the last one.
  */
@@ -101,34 +105,19 @@ export class Replayer {
     this.working = applyInPlace(this.working, event, this.caches);
   }
 
-  /** Whether `event` is part of the step that recorded the pending call's outcome. */
+  /** Whether `event` is part of the decision that recorded the pending call's outcome. */
   private belongsToPending(pending: PendingCall, event: ClusterEvent): boolean {
-    const { call, recorded } = pending;
-    const outcome = recorded.find((e) => OUTCOMES.has(e.type));
-    switch (event.type) {
-      case 'SessionUnpinned':
-        return recorded.length === 0 && event.sessionId === call.sessionId;
-      case 'CallPlaced':
-      case 'CallRejected':
-        return outcome === undefined && event.requestId === call.requestId;
-      case 'SessionPinned':
-        return (
-          outcome?.type === 'CallPlaced' &&
-          recorded.at(-1) === outcome &&
-          outcome.containerId !== null &&
-          event.requestId === call.requestId &&
-          event.containerId === outcome.containerId
-        );
-      default:
-        return false;
-    }
+    const cause = pending.event.cause;
+    if (cause !== null) return event.cause === cause && event.type !== 'Snapshot';
+    return event.cause === null && belongsByOrder(pending, event);
   }
 
   private settle(pending: PendingCall): void {
     this.pending = undefined;
     const { event, decision, recorded } = pending;
     for (const recordedEvent of recorded) this.apply(recordedEvent);
-    const hasOutcome = recorded.some((e) => OUTCOMES.has(e.type));
+    const hasOutcome =
+      event.cause !== null ? recorded.length > 0 : recorded.some((e) => OUTCOMES.has(e.type));
     let recordedEvents: Record<string, unknown>[] | null = null;
     let divergence: string | null = null;
     if (hasOutcome) {
@@ -150,7 +139,33 @@ export class Replayer {
   }
 }
 
-/** A computed event stamped with the seq and time of the request it answers. */
+/**
+ * In a log whose events record no cause: whether `event` is the next event placement emits for
+ * the pending call (an optional `SessionUnpinned`, the outcome, then a reuse's `SessionPinned`).
+ */
+function belongsByOrder(pending: PendingCall, event: ClusterEvent): boolean {
+  const { call, recorded } = pending;
+  const outcome = recorded.find((e) => OUTCOMES.has(e.type));
+  switch (event.type) {
+    case 'SessionUnpinned':
+      return recorded.length === 0 && event.sessionId === call.sessionId;
+    case 'CallPlaced':
+    case 'CallRejected':
+      return outcome === undefined && event.requestId === call.requestId;
+    case 'SessionPinned':
+      return (
+        outcome?.type === 'CallPlaced' &&
+        recorded.at(-1) === outcome &&
+        outcome.containerId !== null &&
+        event.requestId === call.requestId &&
+        event.containerId === outcome.containerId
+      );
+    default:
+      return false;
+  }
+}
+
+/** A computed event stamped with the seq, time and cause of the request it answers. */
 function stampLike(event: NewEvent, request: EventOf<'CallRequested'>): ClusterEvent {
-  return { seq: request.seq, at: request.at, ...event };
+  return { seq: request.seq, at: request.at, cause: request.cause, ...event };
 }

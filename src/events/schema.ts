@@ -1,5 +1,5 @@
 /**
- * The v1 event vocabulary of DESIGN.md §3, as TypeBox schemas. The schemas are the single source
+ * The v1 event vocabulary (docs/event-log.md), as TypeBox schemas. The schemas are the single source
  * of truth: the TypeScript types (`types.ts`) and the reader's validation both come from them.
  *
  * Optional fields are declared with `opt()`: readers accept them absent and normalize them to
@@ -166,12 +166,28 @@ export const EVENT_FIELDS = {
 /** The name of an event type. */
 export type EventType = keyof typeof EVENT_FIELDS;
 
-/** Every event type, in the order of DESIGN.md §3. */
+/** Every event type, in the order of the vocabulary's table (docs/event-log.md). */
 export const EVENT_TYPES = Object.keys(EVENT_FIELDS) as EventType[];
+
+/**
+ * What caused an append, as every event of it records (`cause`): the kind of trigger, then for
+ * most kinds `:` and its subject. `start` (the router starting over its log: its start, the
+ * catalogue, the recovery), `call:REQUEST` (a call got its turn: its request and placement's
+ * decision), `answer:REQUEST` (the worker's first answer named the container), `end:REQUEST` (the
+ * call ended), `report:WORKER` (a worker's report), `probe:WORKER` (a failed health probe),
+ * `reaper` (a reaper pass). Events of one cause are one append, so they are contiguous.
+ */
+export const CAUSE_KINDS = ['start', 'call', 'answer', 'end', 'report', 'probe', 'reaper'] as const;
+/** The kind of trigger an append records. */
+export type CauseKind = (typeof CAUSE_KINDS)[number];
+
+/** A cause as events carry it: its kind, then `:` and the subject for a kind that has one. */
+export const CAUSE_PATTERN = `^(${CAUSE_KINDS.join('|')})(:.+)?$`;
 
 const envelope = {
   seq: T.Integer({ minimum: 0 }),
   at: T.String({ pattern: ISO_INSTANT_PATTERN }),
+  cause: opt(T.String({ pattern: CAUSE_PATTERN })),
 };
 
 type FieldsOf<K extends EventType> = (typeof EVENT_FIELDS)[K] extends infer P extends TProperties
@@ -180,6 +196,7 @@ type FieldsOf<K extends EventType> = (typeof EVENT_FIELDS)[K] extends infer P ex
 type EnvelopeOf<K extends EventType> = {
   seq: typeof envelope.seq;
   at: typeof envelope.at;
+  cause: typeof envelope.cause;
   type: TLiteral<K>;
 };
 type EventSchemas = { [K in EventType]: TObject<EnvelopeOf<K> & FieldsOf<K>> };

@@ -33,11 +33,7 @@ import {
   type ServingSecurity,
 } from './security/index.js';
 import { SessionTurns } from './sessions/index.js';
-import {
-  catalogueEvents,
-  inFlightReleaseEvents,
-  routerStartedEvent,
-} from '../core/startup/index.js';
+import { decideStart } from '../core/startup/index.js';
 import type { RevisedCatalogue } from './startup/index.js';
 import { WorkerConnections } from './workers/index.js';
 
@@ -137,14 +133,13 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
     // Recovery before serving: the state is folded; record the start, then release dead calls.
     const before = log.state;
     const recoveredSeq = log.lastSeq;
-    const recovered = inFlightReleaseEvents(before);
-    await journal.append([
-      routerStartedEvent(config, options.version),
-      ...(options.catalogue
-        ? catalogueEvents(before, options.catalogue.catalogue, options.catalogue.revision)
-        : []),
-      ...recovered,
-    ]).committed;
+    const start = decideStart(before, {
+      config,
+      version: options.version,
+      catalogue: options.catalogue,
+    });
+    const recovered = start.events;
+    await journal.record(start).committed;
     logger.info(
       {
         logDir: options.logDir,

@@ -1,21 +1,52 @@
 /**
- * The pure steps of a call (no I/O, no clock): the events of its decision and of its first
- * answer, the IDs its answers carry, and what a worker's failure or the client's departure
- * means for its outcome.
+ * The pure steps of a call (no I/O, no clock): its decisions (placement when it has its turn, its
+ * first answer, its end), the IDs its answers carry, and what a worker's failure or the client's
+ * departure means for its outcome.
  */
-import type { Demand, NewEvent } from '../../events/types.js';
+import { causeOf } from '../../events/cause.js';
+import type { NewEvent } from '../../events/types.js';
+import type { ClusterState } from '../../projections/cluster-state.js';
 import type { CallIds } from '../../proto/gen/readie/v1/call.js';
 import { grpcCodeName, type GrpcCodeName } from '../../shared/grpc-codes.js';
-import type { PlacedDecision, PlacementDecision } from '../placement/index.js';
+import { callFinishedEvents } from '../consequences/index.js';
+import type { Decision } from '../decision.js';
+import {
+  place,
+  type CallToPlace,
+  type PlaceOptions,
+  type PlacedDecision,
+  type PlacementDecision,
+} from '../placement/index.js';
 
-/** The events of step 3: `CallRequested` (the demand as sent), then placement's outcome. */
-export function decisionEvents(
-  requestId: string,
-  sessionId: string | null,
-  demand: Demand,
-  decision: PlacementDecision,
-): NewEvent[] {
-  return [{ type: 'CallRequested', requestId, sessionId, demand }, ...decision.events];
+/** A call's decision: `CallRequested` (the demand as sent), then placement's outcome. */
+export interface CallDecision extends Decision {
+  /** Placement's decision, whose events follow `CallRequested`. */
+  readonly placement: PlacementDecision;
+}
+
+/** What a call's decision is given: the call, and placement's options (config, caches). */
+export interface CallInput extends PlaceOptions {
+  readonly call: CallToPlace;
+}
+
+/**
+ * Step 3, when the call has its turn: `CallRequested` with the demand exactly as the client sent
+ * it, then placement's events, as one append caused by the call (`call:REQUEST`).
+ */
+export function decideCall(state: ClusterState, input: CallInput): CallDecision {
+  const { call } = input;
+  const placement = place(state, call, input);
+  const requested: NewEvent = {
+    type: 'CallRequested',
+    requestId: call.requestId,
+    sessionId: call.sessionId,
+    demand: call.demand,
+  };
+  return {
+    cause: causeOf('call', call.requestId),
+    events: [requested, ...placement.events],
+    placement,
+  };
 }
 
 /**
@@ -43,6 +74,38 @@ export function boundEvents(
     });
   }
   return events;
+}
+
+/** What the first answer naming a container tells the call. */
+export interface BoundInput {
+  readonly requestId: string;
+  readonly sessionId: string | null;
+  readonly placed: PlacedDecision;
+  /** The IDs of the worker's answer. */
+  readonly ids: CallIds;
+}
+
+/** The first answer named the container: `boundEvents`, caused by it (`answer:REQUEST`). */
+export function decideBound(_state: ClusterState, input: BoundInput): Decision {
+  const { requestId, sessionId, placed, ids } = input;
+  return {
+    cause: causeOf('answer', requestId),
+    events: boundEvents(requestId, sessionId, placed, ids),
+  };
+}
+
+/** How a placed call ended: its code, null for OK. */
+export interface CallEndInput {
+  readonly requestId: string;
+  readonly code: GrpcCodeName | null;
+}
+
+/** The call ended, however: `CallFinished` and its consequences (`end:REQUEST`). */
+export function decideCallEnd(state: ClusterState, input: CallEndInput): Decision {
+  return {
+    cause: causeOf('end', input.requestId),
+    events: callFinishedEvents(state, input.requestId, input.code),
+  };
 }
 
 /**

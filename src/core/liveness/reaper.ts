@@ -8,6 +8,7 @@
  * - force-releases reservations older than twice `EXECUTION_TIMEOUT` (their call is long dead).
  * Every cause comes with its consequences; nothing is evicted, forgotten or released twice.
  */
+import { causeOf } from '../../events/cause.js';
 import type { NewEvent } from '../../events/types.js';
 import type { ClusterState, WorkerRecord } from '../../projections/cluster-state.js';
 import type { Config } from '../../shared/config.js';
@@ -16,6 +17,7 @@ import {
   forgetContainerEvents,
   reservationExpiredEvents,
 } from '../consequences/index.js';
+import type { Decision } from '../decision.js';
 
 /** Epoch milliseconds of an event timestamp. */
 function epochOf(at: string): number {
@@ -116,4 +118,17 @@ export function reap(state: ClusterState, now: number, config: Config = state.co
     ...forgotten,
     ...expireStaleReservations(state, now, config, expiredSessions),
   ];
+}
+
+/** When the reaper runs. */
+export interface ReapInput {
+  /** Now, in epoch ms (the router's clock, the one that stamps the log). */
+  readonly now: number;
+  /** Default: the config in force. */
+  readonly config?: Config;
+}
+
+/** A reaper pass: `reap`'s events, caused by the reaper (`reaper`). */
+export function decideReap(state: ClusterState, input: ReapInput): Decision {
+  return { cause: causeOf('reaper'), events: reap(state, input.now, input.config ?? state.config) };
 }

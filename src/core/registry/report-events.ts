@@ -3,9 +3,11 @@
  * plain reports (refusing malformed ones) and appends what these functions return.
  */
 import type { ContainerState, Flavor, RegistrationStatus } from '../../events/schema.js';
+import { causeOf } from '../../events/cause.js';
 import type { NewEvent } from '../../events/types.js';
 import type { ClusterState } from '../../projections/cluster-state.js';
 import { containerRemovedEvents, liveWorkerOf } from '../consequences/index.js';
+import type { Decision } from '../decision.js';
 
 /** A worker's status report: its registration (ready or error) or its departure (removed). */
 export interface StatusReport {
@@ -101,4 +103,35 @@ export function containerReportEvents(state: ClusterState, report: ContainerRepo
     };
   }
   return { registered: true, events: [{ type: 'ContainerStateChanged', ...report }] };
+}
+
+/** A report's decision: its events, and whether the router knows the worker. */
+export interface ReportDecision extends Decision {
+  /** False when the router does not know the worker (or evicted it): it must report its status. */
+  readonly registered: boolean;
+}
+
+/** A status report's decision (`report:WORKER`). */
+export function decideStatusReport(state: ClusterState, report: StatusReport): ReportDecision {
+  return {
+    cause: causeOf('report', report.workerId),
+    registered: true,
+    events: statusReportEvents(state, report),
+  };
+}
+
+/** A load report's decision (`report:WORKER`). */
+export function decideUtilizationReport(
+  state: ClusterState,
+  report: UtilizationReport,
+): ReportDecision {
+  return { cause: causeOf('report', report.workerId), ...utilizationReportEvents(state, report) };
+}
+
+/** A container report's decision (`report:WORKER`). */
+export function decideContainerReport(
+  state: ClusterState,
+  report: ContainerReport,
+): ReportDecision {
+  return { cause: causeOf('report', report.workerId), ...containerReportEvents(state, report) };
 }

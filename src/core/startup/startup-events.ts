@@ -8,10 +8,12 @@
  * usual consequences. Session pins stay: a pin whose worker is gone is expired by liveness as
  * usual (a worker that neither reports nor answers probes within `WORKER_TTL` of the restart).
  */
+import { causeOf } from '../../events/cause.js';
 import type { NewEvent } from '../../events/types.js';
 import type { ClusterState } from '../../projections/cluster-state.js';
 import type { Config } from '../../shared/config.js';
 import { reservationExpiredEvents } from '../consequences/index.js';
+import type { Decision } from '../decision.js';
 import type { Catalogue } from '../../events/catalogue.js';
 
 /** The `RouterStarted` event for a config (canonical units) and version. Never holds secrets. */
@@ -36,4 +38,30 @@ export function inFlightReleaseEvents(state: ClusterState): NewEvent[] {
     events.push(...reservationExpiredEvents(state, requestId));
   }
   return events;
+}
+
+/** What the router starts with. */
+export interface StartInput {
+  /** The config in force from here on (canonical units). */
+  readonly config: Config;
+  /** The readie version. */
+  readonly version: string;
+  /** The catalogue to put in force, if one was given, and its revision. */
+  readonly catalogue?: { readonly catalogue: Catalogue; readonly revision: string } | undefined;
+}
+
+/**
+ * The router starts over its log: `RouterStarted`, `CatalogueLoaded` when the catalogue changed,
+ * then the release of the calls that were in flight (`start`).
+ */
+export function decideStart(state: ClusterState, input: StartInput): Decision {
+  const { catalogue } = input;
+  return {
+    cause: causeOf('start'),
+    events: [
+      routerStartedEvent(input.config, input.version),
+      ...(catalogue ? catalogueEvents(state, catalogue.catalogue, catalogue.revision) : []),
+      ...inFlightReleaseEvents(state),
+    ],
+  };
 }

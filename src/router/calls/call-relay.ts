@@ -18,7 +18,6 @@ import type { CallIds } from '../../proto/gen/readie/v1/call.js';
 import type { CallConfig } from '../../proto/gen/readie/v1/proxy.js';
 import type { Config } from '../../shared/config.js';
 import { StatusError } from '../../shared/status-error.js';
-import { callFinishedEvents } from '../../core/consequences/index.js';
 import {
   CallAbandonedError,
   CallRejectedError,
@@ -31,7 +30,6 @@ import { callLogger, type Logger } from '../observability/logger.js';
 import type { RouterMetrics } from '../observability/metrics.js';
 import {
   explainPlacement,
-  place,
   type CallToPlace,
   type PlacementCaches,
   type PlacedDecision,
@@ -47,8 +45,9 @@ import {
 } from '../../core/calls/call-config.js';
 import {
   answerIds,
-  boundEvents,
-  decisionEvents,
+  decideBound,
+  decideCall,
+  decideCallEnd,
   departureOf,
   workerEnding,
   type CallEnding,
@@ -244,9 +243,10 @@ export class CallRelay implements ActiveCall {
     if (this.log.isLevelEnabled('debug')) {
       this.log.debug({ placement: explainPlacement(state, call) }, 'placement explained');
     }
-    const decision = place(state, call, { caches: this.options.placement });
+    const made = decideCall(state, { call, caches: this.options.placement });
+    const decision = made.placement;
     try {
-      journal.append(decisionEvents(call.requestId, call.sessionId, call.demand, decision));
+      journal.record(made);
     } catch (error) {
       this.refuse(error);
       return;
@@ -340,9 +340,15 @@ export class CallRelay implements ActiveCall {
     this.bound = true;
     this.ids = ids;
     const decision = this.decision as PlacedDecision;
-    const events = boundEvents(this.requestId, this.sessionId, decision, ids);
+    const bound = decideBound(this.options.journal.state, {
+      requestId: this.requestId,
+      sessionId: this.sessionId,
+      placed: decision,
+      ids,
+    });
+    const { events } = bound;
     try {
-      this.options.journal.append(events);
+      this.options.journal.record(bound);
     } catch (error) {
       this.log.error({ err: error }, 'could not record the container of the call');
       return;
@@ -378,7 +384,7 @@ export class CallRelay implements ActiveCall {
     const { journal, metrics, active } = this.options;
     let finished: AppendResult | undefined;
     try {
-      finished = journal.append(callFinishedEvents(journal.state, this.requestId, code));
+      finished = journal.record(decideCallEnd(journal.state, { requestId: this.requestId, code }));
     } catch (error) {
       this.log.error({ err: error }, 'could not record the end of the call');
     }

@@ -10,7 +10,7 @@ import type { Logger } from '../observability/logger.js';
 import type { RouterMetrics } from '../observability/metrics.js';
 import { bearerMetadata } from '../security/index.js';
 import type { WorkerConnections } from '../workers/index.js';
-import { nextProbeFailureCount, probeFailureEvents } from '../../core/liveness/probe-outcome.js';
+import { decideProbeFailure } from '../../core/liveness/index.js';
 
 /** What the prober needs. */
 export interface ProberOptions {
@@ -108,13 +108,16 @@ export class Prober {
       return;
     }
     metrics.probeFailures.inc();
-    const state = journal.state;
-    const consecutive = nextProbeFailureCount(state, workerId, this.streaks.get(workerId));
-    const events = probeFailureEvents(state, workerId, consecutive, problem);
+    const decision = decideProbeFailure(journal.state, {
+      workerId,
+      streak: this.streaks.get(workerId),
+      error: problem,
+    });
+    const { events, consecutive } = decision;
     if (events.length === 0) return;
     this.streaks.set(workerId, consecutive);
     try {
-      journal.append(events);
+      journal.record(decision);
     } catch (error) {
       logger.error({ err: error, workerId }, 'could not record a failed probe');
       return;

@@ -21,9 +21,9 @@ import { toServiceError } from '../grpc-status.js';
 import type { Journal } from '../journal/index.js';
 import type { Logger } from '../observability/logger.js';
 import {
-  containerReportEvents,
-  statusReportEvents,
-  utilizationReportEvents,
+  decideContainerReport,
+  decideStatusReport,
+  decideUtilizationReport,
   type ContainerReport,
   type StatusReport,
   type UtilizationReport,
@@ -144,8 +144,8 @@ export function registryService(options: RegistryServiceOptions): RegistryServic
       answer(logger, call, callback, (request): ReportStatusResponse => {
         const report = statusReportOf(request);
         const known = journal.state.workers.get(report.workerId);
-        const events = statusReportEvents(journal.state, report);
-        if (events.length > 0) journal.append(events);
+        const decision = decideStatusReport(journal.state, report);
+        if (decision.events.length > 0) journal.record(decision);
         const changed =
           !known || known.status !== report.status || known.address !== report.address;
         if (changed) {
@@ -159,8 +159,8 @@ export function registryService(options: RegistryServiceOptions): RegistryServic
     },
     reportUtilization(call, callback) {
       answer(logger, call, callback, (request): ReportUtilizationResponse => {
-        const outcome = utilizationReportEvents(journal.state, utilizationReportOf(request));
-        if (outcome.events.length > 0) journal.append(outcome.events);
+        const outcome = decideUtilizationReport(journal.state, utilizationReportOf(request));
+        if (outcome.events.length > 0) journal.record(outcome);
         if (!outcome.registered) {
           logger.info(
             { workerId: request.workerId },
@@ -173,8 +173,8 @@ export function registryService(options: RegistryServiceOptions): RegistryServic
     reportContainerState(call, callback) {
       answer(logger, call, callback, (request): ReportContainerStateResponse => {
         const report = containerReportOf(request);
-        const outcome = containerReportEvents(journal.state, report);
-        if (outcome.events.length > 0) journal.append(outcome.events);
+        const outcome = decideContainerReport(journal.state, report);
+        if (outcome.events.length > 0) journal.record(outcome);
         for (const event of outcome.events) {
           if (event.type === 'SessionExpired') {
             logger.info(
