@@ -70,3 +70,13 @@ export class LogUnavailableError extends StatusError {
   override readonly name = 'LogUnavailableError';
   readonly code = 'UNAVAILABLE';
 }
+
+/**
+ * The status an error ends a call with: a `StatusError` keeps its code and message; anything else
+ * is a bug, `INTERNAL`, saying so.
+ */
+export function statusOf(error: unknown): { code: GrpcCodeName; details: string } {
+  if (error instanceof StatusError) return { code: error.code, details: error.message };
+  const message = error instanceof Error ? error.message : String(error);
+  return { code: 'INTERNAL', details: `internal router error: ${message}` };
+}

@@ -1,7 +1,7 @@
 /** gRPC status codes between their names (as events and errors carry them) and grpc-js numbers. */
 import { status, type StatusObject } from '@grpc/grpc-js';
 import { grpcCodeName, type GrpcCodeName } from '../shared/grpc-codes.js';
-import { StatusError } from '../shared/status-error.js';
+import { statusOf } from '../core/errors.js';
 
 /** The grpc-js number of a code name. */
 export function codeNumber(name: GrpcCodeName): status {
@@ -15,7 +15,6 @@ export function codeName(code: number): GrpcCodeName {
 
 /** A status to send for an error: a `StatusError` keeps its code; anything else is `INTERNAL`. */
 export function toServiceError(error: unknown): Pick<StatusObject, 'code' | 'details'> {
-  if (error instanceof StatusError) return { code: codeNumber(error.code), details: error.message };
-  const message = error instanceof Error ? error.message : String(error);
-  return { code: status.INTERNAL, details: `internal router error: ${message}` };
+  const { code, details } = statusOf(error);
+  return { code: codeNumber(code), details };
 }

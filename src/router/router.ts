@@ -170,6 +170,7 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
       connections,
       active,
       config,
+      clock,
       logger,
       metrics,
       workerMetadata: bearerMetadata(options.authToken),

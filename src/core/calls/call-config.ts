@@ -8,6 +8,7 @@ import { MAX_CHUNK_BYTES } from '../../shared/chunks.js';
 import { PayloadFormat } from '../../proto/gen/readie/v1/call.js';
 import type { CallConfig } from '../../proto/gen/readie/v1/proxy.js';
 import { InvalidStreamError } from '../errors.js';
+export { sessionIdOf } from '../placement/call.js';
 import type { ClientMessage } from './relay-messages.js';
 
 /** The longest request or session ID the router accepts. */
@@ -56,11 +57,6 @@ export function payloadChunkOf(message: ClientMessage): Extract<ClientMessage, {
     );
   }
   return message;
-}
-
-/** The session ID of a config, or null outside a session. */
-export function sessionIdOf(config: CallConfig): string | null {
-  return config.sessionId === '' ? null : config.sessionId;
 }
 
 /**

@@ -30,7 +30,10 @@ export function budgetOf(demand: Demand, config: Config): Budget {
   };
 }
 
-/** The session ID of a call, with an empty string read as no session. */
-export function sessionIdOf(call: CallToPlace): string | null {
-  return call.sessionId === null || call.sessionId === '' ? null : call.sessionId;
+/**
+ * A session ID as the router reads it: the wire's empty string, like null, is no session. The one
+ * definition, for the client's config and for a call placement sees.
+ */
+export function sessionIdOf(sessionId: string | null): string | null {
+  return sessionId === null || sessionId === '' ? null : sessionId;
 }

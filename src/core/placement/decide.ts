@@ -48,7 +48,7 @@ export function explainPlacement(
   const budget = budgetOf(call.demand, config);
   const explanation = new ExplanationBuilder(budget, config);
   const decision = decide(state, call, config, options.caches, explanation);
-  return explanation.build(call.requestId, sessionIdOf(call), decision);
+  return explanation.build(call.requestId, sessionIdOf(call.sessionId), decision);
 }
 
 function rejected(
@@ -66,7 +66,7 @@ function rejected(
       {
         type: 'CallRejected',
         requestId: call.requestId,
-        sessionId: sessionIdOf(call),
+        sessionId: sessionIdOf(call.sessionId),
         code,
         message,
       },
@@ -82,7 +82,7 @@ function decide(
   explain: ExplanationBuilder | undefined,
 ): PlacementDecision {
   const { demand } = call;
-  const sessionId = sessionIdOf(call);
+  const sessionId = sessionIdOf(call.sessionId);
   const budget = budgetOf(demand, config);
   const before: NewEvent[] = [];
 
@@ -246,7 +246,7 @@ function reserve(
   const base = flavorCatalogue(state.catalogue, worker.flavor)?.basePackages ?? null;
   const plan = planPackages(requirements, base);
   explain?.packages({ kept: plan.packages, skipped: plan.skippedPackages });
-  const sessionId = sessionIdOf(call);
+  const sessionId = sessionIdOf(call.sessionId);
   const events: NewEvent[] = [
     ...before,
     {
