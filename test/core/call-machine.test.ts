@@ -77,7 +77,7 @@ class Given {
   private fold(event: NewEvent, cause: string | null): void {
     this.seq += 1;
     const stamped = { seq: this.seq, at: atOf(this.seq), cause, ...event };
-    this.state = applyInPlace(this.state, stamped as never, this.caches);
+    this.state = applyInPlace(this.state, stamped, this.caches);
   }
 
   private world(): CallWorld {

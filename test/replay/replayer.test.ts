@@ -129,9 +129,7 @@ describe('the replay engine', () => {
       const placed = log.find((e) => e.type === 'CallPlaced' && e.requestId === 'r1')!;
       // The router appended one more event with the decision (a rule placement no longer has).
       const unpin = { type: 'SessionUnpinned', sessionId: 's1', reason: 'call_failed' };
-      const [first] = replayEvents(
-        inserted(log, placed.seq, { ...unpin, cause: 'call:r1' }),
-      );
+      const [first] = replayEvents(inserted(log, placed.seq, { ...unpin, cause: 'call:r1' }));
       expect(first?.recorded).to.equal('diverged');
       expect(first?.divergence).to.equal(
         'recorded a SessionUnpinned that placement no longer makes',
