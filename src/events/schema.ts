@@ -59,8 +59,13 @@ export const CONTAINER_STATES = ['busy', 'ready', 'error', 'removed'] as const;
 /** A container state a worker reports. */
 export type ContainerState = (typeof CONTAINER_STATES)[number];
 
-/** Why the reaper forgot a container record (`ContainerForgotten.reason`). */
-export const CONTAINER_FORGET_REASONS = ['idle', 'error'] as const;
+/**
+ * Why the router's sweep forgot a container record (`ContainerForgotten.reason`): `unreported`, an
+ * idle container the worker should have destroyed and reported removed (at `EXECUTOR_TTL`) but
+ * did not; `error`, a container in error past `EXECUTOR_ERROR_TTL`; `idle`, in logs written before
+ * the worker owned `EXECUTOR_TTL` (the router then forgot idle containers itself).
+ */
+export const CONTAINER_FORGET_REASONS = ['unreported', 'error', 'idle'] as const;
 /** Why the reaper forgot a container record. */
 export type ContainerForgetReason = (typeof CONTAINER_FORGET_REASONS)[number];
 

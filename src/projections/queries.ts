@@ -30,7 +30,9 @@ export function isLive(worker: Pick<WorkerRecord, 'status'>): boolean {
 }
 
 /** Whether the worker has an address to reach it at. */
-export function hasAddress(worker: Pick<WorkerRecord, 'address'>): boolean {
+export function hasAddress<W extends Pick<WorkerRecord, 'address'>>(
+  worker: W,
+): worker is W & { readonly address: string } {
   return worker.address !== null && worker.address !== '';
 }
 

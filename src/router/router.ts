@@ -8,7 +8,12 @@ import { Server, type ServerInterceptor } from '@grpc/grpc-js';
 import { HealthImplementation } from 'grpc-health-check';
 import { EventLog } from '../events/index.js';
 import { PlacementCaches } from '../core/placement/index.js';
-import { clusterProjectionTelling, type ClusterState } from '../projections/index.js';
+import {
+  clusterProjectionTelling,
+  hasAddress,
+  isLive,
+  type ClusterState,
+} from '../projections/index.js';
 import { RegistryServiceService } from '../proto/gen/readie/v1/registry.js';
 import { DEFAULT_CONFIG, type Config } from '../shared/config.js';
 import { ActiveCalls, proxyService, RelayProxyService } from './calls/index.js';
@@ -290,7 +295,7 @@ async function shutdown(server: Server, active: ActiveCalls, graceMs: number): P
 function liveAddresses(state: ClusterState): Set<string> {
   const addresses = new Set<string>();
   for (const worker of state.workers.values()) {
-    if (worker.status !== 'evicted' && worker.address) addresses.add(worker.address);
+    if (isLive(worker) && hasAddress(worker)) addresses.add(worker.address);
   }
   return addresses;
 }

@@ -84,7 +84,7 @@ describe('reaper (pure)', () => {
     expect(reap(given.state(), after(3, 999_999), config)).to.deep.equal([]);
   });
 
-  it('forgets an idle container after EXECUTOR_TTL and an errored one after EXECUTOR_ERROR_TTL', () => {
+  it('forgets an idle container the worker never reported removed after EXECUTOR_TTL plus a report interval, an errored one after EXECUTOR_ERROR_TTL', () => {
     const given = history(
       routerStarted,
       registered('w1'),
@@ -98,8 +98,13 @@ describe('reaper (pure)', () => {
     expect(reap(state, after(5, 60_001), config)).to.deep.equal([
       { type: 'ContainerForgotten', workerId: 'w1', containerId: 'broken', reason: 'error' },
     ]);
-    expect(reap(state, after(3, 600_001), config)).to.deep.equal([
-      { type: 'ContainerForgotten', workerId: 'w1', containerId: 'idle', reason: 'idle' },
+    // The worker destroys an idle container at EXECUTOR_TTL and reports it: that is its story.
+    const interval = config.WORKER_UTILIZATION_INTERVAL;
+    expect(reap(state, after(3, 600_000 + interval), config)).to.deep.equal([
+      { type: 'ContainerForgotten', workerId: 'w1', containerId: 'broken', reason: 'error' },
+    ]);
+    expect(reap(state, after(3, 600_001 + interval), config)).to.deep.equal([
+      { type: 'ContainerForgotten', workerId: 'w1', containerId: 'idle', reason: 'unreported' },
       { type: 'SessionExpired', sessionId: 's1', reason: 'container_forgotten' },
       { type: 'ContainerForgotten', workerId: 'w1', containerId: 'broken', reason: 'error' },
     ]);

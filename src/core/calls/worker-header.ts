@@ -3,6 +3,7 @@ import type { Demand } from '../../events/types.js';
 import { LogSource, type CallIds, type LogLine } from '../../proto/gen/readie/v1/call.js';
 import type { CallHeader } from '../../proto/gen/readie/v1/execution.js';
 import type { CallConfig } from '../../proto/gen/readie/v1/proxy.js';
+import { isGpuCall } from '../../shared/call-budget.js';
 import type { PlacedDecision } from '../placement/index.js';
 
 /** The IDs known once the call is placed (the container when reusing a session's). */
@@ -35,7 +36,7 @@ export function callHeaderOf(
     ids,
     memory: decision.memory,
     gpuMemory: demand.gpuMemory ?? undefined,
-    gpu: demand.gpu === true || (demand.gpuMemory ?? 0) > 0,
+    gpu: isGpuCall(demand.gpu, demand.gpuMemory),
     imports: [...config.imports],
     packages: [...decision.packages],
     pythonVersion: config.pythonVersion,

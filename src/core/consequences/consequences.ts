@@ -1,5 +1,5 @@
 /**
- * Causes and their consequences, as events (DESIGN.md §3): the router appends both, so a log reads
+ * Causes and their consequences, as events (docs/event-log.md): the router appends both, so a log reads
  * as a complete story. Each function reads the state before the cause and returns the cause
  * followed by its consequences, or nothing when the cause would change nothing (a worker already
  * evicted, a container already gone): nothing is evicted, forgotten or released twice.
@@ -12,12 +12,13 @@ import type {
 } from '../../events/schema.js';
 import type { NewEvent } from '../../events/types.js';
 import type { ClusterState, WorkerRecord } from '../../projections/cluster-state.js';
+import { isLive } from '../../projections/queries.js';
 import type { GrpcCodeName } from '../../shared/grpc-codes.js';
 
-/** A worker that exists and is not evicted: the only kind events can still change. */
+/** A worker that exists and is live (`isLive`): the only kind events can still change. */
 export function liveWorkerOf(state: ClusterState, workerId: string): WorkerRecord | undefined {
   const worker = state.workers.get(workerId);
-  return worker && worker.status !== 'evicted' ? worker : undefined;
+  return worker && isLive(worker) ? worker : undefined;
 }
 
 /**

@@ -3,14 +3,18 @@
  * the shell calls it every `REAPER_INTERVAL`. It
  * - evicts workers not heard from for more than `WORKER_TTL`, counting silence from no earlier than
  *   the router's own start (a router that was down does not evict every worker on restart);
- * - forgets containers idle (`ready`) for more than `EXECUTOR_TTL` and in `error` for more than
- *   `EXECUTOR_ERROR_TTL`, unless a call in flight holds them;
+ * - forgets container records the worker never reported removed: an idle one (`ready`) after
+ *   `EXECUTOR_TTL` plus one `WORKER_UTILIZATION_INTERVAL` (`unreported`; the worker owns
+ *   `EXECUTOR_TTL`: it destroys an idle container at that age and reports it removed, so the sweep
+ *   only catches a report that never came), and one in `error` after `EXECUTOR_ERROR_TTL`, unless a
+ *   call in flight holds them;
  * - force-releases reservations older than twice `EXECUTION_TIMEOUT` (their call is long dead).
  * Every cause comes with its consequences; nothing is evicted, forgotten or released twice.
  */
 import { causeOf } from '../../events/cause.js';
 import type { NewEvent } from '../../events/types.js';
 import type { ClusterState, WorkerRecord } from '../../projections/cluster-state.js';
+import { isLive } from '../../projections/queries.js';
 import type { Config } from '../../shared/config.js';
 import {
   evictionEvents,
@@ -35,7 +39,7 @@ export function silentSince(state: ClusterState, worker: WorkerRecord): number {
 function evictSilentWorkers(state: ClusterState, now: number, config: Config): NewEvent[] {
   const events: NewEvent[] = [];
   for (const worker of state.workers.values()) {
-    if (worker.status === 'evicted') continue;
+    if (!isLive(worker)) continue;
     if (now - silentSince(state, worker) <= config.WORKER_TTL) continue;
     events.push(
       ...evictionEvents(state, worker.workerId, worker.status === 'leaving' ? 'left' : 'ttl'),
@@ -55,7 +59,16 @@ function heldByCalls(state: ClusterState): Set<string> {
   return held;
 }
 
-/** Idle and errored containers past their TTL, on workers that are not being evicted. */
+/**
+ * How long after becoming idle a container's record may stay without the worker reporting it
+ * removed: the worker destroys it at `EXECUTOR_TTL` and reports at once; one report interval more
+ * allows for that report's delivery.
+ */
+export function unreportedAfter(config: Config): number {
+  return config.EXECUTOR_TTL + config.WORKER_UTILIZATION_INTERVAL;
+}
+
+/** Idle and errored container records past their time, on workers that are not being evicted. */
 function forgetStaleContainers(
   state: ClusterState,
   now: number,
@@ -65,13 +78,13 @@ function forgetStaleContainers(
   const events: NewEvent[] = [];
   const held = heldByCalls(state);
   for (const worker of state.workers.values()) {
-    if (worker.status === 'evicted' || evicted.has(worker.workerId)) continue;
+    if (!isLive(worker) || evicted.has(worker.workerId)) continue;
     for (const container of worker.containers.values()) {
       if (held.has(`${worker.workerId}/${container.containerId}`)) continue;
       const age = now - epochOf(container.since);
-      if (container.state === 'ready' && age > config.EXECUTOR_TTL) {
+      if (container.state === 'ready' && age > unreportedAfter(config)) {
         events.push(
-          ...forgetContainerEvents(state, worker.workerId, container.containerId, 'idle'),
+          ...forgetContainerEvents(state, worker.workerId, container.containerId, 'unreported'),
         );
       } else if (container.state === 'error' && age > config.EXECUTOR_ERROR_TTL) {
         events.push(

@@ -1,5 +1,6 @@
 /** A call as placement sees it, and the budget it asks for once defaults are applied. */
 import type { Demand } from '../../events/types.js';
+import { isGpuCall, memoryBudget } from '../../shared/call-budget.js';
 import type { Config } from '../../shared/config.js';
 
 /** A call that reached placement: its IDs and its demand exactly as the client sent it. */
@@ -22,11 +23,10 @@ export interface Budget {
 
 /** The budget of a demand under a config. */
 export function budgetOf(demand: Demand, config: Config): Budget {
-  const gpuMemory = demand.gpuMemory ?? 0;
   return {
-    memory: demand.memory ?? config.DEFAULT_MEMORY,
-    gpuMemory,
-    gpuCall: demand.gpu === true || gpuMemory > 0,
+    memory: memoryBudget(demand.memory, config.DEFAULT_MEMORY),
+    gpuMemory: demand.gpuMemory ?? 0,
+    gpuCall: isGpuCall(demand.gpu, demand.gpuMemory),
   };
 }
 

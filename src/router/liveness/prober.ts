@@ -4,6 +4,7 @@
  * each failure appends `WorkerProbeFailed`, and `PROBE_FAILURE_THRESHOLD` consecutive ones evict
  * the worker (see the core's `liveness/probe-outcome.ts`). A worker is never probed twice at once.
  */
+import { hasAddress, isLive } from '../../projections/queries.js';
 import type { Config } from '../../shared/config.js';
 import type { Journal } from '../journal/index.js';
 import type { Logger } from '../observability/logger.js';
@@ -51,7 +52,7 @@ export class Prober {
     const { journal, connections } = this.options;
     const round: Promise<void>[] = [];
     for (const worker of journal.state.workers.values()) {
-      if (worker.status === 'evicted' || worker.address === null || worker.address === '') continue;
+      if (!isLive(worker) || !hasAddress(worker)) continue;
       const { workerId, address } = worker;
       const pending = this.pending.get(workerId);
       if (pending) {

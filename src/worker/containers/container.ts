@@ -19,8 +19,10 @@ export type ContainerLifecycle = 'standby' | 'busy' | 'ready' | 'removed';
 export class Container {
   /** Its state; `removed` once destruction started. */
   state: ContainerLifecycle = 'busy';
-  /** When its last call ended (ms since epoch), for the idle reaper. */
+  /** When its last call ended (ms since epoch). */
   lastUsedAt = Date.now();
+  /** Destroys it once idle for EXECUTOR_TTL; set while it is `ready`, cleared when resumed. */
+  idleTimer: NodeJS.Timeout | null = null;
   /** How its executor ended, once it has. */
   exit: ContainerExit | null = null;
   /** The request it runs now, if busy. */

@@ -1,6 +1,7 @@
 /** Reading and checking the router's CallHeader: the first message of every Execute stream. Pure. */
 import { PayloadFormat } from '../../proto/gen/readie/v1/call.js';
 import type { ExecuteRequest } from '../../proto/gen/readie/v1/execution.js';
+import { memoryBudget } from '../../shared/call-budget.js';
 import { InvalidCallError, PythonVersionMismatchError, WrongWorkerError } from '../errors.js';
 import { requirementProblem } from '../packages/index.js';
 
@@ -92,7 +93,8 @@ export function readHeader(
     sessionId: ids.sessionId,
     containerId: ids.containerId,
     checkpointId: ids.checkpointId,
-    memory: header.memory > 0 ? header.memory : context.defaultMemory,
+    // On the wire 0 is "not set": the budget is then DEFAULT_MEMORY, as the router's would be.
+    memory: memoryBudget(header.memory > 0 ? header.memory : null, context.defaultMemory),
     packages: header.packages,
     imports: header.imports,
     pythonVersion: header.pythonVersion,
