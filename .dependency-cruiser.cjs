@@ -32,6 +32,19 @@ module.exports = {
       to: { path: IO_MODULES },
     },
     {
+      name: 'pure-imports-only-pure',
+      comment:
+        "A pure module's own imports are pure too (types aside): an index that re-exports I/O, " +
+        'or a shell module, would bring its I/O in.',
+      severity: 'error',
+      from: PURE,
+      to: {
+        path: '^(src|replay)/',
+        pathNot: PURE.path,
+        dependencyTypesNot: ['type-only'],
+      },
+    },
+    {
       name: 'pure-imports-io-by-path',
       comment: 'Pure modules must not import the I/O parts of the events layer.',
       severity: 'error',

@@ -50,7 +50,7 @@ export interface RouterOptions {
   readonly logDir: string;
   /** TLS material, or plaintext when explicitly asked for. */
   readonly security: ServingSecurity;
-  /** The settings of DESIGN.md §6 in canonical units. Default: the defaults. */
+  /** The settings (docs/router.md) in canonical units. Default: the defaults. */
   readonly config?: Config;
   /** Every client and worker call must carry it as a bearer token; sent to workers too. */
   readonly authToken?: string | undefined;

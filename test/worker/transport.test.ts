@@ -78,7 +78,7 @@ describe('transport', function () {
       (e: Error) => e,
     );
     expect(performance.now() - started).to.be.greaterThan(250);
-    // The HELLO here is "{}": protocol undefined, so the connection is refused for its version.
+    // The HELLO here is "{}": it does not fit the protocol (no protocol version), so it is refused.
     expect((connection as Error).message).to.include('protocol');
     late.close();
 

@@ -11,11 +11,16 @@ import {
   decodeJsonBody,
   encodeFrame,
   encodeJsonFrame,
+  ExecutorHelloSchema,
   FrameDecoder,
   FrameProtocolError,
   FrameType,
+  InstallDoneSchema,
   MAX_FRAME_LENGTH,
+  readFrameBody,
+  ResultEndSchema,
 } from '../../src/worker/executor-link/index.js';
+import { parseZygoteEvent } from '../../src/worker/sandbox/zygote-events.js';
 import { authMetadata, requireToken } from '../../src/worker/auth.js';
 import type { StatusError } from '../../src/shared/status-error.js';
 import { UnauthenticatedError } from '../../src/worker/errors.js';
@@ -65,6 +70,59 @@ describe('worker units', () => {
       const header = Buffer.alloc(5);
       header.writeUInt32BE(MAX_FRAME_LENGTH + 1, 0);
       expect(() => new FrameDecoder().push(header)).to.throw(FrameProtocolError, /outside/);
+    });
+
+    it('checks what the executor sends against the protocol instead of trusting it', () => {
+      const frame = (type: FrameType, value: unknown) => {
+        const [decoded] = new FrameDecoder().push(encodeJsonFrame(type, value));
+        return decoded!;
+      };
+      expect(
+        readFrameBody(frame(FrameType.RESULT_END, { ok: true, ms: 1.5 }), ResultEndSchema),
+      ).to.deep.equal({ ok: true, ms: 1.5 });
+      expect(() =>
+        readFrameBody(frame(FrameType.RESULT_END, { ok: 'yes', ms: 1 }), ResultEndSchema),
+      ).to.throw(FrameProtocolError, 'the RESULT_END frame does not fit the protocol: field "ok"');
+      expect(() =>
+        readFrameBody(frame(FrameType.INSTALL_DONE, { ok: false }), InstallDoneSchema),
+      ).to.throw(FrameProtocolError, 'field "message" is required but missing');
+      const hello = {
+        protocol: 1,
+        python: '3.11.2',
+        container: 'c-1',
+        checkpoint: '',
+        modules: ['numpy'],
+        dns: { ok: true, detail: '' },
+      };
+      expect(readFrameBody(frame(FrameType.HELLO, hello), ExecutorHelloSchema)).to.deep.equal(
+        hello,
+      );
+      expect(() =>
+        readFrameBody(frame(FrameType.HELLO, { ...hello, modules: 'numpy' }), ExecutorHelloSchema),
+      ).to.throw(FrameProtocolError, 'field "modules"');
+    });
+  });
+
+  describe('zygote events', () => {
+    it('reads the events a zygote writes and says what is wrong with any other line', () => {
+      expect(parseZygoteEvent('{"event":"spawned","container":"c-1","pid":42}')).to.deep.equal({
+        ok: true,
+        event: { event: 'spawned', container: 'c-1', pid: 42 },
+      });
+      expect(
+        parseZygoteEvent(
+          '{"event":"exited","container":"c-1","pid":42,"code":null,"signal":9,"extra":1}',
+        ).ok,
+      ).to.equal(true);
+      expect(parseZygoteEvent('{"event":"spawned","container":"c-1","pid":"42"}')).to.deep.equal({
+        ok: false,
+        problem: 'spawned event: field "pid" expected an integer >= 1, got "42"',
+      });
+      expect(parseZygoteEvent('{"event":"exploded"}')).to.deep.equal({
+        ok: false,
+        problem: 'unknown event "exploded"',
+      });
+      expect(parseZygoteEvent('print("hello")').ok).to.equal(false);
     });
   });
 
@@ -349,7 +407,7 @@ describe('worker units', () => {
   });
 
   describe('catalogue', () => {
-    it('reads the DESIGN.md §4 shape and picks the checkpoints of a flavor', () => {
+    it('reads the catalogue shape and picks the checkpoints of a flavor', () => {
       const catalogue = parseCatalogueJson(JSON.stringify(CATALOGUE), 'test');
       expect(checkpointsFor(catalogue, 'gpu').map((c) => c.id)).to.deep.equal(['gpu-only']);
       expect(checkpointsFor(catalogue, 'tpu')).to.deep.equal([]);

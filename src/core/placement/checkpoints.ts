@@ -1,5 +1,5 @@
 /**
- * The checkpoint cost model of DESIGN.md §4. The cost of restoring checkpoint `c` for import hints
+ * The checkpoint cost model (docs/placement.md). The cost of restoring checkpoint `c` for import hints
  * `H` is `c.restoreCost + sum(importCost(m) for m in H not in c.modules)`; a cold start costs the
  * flavor's `coldStartCost` plus every hint's import cost. The cheapest wins; ties go to the
  * checkpoint whose ID sorts first as text, and a checkpoint wins a tie with a cold start.

@@ -1,5 +1,5 @@
 /**
- * Reading a checkpoint catalogue file (DESIGN.md §4): JSON checked against `CatalogueSchema`, with
+ * Reading a checkpoint catalogue file (its format: docs/placement.md): JSON checked against `CatalogueSchema`, with
  * an error naming the file and the field. Its revision is a hash of its content, so loading the
  * same catalogue again changes nothing and any edit is a new revision.
  */

@@ -312,6 +312,13 @@ export class ContainerPool {
     // A busy container's call sees its connection drop and releases it.
   }
 
+  /** The GPU memory budgets of the calls its containers hold, in bytes. */
+  gpuMemoryHeld(): number {
+    let held = 0;
+    for (const container of this.containers.values()) held += container.gpuMemory;
+    return held;
+  }
+
   /** Memory used by all containers, standbys included, in bytes. */
   async memoryUsed(): Promise<number> {
     const all = [...this.list(), ...this.standbys.all()];

@@ -27,6 +27,8 @@ export class Container {
   exit: ContainerExit | null = null;
   /** The request it runs now, if busy. */
   requestId = '';
+  /** The GPU memory budget of its last call, in bytes (it holds it while it lives). */
+  gpuMemory = 0;
   /** The connection its last call used, kept open for the next call of its session. */
   idleConnection: ExecutorConnection | null = null;
   /** Whether the router has heard of it (standby containers are not reported until taken). */

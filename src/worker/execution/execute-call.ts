@@ -17,14 +17,16 @@ import {
   PackageInstallError,
 } from '../errors.js';
 import {
-  decodeJsonBody,
   decodeLogBody,
   encodeFrame,
   encodeJsonFrame,
   ExecutorConnection,
+  ExecutorErrorSchema,
   FrameType,
   frameTypeName,
   MAX_PIECE,
+  readFrameBody,
+  ResultEndSchema,
 } from '../executor-link/index.js';
 import type { Installer, PackageSource } from '../packages/index.js';
 import type { CallRequest } from './call-header.js';
@@ -170,6 +172,7 @@ export class ExecuteCall {
 
   private adopt(container: Container): void {
     container.requestId = this.request.requestId;
+    container.gpuMemory = this.request.gpuMemory;
     this.container = container;
     this.ids.containerId = container.id;
     this.ids.checkpointId = container.checkpointId;
@@ -254,12 +257,12 @@ export class ExecuteCall {
           }
           break;
         case FrameType.RESULT_END: {
-          const end = decodeJsonBody(frame) as { ok: boolean; ms: number };
+          const end = readFrameBody(frame, ResultEndSchema);
           this.log.debug({ ok: end.ok, functionMs: end.ms }, 'executor answered');
           return;
         }
         case FrameType.ERROR: {
-          const { message } = decodeJsonBody(frame) as { message: string };
+          const { message } = readFrameBody(frame, ExecutorErrorSchema);
           this.diagnosed = true;
           throw new ExecutorLostError(`the executor refused the call: ${message}`);
         }
