@@ -6,7 +6,7 @@
 import { validateEvent, type ClusterEvent, type NewEvent } from '../src/events/index.js';
 import { applyInPlace, initialState, type ClusterState } from '../src/projections/index.js';
 import { decideCall } from '../src/core/calls/index.js';
-import { PlacementCaches } from '../src/core/placement/index.js';
+import { PLACEMENT_RULES_VERSION, PlacementCaches } from '../src/core/placement/index.js';
 import { demand, GiB, registered } from '../test/support/events.js';
 import { CATALOGUE, prng } from '../test/support/synthetic-log.js';
 
@@ -37,7 +37,10 @@ export function* simulatedLog(options: {
     state = applyInPlace(state, stamped, caches);
     return stamped;
   };
-  yield stamp({ type: 'RouterStarted', config: {}, version: 'bench' }, 'start');
+  yield stamp(
+    { type: 'RouterStarted', config: {}, version: 'bench', rulesVersion: PLACEMENT_RULES_VERSION },
+    'start',
+  );
   yield stamp({ type: 'CatalogueLoaded', revision: 'bench', catalogue: CATALOGUE }, 'start');
   for (let i = 0; i < options.workers; i += 1) {
     yield stamp(registered(`w${i}`, { memoryTotal: 64 * GiB, maxContainers: 32 }), `report:w${i}`);

@@ -18,6 +18,8 @@ export interface CallResult {
   readonly recordedEvents: readonly Record<string, unknown>[] | null;
   /** The first difference, in words, when `recorded` is `diverged`. */
   readonly divergence: string | null;
+  /** The placement rules' version the log's decision was made under (see `rules-version.ts`). */
+  readonly rulesVersion: number;
 }
 
 /** The line `replay run --json` prints for a call (fields that do not apply are null). */

@@ -17,6 +17,7 @@ import { applyInPlace, initialState, type ClusterState } from '../../src/project
 import {
   place,
   PlacementCaches,
+  recordedRulesVersion,
   type CallToPlace,
   type PlacementDecision,
 } from '../../src/core/placement/index.js';
@@ -45,6 +46,8 @@ export interface ReplayOptions {
 
 interface PendingCall {
   readonly event: EventOf<'CallRequested'>;
+  /** The rules' version in force in the log at the call. */
+  readonly rulesVersion: number;
   readonly call: CallToPlace;
   readonly decision: PlacementDecision;
   readonly recorded: ClusterEvent[];
@@ -90,7 +93,8 @@ export class Replayer {
       this.options.onDecide?.(call, this.working, config, event, this.caches);
       const decision = place(this.working, call, { config, caches: this.caches });
       this.apply(event);
-      this.pending = { event, call, decision, recorded: [] };
+      const rulesVersion = recordedRulesVersion(this.working.rulesVersion);
+      this.pending = { event, call, decision, recorded: [], rulesVersion };
       return;
     }
     this.apply(event);
@@ -135,6 +139,7 @@ export class Replayer {
       recorded: !hasOutcome ? 'none' : divergence === null ? 'match' : 'diverged',
       recordedEvents,
       divergence,
+      rulesVersion: pending.rulesVersion,
     });
   }
 }

@@ -103,7 +103,11 @@ const ConfigValue = T.Union([T.Number(), T.String(), T.Boolean(), T.Null()]);
 
 /** The fields of each event type, without the envelope (`seq`, `at`, `type`). */
 export const EVENT_FIELDS = {
-  RouterStarted: { config: T.Record(T.String(), ConfigValue), version: Text },
+  RouterStarted: {
+    config: T.Record(T.String(), ConfigValue),
+    version: Text,
+    rulesVersion: opt(T.Integer({ minimum: 1 })),
+  },
   CatalogueLoaded: { revision: Text, catalogue: CatalogueSchema },
   WorkerRegistered: {
     workerId: Id,

@@ -119,6 +119,8 @@ export interface ClusterState {
   readonly lastSeq: number;
   readonly config: Config;
   readonly routerVersion: string | null;
+  /** The placement rules' version the last `RouterStarted` recorded (null: it recorded none). */
+  readonly rulesVersion: number | null;
   /**
    * When the router last started (the last `RouterStarted`'s `at`). Liveness counts a worker's
    * silence from no earlier than this, so a router that was down does not evict every worker.
@@ -137,6 +139,7 @@ export function initialState(): ClusterState {
     lastSeq: 0,
     config: { ...DEFAULT_CONFIG },
     routerVersion: null,
+    rulesVersion: null,
     routerStartedAt: null,
     catalogue: null,
     workers: new Map(),

@@ -52,6 +52,7 @@ export function applyEvent(
     case 'RouterStarted':
       state.config = configInForce(event.config);
       state.routerVersion = event.version;
+      state.rulesVersion = event.rulesVersion;
       state.routerStartedAt = event.at;
       break;
     case 'CatalogueLoaded':

@@ -82,6 +82,8 @@ export const ClusterStateSchema = T.Object({
   lastSeq: Count,
   config: T.Record(T.String(), T.Number()),
   routerVersion: Nullable(Text),
+  // Absent in snapshots written before routers recorded the rules' version.
+  rulesVersion: T.Optional(Nullable(T.Integer({ minimum: 1 }))),
   routerStartedAt: Nullable(Text),
   catalogue: Nullable(T.Object({ revision: Text, catalogue: CatalogueSchema })),
   workers: T.Record(T.String(), WorkerSchema),
@@ -104,8 +106,8 @@ type Jsonified<T> =
 // The schema and the `ClusterState` interface must describe the same thing.
 type SameShape<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
 const schemaMatchesState: SameShape<
-  Omit<ClusterStateJson, 'config'>,
-  Omit<Jsonified<ClusterState>, 'config'>
+  Omit<ClusterStateJson, 'config' | 'rulesVersion'>,
+  Omit<Jsonified<ClusterState>, 'config' | 'rulesVersion'>
 > = true;
 void schemaMatchesState;
 
@@ -123,6 +125,7 @@ export function stateFromJson(json: ClusterStateJson): ClusterState {
   return {
     ...copy,
     config: configInForce(copy.config),
+    rulesVersion: copy.rulesVersion ?? null,
     workers: mapOf(copy.workers, (worker) => ({
       ...worker,
       containers: mapOf(worker.containers, (container) => container),

@@ -36,9 +36,11 @@ describe('evolve: the effect of each event', () => {
         type: 'RouterStarted',
         config: { MEMORY_HEADROOM: 0.8, UNKNOWN_THING: 'x' },
         version: '1.2.3',
+        rulesVersion: 1,
       }),
     );
     expect(state.config).to.deep.equal({ ...DEFAULT_CONFIG, MEMORY_HEADROOM: 0.8 });
+    expect(state.rulesVersion).to.equal(1);
     expect(state.routerVersion).to.equal('1.2.3');
     expect(state.routerStartedAt).to.equal(atOf(1));
     expect(state.lastSeq).to.equal(1);

@@ -21,6 +21,7 @@ import {
   utilizationReportEvents,
   type StatusReport,
 } from '../../src/core/registry/report-events.js';
+import { PLACEMENT_RULES_VERSION } from '../../src/core/placement/index.js';
 import { TurnQueue } from '../../src/core/sessions/turn-queue.js';
 import {
   catalogueEvents,
@@ -251,12 +252,13 @@ describe('router core (pure)', () => {
   });
 
   describe('startup and recovery', () => {
-    it('records the config and version, never anything but the settings', () => {
+    it("records the config, the version and the placement rules' version, never anything but the settings", () => {
       const event = routerStartedEvent(DEFAULT_CONFIG, '1.2.3');
       expect(event).to.deep.equal({
         type: 'RouterStarted',
         config: { ...DEFAULT_CONFIG },
         version: '1.2.3',
+        rulesVersion: PLACEMENT_RULES_VERSION,
       });
     });
 

@@ -31,7 +31,12 @@ function stamped(event: NewEvent, seq: number, at: number): ClusterEvent {
   return validateEvent({ ...event, seq, at: new Date(at).toISOString() });
 }
 
-const routerStarted: NewEvent = { type: 'RouterStarted', config: { ...config }, version: 't' };
+const routerStarted: NewEvent = {
+  type: 'RouterStarted',
+  config: { ...config },
+  version: 't',
+  rulesVersion: null,
+};
 
 describe('reaper (pure)', () => {
   it('does nothing while everything is fresh', () => {

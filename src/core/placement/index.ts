@@ -5,6 +5,7 @@ export { cheapest, costTable, type CostRow } from './checkpoints.js';
 export { explainPlacement, place, type PlaceOptions } from './decide.js';
 export { CandidateIndex, type RankedCandidate } from './candidate-index.js';
 export { PlacementCaches } from './placement-caches.js';
+export { PLACEMENT_RULES_VERSION, recordedRulesVersion } from './rules-version.js';
 export type { PlacedDecision, PlacementDecision, RejectedDecision } from './decision.js';
 export type {
   CheckpointExplanation,

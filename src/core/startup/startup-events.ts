@@ -14,11 +14,20 @@ import type { ClusterState } from '../../projections/cluster-state.js';
 import type { Config } from '../../shared/config.js';
 import { reservationExpiredEvents } from '../consequences/index.js';
 import type { Decision } from '../decision.js';
+import { PLACEMENT_RULES_VERSION } from '../placement/rules-version.js';
 import type { Catalogue } from '../../events/catalogue.js';
 
-/** The `RouterStarted` event for a config (canonical units) and version. Never holds secrets. */
+/**
+ * The `RouterStarted` event for a config (canonical units) and version, with the placement rules'
+ * version. Never holds secrets.
+ */
 export function routerStartedEvent(config: Config, version: string): NewEvent {
-  return { type: 'RouterStarted', config: { ...config }, version };
+  return {
+    type: 'RouterStarted',
+    config: { ...config },
+    version,
+    rulesVersion: PLACEMENT_RULES_VERSION,
+  };
 }
 
 /** `CatalogueLoaded` for a catalogue, or nothing when that revision is already in force. */
