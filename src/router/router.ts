@@ -62,7 +62,10 @@ export interface RouterOptions {
   readonly metrics?: string | undefined;
   /** The logger (default: JSON at info level on standard output). */
   readonly logger?: Logger;
-  /** The clock stamping events and driving the reaper, in epoch ms (default `Date.now`). */
+  /**
+   * The router's clock, in epoch ms (default `Date.now`): it stamps events, drives the reaper and
+   * sets the deadlines of worker streams and probes. Nothing in the router reads another.
+   */
   readonly clock?: () => number;
   /** Snapshot the state every this many events (default 10,000). */
   readonly snapshotEvery?: number;
@@ -193,6 +196,7 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
       journal,
       connections,
       config,
+      clock,
       logger,
       metrics,
       authToken: options.authToken,

@@ -18,6 +18,8 @@ export interface ProberOptions {
   readonly journal: Journal;
   readonly connections: WorkerConnections;
   readonly config: Config;
+  /** The router's clock, in epoch ms (the probes' deadlines count from it). */
+  readonly clock: () => number;
   readonly logger: Logger;
   readonly metrics: RouterMetrics;
   readonly authToken?: string | undefined;
@@ -84,14 +86,14 @@ export class Prober {
 
   /** One health check: null when the worker answered `SERVING`, else what went wrong. */
   private check(connections: WorkerConnections, address: string): Promise<string | null> {
-    const { config, authToken } = this.options;
+    const { config, authToken, clock } = this.options;
     return new Promise((resolve) => {
       connections
         .health(address)
         .check(
           { service: '' },
           bearerMetadata(authToken),
-          { deadline: Date.now() + config.PROBE_TIMEOUT },
+          { deadline: clock() + config.PROBE_TIMEOUT },
           (error, response) => {
             if (error) resolve(`health check failed: ${error.code} ${error.details}`);
             else if (response?.status !== 'SERVING') {
