@@ -25,7 +25,7 @@ export interface CallDecision extends Decision {
 }
 
 /** What a call's decision is given: the call, and placement's options (config, caches). */
-export interface CallInput extends PlaceOptions {
+export interface CallDecisionInput extends PlaceOptions {
   readonly call: CallToPlace;
 }
 
@@ -33,7 +33,7 @@ export interface CallInput extends PlaceOptions {
  * Step 3, when the call has its turn: `CallRequested` with the demand exactly as the client sent
  * it, then placement's events, as one append caused by the call (`call:REQUEST`).
  */
-export function decideCall(state: ClusterState, input: CallInput): CallDecision {
+export function decideCall(state: ClusterState, input: CallDecisionInput): CallDecision {
   const { call } = input;
   const placement = place(state, call, input);
   const requested: NewEvent = {

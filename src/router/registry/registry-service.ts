@@ -1,7 +1,7 @@
 /**
  * `RegistryService` (shell): worker reports become events. Each handler validates the message into
- * a plain report (`INVALID_ARGUMENT` naming the field otherwise), asks the core's `report-events.ts` for the
- * events, appends them and answers.
+ * a plain report (`INVALID_ARGUMENT` naming the field otherwise), asks the core for the report's
+ * decision (`src/core/registry/report-events.ts`), records it and answers.
  */
 import type { sendUnaryData, ServerUnaryCall } from '@grpc/grpc-js';
 import {
