@@ -1,12 +1,7 @@
 import { expect } from 'chai';
-import {
-  newCall,
-  stepCall,
-  type CallEffect,
-  type CallInput,
-  type CallPhase,
-  type CallWorld,
-} from '../../src/core/calls/call-machine.js';
+import type { CallEffect } from '../../src/core/calls/call-effects.js';
+import { newCall, stepCall } from '../../src/core/calls/call-machine.js';
+import type { CallInput, CallPhase, CallWorld } from '../../src/core/calls/call-phases.js';
 import { PlacementCaches } from '../../src/core/placement/index.js';
 import type { NewEvent } from '../../src/events/index.js';
 import { applyInPlace, initialState, type ClusterState } from '../../src/projections/index.js';

@@ -5,7 +5,8 @@
  * log's answer, a worker answer, a departure, a shutdown) and the world as it is now (the state,
  * placement's caches, the clock's reading), and returns the next phase and the effects to perform
  * in order. It performs nothing: a transport shell (`src/router/calls/call-relay.ts` on grpc-js)
- * wires streams to inputs and performs the effects. It holds no transport types.
+ * wires streams to inputs and performs the effects. It holds no transport types. The phases, inputs
+ * and world are in `call-phases.ts`, the effects in `call-effects.ts`.
  *
  * The steps (`ProxyService.RequestExecution`, docs/router.md):
  * 1. the first message must be a config with a request ID; anything malformed later is
@@ -19,13 +20,8 @@
  *    once, whatever ends it;
  * 6. errors keep their gRPC codes end to end.
  */
-import type { ClusterState } from '../../projections/cluster-state.js';
-import type { CallIds } from '../../proto/gen/readie/v1/call.js';
-import type { CallHeader } from '../../proto/gen/readie/v1/execution.js';
 import type { CallConfig } from '../../proto/gen/readie/v1/proxy.js';
-import type { Config } from '../../shared/config.js';
 import type { GrpcCodeName } from '../../shared/grpc-codes.js';
-import type { Decision } from '../decision.js';
 import {
   CallAbandonedError,
   CallRejectedError,
@@ -33,7 +29,8 @@ import {
   InvalidStreamError,
   statusOf,
 } from '../errors.js';
-import type { CallToPlace, PlacedDecision, PlacementCaches } from '../placement/index.js';
+import type { CallEffect } from './call-effects.js';
+import type { CallFacts, CallInput, CallPhase, CallWorld } from './call-phases.js';
 import { demandOf, firstConfigOf, payloadChunkOf, sessionIdOf } from './call-config.js';
 import {
   answerIds,
@@ -42,134 +39,10 @@ import {
   decideCallEnd,
   departureOf,
   workerEnding,
-  type CallDecision,
   type CallEnding,
 } from './call-steps.js';
-import type { ClientAnswer, ClientMessage, WorkerAnswer } from './relay-messages.js';
+import type { ClientMessage, WorkerAnswer } from './relay-messages.js';
 import { callHeaderOf, placedIds, skippedPackageLine } from './worker-header.js';
-
-/** What a call knows once its config arrived. */
-export interface CallFacts {
-  readonly config: CallConfig;
-  /** The call as placement sees it: its IDs and its demand exactly as sent. */
-  readonly call: CallToPlace;
-  /** The client's deadline, epoch ms (Infinity when it set none). */
-  readonly clientDeadline: number;
-}
-
-/** Where a call is in its life, and what it knows there. */
-export type CallPhase =
-  | { readonly phase: 'awaiting-config'; readonly clientDeadline: number }
-  | { readonly phase: 'waiting-turn'; readonly facts: CallFacts }
-  | { readonly phase: 'placing'; readonly facts: CallFacts; readonly decision: CallDecision }
-  | {
-      readonly phase: 'relaying';
-      readonly facts: CallFacts;
-      readonly placed: PlacedDecision;
-      /** The IDs answers carry: the placed ones until the worker names its container. */
-      readonly ids: CallIds;
-      /** Whether an answer already named the container. */
-      readonly bound: boolean;
-      /** Whether this call's container became its session's pin. */
-      readonly createdPin: boolean;
-    }
-  | { readonly phase: 'done' };
-
-/** Something that happened to the call. */
-export type CallInput =
-  | { readonly type: 'client-message'; readonly message: ClientMessage }
-  /** The client half-closed its stream: the payload is complete. */
-  | { readonly type: 'client-ended' }
-  /** The client cancelled, or its deadline passed. */
-  | { readonly type: 'client-gone' }
-  | { readonly type: 'turn-granted' }
-  | { readonly type: 'turn-refused'; readonly error: unknown }
-  /** The call's decision (a `record-decision` effect) was appended. */
-  | { readonly type: 'recorded' }
-  | { readonly type: 'record-failed'; readonly error: unknown }
-  /** The worker stream can take the client's next chunk. */
-  | { readonly type: 'worker-drained' }
-  | { readonly type: 'worker-answer'; readonly answer: WorkerAnswer }
-  /** The worker's final status (an OK one after every answer was delivered). */
-  | { readonly type: 'worker-ended'; readonly code: number; readonly details: string }
-  /** The router is shutting down (or its log failed). */
-  | { readonly type: 'shutdown'; readonly reason: string };
-
-/** The world a step reads: nothing it keeps, everything read now. */
-export interface CallWorld {
-  /** The router's state now. */
-  readonly state: ClusterState;
-  /** Placement's caches for that state. */
-  readonly caches: PlacementCaches;
-  /** Now, in epoch ms (the router's clock). */
-  readonly now: number;
-  /** The router's settings (`SESSION_WAIT_TIMEOUT`, `EXECUTION_TIMEOUT`). */
-  readonly settings: Config;
-  /** Whether this router is handling another call with that request ID. */
-  handling(requestId: string): boolean;
-}
-
-/** Something the shell must do, in order. */
-export type CallEffect =
-  | { readonly type: 'pause-client' }
-  | { readonly type: 'resume-client' }
-  /** The call's IDs are known (what its log lines carry from here on). */
-  | { readonly type: 'identified'; readonly requestId: string; readonly sessionId: string | null }
-  /** The call is being handled under its request ID (for duplicates, metrics, shutdown). */
-  | { readonly type: 'register'; readonly requestId: string }
-  | { readonly type: 'unregister'; readonly requestId: string }
-  | { readonly type: 'wait-turn'; readonly sessionId: string; readonly timeoutMs: number }
-  /** Stop waiting for the turn (the wait ends with a refusal the machine ignores). */
-  | { readonly type: 'leave-line' }
-  /** Release the session's turn if the call holds it (harmless otherwise). */
-  | { readonly type: 'release-turn' }
-  /** Explain the placement about to be decided, if anyone listens (debug logs). */
-  | { readonly type: 'explain'; readonly call: CallToPlace }
-  /** Append the call's decision; answer `recorded` or `record-failed`. */
-  | { readonly type: 'record-decision'; readonly decision: CallDecision }
-  /** Append a decision; a failure is only reported (`failure` says what was not recorded). */
-  | { readonly type: 'record'; readonly decision: Decision; readonly failure: string }
-  | {
-      readonly type: 'open-worker';
-      readonly workerId: string;
-      readonly address: string;
-      /** Epoch ms. */
-      readonly deadline: number;
-      readonly header: CallHeader;
-    }
-  | { readonly type: 'send-chunk'; readonly wire: Buffer; readonly bytes: number }
-  | { readonly type: 'half-close-worker' }
-  | { readonly type: 'cancel-worker' }
-  | { readonly type: 'to-client'; readonly answer: ClientAnswer }
-  /** End the client's stream with OK, once the last record committed when `afterCommit`. */
-  | { readonly type: 'end-client'; readonly afterCommit: boolean }
-  | { readonly type: 'fail-client'; readonly code: GrpcCodeName; readonly details: string }
-  // What happened, for logs and metrics.
-  | { readonly type: 'placed'; readonly placed: PlacedDecision }
-  | {
-      readonly type: 'bound';
-      readonly ids: CallIds;
-      readonly createdPin: boolean;
-      /** The container placement reused, when the worker ran the call in another one. */
-      readonly expected: string | null;
-    }
-  | { readonly type: 'malformed'; readonly problem: string }
-  | {
-      readonly type: 'finished';
-      readonly code: GrpcCodeName | null;
-      readonly details: string;
-      readonly ids: CallIds;
-      readonly createdPin: boolean;
-      readonly placed: PlacedDecision;
-    }
-  | {
-      readonly type: 'refused';
-      readonly error: unknown;
-      readonly code: GrpcCodeName;
-      readonly details: string;
-      /** Whether it was waiting for its session's turn. */
-      readonly waited: boolean;
-    };
 
 /** A step's result. */
 export interface CallStep {

@@ -7,14 +7,9 @@
  */
 import { status, type Metadata, type ServerDuplexStream } from '@grpc/grpc-js';
 import type { AppendResult } from '../../events/index.js';
-import {
-  newCall,
-  stepCall,
-  type CallEffect,
-  type CallInput,
-  type CallPhase,
-  type CallWorld,
-} from '../../core/calls/call-machine.js';
+import type { CallEffect } from '../../core/calls/call-effects.js';
+import { newCall, stepCall } from '../../core/calls/call-machine.js';
+import type { CallInput, CallPhase, CallWorld } from '../../core/calls/call-phases.js';
 import type { ClientAnswer, ClientMessage } from '../../core/calls/relay-messages.js';
 import { CallAbandonedError } from '../../core/errors.js';
 import { explainPlacement, type PlacementCaches } from '../../core/placement/index.js';
