@@ -1,5 +1,5 @@
 /**
- * `readie router`: the router process. Every setting of DESIGN.md §6 is read from its environment
+ * `readie router`: the router process. Every setting (docs/router.md) is read from its environment
  * variable and can be overridden by the matching flag (`SESSION_WAIT_TIMEOUT` is
  * `--session-wait-timeout`).
  */
@@ -197,7 +197,10 @@ export function addRouterCommand(program: Command): void {
     .option('--insecure', 'serve plaintext gRPC (only on a trusted network); TLS is the default')
     .option('--tls-cert <file>', 'PEM certificate chain to serve TLS with')
     .option('--tls-key <file>', 'PEM private key of --tls-cert')
-    .option('--catalogue <file>', 'checkpoint catalogue (JSON, DESIGN.md §4) to put in force')
+    .option(
+      '--catalogue <file>',
+      'checkpoint catalogue (JSON, format in docs/placement.md) to put in force',
+    )
     .option('--metrics <host:port>', 'serve Prometheus metrics over HTTP at GET /metrics')
     .option(
       '--worker-ca <file>',

@@ -37,7 +37,7 @@ export function addWorkerCommand(program: Command): void {
     .option('--log-level <level>', 'pino log level [LOG_LEVEL]', process.env['LOG_LEVEL'] ?? 'info')
     .addHelpText(
       'after',
-      `\nSettings read from the environment (DESIGN.md §6):\n${SETTINGS_HELP}\n` +
+      `\nSettings read from the environment (docs/router.md and docs/container-lifecycle.md):\n${SETTINGS_HELP}\n` +
         '  READIE_AUTH_TOKEN            sent to the router, and required from it on ExecutionService\n' +
         '\nRuns as root (namespaces, mounts, cgroups); user code runs as nobody. On SIGTERM the worker\n' +
         'reports REMOVED, lets running calls finish (no time limit of its own: EXECUTION_TIMEOUT bounds\n' +

@@ -113,7 +113,7 @@ export const WORKER_FLAGS: readonly WorkerFlag[] = [
     key: 'catalogue',
     flag: '--catalogue <file>',
     env: 'WORKER_CATALOGUE',
-    help: 'checkpoint catalogue JSON (DESIGN.md §4); none: cold starts only',
+    help: 'checkpoint catalogue JSON (format in docs/placement.md); none: cold starts only',
   },
   {
     key: 'standby',
@@ -210,7 +210,7 @@ export interface WorkerOptions {
   readonly security: TransportSecurity;
   /** READIE_AUTH_TOKEN, or null when router auth is off. */
   readonly authToken: string | null;
-  /** The numeric settings (DESIGN.md §6), WORKER_MAX_EXECUTORS included. */
+  /** The numeric settings (docs/router.md), WORKER_MAX_EXECUTORS included. */
   readonly config: Config;
   /** The unprivileged user and group that user code runs as (nobody:nogroup). */
   readonly sandboxUid: number;
@@ -288,7 +288,7 @@ export function resolveWorkerOptions(
   if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/.test(workerId)) {
     throw new ConfigError(`--id "${workerId}" must be 1-63 letters, digits, ".", "_" or "-"`);
   }
-  // WORKER_MAX_EXECUTORS is a DESIGN.md §6 setting: resolveConfig reads it; the flag overrides.
+  // WORKER_MAX_EXECUTORS is one of the settings: resolveConfig reads it; the flag overrides.
   const config = resolveConfig(
     env,
     flags.maxContainers !== undefined
