@@ -448,6 +448,16 @@ describe('evolve: the effect of each event', () => {
       expect(state).to.deep.equal({ ...before, lastSeq: 2 });
     });
 
+    it('restores a snapshot written before states held the rules version', () => {
+      const before = history(registered('w1'), placed('r1', 'w1')).state();
+      const old = snapshotOf(before);
+      delete old.rulesVersion;
+      const state = stateOf(
+        history(registered('other'), { type: 'Snapshot', schemaVersion: 1, state: old }),
+      );
+      expect(state).to.deep.equal({ ...before, rulesVersion: null, lastSeq: 2 });
+    });
+
     it('refuses a snapshot whose state is malformed, naming the seq and the field', () => {
       const bad = snapshotOf(history(registered('w1')).state()) as {
         workers: Record<string, Record<string, unknown>>;
