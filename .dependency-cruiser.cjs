@@ -1,32 +1,20 @@
 /**
- * Layering of DESIGN.md §2, enforced by `npm run lint:layers`.
- *   events <- projections <- router/placement <- router (shell)
- *   replay uses events, projections and router/placement, never a gRPC server
+ * The layering, enforced by `npm run lint:layers` (docs/development.md says why):
+ *   events <- projections <- core <- router (shell)
+ *   replay uses events, projections and core, never a gRPC server, never the router shell
  *   worker and router share only the generated proto and src/shared
  *   the client (shipped to users) sees only the generated proto and src/shared
- * Pure modules import no I/O: no fs, net, lmdb, child_process, timers, worker threads.
+ * Pure modules (lint/pure-modules.cjs) import no I/O: no fs, net, lmdb, child_process, timers,
+ * worker threads, and not the I/O parts of the events layer.
  */
+const { PURE_MODULES, IMPURE_EXCEPTIONS } = require('./lint/pure-modules.cjs');
+
 // src/events/index.ts is the events layer's public face for shells: it re-exports the LMDB log
 // and JSONL streams, so pure modules import the vocabulary files directly instead.
-// The router's pure core: decisions as functions of state (and time given as an argument) that
-// return events. The shell (gRPC handlers, timers, the log) calls them.
-const ROUTER_CORE = [
-  '^src/router/errors\\.ts$',
-  '^src/router/calls/call-steps\\.ts$',
-  '^src/router/consequences/',
-  '^src/router/liveness/(reaper|probe-outcome)\\.ts$',
-  '^src/router/registry/report-events\\.ts$',
-  '^src/router/sessions/turn-queue\\.ts$',
-  '^src/router/startup/startup-events\\.ts$',
-];
-const PURE = [
-  '^src/events/(?!index\\.ts$)[^/]+\\.ts$',
-  '^src/projections/',
-  '^src/router/placement/',
-  '^src/shared/',
-  '^replay/engine/',
-  ...ROUTER_CORE,
-];
+const PURE = {
+  path: PURE_MODULES.map((m) => m.path),
+  pathNot: IMPURE_EXCEPTIONS.map((m) => m.path),
+};
 const IO_MODULES = [
   '^(node:)?(fs|fs/promises|net|tls|http|http2|https|dgram|dns|child_process|cluster|worker_threads|timers|timers/promises|readline|os|process|v8|vm)$',
   '^lmdb$',
@@ -38,16 +26,29 @@ module.exports = {
   forbidden: [
     {
       name: 'pure-imports-io',
-      comment: 'Pure modules (events vocabulary, projections, placement, shared) must not do I/O.',
+      comment: 'Pure modules (lint/pure-modules.cjs) must not do I/O.',
       severity: 'error',
-      from: { path: PURE },
+      from: PURE,
       to: { path: IO_MODULES },
+    },
+    {
+      name: 'pure-imports-only-pure',
+      comment:
+        "A pure module's own imports are pure too (types aside): an index that re-exports I/O, " +
+        'or a shell module, would bring its I/O in.',
+      severity: 'error',
+      from: PURE,
+      to: {
+        path: '^(src|replay)/',
+        pathNot: PURE.path,
+        dependencyTypesNot: ['type-only'],
+      },
     },
     {
       name: 'pure-imports-io-by-path',
       comment: 'Pure modules must not import the I/O parts of the events layer.',
       severity: 'error',
-      from: { path: PURE },
+      from: PURE,
       to: { path: '^src/events/(lmdb/|jsonl/|index\\.ts$)' },
     },
     {
@@ -55,34 +56,42 @@ module.exports = {
       comment: 'src/events depends on nothing of readie but src/shared.',
       severity: 'error',
       from: { path: '^src/events/' },
-      to: { path: '^src/(projections|router|worker|client|cli)/|^replay/' },
+      to: { path: '^src/(projections|core|router|worker|client|cli|cluster)/|^replay/' },
     },
     {
       name: 'projections-above-events-only',
       severity: 'error',
       from: { path: '^src/projections/' },
-      to: { path: '^src/(router|worker|client|cli)/|^replay/' },
+      to: { path: '^src/(core|router|worker|client|cli|cluster)/|^replay/' },
     },
     {
-      name: 'placement-is-below-the-router-shell',
-      comment: 'Placement is pure: it sees events, projections and shared code only.',
-      severity: 'error',
-      from: { path: '^src/router/placement/' },
-      to: { path: '^src/router/(?!placement/)|^src/(worker|client|cli|proto)/|^replay/' },
-    },
-    {
-      name: 'router-core-imports-no-shell',
+      name: 'core-below-the-shells',
       comment:
-        'The router core is pure: it sees placement and other core modules, never the shell.',
+        'The core holds every decision of the router and replay: it sees events, projections and ' +
+        'shared code, never a shell (router, worker, CLI, replay).',
       severity: 'error',
-      from: { path: ROUTER_CORE },
-      to: { path: '^src/router/', pathNot: ['^src/router/placement/', ...ROUTER_CORE] },
+      from: { path: '^src/core/' },
+      to: { path: '^src/(router|worker|client|cli|cluster)/|^replay/|^bin/' },
+    },
+    {
+      name: 'core-sees-proto-types-only',
+      comment:
+        'The core may use the wire messages as types (and call.proto, which is plain messages), ' +
+        'never the generated grpc-js service code.',
+      severity: 'error',
+      from: { path: '^src/core/' },
+      to: {
+        path: '^src/proto/gen/',
+        pathNot: '^src/proto/gen/readie/v1/call\\.ts$',
+        dependencyTypesNot: ['type-only'],
+      },
     },
     {
       name: 'worker-never-imports-router',
+      comment: 'The worker shares only src/shared and the proto with the router (and its core).',
       severity: 'error',
       from: { path: '^src/worker/' },
-      to: { path: '^src/router/|^replay/' },
+      to: { path: '^src/(router|core)/|^replay/' },
     },
     {
       name: 'router-never-imports-worker',
@@ -101,17 +110,17 @@ module.exports = {
     },
     {
       name: 'replay-never-serves',
-      comment: 'replay reads logs offline: events, projections and placement only, never gRPC.',
+      comment: 'replay reads logs offline: events, projections and the core only, never gRPC.',
       severity: 'error',
       from: { path: '^replay/' },
-      to: { path: '^src/router/(?!placement/)|^src/(worker|client|proto)/|^@grpc/' },
+      to: { path: '^src/(router|worker|client|proto|cli|cluster)/|^@grpc/' },
     },
     {
       name: 'local-cluster-runs-commands',
       comment: 'readie up starts the router and workers as processes; it never imports them.',
       severity: 'error',
       from: { path: '^src/cluster/' },
-      to: { path: '^src/(router|worker|client)/|^replay/' },
+      to: { path: '^src/(router|worker|client|core)/|^replay/' },
     },
     {
       name: 'no-circular',

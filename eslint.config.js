@@ -2,6 +2,9 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 import mocha from 'eslint-plugin-mocha';
+import pureModules from './lint/pure-modules.cjs';
+
+const { PURE_MODULES, IMPURE_EXCEPTIONS } = pureModules;
 
 /** Globals that make a module impure: clocks, randomness and timers. */
 const impureGlobals = [
@@ -19,6 +22,16 @@ const impureProperties = [
   { object: 'Math', property: 'random', message: 'Pure modules are deterministic.' },
   { object: 'performance', property: 'now', message: 'Pure modules take time as an argument.' },
 ];
+
+/**
+ * Module-level state in a pure module: a `let` or `var`, or a collection (`new Map()`, an array
+ * literal, any `new` object) not declared read-only (`ReadonlyMap<...>`, `readonly T[]`).
+ */
+const moduleStateSelectors = ['Program', 'Program > ExportNamedDeclaration'].flatMap((top) => [
+  `${top} > VariableDeclaration[kind!='const']`,
+  `${top} > VariableDeclaration > VariableDeclarator:not([id.typeAnnotation.typeAnnotation.typeName.name=/^Readonly/]) > NewExpression.init`,
+  `${top} > VariableDeclaration > VariableDeclarator:not([id.typeAnnotation.typeAnnotation.operator='readonly']) > ArrayExpression.init`,
+]);
 
 export default tseslint.config(
   {
@@ -63,6 +76,7 @@ export default tseslint.config(
       sourceType: 'commonjs',
       globals: { module: 'writable', require: 'readonly' },
     },
+    rules: { '@typescript-eslint/no-require-imports': 'off' },
   },
   {
     files: ['test/**/*.ts'],
@@ -74,23 +88,9 @@ export default tseslint.config(
     },
   },
   {
-    // Pure modules: no clock, no randomness, no timers, no environment.
-    files: [
-      'src/projections/**/*.ts',
-      'src/router/placement/**/*.ts',
-      'src/shared/**/*.ts',
-      'src/events/*.ts',
-      'replay/engine/**/*.ts',
-      // The router's pure core (keep in step with ROUTER_CORE in .dependency-cruiser.cjs).
-      'src/router/errors.ts',
-      'src/router/calls/call-steps.ts',
-      'src/router/consequences/**/*.ts',
-      'src/router/liveness/reaper.ts',
-      'src/router/liveness/probe-outcome.ts',
-      'src/router/registry/report-events.ts',
-      'src/router/sessions/turn-queue.ts',
-      'src/router/startup/startup-events.ts',
-    ],
+    // Pure modules (lint/pure-modules.cjs): no clock, no randomness, no timers, no environment.
+    files: PURE_MODULES.map((module) => module.glob),
+    ignores: IMPURE_EXCEPTIONS.map((module) => module.glob),
     rules: {
       'no-restricted-globals': ['error', ...impureGlobals],
       'no-restricted-properties': ['error', ...impureProperties],
@@ -100,6 +100,12 @@ export default tseslint.config(
           selector: "NewExpression[callee.name='Date'][arguments.length=0]",
           message: 'Pure modules take time as an argument or an event.',
         },
+        ...moduleStateSelectors.map((selector) => ({
+          selector,
+          message:
+            'Pure modules keep no module-level mutable state (caches belong to their caller): ' +
+            'no module-level let or var, and module-level collections are typed Readonly.',
+        })),
       ],
     },
   },

@@ -7,8 +7,14 @@
  */
 import type { NewEvent } from '../src/events/index.js';
 import { EventLog } from '../src/events/index.js';
-import { clusterProjection, initialState, type ClusterState } from '../src/projections/index.js';
-import { place, type CallToPlace } from '../src/router/placement/index.js';
+import {
+  applyInPlace,
+  clusterProjection,
+  clusterProjectionTelling,
+  initialState,
+  type ClusterState,
+} from '../src/projections/index.js';
+import { place, PlacementCaches, type CallToPlace } from '../src/core/placement/index.js';
 import { demand, GiB, registered, utilization } from '../test/support/events.js';
 import { collectGarbage, perSecond, ratio, withTempDir } from './support.js';
 
@@ -73,15 +79,17 @@ async function withLog(
   mix: Mix,
 ): Promise<{ ms: number; appended: NewEvent[][] }> {
   return withTempDir(async (dir) => {
+    // As the router does: placement's caches are folded with the log's state.
+    const caches = new PlacementCaches();
     const log = EventLog.open<ClusterState>(dir, {
-      projection: clusterProjection,
+      projection: clusterProjectionTelling(caches),
       snapshotEvery: 0,
     });
     await log.append(cluster(workers, mix)).committed;
     const appended: NewEvent[][] = [];
     const start = performance.now();
     for (let i = 0; i < decisions; i += 1) {
-      const decision = place(log.state, callOf(i, mix));
+      const decision = place(log.state, callOf(i, mix), { caches });
       const events = withFinish(decision.events, i, workers);
       const result = log.append(events);
       appended.push(events);
@@ -98,16 +106,17 @@ function withoutLog(workers: number, decisions: number, mix: Mix): number {
   let state = initialState();
   let seq = 0;
   const at = '2026-11-30T10:00:00.000Z';
+  const caches = new PlacementCaches();
   const apply = (events: readonly NewEvent[]) => {
     for (const event of events) {
       seq += 1;
-      state = clusterProjection.apply(state, { seq, at, ...event });
+      state = applyInPlace(state, { seq, at, cause: null, ...event }, caches);
     }
   };
   apply(cluster(workers, mix));
   const start = performance.now();
   for (let i = 0; i < decisions; i += 1)
-    apply(withFinish(place(state, callOf(i, mix)).events, i, workers));
+    apply(withFinish(place(state, callOf(i, mix), { caches }).events, i, workers));
   return performance.now() - start;
 }
 

@@ -4,8 +4,9 @@
  * it, so `verify` reproduces all of them.
  */
 import { validateEvent, type ClusterEvent, type NewEvent } from '../src/events/index.js';
-import { clusterProjection, initialState, type ClusterState } from '../src/projections/index.js';
-import { place } from '../src/router/placement/index.js';
+import { applyInPlace, initialState, type ClusterState } from '../src/projections/index.js';
+import { decideCall } from '../src/core/calls/index.js';
+import { PLACEMENT_RULES_VERSION, PlacementCaches } from '../src/core/placement/index.js';
 import { demand, GiB, registered } from '../test/support/events.js';
 import { CATALOGUE, prng } from '../test/support/synthetic-log.js';
 
@@ -26,18 +27,23 @@ export function* simulatedLog(options: {
 }): Generator<ClusterEvent> {
   const random = prng(options.seed);
   let state: ClusterState = initialState();
+  const caches = new PlacementCaches();
   let seq = 0;
   const start = Date.UTC(2026, 10, 30, 10);
-  const stamp = (event: NewEvent): ClusterEvent => {
+  const stamp = (event: NewEvent, cause: string): ClusterEvent => {
     seq += 1;
-    const stamped = validateEvent({ seq, at: new Date(start + seq * 10).toISOString(), ...event });
-    state = clusterProjection.apply(state, stamped);
+    const at = new Date(start + seq * 10).toISOString();
+    const stamped = validateEvent({ seq, at, cause, ...event });
+    state = applyInPlace(state, stamped, caches);
     return stamped;
   };
-  yield stamp({ type: 'RouterStarted', config: {}, version: 'bench' });
-  yield stamp({ type: 'CatalogueLoaded', revision: 'bench', catalogue: CATALOGUE });
+  yield stamp(
+    { type: 'RouterStarted', config: {}, version: 'bench', rulesVersion: PLACEMENT_RULES_VERSION },
+    'start',
+  );
+  yield stamp({ type: 'CatalogueLoaded', revision: 'bench', catalogue: CATALOGUE }, 'start');
   for (let i = 0; i < options.workers; i += 1) {
-    yield stamp(registered(`w${i}`, { memoryTotal: 64 * GiB, maxContainers: 32 }));
+    yield stamp(registered(`w${i}`, { memoryTotal: 64 * GiB, maxContainers: 32 }), `report:w${i}`);
   }
   const running: Running[] = [];
   let requests = 0;
@@ -47,15 +53,18 @@ export function* simulatedLog(options: {
     if (roll < 0.3) {
       const workerId = `w${Math.floor(random() * options.workers)}`;
       const worker = state.workers.get(workerId);
-      yield stamp({
-        type: 'WorkerUtilization',
-        workerId,
-        memoryUsed: Math.floor(random() * 24) * GiB,
-        containerCount: worker?.containers.size ?? 0,
-        cpuUsed: Math.round(random() * 800) / 100,
-        cpuTotal: 8,
-        gpuMemoryUsed: null,
-      });
+      yield stamp(
+        {
+          type: 'WorkerUtilization',
+          workerId,
+          memoryUsed: Math.floor(random() * 24) * GiB,
+          containerCount: worker?.containers.size ?? 0,
+          cpuUsed: Math.round(random() * 800) / 100,
+          cpuTotal: 8,
+          gpuMemoryUsed: null,
+        },
+        `report:${workerId}`,
+      );
     } else if (roll < 0.55) {
       requests += 1;
       const requestId = `req-${requests}`;
@@ -68,9 +77,9 @@ export function* simulatedLog(options: {
           imports: random() < 0.4 ? ['numpy'] : null,
         }),
       };
-      yield stamp({ type: 'CallRequested', tenantId: null, ...call });
-      const decision = place(state, call);
-      for (const event of decision.events) yield stamp(event);
+      const made = decideCall(state, { call, caches });
+      for (const event of made.events) yield stamp(event, made.cause);
+      const decision = made.placement;
       if (decision.outcome === 'placed') {
         running.push({
           requestId,
@@ -87,54 +96,72 @@ export function* simulatedLog(options: {
       if (containerId === null) {
         containers += 1;
         containerId = `${call.workerId}-c${containers}`;
-        yield stamp({
-          type: 'ContainerStateChanged',
-          workerId: call.workerId,
-          containerId,
-          state: 'busy',
-          checkpointId: call.checkpointId,
-        });
-        yield stamp({
-          type: 'CallBound',
-          requestId: call.requestId,
-          containerId,
-          checkpointId: call.checkpointId,
-        });
-        if (call.sessionId !== null) {
-          yield stamp({
-            type: 'SessionPinned',
-            sessionId: call.sessionId,
+        yield stamp(
+          {
+            type: 'ContainerStateChanged',
             workerId: call.workerId,
             containerId,
-            requestId: call.requestId,
+            state: 'busy',
             checkpointId: call.checkpointId,
-          });
+          },
+          `report:${call.workerId}`,
+        );
+        yield stamp(
+          {
+            type: 'CallBound',
+            requestId: call.requestId,
+            containerId,
+            checkpointId: call.checkpointId,
+          },
+          `answer:${call.requestId}`,
+        );
+        if (call.sessionId !== null) {
+          yield stamp(
+            {
+              type: 'SessionPinned',
+              sessionId: call.sessionId,
+              workerId: call.workerId,
+              containerId,
+              requestId: call.requestId,
+              checkpointId: call.checkpointId,
+            },
+            `answer:${call.requestId}`,
+          );
         }
       }
       const ok = random() < 0.95;
-      yield stamp({
-        type: 'CallFinished',
-        requestId: call.requestId,
-        ok,
-        code: ok ? null : 'INTERNAL',
-      });
+      yield stamp(
+        {
+          type: 'CallFinished',
+          requestId: call.requestId,
+          ok,
+          code: ok ? null : 'INTERNAL',
+        },
+        `end:${call.requestId}`,
+      );
       const keep = ok && call.sessionId !== null;
       if (!keep && !call.reused) {
-        yield stamp({
-          type: 'ContainerStateChanged',
-          workerId: call.workerId,
-          containerId,
-          state: 'removed',
-          checkpointId: call.checkpointId,
-        });
+        yield stamp(
+          {
+            type: 'ContainerStateChanged',
+            workerId: call.workerId,
+            containerId,
+            state: 'removed',
+            checkpointId: call.checkpointId,
+          },
+          `report:${call.workerId}`,
+        );
       } else {
-        yield stamp({
-          type: 'ContainerStateChanged',
-          workerId: call.workerId,
-          containerId,
-          state: 'ready',
-          checkpointId: call.checkpointId,
-        });
+        yield stamp(
+          {
+            type: 'ContainerStateChanged',
+            workerId: call.workerId,
+            containerId,
+            state: 'ready',
+            checkpointId: call.checkpointId,
+          },
+          `report:${call.workerId}`,
+        );
       }
     }
   }

@@ -54,7 +54,8 @@ const program = new Command('replay')
   .description(
     'Reproduce readie placement decisions offline from a recorded event log. Never talks to a live cluster.\n' +
       "A log is an LMDB directory (the router's --log) or a JSONL file, detected automatically.\n" +
-      'Exit status: 0 success, 1 verify found a divergence, 2 unreadable, corrupt or out-of-order log, or bad options.',
+      'Exit status: 0 success, 1 verify found a divergence, 2 unreadable, corrupt or out-of-order log, or bad options,\n' +
+      '3 verify found a divergence in a log recorded under another version of the placement rules (the rules changed).',
   )
   .showHelpAfterError()
   // Bad options are bad input: exit status 2, like an unreadable log (help still exits 0).
@@ -75,7 +76,8 @@ program
 program
   .command('verify')
   .description(
-    'exit 0 when every recorded decision is reproduced exactly, 1 at the first divergence (printing it and why)',
+    'exit 0 when every recorded decision is reproduced exactly, 1 at the first divergence (printing it and why), ' +
+      '3 when that divergence is in a log recorded under another placement rules version (naming both)',
   )
   .argument('<log>', LOG_ARGUMENT)
   .action(action((log: string) => verifyCommand(log)));

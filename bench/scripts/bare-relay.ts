@@ -10,13 +10,12 @@ import {
   ServerCredentials,
   type ServerDuplexStream,
 } from '@grpc/grpc-js';
-import {
-  RelayExecutionClient,
-  RelayProxyService,
-  type ClientAnswer,
-  type ClientMessage,
-  type WorkerAnswer,
-} from '../../src/router/calls/relay-codec.js';
+import { RelayExecutionClient, RelayProxyService } from '../../src/router/calls/relay-codec.js';
+import type {
+  ClientAnswer,
+  ClientMessage,
+  WorkerAnswer,
+} from '../../src/core/calls/relay-messages.js';
 
 const [workerAddress = '', port = '0'] = process.argv.slice(2);
 const worker = new RelayExecutionClient(workerAddress, credentials.createInsecure());

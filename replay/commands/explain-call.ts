@@ -1,6 +1,6 @@
 /** Finding one call in a log and explaining its placement against the state it met. */
 import type { EventOf } from '../../src/events/index.js';
-import { explainPlacement, type PlacementExplanation } from '../../src/router/placement/index.js';
+import { explainPlacement, type PlacementExplanation } from '../../src/core/placement/index.js';
 import type { Config } from '../../src/shared/config.js';
 import type { CallResult } from '../engine/call-result.js';
 import type { StateAtCall } from '../format/explain-screen.js';
@@ -33,7 +33,7 @@ export async function explainCall(
       if (!found && matches(call.requestId, request.seq)) {
         found = {
           request,
-          explanation: explainPlacement(state, call, config),
+          explanation: explainPlacement(state, call, { config }),
           // Copies: the replayer changes its state in place after this returns.
           atCall: structuredClone({
             session: (call.sessionId && state.sessions.get(call.sessionId)) || null,

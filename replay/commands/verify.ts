@@ -1,4 +1,8 @@
-/** `replay verify <log>`: exit 0 when every recorded decision is reproduced, 1 at the first divergence. */
+/**
+ * `replay verify <log>`: exit 0 when every recorded decision is reproduced; at the first
+ * divergence, exit 1 (an incident: the same placement rules decide otherwise now), or exit 3 when
+ * the log was recorded under another version of the placement rules (the rules changed).
+ */
 import type { CallResult } from '../engine/call-result.js';
 import { Replayer } from '../engine/replayer.js';
 import { describeDecision, describeRecorded } from '../format/decision.js';
@@ -7,8 +11,12 @@ import { openLogSource } from '../io/log-source.js';
 import { forEachEvent } from '../io/read-log.js';
 import { explainCall } from './explain-call.js';
 import { out } from './options.js';
+import { PLACEMENT_RULES_VERSION } from '../../src/core/placement/index.js';
 
-/** Verifies a log; resolves to 0 (reproduced) or 1 (diverged), printing the first divergence. */
+/** Exit status of a divergence recorded under another version of the placement rules. */
+export const RULES_CHANGED_STATUS = 3;
+
+/** Verifies a log; resolves to 0 (reproduced), 1 (diverged) or 3 (rules changed). */
 export async function verifyCommand(logPath: string): Promise<number> {
   let divergence: CallResult | undefined;
   let checked = 0;
@@ -36,10 +44,27 @@ export async function verifyCommand(logPath: string): Promise<number> {
     );
     return 0;
   }
-  out(`DIVERGED at seq ${divergence.seq}, request ${divergence.requestId}`);
+  const rulesChanged = divergence.rulesVersion !== PLACEMENT_RULES_VERSION;
+  if (rulesChanged) {
+    out(
+      `RULES CHANGED at seq ${divergence.seq}, request ${divergence.requestId}: the log was ` +
+        `recorded under placement rules v${divergence.rulesVersion}; this replay decides by ` +
+        `v${PLACEMENT_RULES_VERSION}`,
+    );
+  } else {
+    out(`DIVERGED at seq ${divergence.seq}, request ${divergence.requestId}`);
+  }
   out(`  recorded:         ${describeRecorded(divergence.recordedEvents ?? [])}`);
   out(`  placement now:    ${describeDecision(divergence.decision)}`);
   out(`  first difference: ${divergence.divergence ?? ''}`);
+  if (rulesChanged) {
+    out('');
+    out(
+      `The difference is the change of the placement rules, not an incident: to reproduce this ` +
+        `log, replay it with a readie whose rules are v${divergence.rulesVersion} ` +
+        `(docs/placement.md lists what each version changed); to pin the new decision, re-record it.`,
+    );
+  }
   out('');
   out('Why placement decides this now:');
   const again = openLogSource(logPath);
@@ -52,5 +77,5 @@ export async function verifyCommand(logPath: string): Promise<number> {
   } finally {
     await again.close();
   }
-  return 1;
+  return rulesChanged ? RULES_CHANGED_STATUS : 1;
 }

@@ -2,7 +2,7 @@
  * `replay whatif <log> --set NAME=VALUE ...`: decide every call again under a changed config,
  * against the recorded state, and list the calls whose outcome would change.
  */
-import { place, type PlacementDecision } from '../../src/router/placement/index.js';
+import { place, type PlacementDecision } from '../../src/core/placement/index.js';
 import { decisionFields, firstDifference } from '../engine/compare.js';
 import { Replayer } from '../engine/replayer.js';
 import { describeDecision, describeRecorded } from '../format/decision.js';
@@ -49,8 +49,9 @@ export async function whatifCommand(logPath: string, options: WhatifOptions): Pr
   const rows: string[][] = [];
   let calls = 0;
   const replayer = new Replayer({
-    onDecide: (call, state, config, request) => {
-      alternatives.set(request.seq, place(state, call, { ...config, ...overrides }));
+    onDecide: (call, state, config, request, caches) => {
+      const changed = { ...config, ...overrides };
+      alternatives.set(request.seq, place(state, call, { config: changed, caches }));
     },
     onCall: (result) => {
       calls += 1;

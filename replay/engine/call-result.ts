@@ -1,5 +1,5 @@
 /** What replay reports for each call: the decision placement makes now, and the recorded one. */
-import type { PlacementDecision } from '../../src/router/placement/index.js';
+import type { PlacementDecision } from '../../src/core/placement/index.js';
 
 /** Whether the log recorded the call's outcome, and whether placement reproduces it. */
 export type RecordedStatus = 'none' | 'match' | 'diverged';
@@ -18,6 +18,8 @@ export interface CallResult {
   readonly recordedEvents: readonly Record<string, unknown>[] | null;
   /** The first difference, in words, when `recorded` is `diverged`. */
   readonly divergence: string | null;
+  /** The placement rules' version the log's decision was made under (see `rules-version.ts`). */
+  readonly rulesVersion: number;
 }
 
 /** The line `replay run --json` prints for a call (fields that do not apply are null). */

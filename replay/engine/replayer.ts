@@ -1,20 +1,26 @@
 /**
  * The replay engine: folds a log event by event and, at every `CallRequested`, decides the call
- * again with placement. The events the router appended in the same step as the decision (an
- * optional `SessionUnpinned`, then `CallPlaced` or `CallRejected`, then for a reused session
- * container `SessionPinned`) are the recorded outcome: they are compared with the computed
- * decision and folded. A call with no recorded outcome gets the computed decision folded as if it
- * had been appended, so a hand-written log of registrations and requests is a whole simulation.
+ * again with placement (the core's `place`, with the replayer's own caches). The events the router
+ * appended in the same decision are the recorded outcome: they are compared with the computed
+ * decision and folded. Events say which decision they belong to: every event of one append records
+ * its cause, so the outcome is the events that follow the request with the same cause
+ * (`call:REQUEST`). A log written before events recorded their cause (`cause` null) is grouped by
+ * order, as placement emits them: an optional `SessionUnpinned`, then `CallPlaced` or
+ * `CallRejected`, then for a reused session container `SessionPinned`. A call with no recorded
+ * outcome gets the computed decision folded as if it had been appended, so a hand-written log of
+ * registrations and requests is a whole simulation.
  *
  * Pure: no I/O, no clock. Feed it events with `push`, call `end` after the last one.
  */
 import type { ClusterEvent, EventOf, NewEvent } from '../../src/events/types.js';
-import { clusterProjection, initialState, type ClusterState } from '../../src/projections/index.js';
+import { applyInPlace, initialState, type ClusterState } from '../../src/projections/index.js';
 import {
   place,
+  PlacementCaches,
+  recordedRulesVersion,
   type CallToPlace,
   type PlacementDecision,
-} from '../../src/router/placement/index.js';
+} from '../../src/core/placement/index.js';
 import type { Config } from '../../src/shared/config.js';
 import type { CallResult } from './call-result.js';
 import { decisionFields, firstDifference } from './compare.js';
@@ -34,22 +40,27 @@ export interface ReplayOptions {
     state: ClusterState,
     config: Config,
     event: EventOf<'CallRequested'>,
+    caches: PlacementCaches,
   ) => void;
 }
 
 interface PendingCall {
   readonly event: EventOf<'CallRequested'>;
+  /** The rules' version in force in the log at the call. */
+  readonly rulesVersion: number;
   readonly call: CallToPlace;
   readonly decision: PlacementDecision;
   readonly recorded: ClusterEvent[];
 }
 
-const OUTCOMES = new Set(['CallPlaced', 'CallRejected']);
+const OUTCOMES: ReadonlySet<string> = new Set(['CallPlaced', 'CallRejected']);
 
 /** Folds a log and re-decides its calls. */
 export class Replayer {
   private working: ClusterState = initialState();
   private pending: PendingCall | undefined;
+  /** Placement's caches for the working state, which is folded with them as its change sink. */
+  private readonly caches = new PlacementCaches();
 
   constructor(private readonly options: ReplayOptions = {}) {}
 
@@ -79,10 +90,11 @@ export class Replayer {
         demand: event.demand,
       };
       const config = this.config;
-      this.options.onDecide?.(call, this.working, config, event);
-      const decision = place(this.working, call, config);
+      this.options.onDecide?.(call, this.working, config, event, this.caches);
+      const decision = place(this.working, call, { config, caches: this.caches });
       this.apply(event);
-      this.pending = { event, call, decision, recorded: [] };
+      const rulesVersion = recordedRulesVersion(this.working.rulesVersion);
+      this.pending = { event, call, decision, recorded: [], rulesVersion };
       return;
     }
     this.apply(event);
@@ -94,37 +106,22 @@ export class Replayer {
   }
 
   private apply(event: ClusterEvent): void {
-    this.working = clusterProjection.apply(this.working, event);
+    this.working = applyInPlace(this.working, event, this.caches);
   }
 
-  /** Whether `event` is part of the step that recorded the pending call's outcome. */
+  /** Whether `event` is part of the decision that recorded the pending call's outcome. */
   private belongsToPending(pending: PendingCall, event: ClusterEvent): boolean {
-    const { call, recorded } = pending;
-    const outcome = recorded.find((e) => OUTCOMES.has(e.type));
-    switch (event.type) {
-      case 'SessionUnpinned':
-        return recorded.length === 0 && event.sessionId === call.sessionId;
-      case 'CallPlaced':
-      case 'CallRejected':
-        return outcome === undefined && event.requestId === call.requestId;
-      case 'SessionPinned':
-        return (
-          outcome?.type === 'CallPlaced' &&
-          recorded.at(-1) === outcome &&
-          outcome.containerId !== null &&
-          event.requestId === call.requestId &&
-          event.containerId === outcome.containerId
-        );
-      default:
-        return false;
-    }
+    const cause = pending.event.cause;
+    if (cause !== null) return event.cause === cause && event.type !== 'Snapshot';
+    return event.cause === null && belongsByOrder(pending, event);
   }
 
   private settle(pending: PendingCall): void {
     this.pending = undefined;
     const { event, decision, recorded } = pending;
     for (const recordedEvent of recorded) this.apply(recordedEvent);
-    const hasOutcome = recorded.some((e) => OUTCOMES.has(e.type));
+    const hasOutcome =
+      event.cause !== null ? recorded.length > 0 : recorded.some((e) => OUTCOMES.has(e.type));
     let recordedEvents: Record<string, unknown>[] | null = null;
     let divergence: string | null = null;
     if (hasOutcome) {
@@ -142,11 +139,38 @@ export class Replayer {
       recorded: !hasOutcome ? 'none' : divergence === null ? 'match' : 'diverged',
       recordedEvents,
       divergence,
+      rulesVersion: pending.rulesVersion,
     });
   }
 }
 
-/** A computed event stamped with the seq and time of the request it answers. */
+/**
+ * In a log whose events record no cause: whether `event` is the next event placement emits for
+ * the pending call (an optional `SessionUnpinned`, the outcome, then a reuse's `SessionPinned`).
+ */
+function belongsByOrder(pending: PendingCall, event: ClusterEvent): boolean {
+  const { call, recorded } = pending;
+  const outcome = recorded.find((e) => OUTCOMES.has(e.type));
+  switch (event.type) {
+    case 'SessionUnpinned':
+      return recorded.length === 0 && event.sessionId === call.sessionId;
+    case 'CallPlaced':
+    case 'CallRejected':
+      return outcome === undefined && event.requestId === call.requestId;
+    case 'SessionPinned':
+      return (
+        outcome?.type === 'CallPlaced' &&
+        recorded.at(-1) === outcome &&
+        outcome.containerId !== null &&
+        event.requestId === call.requestId &&
+        event.containerId === outcome.containerId
+      );
+    default:
+      return false;
+  }
+}
+
+/** A computed event stamped with the seq, time and cause of the request it answers. */
 function stampLike(event: NewEvent, request: EventOf<'CallRequested'>): ClusterEvent {
-  return { seq: request.seq, at: request.at, ...event };
+  return { seq: request.seq, at: request.at, cause: request.cause, ...event };
 }

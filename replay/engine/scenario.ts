@@ -1,16 +1,22 @@
 /**
  * Scenarios written in code, recorded as a router would have logged them: each call's
- * `CallRequested` is followed by placement's decision, decided against the state at that point.
- * This is how fixtures are made from code (see docs/replay.md); pure, with a fixed clock.
+ * `CallRequested` is followed by placement's decision, decided against the state at that point,
+ * by the same core functions the router uses (no rule is written again here). This is how
+ * fixtures are made from code (see docs/replay.md); pure, with a fixed clock.
  */
+import { decideBound, decideCall, decideCallEnd } from '../../src/core/calls/call-steps.js';
+import {
+  containerRemovedEvents,
+  evictionEvents,
+  forgetContainerEvents,
+} from '../../src/core/consequences/index.js';
+import type { Decision } from '../../src/core/decision.js';
+import { causeOf } from '../../src/events/cause.js';
 import { validateEvent } from '../../src/events/decode.js';
 import type { ClusterEvent, Demand, NewEvent } from '../../src/events/types.js';
-import { clusterProjection, initialState, type ClusterState } from '../../src/projections/index.js';
-import {
-  place,
-  type PlacedDecision,
-  type PlacementDecision,
-} from '../../src/router/placement/index.js';
+import { applyInPlace, initialState, type ClusterState } from '../../src/projections/index.js';
+import type { GrpcCodeName } from '../../src/shared/grpc-codes.js';
+import type { PlacedDecision, PlacementDecision } from '../../src/core/placement/index.js';
 
 /** A call reaching the router. */
 export interface CallStep {
@@ -40,7 +46,7 @@ export interface FinishStep {
   readonly step: 'finish';
   readonly requestId: string;
   readonly ok: boolean;
-  readonly code?: string | null;
+  readonly code?: GrpcCodeName | null;
 }
 
 /** One step of a scenario: a plain event, or a call's part the recorder fills in. */
@@ -69,99 +75,135 @@ function checkExpected(step: CallStep, decision: PlacementDecision): void {
   );
 }
 
-/** Records a scenario: seqs from 1, one second apart from `startMs`. */
+/**
+ * The cause a router records for an event a scenario writes as a plain step: what would have
+ * triggered it. Events a router only ever appends as a consequence (or never alone) record none.
+ */
+function causeOfPlain(event: NewEvent): string | null {
+  switch (event.type) {
+    case 'RouterStarted':
+    case 'CatalogueLoaded':
+      return causeOf('start');
+    case 'WorkerRegistered':
+    case 'WorkerUtilization':
+    case 'WorkerLeaving':
+    case 'ContainerStateChanged':
+      return causeOf('report', event.workerId);
+    case 'WorkerProbeFailed':
+      return causeOf('probe', event.workerId);
+    case 'WorkerEvicted':
+      return event.reason === 'probe' ? causeOf('probe', event.workerId) : causeOf('reaper');
+    case 'ContainerForgotten':
+    case 'ReservationExpired':
+      return causeOf('reaper');
+    default:
+      return null;
+  }
+}
+
+/**
+ * A plain step with the consequences the router appends with it, by the core's own functions
+ * (an eviction expires its sessions; a removed or forgotten container its session's).
+ */
+function withConsequences(state: ClusterState, event: NewEvent): readonly NewEvent[] {
+  switch (event.type) {
+    case 'WorkerEvicted':
+      return evictionEvents(state, event.workerId, event.reason);
+    case 'ContainerStateChanged':
+      return event.state === 'removed'
+        ? containerRemovedEvents(state, event.workerId, event.containerId, event.checkpointId)
+        : [event];
+    case 'ContainerForgotten':
+      return forgetContainerEvents(state, event.workerId, event.containerId, event.reason);
+    default:
+      return [event];
+  }
+}
+
+/**
+ * Records a scenario: seqs from 1, one second apart from `startMs`. Calls are decided, bound and
+ * ended by the core's decisions, exactly as the router appends them, causes included.
+ */
 export function recordScenario(
   steps: readonly ScenarioStep[],
   startMs = Date.UTC(2026, 10, 30, 10),
 ): ClusterEvent[] {
   const log: ClusterEvent[] = [];
   let state: ClusterState = initialState();
-  const placements = new Map<string, PlacedDecision>();
-  const append = (event: NewEvent) => {
-    const seq = log.length + 1;
-    const stamped = validateEvent({
-      seq,
-      at: new Date(startMs + seq * 1000).toISOString(),
-      ...event,
-    });
-    log.push(stamped);
-    state = clusterProjection.apply(state, stamped);
+  const placements = new Map<string, { sessionId: string | null; placed: PlacedDecision }>();
+  const append = (events: readonly NewEvent[], cause: string | null) => {
+    for (const event of events) {
+      const seq = log.length + 1;
+      const stamped = validateEvent({
+        seq,
+        at: new Date(startMs + seq * 1000).toISOString(),
+        cause,
+        ...event,
+      });
+      log.push(stamped);
+      state = applyInPlace(state, stamped);
+    }
   };
+  const record = (decision: Decision) => append(decision.events, decision.cause);
   for (const step of steps) {
     if (!('step' in step)) {
-      append(step);
-      // The router appends the sessions an eviction or a removal expires, right after it.
-      const cause = log.at(-1) as ClusterEvent;
-      for (const session of state.sessions.values()) {
-        if (session.expired?.seq === cause.seq && cause.type !== 'SessionExpired') {
-          append({
-            type: 'SessionExpired',
-            sessionId: session.sessionId,
-            reason: session.expired.reason,
-          });
-        }
+      const events = withConsequences(state, step);
+      if (events.length > 0) {
+        append(events, causeOfPlain(step));
+        continue;
       }
+      // A step the router's functions would not append (it names a container the router holds no
+      // record of) is written as given, with the session expiries its fold implies.
+      append([step], causeOfPlain(step));
+      const cause = log.at(-1) as ClusterEvent;
+      const expired = [...state.sessions.values()].filter((s) => s.expired?.seq === cause.seq);
+      append(
+        expired.map((session) => ({
+          type: 'SessionExpired',
+          sessionId: session.sessionId,
+          reason: session.expired?.reason ?? 'container_forgotten',
+        })),
+        causeOfPlain(step),
+      );
       continue;
     }
     switch (step.step) {
       case 'call': {
         const sessionId = step.sessionId ?? null;
         const demand = { ...EMPTY_DEMAND, ...step.demand };
-        append({
-          type: 'CallRequested',
-          requestId: step.requestId,
-          sessionId,
-          tenantId: null,
-          demand,
-        });
-        const decision = place(state, { requestId: step.requestId, sessionId, demand });
-        if (step.expect !== undefined) checkExpected(step, decision);
-        for (const event of decision.events) append(event);
-        if (decision.outcome === 'placed') placements.set(step.requestId, decision);
+        const made = decideCall(state, { call: { requestId: step.requestId, sessionId, demand } });
+        if (step.expect !== undefined) checkExpected(step, made.placement);
+        record(made);
+        if (made.placement.outcome === 'placed') {
+          placements.set(step.requestId, { sessionId, placed: made.placement });
+        }
         break;
       }
       case 'bound': {
-        const placed = placements.get(step.requestId);
-        if (!placed)
+        const known = placements.get(step.requestId);
+        if (!known)
           throw new Error(`scenario: ${step.requestId} was not placed, so it cannot be bound`);
         const checkpointId =
-          step.checkpointId === undefined ? placed.checkpointId : step.checkpointId;
-        append({
-          type: 'CallBound',
-          requestId: step.requestId,
-          containerId: step.containerId,
-          checkpointId,
-        });
-        const sessionId = (
-          placed.events.find((e) => e.type === 'CallPlaced') as { sessionId: string | null }
-        ).sessionId;
-        if (sessionId !== null && placed.containerId === null) {
-          append({
-            type: 'SessionPinned',
-            sessionId,
-            workerId: placed.workerId,
-            containerId: step.containerId,
+          step.checkpointId === undefined ? known.placed.checkpointId : step.checkpointId;
+        record(
+          decideBound(state, {
             requestId: step.requestId,
-            checkpointId,
-          });
-        }
+            sessionId: known.sessionId,
+            placed: known.placed,
+            ids: {
+              requestId: step.requestId,
+              sessionId: known.sessionId ?? '',
+              workerId: known.placed.workerId,
+              containerId: step.containerId,
+              checkpointId: checkpointId ?? '',
+            },
+          }),
+        );
         break;
       }
       case 'finish': {
-        const reservation = state.reservations.get(step.requestId);
-        const session = reservation?.sessionId
-          ? state.sessions.get(reservation.sessionId)
-          : undefined;
-        const createdPin = session?.pinnedBy === step.requestId;
-        append({
-          type: 'CallFinished',
-          requestId: step.requestId,
-          ok: step.ok,
-          code: (step.code ?? null) as never,
-        });
-        if (!step.ok && session && createdPin) {
-          append({ type: 'SessionUnpinned', sessionId: session.sessionId, reason: 'call_failed' });
-        }
+        const code = step.ok ? null : (step.code ?? 'UNKNOWN');
+        record(decideCallEnd(state, { requestId: step.requestId, code }));
         break;
       }
     }

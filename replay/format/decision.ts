@@ -1,5 +1,5 @@
 /** One-line descriptions of decisions, recorded or computed. */
-import type { PlacementDecision } from '../../src/router/placement/index.js';
+import type { PlacementDecision } from '../../src/core/placement/index.js';
 import { cell } from './table.js';
 
 /** "placed on w1 (new container, checkpoint ckpt-numpy)" or "rejected RESOURCE_EXHAUSTED: ...". */

@@ -1,7 +1,7 @@
 /** The screen `replay explain` prints: the one an operator reads during an incident. */
 import type { ClusterEvent } from '../../src/events/index.js';
 import type { Reservation, SessionRecord } from '../../src/projections/index.js';
-import type { PlacementExplanation, WorkerExplanation } from '../../src/router/placement/index.js';
+import type { PlacementExplanation, WorkerExplanation } from '../../src/core/placement/index.js';
 import { formatSize } from '../../src/shared/units.js';
 import type { CallResult } from '../engine/call-result.js';
 import { describeDecision, describeRecorded } from './decision.js';

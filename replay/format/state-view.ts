@@ -48,7 +48,7 @@ export function stateView(state: ClusterState): string {
   );
   const reservations = sortedReservations(state.reservations.values());
   const lines = [
-    `State after seq ${state.lastSeq}; router ${cell(state.routerVersion)} started ${cell(state.routerStartedAt)}; catalogue ${state.catalogue?.revision ?? 'none'}`,
+    `State after seq ${state.lastSeq}; router ${cell(state.routerVersion)} started ${cell(state.routerStartedAt)}, placement rules ${state.rulesVersion === null ? 'unrecorded (v1)' : `v${state.rulesVersion}`}; catalogue ${state.catalogue?.revision ?? 'none'}`,
     '',
     `Workers (${workers.length})`,
     table(

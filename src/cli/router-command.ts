@@ -292,7 +292,10 @@ export function addRouterCommand(program: Command): void {
     .option('--insecure', 'serve plaintext gRPC (only on a trusted network); TLS is the default')
     .option('--tls-cert <file>', 'PEM certificate chain to serve TLS with')
     .option('--tls-key <file>', 'PEM private key of --tls-cert')
-    .option('--catalogue <file>', 'checkpoint catalogue (JSON, docs/placement.md) to put in force')
+    .option(
+      '--catalogue <file>',
+      'checkpoint catalogue (JSON, format in docs/placement.md) to put in force',
+    )
     .option('--metrics <host:port>', 'serve Prometheus metrics over HTTP at GET /metrics')
     .option(
       '--worker-ca <file>',

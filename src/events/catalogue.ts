@@ -1,4 +1,4 @@
-/** The checkpoint catalogue of DESIGN.md §4, as carried by `CatalogueLoaded`, and its parsing. */
+/** The checkpoint catalogue (docs/placement.md), as carried by `CatalogueLoaded`, and its parsing. */
 import { Type as T, type Static } from '@sinclair/typebox';
 import { TypeCompiler } from '@sinclair/typebox/compiler';
 import { explainMismatch } from './schema-errors.js';
@@ -30,7 +30,7 @@ export const CatalogueSchema = T.Object({
 export type CheckpointSpec = Static<typeof CheckpointSpecSchema>;
 /** What a flavor's workers offer. */
 export type FlavorCatalogue = Static<typeof FlavorCatalogueSchema>;
-/** The checkpoint catalogue of DESIGN.md §4. */
+/** The checkpoint catalogue: per flavor its checkpoints, base packages and costs. */
 export type Catalogue = Static<typeof CatalogueSchema>;
 
 /** Catalogue text that is not JSON or not of the catalogue's shape; the message says where. */
@@ -57,7 +57,7 @@ export function parseCatalogueJson(text: string, source: string): Catalogue {
     const { field, problem } = explainMismatch(checkCatalogue, value);
     throw new CatalogueFormatError(
       `catalogue ${source}: ${field === undefined ? '' : `field "${field}" `}${problem} ` +
-        '(see DESIGN.md §4 and docs/placement.md for the format)',
+        '(docs/placement.md, "Cost model", gives the format)',
     );
   }
   return value;

@@ -1,5 +1,6 @@
 /** The event vocabulary, its codecs and the LMDB event log: the public face of `src/events`. */
 export * from './catalogue.js';
+export * from './cause.js';
 export * from './decode.js';
 export * from './errors.js';
 export * from './projection.js';

@@ -1,5 +1,5 @@
 /**
- * The v1 event vocabulary of DESIGN.md §3, as TypeBox schemas. The schemas are the single source
+ * The v1 event vocabulary (docs/event-log.md), as TypeBox schemas. The schemas are the single source
  * of truth: the TypeScript types (`types.ts`) and the reader's validation both come from them.
  *
  * Optional fields are declared with `opt()`: readers accept them absent and normalize them to
@@ -13,6 +13,7 @@ import {
   type TSchema,
   type TUnion,
 } from '@sinclair/typebox';
+import { GRPC_CODE_NAMES } from '../shared/grpc-codes.js';
 import { CatalogueSchema } from './catalogue.js';
 
 /** The version of the event vocabulary this code reads and writes. */
@@ -31,33 +32,60 @@ function opt<S extends TSchema>(schema: S) {
   return T.Optional(T.Union([schema, T.Null()]));
 }
 
-/** gRPC status code names, as `CallRejected.code` carries them. */
-export const GRPC_CODE_NAMES = [
-  'OK',
-  'CANCELLED',
-  'UNKNOWN',
-  'INVALID_ARGUMENT',
-  'DEADLINE_EXCEEDED',
-  'NOT_FOUND',
-  'ALREADY_EXISTS',
-  'PERMISSION_DENIED',
-  'RESOURCE_EXHAUSTED',
-  'FAILED_PRECONDITION',
-  'ABORTED',
-  'OUT_OF_RANGE',
-  'UNIMPLEMENTED',
-  'INTERNAL',
-  'UNAVAILABLE',
-  'DATA_LOSS',
-  'UNAUTHENTICATED',
-] as const;
-
 type LiteralTuple<V extends readonly string[]> = { -readonly [I in keyof V]: TLiteral<V[I]> };
 
 /** A schema accepting exactly one of `values`. */
-function literals<const V extends readonly string[]>(values: V): TUnion<LiteralTuple<V>> {
+export function literals<const V extends readonly string[]>(values: V): TUnion<LiteralTuple<V>> {
   return T.Union(values.map((value) => T.Literal(value))) as unknown as TUnion<LiteralTuple<V>>;
 }
+
+/** The flavors a worker can be: what its hardware offers. */
+export const FLAVORS = ['cpu', 'gpu'] as const;
+/** A worker's flavor. */
+export type Flavor = (typeof FLAVORS)[number];
+
+/** The statuses a registration carries (`WorkerRegistered.status`). */
+export const REGISTRATION_STATUSES = ['ready', 'error'] as const;
+/** A registration's status. */
+export type RegistrationStatus = (typeof REGISTRATION_STATUSES)[number];
+
+/** Why a worker was evicted (`WorkerEvicted.reason`): probes failed, it went silent, it left. */
+export const EVICTION_REASONS = ['probe', 'ttl', 'left'] as const;
+/** Why a worker was evicted. */
+export type EvictionReason = (typeof EVICTION_REASONS)[number];
+
+/** The states a worker reports for a container (`ContainerStateChanged.state`). */
+export const CONTAINER_STATES = ['busy', 'ready', 'error', 'removed'] as const;
+/** A container state a worker reports. */
+export type ContainerState = (typeof CONTAINER_STATES)[number];
+
+/**
+ * Why the router's sweep forgot a container record (`ContainerForgotten.reason`): `unreported`, an
+ * idle container the worker should have destroyed and reported removed (at `EXECUTOR_TTL`) but
+ * did not; `error`, a container in error past `EXECUTOR_ERROR_TTL`; `idle`, in logs written before
+ * the worker owned `EXECUTOR_TTL` (the router then forgot idle containers itself).
+ */
+export const CONTAINER_FORGET_REASONS = ['unreported', 'error', 'idle'] as const;
+/** Why the reaper forgot a container record. */
+export type ContainerForgetReason = (typeof CONTAINER_FORGET_REASONS)[number];
+
+/** Why a session expired (`SessionExpired.reason`, and the expired session record). */
+export const SESSION_EXPIRY_REASONS = [
+  'worker_evicted',
+  'container_removed',
+  'container_forgotten',
+] as const;
+/** Why a session expired. */
+export type SessionExpiryReason = (typeof SESSION_EXPIRY_REASONS)[number];
+
+/** Why a session lost its pin (`SessionUnpinned.reason`). */
+export const SESSION_UNPIN_REASONS = [
+  'call_failed',
+  'reservation_expired',
+  'container_unavailable',
+] as const;
+/** Why a session lost its pin. */
+export type SessionUnpinReason = (typeof SESSION_UNPIN_REASONS)[number];
 
 /** A call's resource and placement demand, exactly as the client sent it. */
 export const DemandSchema = T.Object({
@@ -75,14 +103,18 @@ const ConfigValue = T.Union([T.Number(), T.String(), T.Boolean(), T.Null()]);
 
 /** The fields of each event type, without the envelope (`seq`, `at`, `type`). */
 export const EVENT_FIELDS = {
-  RouterStarted: { config: T.Record(T.String(), ConfigValue), version: Text },
+  RouterStarted: {
+    config: T.Record(T.String(), ConfigValue),
+    version: Text,
+    rulesVersion: opt(T.Integer({ minimum: 1 })),
+  },
   CatalogueLoaded: { revision: Text, catalogue: CatalogueSchema },
   WorkerRegistered: {
     workerId: Id,
     address: opt(Text),
-    status: literals(['ready', 'error']),
+    status: literals(REGISTRATION_STATUSES),
     error: opt(Text),
-    flavor: literals(['cpu', 'gpu']),
+    flavor: literals(FLAVORS),
     memoryTotal: opt(Bytes),
     maxContainers: opt(Count),
     gpuMemoryTotal: opt(Bytes),
@@ -97,14 +129,14 @@ export const EVENT_FIELDS = {
   },
   WorkerLeaving: { workerId: Id },
   WorkerProbeFailed: { workerId: Id, consecutive: T.Integer({ minimum: 1 }), error: opt(Text) },
-  WorkerEvicted: { workerId: Id, reason: literals(['probe', 'ttl', 'left']) },
+  WorkerEvicted: { workerId: Id, reason: literals(EVICTION_REASONS) },
   ContainerStateChanged: {
     workerId: Id,
     containerId: Id,
-    state: literals(['busy', 'ready', 'error', 'removed']),
+    state: literals(CONTAINER_STATES),
     checkpointId: opt(Text),
   },
-  ContainerForgotten: { workerId: Id, containerId: Id, reason: literals(['idle', 'error']) },
+  ContainerForgotten: { workerId: Id, containerId: Id, reason: literals(CONTAINER_FORGET_REASONS) },
   CallRequested: { requestId: Id, sessionId: opt(Text), tenantId: opt(Id), demand: DemandSchema },
   CallPlaced: {
     requestId: Id,
@@ -132,8 +164,8 @@ export const EVENT_FIELDS = {
     requestId: opt(Text),
     checkpointId: opt(Text),
   },
-  SessionUnpinned: { sessionId: Id, reason: Text },
-  SessionExpired: { sessionId: Id, reason: Text },
+  SessionUnpinned: { sessionId: Id, reason: literals(SESSION_UNPIN_REASONS) },
+  SessionExpired: { sessionId: Id, reason: literals(SESSION_EXPIRY_REASONS) },
   Snapshot: {
     schemaVersion: opt(T.Integer({ minimum: 1 })),
     state: T.Record(T.String(), T.Unknown()),
@@ -143,12 +175,28 @@ export const EVENT_FIELDS = {
 /** The name of an event type. */
 export type EventType = keyof typeof EVENT_FIELDS;
 
-/** Every event type, in the order of DESIGN.md §3. */
+/** Every event type, in the order of the vocabulary's table (docs/event-log.md). */
 export const EVENT_TYPES = Object.keys(EVENT_FIELDS) as EventType[];
+
+/**
+ * What caused an append, as every event of it records (`cause`): the kind of trigger, then for
+ * most kinds `:` and its subject. `start` (the router starting over its log: its start, the
+ * catalogue, the recovery), `call:REQUEST` (a call got its turn: its request and placement's
+ * decision), `answer:REQUEST` (the worker's first answer named the container), `end:REQUEST` (the
+ * call ended), `report:WORKER` (a worker's report), `probe:WORKER` (a failed health probe),
+ * `reaper` (a reaper pass). Events of one cause are one append, so they are contiguous.
+ */
+export const CAUSE_KINDS = ['start', 'call', 'answer', 'end', 'report', 'probe', 'reaper'] as const;
+/** The kind of trigger an append records. */
+export type CauseKind = (typeof CAUSE_KINDS)[number];
+
+/** A cause as events carry it: its kind, then `:` and the subject for a kind that has one. */
+export const CAUSE_PATTERN = `^(${CAUSE_KINDS.join('|')})(:.+)?$`;
 
 const envelope = {
   seq: T.Integer({ minimum: 0 }),
   at: T.String({ pattern: ISO_INSTANT_PATTERN }),
+  cause: opt(T.String({ pattern: CAUSE_PATTERN })),
 };
 
 type FieldsOf<K extends EventType> = (typeof EVENT_FIELDS)[K] extends infer P extends TProperties
@@ -157,6 +205,7 @@ type FieldsOf<K extends EventType> = (typeof EVENT_FIELDS)[K] extends infer P ex
 type EnvelopeOf<K extends EventType> = {
   seq: typeof envelope.seq;
   at: typeof envelope.at;
+  cause: typeof envelope.cause;
   type: TLiteral<K>;
 };
 type EventSchemas = { [K in EventType]: TObject<EnvelopeOf<K> & FieldsOf<K>> };

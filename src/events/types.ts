@@ -19,11 +19,14 @@ export type ClusterEvent = { [K in EventType]: EventOf<K> }[EventType];
 
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
 
-/** An event as its author builds it: the log assigns `seq` and stamps `at`. */
-export type NewEvent = DistributiveOmit<ClusterEvent, 'seq' | 'at'>;
+/** The envelope the log stamps on every event it appends: `seq`, `at` and the append's `cause`. */
+export type Envelope = 'seq' | 'at' | 'cause';
+
+/** An event as its author builds it: the log assigns `seq` and stamps `at` and `cause`. */
+export type NewEvent = DistributiveOmit<ClusterEvent, Envelope>;
 
 /** An event of type `K` as its author builds it. */
-export type NewEventOf<K extends EventType> = Omit<EventOf<K>, 'seq' | 'at'>;
+export type NewEventOf<K extends EventType> = Omit<EventOf<K>, Envelope>;
 
 /** A call's demand as the client sent it (optional parts are `null`). */
 export type Demand = Read<typeof DemandSchema>;

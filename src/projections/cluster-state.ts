@@ -1,10 +1,18 @@
 /** The cluster state the log folds into: what placement, the reaper and replay read. */
 import type { Catalogue } from '../events/catalogue.js';
-import { EVENT_SCHEMA_VERSION } from '../events/schema.js';
+import {
+  EVENT_SCHEMA_VERSION,
+  type ContainerState,
+  type EvictionReason,
+  type Flavor,
+  type SessionExpiryReason,
+} from '../events/schema.js';
 import { DEFAULT_CONFIG, type Config } from '../shared/config.js';
 
-/** A worker's lifecycle: placeable only when `ready` (and it has an address). */
-export type WorkerStatus = 'ready' | 'error' | 'leaving' | 'evicted';
+/** A worker's lifecycle as the router knows it: placeable only when `ready` (with an address). */
+export const WORKER_STATUSES = ['ready', 'error', 'leaving', 'evicted'] as const;
+/** A worker's lifecycle. */
+export type WorkerStatus = (typeof WORKER_STATUSES)[number];
 
 /** A worker's last load report. */
 export interface Utilization {
@@ -16,10 +24,17 @@ export interface Utilization {
   readonly at: string;
 }
 
+/** The states of a container record: what a worker reported, short of `removed`. */
+export const CONTAINER_RECORD_STATES = [
+  'busy',
+  'ready',
+  'error',
+] as const satisfies readonly ContainerState[];
+
 /** A container a worker reported (removed containers are dropped). */
 export interface ContainerRecord {
   readonly containerId: string;
-  readonly state: 'busy' | 'ready' | 'error';
+  readonly state: (typeof CONTAINER_RECORD_STATES)[number];
   /** The checkpoint it was restored from; null for a cold start. */
   readonly checkpointId: string | null;
   /** When it entered its current state. */
@@ -32,7 +47,7 @@ export interface WorkerRecord {
   readonly address: string | null;
   readonly status: WorkerStatus;
   readonly error: string | null;
-  readonly flavor: 'cpu' | 'gpu';
+  readonly flavor: Flavor;
   readonly memoryTotal: number | null;
   readonly maxContainers: number | null;
   readonly gpuMemoryTotal: number | null;
@@ -44,7 +59,7 @@ export interface WorkerRecord {
   readonly probeFailures: number;
   readonly registeredAt: string;
   readonly lastHeardAt: string;
-  readonly evictedReason: 'probe' | 'ttl' | 'left' | null;
+  readonly evictedReason: EvictionReason | null;
   /** Its containers by ID; `containers.size` is how many it holds. */
   readonly containers: ReadonlyMap<string, ContainerRecord>;
   /** Which session is pinned to which of this worker's containers (container ID to session ID). */
@@ -61,7 +76,7 @@ export interface SessionPin {
 
 /** Why a session can no longer be used, and since when. */
 export interface SessionExpiry {
-  readonly reason: string;
+  readonly reason: SessionExpiryReason;
   readonly at: string;
   readonly seq: number;
 }
@@ -104,6 +119,8 @@ export interface ClusterState {
   readonly lastSeq: number;
   readonly config: Config;
   readonly routerVersion: string | null;
+  /** The placement rules' version the last `RouterStarted` recorded (null: it recorded none). */
+  readonly rulesVersion: number | null;
   /**
    * When the router last started (the last `RouterStarted`'s `at`). Liveness counts a worker's
    * silence from no earlier than this, so a router that was down does not evict every worker.
@@ -122,6 +139,7 @@ export function initialState(): ClusterState {
     lastSeq: 0,
     config: { ...DEFAULT_CONFIG },
     routerVersion: null,
+    rulesVersion: null,
     routerStartedAt: null,
     catalogue: null,
     workers: new Map(),

@@ -1,46 +1,32 @@
 /**
  * How each event changes the cluster state. `applyEvent` is the one recipe, written as an immer
  * recipe over a draft; `evolve` runs it under immer's `produce` (a new immutable state per event),
- * and long folds run it over a private working copy (see `fold.ts`).
+ * and long folds run it over a private working copy changed in place (see `fold.ts`).
  *
  * Consequences are folded with their causes (an eviction expires the sessions pinned to the
  * worker; a removed container expires its session; a failed call that created its session's pin
  * clears it), so a log that also holds the consequence events folds to the same state: those
  * events find the work already done and change nothing.
  *
- * Over a working copy whose workers map someone watches (`worker-changes.ts`), a worker that
- * changes is always a new object: `workerToChange` replaces the record by a shallow copy before
- * changing it and notes the change for the watcher. Placement's sorted candidates rely on both:
- * the journal says which workers moved, and the record it saw last still holds the key it sorted
- * them by (`router/placement/candidate-order.ts`). An unwatched working copy (a fold) changes
- * records in place; immer copies what a draft touches anyway.
+ * Whoever keeps something derived from the workers (placement's candidate index) passes a
+ * `WorkerChangeSink`: every worker the event changes, in any field, is reported to it, because the
+ * only way this recipe changes a worker is through `workerToChange` and `liveWorker`, which report
+ * it. Nothing here is remembered between events.
  */
 import { enableMapSet, produce, type Draft } from 'immer';
+import type { SessionExpiryReason } from '../events/schema.js';
 import type { EventOf } from '../events/types.js';
 import { assertNever, type ClusterEvent } from '../events/types.js';
 import { configInForce } from '../shared/config.js';
 import type { ClusterState, SessionRecord, WorkerRecord } from './cluster-state.js';
+import { isLive } from './queries.js';
 import { restoreSnapshot } from './snapshot.js';
-import { isWatched, noteWorkerChange } from './worker-changes.js';
+import { IGNORE_CHANGES, type WorkerChangeSink } from './worker-changes.js';
 
 enableMapSet();
 
 type State = Draft<ClusterState>;
 type Worker = Draft<WorkerRecord>;
-
-/** Why a session expired, as `SessionExpired.reason` and the expired record carry it. */
-export const SESSION_EXPIRY_REASONS = {
-  workerEvicted: 'worker_evicted',
-  containerRemoved: 'container_removed',
-  containerForgotten: 'container_forgotten',
-} as const;
-
-/** Why a session lost its pin, as `SessionUnpinned.reason` carries it. */
-export const SESSION_UNPIN_REASONS = {
-  callFailed: 'call_failed',
-  reservationExpired: 'reservation_expired',
-  containerUnavailable: 'container_unavailable',
-} as const;
 
 /** The state after `event`, as a new immutable state (immer `produce`). */
 export function evolve(state: ClusterState, event: ClusterEvent): ClusterState {
@@ -52,30 +38,34 @@ export function evolve(state: ClusterState, event: ClusterEvent): ClusterState {
 
 /**
  * Applies one event to a draft (or a private mutable state) and returns the state to continue
- * with: the same object, except for `Snapshot`, which replaces the whole state.
+ * with: the same object, except for `Snapshot`, which replaces the whole state (and its workers
+ * map, which tells a sink's owner to start over). `changes` hears of every worker it changes.
  */
-export function applyEvent(state: State, event: ClusterEvent): State {
-  copyOnWrite = isWatched(state.workers);
-  copiedThisEvent.length = 0;
+export function applyEvent(
+  state: State,
+  event: ClusterEvent,
+  changes: WorkerChangeSink = IGNORE_CHANGES,
+): State {
   switch (event.type) {
     case 'Snapshot':
       return restoreSnapshot(event) as unknown as State;
     case 'RouterStarted':
       state.config = configInForce(event.config);
       state.routerVersion = event.version;
+      state.rulesVersion = event.rulesVersion;
       state.routerStartedAt = event.at;
       break;
     case 'CatalogueLoaded':
       state.catalogue = { revision: event.revision, catalogue: event.catalogue };
       break;
     case 'WorkerRegistered':
-      registerWorker(state, event);
+      registerWorker(state, event, changes);
       break;
     case 'WorkerUtilization':
-      reportUtilization(state, event);
+      reportUtilization(state, event, changes);
       break;
     case 'WorkerLeaving': {
-      const worker = liveWorker(state, event.workerId);
+      const worker = liveWorker(state, event.workerId, changes);
       if (worker) {
         worker.status = 'leaving';
         worker.lastHeardAt = event.at;
@@ -83,33 +73,28 @@ export function applyEvent(state: State, event: ClusterEvent): State {
       break;
     }
     case 'WorkerProbeFailed': {
-      const worker = liveWorker(state, event.workerId);
+      const worker = liveWorker(state, event.workerId, changes);
       if (worker) worker.probeFailures = event.consecutive;
       break;
     }
     case 'WorkerEvicted':
-      evictWorker(state, event);
+      evictWorker(state, event, changes);
       break;
     case 'ContainerStateChanged':
-      changeContainer(state, event);
+      changeContainer(state, event, changes);
       break;
     case 'ContainerForgotten': {
-      const worker = liveWorker(state, event.workerId);
-      if (worker)
-        dropContainer(
-          state,
-          worker,
-          event.containerId,
-          event,
-          SESSION_EXPIRY_REASONS.containerForgotten,
-        );
+      const worker = liveWorker(state, event.workerId, changes);
+      if (worker) {
+        dropContainer(state, worker, event.containerId, event, 'container_forgotten', changes);
+      }
       break;
     }
     case 'CallRequested':
     case 'CallRejected':
       break;
     case 'CallPlaced':
-      reserve(state, event);
+      reserve(state, event, changes);
       break;
     case 'CallBound': {
       const reservation = state.reservations.get(event.requestId);
@@ -117,21 +102,21 @@ export function applyEvent(state: State, event: ClusterEvent): State {
       break;
     }
     case 'CallFinished':
-      release(state, event.requestId, !event.ok);
+      release(state, event.requestId, !event.ok, changes);
       break;
     case 'ReservationExpired':
-      release(state, event.requestId, true);
+      release(state, event.requestId, true, changes);
       break;
     case 'SessionPinned':
-      pinSession(state, event);
+      pinSession(state, event, changes);
       break;
     case 'SessionUnpinned': {
       const session = state.sessions.get(event.sessionId);
-      if (session) unpin(state, session);
+      if (session) unpin(state, session, changes);
       break;
     }
     case 'SessionExpired':
-      expireSession(state, event.sessionId, event.reason, event);
+      expireSession(state, event.sessionId, event.reason, event, changes);
       break;
     default:
       assertNever(event, 'event type');
@@ -140,61 +125,30 @@ export function applyEvent(state: State, event: ClusterEvent): State {
   return state;
 }
 
-/**
- * The worker's record, ready to be changed: under immer the draft itself; over a working copy a
- * shallow copy put in its place, so every changed worker is a new object (its containers and
- * pinned sessions maps are shared with the record it replaces, which nobody holds any more).
- */
-function workerToChange(state: State, workerId: string): Worker | undefined {
+/** The worker's record, ready to be changed (reported to `changes`), if it exists. */
+function workerToChange(
+  state: State,
+  workerId: string,
+  changes: WorkerChangeSink,
+): Worker | undefined {
   const worker = state.workers.get(workerId);
-  return worker === undefined ? undefined : changing(state, worker);
+  if (worker !== undefined) changes.workerChanged(workerId);
+  return worker;
 }
 
-/** `worker` itself, or over a watched map its copy put in its place (once per event). */
-function changing(state: State, worker: Worker): Worker {
-  if (!copyOnWrite || copiedThisEvent.includes(worker)) return worker;
-  const copy = copyOfWorker(worker);
-  state.workers.set(worker.workerId, copy);
-  noteWorkerChange(state.workers, worker.workerId);
-  copiedThisEvent.push(copy);
-  return copy;
-}
-
-/** A shallow copy of a worker's record (every field written out: one object shape, fast). */
-function copyOfWorker(worker: Worker): Worker {
-  return {
-    workerId: worker.workerId,
-    address: worker.address,
-    status: worker.status,
-    error: worker.error,
-    flavor: worker.flavor,
-    memoryTotal: worker.memoryTotal,
-    maxContainers: worker.maxContainers,
-    gpuMemoryTotal: worker.gpuMemoryTotal,
-    utilization: worker.utilization,
-    reservedMemory: worker.reservedMemory,
-    inFlight: worker.inFlight,
-    probeFailures: worker.probeFailures,
-    registeredAt: worker.registeredAt,
-    lastHeardAt: worker.lastHeardAt,
-    evictedReason: worker.evictedReason,
-    containers: worker.containers,
-    pinnedSessions: worker.pinnedSessions,
-  };
-}
-
-/** Whether someone watches the workers map the current event changes (an immer draft's never is). */
-let copyOnWrite = false;
-/** The worker copies made while applying the current event (an event touches one or two). */
-const copiedThisEvent: Worker[] = [];
-
-/** A worker that exists and has not been evicted (events about others change nothing). */
-function liveWorker(state: State, workerId: string): Worker | undefined {
+/** A live worker, ready to be changed (events about evicted or unknown ones change nothing). */
+function liveWorker(state: State, workerId: string, changes: WorkerChangeSink): Worker | undefined {
   const worker = state.workers.get(workerId);
-  return worker && worker.status !== 'evicted' ? changing(state, worker) : undefined;
+  if (worker === undefined || !isLive(worker)) return undefined;
+  changes.workerChanged(workerId);
+  return worker;
 }
 
-function registerWorker(state: State, event: EventOf<'WorkerRegistered'>): void {
+function registerWorker(
+  state: State,
+  event: EventOf<'WorkerRegistered'>,
+  changes: WorkerChangeSink,
+): void {
   const known = state.workers.get(event.workerId);
   const capacity = {
     address: event.address,
@@ -208,8 +162,9 @@ function registerWorker(state: State, event: EventOf<'WorkerRegistered'>): void 
     lastHeardAt: event.at,
     evictedReason: null,
   };
+  changes.workerChanged(event.workerId);
   if (known) {
-    Object.assign(changing(state, known), capacity);
+    Object.assign(known, capacity);
     return;
   }
   state.workers.set(event.workerId, {
@@ -222,11 +177,14 @@ function registerWorker(state: State, event: EventOf<'WorkerRegistered'>): void 
     containers: new Map(),
     pinnedSessions: new Map(),
   });
-  if (copyOnWrite) noteWorkerChange(state.workers, event.workerId);
 }
 
-function reportUtilization(state: State, event: EventOf<'WorkerUtilization'>): void {
-  const worker = liveWorker(state, event.workerId);
+function reportUtilization(
+  state: State,
+  event: EventOf<'WorkerUtilization'>,
+  changes: WorkerChangeSink,
+): void {
+  const worker = liveWorker(state, event.workerId, changes);
   if (!worker) return;
   worker.utilization = {
     memoryUsed: event.memoryUsed,
@@ -240,11 +198,15 @@ function reportUtilization(state: State, event: EventOf<'WorkerUtilization'>): v
   worker.probeFailures = 0;
 }
 
-function evictWorker(state: State, event: EventOf<'WorkerEvicted'>): void {
-  const worker = liveWorker(state, event.workerId);
+function evictWorker(
+  state: State,
+  event: EventOf<'WorkerEvicted'>,
+  changes: WorkerChangeSink,
+): void {
+  const worker = liveWorker(state, event.workerId, changes);
   if (!worker) return;
   for (const sessionId of [...worker.pinnedSessions.values()]) {
-    expireSession(state, sessionId, SESSION_EXPIRY_REASONS.workerEvicted, event);
+    expireSession(state, sessionId, 'worker_evicted', event, changes);
   }
   worker.status = 'evicted';
   worker.evictedReason = event.reason;
@@ -252,12 +214,16 @@ function evictWorker(state: State, event: EventOf<'WorkerEvicted'>): void {
   worker.pinnedSessions.clear();
 }
 
-function changeContainer(state: State, event: EventOf<'ContainerStateChanged'>): void {
-  const worker = liveWorker(state, event.workerId);
+function changeContainer(
+  state: State,
+  event: EventOf<'ContainerStateChanged'>,
+  changes: WorkerChangeSink,
+): void {
+  const worker = liveWorker(state, event.workerId, changes);
   if (!worker) return;
   worker.lastHeardAt = event.at;
   if (event.state === 'removed') {
-    dropContainer(state, worker, event.containerId, event, SESSION_EXPIRY_REASONS.containerRemoved);
+    dropContainer(state, worker, event.containerId, event, 'container_removed', changes);
     return;
   }
   const known = worker.containers.get(event.containerId);
@@ -280,14 +246,15 @@ function dropContainer(
   worker: Worker,
   containerId: string,
   cause: ClusterEvent,
-  reason: string,
+  reason: SessionExpiryReason,
+  changes: WorkerChangeSink,
 ): void {
   worker.containers.delete(containerId);
   const sessionId = worker.pinnedSessions.get(containerId);
-  if (sessionId !== undefined) expireSession(state, sessionId, reason, cause);
+  if (sessionId !== undefined) expireSession(state, sessionId, reason, cause, changes);
 }
 
-function reserve(state: State, event: EventOf<'CallPlaced'>): void {
+function reserve(state: State, event: EventOf<'CallPlaced'>, changes: WorkerChangeSink): void {
   if (state.reservations.has(event.requestId)) return;
   state.reservations.set(event.requestId, {
     requestId: event.requestId,
@@ -298,28 +265,37 @@ function reserve(state: State, event: EventOf<'CallPlaced'>): void {
     memory: event.memory,
     since: event.at,
   });
-  const worker = workerToChange(state, event.workerId);
+  const worker = workerToChange(state, event.workerId, changes);
   if (worker) {
     worker.inFlight += 1;
     worker.reservedMemory += event.memory;
   }
 }
 
-function release(state: State, requestId: string, failed: boolean): void {
+function release(
+  state: State,
+  requestId: string,
+  failed: boolean,
+  changes: WorkerChangeSink,
+): void {
   const reservation = state.reservations.get(requestId);
   if (!reservation) return;
   state.reservations.delete(requestId);
-  const worker = workerToChange(state, reservation.workerId);
+  const worker = workerToChange(state, reservation.workerId, changes);
   if (worker) {
     worker.inFlight = Math.max(0, worker.inFlight - 1);
     worker.reservedMemory = Math.max(0, worker.reservedMemory - reservation.memory);
   }
   if (!failed || reservation.sessionId === null) return;
   const session = state.sessions.get(reservation.sessionId);
-  if (session && session.pinnedBy === requestId) unpin(state, session);
+  if (session && session.pinnedBy === requestId) unpin(state, session, changes);
 }
 
-function pinSession(state: State, event: EventOf<'SessionPinned'>): void {
+function pinSession(
+  state: State,
+  event: EventOf<'SessionPinned'>,
+  changes: WorkerChangeSink,
+): void {
   const session = sessionRecord(state, event.sessionId);
   if (session.expired) return;
   const samePin =
@@ -328,32 +304,39 @@ function pinSession(state: State, event: EventOf<'SessionPinned'>): void {
     if (event.checkpointId !== null) session.pin.checkpointId = event.checkpointId;
     return;
   }
-  unpin(state, session);
+  unpin(state, session, changes);
   session.pin = {
     workerId: event.workerId,
     containerId: event.containerId,
     checkpointId: event.checkpointId,
   };
   session.pinnedBy = event.requestId;
-  workerToChange(state, event.workerId)?.pinnedSessions.set(event.containerId, event.sessionId);
+  const worker = workerToChange(state, event.workerId, changes);
+  worker?.pinnedSessions.set(event.containerId, event.sessionId);
 }
 
-function unpin(state: State, session: Draft<SessionRecord>): void {
+function unpin(state: State, session: Draft<SessionRecord>, changes: WorkerChangeSink): void {
   const pin = session.pin;
   if (pin) {
     const worker = state.workers.get(pin.workerId);
     if (worker && worker.pinnedSessions.get(pin.containerId) === session.sessionId) {
-      workerToChange(state, pin.workerId)?.pinnedSessions.delete(pin.containerId);
+      workerToChange(state, pin.workerId, changes)?.pinnedSessions.delete(pin.containerId);
     }
   }
   session.pin = null;
   session.pinnedBy = null;
 }
 
-function expireSession(state: State, sessionId: string, reason: string, cause: ClusterEvent): void {
+function expireSession(
+  state: State,
+  sessionId: string,
+  reason: SessionExpiryReason,
+  cause: ClusterEvent,
+  changes: WorkerChangeSink,
+): void {
   const session = sessionRecord(state, sessionId);
   if (session.expired) return;
-  unpin(state, session);
+  unpin(state, session, changes);
   session.expired = { reason, at: cause.at, seq: cause.seq };
 }
 

@@ -5,12 +5,14 @@
 import type { ClusterState, WorkerRecord } from './cluster-state.js';
 
 /** Memory in use (last report) plus memory reserved for calls in flight, in bytes. */
-export function memoryCommitted(worker: WorkerRecord): number {
+export function memoryCommitted(
+  worker: Pick<WorkerRecord, 'utilization' | 'reservedMemory'>,
+): number {
   return (worker.utilization?.memoryUsed ?? 0) + worker.reservedMemory;
 }
 
 /** GPU memory in use (last report), in bytes. */
-export function gpuMemoryInUse(worker: WorkerRecord): number {
+export function gpuMemoryInUse(worker: Pick<WorkerRecord, 'utilization'>): number {
   return worker.utilization?.gpuMemoryUsed ?? 0;
 }
 
@@ -19,9 +21,24 @@ export function heldContainers(worker: WorkerRecord): number {
   return worker.containers.size;
 }
 
+/**
+ * Whether the worker is live: the router has not evicted it. The one definition: events about
+ * a worker that is not live change nothing, and only live workers are probed, reaped or dialed.
+ */
+export function isLive(worker: Pick<WorkerRecord, 'status'>): boolean {
+  return worker.status !== 'evicted';
+}
+
+/** Whether the worker has an address to reach it at. */
+export function hasAddress<W extends Pick<WorkerRecord, 'address'>>(
+  worker: W,
+): worker is W & { readonly address: string } {
+  return worker.address !== null && worker.address !== '';
+}
+
 /** Whether the worker may receive new calls: last status ready, and an address to reach it. */
-export function isPlaceable(worker: WorkerRecord): boolean {
-  return worker.status === 'ready' && worker.address !== null && worker.address !== '';
+export function isPlaceable(worker: Pick<WorkerRecord, 'status' | 'address'>): boolean {
+  return worker.status === 'ready' && hasAddress(worker);
 }
 
 /** Workers sorted by ID as text (the order explanations and tables list them in). */

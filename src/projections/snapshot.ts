@@ -7,20 +7,25 @@ import { Type as T, type Static, type TSchema } from '@sinclair/typebox';
 import { TypeCompiler } from '@sinclair/typebox/compiler';
 import { CatalogueSchema } from '../events/catalogue.js';
 import { InvalidEventError } from '../events/errors.js';
-import { EVENT_SCHEMA_VERSION } from '../events/schema.js';
+import {
+  EVENT_SCHEMA_VERSION,
+  EVICTION_REASONS,
+  FLAVORS,
+  literals,
+  SESSION_EXPIRY_REASONS,
+} from '../events/schema.js';
 import { explainMismatch } from '../events/schema-errors.js';
 import type { EventOf } from '../events/types.js';
 import { configInForce } from '../shared/config.js';
-import type { ClusterState } from './cluster-state.js';
+import { CONTAINER_RECORD_STATES, WORKER_STATUSES, type ClusterState } from './cluster-state.js';
 
 const Nullable = <S extends TSchema>(schema: S) => T.Union([schema, T.Null()]);
 const Count = T.Integer({ minimum: 0 });
 const Text = T.String();
-const Flag = <V extends string>(...values: V[]) => T.Union(values.map((v) => T.Literal(v)));
 
 const ContainerSchema = T.Object({
   containerId: Text,
-  state: Flag('busy', 'ready', 'error'),
+  state: literals(CONTAINER_RECORD_STATES),
   checkpointId: Nullable(Text),
   since: Text,
 });
@@ -28,9 +33,9 @@ const ContainerSchema = T.Object({
 const WorkerSchema = T.Object({
   workerId: Text,
   address: Nullable(Text),
-  status: Flag('ready', 'error', 'leaving', 'evicted'),
+  status: literals(WORKER_STATUSES),
   error: Nullable(Text),
-  flavor: Flag('cpu', 'gpu'),
+  flavor: literals(FLAVORS),
   memoryTotal: Nullable(Count),
   maxContainers: Nullable(Count),
   gpuMemoryTotal: Nullable(Count),
@@ -49,7 +54,7 @@ const WorkerSchema = T.Object({
   probeFailures: Count,
   registeredAt: Text,
   lastHeardAt: Text,
-  evictedReason: Nullable(Flag('probe', 'ttl', 'left')),
+  evictedReason: Nullable(literals(EVICTION_REASONS)),
   containers: T.Record(T.String(), ContainerSchema),
   pinnedSessions: T.Record(T.String(), Text),
 });
@@ -58,7 +63,7 @@ const SessionSchema = T.Object({
   sessionId: Text,
   pin: Nullable(T.Object({ workerId: Text, containerId: Text, checkpointId: Nullable(Text) })),
   pinnedBy: Nullable(Text),
-  expired: Nullable(T.Object({ reason: Text, at: Text, seq: Count })),
+  expired: Nullable(T.Object({ reason: literals(SESSION_EXPIRY_REASONS), at: Text, seq: Count })),
 });
 
 const ReservationSchema = T.Object({
@@ -77,6 +82,8 @@ export const ClusterStateSchema = T.Object({
   lastSeq: Count,
   config: T.Record(T.String(), T.Number()),
   routerVersion: Nullable(Text),
+  // Absent in snapshots written before routers recorded the rules' version.
+  rulesVersion: T.Optional(Nullable(T.Integer({ minimum: 1 }))),
   routerStartedAt: Nullable(Text),
   catalogue: Nullable(T.Object({ revision: Text, catalogue: CatalogueSchema })),
   workers: T.Record(T.String(), WorkerSchema),
@@ -99,8 +106,8 @@ type Jsonified<T> =
 // The schema and the `ClusterState` interface must describe the same thing.
 type SameShape<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
 const schemaMatchesState: SameShape<
-  Omit<ClusterStateJson, 'config'>,
-  Omit<Jsonified<ClusterState>, 'config'>
+  Omit<ClusterStateJson, 'config' | 'rulesVersion'>,
+  Omit<Jsonified<ClusterState>, 'config' | 'rulesVersion'>
 > = true;
 void schemaMatchesState;
 
@@ -118,6 +125,7 @@ export function stateFromJson(json: ClusterStateJson): ClusterState {
   return {
     ...copy,
     config: configInForce(copy.config),
+    rulesVersion: copy.rulesVersion ?? null,
     workers: mapOf(copy.workers, (worker) => ({
       ...worker,
       containers: mapOf(worker.containers, (container) => container),

@@ -1,8 +1,7 @@
-/** gRPC status codes between their names (as events carry them) and grpc-js numbers. */
+/** gRPC status codes between their names (as events and errors carry them) and grpc-js numbers. */
 import { status, type StatusObject } from '@grpc/grpc-js';
-import { GRPC_CODE_NAMES } from '../events/index.js';
-import { RouterError } from './errors.js';
-import type { GrpcCodeName } from './placement/index.js';
+import { grpcCodeName, type GrpcCodeName } from '../shared/grpc-codes.js';
+import { statusOf } from '../core/errors.js';
 
 /** The grpc-js number of a code name. */
 export function codeNumber(name: GrpcCodeName): status {
@@ -11,12 +10,11 @@ export function codeNumber(name: GrpcCodeName): status {
 
 /** The name of a grpc-js code number (`UNKNOWN` for numbers outside the standard set). */
 export function codeName(code: number): GrpcCodeName {
-  return GRPC_CODE_NAMES[code] ?? 'UNKNOWN';
+  return grpcCodeName(code);
 }
 
-/** A status to send for an error: a `RouterError` keeps its code; anything else is `INTERNAL`. */
+/** A status to send for an error: a `StatusError` keeps its code; anything else is `INTERNAL`. */
 export function toServiceError(error: unknown): Pick<StatusObject, 'code' | 'details'> {
-  if (error instanceof RouterError) return { code: codeNumber(error.code), details: error.message };
-  const message = error instanceof Error ? error.message : String(error);
-  return { code: status.INTERNAL, details: `internal router error: ${message}` };
+  const { code, details } = statusOf(error);
+  return { code: codeNumber(code), details };
 }

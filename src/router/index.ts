@@ -1,7 +1,7 @@
 /** The router process: its public face for the CLI, tests and benchmarks. */
 export { startRouter, type Router, type RouterOptions } from './router.js';
 export { packageVersion } from './version.js';
-export * from './errors.js';
+export * from '../core/errors.js';
 export { createLogger, type Logger } from './observability/index.js';
 export {
   parseHostPort,

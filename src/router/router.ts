@@ -7,8 +7,14 @@
 import { Server, type ServerInterceptor } from '@grpc/grpc-js';
 import { HealthImplementation } from 'grpc-health-check';
 import { EventLog } from '../events/index.js';
-import { clusterProjection, type ClusterState } from '../projections/index.js';
 import { AdminServiceService } from '../proto/gen/readie/v1/admin.js';
+import { PlacementCaches } from '../core/placement/index.js';
+import {
+  clusterProjectionTelling,
+  hasAddress,
+  isLive,
+  type ClusterState,
+} from '../projections/index.js';
 import { RegistryServiceService } from '../proto/gen/readie/v1/registry.js';
 import { TenantServiceService } from '../proto/gen/readie/v1/tenant.js';
 import { DEFAULT_CONFIG, type Config } from '../shared/config.js';
@@ -37,12 +43,8 @@ import {
   type ServingSecurity,
 } from './security/index.js';
 import { SessionTurns } from './sessions/index.js';
-import {
-  catalogueEvents,
-  inFlightReleaseEvents,
-  routerStartedEvent,
-  type RevisedCatalogue,
-} from './startup/index.js';
+import { decideStart } from '../core/startup/index.js';
+import type { RevisedCatalogue } from './startup/index.js';
 import { WorkerConnections } from './workers/index.js';
 
 /** How to run a router. */
@@ -68,7 +70,10 @@ export interface RouterOptions {
   readonly metrics?: string | undefined;
   /** The logger (default: JSON at info level on standard output). */
   readonly logger?: Logger;
-  /** The clock stamping events and driving the reaper, in epoch ms (default `Date.now`). */
+  /**
+   * The router's clock, in epoch ms (default `Date.now`): it stamps events, drives the reaper and
+   * sets the deadlines of worker streams and probes. Nothing in the router reads another.
+   */
   readonly clock?: () => number;
   /** Snapshot the state every this many events (default 10,000). */
   readonly snapshotEvery?: number;
@@ -126,8 +131,10 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
   const listen = parseHostPort(options.listen);
   const metricsListen = options.metrics === undefined ? undefined : parseHostPort(options.metrics);
   const credentials = RouterCredentials.load(options.auth ?? { mode: 'none' });
+  // Placement's caches belong to the state they serve: the log folds with them as its change sink.
+  const placement = new PlacementCaches();
   const log = EventLog.open<ClusterState>(options.logDir, {
-    projection: clusterProjection,
+    projection: clusterProjectionTelling(placement),
     clock,
     snapshotEvery: options.snapshotEvery ?? 10_000,
   });
@@ -154,14 +161,13 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
     // Recovery before serving: the state is folded; record the start, then release dead calls.
     const before = log.state;
     const recoveredSeq = log.lastSeq;
-    const recovered = inFlightReleaseEvents(before);
-    await journal.append([
-      routerStartedEvent(config, options.version),
-      ...(options.catalogue
-        ? catalogueEvents(before, options.catalogue.catalogue, options.catalogue.revision)
-        : []),
-      ...recovered,
-    ]).committed;
+    const start = decideStart(before, {
+      config,
+      version: options.version,
+      catalogue: options.catalogue,
+    });
+    const recovered = start.events;
+    await journal.record(start).committed;
     logger.info(
       {
         logDir: options.logDir,
@@ -190,10 +196,12 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
     server = new Server({ ...SERVER_OPTIONS, interceptors });
     const callPath = {
       journal,
+      placement,
       turns,
       connections,
       active,
       config,
+      clock,
       logger,
       metrics,
       workerMetadata: credentials.workerMetadata,
@@ -221,6 +229,7 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
       journal,
       connections,
       config,
+      clock,
       logger,
       metrics,
       workerMetadata: credentials.workerMetadata,
@@ -344,7 +353,7 @@ async function shutdown(server: Server, active: ActiveCalls, graceMs: number): P
 function liveAddresses(state: ClusterState): Set<string> {
   const addresses = new Set<string>();
   for (const worker of state.workers.values()) {
-    if (worker.status !== 'evicted' && worker.address) addresses.add(worker.address);
+    if (isLive(worker) && hasAddress(worker)) addresses.add(worker.address);
   }
   return addresses;
 }

@@ -1,5 +1,5 @@
 /**
- * The settings of DESIGN.md §6: names (the environment variable names), kinds, defaults and the
+ * The settings (docs/router.md): names (the environment variable names), kinds, defaults and the
  * words `--help` and the docs use. Values are held in canonical units: bytes and milliseconds.
  */
 import { parseCount, parseDuration, parseSize, UnitParseError } from './units.js';
@@ -67,7 +67,7 @@ export const SETTINGS = {
   EXECUTOR_TTL: {
     kind: 'duration',
     default: 600_000,
-    help: 'an idle container is forgotten after this long',
+    help: 'the worker destroys a session container idle for this long',
   },
   EXECUTOR_ERROR_TTL: {
     kind: 'duration',
@@ -87,7 +87,7 @@ export type SettingName = keyof typeof SETTINGS;
 /** A complete configuration: every numeric setting in canonical units. */
 export type Config = { readonly [K in SettingName]: number };
 
-/** Every setting name, in the order of DESIGN.md §6. */
+/** Every setting name, in the order `--help` lists them. */
 export const SETTING_NAMES = Object.keys(SETTINGS) as SettingName[];
 
 /** The defaults of every setting. */

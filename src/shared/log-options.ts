@@ -5,7 +5,7 @@
  */
 
 /** Keys redacted wherever they appear (one level deep), so a token can never reach a log line. */
-const REDACTED = [
+const REDACTED: readonly string[] = [
   'authorization',
   'token',
   'authToken',

@@ -1,85 +1,80 @@
 /**
- * The worker's errors: each carries the gRPC status code the call ends with and a message an
- * operator (or the user reading their client's exception) can act on.
+ * The worker's errors: each is a `StatusError` (the router's and the worker's one error type),
+ * carrying the gRPC status code name the call ends with and a message an operator (or the user
+ * reading their client's exception) can act on. Pure: the service maps names to grpc-js numbers.
  */
-import { status } from '@grpc/grpc-js';
-
-/** A failure that ends a call with a specific gRPC status. */
-export abstract class WorkerError extends Error {
-  /** The gRPC status code the call ends with. */
-  abstract readonly code: status;
-}
+import { StatusError } from '../shared/status-error.js';
 
 /** The router's stream is malformed (no header first, an oversized chunk, a bad requirement). */
-export class InvalidCallError extends WorkerError {
+export class InvalidCallError extends StatusError {
   override readonly name = 'InvalidCallError';
-  readonly code = status.INVALID_ARGUMENT;
+  readonly code = 'INVALID_ARGUMENT';
 }
 
 /** The client's Python major.minor differs from the sandbox's; nothing ran. */
-export class PythonVersionMismatchError extends WorkerError {
+export class PythonVersionMismatchError extends StatusError {
   override readonly name = 'PythonVersionMismatchError';
-  readonly code = status.FAILED_PRECONDITION;
+  readonly code = 'FAILED_PRECONDITION';
 }
 
 /** The call was placed on another worker than this one. */
-export class WrongWorkerError extends WorkerError {
+export class WrongWorkerError extends StatusError {
   override readonly name = 'WrongWorkerError';
-  readonly code = status.FAILED_PRECONDITION;
+  readonly code = 'FAILED_PRECONDITION';
 }
 
 /** The requested packages did not install; the container stays usable. */
-export class PackageInstallError extends WorkerError {
+export class PackageInstallError extends StatusError {
   override readonly name = 'PackageInstallError';
-  readonly code = status.FAILED_PRECONDITION;
+  readonly code = 'FAILED_PRECONDITION';
 }
 
 /** No container could be created (at the container limit, or the sandbox failed to start). */
-export class ContainerUnavailableError extends WorkerError {
+export class ContainerUnavailableError extends StatusError {
   override readonly name = 'ContainerUnavailableError';
-  readonly code = status.RESOURCE_EXHAUSTED;
+  readonly code = 'RESOURCE_EXHAUSTED';
 }
 
 /** The router named a container this worker does not hold (destroyed, or never created here). */
-export class ContainerNotFoundError extends WorkerError {
+export class ContainerNotFoundError extends StatusError {
   override readonly name = 'ContainerNotFoundError';
-  readonly code = status.NOT_FOUND;
+  readonly code = 'NOT_FOUND';
 }
 
 /** The router named a container that is running another call. */
-export class ContainerBusyError extends WorkerError {
+export class ContainerBusyError extends StatusError {
   override readonly name = 'ContainerBusyError';
-  readonly code = status.RESOURCE_EXHAUSTED;
+  readonly code = 'RESOURCE_EXHAUSTED';
 }
 
 /** The executor never answered: it did not accept a connection, or the call outlived its time. */
-export class ExecutorTimeoutError extends WorkerError {
+export class ExecutorTimeoutError extends StatusError {
   override readonly name = 'ExecutorTimeoutError';
-  readonly code = status.DEADLINE_EXCEEDED;
+  readonly code = 'DEADLINE_EXCEEDED';
 }
 
 /** The executor went away mid-call (out of memory, a crash, an exit) or broke the protocol. */
-export class ExecutorLostError extends WorkerError {
+export class ExecutorLostError extends StatusError {
   override readonly name = 'ExecutorLostError';
-  readonly code = status.UNAVAILABLE;
+  readonly code = 'UNAVAILABLE';
 }
 
 /** The worker is leaving and takes no new calls. */
-export class ShuttingDownError extends WorkerError {
+export class ShuttingDownError extends StatusError {
   override readonly name = 'ShuttingDownError';
-  readonly code = status.UNAVAILABLE;
+  readonly code = 'UNAVAILABLE';
 }
 
 /** The caller did not present the router's credential (none, or one this worker does not know). */
-export class UnauthenticatedError extends WorkerError {
+export class UnauthenticatedError extends StatusError {
   override readonly name = 'UnauthenticatedError';
-  readonly code = status.UNAUTHENTICATED;
+  readonly code = 'UNAUTHENTICATED';
 }
 
 /** The caller presented a credential this worker knows but that is not the router's (its own). */
-export class NotTheRouterError extends WorkerError {
+export class NotTheRouterError extends StatusError {
   override readonly name = 'NotTheRouterError';
-  readonly code = status.PERMISSION_DENIED;
+  readonly code = 'PERMISSION_DENIED';
 }
 
 /** The worker cannot start: a bad flag, no Python, no cgroups. Not a call's error. */
@@ -88,7 +83,7 @@ export class WorkerStartupError extends Error {
 }
 
 /** The worker is in error status (no Python, no cgroups, a sandbox that does not start). */
-export class WorkerUnusableError extends WorkerError {
+export class WorkerUnusableError extends StatusError {
   override readonly name = 'WorkerUnusableError';
-  readonly code = status.UNAVAILABLE;
+  readonly code = 'UNAVAILABLE';
 }

@@ -1,7 +1,10 @@
 /** Facts about the machine and the sandbox's Python, probed at startup; CPU use between reports. */
 import { execFile } from 'node:child_process';
+import { access, constants } from 'node:fs/promises';
 import { cpus } from 'node:os';
+import { delimiter, join } from 'node:path';
 import { promisify } from 'node:util';
+import { parseGpuMemoryUsed } from './gpu-memory.js';
 
 const run = promisify(execFile);
 
@@ -62,5 +65,40 @@ export class CpuSampler {
     });
     this.previous = current;
     return all > 0 ? Math.round((busy / all) * current.length * 1000) / 1000 : 0;
+  }
+}
+
+/** Reads the GPU memory the devices say is in use, with `nvidia-smi`, when the machine has it. */
+export class GpuMemoryReader {
+  private constructor(private readonly nvidiaSmi: string | null) {}
+
+  /** A reader using `nvidiaSmi` (a path), or the `nvidia-smi` found on `path`, or none. */
+  static async find(path: string, nvidiaSmi?: string | null): Promise<GpuMemoryReader> {
+    if (nvidiaSmi !== undefined) return new GpuMemoryReader(nvidiaSmi);
+    for (const dir of path.split(delimiter).filter((entry) => entry !== '')) {
+      const candidate = join(dir, 'nvidia-smi');
+      try {
+        await access(candidate, constants.X_OK);
+        return new GpuMemoryReader(candidate);
+      } catch {
+        // not here
+      }
+    }
+    return new GpuMemoryReader(null);
+  }
+
+  /** Bytes in use on all devices, or null when there is nothing to read (or it failed). */
+  async read(): Promise<number | null> {
+    if (this.nvidiaSmi === null) return null;
+    try {
+      const { stdout } = await run(
+        this.nvidiaSmi,
+        ['--query-gpu=memory.used', '--format=csv,noheader,nounits'],
+        { timeout: 5_000 },
+      );
+      return parseGpuMemoryUsed(stdout);
+    } catch {
+      return null;
+    }
   }
 }

@@ -118,7 +118,7 @@ export const WORKER_FLAGS: readonly WorkerFlag[] = [
     key: 'catalogue',
     flag: '--catalogue <file>',
     env: 'WORKER_CATALOGUE',
-    help: 'checkpoint catalogue JSON (format: docs/placement.md); none: cold starts only',
+    help: 'checkpoint catalogue JSON (format in docs/placement.md); none: cold starts only',
   },
   {
     key: 'standby',
@@ -241,7 +241,7 @@ export interface WorkerOptions {
   readonly security: TransportSecurity;
   /** How the worker and the router authenticate to each other (docs/security.md). */
   readonly auth: WorkerAuth;
-  /** The numeric settings (docs/container-lifecycle.md), WORKER_MAX_EXECUTORS included. */
+  /** The numeric settings (docs/router.md), WORKER_MAX_EXECUTORS included. */
   readonly config: Config;
   /** The unprivileged user and group that user code runs as (nobody:nogroup). */
   readonly sandboxUid: number;

@@ -22,7 +22,8 @@ import { WorkerStartupError, WorkerUnusableError } from './errors.js';
 import { CallTracker, executionService } from './execution/index.js';
 import { WorkerHealth } from './health.js';
 import { WorkerCredentials } from './credentials.js';
-import { CpuSampler, probePython } from './machine.js';
+import { gpuMemoryInUse } from './gpu-memory.js';
+import { CpuSampler, GpuMemoryReader, probePython } from './machine.js';
 import { advertisedAddress, type WorkerOptions } from './options.js';
 import { findInstaller, type Installer } from './packages/index.js';
 import { RegistryClient } from './registry/index.js';
@@ -46,6 +47,11 @@ export interface WorkerTuning {
   readonly criuProbeTimeoutMs: number;
   /** Start and stop one cold container at startup to prove the sandbox works. */
   readonly sandboxSelfTest: boolean;
+  /**
+   * The `nvidia-smi` that reads the GPUs' memory in use: a path, null for none; default the one
+   * on PATH, if any.
+   */
+  readonly nvidiaSmi?: string | null;
 }
 
 /** The defaults of WorkerTuning. */
@@ -68,19 +74,50 @@ export class Worker {
   private cgroups: MemoryCgroups | null = null;
   private server: Server | null = null;
   private router: RouterLink | null = null;
+  private gpu: GpuMemoryReader | null = null;
+  private bound = { address: '', port: 0 };
+  private standing: { status: WorkerStatus; problem: string } = {
+    status: WorkerStatus.WORKER_STATUS_READY,
+    problem: '',
+  };
+  private python = '';
+  private restoreBackend: RestoreBackend | null = null;
+  private containers: ContainerPool | null = null;
+
   /** host:port reported to the router. */
-  address = '';
+  get address(): string {
+    return this.bound.address;
+  }
+
   /** The port the server is bound to. */
-  port = 0;
+  get port(): number {
+    return this.bound.port;
+  }
+
   /** READY, or ERROR with `problem` saying why. */
-  status: WorkerStatus = WorkerStatus.WORKER_STATUS_READY;
-  problem = '';
+  get status(): WorkerStatus {
+    return this.standing.status;
+  }
+
+  /** Why the worker is in ERROR status; empty when it is READY. */
+  get problem(): string {
+    return this.standing.problem;
+  }
+
   /** The sandbox's Python version. */
-  pythonVersion = '';
+  get pythonVersion(): string {
+    return this.python;
+  }
+
   /** How checkpoints are restored; null in error status. */
-  backend: RestoreBackend | null = null;
+  get backend(): RestoreBackend | null {
+    return this.restoreBackend;
+  }
+
   /** The containers; null in error status. */
-  pool: ContainerPool | null = null;
+  get pool(): ContainerPool | null {
+    return this.containers;
+  }
 
   private constructor(
     readonly options: WorkerOptions,
@@ -129,32 +166,32 @@ export class Worker {
 
     const problems: string[] = [];
     const python = await probePython(options.python);
-    if (python.ok) this.pythonVersion = python.version;
+    if (python.ok) this.python = python.version;
     else problems.push(python.problem);
     const stateProblem = await prepareStateDir(options.stateDir);
     if (stateProblem) problems.push(stateProblem);
     const opened = await openCgroups(options.cgroupParent, log);
     if ('problem' in opened) problems.push(opened.problem);
     else this.cgroups = opened.cgroups;
-    if (problems.length === 0) {
-      const backendProblem = await this.prepareContainers(
-        this.cgroups!,
+    if (problems.length === 0 && this.cgroups) {
+      const prepared = await this.prepareContainers(
+        this.cgroups,
         checkpointsFor(catalogue, options.flavor),
       );
-      if (backendProblem) problems.push(backendProblem);
+      if ('problem' in prepared) problems.push(prepared.problem);
       else if (this.tuning.sandboxSelfTest) {
-        const failure = await sandboxSelfTest(this.pool!, log);
+        const failure = await sandboxSelfTest(prepared.pool, log);
         if (failure) problems.push(failure);
       }
     }
     if (problems.length > 0) {
-      this.status = WorkerStatus.WORKER_STATUS_ERROR;
-      this.problem = problems.join('; ');
+      this.standing = { status: WorkerStatus.WORKER_STATUS_ERROR, problem: problems.join('; ') };
       log.error({ problem: this.problem }, 'the worker cannot run containers');
     }
+    this.gpu = await GpuMemoryReader.find(process.env['PATH'] ?? '', this.tuning.nvidiaSmi);
 
     await this.serve(installer);
-    await this.registerWithRouter();
+    const router = await this.registerWithRouter();
     if (this.status === WorkerStatus.WORKER_STATUS_READY) {
       this.health.set('SERVING');
       this.backend?.onChange(() => {
@@ -165,7 +202,7 @@ export class Worker {
       this.pool?.startReaper();
       this.pool?.refreshStandbys();
     }
-    this.router!.startUtilization(options.config.WORKER_UTILIZATION_INTERVAL);
+    router.startUtilization(options.config.WORKER_UTILIZATION_INTERVAL);
   }
 
   /**
@@ -175,7 +212,7 @@ export class Worker {
   private async prepareContainers(
     cgroups: MemoryCgroups,
     checkpoints: ReturnType<typeof checkpointsFor>,
-  ): Promise<string | null> {
+  ): Promise<{ pool: ContainerPool } | { problem: string }> {
     const { options, log, tuning } = this;
     const backend = await selectBackend(options.restoreBackend, {
       python: options.python,
@@ -190,19 +227,20 @@ export class Worker {
       rebuildDelayMs: tuning.checkpointRebuildDelayMs,
       probeTimeoutMs: tuning.criuProbeTimeoutMs,
     });
-    if ('problem' in backend) return backend.problem;
-    this.backend = backend;
+    if ('problem' in backend) return backend;
+    this.restoreBackend = backend;
     log.info({ restoreBackend: backend.description }, 'restore backend chosen');
     const built = await Promise.allSettled(checkpoints.map((spec) => backend.build(spec)));
-    built.forEach((result, index) => {
-      if (result.status === 'rejected') {
+    checkpoints.forEach((spec, index) => {
+      const result = built[index];
+      if (result?.status === 'rejected') {
         log.error(
-          { checkpointId: checkpoints[index]!.id, err: (result.reason as Error).message },
+          { checkpointId: spec.id, err: (result.reason as Error).message },
           'checkpoint not built: calls naming it start cold',
         );
       }
     });
-    this.pool = new ContainerPool({
+    this.containers = new ContainerPool({
       workerId: options.workerId,
       stateDir: options.stateDir,
       maxContainers: options.config.WORKER_MAX_EXECUTORS,
@@ -220,7 +258,7 @@ export class Worker {
       log,
     });
     this.logTiers();
-    return null;
+    return { pool: this.containers };
   }
 
   /**
@@ -301,21 +339,24 @@ export class Worker {
     );
     this.health.addTo(server);
     const credentials = await serverCredentials(options.security);
-    this.port = await new Promise<number>((resolve, reject) =>
-      server.bindAsync(options.listen, credentials, (error, port) =>
+    const port = await new Promise<number>((resolve, reject) =>
+      server.bindAsync(options.listen, credentials, (error, bound) =>
         error
           ? reject(new WorkerStartupError(`cannot listen on ${options.listen}: ${error.message}`))
-          : resolve(port),
+          : resolve(bound),
       ),
     );
-    this.address = advertisedAddress(options.advertise, options.listen, this.port, hostname());
+    this.bound = {
+      port,
+      address: advertisedAddress(options.advertise, options.listen, port, hostname()),
+    };
     log.info(
       { listen: options.listen, address: this.address },
       'serving ExecutionService and health',
     );
   }
 
-  private async registerWithRouter(): Promise<void> {
+  private async registerWithRouter(): Promise<RouterLink> {
     const { options, tuning } = this;
     const registry = new RegistryClient({
       router: options.router,
@@ -336,13 +377,17 @@ export class Worker {
           containerCount: this.pool?.count ?? 0,
           cpuUsed: this.cpu.sample(),
           cpuTotal: this.cpu.total,
-          gpuMemoryUsed: 0,
+          gpuMemoryUsed: gpuMemoryInUse(
+            this.pool?.gpuMemoryHeld() ?? 0,
+            (await this.gpu?.read()) ?? null,
+          ),
         }),
       },
       this.log,
     );
     this.router = router;
     await router.register();
+    return router;
   }
 
   /** The status report as of now. */

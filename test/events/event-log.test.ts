@@ -64,7 +64,23 @@ describe('EventLog (LMDB)', () => {
     await log.append({ type: 'CallFinished', requestId: 'r1', ok: true } as NewEvent).committed;
     const [stored] = [...log.readStored()];
     expect(stored?.text).to.equal(
-      '{"seq":1,"at":"2026-11-30T10:00:00.000Z","type":"CallFinished","requestId":"r1","ok":true,"code":null}',
+      '{"seq":1,"at":"2026-11-30T10:00:00.000Z","cause":null,"type":"CallFinished","requestId":"r1","ok":true,"code":null}',
+    );
+    await log.close();
+  });
+
+  it("stamps every event of an append with the append's cause, whatever the events carry", async () => {
+    const dir = tempDir();
+    const log = EventLog.open(dir, { clock: manualClock().clock });
+    const forged = { type: 'WorkerLeaving', workerId: 'w1', cause: 'reaper', seq: 99 };
+    await log.append([{ type: 'WorkerLeaving', workerId: 'w2' }, forged as NewEvent], 'report:w1')
+      .committed;
+    expect([...log.read()].map((e) => [e.seq, e.cause])).to.deep.equal([
+      [1, 'report:w1'],
+      [2, 'report:w1'],
+    ]);
+    expect(() => log.append({ type: 'WorkerLeaving', workerId: 'w3' }, 'bored')).to.throw(
+      /field "cause": expected a string matching/,
     );
     await log.close();
   });

@@ -36,9 +36,11 @@ describe('evolve: the effect of each event', () => {
         type: 'RouterStarted',
         config: { MEMORY_HEADROOM: 0.8, UNKNOWN_THING: 'x' },
         version: '1.2.3',
+        rulesVersion: 1,
       }),
     );
     expect(state.config).to.deep.equal({ ...DEFAULT_CONFIG, MEMORY_HEADROOM: 0.8 });
+    expect(state.rulesVersion).to.equal(1);
     expect(state.routerVersion).to.equal('1.2.3');
     expect(state.routerStartedAt).to.equal(atOf(1));
     expect(state.lastSeq).to.equal(1);
@@ -444,6 +446,16 @@ describe('evolve: the effect of each event', () => {
         }),
       );
       expect(state).to.deep.equal({ ...before, lastSeq: 2 });
+    });
+
+    it('restores a snapshot written before states held the rules version', () => {
+      const before = history(registered('w1'), placed('r1', 'w1')).state();
+      const old = snapshotOf(before);
+      delete old.rulesVersion;
+      const state = stateOf(
+        history(registered('other'), { type: 'Snapshot', schemaVersion: 1, state: old }),
+      );
+      expect(state).to.deep.equal({ ...before, rulesVersion: null, lastSeq: 2 });
     });
 
     it('refuses a snapshot whose state is malformed, naming the seq and the field', () => {

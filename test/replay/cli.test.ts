@@ -105,6 +105,42 @@ describe('the replay CLI', function () {
     expect(diverged.stdout).to.contain('rank 1 (chosen)');
   });
 
+  it('verify says the rules changed, naming both versions, on a divergence in a log recorded under other rules', () => {
+    const otherRules = altered('fresh-cluster-picks-first-id', (line) =>
+      line
+        .replace('"rulesVersion":1', '"rulesVersion":7')
+        .replace(
+          '"type":"CallPlaced","requestId":"r1","sessionId":null,"workerId":"w10"',
+          '"type":"CallPlaced","requestId":"r1","sessionId":null,"workerId":"w3"',
+        ),
+    );
+    const changed = replayCli('verify', otherRules);
+    expect(changed.status).to.equal(3);
+    expect(changed.stdout).to.contain(
+      'RULES CHANGED at seq 6, request r1: the log was recorded under placement rules v7; ' +
+        'this replay decides by v1',
+    );
+    expect(changed.stdout).to.contain('not an incident');
+    expect(changed.stdout).to.not.contain('DIVERGED');
+    // A log from before routers recorded the version was decided by v1: a divergence is an incident.
+    const unversioned = altered('fresh-cluster-picks-first-id', (line) =>
+      line
+        .replace(',"rulesVersion":1', '')
+        .replace(
+          '"type":"CallPlaced","requestId":"r1","sessionId":null,"workerId":"w10"',
+          '"type":"CallPlaced","requestId":"r1","sessionId":null,"workerId":"w3"',
+        ),
+    );
+    const incident = replayCli('verify', unversioned);
+    expect(incident.status).to.equal(1);
+    expect(incident.stdout).to.contain('DIVERGED at seq 6, request r1');
+    // Under other rules, a log that still reproduces verifies.
+    const reproduces = altered('fresh-cluster-picks-first-id', (line) =>
+      line.replace('"rulesVersion":1', '"rulesVersion":7'),
+    );
+    expect(replayCli('verify', reproduces).status).to.equal(0);
+  });
+
   it('explain prints the state at the call and the full explanation', () => {
     const run = replayCli('explain', fixture('gpu-calls-need-gpu-workers'), 'gpu-budget-too-big');
     expect(run.status).to.equal(0);

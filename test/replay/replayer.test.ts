@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import type { ClusterEvent } from '../../src/events/index.js';
 import { Replayer } from '../../replay/engine/replayer.js';
 import { recordScenario } from '../../replay/engine/scenario.js';
 import { container, demand, GiB, history, registered, requested } from '../support/events.js';
@@ -99,5 +100,49 @@ describe('the replay engine', () => {
     expect(() =>
       recordScenario([steps[0], { step: 'call', requestId: 'r3', expect: 'UNAVAILABLE' }]),
     ).to.throw('scenario: r3 was expected to get UNAVAILABLE, but placement placed it on w1');
+  });
+
+  describe('grouping a decision by its cause', () => {
+    const scenario = () =>
+      recordScenario([
+        registered('w1'),
+        { step: 'call', requestId: 'r1', sessionId: 's1' },
+        { step: 'bound', requestId: 'r1', containerId: 'c1' },
+        { step: 'call', requestId: 'r2' },
+      ]);
+    /** `log` with an extra event inserted after `seq`, renumbered, recording `cause`. */
+    const inserted = (log: ClusterEvent[], seq: number, extra: Record<string, unknown>) =>
+      [...log.slice(0, seq), { ...log[seq - 1], ...extra }, ...log.slice(seq)].map(
+        (event, i) => ({ ...event, seq: i + 1 }) as ClusterEvent,
+      );
+
+    it('records every event of a decision with its call as the cause', () => {
+      const log = scenario();
+      const placed = log.find((e) => e.type === 'CallPlaced' && e.requestId === 'r1')!;
+      expect(placed.cause).to.equal('call:r1');
+      expect(log.find((e) => e.type === 'CallBound')?.cause).to.equal('answer:r1');
+      expect(log.find((e) => e.type === 'WorkerRegistered')?.cause).to.equal('report:w1');
+    });
+
+    it('takes an event the decision appended into its outcome, whatever its type or place', () => {
+      const log = scenario();
+      const placed = log.find((e) => e.type === 'CallPlaced' && e.requestId === 'r1')!;
+      // The router appended one more event with the decision (a rule placement no longer has).
+      const unpin = { type: 'SessionUnpinned', sessionId: 's1', reason: 'call_failed' };
+      const [first] = replayEvents(inserted(log, placed.seq, { ...unpin, cause: 'call:r1' }));
+      expect(first?.recorded).to.equal('diverged');
+      expect(first?.divergence).to.equal(
+        'recorded a SessionUnpinned that placement no longer makes',
+      );
+    });
+
+    it('a log without causes is grouped by order, which cannot see such an event', () => {
+      const log = scenario().map((e) => ({ ...e, cause: null }));
+      const placed = log.find((e) => e.type === 'CallPlaced' && e.requestId === 'r1')!;
+      const unpin = { type: 'SessionUnpinned', sessionId: 's1', reason: 'call_failed' };
+      const results = replayEvents(inserted(log, placed.seq, unpin));
+      expect(results.map((r) => r.recorded)).to.deep.equal(['match', 'match']);
+      expect(results[0]?.recordedEvents?.map((e) => e.type)).to.deep.equal(['CallPlaced']);
+    });
   });
 });

@@ -5,28 +5,29 @@ import {
   boundEvents,
   departureOf,
   workerEnding,
-} from '../../src/router/calls/call-steps.js';
+} from '../../src/core/calls/call-steps.js';
 import {
   callFinishedEvents,
   evictionEvents,
   reservationExpiredEvents,
-} from '../../src/router/consequences/index.js';
+} from '../../src/core/consequences/index.js';
 import {
   nextProbeFailureCount,
   probeFailureEvents,
-} from '../../src/router/liveness/probe-outcome.js';
+} from '../../src/core/liveness/probe-outcome.js';
 import {
   containerReportEvents,
   statusReportEvents,
   utilizationReportEvents,
   type StatusReport,
-} from '../../src/router/registry/report-events.js';
-import { TurnQueue } from '../../src/router/sessions/turn-queue.js';
+} from '../../src/core/registry/report-events.js';
+import { PLACEMENT_RULES_VERSION } from '../../src/core/placement/index.js';
+import { TurnQueue } from '../../src/core/sessions/turn-queue.js';
 import {
   catalogueEvents,
   inFlightReleaseEvents,
   routerStartedEvent,
-} from '../../src/router/startup/startup-events.js';
+} from '../../src/core/startup/startup-events.js';
 import { DEFAULT_CONFIG } from '../../src/shared/config.js';
 import { container, history, pinned, placed, registered } from '../support/events.js';
 
@@ -251,12 +252,13 @@ describe('router core (pure)', () => {
   });
 
   describe('startup and recovery', () => {
-    it('records the config and version, never anything but the settings', () => {
+    it("records the config, the version and the placement rules' version, never anything but the settings", () => {
       const event = routerStartedEvent(DEFAULT_CONFIG, '1.2.3');
       expect(event).to.deep.equal({
         type: 'RouterStarted',
         config: { ...DEFAULT_CONFIG },
         version: '1.2.3',
+        rulesVersion: PLACEMENT_RULES_VERSION,
       });
     });
 

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import fc from 'fast-check';
 import { validateEvent, type Catalogue } from '../../src/events/index.js';
 import { fold } from '../../src/projections/index.js';
-import { explainPlacement, place } from '../../src/router/placement/index.js';
+import { explainPlacement, place } from '../../src/core/placement/index.js';
 import { demand, GiB, history, placed, registered, utilization } from '../support/events.js';
 import { stamped, syntheticLog } from '../support/synthetic-log.js';
 

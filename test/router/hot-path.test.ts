@@ -2,26 +2,22 @@ import { expect } from 'chai';
 import fc from 'fast-check';
 import { validateEvent } from '../../src/events/index.js';
 import type { ClusterEvent, NewEvent } from '../../src/events/index.js';
-import {
-  clusterProjection,
-  evolve,
-  fold,
-  initialState,
-  noteWorkerChange,
-  watchWorkers,
-  type WorkerChanges,
-} from '../../src/projections/index.js';
+import { applyInPlace, evolve, fold, initialState } from '../../src/projections/index.js';
 import { isPlaceable, type ClusterState, type WorkerRecord } from '../../src/projections/index.js';
-import { CandidateOrder } from '../../src/router/placement/candidate-order.js';
-import { scanInRankOrder } from '../../src/router/placement/scan.js';
+import { scanAll, scanInRankOrder } from '../../src/core/placement/scan.js';
 import {
   budgetOf,
+  CandidateIndex,
   compareWorkers,
   FILTERS,
+  place,
+  PlacementCaches,
+  RANK_TERMS,
   Verdict,
   type Budget,
-} from '../../src/router/placement/index.js';
-import { firstFailure } from '../../src/router/placement/filters/index.js';
+  type CallToPlace,
+} from '../../src/core/placement/index.js';
+import { firstFailure } from '../../src/core/placement/filters/index.js';
 import { atOf, demand, GiB, registered, utilization } from '../support/events.js';
 import { stamped, syntheticLog } from '../support/synthetic-log.js';
 
@@ -78,12 +74,44 @@ describe('placement hot path', () => {
     );
   });
 
+  it('ranking terms read only the worker fields they declare', () => {
+    fc.assert(
+      fc.property(fc.integer(), fc.integer({ min: 20, max: 200 }), (seed, length) => {
+        const state = fold(
+          [...stamped(syntheticLog({ seed, events: length, workers: 6 }))].map((e) =>
+            validateEvent(e),
+          ),
+        );
+        for (const worker of state.workers.values()) {
+          for (const term of RANK_TERMS) {
+            const read = new Set<PropertyKey>();
+            const watched = new Proxy(worker, {
+              get: (target, field, receiver) => {
+                read.add(field);
+                return Reflect.get(target, field, receiver) as unknown;
+              },
+            });
+            for (const gpuCall of [false, true]) {
+              term.value(watched, { memory: 0, gpuMemory: 0, gpuCall });
+            }
+            const undeclared = [...read].filter(
+              (field) => !(term.reads as readonly PropertyKey[]).includes(field),
+            );
+            expect(undeclared, term.name).to.deep.equal([]);
+          }
+        }
+      }),
+      { numRuns: 50 },
+    );
+  });
+
   const modes = {
-    'immutable states (evolve)': evolve,
-    'a working copy changed in place (the event log and replay)': (
+    'immutable states (evolve)': (state: ClusterState, event: ClusterEvent) => evolve(state, event),
+    'a working copy changed in place, the index its change sink (the event log and replay)': (
       state: ClusterState,
       event: ClusterEvent,
-    ) => clusterProjection.apply(state, event),
+      index: CandidateIndex,
+    ) => applyInPlace(state, event, index),
   };
   for (const [mode, step] of Object.entries(modes)) {
     it(`walks the candidates best first to the full scan's answer, state after state: ${mode}`, () => {
@@ -95,21 +123,27 @@ describe('placement hot path', () => {
       ];
       fc.assert(
         fc.property(fc.integer(), fc.integer({ min: 2, max: 40 }), (seed, workers) => {
-          const order = new CandidateOrder();
+          const index = new CandidateIndex();
           let state: ClusterState = initialState();
           let compared = 0;
           for (const event of stamped(syntheticLog({ seed, events: 400, workers }))) {
-            state = step(state, validateEvent(event));
+            state = step(state, validateEvent(event), index);
             if (event.type !== 'CallRequested' && event.type !== 'WorkerEvicted') continue;
             for (const wanted of budgets) {
               const budget = budgetOf(wanted, state.config);
               const full = referenceScan(state, budget);
-              const walked = scanInRankOrder(order.of(state.workers), budget, state.config);
-              expect(walked.best?.workerId, `seq ${String(event.seq)}`).to.equal(
-                full.best?.workerId,
-              );
-              expect(walked.candidates).to.equal(full.candidates);
-              if (!full.best) expect(walked.failures).to.deep.equal(full.failures);
+              const walked = scanInRankOrder(index.candidates(state.workers), budget, state.config);
+              const once = scanAll(state.workers.values(), budget, state.config);
+              for (const [how, result] of [
+                ['walked', walked],
+                ['one full walk', once],
+              ] as const) {
+                expect(result.best?.workerId, `${how}, seq ${String(event.seq)}`).to.equal(
+                  full.best?.workerId,
+                );
+                expect(result.candidates, how).to.equal(full.candidates);
+                if (!full.best) expect(result.failures, how).to.deep.equal(full.failures);
+              }
               compared += 1;
             }
           }
@@ -120,67 +154,92 @@ describe('placement hot path', () => {
     });
   }
 
+  it('decides exactly the same with caches as without, call after call', () => {
+    fc.assert(
+      fc.property(fc.integer(), fc.integer({ min: 2, max: 30 }), (seed, workers) => {
+        const caches = new PlacementCaches();
+        let state: ClusterState = initialState();
+        let decided = 0;
+        for (const raw of stamped(syntheticLog({ seed, events: 300, workers }))) {
+          const event = validateEvent(raw);
+          if (event.type === 'CallRequested') {
+            const call: CallToPlace = {
+              requestId: event.requestId,
+              sessionId: event.sessionId,
+              demand: event.demand,
+            };
+            expect(place(state, call, { caches }), `seq ${event.seq}`).to.deep.equal(
+              place(state, call),
+            );
+            decided += 1;
+          }
+          state = applyInPlace(state, event, caches);
+        }
+        expect(decided).to.be.greaterThan(0);
+      }),
+      { numRuns: 40 },
+    );
+  });
+
   it("gives the full scan's answer when it jumps between unrelated states", () => {
     const states = [1, 2, 3].map((seed) =>
       fold(
         [...stamped(syntheticLog({ seed, events: 600, workers: 30 }))].map((e) => validateEvent(e)),
       ),
     );
-    const order = new CandidateOrder();
+    const index = new CandidateIndex();
     const budget = budgetOf(demand({ memory: 2 * GiB }), states[0]!.config);
     for (const state of [...states, ...states.reverse(), states[1]!]) {
       const full = referenceScan(state, budget);
-      const walked = scanInRankOrder(order.of(state.workers), budget, state.config);
+      const walked = scanInRankOrder(index.candidates(state.workers), budget, state.config);
       expect(walked.best?.workerId).to.equal(full.best?.workerId);
       expect(walked.candidates).to.equal(full.candidates);
     }
   });
 
-  it('rebuilds when the journal overflowed between two decisions, missing no change', () => {
-    const order = new CandidateOrder();
-    let state: ClusterState = clusterProjection.initial();
+  it('misses no change however many workers change between two decisions', () => {
+    const index = new CandidateIndex();
+    let state: ClusterState = initialState();
     let seq = 0;
     const apply = (event: NewEvent) => {
       seq += 1;
-      state = clusterProjection.apply(state, validateEvent({ seq, at: atOf(seq), ...event }));
+      state = applyInPlace(state, validateEvent({ seq, at: atOf(seq), ...event }), index);
     };
-    for (const id of ['w1', 'w2', 'w3']) apply(registered(id));
-    apply(utilization('w2', { memoryUsed: 8 * GiB }));
+    const ids = Array.from({ length: 50 }, (_, i) => `w${String(i).padStart(2, '0')}`);
+    for (const id of ids) apply(registered(id));
     const budget = budgetOf(demand({}), state.config);
-    expect(scanInRankOrder(order.of(state.workers), budget, state.config).best?.workerId).to.equal(
-      'w1',
+    const order = () => index.candidates(state.workers).map(({ worker }) => worker.workerId);
+    expect(order()).to.deep.equal(ids);
+    // Every worker changes many times before the next decision; the fullest ends up first-emptiest.
+    for (let round = 0; round < 100; round += 1) {
+      ids.forEach((id, i) => apply(utilization(id, { memoryUsed: ((i + round) % 16) * GiB })));
+    }
+    ids.forEach((id, i) =>
+      apply(utilization(id, { memoryUsed: (ids.length - i) * 100 * 2 ** 20 })),
     );
-    // w1 changes more often than the journal holds; only then does w3 change (it becomes busy).
-    for (let i = 0; i < 5_000; i += 1) apply(utilization('w1', { memoryUsed: 4 * GiB }));
-    apply(utilization('w3', { memoryUsed: 12 * GiB }));
+    expect(order()).to.deep.equal([...ids].reverse());
     const full = referenceScan(state, budget);
-    const walked = scanInRankOrder(order.of(state.workers), budget, state.config);
-    expect(walked.best?.workerId).to.equal('w1');
-    expect(order.of(state.workers).map((worker) => worker.workerId)).to.deep.equal([
-      'w1',
-      'w2',
-      'w3',
-    ]);
-    expect(walked.best?.workerId).to.equal(full.best?.workerId);
+    expect(scanInRankOrder(index.candidates(state.workers), budget, state.config).best?.workerId)
+      .to.equal(full.best?.workerId)
+      .and.to.equal('w49');
   });
 
-  it('journals the workers a working copy changes, for every watcher, until it overflows', () => {
-    let state: ClusterState = clusterProjection.initial();
-    const first: WorkerChanges = { ids: [], overflowed: false };
-    const second: WorkerChanges = { ids: [], overflowed: false };
-    watchWorkers(state.workers, first);
-    watchWorkers(state.workers, second);
-    const events = [...stamped(syntheticLog({ seed: 9, events: 30, workers: 3 }))];
-    for (const event of events) state = clusterProjection.apply(state, validateEvent(event));
-    expect(first.ids).to.not.be.empty;
-    expect(second.ids).to.deep.equal(first.ids);
-    for (let i = 0; i < 5000; i += 1) noteWorkerChange(state.workers, 'w1');
-    expect(first.overflowed).to.equal(true);
-    watchWorkers(state.workers, first);
-    expect([first.ids, first.overflowed]).to.deep.equal([[], false]);
-    // Watching another map stops the journal of the first one.
-    watchWorkers(new Map(), first);
-    noteWorkerChange(state.workers, 'w2');
-    expect(first.ids).to.deep.equal([]);
+  it('rebuilds when a worker appears that the fold never reported (folded without the index)', () => {
+    const index = new CandidateIndex();
+    let state: ClusterState = initialState();
+    let seq = 0;
+    const apply = (event: NewEvent, sink?: CandidateIndex) => {
+      seq += 1;
+      state = applyInPlace(state, validateEvent({ seq, at: atOf(seq), ...event }), sink);
+    };
+    apply(registered('w2'), index);
+    expect(index.candidates(state.workers).map(({ worker }) => worker.workerId)).to.deep.equal([
+      'w2',
+    ]);
+    apply(registered('w1'));
+    expect(index.candidates(state.workers).map(({ worker }) => worker.workerId)).to.deep.equal([
+      'w1',
+      'w2',
+    ]);
   });
 });

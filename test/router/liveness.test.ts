@@ -89,9 +89,14 @@ describe('router: worker liveness', function () {
     expect(test.router.state.workers.get('w1')?.status).to.equal('ready');
   });
 
-  it('the reaper forgets an idle container, then evicts a silent worker (timers shortened)', async () => {
+  it('the reaper forgets an idle container its worker never reported removed, then evicts a silent worker (timers shortened)', async () => {
     test = await startTestRouter({
-      config: { REAPER_INTERVAL: 100, EXECUTOR_TTL: 400, WORKER_TTL: 4_000 },
+      config: {
+        REAPER_INTERVAL: 100,
+        EXECUTOR_TTL: 400,
+        WORKER_UTILIZATION_INTERVAL: 200,
+        WORKER_TTL: 4_000,
+      },
     });
     const router = test;
     const w = await worker('w1', router);
@@ -120,6 +125,6 @@ describe('router: worker liveness', function () {
     await router.close();
     const forgotten = readLog(router.logDir).filter((event) => event.type === 'ContainerForgotten');
     expect(forgotten).to.have.length(1);
-    expect(forgotten[0]).to.include({ workerId: 'w1', containerId, reason: 'idle' });
+    expect(forgotten[0]).to.include({ workerId: 'w1', containerId, reason: 'unreported' });
   });
 });

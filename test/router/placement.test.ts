@@ -7,7 +7,7 @@ import {
   type PlacedDecision,
   type PlacementDecision,
   type RejectedDecision,
-} from '../../src/router/placement/index.js';
+} from '../../src/core/placement/index.js';
 import { DEFAULT_CONFIG } from '../../src/shared/config.js';
 import {
   container,
@@ -292,7 +292,12 @@ describe('placement', () => {
 
     it('honours a changed MEMORY_HEADROOM in force', () => {
       const given = history(
-        { type: 'RouterStarted', config: { MEMORY_HEADROOM: 0.5 }, version: 't' },
+        {
+          type: 'RouterStarted',
+          config: { MEMORY_HEADROOM: 0.5 },
+          version: 't',
+          rulesVersion: null,
+        },
         registered('w1', { memoryTotal: 10 * GiB }),
         utilization('w1', { memoryUsed: 4 * GiB }),
       );

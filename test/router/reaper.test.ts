@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { validateEvent, type ClusterEvent, type NewEvent } from '../../src/events/index.js';
 import { evolve } from '../../src/projections/index.js';
-import { reap } from '../../src/router/liveness/reaper.js';
+import { reap } from '../../src/core/liveness/reaper.js';
 import { DEFAULT_CONFIG, type Config } from '../../src/shared/config.js';
 import {
   container,
@@ -31,7 +31,12 @@ function stamped(event: NewEvent, seq: number, at: number): ClusterEvent {
   return validateEvent({ ...event, seq, at: new Date(at).toISOString() });
 }
 
-const routerStarted: NewEvent = { type: 'RouterStarted', config: { ...config }, version: 't' };
+const routerStarted: NewEvent = {
+  type: 'RouterStarted',
+  config: { ...config },
+  version: 't',
+  rulesVersion: null,
+};
 
 describe('reaper (pure)', () => {
   it('does nothing while everything is fresh', () => {
@@ -84,7 +89,7 @@ describe('reaper (pure)', () => {
     expect(reap(given.state(), after(3, 999_999), config)).to.deep.equal([]);
   });
 
-  it('forgets an idle container after EXECUTOR_TTL and an errored one after EXECUTOR_ERROR_TTL', () => {
+  it('forgets an idle container the worker never reported removed after EXECUTOR_TTL plus a report interval, an errored one after EXECUTOR_ERROR_TTL', () => {
     const given = history(
       routerStarted,
       registered('w1'),
@@ -98,8 +103,13 @@ describe('reaper (pure)', () => {
     expect(reap(state, after(5, 60_001), config)).to.deep.equal([
       { type: 'ContainerForgotten', workerId: 'w1', containerId: 'broken', reason: 'error' },
     ]);
-    expect(reap(state, after(3, 600_001), config)).to.deep.equal([
-      { type: 'ContainerForgotten', workerId: 'w1', containerId: 'idle', reason: 'idle' },
+    // The worker destroys an idle container at EXECUTOR_TTL and reports it: that is its story.
+    const interval = config.WORKER_UTILIZATION_INTERVAL;
+    expect(reap(state, after(3, 600_000 + interval), config)).to.deep.equal([
+      { type: 'ContainerForgotten', workerId: 'w1', containerId: 'broken', reason: 'error' },
+    ]);
+    expect(reap(state, after(3, 600_001 + interval), config)).to.deep.equal([
+      { type: 'ContainerForgotten', workerId: 'w1', containerId: 'idle', reason: 'unreported' },
       { type: 'SessionExpired', sessionId: 's1', reason: 'container_forgotten' },
       { type: 'ContainerForgotten', workerId: 'w1', containerId: 'broken', reason: 'error' },
     ]);

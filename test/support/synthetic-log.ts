@@ -71,7 +71,12 @@ export function* syntheticLog(options: SyntheticLogOptions): Generator<NewEvent>
     yield event;
   };
 
-  yield* emit({ type: 'RouterStarted', config: { MEMORY_HEADROOM: 0.9 }, version: 'synthetic' });
+  yield* emit({
+    type: 'RouterStarted',
+    config: { MEMORY_HEADROOM: 0.9 },
+    version: 'synthetic',
+    rulesVersion: null,
+  });
   yield* emit({ type: 'CatalogueLoaded', revision: 'r1', catalogue: CATALOGUE });
   const register = function* (workerId: string): Generator<NewEvent> {
     live.add(workerId);

@@ -89,6 +89,8 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   const worker = await Worker.start(resolved, options.log ?? testLogger(), {
     registerRetryDelayMs: 50,
     checkpointRebuildDelayMs: 600_000,
+    // The GPUs of the machine the tests run on are not the test's: none unless a test gives one.
+    nvidiaSmi: null,
     ...options.tuning,
   });
   const client = new ExecutionServiceClient(

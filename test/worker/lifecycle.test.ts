@@ -8,7 +8,7 @@ import { credentials, status } from '@grpc/grpc-js';
 import { ExecutionServiceClient } from '../../src/proto/gen/readie/v1/execution.js';
 import { ContainerState, WorkerStatus } from '../../src/proto/gen/readie/v1/registry.js';
 import { findMemoryHierarchy } from '../../src/worker/sandbox/index.js';
-import { ScriptedRouter } from '../support/scripted-router.js';
+import { ScriptedRouter, type Report } from '../support/scripted-router.js';
 import { cleanTempDirs, tempDir } from '../support/temp.js';
 import {
   envelopeOf,
@@ -123,15 +123,21 @@ describe('container lifecycle', function () {
     );
   });
 
-  it('destroys a session container left idle for EXECUTOR_TTL', async () => {
-    const harness = await start({ env: { EXECUTOR_TTL: '300ms' } });
+  it('destroys a session container idle for EXECUTOR_TTL and reports it removed before the router would forget it', async () => {
+    // The worker owns EXECUTOR_TTL; the router forgets a record the worker never reported removed
+    // only after EXECUTOR_TTL plus one WORKER_UTILIZATION_INTERVAL.
+    const harness = await start({ env: { EXECUTOR_TTL: '1s', WORKER_UTILIZATION_INTERVAL: '2s' } });
     const result = await execute(harness.client, header({ ids: { sessionId: 'idle' } }), CALL);
-    await harness.router.waitFor(
-      (report) =>
-        report.kind === 'container' &&
-        report.request.containerId === result.ids!.containerId &&
-        report.request.state === ContainerState.CONTAINER_STATE_REMOVED,
-    );
+    const reported = (state: ContainerState) => (report: Report) =>
+      report.kind === 'container' &&
+      report.request.containerId === result.ids!.containerId &&
+      report.request.state === state;
+    await harness.router.waitFor(reported(ContainerState.CONTAINER_STATE_READY));
+    const idleSince = performance.now();
+    await harness.router.waitFor(reported(ContainerState.CONTAINER_STATE_REMOVED));
+    const idleFor = performance.now() - idleSince;
+    expect(idleFor, 'not before EXECUTOR_TTL').to.be.at.least(900);
+    expect(idleFor, 'within the router grace').to.be.below(1_000 + 2_000);
     expect(harness.worker.pool!.count).to.equal(0);
   });
 

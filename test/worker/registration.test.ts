@@ -158,6 +158,35 @@ describe('registration and liveness', function () {
     expect(harness.router.statuses()[1]!.status).to.equal(WorkerStatus.WORKER_STATUS_READY);
   });
 
+  it("reports the GPU memory its containers' calls hold, or the devices' reading when that is more", async () => {
+    const dir = tempDir('rw-gpu-');
+    const nvidiaSmi = join(dir, 'nvidia-smi');
+    const reading = join(dir, 'reading');
+    writeFileSync(reading, '');
+    // The far side of the boundary: a driver tool that prints each device's MiB in use.
+    writeFileSync(nvidiaSmi, `#!/bin/sh\ncat ${reading}\n`, { mode: 0o755 });
+    const harness = await start({
+      flags: { flavor: 'gpu', gpuMemory: '16GiB' },
+      env: { WORKER_UTILIZATION_INTERVAL: '100ms' },
+      tuning: { nvidiaSmi },
+    });
+    const gpuReported = (bytes: number) => () =>
+      harness.router.reports.some(
+        (report) => report.kind === 'utilization' && report.request.gpuMemoryUsed === bytes,
+      );
+    await harness.router.waitFor(gpuReported(0));
+    const session = await execute(
+      harness.client,
+      header({ gpu: true, gpuMemory: 2 * 1024 * MiB, ids: { sessionId: 'on-gpu' } }),
+      CALL,
+    );
+    expect(session.code, session.details).to.equal(status.OK);
+    // The session's container keeps its call's budget while it lives.
+    await harness.router.waitFor(gpuReported(2 * 1024 * MiB));
+    writeFileSync(reading, '1024\n2048\n');
+    await harness.router.waitFor(gpuReported(3 * 1024 * MiB));
+  });
+
   it('reports every container state change: busy then ready for a session, busy then removed otherwise', async () => {
     const harness = await start();
     const session = await execute(harness.client, header({ ids: { sessionId: 's1' } }), CALL);

@@ -78,7 +78,7 @@ describe('transport', function () {
       (e: Error) => e,
     );
     expect(performance.now() - started).to.be.greaterThan(250);
-    // The HELLO here is "{}": protocol undefined, so the connection is refused for its version.
+    // The HELLO here is "{}": it does not fit the protocol (no protocol version), so it is refused.
     expect((connection as Error).message).to.include('protocol');
     late.close();
 
@@ -87,7 +87,7 @@ describe('transport', function () {
       (e: Error) => e,
     );
     expect(timedOut).to.be.instanceOf(ExecutorTimeoutError);
-    expect((timedOut as ExecutorTimeoutError).code).to.equal(status.DEADLINE_EXCEEDED);
+    expect((timedOut as ExecutorTimeoutError).code).to.equal('DEADLINE_EXCEEDED');
 
     const silent = createServer(() => undefined);
     const mute = join(dir, 'mute.sock');

@@ -1,7 +1,7 @@
 import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
-import { Metadata, status } from '@grpc/grpc-js';
+import { Metadata } from '@grpc/grpc-js';
 import { PayloadFormat } from '../../src/proto/gen/readie/v1/call.js';
 import { ConfigError } from '../../src/shared/config.js';
 import { CatalogueFormatError, parseCatalogueJson } from '../../src/events/catalogue.js';
@@ -11,10 +11,14 @@ import {
   decodeJsonBody,
   encodeFrame,
   encodeJsonFrame,
+  ExecutorHelloSchema,
   FrameDecoder,
   FrameProtocolError,
   FrameType,
+  InstallDoneSchema,
   MAX_FRAME_LENGTH,
+  readFrameBody,
+  ResultEndSchema,
 } from '../../src/worker/executor-link/index.js';
 import { tokenDigest } from '../../src/shared/bearer-token.js';
 import { WorkerCredentials } from '../../src/worker/credentials.js';
@@ -23,6 +27,8 @@ import {
   UnauthenticatedError,
   WorkerStartupError,
 } from '../../src/worker/errors.js';
+import { parseZygoteEvent } from '../../src/worker/sandbox/zygote-events.js';
+import type { StatusError } from '../../src/shared/status-error.js';
 import { advertisedAddress, resolveWorkerOptions } from '../../src/worker/options.js';
 import { installCommand, requirementProblem } from '../../src/worker/packages/index.js';
 import {
@@ -70,6 +76,59 @@ describe('worker units', () => {
       header.writeUInt32BE(MAX_FRAME_LENGTH + 1, 0);
       expect(() => new FrameDecoder().push(header)).to.throw(FrameProtocolError, /outside/);
     });
+
+    it('checks what the executor sends against the protocol instead of trusting it', () => {
+      const frame = (type: FrameType, value: unknown) => {
+        const [decoded] = new FrameDecoder().push(encodeJsonFrame(type, value));
+        return decoded!;
+      };
+      expect(
+        readFrameBody(frame(FrameType.RESULT_END, { ok: true, ms: 1.5 }), ResultEndSchema),
+      ).to.deep.equal({ ok: true, ms: 1.5 });
+      expect(() =>
+        readFrameBody(frame(FrameType.RESULT_END, { ok: 'yes', ms: 1 }), ResultEndSchema),
+      ).to.throw(FrameProtocolError, 'the RESULT_END frame does not fit the protocol: field "ok"');
+      expect(() =>
+        readFrameBody(frame(FrameType.INSTALL_DONE, { ok: false }), InstallDoneSchema),
+      ).to.throw(FrameProtocolError, 'field "message" is required but missing');
+      const hello = {
+        protocol: 1,
+        python: '3.11.2',
+        container: 'c-1',
+        checkpoint: '',
+        modules: ['numpy'],
+        dns: { ok: true, detail: '' },
+      };
+      expect(readFrameBody(frame(FrameType.HELLO, hello), ExecutorHelloSchema)).to.deep.equal(
+        hello,
+      );
+      expect(() =>
+        readFrameBody(frame(FrameType.HELLO, { ...hello, modules: 'numpy' }), ExecutorHelloSchema),
+      ).to.throw(FrameProtocolError, 'field "modules"');
+    });
+  });
+
+  describe('zygote events', () => {
+    it('reads the events a zygote writes and says what is wrong with any other line', () => {
+      expect(parseZygoteEvent('{"event":"spawned","container":"c-1","pid":42}')).to.deep.equal({
+        ok: true,
+        event: { event: 'spawned', container: 'c-1', pid: 42 },
+      });
+      expect(
+        parseZygoteEvent(
+          '{"event":"exited","container":"c-1","pid":42,"code":null,"signal":9,"extra":1}',
+        ).ok,
+      ).to.equal(true);
+      expect(parseZygoteEvent('{"event":"spawned","container":"c-1","pid":"42"}')).to.deep.equal({
+        ok: false,
+        problem: 'spawned event: field "pid" expected an integer >= 1, got "42"',
+      });
+      expect(parseZygoteEvent('{"event":"exploded"}')).to.deep.equal({
+        ok: false,
+        problem: 'unknown event "exploded"',
+      });
+      expect(parseZygoteEvent('print("hello")').ok).to.equal(false);
+    });
   });
 
   describe('call header', () => {
@@ -99,21 +158,21 @@ describe('worker units', () => {
       const codeOf = (fields: object) => {
         try {
           readHeader(message(fields), context);
-          return status.OK;
+          return 'OK';
         } catch (error) {
-          return (error as { code: status }).code;
+          return (error as StatusError).code;
         }
       };
-      expect(codeOf({ pythonVersion: '3.10.4' })).to.equal(status.FAILED_PRECONDITION);
+      expect(codeOf({ pythonVersion: '3.10.4' })).to.equal('FAILED_PRECONDITION');
       expect(codeOf({ format: PayloadFormat.PAYLOAD_FORMAT_UNSPECIFIED })).to.equal(
-        status.INVALID_ARGUMENT,
+        'INVALID_ARGUMENT',
       );
-      expect(codeOf({ packages: ['-e .'] })).to.equal(status.INVALID_ARGUMENT);
+      expect(codeOf({ packages: ['-e .'] })).to.equal('INVALID_ARGUMENT');
       expect(
         codeOf({
           ids: { requestId: '', sessionId: '', workerId: '', containerId: '', checkpointId: '' },
         }),
-      ).to.equal(status.INVALID_ARGUMENT);
+      ).to.equal('INVALID_ARGUMENT');
       expect(() => readHeader(undefined, context)).to.throw(/must be a CallHeader/);
     });
 
@@ -378,7 +437,7 @@ describe('worker units', () => {
   });
 
   describe('catalogue', () => {
-    it('reads the catalogue shape (docs/placement.md) and picks the checkpoints of a flavor', () => {
+    it('reads the catalogue shape and picks the checkpoints of a flavor', () => {
       const catalogue = parseCatalogueJson(JSON.stringify(CATALOGUE), 'test');
       expect(checkpointsFor(catalogue, 'gpu').map((c) => c.id)).to.deep.equal(['gpu-only']);
       expect(checkpointsFor(catalogue, 'tpu')).to.deep.equal([]);

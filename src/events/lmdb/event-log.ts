@@ -140,10 +140,11 @@ export class EventLog<S = never> {
   }
 
   /**
-   * Appends events: assigns contiguous seqs, stamps `at` from the clock, validates, stores and
-   * folds them. Every event of one call shares one `at` and one transaction.
+   * Appends events: assigns contiguous seqs, stamps `at` from the clock and `cause` (what caused
+   * this append, e.g. `call:r1`; see `CAUSE_KINDS`), validates, stores and folds them. Every event
+   * of one call shares one `at`, one `cause` and one transaction.
    */
-  append(input: NewEvent | readonly NewEvent[]): AppendResult {
+  append(input: NewEvent | readonly NewEvent[], cause: string | null = null): AppendResult {
     this.assertWritable();
     const list: readonly NewEvent[] = Array.isArray(input) ? input : [input as NewEvent];
     const at = isoInstant((this.options.clock ?? Date.now)());
@@ -151,8 +152,10 @@ export class EventLog<S = never> {
     const first = this.nextSeq;
     const events = list.map((item, i) => {
       const seq = first + i;
-      // Envelope first, then the author's fields in the author's order (`type` leads them).
-      return validateEvent(Object.assign({ seq, at }, item), { seq });
+      // Envelope first, then the author's fields in the author's order (`type` leads them); the
+      // envelope is the log's, whatever the author's object also carries.
+      const stamped = Object.assign({ seq, at, cause }, item, { seq, at, cause });
+      return validateEvent(stamped, { seq });
     });
     let last: Promise<boolean> | undefined;
     for (const event of events) last = this.store(event, encodeEvent(event));
@@ -289,6 +292,7 @@ export class EventLog<S = never> {
       {
         seq,
         at,
+        cause: null,
         type: 'Snapshot',
         schemaVersion: EVENT_SCHEMA_VERSION,
         state: projection.toSnapshot(this.working as S),

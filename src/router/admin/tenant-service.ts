@@ -10,7 +10,7 @@ import type {
   TenantServiceServer,
 } from '../../proto/gen/readie/v1/tenant.js';
 import { toServiceError } from '../grpc-status.js';
-import { budgetOf } from '../placement/index.js';
+import { budgetOf } from '../../core/placement/index.js';
 import { tenantOf, type RouterCredentials } from '../security/index.js';
 import { usableSlots } from './slots.js';
 

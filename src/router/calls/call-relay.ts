@@ -1,63 +1,39 @@
 /**
- * One call through the router (issue 5, `ProxyService.RequestExecution` steps 1 to 6):
- *
- * 1. the first message must be a config with a request ID; anything malformed later is
- *    `INVALID_ARGUMENT` and ends the call cleanly;
- * 2. a session's call waits for the session's turn;
- * 3. `CallRequested`, placement and its outcome are appended in one synchronous step;
- * 4. the worker stream opens with the `EXECUTION_TIMEOUT` deadline: the header first, then the
- *    client's chunks as they arrive (backpressure both ways, nothing buffered beyond a few chunks);
- * 5. answers are relayed as they arrive; the first names the container (`CallBound`, and
- *    `SessionPinned` for a session's new container); the call ends with `CallFinished`, exactly
- *    once, whatever ends it;
- * 6. errors keep their gRPC codes end to end.
+ * One call through the router on grpc-js (shell): wires the client's `RequestExecution` stream,
+ * the session's turn, the log and the worker's `ExecutionService` stream to the core's call state
+ * machine (`src/core/calls/call-machine.ts`), and performs the effects it returns: writes,
+ * backpressure, appends, logs and metrics. Every rule of the call path is the machine's; what is
+ * left here is I/O.
  */
-import { status, type Metadata, type ServerDuplexStream, type StatusObject } from '@grpc/grpc-js';
-import type { AppendResult, Demand } from '../../events/index.js';
-import type { CallIds } from '../../proto/gen/readie/v1/call.js';
-import type { CallConfig } from '../../proto/gen/readie/v1/proxy.js';
+import { status, type Metadata, type ServerDuplexStream } from '@grpc/grpc-js';
+import type { AppendResult } from '../../events/index.js';
+import type { CallEffect } from '../../core/calls/call-effects.js';
+import { newCall, stepCall } from '../../core/calls/call-machine.js';
+import type { CallInput, CallPhase, CallWorld } from '../../core/calls/call-phases.js';
+import type { ClientAnswer, ClientMessage } from '../../core/calls/relay-messages.js';
+import { CallAbandonedError } from '../../core/errors.js';
+import { explainPlacement, type PlacementCaches } from '../../core/placement/index.js';
 import type { Config } from '../../shared/config.js';
-import { callFinishedEvents } from '../consequences/index.js';
-import {
-  CallAbandonedError,
-  CallRejectedError,
-  DuplicateRequestError,
-  InvalidStreamError,
-  RouterError,
-} from '../errors.js';
-import { codeName, toServiceError } from '../grpc-status.js';
+import { StatusError } from '../../shared/status-error.js';
 import type { Journal } from '../journal/index.js';
 import { callLogger, type Logger } from '../observability/logger.js';
 import type { RouterMetrics } from '../observability/metrics.js';
-import {
-  explainPlacement,
-  place,
-  type CallToPlace,
-  type PlacedDecision,
-} from '../placement/index.js';
 import type { SessionTurn, SessionTurns } from '../sessions/index.js';
 import type { WorkerConnections } from '../workers/index.js';
 import type { ActiveCall, ActiveCalls } from './active-calls.js';
-import { demandOf, firstConfigOf, payloadChunkOf, sessionIdOf } from './call-config.js';
-import {
-  answerIds,
-  boundEvents,
-  decisionEvents,
-  departureOf,
-  workerEnding,
-  type CallEnding,
-} from './call-steps.js';
-import type { ClientAnswer, ClientMessage, WorkerAnswer } from './relay-codec.js';
-import { callHeaderOf, placedIds, skippedPackageLine } from './worker-header.js';
 import { WorkerLeg } from './worker-leg.js';
 
 /** Everything a call needs from the router. */
 export interface CallPathOptions {
   readonly journal: Journal;
+  /** Placement's caches for the journal's state (its log folds with them). */
+  readonly placement: PlacementCaches;
   readonly turns: SessionTurns;
   readonly connections: WorkerConnections;
   readonly active: ActiveCalls;
   readonly config: Config;
+  /** The router's clock, in epoch ms: the one that stamps the log. */
+  readonly clock: () => number;
   readonly logger: Logger;
   readonly metrics: RouterMetrics;
   /**
@@ -69,10 +45,6 @@ export interface CallPathOptions {
 }
 
 type ClientStream = ServerDuplexStream<ClientMessage, ClientAnswer>;
-type ClientChunk = Extract<ClientMessage, { kind: 'chunk' }>;
-
-/** Where a call is in its life. */
-type Phase = 'awaiting-config' | 'waiting-turn' | 'relaying' | 'done';
 
 /** Epoch ms of a grpc-js deadline (Infinity when none). */
 function deadlineMs(deadline: Date | number): number {
@@ -81,20 +53,16 @@ function deadlineMs(deadline: Date | number): number {
 
 /** Handles one `RequestExecution` stream from its first message to its status. */
 export class CallRelay implements ActiveCall {
-  private phase: Phase = 'awaiting-config';
+  private phase: CallPhase;
+  private readonly inputs: CallInput[] = [];
+  private stepping = false;
   private log: Logger;
-  private config: CallConfig | undefined;
-  private demand: Demand | undefined;
-  private requestId = '';
-  private sessionId: string | null = null;
+  /** The call's IDs for its log lines, once its config named them. */
+  private ids: { requestId: string; sessionId: string | null } = { requestId: '', sessionId: null };
   private turn: SessionTurn | undefined;
-  private decision: PlacedDecision | undefined;
-  private worker: WorkerLeg | undefined;
-  private ids: CallIds | undefined;
-  private bound = false;
-  private createdPin = false;
-  private clientGone = false;
   private readonly clientLeft = new AbortController();
+  private worker: WorkerLeg | undefined;
+  private lastAppend: AppendResult | undefined;
   private readonly startedAt = performance.now();
   private bytesToWorker = 0;
   private bytesToClient = 0;
@@ -106,347 +74,258 @@ export class CallRelay implements ActiveCall {
     private readonly tenantId: string | null = null,
   ) {
     this.log = options.logger.child({ tenantId });
+    this.phase = newCall(deadlineMs(call.getDeadline()), tenantId);
   }
 
   /** True from placement until the call finishes. */
   get placed(): boolean {
-    return this.phase === 'relaying';
+    return this.phase.phase === 'relaying';
   }
 
   /** Starts listening to the client. */
   start(): void {
-    this.call.on('data', (message: ClientMessage) => this.onClientMessage(message));
-    this.call.on('end', () => this.onClientEnd());
-    this.call.on('cancelled', () => this.onClientGone());
+    this.call.on('data', (message: ClientMessage) =>
+      this.dispatch({ type: 'client-message', message }),
+    );
+    this.call.on('end', () => this.dispatch({ type: 'client-ended' }));
+    // Also told after a status: the machine is done by then and ignores it.
+    this.call.on('cancelled', () => this.dispatch({ type: 'client-gone' }));
   }
 
   /** Ends the call at once with `UNAVAILABLE` (router shutdown). */
   shutDown(reason: string): void {
-    if (this.phase === 'relaying') {
-      this.complete({ code: 'UNAVAILABLE', details: reason });
-    } else {
-      this.refuse(new CallAbandonedError(reason), status.UNAVAILABLE);
+    this.dispatch({ type: 'shutdown', reason });
+  }
+
+  /** Steps the machine with `input`, then with any input its effects produced, in order. */
+  private dispatch(input: CallInput): void {
+    this.inputs.push(input);
+    if (this.stepping) return;
+    this.stepping = true;
+    try {
+      for (let next = this.inputs.shift(); next; next = this.inputs.shift()) {
+        const step = stepCall(this.phase, next, this.world());
+        this.phase = step.phase;
+        for (const effect of step.effects) this.perform(effect);
+      }
+    } finally {
+      this.stepping = false;
     }
   }
 
-  // ---- client side -------------------------------------------------------------------------
+  private world(): CallWorld {
+    const { journal, placement, clock, config, active } = this.options;
+    return {
+      state: journal.state,
+      caches: placement,
+      now: clock(),
+      settings: config,
+      handling: (requestId) => active.has(requestId),
+    };
+  }
 
-  private onClientMessage(message: ClientMessage): void {
-    switch (this.phase) {
-      case 'awaiting-config':
+  private perform(effect: CallEffect): void {
+    const { journal, active, metrics } = this.options;
+    switch (effect.type) {
+      case 'pause-client':
         this.call.pause();
-        this.begin(message);
         return;
-      case 'relaying': {
-        let chunk: ClientChunk;
+      case 'resume-client':
+        this.call.resume();
+        return;
+      case 'identified':
+        this.ids = { requestId: effect.requestId, sessionId: effect.sessionId };
+        this.log = callLogger(this.options.logger, {
+          ...this.ids,
+          workerId: null,
+          tenantId: this.tenantId,
+        });
+        return;
+      case 'register':
+        active.add(effect.requestId, this);
+        return;
+      case 'unregister':
+        active.delete(effect.requestId, this);
+        return;
+      case 'wait-turn':
+        this.waitTurn(effect.sessionId, effect.timeoutMs);
+        return;
+      case 'leave-line':
+        this.clientLeft.abort();
+        return;
+      case 'release-turn':
+        this.turn?.release();
+        return;
+      case 'explain':
+        if (this.log.isLevelEnabled('debug')) {
+          const placement = explainPlacement(journal.state, effect.call);
+          this.log.debug({ placement }, 'placement explained');
+        }
+        return;
+      case 'record-decision':
         try {
-          chunk = payloadChunkOf(message);
+          this.lastAppend = journal.record(effect.decision);
         } catch (error) {
-          const problem = (error as Error).message;
-          this.log.warn({ problem }, 'malformed client stream: call ended');
-          this.complete({ code: 'INVALID_ARGUMENT', details: problem });
+          this.dispatch({ type: 'record-failed', error });
           return;
         }
-        this.forwardChunk(chunk);
+        this.dispatch({ type: 'recorded' });
         return;
-      }
-      case 'waiting-turn':
-      case 'done':
+      case 'record':
+        try {
+          this.lastAppend = journal.record(effect.decision);
+        } catch (error) {
+          this.lastAppend = undefined;
+          this.log.error({ err: error }, effect.failure);
+        }
+        return;
+      case 'open-worker':
+        this.openWorker(effect);
+        return;
+      case 'send-chunk':
+        this.sendChunk(effect.wire, effect.bytes);
+        return;
+      case 'half-close-worker':
+        this.worker?.halfClose();
+        return;
+      case 'cancel-worker':
+        this.worker?.cancel();
+        return;
+      case 'to-client':
+        this.toClient(effect.answer);
+        return;
+      case 'end-client':
+        this.endClient(effect.afterCommit);
+        return;
+      case 'fail-client':
+        this.call.emit('error', { code: status[effect.code], details: effect.details });
+        return;
+      case 'placed':
+        metrics.placements.inc();
+        this.log = callLogger(this.options.logger, {
+          ...this.ids,
+          workerId: effect.placed.workerId,
+          tenantId: this.tenantId,
+        });
+        // One info line per call (at its end) keeps logging cheap; the steps are at debug.
+        this.log.debug(
+          {
+            containerId: effect.placed.containerId,
+            checkpointId: effect.placed.checkpointId,
+            memory: effect.placed.memory,
+            packages: effect.placed.packages,
+            skippedPackages: effect.placed.skippedPackages,
+          },
+          'call placed',
+        );
+        return;
+      case 'bound':
+        if (effect.expected !== null) {
+          this.log.warn(
+            { containerId: effect.ids.containerId, expected: effect.expected },
+            "the worker ran the session's call in another container than the pinned one",
+          );
+        }
+        this.log.debug(
+          {
+            containerId: effect.ids.containerId,
+            checkpointId: effect.ids.checkpointId,
+            pinned: effect.createdPin,
+          },
+          'call bound',
+        );
+        return;
+      case 'malformed':
+        this.log.warn({ problem: effect.problem }, 'malformed client stream: call ended');
+        return;
+      case 'finished':
+        metrics.finished.inc({ code: effect.code ?? 'OK' });
+        this.log.info(
+          {
+            code: effect.code ?? 'OK',
+            details: effect.code === null ? undefined : effect.details,
+            containerId: effect.ids.containerId || null,
+            checkpointId: effect.ids.checkpointId || null,
+            pinned: effect.createdPin,
+            memory: effect.placed.memory,
+            skippedPackages: effect.placed.skippedPackages.length
+              ? effect.placed.skippedPackages
+              : undefined,
+            ms: Math.round(performance.now() - this.startedAt),
+            bytesToWorker: this.bytesToWorker,
+            bytesToClient: this.bytesToClient,
+          },
+          'call finished',
+        );
+        return;
+      case 'refused':
+        if (!(effect.error instanceof CallAbandonedError)) {
+          metrics.rejections.inc({ code: effect.code });
+        }
+        this.log[effect.error instanceof StatusError ? 'info' : 'error'](
+          { code: effect.code, problem: effect.details, waited: effect.waited },
+          'call refused',
+        );
         return;
     }
   }
 
-  private onClientEnd(): void {
-    // The client stream is paused from its config until the worker leg opens, so its end arrives
-    // before the config or while relaying, never while the call waits for its turn.
-    if (this.phase === 'awaiting-config') {
-      this.refuse(new InvalidStreamError('the stream ended before any config message'));
-    } else if (this.phase === 'relaying') {
-      this.worker?.halfClose();
-    }
-  }
-
-  /** The client cancelled or its deadline passed (also told after a status: then ignored). */
-  private onClientGone(): void {
-    if (this.phase === 'done') return;
-    this.clientGone = true;
-    this.clientLeft.abort();
-    const departure = departureOf(Date.now(), deadlineMs(this.call.getDeadline()));
-    if (this.phase === 'relaying') {
-      this.complete(departure);
-    } else {
-      this.refuse(new CallAbandonedError(departure.details));
-    }
-  }
-
-  // ---- steps 1 to 3: config, turn, placement -------------------------------------------------
-
-  private begin(message: ClientMessage): void {
-    let config: CallConfig;
-    try {
-      config = firstConfigOf(message);
-    } catch (error) {
-      this.refuse(error);
-      return;
-    }
-    const { active, journal, logger } = this.options;
-    this.config = config;
-    this.requestId = config.requestId;
-    this.sessionId = sessionIdOf(config);
-    this.demand = demandOf(config);
-    this.log = callLogger(logger, {
-      requestId: this.requestId,
-      sessionId: this.sessionId,
-      workerId: null,
-      tenantId: this.tenantId,
-    });
-    if (active.has(this.requestId) || journal.state.reservations.has(this.requestId)) {
-      this.refuse(new DuplicateRequestError(this.requestId));
-      return;
-    }
-    active.add(this.requestId, this);
-    this.phase = 'waiting-turn';
-    if (this.sessionId === null) {
-      this.placeAndOpen();
-      return;
-    }
-    this.options.turns
-      .acquire(this.sessionId, {
-        timeoutMs: this.options.config.SESSION_WAIT_TIMEOUT,
-        signal: this.clientLeft.signal,
-      })
-      .then(
-        (turn) => {
-          if (this.phase !== 'waiting-turn') {
-            turn.release();
-            return;
-          }
-          this.turn = turn;
-          this.placeAndOpen();
-        },
-        (error: unknown) => this.refuse(error),
-      );
-  }
-
-  /** Step 3 and the start of step 4, in one synchronous step. */
-  private placeAndOpen(): void {
-    const { journal, metrics, logger } = this.options;
-    const call: CallToPlace = {
-      requestId: this.requestId,
-      sessionId: this.sessionId,
-      demand: this.demand as Demand,
-    };
-    const state = journal.state;
-    if (this.log.isLevelEnabled('debug')) {
-      this.log.debug({ placement: explainPlacement(state, call) }, 'placement explained');
-    }
-    const decision = place(state, call);
-    try {
-      journal.append(
-        decisionEvents(call.requestId, call.sessionId, call.demand, decision, this.tenantId),
-      );
-    } catch (error) {
-      this.refuse(error);
-      return;
-    }
-    if (decision.outcome === 'rejected') {
-      this.refuse(new CallRejectedError(decision.code, decision.message));
-      return;
-    }
-    metrics.placements.inc();
-    this.decision = decision;
-    this.phase = 'relaying';
-    this.log = callLogger(logger, {
-      requestId: this.requestId,
-      sessionId: this.sessionId,
-      workerId: decision.workerId,
-      tenantId: this.tenantId,
-    });
-    // One info line per call (at its end) keeps logging cheap; the steps are at debug.
-    this.log.debug(
-      {
-        containerId: decision.containerId,
-        checkpointId: decision.checkpointId,
-        memory: decision.memory,
-        packages: decision.packages,
-        skippedPackages: decision.skippedPackages,
+  private waitTurn(sessionId: string, timeoutMs: number): void {
+    this.options.turns.acquire(sessionId, { timeoutMs, signal: this.clientLeft.signal }).then(
+      (turn) => {
+        this.turn = turn;
+        this.dispatch({ type: 'turn-granted' });
       },
-      'call placed',
+      (error: unknown) => this.dispatch({ type: 'turn-refused', error }),
     );
-    this.openWorker(decision);
   }
 
-  // ---- step 4: the worker stream ---------------------------------------------------------------
-
-  private openWorker(decision: PlacedDecision): void {
-    const { journal, connections, config, workerMetadata } = this.options;
-    const worker = journal.state.workers.get(decision.workerId);
-    const deadline = Math.min(
-      Date.now() + config.EXECUTION_TIMEOUT,
-      deadlineMs(this.call.getDeadline()),
-    );
+  private openWorker(effect: Extract<CallEffect, { type: 'open-worker' }>): void {
+    const { connections, workerMetadata } = this.options;
     const leg = WorkerLeg.open(
-      connections.execution(worker?.address ?? ''),
+      connections.execution(effect.address),
       workerMetadata.clone(),
-      deadline,
+      effect.deadline,
       {
-        answer: (answer) => this.onWorkerAnswer(answer),
-        ended: (final) => this.onWorkerEnded(final),
+        answer: (answer) => this.dispatch({ type: 'worker-answer', answer }),
+        ended: (final) =>
+          this.dispatch({ type: 'worker-ended', code: final.code, details: final.details }),
       },
     );
     this.worker = leg;
-    const ids = placedIds(this.requestId, this.sessionId, decision);
-    this.ids = ids;
-    const header = callHeaderOf(ids, this.config as CallConfig, this.demand as Demand, decision);
-    leg.send({ kind: 'header', header }, () => undefined);
-    for (const entry of decision.skippedPackages) {
-      const line = skippedPackageLine(entry, worker?.flavor ?? 'these');
-      this.toClient({ kind: 'message', message: { ids, message: { $case: 'log', value: line } } });
-    }
-    this.call.resume();
+    leg.send({ kind: 'header', header: effect.header }, () => undefined);
   }
 
-  private forwardChunk(chunk: ClientChunk): void {
+  private sendChunk(wire: Buffer, bytes: number): void {
     const worker = this.worker;
     if (!worker) return;
-    this.bytesToWorker += chunk.bytes;
-    this.options.metrics.relayBytesToWorker.inc(chunk.bytes);
-    const drained = () => {
-      if (this.phase === 'relaying') this.call.resume();
-    };
-    if (!worker.send({ kind: 'chunk', wire: chunk.wire }, drained)) this.call.pause();
+    this.bytesToWorker += bytes;
+    this.options.metrics.relayBytesToWorker.inc(bytes);
+    const drained = () => this.dispatch({ type: 'worker-drained' });
+    if (!worker.send({ kind: 'chunk', wire }, drained)) this.call.pause();
   }
 
-  // ---- step 5: answers ---------------------------------------------------------------------------
-
-  private onWorkerAnswer(answer: WorkerAnswer): void {
-    if (this.phase !== 'relaying') return;
-    const ids = answerIds(this.ids as CallIds, answer.ids);
-    if (!this.bound && ids.containerId !== '') this.bind(ids);
-    if (answer.carries === 'chunk') {
-      this.bytesToClient += answer.chunkBytes;
-      this.options.metrics.relayBytesToClient.inc(answer.chunkBytes);
+  /** Writes to the client; while its stream is full, the worker's answers wait. */
+  private toClient(answer: ClientAnswer): void {
+    if (answer.kind === 'relayed' && answer.answer.carries === 'chunk') {
+      this.bytesToClient += answer.answer.chunkBytes;
+      this.options.metrics.relayBytesToClient.inc(answer.answer.chunkBytes);
     }
-    if (!this.toClient({ kind: 'relayed', ids, answer })) {
-      const worker = this.worker;
-      worker?.pause();
-      this.call.once('drain', () => worker?.resume());
-    }
+    if (this.call.write(answer)) return;
+    const worker = this.worker;
+    worker?.pause();
+    this.call.once('drain', () => worker?.resume());
   }
 
-  /** The first answer naming the container: `CallBound`, and the pin of a session's new container. */
-  private bind(ids: CallIds): void {
-    this.bound = true;
-    this.ids = ids;
-    const decision = this.decision as PlacedDecision;
-    const events = boundEvents(this.requestId, this.sessionId, decision, ids);
-    try {
-      this.options.journal.append(events);
-    } catch (error) {
-      this.log.error({ err: error }, 'could not record the container of the call');
+  private endClient(afterCommit: boolean): void {
+    const append = this.lastAppend;
+    if (!afterCommit || !append) {
+      this.call.end();
       return;
     }
-    this.createdPin = events.some((event) => event.type === 'SessionPinned');
-    if (decision.containerId !== null && decision.containerId !== ids.containerId) {
-      this.log.warn(
-        { containerId: ids.containerId, expected: decision.containerId },
-        "the worker ran the session's call in another container than the pinned one",
-      );
-    }
-    this.log.debug(
-      { containerId: ids.containerId, checkpointId: ids.checkpointId, pinned: this.createdPin },
-      'call bound',
+    append.committed.then(
+      () => this.call.end(),
+      () => this.call.emit('error', { code: status.UNAVAILABLE, details: 'the event log failed' }),
     );
-  }
-
-  /** The worker's final status (an OK one after every answer was relayed). */
-  private onWorkerEnded(final: StatusObject): void {
-    this.complete(workerEnding(this.decision?.workerId ?? '', final.code, final.details));
-  }
-
-  // ---- endings -------------------------------------------------------------------------------------
-
-  /**
-   * Ends a placed call: `CallFinished` (and its consequences) exactly once, the worker stream
-   * cancelled if still open, the turn released, and the client told (unless it left).
-   */
-  private complete(ending: CallEnding): void {
-    if (this.phase !== 'relaying') return;
-    const { code, details } = ending;
-    this.phase = 'done';
-    const { journal, metrics, active } = this.options;
-    let finished: AppendResult | undefined;
-    try {
-      finished = journal.append(callFinishedEvents(journal.state, this.requestId, code));
-    } catch (error) {
-      this.log.error({ err: error }, 'could not record the end of the call');
-    }
-    this.worker?.cancel();
-    this.turn?.release();
-    active.delete(this.requestId, this);
-    metrics.finished.inc({ code: code ?? 'OK' });
-    this.log.info(
-      {
-        code: code ?? 'OK',
-        details: code === null ? undefined : details,
-        containerId: this.ids?.containerId || null,
-        checkpointId: this.ids?.checkpointId || null,
-        pinned: this.createdPin,
-        memory: this.decision?.memory,
-        skippedPackages: this.decision?.skippedPackages.length
-          ? this.decision.skippedPackages
-          : undefined,
-        ms: Math.round(performance.now() - this.startedAt),
-        bytesToWorker: this.bytesToWorker,
-        bytesToClient: this.bytesToClient,
-      },
-      'call finished',
-    );
-    if (code !== null) {
-      this.sendError({ code: status[code], details });
-    } else if (this.createdPin && finished) {
-      // The client may rely on its session once told OK: the pin must survive a router crash.
-      finished.committed.then(
-        () => this.endClient(),
-        () => this.sendError({ code: status.UNAVAILABLE, details: 'the event log failed' }),
-      );
-    } else {
-      this.endClient();
-    }
-  }
-
-  /** Ends a call that was never placed (or given up while waiting): no `CallFinished`. */
-  private refuse(error: unknown, override?: status): void {
-    if (this.phase === 'relaying' || this.phase === 'done') return;
-    const wasWaiting = this.phase === 'waiting-turn';
-    this.phase = 'done';
-    if (wasWaiting) this.clientLeft.abort(); // leave the session's line
-    this.turn?.release();
-    if (this.requestId !== '') this.options.active.delete(this.requestId, this);
-    const serviceError = toServiceError(error);
-    const code = override ?? serviceError.code;
-    if (!(error instanceof CallAbandonedError)) {
-      this.options.metrics.rejections.inc({ code: codeName(code) });
-    }
-    const level = error instanceof RouterError ? 'info' : 'error';
-    this.log[level](
-      { code: codeName(code), problem: serviceError.details, waited: wasWaiting },
-      'call refused',
-    );
-    this.sendError({ code, details: serviceError.details });
-  }
-
-  private toClient(response: ClientAnswer): boolean {
-    if (this.clientGone) return true;
-    return this.call.write(response);
-  }
-
-  private endClient(): void {
-    if (!this.clientGone) this.call.end();
-  }
-
-  private sendError(error: { code: status; details: string }): void {
-    if (this.clientGone) return;
-    this.call.emit('error', error);
   }
 }

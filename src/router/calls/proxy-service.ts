@@ -6,7 +6,7 @@ import type { ServerDuplexStream, UntypedServiceImplementation } from '@grpc/grp
 import { toServiceError } from '../grpc-status.js';
 import { tenantOf, type RouterCredentials } from '../security/index.js';
 import { CallRelay, type CallPathOptions } from './call-relay.js';
-import type { ClientAnswer, ClientMessage } from './relay-codec.js';
+import type { ClientAnswer, ClientMessage } from '../../core/calls/relay-messages.js';
 
 /** The `ProxyService` implementation, for the `RelayProxyService` definition. */
 export function proxyService(

@@ -17,45 +17,18 @@ import { makeGenericClientConstructor } from '@grpc/grpc-js';
 import type { ChannelCredentials, Client, ClientDuplexStream, ClientOptions } from '@grpc/grpc-js';
 import type { Metadata, CallOptions, ServiceDefinition } from '@grpc/grpc-js';
 import { CallIds } from '../../proto/gen/readie/v1/call.js';
-import {
-  ExecuteRequest,
-  ExecutionServiceService,
-  type CallHeader,
-} from '../../proto/gen/readie/v1/execution.js';
+import { ExecuteRequest, ExecutionServiceService } from '../../proto/gen/readie/v1/execution.js';
 import {
   ProxyServiceService,
   RequestExecutionRequest,
   RequestExecutionResponse,
-  type CallConfig,
 } from '../../proto/gen/readie/v1/proxy.js';
-
-/** A client message as the router reads it: a config decoded, a chunk kept as its wire bytes. */
-export type ClientMessage =
-  | { readonly kind: 'config'; readonly config: CallConfig }
-  | { readonly kind: 'chunk'; readonly bytes: number; readonly wire: Buffer }
-  | { readonly kind: 'empty' };
-
-/** A message to a worker: the header, or a client's chunk as its wire bytes. */
-export type WorkerMessage =
-  | { readonly kind: 'header'; readonly header: CallHeader }
-  | { readonly kind: 'chunk'; readonly wire: Buffer };
-
-/** A worker's answer: its IDs decoded, what it carries kept as wire bytes. */
-export interface WorkerAnswer {
-  readonly ids: CallIds | undefined;
-  readonly carries: 'chunk' | 'log' | 'nothing';
-  /** Payload bytes, for a chunk. */
-  readonly chunkBytes: number;
-  /** The whole answer as it arrived. */
-  readonly wire: Buffer;
-  /** The answer without its IDs field (what follows the IDs when re-encoding them). */
-  readonly body: Buffer;
-}
-
-/** A message to the client: one the router made, or a worker's answer under the router's IDs. */
-export type ClientAnswer =
-  | { readonly kind: 'message'; readonly message: RequestExecutionResponse }
-  | { readonly kind: 'relayed'; readonly ids: CallIds; readonly answer: WorkerAnswer };
+import type {
+  ClientAnswer,
+  ClientMessage,
+  WorkerAnswer,
+  WorkerMessage,
+} from '../../core/calls/relay-messages.js';
 
 interface FieldSpan {
   readonly field: number;

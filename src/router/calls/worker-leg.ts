@@ -4,7 +4,8 @@
  * was delivered, an error status at once.
  */
 import { status, type ClientDuplexStream, type Metadata, type StatusObject } from '@grpc/grpc-js';
-import type { RelayExecutionClient, WorkerAnswer, WorkerMessage } from './relay-codec.js';
+import type { RelayExecutionClient } from './relay-codec.js';
+import type { WorkerAnswer, WorkerMessage } from '../../core/calls/relay-messages.js';
 
 /** What the leg tells its call. */
 export interface WorkerLegEvents {

@@ -1,17 +1,13 @@
 /**
- * The router's handle on its event log: every append goes through here, so each is timed into
- * the append-latency metric and a failed commit is caught once. A log that failed to commit
+ * The router's handle on its event log: every append is a core decision, recorded here with its
+ * cause, timed into the append-latency metric, its failed commit caught once. A log that failed to commit
  * refuses every later append (its in-memory state is ahead of the disk); the router then stops
  * serving and must be restarted to recover from the log.
  */
-import {
-  InvalidEventError,
-  type AppendResult,
-  type EventLog,
-  type NewEvent,
-} from '../../events/index.js';
+import { InvalidEventError, type AppendResult, type EventLog } from '../../events/index.js';
+import type { Decision } from '../../core/decision.js';
 import type { ClusterState } from '../../projections/cluster-state.js';
-import { LogUnavailableError } from '../errors.js';
+import { LogUnavailableError } from '../../core/errors.js';
 import type { Logger } from '../observability/logger.js';
 import type { RouterMetrics } from '../observability/metrics.js';
 
@@ -37,11 +33,12 @@ export class Journal {
   }
 
   /**
-   * Appends `events` (validated, stamped, folded synchronously). Throws `LogUnavailableError` once
-   * the log has failed. Callers that must not act before the events survive a crash await
-   * `committed`.
+   * Appends a decision's events with its cause (validated, stamped, folded synchronously): the only
+   * way the router changes its state. Throws `LogUnavailableError` once the log has failed. Callers
+   * that must not act before the events survive a crash await `committed`.
    */
-  append(events: readonly NewEvent[]): AppendResult {
+  record(decision: Decision): AppendResult {
+    const { events, cause } = decision;
     if (this.failure) {
       throw new LogUnavailableError(
         `the event log failed earlier (${this.failure.message}): the router must restart`,
@@ -50,7 +47,7 @@ export class Journal {
     const started = performance.now();
     let result: AppendResult;
     try {
-      result = this.log.append(events);
+      result = this.log.append(events, cause);
     } catch (error) {
       // An event that does not fit the vocabulary is a bug in the caller, not a broken log.
       if (error instanceof InvalidEventError) throw error;

@@ -1,5 +1,3 @@
-/** Worker liveness: the pure reaper and probe outcomes, and the timers that drive them. */
-export * from './reaper.js';
-export * from './probe-outcome.js';
+/** Worker liveness (shell): the timers that run the core's probe outcomes and reaper. */
 export { Prober, type ProberOptions } from './prober.js';
 export { ReaperTimer, type ReaperTimerOptions } from './reaper-timer.js';

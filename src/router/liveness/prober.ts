@@ -2,21 +2,24 @@
  * Health probes (shell): every `PROBE_INTERVAL` a standard `grpc.health.v1` check of every worker
  * the router has not evicted, with a `PROBE_TIMEOUT` deadline. Anything but `SERVING` is a failure;
  * each failure appends `WorkerProbeFailed`, and `PROBE_FAILURE_THRESHOLD` consecutive ones evict
- * the worker (see `probe-outcome.ts`). A worker is never probed twice at once.
+ * the worker (see the core's `liveness/probe-outcome.ts`). A worker is never probed twice at once.
  */
 import type { Metadata } from '@grpc/grpc-js';
+import { hasAddress, isLive } from '../../projections/queries.js';
 import type { Config } from '../../shared/config.js';
 import type { Journal } from '../journal/index.js';
 import type { Logger } from '../observability/logger.js';
 import type { RouterMetrics } from '../observability/metrics.js';
 import type { WorkerConnections } from '../workers/index.js';
-import { nextProbeFailureCount, probeFailureEvents } from './probe-outcome.js';
+import { decideProbeFailure } from '../../core/liveness/index.js';
 
 /** What the prober needs. */
 export interface ProberOptions {
   readonly journal: Journal;
   readonly connections: WorkerConnections;
   readonly config: Config;
+  /** The router's clock, in epoch ms (the probes' deadlines count from it). */
+  readonly clock: () => number;
   readonly logger: Logger;
   readonly metrics: RouterMetrics;
   /** Metadata for each probe (the router's own credential, when it has one); sent as a clone. */
@@ -52,7 +55,7 @@ export class Prober {
     const { journal, connections } = this.options;
     const round: Promise<void>[] = [];
     for (const worker of journal.state.workers.values()) {
-      if (worker.status === 'evicted' || worker.address === null || worker.address === '') continue;
+      if (!isLive(worker) || !hasAddress(worker)) continue;
       const { workerId, address } = worker;
       const pending = this.pending.get(workerId);
       if (pending) {
@@ -84,14 +87,14 @@ export class Prober {
 
   /** One health check: null when the worker answered `SERVING`, else what went wrong. */
   private check(connections: WorkerConnections, address: string): Promise<string | null> {
-    const { config, workerMetadata } = this.options;
+    const { config, workerMetadata, clock } = this.options;
     return new Promise((resolve) => {
       connections
         .health(address)
         .check(
           { service: '' },
           workerMetadata.clone(),
-          { deadline: Date.now() + config.PROBE_TIMEOUT },
+          { deadline: clock() + config.PROBE_TIMEOUT },
           (error, response) => {
             if (error) resolve(`health check failed: ${error.code} ${error.details}`);
             else if (response?.status !== 'SERVING') {
@@ -109,13 +112,16 @@ export class Prober {
       return;
     }
     metrics.probeFailures.inc();
-    const state = journal.state;
-    const consecutive = nextProbeFailureCount(state, workerId, this.streaks.get(workerId));
-    const events = probeFailureEvents(state, workerId, consecutive, problem);
+    const decision = decideProbeFailure(journal.state, {
+      workerId,
+      streak: this.streaks.get(workerId),
+      error: problem,
+    });
+    const { events, consecutive } = decision;
     if (events.length === 0) return;
     this.streaks.set(workerId, consecutive);
     try {
-      journal.append(events);
+      journal.record(decision);
     } catch (error) {
       logger.error({ err: error, workerId }, 'could not record a failed probe');
       return;

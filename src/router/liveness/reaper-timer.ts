@@ -6,7 +6,7 @@ import type { NewEvent } from '../../events/index.js';
 import type { Config } from '../../shared/config.js';
 import type { Journal } from '../journal/index.js';
 import type { Logger } from '../observability/logger.js';
-import { reap } from './reaper.js';
+import { decideReap } from '../../core/liveness/index.js';
 
 /** What the reaper timer needs. */
 export interface ReaperTimerOptions {
@@ -42,10 +42,11 @@ export class ReaperTimer {
   /** One reaper pass now; returns the events it appended. */
   reapNow(): readonly NewEvent[] {
     const { journal, config, clock, logger } = this.options;
-    const events = reap(journal.state, clock(), config);
+    const decision = decideReap(journal.state, { now: clock(), config });
+    const { events } = decision;
     if (events.length === 0) return events;
     try {
-      journal.append(events);
+      journal.record(decision);
     } catch (error) {
       logger.error({ err: error }, 'could not record what the reaper found');
       return [];

@@ -1,3 +1,2 @@
-/** The registry: worker reports as events. */
-export * from './report-events.js';
+/** The registry (shell): `RegistryService`, turning worker reports into the core's events. */
 export * from './registry-service.js';

@@ -2,7 +2,8 @@
  * `RegistryService` (shell): worker reports become events. Each handler first checks that the
  * caller's credential names the worker the report is about (`PERMISSION_DENIED` otherwise, before
  * anything reaches the log), validates the message into a plain report (`INVALID_ARGUMENT` naming
- * the field otherwise), asks `report-events.ts` for the events, appends them and answers.
+ * the field otherwise), asks the core for the report's decision
+ * (`src/core/registry/report-events.ts`), records it and answers.
  */
 import type { Metadata, sendUnaryData, ServerUnaryCall } from '@grpc/grpc-js';
 import {
@@ -17,7 +18,7 @@ import {
   type ReportUtilizationRequest,
   type ReportUtilizationResponse,
 } from '../../proto/gen/readie/v1/registry.js';
-import { InvalidReportError } from '../errors.js';
+import { InvalidReportError } from '../../core/errors.js';
 import { toServiceError } from '../grpc-status.js';
 import type { Journal } from '../journal/index.js';
 import type { Logger } from '../observability/logger.js';
@@ -27,13 +28,13 @@ import {
   type RouterCredentials,
 } from '../security/index.js';
 import {
-  containerReportEvents,
-  statusReportEvents,
-  utilizationReportEvents,
+  decideContainerReport,
+  decideStatusReport,
+  decideUtilizationReport,
   type ContainerReport,
   type StatusReport,
   type UtilizationReport,
-} from './report-events.js';
+} from '../../core/registry/report-events.js';
 
 /** What the registry service needs. */
 export interface RegistryServiceOptions {
@@ -93,7 +94,7 @@ export function statusReportOf(request: ReportStatusRequest): StatusReport {
   if (status === undefined) {
     throw new InvalidReportError('status is required: READY, ERROR or REMOVED');
   }
-  let flavor: 'cpu' | 'gpu' = request.flavor === Flavor.FLAVOR_GPU ? 'gpu' : 'cpu';
+  let flavor: StatusReport['flavor'] = request.flavor === Flavor.FLAVOR_GPU ? 'gpu' : 'cpu';
   if (request.flavor !== Flavor.FLAVOR_CPU && request.flavor !== Flavor.FLAVOR_GPU) {
     if (status === 'ready') throw new InvalidReportError('flavor is required: CPU or GPU');
     flavor = 'cpu';
@@ -172,8 +173,8 @@ export function registryService(options: RegistryServiceOptions): RegistryServic
       answer(options, call, callback, (request): ReportStatusResponse => {
         const report = statusReportOf(request);
         const known = journal.state.workers.get(report.workerId);
-        const events = statusReportEvents(journal.state, report);
-        if (events.length > 0) journal.append(events);
+        const decision = decideStatusReport(journal.state, report);
+        if (decision.events.length > 0) journal.record(decision);
         const changed =
           !known || known.status !== report.status || known.address !== report.address;
         if (changed) {
@@ -187,8 +188,8 @@ export function registryService(options: RegistryServiceOptions): RegistryServic
     },
     reportUtilization(call, callback) {
       answer(options, call, callback, (request): ReportUtilizationResponse => {
-        const outcome = utilizationReportEvents(journal.state, utilizationReportOf(request));
-        if (outcome.events.length > 0) journal.append(outcome.events);
+        const outcome = decideUtilizationReport(journal.state, utilizationReportOf(request));
+        if (outcome.events.length > 0) journal.record(outcome);
         if (!outcome.registered) {
           logger.info(
             { workerId: request.workerId },
@@ -201,8 +202,8 @@ export function registryService(options: RegistryServiceOptions): RegistryServic
     reportContainerState(call, callback) {
       answer(options, call, callback, (request): ReportContainerStateResponse => {
         const report = containerReportOf(request);
-        const outcome = containerReportEvents(journal.state, report);
-        if (outcome.events.length > 0) journal.append(outcome.events);
+        const outcome = decideContainerReport(journal.state, report);
+        if (outcome.events.length > 0) journal.record(outcome);
         for (const event of outcome.events) {
           if (event.type === 'SessionExpired') {
             logger.info(

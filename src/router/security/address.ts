@@ -1,7 +1,7 @@
 /** `HOST:PORT` addresses as the command line writes them (`0.0.0.0:50051`, `[::1]:0`). */
 import { ConfigError } from '../../shared/config.js';
 import { parseHostPort as parseAddress, type HostPort } from '../../shared/host-port.js';
-import { RouterConfigError } from '../errors.js';
+import { RouterConfigError } from '../../core/errors.js';
 
 export type { HostPort } from '../../shared/host-port.js';
 

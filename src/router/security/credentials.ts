@@ -4,7 +4,7 @@
  */
 import { credentials, ServerCredentials, type ChannelCredentials } from '@grpc/grpc-js';
 import { readFileSync } from 'node:fs';
-import { RouterConfigError } from '../errors.js';
+import { RouterConfigError } from '../../core/errors.js';
 
 /** How the router serves: TLS with a certificate chain and key, or plaintext when asked for. */
 export type ServingSecurity =

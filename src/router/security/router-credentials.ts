@@ -14,7 +14,7 @@ import {
   tokenToPresent,
   TokenSyntaxError,
 } from '../../shared/bearer-token.js';
-import { RouterConfigError } from '../errors.js';
+import { RouterConfigError } from '../../core/errors.js';
 import { accessProblem } from './access-policy.js';
 import { PermissionDeniedError, TokensFileError, UnauthenticatedError } from './errors.js';
 import type { ListedKind, Principal } from './principal.js';

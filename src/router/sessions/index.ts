@@ -1,3 +1,2 @@
-/** Session turn-taking: the pure queue and the waiting shell around it. */
-export * from './turn-queue.js';
+/** Session turn-taking (shell): waiting, with timeouts and cancellation, on the core's queue. */
 export * from './session-turns.js';

@@ -3,8 +3,8 @@
  * order for at most `SESSION_WAIT_TIMEOUT`, then fail `RESOURCE_EXHAUSTED` "session is busy". A
  * waiting caller that goes away leaves the line at once.
  */
-import { CallAbandonedError, SessionBusyError } from '../errors.js';
-import { TurnQueue } from './turn-queue.js';
+import { CallAbandonedError, SessionBusyError } from '../../core/errors.js';
+import { TurnQueue } from '../../core/sessions/turn-queue.js';
 
 /** A held turn: release it exactly when the call is over (releasing twice is harmless). */
 export interface SessionTurn {

@@ -1,12 +1,12 @@
 /**
- * Reading a checkpoint catalogue file (DESIGN.md §4): JSON checked against `CatalogueSchema`, with
+ * Reading a checkpoint catalogue file (its format: docs/placement.md): JSON checked against `CatalogueSchema`, with
  * an error naming the file and the field. Its revision is a hash of its content, so loading the
  * same catalogue again changes nothing and any edit is a new revision.
  */
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { CatalogueFormatError, parseCatalogueJson, type Catalogue } from '../../events/index.js';
-import { RouterConfigError } from '../errors.js';
+import { RouterConfigError } from '../../core/errors.js';
 
 /** A catalogue and its revision. */
 export interface RevisedCatalogue {

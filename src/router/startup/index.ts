@@ -1,3 +1,2 @@
-/** Starting over a log: the startup and recovery events, and the catalogue file. */
+/** Starting over a log (shell): reading the catalogue file. */
 export * from './catalogue-file.js';
-export * from './startup-events.js';

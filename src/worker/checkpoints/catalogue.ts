@@ -1,4 +1,4 @@
-/** Reading the checkpoint catalogue (DESIGN.md §4) a worker builds its checkpoints from. */
+/** Reading the checkpoint catalogue (docs/placement.md) a worker builds its checkpoints from. */
 import { readFile } from 'node:fs/promises';
 import {
   CatalogueFormatError,

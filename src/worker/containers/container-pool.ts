@@ -6,12 +6,12 @@
  */
 import { rm } from 'node:fs/promises';
 import { ContainerState } from '../../proto/gen/readie/v1/registry.js';
+import { StatusError } from '../../shared/status-error.js';
 import {
   ContainerBusyError,
   ContainerNotFoundError,
   ContainerUnavailableError,
   ShuttingDownError,
-  WorkerError,
 } from '../errors.js';
 import { ExecutorConnection } from '../executor-link/index.js';
 import type { Container } from './container.js';
@@ -38,7 +38,11 @@ export interface ContainerReport {
 export interface ContainerPoolOptions extends ContainerFactoryOptions {
   /** The most containers at once; 0 for no limit (WORKER_MAX_EXECUTORS). Standbys do not count. */
   readonly maxContainers: number;
-  /** Idle session containers are destroyed after this long (EXECUTOR_TTL). */
+  /**
+   * Idle session containers are destroyed (and reported removed) this long after their last call
+   * ended (EXECUTOR_TTL): the worker owns this policy, the router only forgets a record whose
+   * removal it never heard of.
+   */
   readonly idleTtlMs: number;
   /** Containers kept restored ahead of demand, per held checkpoint (0: restore on demand). */
   readonly standbyPerCheckpoint: number;
@@ -62,7 +66,8 @@ export class ContainerPool {
   private closing = false;
   /** Aborted when the pool closes: abandons dials of containers still starting. */
   private readonly closed = new AbortController();
-  private reaper: NodeJS.Timeout | null = null;
+  /** Whether idle containers expire (from `startReaper` until `close`). */
+  private reaping = false;
 
   private readonly factory: ContainerFactory;
   private readonly standbys: StandbyShelf;
@@ -130,7 +135,7 @@ export class ContainerPool {
     } catch (error) {
       if (signal?.aborted) throw signal.reason;
       // Its own status (an executor that never said HELLO is DEADLINE_EXCEEDED, shutdown UNAVAILABLE).
-      if (error instanceof WorkerError) throw error;
+      if (error instanceof StatusError) throw error;
       throw new ContainerUnavailableError(
         `could not create a container: ${(error as Error).message}`,
       );
@@ -230,11 +235,13 @@ export class ContainerPool {
     }
     container.state = 'busy';
     container.requestId = requestId;
+    this.stopIdleTimer(container);
     try {
       await container.cgroup.setLimit(memory);
     } catch (error) {
       container.state = 'ready';
       container.requestId = '';
+      this.startIdleTimer(container);
       throw new ContainerUnavailableError(
         `cannot resume container ${containerId}: ${(error as Error).message}`,
       );
@@ -249,6 +256,7 @@ export class ContainerPool {
       container.state = 'ready';
       container.requestId = '';
       container.lastUsedAt = Date.now();
+      this.startIdleTimer(container);
       this.reportState(container, ContainerState.CONTAINER_STATE_READY);
       return;
     }
@@ -270,6 +278,7 @@ export class ContainerPool {
   private async tearDown(container: Container): Promise<void> {
     const diedOnItsOwn = !container.alive;
     container.state = 'removed';
+    this.stopIdleTimer(container);
     container.idleConnection?.destroy();
     container.idleConnection = null;
     if (diedOnItsOwn) this.reportState(container, ContainerState.CONTAINER_STATE_ERROR);
@@ -318,6 +327,13 @@ export class ContainerPool {
     // A busy container's call sees its connection drop and releases it.
   }
 
+  /** The GPU memory budgets of the calls its containers hold, in bytes. */
+  gpuMemoryHeld(): number {
+    let held = 0;
+    for (const container of this.containers.values()) held += container.gpuMemory;
+    return held;
+  }
+
   /** Memory used by all containers, standbys included, in bytes. */
   async memoryUsed(): Promise<number> {
     const all = [...this.list(), ...this.standbys.all()];
@@ -327,22 +343,38 @@ export class ContainerPool {
     return usages.reduce((sum, usage) => sum + usage, 0);
   }
 
-  /** Starts destroying session containers idle for longer than EXECUTOR_TTL. */
+  /**
+   * From now on, a session container idle for EXECUTOR_TTL is destroyed (and reported removed),
+   * at that age exactly: each idle container has its own timer, started when its call ends.
+   */
   startReaper(): void {
-    const every = Math.max(100, Math.min(this.options.idleTtlMs / 2, 30_000));
-    this.reaper = setInterval(() => {
-      const now = Date.now();
-      for (const container of this.list()) {
-        if (container.state === 'ready' && now - container.lastUsedAt > this.options.idleTtlMs) {
-          this.options.log.info(
-            { containerId: container.id },
-            'idle container expired (EXECUTOR_TTL)',
-          );
-          void this.destroy(container);
-        }
-      }
-    }, every);
-    this.reaper.unref();
+    this.reaping = true;
+    for (const container of this.list()) {
+      if (container.state === 'ready') this.startIdleTimer(container);
+    }
+  }
+
+  private startIdleTimer(container: Container): void {
+    if (!this.reaping || container.idleTimer !== null) return;
+    const idleFor = Date.now() - container.lastUsedAt;
+    container.idleTimer = setTimeout(
+      () => {
+        container.idleTimer = null;
+        if (container.state !== 'ready') return;
+        this.options.log.info(
+          { containerId: container.id },
+          'idle container expired (EXECUTOR_TTL)',
+        );
+        void this.destroy(container);
+      },
+      Math.max(0, this.options.idleTtlMs - idleFor),
+    );
+    container.idleTimer.unref();
+  }
+
+  private stopIdleTimer(container: Container): void {
+    if (container.idleTimer !== null) clearTimeout(container.idleTimer);
+    container.idleTimer = null;
   }
 
   /** Resolves once the destructions and standby restores under way now have finished. */
@@ -355,7 +387,8 @@ export class ContainerPool {
   async close(): Promise<void> {
     this.closing = true;
     this.closed.abort(new ShuttingDownError('the worker is shutting down'));
-    if (this.reaper) clearInterval(this.reaper);
+    this.reaping = false;
+    for (const container of this.list()) this.stopIdleTimer(container);
     await Promise.allSettled([...this.creations]);
     const standbys = await this.standbys.close();
     await Promise.all([...this.list(), ...standbys].map((container) => this.destroy(container)));

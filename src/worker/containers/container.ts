@@ -19,12 +19,16 @@ export type ContainerLifecycle = 'standby' | 'busy' | 'ready' | 'removed';
 export class Container {
   /** Its state; `removed` once destruction started. */
   state: ContainerLifecycle = 'busy';
-  /** When its last call ended (ms since epoch), for the idle reaper. */
+  /** When its last call ended (ms since epoch). */
   lastUsedAt = Date.now();
+  /** Destroys it once idle for EXECUTOR_TTL; set while it is `ready`, cleared when resumed. */
+  idleTimer: NodeJS.Timeout | null = null;
   /** How its executor ended, once it has. */
   exit: ContainerExit | null = null;
   /** The request it runs now, if busy. */
   requestId = '';
+  /** The GPU memory budget of its last call, in bytes (it holds it while it lives). */
+  gpuMemory = 0;
   /** The connection its last call used, kept open for the next call of its session. */
   idleConnection: ExecutorConnection | null = null;
   /** Whether the router has heard of it (standby containers are not reported until taken). */

@@ -1,8 +1,9 @@
 /** Reading and checking the router's CallHeader: the first message of every Execute stream. Pure. */
 import { PayloadFormat } from '../../proto/gen/readie/v1/call.js';
 import type { ExecuteRequest } from '../../proto/gen/readie/v1/execution.js';
+import { memoryBudget } from '../../shared/call-budget.js';
 import { InvalidCallError, PythonVersionMismatchError, WrongWorkerError } from '../errors.js';
-import { requirementProblem } from '../packages/index.js';
+import { requirementProblem } from '../packages/install-command.js';
 
 /** The executor's names for the payload formats. */
 export type ExecutorFormat = 'cloudpickle' | 'json-call';
@@ -17,6 +18,8 @@ export interface CallRequest {
   readonly checkpointId: string;
   /** The memory budget in bytes: the container's limit. */
   readonly memory: number;
+  /** The GPU memory budget in bytes (0: none); the container holds it while it lives. */
+  readonly gpuMemory: number;
   readonly packages: readonly string[];
   readonly imports: readonly string[];
   /** The client's Python version; empty when the client is not Python (json-call). */
@@ -92,7 +95,9 @@ export function readHeader(
     sessionId: ids.sessionId,
     containerId: ids.containerId,
     checkpointId: ids.checkpointId,
-    memory: header.memory > 0 ? header.memory : context.defaultMemory,
+    // On the wire 0 is "not set": the budget is then DEFAULT_MEMORY, as the router's would be.
+    memory: memoryBudget(header.memory > 0 ? header.memory : null, context.defaultMemory),
+    gpuMemory: header.gpuMemory ?? 0,
     packages: header.packages,
     imports: header.imports,
     pythonVersion: header.pythonVersion,

@@ -3,28 +3,30 @@
  * packages, stream the payload in and the answers out, then release the container.
  */
 import { once } from 'node:events';
-import type { ServerDuplexStream } from '@grpc/grpc-js';
+import { status, type ServerDuplexStream } from '@grpc/grpc-js';
 import type { Logger } from 'pino';
 import { LogSource, type CallIds } from '../../proto/gen/readie/v1/call.js';
 import type { ExecuteRequest, ExecuteResponse } from '../../proto/gen/readie/v1/execution.js';
 import { chunksOf } from '../../shared/chunks.js';
+import { StatusError } from '../../shared/status-error.js';
 import type { Container, ContainerPool } from '../containers/index.js';
 import {
   ExecutorLostError,
   ExecutorTimeoutError,
   InvalidCallError,
   PackageInstallError,
-  WorkerError,
 } from '../errors.js';
 import {
-  decodeJsonBody,
   decodeLogBody,
   encodeFrame,
   encodeJsonFrame,
   ExecutorConnection,
+  ExecutorErrorSchema,
   FrameType,
   frameTypeName,
   MAX_PIECE,
+  readFrameBody,
+  ResultEndSchema,
 } from '../executor-link/index.js';
 import type { Installer, PackageSource } from '../packages/index.js';
 import type { CallRequest } from './call-header.js';
@@ -109,7 +111,7 @@ export class ExecuteCall {
     } catch (error) {
       failure = abort.signal.aborted ? (abort.signal.reason as Error) : (error as Error);
       if (failure instanceof PackageInstallError) outcome = 'install-failed';
-      else if (!(failure instanceof WorkerError) && !(failure instanceof CallCancelledError)) {
+      else if (!(failure instanceof StatusError) && !(failure instanceof CallCancelledError)) {
         failure = await this.diagnoseLoss(failure);
       } else if (failure instanceof ExecutorLostError && this.container && !this.diagnosed) {
         failure = await this.diagnoseLoss(failure);
@@ -170,6 +172,7 @@ export class ExecuteCall {
 
   private adopt(container: Container): void {
     container.requestId = this.request.requestId;
+    container.gpuMemory = this.request.gpuMemory;
     this.container = container;
     this.ids.containerId = container.id;
     this.ids.checkpointId = container.checkpointId;
@@ -254,12 +257,12 @@ export class ExecuteCall {
           }
           break;
         case FrameType.RESULT_END: {
-          const end = decodeJsonBody(frame) as { ok: boolean; ms: number };
+          const end = readFrameBody(frame, ResultEndSchema);
           this.log.debug({ ok: end.ok, functionMs: end.ms }, 'executor answered');
           return;
         }
         case FrameType.ERROR: {
-          const { message } = decodeJsonBody(frame) as { message: string };
+          const { message } = readFrameBody(frame, ExecutorErrorSchema);
           this.diagnosed = true;
           throw new ExecutorLostError(`the executor refused the call: ${message}`);
         }
@@ -284,13 +287,13 @@ export class ExecuteCall {
   }
 
   /** Turns a dropped executor connection into what happened to the container. */
-  private async diagnoseLoss(error: Error): Promise<WorkerError> {
+  private async diagnoseLoss(error: Error): Promise<StatusError> {
     const container = this.container;
     if (!container) {
-      return error instanceof WorkerError ? error : new ExecutorLostError(error.message);
+      return error instanceof StatusError ? error : new ExecutorLostError(error.message);
     }
     if (!(await container.exitsWithin(LOST_DIAGNOSIS_WAIT_MS))) {
-      return error instanceof WorkerError
+      return error instanceof StatusError
         ? error
         : new ExecutorLostError(`the connection to the executor broke: ${error.message}`);
     }
@@ -317,10 +320,10 @@ export class ExecuteCall {
       this.stream.end();
       return;
     }
-    const error = failure instanceof WorkerError ? failure : new ExecutorLostError(failure.message);
+    const error = failure instanceof StatusError ? failure : new ExecutorLostError(failure.message);
     this.log.info({ ms, code: error.code, error: error.message, kept: keep }, 'call failed');
     this.stream.emit('error', {
-      code: error.code,
+      code: status[error.code],
       details: error.message,
       metadata: idTrailers(this.ids),
     });

@@ -6,7 +6,8 @@ import type {
 } from '../../proto/gen/readie/v1/execution.js';
 import type { WorkerCredentials } from '../credentials.js';
 import type { ContainerPool } from '../containers/index.js';
-import { WorkerError, WorkerUnusableError } from '../errors.js';
+import { StatusError } from '../../shared/status-error.js';
+import { WorkerUnusableError } from '../errors.js';
 import { readHeader, type HeaderContext } from './call-header.js';
 import type { CallTracker } from './call-tracker.js';
 import { ExecuteCall, type CallDeps, type ExecuteStream } from './execute-call.js';
@@ -37,13 +38,13 @@ async function execute(stream: ExecuteStream, deps: ExecutionServiceDeps): Promi
     const request = readHeader(first ?? undefined, deps.header);
     await new ExecuteCall(stream, request, reader, { ...deps, pool }).run();
   } catch (error) {
-    const failure = error instanceof WorkerError ? error : null;
+    const failure = error instanceof StatusError ? error : null;
     deps.log.info(
       { code: failure?.code, error: (error as Error).message },
       'call refused before it started',
     );
     stream.emit('error', {
-      code: failure?.code ?? status.INTERNAL,
+      code: failure ? status[failure.code] : status.INTERNAL,
       details: (error as Error).message,
     });
   } finally {

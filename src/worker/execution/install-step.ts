@@ -2,11 +2,12 @@
 import { LogSource } from '../../proto/gen/readie/v1/call.js';
 import { ExecutorLostError, PackageInstallError } from '../errors.js';
 import {
-  decodeJsonBody,
   decodeLogBody,
   encodeJsonFrame,
   FrameType,
   frameTypeName,
+  InstallDoneSchema,
+  readFrameBody,
   type ExecutorConnection,
 } from '../executor-link/index.js';
 import { installCommand, type Installer, type PackageSource } from '../packages/index.js';
@@ -61,7 +62,7 @@ export async function installPackages(step: InstallStep): Promise<void> {
         `the executor sent ${frameTypeName(frame.type)} during the install`,
       );
     }
-    const done = decodeJsonBody(frame) as { ok: boolean; message: string };
+    const done = readFrameBody(frame, InstallDoneSchema);
     if (done.ok) return;
     throw new PackageInstallError(
       `installing ${packages.join(', ')} failed: ${done.message} (the installer's output came as log lines); the container is unchanged`,

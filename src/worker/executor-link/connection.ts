@@ -6,7 +6,6 @@ import { connect, type Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ExecutorLostError, ExecutorTimeoutError } from '../errors.js';
 import {
-  decodeJsonBody,
   FrameDecoder,
   FrameProtocolError,
   FrameType,
@@ -14,16 +13,9 @@ import {
   PROTOCOL_VERSION,
   type Frame,
 } from './frames.js';
+import { ExecutorHelloSchema, readFrameBody, type ExecutorHello } from './messages.js';
 
-/** What the executor says first on every connection. */
-export interface ExecutorHello {
-  readonly protocol: number;
-  readonly python: string;
-  readonly container: string;
-  readonly checkpoint: string;
-  readonly modules: readonly string[];
-  readonly dns: { readonly ok: boolean; readonly detail: string };
-}
+export type { ExecutorHello } from './messages.js';
 
 /** How to dial. */
 export interface DialOptions {
@@ -119,7 +111,7 @@ export class ExecutorConnection {
       if (frame.type !== FrameType.HELLO) {
         throw new FrameProtocolError(`expected HELLO, got ${frameTypeName(frame.type)}`);
       }
-      const hello = decodeJsonBody(frame) as ExecutorHello;
+      const hello = readFrameBody(frame, ExecutorHelloSchema);
       if (hello.protocol !== PROTOCOL_VERSION) {
         throw new ExecutorLostError(
           `the executor speaks protocol ${String(hello.protocol)}, this worker speaks ${PROTOCOL_VERSION}`,

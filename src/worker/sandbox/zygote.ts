@@ -9,27 +9,12 @@ import { fileURLToPath } from 'node:url';
 import type { Logger } from 'pino';
 import type { ContainerExit } from './exit-cause.js';
 import type { ContainerSpec } from './container-spec.js';
+import { parseZygoteEvent, type ZygoteEvent } from './zygote-events.js';
 
 /** The directory holding the `readie_executor` package. */
 export const EXECUTOR_DIR = fileURLToPath(new URL('../../executor', import.meta.url));
 
-/** An event line from a zygote or a spawner. */
-export type ZygoteEvent =
-  | {
-      event: 'ready';
-      checkpoint: string;
-      modules: string[];
-      python: string;
-      importMs: number;
-      /** How long `criu dump` took (a CRIU seed only). */
-      dumpMs?: number;
-      pid: number;
-    }
-  | { event: 'failed'; checkpoint: string; error: string }
-  | { event: 'spawned'; container: string; pid: number }
-  | { event: 'spawn-failed'; container: string; error: string }
-  | { event: 'sandbox-failed'; container: string; error: string }
-  | { event: 'exited'; container: string; pid: number; code: number | null; signal: number | null };
+export type { ZygoteEvent } from './zygote-events.js';
 
 /** A container could not be started by its zygote; says why. */
 export class SpawnError extends Error {
@@ -71,14 +56,15 @@ class EventRouter {
 
   constructor(child: ChildProcess, log: Logger) {
     createInterface({ input: child.stdout! }).on('line', (line) => {
-      let event: ZygoteEvent;
-      try {
-        event = JSON.parse(line) as ZygoteEvent;
-      } catch {
-        log.warn({ line: line.slice(0, 200) }, 'zygote wrote a line that is not an event');
+      const parsed = parseZygoteEvent(line);
+      if (!parsed.ok) {
+        log.warn(
+          { line: line.slice(0, 200), problem: parsed.problem },
+          'zygote wrote a line that is not an event',
+        );
         return;
       }
-      this.route(event);
+      this.route(parsed.event);
     });
     child.stdout!.on('close', () => this.close());
     createInterface({ input: child.stderr! }).on('line', (line) =>
@@ -91,6 +77,7 @@ class EventRouter {
       for (const listener of this.lifecycle) listener(event);
       return;
     }
+    if (event.event === 'seeded') return;
     const waiter = this.pending.get(event.container);
     if (!waiter) return;
     switch (event.event) {
@@ -304,11 +291,9 @@ export function runZygote(
   });
   const events: ZygoteEvent[] = [];
   createInterface({ input: child.stdout }).on('line', (line) => {
-    try {
-      events.push(JSON.parse(line) as ZygoteEvent);
-    } catch {
-      // not an event
-    }
+    const parsed = parseZygoteEvent(line);
+    if (parsed.ok) events.push(parsed.event);
+    else launch.log.warn({ line: line.slice(0, 200), problem: parsed.problem }, 'not an event');
   });
   createInterface({ input: child.stderr }).on('line', (line) =>
     launch.log.warn({ stderr: line.slice(0, 500) }, 'zygote stderr'),

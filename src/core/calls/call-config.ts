@@ -1,0 +1,76 @@
+/**
+ * The client's stream contract: the first message is a config with a request ID; every later one
+ * is a payload chunk of at most 1 MiB. These checks turn a message into what the router needs, or
+ * refuse it with `INVALID_ARGUMENT` naming what is wrong.
+ */
+import type { Demand } from '../../events/types.js';
+import { MAX_CHUNK_BYTES } from '../../shared/chunks.js';
+import { PayloadFormat } from '../../proto/gen/readie/v1/call.js';
+import type { CallConfig } from '../../proto/gen/readie/v1/proxy.js';
+import { InvalidStreamError } from '../errors.js';
+export { sessionIdOf } from '../placement/call.js';
+import type { ClientMessage } from './relay-messages.js';
+
+/** The longest request or session ID the router accepts. */
+export const MAX_ID_LENGTH = 256;
+
+/** The first message of a call, checked: a config with a request ID and a payload format. */
+export function firstConfigOf(message: ClientMessage): CallConfig {
+  if (message.kind !== 'config') {
+    throw new InvalidStreamError(
+      message.kind === 'chunk'
+        ? 'payload before config: the first message must carry the call config, not a chunk'
+        : 'the first message must carry the call config (it carried nothing)',
+    );
+  }
+  const config = message.config;
+  if (config.requestId === '') {
+    throw new InvalidStreamError('the call config needs a request_id');
+  }
+  if (config.requestId.length > MAX_ID_LENGTH || config.sessionId.length > MAX_ID_LENGTH) {
+    throw new InvalidStreamError(
+      `request_id and session_id may be at most ${MAX_ID_LENGTH} characters`,
+    );
+  }
+  if (
+    config.format !== PayloadFormat.PAYLOAD_FORMAT_CLOUDPICKLE &&
+    config.format !== PayloadFormat.PAYLOAD_FORMAT_JSON_CALL
+  ) {
+    throw new InvalidStreamError(
+      'the call config needs a payload format: PAYLOAD_FORMAT_CLOUDPICKLE or PAYLOAD_FORMAT_JSON_CALL',
+    );
+  }
+  return config;
+}
+
+/** A later message of a call, checked: a payload chunk of at most 1 MiB. */
+export function payloadChunkOf(message: ClientMessage): Extract<ClientMessage, { kind: 'chunk' }> {
+  if (message.kind === 'config') {
+    throw new InvalidStreamError('a second config: only the first message may carry the config');
+  }
+  if (message.kind !== 'chunk') {
+    throw new InvalidStreamError('a message with neither config nor chunk');
+  }
+  if (message.bytes > MAX_CHUNK_BYTES) {
+    throw new InvalidStreamError(
+      `a payload chunk of ${message.bytes} bytes: chunks carry at most ${MAX_CHUNK_BYTES} bytes (1 MiB)`,
+    );
+  }
+  return message;
+}
+
+/**
+ * The demand exactly as the client sent it: budgets it left out are `null` (never a default), an
+ * empty checkpoint ID is `null`; flags and lists as sent.
+ */
+export function demandOf(config: CallConfig): Demand {
+  return {
+    memory: config.memory ?? null,
+    gpuMemory: config.gpuMemory ?? null,
+    gpu: config.gpu,
+    disableOptimizedExecution: config.disableOptimizedExecution,
+    checkpointId: config.checkpointId === '' ? null : config.checkpointId,
+    imports: [...config.imports],
+    packages: [...config.packages],
+  };
+}

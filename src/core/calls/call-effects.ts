@@ -1,0 +1,70 @@
+/** What the call's state machine (`call-machine.ts`) asks its shell to do, in order. */
+import type { CallIds } from '../../proto/gen/readie/v1/call.js';
+import type { CallHeader } from '../../proto/gen/readie/v1/execution.js';
+import type { GrpcCodeName } from '../../shared/grpc-codes.js';
+import type { Decision } from '../decision.js';
+import type { CallToPlace, PlacedDecision } from '../placement/index.js';
+import type { CallDecision } from './call-steps.js';
+import type { ClientAnswer } from './relay-messages.js';
+
+/** Something the shell must do, in order. */
+export type CallEffect =
+  | { readonly type: 'pause-client' }
+  | { readonly type: 'resume-client' }
+  /** The call's IDs are known (what its log lines carry from here on). */
+  | { readonly type: 'identified'; readonly requestId: string; readonly sessionId: string | null }
+  /** The call is being handled under its request ID (for duplicates, metrics, shutdown). */
+  | { readonly type: 'register'; readonly requestId: string }
+  | { readonly type: 'unregister'; readonly requestId: string }
+  | { readonly type: 'wait-turn'; readonly sessionId: string; readonly timeoutMs: number }
+  /** Stop waiting for the turn (the wait ends with a refusal the machine ignores). */
+  | { readonly type: 'leave-line' }
+  /** Release the session's turn if the call holds it (harmless otherwise). */
+  | { readonly type: 'release-turn' }
+  /** Explain the placement about to be decided, if anyone listens (debug logs). */
+  | { readonly type: 'explain'; readonly call: CallToPlace }
+  /** Append the call's decision; answer `recorded` or `record-failed`. */
+  | { readonly type: 'record-decision'; readonly decision: CallDecision }
+  /** Append a decision; a failure is only reported (`failure` says what was not recorded). */
+  | { readonly type: 'record'; readonly decision: Decision; readonly failure: string }
+  | {
+      readonly type: 'open-worker';
+      readonly workerId: string;
+      readonly address: string;
+      /** Epoch ms. */
+      readonly deadline: number;
+      readonly header: CallHeader;
+    }
+  | { readonly type: 'send-chunk'; readonly wire: Buffer; readonly bytes: number }
+  | { readonly type: 'half-close-worker' }
+  | { readonly type: 'cancel-worker' }
+  | { readonly type: 'to-client'; readonly answer: ClientAnswer }
+  /** End the client's stream with OK, once the last record committed when `afterCommit`. */
+  | { readonly type: 'end-client'; readonly afterCommit: boolean }
+  | { readonly type: 'fail-client'; readonly code: GrpcCodeName; readonly details: string }
+  // What happened, for logs and metrics.
+  | { readonly type: 'placed'; readonly placed: PlacedDecision }
+  | {
+      readonly type: 'bound';
+      readonly ids: CallIds;
+      readonly createdPin: boolean;
+      /** The container placement reused, when the worker ran the call in another one. */
+      readonly expected: string | null;
+    }
+  | { readonly type: 'malformed'; readonly problem: string }
+  | {
+      readonly type: 'finished';
+      readonly code: GrpcCodeName | null;
+      readonly details: string;
+      readonly ids: CallIds;
+      readonly createdPin: boolean;
+      readonly placed: PlacedDecision;
+    }
+  | {
+      readonly type: 'refused';
+      readonly error: unknown;
+      readonly code: GrpcCodeName;
+      readonly details: string;
+      /** Whether it was waiting for its session's turn. */
+      readonly waited: boolean;
+    };

@@ -1,0 +1,372 @@
+/**
+ * One call through the router as a pure state machine. The call's phase is a discriminated union
+ * that carries what the call knows in it (awaiting its config, waiting for its session's turn,
+ * placing, relaying, done); `stepCall` takes the phase, one input (a client message, a turn, the
+ * log's answer, a worker answer, a departure, a shutdown) and the world as it is now (the state,
+ * placement's caches, the clock's reading), and returns the next phase and the effects to perform
+ * in order. It performs nothing: a transport shell (`src/router/calls/call-relay.ts` on grpc-js)
+ * wires streams to inputs and performs the effects. It holds no transport types. The phases, inputs
+ * and world are in `call-phases.ts`, the effects in `call-effects.ts`.
+ *
+ * The steps (`ProxyService.RequestExecution`, docs/router.md):
+ * 1. the first message must be a config with a request ID; anything malformed later is
+ *    `INVALID_ARGUMENT` and ends the call cleanly; a request ID in flight is `ALREADY_EXISTS`;
+ * 2. a session's call waits for the session's turn;
+ * 3. `CallRequested`, placement and its outcome are one decision, recorded before anything else;
+ * 4. the worker stream opens with the `EXECUTION_TIMEOUT` deadline: the header first, then the
+ *    client's chunks as they arrive;
+ * 5. answers are relayed as they arrive; the first naming the container records `CallBound` (and
+ *    `SessionPinned` for a session's new container); the call ends with `CallFinished`, exactly
+ *    once, whatever ends it;
+ * 6. errors keep their gRPC codes end to end.
+ */
+import type { CallConfig } from '../../proto/gen/readie/v1/proxy.js';
+import type { GrpcCodeName } from '../../shared/grpc-codes.js';
+import {
+  CallAbandonedError,
+  CallRejectedError,
+  DuplicateRequestError,
+  InvalidStreamError,
+  statusOf,
+} from '../errors.js';
+import type { CallEffect } from './call-effects.js';
+import type { CallFacts, CallInput, CallPhase, CallWorld } from './call-phases.js';
+import { demandOf, firstConfigOf, payloadChunkOf, sessionIdOf } from './call-config.js';
+import {
+  answerIds,
+  decideBound,
+  decideCall,
+  decideCallEnd,
+  departureOf,
+  workerEnding,
+  type CallEnding,
+} from './call-steps.js';
+import type { ClientMessage, WorkerAnswer } from './relay-messages.js';
+import { callHeaderOf, placedIds, skippedPackageLine } from './worker-header.js';
+
+/** A step's result. */
+export interface CallStep {
+  readonly phase: CallPhase;
+  readonly effects: readonly CallEffect[];
+}
+
+/** A call that has not said anything yet; `clientDeadline` in epoch ms (Infinity: none). */
+export function newCall(clientDeadline: number, tenantId: string | null = null): CallPhase {
+  return { phase: 'awaiting-config', clientDeadline, tenantId };
+}
+
+const NOTHING: readonly CallEffect[] = [];
+
+/** The call after `input`, and what to do. */
+export function stepCall(phase: CallPhase, input: CallInput, world: CallWorld): CallStep {
+  if (input.type === 'shutdown') return shutDown(phase, input.reason, world);
+  switch (phase.phase) {
+    case 'awaiting-config':
+      return awaitingConfig(phase, input, world);
+    case 'waiting-turn':
+      return waitingTurn(phase, input, world);
+    case 'placing':
+      return placing(phase, input, world);
+    case 'relaying':
+      return relaying(phase, input, world);
+    case 'done':
+      // A turn granted after the call ended must be given back at once.
+      return {
+        phase,
+        effects: input.type === 'turn-granted' ? [{ type: 'release-turn' }] : NOTHING,
+      };
+  }
+}
+
+function awaitingConfig(
+  phase: Extract<CallPhase, { phase: 'awaiting-config' }>,
+  input: CallInput,
+  world: CallWorld,
+): CallStep {
+  switch (input.type) {
+    case 'client-message':
+      return begin(phase, input.message, world);
+    case 'client-ended':
+      return refuse(phase, new InvalidStreamError('the stream ended before any config message'));
+    case 'client-gone':
+      return refuse(
+        phase,
+        new CallAbandonedError(departureOf(world.now, phase.clientDeadline).details),
+        { clientGone: true },
+      );
+    default:
+      return { phase, effects: NOTHING };
+  }
+}
+
+/** Steps 1 and 2: the config, the duplicate check, then the turn (or placement at once). */
+function begin(
+  phase: Extract<CallPhase, { phase: 'awaiting-config' }>,
+  message: ClientMessage,
+  world: CallWorld,
+): CallStep {
+  const pause: CallEffect = { type: 'pause-client' };
+  let config: CallConfig;
+  try {
+    config = firstConfigOf(message);
+  } catch (error) {
+    return prefixed(pause, refuse(phase, error));
+  }
+  const requestId = config.requestId;
+  const sessionId = sessionIdOf(config.sessionId);
+  const identified: CallEffect = { type: 'identified', requestId, sessionId };
+  if (isDuplicateRequest(world, requestId)) {
+    return prefixed(pause, identified, refuse(phase, new DuplicateRequestError(requestId)));
+  }
+  const facts: CallFacts = {
+    config,
+    call: { requestId, sessionId, tenantId: phase.tenantId, demand: demandOf(config) },
+    clientDeadline: phase.clientDeadline,
+  };
+  const register: CallEffect = { type: 'register', requestId };
+  if (sessionId === null) return prefixed(pause, identified, register, place(facts, world));
+  return {
+    phase: { phase: 'waiting-turn', facts },
+    effects: [
+      pause,
+      identified,
+      register,
+      { type: 'wait-turn', sessionId, timeoutMs: world.settings.SESSION_WAIT_TIMEOUT },
+    ],
+  };
+}
+
+/**
+ * The duplicate-request rule: a request ID this router is handling, or that holds a reservation
+ * in the log (a call in flight, here or before a restart's recovery), is refused.
+ */
+export function isDuplicateRequest(world: CallWorld, requestId: string): boolean {
+  return world.handling(requestId) || world.state.reservations.has(requestId);
+}
+
+function waitingTurn(
+  phase: Extract<CallPhase, { phase: 'waiting-turn' }>,
+  input: CallInput,
+  world: CallWorld,
+): CallStep {
+  switch (input.type) {
+    case 'turn-granted':
+      return place(phase.facts, world);
+    case 'turn-refused':
+      return refuse(phase, input.error);
+    case 'client-gone':
+      return refuse(
+        phase,
+        new CallAbandonedError(departureOf(world.now, phase.facts.clientDeadline).details),
+        { clientGone: true },
+      );
+    default:
+      return { phase, effects: NOTHING };
+  }
+}
+
+/** Step 3: the call's decision, to be recorded before anything else happens. */
+function place(facts: CallFacts, world: CallWorld): CallStep {
+  const decision = decideCall(world.state, { call: facts.call, caches: world.caches });
+  return {
+    phase: { phase: 'placing', facts, decision },
+    effects: [
+      { type: 'explain', call: facts.call },
+      { type: 'record-decision', decision },
+    ],
+  };
+}
+
+function placing(
+  phase: Extract<CallPhase, { phase: 'placing' }>,
+  input: CallInput,
+  world: CallWorld,
+): CallStep {
+  switch (input.type) {
+    case 'recorded':
+      return placed(phase, world);
+    case 'record-failed':
+      return refuse(phase, input.error);
+    default:
+      return { phase, effects: NOTHING };
+  }
+}
+
+/** Step 4 once the decision is in the log: refuse, or open the worker stream with the header. */
+function placed(phase: Extract<CallPhase, { phase: 'placing' }>, world: CallWorld): CallStep {
+  const { facts } = phase;
+  const decision = phase.decision.placement;
+  if (decision.outcome === 'rejected') {
+    return refuse(phase, new CallRejectedError(decision.code, decision.message));
+  }
+  const { requestId, sessionId } = facts.call;
+  const ids = placedIds(requestId, sessionId, decision);
+  const worker = world.state.workers.get(decision.workerId);
+  const effects: CallEffect[] = [
+    { type: 'placed', placed: decision },
+    {
+      type: 'open-worker',
+      workerId: decision.workerId,
+      address: worker?.address ?? '',
+      deadline: Math.min(world.now + world.settings.EXECUTION_TIMEOUT, facts.clientDeadline),
+      header: callHeaderOf(ids, facts.config, facts.call.demand, decision),
+    },
+  ];
+  for (const entry of decision.skippedPackages) {
+    const line = skippedPackageLine(entry, worker?.flavor ?? 'these');
+    effects.push({
+      type: 'to-client',
+      answer: { kind: 'message', message: { ids, message: { $case: 'log', value: line } } },
+    });
+  }
+  effects.push({ type: 'resume-client' });
+  return {
+    phase: { phase: 'relaying', facts, placed: decision, ids, bound: false, createdPin: false },
+    effects,
+  };
+}
+
+function relaying(
+  phase: Extract<CallPhase, { phase: 'relaying' }>,
+  input: CallInput,
+  world: CallWorld,
+): CallStep {
+  switch (input.type) {
+    case 'client-message': {
+      let chunk: Extract<ClientMessage, { kind: 'chunk' }>;
+      try {
+        chunk = payloadChunkOf(input.message);
+      } catch (error) {
+        const problem = (error as Error).message;
+        return prefixed(
+          { type: 'malformed', problem },
+          complete(phase, { code: 'INVALID_ARGUMENT', details: problem }, world),
+        );
+      }
+      return { phase, effects: [{ type: 'send-chunk', wire: chunk.wire, bytes: chunk.bytes }] };
+    }
+    case 'client-ended':
+      return { phase, effects: [{ type: 'half-close-worker' }] };
+    case 'client-gone':
+      return complete(phase, departureOf(world.now, phase.facts.clientDeadline), world, {
+        clientGone: true,
+      });
+    case 'worker-drained':
+      return { phase, effects: [{ type: 'resume-client' }] };
+    case 'worker-answer':
+      return answered(phase, input.answer, world);
+    case 'worker-ended':
+      return complete(phase, workerEnding(phase.placed.workerId, input.code, input.details), world);
+    default:
+      return { phase, effects: NOTHING };
+  }
+}
+
+/** Step 5: an answer; the first one naming the container binds the call. */
+function answered(
+  phase: Extract<CallPhase, { phase: 'relaying' }>,
+  answer: WorkerAnswer,
+  world: CallWorld,
+): CallStep {
+  const ids = answerIds(phase.ids, answer.ids);
+  const relay: CallEffect = { type: 'to-client', answer: { kind: 'relayed', ids, answer } };
+  if (phase.bound || ids.containerId === '') return { phase, effects: [relay] };
+  const { requestId, sessionId } = phase.facts.call;
+  const decision = decideBound(world.state, { requestId, sessionId, placed: phase.placed, ids });
+  const createdPin = decision.events.some((event) => event.type === 'SessionPinned');
+  const reused = phase.placed.containerId;
+  return {
+    phase: { ...phase, ids, bound: true, createdPin },
+    effects: [
+      { type: 'record', decision, failure: 'could not record the container of the call' },
+      {
+        type: 'bound',
+        ids,
+        createdPin,
+        expected: reused !== null && reused !== ids.containerId ? reused : null,
+      },
+      relay,
+    ],
+  };
+}
+
+/**
+ * Ends a placed call: `CallFinished` (and its consequences) exactly once, the worker stream
+ * cancelled if still open, the turn released, and the client told (unless it left). A session's
+ * new pin must survive a router crash before the client, told OK, relies on it.
+ */
+function complete(
+  phase: Extract<CallPhase, { phase: 'relaying' }>,
+  ending: CallEnding,
+  world: CallWorld,
+  how: { clientGone?: boolean } = {},
+): CallStep {
+  const { code, details } = ending;
+  const { requestId } = phase.facts.call;
+  const effects: CallEffect[] = [
+    {
+      type: 'record',
+      decision: decideCallEnd(world.state, { requestId, code }),
+      failure: 'could not record the end of the call',
+    },
+    { type: 'cancel-worker' },
+    { type: 'release-turn' },
+    { type: 'unregister', requestId },
+    {
+      type: 'finished',
+      code,
+      details,
+      ids: phase.ids,
+      createdPin: phase.createdPin,
+      placed: phase.placed,
+    },
+  ];
+  if (!how.clientGone) {
+    effects.push(
+      code === null
+        ? { type: 'end-client', afterCommit: phase.createdPin }
+        : { type: 'fail-client', code, details },
+    );
+  }
+  return { phase: { phase: 'done' }, effects };
+}
+
+/** Ends a call that was never placed (or given up while waiting): no `CallFinished`. */
+function refuse(
+  phase: Exclude<CallPhase, { phase: 'relaying' | 'done' }>,
+  error: unknown,
+  how: { clientGone?: boolean; code?: GrpcCodeName } = {},
+): CallStep {
+  const waited = phase.phase === 'waiting-turn';
+  const status = statusOf(error);
+  const code = how.code ?? status.code;
+  const effects: CallEffect[] = [];
+  if (waited) effects.push({ type: 'leave-line' });
+  if (phase.phase !== 'awaiting-config') {
+    effects.push(
+      { type: 'release-turn' },
+      { type: 'unregister', requestId: phase.facts.call.requestId },
+    );
+  }
+  effects.push({ type: 'refused', error, code, details: status.details, waited });
+  if (!how.clientGone) effects.push({ type: 'fail-client', code, details: status.details });
+  return { phase: { phase: 'done' }, effects };
+}
+
+/** The router stops: a placed call ends `UNAVAILABLE`; one not placed yet is refused so. */
+function shutDown(phase: CallPhase, reason: string, world: CallWorld): CallStep {
+  switch (phase.phase) {
+    case 'relaying':
+      return complete(phase, { code: 'UNAVAILABLE', details: reason }, world);
+    case 'done':
+      return { phase, effects: NOTHING };
+    default:
+      return refuse(phase, new CallAbandonedError(reason), { code: 'UNAVAILABLE' });
+  }
+}
+
+/** `step` with `effects` performed before its own. */
+function prefixed(...parts: [...CallEffect[], CallStep]): CallStep {
+  const step = parts.at(-1) as CallStep;
+  return { phase: step.phase, effects: [...(parts.slice(0, -1) as CallEffect[]), ...step.effects] };
+}

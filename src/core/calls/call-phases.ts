@@ -1,0 +1,77 @@
+/**
+ * What the call's state machine (`call-machine.ts`) steps through: the call's phases, each carrying
+ * what the call knows there; the inputs that step it; and the world a step reads.
+ */
+import type { ClusterState } from '../../projections/cluster-state.js';
+import type { CallIds } from '../../proto/gen/readie/v1/call.js';
+import type { CallConfig } from '../../proto/gen/readie/v1/proxy.js';
+import type { Config } from '../../shared/config.js';
+import type { CallToPlace, PlacedDecision, PlacementCaches } from '../placement/index.js';
+import type { CallDecision } from './call-steps.js';
+import type { ClientMessage, WorkerAnswer } from './relay-messages.js';
+
+/** What a call knows once its config arrived. */
+export interface CallFacts {
+  readonly config: CallConfig;
+  /** The call as placement sees it: its IDs and its demand exactly as sent. */
+  readonly call: CallToPlace;
+  /** The client's deadline, epoch ms (Infinity when it set none). */
+  readonly clientDeadline: number;
+}
+
+/** Where a call is in its life, and what it knows there. */
+export type CallPhase =
+  | {
+      readonly phase: 'awaiting-config';
+      readonly clientDeadline: number;
+      /** The tenant the caller's credential names (null without one). */
+      readonly tenantId: string | null;
+    }
+  | { readonly phase: 'waiting-turn'; readonly facts: CallFacts }
+  | { readonly phase: 'placing'; readonly facts: CallFacts; readonly decision: CallDecision }
+  | {
+      readonly phase: 'relaying';
+      readonly facts: CallFacts;
+      readonly placed: PlacedDecision;
+      /** The IDs answers carry: the placed ones until the worker names its container. */
+      readonly ids: CallIds;
+      /** Whether an answer already named the container. */
+      readonly bound: boolean;
+      /** Whether this call's container became its session's pin. */
+      readonly createdPin: boolean;
+    }
+  | { readonly phase: 'done' };
+
+/** Something that happened to the call. */
+export type CallInput =
+  | { readonly type: 'client-message'; readonly message: ClientMessage }
+  /** The client half-closed its stream: the payload is complete. */
+  | { readonly type: 'client-ended' }
+  /** The client cancelled, or its deadline passed. */
+  | { readonly type: 'client-gone' }
+  | { readonly type: 'turn-granted' }
+  | { readonly type: 'turn-refused'; readonly error: unknown }
+  /** The call's decision (a `record-decision` effect) was appended. */
+  | { readonly type: 'recorded' }
+  | { readonly type: 'record-failed'; readonly error: unknown }
+  /** The worker stream can take the client's next chunk. */
+  | { readonly type: 'worker-drained' }
+  | { readonly type: 'worker-answer'; readonly answer: WorkerAnswer }
+  /** The worker's final status (an OK one after every answer was delivered). */
+  | { readonly type: 'worker-ended'; readonly code: number; readonly details: string }
+  /** The router is shutting down (or its log failed). */
+  | { readonly type: 'shutdown'; readonly reason: string };
+
+/** The world a step reads: nothing it keeps, everything read now. */
+export interface CallWorld {
+  /** The router's state now. */
+  readonly state: ClusterState;
+  /** Placement's caches for that state. */
+  readonly caches: PlacementCaches;
+  /** Now, in epoch ms (the router's clock). */
+  readonly now: number;
+  /** The router's settings (`SESSION_WAIT_TIMEOUT`, `EXECUTION_TIMEOUT`). */
+  readonly settings: Config;
+  /** Whether this router is handling another call with that request ID. */
+  handling(requestId: string): boolean;
+}

@@ -1,0 +1,173 @@
+/**
+ * The pure steps of a call (no I/O, no clock): its decisions (placement when it has its turn, its
+ * first answer, its end), the IDs its answers carry, and what a worker's failure or the client's
+ * departure means for its outcome.
+ */
+import { causeOf } from '../../events/cause.js';
+import type { NewEvent } from '../../events/types.js';
+import type { ClusterState } from '../../projections/cluster-state.js';
+import type { CallIds } from '../../proto/gen/readie/v1/call.js';
+import { grpcCodeName, type GrpcCodeName } from '../../shared/grpc-codes.js';
+import { callFinishedEvents } from '../consequences/index.js';
+import type { Decision } from '../decision.js';
+import {
+  place,
+  type CallToPlace,
+  type PlaceOptions,
+  type PlacedDecision,
+  type PlacementDecision,
+} from '../placement/index.js';
+
+/**
+ * A call's decision: `CallRequested` (the demand as sent, and the tenant the caller's credential
+ * names, null without one), then placement's outcome.
+ */
+export interface CallDecision extends Decision {
+  /** Placement's decision, whose events follow `CallRequested`. */
+  readonly placement: PlacementDecision;
+}
+
+/** What a call's decision is given: the call, and placement's options (config, caches). */
+export interface CallDecisionInput extends PlaceOptions {
+  readonly call: CallToPlace;
+}
+
+/**
+ * Step 3, when the call has its turn: `CallRequested` with the demand exactly as the client sent
+ * it, then placement's events, as one append caused by the call (`call:REQUEST`).
+ */
+export function decideCall(state: ClusterState, input: CallDecisionInput): CallDecision {
+  const { call } = input;
+  const placement = place(state, call, input);
+  const requested: NewEvent = {
+    type: 'CallRequested',
+    requestId: call.requestId,
+    sessionId: call.sessionId,
+    tenantId: call.tenantId ?? null,
+    demand: call.demand,
+  };
+  return {
+    cause: causeOf('call', call.requestId),
+    events: [requested, ...placement.events],
+    placement,
+  };
+}
+
+/**
+ * The events of the first answer naming a container: `CallBound` with the checkpoint actually
+ * used and, for a session's new container, `SessionPinned` with that checkpoint.
+ */
+export function boundEvents(
+  requestId: string,
+  sessionId: string | null,
+  decision: PlacedDecision,
+  ids: CallIds,
+): NewEvent[] {
+  const checkpointId = ids.checkpointId === '' ? null : ids.checkpointId;
+  const events: NewEvent[] = [
+    { type: 'CallBound', requestId, containerId: ids.containerId, checkpointId },
+  ];
+  if (sessionId !== null && decision.containerId === null) {
+    events.push({
+      type: 'SessionPinned',
+      sessionId,
+      workerId: decision.workerId,
+      containerId: ids.containerId,
+      requestId,
+      checkpointId,
+    });
+  }
+  return events;
+}
+
+/** What the first answer naming a container tells the call. */
+export interface BoundInput {
+  readonly requestId: string;
+  readonly sessionId: string | null;
+  readonly placed: PlacedDecision;
+  /** The IDs of the worker's answer. */
+  readonly ids: CallIds;
+}
+
+/** The first answer named the container: `boundEvents`, caused by it (`answer:REQUEST`). */
+export function decideBound(_state: ClusterState, input: BoundInput): Decision {
+  const { requestId, sessionId, placed, ids } = input;
+  return {
+    cause: causeOf('answer', requestId),
+    events: boundEvents(requestId, sessionId, placed, ids),
+  };
+}
+
+/** How a placed call ended: its code, null for OK. */
+export interface CallEndInput {
+  readonly requestId: string;
+  readonly code: GrpcCodeName | null;
+}
+
+/** The call ended, however: `CallFinished` and its consequences (`end:REQUEST`). */
+export function decideCallEnd(state: ClusterState, input: CallEndInput): Decision {
+  return {
+    cause: causeOf('end', input.requestId),
+    events: callFinishedEvents(state, input.requestId, input.code),
+  };
+}
+
+/**
+ * The IDs an answer carries to the client: the router's request, session and worker IDs, and the
+ * container and checkpoint the worker reports (the placed ones when it names no container).
+ */
+export function answerIds(placed: CallIds, fromWorker: CallIds | undefined): CallIds {
+  const named = fromWorker !== undefined && fromWorker.containerId !== '';
+  return {
+    requestId: placed.requestId,
+    sessionId: placed.sessionId,
+    workerId: placed.workerId,
+    containerId: named ? fromWorker.containerId : placed.containerId,
+    checkpointId: named ? fromWorker.checkpointId : placed.checkpointId,
+  };
+}
+
+/** How a call ends: its code (null for OK) and the words for the client. */
+export interface CallEnding {
+  readonly code: GrpcCodeName | null;
+  readonly details: string;
+}
+
+/** Worker codes about the router's credentials, not the client's: never passed through. */
+const ROUTER_CREDENTIAL_CODES: ReadonlySet<GrpcCodeName> = new Set([
+  'UNAUTHENTICATED',
+  'PERMISSION_DENIED',
+]);
+
+/**
+ * What a worker's final status means for the client: its own code and message, named after the
+ * worker, except a refusal of the router's credentials, which the client cannot fix (`INTERNAL`).
+ */
+export function workerEnding(workerId: string, code: number, details: string): CallEnding {
+  const name = grpcCodeName(code);
+  if (name === 'OK') return { code: null, details: 'OK' };
+  if (ROUTER_CREDENTIAL_CODES.has(name)) {
+    return {
+      code: 'INTERNAL',
+      details:
+        `worker ${workerId} refused the router's credentials (${name}: ${details}); ` +
+        'check READIE_AUTH_TOKEN and TLS settings on the router and the worker',
+    };
+  }
+  return { code: name, details: `worker ${workerId}: ${details}` };
+}
+
+/** How close to its deadline a client's reset counts as the deadline passing, in ms. */
+export const DEADLINE_SLACK_MS = 250;
+
+/**
+ * What a client's departure means: `DEADLINE_EXCEEDED` when it came at (or just before) the
+ * call's deadline, else `CANCELLED`. A client whose own deadline fires resets the stream exactly
+ * like one that cancels, and its timer started a little before the router's (which counts from
+ * the arrival of its headers), so a reset that close to the deadline is the deadline.
+ */
+export function departureOf(now: number, deadline: number): CallEnding {
+  return now + DEADLINE_SLACK_MS >= deadline
+    ? { code: 'DEADLINE_EXCEEDED', details: "the client's deadline passed" }
+    : { code: 'CANCELLED', details: 'the client cancelled the call' };
+}

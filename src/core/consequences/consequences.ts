@@ -1,0 +1,135 @@
+/**
+ * Causes and their consequences, as events (docs/event-log.md): the router appends both, so a log reads
+ * as a complete story. Each function reads the state before the cause and returns the cause
+ * followed by its consequences, or nothing when the cause would change nothing (a worker already
+ * evicted, a container already gone): nothing is evicted, forgotten or released twice.
+ */
+import type {
+  ContainerForgetReason,
+  EvictionReason,
+  SessionExpiryReason,
+  SessionUnpinReason,
+} from '../../events/schema.js';
+import type { NewEvent } from '../../events/types.js';
+import type { ClusterState, WorkerRecord } from '../../projections/cluster-state.js';
+import { isLive } from '../../projections/queries.js';
+import type { GrpcCodeName } from '../../shared/grpc-codes.js';
+
+/** A worker that exists and is live (`isLive`): the only kind events can still change. */
+export function liveWorkerOf(state: ClusterState, workerId: string): WorkerRecord | undefined {
+  const worker = state.workers.get(workerId);
+  return worker && isLive(worker) ? worker : undefined;
+}
+
+/**
+ * Evicting a worker: `WorkerEvicted`, then `SessionExpired` (`worker_evicted`) for every session
+ * pinned to one of its containers. Nothing for a worker that is unknown or already evicted.
+ */
+export function evictionEvents(
+  state: ClusterState,
+  workerId: string,
+  reason: EvictionReason,
+): NewEvent[] {
+  const worker = liveWorkerOf(state, workerId);
+  if (!worker) return [];
+  const events: NewEvent[] = [{ type: 'WorkerEvicted', workerId, reason }];
+  for (const sessionId of worker.pinnedSessions.values()) {
+    events.push({
+      type: 'SessionExpired',
+      sessionId,
+      reason: 'worker_evicted',
+    });
+  }
+  return events;
+}
+
+/** `SessionExpired` for the session pinned to a container, if any. */
+function expirePinned(
+  worker: WorkerRecord,
+  containerId: string,
+  reason: SessionExpiryReason,
+): NewEvent[] {
+  const sessionId = worker.pinnedSessions.get(containerId);
+  return sessionId === undefined ? [] : [{ type: 'SessionExpired', sessionId, reason }];
+}
+
+/**
+ * A worker reported a container removed: `ContainerStateChanged` (`removed`), then
+ * `SessionExpired` (`container_removed`) for the session pinned there. Nothing for a worker that
+ * is unknown or evicted.
+ */
+export function containerRemovedEvents(
+  state: ClusterState,
+  workerId: string,
+  containerId: string,
+  checkpointId: string | null,
+): NewEvent[] {
+  const worker = liveWorkerOf(state, workerId);
+  if (!worker) return [];
+  return [
+    { type: 'ContainerStateChanged', workerId, containerId, state: 'removed', checkpointId },
+    ...expirePinned(worker, containerId, 'container_removed'),
+  ];
+}
+
+/**
+ * The reaper drops a container record: `ContainerForgotten`, then `SessionExpired`
+ * (`container_forgotten`) for the session pinned there. Nothing if the container is not known.
+ */
+export function forgetContainerEvents(
+  state: ClusterState,
+  workerId: string,
+  containerId: string,
+  reason: ContainerForgetReason,
+): NewEvent[] {
+  const worker = liveWorkerOf(state, workerId);
+  if (!worker || !worker.containers.has(containerId)) return [];
+  return [
+    { type: 'ContainerForgotten', workerId, containerId, reason },
+    ...expirePinned(worker, containerId, 'container_forgotten'),
+  ];
+}
+
+/** `SessionUnpinned` when releasing `requestId` as failed clears its session's pin. */
+function unpinIfCreator(
+  state: ClusterState,
+  requestId: string,
+  reason: SessionUnpinReason,
+): NewEvent[] {
+  const reservation = state.reservations.get(requestId);
+  if (!reservation || reservation.sessionId === null) return [];
+  const session = state.sessions.get(reservation.sessionId);
+  if (!session || session.pin === null || session.pinnedBy !== requestId) return [];
+  return [{ type: 'SessionUnpinned', sessionId: session.sessionId, reason }];
+}
+
+/**
+ * A call ended: `CallFinished` (`ok` when `code` is null, else the code it ended with), then
+ * `SessionUnpinned` (`call_failed`) when it failed and had created its session's pin. Always
+ * returns `CallFinished`, even when the reservation was already force-released: every call that
+ * was placed finishes exactly once in the log.
+ */
+export function callFinishedEvents(
+  state: ClusterState,
+  requestId: string,
+  code: GrpcCodeName | null,
+): NewEvent[] {
+  const ok = code === null || code === 'OK';
+  return [
+    { type: 'CallFinished', requestId, ok, code: ok ? null : code },
+    ...(ok ? [] : unpinIfCreator(state, requestId, 'call_failed')),
+  ];
+}
+
+/**
+ * Force-releasing a reservation (stale, or in flight when the router died): `ReservationExpired`,
+ * then `SessionUnpinned` (`reservation_expired`) when the call had created its session's pin.
+ * Nothing when there is no such reservation.
+ */
+export function reservationExpiredEvents(state: ClusterState, requestId: string): NewEvent[] {
+  if (!state.reservations.has(requestId)) return [];
+  return [
+    { type: 'ReservationExpired', requestId },
+    ...unpinIfCreator(state, requestId, 'reservation_expired'),
+  ];
+}

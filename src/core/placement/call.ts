@@ -1,0 +1,41 @@
+/** A call as placement sees it, and the budget it asks for once defaults are applied. */
+import type { Demand } from '../../events/types.js';
+import { isGpuCall, memoryBudget } from '../../shared/call-budget.js';
+import type { Config } from '../../shared/config.js';
+
+/** A call that reached placement: its IDs and its demand exactly as the client sent it. */
+export interface CallToPlace {
+  readonly requestId: string;
+  /** The session, or null (an empty string counts as no session). */
+  readonly sessionId: string | null;
+  readonly demand: Demand;
+  /** The tenant the caller's credential names; null (or absent) without one. */
+  readonly tenantId?: string | null;
+}
+
+/** What a call needs from a worker, with defaults applied. */
+export interface Budget {
+  /** Memory in bytes: the call's own, or `DEFAULT_MEMORY` when it named none. */
+  readonly memory: number;
+  /** GPU memory in bytes (0 when none). */
+  readonly gpuMemory: number;
+  /** A GPU call: it says so, or it has a GPU memory budget. */
+  readonly gpuCall: boolean;
+}
+
+/** The budget of a demand under a config. */
+export function budgetOf(demand: Demand, config: Config): Budget {
+  return {
+    memory: memoryBudget(demand.memory, config.DEFAULT_MEMORY),
+    gpuMemory: demand.gpuMemory ?? 0,
+    gpuCall: isGpuCall(demand.gpu, demand.gpuMemory),
+  };
+}
+
+/**
+ * A session ID as the router reads it: the wire's empty string, like null, is no session. The one
+ * definition, for the client's config and for a call placement sees.
+ */
+export function sessionIdOf(sessionId: string | null): string | null {
+  return sessionId === null || sessionId === '' ? null : sessionId;
+}

@@ -1,0 +1,151 @@
+/**
+ * The candidates (rule 2) kept sorted by their ranking key (rule 4), so placement can walk them
+ * best first and stop at the first that passes every filter instead of walking all of them.
+ *
+ * The index belongs to whoever owns the state it serves (the router, the replayer) and is passed
+ * to placement with it. It is kept in step by the fold: the owner folds with the index as the
+ * `WorkerChangeSink` (`projections/worker-changes.ts`), which hears of every worker an event
+ * changes, and before each use the index moves just those workers. It is correct by construction:
+ * each entry holds the key it is sorted by, computed from the worker when it last changed by the
+ * terms that declare what they read (`rank-term.ts`), so no change to a record can leave a key
+ * stale; and the fold reports every worker it changes. A map it was not fed from (an immutable
+ * state, another log, a Snapshot's new state) rebuilds it. The walk's answer is exactly the full
+ * scan's (property tests check this).
+ */
+import type { WorkerRecord } from '../../projections/cluster-state.js';
+import { compareText, isPlaceable } from '../../projections/queries.js';
+import type { WorkerChangeSink } from '../../projections/worker-changes.js';
+import type { Budget } from './call.js';
+import { RANK_TERMS } from './ranking/index.js';
+
+/** The ranking of a CPU call: every order below is this one (see `rankingKey`). */
+const CPU_CALL: Budget = { memory: 0, gpuMemory: 0, gpuCall: false };
+
+/** A candidate as the index holds it: its live record and the key it is sorted by. */
+export interface RankedCandidate {
+  readonly worker: WorkerRecord;
+  /** The ranking terms' values for a CPU call, as they were when the worker last changed. */
+  readonly key: readonly number[];
+}
+
+/**
+ * A worker's key for a CPU call. A GPU call ranks gpu workers the same way among themselves (its
+ * flavor penalty is 0 for all of them, as a CPU call's is 1) and its flavor filter fails the
+ * rest, so one order serves both.
+ */
+function rankingKey(worker: WorkerRecord): number[] {
+  return RANK_TERMS.map((term) => term.value(worker, CPU_CALL));
+}
+
+/** Negative when `a` ranks before `b`: their keys left to right, then their IDs as text. */
+function compareCandidates(a: RankedCandidate, b: RankedCandidate): number {
+  for (let i = 0; i < a.key.length; i += 1) {
+    const difference = (a.key[i] as number) - (b.key[i] as number);
+    if (difference !== 0) return difference;
+  }
+  return compareText(a.worker.workerId, b.worker.workerId);
+}
+
+/** The first index in `sorted` whose candidate does not rank before `candidate`. */
+function lowerBound(sorted: readonly RankedCandidate[], candidate: RankedCandidate): number {
+  let low = 0;
+  let high = sorted.length;
+  while (low < high) {
+    const middle = (low + high) >>> 1;
+    if (compareCandidates(sorted[middle] as RankedCandidate, candidate) < 0) low = middle + 1;
+    else high = middle;
+  }
+  return low;
+}
+
+/** The index of the first gpu worker among candidates in ranking order (cpu workers come first). */
+export function firstGpuCandidate(sorted: readonly RankedCandidate[]): number {
+  let low = 0;
+  let high = sorted.length;
+  while (low < high) {
+    const middle = (low + high) >>> 1;
+    if ((sorted[middle] as RankedCandidate).worker.flavor !== 'gpu') low = middle + 1;
+    else high = middle;
+  }
+  return low;
+}
+
+/** Placement's candidates in ranking order, kept in step with one workers map by its fold. */
+export class CandidateIndex implements WorkerChangeSink {
+  /** The workers map the index was built from. */
+  private source: ReadonlyMap<string, WorkerRecord> | undefined;
+  /** Every worker of the source by ID: its entry when it is a candidate, else null. */
+  private entries = new Map<string, RankedCandidate | null>();
+  /** The candidates, best first. */
+  private sorted: RankedCandidate[] = [];
+  /** Workers the fold changed since the index last looked. */
+  private readonly changed = new Set<string>();
+
+  /** The fold changed (or added) a worker of the map the index serves. */
+  workerChanged(workerId: string): void {
+    this.changed.add(workerId);
+  }
+
+  /** The candidates of `workers`, best first. The array is the index's own: do not keep it. */
+  candidates(workers: ReadonlyMap<string, WorkerRecord>): readonly RankedCandidate[] {
+    if (workers === this.source && this.changed.size > 0) this.catchUp(workers);
+    // Another map, or one holding workers the fold never reported: start over.
+    if (workers !== this.source || this.entries.size !== workers.size) this.rebuild(workers);
+    return this.sorted;
+  }
+
+  /** Moves the workers the fold reported since the index last looked. */
+  private catchUp(workers: ReadonlyMap<string, WorkerRecord>): void {
+    for (const workerId of this.changed) {
+      const record = workers.get(workerId);
+      const previous = this.entries.get(workerId) ?? null;
+      const next = record !== undefined && isPlaceable(record) ? this.entryOf(record) : null;
+      this.move(previous, next);
+      if (record !== undefined) this.entries.set(workerId, next);
+      else this.entries.delete(workerId);
+    }
+    this.changed.clear();
+  }
+
+  private entryOf(worker: WorkerRecord): RankedCandidate {
+    return { worker, key: rankingKey(worker) };
+  }
+
+  /**
+   * Replaces `previous` by `next` in the sorted candidates (either may be null: not a candidate),
+   * shifting only the candidates between its old and new places.
+   */
+  private move(previous: RankedCandidate | null, next: RankedCandidate | null): void {
+    const sorted = this.sorted;
+    if (previous === null) {
+      if (next !== null) sorted.splice(lowerBound(sorted, next), 0, next);
+      return;
+    }
+    const from = lowerBound(sorted, previous);
+    if (next === null) {
+      sorted.splice(from, 1);
+      return;
+    }
+    let to = lowerBound(sorted, next);
+    if (to > from) {
+      to -= 1;
+      for (let i = from; i < to; i += 1) sorted[i] = sorted[i + 1] as RankedCandidate;
+    } else {
+      for (let i = from; i > to; i -= 1) sorted[i] = sorted[i - 1] as RankedCandidate;
+    }
+    sorted[to] = next;
+  }
+
+  private rebuild(workers: ReadonlyMap<string, WorkerRecord>): void {
+    this.source = workers;
+    this.changed.clear();
+    this.entries = new Map();
+    this.sorted = [];
+    for (const [workerId, worker] of workers) {
+      const entry = isPlaceable(worker) ? this.entryOf(worker) : null;
+      this.entries.set(workerId, entry);
+      if (entry !== null) this.sorted.push(entry);
+    }
+    this.sorted.sort(compareCandidates);
+  }
+}

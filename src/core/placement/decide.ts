@@ -1,0 +1,284 @@
+/**
+ * Placement: a pure function of (cluster state, call, config) returning the events to append and
+ * the outcome, in the order of the rules in docs/placement.md. `place` is the hot path (with the
+ * caller's `PlacementCaches`, a walk of the candidates best first; without, one full walk);
+ * `explainPlacement` runs the very same steps while recording why.
+ */
+import type { NewEvent } from '../../events/types.js';
+import type { ClusterState, WorkerRecord } from '../../projections/cluster-state.js';
+import type { Config } from '../../shared/config.js';
+import type { GrpcCodeName } from '../../shared/grpc-codes.js';
+import { budgetOf, sessionIdOf, type Budget, type CallToPlace } from './call.js';
+import { cheapest, costTable, flavorCatalogue } from './checkpoints.js';
+import type { PlacementDecision } from './decision.js';
+import { ExplanationBuilder, type PlacementExplanation } from './explanation.js';
+import { FILTERS } from './filters/index.js';
+import { checkPackages, planPackages, type PackageRequirement } from './packages.js';
+import type { PlacementCaches } from './placement-caches.js';
+import { explainScan, scanAll, scanInRankOrder, type ScanResult } from './scan.js';
+import { sessionAffinity } from './session-affinity.js';
+
+/** What a decision may be given besides the state and the call. */
+export interface PlaceOptions {
+  /** The config to decide under; default the config in force (`state.config`). */
+  readonly config?: Config;
+  /**
+   * The caller's caches for this state (fold the state with them as its change sink). Without,
+   * placement decides the same, walking every worker.
+   */
+  readonly caches?: PlacementCaches;
+}
+
+/** Decides where `call` runs, against `state`. */
+export function place(
+  state: ClusterState,
+  call: CallToPlace,
+  options: PlaceOptions = {},
+): PlacementDecision {
+  return decide(state, call, options.config ?? state.config, options.caches, undefined);
+}
+
+/** Decides like `place` and explains why, worker by worker. */
+export function explainPlacement(
+  state: ClusterState,
+  call: CallToPlace,
+  options: PlaceOptions = {},
+): PlacementExplanation {
+  const config = options.config ?? state.config;
+  const budget = budgetOf(call.demand, config);
+  const explanation = new ExplanationBuilder(budget, config);
+  const decision = decide(state, call, config, options.caches, explanation);
+  return explanation.build(call.requestId, sessionIdOf(call.sessionId), decision);
+}
+
+function rejected(
+  call: CallToPlace,
+  before: readonly NewEvent[],
+  code: GrpcCodeName,
+  message: string,
+): PlacementDecision {
+  return {
+    outcome: 'rejected',
+    code,
+    message,
+    events: [
+      ...before,
+      {
+        type: 'CallRejected',
+        requestId: call.requestId,
+        sessionId: sessionIdOf(call.sessionId),
+        code,
+        message,
+      },
+    ],
+  };
+}
+
+function decide(
+  state: ClusterState,
+  call: CallToPlace,
+  config: Config,
+  caches: PlacementCaches | undefined,
+  explain: ExplanationBuilder | undefined,
+): PlacementDecision {
+  const { demand } = call;
+  const sessionId = sessionIdOf(call.sessionId);
+  const budget = budgetOf(demand, config);
+  const before: NewEvent[] = [];
+
+  // The demand itself: valid packages, no contradiction.
+  const checked = checkPackages(demand.packages, caches?.requirements);
+  if (!checked.ok) {
+    const message = `package entry "${checked.entry}" is not a valid PEP 508 requirement: ${checked.problem}`;
+    explain?.packages({ requested: demand.packages ?? [], problem: message });
+    return rejected(call, before, 'INVALID_ARGUMENT', message);
+  }
+  explain?.packages({ requested: demand.packages ?? [], duplicates: checked.duplicates });
+  const pinnedCheckpoint = demand.checkpointId ?? '';
+  if (pinnedCheckpoint !== '' && demand.disableOptimizedExecution === true) {
+    return rejected(
+      call,
+      before,
+      'INVALID_ARGUMENT',
+      `checkpoint_id "${pinnedCheckpoint}" and disable_optimized_execution contradict each other`,
+    );
+  }
+
+  // Rule 1: session affinity.
+  if (sessionId !== null) {
+    const affinity = sessionAffinity(state, sessionId, demand);
+    explain?.session(sessionId, affinity.kind === 'reject' ? affinity.message : affinity.verdict);
+    switch (affinity.kind) {
+      case 'reject':
+        return rejected(call, before, affinity.code, affinity.message);
+      case 'reuse':
+        return reserve(
+          call,
+          before,
+          budget,
+          affinity.worker,
+          checked.requirements,
+          state,
+          { containerId: affinity.pin.containerId, checkpointId: affinity.pin.checkpointId },
+          explain,
+        );
+      case 'drop-pin':
+        before.push({ type: 'SessionUnpinned', sessionId, reason: 'container_unavailable' });
+        break;
+      case 'new':
+        break;
+    }
+  }
+
+  // Rules 2 to 4: candidates, filters, ranking.
+  const { best, candidates, failures } = scan(state, budget, config, caches, explain);
+  if (candidates === 0) return rejected(call, before, 'UNAVAILABLE', 'no workers available');
+  if (!best) {
+    const ruledOut = FILTERS.map((filter, i) => [filter.name, failures[i] ?? 0] as const)
+      .filter(([, count]) => count > 0)
+      .map(([name, count]) => `${name} ruled out ${count}`)
+      .join(', ');
+    return rejected(
+      call,
+      before,
+      'RESOURCE_EXHAUSTED',
+      `no worker can accept this request (${candidates} candidate${candidates === 1 ? '' : 's'}: ${ruledOut})`,
+    );
+  }
+
+  // Rule 5: the checkpoint of the new container.
+  const checkpoint = chooseCheckpoint(state, best, call, explain);
+  if (!checkpoint.ok) return rejected(call, before, 'INVALID_ARGUMENT', checkpoint.message);
+
+  // Rules 6 and 7: packages, and the reservation in the same step.
+  return reserve(
+    call,
+    before,
+    budget,
+    best,
+    checked.requirements,
+    state,
+    {
+      containerId: null,
+      checkpointId: checkpoint.checkpointId,
+    },
+    explain,
+  );
+}
+
+/** Rules 2 to 4 by the fastest walk the caller allows (every walk gives the same answer). */
+function scan(
+  state: ClusterState,
+  budget: Budget,
+  config: Config,
+  caches: PlacementCaches | undefined,
+  explain: ExplanationBuilder | undefined,
+): ScanResult {
+  if (explain) return explainScan(state.workers.values(), budget, config, explain);
+  if (caches) return scanInRankOrder(caches.candidates.candidates(state.workers), budget, config);
+  return scanAll(state.workers.values(), budget, config);
+}
+
+type CheckpointChoice = { ok: true; checkpointId: string | null } | { ok: false; message: string };
+
+/** Rule 5: the checkpoint for a new container on `worker`. */
+function chooseCheckpoint(
+  state: ClusterState,
+  worker: WorkerRecord,
+  call: CallToPlace,
+  explain: ExplanationBuilder | undefined,
+): CheckpointChoice {
+  const { demand } = call;
+  const catalogue = state.catalogue;
+  const flavor = flavorCatalogue(catalogue, worker.flavor);
+  const record = (chosen: string | null, reason: string, rows: ReturnType<typeof costTable> = []) =>
+    explain?.checkpoint({
+      flavor: worker.flavor,
+      catalogueRevision: catalogue?.revision ?? null,
+      rows,
+      chosen,
+      reason,
+    });
+  if (demand.disableOptimizedExecution === true) {
+    record(null, 'disable_optimized_execution: cold start, no checkpoint');
+    return { ok: true, checkpointId: null };
+  }
+  const pinned = demand.checkpointId ?? '';
+  if (pinned !== '') {
+    if (!flavor || !flavor.checkpoints.some((checkpoint) => checkpoint.id === pinned)) {
+      const known = flavor ? flavor.checkpoints.map((c) => c.id).join(', ') || 'none' : 'none';
+      const where = catalogue
+        ? `the catalogue (revision ${catalogue.revision}) of flavor ${worker.flavor} (known: ${known})`
+        : 'any catalogue: none is loaded';
+      record(null, `pinned checkpoint "${pinned}" refused`);
+      return { ok: false, message: `checkpoint "${pinned}" is not in ${where}` };
+    }
+    record(pinned, 'pinned by the call: scoring skipped');
+    return { ok: true, checkpointId: pinned };
+  }
+  if (!catalogue || !flavor) {
+    record(
+      null,
+      catalogue
+        ? `the catalogue has no entry for flavor ${worker.flavor}: cold start`
+        : 'no catalogue loaded: cold start',
+    );
+    return { ok: true, checkpointId: null };
+  }
+  const rows = costTable(catalogue.catalogue, flavor, demand.imports);
+  const winner = cheapest(rows);
+  const chosen = winner?.checkpointId ?? null;
+  record(chosen, chosen === null ? 'a cold start is cheapest' : `"${chosen}" is cheapest`, rows);
+  return { ok: true, checkpointId: chosen };
+}
+
+/** Rules 6 and 7: the packages for `worker`'s base image, and the reservation events. */
+function reserve(
+  call: CallToPlace,
+  before: readonly NewEvent[],
+  budget: Budget,
+  worker: WorkerRecord,
+  requirements: readonly PackageRequirement[],
+  state: ClusterState,
+  where: { containerId: string | null; checkpointId: string | null },
+  explain?: ExplanationBuilder,
+): PlacementDecision {
+  const base = flavorCatalogue(state.catalogue, worker.flavor)?.basePackages ?? null;
+  const plan = planPackages(requirements, base);
+  explain?.packages({ kept: plan.packages, skipped: plan.skippedPackages });
+  const sessionId = sessionIdOf(call.sessionId);
+  const events: NewEvent[] = [
+    ...before,
+    {
+      type: 'CallPlaced',
+      requestId: call.requestId,
+      sessionId,
+      workerId: worker.workerId,
+      containerId: where.containerId,
+      checkpointId: where.checkpointId,
+      packages: [...plan.packages],
+      skippedPackages: [...plan.skippedPackages],
+      memory: budget.memory,
+    },
+  ];
+  if (sessionId !== null && where.containerId !== null) {
+    events.push({
+      type: 'SessionPinned',
+      sessionId,
+      workerId: worker.workerId,
+      containerId: where.containerId,
+      requestId: call.requestId,
+      checkpointId: where.checkpointId,
+    });
+  }
+  return {
+    outcome: 'placed',
+    events,
+    workerId: worker.workerId,
+    containerId: where.containerId,
+    checkpointId: where.checkpointId,
+    packages: plan.packages,
+    skippedPackages: plan.skippedPackages,
+    memory: budget.memory,
+  };
+}

@@ -1,0 +1,29 @@
+/** What placement decides: the events to append, and the outcome they record. */
+import type { NewEvent } from '../../events/types.js';
+import type { GrpcCodeName } from '../../shared/grpc-codes.js';
+
+/** The call was placed: `events` hold `CallPlaced` (and maybe `SessionUnpinned`, `SessionPinned`). */
+export interface PlacedDecision {
+  readonly outcome: 'placed';
+  readonly events: readonly NewEvent[];
+  readonly workerId: string;
+  /** The session's container the call reuses; null for a new container. */
+  readonly containerId: string | null;
+  /** The checkpoint a new container is restored from (or the reused one's); null for cold. */
+  readonly checkpointId: string | null;
+  readonly packages: readonly string[];
+  readonly skippedPackages: readonly string[];
+  /** The memory reserved, in bytes. */
+  readonly memory: number;
+}
+
+/** The call was refused: `events` hold `CallRejected` (after a `SessionUnpinned` if a pin was dropped). */
+export interface RejectedDecision {
+  readonly outcome: 'rejected';
+  readonly events: readonly NewEvent[];
+  readonly code: GrpcCodeName;
+  readonly message: string;
+}
+
+/** Placement's answer for one call. */
+export type PlacementDecision = PlacedDecision | RejectedDecision;

@@ -1,0 +1,85 @@
+/**
+ * Rule 1: a call of a session whose container is pinned goes to that container, with no filtering
+ * or scoring, while the container's worker is ready and the container is ready or busy. A pinned
+ * container the worker has not reported yet counts as busy: removals are always reported, and
+ * they expire the session.
+ */
+import type { Demand } from '../../events/types.js';
+import type { ClusterState, SessionPin, WorkerRecord } from '../../projections/cluster-state.js';
+import { isPlaceable } from '../../projections/queries.js';
+import type { GrpcCodeName } from '../../shared/grpc-codes.js';
+
+/** What the session means for this call. */
+export type Affinity =
+  | { readonly kind: 'new'; readonly verdict: string }
+  | {
+      readonly kind: 'reuse';
+      readonly pin: SessionPin;
+      readonly worker: WorkerRecord;
+      readonly verdict: string;
+    }
+  | { readonly kind: 'drop-pin'; readonly pin: SessionPin; readonly verdict: string }
+  | { readonly kind: 'reject'; readonly code: GrpcCodeName; readonly message: string };
+
+function describeCheckpoint(checkpointId: string | null): string {
+  return checkpointId === null ? 'a cold start' : `checkpoint "${checkpointId}"`;
+}
+
+/** Why a pinned container cannot take the call, or null when it can. */
+function pinUnusable(state: ClusterState, pin: SessionPin): string | null {
+  const worker = state.workers.get(pin.workerId);
+  if (!worker || !isPlaceable(worker)) {
+    return `its worker ${pin.workerId} is ${worker ? worker.status : 'unknown'}`;
+  }
+  const container = worker.containers.get(pin.containerId);
+  if (container && container.state !== 'ready' && container.state !== 'busy') {
+    return `its container ${pin.containerId} is in state ${container.state}`;
+  }
+  return null;
+}
+
+/** Rule 1 for a call of session `sessionId`. */
+export function sessionAffinity(state: ClusterState, sessionId: string, demand: Demand): Affinity {
+  const session = state.sessions.get(sessionId);
+  if (!session) return { kind: 'new', verdict: 'new session: placed like a new call' };
+  if (session.expired) {
+    return {
+      kind: 'reject',
+      code: 'NOT_FOUND',
+      message: `session expired: session ${sessionId} ended at seq ${session.expired.seq} (${session.expired.reason})`,
+    };
+  }
+  const pin = session.pin;
+  if (!pin)
+    return { kind: 'new', verdict: 'session without a pinned container: placed like a new call' };
+  const unusable = pinUnusable(state, pin);
+  if (unusable !== null) {
+    return {
+      kind: 'drop-pin',
+      pin,
+      verdict: `pin to ${pin.workerId}/${pin.containerId} dropped: ${unusable}; placed like a new call`,
+    };
+  }
+  if (demand.disableOptimizedExecution === true && pin.checkpointId !== null) {
+    return {
+      kind: 'reject',
+      code: 'FAILED_PRECONDITION',
+      message: `session ${sessionId} runs in a container restored from checkpoint "${pin.checkpointId}"; disable_optimized_execution cannot be honoured in it (start a new session)`,
+    };
+  }
+  const wanted = demand.checkpointId ?? '';
+  if (wanted !== '' && wanted !== pin.checkpointId) {
+    return {
+      kind: 'reject',
+      code: 'FAILED_PRECONDITION',
+      message: `session ${sessionId} runs in a container from ${describeCheckpoint(pin.checkpointId)}, not the requested checkpoint "${wanted}"`,
+    };
+  }
+  const worker = state.workers.get(pin.workerId) as WorkerRecord;
+  return {
+    kind: 'reuse',
+    pin,
+    worker,
+    verdict: `reuses the session's container ${pin.workerId}/${pin.containerId} (${describeCheckpoint(pin.checkpointId)}), no filtering or ranking`,
+  };
+}

@@ -1,0 +1,2 @@
+/** Worker reports as events. */
+export * from './report-events.js';

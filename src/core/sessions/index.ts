@@ -1,0 +1,2 @@
+/** Session turn bookkeeping: who holds each session's turn and who waits. */
+export * from './turn-queue.js';

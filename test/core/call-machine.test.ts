@@ -1,0 +1,266 @@
+import { expect } from 'chai';
+import type { CallEffect } from '../../src/core/calls/call-effects.js';
+import { newCall, stepCall } from '../../src/core/calls/call-machine.js';
+import type { CallInput, CallPhase, CallWorld } from '../../src/core/calls/call-phases.js';
+import { PlacementCaches } from '../../src/core/placement/index.js';
+import type { NewEvent } from '../../src/events/index.js';
+import { applyInPlace, initialState, type ClusterState } from '../../src/projections/index.js';
+import { PayloadFormat, type CallIds } from '../../src/proto/gen/readie/v1/call.js';
+import type { CallConfig } from '../../src/proto/gen/readie/v1/proxy.js';
+import { DEFAULT_CONFIG } from '../../src/shared/config.js';
+import { atOf, GiB, placed, registered, START_MS } from '../support/events.js';
+
+/** A call config as a client sends it first. */
+function config(fields: Partial<CallConfig> = {}): CallConfig {
+  return {
+    requestId: 'r1',
+    sessionId: '',
+    imports: [],
+    memory: undefined,
+    gpuMemory: undefined,
+    gpu: false,
+    disableOptimizedExecution: false,
+    packages: [],
+    checkpointId: '',
+    pythonVersion: '3.11.2',
+    format: PayloadFormat.PAYLOAD_FORMAT_JSON_CALL,
+    ...fields,
+  };
+}
+
+const chunk = (bytes: number): CallInput => ({
+  type: 'client-message',
+  message: { kind: 'chunk', bytes, wire: Buffer.alloc(bytes) },
+});
+
+const answer = (ids: Partial<CallIds> | undefined): CallInput => ({
+  type: 'worker-answer',
+  answer: {
+    ids: ids && {
+      requestId: 'r1',
+      sessionId: '',
+      workerId: 'w1',
+      containerId: '',
+      checkpointId: '',
+      ...ids,
+    },
+    carries: 'log',
+    chunkBytes: 0,
+    wire: Buffer.alloc(0),
+    body: Buffer.alloc(0),
+  },
+});
+
+/**
+ * A call driven as the shell drives it: given the cluster's events, when inputs arrive, then the
+ * effects. Records are folded into the state, as the router's journal does.
+ */
+class Given {
+  private state: ClusterState = initialState();
+  private seq = 0;
+  readonly caches = new PlacementCaches();
+  phase: CallPhase;
+  now = START_MS;
+  readonly handling = new Set<string>();
+  readonly recorded: NewEvent[] = [];
+
+  constructor(events: readonly NewEvent[], clientDeadline = Infinity) {
+    for (const event of events) this.fold(event, null);
+    this.phase = newCall(clientDeadline);
+  }
+
+  private fold(event: NewEvent, cause: string | null): void {
+    this.seq += 1;
+    const stamped = { seq: this.seq, at: atOf(this.seq), cause, ...event };
+    this.state = applyInPlace(this.state, stamped, this.caches);
+  }
+
+  private world(): CallWorld {
+    return {
+      state: this.state,
+      caches: this.caches,
+      now: this.now,
+      settings: { ...DEFAULT_CONFIG, EXECUTION_TIMEOUT: 60_000, SESSION_WAIT_TIMEOUT: 5_000 },
+      handling: (requestId) => this.handling.has(requestId),
+    };
+  }
+
+  /** Feeds one input; performs records (and answers a decision's record) like the shell. */
+  when(input: CallInput): CallEffect[] {
+    const step = stepCall(this.phase, input, this.world());
+    this.phase = step.phase;
+    const effects = [...step.effects];
+    for (const effect of step.effects) {
+      if (effect.type === 'record' || effect.type === 'record-decision') {
+        for (const event of effect.decision.events) {
+          this.fold(event, effect.decision.cause);
+          this.recorded.push(event);
+        }
+      }
+      if (effect.type === 'record-decision') effects.push(...this.when({ type: 'recorded' }));
+    }
+    return effects;
+  }
+
+  config(fields: Partial<CallConfig> = {}): CallEffect[] {
+    return this.when({
+      type: 'client-message',
+      message: { kind: 'config', config: config(fields) },
+    });
+  }
+}
+
+const types = (effects: readonly CallEffect[]) => effects.map((effect) => effect.type);
+const find = <T extends CallEffect['type']>(effects: readonly CallEffect[], type: T) =>
+  effects.find((effect): effect is Extract<CallEffect, { type: T }> => effect.type === type);
+
+describe('the call state machine (pure)', () => {
+  it('records the decision, then opens the worker with the header and the tighter deadline', () => {
+    const given = new Given([registered('w1')], START_MS + 30_000);
+    const effects = given.config({ memory: 2 * GiB, packages: ['numpy'] });
+    expect(types(effects)).to.deep.equal([
+      'pause-client',
+      'identified',
+      'register',
+      'explain',
+      'record-decision',
+      'placed',
+      'open-worker',
+      'resume-client',
+    ]);
+    expect(given.recorded.map((e) => e.type)).to.deep.equal(['CallRequested', 'CallPlaced']);
+    const decision = find(effects, 'record-decision')!.decision;
+    expect(decision.cause).to.equal('call:r1');
+    const open = find(effects, 'open-worker')!;
+    expect(open).to.deep.include({ workerId: 'w1', address: 'w1.local:50052' });
+    expect(open.deadline, 'the client deadline is tighter than EXECUTION_TIMEOUT').to.equal(
+      START_MS + 30_000,
+    );
+    expect(open.header).to.deep.include({ memory: 2 * GiB, packages: ['numpy'], gpu: false });
+    expect(given.phase.phase).to.equal('relaying');
+  });
+
+  it('makes a session call wait for its turn, and places it when granted', () => {
+    const given = new Given([registered('w1')]);
+    const effects = given.config({ sessionId: 's1' });
+    expect(find(effects, 'wait-turn')).to.deep.equal({
+      type: 'wait-turn',
+      sessionId: 's1',
+      timeoutMs: 5_000,
+    });
+    expect(given.phase.phase).to.equal('waiting-turn');
+    expect(given.recorded, 'nothing recorded before the turn').to.deep.equal([]);
+    expect(types(given.when({ type: 'turn-granted' }))).to.include('open-worker');
+  });
+
+  it('refuses a request ID in flight here or holding a reservation, without registering it', () => {
+    const busy = new Given([registered('w1')]);
+    busy.handling.add('r1');
+    const here = busy.config();
+    expect(types(here)).to.not.include('register');
+    expect(find(here, 'fail-client')).to.deep.include({ code: 'ALREADY_EXISTS' });
+    const reserved = new Given([registered('w1'), placed('r1', 'w1')]);
+    expect(find(reserved.config(), 'fail-client')).to.deep.include({ code: 'ALREADY_EXISTS' });
+    expect(reserved.recorded).to.deep.equal([]);
+  });
+
+  it('refuses a stream that does not start with a config, and one that ends before it', () => {
+    const first = new Given([registered('w1')]);
+    expect(find(first.when(chunk(3)), 'fail-client')).to.deep.include({
+      code: 'INVALID_ARGUMENT',
+      details: 'payload before config: the first message must carry the call config, not a chunk',
+    });
+    const ended = new Given([registered('w1')]);
+    expect(find(ended.when({ type: 'client-ended' }), 'fail-client')).to.deep.include({
+      code: 'INVALID_ARGUMENT',
+      details: 'the stream ended before any config message',
+    });
+  });
+
+  it("refuses with placement's code, gives the turn back and records no CallFinished", () => {
+    const given = new Given([]);
+    const effects = given.config({ sessionId: 's1' });
+    const granted = given.when({ type: 'turn-granted' });
+    expect(types(effects)).to.include('wait-turn');
+    expect(types(granted)).to.include.members(['release-turn', 'unregister', 'refused']);
+    expect(find(granted, 'fail-client')).to.deep.equal({
+      type: 'fail-client',
+      code: 'UNAVAILABLE',
+      details: 'no workers available',
+    });
+    expect(given.recorded.map((e) => e.type)).to.deep.equal(['CallRequested', 'CallRejected']);
+  });
+
+  it("binds on the first answer naming the container and pins a session's new container", () => {
+    const given = new Given([registered('w1')]);
+    given.config({ sessionId: 's1' });
+    given.when({ type: 'turn-granted' });
+    expect(types(given.when(answer({ sessionId: 's1' })))).to.deep.equal(['to-client']);
+    const first = given.when(answer({ sessionId: 's1', containerId: 'c1' }));
+    expect(types(first)).to.deep.equal(['record', 'bound', 'to-client']);
+    expect(find(first, 'record')!.decision.cause).to.equal('answer:r1');
+    expect(given.recorded.slice(-2).map((e) => e.type)).to.deep.equal([
+      'CallBound',
+      'SessionPinned',
+    ]);
+    expect(types(given.when(answer({ sessionId: 's1', containerId: 'c1' })))).to.deep.equal([
+      'to-client',
+    ]);
+    const ended = given.when({ type: 'worker-ended', code: 0, details: 'OK' });
+    expect(find(ended, 'end-client'), 'the new pin must be durable first').to.deep.equal({
+      type: 'end-client',
+      afterCommit: true,
+    });
+    expect(given.recorded.at(-1)).to.deep.include({ type: 'CallFinished', ok: true });
+  });
+
+  it('relays chunks, ends a malformed stream INVALID_ARGUMENT, and finishes exactly once', () => {
+    const given = new Given([registered('w1')]);
+    given.config();
+    expect(given.when(chunk(10))).to.deep.include({
+      type: 'send-chunk',
+      wire: Buffer.alloc(10),
+      bytes: 10,
+    });
+    const second = given.when({
+      type: 'client-message',
+      message: { kind: 'config', config: config() },
+    });
+    expect(find(second, 'fail-client')).to.deep.include({ code: 'INVALID_ARGUMENT' });
+    expect(types(given.when({ type: 'worker-ended', code: 14, details: 'gone' }))).to.deep.equal(
+      [],
+    );
+    expect(given.recorded.filter((e) => e.type === 'CallFinished')).to.deep.equal([
+      { type: 'CallFinished', requestId: 'r1', ok: false, code: 'INVALID_ARGUMENT' },
+    ]);
+  });
+
+  it('counts a departure at the deadline as DEADLINE_EXCEEDED and tells the gone client nothing', () => {
+    const given = new Given([registered('w1')], START_MS + 1_000);
+    given.config();
+    given.now = START_MS + 900;
+    const effects = given.when({ type: 'client-gone' });
+    expect(types(effects)).to.not.include.members(['fail-client', 'end-client']);
+    expect(given.recorded.at(-1)).to.deep.include({
+      type: 'CallFinished',
+      code: 'DEADLINE_EXCEEDED',
+    });
+  });
+
+  it("turns a worker's refusal of the router's credentials into INTERNAL", () => {
+    const given = new Given([registered('w1')]);
+    given.config();
+    const effects = given.when({ type: 'worker-ended', code: 7, details: 'no' });
+    expect(find(effects, 'fail-client')?.code).to.equal('INTERNAL');
+  });
+
+  it('gives back a turn granted after the call ended, and refuses a waiting call on shutdown', () => {
+    const given = new Given([registered('w1')]);
+    given.config({ sessionId: 's1' });
+    const shut = given.when({ type: 'shutdown', reason: 'the router is shutting down' });
+    expect(types(shut)).to.include.members(['leave-line', 'release-turn', 'unregister']);
+    expect(find(shut, 'fail-client')).to.deep.include({ code: 'UNAVAILABLE' });
+    expect(given.when({ type: 'turn-granted' })).to.deep.equal([{ type: 'release-turn' }]);
+    expect(given.recorded).to.deep.equal([]);
+  });
+});
