@@ -37,11 +37,13 @@ export function addWorkerCommand(program: Command): void {
     .option('--log-level <level>', 'pino log level [LOG_LEVEL]', process.env['LOG_LEVEL'] ?? 'info')
     .addHelpText(
       'after',
-      `\nSettings read from the environment (DESIGN.md §6):\n${SETTINGS_HELP}\n` +
+      `\nSettings read from the environment (see docs/router.md):\n${SETTINGS_HELP}\n` +
         '  READIE_AUTH_TOKEN            sent to the router, and required from it on ExecutionService\n' +
-        '\nRuns as root (namespaces, mounts, cgroups); user code runs as nobody. On SIGTERM the worker\n' +
-        'reports REMOVED, lets running calls finish (no time limit of its own: EXECUTION_TIMEOUT bounds\n' +
-        'each call), removes its containers and exits; a second signal exits at once.',
+        "\nRuns as root (namespaces, mounts, cgroups); user code runs as its container's own uid from\n" +
+        '--sandbox-uids, with no network but its own loopback unless --network egress (docs/sandbox.md).\n' +
+        'On SIGTERM the worker reports REMOVED, lets running calls finish (no time limit of its own:\n' +
+        'EXECUTION_TIMEOUT bounds each call), removes its containers and exits; a second signal exits\n' +
+        'at once.',
     )
     .action(async (flags: WorkerFlagValues & { logLevel: string }) => {
       let options;

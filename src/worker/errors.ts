@@ -46,6 +46,12 @@ export class ContainerNotFoundError extends WorkerError {
   readonly code = status.NOT_FOUND;
 }
 
+/** The router named a container of another session: no session resumes another's container. */
+export class ContainerOwnedError extends WorkerError {
+  override readonly name = 'ContainerOwnedError';
+  readonly code = status.PERMISSION_DENIED;
+}
+
 /** The router named a container that is running another call. */
 export class ContainerBusyError extends WorkerError {
   override readonly name = 'ContainerBusyError';

@@ -3,6 +3,7 @@
  * (ExecutionService and health), registration, the utilization heartbeat, graceful shutdown.
  */
 import { hostname } from 'node:os';
+import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Server } from '@grpc/grpc-js';
 import type { Logger } from 'pino';
@@ -10,7 +11,7 @@ import { ExecutionServiceService } from '../proto/gen/readie/v1/execution.js';
 import { Flavor, WorkerStatus, type ReportStatusRequest } from '../proto/gen/readie/v1/registry.js';
 import { selectBackend } from './backend-selection.js';
 import { checkpointsFor, loadCatalogue, type RestoreBackend } from './checkpoints/index.js';
-import { ContainerPool } from './containers/index.js';
+import { ContainerPool, type SandboxContext } from './containers/index.js';
 import { WorkerStartupError } from './errors.js';
 import { CallTracker, executionService } from './execution/index.js';
 import { WorkerHealth } from './health.js';
@@ -19,8 +20,20 @@ import { advertisedAddress, type WorkerOptions } from './options.js';
 import { findInstaller, type Installer } from './packages/index.js';
 import { RegistryClient } from './registry/index.js';
 import { RouterLink } from './router-link.js';
-import { SANDBOX_WHEEL_DIR, socketPathProblem, type MemoryCgroups } from './sandbox/index.js';
-import { openCgroups, prepareStateDir, sandboxSelfTest } from './startup-checks.js';
+import {
+  SharedIdentity,
+  socketPathProblem,
+  UidClaims,
+  type ContainerCgroups,
+  type IdentitySource,
+} from './sandbox/index.js';
+import { StateDirLock } from './state-lock.js';
+import {
+  findSlirp4netns,
+  openCgroups,
+  prepareStateDir,
+  sandboxSelfTest,
+} from './startup-checks.js';
 import { routerCredentials, serverCredentials } from './transport.js';
 
 /** Knobs that are not flags: retry timings and startup checks (tests shorten them). */
@@ -38,6 +51,12 @@ export interface WorkerTuning {
   readonly criuProbeTimeoutMs: number;
   /** Start and stop one cold container at startup to prove the sandbox works. */
   readonly sandboxSelfTest: boolean;
+  /**
+   * False runs the sandbox as it was before per-container uids, network, cgroup and devpts
+   * namespaces, pids limits and the seccomp filter: the benchmark's baseline, never a product
+   * setting.
+   */
+  readonly sandboxHardening: boolean;
 }
 
 /** The defaults of WorkerTuning. */
@@ -49,7 +68,11 @@ const DEFAULT_TUNING: WorkerTuning = {
   templateRebuildDelayMs: 5_000,
   criuProbeTimeoutMs: 30_000,
   sandboxSelfTest: true,
+  sandboxHardening: true,
 };
+
+/** The uid of every container on the unhardened benchmark path: nobody. */
+const UNHARDENED_IDENTITY = { uid: 65534, gid: 65534 };
 
 /** A running worker. */
 export class Worker {
@@ -57,7 +80,8 @@ export class Worker {
   private readonly health = new WorkerHealth();
   private readonly cpu = new CpuSampler();
   private stopping: Promise<void> | null = null;
-  private cgroups: MemoryCgroups | null = null;
+  private cgroups: ContainerCgroups | null = null;
+  private stateLock: StateDirLock | null = null;
   private server: Server | null = null;
   private router: RouterLink | null = null;
   /** host:port reported to the router. */
@@ -108,18 +132,25 @@ export class Worker {
       throw new WorkerStartupError((error as Error).message);
     }
 
+    this.stateLock = await StateDirLock.acquire(options.stateDir);
+
     const problems: string[] = [];
     const python = await probePython(options.python);
     if (python.ok) this.pythonVersion = python.version;
     else problems.push(python.problem);
-    const stateProblem = await prepareStateDir(options.stateDir);
-    if (stateProblem) problems.push(stateProblem);
-    const opened = await openCgroups(options.cgroupParent, log);
-    if ('problem' in opened) problems.push(opened.problem);
-    else this.cgroups = opened.cgroups;
-    if (problems.length === 0) {
+    const state = await prepareStateDir(options.stateDir);
+    if ('problem' in state) problems.push(state.problem);
+    else {
+      const opened = await openCgroups(options.cgroupParent, state.leftovers, log);
+      if ('problem' in opened) problems.push(opened.problem);
+      else this.cgroups = opened.cgroups;
+    }
+    const sandbox = await this.sandboxContext();
+    if ('problem' in sandbox) problems.push(sandbox.problem);
+    if (problems.length === 0 && !('problem' in sandbox)) {
       const backendProblem = await this.prepareContainers(
         this.cgroups!,
+        sandbox,
         checkpointsFor(catalogue, options.flavor),
       );
       if (backendProblem) problems.push(backendProblem);
@@ -148,12 +179,31 @@ export class Worker {
     this.router!.startUtilization(options.config.WORKER_UTILIZATION_INTERVAL);
   }
 
+  /** The sandbox policy with the uid claims and, for egress, slirp4netns; or what is missing. */
+  private async sandboxContext(): Promise<SandboxContext | { problem: string }> {
+    const hardened = this.tuning.sandboxHardening;
+    const policy = { ...this.options.sandbox, hardened };
+    let identities: IdentitySource;
+    try {
+      identities = hardened
+        ? await UidClaims.open(policy.uids)
+        : new SharedIdentity(UNHARDENED_IDENTITY);
+    } catch (error) {
+      return { problem: `cannot claim sandbox uids: ${(error as Error).message}` };
+    }
+    if (!hardened || policy.network !== 'egress') return { policy, identities, slirp4netns: null };
+    const slirp = await findSlirp4netns();
+    if ('problem' in slirp) return slirp;
+    return { policy, identities, slirp4netns: slirp.path };
+  }
+
   /**
    * Chooses the restore backend, builds the checkpoints, and makes the container pool; returns
    * what is wrong instead when the backend asked for is unusable.
    */
   private async prepareContainers(
-    cgroups: MemoryCgroups,
+    cgroups: ContainerCgroups,
+    sandbox: SandboxContext,
     checkpoints: ReturnType<typeof checkpointsFor>,
   ): Promise<string | null> {
     const { options, log, tuning } = this;
@@ -162,8 +212,7 @@ export class Worker {
       log,
       cgroups,
       stateDir: options.stateDir,
-      sandboxUid: options.sandboxUid,
-      sandboxGid: options.sandboxGid,
+      sandbox,
       workerId: options.workerId,
       buildTimeoutMs: tuning.templateBuildTimeoutMs,
       rebuildDelayMs: tuning.templateRebuildDelayMs,
@@ -185,8 +234,7 @@ export class Worker {
       workerId: options.workerId,
       stateDir: options.stateDir,
       maxContainers: options.config.WORKER_MAX_EXECUTORS,
-      uid: options.sandboxUid,
-      gid: options.sandboxGid,
+      sandbox,
       python: options.python,
       wheelDir: options.wheelDir,
       cgroups,
@@ -216,10 +264,8 @@ export class Worker {
             : null,
         python: options.python,
         installer,
-        packageSource: {
-          indexUrl: options.packageIndex,
-          wheelDir: options.wheelDir ? SANDBOX_WHEEL_DIR : null,
-        },
+        packageSource: { indexUrl: options.packageIndex, wheelDir: options.wheelDir },
+        packageCacheDir: join(options.stateDir, 'package-cache'),
         dialTimeoutMs: options.config.DIAL_TOTAL_TIMEOUT,
         executionTimeoutMs: options.config.EXECUTION_TIMEOUT,
         log,
@@ -325,6 +371,7 @@ export class Worker {
       ]);
     }
     await this.cgroups?.close();
+    await this.stateLock?.release();
     log.info('worker stopped');
   }
 }

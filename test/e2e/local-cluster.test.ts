@@ -135,11 +135,11 @@ describe('the local cluster (readie up, what npm start runs)', function () {
     ]);
     const { code } = await up.exited;
     expect(code).to.equal(1);
-    for (const module of ['cloudpickle', 'grpc', 'google.protobuf']) {
+    for (const module of ['cloudpickle', 'grpc', 'google.protobuf', 'seccomp']) {
       expect(up.stderr()).to.contain(`Python module ${module} for ${bare}`);
     }
     expect(up.stderr()).to.contain(
-      'apt-get update && apt-get install -y python3-cloudpickle python3-grpcio python3-protobuf',
+      'apt-get update && apt-get install -y python3-cloudpickle python3-grpcio python3-protobuf python3-seccomp',
     );
     expect(up.lines.join('\n')).not.to.contain('starting a router');
     expect(existsSync(join(stateDir, 'log'))).to.equal(false);

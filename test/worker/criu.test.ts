@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { status } from '@grpc/grpc-js';
 import { WorkerStatus } from '../../src/proto/gen/readie/v1/registry.js';
 import { probeCriu } from '../../src/worker/backend-selection.js';
-import { MemoryCgroups } from '../../src/worker/sandbox/index.js';
+import { ContainerCgroups } from '../../src/worker/sandbox/index.js';
 import { CATALOGUE } from '../support/catalogues.js';
 import { cleanTempDirs, tempDir } from '../support/temp.js';
 import {
@@ -13,6 +13,7 @@ import {
   py,
   startHarness,
   testLogger,
+  testSandbox,
   testWorkerId,
   type Harness,
 } from '../support/worker-harness.js';
@@ -31,15 +32,14 @@ describe('the CRIU restore backend', function () {
 
   before(async () => {
     const workerId = testWorkerId();
-    const cgroups = await MemoryCgroups.open(`readie/${workerId}`);
+    const cgroups = await ContainerCgroups.open(`readie/${workerId}`);
     try {
       probe = await probeCriu({
         python: PYTHON,
         log: testLogger(),
         cgroups,
         stateDir: tempDir('rw-criu-'),
-        sandboxUid: 65534,
-        sandboxGid: 65534,
+        sandbox: await testSandbox(),
         workerId,
         buildTimeoutMs: 60_000,
         rebuildDelayMs: 60_000,
