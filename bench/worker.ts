@@ -2,6 +2,8 @@
  * The worker (run as root: it makes cgroups and namespaces):
  * - time to first executed call on a new container: cold start beside a restore of a checkpoint
  *   that imported numpy, in the same run (target: restore >= 10x faster);
+ * - the same starts with the hardened sandbox beside the sandbox before its hardening (target:
+ *   at most 5 ms more for a checkpoint start), and with --network egress beside none;
  * - per-call time on a warm session container (target < 2 ms), beside a bare unix-socket round
  *   trip to a Python process and a bare gRPC stream round trip on loopback.
  */
@@ -173,6 +175,31 @@ export async function run() {
     catalogue: CATALOGUE,
     flags: { maxContainers: '0', standby: '0' },
   });
+  // The same two, with the sandbox as it was before its hardening, and with --network egress.
+  const unhardened = { sandboxHardening: false };
+  const oldStandby = await startHarness({
+    router: remote,
+    catalogue: CATALOGUE,
+    flags: { maxContainers: '0' },
+    tuning: unhardened,
+  });
+  const oldOnDemand = await startHarness({
+    router: remote,
+    catalogue: CATALOGUE,
+    flags: { maxContainers: '0', standby: '0' },
+    tuning: unhardened,
+  });
+  const egressStandby = await startHarness({
+    router: remote,
+    catalogue: CATALOGUE,
+    flags: { maxContainers: '0', network: 'egress' },
+  });
+  const egressOnDemand = await startHarness({
+    router: remote,
+    catalogue: CATALOGUE,
+    flags: { maxContainers: '0', standby: '0', network: 'egress' },
+  });
+  const all = [standby, onDemand, oldStandby, oldOnDemand, egressStandby, egressOnDemand];
   try {
     const firstCall = async (harness: Harness, checkpointId: string) => {
       await harness.worker.pool!.settled();
@@ -184,18 +211,40 @@ export async function run() {
       await harness.worker.pool!.settled();
       return result.endedAt - result.startedAt;
     };
-    // Warm up each path once, then alternate: this machine's speed drifts.
-    await firstCall(standby, '');
-    await firstCall(standby, 'ckpt-numpy');
-    await firstCall(onDemand, 'ckpt-numpy');
-    const cold: number[] = [];
-    const fromStandby: number[] = [];
-    const restoredOnDemand: number[] = [];
+    // Each path: [harness, checkpoint]; all are warmed up once, then rounds alternate among
+    // them, because this machine's speed drifts.
+    const paths = {
+      cold: [standby, ''],
+      fromStandby: [standby, 'ckpt-numpy'],
+      restoredOnDemand: [onDemand, 'ckpt-numpy'],
+      oldCold: [oldStandby, ''],
+      oldStandby: [oldStandby, 'ckpt-numpy'],
+      oldOnDemand: [oldOnDemand, 'ckpt-numpy'],
+      egressCold: [egressStandby, ''],
+      egressStandby: [egressStandby, 'ckpt-numpy'],
+      egressOnDemand: [egressOnDemand, 'ckpt-numpy'],
+    } as const satisfies Record<string, readonly [Harness, string]>;
+    type Path = keyof typeof paths;
+    const times = Object.fromEntries(
+      Object.keys(paths).map((name) => [name, [] as number[]]),
+    ) as Record<Path, number[]>;
+    for (const [harness, checkpointId] of Object.values(paths))
+      await firstCall(harness, checkpointId);
     for (let i = 0; i < FIRST_CALL_ROUNDS; i += 1) {
-      cold.push(await firstCall(standby, ''));
-      fromStandby.push(await firstCall(standby, 'ckpt-numpy'));
-      restoredOnDemand.push(await firstCall(onDemand, 'ckpt-numpy'));
+      for (const [name, [harness, checkpointId]] of Object.entries(paths)) {
+        times[name as Path].push(await firstCall(harness, checkpointId));
+      }
     }
+    const ms = (name: Path) => median(times[name]);
+    const cold = times.cold;
+    const fromStandby = times.fromStandby;
+    const restoredOnDemand = times.restoredOnDemand;
+    const compare = (hardened: Path, baseline: Path) => ({
+      ms: round(ms(hardened)),
+      baselineMs: round(ms(baseline)),
+      addedMs: round(ms(hardened) - ms(baseline)),
+      ratio: ratio(ms(hardened), ms(baseline)),
+    });
 
     const session = await execute(
       standby.client,
@@ -239,6 +288,24 @@ export async function run() {
         targetMetByStandby: coldMs / standbyMs >= 10,
         targetMetOnDemand: coldMs / onDemandMs >= 10,
       },
+      hardening: {
+        what: 'the hardened sandbox (own uid, network, cgroup and devpts namespaces, pids limit, seccomp filter) beside the sandbox before it (one shared uid, the host network, no pids limit, no filter), no egress, same rounds',
+        checkpointOnDemand: compare('restoredOnDemand', 'oldOnDemand'),
+        checkpointFromStandby: compare('fromStandby', 'oldStandby'),
+        coldStart: compare('cold', 'oldCold'),
+        target: 'addedMs <= 5 for a checkpoint start, on demand and from a standby',
+        targetMet:
+          ms('restoredOnDemand') - ms('oldOnDemand') <= 5 &&
+          ms('fromStandby') - ms('oldStandby') <= 5,
+      },
+      egress: {
+        what: '--network egress (a slirp4netns per container, attached before the executor answers) beside --network none, same rounds',
+        checkpointOnDemand: compare('egressOnDemand', 'restoredOnDemand'),
+        checkpointFromStandby: compare('egressStandby', 'fromStandby'),
+        coldStart: compare('egressCold', 'cold'),
+        note: 'a standby gets its network stack before a call arrives, so egress costs a call from a standby nothing',
+        coldOverEgressStandby: ratio(ms('egressCold'), ms('egressStandby')),
+      },
       warmSessionCall: {
         what: 'a trivial json-call on a warm session container, end to end over gRPC on loopback',
         calls: WARM_CALLS,
@@ -257,8 +324,7 @@ export async function run() {
       },
     };
   } finally {
-    await standby.stop();
-    await onDemand.stop();
+    for (const harness of all) await harness.stop();
     router.stop();
     cleanTempDirs();
   }
