@@ -27,7 +27,8 @@ const HEAVY_ROUNDS = 7;
 const MiB = 1024 * 1024;
 const GiB = 1024 * MiB;
 
-const NUMPY_CALL = jsonCall(
+/** A call that uses numpy (45): what every first-call path runs. */
+export const NUMPY_CALL = jsonCall(
   'def f():\n    import numpy\n    return int(numpy.arange(10).sum())\n',
   'f',
 );
@@ -89,7 +90,7 @@ function dumpLog(dumps: Dump[]): Logger {
 }
 
 /** Time from the call's start to its answer, on a new container; checks what served it. */
-async function firstCall(
+export async function firstCall(
   harness: Harness,
   checkpointId: string,
   payload: Buffer,

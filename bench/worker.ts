@@ -3,6 +3,9 @@
  * - the restore paths (worker-restores.ts): time to first answered call on a new container, cold
  *   beside the template and CRIU backends, from a standby and on demand; memory per container;
  *   images; a heavy checkpoint;
+ * - the sandbox's cost (worker-hardening.ts): the same starts with the hardened sandbox beside the
+ *   sandbox before its hardening (target: at most 5 ms more for a checkpoint start), and with
+ *   --network egress beside none, for both backends;
  * - per-call time on a warm session container (target < 2 ms), beside a bare unix-socket round
  *   trip to a Python process and a bare gRPC stream round trip on loopback.
  */
@@ -33,6 +36,7 @@ import {
   startHarness,
 } from '../test/support/worker-harness.js';
 import { ratio, median, percentile } from './support.js';
+import { hardening } from './worker-hardening.js';
 import { restores } from './worker-restores.js';
 
 const WARM_CALLS = 300;
@@ -158,6 +162,7 @@ export async function run() {
     },
   );
   const restoreFigures = await restores(remote);
+  const sandboxFigures = await hardening(remote);
   const standby = await startHarness({
     log,
     router: remote,
@@ -188,6 +193,7 @@ export async function run() {
     const grpcMs = median(grpc);
     return {
       ...restoreFigures,
+      sandbox: sandboxFigures,
       warmSessionCall: {
         what: 'a trivial json-call on a warm session container, end to end over gRPC on loopback',
         calls: WARM_CALLS,

@@ -4,6 +4,10 @@ import { addRouterCommand } from './router-command.js';
 import { addUpCommand } from './up-command.js';
 import { addWorkerCommand } from './worker-command.js';
 
+// Every file readie writes (the event log, process logs, worker state) is root's alone unless the
+// code that writes it says otherwise; the children of `readie up` inherit this.
+process.umask(0o077);
+
 const program = new Command('readie')
   .description('readie: run Python functions on remote workers, placed by an event-sourced router')
   .showHelpAfterError();

@@ -46,9 +46,11 @@ export function addWorkerCommand(program: Command): void {
         "\nCredentials (docs/security.md): ExecutionService accepts the router's token alone (a client's\n" +
         "or a worker's token is refused); the worker reports with its own token, which names its --id.\n" +
         'SIGHUP reads --token-file and --router-token-file again (a bad file keeps the old ones).\n' +
-        '\nRuns as root (namespaces, mounts, cgroups); user code runs as nobody. On SIGTERM the worker\n' +
-        'reports REMOVED, lets running calls finish (no time limit of its own: EXECUTION_TIMEOUT bounds\n' +
-        'each call), removes its containers and exits; a second signal exits at once.',
+        "\nRuns as root (namespaces, mounts, cgroups); user code runs as its container's own uid from\n" +
+        '--sandbox-uids, with no network but its own loopback unless --network egress (docs/sandbox.md).\n' +
+        'On SIGTERM the worker reports REMOVED, lets running calls finish (no time limit of its own:\n' +
+        'EXECUTION_TIMEOUT bounds each call), removes its containers and exits; a second signal exits\n' +
+        'at once.',
     )
     .action(async (flags: WorkerFlagValues & { logLevel: string }) => {
       let options;

@@ -14,7 +14,7 @@
  * running SIGTERM: a worker already leaving takes that as "exit without waiting".
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, openSync, writeFileSync, closeSync } from 'node:fs';
+import { chmodSync, closeSync, mkdirSync, openSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { EventLog, EventLogError } from '../events/index.js';
@@ -102,7 +102,8 @@ function start(
   logFile: string,
   env: Readonly<Record<string, string>>,
 ): Member {
-  const fd = openSync(logFile, 'a');
+  const fd = openSync(logFile, 'a', 0o600);
+  chmodSync(logFile, 0o600);
   const child = spawn(process.execPath, [BIN, ...args], {
     cwd: ROOT,
     stdio: ['ignore', fd, fd],
@@ -204,9 +205,16 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
   const stateDir = resolve(options.stateDir);
   const logDir = resolve(stateDir, 'log');
   const logsDir = resolve(stateDir, 'logs');
-  mkdirSync(logsDir, { recursive: true });
+  // Everything under the state directory is root's alone: logs name sessions, the log holds them.
+  for (const dir of [stateDir, logsDir]) {
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    chmodSync(dir, 0o700);
+  }
   const catalogue = resolve(stateDir, 'catalogue.json');
-  writeFileSync(catalogue, `${JSON.stringify(defaultCatalogue(options.numpy), null, 2)}\n`);
+  writeFileSync(catalogue, `${JSON.stringify(defaultCatalogue(options.numpy), null, 2)}\n`, {
+    mode: 0o600,
+  });
+  chmodSync(catalogue, 0o600);
   const address = `127.0.0.1:${options.port}`;
   const env = { ...options.env };
   const workerIds =
@@ -259,6 +267,10 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
         credentials.workerTokenFiles.get(id)!,
         '--router-token-file',
         credentials.routerDigestFile,
+        // Containers see none of the cluster's state: the router's log, the logs, other workers',
+        // and the run's credentials.
+        '--hide',
+        stateDir,
         ...(options.workerMemory ? ['--memory', options.workerMemory] : []),
         ...(options.workerArgs ?? []),
       ],

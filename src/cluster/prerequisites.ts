@@ -26,9 +26,14 @@ const APT_PACKAGES: Readonly<Record<string, string>> = {
   cloudpickle: 'python3-cloudpickle',
   grpc: 'python3-grpcio',
   'google.protobuf': 'python3-protobuf',
+  // Every container loads a seccomp filter built with libseccomp's Python bindings.
+  seccomp: 'python3-seccomp',
 };
 
-/** Checks the host for the Python modules the workers' executor and the Python client need. */
+/**
+ * Checks the host for the Python modules the workers' executor (cloudpickle, seccomp) and the
+ * Python client need.
+ */
 export function checkHost(python: string): HostCheck {
   const missing: Missing[] = [];
   if (!existsSync(python)) {

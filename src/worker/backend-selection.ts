@@ -19,8 +19,8 @@ import {
   type CriuLocation,
   type RestoreBackend,
 } from './checkpoints/index.js';
-import { ContainerPool } from './containers/index.js';
-import type { MemoryCgroups } from './sandbox/index.js';
+import { ContainerPool, type SandboxContext } from './containers/index.js';
+import type { ContainerCgroups } from './sandbox/index.js';
 
 const run = promisify(execFile);
 
@@ -28,10 +28,10 @@ const run = promisify(execFile);
 export interface BackendSelectionOptions {
   readonly python: string;
   readonly log: Logger;
-  readonly cgroups: MemoryCgroups;
+  readonly cgroups: ContainerCgroups;
   readonly stateDir: string;
-  readonly sandboxUid: number;
-  readonly sandboxGid: number;
+  /** The sandbox the probe's container runs in: the worker's own. */
+  readonly sandbox: SandboxContext;
   readonly workerId: string;
   /** `--criu` (WORKER_CRIU): the criu binary to use; null to look for one. */
   readonly criu: string | null;
@@ -115,8 +115,7 @@ export async function probeCriu(options: BackendSelectionOptions): Promise<CriuP
     workerId: options.workerId,
     stateDir: options.stateDir,
     maxContainers: 1,
-    uid: options.sandboxUid,
-    gid: options.sandboxGid,
+    sandbox: options.sandbox,
     python: options.python,
     wheelDir: null,
     cgroups: options.cgroups,

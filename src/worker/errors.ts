@@ -41,6 +41,12 @@ export class ContainerNotFoundError extends StatusError {
   readonly code = 'NOT_FOUND';
 }
 
+/** The router named a container of another session: no session resumes another's container. */
+export class ContainerOwnedError extends StatusError {
+  override readonly name = 'ContainerOwnedError';
+  readonly code = 'PERMISSION_DENIED';
+}
+
 /** The router named a container that is running another call. */
 export class ContainerBusyError extends StatusError {
   override readonly name = 'ContainerBusyError';

@@ -1,210 +1,28 @@
 /**
- * The worker's flags and their environment names, and resolving them into WorkerOptions. One table
- * drives `readie worker --help`, the environment lookup and the docs. The environment and the
- * machine's facts are passed in; relative paths resolve against the working directory.
+ * Resolving the worker's flags (worker-flags.ts) over their environment variables over defaults
+ * into WorkerOptions. The environment and the machine's facts are passed in; relative paths
+ * resolve against the working directory.
  */
+import { createHash } from 'node:crypto';
 import { resolve } from 'node:path';
-import {
-  ConfigError,
-  parseSetting,
-  resolveConfig,
-  SETTINGS,
-  type Config,
-} from '../shared/config.js';
+import { ConfigError, parseSetting, resolveConfig, type Config } from '../shared/config.js';
 import { parseHostPort } from '../shared/host-port.js';
 import { parseCount, parseSize, UnitParseError } from '../shared/units.js';
+import {
+  DEFAULT_PIDS_LIMIT,
+  DEFAULT_TMP_QUOTA,
+  DEFAULT_UIDS,
+  defaultCgroupParent,
+  NETWORK_MODES,
+  parseTmpQuota,
+  parseUidRange,
+  SandboxSettingError,
+  type SandboxPolicy,
+} from './sandbox/sandbox-policy.js';
 import type { WorkerAuth } from './credentials.js';
+import { WORKER_FLAGS, type WorkerFlagValues } from './worker-flags.js';
 
-/** A worker flag: its commander spelling, environment name and help line. */
-export interface WorkerFlag {
-  readonly key: keyof WorkerFlagValues;
-  readonly flag: string;
-  readonly env: string;
-  readonly help: string;
-}
-
-/** Raw flag values as commander hands them over (strings; booleans for switches). */
-export interface WorkerFlagValues {
-  router?: string;
-  listen?: string;
-  advertise?: string;
-  id?: string;
-  flavor?: string;
-  memory?: string;
-  gpuMemory?: string;
-  maxContainers?: string;
-  stateDir?: string;
-  python?: string;
-  catalogue?: string;
-  restoreBackend?: string;
-  criu?: string;
-  packageIndex?: string;
-  wheelDir?: string;
-  installer?: string;
-  cgroupParent?: string;
-  standby?: string;
-  insecure?: boolean | string;
-  tlsCa?: string;
-  tlsCert?: string;
-  tlsKey?: string;
-  auth?: string;
-  tokenFile?: string;
-  routerTokenFile?: string;
-}
-
-/** Every worker flag, in `--help` order. */
-export const WORKER_FLAGS: readonly WorkerFlag[] = [
-  {
-    key: 'router',
-    flag: '--router <host:port>',
-    env: 'WORKER_ROUTER',
-    help: "the router's address (required)",
-  },
-  {
-    key: 'listen',
-    flag: '--listen <host:port>',
-    env: 'WORKER_LISTEN',
-    help: 'where to serve ExecutionService and health (required; port 0 picks one)',
-  },
-  {
-    key: 'id',
-    flag: '--id <id>',
-    env: 'WORKER_ID',
-    help: "this worker's ID, unique in the cluster (required)",
-  },
-  {
-    key: 'flavor',
-    flag: '--flavor <cpu|gpu>',
-    env: 'WORKER_FLAVOR',
-    help: 'hardware flavor (required)',
-  },
-  {
-    key: 'advertise',
-    flag: '--advertise <host:port>',
-    env: 'WORKER_ADVERTISE',
-    help: 'the address reported to the router (default: --listen, with the hostname for a wildcard host)',
-  },
-  {
-    key: 'memory',
-    flag: '--memory <size>',
-    env: 'WORKER_MEMORY',
-    help: "memory for containers, e.g. 16GiB (default: the machine's)",
-  },
-  {
-    key: 'gpuMemory',
-    flag: '--gpu-memory <size>',
-    env: 'WORKER_GPU_MEMORY',
-    help: 'GPU memory to report (default 0)',
-  },
-  {
-    key: 'maxContainers',
-    flag: '--max-containers <n>',
-    env: 'WORKER_MAX_EXECUTORS',
-    help: `most containers at once, 0 for no limit (default ${SETTINGS.WORKER_MAX_EXECUTORS.default})`,
-  },
-  {
-    key: 'stateDir',
-    flag: '--state-dir <dir>',
-    env: 'WORKER_STATE_DIR',
-    help: 'container files and sockets (default /var/lib/readie/<id>)',
-  },
-  {
-    key: 'python',
-    flag: '--python <path>',
-    env: 'WORKER_PYTHON',
-    help: 'the sandbox interpreter, with cloudpickle (default /usr/bin/python3)',
-  },
-  {
-    key: 'catalogue',
-    flag: '--catalogue <file>',
-    env: 'WORKER_CATALOGUE',
-    help: 'checkpoint catalogue JSON (format in docs/placement.md); none: cold starts only',
-  },
-  {
-    key: 'standby',
-    flag: '--standby <n>',
-    env: 'WORKER_STANDBY',
-    help: 'containers kept restored ahead of demand per checkpoint, 0 for none (default 1)',
-  },
-  {
-    key: 'restoreBackend',
-    flag: '--restore-backend <auto|template|criu>',
-    env: 'WORKER_RESTORE_BACKEND',
-    help: 'checkpoint restores: auto probes criu, then falls back to template; criu without a working criu is an ERROR status (default auto)',
-  },
-  {
-    key: 'criu',
-    flag: '--criu <path>',
-    env: 'WORKER_CRIU',
-    help: 'the criu binary, 4.1 or later (default: /usr/local/lib/readie/criu/sbin/criu, installed by deploy/install-criu.sh, else criu on PATH)',
-  },
-  {
-    key: 'packageIndex',
-    flag: '--package-index <url>',
-    env: 'WORKER_PACKAGE_INDEX',
-    help: "package index URL for installs (default: the installer's configuration)",
-  },
-  {
-    key: 'wheelDir',
-    flag: '--wheel-dir <dir>',
-    env: 'WORKER_WHEEL_DIR',
-    help: 'local wheel directory for installs; alone, installs are offline',
-  },
-  {
-    key: 'installer',
-    flag: '--installer <auto|pip|uv>',
-    env: 'WORKER_INSTALLER',
-    help: 'auto: uv if on PATH, else pip (default auto)',
-  },
-  {
-    key: 'cgroupParent',
-    flag: '--cgroup-parent <path>',
-    env: 'WORKER_CGROUP_PARENT',
-    help: 'parent memory cgroup, relative to the hierarchy root (default readie/<id>)',
-  },
-  {
-    key: 'insecure',
-    flag: '--insecure',
-    env: 'READIE_INSECURE',
-    help: 'plaintext gRPC to the router and for ExecutionService (TLS otherwise)',
-  },
-  {
-    key: 'tlsCa',
-    flag: '--tls-ca <file>',
-    env: 'READIE_TLS_CA',
-    help: "CA bundle to verify the router's certificate (default: system roots)",
-  },
-  {
-    key: 'tlsCert',
-    flag: '--tls-cert <file>',
-    env: 'READIE_TLS_CERT',
-    help: "this worker's certificate (serving, and as client certificate)",
-  },
-  {
-    key: 'tlsKey',
-    flag: '--tls-key <file>',
-    env: 'READIE_TLS_KEY',
-    help: "this worker's private key",
-  },
-  {
-    key: 'auth',
-    flag: '--auth <tokens|single-token|none>',
-    env: 'WORKER_AUTH',
-    help: 'tokens: --token-file and --router-token-file; single-token (READIE_AUTH_TOKEN both ways) and none are for development only (default tokens)',
-  },
-  {
-    key: 'tokenFile',
-    flag: '--token-file <file>',
-    env: 'WORKER_TOKEN_FILE',
-    help: "this worker's own token, presented on its reports to the router (first line; reloaded on SIGHUP)",
-  },
-  {
-    key: 'routerTokenFile',
-    flag: '--router-token-file <file>',
-    env: 'WORKER_ROUTER_TOKEN_FILE',
-    help: "the router's token or its sha256: digest, one a line: the only credential ExecutionService accepts (reloaded on SIGHUP)",
-  },
-];
+export { WORKER_FLAGS, type WorkerFlag, type WorkerFlagValues } from './worker-flags.js';
 
 /** gRPC transport security. */
 export type TransportSecurity =
@@ -238,14 +56,13 @@ export interface WorkerOptions {
   readonly wheelDir: string | null;
   readonly installer: 'auto' | 'pip' | 'uv';
   readonly cgroupParent: string;
+  /** What every container's sandbox is: network, identities, limits, masked directories. */
+  readonly sandbox: SandboxPolicy;
   readonly security: TransportSecurity;
   /** How the worker and the router authenticate to each other (docs/security.md). */
   readonly auth: WorkerAuth;
   /** The numeric settings (docs/router.md), WORKER_MAX_EXECUTORS included. */
   readonly config: Config;
-  /** The unprivileged user and group that user code runs as (nobody:nogroup). */
-  readonly sandboxUid: number;
-  readonly sandboxGid: number;
 }
 
 /** Facts about the machine that supply defaults. */
@@ -373,6 +190,7 @@ export function resolveWorkerOptions(
     security = { insecure: false, caFile: get('tlsCa') ?? null, certFile, keyFile };
   }
   const advertise = get('advertise');
+  const stateDir = resolve(get('stateDir') ?? `/var/lib/readie/${workerId}`);
   return {
     workerId,
     router: hostPort(required(get('router'), '--router', 'WORKER_ROUTER'), '--router'),
@@ -382,7 +200,7 @@ export function resolveWorkerOptions(
     memoryTotal:
       get('memory') !== undefined ? size(get('memory')!, '--memory') : machine.totalMemory,
     gpuMemoryTotal: get('gpuMemory') !== undefined ? size(get('gpuMemory')!, '--gpu-memory') : 0,
-    stateDir: resolve(get('stateDir') ?? `/var/lib/readie/${workerId}`),
+    stateDir,
     python: get('python') ?? '/usr/bin/python3',
     cataloguePath: get('catalogue') !== undefined ? resolve(get('catalogue')!) : null,
     restoreBackend: oneOf(
@@ -395,13 +213,42 @@ export function resolveWorkerOptions(
     packageIndex: get('packageIndex') ?? null,
     wheelDir: get('wheelDir') !== undefined ? resolve(get('wheelDir')!) : null,
     installer: oneOf(get('installer') ?? 'auto', ['auto', 'pip', 'uv'], '--installer'),
-    cgroupParent: get('cgroupParent') ?? `readie/${workerId}`,
+    cgroupParent: get('cgroupParent') ?? defaultCgroupParent(workerId, stateDirTag(stateDir)),
+    sandbox: sandboxPolicy(get),
     security,
     auth: authOf(get, env),
     config,
-    sandboxUid: 65534,
-    sandboxGid: 65534,
   };
+}
+
+/** The first 8 hex digits of the SHA-256 of a state directory's absolute path. */
+export function stateDirTag(stateDir: string): string {
+  return createHash('sha256').update(stateDir).digest('hex').slice(0, 8);
+}
+
+function sandboxPolicy(get: (key: keyof WorkerFlagValues) => string | undefined): SandboxPolicy {
+  try {
+    const pidsLimit =
+      get('pidsLimit') !== undefined
+        ? count(get('pidsLimit')!, '--pids-limit')
+        : DEFAULT_PIDS_LIMIT;
+    if (pidsLimit < 1) throw new ConfigError('--pids-limit must be at least 1');
+    return {
+      network: oneOf(get('network') ?? 'none', NETWORK_MODES, '--network'),
+      uids: parseUidRange(get('sandboxUids') ?? DEFAULT_UIDS),
+      pidsLimit,
+      tmpQuota: parseTmpQuota(get('tmpSize') ?? DEFAULT_TMP_QUOTA),
+      hide: (get('hide') ?? '')
+        .split(',')
+        .map((dir) => dir.trim())
+        .filter(Boolean)
+        .map((dir) => resolve(dir)),
+      hardened: true,
+    };
+  } catch (error) {
+    if (error instanceof SandboxSettingError) throw new ConfigError(error.message);
+    throw error;
+  }
 }
 
 /** The address to report: `advertise`, or the bound address with the hostname for a wildcard. */

@@ -3,6 +3,7 @@
  * (ExecutionService and health), registration, the utilization heartbeat, graceful shutdown.
  */
 import { hostname } from 'node:os';
+import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Server } from '@grpc/grpc-js';
 import type { Logger } from 'pino';
@@ -17,7 +18,7 @@ import {
   type CheckpointTiers,
   type RestoreBackend,
 } from './checkpoints/index.js';
-import { ContainerPool } from './containers/index.js';
+import { ContainerPool, type SandboxContext } from './containers/index.js';
 import { WorkerStartupError, WorkerUnusableError } from './errors.js';
 import { CallTracker, executionService } from './execution/index.js';
 import { WorkerHealth } from './health.js';
@@ -28,8 +29,20 @@ import { advertisedAddress, type WorkerOptions } from './options.js';
 import { findInstaller, type Installer } from './packages/index.js';
 import { RegistryClient } from './registry/index.js';
 import { RouterLink } from './router-link.js';
-import { SANDBOX_WHEEL_DIR, socketPathProblem, type MemoryCgroups } from './sandbox/index.js';
-import { openCgroups, prepareStateDir, sandboxSelfTest } from './startup-checks.js';
+import {
+  SharedIdentity,
+  socketPathProblem,
+  UidClaims,
+  type ContainerCgroups,
+  type IdentitySource,
+} from './sandbox/index.js';
+import { StateDirLock } from './state-lock.js';
+import {
+  findSlirp4netns,
+  openCgroups,
+  prepareStateDir,
+  sandboxSelfTest,
+} from './startup-checks.js';
 import { routerCredentials, serverCredentials } from './transport.js';
 
 /** Knobs that are not flags: retry timings and startup checks (tests shorten them). */
@@ -52,6 +65,12 @@ export interface WorkerTuning {
    * on PATH, if any.
    */
   readonly nvidiaSmi?: string | null;
+  /**
+   * False runs the sandbox as it was before per-container uids, network, cgroup and devpts
+   * namespaces, pids limits and the seccomp filter: the benchmark's baseline, never a product
+   * setting.
+   */
+  readonly sandboxHardening: boolean;
 }
 
 /** The defaults of WorkerTuning. */
@@ -63,7 +82,11 @@ const DEFAULT_TUNING: WorkerTuning = {
   checkpointRebuildDelayMs: 5_000,
   criuProbeTimeoutMs: 30_000,
   sandboxSelfTest: true,
+  sandboxHardening: true,
 };
+
+/** The uid of every container on the unhardened benchmark path: nobody. */
+const UNHARDENED_IDENTITY = { uid: 65534, gid: 65534 };
 
 /** A running worker. */
 export class Worker {
@@ -71,7 +94,8 @@ export class Worker {
   private readonly health = new WorkerHealth();
   private readonly cpu = new CpuSampler();
   private stopping: Promise<void> | null = null;
-  private cgroups: MemoryCgroups | null = null;
+  private cgroups: ContainerCgroups | null = null;
+  private stateLock: StateDirLock | null = null;
   private server: Server | null = null;
   private router: RouterLink | null = null;
   private gpu: GpuMemoryReader | null = null;
@@ -164,18 +188,25 @@ export class Worker {
       throw new WorkerStartupError((error as Error).message);
     }
 
+    this.stateLock = await StateDirLock.acquire(options.stateDir);
+
     const problems: string[] = [];
     const python = await probePython(options.python);
     if (python.ok) this.python = python.version;
     else problems.push(python.problem);
-    const stateProblem = await prepareStateDir(options.stateDir);
-    if (stateProblem) problems.push(stateProblem);
-    const opened = await openCgroups(options.cgroupParent, log);
-    if ('problem' in opened) problems.push(opened.problem);
-    else this.cgroups = opened.cgroups;
-    if (problems.length === 0 && this.cgroups) {
+    const state = await prepareStateDir(options.stateDir);
+    if ('problem' in state) problems.push(state.problem);
+    else {
+      const opened = await openCgroups(options.cgroupParent, state.leftovers, log);
+      if ('problem' in opened) problems.push(opened.problem);
+      else this.cgroups = opened.cgroups;
+    }
+    const sandbox = await this.sandboxContext();
+    if ('problem' in sandbox) problems.push(sandbox.problem);
+    if (problems.length === 0 && !('problem' in sandbox)) {
       const prepared = await this.prepareContainers(
-        this.cgroups,
+        this.cgroups!,
+        sandbox,
         checkpointsFor(catalogue, options.flavor),
       );
       if ('problem' in prepared) problems.push(prepared.problem);
@@ -205,12 +236,31 @@ export class Worker {
     router.startUtilization(options.config.WORKER_UTILIZATION_INTERVAL);
   }
 
+  /** The sandbox policy with the uid claims and, for egress, slirp4netns; or what is missing. */
+  private async sandboxContext(): Promise<SandboxContext | { problem: string }> {
+    const hardened = this.tuning.sandboxHardening;
+    const policy = { ...this.options.sandbox, hardened };
+    let identities: IdentitySource;
+    try {
+      identities = hardened
+        ? await UidClaims.open(policy.uids)
+        : new SharedIdentity(UNHARDENED_IDENTITY);
+    } catch (error) {
+      return { problem: `cannot claim sandbox uids: ${(error as Error).message}` };
+    }
+    if (!hardened || policy.network !== 'egress') return { policy, identities, slirp4netns: null };
+    const slirp = await findSlirp4netns();
+    if ('problem' in slirp) return slirp;
+    return { policy, identities, slirp4netns: slirp.path };
+  }
+
   /**
    * Chooses the restore backend, builds the checkpoints, and makes the container pool; returns
    * what is wrong instead when the backend asked for is unusable.
    */
   private async prepareContainers(
-    cgroups: MemoryCgroups,
+    cgroups: ContainerCgroups,
+    sandbox: SandboxContext,
     checkpoints: ReturnType<typeof checkpointsFor>,
   ): Promise<{ pool: ContainerPool } | { problem: string }> {
     const { options, log, tuning } = this;
@@ -219,8 +269,7 @@ export class Worker {
       log,
       cgroups,
       stateDir: options.stateDir,
-      sandboxUid: options.sandboxUid,
-      sandboxGid: options.sandboxGid,
+      sandbox,
       workerId: options.workerId,
       criu: options.criu,
       buildTimeoutMs: tuning.templateBuildTimeoutMs,
@@ -244,8 +293,7 @@ export class Worker {
       workerId: options.workerId,
       stateDir: options.stateDir,
       maxContainers: options.config.WORKER_MAX_EXECUTORS,
-      uid: options.sandboxUid,
-      gid: options.sandboxGid,
+      sandbox,
       python: options.python,
       wheelDir: options.wheelDir,
       cgroups,
@@ -321,10 +369,8 @@ export class Worker {
             : null,
         python: options.python,
         installer,
-        packageSource: {
-          indexUrl: options.packageIndex,
-          wheelDir: options.wheelDir ? SANDBOX_WHEEL_DIR : null,
-        },
+        packageSource: { indexUrl: options.packageIndex, wheelDir: options.wheelDir },
+        packageCacheDir: join(options.stateDir, 'package-cache'),
         dialTimeoutMs: options.config.DIAL_TOTAL_TIMEOUT,
         executionTimeoutMs: options.config.EXECUTION_TIMEOUT,
         log,
@@ -447,6 +493,7 @@ export class Worker {
       ]);
     }
     await this.cgroups?.close();
+    await this.stateLock?.release();
     log.info('worker stopped');
   }
 }

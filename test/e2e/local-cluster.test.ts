@@ -1,9 +1,23 @@
 import { expect } from 'chai';
 import { execSync, spawnSync } from 'node:child_process';
-import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { credentials, status, type ServiceError } from '@grpc/grpc-js';
 import { join } from 'node:path';
-import { waitForWorkers } from '../../src/cluster/local-cluster.js';
+import {
+  startLocalCluster,
+  waitForWorkers,
+  type LocalCluster,
+} from '../../src/cluster/local-cluster.js';
+import { ReadieClient } from '../../src/client/index.js';
 import { EventLog } from '../../src/events/index.js';
 import { AdminServiceClient, type StatusResponse } from '../../src/proto/gen/readie/v1/admin.js';
 import {
@@ -217,14 +231,96 @@ describe('the local cluster (readie up, what npm start runs)', function () {
     ]);
     const { code } = await up.exited;
     expect(code).to.equal(1);
-    for (const module of ['cloudpickle', 'grpc', 'google.protobuf']) {
+    for (const module of ['cloudpickle', 'grpc', 'google.protobuf', 'seccomp']) {
       expect(up.stderr()).to.contain(`Python module ${module} for ${bare}`);
     }
     expect(up.stderr()).to.contain(
-      'apt-get update && apt-get install -y python3-cloudpickle python3-grpcio python3-protobuf',
+      'apt-get update && apt-get install -y python3-cloudpickle python3-grpcio python3-protobuf python3-seccomp',
     );
     expect(up.lines.join('\n')).not.to.contain('starting a router');
     expect(existsSync(join(stateDir, 'log'))).to.equal(false);
     expect(existsSync(join(stateDir, 'logs'))).to.equal(false);
+  });
+
+  it("runs two clusters with the same worker IDs side by side: neither disturbs the other, and their state is root's alone", async () => {
+    // Outside /tmp (a container's /tmp is its own), under a directory anyone may enter.
+    const root = mkdtempSync('/var/tmp/readie-up-');
+    chmodSync(root, 0o755);
+    const clusters: LocalCluster[] = [];
+    const clients: ReadieClient[] = [];
+    const start = async (name: string) => {
+      const cluster = await startLocalCluster({
+        workers: 1,
+        stateDir: join(root, name),
+        port: await freePort(),
+        workerPorts: [await freePort()],
+        python: PYTHON,
+        numpy: false,
+        readyTimeout: 90_000,
+      });
+      clusters.push(cluster);
+      const client = new ReadieClient({
+        address: cluster.address,
+        insecure: true,
+        token: cluster.credentials.clientToken,
+        env: {},
+      });
+      clients.push(client);
+      return { cluster, client };
+    };
+    const bump = {
+      source: 'def bump():\n    global n\n    n = globals().get("n", 0) + 1\n    return n\n',
+      function: 'bump',
+    };
+    try {
+      const first = await start('first');
+      const session = first.client.session();
+      expect(await session.call(bump)).to.equal(1);
+      const container = session.lastCall!.containerId;
+      const second = await start('second');
+      expect(second.cluster.workerIds).to.deep.equal(first.cluster.workerIds);
+      expect(await second.client.session().call(bump)).to.equal(1);
+      expect(await session.call(bump)).to.equal(2);
+      await second.cluster.stop();
+      expect(await session.call(bump)).to.equal(3);
+      expect(session.lastCall!.containerId).to.equal(container);
+
+      // The state: root's alone on the host, and not even visible from a container.
+      const state = join(root, 'first');
+      const mode = (path: string) => (statSync(path).mode & 0o777).toString(8);
+      expect(mode(state)).to.equal('700');
+      for (const dir of ['log', 'logs', 'workers', 'workers/worker-1']) {
+        expect(mode(join(state, dir)), dir).to.equal('700');
+      }
+      for (const file of ['catalogue.json', 'logs/router.log', 'logs/worker-1.log']) {
+        expect(mode(join(state, file)), file).to.equal('600');
+      }
+      for (const file of readdirSync(join(state, 'log'))) {
+        expect(mode(join(state, 'log', file)), file).to.equal('600');
+      }
+      const look = {
+        source: [
+          'import os',
+          'def look(paths):',
+          '    out = {}',
+          '    for path in paths:',
+          '        try:',
+          '            out[path] = sorted(os.listdir(path))',
+          '        except OSError as error:',
+          '            out[path] = error.errno',
+          '    return out',
+        ].join('\n'),
+        function: 'look',
+        args: [[root, state, join(state, 'logs')]],
+      };
+      const seen = await first.client.call<Record<string, unknown>>(look);
+      expect(seen[root]).to.deep.include.members(['first', 'second']);
+      expect(seen[state], 'the state root is masked').to.deep.equal([]);
+      expect(seen[join(state, 'logs')]).to.equal(2);
+    } finally {
+      for (const client of clients) client.close();
+      for (const cluster of clusters) await cluster.stop();
+      rmSync(root, { recursive: true, force: true });
+    }
   });
 });

@@ -2,10 +2,10 @@
 import { chmodSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { probeCriu, type CriuProbe } from '../../src/worker/backend-selection.js';
-import { MemoryCgroups } from '../../src/worker/sandbox/index.js';
+import { ContainerCgroups } from '../../src/worker/sandbox/index.js';
 import { PYTHON } from './python.js';
 import { tempDir } from './temp.js';
-import { testLogger, testWorkerId } from './worker-harness.js';
+import { testLogger, testSandbox, testWorkerId } from './worker-harness.js';
 
 let probed: Promise<CriuProbe> | null = null;
 
@@ -13,15 +13,14 @@ let probed: Promise<CriuProbe> | null = null;
 export function criuProbe(): Promise<CriuProbe> {
   probed ??= (async () => {
     const workerId = testWorkerId();
-    const cgroups = await MemoryCgroups.open(`readie/${workerId}`);
+    const cgroups = await ContainerCgroups.open(`readie/${workerId}`);
     try {
       return await probeCriu({
         python: PYTHON,
         log: testLogger(),
         cgroups,
         stateDir: tempDir('rw-criu-'),
-        sandboxUid: 65534,
-        sandboxGid: 65534,
+        sandbox: await testSandbox(),
         workerId,
         criu: null,
         buildTimeoutMs: 60_000,

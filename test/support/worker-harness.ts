@@ -14,12 +14,14 @@ import {
   type CallHeader,
   type ExecuteResponse,
 } from '../../src/proto/gen/readie/v1/execution.js';
+import type { SandboxContext } from '../../src/worker/containers/index.js';
 import {
   resolveWorkerOptions,
   Worker,
   type WorkerFlagValues,
   type WorkerTuning,
 } from '../../src/worker/index.js';
+import { UidClaims } from '../../src/worker/sandbox/index.js';
 import { PYTHON } from './python.js';
 import { ScriptedRouter } from './scripted-router.js';
 import { tempDir } from './temp.js';
@@ -54,6 +56,16 @@ export function testWorkerId(): string {
   return `t${process.pid}-${counter}`;
 }
 
+/** A worker's default sandbox (no egress), for tests that make containers without a worker. */
+export async function testSandbox(): Promise<SandboxContext> {
+  const { sandbox } = resolveWorkerOptions(
+    { router: 'r:1', listen: 'l:1', id: 'w', flavor: 'cpu', insecure: true, auth: 'none' },
+    {},
+    { totalMemory: 1 },
+  );
+  return { policy: sandbox, identities: await UidClaims.open(sandbox.uids), slirp4netns: null };
+}
+
 /** Test logs: silent unless TEST_LOG names a level. */
 export function testLogger() {
   return pino({ level: process.env['TEST_LOG'] ?? 'silent' });
@@ -86,13 +98,20 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     options.env ?? {},
     { totalMemory: 8 * 1024 ** 3 },
   );
-  const worker = await Worker.start(resolved, options.log ?? testLogger(), {
-    registerRetryDelayMs: 50,
-    checkpointRebuildDelayMs: 600_000,
-    // The GPUs of the machine the tests run on are not the test's: none unless a test gives one.
-    nvidiaSmi: null,
-    ...options.tuning,
-  });
+  let worker: Worker;
+  try {
+    worker = await Worker.start(resolved, options.log ?? testLogger(), {
+      registerRetryDelayMs: 50,
+      checkpointRebuildDelayMs: 600_000,
+      // The GPUs of the machine the tests run on are not the test's: none unless a test gives one.
+      nvidiaSmi: null,
+      ...options.tuning,
+    });
+  } catch (error) {
+    // A worker that could not start leaves no router of ours behind.
+    if (!options.router) await router.stop();
+    throw error;
+  }
   const client = new ExecutionServiceClient(
     `127.0.0.1:${worker.port}`,
     credentials.createInsecure(),

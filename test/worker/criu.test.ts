@@ -136,13 +136,18 @@ describe('the CRIU restore backend', function () {
       expect(logText(result, LogSource.LOG_SOURCE_SYSTEM)).to.deep.equal([]);
     });
 
-    it('a restored container is sandboxed as a forked one: pid 1, nobody, its own hostname and memory cgroup', async () => {
+    it("a restored container is sandboxed as a forked one: pid 1, its own uid, hostname and cgroups, which it sees as its cgroup namespace's root", async () => {
       const { result, value } = await draw(harness);
       const containerId = result.ids!.containerId;
       expect(value.pid).to.equal(1);
-      expect(value.uid).to.equal(65534);
+      const { first, count } = harness.worker.options.sandbox.uids;
+      expect(value.uid).to.be.within(first, first + count - 1);
       expect(value.hostname).to.equal(containerId);
-      expect(value.cgroup).to.match(new RegExp(`memory:/readie/[^\\n]*/${containerId}\\n`));
+      // From inside, every hierarchy's root is its own cgroup: no worker or container ID in sight.
+      const inside = value.cgroup.trim().split('\n');
+      expect(inside.map((line) => line.split(':')[2])).to.satisfy((paths: string[]) =>
+        paths.every((path) => path === '/'),
+      );
     });
 
     it("charges the restored memory to the container's cgroup", async () => {

@@ -7,7 +7,8 @@ import { expect } from 'chai';
 import { credentials, status } from '@grpc/grpc-js';
 import { ExecutionServiceClient } from '../../src/proto/gen/readie/v1/execution.js';
 import { ContainerState, WorkerStatus } from '../../src/proto/gen/readie/v1/registry.js';
-import { findMemoryHierarchy } from '../../src/worker/sandbox/index.js';
+import { stateDirTag } from '../../src/worker/options.js';
+import { defaultCgroupParent, findMemoryHierarchy } from '../../src/worker/sandbox/index.js';
 import { ScriptedRouter, type Report } from '../support/scripted-router.js';
 import { cleanTempDirs, tempDir } from '../support/temp.js';
 import {
@@ -218,6 +219,7 @@ describe('container lifecycle', function () {
   it('takes its containers with it when killed outright, and a restart removes what was left', async () => {
     const router = await ScriptedRouter.start();
     const workerId = testWorkerId();
+    const stateDir = `${tempDir('rw-')}/state`;
     const bin = fileURLToPath(new URL('../../bin/readie.js', import.meta.url));
     const args = [
       bin,
@@ -231,7 +233,7 @@ describe('container lifecycle', function () {
       '--flavor',
       'cpu',
       '--state-dir',
-      `${tempDir('rw-')}/state`,
+      stateDir,
       '--python',
       PYTHON,
       '--insecure',
@@ -254,7 +256,8 @@ describe('container lifecycle', function () {
       );
       const kept = await execute(client, header({ ids: { sessionId: 'orphan' } }), CALL);
       client.close();
-      const cgroup = join(hierarchy.mountPoint, 'readie', workerId, kept.ids!.containerId);
+      const parent = defaultCgroupParent(workerId, stateDirTag(stateDir));
+      const cgroup = join(hierarchy.mountPoint, parent, kept.ids!.containerId);
       const procs = () => readFileSync(join(cgroup, 'cgroup.procs'), 'utf8').trim();
       expect(procs()).not.to.equal('');
       first.child.kill('SIGKILL');

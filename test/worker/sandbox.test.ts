@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { readFileSync } from 'node:fs';
 import { status } from '@grpc/grpc-js';
 import { ContainerState } from '../../src/proto/gen/readie/v1/registry.js';
 import { cleanTempDirs } from '../support/temp.js';
@@ -146,7 +147,7 @@ describe('sandbox', function () {
     expect(envelopeOf(second).value).to.deep.equal({ tmp: ['.readie'], found: [] });
   });
 
-  it('gives each container its own process tree, hostname and user, on a read-only base', async () => {
+  it('gives each container its own process tree, hostname and user from the range, on a read-only base', async () => {
     const source = py`
       import os, socket
       def inspect():
@@ -167,9 +168,10 @@ describe('sandbox', function () {
     const result = await execute(harness.client, header({}), jsonCall(source, 'inspect'));
     const value = envelopeOf(result).value as Record<string, unknown>;
     expect(value['pids']).to.deep.equal([1]);
+    const { first, count } = harness.worker.options.sandbox.uids;
+    expect(value['uid']).to.be.within(first, first + count - 1);
     expect(value).to.deep.include({
-      uid: 65534,
-      gid: 65534,
+      gid: value['uid'],
       host: result.ids!.containerId,
       writable: [],
       tmp_ok: true,
@@ -178,25 +180,31 @@ describe('sandbox', function () {
     });
   });
 
-  it('puts the container in its own memory cgroup and sees working DNS configuration', async () => {
+  it("puts the container in its own memory and pids cgroups, under the worker's parent", async () => {
     const source = py`
-      import socket
+      import os, socket
       def where():
-          with open("/proc/self/cgroup") as f:
-              groups = f.read()
-          with open("/etc/resolv.conf") as f:
-              resolv = f.read()
-          return {"cgroup": groups, "resolv": "nameserver" in resolv,
-                  "localhost": socket.getaddrinfo("localhost", 80)[0][4][0]}
+          with open("/tmp/pid", "w") as f:
+              f.write(str(os.getpid()))
+          return {"localhost": socket.getaddrinfo("localhost", 80)[0][4][0], "uid": os.getuid()}
     `;
-    const result = await execute(harness.client, header({}), jsonCall(source, 'where'));
-    const value = envelopeOf(result).value as {
-      cgroup: string;
-      resolv: boolean;
-      localhost: string;
-    };
-    expect(value.cgroup).to.include(`readie/${harness.workerId}/${result.ids!.containerId}`);
-    expect(value.resolv).to.equal(true);
+    const result = await execute(
+      harness.client,
+      header({ ids: { sessionId: 'sess-where' } }),
+      jsonCall(source, 'where'),
+    );
+    const value = envelopeOf(result).value as { localhost: string; uid: number };
     expect(value.localhost).to.match(/^(127\.0\.0\.1|::1)$/);
+    const container = harness.worker.pool!.list().find((c) => c.id === result.ids!.containerId)!;
+    const parent = harness.worker.options.cgroupParent;
+    expect(parent).to.match(new RegExp(`^readie/${harness.workerId}-[0-9a-f]{8}$`));
+    const memberships = readFileSync(`/proc/${container.process.pid}/cgroup`, 'utf8').split('\n');
+    const own = memberships.filter((line) => line.endsWith(`:/${parent}/${container.id}`));
+    // cgroup v1: the memory and pids hierarchies; v2: the one unified line.
+    const v1 = harness.worker.pool!.list()[0]!.cgroup.version === 1;
+    expect(own.map((line) => line.split(':')[1])).to.include.members(
+      v1 ? ['memory', 'pids'] : [''],
+    );
+    expect(container.identity.uid).to.equal(value.uid);
   });
 });

@@ -29,16 +29,22 @@ import {
 } from '../../src/worker/errors.js';
 import { parseZygoteEvent } from '../../src/worker/sandbox/zygote-events.js';
 import type { StatusError } from '../../src/shared/status-error.js';
-import { advertisedAddress, resolveWorkerOptions } from '../../src/worker/options.js';
-import { installCommand, requirementProblem } from '../../src/worker/packages/index.js';
+import { advertisedAddress, resolveWorkerOptions, stateDirTag } from '../../src/worker/options.js';
+import {
+  fetchCommand,
+  installCommand,
+  requirementProblem,
+} from '../../src/worker/packages/index.js';
 import {
   CgroupLimitError,
   ContainerCgroup,
   containerSpec,
   describeExit,
+  findCgroupHierarchies,
   findMemoryHierarchy,
   readCounter,
   socketPathProblem,
+  tmpSize,
 } from '../../src/worker/sandbox/index.js';
 import { CATALOGUE } from '../support/catalogues.js';
 import { cleanTempDirs, tempDir } from '../support/temp.js';
@@ -186,15 +192,9 @@ describe('worker units', () => {
   });
 
   describe('package installs', () => {
-    it('builds pip and uv commands for an index, a wheel directory, or both', () => {
-      const offline = installCommand(
-        { kind: 'pip' },
-        '/usr/bin/python3',
-        { indexUrl: null, wheelDir: '/w' },
-        '/p',
-        ['a==1'],
-      );
-      expect(offline.argv.slice(0, 6)).to.deep.equal([
+    it('installs offline inside the container, from local directories only, with pip or uv', () => {
+      const pip = installCommand({ kind: 'pip' }, '/usr/bin/python3', ['/d', '/w'], '/p', ['a==1']);
+      expect(pip.argv.slice(0, 6)).to.deep.equal([
         '/usr/bin/python3',
         '-m',
         'pip',
@@ -202,22 +202,18 @@ describe('worker units', () => {
         '--prefix',
         '/p',
       ]);
-      expect(offline.argv.slice(-5)).to.deep.equal([
+      expect(pip.argv.slice(-7)).to.deep.equal([
+        '--no-index',
+        '--find-links',
+        '/d',
         '--find-links',
         '/w',
-        '--no-index',
         '--',
         'a==1',
       ]);
-      expect(offline.env).to.deep.equal({ PIP_CONFIG_FILE: '/dev/null' });
-      const both = installCommand(
-        { kind: 'uv', uv: '/usr/bin/uv' },
-        'py',
-        { indexUrl: 'https://m/simple', wheelDir: '/w' },
-        '/p',
-        ['b'],
-      );
-      expect(both.argv.slice(0, 7)).to.deep.equal([
+      expect(pip.env).to.deep.equal({ PIP_CONFIG_FILE: '/dev/null' });
+      const uv = installCommand({ kind: 'uv', uv: '/usr/bin/uv' }, 'py', ['/d'], '/p', ['b']);
+      expect(uv.argv).to.deep.equal([
         '/usr/bin/uv',
         'pip',
         'install',
@@ -225,8 +221,26 @@ describe('worker units', () => {
         'py',
         '--prefix',
         '/p',
+        '--no-index',
+        '--find-links',
+        '/d',
+        '--',
+        'b',
       ]);
-      expect(both.argv.slice(7)).to.deep.equal([
+      expect(uv.env).to.include({ UV_NO_CONFIG: '1' });
+    });
+
+    it('fetches wheels on the host from an index (never sources), and not at all from a wheel directory alone', () => {
+      const both = fetchCommand(
+        'py',
+        { indexUrl: 'https://m/simple', wheelDir: '/w' },
+        '/dl',
+        '/cache',
+        ['b'],
+      )!;
+      expect(both.argv.slice(0, 6)).to.deep.equal(['py', '-m', 'pip', 'download', '--dest', '/dl']);
+      expect(both.argv).to.include('--only-binary=:all:');
+      expect(both.argv.slice(-6)).to.deep.equal([
         '--index-url',
         'https://m/simple',
         '--find-links',
@@ -234,10 +248,14 @@ describe('worker units', () => {
         '--',
         'b',
       ]);
-      expect(both.argv).not.to.include('--no-index');
-      expect(
-        installCommand({ kind: 'pip' }, 'py', { indexUrl: null, wheelDir: null }, '/p', ['c']).env,
-      ).to.deep.equal({});
+      expect(both.env).to.deep.equal({ PIP_CONFIG_FILE: '/dev/null' });
+      expect(fetchCommand('py', { indexUrl: null, wheelDir: '/w' }, '/dl', '/c', ['b'])).to.equal(
+        null,
+      );
+      // Neither configured: pip's own configuration on the host decides where from.
+      const own = fetchCommand('py', { indexUrl: null, wheelDir: null }, '/dl', '/c', ['c'])!;
+      expect(own.env).to.deep.equal({});
+      expect(own.argv).not.to.include('--index-url');
     });
 
     it('refuses requirements that are options or span lines', () => {
@@ -273,6 +291,36 @@ describe('worker units', () => {
       expect(cgroup.limit).to.equal(500 * mib);
     });
 
+    it('bounds socket buffers by the memory limit on v1, and sets the pids limit in its own hierarchy', async () => {
+      // Plain files standing in for a container's v1 memory and pids cgroups.
+      const memory = tempDir('rw-cgroup-v1-memory-');
+      const pids = tempDir('rw-cgroup-v1-pids-');
+      const mib = 1024 * 1024;
+      for (const file of ['memory.limit_in_bytes', 'memory.kmem.tcp.limit_in_bytes']) {
+        writeFileSync(join(memory, file), '9223372036854771712');
+      }
+      writeFileSync(join(pids, 'pids.max'), 'max');
+      const cgroup = new ContainerCgroup(1, memory, pids);
+      await cgroup.setLimit(128 * mib);
+      cgroup.setPidsLimit(64);
+      expect(readFileSync(join(memory, 'memory.kmem.tcp.limit_in_bytes'), 'utf8')).to.equal(
+        String(128 * mib),
+      );
+      expect(readFileSync(join(pids, 'pids.max'), 'utf8')).to.equal('64');
+      expect(cgroup.procsFiles).to.deep.equal([
+        join(memory, 'cgroup.procs'),
+        join(pids, 'cgroup.procs'),
+      ]);
+      // v2: one directory holds both controllers.
+      const unified = tempDir('rw-cgroup-v2-');
+      writeFileSync(join(unified, 'memory.max'), 'max');
+      writeFileSync(join(unified, 'pids.max'), 'max');
+      const v2 = new ContainerCgroup(2, unified);
+      v2.setPidsLimit(32);
+      expect(readFileSync(join(unified, 'pids.max'), 'utf8')).to.equal('32');
+      expect(v2.procsFiles).to.deep.equal([join(unified, 'cgroup.procs')]);
+    });
+
     it('finds the memory hierarchy in mountinfo: v1 memory first, else cgroup2', () => {
       const hybrid = [
         '35 25 0:30 / /sys/fs/cgroup/unified rw,nosuid - cgroup2 cgroup2 rw',
@@ -289,6 +337,16 @@ describe('worker units', () => {
         mountPoint: '/sys/fs/cgroup',
       });
       expect(findMemoryHierarchy('1 0 8:1 / / rw - ext4 /dev/sda1 rw')).to.equal(null);
+      const withPids = `${hybrid}\n37 25 0:32 / /sys/fs/cgroup/pids rw - cgroup cgroup rw,pids`;
+      expect(findCgroupHierarchies(withPids)).to.deep.equal({
+        version: 1,
+        memory: '/sys/fs/cgroup/memory',
+        pids: '/sys/fs/cgroup/pids',
+      });
+      expect(findCgroupHierarchies(hybrid)).to.deep.include({ pids: null });
+      expect(
+        findCgroupHierarchies('30 1 0:26 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw,nsdelegate'),
+      ).to.deep.equal({ version: 2, unified: '/sys/fs/cgroup' });
       expect(readCounter('oom_kill_disable 0\nunder_oom 0\noom_kill 2\n', 'oom_kill')).to.equal(2);
     });
 
@@ -311,16 +369,22 @@ describe('worker units', () => {
         containerId: 'c-1',
         workerId: 'w',
         stateDir: '/var/lib/readie/w',
-        cgroupProcs: '/sys/fs/cgroup/memory/readie/w/c-1/cgroup.procs',
-        uid: 65534,
-        gid: 65534,
+        cgroupProcs: ['/sys/fs/cgroup/memory/readie/w/c-1/cgroup.procs'],
+        uid: 2000000001,
+        gid: 2000000001,
         workerPid: 1,
+        network: 'egress',
+        hardened: true,
+        tmpSize: 1024,
+        hide: ['/srv/readie', '/var/lib/readie/w'],
         wheelDir: '/srv/wheels',
       });
-      expect(spec.hide).to.deep.equal(['/var/lib/readie/w']);
+      expect(spec.hide).to.deep.equal(['/var/lib/readie/w', '/srv/readie']);
       expect(spec.socket).to.equal('/var/lib/readie/w/containers/c-1/executor.sock');
       expect(spec.binds).to.deep.equal([
-        { source: '/srv/wheels', target: '/var/lib/readie/w/containers/c-1/tmp/.readie/wheels' },
+        { source: '/var/lib/readie/w/containers/c-1/downloads', target: '/tmp/.readie/downloads' },
+        { source: '/srv/wheels', target: '/tmp/.readie/wheels' },
+        { source: '/var/lib/readie/w/containers/c-1/resolv.conf', target: '/etc/resolv.conf' },
       ]);
       expect(Object.keys(spec.env).sort()).to.deep.equal(
         [
@@ -368,7 +432,7 @@ describe('worker units', () => {
         gpuMemoryTotal: 16 * 1024 ** 3,
         stateDir: '/var/lib/readie/w-1',
         python: '/usr/bin/python3',
-        cgroupParent: 'readie/w-1',
+        cgroupParent: `readie/w-1-${stateDirTag('/var/lib/readie/w-1')}`,
         auth: { mode: 'single-token', token: 't' },
         security: { insecure: true },
       });
@@ -393,6 +457,43 @@ describe('worker units', () => {
         tokenFile: join(process.cwd(), 'own.token'),
         routerTokenFile: '/etc/readie/router.sha256',
       });
+    });
+
+    it('reads the sandbox settings, with defaults that hold every container to its own uid and limits', () => {
+      const open = { ...flags, auth: 'none' };
+      const defaults = resolveWorkerOptions(open, {}, { totalMemory: 1 }).sandbox;
+      expect(defaults).to.deep.equal({
+        network: 'none',
+        uids: { first: 2_000_000_000, count: 65536 },
+        pidsLimit: 1024,
+        tmpQuota: { share: 0.5 },
+        hide: [],
+        hardened: true,
+      });
+      const set = resolveWorkerOptions(
+        { ...open, network: 'egress', hide: '/srv/a, /srv/b' },
+        { WORKER_SANDBOX_UIDS: '300000-300009', WORKER_PIDS_LIMIT: '64', WORKER_TMP_SIZE: '1GiB' },
+        { totalMemory: 1 },
+      ).sandbox;
+      expect(set).to.deep.include({
+        network: 'egress',
+        uids: { first: 300000, count: 10 },
+        pidsLimit: 64,
+        tmpQuota: { bytes: 1024 ** 3 },
+        hide: ['/srv/a', '/srv/b'],
+      });
+      // Two workers with one ID and different state directories never share a cgroup.
+      const elsewhere = resolveWorkerOptions(
+        { ...open, stateDir: '/srv/other/w-1' },
+        {},
+        { totalMemory: 1 },
+      );
+      expect(elsewhere.cgroupParent).not.to.equal(
+        resolveWorkerOptions(open, {}, { totalMemory: 1 }).cgroupParent,
+      );
+      expect(tmpSize({ share: 0.5 }, 256 * 1024 ** 2)).to.equal(128 * 1024 ** 2);
+      expect(tmpSize({ share: 0.5 }, 1024)).to.equal(16 * 1024 ** 2);
+      expect(tmpSize({ bytes: 1024 ** 3 }, 1024)).to.equal(1024 ** 3);
     });
 
     it('says which flag is wrong', () => {
@@ -427,6 +528,16 @@ describe('worker units', () => {
       expect(fails({ auth: 'single-token' })).to.throw(ConfigError, /needs READIE_AUTH_TOKEN/);
       expect(fails({ auth: 'none', tokenFile: 'x' })).to.throw(ConfigError, /not --auth none/);
       expect(fails({ auth: 'open' })).to.throw(ConfigError, /--auth must be one of/);
+      expect(fails({ network: 'host' })).to.throw(
+        ConfigError,
+        '--network must be one of none, egress',
+      );
+      expect(fails({ sandboxUids: '0-10' })).to.throw(ConfigError, '--sandbox-uids "0-10"');
+      expect(fails({ sandboxUids: '9-5' })).to.throw(ConfigError, '--sandbox-uids "9-5"');
+      expect(fails({ sandboxUids: 'many' })).to.throw(ConfigError, 'expected FIRST-LAST');
+      expect(fails({ pidsLimit: '0' })).to.throw(ConfigError, '--pids-limit must be at least 1');
+      expect(fails({ tmpSize: '150%' })).to.throw(ConfigError, '--tmp-size "150%"');
+      expect(fails({ tmpSize: 'big' })).to.throw(ConfigError, '--tmp-size "big"');
     });
 
     it('advertises the bound port, with the hostname for a wildcard listen address', () => {

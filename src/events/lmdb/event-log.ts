@@ -9,9 +9,9 @@
  * been flushed to disk (fsync), so it survives a machine crash or power loss. Appends made in the
  * same event-loop turn share one transaction.
  */
-import { mkdirSync, existsSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { open, type Database, type RootDatabase } from 'lmdb';
+import { open, type Database, type RootDatabase, type RootDatabaseOptionsWithPath } from 'lmdb';
 import { decodeEvent, encodeEvent, isoInstant, SeqOrder, validateEvent } from '../decode.js';
 import { EventLogError, InvalidEventError } from '../errors.js';
 import type { LogProjection } from '../projection.js';
@@ -81,10 +81,21 @@ export class EventLog<S = never> {
     const readOnly = options.readOnly ?? false;
     const path = join(dir, DATA_FILE);
     if (readOnly && !existsSync(path)) throw new EventLogError(`no event log at ${dir}`);
-    if (!readOnly) mkdirSync(dir, { recursive: true });
+    if (!readOnly) {
+      // The log holds every session ID: root's alone (a directory from an older run is tightened).
+      mkdirSync(dir, { recursive: true, mode: 0o700 });
+      chmodSync(dir, 0o700);
+    }
     const lock = readOnly ? undefined : WriterLock.acquire(dir);
     try {
-      const root = open({ path, readOnly, maxDbs: 4 });
+      // lmdb passes `permissionsMode` to mdb_env_open: the data and lock files are created 0600.
+      const root = open({
+        path,
+        readOnly,
+        maxDbs: 4,
+        permissionsMode: 0o600,
+      } as RootDatabaseOptionsWithPath);
+      if (!readOnly) tightenFiles(dir);
       const events = root.openDB<string, number>({ name: 'events', encoding: 'string' }) as
         Database<string, number> | undefined;
       const meta = root.openDB<unknown, string>({ name: 'meta', encoding: 'msgpack' }) as
@@ -344,4 +355,11 @@ export class EventLog<S = never> {
 function first<T>(iterable: Iterable<T>): T | undefined {
   for (const item of iterable) return item;
   return undefined;
+}
+
+/** Makes every file of a log directory root's alone (logs written before files were 0600). */
+function tightenFiles(dir: string): void {
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    if (entry.isFile()) chmodSync(join(dir, entry.name), 0o600);
+  }
 }

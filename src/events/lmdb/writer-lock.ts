@@ -47,7 +47,7 @@ export class WriterLock {
     const path = join(dir, LOCK_FILE);
     for (let attempt = 0; attempt < 3; attempt += 1) {
       try {
-        const fd = openSync(path, 'wx', 0o644);
+        const fd = openSync(path, 'wx', 0o600);
         writeSync(fd, JSON.stringify({ pid: process.pid, host: hostname() }));
         closeSync(fd);
         return new WriterLock(path);

@@ -92,7 +92,7 @@ def restore(images, spec, criu, worker_pid):
     if criu_pid == 0:
         try:
             # The restored pages are charged to the cgroup criu runs in: the container's.
-            sandbox.join_cgroup(spec["cgroupProcs"])
+            sandbox.join_cgroups(spec)
             _place({SPEC_FD: spec_r, EVENTS_FD: events_w})
         except BaseException:  # noqa: BLE001
             os._exit(126)

@@ -1,24 +1,32 @@
 """Puts the current process into its container's sandbox (Linux; run as root, then drops to a user).
 
-Called in the container's first process, which is already pid 1 of a fresh pid namespace. It joins
-the container's memory cgroup, unshares the mount, UTS and IPC namespaces, makes the whole base
-filesystem read-only, mounts a fresh /proc, binds the container's private /tmp, gives it a private
-/dev/shm, masks the worker's state directory, and switches to an unprivileged user with no way
-back. See docs/sandbox.md for what this does and does not guarantee.
+Called in the container's first process, which is already pid 1 of a fresh pid namespace (a
+template's fork, a cold start, or a CRIU restore: every path comes through `enter`). It joins the
+container's memory and pids cgroups; unshares the mount, UTS, IPC, network and cgroup namespaces;
+brings up its own loopback; makes the whole base filesystem read-only; mounts a fresh /proc, a
+sized tmpfs on /tmp, a private /dev/shm and a private devpts; binds the worker's read-only
+directories (wheels, fetched packages, the egress resolv.conf); masks the worker's state
+directories and /sys/fs/cgroup; switches to the container's own user with no way back, joins a
+new session keyring and loads the seccomp filter. See docs/sandbox.md for what this does and
+does not guarantee.
 
 Python 3.11 has no os.unshare or os.mount: ctypes reaches libc's.
 """
 
 import ctypes
+import fcntl
 import os
 import resource
 import signal
 import socket
+import struct
 
 CLONE_NEWNS = 0x00020000
+CLONE_NEWCGROUP = 0x02000000
 CLONE_NEWUTS = 0x04000000
 CLONE_NEWIPC = 0x08000000
 CLONE_NEWPID = 0x20000000
+CLONE_NEWNET = 0x40000000
 
 MS_RDONLY = 0x1
 MS_NOSUID = 0x2
@@ -36,6 +44,13 @@ SYS_MOUNT_SETATTR = 442  # the same number on x86_64 and aarch64 (the generic sy
 AT_FDCWD = -100
 AT_RECURSIVE = 0x8000
 MOUNT_ATTR_RDONLY = 0x1
+
+SIOCSIFFLAGS = 0x8914
+IFF_UP = 0x1
+IFF_LOOPBACK = 0x8
+IFF_RUNNING = 0x40
+
+KEYCTL_JOIN_SESSION_KEYRING = 1
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
@@ -143,7 +158,7 @@ def join_cgroup(procs_file):
         with open(procs_file, "w", encoding="ascii") as procs:
             procs.write("0")
     except OSError as error:
-        raise SandboxError(f"joining the memory cgroup {procs_file}: {error.strerror}") from None
+        raise SandboxError(f"joining the cgroup {procs_file}: {error.strerror}") from None
 
 
 def _close_other_fds(keep):
@@ -155,41 +170,130 @@ def _close_other_fds(keep):
     os.closerange(low, 1 << 20)
 
 
-def enter(spec, keep_fds=()):
-    """Enters the container's sandbox as `spec` describes (see zygote.py for the spec's fields)."""
-    join_cgroup(spec["cgroupProcs"])
-    unshare(CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC)
+def join_cgroups(spec):
+    """Moves this process into every cgroup of the container (memory, and pids on cgroup v1)."""
+    files = spec["cgroupProcs"]
+    for procs in [files] if isinstance(files, str) else list(files):
+        join_cgroup(procs)
+
+
+def loopback_up():
+    """Brings up `lo` in this (new) network namespace, so user code can talk to itself."""
+    flags = IFF_UP | IFF_LOOPBACK | IFF_RUNNING
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as control:
+        try:
+            fcntl.ioctl(control, SIOCSIFFLAGS, struct.pack("16sh22x", b"lo", flags))
+        except OSError as error:
+            raise SandboxError(f"bringing up the loopback interface: {error.strerror}") from None
+
+
+def join_new_session_keyring():
+    """An anonymous session keyring of this user: nothing of the worker's session keyring stays
+    possessed. (The seccomp filter then refuses every keyring call anyway.)"""
+    from . import syscall_filter
+
+    if syscall_filter.seccomp is None:
+        raise SandboxError(syscall_filter.MISSING)
+    number = syscall_filter.seccomp.resolve_syscall(syscall_filter.seccomp.Arch.NATIVE, "keyctl")
+    if _libc.syscall(ctypes.c_long(number), ctypes.c_int(KEYCTL_JOIN_SESSION_KEYRING), None) < 0:
+        code = ctypes.get_errno()
+        raise SandboxError(f"joining a new session keyring: {os.strerror(code)} (errno {code})")
+
+
+def _open_bind_sources(binds):
+    # The sources are opened before /tmp and the masked directories are mounted over, since a
+    # source may live under either; the mounts then go through /proc/self/fd.
+    return [(os.open(bind["source"], os.O_PATH | os.O_CLOEXEC), bind) for bind in binds]
+
+
+def _bind_read_only(fd, bind):
+    target = bind["target"]
+    if not os.path.lexists(target):
+        if os.path.isdir(f"/proc/self/fd/{fd}"):
+            os.makedirs(target, exist_ok=True)
+        else:
+            os.close(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o644))
+    mount(f"/proc/self/fd/{fd}", target, None, MS_BIND | MS_REC)
+    mount(None, target, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
+    os.close(fd)
+
+
+def _mask(path):
+    if os.path.isdir(path):
+        mount("tmpfs", path, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=4k,mode=755")
+
+
+def _private_tmp(spec, uid, gid):
+    size = int(spec.get("tmpSize", 64 * 1024 * 1024))
+    mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, f"size={size},mode=1777")
+    readie = spec.get("readieDir", "/tmp/.readie")
+    os.makedirs(readie, mode=0o755, exist_ok=True)
+    os.chown(readie, uid, gid)
+
+
+def _private_devpts():
+    # Its own pty instance: the host's /dev/pts (every other container's terminals) is replaced.
+    mount("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620")
+    mount("/dev/pts/ptmx", "/dev/ptmx", None, MS_BIND)
+
+
+def enter(spec, keep_fds=(), on_network=None):
+    """Enters the container's sandbox as `spec` describes (see zygote.py for the spec's fields).
+
+    `on_network` is called once the container has its own network namespace (the worker then
+    attaches the user-mode network stack of the egress mode to it).
+    """
+    hardened = spec.get("hardened", True)
+    uid, gid = int(spec["uid"]), int(spec["gid"])
+    join_cgroups(spec)
+    flags = CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC
+    if hardened:
+        # The cgroup namespace comes after joining the cgroups: its root is the container's own.
+        flags |= CLONE_NEWNET | CLONE_NEWCGROUP
+    unshare(flags)
+    if hardened:
+        loopback_up()
+        if on_network is not None:
+            on_network()
+    sources = _open_bind_sources(spec.get("binds", []))
     # Nothing done from here on propagates back to the host's mounts.
     mount(None, "/", None, MS_REC | MS_PRIVATE)
     hostname = os.fsencode(spec["hostname"])[:64]
     _check(_libc.sethostname(hostname, len(hostname)), "sethostname")
     make_read_only()
     mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
-    for bind in spec.get("binds", []):
-        # Read-only host directories (a wheel directory) placed inside the private /tmp before it
-        # is bound, since their host paths may be hidden once it is (they may live under /tmp).
-        mount(bind["source"], bind["target"], None, MS_BIND | MS_REC)
-        mount(None, bind["target"], None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
-    mount(spec["tmpDir"], "/tmp", None, MS_BIND | MS_REC)
-    mount(None, "/tmp", None, MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV)
+    _private_tmp(spec, uid, gid)
     shm_size = int(spec.get("shmSize", 64 * 1024 * 1024))
     mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, f"size={shm_size},mode=1777")
+    if hardened:
+        _private_devpts()
+    for fd, bind in sources:
+        _bind_read_only(fd, bind)
     for hidden in spec.get("hide", []):
-        if os.path.isdir(hidden):
-            mount("tmpfs", hidden, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=4k,mode=755")
+        _mask(hidden)
+    if hardened:
+        _mask("/sys/fs/cgroup")
     os.chdir("/tmp")
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     _close_other_fds(keep_fds)
     null = os.open("/dev/null", os.O_RDONLY)
     os.dup2(null, 0)
     os.close(null)
-    uid, gid = int(spec["uid"]), int(spec["gid"])
     os.setgroups([])
     os.setresgid(gid, gid, gid)
     os.setresuid(uid, uid, uid)
     # Changing credentials clears the parent-death signal: set it again, as the new user.
     die_with_parent()
     prctl(PR_SET_NO_NEW_PRIVS, 1)
+    os.umask(0o022)
+    if hardened:
+        join_new_session_keyring()
+        from . import syscall_filter
+
+        try:
+            syscall_filter.load()
+        except OSError as error:
+            raise SandboxError(f"loading the seccomp filter: {error.strerror}") from None
     os.environ.clear()
     os.environ.update({str(k): str(v) for k, v in spec.get("env", {}).items()})
 

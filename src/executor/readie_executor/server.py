@@ -15,8 +15,18 @@ from . import PROTOCOL_VERSION, calls, frames, install
 from .frames import ProtocolError
 
 
-def dns_status():
-    """Whether name resolution is configured in this sandbox, and what was found."""
+def dns_status(network="host"):
+    """Whether name resolution is configured in this sandbox, and what was found.
+
+    Without a network (`none`) only /etc/hosts can answer, which is what that mode means: it is
+    reported as such, not as a broken resolver.
+    """
+    if network == "none":
+        try:
+            socket.getaddrinfo("localhost", None)
+        except OSError as error:
+            return {"ok": False, "detail": f"resolving localhost failed: {error}"}
+        return {"ok": True, "detail": "no network (--network none): names resolve from /etc/hosts only"}
     try:
         with open("/etc/resolv.conf", encoding="utf-8", errors="replace") as conf:
             servers = [line.split()[1] for line in conf if line.startswith("nameserver") and len(line.split()) > 1]
@@ -37,7 +47,7 @@ class Executor:
     def __init__(self, listener, capture, identity):
         self._listener = listener
         self._capture = capture
-        self._dns = dns_status()
+        self._dns = dns_status(identity.get("network", "host"))
         self._hello = dict(
             identity,
             protocol=PROTOCOL_VERSION,

@@ -13,8 +13,10 @@ one JSON line per event (a write under PIPE_BUF bytes is atomic, so concurrent s
 interleave): `spawned` (B's host pid), `sandbox-failed`, `spawn-failed`, and `exited` (B's exit
 code or signal). A kills B if the worker dies.
 
-Spec fields: container, hostname, socket, tmpDir, cgroupProcs, hide, uid, gid, shmSize, env,
-workerPid, checkpoint, modules.
+Spec fields: container, hostname, socket, tmpDir, cgroupProcs (a list), network (none, egress),
+hardened, tmpSize, readieDir, binds, hide, uid, gid, shmSize, env, workerPid, checkpoint, modules.
+In the egress mode the container reports `network` (its network namespace exists) on the same
+events stream, for the worker to attach its user-mode network stack.
 """
 
 import argparse
@@ -70,9 +72,15 @@ def become_container(spec, listener, events_fd=1):
     `events_fd` carries a `sandbox-failed` event if the sandbox cannot be entered; it is closed
     before any user code runs, so user code can never write to the worker's event stream.
     """
+    container = spec.get("container")
+
+    def network_ready():
+        emit({"event": "network", "container": container}, events_fd)
+
     try:
         sandbox.die_with_parent()
-        sandbox.enter(spec, keep_fds=[listener.fileno(), events_fd])
+        egress = spec.get("network") == "egress"
+        sandbox.enter(spec, keep_fds=[listener.fileno(), events_fd], on_network=network_ready if egress else None)
         reseed()
         fresh_main()
         from .capture import OutputCapture
@@ -82,9 +90,10 @@ def become_container(spec, listener, events_fd=1):
             "container": spec["container"],
             "checkpoint": spec.get("checkpoint", ""),
             "modules": spec.get("modules", []),
+            "network": spec.get("network", "host") if spec.get("hardened", True) else "host",
         }
     except BaseException as error:  # noqa: BLE001 - any failure here means no container
-        emit({"event": "sandbox-failed", "container": spec.get("container"), "error": _describe(error)}, events_fd)
+        emit({"event": "sandbox-failed", "container": container, "error": _describe(error)}, events_fd)
         os._exit(70)
     try:
         if events_fd > 2:
@@ -156,8 +165,10 @@ def import_checkpoint(modules):
     started = time.perf_counter()
     import cloudpickle  # noqa: F401 - every executor needs it; importing it here shares it
 
-    from . import calls, capture, server  # noqa: F401
+    from . import calls, capture, server, syscall_filter  # noqa: F401
 
+    # Every container of this process loads the same seccomp filter: build it once, here.
+    syscall_filter.prepare()
     for module in modules:
         importlib.import_module(module)
     # Load the resolver's NSS modules now, so a container's first lookup (the executor's DNS

@@ -1,34 +1,50 @@
 /**
- * Making a container: its files, its memory cgroup, its spec, and its first process, restored
- * from a checkpoint or started cold.
+ * Making a container: its files, its identity, its cgroups, its spec, its first process (restored
+ * from a checkpoint or started cold) and, in the egress mode, its network stack.
  */
-import { chown, mkdir, rm } from 'node:fs/promises';
-import { join } from 'node:path';
+import { chmod, mkdir, rm, writeFile } from 'node:fs/promises';
 import type { Logger } from 'pino';
 import type { RestoreBackend } from '../checkpoints/restore-backend.js';
 import {
+  attachEgress,
   coldStart,
   containerPaths,
   containerSpec,
+  EGRESS_NAMESERVER,
+  EgressError,
+  tmpSize,
   type ContainerCgroup,
+  type ContainerCgroups,
   type ContainerProcess,
-  type MemoryCgroups,
+  type EgressLink,
+  type IdentitySource,
+  type SandboxIdentity,
+  type SandboxPolicy,
 } from '../sandbox/index.js';
 import { Container } from './container.js';
 import { newContainerId } from './container-ids.js';
+
+/** How long a container may take to make its network namespace, then slirp4netns to attach. */
+const EGRESS_TIMEOUT_MS = 10_000;
+
+/** The sandbox settings and the means to apply them. */
+export interface SandboxContext {
+  readonly policy: SandboxPolicy;
+  readonly identities: IdentitySource;
+  /** The slirp4netns binary; null unless the egress mode is on. */
+  readonly slirp4netns: string | null;
+}
 
 /** What making containers needs. */
 export interface ContainerFactoryOptions {
   readonly workerId: string;
   readonly stateDir: string;
-  /** The unprivileged user and group user code runs as. */
-  readonly uid: number;
-  readonly gid: number;
   readonly python: string;
   /** The wheel directory to bind into every container, if installs use one. */
   readonly wheelDir: string | null;
-  readonly cgroups: MemoryCgroups;
+  readonly cgroups: ContainerCgroups;
   readonly backend: RestoreBackend;
+  readonly sandbox: SandboxContext;
   readonly log: Logger;
 }
 
@@ -37,41 +53,95 @@ export class ContainerFactory {
   constructor(private readonly options: ContainerFactoryOptions) {}
 
   /**
-   * Makes a container with `memory` as its limit: restored from `checkpointId` when it is not
-   * empty (throwing the restore's error if that fails), else cold. Falling back to a cold start
-   * is the pool's decision (ContainerPool.create).
+   * Makes a container with `memory` as its limit (and its /tmp quota's base): restored from
+   * `checkpointId` when it is not empty (throwing the restore's error if that fails), else cold.
+   * Falling back to a cold start is the pool's decision (ContainerPool.create).
    */
   async make(memory: number, checkpointId: string): Promise<Container> {
     const { options } = this;
+    const { policy, identities } = options.sandbox;
+    const egress = policy.hardened && policy.network === 'egress';
     const id = newContainerId();
     const paths = containerPaths(options.stateDir, id);
+    let identity: SandboxIdentity | null = null;
     let cgroup: ContainerCgroup | null = null;
+    let link: EgressLink | null = null;
     try {
-      await mkdir(paths.readieDir, { recursive: true, mode: 0o700 });
-      await chown(paths.tmpDir, options.uid, options.gid);
-      await chown(paths.readieDir, options.uid, options.gid);
-      if (options.wheelDir) await mkdir(join(paths.readieDir, 'wheels'));
-      cgroup = await options.cgroups.create(id, memory);
+      await mkdir(paths.dir, { recursive: true, mode: 0o700 });
+      // Root's, readable by the container through its read-only bind; the worker fills it.
+      await mkdir(paths.downloads, { mode: 0o755 });
+      await chmod(paths.downloads, 0o755);
+      if (egress) {
+        await writeFile(paths.resolvConf, `nameserver ${EGRESS_NAMESERVER}\n`, { mode: 0o644 });
+        await chmod(paths.resolvConf, 0o644);
+      }
+      identity = await identities.claim(id);
+      cgroup = await options.cgroups.create(id, {
+        memory,
+        pids: policy.hardened ? policy.pidsLimit : null,
+      });
       const spec = containerSpec({
         containerId: id,
         workerId: options.workerId,
         stateDir: options.stateDir,
-        cgroupProcs: cgroup.procsFile,
-        uid: options.uid,
-        gid: options.gid,
+        cgroupProcs: cgroup.procsFiles,
+        uid: identity.uid,
+        gid: identity.gid,
         workerPid: process.pid,
+        network: policy.network,
+        hardened: policy.hardened,
+        tmpSize: tmpSize(policy.tmpQuota, memory),
+        hide: policy.hide,
         wheelDir: options.wheelDir,
       });
       const started: ContainerProcess =
         checkpointId !== ''
           ? await options.backend.restore(checkpointId, spec)
           : await coldStart({ python: options.python, log: options.log }, spec);
-      return new Container(id, checkpointId, cgroup, paths, started);
+      if (egress) link = await this.attachNetwork(started, cgroup);
+      return new Container(id, checkpointId, cgroup, paths, started, identity, link);
     } catch (error) {
-      await cgroup?.killAll().catch(() => undefined);
-      await cgroup?.remove().catch(() => undefined);
+      link?.stop();
+      let removed = cgroup === null;
+      if (cgroup) {
+        await cgroup.killAll().catch(() => undefined);
+        removed = await cgroup.remove().then(
+          () => true,
+          () => false,
+        );
+      }
       await rm(paths.dir, { recursive: true, force: true }).catch(() => undefined);
+      // A uid goes back only once nothing of the container can still run as it.
+      if (identity && removed) await identities.release(identity).catch(() => undefined);
       throw error;
     }
+  }
+
+  /** Waits for the container's own network namespace, then attaches slirp4netns to it. */
+  private async attachNetwork(
+    started: ContainerProcess,
+    cgroup: ContainerCgroup,
+  ): Promise<EgressLink> {
+    let timer: NodeJS.Timeout | undefined;
+    const outcome = await Promise.race([
+      started.network.then(() => 'ready' as const),
+      started.exited.then(() => 'exited' as const),
+      new Promise<'late'>((resolve) => {
+        timer = setTimeout(() => resolve('late'), EGRESS_TIMEOUT_MS);
+      }),
+    ]).finally(() => clearTimeout(timer));
+    if (outcome === 'exited') {
+      throw new EgressError('the container exited before it had its own network namespace');
+    }
+    if (outcome === 'late') {
+      throw new EgressError(
+        `the container did not make its network namespace within ${EGRESS_TIMEOUT_MS} ms`,
+      );
+    }
+    return attachEgress(started.pid, cgroup, {
+      slirp4netns: this.options.sandbox.slirp4netns ?? 'slirp4netns',
+      timeoutMs: EGRESS_TIMEOUT_MS,
+      log: this.options.log,
+    });
   }
 }

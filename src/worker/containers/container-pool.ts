@@ -10,6 +10,7 @@ import { StatusError } from '../../shared/status-error.js';
 import {
   ContainerBusyError,
   ContainerNotFoundError,
+  ContainerOwnedError,
   ContainerUnavailableError,
   ShuttingDownError,
 } from '../errors.js';
@@ -95,14 +96,16 @@ export class ContainerPool {
   }
 
   /**
-   * Creates a container with `memory` as its limit and waits for its executor's HELLO: a standby
-   * of `checkpointId`, else one restored from it, else (no checkpoint, a restore that fails or
-   * dies before it answers) a cold one. `signal` abandons it (the container is destroyed).
+   * Creates a container with `memory` as its limit for `sessionId` (empty: no session) and waits
+   * for its executor's HELLO: a standby of `checkpointId`, else one restored from it, else (no
+   * checkpoint, a restore that fails or dies before it answers) a cold one. `signal` abandons
+   * it (the container is destroyed).
    */
   async create(
     memory: number,
     checkpointId: string,
     signal?: AbortSignal,
+    sessionId = '',
   ): Promise<AnsweringContainer> {
     if (this.closing) throw new ShuttingDownError('the worker is shutting down');
     const { maxContainers } = this.options;
@@ -115,7 +118,7 @@ export class ContainerPool {
     try {
       const standby = checkpointId === '' ? null : await this.standbys.take(checkpointId, memory);
       if (standby) {
-        this.adopt(standby.container);
+        this.adopt(standby.container, sessionId);
         return { ...standby, fallback: null };
       }
       const creation = this.startWithFallback(memory, checkpointId, signal ?? null);
@@ -127,7 +130,7 @@ export class ContainerPool {
         await this.destroy(created.container);
         throw new ShuttingDownError('the worker is shutting down');
       }
-      this.adopt(created.container);
+      this.adopt(created.container, sessionId);
       if (created.container.checkpointId !== '') {
         this.standbys.restock(created.container.checkpointId);
       }
@@ -144,8 +147,9 @@ export class ContainerPool {
     }
   }
 
-  private adopt(container: Container): void {
+  private adopt(container: Container, sessionId: string): void {
     container.state = 'busy';
+    container.sessionId = sessionId;
     this.containers.set(container.id, container);
     this.reportState(container, ContainerState.CONTAINER_STATE_BUSY);
   }
@@ -219,13 +223,28 @@ export class ContainerPool {
     this.standbys.keep(checkpointId);
   }
 
-  /** Takes a session's idle container for a call, re-applying the call's memory limit. */
-  async resume(containerId: string, memory: number, requestId: string): Promise<Container> {
+  /**
+   * Takes a session's idle container for a call of that session, re-applying the call's memory
+   * limit; a container of another session (or of none) is refused, whoever asks.
+   */
+  async resume(
+    containerId: string,
+    memory: number,
+    requestId: string,
+    sessionId: string,
+  ): Promise<Container> {
     if (this.closing) throw new ShuttingDownError('the worker is shutting down');
     const container = this.containers.get(containerId);
     if (!container || container.state === 'removed' || !container.alive) {
       throw new ContainerNotFoundError(
         `container ${containerId} is not on this worker (it was destroyed or never created here)`,
+      );
+    }
+    if (container.sessionId === '' || container.sessionId !== sessionId) {
+      throw new ContainerOwnedError(
+        sessionId === ''
+          ? `container ${containerId} belongs to a session: a call without that session cannot resume it`
+          : `container ${containerId} does not belong to session ${sessionId}: only the session that created it may resume it`,
       );
     }
     if (container.state === 'busy') {
@@ -296,7 +315,10 @@ export class ContainerPool {
         container.process.exited,
         new Promise((resolve) => setTimeout(resolve, DESTROY_WAIT_MS).unref()),
       ]);
+      container.egress?.stop();
       await container.cgroup.remove();
+      // Only now can nothing run as its uid any more: the uid may go to another container.
+      await this.options.sandbox.identities.release(container.identity);
     } catch (error) {
       log.warn({ err: (error as Error).message }, 'container cleanup was incomplete');
     } finally {

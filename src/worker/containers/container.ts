@@ -1,4 +1,4 @@
-/** One container: a sandboxed executor with its cgroup, files and state. */
+/** One container: a sandboxed executor with its cgroups, identity, files and state. */
 import { formatSize } from '../../shared/units.js';
 import type { ExecutorConnection } from '../executor-link/index.js';
 import {
@@ -7,6 +7,8 @@ import {
   type ContainerExit,
   type ContainerPaths,
   type ContainerProcess,
+  type EgressLink,
+  type SandboxIdentity,
 } from '../sandbox/index.js';
 
 /**
@@ -29,6 +31,11 @@ export class Container {
   requestId = '';
   /** The GPU memory budget of its last call, in bytes (it holds it while it lives). */
   gpuMemory = 0;
+  /**
+   * The session it belongs to, set by the call that created it (or took it from the standby
+   * shelf); only that session may resume it. Empty: no session, destroyed after its call.
+   */
+  sessionId = '';
   /** The connection its last call used, kept open for the next call of its session. */
   idleConnection: ExecutorConnection | null = null;
   /** Whether the router has heard of it (standby containers are not reported until taken). */
@@ -42,6 +49,10 @@ export class Container {
     readonly cgroup: ContainerCgroup,
     readonly paths: ContainerPaths,
     readonly process: ContainerProcess,
+    /** The uid and gid its processes run as (its own, unless the sandbox is unhardened). */
+    readonly identity: SandboxIdentity,
+    /** Its slirp4netns, in the egress mode. */
+    readonly egress: EgressLink | null = null,
   ) {
     const exited = new AbortController();
     this.exitSignal = exited.signal;

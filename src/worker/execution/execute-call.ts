@@ -42,6 +42,8 @@ export interface CallDeps {
   readonly python: string;
   readonly installer: Installer;
   readonly packageSource: PackageSource;
+  /** pip's cache for the host-side fetch of packages. */
+  readonly packageCacheDir: string;
   /** DIAL_TOTAL_TIMEOUT. */
   readonly dialTimeoutMs: number;
   /** EXECUTION_TIMEOUT. */
@@ -155,11 +157,17 @@ export class ExecuteCall {
         request.containerId,
         request.memory,
         request.requestId,
+        request.sessionId,
       );
       this.adopt(container);
       return this.reconnect(container, signal);
     }
-    const created = await deps.pool.create(request.memory, request.checkpointId, signal);
+    const created = await deps.pool.create(
+      request.memory,
+      request.checkpointId,
+      signal,
+      request.sessionId,
+    );
     this.adopt(created.container);
     if (created.fallback !== null) {
       await this.sendLog(
@@ -208,6 +216,8 @@ export class ExecuteCall {
       installer: this.deps.installer,
       python: this.deps.python,
       source: this.deps.packageSource,
+      downloads: this.container!.paths.downloads,
+      cacheDir: this.deps.packageCacheDir,
       say: (text) => this.sendLog(INSTALL_LOG_SOURCE, text),
       signal,
     });

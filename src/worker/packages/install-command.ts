@@ -1,20 +1,23 @@
 /**
- * The command that installs a call's packages into its container's prefix: `uv pip install`
- * where uv exists, else `python -m pip install`. Pure: the choice of installer is passed in.
+ * The commands of a package install, in two halves. The worker fetches wheels on the host side
+ * (`pip download`: the network access the install needs, which user code never gets) into a
+ * directory the container sees read-only; the container then installs from local directories
+ * only (`uv pip install` where uv exists, else `python -m pip install`, both with no index).
+ * Pure: the choice of installer is passed in.
  */
 
-/** Where packages come from; with neither set, the installer's own configuration decides. */
+/** Where packages come from; with neither set, pip's own configuration on the host decides. */
 export interface PackageSource {
   /** A package index URL (PEP 503 simple API), e.g. a production mirror. */
   readonly indexUrl: string | null;
-  /** A local directory of wheels; alone, it is the only source (offline installs). */
+  /** A local directory of wheels; alone, it is the only source (offline installs, no fetch). */
   readonly wheelDir: string | null;
 }
 
-/** Which installer runs. */
+/** Which installer runs inside the container. */
 export type Installer = { readonly kind: 'uv'; readonly uv: string } | { readonly kind: 'pip' };
 
-/** An install command: argv and extra environment. */
+/** A command: argv and extra environment. */
 export interface InstallCommand {
   readonly argv: readonly string[];
   readonly env: Readonly<Record<string, string>>;
@@ -31,25 +34,61 @@ export function requirementProblem(requirement: string): string | null {
   return null;
 }
 
-function sourceArgs(source: PackageSource): string[] {
-  const args: string[] = [];
-  if (source.indexUrl) args.push('--index-url', source.indexUrl);
-  if (source.wheelDir) {
-    args.push('--find-links', source.wheelDir);
-    if (!source.indexUrl) args.push('--no-index');
-  }
-  return args;
+/** Whether installs fetch from an index on the host side (everything but a wheel dir alone). */
+export function fetches(source: PackageSource): boolean {
+  return source.indexUrl !== null || source.wheelDir === null;
 }
 
-/** The command installing `requirements` into `prefix` for the interpreter `python`. */
+/**
+ * The host-side fetch: `pip download` of `requirements` and their dependencies into `dest`, as
+ * wheels only (building an sdist would run a package's code on the host), or null when the wheel
+ * directory alone is the source.
+ */
+export function fetchCommand(
+  python: string,
+  source: PackageSource,
+  dest: string,
+  cacheDir: string,
+  requirements: readonly string[],
+): InstallCommand | null {
+  if (!fetches(source)) return null;
+  const args = [
+    python,
+    '-m',
+    'pip',
+    'download',
+    '--dest',
+    dest,
+    '--only-binary=:all:',
+    '--no-input',
+    '--disable-pip-version-check',
+    '--progress-bar',
+    'off',
+    '--cache-dir',
+    cacheDir,
+  ];
+  if (source.indexUrl) args.push('--index-url', source.indexUrl);
+  if (source.wheelDir) args.push('--find-links', source.wheelDir);
+  const configured = source.indexUrl !== null || source.wheelDir !== null;
+  return {
+    argv: [...args, '--', ...requirements],
+    // A configured source replaces the host's pip configuration (its index, its find-links).
+    env: configured ? { PIP_CONFIG_FILE: '/dev/null' } : {},
+  };
+}
+
+/**
+ * The in-container install of `requirements` into `prefix` for the interpreter `python`, from
+ * the local directories `findLinks` only (no index: the container has no way to one).
+ */
 export function installCommand(
   installer: Installer,
   python: string,
-  source: PackageSource,
+  findLinks: readonly string[],
   prefix: string,
   requirements: readonly string[],
 ): InstallCommand {
-  const configured = source.indexUrl !== null || source.wheelDir !== null;
+  const sources = ['--no-index', ...findLinks.flatMap((dir) => ['--find-links', dir])];
   if (installer.kind === 'uv') {
     return {
       argv: [
@@ -60,15 +99,11 @@ export function installCommand(
         python,
         '--prefix',
         prefix,
-        ...sourceArgs(source),
+        ...sources,
         '--',
         ...requirements,
       ],
-      env: {
-        UV_CACHE_DIR: '/tmp/.readie/uv-cache',
-        UV_NO_PROGRESS: '1',
-        ...(configured ? { UV_NO_CONFIG: '1' } : {}),
-      },
+      env: { UV_CACHE_DIR: '/tmp/.readie/uv-cache', UV_NO_PROGRESS: '1', UV_NO_CONFIG: '1' },
     };
   }
   return {
@@ -84,11 +119,10 @@ export function installCommand(
       '--no-warn-script-location',
       '--progress-bar',
       'off',
-      ...sourceArgs(source),
+      ...sources,
       '--',
       ...requirements,
     ],
-    // A configured source replaces the host's pip configuration (its index, its find-links).
-    env: configured ? { PIP_CONFIG_FILE: '/dev/null' } : {},
+    env: { PIP_CONFIG_FILE: '/dev/null' },
   };
 }

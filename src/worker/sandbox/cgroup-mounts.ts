@@ -1,4 +1,4 @@
-/** Finding the memory cgroup hierarchy in /proc/self/mountinfo. Pure: the text is passed in. */
+/** Finding the cgroup hierarchies in /proc/self/mountinfo. Pure: the text is passed in. */
 
 /** Where the memory controller lives: a v1 `memory` hierarchy or the v2 unified one. */
 export interface MemoryHierarchy {
@@ -36,6 +36,40 @@ export function findMemoryHierarchy(mountinfo: string): MemoryHierarchy | null {
     }
   }
   return unified;
+}
+
+/**
+ * Where a container's controllers live: on v1 the `memory` and `pids` hierarchies (pids is null
+ * when the host mounts none), on v2 the unified one for both.
+ */
+export type CgroupHierarchies =
+  | { readonly version: 1; readonly memory: string; readonly pids: string | null }
+  | { readonly version: 2; readonly unified: string };
+
+/**
+ * The hierarchies named by a mountinfo text: v1 when a v1 hierarchy has the memory controller
+ * (hybrid hosts keep the controllers there), else the first cgroup2 mount; null when neither.
+ */
+export function findCgroupHierarchies(mountinfo: string): CgroupHierarchies | null {
+  const memory = findMemoryHierarchy(mountinfo);
+  if (!memory) return null;
+  if (memory.version === 2) return { version: 2, unified: memory.mountPoint };
+  let pids: string | null = null;
+  for (const line of mountinfo.split('\n')) {
+    const separator = line.indexOf(' - ');
+    if (separator < 0) continue;
+    const mountPoint = line.slice(0, separator).split(' ')[4];
+    const [fsType, , options] = line.slice(separator + 3).split(' ');
+    if (
+      mountPoint !== undefined &&
+      fsType === 'cgroup' &&
+      (options ?? '').split(',').includes('pids')
+    ) {
+      pids = unescapeMountField(mountPoint);
+      break;
+    }
+  }
+  return { version: 1, memory: memory.mountPoint, pids };
 }
 
 /** The value of `key` in a flat-keyed cgroup file (memory.events, memory.oom_control). */

@@ -1,235 +1,152 @@
 /**
- * Memory cgroups for containers, on cgroup v1 or v2 (detected at runtime). The worker owns one
- * parent cgroup (`readie/<worker id>` by default) and creates one child per container whose limit
- * is the call's memory budget.
+ * The worker's cgroups, on cgroup v1 or v2 (detected at runtime). The worker owns one parent
+ * cgroup (`--cgroup-parent`) in the memory and pids hierarchies (one directory on v2) and creates
+ * one child per container. It removes only what it created: its own containers, the container
+ * cgroups an earlier run of it left (named by that run's state directory), and the parent
+ * directories it made, once empty.
  */
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
-import { access, mkdir, readdir, readFile, rmdir, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rmdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
-import { findMemoryHierarchy, readCounter, type MemoryHierarchy } from './cgroup-mounts.js';
+import { findCgroupHierarchies, type CgroupHierarchies } from './cgroup-mounts.js';
+import { CgroupError, ContainerCgroup, errorText } from './container-cgroup.js';
 
-/** The memory cgroup hierarchy is missing or cannot be written; says what was tried. */
-export class CgroupError extends Error {
-  override readonly name = 'CgroupError';
+export { CgroupError, CgroupLimitError, ContainerCgroup } from './container-cgroup.js';
+
+/** Limits a new container cgroup starts with. */
+export interface CgroupLimits {
+  /** Bytes of memory (the call's budget). */
+  readonly memory: number;
+  /** Tasks at once; null for none (the unhardened benchmark path). */
+  readonly pids: number | null;
 }
 
-/** A limit could not be applied (below current usage, say): names the container and the sizes. */
-export class CgroupLimitError extends Error {
-  override readonly name = 'CgroupLimitError';
-}
-
-async function exists(path: string): Promise<boolean> {
-  try {
-    await access(path);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-async function readText(path: string): Promise<string> {
-  return readFile(path, 'utf8');
-}
-
-function errorText(error: unknown): string {
-  const { code, message } = error as NodeJS.ErrnoException;
-  return code ?? message;
-}
-
-/** One container's memory cgroup. */
-export class ContainerCgroup {
-  /** The limit last written, once one has been. */
-  private applied: number | null = null;
-  /** Whether the host accounts swap (v1 `memory.memsw.*`), once known. */
-  private hasMemsw: boolean | null = null;
-
-  constructor(
-    /** v1 or v2. */
-    readonly version: 1 | 2,
-    /** Its directory. */
-    readonly path: string,
-  ) {}
-
-  /** Its memory limit in bytes, as last set (0 before the first setLimit). */
-  get limit(): number {
-    return this.applied ?? 0;
-  }
-
-  /** The file a process writes "0" to in order to join. */
-  get procsFile(): string {
-    return join(this.path, 'cgroup.procs');
-  }
-
-  /**
-   * Sets the memory limit (and, where the host has swap accounting, no swap beyond it). These are
-   * kernel pseudo-files that never wait on a disk: synchronous writes keep a call's resume short.
-   */
-  async setLimit(bytes: number): Promise<void> {
-    const limit = String(Math.max(0, Math.floor(bytes)));
-    try {
-      if (this.version === 2) {
-        // v2 accepts any memory.max and then reclaims or OOM-kills down to it; v1 refuses a limit
-        // below usage with EBUSY. Refuse it here too, so a resume fails the same way on both.
-        if (this.applied !== null && bytes < this.applied) {
-          const usage = Number(readFileSync(join(this.path, 'memory.current'), 'utf8'));
-          if (usage > bytes) throw new Error('the new limit is below its usage');
-        }
-        writeFileSync(join(this.path, 'memory.max'), limit);
-        // The swap limit never changes: set it once.
-        if (this.applied === null && existsSync(join(this.path, 'memory.swap.max'))) {
-          writeFileSync(join(this.path, 'memory.swap.max'), '0');
-        }
-        this.applied = bytes;
-        return;
-      }
-      this.hasMemsw ??= existsSync(join(this.path, 'memory.memsw.limit_in_bytes'));
-      const current =
-        this.applied ?? Number(readFileSync(join(this.path, 'memory.limit_in_bytes'), 'utf8'));
-      const memsw = join(this.path, 'memory.memsw.limit_in_bytes');
-      // v1 insists that limit <= memsw.limit at every step: raise memsw first, lower it last.
-      if (this.hasMemsw && bytes > current) writeFileSync(memsw, limit);
-      writeFileSync(join(this.path, 'memory.limit_in_bytes'), limit);
-      if (this.hasMemsw && bytes <= current) writeFileSync(memsw, limit);
-      this.applied = bytes;
-    } catch (error) {
-      const usage = await this.usage().catch(() => NaN);
-      throw new CgroupLimitError(
-        `cannot set the memory limit of ${this.path} to ${limit} bytes (it uses ${usage} bytes): ${errorText(error)}`,
-      );
-    }
-  }
-
-  /** Memory in use, in bytes. */
-  async usage(): Promise<number> {
-    const file = this.version === 2 ? 'memory.current' : 'memory.usage_in_bytes';
-    return Number(await readText(join(this.path, file)));
-  }
-
-  /** How many processes the kernel's OOM killer has killed in this cgroup. */
-  async oomKills(): Promise<number> {
-    try {
-      if (this.version === 2) {
-        return readCounter(await readText(join(this.path, 'memory.events')), 'oom_kill');
-      }
-      const control = await readText(join(this.path, 'memory.oom_control'));
-      const kills = readCounter(control, 'oom_kill');
-      if (kills > 0) return kills;
-      // Kernels before 4.13 have no oom_kill line: a hit limit is the best evidence there is.
-      return control.includes('oom_kill ')
-        ? 0
-        : Number(await readText(join(this.path, 'memory.failcnt')));
-    } catch {
-      return 0;
-    }
-  }
-
-  /** The pids in this cgroup. */
-  async pids(): Promise<number[]> {
-    try {
-      const text = await readText(this.procsFile);
-      return text.split('\n').filter(Boolean).map(Number);
-    } catch {
-      return [];
-    }
-  }
-
-  /** SIGKILLs every process in the cgroup. */
-  async killAll(): Promise<void> {
-    if (this.version === 2 && (await exists(join(this.path, 'cgroup.kill')))) {
-      await writeFile(join(this.path, 'cgroup.kill'), '1').catch(() => undefined);
-      return;
-    }
-    for (const pid of await this.pids()) {
-      try {
-        process.kill(pid, 'SIGKILL');
-      } catch {
-        // already gone
-      }
-    }
-  }
-
-  /** Kills what is left and removes the cgroup, retrying while the kernel still counts tasks. */
-  async remove(): Promise<void> {
-    for (let attempt = 0; ; attempt += 1) {
-      try {
-        await rmdir(this.path);
-        return;
-      } catch (error) {
-        const code = (error as NodeJS.ErrnoException).code;
-        if (code === 'ENOENT') return;
-        if (code !== 'EBUSY' || attempt >= 100) {
-          throw new CgroupError(`cannot remove the cgroup ${this.path}: ${errorText(error)}`);
-        }
-        await this.killAll();
-        await sleep(Math.min(5 * (attempt + 1), 50));
-      }
-    }
-  }
-}
-
-/** The worker's parent memory cgroup, under which each container gets its own. */
-export class MemoryCgroups {
+/** The worker's parent cgroup, under which each container gets its own. */
+export class ContainerCgroups {
   private constructor(
-    readonly hierarchy: MemoryHierarchy,
-    /** The parent cgroup's directory. */
-    readonly path: string,
-    /** The directories `open` created (the parent and any missing ancestors), deepest last. */
-    private readonly created: readonly string[],
+    readonly hierarchies: CgroupHierarchies,
+    /** The parent cgroup relative to each hierarchy's root, e.g. `readie/worker-1-0a1b2c3d`. */
+    readonly parent: string,
+    /** The directories `open` created (parents and missing ancestors), deepest last. */
+    private readonly created: string[],
   ) {}
 
+  /** cgroup v1 or v2. */
+  get version(): 1 | 2 {
+    return this.hierarchies.version;
+  }
+
+  /** The parent's directory in the memory hierarchy (the unified one on v2). */
+  get path(): string {
+    return join(this.memoryRoot, this.parent);
+  }
+
+  private get memoryRoot(): string {
+    const h = this.hierarchies;
+    return h.version === 2 ? h.unified : h.memory;
+  }
+
+  /** The roots the parent lives in: memory (and pids on v1, when mounted). */
+  private get roots(): string[] {
+    const h = this.hierarchies;
+    if (h.version === 2) return [h.unified];
+    return h.pids ? [h.memory, h.pids] : [h.memory];
+  }
+
   /**
-   * Finds the memory hierarchy and creates the parent cgroup `parent` (relative to the
-   * hierarchy's root, e.g. `readie/worker-1`), enabling the memory controller down to it on v2.
+   * Finds the hierarchies and creates the parent cgroup `parent` (relative to each hierarchy's
+   * root), enabling the memory and pids controllers down to it on v2.
    */
-  static async open(parent: string): Promise<MemoryCgroups> {
-    const mountinfo = await readText('/proc/self/mountinfo');
-    const hierarchy = findMemoryHierarchy(mountinfo);
-    if (!hierarchy) {
+  static async open(parent: string): Promise<ContainerCgroups> {
+    const hierarchies = findCgroupHierarchies(await readFile('/proc/self/mountinfo', 'utf8'));
+    if (!hierarchies) {
       throw new CgroupError(
         'no memory cgroup hierarchy is mounted (neither v1 "memory" nor cgroup2)',
       );
     }
-    const parts = parent.split('/').filter(Boolean);
-    let path = hierarchy.mountPoint;
-    const created: string[] = [];
-    try {
-      if (hierarchy.version === 2) {
-        const controllers = await readText(join(path, 'cgroup.controllers'));
-        if (!controllers.split(/\s+/).includes('memory')) {
-          throw new CgroupError(`the memory controller is not available in ${path}`);
-        }
-      }
-      for (const part of parts) {
-        if (hierarchy.version === 2) await enableMemoryController(path);
-        path = join(path, part);
-        if (!(await exists(path))) {
-          await mkdir(path);
-          created.push(path);
-        }
-      }
-      if (hierarchy.version === 2) await enableMemoryController(path);
-    } catch (error) {
-      if (error instanceof CgroupError) throw error;
-      throw new CgroupError(`cannot create the memory cgroup ${path}: ${errorText(error)}`);
+    if (hierarchies.version === 1 && hierarchies.pids === null) {
+      throw new CgroupError(
+        'cgroup v1 without a "pids" hierarchy: mount one (every container has a pids limit)',
+      );
     }
-    return new MemoryCgroups(hierarchy, path, created);
+    const cgroups = new ContainerCgroups(hierarchies, parent, []);
+    await cgroups.ensureParent();
+    return cgroups;
   }
 
-  /** A new container cgroup with a memory limit. */
-  async create(name: string, limitBytes: number): Promise<ContainerCgroup> {
-    const path = join(this.path, name);
-    try {
-      await mkdir(path);
-    } catch (error) {
-      throw new CgroupError(`cannot create the memory cgroup ${path}: ${errorText(error)}`);
+  /** Creates the parent (and missing ancestors) in every hierarchy; safe to call again. */
+  private async ensureParent(): Promise<void> {
+    const parts = this.parent.split('/').filter(Boolean);
+    for (const root of this.roots) {
+      let path = root;
+      try {
+        if (this.version === 2) {
+          const controllers = (await readFile(join(path, 'cgroup.controllers'), 'utf8')).split(
+            /\s+/,
+          );
+          for (const controller of ['memory', 'pids']) {
+            if (!controllers.includes(controller)) {
+              throw new CgroupError(`the ${controller} controller is not available in ${path}`);
+            }
+          }
+        }
+        for (const part of parts) {
+          if (this.version === 2) await enableControllers(path);
+          path = join(path, part);
+          try {
+            await mkdir(path);
+            if (!this.created.includes(path)) this.created.push(path);
+          } catch (error) {
+            if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+          }
+        }
+        if (this.version === 2) await enableControllers(path);
+      } catch (error) {
+        if (error instanceof CgroupError) throw error;
+        throw new CgroupError(`cannot create the cgroup ${path}: ${errorText(error)}`);
+      }
     }
-    const cgroup = new ContainerCgroup(this.hierarchy.version, path);
+  }
+
+  private containerCgroup(name: string): ContainerCgroup {
+    const h = this.hierarchies;
+    if (h.version === 2) return new ContainerCgroup(2, join(h.unified, this.parent, name));
+    return new ContainerCgroup(
+      1,
+      join(h.memory, this.parent, name),
+      h.pids ? join(h.pids, this.parent, name) : null,
+    );
+  }
+
+  /**
+   * A new container cgroup with its limits. A parent that vanished (removed from outside) is
+   * created again rather than failing every call from then on.
+   */
+  async create(name: string, limits: CgroupLimits): Promise<ContainerCgroup> {
+    const cgroup = this.containerCgroup(name);
+    const dirs = [...new Set([cgroup.path, cgroup.pidsPath].filter(Boolean))];
+    for (const dir of dirs) {
+      try {
+        await mkdir(dir);
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'ENOENT') {
+          await cgroup.remove().catch(() => undefined);
+          throw new CgroupError(`cannot create the cgroup ${dir}: ${errorText(error)}`);
+        }
+        try {
+          await this.ensureParent();
+          await mkdir(dir);
+        } catch (again) {
+          await cgroup.remove().catch(() => undefined);
+          throw new CgroupError(`cannot create the cgroup ${dir}: ${errorText(again)}`);
+        }
+      }
+    }
     try {
-      await cgroup.setLimit(limitBytes);
-      if (this.hierarchy.version === 2) {
+      await cgroup.setLimit(limits.memory);
+      if (limits.pids !== null) cgroup.setPidsLimit(limits.pids);
+      if (this.version === 2) {
         // An OOM kill takes the whole container, not one process of it.
-        await writeFile(join(path, 'memory.oom.group'), '1').catch(() => undefined);
+        await writeFile(join(cgroup.path, 'memory.oom.group'), '1').catch(() => undefined);
       }
     } catch (error) {
       await cgroup.remove().catch(() => undefined);
@@ -238,47 +155,56 @@ export class MemoryCgroups {
     return cgroup;
   }
 
-  /** Kills and removes container cgroups left by an earlier run of this worker (a crash). */
-  async removeStale(): Promise<string[]> {
-    const entries = await readdir(this.path, { withFileTypes: true });
+  /**
+   * Kills and removes the cgroups of `containerIds`, left by an earlier run of this worker (a
+   * crash); returns those that existed. Nothing else under the parent is touched: another
+   * worker may share it.
+   */
+  async removeLeftovers(containerIds: readonly string[]): Promise<string[]> {
     const removed: string[] = [];
-    for (const entry of entries) {
-      if (!entry.isDirectory()) continue;
-      const stale = new ContainerCgroup(this.hierarchy.version, join(this.path, entry.name));
+    for (const id of containerIds) {
+      if (!/^c-[0-9a-f]+$/.test(id)) continue;
+      const stale = this.containerCgroup(id);
+      if ((await stale.pids()).length === 0 && !(await isDir(stale.path))) continue;
       await stale.killAll();
       await stale.remove();
-      removed.push(entry.name);
+      removed.push(id);
     }
     return removed;
   }
 
-  /**
-   * Kills and removes whatever container cgroups are left, then removes the directories `open`
-   * created that are now empty (another worker may still use a shared ancestor).
-   */
+  /** Removes the directories `open` created, deepest first, while they are empty. */
   async close(): Promise<void> {
-    await this.removeStale().catch(() => undefined);
-    const ours = this.created.includes(this.path) ? [] : [this.path];
-    for (const dir of [...ours, ...[...this.created].reverse()]) {
+    for (const dir of [...this.created].reverse()) {
       try {
         await rmdir(dir);
       } catch {
-        break;
+        // Not empty (another worker's, or a container still being removed): leave it.
       }
     }
   }
 }
 
-async function enableMemoryController(path: string): Promise<void> {
-  const control = join(path, 'cgroup.subtree_control');
-  const enabled = await readText(control);
-  if (enabled.split(/\s+/).includes('memory')) return;
+async function isDir(path: string): Promise<boolean> {
   try {
-    await writeFile(control, '+memory');
+    await readFile(join(path, 'cgroup.procs'), 'utf8');
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function enableControllers(path: string): Promise<void> {
+  const control = join(path, 'cgroup.subtree_control');
+  const enabled = (await readFile(control, 'utf8')).split(/\s+/);
+  const missing = ['memory', 'pids'].filter((controller) => !enabled.includes(controller));
+  if (missing.length === 0) return;
+  try {
+    await writeFile(control, missing.map((controller) => `+${controller}`).join(' '));
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'EBUSY') throw error;
     throw new CgroupError(
-      `cannot enable the memory controller below ${path}: it holds processes, and cgroup v2 puts controllers only above leaves; run the worker in a leaf cgroup (e.g. a systemd service with Delegate=yes) and point --cgroup-parent at a cgroup without processes`,
+      `cannot enable the memory and pids controllers below ${path}: it holds processes, and cgroup v2 puts controllers only above leaves; run the worker in a leaf cgroup (e.g. a systemd service with Delegate=yes) and point --cgroup-parent at a cgroup without processes`,
     );
   }
 }

@@ -1,17 +1,23 @@
-/** What a container's sandbox looks like: paths, identity and environment. Pure. */
+/** What a container's sandbox looks like: paths, identity, limits and environment. Pure. */
 import { join } from 'node:path';
+import type { NetworkMode } from './sandbox-policy.js';
 
 /** The unix socket path limit (sun_path is 108 bytes with its terminating NUL). */
 export const MAX_SOCKET_PATH = 107;
 
 /** Where a container's files live on the host, under the worker's state directory. */
 export interface ContainerPaths {
-  /** The container's directory (removed with it). */
+  /** The container's directory (removed with it; root's, never writable by the container). */
   readonly dir: string;
-  /** Bound as the container's private /tmp. */
+  /**
+   * `<dir>/tmp`: not used by the sandbox, whose /tmp is a tmpfs; the CRIU restore helper puts
+   * its log beside it.
+   */
   readonly tmpDir: string;
-  /** `/tmp/.readie` as the host sees it. */
-  readonly readieDir: string;
+  /** Packages the worker fetched for the container, bound read-only at SANDBOX_DOWNLOADS_DIR. */
+  readonly downloads: string;
+  /** The egress mode's resolv.conf, bound read-only over /etc/resolv.conf. */
+  readonly resolvConf: string;
   /** The executor's unix socket. */
   readonly socket: string;
 }
@@ -25,11 +31,22 @@ export const PACKAGE_PREFIX = `${SANDBOX_READIE_DIR}/packages`;
 /** Inside the container: where the worker's wheel directory is bound, read-only. */
 export const SANDBOX_WHEEL_DIR = `${SANDBOX_READIE_DIR}/wheels`;
 
+/** Inside the container: where the packages the worker fetched for it appear, read-only. */
+export const SANDBOX_DOWNLOADS_DIR = `${SANDBOX_READIE_DIR}/downloads`;
+
+/** slirp4netns's DNS forwarder, as the container sees it in the egress mode. */
+export const EGRESS_NAMESERVER = '10.0.2.3';
+
 /** A container path layout under `stateDir`. */
 export function containerPaths(stateDir: string, containerId: string): ContainerPaths {
   const dir = join(stateDir, 'containers', containerId);
-  const tmpDir = join(dir, 'tmp');
-  return { dir, tmpDir, readieDir: join(tmpDir, '.readie'), socket: join(dir, 'executor.sock') };
+  return {
+    dir,
+    tmpDir: join(dir, 'tmp'),
+    downloads: join(dir, 'downloads'),
+    resolvConf: join(dir, 'resolv.conf'),
+    socket: join(dir, 'executor.sock'),
+  };
 }
 
 /** Why a state directory cannot hold container sockets; null when it can. */
@@ -40,16 +57,28 @@ export function socketPathProblem(stateDir: string, sampleContainerId: string): 
   return `container sockets under ${stateDir} would be ${length} bytes long, over the ${MAX_SOCKET_PATH}-byte unix socket limit: use a shorter --state-dir`;
 }
 
+/** A host path bound read-only at a path inside the container. */
+export interface SandboxBind {
+  readonly source: string;
+  readonly target: string;
+}
+
 /** Everything the sandbox needs, as the executor's zygote reads it (see zygote.py). */
 export interface ContainerSpec {
   readonly container: string;
   readonly hostname: string;
   readonly socket: string;
   readonly tmpDir: string;
-  readonly cgroupProcs: string;
+  /** The cgroup.procs files the container joins: memory, and pids on cgroup v1. */
+  readonly cgroupProcs: readonly string[];
+  readonly network: NetworkMode;
+  /** False only for the benchmark's unhardened baseline. */
+  readonly hardened: boolean;
+  /** The size of the /tmp tmpfs, in bytes. */
+  readonly tmpSize: number;
+  readonly readieDir: string;
   readonly hide: readonly string[];
-  /** Host directories bound read-only at `target` (a host path inside tmpDir). */
-  readonly binds: readonly { readonly source: string; readonly target: string }[];
+  readonly binds: readonly SandboxBind[];
   readonly uid: number;
   readonly gid: number;
   readonly shmSize: number;
@@ -62,10 +91,15 @@ export interface ContainerSpecInput {
   readonly containerId: string;
   readonly workerId: string;
   readonly stateDir: string;
-  readonly cgroupProcs: string;
+  readonly cgroupProcs: readonly string[];
   readonly uid: number;
   readonly gid: number;
   readonly workerPid: number;
+  readonly network: NetworkMode;
+  readonly hardened: boolean;
+  readonly tmpSize: number;
+  /** Host directories to mask besides `stateDir`. */
+  readonly hide?: readonly string[];
   /** /dev/shm's size; defaults to 64 MiB. */
   readonly shmSize?: number;
   /** The worker's wheel directory, bound read-only at SANDBOX_WHEEL_DIR. */
@@ -73,22 +107,30 @@ export interface ContainerSpecInput {
 }
 
 /**
- * The spec of one container: its private /tmp and socket under the state directory, which the
- * sandbox masks (so no container sees another's files), and a clean environment (no worker
- * secrets reach user code).
+ * The spec of one container: its socket under the state directory, which the sandbox masks
+ * with every other state directory the worker knows of (so no container sees another's files),
+ * read-only binds of what installs read, and a clean environment (no worker secrets reach user
+ * code).
  */
 export function containerSpec(input: ContainerSpecInput): ContainerSpec {
   const paths = containerPaths(input.stateDir, input.containerId);
+  const binds: SandboxBind[] = [{ source: paths.downloads, target: SANDBOX_DOWNLOADS_DIR }];
+  if (input.wheelDir) binds.push({ source: input.wheelDir, target: SANDBOX_WHEEL_DIR });
+  if (input.hardened && input.network === 'egress') {
+    binds.push({ source: paths.resolvConf, target: '/etc/resolv.conf' });
+  }
   return {
     container: input.containerId,
     hostname: input.containerId,
     socket: paths.socket,
     tmpDir: paths.tmpDir,
     cgroupProcs: input.cgroupProcs,
-    hide: [input.stateDir],
-    binds: input.wheelDir
-      ? [{ source: input.wheelDir, target: join(paths.readieDir, 'wheels') }]
-      : [],
+    network: input.network,
+    hardened: input.hardened,
+    tmpSize: input.tmpSize,
+    readieDir: SANDBOX_READIE_DIR,
+    hide: [...new Set([input.stateDir, ...(input.hide ?? [])])],
+    binds,
     uid: input.uid,
     gid: input.gid,
     shmSize: input.shmSize ?? 64 * 1024 * 1024,

@@ -27,6 +27,8 @@ export const ZygoteEventSchema = T.Union([
   T.Object({ event: T.Literal('failed'), checkpoint: Text, error: Text }),
   T.Object({ event: T.Literal('seeded') }),
   T.Object({ event: T.Literal('spawned'), container: Text, pid: Pid }),
+  /** The container's network namespace is ready for its egress stack (`--network egress`). */
+  T.Object({ event: T.Literal('network'), container: Text }),
   T.Object({ event: T.Literal('spawn-failed'), container: Text, error: Text }),
   T.Object({ event: T.Literal('sandbox-failed'), container: Text, error: Text }),
   T.Object({

@@ -27,6 +27,11 @@ export interface ContainerProcess {
   readonly pid: number;
   /** Resolves once the container's pid 1 is gone, with how it ended. */
   readonly exited: Promise<ContainerExit>;
+  /**
+   * Resolves once the container has its own network namespace (it reports that only in the
+   * egress mode, where the worker then attaches slirp4netns); never resolves otherwise.
+   */
+  readonly network: Promise<void>;
 }
 
 /** How to run the executor's Python. */
@@ -44,6 +49,7 @@ interface Pending {
   resolveSpawned: (pid: number) => void;
   rejectSpawned: (error: Error) => void;
   resolveExited: (exit: ContainerExit) => void;
+  resolveNetwork: () => void;
   spawned: boolean;
   sandboxError?: string;
 }
@@ -90,6 +96,10 @@ class EventRouter {
         waiter.rejectSpawned(new SpawnError(event.error));
         waiter.resolveExited({ code: null, signal: null, sandboxError: event.error });
         return;
+      case 'network':
+        // It may come before `spawned`: the container and its spawner write independently.
+        waiter.resolveNetwork();
+        return;
       case 'sandbox-failed':
         waiter.sandboxError = event.error;
         return;
@@ -112,11 +122,14 @@ class EventRouter {
     if (this.closed) return Promise.reject(new SpawnError('the zygote is gone'));
     let resolveExited!: (exit: ContainerExit) => void;
     const exited = new Promise<ContainerExit>((resolve) => (resolveExited = resolve));
+    let resolveNetwork!: () => void;
+    const network = new Promise<void>((resolve) => (resolveNetwork = resolve));
     return new Promise<ContainerProcess>((resolve, reject) => {
       this.pending.set(containerId, {
-        resolveSpawned: (pid) => resolve({ pid, exited }),
+        resolveSpawned: (pid) => resolve({ pid, exited, network }),
         rejectSpawned: reject,
         resolveExited,
+        resolveNetwork,
         spawned: false,
       });
     });
