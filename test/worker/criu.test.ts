@@ -361,6 +361,23 @@ describe('the CRIU restore backend', function () {
       expect(result.ids!.checkpointId).to.equal('ckpt-weights');
     });
 
+    it('builds many checkpoints at once, every dump good (dumps on a host take turns)', async () => {
+      const ids = Array.from({ length: 12 }, (_, i) => `ckpt-at-once-${i}`);
+      const built = await Promise.allSettled(
+        ids.map((id) => harness.worker.buildCheckpoint({ id, modules: [] })),
+      );
+      expect(
+        built.flatMap((result) => (result.status === 'rejected' ? [String(result.reason)] : [])),
+      ).to.deep.equal([]);
+      expect(backendOf(harness).held()).to.include.members(ids);
+      const result = await execute(
+        harness.client,
+        header({ ids: { checkpointId: ids.at(-1)! } }),
+        jsonCall('def f():\n    return 1\n', 'f'),
+      );
+      expect(result.ids!.checkpointId).to.equal(ids.at(-1));
+    });
+
     it('restores a large image lazily, every byte of its memory intact and charged to the container', async () => {
       await harness.worker.buildCheckpoint({
         id: 'ckpt-large',

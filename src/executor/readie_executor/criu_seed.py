@@ -3,13 +3,15 @@
 Process S makes two pipes (the seed's channel to the worker, re-created for each restore),
 unshares a pid namespace for its next child only and forks B, pid 1 there. B calls setsid,
 imports the modules, runs the setup, says `seeded` on its events pipe (fd 4) and blocks reading
-its container spec from fd 3. S dumps B with `criu dump` (which ends B), writes the pipes' inodes
+its container spec from fd 3. S dumps B with `criu dump` (which ends B; one dump at a time on a
+host, see DUMP_LOCK), writes the pipes' inodes
 and the modules' source files to IMAGES/seed.json, and says `ready` (or `failed`, exiting 1).
 After a restore (criu_restore.py), B reads its spec, listens on its socket, says `spawned` and
 becomes the container exactly as a template's fork does (zygote.become_container).
 """
 
 import ctypes
+import fcntl
 import json
 import os
 import platform
@@ -25,6 +27,12 @@ from .zygote import _describe, become_container, emit, import_checkpoint
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.setns.argtypes = [ctypes.c_int, ctypes.c_int]
+
+# criu dump's parasite needs a procfs of the dumped process's pid namespace; a seed is pid 1 of
+# its own, so the parasite mounts one at `proc.crtools` in the seed's working directory (the
+# executor's, shared by every seed) and removes it after. Two dumps at once collide there ("Can't
+# get proc fd", "Parasite failed to dump /proc/self/cgroup"): dumps on one host take turns.
+DUMP_LOCK = "/run/readie/criu-dump.lock"
 
 
 def _setns(fd, nstype):
@@ -47,6 +55,18 @@ def _sources():
             continue
         seen[path] = [path, info.st_size, str(info.st_mtime_ns)]
     return sorted(seen.values())
+
+
+def _dump_turn():
+    """Waits for this host's turn to dump (an exclusive lock on DUMP_LOCK, released when the fd
+    closes); returns the fd. Without a lock file (no writable /run) dumps go ahead unordered."""
+    try:
+        os.makedirs(os.path.dirname(DUMP_LOCK), mode=0o700, exist_ok=True)
+        fd = os.open(DUMP_LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    except OSError:
+        return None
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    return fd
 
 
 def _seed_process(spec_r, events_w, modules, setup):
@@ -124,15 +144,21 @@ def seed(images, modules, setup, criu, checkpoint):
     if seeded.get("event") != "seeded":
         failed(seeded.get("error") or "the seed process died while importing")
     log = os.path.join(images, "dump.log")
+    # Taken after B was forked, so the lock's fd is never part of the image.
+    turn = _dump_turn()
     started = time.perf_counter()
-    dump = subprocess.run(
-        [criu, "dump", "--tree", str(pid), "--images-dir", images, "--manage-cgroups=ignore", "--log-file", log, "-v2"],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        preexec_fn=sandbox.die_with_parent,
-        check=False,
-    )
+    try:
+        dump = subprocess.run(
+            [criu, "dump", "--tree", str(pid), "--images-dir", images, "--manage-cgroups=ignore", "--log-file", log, "-v2"],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            preexec_fn=sandbox.die_with_parent,
+            check=False,
+        )
+    finally:
+        if turn is not None:
+            os.close(turn)
     dump_ms = round((time.perf_counter() - started) * 1000, 3)
     if dump.returncode != 0:
         try:
