@@ -289,11 +289,18 @@ describe('the local cluster (readie up, what npm start runs)', function () {
       const state = join(root, 'first');
       const mode = (path: string) => (statSync(path).mode & 0o777).toString(8);
       expect(mode(state)).to.equal('700');
-      for (const dir of ['log', 'logs', 'workers', 'workers/worker-1']) {
+      for (const dir of ['log', 'logs', 'workers', 'workers/worker-1', 'credentials']) {
         expect(mode(join(state, dir)), dir).to.equal('700');
       }
       for (const file of ['catalogue.json', 'logs/router.log', 'logs/worker-1.log']) {
         expect(mode(join(state, file)), file).to.equal('600');
+      }
+      // The run's credentials: directories 0700 (credentials/, credentials/workers/), files 0600.
+      const credentials = readdirSync(join(state, 'credentials'), { recursive: true }) as string[];
+      expect(credentials).to.include.members(['tokens', 'client.token', 'workers']);
+      for (const entry of credentials) {
+        const path = join(state, 'credentials', entry);
+        expect(mode(path), entry).to.equal(statSync(path).isDirectory() ? '700' : '600');
       }
       for (const file of readdirSync(join(state, 'log'))) {
         expect(mode(join(state, 'log', file)), file).to.equal('600');
@@ -311,12 +318,14 @@ describe('the local cluster (readie up, what npm start runs)', function () {
           '    return out',
         ].join('\n'),
         function: 'look',
-        args: [[root, state, join(state, 'logs')]],
+        args: [[root, state, join(state, 'logs'), join(state, 'credentials')]],
       };
       const seen = await first.client.call<Record<string, unknown>>(look);
       expect(seen[root]).to.deep.include.members(['first', 'second']);
       expect(seen[state], 'the state root is masked').to.deep.equal([]);
       expect(seen[join(state, 'logs')]).to.equal(2);
+      // The run's tokens (the client's, the operator's, each worker's, the router's) with it.
+      expect(seen[join(state, 'credentials')]).to.equal(2);
     } finally {
       for (const client of clients) client.close();
       for (const cluster of clusters) await cluster.stop();
