@@ -125,6 +125,12 @@ describe('worker units', () => {
           '{"event":"exited","container":"c-1","pid":42,"code":null,"signal":9,"extra":1}',
         ).ok,
       ).to.equal(true);
+      // A container's network namespace is ready for its slirp4netns (--network egress).
+      expect(parseZygoteEvent('{"event":"network","container":"c-1"}')).to.deep.equal({
+        ok: true,
+        event: { event: 'network', container: 'c-1' },
+      });
+      expect(parseZygoteEvent('{"event":"network"}')).to.deep.include({ ok: false });
       expect(parseZygoteEvent('{"event":"spawned","container":"c-1","pid":"42"}')).to.deep.equal({
         ok: false,
         problem: 'spawned event: field "pid" expected an integer >= 1, got "42"',
