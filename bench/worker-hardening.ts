@@ -13,7 +13,7 @@ import { startHarness, type Harness } from '../test/support/worker-harness.js';
 import { median, percentile, ratio } from './support.js';
 import { firstCall, NUMPY_CALL } from './worker-restores.js';
 
-const ROUNDS = 21;
+const ROUNDS = 41;
 const CHECKPOINT = 'ckpt-numpy';
 
 /** The three sandboxes compared. */
