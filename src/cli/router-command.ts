@@ -338,7 +338,7 @@ export function addRouterCommand(program: Command): void {
   command.addHelpText(
     'after',
     `
-Durations: 500ms, 30s, 10m, 1h. Sizes: 512MiB, 1GiB or bytes.
+Durations: 500ms, 30s, 10m, 1h (a unit is required). Sizes: 512MiB, 1GiB or a number of bytes.
 Credentials (--auth tokens, the default): every call carries "authorization: Bearer <token>".
   --tokens-file names each token's holder: a tenant (ProxyService, TenantService), a worker
   (RegistryService, as that worker ID only) or an operator (AdminService); anything else is
