@@ -342,7 +342,15 @@ export class Worker {
     const port = await new Promise<number>((resolve, reject) =>
       server.bindAsync(options.listen, credentials, (error, bound) =>
         error
-          ? reject(new WorkerStartupError(`cannot listen on ${options.listen}: ${error.message}`))
+          ? reject(
+              new WorkerStartupError(
+                `cannot listen on ${options.listen} (${error.message}): ${
+                  /EADDRINUSE|No address added/i.test(error.message)
+                    ? 'the address is in use: stop what listens there, or pass another --listen'
+                    : 'pass an address this host can listen on with --listen'
+                }`,
+              ),
+            )
           : resolve(bound),
       ),
     );
