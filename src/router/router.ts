@@ -4,7 +4,13 @@
  * then serves `ProxyService`, `RegistryService` and `grpc.health.v1`, probes workers and runs the
  * reaper. `startRouter` is what `readie router` runs, and what the tests start in-process.
  */
-import { Server, type ServerInterceptor } from '@grpc/grpc-js';
+import {
+  Server,
+  type ServerInterceptor,
+  type ServiceDefinition,
+  type UntypedServiceImplementation,
+} from '@grpc/grpc-js';
+import { decodingService } from '../shared/wire-decoding.js';
 import { HealthImplementation } from 'grpc-health-check';
 import { EventLog, EventLogError, LogLockedError } from '../events/index.js';
 import { RouterConfigError } from '../core/errors.js';
@@ -184,9 +190,12 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
       metrics,
       workerMetadata: credentials.workerMetadata,
     };
+    // Every request the router decodes, it answers: undecodable bytes get INVALID_ARGUMENT.
+    const serve = (definition: ServiceDefinition, implementation: UntypedServiceImplementation) =>
+      server?.addService(...decodingService(definition, implementation));
     server.addService(RelayProxyService, proxyService(callPath, credentials));
-    server.addService(RegistryServiceService, registryService({ journal, logger, credentials }));
-    server.addService(
+    serve(RegistryServiceService, registryService({ journal, logger, credentials }));
+    serve(
       AdminServiceService,
       adminService({
         state: () => log.state,
@@ -195,8 +204,8 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
         logger,
       }),
     );
-    server.addService(TenantServiceService, tenantService({ state: () => log.state, credentials }));
-    health.addToServer(server);
+    serve(TenantServiceService, tenantService({ state: () => log.state, credentials }));
+    health.addToServer({ addService: serve } as unknown as Server);
     if (metricsListen !== undefined) {
       metricsServer = await serveMetrics(metricsListen, metrics.registry).catch(
         (error: unknown) => {

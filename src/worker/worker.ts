@@ -6,6 +6,7 @@ import { hostname } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Server } from '@grpc/grpc-js';
 import type { Logger } from 'pino';
+import { decodingService } from '../shared/wire-decoding.js';
 import { ExecutionServiceService } from '../proto/gen/readie/v1/execution.js';
 import { Flavor, WorkerStatus, type ReportStatusRequest } from '../proto/gen/readie/v1/registry.js';
 import { selectBackend } from './backend-selection.js';
@@ -311,31 +312,33 @@ export class Worker {
     const server = new Server();
     this.server = server;
     server.addService(
-      ExecutionServiceService,
-      executionService({
-        workerId: options.workerId,
-        pool: () => this.pool,
-        unusable: () =>
-          this.status === WorkerStatus.WORKER_STATUS_ERROR
-            ? `this worker is in error: ${this.problem}`
-            : null,
-        python: options.python,
-        installer,
-        packageSource: {
-          indexUrl: options.packageIndex,
-          wheelDir: options.wheelDir ? SANDBOX_WHEEL_DIR : null,
-        },
-        dialTimeoutMs: options.config.DIAL_TOTAL_TIMEOUT,
-        executionTimeoutMs: options.config.EXECUTION_TIMEOUT,
-        log,
-        header: {
+      ...decodingService(
+        ExecutionServiceService,
+        executionService({
           workerId: options.workerId,
-          defaultMemory: options.config.DEFAULT_MEMORY,
-          sandboxPython: this.pythonVersion,
-        },
-        calls: this.calls,
-        credentials: this.credentials,
-      }),
+          pool: () => this.pool,
+          unusable: () =>
+            this.status === WorkerStatus.WORKER_STATUS_ERROR
+              ? `this worker is in error: ${this.problem}`
+              : null,
+          python: options.python,
+          installer,
+          packageSource: {
+            indexUrl: options.packageIndex,
+            wheelDir: options.wheelDir ? SANDBOX_WHEEL_DIR : null,
+          },
+          dialTimeoutMs: options.config.DIAL_TOTAL_TIMEOUT,
+          executionTimeoutMs: options.config.EXECUTION_TIMEOUT,
+          log,
+          header: {
+            workerId: options.workerId,
+            defaultMemory: options.config.DEFAULT_MEMORY,
+            sandboxPython: this.pythonVersion,
+          },
+          calls: this.calls,
+          credentials: this.credentials,
+        }),
+      ),
     );
     this.health.addTo(server);
     const credentials = await serverCredentials(options.security);

@@ -220,7 +220,7 @@ export class ExecuteCall {
       try {
         message = await abortable(this.reader.next(), signal);
       } catch (error) {
-        if (signal.aborted) throw error;
+        if (signal.aborted || error instanceof StatusError) throw error;
         throw new CallCancelledError(`the router's stream broke: ${(error as Error).message}`);
       }
       if (message === null) break;
