@@ -205,7 +205,7 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
       }),
     );
     serve(TenantServiceService, tenantService({ state: () => log.state, credentials }));
-    health.addToServer({ addService: serve } as unknown as Server);
+    health.addToServer({ addService: serve });
     if (metricsListen !== undefined) {
       metricsServer = await serveMetrics(metricsListen, metrics.registry).catch(
         (error: unknown) => {

@@ -19,7 +19,7 @@ export class WorkerHealth {
       addService: (definition: ServiceDefinition, implementation: UntypedServiceImplementation) =>
         server.addService(...decodingService(definition, implementation)),
     };
-    this.health.addToServer(decoding as unknown as Server);
+    this.health.addToServer(decoding);
   }
 
   /** Sets every reported service to `status`. */

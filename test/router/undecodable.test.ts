@@ -50,7 +50,7 @@ describe('router: messages that cannot be decoded', function () {
           : config.subarray(0, 1 + (index % (config.length - 1)));
       const outcome = await sendRaw(test.address, PROXY, [bytes], { stream: true });
       codes.set(outcome.code, (codes.get(outcome.code) ?? 0) + 1);
-      if (outcome.code !== status.INVALID_ARGUMENT) {
+      if (outcome.code !== Number(status.INVALID_ARGUMENT)) {
         expect.fail(
           `message ${index} (${bytes.toString('hex')}): ${outcome.code} ${outcome.details}`,
         );
