@@ -275,6 +275,7 @@ describe('ExecutionService: calls', function () {
     );
     expect(result.code).to.equal(status.FAILED_PRECONDITION);
     expect(result.details).to.include('3.12.1').and.include(harness.worker.pythonVersion);
+    expect(result.trailers).to.include({ 'readie-not-started': '1' });
     expect(harness.router.containers().length, 'no container was created').to.equal(
       containersBefore,
     );
