@@ -58,6 +58,8 @@ export interface TransportSides {
   readonly server: string;
   /** The address dialed (`r1.example.com:50051`). */
   readonly address: string;
+  /** The setting that holds that address (`READIE_ADDRESS`). */
+  readonly addressSetting: string;
   /** The dialer, in words: `this client`, `the router`, `this worker`. */
   readonly dialer: string;
   /** Whether the dialer used TLS. */
@@ -103,9 +105,9 @@ export function describeTransportProblem(problem: TransportProblem, sides: Trans
         ' (nginx must listen with http2)'
       );
     case 'refused':
-      return `nothing listens at ${address}: check the address, and that ${sides.server} runs`;
+      return `nothing listens at ${address}: check ${sides.addressSetting}, and that ${sides.server} runs`;
     case 'unresolved':
-      return `the host of ${server} does not resolve: check the address`;
+      return `the host of ${server} does not resolve: check ${sides.addressSetting}`;
     case 'connection-failed':
       return sides.dialerTls
         ? `${dialer} could not connect to ${server}`
