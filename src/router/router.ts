@@ -100,6 +100,8 @@ export interface Router {
   readonly state: ClusterState;
   /** Calls waiting for their session's turn. */
   readonly waitingCalls: number;
+  /** Why each worker's last health probe failed (in words naming the fix), by worker ID. */
+  readonly probeProblems: ReadonlyMap<string, string>;
   /** Runs one probe round now; resolves once recorded (the timer does it every `PROBE_INTERVAL`). */
   probeNow(): Promise<void>;
   /**
@@ -163,6 +165,7 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
 
   let server: Server | undefined;
   let metricsServer: MetricsServer | undefined;
+  let prober: Prober | undefined;
   const connections = new WorkerConnections(workerChannelCredentials(options.workerCa));
   try {
     const interceptors: ServerInterceptor[] = [
@@ -199,7 +202,11 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
       AdminServiceService,
       adminService({
         state: () => log.state,
-        live: () => ({ callsInFlight: active.inFlight, callsWaiting: turns.waiting }),
+        live: () => ({
+          callsInFlight: active.inFlight,
+          callsWaiting: turns.waiting,
+          probeProblems: prober?.lastProblems,
+        }),
         credentials,
         logger,
       }),
@@ -241,7 +248,8 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
       'router recovered its state from the log',
     );
 
-    const prober = new Prober({
+    prober = new Prober({
+      dialsTls: options.workerCa !== undefined,
       journal,
       connections,
       config,
@@ -257,7 +265,8 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
       logger,
       onPass: () => connections.retain(liveAddresses(log.state)),
     });
-    prober.start();
+    const probing = prober;
+    probing.start();
     reaper.start();
     for (const name of HEALTH_SERVICES) health.setStatus(name, 'SERVING');
     const inForce = credentials.summary();
@@ -299,7 +308,10 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
       get waitingCalls() {
         return turns.waiting;
       },
-      probeNow: () => prober.probeAll(),
+      get probeProblems() {
+        return probing.lastProblems;
+      },
+      probeNow: () => probing.probeAll(),
       reloadCredentials() {
         const summary = credentials.reload();
         for (const warning of summary.warnings) logger.warn(warning);
@@ -311,7 +323,7 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
       },
       close(graceMs = 5_000) {
         closing ??= (async () => {
-          prober.stop();
+          probing.stop();
           reaper.stop();
           for (const name of HEALTH_SERVICES) health.setStatus(name, 'NOT_SERVING');
           await shutdown(running, active, graceMs);

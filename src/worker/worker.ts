@@ -372,6 +372,7 @@ export class Worker {
     const registry = new RegistryClient({
       router: options.router,
       credentials: await routerCredentials(options.security),
+      dialsTls: !options.security.insecure,
       identity: this.credentials,
       log: this.log,
       registerRetries: tuning.registerRetries,
