@@ -1,7 +1,8 @@
-/** The `readie` command: the router, a worker, or a whole local cluster. */
+/** The `readie` command: the router, a worker, a whole local cluster, and the cluster's status. */
 import { Command } from 'commander';
 import { addRouterCommand } from './router-command.js';
 import { addUpCommand } from './up-command.js';
+import { addStatusCommand } from './status/status-command.js';
 import { addWorkerCommand } from './worker-command.js';
 
 const program = new Command('readie')
@@ -13,5 +14,7 @@ addUpCommand(program);
 addRouterCommand(program);
 
 addWorkerCommand(program);
+
+addStatusCommand(program);
 
 await program.parseAsync(process.argv);
