@@ -1,5 +1,6 @@
 /** The `readie` command: the router, a worker, a whole local cluster, and the cluster's status. */
 import { Command } from 'commander';
+import { addCertsCommand } from './certs-command.js';
 import { addRouterCommand } from './router-command.js';
 import { addUpCommand } from './up-command.js';
 import { addStatusCommand } from './status/status-command.js';
@@ -16,5 +17,7 @@ addRouterCommand(program);
 addWorkerCommand(program);
 
 addStatusCommand(program);
+
+addCertsCommand(program);
 
 await program.parseAsync(process.argv);

@@ -10,7 +10,6 @@ import type {
   StatusResponse,
   WorkerView,
 } from '../../proto/gen/readie/v1/admin.js';
-import { formatSize } from '../../shared/units.js';
 
 /** One part of the page: its title and its body (null: nothing to show). */
 export interface StatusSection {
@@ -36,9 +35,25 @@ function table(head: string[], rows: string[][]): string {
   return out.toString();
 }
 
+/** Bytes as a reader takes them in at a glance: `1.5GiB`, `512MiB`, `0B`. */
+export function roughSize(bytes: number): string {
+  for (const [unit, factor] of [
+    ['TiB', 1024 ** 4],
+    ['GiB', 1024 ** 3],
+    ['MiB', 1024 ** 2],
+    ['KiB', 1024],
+  ] as const) {
+    if (bytes >= factor) {
+      const value = bytes / factor;
+      return `${value >= 10 || Number.isInteger(value) ? Math.round(value) : value.toFixed(1)}${unit}`;
+    }
+  }
+  return `${bytes}B`;
+}
+
 function memory(worker: WorkerView): string {
-  const total = worker.memoryTotal === undefined ? '?' : formatSize(worker.memoryTotal);
-  return `${formatSize(worker.memoryUsed)} + ${formatSize(worker.memoryReserved)} / ${total}`;
+  const total = worker.memoryTotal === undefined ? '?' : roughSize(worker.memoryTotal);
+  return `${roughSize(worker.memoryUsed)} + ${roughSize(worker.memoryReserved)} / ${total}`;
 }
 
 function containers(worker: WorkerView): string {
@@ -134,7 +149,7 @@ const reservationsSection: StatusSection = {
       reservation.containerId
         ? `${reservation.workerId}/${reservation.containerId}`
         : reservation.workerId,
-      formatSize(reservation.memory),
+      roughSize(reservation.memory),
       `${age(reservation.since, now)}`,
     ]);
     return table(['request', 'session', 'on', 'memory', 'held for'], rows);
