@@ -149,7 +149,7 @@ describe('docs/deploy.md, followed literally, gives a working TLS cluster', func
         ...started.map((process) => `--- ${process.name}:\n${process.output().slice(-2000)}`),
       ].join('\n');
       expect(run.status, `${where} failed:\n${context}`).to.equal(0);
-      if (block.kind === "expect") {
+      if (block.kind === 'expect') {
         expect(output, `${where} printed:\n${context}`).to.match(block.pattern!);
       }
     }
