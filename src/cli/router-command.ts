@@ -306,7 +306,7 @@ export function addRouterCommand(program: Command): void {
     .option('--tls-key <file>', 'PEM private key of --tls-cert')
     .option(
       '--catalogue <file>',
-      'checkpoint catalogue (JSON, format in docs/placement.md) to put in force',
+      'checkpoint catalogue (JSON, format in docs/catalogue.md) to put in force',
     )
     .option('--metrics <host:port>', 'serve Prometheus metrics over HTTP at GET /metrics')
     .option(
