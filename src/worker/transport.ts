@@ -33,6 +33,15 @@ async function keyPair(security: TlsSecurity): Promise<{ cert: Buffer; key: Buff
   return { cert, key };
 }
 
+/**
+ * Checks the TLS files before anything else starts (a worker builds its checkpoints before it
+ * serves): a key of another certificate or a CA file without a certificate is a WorkerStartupError.
+ */
+export async function checkTransportFiles(security: TransportSecurity): Promise<void> {
+  if (security.insecure) return;
+  await routerCredentials(security);
+}
+
 /** Credentials for calls to the router. */
 export async function routerCredentials(security: TransportSecurity): Promise<ChannelCredentials> {
   if (security.insecure) return credentials.createInsecure();

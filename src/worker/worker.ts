@@ -31,7 +31,7 @@ import { RegistryClient } from './registry/index.js';
 import { RouterLink } from './router-link.js';
 import { SANDBOX_WHEEL_DIR, socketPathProblem, type MemoryCgroups } from './sandbox/index.js';
 import { openCgroups, prepareStateDir, sandboxSelfTest } from './startup-checks.js';
-import { routerCredentials, serverCredentials } from './transport.js';
+import { checkTransportFiles, routerCredentials, serverCredentials } from './transport.js';
 
 /** Knobs that are not flags: retry timings and startup checks (tests shorten them). */
 export interface WorkerTuning {
@@ -155,6 +155,7 @@ export class Worker {
 
   private async boot(): Promise<void> {
     const { options, log } = this;
+    await checkTransportFiles(options.security);
     const catalogue = options.cataloguePath ? await loadCatalogue(options.cataloguePath) : null;
     const socketProblem = socketPathProblem(options.stateDir, 'c-0123456789');
     if (socketProblem) throw new WorkerStartupError(socketProblem);
