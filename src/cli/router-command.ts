@@ -359,7 +359,7 @@ Credentials (--auth tokens, the default): every call carries "authorization: Bea
 --auth single-token: READIE_AUTH_TOKEN (or --auth-token-file) authorizes everything, and is sent
   to workers. --auth none: no credentials. Both are development shortcuts, never for production.
 The router refuses to start without --tls-cert/--tls-key unless --insecure is given.
-See docs/router.md and docs/security.md.`,
+Every setting, flag and default: docs/settings.md. See docs/router.md and docs/security.md.`,
   );
   command.action((flags: RouterFlags) => runRouter(flags));
 }

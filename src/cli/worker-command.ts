@@ -42,7 +42,7 @@ export function addWorkerCommand(program: Command): void {
     .option('--log-level <level>', 'pino log level [LOG_LEVEL]', process.env['LOG_LEVEL'] ?? 'info')
     .addHelpText(
       'after',
-      `\nSettings read from the environment (docs/router.md and docs/container-lifecycle.md):\n${SETTINGS_HELP}\n` +
+      `\nSettings read from the environment (every one in docs/settings.md):\n${SETTINGS_HELP}\n` +
         '  READIE_AUTH_TOKEN            with --auth single-token only (development): sent to the router,\n' +
         '                               and required from it on ExecutionService\n' +
         "\nCredentials (docs/security.md): ExecutionService accepts the router's token alone (a client's\n" +
