@@ -144,7 +144,7 @@ describe('readie status against a real cluster', function () {
       READIE_AUTH_TOKEN: credentials.clientToken,
     });
     expect(tenant.code).to.equal(1);
-    expect(tenant.stderr).to.match(/^readie status: .*PERMISSION_DENIED/);
+    expect(tenant.stderr).to.match(/^readie status: .*PERMISSION_DENIED.*needs an operator token/);
 
     worker.process.kill('SIGKILL');
     const failing = await until(

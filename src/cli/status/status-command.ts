@@ -6,7 +6,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Option, type Command } from 'commander';
-import type { ServiceError } from '@grpc/grpc-js';
+import { status, type ServiceError } from '@grpc/grpc-js';
 import {
   channelCredentials,
   callMetadata,
@@ -70,17 +70,28 @@ function ask(
       callMetadata(connection),
       { deadline: Date.now() + 10_000 },
       (error: ServiceError | null, response) => {
-        if (error) {
-          reject(
-            errorFromStatus(error.code, error.details, {
-              address: connection.address,
-              insecure: connection.insecure,
-            }),
-          );
-        } else resolve(response);
+        if (error) reject(statusFailure(error, connection));
+        else resolve(response);
       },
     ),
   );
+}
+
+/**
+ * Why `readie status` failed: the clients' words for the connection (a TLS mismatch, nothing
+ * listening), its own for credentials, since it needs an operator's and not a tenant's.
+ */
+function statusFailure(error: ServiceError, connection: Connection): Error {
+  if (error.code === status.UNAUTHENTICATED || error.code === status.PERMISSION_DENIED) {
+    return new Error(
+      `the router at ${connection.address} refused the credential (${status[error.code]}: ${error.details}); ` +
+        'readie status needs an operator token: --token-file FILE or READIE_AUTH_TOKEN (an "operator NAME TOKEN" line of its tokens file)',
+    );
+  }
+  return errorFromStatus(error.code, error.details, {
+    address: connection.address,
+    insecure: connection.insecure,
+  });
 }
 
 /**
