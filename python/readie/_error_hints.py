@@ -99,9 +99,8 @@ def cause_of(
         problem = transport_problem_of(details)
         if problem is None:
             return Cause("other")
-        if problem == "connection-failed" and insecure and tls_found:
-            problem = "plaintext-to-tls"
-        if problem == "http1" and insecure:
+        # A plaintext dial of a TLS port just closes (or, at nginx, answers HTTP/1.1 400).
+        if problem in ("connection-failed", "http1") and insecure and tls_found:
             problem = "plaintext-to-tls"
         return Cause("transport", problem=problem)
     if code == grpc.StatusCode.RESOURCE_EXHAUSTED:

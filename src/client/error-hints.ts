@@ -60,7 +60,12 @@ export function causeOf(call: FailedCall): ErrorCause {
       if (details.includes('shutting down')) return { kind: 'router-stopping' };
       const problem = transportProblemOf(details);
       if (problem === null) return { kind: 'other' };
-      if (problem === 'connection-failed' && call.insecure && call.speaksTls) {
+      // A plaintext dial of a TLS port just closes (or, at nginx, answers HTTP/1.1 400).
+      if (
+        (problem === 'connection-failed' || problem === 'http1') &&
+        call.insecure &&
+        call.speaksTls
+      ) {
         return { kind: 'transport', problem: 'plaintext-to-tls' };
       }
       return { kind: 'transport', problem };

@@ -217,10 +217,8 @@ export class RemoteCall<T = unknown> implements AsyncIterable<RemoteLogLine> {
     }
     const insecure = start.insecure ?? false;
     // A plaintext dial of a TLS port fails without saying why: ask the port whether it speaks TLS.
-    const ambiguous =
-      code === Status.UNAVAILABLE &&
-      insecure &&
-      transportProblemOf(details ?? '') === 'connection-failed';
+    const problem = code === Status.UNAVAILABLE ? transportProblemOf(details ?? '') : null;
+    const ambiguous = insecure && (problem === 'connection-failed' || problem === 'http1');
     return errorFromStatus(code, details, {
       address: start.address,
       call: this.#info,

@@ -59,6 +59,9 @@ describe('docs/deploy.md, followed literally, gives a working TLS cluster', func
   const started: { name: string; child: ChildProcess; output: () => string }[] = [];
   let logs = '';
   let conf = '';
+  /** The doc's variables with this run's values, and the environment the blocks ran in. */
+  let prelude = '';
+  let environment: Record<string, string> = {};
 
   after(() => {
     if (existsSync(join(logs, 'nginx.pid'))) {
@@ -94,7 +97,7 @@ describe('docs/deploy.md, followed literally, gives a working TLS cluster', func
       `#!/bin/sh\nexec "${process.execPath}" "${join(ROOT, 'bin', 'readie.js')}" "$@"\n`,
     );
     chmodSync(join(bin, 'readie'), 0o755);
-    const prelude = substituted(env!.script, {
+    prelude = substituted(env!.script, {
       // nginx checks the router's certificate by name (it cannot check an IP address), so the
       // router and nginx become `localhost`; the worker an address, as the router dials it.
       ROUTER_HOST: 'localhost',
@@ -107,7 +110,7 @@ describe('docs/deploy.md, followed literally, gives a working TLS cluster', func
       STATE: join(dir, 'state'),
       LOGS: logs,
     });
-    const environment = {
+    environment = {
       PATH: `${bin}:${process.env['PATH'] ?? '/usr/bin:/bin'}`,
       HOME: dir,
       LANG: 'C.UTF-8',
@@ -153,5 +156,25 @@ describe('docs/deploy.md, followed literally, gives a working TLS cluster', func
         expect(output, `${where} printed:\n${context}`).to.match(block.pattern!);
       }
     }
+  });
+
+  it('a client that speaks plaintext to nginx is told nginx speaks TLS and to unset READIE_INSECURE', function () {
+    if (prelude === '') this.skip();
+    const client = [
+      'export READIE_ADDRESS="$PUBLIC_HOST:$PUBLIC_PORT" READIE_INSECURE=1',
+      'export READIE_AUTH_TOKEN="$(cat "$CONF/tenant-acme.token")"',
+      'PYTHONPATH="$PWD/python" /usr/bin/python3 -c \'import readie\nadd = readie.remote(lambda: 1)\ntry:\n    add()\nexcept readie.ClusterUnavailableError as error:\n    print(error)\n\'',
+    ].join('\n');
+    const run = spawnSync('bash', ['-c', `set -eo pipefail\n${prelude}\n${client}\n`], {
+      cwd: ROOT,
+      env: environment,
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
+    expect(run.status, run.stderr).to.equal(0);
+    expect(run.stdout).to.include(
+      'speaks TLS but this client speaks plaintext: unset READIE_INSECURE',
+    );
+    expect(run.stderr, 'grpc stays quiet').to.equal('');
   });
 });
