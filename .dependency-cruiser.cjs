@@ -4,6 +4,7 @@
  *   replay uses events, projections and core, never a gRPC server, never the router shell
  *   worker and router share only the generated proto and src/shared
  *   the client (shipped to users) sees only the generated proto and src/shared
+ *   src/net (network diagnostics) is a leaf the client, router and worker share
  * Pure modules (lint/pure-modules.cjs) import no I/O: no fs, net, lmdb, child_process, timers,
  * worker threads, and not the I/O parts of the events layer.
  */
@@ -102,11 +103,20 @@ module.exports = {
     {
       name: 'client-sees-proto-and-shared-only',
       comment:
-        "src/client runs in users' programs: it may import the generated proto and src/shared, " +
+        "src/client runs in users' programs: it may import the generated proto, src/shared and src/net, " +
         'never the router, the worker, the CLI, replay or the event log.',
       severity: 'error',
       from: { path: '^src/client/' },
-      to: { path: '^src/(?!client/|proto/gen/|shared/)|^replay/|^bin/' },
+      to: { path: '^src/(?!client/|proto/gen/|shared/|net/)|^replay/|^bin/' },
+    },
+    {
+      name: 'net-is-a-leaf',
+      comment:
+        'src/net holds network diagnostics the clients, the router and the workers share: it ' +
+        'imports nothing of readie but src/shared.',
+      severity: 'error',
+      from: { path: '^src/net/' },
+      to: { path: '^src/(?!net/|shared/)|^replay/|^bin/' },
     },
     {
       name: 'replay-never-serves',

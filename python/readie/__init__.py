@@ -15,7 +15,13 @@ Configure with READIE_ADDRESS, READIE_INSECURE, READIE_CA_FILE and READIE_AUTH_T
 :func:`configure`. See docs/clients.md.
 """
 
-from readie._call import last_call
+import os as _os
+
+# grpc's C core logs connection failures (TLS handshakes, resets) to stderr on its own; a readie
+# error already says what happened and what to do. GRPC_VERBOSITY=INFO or DEBUG brings them back.
+_os.environ.setdefault("GRPC_VERBOSITY", "NONE")
+
+from readie._call import last_call  # noqa: E402
 from readie._connection import aclose_channels, close_channels, configure
 from readie._ids import CallInfo
 from readie._remote import RemoteFunction, remote
@@ -33,6 +39,7 @@ from readie.errors import (
     ProtocolError,
     ReadieError,
     RemoteExecutionError,
+    RemoteOutOfMemoryError,
     RemoteTimeoutError,
     ResourceExhaustedError,
     SessionExpiredError,
@@ -56,6 +63,7 @@ __all__ = [
     "ReadieError",
     "RemoteExecutionError",
     "RemoteFunction",
+    "RemoteOutOfMemoryError",
     "RemoteTimeoutError",
     "ResourceExhaustedError",
     "Session",

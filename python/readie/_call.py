@@ -18,6 +18,7 @@ from readie._envelope import decode_cloudpickle
 from readie._ids import CallInfo
 from readie._proto import proxy_pb2
 from readie._wire import METHOD, AnswerReader, LogSink, request_messages
+from readie._error_hints import speaks_tls, transport_problem_of
 from readie.errors import error_for_status
 
 _last_call: "ContextVar[Optional[CallInfo]]" = ContextVar("readie_last_call", default=None)
@@ -97,6 +98,30 @@ def _finish(prepared: PreparedCall, info: CallInfo) -> None:
     prepared.on_done(info)
 
 
+def _failure(error: Any, prepared: PreparedCall, info: CallInfo) -> Exception:
+    """The readie error for a failed RPC: its code, details, ``readie-*`` trailers and, for a
+    plaintext dial that failed without saying why, whether the address speaks TLS."""
+    code, details = error.code(), error.details() or ""
+    trailers = {}
+    for key, value in error.trailing_metadata() or ():
+        if key.startswith("readie-"):
+            trailers[key] = value.decode() if isinstance(value, bytes) else str(value)
+    settings = prepared.settings
+    tls_found = False
+    if code == grpc.StatusCode.UNAVAILABLE and settings.insecure:
+        if transport_problem_of(details) in ("connection-failed", "http1"):
+            tls_found = speaks_tls(settings.address)
+    return error_for_status(
+        code,
+        details,
+        address=settings.address,
+        call=info,
+        trailers=trailers,
+        insecure=settings.insecure,
+        tls_found=tls_found,
+    )
+
+
 def run(prepared: PreparedCall) -> Any:
     """Runs the call on this thread; Ctrl-C (or any exception) cancels it on the cluster."""
     reader = AnswerReader(prepared.info(), prepared.on_log)
@@ -108,9 +133,7 @@ def run(prepared: PreparedCall) -> Any:
         for answer in call:
             reader.feed(answer)
     except grpc.RpcError as error:
-        raise error_for_status(
-            error.code(), error.details(), address=prepared.settings.address, call=reader.info
-        ) from None
+        raise _failure(error, prepared, reader.info) from None
     except BaseException:
         call.cancel()
         raise
@@ -130,9 +153,7 @@ async def run_async(prepared: PreparedCall) -> Any:
         async for answer in call:
             reader.feed(answer)
     except grpc.aio.AioRpcError as error:
-        raise error_for_status(
-            error.code(), error.details(), address=prepared.settings.address, call=reader.info
-        ) from None
+        raise _failure(error, prepared, reader.info) from None
     except BaseException:
         call.cancel()
         raise

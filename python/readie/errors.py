@@ -3,10 +3,11 @@ exception as :class:`RemoteExecutionError`. Every one is a :class:`ReadieError`.
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Mapping, Optional
 
 import grpc
 
+from readie._error_hints import cause_of, hint_for, never_started
 from readie._ids import CallInfo
 
 
@@ -23,12 +24,16 @@ class ReadieError(Exception):
         code: Optional[grpc.StatusCode] = None,
         details: str = "",
         call: Optional[CallInfo] = None,
+        not_started: bool = False,
     ) -> None:
         super().__init__(message)
         if code is not None:
             self.code = code
         self.details = details
         self.call = call
+        #: True when the cluster said the function never started (``readie-not-started``): such a
+        #: call can be retried as it is. False when it may have run, or the error is local.
+        self.not_started = not_started
 
 
 class ConfigurationError(ReadieError):
@@ -106,6 +111,15 @@ class ConflictError(ReadieError):
     code = grpc.StatusCode.ABORTED
 
 
+class RemoteOutOfMemoryError(ReadieError):
+    """RESOURCE_EXHAUSTED with ``readie-killed: out-of-memory``: the function ran and was killed for
+    exceeding its memory budget (``memory_budget``, bytes, when the worker said). Ask for more
+    memory (``@readie.remote(memory=...)``)."""
+
+    code = grpc.StatusCode.RESOURCE_EXHAUSTED
+    memory_budget: Optional[int] = None
+
+
 class PermissionDeniedError(ReadieError):
     """PERMISSION_DENIED: the token is valid but not allowed to do this."""
 
@@ -165,30 +179,37 @@ _BY_CODE = {
     grpc.StatusCode.UNAUTHENTICATED: (AuthenticationError, "the cluster refused the credentials"),
 }
 
-_ADVICE = {
-    grpc.StatusCode.UNAVAILABLE: "check that the router runs at READIE_ADDRESS and has workers",
-    grpc.StatusCode.UNAUTHENTICATED: "set READIE_AUTH_TOKEN to your client token (the cluster's operator gives it)",
-    grpc.StatusCode.NOT_FOUND: "its container is gone; start a new readie.Session",
-    grpc.StatusCode.UNIMPLEMENTED: "check that READIE_ADDRESS points at a readie router",
-}
-
-
 def error_for_status(
     code: grpc.StatusCode,
     details: Optional[str],
     *,
     address: str = "",
     call: Optional[CallInfo] = None,
+    trailers: Optional[Mapping[str, str]] = None,
+    insecure: bool = False,
+    tls_found: bool = False,
 ) -> ReadieError:
-    """The error to raise for a call that ended with gRPC status ``code`` (never OK)."""
+    """The error to raise for a call that ended with gRPC status ``code`` (never OK): the family's
+    class (an out-of-memory kill its own), and a message naming the code, the address and the one
+    hint for the cause (readie._error_hints)."""
     if code == grpc.StatusCode.OK:
         return ProtocolError("the call ended without a result", call=call)
+    trailers = trailers or {}
+    said = " ".join((details or "").split())
+    cause = cause_of(code, said, trailers, insecure=insecure, tls_found=tls_found)
     error_class, summary = _BY_CODE.get(code, (ReadieError, "the call failed"))
+    if cause.kind == "out-of-memory":
+        error_class, summary = RemoteOutOfMemoryError, "the call ran out of memory"
     where = f" at {address}" if address else ""
     message = f"{summary}{where} ({code.name})"
-    if details:
-        message += f": {details}"
-    advice = _ADVICE.get(code)
-    if advice:
-        message += f"; {advice}"
-    return error_class(message, code=code, details=details or "", call=call)
+    if said:
+        message += f": {said}"
+    hint = hint_for(cause, address=address, insecure=insecure, trailers=trailers)
+    if hint:
+        message += f"; {hint}"
+    error = error_class(
+        message, code=code, details=details or "", call=call, not_started=never_started(trailers)
+    )
+    if isinstance(error, RemoteOutOfMemoryError):
+        error.memory_budget = cause.budget
+    return error

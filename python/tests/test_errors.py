@@ -47,7 +47,8 @@ class ErrorMappingTest(unittest.TestCase):
                 self.assertIn("router:443", text)
 
     def test_messages_say_what_to_do(self):
-        self.assertIn("READIE_ADDRESS", str(error_for_status(grpc.StatusCode.UNAVAILABLE, "")))
+        refused = "failed to connect to all addresses; last error: UNKNOWN: ipv4:127.0.0.1:1: Failed to connect to remote host: Connection refused"
+        self.assertIn("nothing listens at r:1: check READIE_ADDRESS", str(error_for_status(grpc.StatusCode.UNAVAILABLE, refused, address="r:1")))
         self.assertIn("READIE_AUTH_TOKEN", str(error_for_status(grpc.StatusCode.UNAUTHENTICATED, None)))
         self.assertIn("new readie.Session", str(error_for_status(grpc.StatusCode.NOT_FOUND, "session expired")))
 

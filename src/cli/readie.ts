@@ -1,7 +1,9 @@
-/** The `readie` command: the router, a worker, or a whole local cluster. */
+/** The `readie` command: the router, a worker, a whole local cluster, and the cluster's status. */
 import { Command } from 'commander';
+import { addCertsCommand } from './certs-command.js';
 import { addRouterCommand } from './router-command.js';
 import { addUpCommand } from './up-command.js';
+import { addStatusCommand } from './status/status-command.js';
 import { addWorkerCommand } from './worker-command.js';
 
 // Every file readie writes (the event log, process logs, worker state) is root's alone unless the
@@ -17,5 +19,9 @@ addUpCommand(program);
 addRouterCommand(program);
 
 addWorkerCommand(program);
+
+addStatusCommand(program);
+
+addCertsCommand(program);
 
 await program.parseAsync(process.argv);

@@ -10,7 +10,7 @@ import {
   createLogger,
   packageVersion,
   readCatalogueFile,
-  readPem,
+  readWorkerCa,
   RouterConfigError,
   servingSecurityOf,
   startRouter,
@@ -28,6 +28,7 @@ import {
   type Config,
   type SettingName,
 } from '../shared/config.js';
+import { routeGrpcLogs } from './grpc-logs.js';
 import { formatDuration, formatSize, parseDuration, UnitParseError } from '../shared/units.js';
 
 /** The flag of a setting: `SESSION_WAIT_TIMEOUT` is `--session-wait-timeout`. */
@@ -203,6 +204,7 @@ function wholeNumber(text: string, flag: string): number {
 async function runRouter(flags: RouterFlags): Promise<void> {
   const env = process.env;
   const logger: Logger = createLogger(flags.logLevel);
+  routeGrpcLogs(logger);
   let router: Router | undefined;
   try {
     const config = configFromFlags(flags, env);
@@ -221,7 +223,7 @@ async function runRouter(flags: RouterFlags): Promise<void> {
       security,
       config,
       auth,
-      workerCa: flags.workerCa === undefined ? undefined : readPem(flags.workerCa, '--worker-ca'),
+      workerCa: flags.workerCa === undefined ? undefined : readWorkerCa(flags.workerCa),
       catalogue: flags.catalogue === undefined ? undefined : readCatalogueFile(flags.catalogue),
       metrics: flags.metrics,
       logger,
@@ -262,18 +264,28 @@ async function runRouter(flags: RouterFlags): Promise<void> {
       }
     });
   } catch (error) {
-    if (
-      error instanceof RouterConfigError ||
-      error instanceof TokensFileError ||
-      error instanceof ConfigError
-    ) {
-      process.stderr.write(`readie router: ${error.message}\n`);
-      process.exit(2);
-    }
-    logger.fatal({ err: error }, 'router failed to start');
-    process.stderr.write(`readie router: ${(error as Error).message}\n`);
-    process.exit(1);
+    failStart(error);
   }
+}
+
+/**
+ * A start that failed: one line on stderr naming the problem and the fix, no stack. A
+ * configuration error (a flag, a file, a locked log, a port in use, TLS material) exits 2;
+ * anything else exits 1 (`LOG_LEVEL=debug` adds the stack, for a bug report).
+ */
+function failStart(error: unknown): never {
+  const message = error instanceof Error ? error.message : String(error);
+  const configuration =
+    error instanceof RouterConfigError ||
+    error instanceof TokensFileError ||
+    error instanceof ConfigError;
+  process.stderr.write(
+    `readie router: ${configuration ? '' : 'could not start: '}${message.replaceAll('\n', ' ')}\n`,
+  );
+  if (!configuration && process.env.LOG_LEVEL === 'debug' && error instanceof Error) {
+    process.stderr.write(`${error.stack ?? ''}\n`);
+  }
+  process.exit(configuration ? 2 : 1);
 }
 
 /** Adds `readie router` to `program`. */
@@ -294,7 +306,7 @@ export function addRouterCommand(program: Command): void {
     .option('--tls-key <file>', 'PEM private key of --tls-cert')
     .option(
       '--catalogue <file>',
-      'checkpoint catalogue (JSON, format in docs/placement.md) to put in force',
+      'checkpoint catalogue (JSON, format in docs/catalogue.md) to put in force',
     )
     .option('--metrics <host:port>', 'serve Prometheus metrics over HTTP at GET /metrics')
     .option(
@@ -338,7 +350,7 @@ export function addRouterCommand(program: Command): void {
   command.addHelpText(
     'after',
     `
-Durations: 500ms, 30s, 10m, 1h. Sizes: 512MiB, 1GiB or bytes.
+Durations: 500ms, 30s, 10m, 1h (a unit is required). Sizes: 512MiB, 1GiB or a number of bytes.
 Credentials (--auth tokens, the default): every call carries "authorization: Bearer <token>".
   --tokens-file names each token's holder: a tenant (ProxyService, TenantService), a worker
   (RegistryService, as that worker ID only) or an operator (AdminService); anything else is
@@ -347,7 +359,7 @@ Credentials (--auth tokens, the default): every call carries "authorization: Bea
 --auth single-token: READIE_AUTH_TOKEN (or --auth-token-file) authorizes everything, and is sent
   to workers. --auth none: no credentials. Both are development shortcuts, never for production.
 The router refuses to start without --tls-cert/--tls-key unless --insecure is given.
-See docs/router.md and docs/security.md.`,
+Every setting, flag and default: docs/settings.md. See docs/router.md and docs/security.md.`,
   );
   command.action((flags: RouterFlags) => runRouter(flags));
 }

@@ -4,11 +4,13 @@
  */
 import { totalmem } from 'node:os';
 import type { Command } from 'commander';
+import { routeGrpcLogs } from './grpc-logs.js';
 import { ConfigError, SETTINGS, type SettingName } from '../shared/config.js';
 import {
   resolveWorkerOptions,
   Worker,
   WORKER_FLAGS,
+  WorkerStartupError,
   workerLogger,
   type WorkerFlagValues,
 } from '../worker/index.js';
@@ -40,7 +42,7 @@ export function addWorkerCommand(program: Command): void {
     .option('--log-level <level>', 'pino log level [LOG_LEVEL]', process.env['LOG_LEVEL'] ?? 'info')
     .addHelpText(
       'after',
-      `\nSettings read from the environment (docs/router.md and docs/container-lifecycle.md):\n${SETTINGS_HELP}\n` +
+      `\nSettings read from the environment (every one in docs/settings.md):\n${SETTINGS_HELP}\n` +
         '  READIE_AUTH_TOKEN            with --auth single-token only (development): sent to the router,\n' +
         '                               and required from it on ExecutionService\n' +
         "\nCredentials (docs/security.md): ExecutionService accepts the router's token alone (a client's\n" +
@@ -62,6 +64,7 @@ export function addWorkerCommand(program: Command): void {
         process.exit(2);
       }
       const log = workerLogger(options.workerId, flags.logLevel);
+      routeGrpcLogs(log);
       let worker: Worker | null = null;
       let leaving: NodeJS.Signals | null = null;
       const stop = (running: Worker) =>
@@ -97,8 +100,14 @@ export function addWorkerCommand(program: Command): void {
       try {
         worker = await Worker.start(options, log);
       } catch (error) {
-        log.fatal({ err: (error as Error).message }, 'the worker could not start');
-        process.exit(1);
+        // One line naming the problem and the fix, no stack: exit 2 for what the operator
+        // configures (a flag, a file, a port in use), 1 for anything else.
+        const configuration = error instanceof WorkerStartupError || error instanceof ConfigError;
+        const message = (error as Error).message.replaceAll('\n', ' ');
+        process.stderr.write(
+          `readie worker: ${configuration ? '' : 'could not start: '}${message}\n`,
+        );
+        process.exit(configuration ? 2 : 1);
       }
       if (leaving) void stop(worker);
     });

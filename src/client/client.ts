@@ -80,6 +80,7 @@ export class ReadieClient {
     return new RemoteCall<T>({
       client: this.#client,
       address: this.connection.address,
+      insecure: this.connection.insecure,
       metadata: callMetadata(this.connection),
       config,
       payload: encodeJsonCall(call),

@@ -3,7 +3,9 @@
  * own exception as {@link RemoteExecutionError}. Every one is a {@link ReadieError}.
  */
 import { status as Status } from '@grpc/grpc-js';
+import { NO_TRAILERS, neverStarted, type CallTrailers } from '../shared/call-trailers.js';
 import type { CallInfo } from './call-info.js';
+import { causeOf, hintFor } from './error-hints.js';
 
 /** What every readie error may carry besides its message. */
 export interface ReadieErrorFields {
@@ -11,6 +13,8 @@ export interface ReadieErrorFields {
   readonly details?: string | undefined;
   readonly call?: CallInfo | undefined;
   readonly cause?: unknown;
+  /** The cluster said the user's function never started (`readie-not-started`). */
+  readonly notStarted?: boolean;
 }
 
 /**
@@ -22,12 +26,18 @@ export class ReadieError extends Error {
   readonly code: Status | undefined;
   readonly details: string;
   readonly call: CallInfo | undefined;
+  /**
+   * True when the cluster said the function never started (a refusal before it ran): such a call
+   * can be retried as it is. False when it may have run, or the error is local.
+   */
+  readonly notStarted: boolean;
 
   constructor(message: string, fields: ReadieErrorFields = {}) {
     super(message, fields.cause === undefined ? undefined : { cause: fields.cause });
     this.code = fields.code;
     this.details = fields.details ?? '';
     this.call = fields.call;
+    this.notStarted = fields.notStarted ?? false;
   }
 
   /** The status code's name (`UNAVAILABLE`), if the error has one. */
@@ -112,6 +122,20 @@ export class ConflictError extends ReadieError {
   override readonly name = 'ConflictError';
 }
 
+/**
+ * RESOURCE_EXHAUSTED with `readie-killed: out-of-memory`: the function ran and was killed for
+ * exceeding its memory budget (`memoryBudget`, bytes, when the worker said). Ask for more memory.
+ */
+export class RemoteOutOfMemoryError extends ReadieError {
+  override readonly name = 'RemoteOutOfMemoryError';
+  readonly memoryBudget: number | undefined;
+
+  constructor(message: string, fields: ReadieErrorFields & { memoryBudget?: number }) {
+    super(message, fields);
+    this.memoryBudget = fields.memoryBudget;
+  }
+}
+
 /** PERMISSION_DENIED: the token is valid but not allowed to do this. */
 export class PermissionDeniedError extends ReadieError {
   override readonly name = 'PermissionDeniedError';
@@ -164,22 +188,24 @@ const BY_STATUS: Readonly<Record<Exclude<Status, Status.OK>, readonly [ErrorClas
   [Status.UNAUTHENTICATED]: [AuthenticationError, 'the cluster refused the credentials'],
 };
 
-const ADVICE: Partial<Record<Status, string>> = {
-  [Status.UNAVAILABLE]: 'check that the router runs at READIE_ADDRESS and has workers',
-  [Status.UNAUTHENTICATED]:
-    "set READIE_AUTH_TOKEN to your client token (the cluster's operator gives it)",
-  [Status.NOT_FOUND]: 'its container is gone; start a new session',
-  [Status.UNIMPLEMENTED]: 'check that READIE_ADDRESS points at a readie router',
-};
-
 /** Where an error happened, for its message and fields. */
 export interface ErrorContext {
   readonly address?: string;
   readonly call?: CallInfo;
   readonly cause?: unknown;
+  /** The readie trailers of the failed call (src/shared/call-trailers.ts). */
+  readonly trailers?: CallTrailers;
+  /** Whether the client spoke plaintext. */
+  readonly insecure?: boolean;
+  /** A plaintext client's probe found that the address speaks TLS. */
+  readonly speaksTls?: boolean;
 }
 
-/** The error for a call that ended with gRPC status `code` (OK without a result is a ProtocolError). */
+/**
+ * The error for a call that ended with gRPC status `code` (OK without a result is a
+ * ProtocolError): the family's class (an out-of-memory kill its own), and a message that names
+ * the code, the address and the one hint for the cause (src/client/error-hints.ts).
+ */
 export function errorFromStatus(
   code: Status,
   details: string | undefined,
@@ -188,16 +214,39 @@ export function errorFromStatus(
   if (code === Status.OK) {
     return new ProtocolError('the call ended without a result', { call: context.call });
   }
+  const trailers = context.trailers ?? NO_TRAILERS;
+  const insecure = context.insecure ?? false;
+  const address = context.address ?? '';
+  const cause = causeOf({
+    code,
+    details: details ?? '',
+    trailers,
+    insecure,
+    speaksTls: context.speaksTls,
+  });
   const [ErrorType, summary] = BY_STATUS[code];
-  const where = context.address === undefined ? '' : ` at ${context.address}`;
+  const where = address === '' ? '' : ` at ${address}`;
   let message = `${summary}${where} (${Status[code]})`;
-  if (details) message += `: ${details}`;
-  const advice = ADVICE[code];
-  if (advice !== undefined) message += `; ${advice}`;
-  return new ErrorType(message, {
+  // grpc-js's connection errors span lines and end with an empty "Resolution note".
+  const said = (details ?? '')
+    .replace(/\s+/g, ' ')
+    .replace(/\.? Resolution note: ?$/, '')
+    .trim();
+  if (said !== '') message += `: ${said}`;
+  const hint = hintFor(cause, { address, insecure, trailers });
+  if (hint !== undefined) message += `; ${hint}`;
+  const fields = {
     code,
     details: details ?? '',
     call: context.call,
     cause: context.cause,
-  });
+    notStarted: neverStarted(trailers),
+  };
+  if (cause.kind === 'out-of-memory') {
+    return new RemoteOutOfMemoryError(
+      message.replace(summary, 'the call ran out of memory'),
+      cause.budget === null ? fields : { ...fields, memoryBudget: cause.budget },
+    );
+  }
+  return new ErrorType(message, fields);
 }

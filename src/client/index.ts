@@ -23,6 +23,7 @@ export {
   ProtocolError,
   ReadieError,
   RemoteExecutionError,
+  RemoteOutOfMemoryError,
   RemoteTimeoutError,
   ResourceExhaustedError,
   SessionExpiredError,

@@ -4,7 +4,15 @@
  */
 import { once } from 'node:events';
 import { inspect } from 'node:util';
-import { status as Status, type ClientDuplexStream, type Metadata } from '@grpc/grpc-js';
+import {
+  Metadata as GrpcMetadata,
+  status as Status,
+  type ClientDuplexStream,
+  type Metadata,
+} from '@grpc/grpc-js';
+import { speaksTls } from '../net/tls-probe.js';
+import type { CallTrailers } from '../shared/call-trailers.js';
+import { transportProblemOf } from '../shared/transport-problem.js';
 import { LogSource, type LogLine } from '../proto/gen/readie/v1/call.js';
 import type {
   CallConfig,
@@ -44,6 +52,8 @@ function sourceOf(line: LogLine): LogLineSource {
 export interface RemoteCallStart {
   readonly client: ProxyServiceClient;
   readonly address: string;
+  /** Whether the channel speaks plaintext (for the hint of a failed connection). */
+  readonly insecure?: boolean;
   readonly metadata: Metadata;
   readonly config: CallConfig;
   readonly payload: Buffer;
@@ -150,7 +160,7 @@ export class RemoteCall<T = unknown> implements AsyncIterable<RemoteLogLine> {
           }
         }
       } catch (error) {
-        throw this.#mapStreamError(error, start.address);
+        throw await this.#mapStreamError(error, start);
       } finally {
         // The server may end the call before it read everything; stop waiting for room then.
         stopWriting.abort();
@@ -193,7 +203,7 @@ export class RemoteCall<T = unknown> implements AsyncIterable<RemoteLogLine> {
     });
   }
 
-  #mapStreamError(error: unknown, address: string): ReadieError {
+  async #mapStreamError(error: unknown, start: RemoteCallStart): Promise<ReadieError> {
     const code = statusCodeOf(error);
     const details = detailsOf(error);
     if (this.#cancelled && (code === undefined || code === Status.CANCELLED)) {
@@ -205,7 +215,18 @@ export class RemoteCall<T = unknown> implements AsyncIterable<RemoteLogLine> {
         cause: error,
       });
     }
-    return errorFromStatus(code, details, { address, call: this.#info, cause: error });
+    const insecure = start.insecure ?? false;
+    // A plaintext dial of a TLS port fails without saying why: ask the port whether it speaks TLS.
+    const problem = code === Status.UNAVAILABLE ? transportProblemOf(details ?? '') : null;
+    const ambiguous = insecure && (problem === 'connection-failed' || problem === 'http1');
+    return errorFromStatus(code, details, {
+      address: start.address,
+      call: this.#info,
+      cause: error,
+      trailers: readieTrailersOf(error),
+      insecure,
+      speaksTls: ambiguous ? await speaksTls(start.address) : false,
+    });
   }
 }
 
@@ -218,6 +239,18 @@ function statusCodeOf(error: unknown): Status | undefined {
   if (typeof error !== 'object' || error === null || !('code' in error)) return undefined;
   const { code } = error;
   return typeof code === 'number' && Status[code] !== undefined ? code : undefined;
+}
+
+/** The `readie-*` trailers of a failed call (src/shared/call-trailers.ts). */
+function readieTrailersOf(error: unknown): CallTrailers {
+  if (typeof error !== 'object' || error === null || !('metadata' in error)) return {};
+  const { metadata } = error;
+  if (!(metadata instanceof GrpcMetadata)) return {};
+  const trailers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(metadata.getMap())) {
+    if (name.startsWith('readie-')) trailers[name] = String(value);
+  }
+  return trailers;
 }
 
 function detailsOf(error: unknown): string | undefined {

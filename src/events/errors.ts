@@ -35,5 +35,10 @@ export class InvalidEventError extends Error {
 
 /** A log (LMDB directory) that cannot be opened as asked: locked, missing, of a newer schema. */
 export class EventLogError extends Error {
-  override readonly name = 'EventLogError';
+  override readonly name: string = 'EventLogError';
+}
+
+/** The log's writer lock is held by another live process: one writer per log. */
+export class LogLockedError extends EventLogError {
+  override readonly name = 'LogLockedError';
 }

@@ -7,6 +7,7 @@ export {
   parseHostPort,
   servingSecurityOf,
   readPem,
+  readWorkerCa,
   TokensFileError,
   type CredentialsSummary,
   type RouterAuth,

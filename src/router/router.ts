@@ -4,9 +4,16 @@
  * then serves `ProxyService`, `RegistryService` and `grpc.health.v1`, probes workers and runs the
  * reaper. `startRouter` is what `readie router` runs, and what the tests start in-process.
  */
-import { Server, type ServerInterceptor } from '@grpc/grpc-js';
+import {
+  Server,
+  type ServerInterceptor,
+  type ServiceDefinition,
+  type UntypedServiceImplementation,
+} from '@grpc/grpc-js';
+import { decodingService } from '../shared/wire-decoding.js';
 import { HealthImplementation } from 'grpc-health-check';
-import { EventLog } from '../events/index.js';
+import { EventLog, EventLogError, LogLockedError } from '../events/index.js';
+import { RouterConfigError } from '../core/errors.js';
 import { AdminServiceService } from '../proto/gen/readie/v1/admin.js';
 import { PlacementCaches } from '../core/placement/index.js';
 import {
@@ -93,6 +100,8 @@ export interface Router {
   readonly state: ClusterState;
   /** Calls waiting for their session's turn. */
   readonly waitingCalls: number;
+  /** Why each worker's last health probe failed (in words naming the fix), by worker ID. */
+  readonly probeProblems: ReadonlyMap<string, string>;
   /** Runs one probe round now; resolves once recorded (the timer does it every `PROBE_INTERVAL`). */
   probeNow(): Promise<void>;
   /**
@@ -133,7 +142,7 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
   const credentials = RouterCredentials.load(options.auth ?? { mode: 'none' });
   // Placement's caches belong to the state they serve: the log folds with them as its change sink.
   const placement = new PlacementCaches();
-  const log = EventLog.open<ClusterState>(options.logDir, {
+  const log = openLog(options.logDir, {
     projection: clusterProjectionTelling(placement),
     clock,
     snapshotEvery: options.snapshotEvery ?? 10_000,
@@ -156,31 +165,9 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
 
   let server: Server | undefined;
   let metricsServer: MetricsServer | undefined;
+  let prober: Prober | undefined;
   const connections = new WorkerConnections(workerChannelCredentials(options.workerCa));
   try {
-    // Recovery before serving: the state is folded; record the start, then release dead calls.
-    const before = log.state;
-    const recoveredSeq = log.lastSeq;
-    const start = decideStart(before, {
-      config,
-      version: options.version,
-      catalogue: options.catalogue,
-    });
-    const recovered = start.events;
-    await journal.record(start).committed;
-    logger.info(
-      {
-        logDir: options.logDir,
-        lastSeq: recoveredSeq,
-        workers: before.workers.size,
-        sessions: before.sessions.size,
-        reservationsReleased: recovered.filter((e) => e.type === 'ReservationExpired').length,
-        catalogueRevision: log.state.catalogue?.revision ?? null,
-        version: options.version,
-      },
-      'router recovered its state from the log',
-    );
-
     const interceptors: ServerInterceptor[] = [
       credentialInterceptor(credentials, ({ path, code, problem }) => {
         if (code === 'UNAUTHENTICATED') metrics.unauthenticated.inc();
@@ -206,26 +193,63 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
       metrics,
       workerMetadata: credentials.workerMetadata,
     };
+    // Every request the router decodes, it answers: undecodable bytes get INVALID_ARGUMENT.
+    const serve = (definition: ServiceDefinition, implementation: UntypedServiceImplementation) =>
+      server?.addService(...decodingService(definition, implementation));
     server.addService(RelayProxyService, proxyService(callPath, credentials));
-    server.addService(RegistryServiceService, registryService({ journal, logger, credentials }));
-    server.addService(
+    serve(RegistryServiceService, registryService({ journal, logger, credentials }));
+    serve(
       AdminServiceService,
       adminService({
         state: () => log.state,
-        live: () => ({ callsInFlight: active.inFlight, callsWaiting: turns.waiting }),
+        live: () => ({
+          callsInFlight: active.inFlight,
+          callsWaiting: turns.waiting,
+          probeProblems: prober?.lastProblems,
+        }),
         credentials,
         logger,
       }),
     );
-    server.addService(TenantServiceService, tenantService({ state: () => log.state, credentials }));
-    health.addToServer(server);
+    serve(TenantServiceService, tenantService({ state: () => log.state, credentials }));
+    health.addToServer({ addService: serve });
+    if (metricsListen !== undefined) {
+      metricsServer = await serveMetrics(metricsListen, metrics.registry).catch(
+        (error: unknown) => {
+          throw listenError('--metrics', formatHostPort(metricsListen), error);
+        },
+      );
+    }
     const port = await bind(server, listen, serverCredentialsOf(options.security));
     const address = formatHostPort({ host: listen.host, port });
-    if (metricsListen !== undefined) {
-      metricsServer = await serveMetrics(metricsListen, metrics.registry);
-    }
+    // Nothing is in the log until the router can serve: a start that fails (a locked log, a port
+    // in use, bad TLS material) leaves the log as it was. The start is recorded in the same tick
+    // as the bind's answer, so no call is handled before it: recovery releases the dead calls
+    // first, and the state is folded before the commit is awaited.
+    const before = log.state;
+    const recoveredSeq = log.lastSeq;
+    const start = decideStart(before, {
+      config,
+      version: options.version,
+      catalogue: options.catalogue,
+    });
+    const recovered = start.events;
+    await journal.record(start).committed;
+    logger.info(
+      {
+        logDir: options.logDir,
+        lastSeq: recoveredSeq,
+        workers: before.workers.size,
+        sessions: before.sessions.size,
+        reservationsReleased: recovered.filter((e) => e.type === 'ReservationExpired').length,
+        catalogueRevision: log.state.catalogue?.revision ?? null,
+        version: options.version,
+      },
+      'router recovered its state from the log',
+    );
 
-    const prober = new Prober({
+    prober = new Prober({
+      dialsTls: options.workerCa !== undefined,
       journal,
       connections,
       config,
@@ -241,7 +265,8 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
       logger,
       onPass: () => connections.retain(liveAddresses(log.state)),
     });
-    prober.start();
+    const probing = prober;
+    probing.start();
     reaper.start();
     for (const name of HEALTH_SERVICES) health.setStatus(name, 'SERVING');
     const inForce = credentials.summary();
@@ -283,7 +308,10 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
       get waitingCalls() {
         return turns.waiting;
       },
-      probeNow: () => prober.probeAll(),
+      get probeProblems() {
+        return probing.lastProblems;
+      },
+      probeNow: () => probing.probeAll(),
       reloadCredentials() {
         const summary = credentials.reload();
         for (const warning of summary.warnings) logger.warn(warning);
@@ -295,7 +323,7 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
       },
       close(graceMs = 5_000) {
         closing ??= (async () => {
-          prober.stop();
+          probing.stop();
           reaper.stop();
           for (const name of HEALTH_SERVICES) health.setStatus(name, 'NOT_SERVING');
           await shutdown(running, active, graceMs);
@@ -326,10 +354,43 @@ function bind(
   const target = formatHostPort(listen);
   return new Promise((resolve, reject) => {
     server.bindAsync(target, credentials, (error, boundPort) => {
-      if (error) reject(new Error(`cannot listen on ${target}: ${error.message}`));
+      if (error) reject(listenError('--listen', target, error));
       else resolve(boundPort);
     });
   });
+}
+
+/** The log of `dir`, opened for writing; one it cannot open is a configuration error. */
+function openLog(
+  dir: string,
+  options: Parameters<typeof EventLog.open<ClusterState>>[1],
+): EventLog<ClusterState> {
+  try {
+    return EventLog.open<ClusterState>(dir, options);
+  } catch (error) {
+    if (error instanceof LogLockedError) {
+      throw new RouterConfigError(
+        `--log ${dir}: ${error.message}. One router per log: stop the other router, or give this one its own --log`,
+      );
+    }
+    if (error instanceof EventLogError)
+      throw new RouterConfigError(`--log ${dir}: ${error.message}`);
+    throw error;
+  }
+}
+
+/** Why an address could not be listened on, with what to do about it. */
+function listenError(flag: string, target: string, error: unknown): RouterConfigError {
+  const message = error instanceof Error ? error.message : String(error);
+  if (/EADDRINUSE|address already in use/i.test(message)) {
+    return new RouterConfigError(
+      `cannot listen on ${target}: the address is in use (another router, or another program, ` +
+        `listens there): stop it, or pass another ${flag}`,
+    );
+  }
+  return new RouterConfigError(
+    `cannot listen on ${target} (${message}): pass an address this host can listen on with ${flag}`,
+  );
 }
 
 /** Stops accepting calls, waits up to `graceMs` for running ones, then ends the rest. */

@@ -24,17 +24,28 @@ export class UnitParseError extends Error {
   override readonly name = 'UnitParseError';
 }
 
-/** Parses `500ms`, `30s`, `10m`, `1h` (or a bare number of milliseconds) into milliseconds. */
+/** The forms a duration takes, for messages that refuse one. */
+export const DURATION_FORMS = '500ms, 30s, 10m, 1h';
+
+/**
+ * Parses `500ms`, `30s`, `10m`, `1h` (a number and its unit) into milliseconds. A bare number is
+ * refused: `--probe-interval 5` would otherwise mean 5 ms to a reader who meant 5 s.
+ */
 export function parseDuration(text: string): number {
   const match = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$/i.exec(text);
   if (!match) {
-    throw new UnitParseError(`"${text}" is not a duration (use e.g. 500ms, 30s, 10m, 1h)`);
+    throw new UnitParseError(`"${text}" is not a duration (use e.g. ${DURATION_FORMS})`);
   }
-  const unit = (match[2] ?? 'ms').toLowerCase();
+  const unit = match[2]?.toLowerCase();
+  if (unit === undefined) {
+    throw new UnitParseError(
+      `"${text}" has no unit: write ${match[1]}s or ${match[1]}ms (durations take ${DURATION_FORMS})`,
+    );
+  }
   return Math.round(Number(match[1]) * (DURATION_UNITS[unit] ?? 1));
 }
 
-/** Parses `512MiB`, `1GiB`, `2GB` or a bare number of bytes into bytes. */
+/** Parses `512MiB`, `1GiB`, `2GB` or a bare number of bytes (documented so) into bytes. */
 export function parseSize(text: string): number {
   const match = /^\s*(\d+(?:\.\d+)?)\s*([kmgt]i?b|b)?\s*$/i.exec(text);
   if (!match) {

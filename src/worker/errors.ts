@@ -65,6 +65,23 @@ export class ExecutorLostError extends StatusError {
   readonly code = 'UNAVAILABLE';
 }
 
+/**
+ * The call's function ran and was killed for exceeding its memory budget (the container's memory
+ * limit): `RESOURCE_EXHAUSTED`, with trailers that say so and the budget (src/shared/call-trailers.ts).
+ */
+export class OutOfMemoryError extends StatusError {
+  override readonly name = 'OutOfMemoryError';
+  readonly code = 'RESOURCE_EXHAUSTED';
+
+  constructor(
+    message: string,
+    /** The budget it exceeded, in bytes. */
+    readonly budget: number,
+  ) {
+    super(message);
+  }
+}
+
 /** The worker is leaving and takes no new calls. */
 export class ShuttingDownError extends StatusError {
   override readonly name = 'ShuttingDownError';

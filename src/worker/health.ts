@@ -1,5 +1,6 @@
 /** The standard grpc.health.v1 service on the worker (package grpc-health-check). */
-import type { Server } from '@grpc/grpc-js';
+import type { Server, ServiceDefinition, UntypedServiceImplementation } from '@grpc/grpc-js';
+import { decodingService } from '../shared/wire-decoding.js';
 import { HealthImplementation, type ServingStatus } from 'grpc-health-check';
 
 /** The services whose health is reported: the server as a whole ('') and ExecutionService. */
@@ -13,7 +14,12 @@ export class WorkerHealth {
 
   /** Adds grpc.health.v1.Health to `server`. */
   addTo(server: Server): void {
-    this.health.addToServer(server);
+    // A request the worker cannot decode gets INVALID_ARGUMENT (src/shared/wire-decoding.ts).
+    const decoding = {
+      addService: (definition: ServiceDefinition, implementation: UntypedServiceImplementation) =>
+        server.addService(...decodingService(definition, implementation)),
+    };
+    this.health.addToServer(decoding);
   }
 
   /** Sets every reported service to `status`. */

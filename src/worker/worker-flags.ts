@@ -118,7 +118,7 @@ export const WORKER_FLAGS: readonly WorkerFlag[] = [
     key: 'catalogue',
     flag: '--catalogue <file>',
     env: 'WORKER_CATALOGUE',
-    help: 'checkpoint catalogue JSON (format in docs/placement.md); none: cold starts only',
+    help: 'checkpoint catalogue JSON (format in docs/catalogue.md); none: cold starts only',
   },
   {
     key: 'standby',

@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Server } from '@grpc/grpc-js';
 import type { Logger } from 'pino';
+import { decodingService } from '../shared/wire-decoding.js';
 import { ExecutionServiceService } from '../proto/gen/readie/v1/execution.js';
 import { Flavor, WorkerStatus, type ReportStatusRequest } from '../proto/gen/readie/v1/registry.js';
 import { selectBackend } from './backend-selection.js';
@@ -43,7 +44,7 @@ import {
   prepareStateDir,
   sandboxSelfTest,
 } from './startup-checks.js';
-import { routerCredentials, serverCredentials } from './transport.js';
+import { checkTransportFiles, routerCredentials, serverCredentials } from './transport.js';
 
 /** Knobs that are not flags: retry timings and startup checks (tests shorten them). */
 export interface WorkerTuning {
@@ -178,6 +179,7 @@ export class Worker {
 
   private async boot(): Promise<void> {
     const { options, log } = this;
+    await checkTransportFiles(options.security);
     const catalogue = options.cataloguePath ? await loadCatalogue(options.cataloguePath) : null;
     const socketProblem = socketPathProblem(options.stateDir, 'c-0123456789');
     if (socketProblem) throw new WorkerStartupError(socketProblem);
@@ -359,36 +361,46 @@ export class Worker {
     const server = new Server();
     this.server = server;
     server.addService(
-      ExecutionServiceService,
-      executionService({
-        workerId: options.workerId,
-        pool: () => this.pool,
-        unusable: () =>
-          this.status === WorkerStatus.WORKER_STATUS_ERROR
-            ? `this worker is in error: ${this.problem}`
-            : null,
-        python: options.python,
-        installer,
-        packageSource: { indexUrl: options.packageIndex, wheelDir: options.wheelDir },
-        packageCacheDir: join(options.stateDir, 'package-cache'),
-        dialTimeoutMs: options.config.DIAL_TOTAL_TIMEOUT,
-        executionTimeoutMs: options.config.EXECUTION_TIMEOUT,
-        log,
-        header: {
+      ...decodingService(
+        ExecutionServiceService,
+        executionService({
           workerId: options.workerId,
-          defaultMemory: options.config.DEFAULT_MEMORY,
-          sandboxPython: this.pythonVersion,
-        },
-        calls: this.calls,
-        credentials: this.credentials,
-      }),
+          pool: () => this.pool,
+          unusable: () =>
+            this.status === WorkerStatus.WORKER_STATUS_ERROR
+              ? `this worker is in error: ${this.problem}`
+              : null,
+          python: options.python,
+          installer,
+          packageSource: { indexUrl: options.packageIndex, wheelDir: options.wheelDir },
+          packageCacheDir: join(options.stateDir, 'package-cache'),
+          dialTimeoutMs: options.config.DIAL_TOTAL_TIMEOUT,
+          executionTimeoutMs: options.config.EXECUTION_TIMEOUT,
+          log,
+          header: {
+            workerId: options.workerId,
+            defaultMemory: options.config.DEFAULT_MEMORY,
+            sandboxPython: this.pythonVersion,
+          },
+          calls: this.calls,
+          credentials: this.credentials,
+        }),
+      ),
     );
     this.health.addTo(server);
     const credentials = await serverCredentials(options.security);
     const port = await new Promise<number>((resolve, reject) =>
       server.bindAsync(options.listen, credentials, (error, bound) =>
         error
-          ? reject(new WorkerStartupError(`cannot listen on ${options.listen}: ${error.message}`))
+          ? reject(
+              new WorkerStartupError(
+                `cannot listen on ${options.listen} (${error.message}): ${
+                  /EADDRINUSE|No address added/i.test(error.message)
+                    ? 'the address is in use: stop what listens there, or pass another --listen'
+                    : 'pass an address this host can listen on with --listen'
+                }`,
+              ),
+            )
           : resolve(bound),
       ),
     );
@@ -407,6 +419,7 @@ export class Worker {
     const registry = new RegistryClient({
       router: options.router,
       credentials: await routerCredentials(options.security),
+      dialsTls: !options.security.insecure,
       identity: this.credentials,
       log: this.log,
       registerRetries: tuning.registerRetries,

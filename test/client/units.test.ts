@@ -229,7 +229,17 @@ describe('TypeScript client parts', () => {
           .and.include('said the server');
         expect(error.name).to.equal(ErrorClass.name);
       }
-      expect(errorFromStatus(Status.UNAVAILABLE, '').message).to.include('READIE_ADDRESS');
+      expect(
+        errorFromStatus(
+          Status.UNAVAILABLE,
+          'No connection established. Last error: connect ECONNREFUSED 127.0.0.1:1',
+          { address: 'r:1' },
+        ).message,
+      ).to.include('nothing listens at r:1: check READIE_ADDRESS');
+      // A call that reached a worker never gets a hint about the router's address.
+      expect(
+        errorFromStatus(Status.UNAVAILABLE, 'worker w1: No connection established').message,
+      ).to.not.include('READIE_ADDRESS');
       expect(errorFromStatus(Status.UNAUTHENTICATED, '').message).to.include('READIE_AUTH_TOKEN');
       expect(errorFromStatus(Status.OK, '')).to.be.instanceOf(ProtocolError);
     });

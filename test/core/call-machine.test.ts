@@ -187,6 +187,7 @@ describe('the call state machine (pure)', () => {
       type: 'fail-client',
       code: 'UNAVAILABLE',
       details: 'no workers available',
+      trailers: { 'readie-not-started': '1' },
     });
     expect(given.recorded.map((e) => e.type)).to.deep.equal(['CallRequested', 'CallRejected']);
   });
@@ -206,7 +207,7 @@ describe('the call state machine (pure)', () => {
     expect(types(given.when(answer({ sessionId: 's1', containerId: 'c1' })))).to.deep.equal([
       'to-client',
     ]);
-    const ended = given.when({ type: 'worker-ended', code: 0, details: 'OK' });
+    const ended = given.when({ type: 'worker-ended', code: 0, details: 'OK', trailers: {} });
     expect(find(ended, 'end-client'), 'the new pin must be durable first').to.deep.equal({
       type: 'end-client',
       afterCommit: true,
@@ -227,9 +228,9 @@ describe('the call state machine (pure)', () => {
       message: { kind: 'config', config: config() },
     });
     expect(find(second, 'fail-client')).to.deep.include({ code: 'INVALID_ARGUMENT' });
-    expect(types(given.when({ type: 'worker-ended', code: 14, details: 'gone' }))).to.deep.equal(
-      [],
-    );
+    expect(
+      types(given.when({ type: 'worker-ended', code: 14, details: 'gone', trailers: {} })),
+    ).to.deep.equal([]);
     expect(given.recorded.filter((e) => e.type === 'CallFinished')).to.deep.equal([
       { type: 'CallFinished', requestId: 'r1', ok: false, code: 'INVALID_ARGUMENT' },
     ]);
@@ -250,8 +251,72 @@ describe('the call state machine (pure)', () => {
   it("turns a worker's refusal of the router's credentials into INTERNAL", () => {
     const given = new Given([registered('w1')]);
     given.config();
-    const effects = given.when({ type: 'worker-ended', code: 7, details: 'no' });
+    const effects = given.when({ type: 'worker-ended', code: 7, details: 'no', trailers: {} });
     expect(find(effects, 'fail-client')?.code).to.equal('INTERNAL');
+  });
+
+  it('marks every refusal before placement not started, and a malformed stream mid-payload too', () => {
+    const none = new Given([]);
+    expect(find(none.config(), 'fail-client')).to.deep.include({
+      code: 'UNAVAILABLE',
+      trailers: { 'readie-not-started': '1' },
+    });
+    const undecodable = new Given([registered('w1')]);
+    const refused = undecodable.when({
+      type: 'client-message',
+      message: { kind: 'undecodable', problem: 'could not decode the request message of X: eof' },
+    });
+    expect(find(refused, 'fail-client')).to.deep.equal({
+      type: 'fail-client',
+      code: 'INVALID_ARGUMENT',
+      details: 'could not decode the request message of X: eof',
+      trailers: { 'readie-not-started': '1' },
+    });
+    const midway = new Given([registered('w1')]);
+    midway.config();
+    const malformed = midway.when({ type: 'client-message', message: { kind: 'empty' } });
+    expect(find(malformed, 'fail-client')?.trailers).to.deep.equal({ 'readie-not-started': '1' });
+  });
+
+  it("relays the worker's trailers about the function, and only those", () => {
+    const oom = new Given([registered('w1')]);
+    oom.config();
+    const killed = oom.when({
+      type: 'worker-ended',
+      code: 8,
+      details: 'the call ran out of memory: ... 512MiB ...',
+      trailers: {
+        'readie-killed': 'out-of-memory',
+        'readie-memory-budget': '536870912',
+        'readie-request-id': 'r1',
+      },
+    });
+    expect(find(killed, 'fail-client')).to.deep.equal({
+      type: 'fail-client',
+      code: 'RESOURCE_EXHAUSTED',
+      details: 'worker w1: the call ran out of memory: ... 512MiB ...',
+      trailers: { 'readie-killed': 'out-of-memory', 'readie-memory-budget': '536870912' },
+    });
+    const lost = new Given([registered('w1')]);
+    lost.config();
+    const ended = lost.when({ type: 'worker-ended', code: 14, details: 'gone', trailers: {} });
+    expect(find(ended, 'fail-client')?.trailers, 'it may have run').to.deep.equal({});
+    const shut = new Given([registered('w1')]);
+    shut.config();
+    const stopped = shut.when({ type: 'shutdown', reason: 'the router is shutting down' });
+    expect(find(stopped, 'fail-client')?.trailers).to.deep.equal({});
+    const refusedCredentials = new Given([registered('w1')]);
+    refusedCredentials.config();
+    const internal = refusedCredentials.when({
+      type: 'worker-ended',
+      code: 16,
+      details: 'wrong token',
+      trailers: {},
+    });
+    expect(find(internal, 'fail-client')).to.deep.include({
+      code: 'INTERNAL',
+      trailers: { 'readie-not-started': '1' },
+    });
   });
 
   it('gives back a turn granted after the call ended, and refuses a waiting call on shutdown', () => {

@@ -103,6 +103,18 @@ describe('end to end: clients -> nginx -> router -> workers', function () {
     expect(result).to.deep.include({ same: true, size: 64 * 1024 * 1024 });
   });
 
+  it('an out-of-memory kill through nginx and the router is RemoteOutOfMemoryError with its budget, never a router hint', () => {
+    const { result } = python('oom');
+    expect(result.error).to.equal('RemoteOutOfMemoryError');
+    expect(result.budget).to.equal(128 * 1024 * 1024);
+    expect(result.not_started).to.equal(false);
+    expect(result.message).to.match(
+      /^the call ran out of memory at .*\(RESOURCE_EXHAUSTED\): worker e2e-w\d: /,
+    );
+    expect(result.message).to.include('memory budget of 128MiB');
+    expect(result.message).to.not.include('READIE_ADDRESS');
+  });
+
   it('refuses a wrong token', () => {
     const { result } = python('unauthenticated', [], { READIE_AUTH_TOKEN: 'not-the-token' });
     expect(result.error).to.equal('AuthenticationError');

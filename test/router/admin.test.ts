@@ -159,6 +159,7 @@ describe('router: the admin service and the tenant service', function () {
       cpuTotal: 2,
       inFlight: 1,
       probeFailures: 0,
+      lastProbeProblem: '',
     });
     expect(w1!.lastReportAt).to.equal(state.workers.get('w1')!.lastHeardAt);
     expect(w1!.containers).to.deep.equal([
@@ -179,6 +180,7 @@ describe('router: the admin service and the tenant service', function () {
         checkpointId: '',
         expiredReason: '',
         expiredAt: '',
+        since: state.workers.get('w1')!.containers.get(sessionContainer)!.since,
       },
     ]);
     expect(answer.reservations.map((r) => [r.requestId, r.workerId, r.memory])).to.deep.equal([

@@ -348,9 +348,10 @@ describe('router core (pure)', () => {
 
     it("passes the worker's codes through, except a refusal of the router's credentials", () => {
       expect(workerEnding('w1', 0, 'OK')).to.deep.equal({ code: null, details: 'OK' });
-      expect(workerEnding('w1', 9, 'pip failed')).to.deep.equal({
+      expect(workerEnding('w1', 9, 'pip failed', { 'readie-not-started': '1' })).to.deep.equal({
         code: 'FAILED_PRECONDITION',
         details: 'worker w1: pip failed',
+        trailers: { 'readie-not-started': '1' },
       });
       expect(workerEnding('w1', 16, 'bad token').code).to.equal('INTERNAL');
       expect(workerEnding('w1', 99, '?').code).to.equal('UNKNOWN');

@@ -125,8 +125,12 @@ describe('router relay codec: chunks and answers pass through as wire bytes', ()
     });
   });
 
-  it('refuses bytes that are not protobuf (grpc-js turns the throw into a status)', () => {
+  it('reads bytes that are not protobuf as an undecodable message naming the problem (never a throw)', () => {
     const truncated = new BinaryWriter().uint32(18).uint32(50).finish();
-    expect(() => decodeClientMessage(Buffer.from(truncated))).to.throw();
+    const message = decodeClientMessage(Buffer.from(truncated));
+    expect(message.kind).to.equal('undecodable');
+    expect(message.kind === 'undecodable' ? message.problem : '').to.match(
+      /^could not decode the request message of \/readie\.v1\.ProxyService\/RequestExecution: premature end/,
+    );
   });
 });

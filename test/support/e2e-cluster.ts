@@ -44,11 +44,15 @@ async function listening(port: number, timeoutMs = 15_000): Promise<void> {
 export function nginxConfig(dir: string, listenPort: number, routerPort: number): string {
   const tls = join(ROOT, 'test', 'support', 'tls');
   const original = readFileSync(join(ROOT, 'deploy', 'nginx.conf'), 'utf8');
+  // `readie up`'s router serves plaintext on loopback: the upstream is grpc:// (the file's
+  // comment says so), without the grpc_ssl_* lines.
   const replacements: [RegExp, string][] = [
     [/^pid .*;$/m, `pid ${join(dir, 'nginx.pid')};`],
     [/^error_log .*;$/m, `error_log ${join(dir, 'error.log')} warn;`],
     [/^(\s*)access_log .*;$/m, `$1access_log ${join(dir, 'access.log')};`],
-    [/^(\s*)server 127\.0\.0\.1:50051;$/m, `$1server 127.0.0.1:${routerPort};`],
+    [/^(\s*)server router\.example\.internal:50051;$/m, `$1server 127.0.0.1:${routerPort};`],
+    [/grpc_pass grpcs:\/\/readie_router;/, 'grpc_pass grpc://readie_router;'],
+    [/^\s*(# The router's certificate.*|grpc_ssl_.*;)\n/gm, ''],
     [/^(\s*)listen 443 ssl http2;$/m, `$1listen 127.0.0.1:${listenPort} ssl http2;`],
     [/^(\s*)ssl_certificate .*;$/m, `$1ssl_certificate ${join(tls, 'server.pem')};`],
     [/^(\s*)ssl_certificate_key .*;$/m, `$1ssl_certificate_key ${join(tls, 'server-key.pem')};`],

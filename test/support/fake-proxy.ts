@@ -7,8 +7,8 @@ import { fileURLToPath } from 'node:url';
 import {
   Server,
   ServerCredentials,
+  Metadata,
   status as Status,
-  type Metadata,
   type ServerDuplexStream,
 } from '@grpc/grpc-js';
 import { LogSource, type CallIds } from '../../src/proto/gen/readie/v1/call.js';
@@ -113,9 +113,11 @@ export class ScriptedCall {
     this.#stream.end();
   }
 
-  /** Ends the call with a status. */
-  fail(code: Status, details: string): void {
-    this.#stream.emit('error', { code, details });
+  /** Ends the call with a status (and trailers, e.g. `readie-not-started`). */
+  fail(code: Status, details: string, trailers: Readonly<Record<string, string>> = {}): void {
+    const metadata = new Metadata();
+    for (const [name, value] of Object.entries(trailers)) metadata.set(name, value);
+    this.#stream.emit('error', { code, details, metadata });
   }
 }
 

@@ -3,6 +3,8 @@ import { Metadata, status, type ServiceError } from '@grpc/grpc-js';
 import { LogSource, PayloadFormat } from '../../src/proto/gen/readie/v1/call.js';
 import { pickleCall, unpickleEnvelope } from '../support/python.js';
 import { cleanTempDirs } from '../support/temp.js';
+import { sendRaw } from '../support/raw-grpc.js';
+import { ExecuteRequest } from '../../src/proto/gen/readie/v1/execution.js';
 import {
   envelopeOf,
   execute,
@@ -25,6 +27,35 @@ describe('ExecutionService: calls', function () {
   after(async () => {
     await harness?.stop();
     cleanTempDirs();
+  });
+
+  it('answers bytes it cannot decode with INVALID_ARGUMENT, first message or later, and health too', async () => {
+    const address = `127.0.0.1:${harness.worker.port}`;
+    const first = await sendRaw(
+      address,
+      '/readie.v1.ExecutionService/Execute',
+      [Buffer.from([0x0f])],
+      {
+        stream: true,
+      },
+    );
+    expect(first.code, first.details).to.equal(status.INVALID_ARGUMENT);
+    expect(first.details).to.match(
+      /could not decode the request message of \/readie\.v1\.ExecutionService\/Execute/,
+    );
+    const headerBytes = Buffer.from(
+      ExecuteRequest.encode({ message: { $case: 'header', value: header({}) } }).finish(),
+    );
+    const later = await sendRaw(
+      address,
+      '/readie.v1.ExecutionService/Execute',
+      [headerBytes, Buffer.from([0x12, 0x05, 0x0a])],
+      { stream: true },
+    );
+    expect(later.code, later.details).to.equal(status.INVALID_ARGUMENT);
+    expect(later.details).to.match(/could not decode/);
+    const health = await sendRaw(address, '/grpc.health.v1.Health/Check', [Buffer.from([0x0f])]);
+    expect(health.code).to.equal(status.INVALID_ARGUMENT);
   });
 
   it('runs a json-call and repeats the call IDs on every answer', async () => {
@@ -244,6 +275,7 @@ describe('ExecutionService: calls', function () {
     );
     expect(result.code).to.equal(status.FAILED_PRECONDITION);
     expect(result.details).to.include('3.12.1').and.include(harness.worker.pythonVersion);
+    expect(result.trailers).to.include({ 'readie-not-started': '1' });
     expect(harness.router.containers().length, 'no container was created').to.equal(
       containersBefore,
     );

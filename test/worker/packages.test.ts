@@ -74,6 +74,8 @@ describe('package installs', function () {
     );
     expect(failed.code).to.equal(status.FAILED_PRECONDITION);
     expect(failed.details).to.include('installing readie-not-a-real-package failed');
+    // The install comes before the function: the call never started.
+    expect(failed.trailers).to.include({ 'readie-not-started': '1' });
     expect(logText(failed, LogSource.LOG_SOURCE_SYSTEM).join('\n')).to.match(
       /No matching distribution|Could not find a version/,
     );

@@ -57,8 +57,14 @@ describe('sandbox', function () {
       header({ memory: 128 * MiB, ids: { sessionId: 'sess-oom' } }),
       jsonCall(source, 'hog'),
     );
-    expect(result.code).to.equal(status.UNAVAILABLE);
+    // It ran and was killed: RESOURCE_EXHAUSTED, the trailers say so with the budget, never "not started".
+    expect(result.code).to.equal(status.RESOURCE_EXHAUSTED);
     expect(result.details).to.include('ran out of memory').and.include('128MiB');
+    expect(result.trailers).to.include({
+      'readie-killed': 'out-of-memory',
+      'readie-memory-budget': String(128 * MiB),
+    });
+    expect(result.trailers).to.not.have.property('readie-not-started');
     const containerId = result.ids!.containerId;
     await removedReport(containerId);
     const states = harness.router
@@ -107,6 +113,8 @@ describe('sandbox', function () {
     const result = await execute(harness.client, header({}), jsonCall(source, 'leave'));
     expect(result.code).to.equal(status.UNAVAILABLE);
     expect(result.details).to.include('exited with code 3');
+    // The function ran: no marker that would let a client retry it blindly.
+    expect(result.trailers).to.not.have.property('readie-not-started');
     await removedReport(result.ids!.containerId);
     await stillServes();
   });

@@ -359,7 +359,7 @@ describe('worker units', () => {
     it('describes how a container ended in words a user can act on', () => {
       const memory = { oomKilled: false, limitText: '128MiB' };
       expect(describeExit({ code: null, signal: 9 }, { ...memory, oomKilled: true })).to.include(
-        "ran out of memory: the container's limit is 128MiB",
+        'ran out of memory: it was killed when it exceeded its memory budget of 128MiB',
       );
       expect(describeExit({ code: null, signal: 11 }, memory)).to.equal(
         'the executor was killed by SIGSEGV (a crash in native code)',

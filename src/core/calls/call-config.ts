@@ -1,7 +1,8 @@
 /**
  * The client's stream contract: the first message is a config with a request ID; every later one
  * is a payload chunk of at most 1 MiB. These checks turn a message into what the router needs, or
- * refuse it with `INVALID_ARGUMENT` naming what is wrong.
+ * refuse it with `INVALID_ARGUMENT` naming what is wrong (bytes that are not a message at all
+ * included: the router decodes them, so it answers).
  */
 import type { Demand } from '../../events/types.js';
 import { MAX_CHUNK_BYTES } from '../../shared/chunks.js';
@@ -16,6 +17,7 @@ export const MAX_ID_LENGTH = 256;
 
 /** The first message of a call, checked: a config with a request ID and a payload format. */
 export function firstConfigOf(message: ClientMessage): CallConfig {
+  if (message.kind === 'undecodable') throw new InvalidStreamError(message.problem);
   if (message.kind !== 'config') {
     throw new InvalidStreamError(
       message.kind === 'chunk'
@@ -45,6 +47,7 @@ export function firstConfigOf(message: ClientMessage): CallConfig {
 
 /** A later message of a call, checked: a payload chunk of at most 1 MiB. */
 export function payloadChunkOf(message: ClientMessage): Extract<ClientMessage, { kind: 'chunk' }> {
+  if (message.kind === 'undecodable') throw new InvalidStreamError(message.problem);
   if (message.kind === 'config') {
     throw new InvalidStreamError('a second config: only the first message may carry the config');
   }

@@ -1,6 +1,7 @@
 /** What the call's state machine (`call-machine.ts`) asks its shell to do, in order. */
 import type { CallIds } from '../../proto/gen/readie/v1/call.js';
 import type { CallHeader } from '../../proto/gen/readie/v1/execution.js';
+import type { CallTrailers } from '../../shared/call-trailers.js';
 import type { GrpcCodeName } from '../../shared/grpc-codes.js';
 import type { Decision } from '../decision.js';
 import type { CallToPlace, PlacedDecision } from '../placement/index.js';
@@ -41,7 +42,16 @@ export type CallEffect =
   | { readonly type: 'to-client'; readonly answer: ClientAnswer }
   /** End the client's stream with OK, once the last record committed when `afterCommit`. */
   | { readonly type: 'end-client'; readonly afterCommit: boolean }
-  | { readonly type: 'fail-client'; readonly code: GrpcCodeName; readonly details: string }
+  /**
+   * End the client's stream with an error status and these trailers (`readie-not-started` on
+   * every refusal before the user's function started; what the worker said, relayed).
+   */
+  | {
+      readonly type: 'fail-client';
+      readonly code: GrpcCodeName;
+      readonly details: string;
+      readonly trailers: CallTrailers;
+    }
   // What happened, for logs and metrics.
   | { readonly type: 'placed'; readonly placed: PlacedDecision }
   | {

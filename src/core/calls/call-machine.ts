@@ -18,9 +18,11 @@
  * 5. answers are relayed as they arrive; the first naming the container records `CallBound` (and
  *    `SessionPinned` for a session's new container); the call ends with `CallFinished`, exactly
  *    once, whatever ends it;
- * 6. errors keep their gRPC codes end to end.
+ * 6. errors keep their gRPC codes end to end; every refusal before the user's function started
+ *    says so (`readie-not-started`), and the worker's trailers about the function are relayed.
  */
 import type { CallConfig } from '../../proto/gen/readie/v1/proxy.js';
+import { NO_TRAILERS, NOT_STARTED } from '../../shared/call-trailers.js';
 import type { GrpcCodeName } from '../../shared/grpc-codes.js';
 import {
   CallAbandonedError,
@@ -238,9 +240,14 @@ function relaying(
         chunk = payloadChunkOf(input.message);
       } catch (error) {
         const problem = (error as Error).message;
+        // The payload never completed, so the function never started.
         return prefixed(
           { type: 'malformed', problem },
-          complete(phase, { code: 'INVALID_ARGUMENT', details: problem }, world),
+          complete(
+            phase,
+            { code: 'INVALID_ARGUMENT', details: problem, trailers: NOT_STARTED },
+            world,
+          ),
         );
       }
       return { phase, effects: [{ type: 'send-chunk', wire: chunk.wire, bytes: chunk.bytes }] };
@@ -256,7 +263,11 @@ function relaying(
     case 'worker-answer':
       return answered(phase, input.answer, world);
     case 'worker-ended':
-      return complete(phase, workerEnding(phase.placed.workerId, input.code, input.details), world);
+      return complete(
+        phase,
+        workerEnding(phase.placed.workerId, input.code, input.details, input.trailers),
+        world,
+      );
     default:
       return { phase, effects: NOTHING };
   }
@@ -325,7 +336,7 @@ function complete(
     effects.push(
       code === null
         ? { type: 'end-client', afterCommit: phase.createdPin }
-        : { type: 'fail-client', code, details },
+        : { type: 'fail-client', code, details, trailers: ending.trailers ?? NO_TRAILERS },
     );
   }
   return { phase: { phase: 'done' }, effects };
@@ -349,7 +360,10 @@ function refuse(
     );
   }
   effects.push({ type: 'refused', error, code, details: status.details, waited });
-  if (!how.clientGone) effects.push({ type: 'fail-client', code, details: status.details });
+  // Never placed: the user's function never started, and the client may retry it as it is.
+  if (!how.clientGone) {
+    effects.push({ type: 'fail-client', code, details: status.details, trailers: NOT_STARTED });
+  }
   return { phase: { phase: 'done' }, effects };
 }
 

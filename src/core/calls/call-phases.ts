@@ -5,6 +5,7 @@
 import type { ClusterState } from '../../projections/cluster-state.js';
 import type { CallIds } from '../../proto/gen/readie/v1/call.js';
 import type { CallConfig } from '../../proto/gen/readie/v1/proxy.js';
+import type { CallTrailers } from '../../shared/call-trailers.js';
 import type { Config } from '../../shared/config.js';
 import type { CallToPlace, PlacedDecision, PlacementCaches } from '../placement/index.js';
 import type { CallDecision } from './call-steps.js';
@@ -57,8 +58,17 @@ export type CallInput =
   /** The worker stream can take the client's next chunk. */
   | { readonly type: 'worker-drained' }
   | { readonly type: 'worker-answer'; readonly answer: WorkerAnswer }
-  /** The worker's final status (an OK one after every answer was delivered). */
-  | { readonly type: 'worker-ended'; readonly code: number; readonly details: string }
+  /**
+   * The worker's final status (an OK one after every answer was delivered), with the readie
+   * trailers it carried (src/shared/call-trailers.ts; `readie-not-started` also when the router
+   * never reached the worker at all).
+   */
+  | {
+      readonly type: 'worker-ended';
+      readonly code: number;
+      readonly details: string;
+      readonly trailers: CallTrailers;
+    }
   /** The router is shutting down (or its log failed). */
   | { readonly type: 'shutdown'; readonly reason: string };
 

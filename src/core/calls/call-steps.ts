@@ -7,6 +7,12 @@ import { causeOf } from '../../events/cause.js';
 import type { NewEvent } from '../../events/types.js';
 import type { ClusterState } from '../../projections/cluster-state.js';
 import type { CallIds } from '../../proto/gen/readie/v1/call.js';
+import {
+  NO_TRAILERS,
+  NOT_STARTED,
+  RELAYED_TRAILERS,
+  type CallTrailers,
+} from '../../shared/call-trailers.js';
 import { grpcCodeName, type GrpcCodeName } from '../../shared/grpc-codes.js';
 import { callFinishedEvents } from '../consequences/index.js';
 import type { Decision } from '../decision.js';
@@ -127,10 +133,22 @@ export function answerIds(placed: CallIds, fromWorker: CallIds | undefined): Cal
   };
 }
 
-/** How a call ends: its code (null for OK) and the words for the client. */
+/** How a call ends: its code (null for OK), the words for the client, and its trailers. */
 export interface CallEnding {
   readonly code: GrpcCodeName | null;
   readonly details: string;
+  /** What the client is told about the function besides the code (none: nothing to say). */
+  readonly trailers?: CallTrailers;
+}
+
+/** The worker's trailers the client hears: those readie relays (src/shared/call-trailers.ts). */
+export function relayedTrailers(trailers: CallTrailers): CallTrailers {
+  const relayed: Record<string, string> = {};
+  for (const name of RELAYED_TRAILERS) {
+    const value = trailers[name];
+    if (value !== undefined) relayed[name] = value;
+  }
+  return relayed;
 }
 
 /** Worker codes about the router's credentials, not the client's: never passed through. */
@@ -143,7 +161,12 @@ const ROUTER_CREDENTIAL_CODES: ReadonlySet<GrpcCodeName> = new Set([
  * What a worker's final status means for the client: its own code and message, named after the
  * worker, except a refusal of the router's credentials, which the client cannot fix (`INTERNAL`).
  */
-export function workerEnding(workerId: string, code: number, details: string): CallEnding {
+export function workerEnding(
+  workerId: string,
+  code: number,
+  details: string,
+  trailers: CallTrailers = NO_TRAILERS,
+): CallEnding {
   const name = grpcCodeName(code);
   if (name === 'OK') return { code: null, details: 'OK' };
   if (ROUTER_CREDENTIAL_CODES.has(name)) {
@@ -151,10 +174,17 @@ export function workerEnding(workerId: string, code: number, details: string): C
       code: 'INTERNAL',
       details:
         `worker ${workerId} refused the router's credentials (${name}: ${details}); ` +
-        'check READIE_AUTH_TOKEN and TLS settings on the router and the worker',
+        "the operator must check the router's --router-token-file against the worker's " +
+        '--router-token-file (and their TLS settings)',
+      // The worker refused before anything ran.
+      trailers: NOT_STARTED,
     };
   }
-  return { code: name, details: `worker ${workerId}: ${details}` };
+  return {
+    code: name,
+    details: `worker ${workerId}: ${details}`,
+    trailers: relayedTrailers(trailers),
+  };
 }
 
 /** How close to its deadline a client's reset counts as the deadline passing, in ms. */

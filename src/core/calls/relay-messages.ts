@@ -11,7 +11,9 @@ import type { CallConfig, RequestExecutionResponse } from '../../proto/gen/readi
 export type ClientMessage =
   | { readonly kind: 'config'; readonly config: CallConfig }
   | { readonly kind: 'chunk'; readonly bytes: number; readonly wire: Buffer }
-  | { readonly kind: 'empty' };
+  | { readonly kind: 'empty' }
+  /** Bytes that are not a valid message: `problem` says what could not be read. */
+  | { readonly kind: 'undecodable'; readonly problem: string };
 
 /** A message to a worker: the header, or a client's chunk as its wire bytes. */
 export type WorkerMessage =

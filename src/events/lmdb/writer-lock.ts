@@ -6,7 +6,7 @@
 import { closeSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
-import { EventLogError } from '../errors.js';
+import { EventLogError, LogLockedError } from '../errors.js';
 
 const LOCK_FILE = 'writer.lock';
 
@@ -56,7 +56,7 @@ export class WriterLock {
       }
       const owner = readOwner(path);
       if (owner && owner.host === hostname() && owner.pid !== process.pid && isAlive(owner.pid)) {
-        throw new EventLogError(
+        throw new LogLockedError(
           `event log ${dir} is being written by process ${owner.pid}; only one writer may open a log (open it read-only to read beside the writer)`,
         );
       }
@@ -64,7 +64,7 @@ export class WriterLock {
         throw new EventLogError(`event log ${dir} is already open for writing in this process`);
       }
       if (owner && owner.host !== hostname()) {
-        throw new EventLogError(
+        throw new LogLockedError(
           `event log ${dir} is locked by process ${owner.pid} on host ${owner.host}; remove ${path} only if that process is gone`,
         );
       }

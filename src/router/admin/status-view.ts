@@ -16,6 +16,8 @@ import type {
 export interface LiveCounts {
   readonly callsInFlight: number;
   readonly callsWaiting: number;
+  /** Why each worker's last probe failed, by worker ID (the prober's words). */
+  readonly probeProblems?: ReadonlyMap<string, string>;
 }
 
 /** The state's vocabulary for a session: where it is in its life. */
@@ -29,7 +31,7 @@ function undefinedIfNull<T>(value: T | null): T | undefined {
 }
 
 /** One worker as the admin service shows it. */
-export function workerView(worker: WorkerRecord): WorkerView {
+export function workerView(worker: WorkerRecord, probeProblem = ''): WorkerView {
   const utilization = worker.utilization;
   const containers = [...worker.containers.values()]
     .sort((a, b) => compareText(a.containerId, b.containerId))
@@ -59,10 +61,13 @@ export function workerView(worker: WorkerRecord): WorkerView {
     probeFailures: worker.probeFailures,
     registeredAt: worker.registeredAt,
     lastReportAt: worker.lastHeardAt,
+    lastProbeProblem: probeProblem,
   };
 }
 
-function sessionView(session: SessionRecord): SessionView {
+function sessionView(state: ClusterState, session: SessionRecord): SessionView {
+  const pin = session.pin;
+  const container = pin && state.workers.get(pin.workerId)?.containers.get(pin.containerId);
   return {
     sessionId: session.sessionId,
     state: sessionState(session),
@@ -71,6 +76,7 @@ function sessionView(session: SessionRecord): SessionView {
     checkpointId: session.pin?.checkpointId ?? '',
     expiredReason: session.expired?.reason ?? '',
     expiredAt: session.expired?.at ?? '',
+    since: container ? container.since : '',
   };
 }
 
@@ -83,7 +89,7 @@ export function statusOf(
   const sessions = [...state.sessions.values()]
     .filter((session) => options.includeExpiredSessions || session.expired === null)
     .sort((a, b) => compareText(a.sessionId, b.sessionId))
-    .map(sessionView);
+    .map((session) => sessionView(state, session));
   const reservations: ReservationView[] = [...state.reservations.values()]
     .sort((a, b) => compareText(a.requestId, b.requestId))
     .map((reservation) => ({
@@ -100,7 +106,9 @@ export function statusOf(
     catalogueRevision: state.catalogue?.revision ?? '',
     routerVersion: state.routerVersion ?? '',
     routerStartedAt: state.routerStartedAt ?? '',
-    workers: workersById(state).map(workerView),
+    workers: workersById(state).map((worker) =>
+      workerView(worker, live.probeProblems?.get(worker.workerId) ?? ''),
+    ),
     sessions,
     reservations,
     callsInFlight: live.callsInFlight,

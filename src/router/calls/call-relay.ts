@@ -21,7 +21,7 @@ import type { RouterMetrics } from '../observability/metrics.js';
 import type { SessionTurn, SessionTurns } from '../sessions/index.js';
 import type { WorkerConnections } from '../workers/index.js';
 import type { ActiveCall, ActiveCalls } from './active-calls.js';
-import { WorkerLeg } from './worker-leg.js';
+import { readieTrailersOf, trailerMetadata, WorkerLeg } from './worker-leg.js';
 
 /** Everything a call needs from the router. */
 export interface CallPathOptions {
@@ -198,7 +198,11 @@ export class CallRelay implements ActiveCall {
         this.endClient(effect.afterCommit);
         return;
       case 'fail-client':
-        this.call.emit('error', { code: status[effect.code], details: effect.details });
+        this.call.emit('error', {
+          code: status[effect.code],
+          details: effect.details,
+          metadata: trailerMetadata(effect.trailers),
+        });
         return;
       case 'placed':
         metrics.placements.inc();
@@ -289,7 +293,12 @@ export class CallRelay implements ActiveCall {
       {
         answer: (answer) => this.dispatch({ type: 'worker-answer', answer }),
         ended: (final) =>
-          this.dispatch({ type: 'worker-ended', code: final.code, details: final.details }),
+          this.dispatch({
+            type: 'worker-ended',
+            code: final.code,
+            details: final.details,
+            trailers: readieTrailersOf(final),
+          }),
       },
     );
     this.worker = leg;

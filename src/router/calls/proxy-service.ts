@@ -5,7 +5,9 @@
 import type { ServerDuplexStream, UntypedServiceImplementation } from '@grpc/grpc-js';
 import { toServiceError } from '../grpc-status.js';
 import { tenantOf, type RouterCredentials } from '../security/index.js';
+import { NOT_STARTED } from '../../shared/call-trailers.js';
 import { CallRelay, type CallPathOptions } from './call-relay.js';
+import { trailerMetadata } from './worker-leg.js';
 import type { ClientAnswer, ClientMessage } from '../../core/calls/relay-messages.js';
 
 /** The `ProxyService` implementation, for the `RelayProxyService` definition. */
@@ -20,7 +22,8 @@ export function proxyService(
         tenantId = tenantOf(credentials.authorize(call.metadata, call.getPath()));
       } catch (error) {
         // The interceptor refuses such calls first; a reload in between can still get here.
-        call.emit('error', toServiceError(error));
+        // Nothing ran: the refusal says so, as every refusal before placement does.
+        call.emit('error', { ...toServiceError(error), metadata: trailerMetadata(NOT_STARTED) });
         return;
       }
       new CallRelay(options, call, tenantId).start();

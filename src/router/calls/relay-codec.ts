@@ -23,6 +23,7 @@ import {
   RequestExecutionRequest,
   RequestExecutionResponse,
 } from '../../proto/gen/readie/v1/proxy.js';
+import { UndecodableMessageError } from '../../shared/wire-decoding.js';
 import type {
   ClientAnswer,
   ClientMessage,
@@ -81,8 +82,24 @@ function lastOf(spans: readonly FieldSpan[], fields: readonly number[]): FieldSp
   return last;
 }
 
-/** Reads a client message (the server's request deserializer). */
+/**
+ * Reads a client message (the server's request deserializer). Bytes that are not a valid message
+ * become an `undecodable` message, which the call path refuses with `INVALID_ARGUMENT`.
+ */
 export function decodeClientMessage(wire: Buffer): ClientMessage {
+  try {
+    return decodeValidClientMessage(wire);
+  } catch (error) {
+    const problem = error instanceof Error ? error.message : String(error);
+    return {
+      kind: 'undecodable',
+      problem: new UndecodableMessageError(ProxyServiceService.requestExecution.path, problem)
+        .message,
+    };
+  }
+}
+
+function decodeValidClientMessage(wire: Buffer): ClientMessage {
   const spans = fieldsOf(wire);
   const last = lastOf(spans, [1, 2]);
   if (last === undefined) return { kind: 'empty' };
@@ -117,6 +134,7 @@ export function encodeClientMessage(message: ClientMessage): Buffer {
     case 'chunk':
       return message.wire;
     case 'empty':
+    case 'undecodable':
       return Buffer.alloc(0);
   }
 }

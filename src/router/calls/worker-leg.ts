@@ -3,7 +3,8 @@
  * answers in, and one ending. `ended` is told exactly once: an OK status only after every answer
  * was delivered, an error status at once.
  */
-import { status, type ClientDuplexStream, type Metadata, type StatusObject } from '@grpc/grpc-js';
+import { Metadata, status, type ClientDuplexStream, type StatusObject } from '@grpc/grpc-js';
+import { NOT_STARTED, RELAYED_TRAILERS, type CallTrailers } from '../../shared/call-trailers.js';
 import type { RelayExecutionClient } from './relay-codec.js';
 import type { WorkerAnswer, WorkerMessage } from '../../core/calls/relay-messages.js';
 
@@ -87,4 +88,27 @@ export class WorkerLeg {
     this.reported = true;
     this.events.ended(final);
   }
+}
+
+/**
+ * The readie trailers of a worker's final status (src/shared/call-trailers.ts), and
+ * `readie-not-started` when grpc-js never connected to the worker: nothing was sent, so nothing ran.
+ */
+export function readieTrailersOf(final: StatusObject): CallTrailers {
+  const trailers: Record<string, string> = {};
+  for (const name of RELAYED_TRAILERS) {
+    const value = final.metadata.get(name)[0];
+    if (value !== undefined) trailers[name] = String(value);
+  }
+  if (final.code === status.UNAVAILABLE && final.details.startsWith('No connection established')) {
+    return { ...trailers, ...NOT_STARTED };
+  }
+  return trailers;
+}
+
+/** Trailers as grpc-js metadata. */
+export function trailerMetadata(trailers: CallTrailers): Metadata {
+  const metadata = new Metadata();
+  for (const [name, value] of Object.entries(trailers)) metadata.set(name, value);
+  return metadata;
 }

@@ -10,7 +10,7 @@ import type { Config } from '../../shared/config.js';
 import type { Journal } from '../journal/index.js';
 import type { Logger } from '../observability/logger.js';
 import type { RouterMetrics } from '../observability/metrics.js';
-import type { WorkerConnections } from '../workers/index.js';
+import { workerDiagnosis, type WorkerConnections } from '../workers/index.js';
 import { decideProbeFailure } from '../../core/liveness/index.js';
 
 /** What the prober needs. */
@@ -24,6 +24,8 @@ export interface ProberOptions {
   readonly metrics: RouterMetrics;
   /** Metadata for each probe (the router's own credential, when it has one); sent as a clone. */
   readonly workerMetadata: Metadata;
+  /** Whether the router dials workers over TLS (`--worker-ca`), for the words of a mismatch. */
+  readonly dialsTls: boolean;
 }
 
 /** Probes every worker on a timer. */
@@ -33,6 +35,13 @@ export class Prober {
   private readonly pending = new Map<string, Promise<void>>();
   /** Consecutive failures per worker since it last answered a probe. */
   private readonly streaks = new Map<string, number>();
+  /** Why each worker's last probe failed (gone once a probe succeeds); `readie status` shows it. */
+  private readonly problems = new Map<string, string>();
+
+  /** Why each worker's last probe failed, by worker ID. */
+  get lastProblems(): ReadonlyMap<string, string> {
+    return this.problems;
+  }
 
   constructor(private readonly options: ProberOptions) {}
 
@@ -62,7 +71,7 @@ export class Prober {
         round.push(pending);
         continue;
       }
-      const probe = this.check(connections, address).then(
+      const probe = this.check(connections, workerId, address).then(
         (problem) => {
           this.pending.delete(workerId);
           if (!this.stopped) this.record(workerId, problem);
@@ -85,32 +94,48 @@ export class Prober {
     }, this.options.config.PROBE_INTERVAL);
   }
 
-  /** One health check: null when the worker answered `SERVING`, else what went wrong. */
-  private check(connections: WorkerConnections, address: string): Promise<string | null> {
-    const { config, workerMetadata, clock } = this.options;
-    return new Promise((resolve) => {
-      connections
-        .health(address)
-        .check(
-          { service: '' },
-          workerMetadata.clone(),
-          { deadline: clock() + config.PROBE_TIMEOUT },
-          (error, response) => {
-            if (error) resolve(`health check failed: ${error.code} ${error.details}`);
-            else if (response?.status !== 'SERVING') {
-              resolve(`health check answered ${response?.status ?? 'nothing'}`);
-            } else resolve(null);
-          },
-        );
-    });
+  /**
+   * One health check: null when the worker answered `SERVING`, else what went wrong, in words that
+   * name the fix when the connection failed (a TLS mismatch: which side speaks what).
+   */
+  private async check(
+    connections: WorkerConnections,
+    workerId: string,
+    address: string,
+  ): Promise<string | null> {
+    const { config, workerMetadata, clock, dialsTls } = this.options;
+    const outcome = await new Promise<{ failed: string; details: string } | string | null>(
+      (resolve) => {
+        connections
+          .health(address)
+          .check(
+            { service: '' },
+            workerMetadata.clone(),
+            { deadline: clock() + config.PROBE_TIMEOUT },
+            (error, response) => {
+              if (error) {
+                resolve({ failed: `health check failed: ${error.code}`, details: error.details });
+              } else if (response?.status !== 'SERVING') {
+                resolve(`health check answered ${response?.status ?? 'nothing'}`);
+              } else resolve(null);
+            },
+          );
+      },
+    );
+    if (outcome === null || typeof outcome === 'string') return outcome;
+    const said = outcome.details.replace(/\s+/g, ' ').trim();
+    const diagnosis = await workerDiagnosis(workerId, address, dialsTls, said);
+    return `${outcome.failed} ${said}${diagnosis === null ? '' : `; ${diagnosis}`}`;
   }
 
   private record(workerId: string, problem: string | null): void {
     const { journal, logger, metrics } = this.options;
     if (problem === null) {
       this.streaks.set(workerId, 0);
+      this.problems.delete(workerId);
       return;
     }
+    this.problems.set(workerId, problem);
     metrics.probeFailures.inc();
     const decision = decideProbeFailure(journal.state, {
       workerId,
@@ -130,6 +155,7 @@ export class Prober {
     const expired = events.filter((event) => event.type === 'SessionExpired').length;
     if (evicted) {
       this.streaks.delete(workerId);
+      this.problems.delete(workerId);
       logger.warn(
         { workerId, consecutive, problem, sessionsExpired: expired },
         'worker evicted: health probes failed',

@@ -14,6 +14,7 @@ import {
   type ServerInterceptor,
 } from '@grpc/grpc-js';
 import { AUTHORIZATION, bearerValue } from '../../shared/bearer-token.js';
+import { NOT_STARTED_TRAILER } from '../../shared/call-trailers.js';
 import { isOpenPath } from './access-policy.js';
 import { PermissionDeniedError, UnauthenticatedError } from './errors.js';
 import type { RouterCredentials } from './router-credentials.js';
@@ -41,7 +42,10 @@ export function credentialInterceptor(
             throw error;
           }
           onRefused({ path: method.path, code: error.code, problem: error.message });
-          call.sendStatus({ code: status[error.code], details: error.message });
+          // Refused before anything ran (src/shared/call-trailers.ts).
+          const trailers = new Metadata();
+          trailers.set(NOT_STARTED_TRAILER, '1');
+          call.sendStatus({ code: status[error.code], details: error.message, metadata: trailers });
           return;
         }
         next(metadata);

@@ -5,6 +5,7 @@
 import { credentials, ServerCredentials, type ChannelCredentials } from '@grpc/grpc-js';
 import { readFileSync } from 'node:fs';
 import { RouterConfigError } from '../../core/errors.js';
+import { caBundleProblem, tlsPairProblem } from '../../shared/tls-material.js';
 
 /** How the router serves: TLS with a certificate chain and key, or plaintext when asked for. */
 export type ServingSecurity =
@@ -28,11 +29,24 @@ export function servingSecurityOf(flags: {
         '(PEM certificate chain and private key), or --insecure to serve plaintext on a trusted network',
     );
   }
-  return {
-    kind: 'tls',
-    certChain: readPem(tlsCert, '--tls-cert'),
-    privateKey: readPem(tlsKey, '--tls-key'),
-  };
+  const certChain = readPem(tlsCert, '--tls-cert');
+  const privateKey = readPem(tlsKey, '--tls-key');
+  const problem = tlsPairProblem(certChain, privateKey, {
+    certFile: tlsCert,
+    keyFile: tlsKey,
+    certFlag: '--tls-cert',
+    keyFlag: '--tls-key',
+  });
+  if (problem !== null) throw new RouterConfigError(problem);
+  return { kind: 'tls', certChain, privateKey };
+}
+
+/** The CA bundle of `--worker-ca`, read and checked to hold a certificate. */
+export function readWorkerCa(path: string): Buffer {
+  const pem = readPem(path, '--worker-ca');
+  const problem = caBundleProblem(pem, path, '--worker-ca');
+  if (problem !== null) throw new RouterConfigError(problem);
+  return pem;
 }
 
 /** Reads a PEM file named by a flag, with an error naming the flag and the file. */

@@ -1,2 +1,3 @@
 /** Connections to workers. */
 export * from './worker-connections.js';
+export * from './worker-diagnosis.js';

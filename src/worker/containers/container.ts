@@ -87,8 +87,16 @@ export class Container {
 
   /** Why its executor ended, in words for an operator; waits for the exit. */
   async exitCause(): Promise<string> {
+    return (await this.exitReport()).cause;
+  }
+
+  /** Why its executor ended, and whether the kernel killed it for its memory limit; waits for the exit. */
+  async exitReport(): Promise<{ readonly cause: string; readonly oomKilled: boolean }> {
     const exit = await this.process.exited;
     const oomKilled = (await this.cgroup.oomKills()) > 0;
-    return describeExit(exit, { oomKilled, limitText: formatSize(this.memoryLimit) });
+    return {
+      cause: describeExit(exit, { oomKilled, limitText: formatSize(this.memoryLimit) }),
+      oomKilled,
+    };
   }
 }

@@ -14,8 +14,10 @@ import {
   ExecutorLostError,
   ExecutorTimeoutError,
   InvalidCallError,
+  OutOfMemoryError,
   PackageInstallError,
 } from '../errors.js';
+import { NO_TRAILERS, NOT_STARTED, outOfMemoryTrailers } from '../../shared/call-trailers.js';
 import {
   decodeLogBody,
   encodeFrame,
@@ -70,6 +72,11 @@ export class ExecuteCall {
   private connection: ExecutorConnection | null = null;
   /** Set once a failure already says what happened to the executor (no need to look again). */
   private diagnosed = false;
+  /**
+   * Set when the call is handed to the executor: from then on the user's function may run, so a
+   * failure no longer says `readie-not-started` (src/shared/call-trailers.ts).
+   */
+  private started = false;
   private signal: AbortSignal = new AbortController().signal;
   private log: Logger;
 
@@ -130,6 +137,7 @@ export class ExecuteCall {
     this.connection = connection;
     signal.throwIfAborted();
     if (this.request.packages.length > 0) await this.install(connection, signal);
+    this.started = true;
     await connection.write(encodeJsonFrame(FrameType.CALL, { format: this.request.format }));
     const phase = new AbortController();
     const stop = () => phase.abort(signal.reason);
@@ -230,7 +238,7 @@ export class ExecuteCall {
       try {
         message = await abortable(this.reader.next(), signal);
       } catch (error) {
-        if (signal.aborted) throw error;
+        if (signal.aborted || error instanceof StatusError) throw error;
         throw new CallCancelledError(`the router's stream broke: ${(error as Error).message}`);
       }
       if (message === null) break;
@@ -307,7 +315,10 @@ export class ExecuteCall {
         ? error
         : new ExecutorLostError(`the connection to the executor broke: ${error.message}`);
     }
-    return new ExecutorLostError(await container.exitCause());
+    const exit = await container.exitReport();
+    return exit.oomKilled
+      ? new OutOfMemoryError(exit.cause, container.memoryLimit)
+      : new ExecutorLostError(exit.cause);
   }
 
   /** Step 7 and the end of the stream: release the container, then answer the status. */
@@ -332,10 +343,14 @@ export class ExecuteCall {
     }
     const error = failure instanceof StatusError ? failure : new ExecutorLostError(failure.message);
     this.log.info({ ms, code: error.code, error: error.message, kept: keep }, 'call failed');
-    this.stream.emit('error', {
-      code: status[error.code],
-      details: error.message,
-      metadata: idTrailers(this.ids),
-    });
+    const metadata = idTrailers(this.ids);
+    const trailers =
+      error instanceof OutOfMemoryError
+        ? outOfMemoryTrailers(error.budget)
+        : this.started
+          ? NO_TRAILERS
+          : NOT_STARTED;
+    for (const [name, value] of Object.entries(trailers)) metadata.set(name, value);
+    this.stream.emit('error', { code: status[error.code], details: error.message, metadata });
   }
 }

@@ -1,5 +1,6 @@
 /** readie.v1.ExecutionService on the worker: one Execute stream per call. */
-import { status } from '@grpc/grpc-js';
+import { Metadata, status } from '@grpc/grpc-js';
+import { NOT_STARTED } from '../../shared/call-trailers.js';
 import type {
   ExecuteRequest,
   ExecutionServiceServer,
@@ -43,9 +44,13 @@ async function execute(stream: ExecuteStream, deps: ExecutionServiceDeps): Promi
       { code: failure?.code, error: (error as Error).message },
       'call refused before it started',
     );
+    // Refused before anything ran: the client may retry it (src/shared/call-trailers.ts).
+    const metadata = new Metadata();
+    for (const [name, value] of Object.entries(NOT_STARTED)) metadata.set(name, value);
     stream.emit('error', {
       code: failure ? status[failure.code] : status.INTERNAL,
       details: (error as Error).message,
+      metadata,
     });
   } finally {
     end?.();

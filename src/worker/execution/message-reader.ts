@@ -3,6 +3,7 @@
  * grpc-js duplex would destroy the whole call, answers included, once the requests end.)
  */
 import type { Readable } from 'node:stream';
+import { Undecodable } from '../../shared/wire-decoding.js';
 
 const HIGH_WATER = 8;
 
@@ -17,9 +18,10 @@ export class MessageReader<T> {
   constructor(private readonly stream: Readable) {
     stream.on('data', (message: T) => {
       if (this.waiter) {
-        const { resolve } = this.waiter;
+        const { resolve, reject } = this.waiter;
         this.waiter = null;
-        resolve(message);
+        if (message instanceof Undecodable) reject(message.error);
+        else resolve(message);
         return;
       }
       this.queue.push(message);
@@ -44,12 +46,17 @@ export class MessageReader<T> {
     else waiter.resolve(null);
   }
 
-  /** The next message, or null once the sender half-closed. */
+  /**
+   * The next message, or null once the sender half-closed; rejects with an `INVALID_ARGUMENT`
+   * error for bytes that were not a valid message (src/shared/wire-decoding.ts).
+   */
   next(): Promise<T | null> {
     const message = this.queue.shift();
     if (message !== undefined) {
       if (this.queue.length < HIGH_WATER / 2) this.stream.resume();
-      return Promise.resolve(message);
+      return message instanceof Undecodable
+        ? Promise.reject(message.error)
+        : Promise.resolve(message);
     }
     if (this.ended) return this.failure ? Promise.reject(this.failure) : Promise.resolve(null);
     this.stream.resume();

@@ -14,6 +14,7 @@ import {
   type ReportUtilizationRequest,
 } from '../../proto/gen/readie/v1/registry.js';
 import type { WorkerCredentials } from '../credentials.js';
+import { routerDiagnosis } from './router-diagnosis.js';
 
 /** The router could not be reached (or refused) after every attempt. */
 export class RegistrationError extends Error {
@@ -25,6 +26,8 @@ export interface RegistryClientOptions {
   /** host:port of the router's RegistryService. */
   readonly router: string;
   readonly credentials: ChannelCredentials;
+  /** Whether `credentials` speak TLS, for the words of a mismatch. */
+  readonly dialsTls?: boolean;
   /** This worker's credential, presented on every report. */
   readonly identity: Pick<WorkerCredentials, 'reportMetadata'>;
   readonly log: Logger;
@@ -108,18 +111,24 @@ export class RegistryClient {
         );
         return;
       } catch (error) {
-        const { code, details } = error as ServiceError;
+        const { code } = error as ServiceError;
+        const details = (error as ServiceError).details.replace(/\s+/g, ' ').trim();
         const reachable = !UNREACHABLE.has(code);
+        // Which side speaks what, and the setting to change (src/shared/transport-problem.ts).
+        const diagnosis = reachable
+          ? null
+          : await routerDiagnosis(this.options.router, this.options.dialsTls ?? false, details);
+        const why = diagnosis === null ? details : `${details}; ${diagnosis}`;
         if (reachable || attempt >= registerRetries) {
           throw new RegistrationError(
             reachable
               ? `the router at ${this.options.router} refused the status report: ${details}`
-              : `the router at ${this.options.router} is unreachable after ${attempt + 1} attempts: ${details}`,
+              : `the router at ${this.options.router} is unreachable after ${attempt + 1} attempts: ${why}`,
           );
         }
         const delay = registerRetryDelayMs * 2 ** attempt;
         log.warn(
-          { attempt: attempt + 1, retryInMs: delay, error: details },
+          { attempt: attempt + 1, retryInMs: delay, error: why },
           'router unreachable; retrying',
         );
         await sleep(delay);

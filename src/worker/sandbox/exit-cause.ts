@@ -49,7 +49,7 @@ export function describeExit(
     return `the container's sandbox could not start: ${exit.sandboxError}`;
   }
   if (memory.oomKilled) {
-    return `the call ran out of memory: the container's limit is ${memory.limitText} (the call's memory budget) and the kernel's OOM killer ended it; ask for more memory`;
+    return `the call ran out of memory: it was killed when it exceeded its memory budget of ${memory.limitText} (the container's limit); ask for more memory (the memory option of the call)`;
   }
   if (exit.lost) return 'the container vanished: its spawner died without reporting how';
   if (exit.signal !== null) {

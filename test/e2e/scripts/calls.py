@@ -72,6 +72,14 @@ def echo(data):
     return data
 
 
+@readie.remote(memory="128MiB")
+def hog():
+    blocks = []
+    for _ in range(64):
+        blocks.append(b"x" * (16 * 1024 * 1024))
+    return len(blocks)
+
+
 @readie.remote
 def sleeps(seconds):
     import time as remote_time
@@ -120,6 +128,17 @@ def main():
     elif scenario == "long":
         print(json.dumps({"calling": True}), flush=True)
         out = {"value": sleeps(float(sys.argv[2]))}
+    elif scenario == "oom":
+        try:
+            hog()
+            out = {"error": None}
+        except readie.ReadieError as error:
+            out = {
+                "error": type(error).__name__,
+                "message": str(error),
+                "budget": getattr(error, "memory_budget", None),
+                "not_started": error.not_started,
+            }
     elif scenario == "unauthenticated":
         try:
             add(1, 1)

@@ -5,6 +5,9 @@
  *
  * - `echo`: answer every chunk with the same bytes, then OK;
  * - `fail CODE [message]`: read the payload, then end with that gRPC status;
+ * - `oom BYTES`: read the payload, then end as a real worker does for a call killed for exceeding
+ *   its memory budget of BYTES (RESOURCE_EXHAUSTED and its trailers);
+ * - `refuse CODE`: read the payload, then end with that status and `readie-not-started`;
  * - `partial CODE`: answer a chunk `partial` at once, then end with that status after the payload;
  * - `hang`: never answer (until cancelled);
  * - `hold`: answer a chunk `hold` at once, then never finish (until cancelled);
@@ -209,7 +212,7 @@ export class ScriptedWorker {
     let count = 0;
     const answer = (message: ExecuteResponse['message']): boolean =>
       received?.cancelled === true || call.write({ ids, message });
-    const finish = (error?: { code: status; details: string }) => {
+    const finish = (error?: { code: status; details: string; metadata?: Metadata }) => {
       if (!received || received.finished) return;
       received.finished = true;
       this.running.set(sessionKey, (this.running.get(sessionKey) ?? 1) - 1);
@@ -281,6 +284,21 @@ export class ScriptedWorker {
       } else if (verb === 'fail' || verb === 'partial') {
         const code = status[command?.[1] as keyof typeof status] ?? status.INTERNAL;
         finish({ code, details: command?.slice(2).join(' ') || 'scripted failure' });
+      } else if (verb === 'oom') {
+        const metadata = new Metadata();
+        metadata.set('readie-killed', 'out-of-memory');
+        metadata.set('readie-memory-budget', command?.[1] ?? '0');
+        metadata.set('readie-request-id', received?.header.ids?.requestId ?? '');
+        finish({
+          code: status.RESOURCE_EXHAUSTED,
+          details: `the call ran out of memory: it was killed when it exceeded its memory budget of ${command?.[1] ?? 0} bytes`,
+          metadata,
+        });
+      } else if (verb === 'refuse') {
+        const metadata = new Metadata();
+        metadata.set('readie-not-started', '1');
+        const code = status[command?.[1] as keyof typeof status] ?? status.INTERNAL;
+        finish({ code, details: 'scripted refusal before the function', metadata });
       } else if (verb === undefined) {
         answer({ $case: 'chunk', value: { data: Buffer.alloc(0) } });
         finish();

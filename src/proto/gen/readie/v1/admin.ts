@@ -92,6 +92,11 @@ export interface WorkerView {
   /** When it registered, and when the router last heard from it (ISO-8601 UTC). */
   registeredAt: string;
   lastReportAt: string;
+  /**
+   * Why its last health probe failed, in words naming the fix (a TLS mismatch, nothing
+   * listening, ...); empty after a probe that succeeded. Kept by this router process only.
+   */
+  lastProbeProblem: string;
 }
 
 /** A container a worker reported. */
@@ -121,6 +126,11 @@ export interface SessionView {
   /** Why it expired, and when (ISO-8601 UTC); empty unless expired. */
   expiredReason: string;
   expiredAt: string;
+  /**
+   * While pinned: when its container entered its current state (ISO-8601 UTC), so its age idle
+   * or busy; empty otherwise.
+   */
+  since: string;
 }
 
 /** A placed call's hold on a worker. */
@@ -471,6 +481,7 @@ function createBaseWorkerView(): WorkerView {
     probeFailures: 0,
     registeredAt: "",
     lastReportAt: "",
+    lastProbeProblem: "",
   };
 }
 
@@ -529,6 +540,9 @@ export const WorkerView: MessageFns<WorkerView> = {
     }
     if (message.lastReportAt !== "") {
       writer.uint32(146).string(message.lastReportAt);
+    }
+    if (message.lastProbeProblem !== "") {
+      writer.uint32(154).string(message.lastProbeProblem);
     }
     return writer;
   },
@@ -690,6 +704,14 @@ export const WorkerView: MessageFns<WorkerView> = {
             message.lastReportAt = reader.string();
             continue;
           }
+          case 19: {
+            if (tag !== 154) {
+              break;
+            }
+
+            message.lastProbeProblem = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -776,6 +798,11 @@ export const WorkerView: MessageFns<WorkerView> = {
         : isSet(object.last_report_at)
         ? globalThis.String(object.last_report_at)
         : "",
+      lastProbeProblem: isSet(object.lastProbeProblem)
+        ? globalThis.String(object.lastProbeProblem)
+        : isSet(object.last_probe_problem)
+        ? globalThis.String(object.last_probe_problem)
+        : "",
     };
   },
 
@@ -835,6 +862,9 @@ export const WorkerView: MessageFns<WorkerView> = {
     if (message.lastReportAt !== "") {
       obj.lastReportAt = message.lastReportAt;
     }
+    if (message.lastProbeProblem !== "") {
+      obj.lastProbeProblem = message.lastProbeProblem;
+    }
     return obj;
   },
 
@@ -861,6 +891,7 @@ export const WorkerView: MessageFns<WorkerView> = {
     message.probeFailures = object.probeFailures ?? 0;
     message.registeredAt = object.registeredAt ?? "";
     message.lastReportAt = object.lastReportAt ?? "";
+    message.lastProbeProblem = object.lastProbeProblem ?? "";
     return message;
   },
 };
@@ -1019,6 +1050,7 @@ function createBaseSessionView(): SessionView {
     checkpointId: "",
     expiredReason: "",
     expiredAt: "",
+    since: "",
   };
 }
 
@@ -1044,6 +1076,9 @@ export const SessionView: MessageFns<SessionView> = {
     }
     if (message.expiredAt !== "") {
       writer.uint32(58).string(message.expiredAt);
+    }
+    if (message.since !== "") {
+      writer.uint32(66).string(message.since);
     }
     return writer;
   },
@@ -1117,6 +1152,14 @@ export const SessionView: MessageFns<SessionView> = {
             message.expiredAt = reader.string();
             continue;
           }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.since = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1162,6 +1205,7 @@ export const SessionView: MessageFns<SessionView> = {
         : isSet(object.expired_at)
         ? globalThis.String(object.expired_at)
         : "",
+      since: isSet(object.since) ? globalThis.String(object.since) : "",
     };
   },
 
@@ -1188,6 +1232,9 @@ export const SessionView: MessageFns<SessionView> = {
     if (message.expiredAt !== "") {
       obj.expiredAt = message.expiredAt;
     }
+    if (message.since !== "") {
+      obj.since = message.since;
+    }
     return obj;
   },
 
@@ -1203,6 +1250,7 @@ export const SessionView: MessageFns<SessionView> = {
     message.checkpointId = object.checkpointId ?? "";
     message.expiredReason = object.expiredReason ?? "";
     message.expiredAt = object.expiredAt ?? "";
+    message.since = object.since ?? "";
     return message;
   },
 };

@@ -1,0 +1,155 @@
+"""One hint per cause: out of memory, a worker's failure, refusals before the function started,
+TLS mismatches; and grpc's C-core noise kept off stderr."""
+
+import os
+import subprocess
+import sys
+import unittest
+
+import grpc
+
+import readie
+from fake_proxy import CA_FILE, FakeProxy
+from readie.errors import error_for_status
+
+MiB = 1024 * 1024
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+@readie.remote
+def work():
+    return 1
+
+
+def failing(code, details, trailers=()):
+    def script(received, requests, context):
+        received.read(requests)
+        context.set_trailing_metadata(tuple(trailers))
+        context.abort(code, details)
+        yield  # pragma: no cover
+
+    return script
+
+
+class CauseTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.proxy = FakeProxy()
+
+    @classmethod
+    def tearDownClass(cls):
+        readie.close_channels()
+        cls.proxy.stop()
+
+    def setUp(self):
+        readie.configure(self.proxy.address, insecure=True)
+
+    def tearDown(self):
+        readie.configure()
+
+    def test_out_of_memory_is_its_own_error_with_the_budget(self):
+        self.proxy.script = failing(
+            grpc.StatusCode.RESOURCE_EXHAUSTED,
+            "worker w1: the call ran out of memory: it was killed when it exceeded its memory budget of 512MiB",
+            (("readie-killed", "out-of-memory"), ("readie-memory-budget", str(512 * MiB))),
+        )
+        with self.assertRaises(readie.RemoteOutOfMemoryError) as raised:
+            work()
+        error = raised.exception
+        self.assertNotIsInstance(error, readie.ResourceExhaustedError)
+        self.assertEqual(error.memory_budget, 512 * MiB)
+        self.assertTrue(str(error).startswith("the call ran out of memory at "))
+        self.assertIn("memory budget of 512MiB: ask for more", str(error))
+        self.assertNotIn("READIE_ADDRESS", str(error))
+        self.assertFalse(error.not_started)
+
+    def test_a_call_that_reached_a_worker_gets_a_worker_hint(self):
+        self.proxy.script = failing(grpc.StatusCode.UNAVAILABLE, "worker w1: the executor was killed by SIGSEGV")
+        with self.assertRaises(readie.ClusterUnavailableError) as raised:
+            work()
+        self.assertIn("placed the call on worker w1", str(raised.exception))
+        self.assertIn("may have run", str(raised.exception))
+        self.assertNotIn("READIE_ADDRESS", str(raised.exception))
+        self.assertFalse(raised.exception.not_started)
+
+    def test_a_refusal_before_the_function_started_says_so(self):
+        self.proxy.script = failing(grpc.StatusCode.UNAVAILABLE, "no workers available", (("readie-not-started", "1"),))
+        with self.assertRaises(readie.ClusterUnavailableError) as raised:
+            work()
+        self.assertTrue(raised.exception.not_started)
+        self.assertIn("has no worker", str(raised.exception))
+        self.assertIn("readie status", str(raised.exception))
+
+
+class TransportTest(unittest.TestCase):
+    def tearDown(self):
+        readie.configure()
+        readie.close_channels()
+
+    def test_tls_client_against_a_plaintext_server(self):
+        proxy = FakeProxy()
+        try:
+            readie.configure(proxy.address.replace("127.0.0.1", "localhost"), ca_file=CA_FILE)
+            with self.assertRaises(readie.ClusterUnavailableError) as raised:
+                work()
+            text = str(raised.exception)
+            self.assertIn("speaks plaintext but this client speaks TLS", text)
+            self.assertIn("READIE_INSECURE=1", text)
+        finally:
+            proxy.stop()
+
+    def test_plaintext_client_against_a_tls_server(self):
+        proxy = FakeProxy(tls=True)
+        try:
+            readie.configure(proxy.address, insecure=True)
+            with self.assertRaises(readie.ClusterUnavailableError) as raised:
+                work()
+            text = str(raised.exception)
+            self.assertIn("speaks TLS but this client speaks plaintext: unset READIE_INSECURE", text)
+        finally:
+            proxy.stop()
+
+    def test_a_certificate_the_client_does_not_trust(self):
+        proxy = FakeProxy(tls=True)
+        try:
+            readie.configure(proxy.address.replace("127.0.0.1", "localhost"))
+            with self.assertRaises(readie.ClusterUnavailableError) as raised:
+                work()
+            self.assertIn("does not trust: set READIE_CA_FILE", str(raised.exception))
+        finally:
+            proxy.stop()
+
+    def test_grpc_core_noise_stays_off_stderr(self):
+        # A fresh interpreter: the C core reads GRPC_VERBOSITY when it first logs.
+        script = (
+            "import readie\n"
+            "from fake_proxy import FakeProxy\n"
+            "proxy = FakeProxy()\n"
+            "readie.configure(proxy.address.replace('127.0.0.1', 'localhost'))\n"
+            "@readie.remote\n"
+            "def f():\n    return 1\n"
+            "try:\n    f()\nexcept readie.ClusterUnavailableError as error:\n    print('raised', 'plaintext' in str(error))\n"
+            "proxy.stop()\n"
+        )
+        env = {k: v for k, v in os.environ.items() if k != "GRPC_VERBOSITY"}
+        env["PYTHONPATH"] = os.pathsep.join([os.path.dirname(HERE), HERE])
+        done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=60)
+        self.assertEqual(done.stdout.strip(), "raised True", done.stderr)
+        self.assertEqual(done.stderr, "")
+
+
+class MessageTest(unittest.TestCase):
+    def test_the_hint_table_covers_the_router_side_causes(self):
+        cases = {
+            (grpc.StatusCode.RESOURCE_EXHAUSTED, "session is busy: ..."): "one at a time",
+            (grpc.StatusCode.RESOURCE_EXHAUSTED, "no worker can accept this request"): "retry later",
+            (grpc.StatusCode.UNAVAILABLE, "the router is shutting down"): "restarting or stopping",
+            (grpc.StatusCode.PERMISSION_DENIED, "a worker credential ..."): "tenant (client) token",
+        }
+        for (code, details), hint in cases.items():
+            with self.subTest(details=details):
+                self.assertIn(hint, str(error_for_status(code, details, address="r:1")))
+
+
+if __name__ == "__main__":
+    unittest.main()

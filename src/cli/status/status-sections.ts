@@ -1,0 +1,175 @@
+/**
+ * `readie status` as a readable page: one section per part of `AdminService.Status`, each a
+ * small renderer listed in {@link STATUS_SECTIONS}, so a new part of the answer (the tenant pin
+ * table, say) is one more entry. Pure: the answer and the time it is read at come in.
+ */
+import Table from 'cli-table3';
+import type {
+  ReservationView,
+  SessionView,
+  StatusResponse,
+  WorkerView,
+} from '../../proto/gen/readie/v1/admin.js';
+
+/** One part of the page: its title and its body (null: nothing to show). */
+export interface StatusSection {
+  readonly title: string;
+  render(status: StatusResponse, now: number): string | null;
+}
+
+/** How long ago an ISO-8601 time was, in the largest whole unit (`3s`, `5m`, `2h`, `1d`). */
+export function age(iso: string, now: number): string {
+  if (iso === '') return '-';
+  const ms = now - Date.parse(iso);
+  if (!Number.isFinite(ms)) return '-';
+  const seconds = Math.max(0, Math.round(ms / 1000));
+  if (seconds < 120) return `${seconds}s`;
+  if (seconds < 7_200) return `${Math.round(seconds / 60)}m`;
+  if (seconds < 172_800) return `${Math.round(seconds / 3600)}h`;
+  return `${Math.round(seconds / 86_400)}d`;
+}
+
+function table(head: string[], rows: string[][]): string {
+  const out = new Table({ head, style: { head: [], border: [] } });
+  out.push(...rows);
+  return out.toString();
+}
+
+/** Bytes as a reader takes them in at a glance: `1.5GiB`, `512MiB`, `0B`. */
+export function roughSize(bytes: number): string {
+  for (const [unit, factor] of [
+    ['TiB', 1024 ** 4],
+    ['GiB', 1024 ** 3],
+    ['MiB', 1024 ** 2],
+    ['KiB', 1024],
+  ] as const) {
+    if (bytes >= factor) {
+      const value = bytes / factor;
+      return `${value >= 10 || Number.isInteger(value) ? Math.round(value) : value.toFixed(1)}${unit}`;
+    }
+  }
+  return `${bytes}B`;
+}
+
+function memory(worker: WorkerView): string {
+  const total = worker.memoryTotal === undefined ? '?' : roughSize(worker.memoryTotal);
+  return `${roughSize(worker.memoryUsed)} + ${roughSize(worker.memoryReserved)} / ${total}`;
+}
+
+function containers(worker: WorkerView): string {
+  const byState = new Map<string, number>();
+  for (const container of worker.containers) {
+    byState.set(container.state, (byState.get(container.state) ?? 0) + 1);
+  }
+  const parts = [...byState].map(([state, count]) => `${count} ${state}`);
+  const limit = worker.maxContainers === undefined ? '' : ` (max ${worker.maxContainers})`;
+  return `${worker.containers.length}${limit}${parts.length ? `: ${parts.join(', ')}` : ''}`;
+}
+
+function workerStatus(worker: WorkerView): string {
+  return worker.reason === '' ? worker.status : `${worker.status} (${worker.reason})`;
+}
+
+/** The router, the log and the counts. */
+const routerSection: StatusSection = {
+  title: 'Router',
+  render(status, now) {
+    const byStatus = new Map<string, number>();
+    for (const worker of status.workers) {
+      byStatus.set(worker.status, (byStatus.get(worker.status) ?? 0) + 1);
+    }
+    const workers = [...byStatus].map(([name, count]) => `${count} ${name}`).join(', ');
+    return [
+      `version ${status.routerVersion || '?'}, started ${age(status.routerStartedAt, now)} ago`,
+      `log seq ${status.lastSeq}, catalogue ${status.catalogueRevision || '(none)'}`,
+      `workers: ${workers || 'none'}; calls in flight ${status.callsInFlight}, waiting for their session ${status.callsWaiting}`,
+    ].join('\n');
+  },
+};
+
+/** Every worker the router knows, evicted ones too. */
+const workersSection: StatusSection = {
+  title: 'Workers',
+  render(status, now) {
+    if (status.workers.length === 0) return 'none registered';
+    const rows = status.workers.map((worker: WorkerView) => [
+      worker.workerId,
+      workerStatus(worker),
+      worker.address || '-',
+      worker.flavor || '-',
+      memory(worker),
+      containers(worker),
+      String(worker.inFlight),
+      `${age(worker.lastReportAt, now)} ago`,
+      worker.probeFailures === 0
+        ? '0'
+        : `${worker.probeFailures}${worker.lastProbeProblem ? `: ${worker.lastProbeProblem}` : ''}`,
+    ]);
+    return table(
+      [
+        'worker',
+        'status',
+        'address',
+        'flavor',
+        'memory used + reserved / total',
+        'containers',
+        'in flight',
+        'last report',
+        'probe failures',
+      ],
+      rows,
+    );
+  },
+};
+
+/** Sessions: where each is pinned and for how long its container has been in its state. */
+const sessionsSection: StatusSection = {
+  title: 'Sessions',
+  render(status, now) {
+    if (status.sessions.length === 0) return null;
+    const rows = status.sessions.map((session: SessionView) => [
+      session.sessionId,
+      session.state === 'expired' ? `expired (${session.expiredReason})` : session.state,
+      session.workerId ? `${session.workerId}/${session.containerId}` : '-',
+      session.checkpointId || '-',
+      session.state === 'expired' ? `${age(session.expiredAt, now)} ago` : age(session.since, now),
+    ]);
+    return table(['session', 'state', 'pinned to', 'checkpoint', 'age'], rows);
+  },
+};
+
+/** Reservations: calls placed and not released. */
+const reservationsSection: StatusSection = {
+  title: 'Reservations',
+  render(status, now) {
+    if (status.reservations.length === 0) return null;
+    const rows = status.reservations.map((reservation: ReservationView) => [
+      reservation.requestId,
+      reservation.sessionId || '-',
+      reservation.containerId
+        ? `${reservation.workerId}/${reservation.containerId}`
+        : reservation.workerId,
+      roughSize(reservation.memory),
+      `${age(reservation.since, now)}`,
+    ]);
+    return table(['request', 'session', 'on', 'memory', 'held for'], rows);
+  },
+};
+
+/** The page's sections, in order. */
+export const STATUS_SECTIONS: readonly StatusSection[] = [
+  routerSection,
+  workersSection,
+  sessionsSection,
+  reservationsSection,
+];
+
+/** The whole page for one answer. */
+export function renderStatus(status: StatusResponse, now: number): string {
+  const parts: string[] = [];
+  for (const section of STATUS_SECTIONS) {
+    const body = section.render(status, now);
+    if (body !== null) parts.push(`${section.title}\n${body}`);
+  }
+  return `${parts.join('\n\n')}\n`;
+}

@@ -1,0 +1,46 @@
+/**
+ * What a failed call's trailers say about the user's function, on the wire between worker, router
+ * and clients (docs/clients.md, "Retrying"). Plain names and values, no transport: the shells put
+ * them into and read them out of their metadata.
+ *
+ * - `readie-not-started: 1`: the call was refused before the user's function started (placement,
+ *   a busy session, credentials, a malformed stream, a worker that could not be reached or that
+ *   refused the call before running it). A client may retry exactly these calls.
+ * - `readie-killed: out-of-memory`: the function ran and was killed, here for exceeding its memory
+ *   budget (`readie-memory-budget`, in bytes); the status is `RESOURCE_EXHAUSTED`.
+ */
+
+/** The trailer that marks a refusal before the user's function started. */
+export const NOT_STARTED_TRAILER = 'readie-not-started';
+/** The trailer of a call whose function ran and was killed; its value says why. */
+export const KILLED_TRAILER = 'readie-killed';
+/** The memory budget, in bytes, of a call killed for exceeding it. */
+export const MEMORY_BUDGET_TRAILER = 'readie-memory-budget';
+/** Why a call was killed: it exceeded its memory budget. */
+export const KILLED_OUT_OF_MEMORY = 'out-of-memory';
+
+/** Trailers to send with (or read from) a failed call's status: name to value. */
+export type CallTrailers = Readonly<Record<string, string>>;
+
+/** No trailers. */
+export const NO_TRAILERS: CallTrailers = {};
+
+/** The trailers of a refusal before the user's function started. */
+export const NOT_STARTED: CallTrailers = { [NOT_STARTED_TRAILER]: '1' };
+
+/** The trailers of a call killed for exceeding its memory budget of `budget` bytes. */
+export function outOfMemoryTrailers(budget: number): CallTrailers {
+  return { [KILLED_TRAILER]: KILLED_OUT_OF_MEMORY, [MEMORY_BUDGET_TRAILER]: String(budget) };
+}
+
+/** The trailers a router passes on from a worker's status to the client, as they came. */
+export const RELAYED_TRAILERS: readonly string[] = [
+  NOT_STARTED_TRAILER,
+  KILLED_TRAILER,
+  MEMORY_BUDGET_TRAILER,
+];
+
+/** Whether `trailers` say the call never started. */
+export function neverStarted(trailers: CallTrailers): boolean {
+  return trailers[NOT_STARTED_TRAILER] === '1';
+}

@@ -1,0 +1,178 @@
+import { expect } from 'chai';
+import { createServer } from 'node:net';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Server, ServerCredentials, status as Status } from '@grpc/grpc-js';
+import { HealthImplementation } from 'grpc-health-check';
+import {
+  ClusterUnavailableError,
+  ReadieClient,
+  RemoteOutOfMemoryError,
+  ResourceExhaustedError,
+  type ReadieError,
+} from '../../src/client/index.js';
+import { FakeProxy, TEST_CA_FILE } from '../support/fake-proxy.js';
+import { ROOT } from '../support/replay.js';
+
+const TLS = join(ROOT, 'test', 'support', 'tls');
+
+async function failure(client: ReadieClient): Promise<ReadieError> {
+  try {
+    await client.call({ module: 'm', function: 'f' });
+  } catch (error) {
+    return error as ReadieError;
+  }
+  throw new Error('expected the call to fail');
+}
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+/** A gRPC server with nothing but health, plaintext or TLS: a port for the client to mis-dial. */
+async function bareServer(tls: boolean): Promise<{ address: string; stop: () => void }> {
+  const server = new Server();
+  new HealthImplementation({ '': 'SERVING' }).addToServer(server);
+  const credentials = tls
+    ? ServerCredentials.createSsl(null, [
+        {
+          cert_chain: readFileSync(join(TLS, 'server.pem')),
+          private_key: readFileSync(join(TLS, 'server-key.pem')),
+        },
+      ])
+    : ServerCredentials.createInsecure();
+  const port = await new Promise<number>((resolve, reject) =>
+    server.bindAsync('127.0.0.1:0', credentials, (error, bound) =>
+      error ? reject(error) : resolve(bound),
+    ),
+  );
+  return { address: `localhost:${port}`, stop: () => server.forceShutdown() };
+}
+
+describe('TypeScript client: one hint per cause', function () {
+  this.timeout(30_000);
+  let proxy: FakeProxy;
+  let client: ReadieClient;
+  before(async () => {
+    proxy = await FakeProxy.start();
+  });
+  after(async () => {
+    await proxy.stop();
+  });
+  beforeEach(() => {
+    client = new ReadieClient({ address: proxy.address, insecure: true, env: {} });
+  });
+  afterEach(() => client.close());
+
+  it('an out-of-memory kill is RemoteOutOfMemoryError with its budget, never a router hint', async () => {
+    proxy.script = async (call) => {
+      await call.read();
+      call.fail(
+        Status.RESOURCE_EXHAUSTED,
+        'worker w1: the call ran out of memory: it was killed when it exceeded its memory budget of 512MiB',
+        { 'readie-killed': 'out-of-memory', 'readie-memory-budget': String(512 * 1024 ** 2) },
+      );
+    };
+    const error = await failure(client);
+    expect(error).to.be.instanceOf(RemoteOutOfMemoryError);
+    expect(error).to.not.be.instanceOf(ResourceExhaustedError);
+    expect((error as RemoteOutOfMemoryError).memoryBudget).to.equal(512 * 1024 ** 2);
+    expect(error.message).to.match(/^the call ran out of memory at /);
+    expect(error.message).to.include('memory budget of 512MiB: ask for more');
+    expect(error.message).to.not.include('READIE_ADDRESS');
+    expect(error.notStarted).to.equal(false);
+  });
+
+  it('a call that reached a worker gets a worker hint, with the retry advice its trailers allow', async () => {
+    proxy.script = async (call) => {
+      await call.read();
+      call.fail(Status.UNAVAILABLE, 'worker w1: the executor was killed by SIGSEGV');
+    };
+    const ran = await failure(client);
+    expect(ran).to.be.instanceOf(ClusterUnavailableError);
+    expect(ran.message).to.include('placed the call on worker w1').and.include('may have run');
+    expect(ran.message).to.not.include('READIE_ADDRESS');
+    expect(ran.notStarted).to.equal(false);
+    proxy.script = async (call) => {
+      await call.read();
+      call.fail(Status.UNAVAILABLE, 'worker w1: No connection established. Last error: ...', {
+        'readie-not-started': '1',
+      });
+    };
+    const never = await failure(client);
+    expect(never.notStarted).to.equal(true);
+    expect(never.message).to.include('never started, so the call can be retried');
+  });
+
+  it('no workers: the router runs, the operator must look at its workers', async () => {
+    proxy.script = async (call) => {
+      await call.read();
+      call.fail(Status.UNAVAILABLE, 'no workers available', { 'readie-not-started': '1' });
+    };
+    const error = await failure(client);
+    expect(error.message).to.include('has no worker').and.include('readie status');
+    expect(error.message).to.not.include('READIE_ADDRESS');
+    expect(error.notStarted).to.equal(true);
+  });
+
+  it('nothing listening: names the address and READIE_ADDRESS', async () => {
+    const address = `127.0.0.1:${await freePort()}`;
+    const nowhere = new ReadieClient({ address, insecure: true, env: {} });
+    try {
+      const error = await failure(nowhere);
+      expect(error).to.be.instanceOf(ClusterUnavailableError);
+      expect(error.message).to.include(`nothing listens at ${address}: check READIE_ADDRESS`);
+    } finally {
+      nowhere.close();
+    }
+  });
+
+  it('TLS against a plaintext server: says who speaks what and to set READIE_INSECURE', async () => {
+    const plain = await bareServer(false);
+    const tlsClient = new ReadieClient({
+      address: plain.address,
+      env: { READIE_CA_FILE: TEST_CA_FILE },
+    });
+    try {
+      const error = await failure(tlsClient);
+      expect(error.message).to.include(
+        `the router (or nginx) at ${plain.address} speaks plaintext but this client speaks TLS`,
+      );
+      expect(error.message).to.include('READIE_INSECURE=1');
+    } finally {
+      tlsClient.close();
+      plain.stop();
+    }
+  });
+
+  it('plaintext against a TLS server: found by a probe, says to unset READIE_INSECURE', async () => {
+    const secure = await bareServer(true);
+    const plainClient = new ReadieClient({ address: secure.address, insecure: true, env: {} });
+    try {
+      const error = await failure(plainClient);
+      expect(error.message).to.include(
+        `the router (or nginx) at ${secure.address} speaks TLS but this client speaks plaintext: unset READIE_INSECURE`,
+      );
+      expect(error.message).to.include('READIE_CA_FILE');
+    } finally {
+      plainClient.close();
+      secure.stop();
+    }
+  });
+
+  it('a certificate the client does not trust: says to set READIE_CA_FILE', async () => {
+    const secure = await bareServer(true);
+    const untrusting = new ReadieClient({ address: secure.address, env: {} });
+    try {
+      const error = await failure(untrusting);
+      expect(error.message).to.include('does not trust: set READIE_CA_FILE');
+    } finally {
+      untrusting.close();
+      secure.stop();
+    }
+  });
+});

@@ -1,0 +1,86 @@
+import { expect } from 'chai';
+import { createServer } from 'node:net';
+import type { ServiceError } from '@grpc/grpc-js';
+import { codeOf, run, startTestRouter, type TestRouter } from '../support/router/harness.js';
+import { ScriptedWorker } from '../support/router/scripted-worker.js';
+import { cleanTempDirs } from '../support/temp.js';
+
+/** The readie trailers a failed call brought back to the client. */
+function trailersOf(error: ServiceError | undefined): Record<string, string> {
+  const trailers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(error?.metadata.getMap() ?? {})) {
+    if (name.startsWith('readie-')) trailers[name] = String(value);
+  }
+  return trailers;
+}
+
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+describe('router: what a failed call says about its function (trailers)', function () {
+  this.timeout(60_000);
+  let test: TestRouter;
+  afterEach(async () => {
+    await test?.close();
+    cleanTempDirs();
+  });
+
+  it('a refusal before placement says readie-not-started', async () => {
+    test = await startTestRouter();
+    const outcome = await run(test.client, 'echo');
+    expect(codeOf(outcome)).to.equal('UNAVAILABLE');
+    expect(trailersOf(outcome.error)).to.deep.equal({ 'readie-not-started': '1' });
+  });
+
+  it('a worker the router cannot reach: not started; a worker that ran and failed: no marker', async () => {
+    test = await startTestRouter();
+    const worker = await ScriptedWorker.start({ workerId: 'w-reach' });
+    try {
+      await worker
+        .connect(test.address)
+        .reportStatus({ address: `127.0.0.1:${await closedPort()}` });
+      const unreachable = await run(test.client, 'echo');
+      expect(codeOf(unreachable)).to.equal('UNAVAILABLE');
+      expect(unreachable.error?.details).to.match(/^worker w-reach: No connection established/);
+      expect(trailersOf(unreachable.error)).to.deep.equal({ 'readie-not-started': '1' });
+
+      await worker.reportStatus();
+      const ran = await run(test.client, 'fail UNAVAILABLE the executor was killed by SIGSEGV');
+      expect(codeOf(ran)).to.equal('UNAVAILABLE');
+      expect(trailersOf(ran.error)).to.deep.equal({});
+      const refused = await run(test.client, 'refuse FAILED_PRECONDITION');
+      expect(trailersOf(refused.error)).to.deep.equal({ 'readie-not-started': '1' });
+    } finally {
+      worker.stop();
+    }
+  });
+
+  it("relays an out-of-memory kill: RESOURCE_EXHAUSTED with the worker's trailers, never its IDs", async () => {
+    test = await startTestRouter();
+    const worker = await ScriptedWorker.start({ workerId: 'w-oom' });
+    try {
+      await worker.connect(test.address).reportStatus();
+      const outcome = await run(test.client, 'oom 536870912');
+      expect(codeOf(outcome)).to.equal('RESOURCE_EXHAUSTED');
+      expect(outcome.error?.details).to.match(/^worker w-oom: the call ran out of memory/);
+      expect(trailersOf(outcome.error)).to.deep.equal({
+        'readie-killed': 'out-of-memory',
+        'readie-memory-budget': '536870912',
+      });
+    } finally {
+      worker.stop();
+    }
+  });
+
+  it('a credential refused by the router says readie-not-started', async () => {
+    test = await startTestRouter({ auth: { mode: 'single-token', token: 'the-only-token-0123' } });
+    const outcome = await run(test.client, 'echo');
+    expect(codeOf(outcome)).to.equal('UNAUTHENTICATED');
+    expect(trailersOf(outcome.error)).to.deep.equal({ 'readie-not-started': '1' });
+  });
+});

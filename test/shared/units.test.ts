@@ -1,0 +1,31 @@
+import { expect } from 'chai';
+import { ConfigError, parseSetting } from '../../src/shared/config.js';
+import { parseDuration, parseSize, UnitParseError } from '../../src/shared/units.js';
+
+describe('units', () => {
+  it('reads durations with their unit', () => {
+    expect(parseDuration('500ms')).to.equal(500);
+    expect(parseDuration('5s')).to.equal(5_000);
+    expect(parseDuration('1.5m')).to.equal(90_000);
+    expect(parseDuration('1h')).to.equal(3_600_000);
+  });
+
+  it('refuses a duration without a unit, naming the forms it takes', () => {
+    expect(() => parseDuration('5')).to.throw(
+      UnitParseError,
+      /"5" has no unit: write 5s or 5ms .*500ms, 30s, 10m, 1h/,
+    );
+    expect(() => parseSetting('PROBE_INTERVAL', '5')).to.throw(
+      ConfigError,
+      /^PROBE_INTERVAL: "5" has no unit/,
+    );
+    expect(() => parseDuration('5 parsecs')).to.throw(UnitParseError, /500ms, 30s, 10m, 1h/);
+  });
+
+  it('reads sizes with a unit, and a bare number as bytes (documented so)', () => {
+    expect(parseSize('512MiB')).to.equal(512 * 1024 ** 2);
+    expect(parseSize('1GiB')).to.equal(1024 ** 3);
+    expect(parseSize('4096')).to.equal(4096);
+    expect(() => parseSize('lots')).to.throw(UnitParseError, /512MiB, 1GiB or a number of bytes/);
+  });
+});
