@@ -98,6 +98,8 @@ export function addWorkerCommand(program: Command): void {
         log.fatal({ err: (error as Error).message }, 'the worker could not start');
         process.exit(1);
       }
+      // Another live process holds this worker ID: the worker has stopped; exit with the reason.
+      worker.onDisplaced(() => process.exit(1));
       if (leaving) void stop(worker);
     });
 }

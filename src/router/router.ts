@@ -206,8 +206,25 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
       metrics,
       workerMetadata: credentials.workerMetadata,
     };
+    const prober = new Prober({
+      journal,
+      connections,
+      config,
+      clock,
+      logger,
+      metrics,
+      workerMetadata: credentials.workerMetadata,
+    });
     server.addService(RelayProxyService, proxyService(callPath, credentials));
-    server.addService(RegistryServiceService, registryService({ journal, logger, credentials }));
+    server.addService(
+      RegistryServiceService,
+      registryService({
+        journal,
+        logger,
+        credentials,
+        answersProbe: (holder) => prober.answers(holder),
+      }),
+    );
     server.addService(
       AdminServiceService,
       adminService({
@@ -225,15 +242,6 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
       metricsServer = await serveMetrics(metricsListen, metrics.registry);
     }
 
-    const prober = new Prober({
-      journal,
-      connections,
-      config,
-      clock,
-      logger,
-      metrics,
-      workerMetadata: credentials.workerMetadata,
-    });
     const reaper = new ReaperTimer({
       journal,
       config,

@@ -2,12 +2,20 @@
  * A worker process assembled: startup checks, checkpoints, the container pool, the gRPC server
  * (ExecutionService and health), registration, the utilization heartbeat, graceful shutdown.
  */
+import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Server } from '@grpc/grpc-js';
 import type { Logger } from 'pino';
 import { ExecutionServiceService } from '../proto/gen/readie/v1/execution.js';
-import { Flavor, WorkerStatus, type ReportStatusRequest } from '../proto/gen/readie/v1/registry.js';
+import {
+  ContainerState,
+  Flavor,
+  WorkerStatus,
+  type ContainerEntry,
+  type ReportStatusRequest,
+  type ReportUtilizationRequest,
+} from '../proto/gen/readie/v1/registry.js';
 import { selectBackend } from './backend-selection.js';
 import {
   checkpointsFor,
@@ -83,6 +91,12 @@ export class Worker {
   private python = '';
   private restoreBackend: RestoreBackend | null = null;
   private containers: ContainerPool | null = null;
+  /** This process among every start of the worker: reports name it, so the router tells them apart. */
+  readonly instanceId = randomUUID();
+  /** The number of the last report taken (each report is numbered when it is made). */
+  private reportSeq = 0;
+  /** Told when the router refuses this process the worker ID (another live one holds it). */
+  private displaced: (message: string) => void = () => undefined;
 
   /** host:port reported to the router. */
   get address(): string {
@@ -254,7 +268,13 @@ export class Worker {
       standbyPerCheckpoint: options.standbyPerCheckpoint,
       standbyMemory: options.config.DEFAULT_MEMORY,
       dialTimeoutMs: options.config.DIAL_TOTAL_TIMEOUT,
-      report: (report) => this.router?.containerState({ workerId: options.workerId, ...report }),
+      report: (report) =>
+        this.router?.containerState({
+          workerId: options.workerId,
+          ...report,
+          instanceId: this.instanceId,
+          reportSeq: this.nextReportSeq(),
+        }),
       log,
     });
     this.logTiers();
@@ -371,23 +391,68 @@ export class Worker {
       registry,
       {
         status: () => this.statusRequest(),
-        utilization: async () => ({
-          workerId: options.workerId,
-          memoryUsed: (await this.pool?.memoryUsed()) ?? 0,
-          containerCount: this.pool?.count ?? 0,
-          cpuUsed: this.cpu.sample(),
-          cpuTotal: this.cpu.total,
-          gpuMemoryUsed: gpuMemoryInUse(
-            this.pool?.gpuMemoryHeld() ?? 0,
-            (await this.gpu?.read()) ?? null,
-          ),
-        }),
+        utilization: () => this.utilizationRequest(),
+        displaced: (message) => this.leaveDisplaced(message),
       },
       this.log,
     );
     this.router = router;
     await router.register();
     return router;
+  }
+
+  /** The next report number: taken in the same turn as what the report says. */
+  private nextReportSeq(): number {
+    this.reportSeq += 1;
+    return this.reportSeq;
+  }
+
+  /** Every container held for calls and sessions, as a full report lists it. */
+  private containerEntries(): ContainerEntry[] {
+    return (this.pool?.held() ?? []).map((held) => ({
+      containerId: held.containerId,
+      state:
+        held.state === 'busy'
+          ? ContainerState.CONTAINER_STATE_BUSY
+          : ContainerState.CONTAINER_STATE_READY,
+      checkpointId: held.checkpointId,
+    }));
+  }
+
+  /**
+   * The load report as of now: a full report, listing every container held, numbered in the same
+   * turn as the list is read (the measurements that need waiting are taken first).
+   */
+  async utilizationRequest(): Promise<ReportUtilizationRequest> {
+    const memoryUsed = (await this.pool?.memoryUsed()) ?? 0;
+    const gpuReading = (await this.gpu?.read()) ?? null;
+    return {
+      workerId: this.options.workerId,
+      memoryUsed,
+      containerCount: this.pool?.count ?? 0,
+      cpuUsed: this.cpu.sample(),
+      cpuTotal: this.cpu.total,
+      gpuMemoryUsed: gpuMemoryInUse(this.pool?.gpuMemoryHeld() ?? 0, gpuReading),
+      instanceId: this.instanceId,
+      containers: this.containerEntries(),
+      reportSeq: this.nextReportSeq(),
+    };
+  }
+
+  /**
+   * Called with the router's refusal, once the worker has stopped, when another live process
+   * holds this worker's ID (the router keeps the registration it has): `readie worker` exits.
+   */
+  onDisplaced(listener: (message: string) => void): void {
+    this.displaced = listener;
+  }
+
+  /** Another live process holds this worker's ID: stop (without reporting REMOVED for it). */
+  private leaveDisplaced(message: string): void {
+    this.log.fatal({ problem: message }, 'the router refused this worker process its ID: stopping');
+    void this.stop({ report: false })
+      .catch(() => undefined)
+      .then(() => this.displaced(message));
   }
 
   /** The status report as of now. */
@@ -406,6 +471,9 @@ export class Worker {
       checkpoints: ready ? (this.backend?.held() ?? []) : [],
       pythonVersion: this.pythonVersion,
       restoreBackend: this.backend?.description ?? '',
+      instanceId: this.instanceId,
+      containers: status === WorkerStatus.WORKER_STATUS_REMOVED ? [] : this.containerEntries(),
+      reportSeq: this.nextReportSeq(),
     };
   }
 

@@ -63,6 +63,8 @@ class Given {
   now = START_MS;
   readonly handling = new Set<string>();
   readonly recorded: NewEvent[] = [];
+  /** Workers the shell cannot connect to: their dials fail; every other one connects. */
+  readonly unreachable = new Set<string>();
 
   constructor(events: readonly NewEvent[], clientDeadline = Infinity) {
     for (const event of events) this.fold(event, null);
@@ -98,6 +100,15 @@ class Given {
         }
       }
       if (effect.type === 'record-decision') effects.push(...this.when({ type: 'recorded' }));
+      if (effect.type === 'dial-worker') {
+        effects.push(
+          ...this.when(
+            this.unreachable.has(effect.workerId)
+              ? { type: 'dial-failed', error: `connect ECONNREFUSED ${effect.address}` }
+              : { type: 'worker-dialed' },
+          ),
+        );
+      }
     }
     return effects;
   }
@@ -125,6 +136,7 @@ describe('the call state machine (pure)', () => {
       'explain',
       'record-decision',
       'placed',
+      'dial-worker',
       'open-worker',
       'resume-client',
     ]);

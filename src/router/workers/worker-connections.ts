@@ -4,7 +4,9 @@
  * made on first use and closed when no live worker has that address any more.
  */
 import {
+  connectivityState,
   makeGenericClientConstructor,
+  Metadata as GrpcMetadata,
   type CallOptions,
   type ChannelCredentials,
   type Client,
@@ -52,6 +54,10 @@ const CHANNEL_OPTIONS = {
   'grpc-node.flow_control_window': 4 * 1024 * 1024,
   'grpc.keepalive_time_ms': 30_000,
   'grpc.keepalive_timeout_ms': 10_000,
+  // A channel that failed to connect waits this long before it tries again (grpc-js's default
+  // grows to two minutes): calls and probes meanwhile fail at once, so keep it near a probe round.
+  'grpc.initial_reconnect_backoff_ms': 500,
+  'grpc.max_reconnect_backoff_ms': 5_000,
 };
 
 interface Connection {
@@ -73,6 +79,44 @@ export class WorkerConnections {
   /** The health client for a worker address (same channel as its execution client). */
   health(address: string): HealthClient {
     return this.connection(address).health;
+  }
+
+  /**
+   * Connects the channel to `address` (nothing is sent on it): resolves once it is connected,
+   * rejects with what went wrong when the connection fails (refused, no route, TLS) or is not up
+   * by `deadline` (epoch ms). A channel already connected resolves at once.
+   */
+  dial(address: string, deadline: number): Promise<void> {
+    const connection = this.connection(address);
+    const channel = connection.execution.getChannel();
+    return new Promise((resolve, reject) => {
+      const failed = () => {
+        // The channel does not say why; a call on it does ("connect ECONNREFUSED ...").
+        connection.health.check({ service: '' }, new GrpcMetadata(), { deadline }, (error) =>
+          reject(
+            new Error(
+              `could not connect to ${address}${error ? `: ${error.details}` : ' (the connection failed)'}`,
+            ),
+          ),
+        );
+      };
+      const watch = (): void => {
+        const state = channel.getConnectivityState(true);
+        if (state === connectivityState.READY) {
+          resolve();
+          return;
+        }
+        if (state === connectivityState.TRANSIENT_FAILURE || state === connectivityState.SHUTDOWN) {
+          failed();
+          return;
+        }
+        channel.watchConnectivityState(state, deadline, (error?: Error) => {
+          if (error) reject(new Error(`could not connect to ${address}: not connected in time`));
+          else watch();
+        });
+      };
+      watch();
+    });
   }
 
   /** Closes the channels of every cached address not in `inUse`. */
