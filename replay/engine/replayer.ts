@@ -232,7 +232,9 @@ function belongsByOrder(pending: PendingCall, event: ClusterEvent): boolean {
         outcome?.type === 'CallPlaced' &&
         recorded.at(-1) === outcome &&
         outcome.containerId !== null &&
-        event.requestId === call.requestId &&
+        // A log in the documented vocabulary names no request on SessionPinned.
+        (event.requestId === call.requestId ||
+          (event.requestId === null && event.sessionId === call.sessionId)) &&
         event.containerId === outcome.containerId
       );
     default:

@@ -195,6 +195,28 @@ export const EVENT_FIELDS = {
 /** The name of an event type. */
 export type EventType = keyof typeof EVENT_FIELDS;
 
+/**
+ * The fields this implementation added to the documented v1 vocabulary, by event type (events it
+ * added, `WorkerProbeSucceeded` and `CallDialFailed`, are all new). Readers accept every one of
+ * them absent; replay does not compare one that a recorded event leaves out (docs/event-log.md).
+ */
+export const FIELDS_ADDED_TO_V1: {
+  readonly [K in EventType]?: readonly (keyof (typeof EVENT_FIELDS)[K])[];
+} = {
+  RouterStarted: ['rulesVersion'],
+  WorkerRegistered: ['instanceId', 'containers', 'reportSeq'],
+  WorkerUtilization: ['containers', 'reportSeq'],
+  WorkerProbeFailed: ['error'],
+  ContainerStateChanged: ['reportSeq'],
+  CallRequested: ['tenantId'],
+  CallPlaced: ['sessionId', 'memory'],
+  CallRejected: ['sessionId'],
+  CallBound: ['checkpointId'],
+  CallFinished: ['code'],
+  SessionPinned: ['requestId', 'checkpointId'],
+  Snapshot: ['schemaVersion'],
+};
+
 /** Every event type, in the order of the vocabulary's table (docs/event-log.md). */
 export const EVENT_TYPES = Object.keys(EVENT_FIELDS) as EventType[];
 

@@ -137,6 +137,8 @@ export interface Reservation {
 /** A call requested and waiting for its placement (its first, or again after a failed dial). */
 export interface PendingCall {
   readonly requestId: string;
+  /** Its session, as requested: what a `CallPlaced` that records none is placed for. */
+  readonly sessionId: string | null;
   /** The memory budget, bytes: what a `CallPlaced` that records no `memory` reserves. */
   readonly memory: number;
   /** Workers earlier attempts of this call could not reach: placement leaves them out. */

@@ -106,6 +106,7 @@ export function applyEvent(
     case 'CallRequested':
       state.pendingCalls.set(event.requestId, {
         requestId: event.requestId,
+        sessionId: event.sessionId === '' ? null : event.sessionId,
         memory: memoryBudget(event.demand.memory, state.config.DEFAULT_MEMORY),
         unreachable: [],
       });
@@ -392,12 +393,12 @@ function dropContainer(
 function reserve(state: State, event: EventOf<'CallPlaced'>, changes: WorkerChangeSink): void {
   if (state.reservations.has(event.requestId)) return;
   const pending = state.pendingCalls.get(event.requestId);
-  // A log in the documented vocabulary records no `memory`: the call's budget as requested.
+  // A log in the documented vocabulary records no `memory` nor session: the call's, as requested.
   const memory = event.memory ?? pending?.memory ?? state.config.DEFAULT_MEMORY;
   state.pendingCalls.delete(event.requestId);
   state.reservations.set(event.requestId, {
     requestId: event.requestId,
-    sessionId: event.sessionId,
+    sessionId: event.sessionId ?? pending?.sessionId ?? null,
     workerId: event.workerId,
     containerId: event.containerId,
     checkpointId: event.checkpointId,
@@ -468,6 +469,7 @@ function releaseAttempt(
   const { reservation, worker } = taken;
   state.pendingCalls.set(event.requestId, {
     requestId: event.requestId,
+    sessionId: reservation.sessionId,
     memory: reservation.memory,
     unreachable: [...reservation.unreachable, event.workerId],
   });
@@ -522,7 +524,11 @@ function pinSession(
     containerId: event.containerId,
     checkpointId: event.checkpointId,
   };
-  session.pinnedBy = event.requestId;
+  // A log in the documented vocabulary names no request: the call running in the container made it.
+  session.pinnedBy =
+    event.requestId ??
+    state.workers.get(event.workerId)?.callContainers.get(event.containerId) ??
+    null;
   const worker = workerToChange(state, event.workerId, changes);
   if (worker) {
     worker.pinnedSessions.set(event.containerId, event.sessionId);

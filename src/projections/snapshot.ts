@@ -85,6 +85,7 @@ const ReservationSchema = T.Object({
 
 const PendingCallSchema = T.Object({
   requestId: Text,
+  sessionId: Nullable(Text),
   memory: Count,
   unreachable: T.Array(Text),
 });

@@ -3,7 +3,9 @@
  * (ExecutionService and health), registration, the utilization heartbeat, graceful shutdown.
  */
 import { randomUUID } from 'node:crypto';
+import { mkdir } from 'node:fs/promises';
 import { hostname } from 'node:os';
+import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Server } from '@grpc/grpc-js';
 import type { Logger } from 'pino';
@@ -32,6 +34,7 @@ import { WorkerHealth } from './health.js';
 import { WorkerCredentials } from './credentials.js';
 import { gpuMemoryInUse } from './gpu-memory.js';
 import { CpuSampler, GpuMemoryReader, probePython } from './machine.js';
+import { cgroupLockPath, takeProcessLock, type ProcessLock } from './process-lock.js';
 import { advertisedAddress, type WorkerOptions } from './options.js';
 import { findInstaller, type Installer } from './packages/index.js';
 import { RegistryClient } from './registry/index.js';
@@ -97,6 +100,8 @@ export class Worker {
   private reportSeq = 0;
   /** Told when the router refuses this process the worker ID (another live one holds it). */
   private displaced: (message: string) => void = () => undefined;
+  /** This process's claims on its state directory and parent cgroup (released at stop). */
+  private readonly locks: ProcessLock[] = [];
 
   /** host:port reported to the router. */
   get address(): string {
@@ -178,6 +183,10 @@ export class Worker {
       throw new WorkerStartupError((error as Error).message);
     }
 
+    // Before anything is cleaned up: a second process with this worker's cgroup or state
+    // directory must not kill the first one's containers.
+    await this.lockResources();
+
     const problems: string[] = [];
     const python = await probePython(options.python);
     if (python.ok) this.python = python.version;
@@ -217,6 +226,30 @@ export class Worker {
       this.pool?.refreshStandbys();
     }
     router.startUtilization(options.config.WORKER_UTILIZATION_INTERVAL);
+  }
+
+  /** Claims the parent cgroup and the state directory for this process (one worker each). */
+  private async lockResources(): Promise<void> {
+    const { options } = this;
+    this.locks.push(
+      await takeProcessLock(
+        await cgroupLockPath(options.cgroupParent),
+        `the parent cgroup ${options.cgroupParent} (worker ID ${options.workerId})`,
+      ),
+    );
+    const stateDirReady = await mkdir(options.stateDir, { recursive: true, mode: 0o700 }).then(
+      () => true,
+      // An unusable state directory is reported by its own check (an ERROR status).
+      () => false,
+    );
+    if (stateDirReady) {
+      this.locks.push(
+        await takeProcessLock(
+          join(options.stateDir, 'worker.lock'),
+          `the state directory ${options.stateDir}`,
+        ),
+      );
+    }
   }
 
   /**
@@ -515,6 +548,7 @@ export class Worker {
       ]);
     }
     await this.cgroups?.close();
+    await Promise.all(this.locks.splice(0).map((lock) => lock.release()));
     log.info('worker stopped');
   }
 }

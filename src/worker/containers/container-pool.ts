@@ -102,6 +102,11 @@ export class ContainerPool {
     return held;
   }
 
+  /** Standby containers on the shelf and being restored: the slots they fill. */
+  get standbyCount(): number {
+    return this.standbys.size;
+  }
+
   /** The containers held for calls, in no particular order. */
   list(): Container[] {
     return [...this.containers.values()];
