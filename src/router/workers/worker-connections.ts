@@ -76,9 +76,12 @@ export class WorkerConnections {
     return this.connection(address).execution;
   }
 
-  /** The health client for a worker address (same channel as its execution client). */
+  /**
+   * The health client for a worker address (same channel as its execution client), on a channel
+   * that is not waiting out a failed connection (see `connection`).
+   */
   health(address: string): HealthClient {
-    return this.connection(address).health;
+    return this.connection(address, { fresh: true }).health;
   }
 
   /**
@@ -87,7 +90,7 @@ export class WorkerConnections {
    * by `deadline` (epoch ms). A channel already connected resolves at once.
    */
   dial(address: string, deadline: number): Promise<void> {
-    const connection = this.connection(address);
+    const connection = this.connection(address, { fresh: true });
     const channel = connection.execution.getChannel();
     return new Promise((resolve, reject) => {
       const failed = () => {
@@ -134,7 +137,24 @@ export class WorkerConnections {
     this.retain(new Set());
   }
 
-  private connection(address: string): Connection {
+  /**
+   * The connection to `address`, made on first use. With `fresh`, a channel waiting out the
+   * backoff of a failed connection (TRANSIENT_FAILURE: it fails every call at once until then) is
+   * replaced by a new one that connects now, so a worker back at its address (restarted in place)
+   * is reached at once, not after the backoff; no call is in flight on a channel that is not
+   * connected.
+   */
+  private connection(address: string, { fresh = false } = {}): Connection {
+    const known = this.byAddress.get(address);
+    if (
+      fresh &&
+      known &&
+      known.execution.getChannel().getConnectivityState(false) ===
+        connectivityState.TRANSIENT_FAILURE
+    ) {
+      this.byAddress.delete(address);
+      known.execution.close();
+    }
     let connection = this.byAddress.get(address);
     if (!connection) {
       const execution = new RelayExecutionClient(address, this.credentials, CHANNEL_OPTIONS);
