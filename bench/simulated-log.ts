@@ -62,6 +62,8 @@ export function* simulatedLog(options: {
           cpuUsed: Math.round(random() * 800) / 100,
           cpuTotal: 8,
           gpuMemoryUsed: null,
+          containers: null,
+          reportSeq: null,
         },
         `report:${workerId}`,
       );
@@ -103,6 +105,7 @@ export function* simulatedLog(options: {
             containerId,
             state: 'busy',
             checkpointId: call.checkpointId,
+            reportSeq: null,
           },
           `report:${call.workerId}`,
         );
@@ -148,6 +151,7 @@ export function* simulatedLog(options: {
             containerId,
             state: 'removed',
             checkpointId: call.checkpointId,
+            reportSeq: null,
           },
           `report:${call.workerId}`,
         );
@@ -159,6 +163,7 @@ export function* simulatedLog(options: {
             containerId,
             state: 'ready',
             checkpointId: call.checkpointId,
+            reportSeq: null,
           },
           `report:${call.workerId}`,
         );

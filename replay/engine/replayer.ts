@@ -1,12 +1,15 @@
 /**
  * The replay engine: folds a log event by event and, at every `CallRequested`, decides the call
- * again with placement (the core's `place`, with the replayer's own caches). The events the router
- * appended in the same decision are the recorded outcome: they are compared with the computed
- * decision and folded. Events say which decision they belong to: every event of one append records
+ * again with placement (the core's `place`, with the replayer's own caches); at every
+ * `CallDialFailed` (the router could not open a placed call's stream), it decides the failed dial
+ * again (the core's `decideDialFailure`: the probe failure it counts as, and the call placed again
+ * or refused). The events the router appended in the same decision are the recorded outcome: they
+ * are compared with the computed decision and folded. Events say which decision they belong to: every event of one append records
  * its cause, so the outcome is the events that follow the request with the same cause
- * (`call:REQUEST`). A log written before events recorded their cause (`cause` null) is grouped by
- * order, as placement emits them: an optional `SessionUnpinned`, then `CallPlaced` or
- * `CallRejected`, then for a reused session container `SessionPinned`. A call with no recorded
+ * (`call:REQUEST`, `dial:REQUEST`). A log written before events recorded their cause (`cause` null)
+ * is grouped by order, as the decisions emit them: after a failed dial its probe failure (and an
+ * eviction with its expiries), then as placement emits them: an optional `SessionUnpinned`, then
+ * `CallPlaced` or `CallRejected`, then for a reused session container `SessionPinned`. A call with no recorded
  * outcome gets the computed decision folded as if it had been appended, so a hand-written log of
  * registrations and requests is a whole simulation.
  *
@@ -14,6 +17,7 @@
  */
 import type { ClusterEvent, EventOf, NewEvent } from '../../src/events/types.js';
 import { applyInPlace, initialState, type ClusterState } from '../../src/projections/index.js';
+import { decideDialFailure } from '../../src/core/calls/dial-failure.js';
 import {
   place,
   PlacementCaches,
@@ -45,11 +49,14 @@ export interface ReplayOptions {
 }
 
 interface PendingCall {
-  readonly event: EventOf<'CallRequested'>;
+  /** The event that opened the decision: the request, or the failed dial. */
+  readonly event: EventOf<'CallRequested'> | EventOf<'CallDialFailed'>;
   /** The rules' version in force in the log at the call. */
   readonly rulesVersion: number;
   readonly call: CallToPlace;
   readonly decision: PlacementDecision;
+  /** The decision's events after the opening one, as computed now. */
+  readonly computed: readonly NewEvent[];
   readonly recorded: ClusterEvent[];
 }
 
@@ -61,6 +68,8 @@ export class Replayer {
   private pending: PendingCall | undefined;
   /** Placement's caches for the working state, which is folded with them as its change sink. */
   private readonly caches = new PlacementCaches();
+  /** Calls requested and not yet ended, for deciding a failed dial of one again. */
+  private readonly calls = new Map<string, CallToPlace>();
 
   constructor(private readonly options: ReplayOptions = {}) {}
 
@@ -93,8 +102,37 @@ export class Replayer {
       this.options.onDecide?.(call, this.working, config, event, this.caches);
       const decision = place(this.working, call, { config, caches: this.caches });
       this.apply(event);
+      this.calls.set(call.requestId, call);
       const rulesVersion = recordedRulesVersion(this.working.rulesVersion);
-      this.pending = { event, call, decision, recorded: [], rulesVersion };
+      this.pending = {
+        event,
+        call,
+        decision,
+        computed: decision.events,
+        recorded: [],
+        rulesVersion,
+      };
+      return;
+    }
+    const call = event.type === 'CallDialFailed' ? this.calls.get(event.requestId) : undefined;
+    if (event.type === 'CallDialFailed' && call) {
+      const made = decideDialFailure(this.working, {
+        call,
+        workerId: event.workerId,
+        error: event.error,
+        config: this.config,
+        caches: this.caches,
+      });
+      this.apply(event);
+      const rulesVersion = recordedRulesVersion(this.working.rulesVersion);
+      this.pending = {
+        event,
+        call,
+        decision: made.placement,
+        computed: made.events.slice(1),
+        recorded: [],
+        rulesVersion,
+      };
       return;
     }
     this.apply(event);
@@ -107,10 +145,19 @@ export class Replayer {
 
   private apply(event: ClusterEvent): void {
     this.working = applyInPlace(this.working, event, this.caches);
+    if (
+      event.type === 'CallFinished' ||
+      event.type === 'ReservationExpired' ||
+      event.type === 'CallRejected'
+    ) {
+      this.calls.delete(event.requestId);
+    }
   }
 
   /** Whether `event` is part of the decision that recorded the pending call's outcome. */
   private belongsToPending(pending: PendingCall, event: ClusterEvent): boolean {
+    // Each failed dial opens a decision of its own, even right after one with the same cause.
+    if (event.type === 'CallDialFailed' || event.type === 'CallRequested') return false;
     const cause = pending.event.cause;
     if (cause !== null) return event.cause === cause && event.type !== 'Snapshot';
     return event.cause === null && belongsByOrder(pending, event);
@@ -118,7 +165,7 @@ export class Replayer {
 
   private settle(pending: PendingCall): void {
     this.pending = undefined;
-    const { event, decision, recorded } = pending;
+    const { event, decision, computed, recorded } = pending;
     for (const recordedEvent of recorded) this.apply(recordedEvent);
     const hasOutcome =
       event.cause !== null ? recorded.length > 0 : recorded.some((e) => OUTCOMES.has(e.type));
@@ -126,15 +173,15 @@ export class Replayer {
     let divergence: string | null = null;
     if (hasOutcome) {
       recordedEvents = recorded.map(decisionFields);
-      divergence = firstDifference(recordedEvents, decision.events.map(decisionFields));
+      divergence = firstDifference(recordedEvents, computed.map(decisionFields));
     } else {
-      for (const computedEvent of decision.events) this.apply(stampLike(computedEvent, event));
+      for (const computedEvent of computed) this.apply(stampLike(computedEvent, event));
     }
     this.options.onCall?.({
       seq: event.seq,
       at: event.at,
       requestId: event.requestId,
-      sessionId: event.sessionId,
+      sessionId: pending.call.sessionId,
       decision,
       recorded: !hasOutcome ? 'none' : divergence === null ? 'match' : 'diverged',
       recordedEvents,
@@ -145,15 +192,38 @@ export class Replayer {
 }
 
 /**
- * In a log whose events record no cause: whether `event` is the next event placement emits for
- * the pending call (an optional `SessionUnpinned`, the outcome, then a reuse's `SessionPinned`).
+ * In a log whose events record no cause: whether `event` is the next event the pending decision
+ * emits (after a failed dial its probe failure, an eviction and its expiries; then an optional
+ * `SessionUnpinned`, the outcome, then a reuse's `SessionPinned`).
  */
 function belongsByOrder(pending: PendingCall, event: ClusterEvent): boolean {
   const { call, recorded } = pending;
   const outcome = recorded.find((e) => OUTCOMES.has(e.type));
+  const dial = pending.event.type === 'CallDialFailed' ? pending.event : undefined;
+  // Events before the placement part: a failed dial's consequences.
+  const beforePlacement = recorded.every(
+    (e) =>
+      e.type === 'WorkerProbeFailed' || e.type === 'WorkerEvicted' || e.type === 'SessionExpired',
+  );
   switch (event.type) {
+    case 'WorkerProbeFailed':
+      return dial !== undefined && recorded.length === 0 && event.workerId === dial.workerId;
+    case 'WorkerEvicted':
+      return (
+        dial !== undefined &&
+        recorded.length === 1 &&
+        recorded[0]?.type === 'WorkerProbeFailed' &&
+        event.workerId === dial.workerId
+      );
+    case 'SessionExpired':
+      return (
+        dial !== undefined &&
+        outcome === undefined &&
+        recorded.some((e) => e.type === 'WorkerEvicted') &&
+        beforePlacement
+      );
     case 'SessionUnpinned':
-      return recorded.length === 0 && event.sessionId === call.sessionId;
+      return beforePlacement && outcome === undefined && event.sessionId === call.sessionId;
     case 'CallPlaced':
     case 'CallRejected':
       return outcome === undefined && event.requestId === call.requestId;
@@ -162,7 +232,9 @@ function belongsByOrder(pending: PendingCall, event: ClusterEvent): boolean {
         outcome?.type === 'CallPlaced' &&
         recorded.at(-1) === outcome &&
         outcome.containerId !== null &&
-        event.requestId === call.requestId &&
+        // A log in the documented vocabulary names no request on SessionPinned.
+        (event.requestId === call.requestId ||
+          (event.requestId === null && event.sessionId === call.sessionId)) &&
         event.containerId === outcome.containerId
       );
     default:
@@ -170,7 +242,7 @@ function belongsByOrder(pending: PendingCall, event: ClusterEvent): boolean {
   }
 }
 
-/** A computed event stamped with the seq, time and cause of the request it answers. */
-function stampLike(event: NewEvent, request: EventOf<'CallRequested'>): ClusterEvent {
+/** A computed event stamped with the seq, time and cause of the event that opened its decision. */
+function stampLike(event: NewEvent, request: PendingCall['event']): ClusterEvent {
   return { seq: request.seq, at: request.at, cause: request.cause, ...event };
 }

@@ -5,6 +5,11 @@
  * fixtures are made from code (see docs/replay.md); pure, with a fixed clock.
  */
 import { decideBound, decideCall, decideCallEnd } from '../../src/core/calls/call-steps.js';
+import { decideDialFailure } from '../../src/core/calls/dial-failure.js';
+import {
+  statusReportEvents,
+  utilizationReportEvents,
+} from '../../src/core/registry/report-events.js';
 import {
   containerRemovedEvents,
   evictionEvents,
@@ -49,8 +54,20 @@ export interface FinishStep {
   readonly code?: GrpcCodeName | null;
 }
 
+/**
+ * The router could not open the stream of a placed call: the failed dial's decision (the probe
+ * failure it counts as, and the call placed again or refused).
+ */
+export interface DialFailedStep {
+  readonly step: 'dial-failed';
+  readonly requestId: string;
+  readonly error: string;
+  /** What the call is meant to get next (as for `CallStep.expect`). */
+  readonly expect?: string;
+}
+
 /** One step of a scenario: a plain event, or a call's part the recorder fills in. */
-export type ScenarioStep = NewEvent | CallStep | BoundStep | FinishStep;
+export type ScenarioStep = NewEvent | CallStep | BoundStep | FinishStep | DialFailedStep;
 
 const EMPTY_DEMAND: Demand = {
   memory: null,
@@ -63,7 +80,7 @@ const EMPTY_DEMAND: Demand = {
 };
 
 /** Throws when a call's decision is not the one its step expects. */
-function checkExpected(step: CallStep, decision: PlacementDecision): void {
+function checkExpected(step: CallStep | DialFailedStep, decision: PlacementDecision): void {
   const got = decision.outcome === 'placed' ? decision.workerId : decision.code;
   if (got === step.expect) return;
   const decided =
@@ -90,6 +107,7 @@ function causeOfPlain(event: NewEvent): string | null {
     case 'ContainerStateChanged':
       return causeOf('report', event.workerId);
     case 'WorkerProbeFailed':
+    case 'WorkerProbeSucceeded':
       return causeOf('probe', event.workerId);
     case 'WorkerEvicted':
       return event.reason === 'probe' ? causeOf('probe', event.workerId) : causeOf('reaper');
@@ -107,6 +125,15 @@ function causeOfPlain(event: NewEvent): string | null {
  */
 function withConsequences(state: ClusterState, event: NewEvent): readonly NewEvent[] {
   switch (event.type) {
+    case 'WorkerRegistered': {
+      // The registry's own decision: a restart ends the old instance, a full report reconciles.
+      const { type: _type, ...report } = event;
+      const outcome = statusReportEvents(state, report, false);
+      return outcome.kind === 'events' ? outcome.events : [];
+    }
+    case 'WorkerUtilization':
+      if (event.containers === null) return [event];
+      return utilizationReportEvents(state, { ...event, instanceId: null }).events;
     case 'WorkerEvicted':
       return evictionEvents(state, event.workerId, event.reason);
     case 'ContainerStateChanged':
@@ -131,6 +158,7 @@ export function recordScenario(
   const log: ClusterEvent[] = [];
   let state: ClusterState = initialState();
   const placements = new Map<string, { sessionId: string | null; placed: PlacedDecision }>();
+  const calls = new Map<string, { requestId: string; sessionId: string | null; demand: Demand }>();
   const append = (events: readonly NewEvent[], cause: string | null) => {
     for (const event of events) {
       const seq = log.length + 1;
@@ -171,12 +199,32 @@ export function recordScenario(
       case 'call': {
         const sessionId = step.sessionId ?? null;
         const demand = { ...EMPTY_DEMAND, ...step.demand };
-        const made = decideCall(state, { call: { requestId: step.requestId, sessionId, demand } });
+        const call = { requestId: step.requestId, sessionId, demand };
+        calls.set(step.requestId, call);
+        const made = decideCall(state, { call });
         if (step.expect !== undefined) checkExpected(step, made.placement);
         record(made);
         if (made.placement.outcome === 'placed') {
           placements.set(step.requestId, { sessionId, placed: made.placement });
         }
+        break;
+      }
+      case 'dial-failed': {
+        const call = calls.get(step.requestId);
+        const known = placements.get(step.requestId);
+        if (!call || !known) {
+          throw new Error(`scenario: ${step.requestId} was not placed, so no dial of it can fail`);
+        }
+        const made = decideDialFailure(state, {
+          call,
+          workerId: known.placed.workerId,
+          error: step.error,
+        });
+        if (step.expect !== undefined) checkExpected(step, made.placement);
+        record(made);
+        if (made.placement.outcome === 'placed') {
+          placements.set(step.requestId, { sessionId: known.sessionId, placed: made.placement });
+        } else placements.delete(step.requestId);
         break;
       }
       case 'bound': {

@@ -109,6 +109,8 @@ export function addWorkerCommand(program: Command): void {
         );
         process.exit(configuration ? 2 : 1);
       }
+      // Another live process holds this worker ID: the worker has stopped; exit with the reason.
+      worker.onDisplaced(() => process.exit(1));
       if (leaving) void stop(worker);
     });
 }

@@ -5,8 +5,9 @@
  * `Decision` out.
  */
 import { decideBound, decideCall, decideCallEnd } from './calls/call-steps.js';
+import { decideDialFailure } from './calls/dial-failure.js';
 import type { Decide } from './decision.js';
-import { decideProbeFailure } from './liveness/probe-outcome.js';
+import { decideProbeFailure, decideProbeSuccess } from './liveness/probe-outcome.js';
 import { decideReap } from './liveness/reaper.js';
 import {
   decideContainerReport,
@@ -20,10 +21,12 @@ export const DECISIONS = {
   start: decideStart,
   call: decideCall,
   answer: decideBound,
+  dialFailure: decideDialFailure,
   end: decideCallEnd,
   statusReport: decideStatusReport,
   utilizationReport: decideUtilizationReport,
   containerReport: decideContainerReport,
   probeFailure: decideProbeFailure,
+  probeSuccess: decideProbeSuccess,
   reaper: decideReap,
 } as const satisfies Record<string, Decide<never>>;

@@ -80,3 +80,20 @@ export function statusOf(error: unknown): { code: GrpcCodeName; details: string 
   const message = error instanceof Error ? error.message : String(error);
   return { code: 'INTERNAL', details: `internal router error: ${message}` };
 }
+
+/**
+ * A worker registered with an ID that another live process of a worker holds (another instance,
+ * at another address, still answering probes): two processes must never share one registration.
+ */
+export class WorkerIdTakenError extends StatusError {
+  override readonly name = 'WorkerIdTakenError';
+  readonly code = 'ALREADY_EXISTS';
+
+  constructor(workerId: string, holder: { address: string | null; instanceId: string | null }) {
+    super(
+      `worker ID "${workerId}" is held by another live worker at ${holder.address ?? 'no address'}` +
+        `${holder.instanceId === null ? '' : ` (instance ${holder.instanceId})`}: ` +
+        'stop that worker, or start this one with another --id',
+    );
+  }
+}

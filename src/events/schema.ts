@@ -26,6 +26,8 @@ const Id = T.String({ minLength: 1 });
 const Bytes = T.Integer({ minimum: 0 });
 const Count = T.Integer({ minimum: 0 });
 const Text = T.String();
+/** A worker's report sequence number: each report it takes is numbered, from 1, per process. */
+const ReportSeq = T.Integer({ minimum: 1 });
 
 /** Marks a field optional: absent or `null` on input, always present (maybe `null`) once read. */
 function opt<S extends TSchema>(schema: S) {
@@ -49,8 +51,11 @@ export const REGISTRATION_STATUSES = ['ready', 'error'] as const;
 /** A registration's status. */
 export type RegistrationStatus = (typeof REGISTRATION_STATUSES)[number];
 
-/** Why a worker was evicted (`WorkerEvicted.reason`): probes failed, it went silent, it left. */
-export const EVICTION_REASONS = ['probe', 'ttl', 'left'] as const;
+/**
+ * Why a worker was evicted (`WorkerEvicted.reason`): probes failed, it went silent, it left, or a
+ * new process of the same worker registered (`restarted`: the old one's containers are gone).
+ */
+export const EVICTION_REASONS = ['probe', 'ttl', 'left', 'restarted'] as const;
 /** Why a worker was evicted. */
 export type EvictionReason = (typeof EVICTION_REASONS)[number];
 
@@ -66,6 +71,13 @@ export type ContainerState = (typeof CONTAINER_STATES)[number];
  * the worker owned `EXECUTOR_TTL` (the router then forgot idle containers itself).
  */
 export const CONTAINER_FORGET_REASONS = ['unreported', 'error', 'idle'] as const;
+/** A container a worker lists in a full report (a registration or a load report with its containers). */
+export const ContainerEntrySchema = T.Object({
+  containerId: Id,
+  state: literals(['busy', 'ready', 'error'] as const),
+  checkpointId: T.Union([Text, T.Null()]),
+});
+
 /** Why the reaper forgot a container record. */
 export type ContainerForgetReason = (typeof CONTAINER_FORGET_REASONS)[number];
 
@@ -118,6 +130,9 @@ export const EVENT_FIELDS = {
     memoryTotal: opt(Bytes),
     maxContainers: opt(Count),
     gpuMemoryTotal: opt(Bytes),
+    instanceId: opt(Id),
+    containers: opt(T.Array(ContainerEntrySchema)),
+    reportSeq: opt(ReportSeq),
   },
   WorkerUtilization: {
     workerId: Id,
@@ -126,15 +141,19 @@ export const EVENT_FIELDS = {
     cpuUsed: opt(T.Number({ minimum: 0 })),
     cpuTotal: opt(T.Number({ minimum: 0 })),
     gpuMemoryUsed: opt(Bytes),
+    containers: opt(T.Array(ContainerEntrySchema)),
+    reportSeq: opt(ReportSeq),
   },
   WorkerLeaving: { workerId: Id },
   WorkerProbeFailed: { workerId: Id, consecutive: T.Integer({ minimum: 1 }), error: opt(Text) },
+  WorkerProbeSucceeded: { workerId: Id },
   WorkerEvicted: { workerId: Id, reason: literals(EVICTION_REASONS) },
   ContainerStateChanged: {
     workerId: Id,
     containerId: Id,
     state: literals(CONTAINER_STATES),
     checkpointId: opt(Text),
+    reportSeq: opt(ReportSeq),
   },
   ContainerForgotten: { workerId: Id, containerId: Id, reason: literals(CONTAINER_FORGET_REASONS) },
   CallRequested: { requestId: Id, sessionId: opt(Text), tenantId: opt(Id), demand: DemandSchema },
@@ -146,8 +165,9 @@ export const EVENT_FIELDS = {
     checkpointId: opt(Text),
     packages: T.Array(Text),
     skippedPackages: T.Array(Text),
-    memory: Bytes,
+    memory: opt(Bytes),
   },
+  CallDialFailed: { requestId: Id, workerId: Id, error: Text },
   CallRejected: {
     requestId: Id,
     sessionId: opt(Text),
@@ -175,6 +195,28 @@ export const EVENT_FIELDS = {
 /** The name of an event type. */
 export type EventType = keyof typeof EVENT_FIELDS;
 
+/**
+ * The fields this implementation added to the documented v1 vocabulary, by event type (events it
+ * added, `WorkerProbeSucceeded` and `CallDialFailed`, are all new). Readers accept every one of
+ * them absent; replay does not compare one that a recorded event leaves out (docs/event-log.md).
+ */
+export const FIELDS_ADDED_TO_V1: {
+  readonly [K in EventType]?: readonly (keyof (typeof EVENT_FIELDS)[K])[];
+} = {
+  RouterStarted: ['rulesVersion'],
+  WorkerRegistered: ['instanceId', 'containers', 'reportSeq'],
+  WorkerUtilization: ['containers', 'reportSeq'],
+  WorkerProbeFailed: ['error'],
+  ContainerStateChanged: ['reportSeq'],
+  CallRequested: ['tenantId'],
+  CallPlaced: ['sessionId', 'memory'],
+  CallRejected: ['sessionId'],
+  CallBound: ['checkpointId'],
+  CallFinished: ['code'],
+  SessionPinned: ['requestId', 'checkpointId'],
+  Snapshot: ['schemaVersion'],
+};
+
 /** Every event type, in the order of the vocabulary's table (docs/event-log.md). */
 export const EVENT_TYPES = Object.keys(EVENT_FIELDS) as EventType[];
 
@@ -184,9 +226,20 @@ export const EVENT_TYPES = Object.keys(EVENT_FIELDS) as EventType[];
  * catalogue, the recovery), `call:REQUEST` (a call got its turn: its request and placement's
  * decision), `answer:REQUEST` (the worker's first answer named the container), `end:REQUEST` (the
  * call ended), `report:WORKER` (a worker's report), `probe:WORKER` (a failed health probe),
- * `reaper` (a reaper pass). Events of one cause are one append, so they are contiguous.
+ * `reaper` (a reaper pass), `dial:REQUEST` (the router could not open the stream to the worker a
+ * call was placed on: the failed attempt and the call placed again). Events of one cause are one
+ * append, so they are contiguous.
  */
-export const CAUSE_KINDS = ['start', 'call', 'answer', 'end', 'report', 'probe', 'reaper'] as const;
+export const CAUSE_KINDS = [
+  'start',
+  'call',
+  'answer',
+  'end',
+  'report',
+  'probe',
+  'reaper',
+  'dial',
+] as const;
 /** The kind of trigger an append records. */
 export type CauseKind = (typeof CAUSE_KINDS)[number];
 

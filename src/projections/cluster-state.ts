@@ -39,6 +39,11 @@ export interface ContainerRecord {
   readonly checkpointId: string | null;
   /** When it entered its current state. */
   readonly since: string;
+  /**
+   * The worker's report sequence number of the last report that told of it (null: a report that
+   * carried none). A full report older than this never drops or changes the record.
+   */
+  readonly reportSeq: number | null;
 }
 
 /** A worker as the router knows it. */
@@ -51,6 +56,11 @@ export interface WorkerRecord {
   readonly memoryTotal: number | null;
   readonly maxContainers: number | null;
   readonly gpuMemoryTotal: number | null;
+  /**
+   * The worker process that registered (new at each start of the worker); null when its
+   * registration named none. Another live instance may not take the worker's ID.
+   */
+  readonly instanceId: string | null;
   readonly utilization: Utilization | null;
   /** Sum of the memory budgets of calls placed here and not yet finished. */
   readonly reservedMemory: number;
@@ -64,6 +74,26 @@ export interface WorkerRecord {
   readonly containers: ReadonlyMap<string, ContainerRecord>;
   /** Which session is pinned to which of this worker's containers (container ID to session ID). */
   readonly pinnedSessions: ReadonlyMap<string, string>;
+  /**
+   * The containers calls in flight run in (container ID to request ID): a reused container from
+   * placement, a new one once the call is bound. Derived from the reservations.
+   */
+  readonly callContainers: ReadonlyMap<string, string>;
+  /**
+   * Container records that hold a slot with no call in flight in them: idle (`ready`) or kept for
+   * a pinned session. Derived, kept by the fold; the container-count filter reads it.
+   */
+  readonly idleContainers: number;
+  /**
+   * The worker's own count of the slots it holds, from its last load report that listed no
+   * containers (`containerCount`), moved by what the router learned since: +1 for each call placed
+   * in a new container, -1 for each one released that its worker does not keep and for each idle
+   * container removed. Null after a report that listed its containers (their records are then
+   * the worker's word) or before any report.
+   */
+  readonly reportedSlots: number | null;
+  /** The `reportSeq` of the last full report folded (null: none); an older one is stale. */
+  readonly lastFullReportSeq: number | null;
 }
 
 /** Where a session lives. */
@@ -100,6 +130,19 @@ export interface Reservation {
   readonly checkpointId: string | null;
   readonly memory: number;
   readonly since: string;
+  /** Workers earlier attempts of this call could not reach (a failed dial): never tried again. */
+  readonly unreachable: readonly string[];
+}
+
+/** A call requested and waiting for its placement (its first, or again after a failed dial). */
+export interface PendingCall {
+  readonly requestId: string;
+  /** Its session, as requested: what a `CallPlaced` that records none is placed for. */
+  readonly sessionId: string | null;
+  /** The memory budget, bytes: what a `CallPlaced` that records no `memory` reserves. */
+  readonly memory: number;
+  /** Workers earlier attempts of this call could not reach: placement leaves them out. */
+  readonly unreachable: readonly string[];
 }
 
 /** The catalogue in force and its revision. */
@@ -130,6 +173,8 @@ export interface ClusterState {
   readonly workers: ReadonlyMap<string, WorkerRecord>;
   readonly sessions: ReadonlyMap<string, SessionRecord>;
   readonly reservations: ReadonlyMap<string, Reservation>;
+  /** Calls requested and not yet placed or refused, by request ID (usually none between appends). */
+  readonly pendingCalls: ReadonlyMap<string, PendingCall>;
 }
 
 /** The state before any event. */
@@ -145,5 +190,6 @@ export function initialState(): ClusterState {
     workers: new Map(),
     sessions: new Map(),
     reservations: new Map(),
+    pendingCalls: new Map(),
   };
 }

@@ -17,9 +17,17 @@ import { enableMapSet, produce, type Draft } from 'immer';
 import type { SessionExpiryReason } from '../events/schema.js';
 import type { EventOf } from '../events/types.js';
 import { assertNever, type ClusterEvent } from '../events/types.js';
+import { memoryBudget } from '../shared/call-budget.js';
 import { configInForce } from '../shared/config.js';
-import type { ClusterState, SessionRecord, WorkerRecord } from './cluster-state.js';
+import type {
+  ClusterState,
+  ContainerRecord,
+  Reservation,
+  SessionRecord,
+  WorkerRecord,
+} from './cluster-state.js';
 import { isLive } from './queries.js';
+import { isStaleContainerReport, reconcile, type ContainerEntry } from './reconcile.js';
 import { restoreSnapshot } from './snapshot.js';
 import { IGNORE_CHANGES, type WorkerChangeSink } from './worker-changes.js';
 
@@ -77,6 +85,11 @@ export function applyEvent(
       if (worker) worker.probeFailures = event.consecutive;
       break;
     }
+    case 'WorkerProbeSucceeded': {
+      const worker = liveWorker(state, event.workerId, changes);
+      if (worker) worker.probeFailures = 0;
+      break;
+    }
     case 'WorkerEvicted':
       evictWorker(state, event, changes);
       break;
@@ -91,16 +104,25 @@ export function applyEvent(
       break;
     }
     case 'CallRequested':
+      state.pendingCalls.set(event.requestId, {
+        requestId: event.requestId,
+        sessionId: event.sessionId === '' ? null : event.sessionId,
+        memory: memoryBudget(event.demand.memory, state.config.DEFAULT_MEMORY),
+        unreachable: [],
+      });
+      break;
     case 'CallRejected':
+      state.pendingCalls.delete(event.requestId);
       break;
     case 'CallPlaced':
       reserve(state, event, changes);
       break;
-    case 'CallBound': {
-      const reservation = state.reservations.get(event.requestId);
-      if (reservation) reservation.containerId = event.containerId;
+    case 'CallDialFailed':
+      releaseAttempt(state, event, changes);
       break;
-    }
+    case 'CallBound':
+      bind(state, event, changes);
+      break;
     case 'CallFinished':
       release(state, event.requestId, !event.ok, changes);
       break;
@@ -150,6 +172,18 @@ function registerWorker(
   changes: WorkerChangeSink,
 ): void {
   const known = state.workers.get(event.workerId);
+  changes.workerChanged(event.workerId);
+  const instanceId = event.instanceId ?? known?.instanceId ?? null;
+  const restarted =
+    known !== undefined &&
+    event.instanceId !== null &&
+    known.instanceId !== null &&
+    known.instanceId !== event.instanceId;
+  // A new process of the worker: the old one's containers and sessions end as in an eviction.
+  if (known && restarted && isLive(known)) endContainers(state, known, event, changes);
+  // Only a probe proves the router reaches the worker; a registration resets the count only for
+  // another process or another address.
+  const moved = !known || restarted || known.address !== event.address;
   const capacity = {
     address: event.address,
     status: event.status,
@@ -158,25 +192,42 @@ function registerWorker(
     memoryTotal: event.memoryTotal,
     maxContainers: event.maxContainers,
     gpuMemoryTotal: event.gpuMemoryTotal,
-    probeFailures: 0,
+    instanceId,
+    probeFailures: moved ? 0 : known.probeFailures,
     lastHeardAt: event.at,
     evictedReason: null,
   };
-  changes.workerChanged(event.workerId);
+  let worker: Worker;
   if (known) {
     Object.assign(known, capacity);
-    return;
+    if (restarted) {
+      known.containers.clear();
+      known.pinnedSessions.clear();
+      known.reportedSlots = null;
+      known.lastFullReportSeq = null;
+    }
+    worker = known;
+  } else {
+    state.workers.set(event.workerId, {
+      workerId: event.workerId,
+      ...capacity,
+      utilization: null,
+      reservedMemory: 0,
+      inFlight: 0,
+      registeredAt: event.at,
+      containers: new Map(),
+      pinnedSessions: new Map(),
+      callContainers: new Map(),
+      idleContainers: 0,
+      reportedSlots: null,
+      lastFullReportSeq: null,
+    });
+    worker = state.workers.get(event.workerId) as Worker;
   }
-  state.workers.set(event.workerId, {
-    workerId: event.workerId,
-    ...capacity,
-    utilization: null,
-    reservedMemory: 0,
-    inFlight: 0,
-    registeredAt: event.at,
-    containers: new Map(),
-    pinnedSessions: new Map(),
-  });
+  if (event.containers !== null) {
+    applyFullReport(state, worker, event.containers, event.reportSeq, event, changes);
+  }
+  recount(worker);
 }
 
 function reportUtilization(
@@ -195,7 +246,77 @@ function reportUtilization(
     at: event.at,
   };
   worker.lastHeardAt = event.at;
-  worker.probeFailures = 0;
+  if (event.containers === null) {
+    // A count alone: the floor of what the container-count filter counts until the next report.
+    worker.reportedSlots = event.containerCount;
+    return;
+  }
+  applyFullReport(state, worker, event.containers, event.reportSeq, event, changes);
+  recount(worker);
+}
+
+/**
+ * A full report: records it no longer lists are dropped (their sessions expire), those it lists
+ * added or updated, unless the router heard of them after it was taken (`reconcile.ts`).
+ */
+function applyFullReport(
+  state: State,
+  worker: Worker,
+  entries: readonly ContainerEntry[],
+  reportSeq: number | null,
+  cause: ClusterEvent,
+  changes: WorkerChangeSink,
+): void {
+  const { stale, dropped, kept } = reconcile(worker, entries, reportSeq);
+  if (stale) return;
+  for (const containerId of dropped) {
+    dropContainer(state, worker, containerId, cause, 'container_removed', changes);
+  }
+  for (const entry of kept) {
+    setContainer(worker, entry.containerId, entry.state, entry.checkpointId, reportSeq, cause.at);
+  }
+  worker.reportedSlots = null;
+  if (reportSeq !== null) worker.lastFullReportSeq = reportSeq;
+}
+
+/** Adds a container record or updates it (`since` moves only when the state changes). */
+function setContainer(
+  worker: Worker,
+  containerId: string,
+  state: ContainerRecord['state'],
+  checkpointId: string | null,
+  reportSeq: number | null,
+  at: string,
+): void {
+  const known = worker.containers.get(containerId);
+  if (known) {
+    if (known.state !== state) known.since = at;
+    known.state = state;
+    known.checkpointId = checkpointId;
+    if (reportSeq !== null) known.reportSeq = reportSeq;
+    return;
+  }
+  worker.containers.set(containerId, { containerId, state, checkpointId, since: at, reportSeq });
+}
+
+/**
+ * Counts the container records that hold a slot with no call in flight in them: idle ones, and
+ * those kept for a pinned session. A record whose call ended and that no session keeps is one
+ * its worker is destroying (or one a dead router never heard the end of): it holds nothing.
+ */
+function recount(worker: Worker): void {
+  let idle = 0;
+  for (const record of worker.containers.values()) {
+    if (worker.callContainers.has(record.containerId)) continue;
+    if (record.state === 'ready' || worker.pinnedSessions.has(record.containerId)) idle += 1;
+  }
+  worker.idleContainers = idle;
+}
+
+/** Moves the worker's reported slot count (when it has one) by `delta`, never below 0. */
+function moveReportedSlots(worker: Worker, delta: number): void {
+  if (worker.reportedSlots === null) return;
+  worker.reportedSlots = Math.max(0, worker.reportedSlots + delta);
 }
 
 function evictWorker(
@@ -205,13 +326,26 @@ function evictWorker(
 ): void {
   const worker = liveWorker(state, event.workerId, changes);
   if (!worker) return;
-  for (const sessionId of [...worker.pinnedSessions.values()]) {
-    expireSession(state, sessionId, 'worker_evicted', event, changes);
-  }
+  endContainers(state, worker, event, changes);
   worker.status = 'evicted';
   worker.evictedReason = event.reason;
+}
+
+/** The worker's containers are gone: every session pinned there expires, every record goes. */
+function endContainers(
+  state: State,
+  worker: Worker,
+  cause: ClusterEvent,
+  changes: WorkerChangeSink,
+): void {
+  changes.workerChanged(worker.workerId);
+  for (const sessionId of [...worker.pinnedSessions.values()]) {
+    expireSession(state, sessionId, 'worker_evicted', cause, changes);
+  }
   worker.containers.clear();
   worker.pinnedSessions.clear();
+  worker.reportedSlots = null;
+  recount(worker);
 }
 
 function changeContainer(
@@ -222,23 +356,20 @@ function changeContainer(
   const worker = liveWorker(state, event.workerId, changes);
   if (!worker) return;
   worker.lastHeardAt = event.at;
+  if (isStaleContainerReport(worker, event.containerId, event.reportSeq)) return;
   if (event.state === 'removed') {
     dropContainer(state, worker, event.containerId, event, 'container_removed', changes);
     return;
   }
-  const known = worker.containers.get(event.containerId);
-  if (known) {
-    if (known.state !== event.state) known.since = event.at;
-    known.state = event.state;
-    known.checkpointId = event.checkpointId;
-    return;
-  }
-  worker.containers.set(event.containerId, {
-    containerId: event.containerId,
-    state: event.state,
-    checkpointId: event.checkpointId,
-    since: event.at,
-  });
+  setContainer(
+    worker,
+    event.containerId,
+    event.state,
+    event.checkpointId,
+    event.reportSeq,
+    event.at,
+  );
+  recount(worker);
 }
 
 function dropContainer(
@@ -249,26 +380,102 @@ function dropContainer(
   reason: SessionExpiryReason,
   changes: WorkerChangeSink,
 ): void {
+  const record = worker.containers.get(containerId);
+  if (record && record.state === 'ready' && !worker.callContainers.has(containerId)) {
+    moveReportedSlots(worker, -1);
+  }
   worker.containers.delete(containerId);
   const sessionId = worker.pinnedSessions.get(containerId);
   if (sessionId !== undefined) expireSession(state, sessionId, reason, cause, changes);
+  recount(worker);
 }
 
 function reserve(state: State, event: EventOf<'CallPlaced'>, changes: WorkerChangeSink): void {
   if (state.reservations.has(event.requestId)) return;
+  const pending = state.pendingCalls.get(event.requestId);
+  // A log in the documented vocabulary records no `memory` nor session: the call's, as requested.
+  const memory = event.memory ?? pending?.memory ?? state.config.DEFAULT_MEMORY;
+  state.pendingCalls.delete(event.requestId);
   state.reservations.set(event.requestId, {
     requestId: event.requestId,
-    sessionId: event.sessionId,
+    sessionId: event.sessionId ?? pending?.sessionId ?? null,
     workerId: event.workerId,
     containerId: event.containerId,
     checkpointId: event.checkpointId,
-    memory: event.memory,
+    memory,
     since: event.at,
+    unreachable: [...(pending?.unreachable ?? [])],
   });
   const worker = workerToChange(state, event.workerId, changes);
   if (worker) {
     worker.inFlight += 1;
-    worker.reservedMemory += event.memory;
+    worker.reservedMemory += memory;
+    if (event.containerId === null) moveReportedSlots(worker, 1);
+    else worker.callContainers.set(event.containerId, event.requestId);
+    recount(worker);
+  }
+}
+
+/** The worker's first answer names the container the call runs in. */
+function bind(state: State, event: EventOf<'CallBound'>, changes: WorkerChangeSink): void {
+  const reservation = state.reservations.get(event.requestId);
+  if (!reservation) return;
+  const worker = workerToChange(state, reservation.workerId, changes);
+  if (worker) {
+    unbindCall(worker, reservation.containerId, reservation.requestId);
+    worker.callContainers.set(event.containerId, event.requestId);
+  }
+  reservation.containerId = event.containerId;
+  if (worker) recount(worker);
+}
+
+/** Forgets that call `requestId` runs in `containerId`, if it does. */
+function unbindCall(worker: Worker, containerId: string | null, requestId: string): void {
+  if (containerId !== null && worker.callContainers.get(containerId) === requestId) {
+    worker.callContainers.delete(containerId);
+  }
+}
+
+/** Takes the reservation away and gives its worker the memory and the call slot back. */
+function takeReservation(
+  state: State,
+  requestId: string,
+  changes: WorkerChangeSink,
+): { reservation: Draft<Reservation>; worker: Worker | undefined } | undefined {
+  const reservation = state.reservations.get(requestId);
+  if (!reservation) return undefined;
+  state.reservations.delete(requestId);
+  const worker = workerToChange(state, reservation.workerId, changes);
+  if (worker) {
+    worker.inFlight = Math.max(0, worker.inFlight - 1);
+    worker.reservedMemory = Math.max(0, worker.reservedMemory - reservation.memory);
+    unbindCall(worker, reservation.containerId, requestId);
+  }
+  return { reservation, worker };
+}
+
+/**
+ * A dial failed: the attempt's reservation is released and the call waits for its next placement,
+ * which leaves out every worker it could not reach; a new container that was never made gives its
+ * slot back.
+ */
+function releaseAttempt(
+  state: State,
+  event: EventOf<'CallDialFailed'>,
+  changes: WorkerChangeSink,
+): void {
+  const taken = takeReservation(state, event.requestId, changes);
+  if (!taken) return;
+  const { reservation, worker } = taken;
+  state.pendingCalls.set(event.requestId, {
+    requestId: event.requestId,
+    sessionId: reservation.sessionId,
+    memory: reservation.memory,
+    unreachable: [...reservation.unreachable, event.workerId],
+  });
+  if (worker) {
+    if (reservation.containerId === null) moveReportedSlots(worker, -1);
+    recount(worker);
   }
 }
 
@@ -278,17 +485,24 @@ function release(
   failed: boolean,
   changes: WorkerChangeSink,
 ): void {
-  const reservation = state.reservations.get(requestId);
-  if (!reservation) return;
-  state.reservations.delete(requestId);
-  const worker = workerToChange(state, reservation.workerId, changes);
+  const taken = takeReservation(state, requestId, changes);
+  if (!taken) return;
+  const { reservation, worker } = taken;
+  const session =
+    reservation.sessionId === null ? undefined : state.sessions.get(reservation.sessionId);
   if (worker) {
-    worker.inFlight = Math.max(0, worker.inFlight - 1);
-    worker.reservedMemory = Math.max(0, worker.reservedMemory - reservation.memory);
+    // The worker keeps a call's container only for its session after a call that succeeded.
+    const kept =
+      !failed &&
+      session?.pin !== null &&
+      session?.pin !== undefined &&
+      session.pin.workerId === reservation.workerId &&
+      session.pin.containerId === reservation.containerId;
+    if (!kept) moveReportedSlots(worker, -1);
+    recount(worker);
   }
-  if (!failed || reservation.sessionId === null) return;
-  const session = state.sessions.get(reservation.sessionId);
-  if (session && session.pinnedBy === requestId) unpin(state, session, changes);
+  if (!failed || !session) return;
+  if (session.pinnedBy === requestId) unpin(state, session, changes);
 }
 
 function pinSession(
@@ -310,9 +524,16 @@ function pinSession(
     containerId: event.containerId,
     checkpointId: event.checkpointId,
   };
-  session.pinnedBy = event.requestId;
+  // A log in the documented vocabulary names no request: the call running in the container made it.
+  session.pinnedBy =
+    event.requestId ??
+    state.workers.get(event.workerId)?.callContainers.get(event.containerId) ??
+    null;
   const worker = workerToChange(state, event.workerId, changes);
-  worker?.pinnedSessions.set(event.containerId, event.sessionId);
+  if (worker) {
+    worker.pinnedSessions.set(event.containerId, event.sessionId);
+    recount(worker);
+  }
 }
 
 function unpin(state: State, session: Draft<SessionRecord>, changes: WorkerChangeSink): void {
@@ -320,7 +541,9 @@ function unpin(state: State, session: Draft<SessionRecord>, changes: WorkerChang
   if (pin) {
     const worker = state.workers.get(pin.workerId);
     if (worker && worker.pinnedSessions.get(pin.containerId) === session.sessionId) {
-      workerToChange(state, pin.workerId, changes)?.pinnedSessions.delete(pin.containerId);
+      changes.workerChanged(pin.workerId);
+      worker.pinnedSessions.delete(pin.containerId);
+      recount(worker);
     }
   }
   session.pin = null;

@@ -22,6 +22,29 @@ export function heldContainers(worker: WorkerRecord): number {
 }
 
 /**
+ * Container slots the router sees taken on the worker: each call in flight once (in its own
+ * container or one it reuses, reported or not yet), plus each container holding a slot with no
+ * call in it (idle, or kept for a pinned session). Containers whose call ended and that no
+ * session keeps are being destroyed and hold none.
+ */
+export function slotsSeen(worker: Pick<WorkerRecord, 'inFlight' | 'idleContainers'>): number {
+  return worker.inFlight + worker.idleContainers;
+}
+
+/**
+ * Container slots the container-count filter counts: what the router sees, never less than what
+ * the worker's own last count (a report that listed no containers) comes to with what the router
+ * learned since.
+ */
+export function slotsCounted(
+  worker: Pick<WorkerRecord, 'inFlight' | 'idleContainers' | 'reportedSlots'>,
+): number {
+  const seen = slotsSeen(worker);
+  const reported = worker.reportedSlots ?? 0;
+  return seen > reported ? seen : reported;
+}
+
+/**
  * Whether the worker is live: the router has not evicted it. The one definition: events about
  * a worker that is not live change nothing, and only live workers are probed, reaped or dialed.
  */

@@ -28,6 +28,7 @@ const ContainerSchema = T.Object({
   state: literals(CONTAINER_RECORD_STATES),
   checkpointId: Nullable(Text),
   since: Text,
+  reportSeq: Nullable(Count),
 });
 
 const WorkerSchema = T.Object({
@@ -57,6 +58,11 @@ const WorkerSchema = T.Object({
   evictedReason: Nullable(literals(EVICTION_REASONS)),
   containers: T.Record(T.String(), ContainerSchema),
   pinnedSessions: T.Record(T.String(), Text),
+  instanceId: Nullable(Text),
+  callContainers: T.Record(T.String(), Text),
+  idleContainers: Count,
+  reportedSlots: Nullable(Count),
+  lastFullReportSeq: Nullable(Count),
 });
 
 const SessionSchema = T.Object({
@@ -74,6 +80,14 @@ const ReservationSchema = T.Object({
   checkpointId: Nullable(Text),
   memory: Count,
   since: Text,
+  unreachable: T.Array(Text),
+});
+
+const PendingCallSchema = T.Object({
+  requestId: Text,
+  sessionId: Nullable(Text),
+  memory: Count,
+  unreachable: T.Array(Text),
 });
 
 /** The JSON schema of a snapshot's `state`. */
@@ -89,6 +103,7 @@ export const ClusterStateSchema = T.Object({
   workers: T.Record(T.String(), WorkerSchema),
   sessions: T.Record(T.String(), SessionSchema),
   reservations: T.Record(T.String(), ReservationSchema),
+  pendingCalls: T.Record(T.String(), PendingCallSchema),
 });
 
 /** A state as JSON: what a `Snapshot` event carries (Maps become objects keyed by ID). */
@@ -97,8 +112,8 @@ export type ClusterStateJson = Static<typeof ClusterStateSchema>;
 type Jsonified<T> =
   T extends ReadonlyMap<string, infer V>
     ? Record<string, Jsonified<V>>
-    : T extends readonly unknown[]
-      ? T
+    : T extends readonly (infer U)[]
+      ? U[]
       : T extends object
         ? { -readonly [K in keyof T]: Jsonified<T[K]> }
         : T;
@@ -119,21 +134,86 @@ const mapOf = <V, W>(record: Record<string, V>, convert: (value: V) => W): Map<s
 const recordOf = <V, W>(map: ReadonlyMap<string, V>, convert: (value: V) => W): Record<string, W> =>
   Object.fromEntries([...map].map(([key, value]) => [key, convert(value)]));
 
-/** The state a JSON snapshot describes (not checked: see `restoreSnapshot`). */
+/**
+ * The state a JSON snapshot describes (not checked: see `restoreSnapshot`). What the state derives
+ * from other parts (which container each call runs in, the idle containers each worker holds) is
+ * derived again, so a snapshot cannot carry a count that disagrees with its records.
+ */
 export function stateFromJson(json: ClusterStateJson): ClusterState {
   const copy = structuredClone(json);
+  const callContainers = new Map<string, Map<string, string>>();
+  for (const reservation of Object.values(copy.reservations)) {
+    if (reservation.containerId === null) continue;
+    const calls = callContainers.get(reservation.workerId) ?? new Map<string, string>();
+    calls.set(reservation.containerId, reservation.requestId);
+    callContainers.set(reservation.workerId, calls);
+  }
   return {
     ...copy,
     config: configInForce(copy.config),
     rulesVersion: copy.rulesVersion ?? null,
-    workers: mapOf(copy.workers, (worker) => ({
-      ...worker,
-      containers: mapOf(worker.containers, (container) => container),
-      pinnedSessions: mapOf(worker.pinnedSessions, (sessionId) => sessionId),
-    })),
+    workers: mapOf(copy.workers, (worker) => {
+      const calls = callContainers.get(worker.workerId) ?? new Map<string, string>();
+      const containers = mapOf(worker.containers, (container) => container);
+      const pinnedSessions = mapOf(worker.pinnedSessions, (sessionId) => sessionId);
+      let idleContainers = 0;
+      for (const container of containers.values()) {
+        if (calls.has(container.containerId)) continue;
+        if (container.state === 'ready' || pinnedSessions.has(container.containerId)) {
+          idleContainers += 1;
+        }
+      }
+      return { ...worker, containers, pinnedSessions, callContainers: calls, idleContainers };
+    }),
     sessions: mapOf(copy.sessions, (session) => session),
     reservations: mapOf(copy.reservations, (reservation) => reservation),
+    pendingCalls: mapOf(copy.pendingCalls, (call) => call),
   };
+}
+
+/**
+ * A snapshot state written by an earlier version, with the parts it predates at their defaults:
+ * container report numbers, worker instances and slot counts, and the budgets of requested calls.
+ */
+function withDefaults(state: unknown): unknown {
+  if (typeof state !== 'object' || state === null) return state;
+  const value = { ...(state as Record<string, unknown>) };
+  value.pendingCalls ??= {};
+  const reservations = value.reservations;
+  if (typeof reservations === 'object' && reservations !== null) {
+    value.reservations = Object.fromEntries(
+      Object.entries(reservations as Record<string, unknown>).map(([id, reservation]) =>
+        typeof reservation === 'object' && reservation !== null
+          ? [id, { unreachable: [], ...(reservation as Record<string, unknown>) }]
+          : [id, reservation],
+      ),
+    );
+  }
+  const workers = value.workers;
+  if (typeof workers !== 'object' || workers === null) return value;
+  value.workers = Object.fromEntries(
+    Object.entries(workers as Record<string, unknown>).map(([id, worker]) => {
+      if (typeof worker !== 'object' || worker === null) return [id, worker];
+      const record = { ...(worker as Record<string, unknown>) };
+      record.instanceId ??= null;
+      record.callContainers ??= {};
+      record.idleContainers ??= 0;
+      record.reportedSlots ??= null;
+      record.lastFullReportSeq ??= null;
+      const containers = record.containers;
+      if (typeof containers === 'object' && containers !== null) {
+        record.containers = Object.fromEntries(
+          Object.entries(containers as Record<string, unknown>).map(([cid, container]) =>
+            typeof container === 'object' && container !== null
+              ? [cid, { reportSeq: null, ...(container as Record<string, unknown>) }]
+              : [cid, container],
+          ),
+        );
+      }
+      return [id, record];
+    }),
+  );
+  return value;
 }
 
 /** A detached JSON copy of a state, as a `Snapshot` event carries it and `replay state` prints it. */
@@ -144,19 +224,28 @@ export function stateToJson(state: ClusterState): ClusterStateJson {
       ...worker,
       containers: recordOf(worker.containers, (container) => container),
       pinnedSessions: recordOf(worker.pinnedSessions, (sessionId) => sessionId),
+      callContainers: recordOf(worker.callContainers, (requestId) => requestId),
     })),
     sessions: recordOf(state.sessions, (session) => session),
-    reservations: recordOf(state.reservations, (reservation) => reservation),
+    reservations: recordOf(state.reservations, (reservation) => ({
+      ...reservation,
+      unreachable: [...reservation.unreachable],
+    })),
+    pendingCalls: recordOf(state.pendingCalls, (call) => ({
+      ...call,
+      unreachable: [...call.unreachable],
+    })),
   });
 }
 
 /** The state a `Snapshot` event carries, checked, detached from the event, as of its seq. */
 export function restoreSnapshot(event: EventOf<'Snapshot'>): ClusterState {
-  if (!checkState.Check(event.state)) {
-    const { field, problem } = explainMismatch(checkState, event.state);
+  const state = withDefaults(event.state);
+  if (!checkState.Check(state)) {
+    const { field, problem } = explainMismatch(checkState, state);
     throw new InvalidEventError({ seq: event.seq }, field ? `state.${field}` : 'state', problem);
   }
-  return { ...stateFromJson(event.state), lastSeq: event.seq };
+  return { ...stateFromJson(state), lastSeq: event.seq };
 }
 
 /** A detached JSON copy of a state, as a `Snapshot` event carries it. */

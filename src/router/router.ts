@@ -165,7 +165,6 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
 
   let server: Server | undefined;
   let metricsServer: MetricsServer | undefined;
-  let prober: Prober | undefined;
   const connections = new WorkerConnections(workerChannelCredentials(options.workerCa));
   try {
     const interceptors: ServerInterceptor[] = [
@@ -193,11 +192,31 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
       metrics,
       workerMetadata: credentials.workerMetadata,
     };
+    // Built before the services (a registration asks it whether a worker ID's holder still
+    // answers), started only once the start is recorded.
+    const probes = new Prober({
+      dialsTls: options.workerCa !== undefined,
+      journal,
+      connections,
+      config,
+      clock,
+      logger,
+      metrics,
+      workerMetadata: credentials.workerMetadata,
+    });
     // Every request the router decodes, it answers: undecodable bytes get INVALID_ARGUMENT.
     const serve = (definition: ServiceDefinition, implementation: UntypedServiceImplementation) =>
       server?.addService(...decodingService(definition, implementation));
     server.addService(RelayProxyService, proxyService(callPath, credentials));
-    serve(RegistryServiceService, registryService({ journal, logger, credentials }));
+    serve(
+      RegistryServiceService,
+      registryService({
+        journal,
+        logger,
+        credentials,
+        answersProbe: (holder) => probes.answers(holder),
+      }),
+    );
     serve(
       AdminServiceService,
       adminService({
@@ -205,7 +224,7 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
         live: () => ({
           callsInFlight: active.inFlight,
           callsWaiting: turns.waiting,
-          probeProblems: prober?.lastProblems,
+          probeProblems: probes.lastProblems,
         }),
         credentials,
         logger,
@@ -248,16 +267,6 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
       'router recovered its state from the log',
     );
 
-    prober = new Prober({
-      dialsTls: options.workerCa !== undefined,
-      journal,
-      connections,
-      config,
-      clock,
-      logger,
-      metrics,
-      workerMetadata: credentials.workerMetadata,
-    });
     const reaper = new ReaperTimer({
       journal,
       config,
@@ -265,8 +274,7 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
       logger,
       onPass: () => connections.retain(liveAddresses(log.state)),
     });
-    const probing = prober;
-    probing.start();
+    probes.start();
     reaper.start();
     for (const name of HEALTH_SERVICES) health.setStatus(name, 'SERVING');
     const inForce = credentials.summary();
@@ -309,9 +317,9 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
         return turns.waiting;
       },
       get probeProblems() {
-        return probing.lastProblems;
+        return probes.lastProblems;
       },
-      probeNow: () => probing.probeAll(),
+      probeNow: () => probes.probeAll(),
       reloadCredentials() {
         const summary = credentials.reload();
         for (const warning of summary.warnings) logger.warn(warning);
@@ -323,7 +331,7 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
       },
       close(graceMs = 5_000) {
         closing ??= (async () => {
-          probing.stop();
+          probes.stop();
           reaper.stop();
           for (const name of HEALTH_SERVICES) health.setStatus(name, 'NOT_SERVING');
           await shutdown(running, active, graceMs);

@@ -52,7 +52,11 @@ export const SETTINGS = {
     default: 5_000,
     help: 'how often the router health-checks a worker',
   },
-  PROBE_TIMEOUT: { kind: 'duration', default: 2_000, help: 'deadline of one health check' },
+  PROBE_TIMEOUT: {
+    kind: 'duration',
+    default: 2_000,
+    help: 'deadline of one health check, and of connecting to a worker for a call',
+  },
   PROBE_FAILURE_THRESHOLD: {
     kind: 'count',
     default: 3,

@@ -3,6 +3,7 @@
  * it or the checkpoints changed), the utilization heartbeat, container state changes, and the
  * REMOVED report when it leaves.
  */
+import { status as grpcStatus, type ServiceError } from '@grpc/grpc-js';
 import type { Logger } from 'pino';
 import type {
   ReportContainerStateRequest,
@@ -17,6 +18,11 @@ export interface RouterLinkSources {
   readonly status: () => ReportStatusRequest;
   /** The utilization report as of now. */
   readonly utilization: () => Promise<ReportUtilizationRequest>;
+  /**
+   * The router refused this process the worker ID (`ALREADY_EXISTS`: another live process holds
+   * it), with its message.
+   */
+  readonly displaced: (message: string) => void;
 }
 
 /** Reports to the router, in order. */
@@ -47,6 +53,12 @@ export class RouterLink {
         await this.registry.reportStatus(status);
         this.log.info({ why, checkpoints: status.checkpoints }, 'reported status again');
       } catch (error) {
+        if ((error as ServiceError).code === grpcStatus.ALREADY_EXISTS) {
+          this.leaving = true;
+          if (this.utilizationTimer) clearInterval(this.utilizationTimer);
+          this.sources.displaced((error as ServiceError).details);
+          return;
+        }
         this.log.warn({ why, error: (error as Error).message }, 'status report failed');
       }
     });

@@ -2,6 +2,7 @@
  * A worker process assembled: startup checks, checkpoints, the container pool, the gRPC server
  * (ExecutionService and health), registration, the utilization heartbeat, graceful shutdown.
  */
+import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -9,7 +10,14 @@ import { Server } from '@grpc/grpc-js';
 import type { Logger } from 'pino';
 import { decodingService } from '../shared/wire-decoding.js';
 import { ExecutionServiceService } from '../proto/gen/readie/v1/execution.js';
-import { Flavor, WorkerStatus, type ReportStatusRequest } from '../proto/gen/readie/v1/registry.js';
+import {
+  ContainerState,
+  Flavor,
+  WorkerStatus,
+  type ContainerEntry,
+  type ReportStatusRequest,
+  type ReportUtilizationRequest,
+} from '../proto/gen/readie/v1/registry.js';
 import { selectBackend } from './backend-selection.js';
 import {
   checkpointsFor,
@@ -26,6 +34,7 @@ import { WorkerHealth } from './health.js';
 import { WorkerCredentials } from './credentials.js';
 import { gpuMemoryInUse } from './gpu-memory.js';
 import { CpuSampler, GpuMemoryReader, probePython } from './machine.js';
+import { lockCgroupParent, lockStateDir, type ProcessLock } from './process-lock.js';
 import { advertisedAddress, type WorkerOptions } from './options.js';
 import { findInstaller, type Installer } from './packages/index.js';
 import { RegistryClient } from './registry/index.js';
@@ -37,7 +46,6 @@ import {
   type ContainerCgroups,
   type IdentitySource,
 } from './sandbox/index.js';
-import { StateDirLock } from './state-lock.js';
 import {
   findSlirp4netns,
   openCgroups,
@@ -96,7 +104,6 @@ export class Worker {
   private readonly cpu = new CpuSampler();
   private stopping: Promise<void> | null = null;
   private cgroups: ContainerCgroups | null = null;
-  private stateLock: StateDirLock | null = null;
   private server: Server | null = null;
   private router: RouterLink | null = null;
   private gpu: GpuMemoryReader | null = null;
@@ -108,6 +115,14 @@ export class Worker {
   private python = '';
   private restoreBackend: RestoreBackend | null = null;
   private containers: ContainerPool | null = null;
+  /** This process among every start of the worker: reports name it, so the router tells them apart. */
+  readonly instanceId = randomUUID();
+  /** The number of the last report taken (each report is numbered when it is made). */
+  private reportSeq = 0;
+  /** Told when the router refuses this process the worker ID (another live one holds it). */
+  private displaced: (message: string) => void = () => undefined;
+  /** This process's claims on its state directory and parent cgroup (released at stop). */
+  private readonly locks: ProcessLock[] = [];
 
   /** host:port reported to the router. */
   get address(): string {
@@ -190,7 +205,9 @@ export class Worker {
       throw new WorkerStartupError((error as Error).message);
     }
 
-    this.stateLock = await StateDirLock.acquire(options.stateDir);
+    // Before anything is cleaned up: a second process with this worker's cgroup or state
+    // directory must not kill the first one's containers.
+    await this.lockResources();
 
     const problems: string[] = [];
     const python = await probePython(options.python);
@@ -256,6 +273,14 @@ export class Worker {
     return { policy, identities, slirp4netns: slirp.path };
   }
 
+  /** Claims the parent cgroup and the state directory for this process (one worker each). */
+  private async lockResources(): Promise<void> {
+    const { options } = this;
+    this.locks.push(await lockCgroupParent(options.cgroupParent, options.workerId));
+    const stateLock = await lockStateDir(options.stateDir);
+    if (stateLock !== null) this.locks.push(stateLock);
+  }
+
   /**
    * Chooses the restore backend, builds the checkpoints, and makes the container pool; returns
    * what is wrong instead when the backend asked for is unusable.
@@ -304,7 +329,13 @@ export class Worker {
       standbyPerCheckpoint: options.standbyPerCheckpoint,
       standbyMemory: options.config.DEFAULT_MEMORY,
       dialTimeoutMs: options.config.DIAL_TOTAL_TIMEOUT,
-      report: (report) => this.router?.containerState({ workerId: options.workerId, ...report }),
+      report: (report) =>
+        this.router?.containerState({
+          workerId: options.workerId,
+          ...report,
+          instanceId: this.instanceId,
+          reportSeq: this.nextReportSeq(),
+        }),
       log,
     });
     this.logTiers();
@@ -430,23 +461,68 @@ export class Worker {
       registry,
       {
         status: () => this.statusRequest(),
-        utilization: async () => ({
-          workerId: options.workerId,
-          memoryUsed: (await this.pool?.memoryUsed()) ?? 0,
-          containerCount: this.pool?.count ?? 0,
-          cpuUsed: this.cpu.sample(),
-          cpuTotal: this.cpu.total,
-          gpuMemoryUsed: gpuMemoryInUse(
-            this.pool?.gpuMemoryHeld() ?? 0,
-            (await this.gpu?.read()) ?? null,
-          ),
-        }),
+        utilization: () => this.utilizationRequest(),
+        displaced: (message) => this.leaveDisplaced(message),
       },
       this.log,
     );
     this.router = router;
     await router.register();
     return router;
+  }
+
+  /** The next report number: taken in the same turn as what the report says. */
+  private nextReportSeq(): number {
+    this.reportSeq += 1;
+    return this.reportSeq;
+  }
+
+  /** Every container held for calls and sessions, as a full report lists it. */
+  private containerEntries(): ContainerEntry[] {
+    return (this.pool?.held() ?? []).map((held) => ({
+      containerId: held.containerId,
+      state:
+        held.state === 'busy'
+          ? ContainerState.CONTAINER_STATE_BUSY
+          : ContainerState.CONTAINER_STATE_READY,
+      checkpointId: held.checkpointId,
+    }));
+  }
+
+  /**
+   * The load report as of now: a full report, listing every container held, numbered in the same
+   * turn as the list is read (the measurements that need waiting are taken first).
+   */
+  async utilizationRequest(): Promise<ReportUtilizationRequest> {
+    const memoryUsed = (await this.pool?.memoryUsed()) ?? 0;
+    const gpuReading = (await this.gpu?.read()) ?? null;
+    return {
+      workerId: this.options.workerId,
+      memoryUsed,
+      containerCount: this.pool?.count ?? 0,
+      cpuUsed: this.cpu.sample(),
+      cpuTotal: this.cpu.total,
+      gpuMemoryUsed: gpuMemoryInUse(this.pool?.gpuMemoryHeld() ?? 0, gpuReading),
+      instanceId: this.instanceId,
+      containers: this.containerEntries(),
+      reportSeq: this.nextReportSeq(),
+    };
+  }
+
+  /**
+   * Called with the router's refusal, once the worker has stopped, when another live process
+   * holds this worker's ID (the router keeps the registration it has): `readie worker` exits.
+   */
+  onDisplaced(listener: (message: string) => void): void {
+    this.displaced = listener;
+  }
+
+  /** Another live process holds this worker's ID: stop (without reporting REMOVED for it). */
+  private leaveDisplaced(message: string): void {
+    this.log.fatal({ problem: message }, 'the router refused this worker process its ID: stopping');
+    void this.stop({ report: false })
+      .catch(() => undefined)
+      .then(() => this.displaced(message));
   }
 
   /** The status report as of now. */
@@ -465,6 +541,9 @@ export class Worker {
       checkpoints: ready ? (this.backend?.held() ?? []) : [],
       pythonVersion: this.pythonVersion,
       restoreBackend: this.backend?.description ?? '',
+      instanceId: this.instanceId,
+      containers: status === WorkerStatus.WORKER_STATUS_REMOVED ? [] : this.containerEntries(),
+      reportSeq: this.nextReportSeq(),
     };
   }
 
@@ -506,7 +585,7 @@ export class Worker {
       ]);
     }
     await this.cgroups?.close();
-    await this.stateLock?.release();
+    await Promise.all(this.locks.splice(0).map((lock) => lock.release()));
     log.info('worker stopped');
   }
 }

@@ -63,6 +63,10 @@ class Given {
   now = START_MS;
   readonly handling = new Set<string>();
   readonly recorded: NewEvent[] = [];
+  /** Workers the shell cannot connect to: their dials fail; every other one connects. */
+  readonly unreachable = new Set<string>();
+  /** Leave dials unanswered (the test answers them). */
+  manualDial = false;
 
   constructor(events: readonly NewEvent[], clientDeadline = Infinity) {
     for (const event of events) this.fold(event, null);
@@ -98,6 +102,15 @@ class Given {
         }
       }
       if (effect.type === 'record-decision') effects.push(...this.when({ type: 'recorded' }));
+      if (effect.type === 'dial-worker' && !this.manualDial) {
+        effects.push(
+          ...this.when(
+            this.unreachable.has(effect.workerId)
+              ? { type: 'dial-failed', error: `connect ECONNREFUSED ${effect.address}` }
+              : { type: 'worker-dialed' },
+          ),
+        );
+      }
     }
     return effects;
   }
@@ -125,6 +138,7 @@ describe('the call state machine (pure)', () => {
       'explain',
       'record-decision',
       'placed',
+      'dial-worker',
       'open-worker',
       'resume-client',
     ]);
@@ -327,5 +341,78 @@ describe('the call state machine (pure)', () => {
     expect(find(shut, 'fail-client')).to.deep.include({ code: 'UNAVAILABLE' });
     expect(given.when({ type: 'turn-granted' })).to.deep.equal([{ type: 'release-turn' }]);
     expect(given.recorded).to.deep.equal([]);
+  });
+
+  it('a failed dial records the attempt, its probe failure and the next placement, then connects to the next worker', () => {
+    const given = new Given([registered('a'), registered('b')]);
+    given.unreachable.add('a');
+    const effects = given.config();
+    expect(types(effects)).to.deep.equal([
+      'pause-client',
+      'identified',
+      'register',
+      'explain',
+      'record-decision',
+      'placed',
+      'dial-worker',
+      'dial-failed',
+      'record-decision',
+      'placed',
+      'dial-worker',
+      'open-worker',
+      'resume-client',
+    ]);
+    expect(effects.filter((e) => e.type === 'dial-worker').map((e) => e.workerId)).to.deep.equal([
+      'a',
+      'b',
+    ]);
+    expect(find(effects, 'open-worker')?.workerId).to.equal('b');
+    expect(given.recorded.map((e) => e.type)).to.deep.equal([
+      'CallRequested',
+      'CallPlaced',
+      'CallDialFailed',
+      'WorkerProbeFailed',
+      'CallPlaced',
+    ]);
+    const redecided = effects.filter((e) => e.type === 'record-decision')[1];
+    expect(redecided?.type === 'record-decision' && redecided.decision.cause).to.equal('dial:r1');
+  });
+
+  it('gives up after the third failed dial: UNAVAILABLE, no CallFinished', () => {
+    const given = new Given([registered('a'), registered('b'), registered('c'), registered('d')]);
+    for (const id of ['a', 'b', 'c']) given.unreachable.add(id);
+    const effects = given.config();
+    expect(find(effects, 'fail-client')).to.deep.include({ code: 'UNAVAILABLE' });
+    expect(given.recorded.filter((e) => e.type === 'CallDialFailed')).to.have.length(3);
+    expect(given.recorded.some((e) => e.type === 'CallFinished')).to.equal(false);
+    expect(given.recorded.at(-1)).to.deep.include({ type: 'CallRejected', code: 'UNAVAILABLE' });
+  });
+
+  it('holds what the client sends while it connects, and passes it on once connected', () => {
+    const given = new Given([registered('w1')]);
+    given.manualDial = true;
+    expect(types(given.config())).to.include('dial-worker');
+    expect(given.phase.phase).to.equal('dialing');
+    expect(given.when(chunk(5)), 'nothing is sent before the stream opens').to.deep.equal([]);
+    expect(given.when({ type: 'client-ended' })).to.deep.equal([]);
+    expect(types(given.when({ type: 'worker-dialed' }))).to.deep.equal([
+      'open-worker',
+      'send-chunk',
+      'half-close-worker',
+      'resume-client',
+    ]);
+    expect(given.phase.phase).to.equal('relaying');
+  });
+
+  it('a client that leaves while the router connects ends the call with its CallFinished', () => {
+    const given = new Given([registered('w1')]);
+    given.manualDial = true;
+    given.config();
+    given.when({ type: 'client-gone' });
+    expect(given.recorded.at(-1)).to.deep.include({ type: 'CallFinished', code: 'CANCELLED' });
+    expect(
+      given.when({ type: 'worker-dialed' }),
+      'a late connection changes nothing',
+    ).to.deep.equal([]);
   });
 });

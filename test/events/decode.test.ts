@@ -117,7 +117,7 @@ describe('reading events', () => {
       decodeEvent(line({ type: 'WorkerEvicted', workerId: 'w1', reason: 'bored' })),
     );
     expect(error.message).to.contain(
-      'field "reason": expected "probe" or "ttl" or "left", got "bored"',
+      'field "reason": expected "probe" or "ttl" or "left" or "restarted", got "bored"',
     );
   });
 

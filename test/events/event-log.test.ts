@@ -25,6 +25,9 @@ const registered = (workerId: string): NewEvent => ({
   memoryTotal: 8 * 1024 ** 3,
   maxContainers: 4,
   gpuMemoryTotal: null,
+  instanceId: null,
+  containers: null,
+  reportSeq: null,
 });
 
 /** The events database of a log, opened behind the EventLog's back to damage it. */

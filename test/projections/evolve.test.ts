@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { InvalidEventError } from '../../src/events/index.js';
+import { InvalidEventError, type NewEvent } from '../../src/events/index.js';
 import {
   evolve,
   fold,
@@ -91,7 +91,7 @@ describe('evolve: the effect of each event', () => {
   });
 
   describe('WorkerUtilization', () => {
-    it('records the report, the time heard, and clears probe failures', () => {
+    it('records the report and the time heard, and leaves probe failures to probes', () => {
       const state = stateOf(
         history(
           registered('w1'),
@@ -107,7 +107,9 @@ describe('evolve: the effect of each event', () => {
         gpuMemoryUsed: null,
         at: atOf(3),
       });
-      expect(state.workers.get('w1')).to.deep.include({ probeFailures: 0, lastHeardAt: atOf(3) });
+      // A report proves the worker reaches the router, not that the router reaches the worker.
+      expect(state.workers.get('w1')).to.deep.include({ probeFailures: 2, lastHeardAt: atOf(3) });
+      expect(state.workers.get('w1')?.reportedSlots, 'its own count').to.equal(2);
     });
 
     it('changes nothing for an unknown or evicted worker', () => {
@@ -172,7 +174,14 @@ describe('evolve: the effect of each event', () => {
     });
 
     it('folds to the same state when the log also holds the SessionExpired consequence', () => {
-      const withCause = stateOf(base().add(requested('later')));
+      const neutral: NewEvent = {
+        type: 'CallRejected',
+        requestId: 'later',
+        sessionId: null,
+        code: 'UNAVAILABLE',
+        message: 'none',
+      };
+      const withCause = stateOf(base().add(neutral));
       const withBoth = stateOf(
         base().add({ type: 'SessionExpired', sessionId: 's1', reason: 'worker_evicted' }),
       );
@@ -195,6 +204,7 @@ describe('evolve: the effect of each event', () => {
         state: 'ready',
         checkpointId: 'ckpt-numpy',
         since: atOf(4),
+        reportSeq: null,
       });
       expect(heldContainers(state.workers.get('w1')!)).to.equal(1);
     });
@@ -264,6 +274,7 @@ describe('evolve: the effect of each event', () => {
       checkpointId: 'ckpt-numpy',
       memory: 2 * GiB,
       since: atOf(3),
+      unreachable: [],
     });
     expect(state.workers.get('w1')).to.deep.include({ inFlight: 1, reservedMemory: 2 * GiB });
     expect(memoryCommitted(state.workers.get('w1')!)).to.equal(3 * GiB);

@@ -108,7 +108,7 @@ describe('the replay CLI', function () {
   it('verify says the rules changed, naming both versions, on a divergence in a log recorded under other rules', () => {
     const otherRules = altered('fresh-cluster-picks-first-id', (line) =>
       line
-        .replace('"rulesVersion":1', '"rulesVersion":7')
+        .replace('"rulesVersion":2', '"rulesVersion":7')
         .replace(
           '"type":"CallPlaced","requestId":"r1","sessionId":null,"workerId":"w10"',
           '"type":"CallPlaced","requestId":"r1","sessionId":null,"workerId":"w3"',
@@ -118,25 +118,35 @@ describe('the replay CLI', function () {
     expect(changed.status).to.equal(3);
     expect(changed.stdout).to.contain(
       'RULES CHANGED at seq 6, request r1: the log was recorded under placement rules v7; ' +
-        'this replay decides by v1',
+        'this replay decides by v2',
     );
     expect(changed.stdout).to.contain('not an incident');
     expect(changed.stdout).to.not.contain('DIVERGED');
-    // A log from before routers recorded the version was decided by v1: a divergence is an incident.
+    // A log from before routers recorded the version was decided by v1: another version's rules.
     const unversioned = altered('fresh-cluster-picks-first-id', (line) =>
       line
-        .replace(',"rulesVersion":1', '')
+        .replace(',"rulesVersion":2', '')
         .replace(
           '"type":"CallPlaced","requestId":"r1","sessionId":null,"workerId":"w10"',
           '"type":"CallPlaced","requestId":"r1","sessionId":null,"workerId":"w3"',
         ),
     );
-    const incident = replayCli('verify', unversioned);
-    expect(incident.status).to.equal(1);
-    expect(incident.stdout).to.contain('DIVERGED at seq 6, request r1');
+    const older = replayCli('verify', unversioned);
+    expect(older.status).to.equal(3);
+    expect(older.stdout).to.contain('recorded under placement rules v1; this replay decides by v2');
+    // The same rules deciding otherwise is an incident.
+    const incident = altered('fresh-cluster-picks-first-id', (line) =>
+      line.replace(
+        '"type":"CallPlaced","requestId":"r1","sessionId":null,"workerId":"w10"',
+        '"type":"CallPlaced","requestId":"r1","sessionId":null,"workerId":"w3"',
+      ),
+    );
+    const diverged = replayCli('verify', incident);
+    expect(diverged.status).to.equal(1);
+    expect(diverged.stdout).to.contain('DIVERGED at seq 6, request r1');
     // Under other rules, a log that still reproduces verifies.
     const reproduces = altered('fresh-cluster-picks-first-id', (line) =>
-      line.replace('"rulesVersion":1', '"rulesVersion":7'),
+      line.replace('"rulesVersion":2', '"rulesVersion":7'),
     );
     expect(replayCli('verify', reproduces).status).to.equal(0);
   });

@@ -12,6 +12,7 @@ import {
   reservationExpiredEvents,
 } from '../../src/core/consequences/index.js';
 import {
+  decideProbeSuccess,
   nextProbeFailureCount,
   probeFailureEvents,
 } from '../../src/core/liveness/probe-outcome.js';
@@ -19,6 +20,7 @@ import {
   containerReportEvents,
   statusReportEvents,
   utilizationReportEvents,
+  type StatusOutcome,
   type StatusReport,
 } from '../../src/core/registry/report-events.js';
 import { PLACEMENT_RULES_VERSION } from '../../src/core/placement/index.js';
@@ -29,7 +31,7 @@ import {
   routerStartedEvent,
 } from '../../src/core/startup/startup-events.js';
 import { DEFAULT_CONFIG } from '../../src/shared/config.js';
-import { container, history, pinned, placed, registered } from '../support/events.js';
+import { container, history, pinned, placed, registered, utilization } from '../support/events.js';
 
 const bound = (requestId: string, containerId: string): NewEvent => ({
   type: 'CallBound',
@@ -103,42 +105,55 @@ describe('router core (pure)', () => {
   describe('probe outcomes', () => {
     const config = { ...DEFAULT_CONFIG, PROBE_FAILURE_THRESHOLD: 3 };
 
-    it('counts consecutive failures and evicts at the threshold with the consequences', () => {
+    it('counts consecutive failures from the log and evicts at the threshold with the consequences', () => {
       const given = history(
         registered('w1'),
         container('w1', 'c1', 'ready'),
         pinned('s1', 'w1', 'c1'),
+        { type: 'WorkerProbeFailed', workerId: 'w1', consecutive: 1, error: null },
       );
-      expect(probeFailureEvents(given.state(), 'w1', 2, 'down', config)).to.deep.equal([
+      expect(probeFailureEvents(given.state(), 'w1', 'down', config)).to.deep.equal([
         { type: 'WorkerProbeFailed', workerId: 'w1', consecutive: 2, error: 'down' },
       ]);
-      expect(probeFailureEvents(given.state(), 'w1', 3, 'down', config)).to.deep.equal([
+      given.add({ type: 'WorkerProbeFailed', workerId: 'w1', consecutive: 2, error: null });
+      expect(probeFailureEvents(given.state(), 'w1', 'down', config)).to.deep.equal([
         { type: 'WorkerProbeFailed', workerId: 'w1', consecutive: 3, error: 'down' },
         { type: 'WorkerEvicted', workerId: 'w1', reason: 'probe' },
         { type: 'SessionExpired', sessionId: 's1', reason: 'worker_evicted' },
       ]);
     });
 
-    it('restarts the count after a successful probe or a report, continues it after a restart', () => {
+    it('only a successful probe restarts the count, and it does so in the log; a report does not', () => {
       const given = history(registered('w1'), {
         type: 'WorkerProbeFailed',
         workerId: 'w1',
         consecutive: 2,
         error: null,
       });
-      expect(nextProbeFailureCount(given.state(), 'w1', 0), 'probe answered since').to.equal(1);
-      expect(nextProbeFailureCount(given.state(), 'w1', 2)).to.equal(3);
-      expect(nextProbeFailureCount(given.state(), 'w1', undefined), 'after a restart').to.equal(3);
-      given.add({
-        type: 'WorkerUtilization',
-        workerId: 'w1',
-        memoryUsed: 0,
-        containerCount: 0,
-        cpuUsed: null,
-        cpuTotal: null,
-        gpuMemoryUsed: null,
+      expect(nextProbeFailureCount(given.state(), 'w1')).to.equal(3);
+      given.add(utilization('w1'), container('w1', 'c1', 'busy'));
+      expect(nextProbeFailureCount(given.state(), 'w1'), 'reports change nothing').to.equal(3);
+      given.add(registered('w1'));
+      expect(nextProbeFailureCount(given.state(), 'w1'), 'nor does registering again').to.equal(3);
+      const success = decideProbeSuccess(given.state(), { workerId: 'w1' });
+      expect(success).to.deep.equal({
+        cause: 'probe:w1',
+        events: [{ type: 'WorkerProbeSucceeded', workerId: 'w1' }],
       });
-      expect(nextProbeFailureCount(given.state(), 'w1', 2), 'the worker reported').to.equal(1);
+      given.add(...success.events);
+      expect(nextProbeFailureCount(given.state(), 'w1')).to.equal(1);
+      expect(
+        decideProbeSuccess(given.state(), { workerId: 'w1' }).events,
+        'nothing to reset: nothing logged',
+      ).to.deep.equal([]);
+      given.add(registered('w1', { address: 'elsewhere:1' }), {
+        type: 'WorkerProbeFailed',
+        workerId: 'w1',
+        consecutive: 1,
+        error: null,
+      });
+      given.add(registered('w1', { address: 'moved:2' }));
+      expect(nextProbeFailureCount(given.state(), 'w1'), 'another address starts over').to.equal(1);
     });
 
     it('says nothing about an evicted worker', () => {
@@ -147,7 +162,7 @@ describe('router core (pure)', () => {
         workerId: 'w1',
         reason: 'ttl',
       });
-      expect(probeFailureEvents(given.state(), 'w1', 5, 'down', config)).to.deep.equal([]);
+      expect(probeFailureEvents(given.state(), 'w1', 'down', config)).to.deep.equal([]);
     });
   });
 
@@ -161,11 +176,15 @@ describe('router core (pure)', () => {
       memoryTotal: 1024,
       maxContainers: 4,
       gpuMemoryTotal: 2048,
+      instanceId: null,
+      containers: null,
+      reportSeq: null,
     };
+    const eventsOf = (outcome: StatusOutcome) => (outcome.kind === 'events' ? outcome.events : []);
 
     it('registers ready and error statuses; removed means leaving', () => {
       const given = history();
-      expect(statusReportEvents(given.state(), ready)).to.deep.equal([
+      expect(eventsOf(statusReportEvents(given.state(), ready))).to.deep.equal([
         {
           type: 'WorkerRegistered',
           workerId: 'w1',
@@ -176,17 +195,23 @@ describe('router core (pure)', () => {
           memoryTotal: 1024,
           maxContainers: 4,
           gpuMemoryTotal: 2048,
+          instanceId: null,
+          containers: null,
+          reportSeq: null,
         },
       ]);
-      const broken = statusReportEvents(given.state(), { ...ready, status: 'error', error: null });
-      expect(broken[0]).to.include({ status: 'error', error: 'no reason given' });
-      expect(statusReportEvents(given.state(), { ...ready, status: 'removed' }), 'unknown').to.eql(
-        [],
+      const broken = eventsOf(
+        statusReportEvents(given.state(), { ...ready, status: 'error', error: null }),
       );
-      given.add(...statusReportEvents(given.state(), ready));
-      expect(statusReportEvents(given.state(), { ...ready, status: 'removed' })).to.deep.equal([
-        { type: 'WorkerLeaving', workerId: 'w1' },
-      ]);
+      expect(broken[0]).to.include({ status: 'error', error: 'no reason given' });
+      expect(
+        eventsOf(statusReportEvents(given.state(), { ...ready, status: 'removed' })),
+        'unknown',
+      ).to.eql([]);
+      given.add(...eventsOf(statusReportEvents(given.state(), ready)));
+      expect(
+        eventsOf(statusReportEvents(given.state(), { ...ready, status: 'removed' })),
+      ).to.deep.equal([{ type: 'WorkerLeaving', workerId: 'w1' }]);
     });
 
     it('asks an unknown or evicted worker to register instead of recording its reports', () => {
@@ -197,6 +222,9 @@ describe('router core (pure)', () => {
         cpuUsed: 0,
         cpuTotal: null,
         gpuMemoryUsed: 0,
+        instanceId: null,
+        containers: null,
+        reportSeq: null,
       };
       expect(utilizationReportEvents(history().state(), load)).to.deep.equal({
         registered: false,
@@ -214,11 +242,25 @@ describe('router core (pure)', () => {
           containerId: 'c1',
           state: 'ready',
           checkpointId: null,
+          instanceId: null,
+          reportSeq: null,
         }).registered,
       ).to.equal(false);
       expect(utilizationReportEvents(history(registered('w1')).state(), load)).to.deep.equal({
         registered: true,
-        events: [{ type: 'WorkerUtilization', ...load }],
+        events: [
+          {
+            type: 'WorkerUtilization',
+            workerId: 'w1',
+            memoryUsed: 1,
+            containerCount: 0,
+            cpuUsed: 0,
+            cpuTotal: null,
+            gpuMemoryUsed: 0,
+            containers: null,
+            reportSeq: null,
+          },
+        ],
       });
     });
 
@@ -234,6 +276,8 @@ describe('router core (pure)', () => {
           containerId: 'c1',
           state: 'removed',
           checkpointId: 'ckpt',
+          instanceId: null,
+          reportSeq: null,
         }),
       ).to.deep.equal({
         registered: true,
@@ -244,6 +288,7 @@ describe('router core (pure)', () => {
             containerId: 'c1',
             state: 'removed',
             checkpointId: 'ckpt',
+            reportSeq: null,
           },
           { type: 'SessionExpired', sessionId: 's1', reason: 'container_removed' },
         ],

@@ -62,7 +62,7 @@ describe('placement explanations', () => {
     expect(w2?.filters.find((f) => f.verdict === 'fail')).to.deep.equal({
       filter: 'container-count',
       verdict: 'fail',
-      reason: '0 held + 1 in flight = 1, not below max 1',
+      reason: '1 in flight + 0 idle = 1, not below max 1',
     });
     expect(w3?.notCandidate).to.equal('registered with an error status: no python');
     expect(explanation.checkpoint?.rows.map((r) => [r.checkpointId, r.total])).to.deep.equal([

@@ -56,8 +56,18 @@ describe('router: the failure table, end to end', function () {
       const events = readLog(test.logDir);
       expect(foldLog(test.logDir).reservations.size, 'no reservation in the log').to.equal(0);
       const placed = events.filter((event) => event.type === 'CallPlaced').length;
+      const redialed = events.filter((event) => event.type === 'CallDialFailed').length;
       const finished = events.filter((event) => event.type === 'CallFinished').length;
-      expect(finished, 'every placed call finished exactly once').to.equal(placed);
+      expect(redialed, 'one attempt could not reach its worker').to.equal(1);
+      expect(finished, 'every placed attempt released exactly once').to.equal(placed - redialed);
+      expect(storyOf(events, 'r-redial')).to.deep.equal([
+        'CallRequested',
+        'CallPlaced',
+        'CallDialFailed',
+        'CallPlaced',
+        'CallBound',
+        'CallFinished',
+      ]);
       const endedWith = (requestId: string) =>
         events.find((event) => event.type === 'CallFinished' && event.requestId === requestId);
       expect(endedWith('r-hang')).to.include({ ok: false, code: 'DEADLINE_EXCEEDED' });
@@ -145,13 +155,15 @@ describe('router: the failure table, end to end', function () {
       await eventually(() => test.router.state.reservations.size === 0, 'release');
     });
 
-    it('an unreachable worker: UNAVAILABLE', async () => {
+    it('a worker whose stream cannot be opened: the call is placed again on another one', async () => {
       const gone = await ScriptedWorker.start({ workerId: 'a-gone' });
       await gone.connect(test.address).reportStatus();
       gone.stop();
-      const outcome = await run(test.client, 'echo'); // a-gone sorts first: it is chosen
-      expect(codeOf(outcome)).to.equal('UNAVAILABLE');
-      expect(outcome.error?.details).to.match(/^worker a-gone: /);
+      const outcome = await run(test.client, 'echo', { requestId: 'r-redial' }); // a-gone sorts first
+      expect(codeOf(outcome)).to.equal('OK');
+      expect(outcome.ids.at(-1)?.workerId).to.equal('w1');
+      const story = test.router.state;
+      expect(story.workers.get('a-gone')?.probeFailures, 'counted as a failed probe').to.equal(1);
       await worker.connect(test.address).reportStatus({ workerId: 'a-gone', status: 3 });
     });
 

@@ -46,7 +46,9 @@ describe('router: what a failed call says about its function (trailers)', functi
         .reportStatus({ address: `127.0.0.1:${await closedPort()}` });
       const unreachable = await run(test.client, 'echo');
       expect(codeOf(unreachable)).to.equal('UNAVAILABLE');
-      expect(unreachable.error?.details).to.match(/^worker w-reach: No connection established/);
+      expect(unreachable.error?.details).to.match(
+        /^no workers available: the router could not reach w-reach for this call \(could not connect to 127\.0\.0\.1:\d+: No connection established/,
+      );
       expect(trailersOf(unreachable.error)).to.deep.equal({ 'readie-not-started': '1' });
 
       await worker.reportStatus();

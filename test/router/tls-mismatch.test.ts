@@ -103,6 +103,9 @@ describe('TLS mismatches between router and workers, named with the setting to c
             checkpoints: [],
             pythonVersion: '3.11',
             restoreBackend: 'template',
+            instanceId: 'i1',
+            reportSeq: 1,
+            containers: [],
           })
           .catch((error: Error) => (message = error.message));
         expect(message).to.include(expected.replace('ADDRESS', router.address));

@@ -34,6 +34,9 @@ export function registered(
     memoryTotal: 16 * GiB,
     maxContainers: 8,
     gpuMemoryTotal: null,
+    instanceId: null,
+    containers: null,
+    reportSeq: null,
     ...fields,
   };
 }
@@ -51,6 +54,8 @@ export function utilization(
     cpuUsed: null,
     cpuTotal: null,
     gpuMemoryUsed: null,
+    containers: null,
+    reportSeq: null,
     ...fields,
   };
 }
@@ -110,8 +115,9 @@ export function container(
   containerId: string,
   state: NewEventOf<'ContainerStateChanged'>['state'],
   checkpointId: string | null = null,
+  reportSeq: number | null = null,
 ): NewEvent {
-  return { type: 'ContainerStateChanged', workerId, containerId, state, checkpointId };
+  return { type: 'ContainerStateChanged', workerId, containerId, state, checkpointId, reportSeq };
 }
 
 /** A session pinned to a container by a call. */

@@ -90,6 +90,9 @@ export function* syntheticLog(options: SyntheticLogOptions): Generator<NewEvent>
       memoryTotal: 16 * GiB,
       maxContainers: 8,
       gpuMemoryTotal: null,
+      instanceId: null,
+      containers: null,
+      reportSeq: null,
     });
   };
   for (const workerId of workerIds) yield* register(workerId);
@@ -109,6 +112,8 @@ export function* syntheticLog(options: SyntheticLogOptions): Generator<NewEvent>
           cpuUsed: Math.round(random() * 400) / 100,
           cpuTotal: 4,
           gpuMemoryUsed: null,
+          containers: null,
+          reportSeq: null,
         });
     } else if (roll < 0.5) {
       requests += 1;
@@ -175,6 +180,7 @@ export function* syntheticLog(options: SyntheticLogOptions): Generator<NewEvent>
         containerId: call.containerId,
         state: 'busy',
         checkpointId: 'checkpoint_0',
+        reportSeq: null,
       });
       yield* emit({
         type: 'CallBound',
@@ -214,6 +220,7 @@ export function* syntheticLog(options: SyntheticLogOptions): Generator<NewEvent>
           containerId: call.containerId,
           state: keep ? 'ready' : 'removed',
           checkpointId: 'checkpoint_0',
+          reportSeq: null,
         });
         if (
           !keep &&

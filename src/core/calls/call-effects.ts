@@ -6,6 +6,7 @@ import type { GrpcCodeName } from '../../shared/grpc-codes.js';
 import type { Decision } from '../decision.js';
 import type { CallToPlace, PlacedDecision } from '../placement/index.js';
 import type { CallDecision } from './call-steps.js';
+import type { DialFailureDecision } from './dial-failure.js';
 import type { ClientAnswer } from './relay-messages.js';
 
 /** Something the shell must do, in order. */
@@ -25,9 +26,19 @@ export type CallEffect =
   /** Explain the placement about to be decided, if anyone listens (debug logs). */
   | { readonly type: 'explain'; readonly call: CallToPlace }
   /** Append the call's decision; answer `recorded` or `record-failed`. */
-  | { readonly type: 'record-decision'; readonly decision: CallDecision }
+  | { readonly type: 'record-decision'; readonly decision: CallDecision | DialFailureDecision }
   /** Append a decision; a failure is only reported (`failure` says what was not recorded). */
   | { readonly type: 'record'; readonly decision: Decision; readonly failure: string }
+  /**
+   * Connect to the placed worker (nothing of the call is sent yet), within `timeoutMs`; answer
+   * `worker-dialed`, or `dial-failed` with what went wrong.
+   */
+  | {
+      readonly type: 'dial-worker';
+      readonly workerId: string;
+      readonly address: string;
+      readonly timeoutMs: number;
+    }
   | {
       readonly type: 'open-worker';
       readonly workerId: string;
@@ -54,6 +65,13 @@ export type CallEffect =
     }
   // What happened, for logs and metrics.
   | { readonly type: 'placed'; readonly placed: PlacedDecision }
+  /** The placed worker could not be reached; `attempts` so far (the decision says what next). */
+  | {
+      readonly type: 'dial-failed';
+      readonly workerId: string;
+      readonly error: string;
+      readonly attempts: number;
+    }
   | {
       readonly type: 'bound';
       readonly ids: CallIds;

@@ -13,8 +13,10 @@
  *    `INVALID_ARGUMENT` and ends the call cleanly; a request ID in flight is `ALREADY_EXISTS`;
  * 2. a session's call waits for the session's turn;
  * 3. `CallRequested`, placement and its outcome are one decision, recorded before anything else;
- * 4. the worker stream opens with the `EXECUTION_TIMEOUT` deadline: the header first, then the
- *    client's chunks as they arrive;
+ * 4. the router connects to the worker (within `PROBE_TIMEOUT`); a connection that cannot be made
+ *    before anything was sent is a failed dial: recorded, counted as a failed probe, and the call
+ *    placed again without that worker (`dial-failure.ts`); then the worker stream opens with the
+ *    `EXECUTION_TIMEOUT` deadline: the header first, then the client's chunks as they arrive;
  * 5. answers are relayed as they arrive; the first naming the container records `CallBound` (and
  *    `SessionPinned` for a session's new container); the call ends with `CallFinished`, exactly
  *    once, whatever ends it;
@@ -43,6 +45,7 @@ import {
   workerEnding,
   type CallEnding,
 } from './call-steps.js';
+import { decideDialFailure } from './dial-failure.js';
 import type { ClientMessage, WorkerAnswer } from './relay-messages.js';
 import { callHeaderOf, placedIds, skippedPackageLine } from './worker-header.js';
 
@@ -69,6 +72,8 @@ export function stepCall(phase: CallPhase, input: CallInput, world: CallWorld): 
       return waitingTurn(phase, input, world);
     case 'placing':
       return placing(phase, input, world);
+    case 'dialing':
+      return dialing(phase, input, world);
     case 'relaying':
       return relaying(phase, input, world);
     case 'done':
@@ -194,7 +199,7 @@ function placing(
   }
 }
 
-/** Step 4 once the decision is in the log: refuse, or open the worker stream with the header. */
+/** Step 4 once the decision is in the log: refuse, or connect to the placed worker first. */
 function placed(phase: Extract<CallPhase, { phase: 'placing' }>, world: CallWorld): CallStep {
   const { facts } = phase;
   const decision = phase.decision.placement;
@@ -202,10 +207,96 @@ function placed(phase: Extract<CallPhase, { phase: 'placing' }>, world: CallWorl
     return refuse(phase, new CallRejectedError(decision.code, decision.message));
   }
   const { requestId, sessionId } = facts.call;
-  const ids = placedIds(requestId, sessionId, decision);
+  const worker = world.state.workers.get(decision.workerId);
+  return {
+    phase: {
+      phase: 'dialing',
+      facts,
+      placed: decision,
+      ids: placedIds(requestId, sessionId, decision),
+      held: [],
+      clientEnded: false,
+    },
+    effects: [
+      { type: 'placed', placed: decision },
+      {
+        type: 'dial-worker',
+        workerId: decision.workerId,
+        address: worker?.address ?? '',
+        timeoutMs: world.settings.PROBE_TIMEOUT,
+      },
+    ],
+  };
+}
+
+function dialing(
+  phase: Extract<CallPhase, { phase: 'dialing' }>,
+  input: CallInput,
+  world: CallWorld,
+): CallStep {
+  switch (input.type) {
+    case 'worker-dialed':
+      return openWorker(phase, world);
+    case 'dial-failed': {
+      const decision = decideDialFailure(world.state, {
+        call: phase.facts.call,
+        workerId: phase.placed.workerId,
+        error: input.error,
+        caches: world.caches,
+      });
+      return {
+        phase: { phase: 'placing', facts: phase.facts, decision },
+        effects: [
+          {
+            type: 'dial-failed',
+            workerId: phase.placed.workerId,
+            error: input.error,
+            attempts: decision.attempts,
+          },
+          { type: 'record-decision', decision },
+        ],
+      };
+    }
+    case 'client-message':
+      return { phase: { ...phase, held: [...phase.held, input.message] }, effects: NOTHING };
+    case 'client-ended':
+      return { phase: { ...phase, clientEnded: true }, effects: NOTHING };
+    case 'client-gone':
+      return complete(
+        asRelaying(phase),
+        departureOf(world.now, phase.facts.clientDeadline),
+        world,
+        {
+          clientGone: true,
+        },
+      );
+    default:
+      return { phase, effects: NOTHING };
+  }
+}
+
+/** A dialing call as the relaying one it becomes (nothing bound, no pin created yet). */
+function asRelaying(
+  phase: Extract<CallPhase, { phase: 'dialing' }>,
+): Extract<CallPhase, { phase: 'relaying' }> {
+  return {
+    phase: 'relaying',
+    facts: phase.facts,
+    placed: phase.placed,
+    ids: phase.ids,
+    bound: false,
+    createdPin: false,
+  };
+}
+
+/**
+ * The worker is reachable: open its stream with the header, tell the client of skipped packages,
+ * pass on what the client sent meanwhile, and let it go on.
+ */
+function openWorker(phase: Extract<CallPhase, { phase: 'dialing' }>, world: CallWorld): CallStep {
+  const { facts, placed: decision, ids } = phase;
   const worker = world.state.workers.get(decision.workerId);
   const effects: CallEffect[] = [
-    { type: 'placed', placed: decision },
     {
       type: 'open-worker',
       workerId: decision.workerId,
@@ -221,11 +312,20 @@ function placed(phase: Extract<CallPhase, { phase: 'placing' }>, world: CallWorl
       answer: { kind: 'message', message: { ids, message: { $case: 'log', value: line } } },
     });
   }
-  effects.push({ type: 'resume-client' });
-  return {
-    phase: { phase: 'relaying', facts, placed: decision, ids, bound: false, createdPin: false },
-    effects,
-  };
+  let next: CallStep = { phase: asRelaying(phase), effects };
+  for (const message of phase.held) {
+    const step = relaying(
+      next.phase as Extract<CallPhase, { phase: 'relaying' }>,
+      { type: 'client-message', message },
+      world,
+    );
+    next = { phase: step.phase, effects: [...next.effects, ...step.effects] };
+    if (next.phase.phase !== 'relaying') return next;
+  }
+  if (phase.clientEnded) {
+    next = { phase: next.phase, effects: [...next.effects, { type: 'half-close-worker' }] };
+  }
+  return { phase: next.phase, effects: [...next.effects, { type: 'resume-client' }] };
 }
 
 function relaying(
@@ -344,7 +444,7 @@ function complete(
 
 /** Ends a call that was never placed (or given up while waiting): no `CallFinished`. */
 function refuse(
-  phase: Exclude<CallPhase, { phase: 'relaying' | 'done' }>,
+  phase: Exclude<CallPhase, { phase: 'relaying' | 'dialing' | 'done' }>,
   error: unknown,
   how: { clientGone?: boolean; code?: GrpcCodeName } = {},
 ): CallStep {
@@ -372,6 +472,8 @@ function shutDown(phase: CallPhase, reason: string, world: CallWorld): CallStep 
   switch (phase.phase) {
     case 'relaying':
       return complete(phase, { code: 'UNAVAILABLE', details: reason }, world);
+    case 'dialing':
+      return complete(asRelaying(phase), { code: 'UNAVAILABLE', details: reason }, world);
     case 'done':
       return { phase, effects: NOTHING };
     default:

@@ -9,6 +9,7 @@ import type { CallTrailers } from '../../shared/call-trailers.js';
 import type { Config } from '../../shared/config.js';
 import type { CallToPlace, PlacedDecision, PlacementCaches } from '../placement/index.js';
 import type { CallDecision } from './call-steps.js';
+import type { DialFailureDecision } from './dial-failure.js';
 import type { ClientMessage, WorkerAnswer } from './relay-messages.js';
 
 /** What a call knows once its config arrived. */
@@ -29,7 +30,23 @@ export type CallPhase =
       readonly tenantId: string | null;
     }
   | { readonly phase: 'waiting-turn'; readonly facts: CallFacts }
-  | { readonly phase: 'placing'; readonly facts: CallFacts; readonly decision: CallDecision }
+  | {
+      readonly phase: 'placing';
+      readonly facts: CallFacts;
+      /** The call's decision, or the decision after a failed dial (placed again, or refused). */
+      readonly decision: CallDecision | DialFailureDecision;
+    }
+  | {
+      /** Placed: connecting to the worker before anything of the call is sent. */
+      readonly phase: 'dialing';
+      readonly facts: CallFacts;
+      readonly placed: PlacedDecision;
+      readonly ids: CallIds;
+      /** Client messages that arrived meanwhile, to send once the stream is open. */
+      readonly held: readonly ClientMessage[];
+      /** Whether the client half-closed meanwhile. */
+      readonly clientEnded: boolean;
+    }
   | {
       readonly phase: 'relaying';
       readonly facts: CallFacts;
@@ -55,6 +72,10 @@ export type CallInput =
   /** The call's decision (a `record-decision` effect) was appended. */
   | { readonly type: 'recorded' }
   | { readonly type: 'record-failed'; readonly error: unknown }
+  /** The connection to the placed worker is up: the stream can open. */
+  | { readonly type: 'worker-dialed' }
+  /** The connection to the placed worker could not be made: what went wrong. */
+  | { readonly type: 'dial-failed'; readonly error: string }
   /** The worker stream can take the client's next chunk. */
   | { readonly type: 'worker-drained' }
   | { readonly type: 'worker-answer'; readonly answer: WorkerAnswer }
@@ -80,7 +101,7 @@ export interface CallWorld {
   readonly caches: PlacementCaches;
   /** Now, in epoch ms (the router's clock). */
   readonly now: number;
-  /** The router's settings (`SESSION_WAIT_TIMEOUT`, `EXECUTION_TIMEOUT`). */
+  /** The router's settings (`SESSION_WAIT_TIMEOUT`, `EXECUTION_TIMEOUT`, `PROBE_TIMEOUT`). */
   readonly settings: Config;
   /** Whether this router is handling another call with that request ID. */
   handling(requestId: string): boolean;

@@ -4,5 +4,6 @@ export * from './call-effects.js';
 export * from './call-machine.js';
 export * from './call-phases.js';
 export * from './call-steps.js';
+export * from './dial-failure.js';
 export * from './relay-messages.js';
 export * from './worker-header.js';

@@ -54,20 +54,28 @@ function expirePinned(
 }
 
 /**
- * A worker reported a container removed: `ContainerStateChanged` (`removed`), then
- * `SessionExpired` (`container_removed`) for the session pinned there. Nothing for a worker that
- * is unknown or evicted.
+ * A worker reported a container removed (alone, or by a full report that no longer lists it):
+ * `ContainerStateChanged` (`removed`), then `SessionExpired` (`container_removed`) for the session
+ * pinned there. Nothing for a worker that is unknown or evicted.
  */
 export function containerRemovedEvents(
   state: ClusterState,
   workerId: string,
   containerId: string,
   checkpointId: string | null,
+  reportSeq: number | null = null,
 ): NewEvent[] {
   const worker = liveWorkerOf(state, workerId);
   if (!worker) return [];
   return [
-    { type: 'ContainerStateChanged', workerId, containerId, state: 'removed', checkpointId },
+    {
+      type: 'ContainerStateChanged',
+      workerId,
+      containerId,
+      state: 'removed',
+      checkpointId,
+      reportSeq,
+    },
     ...expirePinned(worker, containerId, 'container_removed'),
   ];
 }

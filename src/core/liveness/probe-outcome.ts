@@ -1,7 +1,11 @@
 /**
- * What a failed health probe means, as events (pure): `WorkerProbeFailed` with the count of
- * consecutive failures and, once that count reaches `PROBE_FAILURE_THRESHOLD`, the eviction and
- * its consequences. A worker that had said it was leaving is evicted as `left`.
+ * What a health probe's result means, as events (pure). Only probes prove that the router can
+ * reach a worker (a report proves the reverse), so only probe results move the count: a failed
+ * probe (or a failed dial of a call's stream, `dial-failure.ts`) appends `WorkerProbeFailed` with
+ * the count of consecutive failures the log holds plus one and, once that count reaches
+ * `PROBE_FAILURE_THRESHOLD`, the eviction and its consequences (a worker that had said it was
+ * leaving is evicted as `left`); a probe that succeeds after failures appends
+ * `WorkerProbeSucceeded`, which resets the count in the log, so replay counts as the router did.
  */
 import { causeOf } from '../../events/cause.js';
 import type { NewEvent } from '../../events/types.js';
@@ -10,30 +14,24 @@ import type { Config } from '../../shared/config.js';
 import { evictionEvents, liveWorkerOf } from '../consequences/index.js';
 import type { Decision } from '../decision.js';
 
-/**
- * The consecutive failure count after one more failure. `streak` is what the prober counted since
- * the worker last answered a probe (undefined when it has not probed it since the router
- * started); the state's count resets whenever the worker reports, so the smaller one is current.
- */
-export function nextProbeFailureCount(
-  state: ClusterState,
-  workerId: string,
-  streak: number | undefined,
-): number {
-  const recorded = state.workers.get(workerId)?.probeFailures ?? 0;
-  return Math.min(streak ?? recorded, recorded) + 1;
+/** The consecutive failure count after one more failure: the log's count plus one. */
+export function nextProbeFailureCount(state: ClusterState, workerId: string): number {
+  return (state.workers.get(workerId)?.probeFailures ?? 0) + 1;
 }
 
-/** The events of a failed probe of `workerId`; empty if the worker is unknown or evicted. */
+/**
+ * The events of one more failed probe of `workerId`, counted from the log; empty if the worker is
+ * unknown or evicted.
+ */
 export function probeFailureEvents(
   state: ClusterState,
   workerId: string,
-  consecutive: number,
   error: string | null,
   config: Config = state.config,
 ): NewEvent[] {
   const worker = liveWorkerOf(state, workerId);
   if (!worker) return [];
+  const consecutive = nextProbeFailureCount(state, workerId);
   const events: NewEvent[] = [{ type: 'WorkerProbeFailed', workerId, consecutive, error }];
   if (consecutive >= Math.max(1, config.PROBE_FAILURE_THRESHOLD)) {
     events.push(...evictionEvents(state, workerId, worker.status === 'leaving' ? 'left' : 'probe'));
@@ -44,8 +42,6 @@ export function probeFailureEvents(
 /** A failed probe of a worker, as the prober saw it. */
 export interface ProbeFailureInput {
   readonly workerId: string;
-  /** Consecutive failures the prober counted since the worker last answered (see above). */
-  readonly streak: number | undefined;
   /** What the health check said. */
   readonly error: string | null;
   /** Default: the config in force. */
@@ -57,16 +53,33 @@ export interface ProbeFailureDecision extends Decision {
   readonly consecutive: number;
 }
 
-/** A health probe failed: `probeFailureEvents` with the next count (`probe:WORKER`). */
+/** A health probe failed: `probeFailureEvents` (`probe:WORKER`). */
 export function decideProbeFailure(
   state: ClusterState,
   input: ProbeFailureInput,
 ): ProbeFailureDecision {
   const { workerId, error } = input;
-  const consecutive = nextProbeFailureCount(state, workerId, input.streak);
   return {
     cause: causeOf('probe', workerId),
-    events: probeFailureEvents(state, workerId, consecutive, error, input.config ?? state.config),
-    consecutive,
+    events: probeFailureEvents(state, workerId, error, input.config ?? state.config),
+    consecutive: nextProbeFailureCount(state, workerId),
+  };
+}
+
+/** A successful probe of a worker. */
+export interface ProbeSuccessInput {
+  readonly workerId: string;
+}
+
+/**
+ * A health probe succeeded: `WorkerProbeSucceeded` when the log counts failures for the worker
+ * (the reset is in the log), else nothing (`probe:WORKER`).
+ */
+export function decideProbeSuccess(state: ClusterState, input: ProbeSuccessInput): Decision {
+  const worker = liveWorkerOf(state, input.workerId);
+  const failing = worker !== undefined && worker.probeFailures > 0;
+  return {
+    cause: causeOf('probe', input.workerId),
+    events: failing ? [{ type: 'WorkerProbeSucceeded', workerId: input.workerId }] : [],
   };
 }

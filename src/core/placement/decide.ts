@@ -27,6 +27,13 @@ export interface PlaceOptions {
    * placement decides the same, walking every worker.
    */
   readonly caches?: PlacementCaches;
+  /**
+   * Workers earlier attempts of the call could not reach (a failed dial): never candidates. Default:
+   * those the state records for the call while it waits to be placed again.
+   */
+  readonly unreachable?: readonly string[];
+  /** Why the last of them could not be reached: said when no other worker is left. */
+  readonly dialError?: string;
 }
 
 /** Decides where `call` runs, against `state`. */
@@ -35,7 +42,7 @@ export function place(
   call: CallToPlace,
   options: PlaceOptions = {},
 ): PlacementDecision {
-  return decide(state, call, options.config ?? state.config, options.caches, undefined);
+  return decide(state, call, options, undefined);
 }
 
 /** Decides like `place` and explains why, worker by worker. */
@@ -47,7 +54,7 @@ export function explainPlacement(
   const config = options.config ?? state.config;
   const budget = budgetOf(call.demand, config);
   const explanation = new ExplanationBuilder(budget, config);
-  const decision = decide(state, call, config, options.caches, explanation);
+  const decision = decide(state, call, options, explanation);
   return explanation.build(call.requestId, sessionIdOf(call.sessionId), decision);
 }
 
@@ -77,14 +84,18 @@ function rejected(
 function decide(
   state: ClusterState,
   call: CallToPlace,
-  config: Config,
-  caches: PlacementCaches | undefined,
+  options: PlaceOptions,
   explain: ExplanationBuilder | undefined,
 ): PlacementDecision {
+  const config = options.config ?? state.config;
+  const caches = options.caches;
   const { demand } = call;
   const sessionId = sessionIdOf(call.sessionId);
   const budget = budgetOf(demand, config);
   const before: NewEvent[] = [];
+  // Workers earlier attempts of this call could not reach (its stream could not be opened).
+  const unreachable =
+    options.unreachable ?? state.pendingCalls.get(call.requestId)?.unreachable ?? [];
 
   // The demand itself: valid packages, no contradiction.
   const checked = checkPackages(demand.packages, caches?.requirements);
@@ -106,7 +117,7 @@ function decide(
 
   // Rule 1: session affinity.
   if (sessionId !== null) {
-    const affinity = sessionAffinity(state, sessionId, demand);
+    const affinity = sessionAffinity(state, sessionId, demand, unreachable);
     explain?.session(sessionId, affinity.kind === 'reject' ? affinity.message : affinity.verdict);
     switch (affinity.kind) {
       case 'reject':
@@ -131,8 +142,15 @@ function decide(
   }
 
   // Rules 2 to 4: candidates, filters, ranking.
-  const { best, candidates, failures } = scan(state, budget, config, caches, explain);
-  if (candidates === 0) return rejected(call, before, 'UNAVAILABLE', 'no workers available');
+  const { best, candidates, failures } = scan(state, budget, config, caches, explain, unreachable);
+  if (candidates === 0) {
+    const message =
+      unreachable.length === 0
+        ? 'no workers available'
+        : `no workers available: the router could not reach ${unreachable.join(', ')} for this call` +
+          (options.dialError === undefined ? '' : ` (${options.dialError})`);
+    return rejected(call, before, 'UNAVAILABLE', message);
+  }
   if (!best) {
     const ruledOut = FILTERS.map((filter, i) => [filter.name, failures[i] ?? 0] as const)
       .filter(([, count]) => count > 0)
@@ -166,17 +184,23 @@ function decide(
   );
 }
 
-/** Rules 2 to 4 by the fastest walk the caller allows (every walk gives the same answer). */
+/**
+ * Rules 2 to 4 by the fastest walk the caller allows (every walk gives the same answer). A call
+ * placed again after a failed dial leaves out the workers it could not reach, walking them all.
+ */
 function scan(
   state: ClusterState,
   budget: Budget,
   config: Config,
   caches: PlacementCaches | undefined,
   explain: ExplanationBuilder | undefined,
+  unreachable: readonly string[],
 ): ScanResult {
-  if (explain) return explainScan(state.workers.values(), budget, config, explain);
-  if (caches) return scanInRankOrder(caches.candidates.candidates(state.workers), budget, config);
-  return scanAll(state.workers.values(), budget, config);
+  if (explain) return explainScan(state.workers.values(), budget, config, explain, unreachable);
+  if (caches && unreachable.length === 0) {
+    return scanInRankOrder(caches.candidates.candidates(state.workers), budget, config);
+  }
+  return scanAll(state.workers.values(), budget, config, unreachable);
 }
 
 type CheckpointChoice = { ok: true; checkpointId: string | null } | { ok: false; message: string };

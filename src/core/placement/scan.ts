@@ -2,7 +2,8 @@
  * Rules 2 to 4: candidates, filters, ranking. The hot path walks the candidates best first (see
  * `candidate-index.ts`) and stops at the first that passes; without an index, a full walk picks the
  * best that passes; the explaining walk checks every worker against the registries and records
- * every verdict. All three give the same answer (property tests check this).
+ * every verdict. All three give the same answer (property tests check this). A call placed again
+ * after a failed dial leaves out the workers it could not reach (`unreachable`).
  */
 import type { WorkerRecord } from '../../projections/cluster-state.js';
 import { isPlaceable } from '../../projections/queries.js';
@@ -60,12 +61,14 @@ export function scanAll(
   workers: Iterable<WorkerRecord>,
   budget: Budget,
   config: Config,
+  unreachable: readonly string[] = [],
 ): ScanResult {
   const failures = new Array<number>(FILTERS.length).fill(0);
   let best: WorkerRecord | undefined;
   let candidates = 0;
   for (const worker of workers) {
     if (!isPlaceable(worker)) continue;
+    if (unreachable.length > 0 && unreachable.includes(worker.workerId)) continue;
     candidates += 1;
     const failed = firstFailure(worker, budget, config);
     if (failed >= 0) failures[failed] = (failures[failed] as number) + 1;
@@ -83,12 +86,15 @@ export function explainScan(
   budget: Budget,
   config: Config,
   explain: ExplanationBuilder,
+  unreachable: readonly string[] = [],
 ): ScanResult {
   const eligible: WorkerRecord[] = [];
   const failures = new Array<number>(FILTERS.length).fill(0);
   let candidates = 0;
   for (const worker of workers) {
-    const why = notCandidateReason(worker);
+    const why = unreachable.includes(worker.workerId)
+      ? 'an earlier attempt of this call could not reach it (a failed dial)'
+      : notCandidateReason(worker);
     if (why !== null) {
       explain.notCandidate(worker, why);
       continue;

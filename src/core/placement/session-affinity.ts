@@ -2,8 +2,11 @@
  * Rule 1: a call of a session whose container is pinned goes to that container, with no filtering
  * or scoring, while the container's worker is ready and the container is ready or busy. A pinned
  * container the worker has not reported yet counts as busy: removals are always reported, and
- * they expire the session.
+ * they expire the session. Whether the container was restored from a checkpoint is what the worker
+ * reported for it, on its first answer (`CallBound`, carried by the pin) or on its container
+ * report (`ContainerStateChanged`), whichever the log has.
  */
+import type { SessionExpiryReason } from '../../events/schema.js';
 import type { Demand } from '../../events/types.js';
 import type { ClusterState, SessionPin, WorkerRecord } from '../../projections/cluster-state.js';
 import { isPlaceable } from '../../projections/queries.js';
@@ -21,8 +24,26 @@ export type Affinity =
   | { readonly kind: 'drop-pin'; readonly pin: SessionPin; readonly verdict: string }
   | { readonly kind: 'reject'; readonly code: GrpcCodeName; readonly message: string };
 
+/** The refusal of a call of an expired session, in the words every refusal of it uses. */
+export function sessionExpiredMessage(
+  sessionId: string,
+  expiredAtSeq: number,
+  reason: SessionExpiryReason,
+): string {
+  return `session expired: session ${sessionId} ended at seq ${expiredAtSeq} (${reason})`;
+}
+
 function describeCheckpoint(checkpointId: string | null): string {
   return checkpointId === null ? 'a cold start' : `checkpoint "${checkpointId}"`;
+}
+
+/**
+ * The checkpoint a session's container was restored from, as its worker reported it: on the call's
+ * first answer (the pin's) or, in a log that records it only there, on the container's report.
+ */
+export function sessionCheckpoint(state: ClusterState, pin: SessionPin): string | null {
+  if (pin.checkpointId !== null) return pin.checkpointId;
+  return state.workers.get(pin.workerId)?.containers.get(pin.containerId)?.checkpointId ?? null;
 }
 
 /** Why a pinned container cannot take the call, or null when it can. */
@@ -38,26 +59,42 @@ function pinUnusable(state: ClusterState, pin: SessionPin): string | null {
   return null;
 }
 
-/** Rule 1 for a call of session `sessionId`. */
-export function sessionAffinity(state: ClusterState, sessionId: string, demand: Demand): Affinity {
+/**
+ * Rule 1 for a call of session `sessionId`; `unreachable` are the workers earlier attempts of the
+ * call could not reach (a failed dial).
+ */
+export function sessionAffinity(
+  state: ClusterState,
+  sessionId: string,
+  demand: Demand,
+  unreachable: readonly string[] = [],
+): Affinity {
   const session = state.sessions.get(sessionId);
   if (!session) return { kind: 'new', verdict: 'new session: placed like a new call' };
   if (session.expired) {
     return {
       kind: 'reject',
       code: 'NOT_FOUND',
-      message: `session expired: session ${sessionId} ended at seq ${session.expired.seq} (${session.expired.reason})`,
+      message: sessionExpiredMessage(sessionId, session.expired.seq, session.expired.reason),
     };
   }
-  const pin = session.pin;
-  if (!pin)
+  const stored = session.pin;
+  if (!stored)
     return { kind: 'new', verdict: 'session without a pinned container: placed like a new call' };
+  const pin: SessionPin = { ...stored, checkpointId: sessionCheckpoint(state, stored) };
   const unusable = pinUnusable(state, pin);
   if (unusable !== null) {
     return {
       kind: 'drop-pin',
       pin,
       verdict: `pin to ${pin.workerId}/${pin.containerId} dropped: ${unusable}; placed like a new call`,
+    };
+  }
+  if (unreachable.includes(pin.workerId)) {
+    return {
+      kind: 'reject',
+      code: 'UNAVAILABLE',
+      message: `session ${sessionId} lives in container ${pin.containerId} on worker ${pin.workerId}, which the router could not reach; retry the call (the session expires if the worker is evicted)`,
     };
   }
   if (demand.disableOptimizedExecution === true && pin.checkpointId !== null) {

@@ -25,6 +25,9 @@ from . import sandbox
 from .criu import EVENTS_FD, SPEC_FD, _kill, _place, _tail, _wait_exit
 from .zygote import _describe, emit
 
+# How long R waits, once B is gone, for B's lazy-pages server to be seen gone too (in seconds).
+LAZY_EXIT_GRACE = 0.2
+
 
 def _exec_quietly(argv):
     """In a forked child: runs `argv` with fds 0-2 on /dev/null (never on the launcher's event
@@ -230,6 +233,14 @@ def _watch(events_r, container, pid, worker_fd, lazy_pid, lazy_log):
                 events_open = False
         if child_fd in ready:
             break
+    if lazy_fd is not None and select.select([lazy_fd], [], [], LAZY_EXIT_GRACE)[0]:
+        # B died of its server's death (its page faults went unanswered), which the kernel may
+        # announce a moment after B's: say so, not only how B died.
+        code = _wait_exit(lazy_pid)
+        lazy_fd = None
+        if code != 0:
+            error = f"the lazy-pages server of its restore failed (exit {code}): {_tail(lazy_log)}"
+            emit({"event": "sandbox-failed", "container": container, "error": error})
     if lazy_fd is not None:
         # B is gone before all of its memory was served: the server has nothing left to do.
         signal.pidfd_send_signal(lazy_fd, signal.SIGKILL)

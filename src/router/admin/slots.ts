@@ -32,6 +32,8 @@ export function workerSlots(worker: WorkerRecord, budget: Budget, config: Config
       ...worker,
       reservedMemory: worker.reservedMemory + slots * budget.memory,
       inFlight: worker.inFlight + slots,
+      // Each new call also moves the worker's own count (see `reportedSlots`).
+      reportedSlots: worker.reportedSlots === null ? null : worker.reportedSlots + slots,
     };
     if (!passes(withMore, budget, config)) break;
     slots += 1;

@@ -179,6 +179,9 @@ export class CallRelay implements ActiveCall {
           this.log.error({ err: error }, effect.failure);
         }
         return;
+      case 'dial-worker':
+        this.dialWorker(effect);
+        return;
       case 'open-worker':
         this.openWorker(effect);
         return;
@@ -221,6 +224,13 @@ export class CallRelay implements ActiveCall {
             skippedPackages: effect.placed.skippedPackages,
           },
           'call placed',
+        );
+        return;
+      case 'dial-failed':
+        metrics.dialFailures.inc();
+        this.log.warn(
+          { workerId: effect.workerId, problem: effect.error, attempts: effect.attempts },
+          'could not reach the worker the call was placed on: placing it again',
         );
         return;
       case 'bound':
@@ -281,6 +291,18 @@ export class CallRelay implements ActiveCall {
         this.dispatch({ type: 'turn-granted' });
       },
       (error: unknown) => this.dispatch({ type: 'turn-refused', error }),
+    );
+  }
+
+  private dialWorker(effect: Extract<CallEffect, { type: 'dial-worker' }>): void {
+    const { connections, clock } = this.options;
+    connections.dial(effect.address, clock() + effect.timeoutMs).then(
+      () => this.dispatch({ type: 'worker-dialed' }),
+      (error: unknown) =>
+        this.dispatch({
+          type: 'dial-failed',
+          error: error instanceof Error ? error.message : String(error),
+        }),
     );
   }
 

@@ -2,7 +2,9 @@
  * Health probes (shell): every `PROBE_INTERVAL` a standard `grpc.health.v1` check of every worker
  * the router has not evicted, with a `PROBE_TIMEOUT` deadline. Anything but `SERVING` is a failure;
  * each failure appends `WorkerProbeFailed`, and `PROBE_FAILURE_THRESHOLD` consecutive ones evict
- * the worker (see the core's `liveness/probe-outcome.ts`). A worker is never probed twice at once.
+ * the worker; a success after failures appends `WorkerProbeSucceeded` (see the core's
+ * `liveness/probe-outcome.ts`). The count lives in the log alone. A worker is never probed twice
+ * at once.
  */
 import type { Metadata } from '@grpc/grpc-js';
 import { hasAddress, isLive } from '../../projections/queries.js';
@@ -11,7 +13,7 @@ import type { Journal } from '../journal/index.js';
 import type { Logger } from '../observability/logger.js';
 import type { RouterMetrics } from '../observability/metrics.js';
 import { workerDiagnosis, type WorkerConnections } from '../workers/index.js';
-import { decideProbeFailure } from '../../core/liveness/index.js';
+import { decideProbeFailure, decideProbeSuccess } from '../../core/liveness/index.js';
 
 /** What the prober needs. */
 export interface ProberOptions {
@@ -33,8 +35,6 @@ export class Prober {
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
   private readonly pending = new Map<string, Promise<void>>();
-  /** Consecutive failures per worker since it last answered a probe. */
-  private readonly streaks = new Map<string, number>();
   /** Why each worker's last probe failed (gone once a probe succeeds); `readie status` shows it. */
   private readonly problems = new Map<string, string>();
 
@@ -94,6 +94,11 @@ export class Prober {
     }, this.options.config.PROBE_INTERVAL);
   }
 
+  /** Whether the worker at `address` answers one health check with `SERVING` (nothing recorded). */
+  async answers(address: string): Promise<boolean> {
+    return (await this.check(this.options.connections, 'the holder', address)) === null;
+  }
+
   /**
    * One health check: null when the worker answered `SERVING`, else what went wrong, in words that
    * name the fix when the connection failed (a TLS mismatch: which side speaks what).
@@ -131,20 +136,22 @@ export class Prober {
   private record(workerId: string, problem: string | null): void {
     const { journal, logger, metrics } = this.options;
     if (problem === null) {
-      this.streaks.set(workerId, 0);
       this.problems.delete(workerId);
+      const decision = decideProbeSuccess(journal.state, { workerId });
+      if (decision.events.length === 0) return;
+      try {
+        journal.record(decision);
+        logger.info({ workerId }, 'worker answers its health probes again');
+      } catch (error) {
+        logger.error({ err: error, workerId }, 'could not record a successful probe');
+      }
       return;
     }
     this.problems.set(workerId, problem);
     metrics.probeFailures.inc();
-    const decision = decideProbeFailure(journal.state, {
-      workerId,
-      streak: this.streaks.get(workerId),
-      error: problem,
-    });
+    const decision = decideProbeFailure(journal.state, { workerId, error: problem });
     const { events, consecutive } = decision;
     if (events.length === 0) return;
-    this.streaks.set(workerId, consecutive);
     try {
       journal.record(decision);
     } catch (error) {
@@ -154,7 +161,6 @@ export class Prober {
     const evicted = events.some((event) => event.type === 'WorkerEvicted');
     const expired = events.filter((event) => event.type === 'SessionExpired').length;
     if (evicted) {
-      this.streaks.delete(workerId);
       this.problems.delete(workerId);
       logger.warn(
         { workerId, consecutive, problem, sessionsExpired: expired },

@@ -34,6 +34,7 @@ export class RouterMetrics {
   readonly relayBytesToClient: Counter.Internal;
   /** Failed health probes. */
   readonly probeFailures: Counter<string>;
+  readonly dialFailures: Counter<string>;
   /** Calls refused for a missing or wrong bearer token. */
   readonly unauthenticated: Counter<string>;
   /** Calls refused because the caller's credential does not allow them. */
@@ -76,6 +77,11 @@ export class RouterMetrics {
     this.probeFailures = new Counter({
       name: 'readie_router_probe_failures_total',
       help: 'Worker health probes that failed',
+      registers,
+    });
+    this.dialFailures = new Counter({
+      name: 'readie_router_dial_failures_total',
+      help: 'Calls whose placed worker could not be reached before anything was sent (placed again)',
       registers,
     });
     this.unauthenticated = new Counter({

@@ -10,6 +10,7 @@ import {
   ContainerState,
   Flavor,
   WorkerStatus,
+  type ContainerEntry as WireContainerEntry,
   type RegistryServiceServer,
   type ReportContainerStateRequest,
   type ReportContainerStateResponse,
@@ -31,6 +32,7 @@ import {
   decideContainerReport,
   decideStatusReport,
   decideUtilizationReport,
+  type ContainerEntry,
   type ContainerReport,
   type StatusReport,
   type UtilizationReport,
@@ -42,6 +44,11 @@ export interface RegistryServiceOptions {
   readonly logger: Logger;
   /** Who is reporting: a worker's credential may report as that worker alone. */
   readonly credentials: RouterCredentials;
+  /**
+   * Whether a worker at `address` answers a health probe now (`SERVING`): asked of the instance
+   * holding a worker ID when another one registers with that ID from another address.
+   */
+  readonly answersProbe: (address: string) => Promise<boolean>;
 }
 
 /**
@@ -80,6 +87,50 @@ function zeroAsNull(value: number): number | null {
   return value === 0 ? null : value;
 }
 
+const ENTRY_STATES: Partial<Record<ContainerState, ContainerEntry['state']>> = {
+  [ContainerState.CONTAINER_STATE_BUSY]: 'busy',
+  [ContainerState.CONTAINER_STATE_READY]: 'ready',
+  [ContainerState.CONTAINER_STATE_ERROR]: 'error',
+};
+
+/** A report's number from the wire: 0 is none. */
+function reportSeqOf(value: number): number | null {
+  if (!Number.isSafeInteger(value) || value < 0) {
+    throw new InvalidReportError(`report_seq must be an integer >= 0, got ${value}`);
+  }
+  return value === 0 ? null : value;
+}
+
+/** The container list of a full report (numbered), or null for a report that is not one. */
+function containersOf(
+  entries: readonly WireContainerEntry[],
+  reportSeq: number | null,
+): ContainerEntry[] | null {
+  if (reportSeq === null) {
+    if (entries.length > 0) {
+      throw new InvalidReportError('containers are listed only in a numbered report (report_seq)');
+    }
+    return null;
+  }
+  const seen = new Set<string>();
+  return entries.map((entry, index) => {
+    const containerId = required(entry.containerId, `containers[${index}].container_id`);
+    if (seen.has(containerId)) {
+      throw new InvalidReportError(`containers lists ${containerId} twice`);
+    }
+    seen.add(containerId);
+    const state = ENTRY_STATES[entry.state];
+    if (state === undefined) {
+      throw new InvalidReportError(`containers[${index}].state must be BUSY, READY or ERROR`);
+    }
+    return {
+      containerId,
+      state,
+      checkpointId: entry.checkpointId === '' ? null : entry.checkpointId,
+    };
+  });
+}
+
 /** A status report from the wire, checked. */
 export function statusReportOf(request: ReportStatusRequest): StatusReport {
   const workerId = required(request.workerId, 'worker_id');
@@ -100,6 +151,7 @@ export function statusReportOf(request: ReportStatusRequest): StatusReport {
     flavor = 'cpu';
   }
   if (status === 'ready') required(request.address, 'address (host:port of ExecutionService)');
+  const reportSeq = reportSeqOf(request.reportSeq);
   return {
     workerId,
     status,
@@ -109,11 +161,15 @@ export function statusReportOf(request: ReportStatusRequest): StatusReport {
     memoryTotal: zeroAsNull(request.memoryTotal),
     maxContainers: zeroAsNull(request.maxContainers),
     gpuMemoryTotal: zeroAsNull(request.gpuMemoryTotal),
+    instanceId: request.instanceId === '' ? null : request.instanceId,
+    containers: status === 'removed' ? null : containersOf(request.containers, reportSeq),
+    reportSeq,
   };
 }
 
 /** A load report from the wire, checked. */
 export function utilizationReportOf(request: ReportUtilizationRequest): UtilizationReport {
+  const reportSeq = reportSeqOf(request.reportSeq);
   return {
     workerId: required(request.workerId, 'worker_id'),
     memoryUsed: request.memoryUsed,
@@ -121,6 +177,9 @@ export function utilizationReportOf(request: ReportUtilizationRequest): Utilizat
     cpuUsed: nonNegative(request.cpuUsed, 'cpu_used'),
     cpuTotal: zeroAsNull(nonNegative(request.cpuTotal, 'cpu_total')),
     gpuMemoryUsed: request.gpuMemoryUsed,
+    instanceId: request.instanceId === '' ? null : request.instanceId,
+    containers: containersOf(request.containers, reportSeq),
+    reportSeq,
   };
 }
 
@@ -142,6 +201,8 @@ export function containerReportOf(request: ReportContainerStateRequest): Contain
     containerId: required(request.containerId, 'container_id'),
     state,
     checkpointId: request.checkpointId === '' ? null : request.checkpointId,
+    instanceId: request.instanceId === '' ? null : request.instanceId,
+    reportSeq: reportSeqOf(request.reportSeq),
   };
 }
 
@@ -150,41 +211,99 @@ function answer<Req extends { readonly workerId: string }, Res>(
   { logger, credentials }: RegistryServiceOptions,
   call: ServerUnaryCall<Req, Res>,
   callback: sendUnaryData<Res>,
-  handle: (request: Req) => Res,
+  handle: (request: Req) => Res | Promise<Res>,
 ): void {
-  try {
-    checkReporter(credentials, call.metadata, call.getPath(), call.request.workerId);
-    callback(null, handle(call.request));
-  } catch (error) {
+  const refuse = (error: unknown) => {
     const serviceError = toServiceError(error);
     logger.warn(
-      { path: call.getPath(), code: serviceError.code, problem: serviceError.details },
+      {
+        path: call.getPath(),
+        workerId: call.request.workerId,
+        code: serviceError.code,
+        problem: serviceError.details,
+      },
       'worker report refused',
     );
     callback(serviceError);
+  };
+  try {
+    checkReporter(credentials, call.metadata, call.getPath(), call.request.workerId);
+    const handled = handle(call.request);
+    if (handled instanceof Promise) handled.then((response) => callback(null, response), refuse);
+    else callback(null, handled);
+  } catch (error) {
+    refuse(error);
   }
 }
 
 /** The `RegistryService` implementation. */
 export function registryService(options: RegistryServiceOptions): RegistryServiceServer {
   const { journal, logger } = options;
+
+  /** Records a status report's decision (or throws its refusal) and logs what changed. */
+  function recordStatus(
+    report: StatusReport,
+    decision: ReturnType<typeof decideStatusReport>,
+  ): ReportStatusResponse {
+    const { outcome } = decision;
+    if (outcome.kind === 'refused') throw outcome.error;
+    const known = journal.state.workers.get(report.workerId);
+    if (decision.events.length > 0) journal.record(decision);
+    if (report.status === 'removed' && decision.events.length === 0 && known) {
+      logger.warn(
+        { workerId: report.workerId, instanceId: report.instanceId, holder: known.instanceId },
+        'REMOVED from a worker process that does not hold the registration: ignored',
+      );
+    }
+    const restarted = decision.events.some(
+      (event) => event.type === 'WorkerEvicted' && event.reason === 'restarted',
+    );
+    if (restarted) {
+      logger.warn(
+        {
+          workerId: report.workerId,
+          address: report.address,
+          previous: known?.address ?? null,
+          instanceId: report.instanceId,
+        },
+        "worker restarted: the previous instance's containers and sessions ended",
+      );
+    }
+    const changed =
+      !known || known.status !== report.status || known.address !== report.address || restarted;
+    if (changed && decision.events.length > 0) {
+      logger.info(
+        { workerId: report.workerId, status: report.status, address: report.address },
+        report.status === 'removed' ? 'worker leaving' : 'worker registered',
+      );
+    }
+    return {};
+  }
+
   return {
     reportStatus(call, callback) {
-      answer(options, call, callback, (request): ReportStatusResponse => {
-        const report = statusReportOf(request);
-        const known = journal.state.workers.get(report.workerId);
-        const decision = decideStatusReport(journal.state, report);
-        if (decision.events.length > 0) journal.record(decision);
-        const changed =
-          !known || known.status !== report.status || known.address !== report.address;
-        if (changed) {
-          logger.info(
-            { workerId: report.workerId, status: report.status, address: report.address },
-            report.status === 'removed' ? 'worker leaving' : 'worker registered',
-          );
-        }
-        return {};
-      });
+      answer(
+        options,
+        call,
+        callback,
+        (request): ReportStatusResponse | Promise<ReportStatusResponse> => {
+          const report = statusReportOf(request);
+          const first = decideStatusReport(journal.state, { report });
+          if (first.outcome.kind !== 'probe-holder') return recordStatus(report, first);
+          const holder = first.outcome.address;
+          // Another instance holds the ID elsewhere: it keeps it while it answers its probes.
+          return options.answersProbe(holder).then((holderAnswers) => {
+            logger.info(
+              { workerId: report.workerId, holder, holderAnswers, instanceId: report.instanceId },
+              'a worker ID another instance holds registered: probed the holder',
+            );
+            return recordStatus(
+              report,
+              decideStatusReport(journal.state, { report, holderAnswers }),
+            );
+          });
+        },
+      );
     },
     reportUtilization(call, callback) {
       answer(options, call, callback, (request): ReportUtilizationResponse => {

@@ -4,7 +4,9 @@
  * made on first use and closed when no live worker has that address any more.
  */
 import {
+  connectivityState,
   makeGenericClientConstructor,
+  Metadata as GrpcMetadata,
   type CallOptions,
   type ChannelCredentials,
   type Client,
@@ -52,6 +54,10 @@ const CHANNEL_OPTIONS = {
   'grpc-node.flow_control_window': 4 * 1024 * 1024,
   'grpc.keepalive_time_ms': 30_000,
   'grpc.keepalive_timeout_ms': 10_000,
+  // A channel that failed to connect waits this long before it tries again (grpc-js's default
+  // grows to two minutes): calls and probes meanwhile fail at once, so keep it near a probe round.
+  'grpc.initial_reconnect_backoff_ms': 500,
+  'grpc.max_reconnect_backoff_ms': 5_000,
 };
 
 interface Connection {
@@ -70,9 +76,50 @@ export class WorkerConnections {
     return this.connection(address).execution;
   }
 
-  /** The health client for a worker address (same channel as its execution client). */
+  /**
+   * The health client for a worker address (same channel as its execution client), on a channel
+   * that is not waiting out a failed connection (see `connection`).
+   */
   health(address: string): HealthClient {
-    return this.connection(address).health;
+    return this.connection(address, { fresh: true }).health;
+  }
+
+  /**
+   * Connects the channel to `address` (nothing is sent on it): resolves once it is connected,
+   * rejects with what went wrong when the connection fails (refused, no route, TLS) or is not up
+   * by `deadline` (epoch ms). A channel already connected resolves at once.
+   */
+  dial(address: string, deadline: number): Promise<void> {
+    const connection = this.connection(address, { fresh: true });
+    const channel = connection.execution.getChannel();
+    return new Promise((resolve, reject) => {
+      const failed = () => {
+        // The channel does not say why; a call on it does ("connect ECONNREFUSED ...").
+        connection.health.check({ service: '' }, new GrpcMetadata(), { deadline }, (error) =>
+          reject(
+            new Error(
+              `could not connect to ${address}${error ? `: ${error.details}` : ' (the connection failed)'}`,
+            ),
+          ),
+        );
+      };
+      const watch = (): void => {
+        const state = channel.getConnectivityState(true);
+        if (state === connectivityState.READY) {
+          resolve();
+          return;
+        }
+        if (state === connectivityState.TRANSIENT_FAILURE || state === connectivityState.SHUTDOWN) {
+          failed();
+          return;
+        }
+        channel.watchConnectivityState(state, deadline, (error?: Error) => {
+          if (error) reject(new Error(`could not connect to ${address}: not connected in time`));
+          else watch();
+        });
+      };
+      watch();
+    });
   }
 
   /** Closes the channels of every cached address not in `inUse`. */
@@ -90,7 +137,24 @@ export class WorkerConnections {
     this.retain(new Set());
   }
 
-  private connection(address: string): Connection {
+  /**
+   * The connection to `address`, made on first use. With `fresh`, a channel waiting out the
+   * backoff of a failed connection (TRANSIENT_FAILURE: it fails every call at once until then) is
+   * replaced by a new one that connects now, so a worker back at its address (restarted in place)
+   * is reached at once, not after the backoff; no call is in flight on a channel that is not
+   * connected.
+   */
+  private connection(address: string, { fresh = false } = {}): Connection {
+    const known = this.byAddress.get(address);
+    if (
+      fresh &&
+      known &&
+      known.execution.getChannel().getConnectivityState(false) ===
+        connectivityState.TRANSIENT_FAILURE
+    ) {
+      this.byAddress.delete(address);
+      known.execution.close();
+    }
     let connection = this.byAddress.get(address);
     if (!connection) {
       const execution = new RelayExecutionClient(address, this.credentials, CHANNEL_OPTIONS);

@@ -37,7 +37,11 @@ export interface ContainerReport {
 
 /** What the pool needs. */
 export interface ContainerPoolOptions extends ContainerFactoryOptions {
-  /** The most containers at once; 0 for no limit (WORKER_MAX_EXECUTORS). Standbys do not count. */
+  /**
+   * The most containers held or starting for calls at once; 0 for no limit (WORKER_MAX_EXECUTORS).
+   * A container being destroyed holds no slot. Standbys never keep a call out: they fill only
+   * slots no call holds, and one is destroyed when a call needs its slot.
+   */
   readonly maxContainers: number;
   /**
    * Idle session containers are destroyed (and reported removed) this long after their last call
@@ -79,20 +83,51 @@ export class ContainerPool {
       perCheckpoint: options.standbyPerCheckpoint,
       memory: options.standbyMemory,
       held: () => options.backend.held(),
+      room: () =>
+        options.maxContainers > 0
+          ? options.maxContainers - this.count - this.standbys.size
+          : Number.POSITIVE_INFINITY,
       restore: (memory, checkpointId) => this.startAnswering(memory, checkpointId, null),
       destroy: (container) => this.destroy(container),
       log: options.log,
     });
   }
 
-  /** Containers held or being started for calls (standbys excluded). */
+  /**
+   * Container slots held: containers held for calls or sessions and those being started for calls
+   * (standbys, and containers being destroyed, excluded). The router counts the same way.
+   */
   get count(): number {
-    return this.containers.size + this.starting;
+    let held = this.starting;
+    for (const container of this.containers.values()) if (container.state !== 'removed') held += 1;
+    return held;
+  }
+
+  /** Standby containers on the shelf and being restored: the slots they fill. */
+  get standbyCount(): number {
+    return this.standbys.size;
   }
 
   /** The containers held for calls, in no particular order. */
   list(): Container[] {
     return [...this.containers.values()];
+  }
+
+  /**
+   * Every container held for calls and sessions, as a full report lists it (those being destroyed
+   * and standbys excluded): its ID, state and the checkpoint it was restored from.
+   */
+  held(): { containerId: string; state: 'busy' | 'ready'; checkpointId: string }[] {
+    const held: { containerId: string; state: 'busy' | 'ready'; checkpointId: string }[] = [];
+    for (const container of this.containers.values()) {
+      if (container.state !== 'busy' && container.state !== 'ready') continue;
+      held.push({
+        containerId: container.id,
+        state: container.state,
+        checkpointId: container.checkpointId,
+      });
+    }
+    return held;
   }
 
   /**
@@ -115,6 +150,11 @@ export class ContainerPool {
       );
     }
     this.starting += 1;
+    // Standbys fill only free slots: the call takes one of its checkpoint, or one of another
+    // checkpoint gives its slot up.
+    if (maxContainers > 0 && this.count + this.standbys.size > maxContainers) {
+      this.standbys.giveUpOne(checkpointId);
+    }
     try {
       const standby = checkpointId === '' ? null : await this.standbys.take(checkpointId, memory);
       if (standby) {
@@ -206,6 +246,11 @@ export class ContainerPool {
   /** Drops standbys of checkpoints no longer held, and restocks those that are. */
   refreshStandbys(): void {
     this.standbys.refresh();
+  }
+
+  /** How many standbys of `checkpointId` are on the shelf now. */
+  standbysOf(checkpointId: string): number {
+    return this.standbys.count(checkpointId);
   }
 
   /** Whether standbys of `checkpointId` are kept restored (part of its `resident` tier). */
@@ -326,6 +371,8 @@ export class ContainerPool {
       this.containers.delete(container.id);
       this.reportState(container, ContainerState.CONTAINER_STATE_REMOVED);
       log.debug({ checkpointId: container.checkpointId }, 'container removed');
+      // A slot is free again: standbys may fill it.
+      if (!this.closing && container.reported) this.standbys.refresh();
     }
   }
 

@@ -1,7 +1,9 @@
 /**
  * Standby containers: per held checkpoint, containers restored ahead of demand, already in their
  * sandbox and answering, so a call that names the checkpoint skips the fork, the cgroup
- * migration and the sandbox setup. They are not reported to the router until a call takes one.
+ * migration and the sandbox setup. They are not reported to the router until a call takes one,
+ * and they fill only container slots no call holds (`room`): a call that needs the slot of one
+ * makes it give the slot up (`giveUpOne`).
  */
 import type { Logger } from 'pino';
 import type { ExecutorConnection } from '../executor-link/index.js';
@@ -15,6 +17,8 @@ export interface StandbyShelfOptions {
   readonly memory: number;
   /** The checkpoints that can be restored now. */
   readonly held: () => readonly string[];
+  /** How many more standbys fit in the container slots no call holds (may be Infinity). */
+  readonly room: () => number;
   /**
    * Restores a container from a checkpoint and dials it until its HELLO (no cold fallback): a
    * standby is ready only once its executor answers, and the call that takes it starts on this
@@ -47,6 +51,35 @@ export class StandbyShelf {
   /** The standbys of one checkpoint. */
   count(checkpointId: string): number {
     return this.shelves.get(checkpointId)?.length ?? 0;
+  }
+
+  /** Standbys on the shelf and being restored: the container slots they fill. */
+  get size(): number {
+    let size = 0;
+    for (const shelf of this.shelves.values()) size += shelf.length;
+    for (const preparing of this.preparing.values()) size += preparing;
+    return size;
+  }
+
+  /**
+   * Destroys one standby to free its slot for a call, one of another checkpoint than `keep` first
+   * (the call takes a standby of its own checkpoint, if there is one); false when none is on the
+   * shelf (those still being restored finish first).
+   */
+  giveUpOne(keep: string): boolean {
+    if (this.count(keep) > 0) return true;
+    for (const [checkpointId, shelf] of this.shelves) {
+      const standby = shelf.shift();
+      if (!standby) continue;
+      if (shelf.length === 0) this.shelves.delete(checkpointId);
+      this.options.log.debug(
+        { checkpointId, containerId: standby.id },
+        'a standby gives its slot up to a call',
+      );
+      void this.options.destroy(standby);
+      return true;
+    }
+    return false;
   }
 
   /**
@@ -105,7 +138,7 @@ export class StandbyShelf {
     const wanted = this.options.perCheckpoint;
     if (wanted <= 0 || this.closed || !this.keeps(checkpointId)) return;
     const have = this.count(checkpointId) + (this.preparing.get(checkpointId) ?? 0);
-    for (let i = have; i < wanted; i += 1) {
+    for (let i = have; i < wanted && this.options.room() > 0; i += 1) {
       this.preparing.set(checkpointId, (this.preparing.get(checkpointId) ?? 0) + 1);
       const preparation = new Promise<void>((resolve) => setImmediate(resolve))
         .then(() => this.prepare(checkpointId))

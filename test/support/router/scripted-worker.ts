@@ -66,6 +66,13 @@ export interface ScriptedWorkerOptions {
   readonly tls?: { readonly cert: Buffer; readonly key: Buffer };
   /** Refuse calls without `authorization: Bearer <token>` (as a real worker does). */
   readonly requireToken?: string;
+  /**
+   * The instance ID its reports name (a real worker draws one per process); default none, as a
+   * worker from before instance IDs.
+   */
+  readonly instanceId?: string;
+  /** The address it registers with (default: where it serves). */
+  readonly advertise?: string;
 }
 
 type WorkerCall = ServerDuplexStream<ExecuteRequest, ExecuteResponse>;
@@ -82,13 +89,29 @@ export class ScriptedWorker {
   private containers = 0;
   private registry: RegistryServiceClient | undefined;
   private registryMetadata = new Metadata();
+  /** The number of its last numbered report. */
+  private reportSeq = 0;
 
   private constructor(
     readonly workerId: string,
     readonly address: string,
     private readonly server: Server,
     private readonly health: HealthImplementation,
+    private readonly identity: { readonly instanceId: string; readonly advertise: string },
   ) {}
+
+  /** The next report number (numbered reports only). */
+  nextReportSeq(): number {
+    this.reportSeq += 1;
+    return this.reportSeq;
+  }
+
+  /** Calls it is running now. */
+  get callsRunning(): number {
+    let running = 0;
+    for (const count of this.running.values()) running += count;
+    return running;
+  }
 
   /** Starts serving on 127.0.0.1 on a free port. */
   static async start(options: ScriptedWorkerOptions): Promise<ScriptedWorker> {
@@ -108,7 +131,11 @@ export class ScriptedWorker {
       ),
     );
     const host = options.tls ? 'localhost' : '127.0.0.1';
-    const worker = new ScriptedWorker(options.workerId, `${host}:${port}`, server, health);
+    const address = `${host}:${port}`;
+    const worker = new ScriptedWorker(options.workerId, address, server, health, {
+      instanceId: options.instanceId ?? '',
+      advertise: options.advertise ?? address,
+    });
     server.addService(ExecutionServiceService, {
       execute: (call: WorkerCall) => worker.execute(call, options),
     });
@@ -144,7 +171,7 @@ export class ScriptedWorker {
   reportStatus(fields: Partial<ReportStatusRequest> = {}): Promise<void> {
     const request: ReportStatusRequest = {
       workerId: this.workerId,
-      address: this.address,
+      address: this.identity.advertise,
       status: WorkerStatus.WORKER_STATUS_READY,
       error: '',
       flavor: Flavor.FLAVOR_CPU,
@@ -154,6 +181,9 @@ export class ScriptedWorker {
       checkpoints: [],
       pythonVersion: '3.11.2',
       restoreBackend: 'template',
+      instanceId: this.identity.instanceId,
+      reportSeq: 0,
+      containers: [],
       ...fields,
     };
     return new Promise((resolve, reject) =>
@@ -163,15 +193,21 @@ export class ScriptedWorker {
     );
   }
 
-  /** Reports load; resolves with whether the router knows this worker. */
+  /**
+   * Reports load (a count alone unless `fields` number it and list containers); resolves with
+   * whether the router knows this worker.
+   */
   reportUtilization(fields: Partial<ReportUtilizationRequest> = {}): Promise<boolean> {
     const request: ReportUtilizationRequest = {
       workerId: this.workerId,
       memoryUsed: 0,
-      containerCount: this.containers,
+      containerCount: this.callsRunning,
       cpuUsed: 0,
       cpuTotal: 2,
       gpuMemoryUsed: 0,
+      instanceId: this.identity.instanceId,
+      reportSeq: 0,
+      containers: [],
       ...fields,
     };
     return new Promise((resolve, reject) =>
@@ -182,10 +218,22 @@ export class ScriptedWorker {
   }
 
   /** Reports a container's state; resolves with whether the router knows this worker. */
-  reportContainer(containerId: string, state: ContainerState, checkpointId = ''): Promise<boolean> {
+  reportContainer(
+    containerId: string,
+    state: ContainerState,
+    checkpointId = '',
+    reportSeq = 0,
+  ): Promise<boolean> {
     return new Promise((resolve, reject) =>
       this.client().reportContainerState(
-        { workerId: this.workerId, containerId, state, checkpointId },
+        {
+          workerId: this.workerId,
+          containerId,
+          state,
+          checkpointId,
+          instanceId: this.identity.instanceId,
+          reportSeq,
+        },
         this.registryMetadata,
         (error, response) => (error ? reject(error) : resolve(response.registered)),
       ),

@@ -185,6 +185,22 @@ export interface ReportStatusRequest {
   pythonVersion: string;
   /** How checkpoints are restored ("template", "criu") and why, for operators. */
   restoreBackend: string;
+  /** The worker process: a new ID at each start (empty: the worker names none). */
+  instanceId: string;
+  /** This report's number in the process's sequence of reports; 0 when it is not numbered. */
+  reportSeq: number;
+  /** Every container it holds for calls and sessions (with report_seq set; standbys excluded). */
+  containers: ContainerEntry[];
+}
+
+/** A container as a full report lists it. */
+export interface ContainerEntry {
+  /** The container's ID, unique on its worker. */
+  containerId: string;
+  /** BUSY, READY or ERROR. */
+  state: ContainerState;
+  /** The checkpoint it was restored from; empty for a cold start. */
+  checkpointId: string;
 }
 
 /** The router's answer to a status report. */
@@ -205,6 +221,15 @@ export interface ReportUtilizationRequest {
   cpuTotal: number;
   /** GPU memory in use, in bytes. */
   gpuMemoryUsed: number;
+  /** The worker process (see ReportStatusRequest.instance_id). */
+  instanceId: string;
+  /**
+   * This report's number; when set (non-zero), `containers` lists every container the worker
+   * holds and the router reconciles its records with it. 0: a count alone.
+   */
+  reportSeq: number;
+  /** Every container held for calls and sessions (standbys excluded), when report_seq is set. */
+  containers: ContainerEntry[];
 }
 
 /** The router's answer to a load report. */
@@ -226,6 +251,10 @@ export interface ReportContainerStateRequest {
   state: ContainerState;
   /** The checkpoint it was restored from; empty for a cold start. */
   checkpointId: string;
+  /** The worker process (see ReportStatusRequest.instance_id). */
+  instanceId: string;
+  /** This report's number; 0 when it is not numbered. */
+  reportSeq: number;
 }
 
 /** The router's answer to a container report. */
@@ -247,6 +276,9 @@ function createBaseReportStatusRequest(): ReportStatusRequest {
     checkpoints: [],
     pythonVersion: "",
     restoreBackend: "",
+    instanceId: "",
+    reportSeq: 0,
+    containers: [],
   };
 }
 
@@ -284,6 +316,15 @@ export const ReportStatusRequest: MessageFns<ReportStatusRequest> = {
     }
     if (message.restoreBackend !== "") {
       writer.uint32(90).string(message.restoreBackend);
+    }
+    if (message.instanceId !== "") {
+      writer.uint32(98).string(message.instanceId);
+    }
+    if (message.reportSeq !== 0) {
+      writer.uint32(104).uint64(message.reportSeq);
+    }
+    for (const v of message.containers) {
+      ContainerEntry.encode(v!, writer.uint32(114).fork()).join();
     }
     return writer;
   },
@@ -389,6 +430,30 @@ export const ReportStatusRequest: MessageFns<ReportStatusRequest> = {
             message.restoreBackend = reader.string();
             continue;
           }
+          case 12: {
+            if (tag !== 98) {
+              break;
+            }
+
+            message.instanceId = reader.string();
+            continue;
+          }
+          case 13: {
+            if (tag !== 104) {
+              break;
+            }
+
+            message.reportSeq = longToNumber(reader.uint64());
+            continue;
+          }
+          case 14: {
+            if (tag !== 114) {
+              break;
+            }
+
+            message.containers.push(ContainerEntry.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -440,6 +505,19 @@ export const ReportStatusRequest: MessageFns<ReportStatusRequest> = {
         : isSet(object.restore_backend)
         ? globalThis.String(object.restore_backend)
         : "",
+      instanceId: isSet(object.instanceId)
+        ? globalThis.String(object.instanceId)
+        : isSet(object.instance_id)
+        ? globalThis.String(object.instance_id)
+        : "",
+      reportSeq: isSet(object.reportSeq)
+        ? globalThis.Number(object.reportSeq)
+        : isSet(object.report_seq)
+        ? globalThis.Number(object.report_seq)
+        : 0,
+      containers: globalThis.Array.isArray(object?.containers)
+        ? object.containers.map((e: any) => ContainerEntry.fromJSON(e))
+        : [],
     };
   },
 
@@ -478,6 +556,15 @@ export const ReportStatusRequest: MessageFns<ReportStatusRequest> = {
     if (message.restoreBackend !== "") {
       obj.restoreBackend = message.restoreBackend;
     }
+    if (message.instanceId !== "") {
+      obj.instanceId = message.instanceId;
+    }
+    if (message.reportSeq !== 0) {
+      obj.reportSeq = Math.round(message.reportSeq);
+    }
+    if (message.containers?.length) {
+      obj.containers = message.containers.map((e) => ContainerEntry.toJSON(e));
+    }
     return obj;
   },
 
@@ -497,6 +584,118 @@ export const ReportStatusRequest: MessageFns<ReportStatusRequest> = {
     message.checkpoints = object.checkpoints?.map((e) => e) || [];
     message.pythonVersion = object.pythonVersion ?? "";
     message.restoreBackend = object.restoreBackend ?? "";
+    message.instanceId = object.instanceId ?? "";
+    message.reportSeq = object.reportSeq ?? 0;
+    message.containers = object.containers?.map((e) => ContainerEntry.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseContainerEntry(): ContainerEntry {
+  return { containerId: "", state: 0, checkpointId: "" };
+}
+
+export const ContainerEntry: MessageFns<ContainerEntry> = {
+  encode(message: ContainerEntry, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.containerId !== "") {
+      writer.uint32(10).string(message.containerId);
+    }
+    if (message.state !== 0) {
+      writer.uint32(16).int32(message.state);
+    }
+    if (message.checkpointId !== "") {
+      writer.uint32(26).string(message.checkpointId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ContainerEntry {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseContainerEntry();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.containerId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.state = reader.int32() as any;
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.checkpointId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ContainerEntry {
+    return {
+      containerId: isSet(object.containerId)
+        ? globalThis.String(object.containerId)
+        : isSet(object.container_id)
+        ? globalThis.String(object.container_id)
+        : "",
+      state: isSet(object.state) ? containerStateFromJSON(object.state) : 0,
+      checkpointId: isSet(object.checkpointId)
+        ? globalThis.String(object.checkpointId)
+        : isSet(object.checkpoint_id)
+        ? globalThis.String(object.checkpoint_id)
+        : "",
+    };
+  },
+
+  toJSON(message: ContainerEntry): unknown {
+    const obj: any = {};
+    if (message.containerId !== "") {
+      obj.containerId = message.containerId;
+    }
+    if (message.state !== 0) {
+      obj.state = containerStateToJSON(message.state);
+    }
+    if (message.checkpointId !== "") {
+      obj.checkpointId = message.checkpointId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ContainerEntry>, I>>(base?: I): ContainerEntry {
+    return ContainerEntry.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ContainerEntry>, I>>(object: I): ContainerEntry {
+    const message = createBaseContainerEntry();
+    message.containerId = object.containerId ?? "";
+    message.state = object.state ?? 0;
+    message.checkpointId = object.checkpointId ?? "";
     return message;
   },
 };
@@ -554,7 +753,17 @@ export const ReportStatusResponse: MessageFns<ReportStatusResponse> = {
 };
 
 function createBaseReportUtilizationRequest(): ReportUtilizationRequest {
-  return { workerId: "", memoryUsed: 0, containerCount: 0, cpuUsed: 0, cpuTotal: 0, gpuMemoryUsed: 0 };
+  return {
+    workerId: "",
+    memoryUsed: 0,
+    containerCount: 0,
+    cpuUsed: 0,
+    cpuTotal: 0,
+    gpuMemoryUsed: 0,
+    instanceId: "",
+    reportSeq: 0,
+    containers: [],
+  };
 }
 
 export const ReportUtilizationRequest: MessageFns<ReportUtilizationRequest> = {
@@ -576,6 +785,15 @@ export const ReportUtilizationRequest: MessageFns<ReportUtilizationRequest> = {
     }
     if (message.gpuMemoryUsed !== 0) {
       writer.uint32(48).uint64(message.gpuMemoryUsed);
+    }
+    if (message.instanceId !== "") {
+      writer.uint32(58).string(message.instanceId);
+    }
+    if (message.reportSeq !== 0) {
+      writer.uint32(64).uint64(message.reportSeq);
+    }
+    for (const v of message.containers) {
+      ContainerEntry.encode(v!, writer.uint32(74).fork()).join();
     }
     return writer;
   },
@@ -641,6 +859,30 @@ export const ReportUtilizationRequest: MessageFns<ReportUtilizationRequest> = {
             message.gpuMemoryUsed = longToNumber(reader.uint64());
             continue;
           }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.instanceId = reader.string();
+            continue;
+          }
+          case 8: {
+            if (tag !== 64) {
+              break;
+            }
+
+            message.reportSeq = longToNumber(reader.uint64());
+            continue;
+          }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.containers.push(ContainerEntry.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -685,6 +927,19 @@ export const ReportUtilizationRequest: MessageFns<ReportUtilizationRequest> = {
         : isSet(object.gpu_memory_used)
         ? globalThis.Number(object.gpu_memory_used)
         : 0,
+      instanceId: isSet(object.instanceId)
+        ? globalThis.String(object.instanceId)
+        : isSet(object.instance_id)
+        ? globalThis.String(object.instance_id)
+        : "",
+      reportSeq: isSet(object.reportSeq)
+        ? globalThis.Number(object.reportSeq)
+        : isSet(object.report_seq)
+        ? globalThis.Number(object.report_seq)
+        : 0,
+      containers: globalThis.Array.isArray(object?.containers)
+        ? object.containers.map((e: any) => ContainerEntry.fromJSON(e))
+        : [],
     };
   },
 
@@ -708,6 +963,15 @@ export const ReportUtilizationRequest: MessageFns<ReportUtilizationRequest> = {
     if (message.gpuMemoryUsed !== 0) {
       obj.gpuMemoryUsed = Math.round(message.gpuMemoryUsed);
     }
+    if (message.instanceId !== "") {
+      obj.instanceId = message.instanceId;
+    }
+    if (message.reportSeq !== 0) {
+      obj.reportSeq = Math.round(message.reportSeq);
+    }
+    if (message.containers?.length) {
+      obj.containers = message.containers.map((e) => ContainerEntry.toJSON(e));
+    }
     return obj;
   },
 
@@ -722,6 +986,9 @@ export const ReportUtilizationRequest: MessageFns<ReportUtilizationRequest> = {
     message.cpuUsed = object.cpuUsed ?? 0;
     message.cpuTotal = object.cpuTotal ?? 0;
     message.gpuMemoryUsed = object.gpuMemoryUsed ?? 0;
+    message.instanceId = object.instanceId ?? "";
+    message.reportSeq = object.reportSeq ?? 0;
+    message.containers = object.containers?.map((e) => ContainerEntry.fromPartial(e)) || [];
     return message;
   },
 };
@@ -794,7 +1061,7 @@ export const ReportUtilizationResponse: MessageFns<ReportUtilizationResponse> = 
 };
 
 function createBaseReportContainerStateRequest(): ReportContainerStateRequest {
-  return { workerId: "", containerId: "", state: 0, checkpointId: "" };
+  return { workerId: "", containerId: "", state: 0, checkpointId: "", instanceId: "", reportSeq: 0 };
 }
 
 export const ReportContainerStateRequest: MessageFns<ReportContainerStateRequest> = {
@@ -810,6 +1077,12 @@ export const ReportContainerStateRequest: MessageFns<ReportContainerStateRequest
     }
     if (message.checkpointId !== "") {
       writer.uint32(34).string(message.checkpointId);
+    }
+    if (message.instanceId !== "") {
+      writer.uint32(42).string(message.instanceId);
+    }
+    if (message.reportSeq !== 0) {
+      writer.uint32(48).uint64(message.reportSeq);
     }
     return writer;
   },
@@ -859,6 +1132,22 @@ export const ReportContainerStateRequest: MessageFns<ReportContainerStateRequest
             message.checkpointId = reader.string();
             continue;
           }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.instanceId = reader.string();
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.reportSeq = longToNumber(reader.uint64());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -889,6 +1178,16 @@ export const ReportContainerStateRequest: MessageFns<ReportContainerStateRequest
         : isSet(object.checkpoint_id)
         ? globalThis.String(object.checkpoint_id)
         : "",
+      instanceId: isSet(object.instanceId)
+        ? globalThis.String(object.instanceId)
+        : isSet(object.instance_id)
+        ? globalThis.String(object.instance_id)
+        : "",
+      reportSeq: isSet(object.reportSeq)
+        ? globalThis.Number(object.reportSeq)
+        : isSet(object.report_seq)
+        ? globalThis.Number(object.report_seq)
+        : 0,
     };
   },
 
@@ -906,6 +1205,12 @@ export const ReportContainerStateRequest: MessageFns<ReportContainerStateRequest
     if (message.checkpointId !== "") {
       obj.checkpointId = message.checkpointId;
     }
+    if (message.instanceId !== "") {
+      obj.instanceId = message.instanceId;
+    }
+    if (message.reportSeq !== 0) {
+      obj.reportSeq = Math.round(message.reportSeq);
+    }
     return obj;
   },
 
@@ -918,6 +1223,8 @@ export const ReportContainerStateRequest: MessageFns<ReportContainerStateRequest
     message.containerId = object.containerId ?? "";
     message.state = object.state ?? 0;
     message.checkpointId = object.checkpointId ?? "";
+    message.instanceId = object.instanceId ?? "";
+    message.reportSeq = object.reportSeq ?? 0;
     return message;
   },
 };
@@ -992,12 +1299,19 @@ export const ReportContainerStateResponse: MessageFns<ReportContainerStateRespon
 /**
  * Worker to router: registration, load and container reports. Every report becomes an event in
  * the router's log.
+ *
+ * Every report names the worker process it comes from (instance_id, new at each start of the
+ * worker), and is numbered in that process's sequence of reports (report_seq, from 1, taken when
+ * the report is made), so the router can tell a restart or a second process with the same worker
+ * ID, and a late report from a fresh one.
  */
 export type RegistryServiceService = typeof RegistryServiceService;
 export const RegistryServiceService = {
   /**
    * A worker's status: ready (registers it), error (registered, never placeable) or removed
-   * (leaving: no new work; running calls finish).
+   * (leaving: no new work; running calls finish). A registration for a worker ID another live
+   * instance holds (at another address, still answering its health probes) is refused with
+   * ALREADY_EXISTS naming that instance's address.
    */
   reportStatus: {
     path: "/readie.v1.RegistryService/ReportStatus" as const,
@@ -1009,7 +1323,10 @@ export const RegistryServiceService = {
       Buffer.from(ReportStatusResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): ReportStatusResponse => ReportStatusResponse.decode(value),
   },
-  /** The periodic load report (every WORKER_UTILIZATION_INTERVAL): the worker's heartbeat. */
+  /**
+   * The periodic load report (every WORKER_UTILIZATION_INTERVAL): the worker's heartbeat, and the
+   * list of every container it holds, which the router folds as the truth.
+   */
   reportUtilization: {
     path: "/readie.v1.RegistryService/ReportUtilization" as const,
     requestStream: false as const,
@@ -1038,10 +1355,15 @@ export const RegistryServiceService = {
 export interface RegistryServiceServer extends UntypedServiceImplementation {
   /**
    * A worker's status: ready (registers it), error (registered, never placeable) or removed
-   * (leaving: no new work; running calls finish).
+   * (leaving: no new work; running calls finish). A registration for a worker ID another live
+   * instance holds (at another address, still answering its health probes) is refused with
+   * ALREADY_EXISTS naming that instance's address.
    */
   reportStatus: handleUnaryCall<ReportStatusRequest, ReportStatusResponse>;
-  /** The periodic load report (every WORKER_UTILIZATION_INTERVAL): the worker's heartbeat. */
+  /**
+   * The periodic load report (every WORKER_UTILIZATION_INTERVAL): the worker's heartbeat, and the
+   * list of every container it holds, which the router folds as the truth.
+   */
   reportUtilization: handleUnaryCall<ReportUtilizationRequest, ReportUtilizationResponse>;
   /** A container changed state. */
   reportContainerState: handleUnaryCall<ReportContainerStateRequest, ReportContainerStateResponse>;
@@ -1050,7 +1372,9 @@ export interface RegistryServiceServer extends UntypedServiceImplementation {
 export interface RegistryServiceClient extends Client {
   /**
    * A worker's status: ready (registers it), error (registered, never placeable) or removed
-   * (leaving: no new work; running calls finish).
+   * (leaving: no new work; running calls finish). A registration for a worker ID another live
+   * instance holds (at another address, still answering its health probes) is refused with
+   * ALREADY_EXISTS naming that instance's address.
    */
   reportStatus(
     request: ReportStatusRequest,
@@ -1067,7 +1391,10 @@ export interface RegistryServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: ReportStatusResponse) => void,
   ): ClientUnaryCall;
-  /** The periodic load report (every WORKER_UTILIZATION_INTERVAL): the worker's heartbeat. */
+  /**
+   * The periodic load report (every WORKER_UTILIZATION_INTERVAL): the worker's heartbeat, and the
+   * list of every container it holds, which the router folds as the truth.
+   */
   reportUtilization(
     request: ReportUtilizationRequest,
     callback: (error: ServiceError | null, response: ReportUtilizationResponse) => void,

@@ -1,0 +1,125 @@
+/**
+ * A failed dial (pure): the router could not open the stream to the worker a call was placed on
+ * (connection refused, no route, a TLS failure) before anything of the call was sent. The attempt
+ * is recorded (`CallDialFailed`, which releases its reservation), counted as a failed probe of
+ * that worker (with the eviction it may bring), and the call is placed again without every worker
+ * it could not reach, at most `MAX_DIAL_RETRIES` more times: one append caused by the dial
+ * (`dial:REQUEST`), so replay decides it again exactly as the router did (docs/router.md).
+ */
+import { causeOf } from '../../events/cause.js';
+import type { NewEvent } from '../../events/types.js';
+import type { ClusterState } from '../../projections/cluster-state.js';
+import type { Config } from '../../shared/config.js';
+import type { GrpcCodeName } from '../../shared/grpc-codes.js';
+import type { Decision } from '../decision.js';
+import { probeFailureEvents } from '../liveness/probe-outcome.js';
+import {
+  place,
+  sessionIdOf,
+  type CallToPlace,
+  type PlacementCaches,
+  type PlacementDecision,
+} from '../placement/index.js';
+import { sessionExpiredMessage } from '../placement/session-affinity.js';
+
+/** How many more times a call whose stream could not be opened is placed again. */
+export const MAX_DIAL_RETRIES = 2;
+
+/** A call's stream could not be opened on the worker it was placed on. */
+export interface DialFailureInput {
+  readonly call: CallToPlace;
+  /** The worker that could not be reached (the call's reservation names it). */
+  readonly workerId: string;
+  /** What the dial said, for the log and the probe count. */
+  readonly error: string;
+  /** Default: the config in force. */
+  readonly config?: Config;
+  /** Placement's caches for `state`, if the caller keeps them. */
+  readonly caches?: PlacementCaches;
+}
+
+/** The decision, and the placement it ends with. */
+export interface DialFailureDecision extends Decision {
+  /** The call placed again, or refused. */
+  readonly placement: PlacementDecision;
+  /** How many attempts the call has had, this one included. */
+  readonly attempts: number;
+}
+
+function refusal(call: CallToPlace, code: GrpcCodeName, message: string): PlacementDecision {
+  return {
+    outcome: 'rejected',
+    code,
+    message,
+    events: [
+      {
+        type: 'CallRejected',
+        requestId: call.requestId,
+        sessionId: sessionIdOf(call.sessionId),
+        code,
+        message,
+      },
+    ],
+  };
+}
+
+/**
+ * The failed dial of `input.call` on `input.workerId`: `CallDialFailed`, the probe failure (and
+ * eviction) it counts as, then the call's next placement on the state it leaves: never on a worker
+ * an attempt of this call could not reach, and refused `UNAVAILABLE` once the call has had
+ * `MAX_DIAL_RETRIES` + 1 attempts. Nothing but the failed attempt's worker changes for placement
+ * (its release and count are on that worker, which is left out anyway), so the next placement is
+ * decided against `state` with the failed workers left out; a session that the eviction expires is
+ * refused as expired.
+ */
+export function decideDialFailure(
+  state: ClusterState,
+  input: DialFailureInput,
+): DialFailureDecision {
+  const { call, workerId, error } = input;
+  const config = input.config ?? state.config;
+  const reservation = state.reservations.get(call.requestId);
+  const unreachable = [...(reservation?.unreachable ?? []), workerId];
+  const head: NewEvent[] = [
+    { type: 'CallDialFailed', requestId: call.requestId, workerId, error },
+    ...probeFailureEvents(
+      state,
+      workerId,
+      `the stream of a call could not be opened: ${error}`,
+      config,
+    ),
+  ];
+  const attempts = unreachable.length;
+  const sessionId = sessionIdOf(call.sessionId);
+  const evictedAt = head.findIndex((event) => event.type === 'WorkerEvicted');
+  const expired =
+    evictedAt >= 0 &&
+    head.some((event) => event.type === 'SessionExpired' && event.sessionId === sessionId);
+  let placement: PlacementDecision;
+  if (sessionId !== null && expired) {
+    placement = refusal(
+      call,
+      'NOT_FOUND',
+      sessionExpiredMessage(sessionId, state.lastSeq + 1 + evictedAt, 'worker_evicted'),
+    );
+  } else if (attempts > MAX_DIAL_RETRIES) {
+    placement = refusal(
+      call,
+      'UNAVAILABLE',
+      `the router could not open a stream to ${unreachable.join(', ')} (${attempts} attempts); last: ${error}`,
+    );
+  } else {
+    placement = place(state, call, {
+      config,
+      unreachable,
+      dialError: error,
+      ...(input.caches ? { caches: input.caches } : {}),
+    });
+  }
+  return {
+    cause: causeOf('dial', call.requestId),
+    events: [...head, ...placement.events],
+    placement,
+    attempts,
+  };
+}
