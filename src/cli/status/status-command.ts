@@ -31,13 +31,17 @@ interface StatusFlags {
   readonly stateDir: string;
 }
 
+/** A local cluster's operator token file under `--state-dir`, if there is one. */
+function localOperatorTokenFile(flags: StatusFlags): string | null {
+  const path = join(flags.stateDir, 'credentials', 'operator.token');
+  return existsSync(path) ? path : null;
+}
+
 /** The operator token: `--token-file`, else READIE_AUTH_TOKEN, else a local cluster's. */
 function operatorToken(flags: StatusFlags, env: NodeJS.ProcessEnv): string | undefined {
   const file =
     flags.tokenFile ??
-    (env.READIE_AUTH_TOKEN
-      ? undefined
-      : [join(flags.stateDir, 'credentials', 'operator.token')].find((path) => existsSync(path)));
+    (env.READIE_AUTH_TOKEN ? undefined : (localOperatorTokenFile(flags) ?? undefined));
   if (file === undefined) return env.READIE_AUTH_TOKEN || undefined;
   try {
     return readFileSync(file, 'utf8').split(/\r?\n/)[0]?.trim() || undefined;
@@ -63,6 +67,7 @@ function ask(
   client: AdminServiceClient,
   connection: Connection,
   includeExpiredSessions: boolean,
+  localToken: string | null,
 ): Promise<StatusResponse> {
   return new Promise((resolve, reject) =>
     client.status(
@@ -70,7 +75,7 @@ function ask(
       callMetadata(connection),
       { deadline: Date.now() + 10_000 },
       (error: ServiceError | null, response) => {
-        if (error) reject(statusFailure(error, connection));
+        if (error) reject(statusFailure(error, connection, localToken));
         else resolve(response);
       },
     ),
@@ -81,11 +86,18 @@ function ask(
  * Why `readie status` failed: the clients' words for the connection (a TLS mismatch, nothing
  * listening), its own for credentials, since it needs an operator's and not a tenant's.
  */
-function statusFailure(error: ServiceError, connection: Connection): Error {
+function statusFailure(
+  error: ServiceError,
+  connection: Connection,
+  localToken: string | null,
+): Error {
   if (error.code === status.UNAUTHENTICATED || error.code === status.PERMISSION_DENIED) {
     return new Error(
       `the router at ${connection.address} refused the credential (${status[error.code]}: ${error.details}); ` +
-        'readie status needs an operator token: --token-file FILE or READIE_AUTH_TOKEN (an "operator NAME TOKEN" line of its tokens file)',
+        'readie status needs an operator token: --token-file FILE or READIE_AUTH_TOKEN (an "operator NAME TOKEN" line of its tokens file)' +
+        (localToken === null
+          ? ''
+          : `; a local cluster's is ${localToken} (--token-file ${localToken})`),
     );
   }
   return errorFromStatus(error.code, error.details, {
@@ -117,7 +129,8 @@ async function runStatus(flags: StatusFlags): Promise<void> {
   }
   const client = new AdminServiceClient(connection.address, channelCredentials(connection));
   const once = async (): Promise<void> => {
-    const status = await ask(client, connection, flags.expired ?? false);
+    const localToken = flags.tokenFile === undefined ? localOperatorTokenFile(flags) : null;
+    const status = await ask(client, connection, flags.expired ?? false, localToken);
     const text = printed(status, flags.json ?? false);
     // A terminal gets the page redrawn in place; a pipe gets one page (or JSON line) after another.
     if (flags.watch && !flags.json && process.stdout.isTTY) process.stdout.write('\x1b[2J\x1b[H');
