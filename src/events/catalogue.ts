@@ -5,11 +5,21 @@ import { explainMismatch } from './schema-errors.js';
 
 const Cost = T.Number({ minimum: 0 });
 
-/** One checkpoint a worker of a flavor can restore. */
+/**
+ * One checkpoint a worker of a flavor can restore. A checkpoint that holds loaded state (a
+ * model's weights) is a *version* a tenant can pin (docs/tenant-routing.md): `onDemand` ones are
+ * not built when a worker starts, only when a pre-warm or a cold load asks; `residentMemory` is
+ * what keeping it resident costs (bytes, counted against the worker's resident budget); `setup`
+ * is Python source run once when the checkpoint is built, after its imports (e.g. loading that
+ * version's weights), whose names calls reach with `import readie_checkpoint`.
+ */
 export const CheckpointSpecSchema = T.Object({
   id: T.String({ minLength: 1 }),
   modules: T.Array(T.String()),
   restoreCost: Cost,
+  onDemand: T.Optional(T.Boolean()),
+  residentMemory: T.Optional(T.Integer({ minimum: 0 })),
+  setup: T.Optional(T.String()),
 });
 
 /** What a flavor's workers offer: checkpoints, the base image's distributions, cold-start cost. */

@@ -8,6 +8,7 @@ import {
   type SessionExpiryReason,
 } from '../events/schema.js';
 import { DEFAULT_CONFIG, type Config } from '../shared/config.js';
+import { initialRouting, type RoutingState } from './routing-state.js';
 
 /** A worker's lifecycle as the router knows it: placeable only when `ready` (with an address). */
 export const WORKER_STATUSES = ['ready', 'error', 'leaving', 'evicted'] as const;
@@ -130,6 +131,8 @@ export interface ClusterState {
   readonly workers: ReadonlyMap<string, WorkerRecord>;
   readonly sessions: ReadonlyMap<string, SessionRecord>;
   readonly reservations: ReadonlyMap<string, Reservation>;
+  /** Tenants' pinned versions and the workers' residency (docs/tenant-routing.md). */
+  readonly routing: RoutingState;
 }
 
 /** The state before any event. */
@@ -145,5 +148,6 @@ export function initialState(): ClusterState {
     workers: new Map(),
     sessions: new Map(),
     reservations: new Map(),
+    routing: initialRouting(),
   };
 }

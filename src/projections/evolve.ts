@@ -20,6 +20,7 @@ import { assertNever, type ClusterEvent } from '../events/types.js';
 import { configInForce } from '../shared/config.js';
 import type { ClusterState, SessionRecord, WorkerRecord } from './cluster-state.js';
 import { isLive } from './queries.js';
+import { applyRoutingEvent } from './routing-fold.js';
 import { restoreSnapshot } from './snapshot.js';
 import { IGNORE_CHANGES, type WorkerChangeSink } from './worker-changes.js';
 
@@ -46,6 +47,7 @@ export function applyEvent(
   event: ClusterEvent,
   changes: WorkerChangeSink = IGNORE_CHANGES,
 ): State {
+  if (event.type !== 'Snapshot') applyRoutingEvent(state, event);
   switch (event.type) {
     case 'Snapshot':
       return restoreSnapshot(event) as unknown as State;
@@ -90,8 +92,14 @@ export function applyEvent(
       }
       break;
     }
+    // The routing events change only the routing part (routing-fold.ts, above).
     case 'CallRequested':
     case 'CallRejected':
+    case 'PinStaged':
+    case 'RoutingRevised':
+    case 'ResidencyChanged':
+    case 'ResidencyProtected':
+    case 'ResidencyBudget':
       break;
     case 'CallPlaced':
       reserve(state, event, changes);

@@ -3,5 +3,6 @@ export * from './cluster-state.js';
 export * from './evolve.js';
 export * from './fold.js';
 export * from './queries.js';
+export * from './routing-state.js';
 export * from './snapshot.js';
 export * from './worker-changes.js';

@@ -30,6 +30,7 @@ import {
   type MetricsServer,
 } from './observability/index.js';
 import { registryService } from './registry/index.js';
+import { ResidencyKeeper } from './routing/index.js';
 import {
   credentialInterceptor,
   formatHostPort,
@@ -215,6 +216,9 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
         live: () => ({ callsInFlight: active.inFlight, callsWaiting: turns.waiting }),
         credentials,
         logger,
+        journal,
+        placement,
+        clock,
       }),
     );
     server.addService(TenantServiceService, tenantService({ state: () => log.state, credentials }));
@@ -241,8 +245,18 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
       logger,
       onPass: () => connections.retain(liveAddresses(log.state)),
     });
+    const residency = new ResidencyKeeper({
+      journal,
+      connections,
+      placement,
+      config,
+      clock,
+      logger,
+      workerMetadata: credentials.workerMetadata,
+    });
     prober.start();
     reaper.start();
+    residency.start();
     for (const name of HEALTH_SERVICES) health.setStatus(name, 'SERVING');
     const inForce = credentials.summary();
     if (options.workerCa === undefined && inForce.routerToken) {
@@ -297,6 +311,7 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
         closing ??= (async () => {
           prober.stop();
           reaper.stop();
+          residency.stop();
           for (const name of HEALTH_SERVICES) health.setStatus(name, 'NOT_SERVING');
           await shutdown(running, active, graceMs);
           await runningMetrics?.close();

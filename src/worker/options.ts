@@ -31,6 +31,7 @@ export interface WorkerFlagValues {
   id?: string;
   flavor?: string;
   memory?: string;
+  residentMemory?: string;
   gpuMemory?: string;
   maxContainers?: string;
   stateDir?: string;
@@ -89,6 +90,12 @@ export const WORKER_FLAGS: readonly WorkerFlag[] = [
     flag: '--memory <size>',
     env: 'WORKER_MEMORY',
     help: "memory for containers, e.g. 16GiB (default: the machine's)",
+  },
+  {
+    key: 'residentMemory',
+    flag: '--resident-memory <size|none>',
+    env: 'WORKER_RESIDENT_MEMORY',
+    help: "resident budget for tenants' versions (catalogue residentMemory); a load past it evicts the least recently used unprotected version; none: no limit (default: half of --memory)",
   },
   {
     key: 'gpuMemory',
@@ -225,6 +232,8 @@ export interface WorkerOptions {
   readonly advertise: string | null;
   readonly flavor: 'cpu' | 'gpu';
   readonly memoryTotal: number;
+  /** The resident budget for versions, in bytes (`--resident-memory`); null: no limit. */
+  readonly residentMemory: number | null;
   readonly gpuMemoryTotal: number;
   readonly stateDir: string;
   readonly python: string;
@@ -373,14 +382,23 @@ export function resolveWorkerOptions(
     security = { insecure: false, caFile: get('tlsCa') ?? null, certFile, keyFile };
   }
   const advertise = get('advertise');
+  const memoryTotal =
+    get('memory') !== undefined ? size(get('memory')!, '--memory') : machine.totalMemory;
+  const residentText = get('residentMemory');
+  const residentMemory =
+    residentText === undefined
+      ? Math.floor(memoryTotal / 2)
+      : residentText.trim().toLowerCase() === 'none'
+        ? null
+        : size(residentText, '--resident-memory');
   return {
     workerId,
     router: hostPort(required(get('router'), '--router', 'WORKER_ROUTER'), '--router'),
     listen: hostPort(required(get('listen'), '--listen', 'WORKER_LISTEN'), '--listen'),
     advertise: advertise === undefined ? null : hostPort(advertise, '--advertise'),
     flavor: oneOf(required(get('flavor'), '--flavor', 'WORKER_FLAVOR'), ['cpu', 'gpu'], '--flavor'),
-    memoryTotal:
-      get('memory') !== undefined ? size(get('memory')!, '--memory') : machine.totalMemory,
+    memoryTotal,
+    residentMemory,
     gpuMemoryTotal: get('gpuMemory') !== undefined ? size(get('gpuMemory')!, '--gpu-memory') : 0,
     stateDir: resolve(get('stateDir') ?? `/var/lib/readie/${workerId}`),
     python: get('python') ?? '/usr/bin/python3',

@@ -24,6 +24,8 @@ function config(fields: Partial<CallConfig> = {}): CallConfig {
     checkpointId: '',
     pythonVersion: '3.11.2',
     format: PayloadFormat.PAYLOAD_FORMAT_JSON_CALL,
+    pinned: false,
+    retryOf: '',
     ...fields,
   };
 }
@@ -42,6 +44,8 @@ const answer = (ids: Partial<CallIds> | undefined): CallInput => ({
       workerId: 'w1',
       containerId: '',
       checkpointId: '',
+      version: '',
+      routingRevision: 0,
       ...ids,
     },
     carries: 'log',
@@ -187,6 +191,10 @@ describe('the call state machine (pure)', () => {
       type: 'fail-client',
       code: 'UNAVAILABLE',
       details: 'no workers available',
+      trailers: [
+        { key: 'readie-request-id', value: 'r1' },
+        { key: 'readie-session-id', value: 's1' },
+      ],
     });
     expect(given.recorded.map((e) => e.type)).to.deep.equal(['CallRequested', 'CallRejected']);
   });
@@ -207,9 +215,13 @@ describe('the call state machine (pure)', () => {
       'to-client',
     ]);
     const ended = given.when({ type: 'worker-ended', code: 0, details: 'OK' });
-    expect(find(ended, 'end-client'), 'the new pin must be durable first').to.deep.equal({
+    expect(find(ended, 'end-client'), 'the new pin must be durable first').to.deep.include({
       type: 'end-client',
       afterCommit: true,
+    });
+    expect(find(ended, 'end-client')?.trailers).to.deep.include({
+      key: 'readie-container-id',
+      value: 'c1',
     });
     expect(given.recorded.at(-1)).to.deep.include({ type: 'CallFinished', ok: true });
   });

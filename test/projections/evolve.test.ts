@@ -238,6 +238,9 @@ describe('evolve: the effect of each event', () => {
     const state = stateOf(
       history(registered('w1'), requested('r1'), {
         type: 'CallRejected',
+        version: null,
+        routingRevision: null,
+        retryAfterMs: null,
         requestId: 'r1',
         sessionId: null,
         code: 'UNAVAILABLE',

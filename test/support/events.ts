@@ -65,6 +65,7 @@ export function demand(fields: Partial<Demand> = {}): Demand {
     checkpointId: null,
     imports: null,
     packages: null,
+    pinned: null,
     ...fields,
   };
 }
@@ -80,6 +81,7 @@ export function requested(
     sessionId: null,
     tenantId: null,
     demand: demand(),
+    retryOf: null,
     ...fields,
   };
 }
@@ -100,6 +102,9 @@ export function placed(
     packages: [],
     skippedPackages: [],
     memory: GiB,
+    version: null,
+    routingRevision: null,
+    coldLoad: false,
     ...fields,
   };
 }

@@ -90,6 +90,8 @@ export class ScriptedCall {
       workerId: 'worker-1',
       containerId: 'container-1',
       checkpointId: 'ckpt-numpy',
+      version: '',
+      routingRevision: 0,
       ...overrides,
     };
   }

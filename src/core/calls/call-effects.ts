@@ -4,6 +4,7 @@ import type { CallHeader } from '../../proto/gen/readie/v1/execution.js';
 import type { GrpcCodeName } from '../../shared/grpc-codes.js';
 import type { Decision } from '../decision.js';
 import type { CallToPlace, PlacedDecision } from '../placement/index.js';
+import type { TrailerEntry } from './answer-trailers.js';
 import type { CallDecision } from './call-steps.js';
 import type { ClientAnswer } from './relay-messages.js';
 
@@ -40,8 +41,19 @@ export type CallEffect =
   | { readonly type: 'cancel-worker' }
   | { readonly type: 'to-client'; readonly answer: ClientAnswer }
   /** End the client's stream with OK, once the last record committed when `afterCommit`. */
-  | { readonly type: 'end-client'; readonly afterCommit: boolean }
-  | { readonly type: 'fail-client'; readonly code: GrpcCodeName; readonly details: string }
+  | {
+      readonly type: 'end-client';
+      readonly afterCommit: boolean;
+      /** The trailing metadata (`answer-trailers.ts`). */
+      readonly trailers: readonly TrailerEntry[];
+    }
+  | {
+      readonly type: 'fail-client';
+      readonly code: GrpcCodeName;
+      readonly details: string;
+      /** The trailing metadata: IDs, a pinned call's version and revision, a shed's hint. */
+      readonly trailers: readonly TrailerEntry[];
+    }
   // What happened, for logs and metrics.
   | { readonly type: 'placed'; readonly placed: PlacedDecision }
   | {

@@ -29,6 +29,7 @@ import {
   InvalidStreamError,
   statusOf,
 } from '../errors.js';
+import { answerTrailers, type TrailerEntry } from './answer-trailers.js';
 import type { CallEffect } from './call-effects.js';
 import type { CallFacts, CallInput, CallPhase, CallWorld } from './call-phases.js';
 import { demandOf, firstConfigOf, payloadChunkOf, sessionIdOf } from './call-config.js';
@@ -120,7 +121,13 @@ function begin(
   }
   const facts: CallFacts = {
     config,
-    call: { requestId, sessionId, tenantId: phase.tenantId, demand: demandOf(config) },
+    call: {
+      requestId,
+      sessionId,
+      tenantId: phase.tenantId,
+      demand: demandOf(config),
+      retryOf: config.retryOf === '' ? null : config.retryOf,
+    },
     clientDeadline: phase.clientDeadline,
   };
   const register: CallEffect = { type: 'register', requestId };
@@ -197,7 +204,17 @@ function placed(phase: Extract<CallPhase, { phase: 'placing' }>, world: CallWorl
   const { facts } = phase;
   const decision = phase.decision.placement;
   if (decision.outcome === 'rejected') {
-    return refuse(phase, new CallRejectedError(decision.code, decision.message));
+    const { code, message, retryAfterMs } = decision;
+    const trailers = answerTrailers(
+      {
+        requestId: facts.call.requestId,
+        sessionId: facts.call.sessionId ?? '',
+        version: decision.version ?? '',
+        routingRevision: decision.routingRevision ?? 0,
+      },
+      retryAfterMs === null ? undefined : { code, message, retryAfterMs },
+    );
+    return refuse(phase, new CallRejectedError(code, message), { trailers });
   }
   const { requestId, sessionId } = facts.call;
   const ids = placedIds(requestId, sessionId, decision);
@@ -322,10 +339,11 @@ function complete(
     },
   ];
   if (!how.clientGone) {
+    const trailers = answerTrailers(phase.ids);
     effects.push(
       code === null
-        ? { type: 'end-client', afterCommit: phase.createdPin }
-        : { type: 'fail-client', code, details },
+        ? { type: 'end-client', afterCommit: phase.createdPin, trailers }
+        : { type: 'fail-client', code, details, trailers },
     );
   }
   return { phase: { phase: 'done' }, effects };
@@ -335,7 +353,7 @@ function complete(
 function refuse(
   phase: Exclude<CallPhase, { phase: 'relaying' | 'done' }>,
   error: unknown,
-  how: { clientGone?: boolean; code?: GrpcCodeName } = {},
+  how: { clientGone?: boolean; code?: GrpcCodeName; trailers?: readonly TrailerEntry[] } = {},
 ): CallStep {
   const waited = phase.phase === 'waiting-turn';
   const status = statusOf(error);
@@ -349,7 +367,14 @@ function refuse(
     );
   }
   effects.push({ type: 'refused', error, code, details: status.details, waited });
-  if (!how.clientGone) effects.push({ type: 'fail-client', code, details: status.details });
+  if (!how.clientGone) {
+    const trailers =
+      how.trailers ??
+      (phase.phase === 'awaiting-config'
+        ? []
+        : answerTrailers({ requestId: phase.facts.call.requestId }));
+    effects.push({ type: 'fail-client', code, details: status.details, trailers });
+  }
   return { phase: { phase: 'done' }, effects };
 }
 

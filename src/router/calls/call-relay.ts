@@ -21,6 +21,7 @@ import type { RouterMetrics } from '../observability/metrics.js';
 import type { SessionTurn, SessionTurns } from '../sessions/index.js';
 import type { WorkerConnections } from '../workers/index.js';
 import type { ActiveCall, ActiveCalls } from './active-calls.js';
+import { trailerMetadata } from './trailer-metadata.js';
 import { WorkerLeg } from './worker-leg.js';
 
 /** Everything a call needs from the router. */
@@ -195,10 +196,14 @@ export class CallRelay implements ActiveCall {
         this.toClient(effect.answer);
         return;
       case 'end-client':
-        this.endClient(effect.afterCommit);
+        this.endClient(effect.afterCommit, trailerMetadata(effect.trailers));
         return;
       case 'fail-client':
-        this.call.emit('error', { code: status[effect.code], details: effect.details });
+        this.call.emit('error', {
+          code: status[effect.code],
+          details: effect.details,
+          metadata: trailerMetadata(effect.trailers),
+        });
         return;
       case 'placed':
         metrics.placements.inc();
@@ -317,14 +322,14 @@ export class CallRelay implements ActiveCall {
     this.call.once('drain', () => worker?.resume());
   }
 
-  private endClient(afterCommit: boolean): void {
+  private endClient(afterCommit: boolean, trailers: Metadata): void {
     const append = this.lastAppend;
     if (!afterCommit || !append) {
-      this.call.end();
+      this.call.end(trailers);
       return;
     }
     append.committed.then(
-      () => this.call.end(),
+      () => this.call.end(trailers),
       () => this.call.emit('error', { code: status.UNAVAILABLE, details: 'the event log failed' }),
     );
   }

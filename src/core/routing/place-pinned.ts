@@ -1,0 +1,303 @@
+/**
+ * Placement of a pinned call (`demand.pinned`), in the order of docs/tenant-routing.md: the
+ * tenant and the demand, session affinity, one resolution, the version's flavor, the rendezvous
+ * subset of k, holders first by the seed ranking key, at most one cold load in flight per worker,
+ * a shed with a retry-after hint otherwise. Never another version. Pure; `explainPlacement` runs
+ * the same steps with an explanation builder.
+ */
+import type { NewEvent } from '../../events/types.js';
+import type { ClusterState, WorkerRecord } from '../../projections/cluster-state.js';
+import { hasColdLoadInFlight, holdsVersion } from '../../projections/routing-state.js';
+import type { Config } from '../../shared/config.js';
+import type { GrpcCodeName } from '../../shared/grpc-codes.js';
+import { formatDuration } from '../../shared/units.js';
+import { sessionIdOf, type Budget, type CallToPlace } from '../placement/call.js';
+import type { PlacementDecision } from '../placement/decision.js';
+import type { ExplanationBuilder } from '../placement/explanation.js';
+import { Verdict } from '../placement/filter.js';
+import { FILTERS, firstFailure } from '../placement/filters/index.js';
+import { rejected, reserve, type RejectionRouting } from '../placement/outcome.js';
+import type { PackageRequirement } from '../placement/packages.js';
+import { compareWorkers } from '../placement/ranking/index.js';
+import { sessionAffinity } from '../placement/session-affinity.js';
+import { rankedByScore, rendezvousSubset } from './rendezvous.js';
+import { resolvePinned, type Resolution } from './resolution.js';
+import { retryProblem } from './retry-check.js';
+import type { RoutingCandidate } from './routing-explanation.js';
+import { candidateIds, type SubsetCache } from './subset-cache.js';
+import { versionFlavor } from './version-flavor.js';
+
+/** What a pinned call's placement is given besides the state and the call. */
+export interface PinnedContext {
+  readonly config: Config;
+  readonly budget: Budget;
+  readonly requirements: readonly PackageRequirement[];
+  /** The caller's subset cache for this state, if any (it never changes an answer). */
+  readonly subsets?: SubsetCache | undefined;
+  /** Workers that count as gone (a re-placement after a failed dial). */
+  readonly excluded?: ReadonlySet<string> | undefined;
+  readonly explain?: ExplanationBuilder | undefined;
+}
+
+/** A resolution in words, as explanations print it. */
+export function describeResolution(resolution: Resolution): string {
+  const entry = `version "${resolution.version}", k ${resolution.k}, revision ${resolution.revision}`;
+  switch (resolution.source) {
+    case 'table':
+      return `tenant ${resolution.tenantId}'s entry in force: ${entry}`;
+    case 'retry':
+      return `the resolution of the retried call ${resolution.from ?? ''}: ${entry}`;
+    case 'session':
+      return `the resolution of session ${resolution.from ?? ''} (its first placed call): ${entry}`;
+  }
+}
+
+/** Decides a pinned call (docs/tenant-routing.md). */
+export function decidePinned(
+  state: ClusterState,
+  call: CallToPlace,
+  context: PinnedContext,
+): PlacementDecision {
+  const { explain } = context;
+  const tenantId = call.tenantId ?? null;
+  const refuse = (
+    code: GrpcCodeName,
+    message: string,
+    before: readonly NewEvent[] = [],
+    routing?: RejectionRouting,
+  ) => {
+    explain?.routing({
+      tenantId,
+      resolution: null,
+      resolved: null,
+      flavor: null,
+      candidates: [],
+      verdict: `refused: ${message}`,
+    });
+    return rejected(call, before, code, message, routing);
+  };
+  if (tenantId === null) {
+    return refuse(
+      'FAILED_PRECONDITION',
+      "a pinned call needs a tenant, and this call's credential names none (use a tenant's client token)",
+    );
+  }
+  if (call.demand.disableOptimizedExecution === true) {
+    return refuse(
+      'INVALID_ARGUMENT',
+      'a pinned call runs on its version, a checkpoint: disable_optimized_execution contradicts pinned',
+    );
+  }
+  const retry = retryProblem(state, call);
+  if (retry !== null) return refuse('PERMISSION_DENIED', retry);
+
+  // 1. Session affinity first (a session's container already holds its version).
+  const sessionId = sessionIdOf(call.sessionId);
+  const before: NewEvent[] = [];
+  const affinity = sessionId === null ? null : sessionAffinity(state, sessionId, call.demand);
+  if (affinity !== null && sessionId !== null) {
+    explain?.session(sessionId, affinity.kind === 'reject' ? affinity.message : affinity.verdict);
+    if (affinity.kind === 'reject') return refuse(affinity.code, affinity.message);
+    if (affinity.kind === 'drop-pin') {
+      before.push({ type: 'SessionUnpinned', sessionId, reason: 'container_unavailable' });
+    }
+  }
+
+  // 2. Resolve once.
+  const resolved = resolvePinned(state, call, tenantId);
+  if (!resolved.ok) return refuse(resolved.code, resolved.message, before);
+  const { resolution } = resolved;
+  const { version } = resolution;
+  const routing = {
+    version,
+    routingRevision: resolution.revision,
+  };
+  const explained = (
+    verdict: string,
+    flavor: string | null = null,
+    candidates: readonly RoutingCandidate[] = [],
+  ) =>
+    explain?.routing({
+      tenantId,
+      resolution,
+      resolved: describeResolution(resolution),
+      flavor,
+      candidates,
+      verdict,
+    });
+  const refuseResolved = (
+    code: GrpcCodeName,
+    message: string,
+    retryAfterMs: number | null = null,
+  ) => {
+    explained(`refused: ${message}`);
+    return rejected(call, before, code, message, { ...routing, retryAfterMs });
+  };
+  const named = call.demand.checkpointId ?? '';
+  if (named !== '' && named !== version) {
+    return refuseResolved(
+      'FAILED_PRECONDITION',
+      `the call names checkpoint "${named}" but tenant ${tenantId}'s pinned version is "${version}": a pinned call is only ever served by its version`,
+    );
+  }
+  if (affinity?.kind === 'reuse') {
+    if (affinity.pin.checkpointId !== version) {
+      return refuseResolved(
+        'FAILED_PRECONDITION',
+        `session ${sessionId ?? ''} runs in a container of ${affinity.pin.checkpointId === null ? 'a cold start' : `checkpoint "${affinity.pin.checkpointId}"`}, not version "${version}": start a new session for pinned calls`,
+      );
+    }
+    explained(
+      `reuses the session's container ${affinity.pin.workerId}/${affinity.pin.containerId}, which holds version "${version}"`,
+    );
+    return reserve(
+      call,
+      before,
+      context.budget,
+      affinity.worker,
+      context.requirements,
+      state,
+      { containerId: affinity.pin.containerId, checkpointId: version },
+      explain,
+      { ...routing, coldLoad: false },
+    );
+  }
+
+  // The version's flavor.
+  const flavor = versionFlavor(state.catalogue, version, context.budget.gpuCall);
+  if (!flavor.ok) return refuseResolved('FAILED_PRECONDITION', flavor.message);
+
+  // 3. The subset.
+  const { subset, candidates } = subsetOf(state, resolution, flavor.flavor, context);
+  if (candidates === 0) {
+    return refuseResolved(
+      'UNAVAILABLE',
+      `no ${flavor.flavor} worker is available for version "${version}"`,
+    );
+  }
+  const members = subset.map((workerId) => state.workers.get(workerId) as WorkerRecord);
+  const passing = members.filter(
+    (worker) => firstFailure(worker, context.budget, context.config) < 0,
+  );
+  const best = (workers: readonly WorkerRecord[]) =>
+    workers.reduce<WorkerRecord | undefined>(
+      (chosen, worker) =>
+        chosen === undefined || compareWorkers(worker, chosen, context.budget) < 0
+          ? worker
+          : chosen,
+      undefined,
+    );
+  const explainCandidates = () =>
+    explain ? routingCandidates(state, resolution, flavor.flavor, subset, context) : [];
+
+  // 4. Holders.
+  const holder = best(
+    passing.filter((worker) => holdsVersion(state.routing, worker.workerId, version)),
+  );
+  if (holder !== undefined) {
+    explained(
+      `placed on ${holder.workerId}: it holds version "${version}" and ranks first among the subset's holders`,
+      flavor.flavor,
+      explainCandidates(),
+    );
+    return reserve(
+      call,
+      before,
+      context.budget,
+      holder,
+      context.requirements,
+      state,
+      { containerId: null, checkpointId: version },
+      explain,
+      { ...routing, coldLoad: false },
+    );
+  }
+
+  // 5. A bounded cold load, or a shed.
+  const retryAfter = context.config.ROUTING_RETRY_AFTER;
+  const retryWords = `retry in ${formatDuration(retryAfter)} (ROUTING_RETRY_AFTER)`;
+  const loader = best(passing);
+  if (loader === undefined) {
+    const message = `no worker of version "${version}"'s subset (${subset.join(', ')}) can take the call now (its filters ruled them all out): ${retryWords}`;
+    explained(`shed: ${message}`, flavor.flavor, explainCandidates());
+    return rejected(call, before, 'RESOURCE_EXHAUSTED', message, {
+      ...routing,
+      retryAfterMs: retryAfter,
+    });
+  }
+  if (hasColdLoadInFlight(state.routing, loader.workerId)) {
+    const message = `version "${version}" is not resident on its subset and ${loader.workerId}, the subset member to load it, is loading a version already (one cold load at a time per worker): ${retryWords}`;
+    explained(`shed: ${message}`, flavor.flavor, explainCandidates());
+    return rejected(call, before, 'RESOURCE_EXHAUSTED', message, {
+      ...routing,
+      retryAfterMs: retryAfter,
+    });
+  }
+  explained(
+    `cold load on ${loader.workerId}: no subset member holds version "${version}"; ${loader.workerId} ranks first among those that pass the filters and has no cold load in flight`,
+    flavor.flavor,
+    explainCandidates(),
+  );
+  return reserve(
+    call,
+    before,
+    context.budget,
+    loader,
+    context.requirements,
+    state,
+    { containerId: null, checkpointId: version },
+    explain,
+    { ...routing, coldLoad: true },
+  );
+}
+
+/** The resolution's subset among the candidates of `flavor`, and how many candidates there are. */
+function subsetOf(
+  state: ClusterState,
+  resolution: Resolution,
+  flavor: 'cpu' | 'gpu',
+  context: PinnedContext,
+): { subset: readonly string[]; candidates: number } {
+  const { tenantId, version, k } = resolution;
+  const excluded = context.excluded;
+  if (context.subsets !== undefined && (excluded === undefined || excluded.size === 0)) {
+    const subset = context.subsets.subset(state.workers, tenantId, version, flavor, k);
+    // An empty subset means no candidate at all (k >= 1).
+    return { subset, candidates: subset.length };
+  }
+  const ids = candidateIds(state.workers.values(), flavor, excluded);
+  return { subset: rendezvousSubset(tenantId, version, ids, k), candidates: ids.length };
+}
+
+/** Every candidate of the flavor for the explanation, best score first. */
+function routingCandidates(
+  state: ClusterState,
+  resolution: Resolution,
+  flavor: 'cpu' | 'gpu',
+  subset: readonly string[],
+  context: PinnedContext,
+): RoutingCandidate[] {
+  const ids = candidateIds(state.workers.values(), flavor, context.excluded);
+  return rankedByScore(resolution.tenantId, resolution.version, ids).map(({ workerId, score }) => {
+    const worker = state.workers.get(workerId) as WorkerRecord;
+    const part = state.routing.workers.get(workerId);
+    const rank = subset.indexOf(workerId);
+    const failed = rank < 0 ? -1 : firstFailure(worker, context.budget, context.config);
+    const filter = failed < 0 ? undefined : FILTERS[failed];
+    return {
+      workerId,
+      score: score.toString(),
+      subsetRank: rank < 0 ? null : rank + 1,
+      residency: part?.versions.get(resolution.version)?.state ?? null,
+      holds: holdsVersion(state.routing, workerId, resolution.version),
+      loading: part?.loads[0]?.checkpointId ?? null,
+      failedFilter:
+        filter === undefined
+          ? null
+          : {
+              filter: filter.name,
+              reason: filter.reason(worker, context.budget, context.config, Verdict.fail),
+            },
+    };
+  });
+}
