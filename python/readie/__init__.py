@@ -36,6 +36,7 @@ from readie.errors import (
     RemoteTimeoutError,
     ResourceExhaustedError,
     SessionExpiredError,
+    ShedError,
     UnsupportedError,
 )
 
@@ -60,6 +61,7 @@ __all__ = [
     "ResourceExhaustedError",
     "Session",
     "SessionExpiredError",
+    "ShedError",
     "UnsupportedError",
     "aclose_channels",
     "close_channels",

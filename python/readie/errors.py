@@ -3,7 +3,7 @@ exception as :class:`RemoteExecutionError`. Every one is a :class:`ReadieError`.
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Optional
 
 import grpc
 
@@ -119,6 +119,17 @@ class ResourceExhaustedError(ReadieError):
     code = grpc.StatusCode.RESOURCE_EXHAUSTED
 
 
+class ShedError(ResourceExhaustedError):
+    """RESOURCE_EXHAUSTED with a retry-after hint: a pinned call was shed because its version is
+    loading on the worker that must load it (one load at a time per worker). ``retry_after`` is
+    the hint in seconds. The client retries a shed on its own (``shed_retries``, within the call's
+    ``timeout``); this is raised when it gives up."""
+
+    def __init__(self, message: str, *, retry_after: float, **kwargs: Any) -> None:
+        super().__init__(message, **kwargs)
+        self.retry_after = retry_after
+
+
 class PreconditionError(ReadieError):
     """FAILED_PRECONDITION: the call cannot run as asked: a package did not install, the Python
     versions differ, or the session's container contradicts ``checkpoint_id`` or
@@ -179,10 +190,21 @@ def error_for_status(
     *,
     address: str = "",
     call: Optional[CallInfo] = None,
+    trailers: object = None,
 ) -> ReadieError:
-    """The error to raise for a call that ended with gRPC status ``code`` (never OK)."""
+    """The error to raise for a call that ended with gRPC status ``code`` (never OK); its
+    trailing metadata (when given) names a pinned call's version and a shed's retry-after hint."""
+    from readie._status_details import retry_after
+
+    if call is not None and trailers is not None:
+        call = call.with_trailers(trailers)
     if code == grpc.StatusCode.OK:
         return ProtocolError("the call ended without a result", call=call)
+    if code == grpc.StatusCode.RESOURCE_EXHAUSTED:
+        hint = retry_after(trailers)  # type: ignore[arg-type]
+        if hint is not None:
+            message = f"the call was shed at {address or 'the cluster'} (RESOURCE_EXHAUSTED): {details or ''}; retry after {hint:g}s"
+            return ShedError(message, retry_after=hint, code=code, details=details or "", call=call)
     error_class, summary = _BY_CODE.get(code, (ReadieError, "the call failed"))
     where = f" at {address}" if address else ""
     message = f"{summary}{where} ({code.name})"

@@ -119,7 +119,27 @@ export class PermissionDeniedError extends ReadieError {
 
 /** RESOURCE_EXHAUSTED: no worker has room, or the session stayed busy too long. */
 export class ResourceExhaustedError extends ReadieError {
-  override readonly name = 'ResourceExhaustedError';
+  override readonly name: string = 'ResourceExhaustedError';
+}
+
+/**
+ * RESOURCE_EXHAUSTED with a retry-after hint: a pinned call was shed because its version is
+ * loading on the worker that must load it. The client retries a shed on its own (`shedRetries`,
+ * within `timeoutMs`); this is the rejection once it gives up. `retryAfterMs` is the hint.
+ */
+export class ShedError extends ResourceExhaustedError {
+  override readonly name: string = 'ShedError';
+  readonly retryAfterMs: number;
+
+  constructor(message: string, fields: ReadieErrorFields & { readonly retryAfterMs: number }) {
+    super(message, fields);
+    this.retryAfterMs = fields.retryAfterMs;
+  }
+
+  /** The hint in seconds. */
+  get retryAfter(): number {
+    return this.retryAfterMs / 1000;
+  }
 }
 
 /** FAILED_PRECONDITION: a package did not install, Python versions differ, or the session's container contradicts the options. */
@@ -177,6 +197,8 @@ export interface ErrorContext {
   readonly address?: string;
   readonly call?: CallInfo;
   readonly cause?: unknown;
+  /** A shed's hint (its trailers' `retry-after-ms` or `google.rpc.RetryInfo`), in ms. */
+  readonly retryAfterMs?: number;
 }
 
 /** The error for a call that ended with gRPC status `code` (OK without a result is a ProtocolError). */
@@ -187,6 +209,19 @@ export function errorFromStatus(
 ): ReadieError {
   if (code === Status.OK) {
     return new ProtocolError('the call ended without a result', { call: context.call });
+  }
+  if (code === Status.RESOURCE_EXHAUSTED && context.retryAfterMs !== undefined) {
+    const where = context.address === undefined ? '' : ` at ${context.address}`;
+    return new ShedError(
+      `the call was shed${where} (RESOURCE_EXHAUSTED): ${details ?? ''}; retry after ${context.retryAfterMs} ms`,
+      {
+        code,
+        details: details ?? '',
+        call: context.call,
+        cause: context.cause,
+        retryAfterMs: context.retryAfterMs,
+      },
+    );
   }
   const [ErrorType, summary] = BY_STATUS[code];
   const where = context.address === undefined ? '' : ` at ${context.address}`;

@@ -26,6 +26,7 @@ export {
   RemoteTimeoutError,
   ResourceExhaustedError,
   SessionExpiredError,
+  ShedError,
   UnsupportedError,
   type RemoteException,
 } from './errors.js';

@@ -100,12 +100,12 @@ export class ScriptedCall {
     this.#stream.write({ ids: this.ids(), message: { $case: 'log', value: { source, text } } });
   }
 
-  /** Sends an envelope in chunks of at most 1 MiB and ends the call OK. */
-  result(envelope: unknown): void {
+  /** Sends an envelope in chunks of at most 1 MiB (with `ids` over the defaults) and ends OK. */
+  result(envelope: unknown, ids: Partial<CallIds> = {}): void {
     const payload = Buffer.from(JSON.stringify(envelope), 'utf8');
     for (let start = 0; start < Math.max(payload.length, 1); start += MiB) {
       const data = payload.subarray(start, start + MiB);
-      this.#stream.write({ ids: this.ids(), message: { $case: 'chunk', value: { data } } });
+      this.#stream.write({ ids: this.ids(ids), message: { $case: 'chunk', value: { data } } });
     }
     this.#stream.end();
   }
@@ -115,9 +115,12 @@ export class ScriptedCall {
     this.#stream.end();
   }
 
-  /** Ends the call with a status. */
-  fail(code: Status, details: string): void {
-    this.#stream.emit('error', { code, details });
+  /** Ends the call with a status (and trailing metadata). */
+  fail(code: Status, details: string, metadata?: Metadata): void {
+    this.#stream.emit(
+      'error',
+      metadata === undefined ? { code, details } : { code, details, metadata },
+    );
   }
 }
 
