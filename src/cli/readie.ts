@@ -1,5 +1,6 @@
-/** The `readie` command: the router, a worker, or a whole local cluster. */
+/** The `readie` command: the router, a worker, a whole local cluster, and pin changes. */
 import { Command } from 'commander';
+import { addPinCommand } from './pin-command.js';
 import { addRouterCommand } from './router-command.js';
 import { addUpCommand } from './up-command.js';
 import { addWorkerCommand } from './worker-command.js';
@@ -13,5 +14,7 @@ addUpCommand(program);
 addRouterCommand(program);
 
 addWorkerCommand(program);
+
+addPinCommand(program);
 
 await program.parseAsync(process.argv);

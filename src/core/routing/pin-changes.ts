@@ -281,6 +281,7 @@ export function decideFlip(state: ClusterState, input: FlipInput): PinChangeDeci
   const { tenantId, force, subsets } = input;
   checkTenant(tenantId);
   const { routing } = state;
+  checkRevision(routing, input.expectRevision);
   const current = routing.entries.get(tenantId);
   const staged = routing.staged.get(tenantId);
   if (staged === undefined) {
@@ -291,7 +292,6 @@ export function decideFlip(state: ClusterState, input: FlipInput): PinChangeDeci
         : `tenant ${tenantId} has nothing staged to flip to (its pin is "${current.version}"): stage a version first`,
     );
   }
-  checkRevision(routing, input.expectRevision);
   checkVersion(state, staged.version);
   const notes: string[] = [];
   const { members, missing } = notHolding(state, tenantId, staged.version, staged.k, subsets);
@@ -334,8 +334,8 @@ export function decideRollback(state: ClusterState, input: RollbackInput): PinCh
   const { tenantId, subsets, now } = input;
   checkTenant(tenantId);
   const { routing } = state;
-  const entry = entryOf(routing, tenantId);
   checkRevision(routing, input.expectRevision);
+  const entry = entryOf(routing, tenantId);
   const target = entry.previousVersion;
   if (target === null) {
     refuse(
@@ -373,8 +373,8 @@ export function decideSetK(state: ClusterState, input: SetKInput): PinChangeDeci
   checkTenant(tenantId);
   checkK(k);
   const { routing } = state;
-  const entry = entryOf(routing, tenantId);
   checkRevision(routing, input.expectRevision);
+  const entry = entryOf(routing, tenantId);
   const notes: string[] = [];
   if (k === entry.k) {
     notes.push(`k is already ${k}: nothing changed`);

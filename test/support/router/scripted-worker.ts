@@ -91,6 +91,8 @@ export class ScriptedWorker {
   readonly protects: { checkpointIds: string[]; seq: number; authorization: string }[] = [];
   /** Every pre-warm the router asked for, in order. */
   readonly prewarms: string[] = [];
+  /** On a pre-warm, report loading then resident after this many ms; undefined: report nothing. */
+  prewarmLoads: number | undefined;
   private containers = 0;
   private residentMemory: number | undefined;
   private registry: RegistryServiceClient | undefined;
@@ -122,6 +124,7 @@ export class ScriptedWorker {
     );
     const host = options.tls ? 'localhost' : '127.0.0.1';
     const worker = new ScriptedWorker(options.workerId, `${host}:${port}`, server, health);
+    worker.prewarmLoads = options.prewarmLoads;
     server.addService(ExecutionServiceService, {
       execute: (call: WorkerCall) => worker.execute(call, options),
     });
@@ -138,7 +141,7 @@ export class ScriptedWorker {
       prewarm: (call, callback) => {
         worker.prewarms.push(call.request.checkpointId);
         callback(null, { state: ResidencyState.RESIDENCY_STATE_LOADING });
-        const delay = options.prewarmLoads;
+        const delay = worker.prewarmLoads;
         if (delay === undefined) return;
         const version = call.request.checkpointId;
         void worker
