@@ -6,7 +6,12 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
 import { place, PlacementCaches } from '../../src/core/placement/index.js';
-import { rankedByScore, rendezvousSubset } from '../../src/core/routing/index.js';
+import {
+  candidateIds,
+  rankedByScore,
+  rendezvousSubset,
+  SubsetCache,
+} from '../../src/core/routing/index.js';
 import { applyInPlace, initialState, type ClusterState } from '../../src/projections/index.js';
 import type { NewEvent } from '../../src/events/index.js';
 import { atOf, registered } from '../support/events.js';
@@ -68,6 +73,57 @@ describe('rendezvous subsets (properties)', () => {
         }
       }),
       { numRuns: 100 },
+    );
+  });
+
+  it('the subset cache answers the full computation after any joins, leaves and flavor changes', () => {
+    fc.assert(
+      fc.property(
+        fleetArbitrary,
+        fc.array(
+          fc.record({
+            op: fc.constantFrom('leave', 'join', 'gpu', 'error'),
+            at: fc.nat(),
+            k: fc.integer({ min: 1, max: 6 }),
+          }),
+          { maxLength: 60 },
+        ),
+        ({ workers, tenants }, steps) => {
+          const cache = new SubsetCache();
+          let state: ClusterState = initialState();
+          let seq = 0;
+          const add = (event: NewEvent) => {
+            seq += 1;
+            state = applyInPlace(
+              state,
+              { seq, at: atOf(seq), cause: null, ...event } as never,
+              cache,
+            );
+          };
+          for (const id of workers) add(registered(id));
+          for (const { op, at, k } of steps) {
+            const worker = workers[at % workers.length] as string;
+            if (op === 'leave') add({ type: 'WorkerLeaving', workerId: worker });
+            else if (op === 'join') add(registered(worker));
+            else if (op === 'gpu') add(registered(worker, { flavor: 'gpu' }));
+            else add(registered(worker, { status: 'error', error: 'broken' }));
+            for (const tenant of tenants.slice(0, 5)) {
+              for (const flavor of ['cpu', 'gpu'] as const) {
+                const expected = rendezvousSubset(
+                  tenant,
+                  'v1',
+                  candidateIds(state.workers.values(), flavor),
+                  k,
+                );
+                expect(cache.subset(state.workers, tenant, 'v1', flavor, k)).to.deep.equal(
+                  expected,
+                );
+              }
+            }
+          }
+        },
+      ),
+      { numRuns: 150 },
     );
   });
 

@@ -25,7 +25,7 @@ import { resolvePinned, type Resolution } from './resolution.js';
 import { retryProblem } from './retry-check.js';
 import type { RoutingCandidate } from './routing-explanation.js';
 import { candidateIds, type SubsetCache } from './subset-cache.js';
-import { versionFlavor } from './version-flavor.js';
+import { flavorsListing, versionFlavor } from './version-flavor.js';
 
 /** What a pinned call's placement is given besides the state and the call. */
 export interface PinnedContext {
@@ -52,52 +52,96 @@ export function describeResolution(resolution: Resolution): string {
   }
 }
 
+/** Records the routing explanation, when one is asked for. */
+function explainRouting(
+  context: PinnedContext,
+  tenantId: string | null,
+  resolution: Resolution | null,
+  verdict: string,
+  flavor: string | null = null,
+  candidates: readonly RoutingCandidate[] = [],
+): void {
+  context.explain?.routing({
+    tenantId,
+    resolution,
+    resolved: resolution === null ? null : describeResolution(resolution),
+    flavor,
+    candidates,
+    verdict,
+  });
+}
+
+/** A refusal before or after resolving (with the resolution and a shed's hint when given). */
+function refusal(
+  call: CallToPlace,
+  context: PinnedContext,
+  before: readonly NewEvent[],
+  resolution: Resolution | null,
+  code: GrpcCodeName,
+  message: string,
+  retryAfterMs: number | null = null,
+  flavor: string | null = null,
+  candidates: readonly RoutingCandidate[] = [],
+): PlacementDecision {
+  const tenantId = call.tenantId ?? null;
+  explainRouting(
+    context,
+    tenantId,
+    resolution,
+    `${retryAfterMs === null ? 'refused' : 'shed'}: ${message}`,
+    flavor,
+    candidates,
+  );
+  const routing: RejectionRouting =
+    resolution === null
+      ? { version: null, routingRevision: null, retryAfterMs: null }
+      : { version: resolution.version, routingRevision: resolution.revision, retryAfterMs };
+  return rejected(call, before, code, message, routing);
+}
+
 /** Decides a pinned call (docs/tenant-routing.md). */
 export function decidePinned(
   state: ClusterState,
   call: CallToPlace,
   context: PinnedContext,
 ): PlacementDecision {
-  const { explain } = context;
   const tenantId = call.tenantId ?? null;
-  const refuse = (
-    code: GrpcCodeName,
-    message: string,
-    before: readonly NewEvent[] = [],
-    routing?: RejectionRouting,
-  ) => {
-    explain?.routing({
-      tenantId,
-      resolution: null,
-      resolved: null,
-      flavor: null,
-      candidates: [],
-      verdict: `refused: ${message}`,
-    });
-    return rejected(call, before, code, message, routing);
-  };
+  const none: readonly NewEvent[] = [];
   if (tenantId === null) {
-    return refuse(
+    return refusal(
+      call,
+      context,
+      none,
+      null,
       'FAILED_PRECONDITION',
       "a pinned call needs a tenant, and this call's credential names none (use a tenant's client token)",
     );
   }
   if (call.demand.disableOptimizedExecution === true) {
-    return refuse(
+    return refusal(
+      call,
+      context,
+      none,
+      null,
       'INVALID_ARGUMENT',
       'a pinned call runs on its version, a checkpoint: disable_optimized_execution contradicts pinned',
     );
   }
   const retry = retryProblem(state, call);
-  if (retry !== null) return refuse('PERMISSION_DENIED', retry);
+  if (retry !== null) return refusal(call, context, none, null, 'PERMISSION_DENIED', retry);
 
   // 1. Session affinity first (a session's container already holds its version).
   const sessionId = sessionIdOf(call.sessionId);
   const before: NewEvent[] = [];
   const affinity = sessionId === null ? null : sessionAffinity(state, sessionId, call.demand);
   if (affinity !== null && sessionId !== null) {
-    explain?.session(sessionId, affinity.kind === 'reject' ? affinity.message : affinity.verdict);
-    if (affinity.kind === 'reject') return refuse(affinity.code, affinity.message);
+    context.explain?.session(
+      sessionId,
+      affinity.kind === 'reject' ? affinity.message : affinity.verdict,
+    );
+    if (affinity.kind === 'reject') {
+      return refusal(call, context, none, null, affinity.code, affinity.message);
+    }
     if (affinity.kind === 'drop-pin') {
       before.push({ type: 'SessionUnpinned', sessionId, reason: 'container_unavailable' });
     }
@@ -105,49 +149,35 @@ export function decidePinned(
 
   // 2. Resolve once.
   const resolved = resolvePinned(state, call, tenantId);
-  if (!resolved.ok) return refuse(resolved.code, resolved.message, before);
+  if (!resolved.ok) return refusal(call, context, before, null, resolved.code, resolved.message);
   const { resolution } = resolved;
   const { version } = resolution;
-  const routing = {
-    version,
-    routingRevision: resolution.revision,
-  };
-  const explained = (
-    verdict: string,
-    flavor: string | null = null,
-    candidates: readonly RoutingCandidate[] = [],
-  ) =>
-    explain?.routing({
-      tenantId,
-      resolution,
-      resolved: describeResolution(resolution),
-      flavor,
-      candidates,
-      verdict,
-    });
-  const refuseResolved = (
-    code: GrpcCodeName,
-    message: string,
-    retryAfterMs: number | null = null,
-  ) => {
-    explained(`refused: ${message}`);
-    return rejected(call, before, code, message, { ...routing, retryAfterMs });
-  };
   const named = call.demand.checkpointId ?? '';
   if (named !== '' && named !== version) {
-    return refuseResolved(
+    return refusal(
+      call,
+      context,
+      before,
+      resolution,
       'FAILED_PRECONDITION',
       `the call names checkpoint "${named}" but tenant ${tenantId}'s pinned version is "${version}": a pinned call is only ever served by its version`,
     );
   }
   if (affinity?.kind === 'reuse') {
     if (affinity.pin.checkpointId !== version) {
-      return refuseResolved(
+      return refusal(
+        call,
+        context,
+        before,
+        resolution,
         'FAILED_PRECONDITION',
         `session ${sessionId ?? ''} runs in a container of ${affinity.pin.checkpointId === null ? 'a cold start' : `checkpoint "${affinity.pin.checkpointId}"`}, not version "${version}": start a new session for pinned calls`,
       );
     }
-    explained(
+    explainRouting(
+      context,
+      tenantId,
+      resolution,
       `reuses the session's container ${affinity.pin.workerId}/${affinity.pin.containerId}, which holds version "${version}"`,
     );
     return reserve(
@@ -158,95 +188,120 @@ export function decidePinned(
       context.requirements,
       state,
       { containerId: affinity.pin.containerId, checkpointId: version },
-      explain,
-      { ...routing, coldLoad: false },
+      context.explain,
+      { version, routingRevision: resolution.revision, coldLoad: false },
     );
   }
 
   // The version's flavor.
-  const flavor = versionFlavor(state.catalogue, version, context.budget.gpuCall);
-  if (!flavor.ok) return refuseResolved('FAILED_PRECONDITION', flavor.message);
+  const flavor = versionFlavor(
+    state.catalogue,
+    version,
+    context.budget.gpuCall,
+    context.subsets?.flavorsOf(state.catalogue, version, flavorsListing),
+  );
+  if (!flavor.ok) {
+    return refusal(call, context, before, resolution, 'FAILED_PRECONDITION', flavor.message);
+  }
 
   // 3. The subset.
   const { subset, candidates } = subsetOf(state, resolution, flavor.flavor, context);
   if (candidates === 0) {
-    return refuseResolved(
+    return refusal(
+      call,
+      context,
+      before,
+      resolution,
       'UNAVAILABLE',
       `no ${flavor.flavor} worker is available for version "${version}"`,
     );
   }
-  const members = subset.map((workerId) => state.workers.get(workerId) as WorkerRecord);
-  const passing = members.filter(
-    (worker) => firstFailure(worker, context.budget, context.config) < 0,
-  );
-  const best = (workers: readonly WorkerRecord[]) =>
-    workers.reduce<WorkerRecord | undefined>(
-      (chosen, worker) =>
-        chosen === undefined || compareWorkers(worker, chosen, context.budget) < 0
-          ? worker
-          : chosen,
-      undefined,
-    );
-  const explainCandidates = () =>
-    explain ? routingCandidates(state, resolution, flavor.flavor, subset, context) : [];
 
-  // 4. Holders.
-  const holder = best(
-    passing.filter((worker) => holdsVersion(state.routing, worker.workerId, version)),
-  );
+  // 4. Holders first; 5. else the best member that passes the filters, one cold load at a time.
+  const { budget, config } = context;
+  let holder: WorkerRecord | undefined;
+  let loader: WorkerRecord | undefined;
+  for (const workerId of subset) {
+    const worker = state.workers.get(workerId) as WorkerRecord;
+    if (firstFailure(worker, budget, config) >= 0) continue;
+    if (loader === undefined || compareWorkers(worker, loader, budget) < 0) loader = worker;
+    if (!holdsVersion(state.routing, workerId, version)) continue;
+    if (holder === undefined || compareWorkers(worker, holder, budget) < 0) holder = worker;
+  }
+  const explaining = context.explain !== undefined;
+  const all = () =>
+    explaining ? routingCandidates(state, resolution, flavor.flavor, subset, context) : [];
+  const routing = { version, routingRevision: resolution.revision };
   if (holder !== undefined) {
-    explained(
-      `placed on ${holder.workerId}: it holds version "${version}" and ranks first among the subset's holders`,
-      flavor.flavor,
-      explainCandidates(),
-    );
+    if (explaining) {
+      explainRouting(
+        context,
+        tenantId,
+        resolution,
+        `placed on ${holder.workerId}: it holds version "${version}" and ranks first among the subset's holders`,
+        flavor.flavor,
+        all(),
+      );
+    }
     return reserve(
       call,
       before,
-      context.budget,
+      budget,
       holder,
       context.requirements,
       state,
       { containerId: null, checkpointId: version },
-      explain,
+      context.explain,
       { ...routing, coldLoad: false },
     );
   }
-
-  // 5. A bounded cold load, or a shed.
-  const retryAfter = context.config.ROUTING_RETRY_AFTER;
+  const retryAfter = config.ROUTING_RETRY_AFTER;
   const retryWords = `retry in ${formatDuration(retryAfter)} (ROUTING_RETRY_AFTER)`;
-  const loader = best(passing);
   if (loader === undefined) {
-    const message = `no worker of version "${version}"'s subset (${subset.join(', ')}) can take the call now (its filters ruled them all out): ${retryWords}`;
-    explained(`shed: ${message}`, flavor.flavor, explainCandidates());
-    return rejected(call, before, 'RESOURCE_EXHAUSTED', message, {
-      ...routing,
-      retryAfterMs: retryAfter,
-    });
+    return refusal(
+      call,
+      context,
+      before,
+      resolution,
+      'RESOURCE_EXHAUSTED',
+      `no worker of version "${version}"'s subset (${subset.join(', ')}) can take the call now (its filters ruled them all out): ${retryWords}`,
+      retryAfter,
+      flavor.flavor,
+      all(),
+    );
   }
   if (hasColdLoadInFlight(state.routing, loader.workerId)) {
-    const message = `version "${version}" is not resident on its subset and ${loader.workerId}, the subset member to load it, is loading a version already (one cold load at a time per worker): ${retryWords}`;
-    explained(`shed: ${message}`, flavor.flavor, explainCandidates());
-    return rejected(call, before, 'RESOURCE_EXHAUSTED', message, {
-      ...routing,
-      retryAfterMs: retryAfter,
-    });
+    return refusal(
+      call,
+      context,
+      before,
+      resolution,
+      'RESOURCE_EXHAUSTED',
+      `version "${version}" is not resident on its subset and ${loader.workerId}, the subset member to load it, is loading a version already (one cold load at a time per worker): ${retryWords}`,
+      retryAfter,
+      flavor.flavor,
+      all(),
+    );
   }
-  explained(
-    `cold load on ${loader.workerId}: no subset member holds version "${version}"; ${loader.workerId} ranks first among those that pass the filters and has no cold load in flight`,
-    flavor.flavor,
-    explainCandidates(),
-  );
+  if (explaining) {
+    explainRouting(
+      context,
+      tenantId,
+      resolution,
+      `cold load on ${loader.workerId}: no subset member holds version "${version}"; ${loader.workerId} ranks first among those that pass the filters and has no cold load in flight`,
+      flavor.flavor,
+      all(),
+    );
+  }
   return reserve(
     call,
     before,
-    context.budget,
+    budget,
     loader,
     context.requirements,
     state,
     { containerId: null, checkpointId: version },
-    explain,
+    context.explain,
     { ...routing, coldLoad: true },
   );
 }

@@ -34,10 +34,12 @@ export function versionFlavor(
   catalogue: CatalogueInForce | null,
   version: string,
   gpuCall: boolean,
+  listed: readonly string[] = flavorsListing(catalogue, version),
 ): VersionFlavor {
-  const listing = flavorsListing(catalogue, version).filter(
-    (flavor): flavor is Flavor => flavor === 'cpu' || flavor === 'gpu',
-  );
+  const wanted: Flavor = gpuCall ? 'gpu' : 'cpu';
+  // The common case first, without allocating: the call's own flavor lists the version.
+  if (listed.includes(wanted)) return { ok: true, flavor: wanted };
+  const listing = listed.filter((flavor): flavor is Flavor => flavor === 'cpu' || flavor === 'gpu');
   if (listing.length === 0) {
     return {
       ok: false,
@@ -46,8 +48,6 @@ export function versionFlavor(
         : `version "${version}" is not in any catalogue: none is loaded`,
     };
   }
-  const wanted: Flavor = gpuCall ? 'gpu' : 'cpu';
-  if (listing.includes(wanted)) return { ok: true, flavor: wanted };
   return {
     ok: false,
     message: gpuCall
