@@ -94,11 +94,7 @@ describe('rendezvous subsets (properties)', () => {
           let seq = 0;
           const add = (event: NewEvent) => {
             seq += 1;
-            state = applyInPlace(
-              state,
-              { seq, at: atOf(seq), cause: null, ...event } as never,
-              cache,
-            );
+            state = applyInPlace(state, { seq, at: atOf(seq), cause: null, ...event }, cache);
           };
           for (const id of workers) add(registered(id));
           for (const { op, at, k } of steps) {
