@@ -5,8 +5,11 @@
  * resolution, checked from the answers and from the log); a rollback with no cold load; a shed
  * and its automatic retry.
  */
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
 import { expect } from 'chai';
 import type { ClusterEvent, EventOf } from '../../src/events/index.js';
+import { ROOT } from '../support/replay.js';
 import { readLog } from '../support/router/harness.js';
 import {
   startScreeningCluster,
@@ -159,5 +162,29 @@ describe('end to end: tenant-pinned versions (examples/screening)', function () 
     );
     expect(retried?.retryOf).to.equal(answer?.retry_of);
     expect(retried?.demand.pinned).to.equal(true);
+  });
+
+  it("replays: replay verify reproduces every decision of the tier's log, pinned ones included", () => {
+    const verify = spawnSync(
+      process.execPath,
+      [join(ROOT, 'bin', 'replay.js'), 'verify', cluster.logDir],
+      {
+        encoding: 'utf8',
+      },
+    );
+    expect(verify.status, verify.stdout + verify.stderr).to.equal(0);
+    const run = spawnSync(
+      process.execPath,
+      [join(ROOT, 'bin', 'replay.js'), 'run', '--json', cluster.logDir],
+      {
+        encoding: 'utf8',
+      },
+    );
+    const rows = run.stdout
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(rows.filter((row) => row.version !== null).length).to.be.greaterThan(40);
+    expect(rows.some((row) => row.retryAfterMs === 1000)).to.equal(true);
   });
 });
