@@ -220,6 +220,9 @@ export class CallRelay implements ActiveCall {
             memory: effect.placed.memory,
             packages: effect.placed.packages,
             skippedPackages: effect.placed.skippedPackages,
+            version: effect.placed.version ?? undefined,
+            routingRevision: effect.placed.routingRevision ?? undefined,
+            coldLoad: effect.placed.coldLoad || undefined,
           },
           'call placed',
         );
@@ -252,6 +255,8 @@ export class CallRelay implements ActiveCall {
             containerId: effect.ids.containerId || null,
             checkpointId: effect.ids.checkpointId || null,
             pinned: effect.createdPin,
+            version: effect.placed.version ?? undefined,
+            coldLoad: effect.placed.coldLoad || undefined,
             memory: effect.placed.memory,
             skippedPackages: effect.placed.skippedPackages.length
               ? effect.placed.skippedPackages
