@@ -119,7 +119,7 @@ describe('rendezvous subsets (properties)', () => {
           }
         },
       ),
-      { numRuns: 150 },
+      { numRuns: 300 },
     );
   });
 

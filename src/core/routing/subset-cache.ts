@@ -49,6 +49,11 @@ interface Entry {
   capacity: number;
   /** The best workers of the key's flavor, best first (at most `capacity`). */
   ranked: ScoredWorker[];
+  /**
+   * Whether `ranked` holds every candidate of the flavor: only then may a newcomer scoring below
+   * all of it be appended (otherwise an unlisted candidate may rank between them).
+   */
+  complete: boolean;
   /** The subset last answered and its k (so a repeated question allocates nothing). */
   ids: readonly string[];
   idsK: number;
@@ -136,7 +141,8 @@ export class SubsetCache implements WorkerChangeSink {
       0,
       capacity,
     );
-    return { generation: this.generation, capacity, ranked, ids: [], idsK: -1 };
+    const complete = ranked.length < capacity;
+    return { generation: this.generation, capacity, ranked, complete, ids: [], idsK: -1 };
   }
 
   /**
@@ -167,9 +173,15 @@ export class SubsetCache implements WorkerChangeSink {
         while (place > 0 && compareScored(scored, entry.ranked[place - 1] as ScoredWorker) < 0) {
           place -= 1;
         }
+        if (place === entry.ranked.length && !entry.complete) continue;
         if (place < entry.capacity) {
           entry.ranked.splice(place, 0, scored);
-          if (entry.ranked.length > entry.capacity) entry.ranked.pop();
+          if (entry.ranked.length > entry.capacity) {
+            entry.ranked.pop();
+            entry.complete = false;
+          }
+        } else {
+          entry.complete = false;
         }
       }
     }
