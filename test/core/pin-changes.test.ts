@@ -419,6 +419,12 @@ describe('pin changes', () => {
       expect(
         decideResidencyReport(given.state(), { ...report, workerId: 'ghost' }),
       ).to.deep.include({ registered: false, events: [] });
+      // Names the catalogue in force does not list are not recorded.
+      const unlisted = {
+        ...report,
+        versions: [{ checkpointId: 'made-up', state: 'resident' as const, error: null }],
+      };
+      expect(decideResidencyReport(given.state(), unlisted).events).to.deep.equal([]);
     });
   });
 

@@ -33,7 +33,22 @@ export interface ResidencyReportDecision extends Decision {
   readonly registered: boolean;
 }
 
-/** The events of a residency report. */
+/** The longest checkpoint ID a report may name. */
+const MAX_CHECKPOINT_ID_LENGTH = 256;
+
+/** Whether the catalogue in force lists `checkpointId` for any flavor. */
+function listed(state: ClusterState, checkpointId: string): boolean {
+  for (const flavor of Object.values(state.catalogue?.catalogue.flavors ?? {})) {
+    if (flavor.checkpoints.some((checkpoint) => checkpoint.id === checkpointId)) return true;
+  }
+  return false;
+}
+
+/**
+ * The events of a residency report. Versions the catalogue in force does not list are left out:
+ * no placement asks about them, and a worker must not grow the router's state with names of its
+ * own.
+ */
 export function decideResidencyReport(
   state: ClusterState,
   report: ResidencyReport,
@@ -50,6 +65,8 @@ export function decideResidencyReport(
     });
   }
   for (const version of report.versions) {
+    if (version.checkpointId.length > MAX_CHECKPOINT_ID_LENGTH) continue;
+    if (!listed(state, version.checkpointId)) continue;
     const before = known?.versions.get(version.checkpointId);
     // A repeated `loading` is news (a load starting again), any other repeat is not.
     if (
