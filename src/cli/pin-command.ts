@@ -3,21 +3,17 @@
  * with an operator credential: stage, status, flip, rollback, set-k, remove. Each prints what it
  * did (or `--json`); a refusal prints its code and the router's message and exits 1.
  */
-import { readFileSync } from 'node:fs';
 import { status as Status, type Metadata, type ServiceError } from '@grpc/grpc-js';
 import { Option, type Command } from 'commander';
-import { callMetadata, channelCredentials, resolveConnection } from '../client/connection.js';
+import { callMetadata, channelCredentials } from '../client/connection.js';
+import { adminConnection, type AdminConnectionFlags } from './admin-connection.js';
 import { AdminServiceClient } from '../proto/gen/readie/v1/admin.js';
 import type { PinChange, PinStatusResponse } from '../proto/gen/readie/v1/pins.js';
-import { formatSize } from '../shared/units.js';
+import { renderPins } from './status/pin-sections.js';
 
 /** Options every pin command takes. */
-interface ConnectFlags {
-  router?: string;
-  tokenFile?: string;
-  insecure?: boolean;
-  ca?: string;
-  json?: boolean;
+interface ConnectFlags extends AdminConnectionFlags {
+  readonly json?: boolean;
 }
 
 /** A usage or input error: exit status 2. */
@@ -25,27 +21,13 @@ class PinUsageError extends Error {
   override readonly name = 'PinUsageError';
 }
 
-function tokenOf(flags: ConnectFlags): string | undefined {
-  if (flags.tokenFile === undefined) return undefined;
-  try {
-    const token = readFileSync(flags.tokenFile, 'utf8').trim();
-    if (token === '') throw new PinUsageError(`the token file ${flags.tokenFile} is empty`);
-    return token;
-  } catch (error) {
-    if (error instanceof PinUsageError) throw error;
-    throw new PinUsageError(
-      `cannot read the token file ${flags.tokenFile}: ${(error as Error).message}`,
-    );
-  }
-}
-
 function connect(flags: ConnectFlags): { client: AdminServiceClient; metadata: Metadata } {
-  const connection = resolveConnection({
-    ...(flags.router === undefined ? {} : { address: flags.router }),
-    ...(flags.insecure === true ? { insecure: true } : {}),
-    ...(flags.ca === undefined ? {} : { caFile: flags.ca }),
-    ...(tokenOf(flags) === undefined ? {} : { token: tokenOf(flags) }),
-  });
+  let connection;
+  try {
+    connection = adminConnection(flags, process.env);
+  } catch (error) {
+    throw new PinUsageError((error as Error).message);
+  }
   return {
     client: new AdminServiceClient(connection.address, channelCredentials(connection)),
     metadata: callMetadata(connection),
@@ -94,70 +76,6 @@ function printChange(what: string, change: PinChange | undefined, json: boolean)
   process.stdout.write(`${lines.join('\n')}\n`);
 }
 
-function printStatus(status: PinStatusResponse): void {
-  const lines = [
-    `routing revision ${status.revision}, catalogue ${status.catalogueRevision || '(none)'}`,
-  ];
-  lines.push('', status.pins.length === 0 ? 'pins: none' : 'pins:');
-  for (const pin of status.pins) {
-    lines.push(
-      `  ${pin.tenantId}: ${pin.version} k=${pin.k} revision ${pin.revision} since ${pin.since}` +
-        (pin.previousVersion ? ` (previous ${pin.previousVersion})` : ''),
-    );
-    lines.push(
-      `    subset: ${pin.subset.map((m) => `${m.workerId} (${m.state || 'nothing reported'})`).join(', ') || '(no worker)'}`,
-    );
-    if (pin.inFlight.length > 0) {
-      lines.push(
-        `    in flight: ${pin.inFlight.map((v) => `${v.version || '(no version)'} ${v.calls}`).join(', ')}`,
-      );
-    }
-  }
-  lines.push('', status.staged.length === 0 ? 'staged: none' : 'staged:');
-  for (const staged of status.staged) {
-    lines.push(
-      `  ${staged.tenantId}: ${staged.version} k=${staged.k} since ${staged.since}: ${staged.ready ? 'resident on its whole subset, ready to flip' : 'pre-warming'}`,
-    );
-    lines.push(
-      `    progress: ${staged.subset.map((m) => `${m.workerId} ${m.state || 'waiting'}${m.error ? ` (${m.error})` : ''}`).join(', ') || '(no worker)'}`,
-    );
-  }
-  if (status.retained.length > 0) {
-    lines.push('', 'retained (PIN_RETENTION):');
-    for (const kept of status.retained)
-      lines.push(`  ${kept.tenantId}: ${kept.version} until ${kept.until}`);
-  }
-  lines.push('', 'workers:');
-  for (const worker of status.workers) {
-    const budget =
-      worker.residentMemory === undefined
-        ? 'no budget reported'
-        : formatSize(worker.residentMemory);
-    lines.push(
-      `  ${worker.workerId}: resident ${formatSize(worker.residentUsed)} of ${budget}, protected ${formatSize(worker.protectedMemory)}` +
-        (worker.coldLoads.length > 0 ? `, loading ${worker.coldLoads.join(', ')}` : ''),
-    );
-    for (const version of worker.versions) {
-      lines.push(
-        `    ${version.checkpointId} ${version.state}${version.protected ? ' (protected)' : ''}${version.error ? `: ${version.error}` : ''}`,
-      );
-    }
-  }
-  const budget = status.budget;
-  if (budget) {
-    lines.push(
-      '',
-      `resident budget: the table needs ${formatSize(budget.required)}, the workers offer ${formatSize(budget.offered)}` +
-        (budget.workersWithoutBudget > 0 ? ` (${budget.workersWithoutBudget} report none)` : '') +
-        `: ${budget.fits ? 'fits' : 'does not fit'}` +
-        (budget.overBudget.length > 0
-          ? `; over their own budget: ${budget.overBudget.join(', ')}`
-          : ''),
-    );
-  }
-  process.stdout.write(`${lines.join('\n')}\n`);
-}
-
 /** Runs one command; the exit status. */
 async function run(
   flags: ConnectFlags,
@@ -189,10 +107,20 @@ async function run(
 
 function withConnection(command: Command): Command {
   return command
-    .option('--router <host:port>', "the router's address [READIE_ADDRESS]")
-    .option('--token-file <file>', 'a file holding an operator token [else READIE_AUTH_TOKEN]')
-    .option('--insecure', 'plaintext gRPC, for a local cluster [READIE_INSECURE]')
-    .option('--ca <file>', 'PEM roots to trust instead of the system ones [READIE_CA_FILE]')
+    .option(
+      '--router <host:port>',
+      "the router's address, or nginx's in front of it (default: READIE_ADDRESS, else 127.0.0.1:50051)",
+    )
+    .option(
+      '--token-file <file>',
+      'an operator token (first line); default: READIE_AUTH_TOKEN, else <state-dir>/credentials/operator.token of a local cluster',
+    )
+    .option('--insecure', 'plaintext gRPC (default: READIE_INSECURE; TLS otherwise)')
+    .option(
+      '--ca-file <file>',
+      "CA certificates to trust (default: READIE_CA_FILE, else the system's)",
+    )
+    .option('--state-dir <dir>', "a local cluster's state directory (readie up)", '.readie')
     .option('--json', 'print the answer as JSON');
 }
 
@@ -271,7 +199,7 @@ export function addPinCommand(program: Command): void {
           client.pinStatus({ tenantId: options.tenant ?? '' }, metadata, { deadline }, cb),
         );
         if (options.json === true) process.stdout.write(`${JSON.stringify(status)}\n`);
-        else printStatus(status);
+        else process.stdout.write(renderPins(status));
       }),
     ),
   );

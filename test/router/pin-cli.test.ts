@@ -128,6 +128,35 @@ describe('readie pin (the operator CLI)', function () {
     );
   });
 
+  it('readie status shows the pin table, staged pins and residency below the cluster', async () => {
+    const status = async (...args: string[]) => {
+      const child = runReadie([
+        'status',
+        '--router',
+        test.address,
+        '--insecure',
+        '--token-file',
+        join(dir, 'operator.token'),
+        ...args,
+      ]);
+      const { code } = await child.exited;
+      return { code, out: child.lines.join('\n'), err: child.stderr() };
+    };
+    const page = await status();
+    expect(page.code, page.err).to.equal(0);
+    expect(page.out).to.match(/^Tenant-pinned versions$/m);
+    expect(page.out).to.match(/acme: screen-v1 k=2 revision 1/);
+    const subset = rendezvousSubset('acme', 'screen-v1', WORKERS, 2);
+    expect(page.out).to.match(new RegExp(`^  ${subset[0]}: resident 1GiB of 4GiB`, 'm'));
+    const json = await status('--json');
+    const parsed = JSON.parse(json.out) as { workers: unknown[]; pins: PinStatusResponse };
+    expect(parsed.workers).to.have.length(3);
+    expect(parsed.pins.revision).to.equal(1);
+    expect(parsed.pins.pins.map((p) => [p.tenantId, p.version])).to.deep.equal([
+      ['acme', 'screen-v1'],
+    ]);
+  });
+
   it('refuses a stale revision, an alias and a flip before the pre-warm, exiting 1 with the words', async () => {
     const stale = await pin(['flip', '--tenant', 'acme', '--expect-revision', '0']);
     expect(stale.code).to.equal(1);
