@@ -90,10 +90,17 @@ describe('end to end: tenant-pinned versions (examples/screening)', function () 
       { length: 24 },
       (_, i) => `message number ${i} ${TEXTS[i % TEXTS.length]}`,
     );
+    const placedBefore = placedOf(readLog(cluster.logDir)).size;
     const during = cluster.judge('acme', texts, 3);
-    await new Promise((resolve) => setTimeout(resolve, 700));
+    // Flip once the first calls of the batch are placed (on screen-v1), whatever the machine's pace.
+    const deadline = Date.now() + 60_000;
+    while (placedOf(readLog(cluster.logDir)).size < placedBefore + 3 && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
     const flipped = await cluster.flip('acme');
-    const answers = await during;
+    // A second batch starts after the flip: its calls meet screen-v2 even if the first is done.
+    const after = cluster.judge('acme', texts.slice(0, 6), 3);
+    const answers = [...(await during), ...(await after)];
     expectJudgedByServedVersion(answers);
     const events = readLog(cluster.logDir);
     const placed = placedOf(events);
