@@ -124,6 +124,15 @@ def cause_of(
     )
 
 
+def _duration(seconds: float) -> str:
+    """Seconds the way operators write them (``90s``, ``1h``, ``250ms``), as the TS client does."""
+    ms = round(seconds * 1000)
+    for unit, factor in (("h", 3_600_000), ("m", 60_000), ("s", 1000)):
+        if ms >= factor and ms % factor == 0:
+            return f"{ms // factor}{unit}"
+    return f"{ms}ms"
+
+
 def _size(budget: int) -> str:
     for unit, factor in (("TiB", 1024**4), ("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
         if budget >= factor and budget % factor == 0:
@@ -189,7 +198,7 @@ def hint_for(cause: Cause, *, address: str, insecure: bool, trailers: Mapping[st
     if kind == "shed":
         return (
             "the router sheds a pinned call while its version is loading or its workers are full: "
-            f"retry after {cause.retry_after:g}s (the client retries sheds on its own, within the "
+            f"retry after {_duration(cause.retry_after or 0.0)} (the client retries sheds on its own, within the "
             "call's timeout, up to shed_retries times)"
         )
     return {

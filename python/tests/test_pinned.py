@@ -112,7 +112,7 @@ class PinnedTest(ProxyTestCase):
         self.assertEqual(error.code, grpc.StatusCode.RESOURCE_EXHAUSTED)
         self.assertAlmostEqual(error.retry_after, 0.05)
         self.assertEqual((error.call.served_version, error.call.routing_revision), ("screen-v1", 4))
-        self.assertIn("retry after 0.05s", str(error))
+        self.assertIn("retry after 50ms", str(error))
         self.assertEqual(len(self.proxy.calls), 3)
 
     def test_the_hint_is_read_from_a_RetryInfo_when_there_is_no_trailer(self):
