@@ -209,6 +209,11 @@ export class JetStreamEventLog<S = never> implements EventLogBackend<S> {
     return this.nextSeq - 1;
   }
 
+  /** The NATS connection the log uses (a lease beside it shares it). */
+  get connection(): NatsConnection {
+    return this.nc;
+  }
+
   /** The stream sequence of the last message this handle knows. */
   get streamSeq(): number {
     return this.lastStreamSeq;
