@@ -244,16 +244,21 @@ async function runRouter(flags: RouterFlags): Promise<void> {
           }
           // A router that lost the lead steps down and stands by again, on the same address,
           // with its state folded afresh from the stream.
-          void failed
-            .close(0)
-            .then(() => launch(failed.address))
-            .then(
-              (next) => (router = next),
-              (error: unknown) => {
-                logger.fatal({ err: error }, 'router could not stand by again');
-                process.exit(1);
-              },
-            );
+          void failed.close(0).then(async () => {
+            // NATS may be electing or unreachable: keep trying to stand by.
+            for (;;) {
+              try {
+                router = await launch(failed.address);
+                return;
+              } catch (error) {
+                logger.warn(
+                  { err: error, retryInMs: 1_000 },
+                  'router could not stand by again yet: retrying',
+                );
+                await new Promise((resolve) => setTimeout(resolve, 1_000));
+              }
+            }
+          });
         },
       });
     router = await launch(flags.listen);
@@ -321,8 +326,8 @@ export function addRouterCommand(program: Command): void {
     )
     .option('--listen <host:port>', 'gRPC address to serve on', '0.0.0.0:50051')
     .requiredOption(
-      '--log <dir|nats://host:port[,host:port...]/stream>',
-      'event log: an LMDB directory, or a JetStream stream that several routers share (one leads, the others stand by); created if missing, recovered if not',
+      '--log <location>',
+      'event log: an LMDB directory, or a JetStream stream nats://HOST:PORT[,HOST:PORT...]/STREAM that several routers share (one leads, the others stand by); created if missing, recovered if not',
     )
     .option('--insecure', 'serve plaintext gRPC (only on a trusted network); TLS is the default')
     .option('--tls-cert <file>', 'PEM certificate chain to serve TLS with')

@@ -61,7 +61,7 @@ export interface JetStreamLogOptions<S> {
   readonly inlineSnapshotLimit?: number;
   /** A connection to use (not closed by `close`); default: one of the log's own. */
   readonly connection?: NatsConnection;
-  /** How long a JetStream request may take, in ms. Default 5 s. */
+  /** How long a JetStream request may take, in ms. Default 10 s. */
   readonly timeout?: number;
 }
 
@@ -72,6 +72,22 @@ export class LogFencedError extends EventLogError {
 
 /** JetStream's error code for a failed `Nats-Expected-Last-Sequence` check. */
 const WRONG_LAST_SEQUENCE = 10071;
+/** How long a writer retries through transient trouble (a lost node, an election). */
+const RECOVERY_MS = 30_000;
+
+function isFencing(error: Error): boolean {
+  return (
+    (error instanceof JetStreamApiError && error.code === WRONG_LAST_SEQUENCE) ||
+    /wrong last sequence/i.test(error.message)
+  );
+}
+
+/** A message sent and not yet acknowledged. */
+interface Sent {
+  readonly message: Outgoing;
+  readonly headers: ReturnType<typeof headers>;
+  readonly streamSeq: number;
+}
 const HEADROOM = 64 * 1024;
 
 interface Outgoing {
@@ -96,6 +112,10 @@ export class JetStreamEventLog<S = never> implements EventLogBackend<S> {
   private failure: Error | undefined;
   private closed = false;
   private pumping = false;
+  private recovering = false;
+  private outstanding = 0;
+  private settled: (() => void) | undefined;
+  private readonly unacked = new Map<number, Sent>();
   private readonly queue: Outgoing[] = [];
   private pending: Promise<void> = Promise.resolve();
   private objects: ObjectStore | undefined;
@@ -127,8 +147,28 @@ export class JetStreamEventLog<S = never> implements EventLogBackend<S> {
     where: JetStreamLocation,
     options: JetStreamLogOptions<S> = {},
   ): Promise<JetStreamEventLog<S>> {
+    // A cluster that just started (or lost a node) elects leaders for a few seconds: retry
+    // what times out or finds JetStream unavailable, for up to 30 s.
+    const deadline = Date.now() + 30_000;
+    for (;;) {
+      try {
+        return await JetStreamEventLog.openOnce<S>(where, options);
+      } catch (error) {
+        const transient = /timeout|not enabled|unavailable|no responders|503/i.test(
+          (error as Error).message,
+        );
+        if (!transient || Date.now() >= deadline) throw error;
+        await new Promise((resolve) => setTimeout(resolve, 500));
+      }
+    }
+  }
+
+  private static async openOnce<S>(
+    where: JetStreamLocation,
+    options: JetStreamLogOptions<S>,
+  ): Promise<JetStreamEventLog<S>> {
     const text = formatJetStreamLocation(where);
-    const timeout = options.timeout ?? 5_000;
+    const timeout = options.timeout ?? 10_000;
     const nc =
       options.connection ??
       (await connect({
@@ -497,7 +537,7 @@ export class JetStreamEventLog<S = never> implements EventLogBackend<S> {
 
   /** Publishes the queue in order, each message expecting the one before it. */
   private async pump(): Promise<void> {
-    if (this.pumping) return;
+    if (this.pumping || this.recovering) return;
     this.pumping = true;
     try {
       for (let item = this.queue.shift(); item; item = this.queue.shift()) {
@@ -518,36 +558,119 @@ export class JetStreamEventLog<S = never> implements EventLogBackend<S> {
           message.reject(this.failure);
           continue;
         }
-        const expect = this.sentStreamSeq;
         this.sentStreamSeq += 1;
-        this.js
-          .publish(message.subject, message.body, {
-            headers: h,
-            expect: { lastSequence: expect },
-            msgID: `${this.writerId}-${expect + 1}`,
-          })
-          .then(
-            (ack) => {
-              this.lastStreamSeq = Math.max(this.lastStreamSeq, ack.seq);
-              message.resolve();
-            },
-            (error: Error) => {
-              this.fail(error);
-              message.reject(this.failure ?? error);
-            },
-          );
+        const sent = { message, headers: h, streamSeq: this.sentStreamSeq };
+        this.unacked.set(sent.streamSeq, sent);
+        this.publish(sent);
+        if (this.recovering) break;
       }
     } finally {
       this.pumping = false;
     }
   }
 
+  /** Publishes one message expecting its predecessor; a failure other than fencing recovers. */
+  private publish(sent: Sent): void {
+    this.outstanding += 1;
+    this.js
+      .publish(sent.message.subject, sent.message.body, {
+        headers: sent.headers,
+        expect: { lastSequence: sent.streamSeq - 1 },
+        msgID: `${this.writerId}-${sent.streamSeq}`,
+      })
+      .then(
+        (ack) => this.acked(sent, ack.seq),
+        (error: Error) => {
+          // A refused expectation may only mean a predecessor was not stored (a node was lost
+          // mid-flight): recovery asks the stream whose message is last before calling it fencing.
+          this.recover(error);
+        },
+      )
+      .finally(() => {
+        this.outstanding -= 1;
+        if (this.outstanding === 0) this.settled?.();
+      });
+  }
+
+  private acked(sent: Sent, streamSeq: number): void {
+    this.lastStreamSeq = Math.max(this.lastStreamSeq, streamSeq);
+    if (this.unacked.delete(sent.streamSeq)) sent.message.resolve();
+  }
+
+  /**
+   * After a failed publish: waits for every publish in flight, asks the stream for its last
+   * message, and sends again, in order, every message of this writer's that the stream lacks. A
+   * last message of another writer's means this one was overtaken: the log fails, fenced.
+   * Transient trouble (a lost node, a leader election) is retried for `RECOVERY_MS`.
+   */
+  private recover(cause: Error): void {
+    if (this.recovering || this.failure) {
+      if (this.failure) this.rejectUnacked();
+      return;
+    }
+    this.recovering = true;
+    void (async () => {
+      const deadline = Date.now() + RECOVERY_MS;
+      let problem = cause;
+      while (Date.now() < deadline && !this.failure) {
+        if (this.outstanding > 0) await new Promise<void>((resolve) => (this.settled = resolve));
+        this.settled = undefined;
+        try {
+          const info = await this.jsm.streams.info(this.where.stream);
+          const lastSeq = info.state.last_seq;
+          if (lastSeq > 0 && lastSeq !== this.lastStreamSeq) {
+            const last = await this.jsm.streams.getMessage(this.where.stream, { seq: lastSeq });
+            const id = last?.header.get('Nats-Msg-Id') ?? '';
+            if (!id.startsWith(`${this.writerId}-`)) {
+              this.fail(cause);
+              break;
+            }
+          }
+          for (const [streamSeq, sent] of [...this.unacked]) {
+            if (streamSeq <= lastSeq) this.acked(sent, streamSeq);
+          }
+          // Send the rest again, one at a time, each expecting the one before.
+          for (const sent of [...this.unacked.values()]) {
+            const ack = await this.js.publish(sent.message.subject, sent.message.body, {
+              headers: sent.headers,
+              expect: { lastSequence: sent.streamSeq - 1 },
+              msgID: `${this.writerId}-${sent.streamSeq}`,
+            });
+            this.acked(sent, ack.seq);
+          }
+          this.recovering = false;
+          void this.pump();
+          return;
+        } catch (error) {
+          problem = error as Error;
+          if (isFencing(problem) && this.unacked.size > 0) {
+            // Our predecessor is stored, so the refusal is another writer's doing.
+            const first = [...this.unacked.keys()][0] ?? 0;
+            if (first - 1 <= this.lastStreamSeq) {
+              this.fail(problem);
+              break;
+            }
+          }
+          await new Promise((resolve) => setTimeout(resolve, 250));
+        }
+      }
+      this.fail(problem);
+      this.rejectUnacked();
+      this.recovering = false;
+      for (let item = this.queue.shift(); item; item = this.queue.shift()) {
+        item.reject(this.failure ?? problem);
+      }
+    })();
+  }
+
+  private rejectUnacked(): void {
+    for (const sent of this.unacked.values()) sent.message.reject(this.failure as Error);
+    this.unacked.clear();
+  }
+
   private fail(error: Error): void {
     if (this.failure) return;
-    const fenced =
-      (error instanceof JetStreamApiError && error.code === WRONG_LAST_SEQUENCE) ||
-      /wrong last sequence/i.test(error.message);
-    this.failure = fenced
+    this.failure = isFencing(error)
       ? new LogFencedError(
           `event log ${this.location}: another writer appended after this one's last message (${error.message}): this writer lost the log`,
         )
