@@ -5,7 +5,7 @@
  *   worker and router share only the generated proto and src/shared
  *   the client (shipped to users) sees only the generated proto and src/shared
  *   src/net (network diagnostics) is a leaf the client, router and worker share
- * Pure modules (lint/pure-modules.cjs) import no I/O: no fs, net, lmdb, child_process, timers,
+ * Pure modules (lint/pure-modules.cjs) import no I/O: no fs, net, lmdb, NATS, child_process, timers,
  * worker threads, and not the I/O parts of the events layer.
  */
 const { PURE_MODULES, IMPURE_EXCEPTIONS } = require('./lint/pure-modules.cjs');
@@ -19,6 +19,7 @@ const PURE = {
 const IO_MODULES = [
   '^(node:)?(fs|fs/promises|net|tls|http|http2|https|dgram|dns|child_process|cluster|worker_threads|timers|timers/promises|readline|os|process|v8|vm)$',
   '^lmdb$',
+  '^@nats-io/',
   '^@grpc/',
   '^pino',
 ];
@@ -50,7 +51,7 @@ module.exports = {
       comment: 'Pure modules must not import the I/O parts of the events layer.',
       severity: 'error',
       from: PURE,
-      to: { path: '^src/events/(lmdb/|jsonl/|index\\.ts$)' },
+      to: { path: '^src/events/(lmdb/|jsonl/|jetstream/|open/|index\\.ts$)' },
     },
     {
       name: 'events-are-the-bottom',

@@ -83,7 +83,14 @@ function catalogue(): Catalogue {
 /** The fleet, the table (every tenant pinned, k = 2) and the catalogue. */
 function cluster(): NewEvent[] {
   const events: NewEvent[] = [
-    { type: 'RouterStarted', config: {}, version: 'bench', rulesVersion: 1 },
+    {
+      type: 'RouterStarted',
+      config: {},
+      version: 'bench',
+      rulesVersion: 1,
+      routerId: null,
+      takeoverFrom: null,
+    },
     { type: 'CatalogueLoaded', revision: 'bench', catalogue: catalogue() },
   ];
   for (let i = 0; i < WORKERS; i += 1) {

@@ -38,7 +38,14 @@ export function* simulatedLog(options: {
     return stamped;
   };
   yield stamp(
-    { type: 'RouterStarted', config: {}, version: 'bench', rulesVersion: PLACEMENT_RULES_VERSION },
+    {
+      type: 'RouterStarted',
+      config: {},
+      version: 'bench',
+      rulesVersion: PLACEMENT_RULES_VERSION,
+      routerId: null,
+      takeoverFrom: null,
+    },
     'start',
   );
   yield stamp({ type: 'CatalogueLoaded', revision: 'bench', catalogue: CATALOGUE }, 'start');

@@ -5,7 +5,7 @@
  * for eslint, `path` (a regular expression over the path) for dependency-cruiser.
  */
 const PURE_MODULES = [
-  // The event vocabulary (its I/O parts, lmdb/ and jsonl/, and the index that re-exports them
+  // The event vocabulary (its I/O parts, lmdb/, jetstream/, open/ and jsonl/, and the index that re-exports them
   // are not pure; see IMPURE_EXCEPTIONS).
   { glob: 'src/events/*.ts', path: '^src/events/[^/]+\\.ts$' },
   { glob: 'src/projections/**/*.ts', path: '^src/projections/' },

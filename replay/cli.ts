@@ -17,7 +17,8 @@ process.stdout.on('error', (error: NodeJS.ErrnoException) => {
   throw error;
 });
 
-const LOG_ARGUMENT = 'an LMDB log directory or a JSONL file (detected automatically)';
+const LOG_ARGUMENT =
+  'an LMDB log directory, a JetStream stream (nats://HOST:PORT[,HOST:PORT...]/STREAM) or a JSONL file (detected automatically)';
 
 /** Runs a command action, turning bad input into exit status 2 and a one-line message. */
 function action<A extends unknown[]>(
@@ -113,9 +114,12 @@ program
 program
   .command('export')
   .description(
-    'export a seq range of an LMDB log as JSONL; a range starting mid-log begins with a Snapshot so it stands alone',
+    'export a seq range of an LMDB or JetStream log as JSONL; a range starting mid-log begins with a Snapshot so it stands alone',
   )
-  .argument('<lmdb-dir>', 'an LMDB log directory')
+  .argument(
+    '<log>',
+    'an LMDB log directory or a JetStream stream (nats://HOST:PORT[,HOST:PORT...]/STREAM)',
+  )
   .option('--from <seq>', 'first seq to export (default: the first)')
   .option('--to <seq>', 'last seq to export (default: the last)')
   .option('-o, --output <file.jsonl>', 'write to this file instead of stdout')
@@ -128,10 +132,13 @@ program
 program
   .command('import')
   .description(
-    'import a JSONL log into a new LMDB log directory, byte for byte (export gives the same bytes back)',
+    'import a JSONL log into a new LMDB log directory or JetStream stream, byte for byte (export gives the same bytes back)',
   )
   .argument('<file.jsonl>', 'a JSONL log')
-  .argument('<lmdb-dir>', 'an empty or new directory')
+  .argument(
+    '<log>',
+    'an empty or new directory, or a new stream (nats://HOST:PORT[,HOST:PORT...]/STREAM)',
+  )
   .action(action((file: string, dir: string) => importCommand(file, dir)));
 
 program

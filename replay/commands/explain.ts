@@ -18,7 +18,7 @@ export async function explainCommand(
   options: ExplainOptions,
 ): Promise<number> {
   const overrides = parseOverrides(options.set);
-  const source = openLogSource(logPath);
+  const source = await openLogSource(logPath);
   try {
     const explained = await explainCall(source, { requestId }, overrides);
     if (!explained)

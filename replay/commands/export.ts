@@ -1,5 +1,5 @@
 /**
- * `replay export <lmdb-dir>`: a range of an LMDB log as JSONL. A range that starts after the
+ * `replay export <log>`: a range of an LMDB or JetStream log as JSONL. A range that starts after the
  * log's first event begins with a `Snapshot` of the state before it, so it stands alone.
  */
 import {
@@ -9,7 +9,7 @@ import {
   type StoredEvent,
 } from '../../src/events/index.js';
 import { fold, snapshotOf } from '../../src/projections/index.js';
-import { openLmdb } from '../io/log-source.js';
+import { openLog } from '../io/log-source.js';
 import { ReplayInputError } from '../io/replay-input-error.js';
 import { parseSeq } from './options.js';
 
@@ -22,7 +22,7 @@ export interface ExportOptions {
 
 /** Runs `replay export`; resolves to the exit status. */
 export async function exportCommand(dir: string, options: ExportOptions): Promise<number> {
-  const log = openLmdb(dir);
+  const log = await openLog(dir);
   try {
     const first = log.firstSeq;
     if (first === undefined) throw new ReplayInputError(`${dir}: the log is empty`);
@@ -34,9 +34,9 @@ export async function exportCommand(dir: string, options: ExportOptions): Promis
     if (to < from) throw new ReplayInputError(`--to ${to} is before --from ${from}`);
     const lines: StoredEvent[] = [];
     if (from > first) {
-      const start = log.snapshotAtOrBefore(from - 1) ?? first;
-      const state = fold(log.read(start, from - 1));
-      const [before] = log.read(from - 1, from - 1);
+      const start = (await log.snapshotAtOrBefore(from - 1)) ?? first;
+      const state = fold(await collect(log.read(start, from - 1)));
+      const [before] = await collect(log.read(from - 1, from - 1));
       const snapshot = validateEvent({
         seq: from - 1,
         at: before?.at ?? '',
@@ -46,7 +46,7 @@ export async function exportCommand(dir: string, options: ExportOptions): Promis
       });
       lines.push({ event: snapshot, text: encodeEvent(snapshot) });
     }
-    const range = (function* () {
+    const range = (async function* () {
       yield* lines;
       yield* log.readStored(from, to);
     })();
@@ -55,4 +55,10 @@ export async function exportCommand(dir: string, options: ExportOptions): Promis
   } finally {
     await log.close();
   }
+}
+
+async function collect<T>(items: Iterable<T> | AsyncIterable<T>): Promise<T[]> {
+  const out: T[] = [];
+  for await (const item of items) out.push(item);
+  return out;
 }

@@ -1,5 +1,15 @@
-/** `replay import <file.jsonl> <lmdb-dir>`: load a JSONL log into an LMDB log, byte for byte. */
-import { EventLog, readJsonl, type JsonlEvent } from '../../src/events/index.js';
+/**
+ * `replay import <file.jsonl> <log>`: load a JSONL log into a new LMDB log or JetStream stream,
+ * byte for byte. A new stream is created for the file's first seq (its seq offset), so a range
+ * exported from mid-log keeps its seqs.
+ */
+import {
+  EventLogError,
+  isJetStreamLocation,
+  openEventLog,
+  readJsonl,
+  type JsonlEvent,
+} from '../../src/events/index.js';
 import { ReplayInputError } from '../io/replay-input-error.js';
 import { existsSync, statSync } from 'node:fs';
 import { out } from './options.js';
@@ -10,9 +20,18 @@ const BATCH = 10_000;
 export async function importCommand(file: string, dir: string): Promise<number> {
   if (!existsSync(file) || !statSync(file).isFile())
     throw new ReplayInputError(`${file}: no such file`);
-  const log = EventLog.open(dir);
-  let count = 0;
   let first: number | undefined;
+  if (isJetStreamLocation(dir)) {
+    for await (const stored of readJsonl(file)) {
+      first = stored.event.seq;
+      break;
+    }
+  }
+  const log = await openEventLog(dir, { seqOffset: (first ?? 1) - 1 }).catch((error: unknown) => {
+    throw error instanceof EventLogError ? new ReplayInputError(error.message) : error;
+  });
+  let count = 0;
+  first = undefined;
   try {
     if (log.firstSeq !== undefined) {
       throw new ReplayInputError(

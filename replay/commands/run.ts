@@ -15,7 +15,7 @@ export interface RunOptions {
 /** Runs `replay run`; resolves to the exit status. */
 export async function runCommand(logPath: string, options: RunOptions): Promise<number> {
   const overrides = parseOverrides(options.set);
-  const source = openLogSource(logPath);
+  const source = await openLogSource(logPath);
   const summary = emptySummary();
   const rows: string[][] = [];
   const replayer = new Replayer({

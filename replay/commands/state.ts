@@ -32,7 +32,7 @@ function before(point: Point, event: ClusterEvent): boolean {
 /** Runs `replay state`; resolves to the exit status. */
 export async function stateCommand(logPath: string, options: StateOptions): Promise<number> {
   const point = parsePoint(options.at);
-  const source = openLogSource(logPath);
+  const source = await openLogSource(logPath);
   let state = initialState();
   try {
     // An LMDB log starts from its newest snapshot at or before the point. Snapshots are indexed
@@ -40,7 +40,7 @@ export async function stateCommand(logPath: string, options: StateOptions): Prom
     const from =
       point && 'time' in point
         ? 0
-        : (source.snapshotAtOrBefore(point?.seq ?? Number.MAX_SAFE_INTEGER) ?? 0);
+        : ((await source.snapshotAtOrBefore(point?.seq ?? Number.MAX_SAFE_INTEGER)) ?? 0);
     await forEachEvent(
       source,
       (event) => {

@@ -21,7 +21,7 @@ export async function verifyCommand(logPath: string): Promise<number> {
   let divergence: CallResult | undefined;
   let checked = 0;
   let unrecorded = 0;
-  const source = openLogSource(logPath);
+  const source = await openLogSource(logPath);
   const replayer = new Replayer({
     onCall: (result) => {
       if (result.recorded === 'none') unrecorded += 1;
@@ -67,7 +67,7 @@ export async function verifyCommand(logPath: string): Promise<number> {
   }
   out('');
   out('Why placement decides this now:');
-  const again = openLogSource(logPath);
+  const again = await openLogSource(logPath);
   try {
     const explained = await explainCall(again, { seq: divergence.seq });
     if (explained)

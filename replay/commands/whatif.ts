@@ -37,7 +37,7 @@ export async function whatifCommand(logPath: string, options: WhatifOptions): Pr
   const overrides = parseOverrides(options.set);
   if (Object.keys(overrides).length === 0)
     throw new ReplayInputError('whatif needs at least one --set NAME=VALUE');
-  const source = openLogSource(logPath);
+  const source = await openLogSource(logPath);
   const alternatives = new Map<number, PlacementDecision>();
   const counts: Record<Kind, number> = {
     'placed-to-rejected': 0,

@@ -1,16 +1,24 @@
 /**
- * Opening a log for replay: an LMDB directory (the live log's format) or a JSONL file, detected
- * by what the path is. Both stream their events; neither is loaded whole.
+ * Opening a log for replay: an LMDB directory, a JetStream stream (`nats://HOST:PORT[,…]/STREAM`)
+ * or a JSONL file, detected by what the path is. All stream their events; none is loaded whole.
  */
 import { existsSync, statSync, createReadStream } from 'node:fs';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
-import { EventLog, readJsonl, type ClusterEvent } from '../../src/events/index.js';
+import {
+  EventLog,
+  EventLogError,
+  isJetStreamLocation,
+  openEventLog,
+  readJsonl,
+  type ClusterEvent,
+  type EventLogBackend,
+} from '../../src/events/index.js';
 import { ReplayInputError } from './replay-input-error.js';
 
 /** A log to replay. */
 export interface LogSource {
-  readonly kind: 'lmdb' | 'jsonl';
+  readonly kind: 'lmdb' | 'jetstream' | 'jsonl';
   readonly path: string;
   /** How big it is, for progress: events for LMDB, bytes for JSONL. */
   readonly size: { readonly unit: 'events' | 'bytes'; readonly total: number };
@@ -18,21 +26,22 @@ export interface LogSource {
    * The events with seq >= `fromSeq` (default: all). `onBytes` reports JSONL bytes read so far.
    */
   events(fromSeq?: number, onBytes?: (bytes: number) => void): AsyncIterable<ClusterEvent>;
-  /** The seq of the newest `Snapshot` at or before `seq`, when the source indexes them (LMDB). */
-  snapshotAtOrBefore(seq: number): number | undefined;
+  /** The seq of the newest `Snapshot` at or before `seq`, when the source indexes them (LMDB, JetStream). */
+  snapshotAtOrBefore(seq: number): number | undefined | Promise<number | undefined>;
   /** Releases the source. */
   close(): Promise<void>;
 }
 
-/** Opens `path` as an LMDB log directory or a JSONL file. */
-export function openLogSource(path: string): LogSource {
+/** Opens `path` as an LMDB log directory, a JetStream stream or a JSONL file. */
+export async function openLogSource(path: string): Promise<LogSource> {
+  if (isJetStreamLocation(path)) return logSource(await openLog(path), 'jetstream');
   if (!existsSync(path)) throw new ReplayInputError(`${path}: no such file or directory`);
   const stat = statSync(path);
   if (stat.isDirectory()) {
     if (!existsSync(join(path, 'events.mdb'))) {
       throw new ReplayInputError(`${path}: a directory, but not an event log (no events.mdb)`);
     }
-    return lmdbSource(path);
+    return logSource(openLmdb(path), 'lmdb');
   }
   return jsonlSource(path, stat.size);
 }
@@ -45,14 +54,23 @@ export function openLmdb(path: string): EventLog {
   return EventLog.open(path, { readOnly: true });
 }
 
-function lmdbSource(path: string): LogSource {
-  const log = openLmdb(path);
+/** Opens a log (an LMDB directory or a JetStream stream) read-only, for replay. */
+export async function openLog(path: string): Promise<EventLogBackend> {
+  if (!isJetStreamLocation(path)) return openLmdb(path);
+  try {
+    return await openEventLog(path, { readOnly: true });
+  } catch (error) {
+    if (error instanceof EventLogError) throw new ReplayInputError(error.message);
+    throw error;
+  }
+}
+
+function logSource(log: EventLogBackend, kind: 'lmdb' | 'jetstream'): LogSource {
   const first = log.firstSeq ?? 1;
   return {
-    kind: 'lmdb',
-    path,
+    kind,
+    path: log.location,
     size: { unit: 'events', total: Math.max(0, log.lastSeq - first + 1) },
-    // eslint-disable-next-line @typescript-eslint/require-await
     async *events(fromSeq = 0) {
       yield* log.read(fromSeq);
     },

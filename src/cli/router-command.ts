@@ -29,6 +29,7 @@ import {
   type SettingName,
 } from '../shared/config.js';
 import { routeGrpcLogs } from './grpc-logs.js';
+import { isJetStreamLocation } from '../events/index.js';
 import { formatDuration, formatSize, parseDuration, UnitParseError } from '../shared/units.js';
 
 /** The flag of a setting: `SESSION_WAIT_TIMEOUT` is `--session-wait-timeout`. */
@@ -67,6 +68,8 @@ function describeDefault(name: SettingName): string {
 interface RouterFlags {
   readonly listen: string;
   readonly log: string;
+  readonly routerId?: string;
+  readonly advertise?: string;
   readonly insecure?: boolean;
   readonly tlsCert?: string;
   readonly tlsKey?: string;
@@ -217,29 +220,54 @@ async function runRouter(flags: RouterFlags): Promise<void> {
         'READIE_AUTH_TOKEN is set but ignored: it is the token of --auth single-token (development only)',
       );
     }
-    const running = await startRouter({
-      listen: flags.listen,
-      logDir: flags.log,
-      security,
-      config,
-      auth,
-      workerCa: flags.workerCa === undefined ? undefined : readWorkerCa(flags.workerCa),
-      catalogue: flags.catalogue === undefined ? undefined : readCatalogueFile(flags.catalogue),
-      metrics: flags.metrics,
-      logger,
-      snapshotEvery: wholeNumber(flags.snapshotEvery, '--snapshot-every'),
-      version: packageVersion(),
-      onFatal: () => {
-        void router?.close(0).finally(() => process.exit(1));
-      },
-    });
-    router = running;
+    const jetStream = isJetStreamLocation(flags.log);
+    const launch = (listen: string): Promise<Router> =>
+      startRouter({
+        listen,
+        logDir: flags.log,
+        security,
+        config,
+        auth,
+        workerCa: flags.workerCa === undefined ? undefined : readWorkerCa(flags.workerCa),
+        catalogue: flags.catalogue === undefined ? undefined : readCatalogueFile(flags.catalogue),
+        metrics: flags.metrics,
+        logger,
+        snapshotEvery: wholeNumber(flags.snapshotEvery, '--snapshot-every'),
+        version: packageVersion(),
+        ...(flags.routerId === undefined ? {} : { routerId: flags.routerId }),
+        ...(flags.advertise === undefined ? {} : { advertise: flags.advertise }),
+        onFatal: () => {
+          const failed = router;
+          if (!jetStream || failed === undefined) {
+            void failed?.close(0).finally(() => process.exit(1));
+            return;
+          }
+          // A router that lost the lead steps down and stands by again, on the same address,
+          // with its state folded afresh from the stream.
+          void failed.close(0).then(async () => {
+            // NATS may be electing or unreachable: keep trying to stand by.
+            for (;;) {
+              try {
+                router = await launch(failed.address);
+                return;
+              } catch (error) {
+                logger.warn(
+                  { err: error, retryInMs: 1_000 },
+                  'router could not stand by again yet: retrying',
+                );
+                await new Promise((resolve) => setTimeout(resolve, 1_000));
+              }
+            }
+          });
+        },
+      });
+    router = await launch(flags.listen);
     let stopping = false;
     const stop = (signal: NodeJS.Signals) => {
       if (stopping) return;
       stopping = true;
       logger.info({ signal, graceMs: shutdownGrace }, 'router stopping');
-      running.close(shutdownGrace).then(
+      (router as Router).close(shutdownGrace).then(
         () => process.exit(0),
         (error: unknown) => {
           logger.error({ err: error }, 'router did not stop cleanly');
@@ -255,7 +283,7 @@ async function runRouter(flags: RouterFlags): Promise<void> {
         return;
       }
       try {
-        running.reloadCredentials();
+        (router as Router).reloadCredentials();
       } catch (error) {
         logger.error(
           { problem: (error as Error).message },
@@ -298,8 +326,8 @@ export function addRouterCommand(program: Command): void {
     )
     .option('--listen <host:port>', 'gRPC address to serve on', '0.0.0.0:50051')
     .requiredOption(
-      '--log <dir>',
-      'event log directory (LMDB; created if missing, recovered if not)',
+      '--log <location>',
+      'event log: an LMDB directory, or a JetStream stream nats://HOST:PORT[,HOST:PORT...]/STREAM that several routers share (one leads, the others stand by); created if missing, recovered if not',
     )
     .option('--insecure', 'serve plaintext gRPC (only on a trusted network); TLS is the default')
     .option('--tls-cert <file>', 'PEM certificate chain to serve TLS with')
@@ -336,6 +364,14 @@ export function addRouterCommand(program: Command): void {
       process.env.LOG_LEVEL ?? 'info',
     )
     .option('--snapshot-every <n>', 'append a Snapshot every this many events (0 never)', '10000')
+    .option(
+      '--router-id <id>',
+      'this router in the leader lease of a JetStream log (default: random)',
+    )
+    .option(
+      '--advertise <host:port>',
+      'JetStream log: the address a standby names when it sends workers and clients to this router (default: --listen)',
+    )
     .option('--shutdown-grace <duration>', 'on SIGTERM, how long running calls may finish', '10s');
   for (const name of SETTING_NAMES) {
     const spec = SETTINGS[name];

@@ -136,6 +136,8 @@ export const EVENT_FIELDS = {
     config: T.Record(T.String(), ConfigValue),
     version: Text,
     rulesVersion: opt(T.Integer({ minimum: 1 })),
+    routerId: opt(Text),
+    takeoverFrom: opt(Text),
   },
   CatalogueLoaded: { revision: Text, catalogue: CatalogueSchema },
   WorkerRegistered: {
@@ -248,7 +250,7 @@ export type EventType = keyof typeof EVENT_FIELDS;
 export const FIELDS_ADDED_TO_V1: {
   readonly [K in EventType]?: readonly (keyof (typeof EVENT_FIELDS)[K])[];
 } = {
-  RouterStarted: ['rulesVersion'],
+  RouterStarted: ['rulesVersion', 'routerId', 'takeoverFrom'],
   WorkerRegistered: ['instanceId', 'containers', 'reportSeq'],
   WorkerUtilization: ['containers', 'reportSeq'],
   WorkerProbeFailed: ['error'],

@@ -12,7 +12,16 @@ import {
 } from '@grpc/grpc-js';
 import { decodingService } from '../shared/wire-decoding.js';
 import { HealthImplementation } from 'grpc-health-check';
-import { EventLog, EventLogError, LogLockedError } from '../events/index.js';
+import { randomBytes } from 'node:crypto';
+import {
+  EventLogError,
+  JetStreamEventLog,
+  LogLockedError,
+  openEventLog,
+  type EventLogBackend,
+  type OpenLogOptions,
+} from '../events/index.js';
+import { streamNames } from '../events/jetstream/stream-format.js';
 import { RouterConfigError } from '../core/errors.js';
 import { AdminServiceService } from '../proto/gen/readie/v1/admin.js';
 import { PlacementCaches } from '../core/placement/index.js';
@@ -28,6 +37,7 @@ import { DEFAULT_CONFIG, type Config } from '../shared/config.js';
 import { adminService, tenantService } from './admin/index.js';
 import { ActiveCalls, proxyService, RelayProxyService } from './calls/index.js';
 import { Journal } from './journal/index.js';
+import { LeaderLease, standbyInterceptor, type LeaseHolder } from './leadership/index.js';
 import { Prober, ReaperTimer } from './liveness/index.js';
 import {
   createLogger,
@@ -59,8 +69,18 @@ import { WorkerConnections } from './workers/index.js';
 export interface RouterOptions {
   /** `HOST:PORT` to serve gRPC on; port 0 picks a free one. */
   readonly listen: string;
-  /** The event log directory (created if missing). */
+  /**
+   * The event log: an LMDB directory (created if missing), or a JetStream stream,
+   * `nats://HOST:PORT[,HOST:PORT...]/STREAM` (created if missing), which any number of routers
+   * share: one leads, the others stand by (docs/router.md, "Standby routers").
+   */
   readonly logDir: string;
+  /** A JetStream log: this router's ID in the lease (default: a random one). */
+  readonly routerId?: string;
+  /** A JetStream log: the address workers and clients are told to reach this router at (default: the bound one). */
+  readonly advertise?: string;
+  /** A JetStream log: replicas of the stream and buckets it creates (default 3). */
+  readonly replicas?: number;
   /** TLS material, or plaintext when explicitly asked for. */
   readonly security: ServingSecurity;
   /** The settings (docs/router.md) in canonical units. Default: the defaults. */
@@ -99,6 +119,10 @@ export interface Router {
   readonly metricsAddress: string | undefined;
   /** The live folded state. */
   readonly state: ClusterState;
+  /** `leader` while it serves; `standby` while it follows a JetStream log; `stopped` after. */
+  readonly role: 'leader' | 'standby' | 'stopped';
+  /** Resolves once it serves (at once for an LMDB log; on taking the lease over for JetStream). */
+  readonly leading: Promise<void>;
   /** Calls waiting for their session's turn. */
   readonly waitingCalls: number;
   /** Why each worker's last health probe failed (in words naming the fix), by worker ID. */
@@ -143,11 +167,19 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
   const credentials = RouterCredentials.load(options.auth ?? { mode: 'none' });
   // Placement's caches belong to the state they serve: the log folds with them as its change sink.
   const placement = new PlacementCaches();
-  const log = openLog(options.logDir, {
+  const log = await openLog(options.logDir, {
     projection: clusterProjectionTelling(placement),
     clock,
     snapshotEvery: options.snapshotEvery ?? 10_000,
+    replicas: options.replicas,
   });
+  // A JetStream log is shared: this router leads only while it holds the lease.
+  const shared = log instanceof JetStreamEventLog ? log : undefined;
+  const routerId = options.routerId ?? `router-${randomBytes(4).toString('hex')}`;
+  let role: 'leader' | 'standby' | 'stopped' = 'standby';
+  let lease: LeaderLease | undefined;
+  let markLeading: () => void = () => undefined;
+  const leading = new Promise<void>((resolve) => (markLeading = resolve));
   const active = new ActiveCalls();
   const turns = new SessionTurns();
   const metrics = new RouterMetrics({
@@ -159,8 +191,14 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
     Object.fromEntries(HEALTH_SERVICES.map((name) => [name, 'NOT_SERVING' as const])),
   );
   const journal = new Journal(log, metrics, logger, (error) => {
+    role = 'stopped';
     for (const name of HEALTH_SERVICES) health.setStatus(name, 'NOT_SERVING');
-    active.shutDownAll('the router event log failed: the router must restart');
+    active.shutDownAll(
+      shared
+        ? 'the router lost the leadership of its log: retry at the router that leads'
+        : 'the router event log failed: the router must restart',
+    );
+    void lease?.stop(false);
     options.onFatal?.(error);
   });
 
@@ -169,6 +207,10 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
   const connections = new WorkerConnections(workerChannelCredentials(options.workerCa));
   try {
     const interceptors: ServerInterceptor[] = [
+      standbyInterceptor({
+        serving: () => role === 'leader',
+        leader: () => (role === 'stopped' ? undefined : lease?.holder?.address),
+      }),
       credentialInterceptor(credentials, ({ path, code, problem }) => {
         if (code === 'UNAUTHENTICATED') metrics.unauthenticated.inc();
         else metrics.permissionDenied.inc();
@@ -247,30 +289,8 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
     const address = formatHostPort({ host: listen.host, port });
     // Nothing is in the log until the router can serve: a start that fails (a locked log, a port
     // in use, bad TLS material) leaves the log as it was. The start is recorded in the same tick
-    // as the bind's answer, so no call is handled before it: recovery releases the dead calls
-    // first, and the state is folded before the commit is awaited.
-    const before = log.state;
-    const recoveredSeq = log.lastSeq;
-    const start = decideStart(before, {
-      config,
-      version: options.version,
-      catalogue: options.catalogue,
-    });
-    const recovered = start.events;
-    await journal.record(start).committed;
-    logger.info(
-      {
-        logDir: options.logDir,
-        lastSeq: recoveredSeq,
-        workers: before.workers.size,
-        sessions: before.sessions.size,
-        reservationsReleased: recovered.filter((e) => e.type === 'ReservationExpired').length,
-        catalogueRevision: log.state.catalogue?.revision ?? null,
-        version: options.version,
-      },
-      'router recovered its state from the log',
-    );
-
+    // as the bind's answer (or the lease's), so no call is handled before it: recovery releases
+    // the dead calls first, and the state is folded before the commit is awaited.
     const reaper = new ReaperTimer({
       journal,
       config,
@@ -287,10 +307,73 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
       logger,
       workerMetadata: credentials.workerMetadata,
     });
-    probes.start();
-    reaper.start();
-    residency.start();
-    for (const name of HEALTH_SERVICES) health.setStatus(name, 'SERVING');
+    const lead = async (takeover: LeaseHolder | undefined): Promise<void> => {
+      const before = log.state;
+      const recoveredSeq = log.lastSeq;
+      const start = decideStart(before, {
+        config,
+        version: options.version,
+        catalogue: options.catalogue,
+        ...(shared ? { router: { routerId, takeoverFrom: takeover?.routerId ?? null } } : {}),
+      });
+      const recovered = start.events;
+      role = 'leader';
+      await journal.record(start).committed;
+      logger.info(
+        {
+          log: log.location,
+          lastSeq: recoveredSeq,
+          workers: before.workers.size,
+          sessions: before.sessions.size,
+          reservationsReleased: recovered.filter((e) => e.type === 'ReservationExpired').length,
+          catalogueRevision: log.state.catalogue?.revision ?? null,
+          version: options.version,
+          ...(shared ? { routerId, takeoverFrom: takeover?.routerId ?? null } : {}),
+        },
+        shared
+          ? 'router took the lead: its state is folded from the stream'
+          : 'router recovered its state from the log',
+      );
+      probes.start();
+      reaper.start();
+      residency.start();
+      for (const name of HEALTH_SERVICES) health.setStatus(name, 'SERVING');
+      markLeading();
+    };
+    if (!shared) {
+      await lead(undefined);
+    } else {
+      shared.startFollowing();
+      const me = { routerId, address: options.advertise ?? address };
+      lease = await LeaderLease.open({
+        connection: shared.connection,
+        bucket: streamNames(shared.where.stream).leaseBucket,
+        replicas: options.replicas ?? 3,
+        leaseMs: config.LEADER_LEASE,
+        me,
+        clock,
+        onLeading: (previous) => {
+          void (async () => {
+            try {
+              await shared.stopFollowing();
+              await lead(previous);
+            } catch (error) {
+              logger.error({ err: error }, 'router could not take the lead');
+              journal.stop(error as Error);
+            }
+          })();
+        },
+        onLost: (why) => {
+          logger.warn({ why }, 'router lost the lease: it steps down');
+          journal.stop(new EventLogError(`the router lost the lease of ${log.location}: ${why}`));
+        },
+      });
+      lease.start();
+      logger.info(
+        { log: log.location, routerId, lastSeq: log.lastSeq, leaseMs: config.LEADER_LEASE },
+        'router standing by: following the log until the lease is free',
+      );
+    }
     const inForce = credentials.summary();
     if (options.workerCa === undefined && inForce.routerToken) {
       logger.warn(
@@ -314,6 +397,7 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
         credentials: inForce.credentials,
         routerToken: inForce.routerToken,
         metrics: metricsServer?.address ?? null,
+        role,
       },
       'router serving',
     );
@@ -327,6 +411,10 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
       get state() {
         return log.state;
       },
+      get role() {
+        return role;
+      },
+      leading,
       get waitingCalls() {
         return turns.waiting;
       },
@@ -345,9 +433,13 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
       },
       close(graceMs = 5_000) {
         closing ??= (async () => {
+          const wasLeading = role === 'leader';
+          role = 'stopped';
           probes.stop();
           reaper.stop();
           residency.stop();
+          // A leader that stops hands the lease on at once (a standby need not wait it out).
+          await lease?.stop(wasLeading && !journal.failed);
           for (const name of HEALTH_SERVICES) health.setStatus(name, 'NOT_SERVING');
           await shutdown(running, active, graceMs);
           await runningMetrics?.close();
@@ -383,13 +475,13 @@ function bind(
   });
 }
 
-/** The log of `dir`, opened for writing; one it cannot open is a configuration error. */
-function openLog(
+/** The log at `dir`, opened for writing; one it cannot open is a configuration error. */
+async function openLog(
   dir: string,
-  options: Parameters<typeof EventLog.open<ClusterState>>[1],
-): EventLog<ClusterState> {
+  options: OpenLogOptions<ClusterState>,
+): Promise<EventLogBackend<ClusterState>> {
   try {
-    return EventLog.open<ClusterState>(dir, options);
+    return await openEventLog<ClusterState>(dir, options);
   } catch (error) {
     if (error instanceof LogLockedError) {
       throw new RouterConfigError(

@@ -12,6 +12,8 @@
 
 /** The trailer that marks a refusal before the user's function started. */
 export const NOT_STARTED_TRAILER = 'readie-not-started';
+/** The trailer of a standby router's refusal: the address of the router that leads. */
+export const LEADER_TRAILER = 'readie-leader';
 /** The trailer of a call whose function ran and was killed; its value says why. */
 export const KILLED_TRAILER = 'readie-killed';
 /** The memory budget, in bytes, of a call killed for exceeding it. */

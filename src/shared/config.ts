@@ -62,6 +62,11 @@ export const SETTINGS = {
     default: 3,
     help: 'consecutive failed health checks that evict a worker',
   },
+  LEADER_LEASE: {
+    kind: 'duration',
+    default: 5_000,
+    help: 'a JetStream log: how long the leader lease lasts unrenewed before a standby takes over',
+  },
   REAPER_INTERVAL: { kind: 'duration', default: 5_000, help: 'how often the reaper runs' },
   WORKER_TTL: {
     kind: 'duration',

@@ -37,6 +37,7 @@ export type TransportSecurity =
 /** Everything a worker runs with. */
 export interface WorkerOptions {
   readonly workerId: string;
+  /** The routers' `host:port`, comma-separated (the leader and its standbys, in any order). */
   readonly router: string;
   readonly listen: string;
   /** Reported to the router; null: derived from the bound address. */
@@ -123,6 +124,13 @@ function hostPort(value: string, flag: string): string {
   return value;
 }
 
+/** A comma-separated list of `host:port` (the routers, leader and standbys), each checked. */
+function hostPortList(value: string, flag: string): string {
+  const addresses = value.split(',').map((address) => address.trim());
+  for (const address of addresses) hostPort(address, flag);
+  return addresses.join(',');
+}
+
 function truthy(value: string | undefined): boolean {
   return value !== undefined && !['0', 'false', 'no', ''].includes(value.toLowerCase());
 }
@@ -204,7 +212,7 @@ export function resolveWorkerOptions(
         : size(residentText, '--resident-memory');
   return {
     workerId,
-    router: hostPort(required(get('router'), '--router', 'WORKER_ROUTER'), '--router'),
+    router: hostPortList(required(get('router'), '--router', 'WORKER_ROUTER'), '--router'),
     listen: hostPort(required(get('listen'), '--listen', 'WORKER_LISTEN'), '--listen'),
     advertise: advertise === undefined ? null : hostPort(advertise, '--advertise'),
     flavor: oneOf(required(get('flavor'), '--flavor', 'WORKER_FLAVOR'), ['cpu', 'gpu'], '--flavor'),

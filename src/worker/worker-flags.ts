@@ -57,9 +57,9 @@ export interface WorkerFlagValues {
 export const WORKER_FLAGS: readonly WorkerFlag[] = [
   {
     key: 'router',
-    flag: '--router <host:port>',
+    flag: '--router <host:port[,host:port...]>',
     env: 'WORKER_ROUTER',
-    help: "the router's address (required)",
+    help: "the router's address, or every router's (leader and standbys): reports go to the leader (required)",
   },
   {
     key: 'listen',

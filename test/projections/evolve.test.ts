@@ -37,6 +37,8 @@ describe('evolve: the effect of each event', () => {
         config: { MEMORY_HEADROOM: 0.8, UNKNOWN_THING: 'x' },
         version: '1.2.3',
         rulesVersion: 1,
+        routerId: null,
+        takeoverFrom: null,
       }),
     );
     expect(state.config).to.deep.equal({ ...DEFAULT_CONFIG, MEMORY_HEADROOM: 0.8 });

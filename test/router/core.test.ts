@@ -304,6 +304,8 @@ describe('router core (pure)', () => {
         config: { ...DEFAULT_CONFIG },
         version: '1.2.3',
         rulesVersion: PLACEMENT_RULES_VERSION,
+        routerId: null,
+        takeoverFrom: null,
       });
     });
 

@@ -300,6 +300,8 @@ describe('placement', () => {
           config: { MEMORY_HEADROOM: 0.5 },
           version: 't',
           rulesVersion: null,
+          routerId: null,
+          takeoverFrom: null,
         },
         registered('w1', { memoryTotal: 10 * GiB }),
         utilization('w1', { memoryUsed: 4 * GiB }),

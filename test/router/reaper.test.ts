@@ -36,6 +36,8 @@ const routerStarted: NewEvent = {
   config: { ...config },
   version: 't',
   rulesVersion: null,
+  routerId: null,
+  takeoverFrom: null,
 };
 
 describe('reaper (pure)', () => {

@@ -44,7 +44,14 @@ export const VERSIONS_CATALOGUE: Catalogue = {
 /** The router started with the versions catalogue (and `config`). */
 export function routerWithVersions(config: Record<string, number> = {}): NewEvent[] {
   return [
-    { type: 'RouterStarted', config, version: 'test', rulesVersion: 1 },
+    {
+      type: 'RouterStarted',
+      config,
+      version: 'test',
+      rulesVersion: 1,
+      routerId: null,
+      takeoverFrom: null,
+    },
     { type: 'CatalogueLoaded', revision: 'v', catalogue: VERSIONS_CATALOGUE },
   ];
 }

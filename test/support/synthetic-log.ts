@@ -76,6 +76,8 @@ export function* syntheticLog(options: SyntheticLogOptions): Generator<NewEvent>
     config: { MEMORY_HEADROOM: 0.9 },
     version: 'synthetic',
     rulesVersion: null,
+    routerId: null,
+    takeoverFrom: null,
   });
   yield* emit({ type: 'CatalogueLoaded', revision: 'r1', catalogue: CATALOGUE });
   const register = function* (workerId: string): Generator<NewEvent> {

@@ -21,13 +21,26 @@ import type { Catalogue } from '../../events/catalogue.js';
  * The `RouterStarted` event for a config (canonical units) and version, with the placement rules'
  * version. Never holds secrets.
  */
-export function routerStartedEvent(config: Config, version: string): NewEvent {
+export function routerStartedEvent(
+  config: Config,
+  version: string,
+  router?: RouterIdentity,
+): NewEvent {
   return {
     type: 'RouterStarted',
     config: { ...config },
     version,
     rulesVersion: PLACEMENT_RULES_VERSION,
+    routerId: router?.routerId ?? null,
+    takeoverFrom: router?.takeoverFrom ?? null,
   };
+}
+
+/** Which router of a shared (JetStream) log starts, and whose lease it took over. */
+export interface RouterIdentity {
+  readonly routerId: string;
+  /** The router that held the lease before (its lease expired or was handed on); null: none. */
+  readonly takeoverFrom: string | null;
 }
 
 /** `CatalogueLoaded` for a catalogue, or nothing when that revision is already in force. */
@@ -57,6 +70,8 @@ export interface StartInput {
   readonly version: string;
   /** The catalogue to put in force, if one was given, and its revision. */
   readonly catalogue?: { readonly catalogue: Catalogue; readonly revision: string } | undefined;
+  /** On a shared log: this router and whose lease it took over. */
+  readonly router?: RouterIdentity;
 }
 
 /**
@@ -68,7 +83,7 @@ export function decideStart(state: ClusterState, input: StartInput): Decision {
   return {
     cause: causeOf('start'),
     events: [
-      routerStartedEvent(input.config, input.version),
+      routerStartedEvent(input.config, input.version, input.router),
       ...(catalogue ? catalogueEvents(state, catalogue.catalogue, catalogue.revision) : []),
       ...inFlightReleaseEvents(state),
     ],

@@ -12,10 +12,12 @@
 import { chmodSync, existsSync, mkdirSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { open, type Database, type RootDatabase, type RootDatabaseOptionsWithPath } from 'lmdb';
-import { decodeEvent, encodeEvent, isoInstant, SeqOrder, validateEvent } from '../decode.js';
+import { decodeEvent, encodeEvent, isoInstant, SeqOrder } from '../decode.js';
 import { EventLogError, InvalidEventError } from '../errors.js';
+import type { AppendResult, EventLogBackend } from '../event-log.js';
 import type { LogProjection } from '../projection.js';
 import { EVENT_SCHEMA_VERSION } from '../schema.js';
+import { snapshotDue, snapshotEvent, stampEvents } from '../stamp.js';
 import type { ClusterEvent, NewEvent, StoredEvent } from '../types.js';
 import { upcaster } from '../upcast.js';
 import { WriterLock } from './writer-lock.js';
@@ -34,21 +36,13 @@ export interface EventLogOptions<S> {
   readonly pollInterval?: number;
 }
 
-/** What an append gave back: the stamped events and the two promises of durability. */
-export interface AppendResult {
-  /** The events as stored, with their `seq` and `at`. */
-  readonly events: readonly ClusterEvent[];
-  /** Resolves when the transaction holding the events committed (visible, survives the process). */
-  readonly committed: Promise<void>;
-  /** Resolves when that transaction is also flushed to disk (survives a machine crash). */
-  readonly durable: Promise<void>;
-}
-
 const DATA_FILE = 'events.mdb';
 const META_SCHEMA_VERSION = 'schemaVersion';
 
 /** The event log of one directory. */
-export class EventLog<S = never> {
+export class EventLog<S = never> implements EventLogBackend<S> {
+  /** Which store holds it. */
+  readonly kind = 'lmdb' as const;
   private nextSeq: number;
   private first: number | undefined;
   private lastSnapshot: number | undefined;
@@ -123,6 +117,11 @@ export class EventLog<S = never> {
     }
   }
 
+  /** The directory, for messages. */
+  get location(): string {
+    return this.dir;
+  }
+
   /** The seq of the first event, or undefined for an empty log. */
   get firstSeq(): number | undefined {
     return this.first;
@@ -160,14 +159,7 @@ export class EventLog<S = never> {
     const list: readonly NewEvent[] = Array.isArray(input) ? input : [input as NewEvent];
     const at = isoInstant((this.options.clock ?? Date.now)());
     // Every event is validated before any is stored: a bad one refuses the whole call.
-    const first = this.nextSeq;
-    const events = list.map((item, i) => {
-      const seq = first + i;
-      // Envelope first, then the author's fields in the author's order (`type` leads them); the
-      // envelope is the log's, whatever the author's object also carries.
-      const stamped = Object.assign({ seq, at, cause }, item, { seq, at, cause });
-      return validateEvent(stamped, { seq });
-    });
+    const events = stampEvents(list, this.nextSeq, at, cause);
     let last: Promise<boolean> | undefined;
     for (const event of events) last = this.store(event, encodeEvent(event));
     const snapshot = this.snapshotIfDue(at);
@@ -295,21 +287,10 @@ export class EventLog<S = never> {
   private snapshotIfDue(at: string): StoredEvent | undefined {
     const { projection } = this.options;
     const every = this.options.snapshotEvery ?? 10_000;
-    if (!projection || every <= 0) return undefined;
-    const since = this.lastSnapshot ?? (this.first ?? 1) - 1;
-    if (this.lastSeq - since < every) return undefined;
-    const seq = this.nextSeq;
-    const event = validateEvent(
-      {
-        seq,
-        at,
-        cause: null,
-        type: 'Snapshot',
-        schemaVersion: EVENT_SCHEMA_VERSION,
-        state: projection.toSnapshot(this.working as S),
-      },
-      { seq },
-    );
+    if (!projection || !snapshotDue(this.lastSeq, this.lastSnapshot, this.first, every)) {
+      return undefined;
+    }
+    const event = snapshotEvent(this.nextSeq, at, projection.toSnapshot(this.working as S));
     return { event, text: encodeEvent(event) };
   }
 

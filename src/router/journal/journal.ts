@@ -4,7 +4,7 @@
  * refuses every later append (its in-memory state is ahead of the disk); the router then stops
  * serving and must be restarted to recover from the log.
  */
-import { InvalidEventError, type AppendResult, type EventLog } from '../../events/index.js';
+import { InvalidEventError, type AppendResult, type EventLogBackend } from '../../events/index.js';
 import type { Decision } from '../../core/decision.js';
 import type { ClusterState } from '../../projections/cluster-state.js';
 import { LogUnavailableError } from '../../core/errors.js';
@@ -17,7 +17,7 @@ export class Journal {
   private readonly listeners: ((decision: Decision) => void)[] = [];
 
   constructor(
-    private readonly log: EventLog<ClusterState>,
+    private readonly log: EventLogBackend<ClusterState>,
     private readonly metrics: RouterMetrics,
     private readonly logger: Logger,
     private readonly onFailure: (error: Error) => void,
@@ -75,6 +75,11 @@ export class Journal {
   /** Resolves when every append so far is flushed to disk. */
   flushed(): Promise<void> {
     return this.log.flushed();
+  }
+
+  /** Stops the journal from outside (the router lost its lease): as a failed commit does. */
+  stop(error: Error): void {
+    this.fail(error);
   }
 
   private fail(error: Error): void {

@@ -16,6 +16,7 @@ import {
 import type { ReportResidencyRequest } from '../../proto/gen/readie/v1/residency.js';
 import type { WorkerCredentials } from '../credentials.js';
 import { routerDiagnosis } from './router-diagnosis.js';
+import { LEADER_TRAILER } from '../../shared/call-trailers.js';
 
 /** The router could not be reached (or refused) after every attempt. */
 export class RegistrationError extends Error {
@@ -24,7 +25,11 @@ export class RegistrationError extends Error {
 
 /** How to reach the router. */
 export interface RegistryClientOptions {
-  /** host:port of the router's RegistryService. */
+  /**
+   * host:port of the router's RegistryService, or of every router (comma-separated): reports go to
+   * the one that leads; a standby's refusal names the leader, and an unreachable router is left
+   * for the next one in the list.
+   */
   readonly router: string;
   readonly credentials: ChannelCredentials;
   /** Whether `credentials` speak TLS, for the words of a mismatch. */
@@ -61,19 +66,44 @@ const CHANNEL_OPTIONS = {
 export class RegistryClient {
   private client: RegistryServiceClient;
   private containerReports: Promise<void> = Promise.resolve();
+  private readonly routers: readonly string[];
+  private current = 0;
   /** Called when the router says it does not know this worker. */
   onUnregistered: () => void = () => undefined;
 
   constructor(private readonly options: RegistryClientOptions) {
+    this.routers = options.router.split(',').map((address) => address.trim());
     this.client = this.newClient();
   }
 
+  /** The router reports go to now. */
+  get router(): string {
+    return this.routers[this.current] ?? this.options.router;
+  }
+
   private newClient(): RegistryServiceClient {
-    return new RegistryServiceClient(
-      this.options.router,
-      this.options.credentials,
-      CHANNEL_OPTIONS,
+    return new RegistryServiceClient(this.router, this.options.credentials, CHANNEL_OPTIONS);
+  }
+
+  /**
+   * After a refusal: a standby names the leader (followed only when it is one of the configured
+   * routers, so no router can send the worker elsewhere); an unreachable router is left for the
+   * next one. Returns whether reports now go elsewhere.
+   */
+  private moveOn(error: ServiceError): boolean {
+    if (this.routers.length < 2 || !UNREACHABLE.has(error.code)) return false;
+    const hint = error.metadata?.get(LEADER_TRAILER)[0];
+    const named = typeof hint === 'string' ? this.routers.indexOf(hint) : -1;
+    const next =
+      named >= 0 && named !== this.current ? named : (this.current + 1) % this.routers.length;
+    this.options.log.info(
+      { from: this.router, to: this.routers[next], leaderNamed: named >= 0 },
+      'reporting to another router',
     );
+    this.current = next;
+    this.client.close();
+    this.client = this.newClient();
+    return true;
   }
 
   private deadline(): Date {
@@ -87,7 +117,10 @@ export class RegistryClient {
         request,
         this.options.identity.reportMetadata(),
         { deadline: this.deadline() },
-        (error: ServiceError | null) => (error ? reject(error) : resolve()),
+        (error: ServiceError | null) => {
+          if (error) this.moveOn(error);
+          return error ? reject(error) : resolve();
+        },
       );
     });
   }
@@ -97,8 +130,11 @@ export class RegistryClient {
    * unreachable; throws RegistrationError once it gives up (or at once on any other refusal).
    */
   async register(request: ReportStatusRequest): Promise<void> {
-    const { registerRetries, registerRetryDelayMs, log } = this.options;
+    const { registerRetryDelayMs, log } = this.options;
+    // Every router gets the retries: a standby's refusal moves on at once.
+    const registerRetries = this.options.registerRetries * this.routers.length;
     for (let attempt = 0; ; attempt += 1) {
+      const tried = this.router;
       try {
         await this.reportStatus(request);
         log.info(
@@ -118,25 +154,30 @@ export class RegistryClient {
         // Which side speaks what, and the setting to change (src/shared/transport-problem.ts).
         const diagnosis = reachable
           ? null
-          : await routerDiagnosis(this.options.router, this.options.dialsTls ?? false, details);
+          : await routerDiagnosis(tried, this.options.dialsTls ?? false, details);
         const why = diagnosis === null ? details : `${details}; ${diagnosis}`;
         if (reachable || attempt >= registerRetries) {
           throw new RegistrationError(
             reachable
-              ? `the router at ${this.options.router} refused the status report: ${details}`
+              ? `the router at ${tried} refused the status report: ${details}`
               : `the router at ${this.options.router} is unreachable after ${attempt + 1} attempts: ${why}`,
           );
         }
-        const delay = registerRetryDelayMs * 2 ** attempt;
+        const round = Math.floor(attempt / this.routers.length);
+        // The next router at once; a pause only after a whole round of them failed.
+        const delay =
+          (attempt + 1) % this.routers.length !== 0 ? 0 : registerRetryDelayMs * 2 ** round;
         log.warn(
           { attempt: attempt + 1, retryInMs: delay, error: why },
           'router unreachable; retrying',
         );
         await sleep(delay);
         // A fresh channel, so the retry really dials instead of failing fast on the old
-        // channel's reconnect backoff.
-        this.client.close();
-        this.client = this.newClient();
+        // channel's reconnect backoff (`moveOn` made one already when it moved on).
+        if (tried === this.router) {
+          this.client.close();
+          this.client = this.newClient();
+        }
       }
     }
   }
@@ -148,7 +189,10 @@ export class RegistryClient {
         request,
         this.options.identity.reportMetadata(),
         { deadline: this.deadline() },
-        (error, response) => (error ? reject(error) : resolve(response?.registered ?? false)),
+        (error, response) => {
+          if (error) this.moveOn(error);
+          return error ? reject(error) : resolve(response?.registered ?? false);
+        },
       );
     });
   }
@@ -211,6 +255,7 @@ export class RegistryClient {
         (error, response) => {
           const state = containerStateToJSON(request.state);
           if (error) {
+            this.moveOn(error);
             this.options.log.warn(
               { containerId: request.containerId, state, error: error.details },
               'container state report failed',

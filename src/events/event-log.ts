@@ -1,0 +1,56 @@
+/**
+ * The event log as every reader and the router's writer see it, whatever stores it: an LMDB
+ * directory (`src/events/lmdb/`) or a NATS JetStream stream (`src/events/jetstream/`). New event
+ * types need nothing from a backend: a backend stores and hands back event texts, validated by the
+ * one vocabulary (`decode.ts`), and folds them with the projection it was given.
+ */
+import type { ClusterEvent, NewEvent, StoredEvent } from './types.js';
+
+/** What an append gave back: the stamped events and the two promises of durability. */
+export interface AppendResult {
+  /** The events as stored, with their `seq` and `at`. */
+  readonly events: readonly ClusterEvent[];
+  /**
+   * Resolves when the events are committed: visible to every reader and kept when the writer
+   * process dies (LMDB: the transaction committed; JetStream: a quorum of replicas stored them).
+   */
+  readonly committed: Promise<void>;
+  /** Resolves when the events also survive a machine crash (LMDB: fsync; JetStream: as committed). */
+  readonly durable: Promise<void>;
+}
+
+/** Which store holds a log. */
+export type LogBackendKind = 'lmdb' | 'jetstream';
+
+/** An open event log: reading, following and, for a writer, appending. */
+export interface EventLogBackend<S = never> {
+  /** Which store holds it. */
+  readonly kind: LogBackendKind;
+  /** Where it is, for messages: a directory or a `nats://…/STREAM` location. */
+  readonly location: string;
+  /** The seq of the first event, or undefined for an empty log. */
+  readonly firstSeq: number | undefined;
+  /** The seq of the last event this handle knows (appended, read at open, or followed). */
+  readonly lastSeq: number;
+  /** The folded state after `lastSeq`. Needs a projection. */
+  readonly state: S;
+  /**
+   * Appends one decision's events with its cause: stamps contiguous seqs and one `at`, validates,
+   * folds them synchronously (the next caller sees them in `state`) and stores them as one unit.
+   */
+  append(input: NewEvent | readonly NewEvent[], cause?: string | null): AppendResult;
+  /** Appends events stamped elsewhere (an import), keeping their exact text; seqs must continue. */
+  appendStored(stored: readonly StoredEvent[]): AppendResult;
+  /** Events with `fromSeq <= seq <= toSeq` (both inclusive), validated, in order. */
+  read(fromSeq?: number, toSeq?: number): Iterable<ClusterEvent> | AsyncIterable<ClusterEvent>;
+  /** The same with their exact stored text. */
+  readStored(fromSeq?: number, toSeq?: number): Iterable<StoredEvent> | AsyncIterable<StoredEvent>;
+  /** Every event from `fromSeq` on, then each new one as it is committed, until `signal` aborts. */
+  follow(fromSeq: number, signal?: AbortSignal): AsyncIterable<ClusterEvent>;
+  /** The seq of the newest `Snapshot` at or before `seq` (default: the newest of all). */
+  snapshotAtOrBefore(seq?: number): number | undefined | Promise<number | undefined>;
+  /** Resolves when every append so far is durable. */
+  flushed(): Promise<void>;
+  /** Flushes what it can and releases the log (its lock, its connection). */
+  close(): Promise<void>;
+}

@@ -1,0 +1,50 @@
+/**
+ * Stamping an append (pure): the envelope every backend gives one decision's events, and the
+ * `Snapshot` a log appends when one is due. One owner, so the LMDB and JetStream logs stamp alike.
+ */
+import { validateEvent } from './decode.js';
+import { EVENT_SCHEMA_VERSION } from './schema.js';
+import type { ClusterEvent, NewEvent } from './types.js';
+
+/**
+ * The events of one append with contiguous seqs from `firstSeq`, one `at` and one `cause`, each
+ * validated before any is stored: a bad one refuses the whole append.
+ */
+export function stampEvents(
+  list: readonly NewEvent[],
+  firstSeq: number,
+  at: string,
+  cause: string | null,
+): ClusterEvent[] {
+  return list.map((item, i) => {
+    const seq = firstSeq + i;
+    // Envelope first, then the author's fields in the author's order (`type` leads them); the
+    // envelope is the log's, whatever the author's object also carries.
+    const stamped = Object.assign({ seq, at, cause }, item, { seq, at, cause });
+    return validateEvent(stamped, { seq });
+  });
+}
+
+/** Whether a snapshot is due after `lastSeq`, `every` events after the last one (0: never). */
+export function snapshotDue(
+  lastSeq: number,
+  lastSnapshot: number | undefined,
+  firstSeq: number | undefined,
+  every: number,
+): boolean {
+  if (every <= 0) return false;
+  const since = lastSnapshot ?? (firstSeq ?? 1) - 1;
+  return lastSeq - since >= every;
+}
+
+/** The `Snapshot` event at `seq` holding a projection's detached state. */
+export function snapshotEvent(
+  seq: number,
+  at: string,
+  state: Record<string, unknown>,
+): ClusterEvent {
+  return validateEvent(
+    { seq, at, cause: null, type: 'Snapshot', schemaVersion: EVENT_SCHEMA_VERSION, state },
+    { seq },
+  );
+}
