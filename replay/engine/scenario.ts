@@ -114,6 +114,8 @@ function causeOfPlain(event: NewEvent): string | null {
     case 'ContainerForgotten':
     case 'ReservationExpired':
       return causeOf('reaper');
+    case 'SessionEnded':
+      return causeOf('session', event.sessionId);
     default:
       return null;
   }

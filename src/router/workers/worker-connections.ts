@@ -17,6 +17,7 @@ import {
 } from '@grpc/grpc-js';
 import { service as healthService } from 'grpc-health-check';
 import { RelayExecutionClient } from '../calls/relay-codec.js';
+import { ExecutionServiceClient } from '../../proto/gen/readie/v1/execution.js';
 
 /** A `grpc.health.v1.HealthCheckResponse` as the health package decodes it. */
 export interface HealthCheckResponse {
@@ -63,6 +64,8 @@ const CHANNEL_OPTIONS = {
 interface Connection {
   readonly execution: RelayExecutionClient;
   readonly health: HealthClient;
+  /** The plain `ExecutionService` client, for its unary methods (a session's end). */
+  readonly sessions: ExecutionServiceClient;
 }
 
 /** The router's cache of worker connections, by address. */
@@ -82,6 +85,11 @@ export class WorkerConnections {
    */
   health(address: string): HealthClient {
     return this.connection(address, { fresh: true }).health;
+  }
+
+  /** The plain `ExecutionService` client for a worker address (same channel), for session ends. */
+  sessions(address: string): ExecutionServiceClient {
+    return this.connection(address, { fresh: true }).sessions;
   }
 
   /**
@@ -161,7 +169,10 @@ export class WorkerConnections {
       const health = new HealthClient(address, this.credentials, {
         channelOverride: execution.getChannel(),
       });
-      connection = { execution, health };
+      const sessions = new ExecutionServiceClient(address, this.credentials, {
+        channelOverride: execution.getChannel(),
+      });
+      connection = { execution, health, sessions };
       this.byAddress.set(address, connection);
     }
     return connection;
