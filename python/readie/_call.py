@@ -19,7 +19,7 @@ from readie._ids import CallInfo
 from readie._proto import proxy_pb2
 from readie._wire import METHOD, AnswerReader, LogSink, request_messages
 from readie._error_hints import speaks_tls, transport_problem_of
-from readie.errors import error_for_status
+from readie.errors import RETRY_AFTER_TRAILER, error_for_status
 
 _last_call: "ContextVar[Optional[CallInfo]]" = ContextVar("readie_last_call", default=None)
 
@@ -104,7 +104,7 @@ def _failure(error: Any, prepared: PreparedCall, info: CallInfo) -> Exception:
     code, details = error.code(), error.details() or ""
     trailers = {}
     for key, value in error.trailing_metadata() or ():
-        if key.startswith("readie-"):
+        if key.startswith("readie-") or key == RETRY_AFTER_TRAILER:
             trailers[key] = value.decode() if isinstance(value, bytes) else str(value)
     settings = prepared.settings
     tls_found = False
@@ -122,13 +122,17 @@ def _failure(error: Any, prepared: PreparedCall, info: CallInfo) -> Exception:
     )
 
 
-def run(prepared: PreparedCall) -> Any:
-    """Runs the call on this thread; Ctrl-C (or any exception) cancels it on the cluster."""
+def run(prepared: PreparedCall, on_call: Optional[Callable[[Any], None]] = None) -> Any:
+    """Runs the call on this thread; Ctrl-C (or any exception) cancels it on the cluster.
+
+    ``on_call`` receives the RPC once it is open, so another thread may ``cancel()`` it."""
     reader = AnswerReader(prepared.info(), prepared.on_log)
     call = _rpc(channel_for(prepared.settings))(
         request_messages(prepared.config, prepared.payload),
         metadata=prepared.settings.metadata(),
     )
+    if on_call is not None:
+        on_call(call)
     try:
         for answer in call:
             reader.feed(answer)

@@ -34,6 +34,11 @@ class ReadieError(Exception):
         #: True when the cluster said the function never started (``readie-not-started``): such a
         #: call can be retried as it is. False when it may have run, or the error is local.
         self.not_started = not_started
+        #: Seconds the cluster asked the client to wait before retrying (a shed's ``retry-after-ms``
+        #: trailer), else ``None``.
+        self.retry_after: Optional[float] = None
+        #: In a map, the index of the input whose call failed (0 is the first); else ``None``.
+        self.input_index: Optional[int] = None
 
 
 class ConfigurationError(ReadieError):
@@ -179,6 +184,24 @@ _BY_CODE = {
     grpc.StatusCode.UNAUTHENTICATED: (AuthenticationError, "the cluster refused the credentials"),
 }
 
+#: The trailer of a refusal that says how long to wait before retrying (a shed), in milliseconds.
+RETRY_AFTER_TRAILER = "retry-after-ms"
+
+
+def retry_after_of(trailers: Mapping[str, str]) -> Optional[float]:
+    """The wait a refusal asks for, in seconds (``retry-after-ms`` or ``readie-retry-after-ms``)."""
+    for name in (RETRY_AFTER_TRAILER, "readie-" + RETRY_AFTER_TRAILER):
+        text = trailers.get(name, "").strip()
+        if text:
+            try:
+                millis = float(text)
+            except ValueError:
+                continue
+            if millis >= 0:
+                return min(millis, 3_600_000.0) / 1000.0
+    return None
+
+
 def error_for_status(
     code: grpc.StatusCode,
     details: Optional[str],
@@ -210,6 +233,7 @@ def error_for_status(
     error = error_class(
         message, code=code, details=details or "", call=call, not_started=never_started(trailers)
     )
+    error.retry_after = retry_after_of(trailers)
     if isinstance(error, RemoteOutOfMemoryError):
         error.memory_budget = cause.budget
     return error
