@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import sys
 import threading
+import time
 from collections import deque
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from concurrent.futures import CancelledError as FutureCancelledError
@@ -59,6 +60,11 @@ MAX_DEFAULT_CONCURRENCY = 256
 CONCURRENCY_WHEN_UNKNOWN = 4
 #: How long a stopping map waits for its cancelled calls to end (seconds).
 CANCEL_GRACE = 10.0
+#: A slot with no input to run for this long gives its container back (seconds); at once when the
+#: inputs are exhausted. An idle session container holds a slot that another input, of this map or
+#: another, may be waiting for: two maps that each hold idle containers while waiting for room
+#: would otherwise wait for each other.
+IDLE_RELEASE = 1.0
 
 Input = Tuple[tuple, dict]
 
@@ -97,12 +103,30 @@ class _Slot:
         self._lock = threading.Lock()
         self._call: Any = None
         self._stopped = False
+        #: When it last finished an input (monotonic seconds).
+        self.idle_since = time.monotonic()
 
     def renew(self) -> None:
         """Moves to a new session (the old one's container is gone, or may be)."""
         if self.session is not None and self.renewable:
             self.session = Session()
             self.sessions.append(self.session)
+
+    @property
+    def holds_container(self) -> bool:
+        """Whether its session may hold a container now (a call ran in it, and it was not ended)."""
+        return self.session is not None and self.session.used and not self.session.closed
+
+    def release(self, now: float, exhausted: bool) -> Optional[Session]:
+        """Gives its session up (to be ended) when it idled long enough (or no input is left), and
+        moves to a new one for its next input."""
+        if not self.holds_container or not self.renewable:
+            return None
+        if not exhausted and now - self.idle_since < IDLE_RELEASE:
+            return None
+        released = self.session
+        self.renew()
+        return released
 
     def set_call(self, call: Any) -> None:
         with self._lock:
@@ -267,7 +291,7 @@ def _stopped_message(fn: "RemoteFunction[Any]", completed: int, total: Optional[
 
 
 def _end_sessions(settings: ConnectionSettings, slots: Iterable[_Slot]) -> None:
-    sessions = [session for slot in slots for session in slot.sessions if session.used]
+    sessions = [s for slot in slots for s in slot.sessions if s.used and not s.closed]
     if not sessions:
         return
     with ThreadPoolExecutor(max_workers=min(32, len(sessions)), thread_name_prefix="readie-end") as ends:
@@ -277,21 +301,23 @@ def _end_sessions(settings: ConnectionSettings, slots: Iterable[_Slot]) -> None:
 
 def _end_quietly(settings: ConnectionSettings, session: Session) -> None:
     try:
+        session.closed = True
         end_session(settings, session.id)
     except ReadieError:
         pass  # the worker destroys an idle container after EXECUTOR_TTL anyway
 
 
 async def _end_sessions_async(settings: ConnectionSettings, slots: Iterable[_Slot]) -> None:
-    sessions = [session for slot in slots for session in slot.sessions if session.used]
+    sessions = [s for slot in slots for s in slot.sessions if s.used and not s.closed]
+    await asyncio.gather(*(_end_quietly_async(settings, session) for session in sessions))
 
-    async def end(session: Session) -> None:
-        try:
-            await end_session_async(settings, session.id)
-        except ReadieError:
-            pass
 
-    await asyncio.gather(*(end(session) for session in sessions))
+async def _end_quietly_async(settings: ConnectionSettings, session: Session) -> None:
+    try:
+        session.closed = True
+        await end_session_async(settings, session.id)
+    except ReadieError:
+        pass
 
 
 def run_map(
@@ -304,6 +330,7 @@ def run_map(
     free: Deque[_Slot] = deque(slots)
     window = count * (2 if options.order_outputs else 1)
     pool = ThreadPoolExecutor(max_workers=count, thread_name_prefix="readie-map")
+    ends = ThreadPoolExecutor(max_workers=4, thread_name_prefix="readie-end")
     stop = threading.Event()
     pending: Dict[Future, Tuple[int, _Slot]] = {}
     ready: Dict[int, Tuple[Optional[BaseException], Any]] = {}
@@ -322,6 +349,13 @@ def run_map(
                 future = pool.submit(_run_input, fn, drawn, item, slot, options.retries, stop)
                 pending[future] = (drawn, slot)
                 drawn += 1
+            # A slot with nothing to do gives its container back at once: idle, it would hold a
+            # slot that another input (of this map or another) may be waiting for.
+            now = time.monotonic()
+            for slot in free:
+                released = slot.release(now, exhausted)
+                if released is not None:
+                    ends.submit(_end_quietly, settings, released)
             if not pending and exhausted and not ready:
                 return
             done, _ = wait(list(pending), timeout=REDRAW_EVERY, return_when=FIRST_COMPLETED)
@@ -329,6 +363,7 @@ def run_map(
             outcomes: List[Tuple[int, Tuple[Optional[BaseException], Any]]] = []
             for future in done:
                 index, slot = pending.pop(future)
+                slot.idle_since = time.monotonic()
                 free.append(slot)
                 error = future.exception()
                 bar.advance(failed=error is not None)
@@ -353,6 +388,7 @@ def run_map(
         bar.close()
         message = _stopped_message(fn, bar.done, total, cancelled)
         sys.stderr.write(f"[readie] {message}\n")
+        ends.shutdown(wait=True)
         _end_sessions(settings, slots)
         pool.shutdown(wait=False)
         raise KeyboardInterrupt(message) from None
@@ -360,6 +396,7 @@ def run_map(
         if not stop.is_set():
             _stop_all(pending, stop)
             bar.close()
+            ends.shutdown(wait=True)
             _end_sessions(settings, slots)
             pool.shutdown(wait=False)
 
@@ -408,6 +445,7 @@ async def run_map_async(
     drawn = handed = 0
     exhausted = False
     completed_normally = False
+    ending: "set[asyncio.Future[None]]" = set()
     try:
         while True:
             while free and not exhausted and drawn - handed < window:
@@ -419,6 +457,11 @@ async def run_map_async(
                 task = asyncio.ensure_future(_run_input_async(fn, drawn, item, slot, options.retries))
                 pending[task] = (drawn, slot)
                 drawn += 1
+            now = time.monotonic()
+            for slot in free:  # idle: its container goes back (see IDLE_RELEASE)
+                released = slot.release(now, exhausted)
+                if released is not None:
+                    ending.add(asyncio.ensure_future(_end_quietly_async(settings, released)))
             if not pending and exhausted and not ready:
                 completed_normally = True
                 return
@@ -427,6 +470,7 @@ async def run_map_async(
             outcomes: List[Tuple[int, Tuple[Optional[BaseException], Any]]] = []
             for task in done:
                 index, slot = pending.pop(task)
+                slot.idle_since = time.monotonic()
                 free.append(slot)
                 error = task.exception()
                 bar.advance(failed=error is not None)
@@ -455,6 +499,8 @@ async def run_map_async(
         bar.close()
         if not completed_normally and cancelled:
             sys.stderr.write(f"[readie] {_stopped_message(fn, bar.done, total, cancelled)}\n")
+        if ending:
+            await asyncio.gather(*ending, return_exceptions=True)
         await _end_sessions_async(settings, slots)
 
 

@@ -22,7 +22,13 @@ import type {
 } from '../proto/gen/readie/v1/proxy.js';
 import { initialCallInfo, updateCallInfo, type CallInfo } from './call-info.js';
 import { chunksOf } from '../shared/chunks.js';
-import { CallCancelledError, errorFromStatus, ProtocolError, ReadieError } from './errors.js';
+import {
+  CallCancelledError,
+  errorFromStatus,
+  ProtocolError,
+  ReadieError,
+  RETRY_AFTER_TRAILER,
+} from './errors.js';
 
 /** Where a log line came from: the function's stdout or stderr, or readie itself. */
 export type LogLineSource = 'stdout' | 'stderr' | 'system';
@@ -248,7 +254,7 @@ function readieTrailersOf(error: unknown): CallTrailers {
   if (!(metadata instanceof GrpcMetadata)) return {};
   const trailers: Record<string, string> = {};
   for (const [name, value] of Object.entries(metadata.getMap())) {
-    if (name.startsWith('readie-')) trailers[name] = String(value);
+    if (name.startsWith('readie-') || name === RETRY_AFTER_TRAILER) trailers[name] = String(value);
   }
   return trailers;
 }
