@@ -1,7 +1,7 @@
 /**
  * A client ends its session (shell of `TenantService.EndSession`): take the session's turn (a
  * call of it running on this router finishes first), record the core's decision
- * (`decideSessionEnd`: `SessionEnded`), then ask the container's worker to destroy it now
+ * (`decideSessionEnd`: `SessionEnded`) and wait for its commit, then ask the container's worker to destroy it now
  * (`ExecutionService.DestroySessionContainer`), so its slot is free at once rather than after
  * `EXECUTOR_TTL`. A worker that cannot be reached destroys the container when it idles out.
  */
@@ -42,7 +42,9 @@ export async function endSession(
   });
   try {
     const decision = decideSessionEnd(deps.journal.state, { sessionId, tenantId });
-    if (decision.events.length > 0) deps.journal.record(decision);
+    // Recorded before the container goes: a client told its session ended, and a worker told to
+    // destroy it, can rely on the end surviving a router crash.
+    if (decision.events.length > 0) await deps.journal.record(decision).committed;
     const fields = {
       sessionId,
       tenantId,
