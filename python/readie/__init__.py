@@ -46,6 +46,7 @@ from readie.errors import (
     RemoteTimeoutError,
     ResourceExhaustedError,
     SessionExpiredError,
+    ShedError,
     UnsupportedError,
 )
 
@@ -72,6 +73,7 @@ __all__ = [
     "ResourceExhaustedError",
     "Session",
     "SessionExpiredError",
+    "ShedError",
     "UnsupportedError",
     "aclose_channels",
     "close_channels",

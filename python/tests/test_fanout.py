@@ -144,10 +144,12 @@ class PureTest(unittest.TestCase):
         self.assertGreater(waits[8], waits[0])
         self.assertEqual(backoff(0, hint=5.0, rng=rng), 5.0)
 
-    def test_retry_after_trailer(self):
-        error = error_for_status(grpc.StatusCode.RESOURCE_EXHAUSTED, "shed", trailers={"retry-after-ms": "2000"})
-        self.assertEqual(error.retry_after, 2.0)
-        self.assertIsNone(error_for_status(grpc.StatusCode.RESOURCE_EXHAUSTED, "x", trailers={"retry-after-ms": "soon"}).retry_after)
+    def test_a_shed_is_waited_out_for_at_least_its_hint(self):
+        shed = error_for_status(grpc.StatusCode.RESOURCE_EXHAUSTED, "shed", retry_after=2.0)
+        self.assertIsInstance(shed, readie.ShedError)
+        self.assertTrue(waits_for_room(shed))
+        self.assertGreaterEqual(backoff(0, hint=shed.retry_after), 2.0)
+        self.assertIsNone(error_for_status(grpc.StatusCode.RESOURCE_EXHAUSTED, "x").retry_after)
 
     def test_progress_line(self):
         self.assertEqual(render("readie map f", 37, 100, 2, 10.0), "readie map f 37/100 [########................] 3.7/s 2 errors 0:10")

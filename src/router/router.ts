@@ -37,6 +37,7 @@ import {
   type MetricsServer,
 } from './observability/index.js';
 import { registryService } from './registry/index.js';
+import { ResidencyKeeper } from './routing/index.js';
 import {
   credentialInterceptor,
   formatHostPort,
@@ -228,6 +229,9 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
         }),
         credentials,
         logger,
+        journal,
+        placement,
+        clock,
       }),
     );
     serve(
@@ -288,8 +292,18 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
       logger,
       onPass: () => connections.retain(liveAddresses(log.state)),
     });
+    const residency = new ResidencyKeeper({
+      journal,
+      connections,
+      placement,
+      config,
+      clock,
+      logger,
+      workerMetadata: credentials.workerMetadata,
+    });
     probes.start();
     reaper.start();
+    residency.start();
     for (const name of HEALTH_SERVICES) health.setStatus(name, 'SERVING');
     const inForce = credentials.summary();
     if (options.workerCa === undefined && inForce.routerToken) {
@@ -347,6 +361,7 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
         closing ??= (async () => {
           probes.stop();
           reaper.stop();
+          residency.stop();
           for (const name of HEALTH_SERVICES) health.setStatus(name, 'NOT_SERVING');
           await shutdown(running, active, graceMs);
           await runningMetrics?.close();

@@ -145,6 +145,12 @@ describe('readie status against a real cluster', function () {
     });
     expect(tenant.code).to.equal(1);
     expect(tenant.stderr).to.match(/^readie status: .*PERMISSION_DENIED.*needs an operator token/);
+    // With the local cluster's state directory named, it points at that cluster's operator token.
+    const local = await status(['--router', address, '--insecure', '--state-dir', dir], {
+      READIE_AUTH_TOKEN: credentials.clientToken,
+    });
+    expect(local.code).to.equal(1);
+    expect(local.stderr).to.include(`--token-file ${credentials.operatorTokenFile})`);
 
     worker.process.kill('SIGKILL');
     const failing = await until(

@@ -21,7 +21,8 @@ import type { RouterMetrics } from '../observability/metrics.js';
 import type { SessionTurn, SessionTurns } from '../sessions/index.js';
 import type { WorkerConnections } from '../workers/index.js';
 import type { ActiveCall, ActiveCalls } from './active-calls.js';
-import { readieTrailersOf, trailerMetadata, WorkerLeg } from './worker-leg.js';
+import { trailerMetadata } from './trailer-metadata.js';
+import { readieTrailersOf, WorkerLeg } from './worker-leg.js';
 
 /** Everything a call needs from the router. */
 export interface CallPathOptions {
@@ -198,7 +199,7 @@ export class CallRelay implements ActiveCall {
         this.toClient(effect.answer);
         return;
       case 'end-client':
-        this.endClient(effect.afterCommit);
+        this.endClient(effect.afterCommit, trailerMetadata(effect.trailers));
         return;
       case 'fail-client':
         this.call.emit('error', {
@@ -222,6 +223,9 @@ export class CallRelay implements ActiveCall {
             memory: effect.placed.memory,
             packages: effect.placed.packages,
             skippedPackages: effect.placed.skippedPackages,
+            version: effect.placed.version ?? undefined,
+            routingRevision: effect.placed.routingRevision ?? undefined,
+            coldLoad: effect.placed.coldLoad || undefined,
           },
           'call placed',
         );
@@ -261,6 +265,8 @@ export class CallRelay implements ActiveCall {
             containerId: effect.ids.containerId || null,
             checkpointId: effect.ids.checkpointId || null,
             pinned: effect.createdPin,
+            version: effect.placed.version ?? undefined,
+            coldLoad: effect.placed.coldLoad || undefined,
             memory: effect.placed.memory,
             skippedPackages: effect.placed.skippedPackages.length
               ? effect.placed.skippedPackages
@@ -348,14 +354,14 @@ export class CallRelay implements ActiveCall {
     this.call.once('drain', () => worker?.resume());
   }
 
-  private endClient(afterCommit: boolean): void {
+  private endClient(afterCommit: boolean, trailers: Metadata): void {
     const append = this.lastAppend;
     if (!afterCommit || !append) {
-      this.call.end();
+      this.call.end(trailers);
       return;
     }
     append.committed.then(
-      () => this.call.end(),
+      () => this.call.end(trailers),
       () => this.call.emit('error', { code: status.UNAVAILABLE, details: 'the event log failed' }),
     );
   }

@@ -16,6 +16,7 @@ import {
   type ServiceError,
 } from '@grpc/grpc-js';
 import { service as healthService } from 'grpc-health-check';
+import { ResidencyServiceClient } from '../../proto/gen/readie/v1/residency.js';
 import { RelayExecutionClient } from '../calls/relay-codec.js';
 import { ExecutionServiceClient } from '../../proto/gen/readie/v1/execution.js';
 
@@ -66,6 +67,7 @@ interface Connection {
   readonly health: HealthClient;
   /** The plain `ExecutionService` client, for its unary methods (a session's end). */
   readonly sessions: ExecutionServiceClient;
+  readonly residency: ResidencyServiceClient;
 }
 
 /** The router's cache of worker connections, by address. */
@@ -130,6 +132,11 @@ export class WorkerConnections {
     });
   }
 
+  /** The `ResidencyService` client for a worker address (same channel as its execution client). */
+  residency(address: string): ResidencyServiceClient {
+    return this.connection(address).residency;
+  }
+
   /** Closes the channels of every cached address not in `inUse`. */
   retain(inUse: ReadonlySet<string>): void {
     for (const [address, connection] of this.byAddress) {
@@ -172,7 +179,10 @@ export class WorkerConnections {
       const sessions = new ExecutionServiceClient(address, this.credentials, {
         channelOverride: execution.getChannel(),
       });
-      connection = { execution, health, sessions };
+      const residency = new ResidencyServiceClient(address, this.credentials, {
+        channelOverride: execution.getChannel(),
+      });
+      connection = { execution, health, sessions, residency };
       this.byAddress.set(address, connection);
     }
     return connection;
