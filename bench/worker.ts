@@ -98,6 +98,7 @@ async function unixRoundTrips(count: number): Promise<number[]> {
 async function grpcRoundTrips(count: number): Promise<number[]> {
   const server = new Server();
   const echo: ExecutionServiceServer = {
+    destroySessionContainer: (_call, callback) => callback(null, { removed: false }),
     execute: (stream) => {
       stream.on('data', (message: ExecuteRequest) => {
         if (message.message?.$case === 'chunk') {

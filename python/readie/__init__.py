@@ -10,6 +10,8 @@
     await add.aio(2, 3)    # the same on an asyncio channel
     with readie.Session():
         ...                # calls share one container and its Python state
+    list(add.map([1, 2], [3, 4]))   # [4, 6]: many calls over the whole cluster
+    add.spawn(2, 3).get()           # 5, from a call run in the background
 
 Configure with READIE_ADDRESS, READIE_INSECURE, READIE_CA_FILE and READIE_AUTH_TOKEN, or
 :func:`configure`. See docs/clients.md.
@@ -24,6 +26,7 @@ _os.environ.setdefault("GRPC_VERBOSITY", "NONE")
 from readie._call import last_call  # noqa: E402
 from readie._connection import aclose_channels, close_channels, configure
 from readie._ids import CallInfo
+from readie._fanout import FunctionCall, gather
 from readie._remote import RemoteFunction, remote
 from readie._session import Session, current_session
 from readie.errors import (
@@ -56,6 +59,7 @@ __all__ = [
     "ClusterUnavailableError",
     "ConfigurationError",
     "ConflictError",
+    "FunctionCall",
     "InternalServerError",
     "InvalidRequestError",
     "PermissionDeniedError",
@@ -75,6 +79,7 @@ __all__ = [
     "close_channels",
     "configure",
     "current_session",
+    "gather",
     "last_call",
     "remote",
 ]

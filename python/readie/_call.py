@@ -170,13 +170,15 @@ def _failure(error: Any, prepared: PreparedCall, info: CallInfo) -> Exception:
     )
 
 
-def _run_once(prepared: PreparedCall) -> Any:
+def _run_once(prepared: PreparedCall, on_call: Optional[Callable[[Any], None]] = None) -> Any:
     reader = AnswerReader(prepared.info(), prepared.on_log)
     call = _rpc(channel_for(prepared.settings))(
         request_messages(prepared.config, prepared.payload),
         metadata=prepared.settings.metadata(),
         timeout=prepared.timeout(),
     )
+    if on_call is not None:
+        on_call(call)
     try:
         for answer in call:
             reader.feed(answer)
@@ -212,12 +214,14 @@ async def _run_once_async(prepared: PreparedCall) -> Any:
     return decode_cloudpickle(reader.payload(), call=reader.info)
 
 
-def run(prepared: PreparedCall) -> Any:
-    """Runs the call on this thread (retrying sheds); Ctrl-C cancels it on the cluster."""
+def run(prepared: PreparedCall, on_call: Optional[Callable[[Any], None]] = None) -> Any:
+    """Runs the call on this thread (retrying sheds); Ctrl-C cancels it on the cluster.
+
+    ``on_call`` receives each attempt's RPC once it is open, so another thread may ``cancel()`` it."""
     attempt, tries = prepared, 0
     while True:
         try:
-            return _run_once(attempt)
+            return _run_once(attempt, on_call)
         except ShedError as shed:
             tries += 1
             retry = attempt.retry_after_shed(shed, tries)

@@ -6,9 +6,24 @@ import copy
 import functools
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Generic, Iterable, Optional, Sequence, Set, Tuple, TypeVar, Union, overload
+from typing import (
+    Any,
+    AsyncIterator,
+    Callable,
+    Generic,
+    Iterable,
+    Iterator,
+    Optional,
+    Sequence,
+    Set,
+    Tuple,
+    TypeVar,
+    Union,
+    overload,
+)
 
 from readie._call import PreparedCall, pack_call, run, run_async
+from readie._fanout import FunctionCall, MapOptions, run_map, run_map_async
 from readie._connection import current_settings
 from readie._hints import import_hints, static_imports
 from readie._ids import CallInfo, new_request_id
@@ -18,6 +33,9 @@ from readie._sizes import Size, parse_optional_size
 from readie._wire import CallDemand, build_config
 
 R = TypeVar("R")
+
+# The session of a call is the context's unless a map slot names its own (or none).
+_FROM_CONTEXT: Any = object()
 
 
 def _strings(value: Iterable[str], name: str) -> Tuple[str, ...]:
@@ -96,6 +114,15 @@ class RemoteFunction(Generic[R]):
         self.options = options
         self.last_call: Optional[CallInfo] = None
         self._static_imports: Optional[Set[str]] = None
+        #: ``fn.map(*iterables, ...)`` and ``async for r in fn.map.aio(...)``: see :class:`MapMethod`.
+        self.map: MapMethod[R] = MapMethod(self, star=False)
+        #: ``fn.starmap(iterable_of_tuples, ...)`` and its ``.aio``.
+        self.starmap: MapMethod[R] = MapMethod(self, star=True)
+
+    def spawn(self, *args: Any, **kwargs: Any) -> FunctionCall[R]:
+        """Starts the call in the background and returns its handle at once (``.get()``,
+        ``.cancel()``, ``.done()``); see :class:`readie.FunctionCall`."""
+        return FunctionCall(self, args, kwargs, current_session())
 
     def import_hints(self) -> Sequence[str]:
         """The import hints a call sends now (see :mod:`readie._hints`)."""
@@ -103,9 +130,12 @@ class RemoteFunction(Generic[R]):
             self._static_imports = static_imports(self._fn)
         return import_hints(self._fn, self.options.imports, static=self._static_imports)
 
-    def _prepare(self, args: tuple, kwargs: dict) -> PreparedCall:
+    def _prepare(self, args: tuple, kwargs: dict, session: Any = _FROM_CONTEXT) -> PreparedCall:
         settings = current_settings()
-        session = current_session()
+        if session is _FROM_CONTEXT:
+            session = current_session()
+        if session is not None:
+            session.used = True
         config = build_config(
             new_request_id(),
             self.options.demand,
@@ -144,6 +174,146 @@ class RemoteFunction(Generic[R]):
 
     def __repr__(self) -> str:
         return f"<remote function {getattr(self, '__qualname__', self._fn)!r}>"
+
+
+def _length(iterable: Any) -> Optional[int]:
+    try:
+        return len(iterable)
+    except TypeError:
+        return None
+
+
+def _zip_async(iterables: Sequence[Any]) -> Any:
+    """The inputs of ``map.aio``: a plain zip, or an async one when any iterable is async."""
+    if not any(hasattr(items, "__aiter__") for items in iterables):
+        return zip(*iterables)
+
+    async def zipped() -> Any:
+        iterators = [items.__aiter__() if hasattr(items, "__aiter__") else iter(items) for items in iterables]
+        while True:
+            row = []
+            for iterator in iterators:
+                try:
+                    if hasattr(iterator, "__anext__"):
+                        row.append(await iterator.__anext__())
+                    else:
+                        row.append(next(iterator))
+                except (StopIteration, StopAsyncIteration):
+                    return
+            yield tuple(row)
+
+    return zipped()
+
+
+class MapMethod(Generic[R]):
+    """``fn.map`` / ``fn.starmap``: call it for an iterator of results, or use ``.aio`` for an
+    async iterator.
+
+    ``fn.map(*iterables, order_outputs=True, return_exceptions=False, max_concurrency=None,
+    isolate_inputs=False, progress=None, retries=0, kwargs=None)``:
+
+    - one call per input (``fn(a, b)`` for each pair of ``zip(*iterables)``; ``starmap`` takes
+      tuples of arguments); inputs are drawn lazily, a generator of a million is never
+      materialized; ``kwargs`` are passed to every call;
+    - results in input order, or as they complete with ``order_outputs=False``;
+    - the first failure raises (its message and ``input_index`` name the input), or with
+      ``return_exceptions=True`` comes back in place of the result;
+    - as many calls in flight as the cluster lets this tenant (at most ``max_concurrency``);
+      refusals for lack of room are waited out; a call that ran and failed is retried only
+      ``retries`` times;
+    - each concurrency slot runs its inputs in one container (a session, ended when the map
+      ends), so state one input leaves in the container's Python can be seen by the next input of
+      that slot; ``isolate_inputs=True`` gives every input a fresh container (slower);
+    - a progress bar on stderr when it is a terminal (``progress=False``: never);
+    - Ctrl-C cancels the calls in flight and raises ``KeyboardInterrupt`` saying how many inputs
+      completed.
+    """
+
+    def __init__(self, fn: "RemoteFunction[R]", *, star: bool) -> None:
+        self._fn = fn
+        self._star = star
+
+    def _inputs(self, iterables: Sequence[Any], kwargs: Optional[dict]) -> Any:
+        extra = dict(kwargs or {})
+        if self._star:
+            if len(iterables) != 1:
+                raise TypeError("starmap takes one iterable of argument tuples")
+            return ((tuple(args), extra) for args in iterables[0])
+        if not iterables:
+            raise TypeError("map needs at least one iterable of inputs")
+        return ((tuple(row), extra) for row in zip(*iterables))
+
+    def _total(self, iterables: Sequence[Any]) -> Optional[int]:
+        lengths = [_length(items) for items in iterables]
+        if not lengths or any(length is None for length in lengths):
+            return None
+        return min(length for length in lengths if length is not None)
+
+    def __call__(
+        self,
+        *iterables: Any,
+        order_outputs: bool = True,
+        return_exceptions: bool = False,
+        max_concurrency: Optional[int] = None,
+        isolate_inputs: bool = False,
+        progress: Optional[bool] = None,
+        retries: int = 0,
+        kwargs: Optional[dict] = None,
+    ) -> Iterator[Any]:
+        options = MapOptions.build(
+            order_outputs=bool(order_outputs),
+            return_exceptions=bool(return_exceptions),
+            max_concurrency=max_concurrency,
+            isolate_inputs=bool(isolate_inputs),
+            progress=progress,
+            retries=retries,
+        )
+        return run_map(self._fn, self._inputs(iterables, kwargs), self._total(iterables), options)
+
+    def aio(
+        self,
+        *iterables: Any,
+        order_outputs: bool = True,
+        return_exceptions: bool = False,
+        max_concurrency: Optional[int] = None,
+        isolate_inputs: bool = False,
+        progress: Optional[bool] = None,
+        retries: int = 0,
+        kwargs: Optional[dict] = None,
+    ) -> AsyncIterator[Any]:
+        """The map on the running event loop: ``async for result in fn.map.aio(...)``; the
+        iterables may be async iterables too."""
+        options = MapOptions.build(
+            order_outputs=bool(order_outputs),
+            return_exceptions=bool(return_exceptions),
+            max_concurrency=max_concurrency,
+            isolate_inputs=bool(isolate_inputs),
+            progress=progress,
+            retries=retries,
+        )
+        extra = dict(kwargs or {})
+        if self._star:
+            if len(iterables) != 1:
+                raise TypeError("starmap takes one iterable of argument tuples")
+            rows = _zip_async(iterables)
+        else:
+            if not iterables:
+                raise TypeError("map needs at least one iterable of inputs")
+            rows = _zip_async(iterables)
+        inputs = _pairs(rows, extra, star=self._star)
+        return run_map_async(self._fn, inputs, self._total(iterables), options)
+
+
+def _pairs(rows: Any, extra: dict, *, star: bool) -> Any:
+    """``(args, kwargs)`` for each row (a 1-tuple of the argument tuple for starmap)."""
+    if hasattr(rows, "__anext__"):
+
+        async def pairs() -> Any:
+            async for row in rows:
+                yield (tuple(row[0]) if star else tuple(row), extra)
+
+        return pairs()
+    return ((tuple(row[0]) if star else tuple(row), extra) for row in rows)
 
 
 @overload

@@ -15,17 +15,45 @@ class Session:
     set by one call is there for the next. ``with`` (or ``async with``) makes it the session of
     every call made in that thread or task (and tasks it starts); nested sessions shadow outer ones.
 
-    The session has no server-side lifetime of its own: the router pins its container on the first
-    call and the worker keeps it while it is used; an idle container is reaped after the cluster's
-    EXECUTOR_TTL, after which a call raises :class:`readie.SessionExpiredError`. Pass an existing
-    ``session_id`` to resume a session from another process.
+    The router pins its container on the first call. :meth:`close` (``await aclose()``) ends the
+    session on the cluster: the container is destroyed at once and later calls in the session
+    raise :class:`readie.SessionExpiredError`. Leaving a ``with`` block closes a session this
+    object created; one resumed by passing an existing ``session_id`` (from another process) is
+    closed only by ``close()``. A session never closed is reaped once its container has idled for
+    the cluster's EXECUTOR_TTL.
     """
 
     def __init__(self, session_id: Optional[str] = None) -> None:
         self.id: str = session_id or new_session_id()
         #: IDs of the most recent call made in this session (worker, container, checkpoint).
         self.last_call: Optional[CallInfo] = None
+        #: True once a call was made in this session from here (so there may be a container).
+        self.used = False
+        #: True once :meth:`close` ended it.
+        self.closed = False
+        self._created = session_id is None
         self._tokens: List[Token] = []
+
+    def close(self) -> bool:
+        """Ends the session on the cluster now (its container is destroyed); True when this ended
+        it, False when it had ended already or never ran a call. Idempotent."""
+        from readie._connection import current_settings
+        from readie._tenant import end_session
+
+        if self.closed:
+            return False
+        self.closed = True
+        return end_session(current_settings(), self.id).ended
+
+    async def aclose(self) -> bool:
+        """:meth:`close` on the running event loop."""
+        from readie._connection import current_settings
+        from readie._tenant import end_session_async
+
+        if self.closed:
+            return False
+        self.closed = True
+        return (await end_session_async(current_settings(), self.id)).ended
 
     def __enter__(self) -> "Session":
         self._tokens.append(_current.set(self))
@@ -33,12 +61,32 @@ class Session:
 
     def __exit__(self, *exc_info: Any) -> None:
         _current.reset(self._tokens.pop())
+        if self._created and self.used and not self._tokens:
+            self._close_quietly()
+
+    def _close_quietly(self) -> None:
+        # Best effort: a block's own error must not be masked, and an older router may not offer
+        # the end (the container then idles out as before).
+        from readie.errors import ReadieError
+
+        try:
+            self.close()
+        except ReadieError:
+            pass
 
     async def __aenter__(self) -> "Session":
-        return self.__enter__()
+        self._tokens.append(_current.set(self))
+        return self
 
     async def __aexit__(self, *exc_info: Any) -> None:
-        self.__exit__(*exc_info)
+        _current.reset(self._tokens.pop())
+        if self._created and self.used and not self._tokens:
+            from readie.errors import ReadieError
+
+            try:
+                await self.aclose()
+            except ReadieError:
+                pass
 
     def __repr__(self) -> str:
         return f"Session({self.id!r})"

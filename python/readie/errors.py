@@ -34,6 +34,11 @@ class ReadieError(Exception):
         #: True when the cluster said the function never started (``readie-not-started``): such a
         #: call can be retried as it is. False when it may have run, or the error is local.
         self.not_started = not_started
+        #: Seconds the cluster asked the client to wait before retrying (a shed's ``retry-after-ms``
+        #: trailer or RetryInfo), else ``None``.
+        self.retry_after: Optional[float] = None
+        #: In a map, the index of the input whose call failed (0 is the first); else ``None``.
+        self.input_index: Optional[int] = None
 
 
 class ConfigurationError(ReadieError):
@@ -236,6 +241,7 @@ def error_for_status(
     error = error_class(
         message, code=code, details=details or "", call=call, not_started=never_started(trailers)
     )
+    error.retry_after = retry_after
     if isinstance(error, RemoteOutOfMemoryError):
         error.memory_budget = cause.budget
     return error

@@ -147,6 +147,8 @@ function causeOfPlain(event: NewEvent): string | null {
     case 'ContainerForgotten':
     case 'ReservationExpired':
       return causeOf('reaper');
+    case 'SessionEnded':
+      return causeOf('session', event.sessionId);
     case 'ResidencyChanged':
     case 'ResidencyBudget':
       return causeOf('report', event.workerId);

@@ -33,7 +33,8 @@ export interface CallDemandOptions {
   readonly pinned?: boolean;
 }
 
-function size(value: number | string | undefined, name: string): number | undefined {
+/** A size option in bytes (a number or `'2GiB'`); RangeError when it is not one. */
+export function sizeOf(value: number | string | undefined, name: string): number | undefined {
   if (value === undefined) return undefined;
   const bytes = typeof value === 'number' ? value : parseSize(value);
   if (!Number.isSafeInteger(bytes) || bytes < 1) {
@@ -99,8 +100,8 @@ export function buildCallConfig(
     requestId,
     sessionId,
     imports: importHints(call, strings(options.imports, 'imports')),
-    memory: size(options.memory, 'memory'),
-    gpuMemory: size(options.gpuMemory, 'gpuMemory'),
+    memory: sizeOf(options.memory, 'memory'),
+    gpuMemory: sizeOf(options.gpuMemory, 'gpuMemory'),
     gpu: options.gpu ?? false,
     disableOptimizedExecution: options.disableOptimizedExecution ?? false,
     packages: strings(options.packages, 'packages'),

@@ -1,6 +1,18 @@
 /** The TypeScript client: calls Python functions on a readie cluster with JSON arguments. */
 import type { ChannelOptions } from '@grpc/grpc-js';
 import { ProxyServiceClient } from '../proto/gen/readie/v1/proxy.js';
+import { TenantServiceClient } from '../proto/gen/readie/v1/tenant.js';
+import { sizeOf } from './call-config.js';
+import {
+  runInput,
+  runMap,
+  SpawnedCall,
+  type FanOutDeps,
+  type FanOutSlot,
+  type MapOptions,
+  type MappedFunction,
+} from './fanout.js';
+import { errorFromStatus, type ReadieError } from './errors.js';
 import { newRequestId, newSessionId, type CallInfo } from './call-info.js';
 import { buildCallConfig, type CallDemandOptions } from './call-config.js';
 import {
@@ -44,6 +56,7 @@ export interface ReadieClientOptions extends ConnectionOptions {
 export class ReadieClient {
   readonly connection: Connection;
   readonly #client: ProxyServiceClient;
+  readonly #tenant: TenantServiceClient;
 
   /** Throws ConfigurationError when no address is configured or the CA file is unreadable. */
   constructor(options: ReadieClientOptions = {}) {
@@ -52,6 +65,11 @@ export class ReadieClient {
       this.connection.address,
       channelCredentials(this.connection),
       options.channelOptions,
+    );
+    this.#tenant = new TenantServiceClient(
+      this.connection.address,
+      channelCredentials(this.connection),
+      { ...options.channelOptions, channelOverride: this.#client.getChannel() },
     );
   }
 
@@ -67,8 +85,66 @@ export class ReadieClient {
 
   /** A session: its calls run one after another in one container, sharing its Python state. */
   session(sessionId: string = newSessionId()): Session {
-    return new Session(sessionId, (call, options, onSettled) =>
-      this.#start(call, options, sessionId, onSettled),
+    return new Session(
+      sessionId,
+      (call, options, onSettled) => this.#start(call, options, sessionId, onSettled),
+      () => this.endSession(sessionId),
+    );
+  }
+
+  /**
+   * Calls `fn` once per input (each input is one argument) across the cluster and yields the
+   * results, in input order unless `orderOutputs: false`; see {@link MapOptions} and
+   * docs/clients.md. Inputs (an iterable or async iterable) are drawn lazily.
+   */
+  map<T = unknown>(
+    fn: MappedFunction,
+    inputs: Iterable<unknown> | AsyncIterable<unknown>,
+    options: MapOptions = {},
+  ): AsyncGenerator<T | ReadieError, void, undefined> {
+    return runMap<T>(this.#fanOut, fn, asArgumentLists(inputs), lengthOf(inputs), options);
+  }
+
+  /** {@link map} with each input a list of positional arguments. */
+  starmap<T = unknown>(
+    fn: MappedFunction,
+    inputs: Iterable<readonly unknown[]> | AsyncIterable<readonly unknown[]>,
+    options: MapOptions = {},
+  ): AsyncGenerator<T | ReadieError, void, undefined> {
+    return runMap<T>(this.#fanOut, fn, inputs, lengthOf(inputs), options);
+  }
+
+  /**
+   * Starts `call` in the background and returns its handle at once (`get`, `cancel`, `done`);
+   * unlike {@link start}, refusals for lack of room are waited out. Gather many with
+   * `Promise.all(calls.map((c) => c.get()))`.
+   */
+  spawn<T = unknown>(call: PythonCall, options: MapOptions = {}): SpawnedCall<T> {
+    const { args = [], ...fn } = call;
+    return new SpawnedCall<T>((signal) =>
+      runInput<T>(this.#fanOut, fn, args, undefined, spawnSlot(), options, signal),
+    );
+  }
+
+  /** How many more calls of this budget the cluster would place now for this client's tenant. */
+  slots(options: CallDemandOptions = {}): Promise<number> {
+    const memory = sizeOf(options.memory, 'memory');
+    const gpuMemory = sizeOf(options.gpuMemory, 'gpuMemory') ?? 0;
+    return new Promise((resolve, reject) =>
+      this.#tenant.slots(
+        { memory, gpuMemory, gpu: (options.gpu ?? false) || gpuMemory > 0 },
+        callMetadata(this.connection),
+        (error, answer) => (error ? reject(this.#error(error)) : resolve(answer.slots)),
+      ),
+    );
+  }
+
+  /** Ends a session on the cluster: its container is destroyed now, its later calls refused. */
+  endSession(sessionId: string): Promise<boolean> {
+    return new Promise((resolve, reject) =>
+      this.#tenant.endSession({ sessionId }, callMetadata(this.connection), (error, answer) =>
+        error ? reject(this.#error(error)) : resolve(answer.ended),
+      ),
     );
   }
 
@@ -76,6 +152,17 @@ export class ReadieClient {
   close(): void {
     this.#client.close();
   }
+
+  #error(error: { code: number; details?: string }): ReadieError {
+    return errorFromStatus(error.code, error.details, { address: this.connection.address });
+  }
+
+  readonly #fanOut: FanOutDeps = {
+    start: (fn, args, sessionId, options, signal) =>
+      this.#start({ ...fn, args }, { ...options, signal }, sessionId, undefined),
+    slots: (options) => this.slots(options),
+    endSession: (sessionId) => this.endSession(sessionId),
+  };
 
   #start<T>(
     call: PythonCall,
@@ -117,18 +204,30 @@ type StartInSession = <T>(
 
 /**
  * Calls that share one container: the router pins the session's container on its first call and
- * runs its calls one at a time. It has no server-side end: an idle container is reaped after the
- * cluster's EXECUTOR_TTL, and a later call rejects with SessionExpiredError.
+ * runs its calls one at a time. `close()` ends it on the cluster (its container is destroyed at
+ * once, later calls reject with SessionExpiredError); one never closed is reaped once its
+ * container idled for the cluster's EXECUTOR_TTL.
  */
 export class Session {
   readonly id: string;
   #lastCall: CallInfo | undefined;
   readonly #start: StartInSession;
+  readonly #end: () => Promise<boolean>;
 
   /** Made by {@link ReadieClient.session}. */
-  constructor(id: string, start: StartInSession) {
+  constructor(
+    id: string,
+    start: StartInSession,
+    end: () => Promise<boolean> = () => Promise.resolve(false),
+  ) {
     this.id = id;
     this.#start = start;
+    this.#end = end;
+  }
+
+  /** Ends the session on the cluster; true when this ended it (false: ended already or unknown). */
+  close(): Promise<boolean> {
+    return this.#end();
   }
 
   /** Where the session's most recently settled call ran. */
@@ -145,4 +244,25 @@ export class Session {
   start<T = unknown>(call: PythonCall, options: CallOptions = {}): RemoteCall<T> {
     return this.#start<T>(call, options, (info) => (this.#lastCall = info));
   }
+}
+
+function spawnSlot(): FanOutSlot {
+  return { sessionId: '', renewable: false, used: [], idleSince: 0 };
+}
+
+function lengthOf(inputs: unknown): number | undefined {
+  return Array.isArray(inputs) ? inputs.length : undefined;
+}
+
+function asArgumentLists(
+  inputs: Iterable<unknown> | AsyncIterable<unknown>,
+): Iterable<readonly unknown[]> | AsyncIterable<readonly unknown[]> {
+  if (Symbol.asyncIterator in inputs) {
+    return (async function* () {
+      for await (const input of inputs) yield [input];
+    })();
+  }
+  return (function* () {
+    for (const input of inputs) yield [input];
+  })();
 }

@@ -15,6 +15,22 @@ export interface ReadieErrorFields {
   readonly cause?: unknown;
   /** The cluster said the user's function never started (`readie-not-started`). */
   readonly notStarted?: boolean;
+  /** The wait the cluster asked for before a retry (a shed's `retry-after-ms`), in ms. */
+  readonly retryAfterMs?: number | undefined;
+}
+
+/** The trailer of a refusal that says how long to wait before retrying (a shed), in ms. */
+export const RETRY_AFTER_TRAILER = 'retry-after-ms';
+
+/** The wait a refusal's trailers ask for, in ms (`retry-after-ms` or `readie-retry-after-ms`). */
+export function retryAfterOf(trailers: CallTrailers): number | undefined {
+  for (const name of [RETRY_AFTER_TRAILER, `readie-${RETRY_AFTER_TRAILER}`]) {
+    const text = trailers[name]?.trim();
+    if (text === undefined || text === '') continue;
+    const millis = Number(text);
+    if (Number.isFinite(millis) && millis >= 0) return Math.min(millis, 3_600_000);
+  }
+  return undefined;
 }
 
 /**
@@ -31,6 +47,10 @@ export class ReadieError extends Error {
    * can be retried as it is. False when it may have run, or the error is local.
    */
   readonly notStarted: boolean;
+  /** The wait the cluster asked for before retrying (a shed's `retry-after-ms` trailer), in ms. */
+  readonly retryAfterMs: number | undefined;
+  /** In a map, the index of the input whose call failed (0 is the first). */
+  inputIndex: number | undefined;
 
   constructor(message: string, fields: ReadieErrorFields = {}) {
     super(message, fields.cause === undefined ? undefined : { cause: fields.cause });
@@ -38,6 +58,7 @@ export class ReadieError extends Error {
     this.details = fields.details ?? '';
     this.call = fields.call;
     this.notStarted = fields.notStarted ?? false;
+    this.retryAfterMs = fields.retryAfterMs;
   }
 
   /** The status code's name (`UNAVAILABLE`), if the error has one. */
@@ -153,7 +174,7 @@ export class ResourceExhaustedError extends ReadieError {
  */
 export class ShedError extends ResourceExhaustedError {
   override readonly name: string = 'ShedError';
-  readonly retryAfterMs: number;
+  override readonly retryAfterMs: number;
 
   constructor(message: string, fields: ReadieErrorFields & { readonly retryAfterMs: number }) {
     super(message, fields);
@@ -264,6 +285,7 @@ export function errorFromStatus(
     call: context.call,
     cause: context.cause,
     notStarted: neverStarted(trailers),
+    retryAfterMs: context.retryAfterMs ?? retryAfterOf(trailers),
   };
   if (cause.kind === 'shed') {
     return new ShedError(message.replace(summary, 'the call was shed'), {

@@ -37,6 +37,7 @@ import {
   errorFromStatus,
   ProtocolError,
   ReadieError,
+  RETRY_AFTER_TRAILER,
   RemoteTimeoutError,
   ShedError,
 } from './errors.js';
@@ -311,7 +312,7 @@ function readieTrailersOf(metadata: Metadata | undefined): CallTrailers {
   if (metadata === undefined) return {};
   const trailers: Record<string, string> = {};
   for (const [name, value] of Object.entries(metadata.getMap())) {
-    if (name.startsWith('readie-')) trailers[name] = String(value);
+    if (name.startsWith('readie-') || name === RETRY_AFTER_TRAILER) trailers[name] = String(value);
   }
   return trailers;
 }

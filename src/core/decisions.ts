@@ -14,6 +14,7 @@ import {
   decideStatusReport,
   decideUtilizationReport,
 } from './registry/report-events.js';
+import { decideSessionEnd } from './sessions/session-end.js';
 import { decideStart } from './startup/startup-events.js';
 
 /** The core's decisions, by trigger. */
@@ -29,4 +30,5 @@ export const DECISIONS = {
   probeFailure: decideProbeFailure,
   probeSuccess: decideProbeSuccess,
   reaper: decideReap,
+  sessionEnd: decideSessionEnd,
 } as const satisfies Record<string, Decide<never>>;

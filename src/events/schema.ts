@@ -81,11 +81,15 @@ export const ContainerEntrySchema = T.Object({
 /** Why the reaper forgot a container record. */
 export type ContainerForgetReason = (typeof CONTAINER_FORGET_REASONS)[number];
 
-/** Why a session expired (`SessionExpired.reason`, and the expired session record). */
+/**
+ * Why a session expired (`SessionExpired.reason`, and the expired session record). `ended`: its
+ * client ended it (`SessionEnded`, never written as a `SessionExpired` reason).
+ */
 export const SESSION_EXPIRY_REASONS = [
   'worker_evicted',
   'container_removed',
   'container_forgotten',
+  'ended',
 ] as const;
 /** Why a session expired. */
 export type SessionExpiryReason = (typeof SESSION_EXPIRY_REASONS)[number];
@@ -217,6 +221,12 @@ export const EVENT_FIELDS = {
   },
   SessionUnpinned: { sessionId: Id, reason: literals(SESSION_UNPIN_REASONS) },
   SessionExpired: { sessionId: Id, reason: literals(SESSION_EXPIRY_REASONS) },
+  SessionEnded: {
+    sessionId: Id,
+    tenantId: opt(Id),
+    workerId: opt(Id),
+    containerId: opt(Id),
+  },
   PinStaged: { tenantId: Id, version: Id, k: SubsetSize, targetWorkers: T.Array(Id) },
   RoutingRevised: {
     revision: Revision,
@@ -244,7 +254,7 @@ export type EventType = keyof typeof EVENT_FIELDS;
 
 /**
  * The fields this implementation added to the documented v1 vocabulary, by event type (events it
- * added, `WorkerProbeSucceeded` and `CallDialFailed`, are all new). Readers accept every one of
+ * added, `WorkerProbeSucceeded`, `CallDialFailed` and `SessionEnded`, are all new). Readers accept every one of
  * them absent; replay does not compare one that a recorded event leaves out (docs/event-log.md).
  */
 export const FIELDS_ADDED_TO_V1: {
@@ -274,7 +284,8 @@ export const EVENT_TYPES = Object.keys(EVENT_FIELDS) as EventType[];
  * decision), `answer:REQUEST` (the worker's first answer named the container), `end:REQUEST` (the
  * call ended), `report:WORKER` (a worker's report), `probe:WORKER` (a failed health probe),
  * `reaper` (a reaper pass), `dial:REQUEST` (the router could not open the stream to the worker a
- * call was placed on: the failed attempt and the call placed again), `admin:TENANT` (an operator's
+ * call was placed on: the failed attempt and the call placed again), `session:SESSION` (a client
+ * ended its session), `admin:TENANT` (an operator's
  * pin change), `routing` (the router telling workers which versions to keep, after the table or
  * the fleet changed). Events of one cause are one append, so they are contiguous.
  */
@@ -287,6 +298,7 @@ export const CAUSE_KINDS = [
   'probe',
   'reaper',
   'dial',
+  'session',
   'admin',
   'routing',
 ] as const;

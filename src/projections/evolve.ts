@@ -149,6 +149,10 @@ export function applyEvent(
     case 'SessionExpired':
       expireSession(state, event.sessionId, event.reason, event, changes);
       break;
+    case 'SessionEnded':
+      // Its container is the worker's to destroy; the record stays until it reports it removed.
+      expireSession(state, event.sessionId, 'ended', event, changes);
+      break;
     default:
       assertNever(event, 'event type');
   }

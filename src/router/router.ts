@@ -276,7 +276,21 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
         clock,
       }),
     );
-    serve(TenantServiceService, tenantService({ state: () => log.state, credentials }));
+    serve(
+      TenantServiceService,
+      tenantService({
+        state: () => log.state,
+        credentials,
+        sessions: {
+          journal,
+          turns,
+          connections,
+          config,
+          logger,
+          workerMetadata: credentials.workerMetadata,
+        },
+      }),
+    );
     health.addToServer({ addService: serve });
     if (metricsListen !== undefined) {
       metricsServer = await serveMetrics(metricsListen, metrics.registry).catch(

@@ -142,6 +142,45 @@ describe('container lifecycle', function () {
     expect(harness.worker.pool!.count).to.equal(0);
   });
 
+  it("destroys an ended session's container at once, only for its own session, and after a running call", async () => {
+    const harness = await start();
+    const destroy = (sessionId: string, containerId: string) =>
+      new Promise<{ removed: boolean }>((resolve, reject) =>
+        harness.client.destroySessionContainer({ sessionId, containerId }, (error, answer) =>
+          error ? reject(error) : resolve(answer),
+        ),
+      );
+    const removedReport = (containerId: string) => (report: Report) =>
+      report.kind === 'container' &&
+      report.request.containerId === containerId &&
+      report.request.state === ContainerState.CONTAINER_STATE_REMOVED;
+
+    const first = await execute(harness.client, header({ ids: { sessionId: 'ended' } }), CALL);
+    const containerId = first.ids!.containerId;
+    // Another session's end does not touch it.
+    const refused = await destroy('other', containerId).catch(
+      (error: { code: number }) => error.code,
+    );
+    expect(refused).to.equal(status.PERMISSION_DENIED);
+    expect(await destroy('ended', containerId)).to.deep.equal({ removed: true });
+    await harness.router.waitFor(removedReport(containerId));
+    expect(harness.worker.pool!.count).to.equal(0);
+    expect(await destroy('ended', containerId)).to.deep.equal({ removed: false });
+
+    // Ended while a call runs in it: destroyed when the call ends, not kept for the session.
+    const warm = await execute(harness.client, header({ ids: { sessionId: 'busy' } }), CALL);
+    const busyId = warm.ids!.containerId;
+    const napping = execute(
+      harness.client,
+      header({ ids: { sessionId: 'busy', containerId: busyId } }),
+      jsonCall(SLEEP, 'nap', [0.5]),
+    );
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(await destroy('busy', busyId)).to.deep.equal({ removed: true });
+    expect(envelopeOf(await napping).value).to.equal('rested');
+    await harness.router.waitFor(removedReport(busyId));
+  });
+
   it('on SIGTERM reports REMOVED, finishes the running call, refuses new ones, then exits 0', async () => {
     const router = await ScriptedRouter.start();
     const stateDir = tempDir('rw-');

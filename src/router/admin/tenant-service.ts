@@ -1,10 +1,13 @@
 /**
- * `TenantService` (shell): what a tenant may ask about itself. The tenant is the one its
- * credential names; no request carries a tenant ID, so a tenant cannot ask about another.
+ * `TenantService` (shell): what a tenant may ask about itself (its usable slots), and the end of
+ * one of its sessions. The tenant is the one its credential names; no request carries a tenant ID,
+ * so a tenant cannot ask about another.
  */
 import type { ServerUnaryCall, sendUnaryData } from '@grpc/grpc-js';
 import type { ClusterState } from '../../projections/cluster-state.js';
 import type {
+  EndSessionRequest,
+  EndSessionResponse,
   SlotsRequest,
   SlotsResponse,
   TenantServiceServer,
@@ -12,12 +15,14 @@ import type {
 import { toServiceError } from '../grpc-status.js';
 import { budgetOf } from '../../core/placement/index.js';
 import { tenantOf, type RouterCredentials } from '../security/index.js';
+import { endSession, type SessionEndDeps } from '../sessions/index.js';
 import { usableSlots } from './slots.js';
 
-/** What the tenant service reads. */
+/** What the tenant service reads, and what ending a session needs. */
 export interface TenantServiceOptions {
   readonly state: () => ClusterState;
   readonly credentials: RouterCredentials;
+  readonly sessions: SessionEndDeps;
 }
 
 /** The `TenantService` implementation. */
@@ -55,6 +60,24 @@ export function tenantService(options: TenantServiceOptions): TenantServiceServe
       } catch (error) {
         callback(toServiceError(error));
       }
+    },
+    endSession(
+      call: ServerUnaryCall<EndSessionRequest, EndSessionResponse>,
+      callback: sendUnaryData<EndSessionResponse>,
+    ) {
+      let tenantId: string | null;
+      try {
+        tenantId = tenantOf(credentials.authorize(call.metadata, call.getPath())) ?? null;
+      } catch (error) {
+        callback(toServiceError(error));
+        return;
+      }
+      const left = new AbortController();
+      call.once('cancelled', () => left.abort());
+      endSession(options.sessions, call.request.sessionId, tenantId, left.signal).then(
+        (answer) => callback(null, answer),
+        (error: unknown) => callback(toServiceError(error)),
+      );
     },
   };
 }

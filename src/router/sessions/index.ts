@@ -1,2 +1,3 @@
-/** Session turn-taking (shell): waiting, with timeouts and cancellation, on the core's queue. */
+/** Sessions (shell): turn-taking on the core's queue, with timeouts and cancellation; ending one. */
 export * from './session-turns.js';
+export * from './session-end.js';

@@ -18,6 +18,7 @@ import {
 import { service as healthService } from 'grpc-health-check';
 import { ResidencyServiceClient } from '../../proto/gen/readie/v1/residency.js';
 import { RelayExecutionClient } from '../calls/relay-codec.js';
+import { ExecutionServiceClient } from '../../proto/gen/readie/v1/execution.js';
 
 /** A `grpc.health.v1.HealthCheckResponse` as the health package decodes it. */
 export interface HealthCheckResponse {
@@ -64,6 +65,8 @@ const CHANNEL_OPTIONS = {
 interface Connection {
   readonly execution: RelayExecutionClient;
   readonly health: HealthClient;
+  /** The plain `ExecutionService` client, for its unary methods (a session's end). */
+  readonly sessions: ExecutionServiceClient;
   readonly residency: ResidencyServiceClient;
 }
 
@@ -84,6 +87,11 @@ export class WorkerConnections {
    */
   health(address: string): HealthClient {
     return this.connection(address, { fresh: true }).health;
+  }
+
+  /** The plain `ExecutionService` client for a worker address (same channel), for session ends. */
+  sessions(address: string): ExecutionServiceClient {
+    return this.connection(address, { fresh: true }).sessions;
   }
 
   /**
@@ -168,10 +176,13 @@ export class WorkerConnections {
       const health = new HealthClient(address, this.credentials, {
         channelOverride: execution.getChannel(),
       });
+      const sessions = new ExecutionServiceClient(address, this.credentials, {
+        channelOverride: execution.getChannel(),
+      });
       const residency = new ResidencyServiceClient(address, this.credentials, {
         channelOverride: execution.getChannel(),
       });
-      connection = { execution, health, residency };
+      connection = { execution, health, sessions, residency };
       this.byAddress.set(address, connection);
     }
     return connection;

@@ -321,9 +321,37 @@ export class ContainerPool {
     return container;
   }
 
+  /**
+   * The router ended `sessionId`: its container `containerId` is destroyed now (and reported
+   * removed), or when the call running in it ends. False when this worker does not hold it; a
+   * container of another session (or of none) is refused, whoever asks.
+   */
+  async endSession(containerId: string, sessionId: string): Promise<boolean> {
+    const container = this.containers.get(containerId);
+    if (!container || container.state === 'removed') return false;
+    if (container.sessionId === '' || container.sessionId !== sessionId) {
+      throw new ContainerOwnedError(
+        `container ${containerId} does not belong to session ${sessionId}: only its own session's end destroys it`,
+      );
+    }
+    this.options.log.info({ containerId, sessionId }, 'session ended: destroying its container');
+    if (container.state === 'busy') {
+      container.sessionEnded = true;
+      return true;
+    }
+    await this.destroy(container);
+    return true;
+  }
+
   /** After a call: keep the container for its session (ready) or destroy it, in the background. */
   release(container: Container, keep: boolean): void {
-    if (keep && container.alive && container.state === 'busy' && !this.closing) {
+    if (
+      keep &&
+      !container.sessionEnded &&
+      container.alive &&
+      container.state === 'busy' &&
+      !this.closing
+    ) {
       container.state = 'ready';
       container.requestId = '';
       container.lastUsedAt = Date.now();

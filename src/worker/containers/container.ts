@@ -40,6 +40,8 @@ export class Container {
   idleConnection: ExecutorConnection | null = null;
   /** Whether the router has heard of it (standby containers are not reported until taken). */
   reported = false;
+  /** Its session was ended while a call ran in it: destroyed when that call ends, never kept. */
+  sessionEnded = false;
 
   constructor(
     /** Unique on this worker. */

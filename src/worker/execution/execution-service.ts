@@ -1,14 +1,19 @@
-/** readie.v1.ExecutionService on the worker: one Execute stream per call. */
-import { Metadata, status } from '@grpc/grpc-js';
+/**
+ * readie.v1.ExecutionService on the worker: one Execute stream per call, and the router's word
+ * that a session ended (its container is destroyed at once).
+ */
+import { Metadata, status, type ServerUnaryCall } from '@grpc/grpc-js';
 import { NOT_STARTED } from '../../shared/call-trailers.js';
 import type {
+  DestroySessionContainerRequest,
+  DestroySessionContainerResponse,
   ExecuteRequest,
   ExecutionServiceServer,
 } from '../../proto/gen/readie/v1/execution.js';
 import type { WorkerCredentials } from '../credentials.js';
 import type { ContainerPool } from '../containers/index.js';
 import { StatusError } from '../../shared/status-error.js';
-import { WorkerUnusableError } from '../errors.js';
+import { InvalidCallError, WorkerUnusableError } from '../errors.js';
 import { readHeader, type HeaderContext } from './call-header.js';
 import type { CallTracker } from './call-tracker.js';
 import { ExecuteCall, type CallDeps, type ExecuteStream } from './execute-call.js';
@@ -57,9 +62,34 @@ async function execute(stream: ExecuteStream, deps: ExecutionServiceDeps): Promi
   }
 }
 
+async function destroySessionContainer(
+  call: ServerUnaryCall<DestroySessionContainerRequest, DestroySessionContainerResponse>,
+  deps: ExecutionServiceDeps,
+): Promise<DestroySessionContainerResponse> {
+  deps.credentials.checkRouter(call.metadata);
+  const { sessionId, containerId } = call.request;
+  if (sessionId === '' || containerId === '') {
+    throw new InvalidCallError('ending a session needs its session_id and container_id');
+  }
+  const pool = deps.pool();
+  return { removed: pool ? await pool.endSession(containerId, sessionId) : false };
+}
+
 /** The service implementation to add to a gRPC server. */
 export function executionService(deps: ExecutionServiceDeps): ExecutionServiceServer {
   return {
     execute: (stream) => void execute(stream, deps),
+    destroySessionContainer: (call, callback) => {
+      destroySessionContainer(call, deps).then(
+        (answer) => callback(null, answer),
+        (error: unknown) => {
+          const failure = error instanceof StatusError ? error : null;
+          callback({
+            code: failure ? status[failure.code] : status.INTERNAL,
+            details: (error as Error).message,
+          });
+        },
+      );
+    },
   };
 }

@@ -29,13 +29,17 @@ import {
   ServerCredentials,
   status,
   type ChannelCredentials,
+  type sendUnaryData,
   type ServerDuplexStream,
+  type ServerUnaryCall,
 } from '@grpc/grpc-js';
 import { HealthImplementation } from 'grpc-health-check';
 import { LogSource, type CallIds } from '../../../src/proto/gen/readie/v1/call.js';
 import {
   ExecutionServiceService,
   type CallHeader,
+  type DestroySessionContainerRequest,
+  type DestroySessionContainerResponse,
   type ExecuteRequest,
   type ExecuteResponse,
 } from '../../../src/proto/gen/readie/v1/execution.js';
@@ -93,6 +97,8 @@ const GiB = 1024 ** 3;
 /** A scripted worker on loopback. */
 export class ScriptedWorker {
   readonly calls: ReceivedCall[] = [];
+  /** Every `DestroySessionContainer` the router sent, with the token it presented. */
+  readonly sessionEnds: { sessionId: string; containerId: string; authorization: string }[] = [];
   /** Calls running now, by session (`''` outside sessions). */
   readonly running = new Map<string, number>();
   /** The most calls of one session that ever ran at once. */
@@ -157,6 +163,14 @@ export class ScriptedWorker {
     worker.prewarmLoads = options.prewarmLoads;
     server.addService(ExecutionServiceService, {
       execute: (call: WorkerCall) => worker.execute(call, options),
+      destroySessionContainer: (
+        call: ServerUnaryCall<DestroySessionContainerRequest, DestroySessionContainerResponse>,
+        callback: sendUnaryData<DestroySessionContainerResponse>,
+      ) => {
+        const [authorization] = call.metadata.get('authorization');
+        worker.sessionEnds.push({ ...call.request, authorization: String(authorization ?? '') });
+        callback(null, { removed: true });
+      },
     });
     const residency: ResidencyServiceServer = {
       protect: (call, callback) => {

@@ -12,9 +12,12 @@ import {
   Client,
   type ClientDuplexStream,
   type ClientOptions,
+  type ClientUnaryCall,
   type handleBidiStreamingCall,
+  type handleUnaryCall,
   makeGenericClientConstructor,
   type Metadata,
+  type ServiceError,
   type UntypedServiceImplementation,
 } from "@grpc/grpc-js";
 import { CallIds, LogLine, PayloadChunk, PayloadFormat, payloadFormatFromJSON, payloadFormatToJSON } from "./call.js";
@@ -91,6 +94,23 @@ export interface ExecuteResponse {
     /** A log line. */
     { $case: "log"; value: LogLine }
     | undefined;
+}
+
+/** A session's end, decided and recorded by the router. */
+export interface DestroySessionContainerRequest {
+  /** The session that ended. */
+  sessionId: string;
+  /** Its container on this worker. */
+  containerId: string;
+}
+
+/** What the worker did. */
+export interface DestroySessionContainerResponse {
+  /**
+   * True when the container is gone now (destroyed, or it was running a call and is destroyed
+   * once that call ends); false when this worker did not hold it.
+   */
+  removed: boolean;
 }
 
 function createBaseCallHeader(): CallHeader {
@@ -568,6 +588,170 @@ export const ExecuteResponse: MessageFns<ExecuteResponse> = {
   },
 };
 
+function createBaseDestroySessionContainerRequest(): DestroySessionContainerRequest {
+  return { sessionId: "", containerId: "" };
+}
+
+export const DestroySessionContainerRequest: MessageFns<DestroySessionContainerRequest> = {
+  encode(message: DestroySessionContainerRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.sessionId !== "") {
+      writer.uint32(10).string(message.sessionId);
+    }
+    if (message.containerId !== "") {
+      writer.uint32(18).string(message.containerId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DestroySessionContainerRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDestroySessionContainerRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.sessionId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.containerId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): DestroySessionContainerRequest {
+    return {
+      sessionId: isSet(object.sessionId)
+        ? globalThis.String(object.sessionId)
+        : isSet(object.session_id)
+        ? globalThis.String(object.session_id)
+        : "",
+      containerId: isSet(object.containerId)
+        ? globalThis.String(object.containerId)
+        : isSet(object.container_id)
+        ? globalThis.String(object.container_id)
+        : "",
+    };
+  },
+
+  toJSON(message: DestroySessionContainerRequest): unknown {
+    const obj: any = {};
+    if (message.sessionId !== "") {
+      obj.sessionId = message.sessionId;
+    }
+    if (message.containerId !== "") {
+      obj.containerId = message.containerId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<DestroySessionContainerRequest>, I>>(base?: I): DestroySessionContainerRequest {
+    return DestroySessionContainerRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<DestroySessionContainerRequest>, I>>(
+    object: I,
+  ): DestroySessionContainerRequest {
+    const message = createBaseDestroySessionContainerRequest();
+    message.sessionId = object.sessionId ?? "";
+    message.containerId = object.containerId ?? "";
+    return message;
+  },
+};
+
+function createBaseDestroySessionContainerResponse(): DestroySessionContainerResponse {
+  return { removed: false };
+}
+
+export const DestroySessionContainerResponse: MessageFns<DestroySessionContainerResponse> = {
+  encode(message: DestroySessionContainerResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.removed !== false) {
+      writer.uint32(8).bool(message.removed);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DestroySessionContainerResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDestroySessionContainerResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.removed = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): DestroySessionContainerResponse {
+    return { removed: isSet(object.removed) ? globalThis.Boolean(object.removed) : false };
+  },
+
+  toJSON(message: DestroySessionContainerResponse): unknown {
+    const obj: any = {};
+    if (message.removed !== false) {
+      obj.removed = message.removed;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<DestroySessionContainerResponse>, I>>(base?: I): DestroySessionContainerResponse {
+    return DestroySessionContainerResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<DestroySessionContainerResponse>, I>>(
+    object: I,
+  ): DestroySessionContainerResponse {
+    const message = createBaseDestroySessionContainerResponse();
+    message.removed = object.removed ?? false;
+    return message;
+  },
+};
+
 /** The worker's side of a call, called by the router: one bidirectional stream per call. */
 export type ExecutionServiceService = typeof ExecutionServiceService;
 export const ExecutionServiceService = {
@@ -588,6 +772,24 @@ export const ExecutionServiceService = {
     responseSerialize: (value: ExecuteResponse): Buffer => Buffer.from(ExecuteResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): ExecuteResponse => ExecuteResponse.decode(value),
   },
+  /**
+   * Destroys a session's container now (the session was ended), and reports it removed. Only the
+   * container's own session may end it: a container of another session (or of none) is refused
+   * with PERMISSION_DENIED. A container running a call is destroyed when that call ends. A
+   * container this worker does not hold answers removed = false.
+   */
+  destroySessionContainer: {
+    path: "/readie.v1.ExecutionService/DestroySessionContainer" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: DestroySessionContainerRequest): Buffer =>
+      Buffer.from(DestroySessionContainerRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): DestroySessionContainerRequest => DestroySessionContainerRequest.decode(value),
+    responseSerialize: (value: DestroySessionContainerResponse): Buffer =>
+      Buffer.from(DestroySessionContainerResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): DestroySessionContainerResponse =>
+      DestroySessionContainerResponse.decode(value),
+  },
 } as const;
 
 export interface ExecutionServiceServer extends UntypedServiceImplementation {
@@ -600,6 +802,13 @@ export interface ExecutionServiceServer extends UntypedServiceImplementation {
    * version could not be loaded: the message names the version and why).
    */
   execute: handleBidiStreamingCall<ExecuteRequest, ExecuteResponse>;
+  /**
+   * Destroys a session's container now (the session was ended), and reports it removed. Only the
+   * container's own session may end it: a container of another session (or of none) is refused
+   * with PERMISSION_DENIED. A container running a call is destroyed when that call ends. A
+   * container this worker does not hold answers removed = false.
+   */
+  destroySessionContainer: handleUnaryCall<DestroySessionContainerRequest, DestroySessionContainerResponse>;
 }
 
 export interface ExecutionServiceClient extends Client {
@@ -614,6 +823,27 @@ export interface ExecutionServiceClient extends Client {
   execute(): ClientDuplexStream<ExecuteRequest, ExecuteResponse>;
   execute(options: Partial<CallOptions>): ClientDuplexStream<ExecuteRequest, ExecuteResponse>;
   execute(metadata: Metadata, options?: Partial<CallOptions>): ClientDuplexStream<ExecuteRequest, ExecuteResponse>;
+  /**
+   * Destroys a session's container now (the session was ended), and reports it removed. Only the
+   * container's own session may end it: a container of another session (or of none) is refused
+   * with PERMISSION_DENIED. A container running a call is destroyed when that call ends. A
+   * container this worker does not hold answers removed = false.
+   */
+  destroySessionContainer(
+    request: DestroySessionContainerRequest,
+    callback: (error: ServiceError | null, response: DestroySessionContainerResponse) => void,
+  ): ClientUnaryCall;
+  destroySessionContainer(
+    request: DestroySessionContainerRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: DestroySessionContainerResponse) => void,
+  ): ClientUnaryCall;
+  destroySessionContainer(
+    request: DestroySessionContainerRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: DestroySessionContainerResponse) => void,
+  ): ClientUnaryCall;
 }
 
 export const ExecutionServiceClient = makeGenericClientConstructor(

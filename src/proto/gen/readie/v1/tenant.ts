@@ -50,6 +50,30 @@ export interface SlotsResponse {
   workers: number;
 }
 
+/** The session to end. */
+export interface EndSessionRequest {
+  /** The session's ID, as its calls carry it (at most 256 characters). */
+  sessionId: string;
+}
+
+/** What ending the session did. */
+export interface EndSessionResponse {
+  /**
+   * True when this request ended the session; false when it had ended or expired already, or the
+   * router never heard of it.
+   */
+  ended: boolean;
+  /** The worker that held the session's container; empty when it had none. */
+  workerId: string;
+  /** The container destroyed; empty when the session had none. */
+  containerId: string;
+  /**
+   * True when the worker confirmed the container is destroyed; false when there was none or the
+   * worker could not be reached (it then destroys it after EXECUTOR_TTL, as an idle one).
+   */
+  containerRemoved: boolean;
+}
+
 function createBaseSlotsRequest(): SlotsRequest {
   return { memory: undefined, gpuMemory: 0, gpu: false };
 }
@@ -276,6 +300,208 @@ export const SlotsResponse: MessageFns<SlotsResponse> = {
   },
 };
 
+function createBaseEndSessionRequest(): EndSessionRequest {
+  return { sessionId: "" };
+}
+
+export const EndSessionRequest: MessageFns<EndSessionRequest> = {
+  encode(message: EndSessionRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.sessionId !== "") {
+      writer.uint32(10).string(message.sessionId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): EndSessionRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseEndSessionRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.sessionId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): EndSessionRequest {
+    return {
+      sessionId: isSet(object.sessionId)
+        ? globalThis.String(object.sessionId)
+        : isSet(object.session_id)
+        ? globalThis.String(object.session_id)
+        : "",
+    };
+  },
+
+  toJSON(message: EndSessionRequest): unknown {
+    const obj: any = {};
+    if (message.sessionId !== "") {
+      obj.sessionId = message.sessionId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<EndSessionRequest>, I>>(base?: I): EndSessionRequest {
+    return EndSessionRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<EndSessionRequest>, I>>(object: I): EndSessionRequest {
+    const message = createBaseEndSessionRequest();
+    message.sessionId = object.sessionId ?? "";
+    return message;
+  },
+};
+
+function createBaseEndSessionResponse(): EndSessionResponse {
+  return { ended: false, workerId: "", containerId: "", containerRemoved: false };
+}
+
+export const EndSessionResponse: MessageFns<EndSessionResponse> = {
+  encode(message: EndSessionResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.ended !== false) {
+      writer.uint32(8).bool(message.ended);
+    }
+    if (message.workerId !== "") {
+      writer.uint32(18).string(message.workerId);
+    }
+    if (message.containerId !== "") {
+      writer.uint32(26).string(message.containerId);
+    }
+    if (message.containerRemoved !== false) {
+      writer.uint32(32).bool(message.containerRemoved);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): EndSessionResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseEndSessionResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.ended = reader.bool();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.workerId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.containerId = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.containerRemoved = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): EndSessionResponse {
+    return {
+      ended: isSet(object.ended) ? globalThis.Boolean(object.ended) : false,
+      workerId: isSet(object.workerId)
+        ? globalThis.String(object.workerId)
+        : isSet(object.worker_id)
+        ? globalThis.String(object.worker_id)
+        : "",
+      containerId: isSet(object.containerId)
+        ? globalThis.String(object.containerId)
+        : isSet(object.container_id)
+        ? globalThis.String(object.container_id)
+        : "",
+      containerRemoved: isSet(object.containerRemoved)
+        ? globalThis.Boolean(object.containerRemoved)
+        : isSet(object.container_removed)
+        ? globalThis.Boolean(object.container_removed)
+        : false,
+    };
+  },
+
+  toJSON(message: EndSessionResponse): unknown {
+    const obj: any = {};
+    if (message.ended !== false) {
+      obj.ended = message.ended;
+    }
+    if (message.workerId !== "") {
+      obj.workerId = message.workerId;
+    }
+    if (message.containerId !== "") {
+      obj.containerId = message.containerId;
+    }
+    if (message.containerRemoved !== false) {
+      obj.containerRemoved = message.containerRemoved;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<EndSessionResponse>, I>>(base?: I): EndSessionResponse {
+    return EndSessionResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<EndSessionResponse>, I>>(object: I): EndSessionResponse {
+    const message = createBaseEndSessionResponse();
+    message.ended = object.ended ?? false;
+    message.workerId = object.workerId ?? "";
+    message.containerId = object.containerId ?? "";
+    message.containerRemoved = object.containerRemoved ?? false;
+    return message;
+  },
+};
+
 /**
  * What the router tells a tenant about itself. A tenant (client) credential may call it, and it
  * answers only for the tenant that credential names: no request names a tenant.
@@ -292,11 +518,37 @@ export const TenantServiceService = {
     responseSerialize: (value: SlotsResponse): Buffer => Buffer.from(SlotsResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): SlotsResponse => SlotsResponse.decode(value),
   },
+  /**
+   * Ends one of the tenant's sessions now: the router records the end (SessionEnded), waiting for
+   * a call of the session that is running to finish first (at most SESSION_WAIT_TIMEOUT), and
+   * tells the worker to destroy the session's container at once. Ending a session that has no
+   * container, or one already ended or expired, succeeds and changes nothing more. Errors:
+   * INVALID_ARGUMENT (no or a malformed session ID), RESOURCE_EXHAUSTED (the session stayed
+   * busy).
+   */
+  endSession: {
+    path: "/readie.v1.TenantService/EndSession" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: EndSessionRequest): Buffer => Buffer.from(EndSessionRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): EndSessionRequest => EndSessionRequest.decode(value),
+    responseSerialize: (value: EndSessionResponse): Buffer => Buffer.from(EndSessionResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): EndSessionResponse => EndSessionResponse.decode(value),
+  },
 } as const;
 
 export interface TenantServiceServer extends UntypedServiceImplementation {
   /** How many containers of a given budget the tenant may start now. */
   slots: handleUnaryCall<SlotsRequest, SlotsResponse>;
+  /**
+   * Ends one of the tenant's sessions now: the router records the end (SessionEnded), waiting for
+   * a call of the session that is running to finish first (at most SESSION_WAIT_TIMEOUT), and
+   * tells the worker to destroy the session's container at once. Ending a session that has no
+   * container, or one already ended or expired, succeeds and changes nothing more. Errors:
+   * INVALID_ARGUMENT (no or a malformed session ID), RESOURCE_EXHAUSTED (the session stayed
+   * busy).
+   */
+  endSession: handleUnaryCall<EndSessionRequest, EndSessionResponse>;
 }
 
 export interface TenantServiceClient extends Client {
@@ -315,6 +567,29 @@ export interface TenantServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: SlotsResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Ends one of the tenant's sessions now: the router records the end (SessionEnded), waiting for
+   * a call of the session that is running to finish first (at most SESSION_WAIT_TIMEOUT), and
+   * tells the worker to destroy the session's container at once. Ending a session that has no
+   * container, or one already ended or expired, succeeds and changes nothing more. Errors:
+   * INVALID_ARGUMENT (no or a malformed session ID), RESOURCE_EXHAUSTED (the session stayed
+   * busy).
+   */
+  endSession(
+    request: EndSessionRequest,
+    callback: (error: ServiceError | null, response: EndSessionResponse) => void,
+  ): ClientUnaryCall;
+  endSession(
+    request: EndSessionRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: EndSessionResponse) => void,
+  ): ClientUnaryCall;
+  endSession(
+    request: EndSessionRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: EndSessionResponse) => void,
   ): ClientUnaryCall;
 }
 

@@ -1,0 +1,163 @@
+"""fn.map and fn.spawn against a scripted ProxyService on loopback: retries of refusals, never of
+calls that ran, the fallback concurrency, and the pure pieces (backoff, progress)."""
+
+import random
+import threading
+import time
+import unittest
+
+import grpc
+
+import readie
+from readie._progress import render, wants_progress
+from readie._retry import MAX_BACKOFF, backoff, waits_for_room
+from readie.errors import error_for_status
+
+import cloudpickle
+
+from fake_proxy import FakeProxy, envelope_of, result_answers, run_locally
+
+
+@readie.remote(stream_logs=False)
+def double(x):
+    return 2 * x
+
+
+class Refusing:
+    """A script that refuses the first ``refusals`` calls the way the router refuses for room,
+    then runs calls here; counts how many run at once."""
+
+    def __init__(self, refusals, *, code=grpc.StatusCode.RESOURCE_EXHAUSTED, not_started=True, retry_after_ms=None):
+        self.refusals = refusals
+        self.code = code
+        self.not_started = not_started
+        self.retry_after_ms = retry_after_ms
+        self.lock = threading.Lock()
+        self.seen = 0
+        self.running = 0
+        self.most_running = 0
+
+    def __call__(self, received, requests, context):
+        with self.lock:
+            self.seen += 1
+            refuse = self.seen <= self.refusals
+            self.running += 1
+            self.most_running = max(self.most_running, self.running)
+        try:
+            received.read(requests)
+            if refuse:
+                trailers = []
+                if self.not_started:
+                    trailers.append(("readie-not-started", "1"))
+                if self.retry_after_ms is not None:
+                    trailers.append(("retry-after-ms", str(self.retry_after_ms)))
+                context.set_trailing_metadata(tuple(trailers))
+                context.abort(self.code, "no worker can accept this request (scripted)")
+            time.sleep(0.02)
+            fn, args, kwargs = cloudpickle.loads(received.payload)
+            envelope, _ = envelope_of(fn, args, kwargs)
+            yield from result_answers(received, cloudpickle.dumps(envelope))
+        finally:
+            with self.lock:
+                self.running -= 1
+
+
+class MapTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.proxy = FakeProxy()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.proxy.stop()
+
+    def setUp(self):
+        readie.configure(self.proxy.address, insecure=True)
+
+    def tearDown(self):
+        self.proxy.script = run_locally
+        readie.close_channels()
+        readie.configure()
+
+    def test_waits_out_refusals_for_room_honouring_the_retry_after_hint(self):
+        script = Refusing(3, retry_after_ms=300)
+        self.proxy.script = script
+        started = time.monotonic()
+        results = list(double.map(range(6), max_concurrency=1, progress=False))
+        self.assertEqual(results, [0, 2, 4, 6, 8, 10])
+        self.assertEqual(script.seen, 9)  # three refusals, then six calls
+        self.assertGreaterEqual(time.monotonic() - started, 0.9)  # three waits of at least 300 ms
+
+    def test_never_retries_a_call_that_may_have_run_unless_asked(self):
+        script = Refusing(1, code=grpc.StatusCode.UNAVAILABLE, not_started=False)
+        self.proxy.script = script
+        with self.assertRaises(readie.ClusterUnavailableError) as raised:
+            list(double.map([5], progress=False))
+        self.assertEqual(raised.exception.input_index, 0)
+        self.assertTrue(str(raised.exception).startswith("input 0: "))
+        self.assertEqual(script.seen, 1)
+
+        script = Refusing(1, code=grpc.StatusCode.UNAVAILABLE, not_started=False)
+        self.proxy.script = script
+        self.assertEqual(list(double.map([5], retries=1, progress=False)), [10])
+        self.assertEqual(script.seen, 2)
+
+    def test_a_router_without_slots_gets_the_fallback_concurrency(self):
+        # The scripted server has no TenantService: Slots is UNIMPLEMENTED, so 4 calls in flight.
+        script = Refusing(0)
+        self.proxy.script = script
+        self.assertEqual(list(double.map(range(20), progress=False)), [2 * x for x in range(20)])
+        self.assertLessEqual(script.most_running, 4)
+        self.assertGreaterEqual(script.most_running, 2)
+
+    def test_spawned_calls_wait_out_refusals_too(self):
+        script = Refusing(2)
+        self.proxy.script = script
+        self.assertEqual(readie.gather(double.spawn(1), double.spawn(2)), [2, 4])
+
+    def test_rejects_bad_options_at_once(self):
+        with self.assertRaises(ValueError):
+            double.map([1], max_concurrency=0)
+        with self.assertRaises(ValueError):
+            double.map([1], retries=-1)
+        with self.assertRaises(TypeError):
+            double.starmap([(1,)], [(2,)])
+
+
+class PureTest(unittest.TestCase):
+    def test_which_refusals_are_waited_out(self):
+        def error(code, not_started):
+            return error_for_status(code, "x", trailers={"readie-not-started": "1"} if not_started else {})
+
+        self.assertTrue(waits_for_room(error(grpc.StatusCode.RESOURCE_EXHAUSTED, True)))
+        self.assertFalse(waits_for_room(error(grpc.StatusCode.RESOURCE_EXHAUSTED, False)))
+        self.assertTrue(waits_for_room(error(grpc.StatusCode.UNAVAILABLE, True)))
+        self.assertFalse(waits_for_room(error(grpc.StatusCode.UNAVAILABLE, True), unavailable_retries=20))
+        self.assertFalse(waits_for_room(error(grpc.StatusCode.PERMISSION_DENIED, True)))
+        self.assertFalse(waits_for_room(ValueError("not readie")))
+
+    def test_backoff_grows_to_its_cap_and_honours_a_longer_hint(self):
+        rng = random.Random(1)
+        waits = [backoff(attempt, rng=rng) for attempt in range(12)]
+        self.assertTrue(0.025 <= waits[0] <= 0.05)
+        self.assertTrue(all(wait <= MAX_BACKOFF for wait in waits))
+        self.assertGreater(waits[8], waits[0])
+        self.assertEqual(backoff(0, hint=5.0, rng=rng), 5.0)
+
+    def test_a_shed_is_waited_out_for_at_least_its_hint(self):
+        shed = error_for_status(grpc.StatusCode.RESOURCE_EXHAUSTED, "shed", retry_after=2.0)
+        self.assertIsInstance(shed, readie.ShedError)
+        self.assertTrue(waits_for_room(shed))
+        self.assertGreaterEqual(backoff(0, hint=shed.retry_after), 2.0)
+        self.assertIsNone(error_for_status(grpc.StatusCode.RESOURCE_EXHAUSTED, "x").retry_after)
+
+    def test_progress_line(self):
+        self.assertEqual(render("readie map f", 37, 100, 2, 10.0), "readie map f 37/100 [########................] 3.7/s 2 errors 0:10")
+        self.assertEqual(render("m", 5, None, 1, 65.0), "m 5 0.1/s 1 error 1:05")
+        with open("/dev/null", "w") as sink:
+            self.assertFalse(wants_progress(None, stream=sink))
+        self.assertTrue(wants_progress(True))
+
+
+if __name__ == "__main__":
+    unittest.main()
