@@ -9,6 +9,7 @@ const BENCHMARKS: Record<string, () => Promise<unknown>> = {
   e2e: async () => (await import('./e2e.js')).run(),
   router: async () => (await import('./router.js')).run(),
   worker: async () => (await import('./worker.js')).run(),
+  failover: async () => (await import('./failover.js')).run(),
 };
 
 const names = process.argv.slice(2);
