@@ -14,7 +14,81 @@ import {
 } from '../src/events/index.js';
 import { clusterProjection, fold, type ClusterState } from '../src/projections/index.js';
 import { stamped, syntheticLog } from '../test/support/synthetic-log.js';
-import { collectGarbage, perSecond, ratio, timed, withTempDir, median } from './support.js';
+import type { EventLogBackend } from '../src/events/index.js';
+import { openStreamLog, withNatsCluster } from './nats.js';
+import {
+  collectGarbage,
+  perSecond,
+  percentile,
+  ratio,
+  timed,
+  withTempDir,
+  median,
+} from './support.js';
+
+const BACKEND_EVENTS = 6_000;
+const BACKEND_BATCHES = [1, 10, 100];
+
+/** Appends `events` in batches, each awaited: events/s and per-append latency. */
+async function appendEach(
+  log: EventLogBackend<ClusterState>,
+  events: readonly NewEvent[],
+  batch: number,
+) {
+  const latencies: number[] = [];
+  const ms = await timed(async () => {
+    for (let start = 0; start < events.length; start += batch) {
+      const began = performance.now();
+      await log.append(events.slice(start, start + batch)).durable;
+      latencies.push(performance.now() - began);
+    }
+  });
+  await log.close();
+  return {
+    eventsPerSecond: perSecond(events.length, ms),
+    p50Ms: Math.round(percentile(latencies, 0.5) * 1000) / 1000,
+    p99Ms: Math.round(percentile(latencies, 0.99) * 1000) / 1000,
+  };
+}
+
+/** The LMDB log beside the JetStream log (R3, three local nodes), batch by batch, alternating. */
+async function backends(events: readonly NewEvent[]) {
+  return withNatsCluster(async (nats) => {
+    const runs = [];
+    for (const batch of BACKEND_BATCHES) {
+      const count = batch === 1 ? events.length / 3 : events.length;
+      const slice = events.slice(0, count);
+      collectGarbage();
+      const lmdb = await withTempDir((dir) =>
+        appendEach(
+          EventLog.open<ClusterState>(dir, { projection: clusterProjection, snapshotEvery: 0 }),
+          slice,
+          batch,
+        ),
+      );
+      collectGarbage();
+      const jetstream = await appendEach(
+        await openStreamLog<ClusterState>(nats, {
+          projection: clusterProjection,
+          snapshotEvery: 0,
+        }),
+        slice,
+        batch,
+      );
+      runs.push({
+        batch,
+        events: count,
+        lmdb,
+        jetstream,
+        ratio: ratio(jetstream.eventsPerSecond, lmdb.eventsPerSecond),
+      });
+    }
+    return {
+      runs,
+      note: 'EventLog.append awaiting `durable` per batch (one append = one decision = one JetStream message), the LMDB log vs the JetStream log on an R3 stream of a three-node nats-server cluster sharing this machine',
+    };
+  });
+}
 
 const APPEND_EVENTS = 200_000;
 const BATCHES = [10, 100, 1_000];
@@ -156,7 +230,9 @@ export async function run() {
     .slice(0, FOLD_EVENTS)
     .map((raw) => JSON.stringify(raw));
   const foldResult = foldThroughput(lines);
+  const backendComparison = await backends(appendEvents.slice(0, BACKEND_EVENTS));
   return {
+    backends: backendComparison,
     append: {
       runs: append,
       note: 'EventLog.append (stamp, validate, encode, put, fold into the live state) awaiting `durable` per batch, vs lmdb put of the same texts awaiting `flushed` per batch; median of 3 alternating runs',

@@ -11,6 +11,7 @@ const BENCHMARKS: Record<string, () => Promise<unknown>> = {
   router: async () => (await import('./router.js')).run(),
   worker: async () => (await import('./worker.js')).run(),
   fanout: async () => (await import('./fanout.js')).run(),
+  failover: async () => (await import('./failover.js')).run(),
 };
 
 const names = process.argv.slice(2);

@@ -5,8 +5,11 @@
  * - baseline: appending the same events to the log without deciding.
  * Calls finish as new ones arrive, so reservations stay at about two per worker.
  */
-import type { NewEvent } from '../src/events/index.js';
+import type { EventLogBackend, NewEvent } from '../src/events/index.js';
 import { EventLog } from '../src/events/index.js';
+import type { LogProjection } from '../src/events/projection.js';
+import type { NatsCluster } from '../src/cluster/nats-cluster.js';
+import { openStreamLog, withNatsCluster } from './nats.js';
 import {
   applyInPlace,
   clusterProjection,
@@ -73,18 +76,21 @@ function withFinish(events: readonly NewEvent[], i: number, workers: number): Ne
     : [...events, { type: 'CallFinished', requestId: `req-${done}`, ok: true, code: null }];
 }
 
+type Opener = (projection: LogProjection<ClusterState>) => Promise<EventLogBackend<ClusterState>>;
+
 async function withLog(
   workers: number,
   decisions: number,
   mix: Mix,
+  opener?: Opener,
 ): Promise<{ ms: number; appended: NewEvent[][] }> {
   return withTempDir(async (dir) => {
     // As the router does: placement's caches are folded with the log's state.
     const caches = new PlacementCaches();
-    const log = EventLog.open<ClusterState>(dir, {
-      projection: clusterProjectionTelling(caches),
-      snapshotEvery: 0,
-    });
+    const projection = clusterProjectionTelling(caches);
+    const log = opener
+      ? await opener(projection)
+      : EventLog.open<ClusterState>(dir, { projection, snapshotEvery: 0 });
     await log.append(cluster(workers, mix)).committed;
     const appended: NewEvent[][] = [];
     const start = performance.now();
@@ -172,8 +178,36 @@ async function measure(workers: number, decisions: number, mix: Mix) {
   };
 }
 
+/** Placements/s with the log on LMDB beside the log on a JetStream R3 stream, alternating. */
+async function jetstreamBeside(workers: number, decisions: number) {
+  return withNatsCluster(async (nats: NatsCluster) => {
+    const opener: Opener = (projection) =>
+      openStreamLog<ClusterState>(nats, { projection, snapshotEvery: 0 });
+    withoutLog(workers, Math.min(decisions, 2_000), 'cpu');
+    const lmdb: number[] = [];
+    const jetstream: number[] = [];
+    for (let round = 0; round < 2; round += 1) {
+      collectGarbage();
+      lmdb.push((await withLog(workers, decisions, 'cpu')).ms);
+      collectGarbage();
+      jetstream.push((await withLog(workers, decisions, 'cpu', opener)).ms);
+    }
+    const lmdbRate = perSecond(decisions, Math.min(...lmdb));
+    const jetstreamRate = perSecond(decisions, Math.min(...jetstream));
+    return {
+      workers,
+      decisions,
+      decisionsPerSecondLmdb: lmdbRate,
+      decisionsPerSecondJetStream: jetstreamRate,
+      ratio: ratio(jetstreamRate, lmdbRate),
+      note: 'the same decide + append + fold loop, the log on LMDB vs on a JetStream R3 stream of a three-node nats-server cluster on this machine (one message per decision, pipelined, a commit awaited every 100 decisions); best of two alternating runs',
+    };
+  });
+}
+
 /** Runs the placement benchmark. */
 export async function run() {
+  const jetstream = await jetstreamBeside(1_000, 10_000);
   const runs = [];
   for (const mix of ['cpu', 'mixed'] as const) {
     for (const [workers, decisions] of [
@@ -194,7 +228,9 @@ export async function run() {
   return {
     runs,
     scaling: perWorker,
+    jetstream,
     targets: {
+      jetstreamVsLmdbAtLeast: 0.3,
       decisionsPerSecondWithLogAt1000: 20_000,
       loggedVsAppendOnlyAtLeast: 0.5,
       growth: 'no worse than linear in workers',
