@@ -1,16 +1,16 @@
 /**
- * One call through the router on grpc-js (shell): wires the client's `RequestExecution` stream,
- * the session's turn, the log and the worker's `ExecutionService` stream to the core's call state
- * machine (`src/core/calls/call-machine.ts`), and performs the effects it returns: writes,
- * backpressure, appends, logs and metrics. Every rule of the call path is the machine's; what is
- * left here is I/O.
+ * One call through the router (shell): wires the client's end of a `RequestExecution` call, the
+ * session's turn, the log and the worker's end to the core's call state machine
+ * (`src/core/calls/call-machine.ts`), and performs the effects it returns: writes, backpressure,
+ * appends, logs and metrics. Every rule of the call path is the machine's; what is left here is
+ * I/O, and the transport is behind `ClientEnd` and `WorkerLinks` (`call-ends.ts`): grpc-js, or
+ * the platform's HTTP/2 relaying frames as they arrived.
  */
-import { status, type Metadata, type ServerDuplexStream } from '@grpc/grpc-js';
 import type { AppendResult } from '../../events/index.js';
 import type { CallEffect } from '../../core/calls/call-effects.js';
 import { newCall, stepCall } from '../../core/calls/call-machine.js';
 import type { CallInput, CallPhase, CallWorld } from '../../core/calls/call-phases.js';
-import type { ClientAnswer, ClientMessage } from '../../core/calls/relay-messages.js';
+import type { ClientAnswer } from '../../core/calls/relay-messages.js';
 import { CallAbandonedError } from '../../core/errors.js';
 import { explainPlacement, type PlacementCaches } from '../../core/placement/index.js';
 import type { Config } from '../../shared/config.js';
@@ -19,9 +19,8 @@ import type { Journal } from '../journal/index.js';
 import { callLogger, type Logger } from '../observability/logger.js';
 import type { RouterMetrics } from '../observability/metrics.js';
 import type { SessionTurn, SessionTurns } from '../sessions/index.js';
-import type { WorkerConnections } from '../workers/index.js';
 import type { ActiveCall, ActiveCalls } from './active-calls.js';
-import { readieTrailersOf, trailerMetadata, WorkerLeg } from './worker-leg.js';
+import type { ClientEnd, WorkerEnd, WorkerLinks } from './call-ends.js';
 
 /** Everything a call needs from the router. */
 export interface CallPathOptions {
@@ -29,26 +28,14 @@ export interface CallPathOptions {
   /** Placement's caches for the journal's state (its log folds with them). */
   readonly placement: PlacementCaches;
   readonly turns: SessionTurns;
-  readonly connections: WorkerConnections;
+  /** How calls reach workers (the transport's, with the router's own credentials). */
+  readonly workers: WorkerLinks;
   readonly active: ActiveCalls;
   readonly config: Config;
   /** The router's clock, in epoch ms: the one that stamps the log. */
   readonly clock: () => number;
   readonly logger: Logger;
   readonly metrics: RouterMetrics;
-  /**
-   * Metadata for every worker stream (the router's own token, when it has one), kept current by
-   * the credentials; each call sends a clone, since grpc-js writes its own headers into the
-   * metadata it is given.
-   */
-  readonly workerMetadata: Metadata;
-}
-
-type ClientStream = ServerDuplexStream<ClientMessage, ClientAnswer>;
-
-/** Epoch ms of a grpc-js deadline (Infinity when none). */
-function deadlineMs(deadline: Date | number): number {
-  return deadline instanceof Date ? deadline.getTime() : deadline;
 }
 
 /** Handles one `RequestExecution` stream from its first message to its status. */
@@ -61,7 +48,7 @@ export class CallRelay implements ActiveCall {
   private ids: { requestId: string; sessionId: string | null } = { requestId: '', sessionId: null };
   private turn: SessionTurn | undefined;
   private readonly clientLeft = new AbortController();
-  private worker: WorkerLeg | undefined;
+  private worker: WorkerEnd | undefined;
   private lastAppend: AppendResult | undefined;
   private readonly startedAt = performance.now();
   private bytesToWorker = 0;
@@ -69,12 +56,12 @@ export class CallRelay implements ActiveCall {
 
   constructor(
     private readonly options: CallPathOptions,
-    private readonly call: ClientStream,
+    private readonly call: ClientEnd,
     /** The tenant the caller's credential names; null without one. */
     private readonly tenantId: string | null = null,
   ) {
     this.log = options.logger.child({ tenantId });
-    this.phase = newCall(deadlineMs(call.getDeadline()), tenantId);
+    this.phase = newCall(call.deadline, tenantId);
   }
 
   /** True from placement until the call finishes. */
@@ -84,12 +71,11 @@ export class CallRelay implements ActiveCall {
 
   /** Starts listening to the client. */
   start(): void {
-    this.call.on('data', (message: ClientMessage) =>
-      this.dispatch({ type: 'client-message', message }),
-    );
-    this.call.on('end', () => this.dispatch({ type: 'client-ended' }));
-    // Also told after a status: the machine is done by then and ignores it.
-    this.call.on('cancelled', () => this.dispatch({ type: 'client-gone' }));
+    this.call.listen({
+      message: (message) => this.dispatch({ type: 'client-message', message }),
+      ended: () => this.dispatch({ type: 'client-ended' }),
+      gone: () => this.dispatch({ type: 'client-gone' }),
+    });
   }
 
   /** Ends the call at once with `UNAVAILABLE` (router shutdown). */
@@ -186,7 +172,7 @@ export class CallRelay implements ActiveCall {
         this.openWorker(effect);
         return;
       case 'send-chunk':
-        this.sendChunk(effect.wire, effect.bytes);
+        this.sendChunk(effect);
         return;
       case 'half-close-worker':
         this.worker?.halfClose();
@@ -201,11 +187,7 @@ export class CallRelay implements ActiveCall {
         this.endClient(effect.afterCommit);
         return;
       case 'fail-client':
-        this.call.emit('error', {
-          code: status[effect.code],
-          details: effect.details,
-          metadata: trailerMetadata(effect.trailers),
-        });
+        this.call.fail(effect.code, effect.details, effect.trailers);
         return;
       case 'placed':
         metrics.placements.inc();
@@ -295,8 +277,8 @@ export class CallRelay implements ActiveCall {
   }
 
   private dialWorker(effect: Extract<CallEffect, { type: 'dial-worker' }>): void {
-    const { connections, clock } = this.options;
-    connections.dial(effect.address, clock() + effect.timeoutMs).then(
+    const { workers, clock } = this.options;
+    workers.dial(effect.address, clock() + effect.timeoutMs).then(
       () => this.dispatch({ type: 'worker-dialed' }),
       (error: unknown) =>
         this.dispatch({
@@ -307,34 +289,22 @@ export class CallRelay implements ActiveCall {
   }
 
   private openWorker(effect: Extract<CallEffect, { type: 'open-worker' }>): void {
-    const { connections, workerMetadata } = this.options;
-    const leg = WorkerLeg.open(
-      connections.execution(effect.address),
-      workerMetadata.clone(),
-      effect.deadline,
-      {
-        answer: (answer) => this.dispatch({ type: 'worker-answer', answer }),
-        ended: (final) =>
-          this.dispatch({
-            type: 'worker-ended',
-            code: final.code,
-            details: final.details,
-            trailers: readieTrailersOf(final),
-          }),
-      },
-    );
-    this.worker = leg;
-    leg.send({ kind: 'header', header: effect.header }, () => undefined);
+    this.worker = this.options.workers.open(effect.address, effect.deadline, effect.header, {
+      answer: (answer) => this.dispatch({ type: 'worker-answer', answer }),
+      ended: (code, details, trailers) =>
+        this.dispatch({ type: 'worker-ended', code, details, trailers }),
+    });
   }
 
-  private sendChunk(wire: Buffer, bytes: number): void {
+  private sendChunk(effect: Extract<CallEffect, { type: 'send-chunk' }>): void {
     const worker = this.worker;
     if (!worker) return;
-    this.bytesToWorker += bytes;
-    this.options.metrics.relayBytesToWorker.inc(bytes);
-    const drained = () => this.dispatch({ type: 'worker-drained' });
-    if (!worker.send({ kind: 'chunk', wire }, drained)) this.call.pause();
+    this.bytesToWorker += effect.bytes;
+    this.options.metrics.relayBytesToWorker.inc(effect.bytes);
+    if (!worker.send({ kind: 'chunk', wire: effect.wire }, this.workerDrained)) this.call.pause();
   }
+
+  private readonly workerDrained = () => this.dispatch({ type: 'worker-drained' });
 
   /** Writes to the client; while its stream is full, the worker's answers wait. */
   private toClient(answer: ClientAnswer): void {
@@ -342,11 +312,11 @@ export class CallRelay implements ActiveCall {
       this.bytesToClient += answer.answer.chunkBytes;
       this.options.metrics.relayBytesToClient.inc(answer.answer.chunkBytes);
     }
-    if (this.call.write(answer)) return;
-    const worker = this.worker;
-    worker?.pause();
-    this.call.once('drain', () => worker?.resume());
+    if (this.call.write(answer, this.clientDrained)) return;
+    this.worker?.pause();
   }
+
+  private readonly clientDrained = () => this.worker?.resume();
 
   private endClient(afterCommit: boolean): void {
     const append = this.lastAppend;
@@ -356,7 +326,7 @@ export class CallRelay implements ActiveCall {
     }
     append.committed.then(
       () => this.call.end(),
-      () => this.call.emit('error', { code: status.UNAVAILABLE, details: 'the event log failed' }),
+      () => this.call.fail('UNAVAILABLE', 'the event log failed', {}),
     );
   }
 }
