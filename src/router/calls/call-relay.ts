@@ -38,12 +38,31 @@ export interface CallPathOptions {
   readonly metrics: RouterMetrics;
 }
 
+/** The world a call's steps read, made once per call. */
+function worldOf(options: CallPathOptions): CallWorld {
+  return {
+    get state() {
+      return options.journal.state;
+    },
+    caches: options.placement,
+    get now() {
+      return options.clock();
+    },
+    settings: options.config,
+    handling: (requestId: string) => options.active.has(requestId),
+  };
+}
+
 /** Handles one `RequestExecution` stream from its first message to its status. */
 export class CallRelay implements ActiveCall {
   private phase: CallPhase;
+  /** The world each step reads: the state and the clock as they are when read. */
+  private readonly world: CallWorld;
   private readonly inputs: CallInput[] = [];
   private stepping = false;
-  private log: Logger;
+  /** The call's logger, made when a line is written (most calls write one). */
+  private callLog: Logger | undefined;
+  private workerId: string | null = null;
   /** The call's IDs for its log lines, once its config named them. */
   private ids: { requestId: string; sessionId: string | null } = { requestId: '', sessionId: null };
   private turn: SessionTurn | undefined;
@@ -60,8 +79,19 @@ export class CallRelay implements ActiveCall {
     /** The tenant the caller's credential names; null without one. */
     private readonly tenantId: string | null = null,
   ) {
-    this.log = options.logger.child({ tenantId });
     this.phase = newCall(call.deadline, tenantId);
+    this.world = worldOf(options);
+  }
+
+  /** The logger whose lines name the call as far as it is known. */
+  private get log(): Logger {
+    if (this.callLog) return this.callLog;
+    const { logger } = this.options;
+    this.callLog =
+      this.ids.requestId === ''
+        ? logger.child({ tenantId: this.tenantId })
+        : callLogger(logger, { ...this.ids, workerId: this.workerId, tenantId: this.tenantId });
+    return this.callLog;
   }
 
   /** True from placement until the call finishes. */
@@ -90,24 +120,13 @@ export class CallRelay implements ActiveCall {
     this.stepping = true;
     try {
       for (let next = this.inputs.shift(); next; next = this.inputs.shift()) {
-        const step = stepCall(this.phase, next, this.world());
+        const step = stepCall(this.phase, next, this.world);
         this.phase = step.phase;
         for (const effect of step.effects) this.perform(effect);
       }
     } finally {
       this.stepping = false;
     }
-  }
-
-  private world(): CallWorld {
-    const { journal, placement, clock, config, active } = this.options;
-    return {
-      state: journal.state,
-      caches: placement,
-      now: clock(),
-      settings: config,
-      handling: (requestId) => active.has(requestId),
-    };
   }
 
   private perform(effect: CallEffect): void {
@@ -121,11 +140,7 @@ export class CallRelay implements ActiveCall {
         return;
       case 'identified':
         this.ids = { requestId: effect.requestId, sessionId: effect.sessionId };
-        this.log = callLogger(this.options.logger, {
-          ...this.ids,
-          workerId: null,
-          tenantId: this.tenantId,
-        });
+        this.callLog = undefined;
         return;
       case 'register':
         active.add(effect.requestId, this);
@@ -143,7 +158,7 @@ export class CallRelay implements ActiveCall {
         this.turn?.release();
         return;
       case 'explain':
-        if (this.log.isLevelEnabled('debug')) {
+        if (this.options.logger.isLevelEnabled('debug')) {
           const placement = explainPlacement(journal.state, effect.call);
           this.log.debug({ placement }, 'placement explained');
         }
@@ -191,22 +206,21 @@ export class CallRelay implements ActiveCall {
         return;
       case 'placed':
         metrics.placements.inc();
-        this.log = callLogger(this.options.logger, {
-          ...this.ids,
-          workerId: effect.placed.workerId,
-          tenantId: this.tenantId,
-        });
+        this.workerId = effect.placed.workerId;
+        this.callLog = undefined;
         // One info line per call (at its end) keeps logging cheap; the steps are at debug.
-        this.log.debug(
-          {
-            containerId: effect.placed.containerId,
-            checkpointId: effect.placed.checkpointId,
-            memory: effect.placed.memory,
-            packages: effect.placed.packages,
-            skippedPackages: effect.placed.skippedPackages,
-          },
-          'call placed',
-        );
+        if (this.options.logger.isLevelEnabled('debug')) {
+          this.log.debug(
+            {
+              containerId: effect.placed.containerId,
+              checkpointId: effect.placed.checkpointId,
+              memory: effect.placed.memory,
+              packages: effect.placed.packages,
+              skippedPackages: effect.placed.skippedPackages,
+            },
+            'call placed',
+          );
+        }
         return;
       case 'dial-failed':
         metrics.dialFailures.inc();
@@ -222,14 +236,16 @@ export class CallRelay implements ActiveCall {
             "the worker ran the session's call in another container than the pinned one",
           );
         }
-        this.log.debug(
-          {
-            containerId: effect.ids.containerId,
-            checkpointId: effect.ids.checkpointId,
-            pinned: effect.createdPin,
-          },
-          'call bound',
-        );
+        if (this.options.logger.isLevelEnabled('debug')) {
+          this.log.debug(
+            {
+              containerId: effect.ids.containerId,
+              checkpointId: effect.ids.checkpointId,
+              pinned: effect.createdPin,
+            },
+            'call bound',
+          );
+        }
         return;
       case 'malformed':
         this.log.warn({ problem: effect.problem }, 'malformed client stream: call ended');
