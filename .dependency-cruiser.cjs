@@ -77,13 +77,13 @@ module.exports = {
     {
       name: 'core-sees-proto-types-only',
       comment:
-        'The core may use the wire messages as types (and call.proto, which is plain messages), ' +
-        'never the generated grpc-js service code.',
+        'The core may use the wire messages as types (and call.proto and the google.rpc error ' +
+        'details, which are plain messages), never the generated grpc-js service code.',
       severity: 'error',
       from: { path: '^src/core/' },
       to: {
         path: '^src/proto/gen/',
-        pathNot: '^src/proto/gen/readie/v1/call\\.ts$',
+        pathNot: '^src/proto/gen/(readie/v1/call|google/.*)\\.ts$',
         dependencyTypesNot: ['type-only'],
       },
     },

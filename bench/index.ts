@@ -6,6 +6,7 @@ const BENCHMARKS: Record<string, () => Promise<unknown>> = {
   events: async () => (await import('./events.js')).run(),
   placement: async () => (await import('./placement.js')).run(),
   replay: async () => (await import('./replay.js')).run(),
+  routing: async () => (await import('./routing.js')).run(),
   e2e: async () => (await import('./e2e.js')).run(),
   router: async () => (await import('./router.js')).run(),
   worker: async () => (await import('./worker.js')).run(),

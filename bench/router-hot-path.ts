@@ -39,6 +39,7 @@ function demand() {
     checkpointId: null,
     imports: [],
     packages: [],
+    pinned: null,
   };
 }
 
@@ -79,6 +80,8 @@ function configOf(requestId: string) {
             pythonVersion: '3.11.2',
             format: PayloadFormat.PAYLOAD_FORMAT_JSON_CALL,
             memory: 1024 * 1024,
+            pinned: false,
+            retryOf: '',
           },
         },
       }).finish(),
@@ -99,7 +102,15 @@ function answerOf(requestId: string) {
   return decodeWorkerAnswer(
     Buffer.from(
       ExecuteResponse.encode({
-        ids: { requestId, sessionId: '', workerId: 'w1', containerId: 'c1', checkpointId: '' },
+        ids: {
+          requestId,
+          sessionId: '',
+          workerId: 'w1',
+          containerId: 'c1',
+          checkpointId: '',
+          version: '',
+          routingRevision: 0,
+        },
         message: { $case: 'chunk', value: { data: Buffer.alloc(64, 120) } },
       }).finish(),
     ),

@@ -108,6 +108,8 @@ async function grpcRoundTrips(count: number): Promise<number[]> {
               workerId: 'w',
               containerId: 'c',
               checkpointId: '',
+              version: '',
+              routingRevision: 0,
             },
             message: { $case: 'chunk', value: { data: Buffer.from('{"ok": true, "value": 1}') } },
           };

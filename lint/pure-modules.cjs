@@ -33,8 +33,14 @@ const PURE_MODULES = [
     glob: 'src/worker/packages/install-command.ts',
     path: '^src/worker/packages/install-command\\.ts$',
   },
+  {
+    glob: 'src/worker/residency/eviction-plan.ts',
+    path: '^src/worker/residency/eviction-plan\\.ts$',
+  },
   // Generated messages without services (plain data and its wire codec).
   { glob: 'src/proto/gen/readie/v1/call.ts', path: '^src/proto/gen/readie/v1/call\\.ts$' },
+  // The standard error details a shed carries (google.rpc.Status, RetryInfo) and their types.
+  { glob: 'src/proto/gen/google/**/*.ts', path: '^src/proto/gen/google/' },
 ];
 
 /** Files inside a pure entry that are not pure. */

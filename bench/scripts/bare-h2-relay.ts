@@ -8,6 +8,7 @@
 import { Metadata, Server } from '@grpc/grpc-js';
 import { HealthImplementation } from 'grpc-health-check';
 import type { ClientAnswer } from '../../src/core/calls/relay-messages.js';
+import { trailerEntries } from '../../src/core/calls/answer-trailers.js';
 import { codeName } from '../../src/router/grpc-status.js';
 import {
   FrontServer,
@@ -43,6 +44,8 @@ const front = await FrontServer.listen(
                 workerId: 'w1',
                 containerId: '',
                 checkpointId: '',
+                version: '',
+                routingRevision: 0,
               };
               void links.dial(workerAddress, Date.now() + 2_000).then(() => {
                 worker = links.open(
@@ -56,6 +59,9 @@ const front = await FrontServer.listen(
                     packages: [],
                     pythonVersion: message.config.pythonVersion,
                     format: message.config.format,
+                    version: '',
+                    coldLoad: false,
+                    routingRevision: 0,
                   },
                   {
                     answer: (answer) => {
@@ -67,8 +73,8 @@ const front = await FrontServer.listen(
                       if (!client.write(relayed, () => worker?.resume())) worker?.pause();
                     },
                     ended: (code, details, trailers) => {
-                      if (code === 0) client.end();
-                      else client.fail(codeName(code), details, trailers);
+                      if (code === 0) client.end([]);
+                      else client.fail(codeName(code), details, trailerEntries(trailers));
                     },
                   },
                 );

@@ -35,6 +35,8 @@ server.addService(RelayProxyService, {
                   workerId: 'w1',
                   containerId: '',
                   checkpointId: '',
+                  version: '',
+                  routingRevision: 0,
                 },
                 memory: 1,
                 gpu: false,
@@ -42,6 +44,9 @@ server.addService(RelayProxyService, {
                 packages: [],
                 pythonVersion: message.config.pythonVersion,
                 format: message.config.format,
+                version: '',
+                coldLoad: false,
+                routingRevision: 0,
               },
             })
           : message.kind === 'chunk'

@@ -43,6 +43,7 @@ from readie.errors import (
     RemoteTimeoutError,
     ResourceExhaustedError,
     SessionExpiredError,
+    ShedError,
     UnsupportedError,
 )
 
@@ -68,6 +69,7 @@ __all__ = [
     "ResourceExhaustedError",
     "Session",
     "SessionExpiredError",
+    "ShedError",
     "UnsupportedError",
     "aclose_channels",
     "close_channels",

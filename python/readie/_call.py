@@ -1,9 +1,16 @@
-"""One remote call end to end: pack, stream, read answers, map failures; sync and asyncio."""
+"""One remote call end to end: pack, stream, read answers, map failures; sync and asyncio.
+
+A pinned call that is shed (RESOURCE_EXHAUSTED with a retry-after hint) is tried again after the
+hint, with a new request ID and ``retry_of`` naming the first try, so it keeps the version the
+first try resolved to; up to ``shed_retries`` more tries, and never past the call's deadline."""
 
 from __future__ import annotations
 
+import asyncio
 import sys
 import threading
+import time
+from dataclasses import replace
 from collections import Counter
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -15,11 +22,12 @@ import grpc
 
 from readie._connection import ConnectionSettings, aio_channel_for, channel_for
 from readie._envelope import decode_cloudpickle
-from readie._ids import CallInfo
+from readie._ids import CallInfo, new_request_id
 from readie._proto import proxy_pb2
 from readie._wire import METHOD, AnswerReader, LogSink, request_messages
 from readie._error_hints import speaks_tls, transport_problem_of
-from readie.errors import error_for_status
+from readie._status_details import retry_after
+from readie.errors import RemoteTimeoutError, ShedError, error_for_status
 
 _last_call: "ContextVar[Optional[CallInfo]]" = ContextVar("readie_last_call", default=None)
 
@@ -38,9 +46,39 @@ class PreparedCall:
     payload: bytes
     on_log: Optional[LogSink]
     on_done: Callable[[CallInfo], None]
+    #: More tries after a shed, at most.
+    shed_retries: int = 0
+    #: When the call (all its tries) must be over, on ``time.monotonic()``; None: no deadline.
+    deadline: Optional[float] = None
 
     def info(self) -> CallInfo:
-        return CallInfo(request_id=self.config.request_id, session_id=self.config.session_id)
+        return CallInfo(
+            request_id=self.config.request_id,
+            session_id=self.config.session_id,
+            retry_of=self.config.retry_of,
+        )
+
+    def timeout(self) -> Optional[float]:
+        """The gRPC timeout of the next try, in seconds (None: none)."""
+        if self.deadline is None:
+            return None
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise RemoteTimeoutError("the call's timeout passed before it could be tried again")
+        return left
+
+    def retry_after_shed(self, shed: ShedError, tries: int) -> Optional["PreparedCall"]:
+        """The next try after a shed, or None when the tries or the deadline are spent."""
+        if tries > self.shed_retries:
+            return None
+        if self.deadline is not None and time.monotonic() + shed.retry_after >= self.deadline:
+            return None
+        config = proxy_pb2.CallConfig()
+        config.CopyFrom(self.config)
+        config.request_id = new_request_id()
+        # Every try names the first: its resolution is the one the log holds for all of them.
+        config.retry_of = self.config.retry_of or self.config.request_id
+        return replace(self, config=config)
 
 
 # cloudpickle sends functions of importable modules by reference, which the sandbox could not
@@ -98,12 +136,21 @@ def _finish(prepared: PreparedCall, info: CallInfo) -> None:
     prepared.on_done(info)
 
 
+def _trailers(error: Any) -> Any:
+    try:
+        return error.trailing_metadata()
+    except Exception:  # noqa: BLE001 - an error that is no call carries none
+        return None
+
+
 def _failure(error: Any, prepared: PreparedCall, info: CallInfo) -> Exception:
-    """The readie error for a failed RPC: its code, details, ``readie-*`` trailers and, for a
-    plaintext dial that failed without saying why, whether the address speaks TLS."""
+    """The readie error for a failed RPC: its code, details, ``readie-*`` trailers, a shed's
+    retry-after hint and, for a plaintext dial that failed without saying why, whether the address
+    speaks TLS."""
     code, details = error.code(), error.details() or ""
+    metadata = _trailers(error)
     trailers = {}
-    for key, value in error.trailing_metadata() or ():
+    for key, value in metadata or ():
         if key.startswith("readie-"):
             trailers[key] = value.decode() if isinstance(value, bytes) else str(value)
     settings = prepared.settings
@@ -119,20 +166,22 @@ def _failure(error: Any, prepared: PreparedCall, info: CallInfo) -> Exception:
         trailers=trailers,
         insecure=settings.insecure,
         tls_found=tls_found,
+        retry_after=retry_after(metadata) if code == grpc.StatusCode.RESOURCE_EXHAUSTED else None,
     )
 
 
-def run(prepared: PreparedCall) -> Any:
-    """Runs the call on this thread; Ctrl-C (or any exception) cancels it on the cluster."""
+def _run_once(prepared: PreparedCall) -> Any:
     reader = AnswerReader(prepared.info(), prepared.on_log)
     call = _rpc(channel_for(prepared.settings))(
         request_messages(prepared.config, prepared.payload),
         metadata=prepared.settings.metadata(),
+        timeout=prepared.timeout(),
     )
     try:
         for answer in call:
             reader.feed(answer)
     except grpc.RpcError as error:
+        reader.info = reader.info.with_trailers(_trailers(error))
         raise _failure(error, prepared, reader.info) from None
     except BaseException:
         call.cancel()
@@ -142,17 +191,18 @@ def run(prepared: PreparedCall) -> Any:
     return decode_cloudpickle(reader.payload(), call=reader.info)
 
 
-async def run_async(prepared: PreparedCall) -> Any:
-    """Runs the call on the running event loop; cancelling the task cancels it on the cluster."""
+async def _run_once_async(prepared: PreparedCall) -> Any:
     reader = AnswerReader(prepared.info(), prepared.on_log)
     call = _rpc(await aio_channel_for(prepared.settings))(
         request_messages(prepared.config, prepared.payload),
         metadata=prepared.settings.metadata(),
+        timeout=prepared.timeout(),
     )
     try:
         async for answer in call:
             reader.feed(answer)
     except grpc.aio.AioRpcError as error:
+        reader.info = reader.info.with_trailers(_trailers(error))
         raise _failure(error, prepared, reader.info) from None
     except BaseException:
         call.cancel()
@@ -160,3 +210,33 @@ async def run_async(prepared: PreparedCall) -> Any:
     finally:
         _finish(prepared, reader.info)
     return decode_cloudpickle(reader.payload(), call=reader.info)
+
+
+def run(prepared: PreparedCall) -> Any:
+    """Runs the call on this thread (retrying sheds); Ctrl-C cancels it on the cluster."""
+    attempt, tries = prepared, 0
+    while True:
+        try:
+            return _run_once(attempt)
+        except ShedError as shed:
+            tries += 1
+            retry = attempt.retry_after_shed(shed, tries)
+            if retry is None:
+                raise
+            time.sleep(shed.retry_after)
+            attempt = retry
+
+
+async def run_async(prepared: PreparedCall) -> Any:
+    """Runs the call on the running event loop (retrying sheds); cancelling the task cancels it."""
+    attempt, tries = prepared, 0
+    while True:
+        try:
+            return await _run_once_async(attempt)
+        except ShedError as shed:
+            tries += 1
+            retry = attempt.retry_after_shed(shed, tries)
+            if retry is None:
+                raise
+            await asyncio.sleep(shed.retry_after)
+            attempt = retry

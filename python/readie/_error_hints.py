@@ -79,12 +79,21 @@ class Cause:
     worker_id: str = ""
     problem: str = ""
     budget: Optional[int] = None
+    retry_after: Optional[float] = None
 
 
 def cause_of(
-    code: grpc.StatusCode, details: str, trailers: Mapping[str, str], *, insecure: bool, tls_found: bool
+    code: grpc.StatusCode,
+    details: str,
+    trailers: Mapping[str, str],
+    *,
+    insecure: bool,
+    tls_found: bool,
+    retry_after: Optional[float] = None,
 ) -> Cause:
-    """The cause of a call that ended with ``code``."""
+    """The cause of a call that ended with ``code`` (``retry_after``: a shed's hint, seconds)."""
+    if code == grpc.StatusCode.RESOURCE_EXHAUSTED and retry_after is not None:
+        return Cause("shed", retry_after=retry_after)
     if code == grpc.StatusCode.RESOURCE_EXHAUSTED and trailers.get(KILLED_TRAILER) == KILLED_OUT_OF_MEMORY:
         budget = trailers.get(MEMORY_BUDGET_TRAILER, "")
         return Cause("out-of-memory", budget=int(budget) if budget.isdigit() and int(budget) > 0 else None)
@@ -113,6 +122,15 @@ def cause_of(
             grpc.StatusCode.UNIMPLEMENTED: "unimplemented",
         }.get(code, "other")
     )
+
+
+def _duration(seconds: float) -> str:
+    """Seconds the way operators write them (``90s``, ``1h``, ``250ms``), as the TS client does."""
+    ms = round(seconds * 1000)
+    for unit, factor in (("h", 3_600_000), ("m", 60_000), ("s", 1000)):
+        if ms >= factor and ms % factor == 0:
+            return f"{ms // factor}{unit}"
+    return f"{ms}ms"
 
 
 def _size(budget: int) -> str:
@@ -177,6 +195,12 @@ def hint_for(cause: Cause, *, address: str, insecure: bool, trailers: Mapping[st
         )
     if kind == "transport":
         return _transport_hint(cause.problem, address, insecure)
+    if kind == "shed":
+        return (
+            "the router sheds a pinned call while its version is loading or its workers are full: "
+            f"retry after {_duration(cause.retry_after or 0.0)} (the client retries sheds on its own, within the "
+            "call's timeout, up to shed_retries times)"
+        )
     return {
         "no-workers": "the router runs but has no worker that can take the call: ask the operator "
         "(readie status shows the workers)",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import time
 from dataclasses import dataclass
 from typing import Any, Callable, Generic, Iterable, Optional, Sequence, Set, Tuple, TypeVar, Union, overload
 
@@ -36,6 +37,10 @@ class RemoteOptions:
     demand: CallDemand
     imports: Tuple[str, ...] = ()
     stream_logs: bool = True
+    #: More tries after a shed (a pinned call whose version is loading), at most.
+    shed_retries: int = 3
+    #: Seconds every try of a call must be over within; None: no deadline.
+    timeout: Optional[float] = None
 
     @staticmethod
     def build(
@@ -48,10 +53,19 @@ class RemoteOptions:
         packages: Iterable[str] = (),
         imports: Iterable[str] = (),
         stream_logs: bool = True,
+        pinned: bool = False,
+        shed_retries: int = 3,
+        timeout: Optional[float] = None,
     ) -> "RemoteOptions":
         """Validates the decorator's arguments (so mistakes show at definition, not at call)."""
         if checkpoint_id is not None and not isinstance(checkpoint_id, str):
             raise TypeError(f"checkpoint_id must be a string, not {checkpoint_id!r}")
+        if isinstance(shed_retries, bool) or not isinstance(shed_retries, int) or shed_retries < 0:
+            raise ValueError(f"shed_retries must be a whole number >= 0, not {shed_retries!r}")
+        if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0):
+            raise ValueError(f"timeout must be a number of seconds > 0, not {timeout!r}")
+        if pinned and disable_optimized_execution:
+            raise ValueError("pinned runs on the tenant's version, a checkpoint: it contradicts disable_optimized_execution")
         demand = CallDemand(
             memory=parse_optional_size(memory, name="memory"),
             gpu=bool(gpu),
@@ -59,8 +73,15 @@ class RemoteOptions:
             checkpoint_id=checkpoint_id or "",
             disable_optimized_execution=bool(disable_optimized_execution),
             packages=_strings(packages, "packages"),
+            pinned=bool(pinned),
         )
-        return RemoteOptions(demand, _strings(imports, "imports"), bool(stream_logs))
+        return RemoteOptions(
+            demand,
+            _strings(imports, "imports"),
+            bool(stream_logs),
+            shed_retries,
+            None if timeout is None else float(timeout),
+        )
 
 
 class RemoteFunction(Generic[R]):
@@ -97,12 +118,15 @@ class RemoteFunction(Generic[R]):
             if session is not None:
                 session.last_call = info
 
+        timeout = self.options.timeout
         return PreparedCall(
             settings=settings,
             config=config,
             payload=pack_call(self._fn, args, kwargs),
             on_log=LogPrinter() if self.options.stream_logs else None,
             on_done=on_done,
+            shed_retries=self.options.shed_retries,
+            deadline=None if timeout is None else time.monotonic() + timeout,
         )
 
     def __call__(self, *args: Any, **kwargs: Any) -> R:
@@ -138,6 +162,9 @@ def remote(
     packages: Iterable[str] = (),
     imports: Iterable[str] = (),
     stream_logs: bool = True,
+    pinned: bool = False,
+    shed_retries: int = 3,
+    timeout: Optional[float] = None,
 ) -> Callable[[Callable[..., R]], RemoteFunction[R]]: ...
 
 
@@ -152,6 +179,9 @@ def remote(
     packages: Iterable[str] = (),
     imports: Iterable[str] = (),
     stream_logs: bool = True,
+    pinned: bool = False,
+    shed_retries: int = 3,
+    timeout: Optional[float] = None,
 ) -> Union[RemoteFunction[R], Callable[[Callable[..., R]], RemoteFunction[R]]]:
     """Makes a function run on the cluster; use as ``@remote`` or ``@remote(memory="2GiB", ...)``.
 
@@ -163,6 +193,12 @@ def remote(
     - ``packages``: PEP 508 requirements installed into the container before the call.
     - ``imports``: import hints added to those derived from the function's code.
     - ``stream_logs``: print the call's output and readie's notes to stderr as they arrive.
+    - ``pinned``: run on the version your tenant pinned (the tenant comes from your token): the
+      router routes the call to the workers that hold it, and never serves another version.
+      ``fn.last_call.served_version`` and ``.routing_revision`` say which served it.
+    - ``shed_retries``: how many more times to try a call that was shed (its version is loading:
+      :class:`readie.ShedError`), after the cluster's retry-after hint and with ``retry_of`` set.
+    - ``timeout``: seconds the call may take, all its tries included; unset means no deadline.
     """
     options = RemoteOptions.build(
         memory=memory,
@@ -173,6 +209,9 @@ def remote(
         packages=packages,
         imports=imports,
         stream_logs=stream_logs,
+        pinned=pinned,
+        shed_retries=shed_retries,
+        timeout=timeout,
     )
 
     def decorate(function: Callable[..., R]) -> RemoteFunction[R]:

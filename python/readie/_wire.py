@@ -38,6 +38,8 @@ class CallDemand:
     checkpoint_id: str = ""
     disable_optimized_execution: bool = False
     packages: Sequence[str] = field(default_factory=tuple)
+    #: Run on the tenant's pinned version (the tenant comes from the token).
+    pinned: bool = False
 
 
 def build_config(
@@ -47,6 +49,7 @@ def build_config(
     *,
     session_id: str = "",
     python_version: Optional[str] = None,
+    retry_of: str = "",
 ) -> proxy_pb2.CallConfig:
     """The first message's config: IDs, hints, budgets, packages and this client's Python."""
     config = proxy_pb2.CallConfig(
@@ -59,6 +62,8 @@ def build_config(
         checkpoint_id=demand.checkpoint_id,
         python_version=python_version or platform.python_version(),
         format=call_pb2.PAYLOAD_FORMAT_CLOUDPICKLE,
+        pinned=demand.pinned,
+        retry_of=retry_of,
     )
     # Optional fields: absent means "the router's default", which is not the same as zero.
     if demand.memory is not None:

@@ -3,7 +3,7 @@ exception as :class:`RemoteExecutionError`. Every one is a :class:`ReadieError`.
 
 from __future__ import annotations
 
-from typing import Mapping, Optional
+from typing import Any, Mapping, Optional
 
 import grpc
 
@@ -133,6 +133,17 @@ class ResourceExhaustedError(ReadieError):
     code = grpc.StatusCode.RESOURCE_EXHAUSTED
 
 
+class ShedError(ResourceExhaustedError):
+    """RESOURCE_EXHAUSTED with a retry-after hint: a pinned call was shed because its version is
+    loading on the worker that must load it (one load at a time per worker). ``retry_after`` is
+    the hint in seconds. The client retries a shed on its own (``shed_retries``, within the call's
+    ``timeout``); this is raised when it gives up."""
+
+    def __init__(self, message: str, *, retry_after: float, **kwargs: Any) -> None:
+        super().__init__(message, **kwargs)
+        self.retry_after = retry_after
+
+
 class PreconditionError(ReadieError):
     """FAILED_PRECONDITION: the call cannot run as asked: a package did not install, the Python
     versions differ, or the session's container contradicts ``checkpoint_id`` or
@@ -188,18 +199,23 @@ def error_for_status(
     trailers: Optional[Mapping[str, str]] = None,
     insecure: bool = False,
     tls_found: bool = False,
+    retry_after: Optional[float] = None,
 ) -> ReadieError:
     """The error to raise for a call that ended with gRPC status ``code`` (never OK): the family's
-    class (an out-of-memory kill its own), and a message naming the code, the address and the one
-    hint for the cause (readie._error_hints)."""
+    class (an out-of-memory kill, a shed with its ``retry_after`` hint in seconds: their own), and a
+    message naming the code, the address and the one hint for the cause (readie._error_hints)."""
     if code == grpc.StatusCode.OK:
         return ProtocolError("the call ended without a result", call=call)
     trailers = trailers or {}
     said = " ".join((details or "").split())
-    cause = cause_of(code, said, trailers, insecure=insecure, tls_found=tls_found)
+    cause = cause_of(
+        code, said, trailers, insecure=insecure, tls_found=tls_found, retry_after=retry_after
+    )
     error_class, summary = _BY_CODE.get(code, (ReadieError, "the call failed"))
     if cause.kind == "out-of-memory":
         error_class, summary = RemoteOutOfMemoryError, "the call ran out of memory"
+    if cause.kind == "shed":
+        summary = "the call was shed"
     where = f" at {address}" if address else ""
     message = f"{summary}{where} ({code.name})"
     if said:
@@ -207,6 +223,16 @@ def error_for_status(
     hint = hint_for(cause, address=address, insecure=insecure, trailers=trailers)
     if hint:
         message += f"; {hint}"
+    if cause.kind == "shed":
+        # A shed is a refusal before the function started.
+        return ShedError(
+            message,
+            retry_after=cause.retry_after or 0.0,
+            code=code,
+            details=details or "",
+            call=call,
+            not_started=True,
+        )
     error = error_class(
         message, code=code, details=details or "", call=call, not_started=never_started(trailers)
     )

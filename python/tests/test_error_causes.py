@@ -150,6 +150,20 @@ class MessageTest(unittest.TestCase):
             with self.subTest(details=details):
                 self.assertIn(hint, str(error_for_status(code, details, address="r:1")))
 
+    def test_a_shed_is_a_shed_error_with_its_own_hint(self):
+        error = error_for_status(
+            grpc.StatusCode.RESOURCE_EXHAUSTED,
+            "version v1 is loading: retry in 2s (ROUTING_RETRY_AFTER)",
+            address="r:1",
+            retry_after=1.5,
+        )
+        self.assertIsInstance(error, readie.ShedError)
+        self.assertEqual(error.retry_after, 1.5)
+        self.assertTrue(error.not_started)
+        self.assertTrue(str(error).startswith("the call was shed at r:1 (RESOURCE_EXHAUSTED)"))
+        self.assertIn("retry after 1500ms", str(error))
+        self.assertNotIn("ask for less memory", str(error))
+
 
 if __name__ == "__main__":
     unittest.main()

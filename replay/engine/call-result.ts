@@ -34,6 +34,14 @@ export interface CallLine {
   readonly skippedPackages: readonly string[] | null;
   readonly code: string | null;
   readonly message: string | null;
+  /** A pinned call's version (placed: the one serving it; refused: the one resolved), else null. */
+  readonly version: string | null;
+  /** The routing revision of that resolution, else null. */
+  readonly routingRevision: number | null;
+  /** Placed: whether the worker loads the version first (false for any other call); else null. */
+  readonly coldLoad: boolean | null;
+  /** A shed's retry-after hint in ms, else null. */
+  readonly retryAfterMs: number | null;
   readonly recorded: RecordedStatus;
 }
 
@@ -53,6 +61,10 @@ export function callLine(result: CallResult): CallLine {
     skippedPackages: placed?.skippedPackages ?? null,
     code: rejected?.code ?? null,
     message: rejected?.message ?? null,
+    version: decision.version,
+    routingRevision: decision.routingRevision,
+    coldLoad: placed?.coldLoad ?? null,
+    retryAfterMs: rejected?.retryAfterMs ?? null,
     recorded: result.recorded,
   };
 }

@@ -2,12 +2,23 @@
 import { EVENT_FIELDS, FIELDS_ADDED_TO_V1, isEventType } from '../../src/events/schema.js';
 import type { ClusterEvent, NewEvent } from '../../src/events/types.js';
 
+/**
+ * What a field absent from an older log means, where that is not `null`: a call placed before
+ * routing existed was no cold load.
+ */
+const ABSENT_MEANS: Partial<Record<string, Readonly<Record<string, unknown>>>> = {
+  CallPlaced: { coldLoad: false },
+};
+
 /** An event without its envelope, keeping only the fields of its type (in schema order). */
 export function decisionFields(event: ClusterEvent | NewEvent): Record<string, unknown> {
   const fields: Record<string, unknown> = { type: event.type };
   if (!isEventType(event.type)) return fields;
   const source = event as unknown as Record<string, unknown>;
-  for (const name of Object.keys(EVENT_FIELDS[event.type])) fields[name] = source[name] ?? null;
+  const absent = ABSENT_MEANS[event.type] ?? {};
+  for (const name of Object.keys(EVENT_FIELDS[event.type])) {
+    fields[name] = source[name] ?? absent[name] ?? null;
+  }
   return fields;
 }
 

@@ -96,6 +96,8 @@ export class Replayer {
       const call: CallToPlace = {
         requestId: event.requestId,
         sessionId: event.sessionId,
+        tenantId: event.tenantId,
+        retryOf: event.retryOf,
         demand: event.demand,
       };
       const config = this.config;

@@ -16,6 +16,15 @@ import {
   forgetContainerEvents,
 } from '../../src/core/consequences/index.js';
 import type { Decision } from '../../src/core/decision.js';
+import {
+  decideFlip,
+  decideProtection,
+  decideRemove,
+  decideRollback,
+  decideSetK,
+  decideStage,
+  type PinChangeDecision,
+} from '../../src/core/routing/index.js';
 import { causeOf } from '../../src/events/cause.js';
 import { validateEvent } from '../../src/events/decode.js';
 import type { ClusterEvent, Demand, NewEvent } from '../../src/events/types.js';
@@ -29,6 +38,10 @@ export interface CallStep {
   readonly requestId: string;
   readonly sessionId?: string | null;
   readonly demand?: Partial<Demand>;
+  /** The tenant the caller's credential names (default none). */
+  readonly tenantId?: string | null;
+  /** The request this call retries (default none). */
+  readonly retryOf?: string | null;
   /**
    * What the call is meant to get: the worker it is placed on, or the code it is rejected with
    * (`'w2'`, `'RESOURCE_EXHAUSTED'`). Recording throws when placement decides otherwise, so a
@@ -66,8 +79,27 @@ export interface DialFailedStep {
   readonly expect?: string;
 }
 
+/**
+ * An operator's pin change, decided by the core's own pin decisions; the router then tells the
+ * workers what to keep (`ResidencyProtected`), recorded after it as the router's keeper does.
+ */
+export interface PinStep {
+  readonly step: 'pin';
+  readonly change: 'stage' | 'flip' | 'rollback' | 'set-k' | 'remove';
+  readonly tenantId: string;
+  readonly version?: string;
+  readonly k?: number;
+  readonly force?: boolean;
+}
+
+/** The router tells workers what to keep now (after a fleet change, or a reaper pass). */
+export interface ProtectStep {
+  readonly step: 'protect';
+}
+
 /** One step of a scenario: a plain event, or a call's part the recorder fills in. */
-export type ScenarioStep = NewEvent | CallStep | BoundStep | FinishStep | DialFailedStep;
+export type ScenarioStep =
+  NewEvent | CallStep | BoundStep | FinishStep | DialFailedStep | PinStep | ProtectStep;
 
 const EMPTY_DEMAND: Demand = {
   memory: null,
@@ -77,6 +109,7 @@ const EMPTY_DEMAND: Demand = {
   checkpointId: null,
   imports: null,
   packages: null,
+  pinned: null,
 };
 
 /** Throws when a call's decision is not the one its step expects. */
@@ -114,6 +147,14 @@ function causeOfPlain(event: NewEvent): string | null {
     case 'ContainerForgotten':
     case 'ReservationExpired':
       return causeOf('reaper');
+    case 'ResidencyChanged':
+    case 'ResidencyBudget':
+      return causeOf('report', event.workerId);
+    case 'PinStaged':
+    case 'RoutingRevised':
+      return causeOf('admin', event.tenantId);
+    case 'ResidencyProtected':
+      return causeOf('routing');
     default:
       return null;
   }
@@ -199,7 +240,13 @@ export function recordScenario(
       case 'call': {
         const sessionId = step.sessionId ?? null;
         const demand = { ...EMPTY_DEMAND, ...step.demand };
-        const call = { requestId: step.requestId, sessionId, demand };
+        const call = {
+          requestId: step.requestId,
+          sessionId,
+          demand,
+          tenantId: step.tenantId ?? null,
+          retryOf: step.retryOf ?? null,
+        };
         calls.set(step.requestId, call);
         const made = decideCall(state, { call });
         if (step.expect !== undefined) checkExpected(step, made.placement);
@@ -244,6 +291,8 @@ export function recordScenario(
               workerId: known.placed.workerId,
               containerId: step.containerId,
               checkpointId: checkpointId ?? '',
+              version: known.placed.version ?? '',
+              routingRevision: known.placed.routingRevision ?? 0,
             },
           }),
         );
@@ -254,7 +303,38 @@ export function recordScenario(
         record(decideCallEnd(state, { requestId: step.requestId, code }));
         break;
       }
+      case 'pin':
+        record(pinChange(state, step, startMs + (log.length + 1) * 1000));
+        record(decideProtection(state, { now: startMs + (log.length + 1) * 1000 }));
+        break;
+      case 'protect':
+        record(decideProtection(state, { now: startMs + (log.length + 1) * 1000 }));
+        break;
     }
   }
   return log;
+}
+
+/** A pin step's decision, by the core's pin decisions (a refusal throws, naming the step). */
+function pinChange(state: ClusterState, step: PinStep, now: number): PinChangeDecision {
+  const { tenantId } = step;
+  const force = step.force ?? false;
+  switch (step.change) {
+    case 'stage':
+      return decideStage(state, {
+        tenantId,
+        version: step.version ?? '',
+        k: step.k ?? null,
+        force,
+        now,
+      });
+    case 'flip':
+      return decideFlip(state, { tenantId, expectRevision: null, force, now });
+    case 'rollback':
+      return decideRollback(state, { tenantId, expectRevision: null, now });
+    case 'set-k':
+      return decideSetK(state, { tenantId, k: step.k ?? 1, expectRevision: null, force, now });
+    case 'remove':
+      return decideRemove(state, { tenantId, expectRevision: null, now });
+  }
 }

@@ -4,13 +4,21 @@ import { cell } from './table.js';
 
 /** "placed on w1 (new container, checkpoint ckpt-numpy)" or "rejected RESOURCE_EXHAUSTED: ...". */
 export function describeDecision(decision: PlacementDecision): string {
-  if (decision.outcome === 'rejected') return `rejected ${decision.code}: ${decision.message}`;
+  const routed =
+    decision.version === null
+      ? ''
+      : `, version ${decision.version} at revision ${decision.routingRevision ?? '-'}`;
+  if (decision.outcome === 'rejected') {
+    const hint = decision.retryAfterMs === null ? '' : `, retry after ${decision.retryAfterMs} ms`;
+    return `rejected ${decision.code}: ${decision.message}${routed ? ` (${routed.slice(2)}${hint})` : ''}`;
+  }
   const where =
     decision.containerId === null ? 'new container' : `container ${decision.containerId}`;
   const checkpoint =
     decision.checkpointId === null ? 'cold start' : `checkpoint ${decision.checkpointId}`;
   const packages = decision.packages.length > 0 ? `, install ${decision.packages.join(' ')}` : '';
-  return `placed on ${decision.workerId} (${where}, ${checkpoint}${packages})`;
+  const load = decision.coldLoad ? ', cold load' : '';
+  return `placed on ${decision.workerId} (${where}, ${checkpoint}${packages}${routed}${load})`;
 }
 
 /** The recorded decision events in one line. */

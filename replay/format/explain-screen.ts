@@ -39,7 +39,13 @@ function rankKeyText(worker: WorkerExplanation): string {
 
 function workersSection(explanation: PlacementExplanation): string[] {
   const { workers } = explanation;
-  if (workers.length === 0) return ['Workers: not considered (the session decided alone)'];
+  if (workers.length === 0) {
+    return [
+      explanation.routing
+        ? 'Workers: only the routing above decides a pinned call (its subset, filtered and ranked)'
+        : 'Workers: not considered (the session decided alone)',
+    ];
+  }
   const candidates = workers.filter((w) => w.notCandidate === null).length;
   const eligible = workers.filter((w) => w.eligible).length;
   const lines = [
@@ -91,6 +97,41 @@ function checkpointSection(explanation: PlacementExplanation): string[] {
   return lines;
 }
 
+function routingSection(explanation: PlacementExplanation): string[] {
+  const part = explanation.routing;
+  if (!part) return [];
+  const lines = [
+    `Routing (a pinned call of tenant ${part.tenantId ?? '(none)'}):`,
+    `  resolution: ${part.resolved ?? 'not resolved'}`,
+  ];
+  if (part.flavor !== null)
+    lines.push(`  flavor: ${part.flavor} (its catalogue lists the version)`);
+  if (part.candidates.length > 0) {
+    lines.push(
+      '  candidates by rendezvous score (SHA-256 of tenant, version, worker; highest first):',
+      table(
+        ['    WORKER', 'SCORE', 'SUBSET', 'VERSION HERE', 'LOADING', 'FILTERS'],
+        part.candidates.map((candidate) => [
+          `    ${candidate.workerId}`,
+          candidate.score,
+          candidate.subsetRank === null ? '-' : `#${candidate.subsetRank}`,
+          candidate.holds ? 'resident (holds it)' : (candidate.residency ?? '-'),
+          candidate.loading ?? '-',
+          candidate.subsetRank === null
+            ? ''
+            : candidate.unreachable
+              ? 'unreachable: a failed dial of this call'
+              : candidate.failedFilter === null
+                ? 'pass'
+                : `${candidate.failedFilter.filter}: ${candidate.failedFilter.reason}`,
+        ]),
+      ),
+    );
+  }
+  lines.push(`  verdict: ${part.verdict}`, '');
+  return lines;
+}
+
 function packagesSection(explanation: PlacementExplanation): string[] {
   const part = explanation.packages;
   if (part.requested.length === 0) return ['Packages: none requested'];
@@ -114,10 +155,12 @@ export function explainScreen(
   const { demand } = request;
   const { budget, config } = explanation;
   const lines = [
-    `Request ${request.requestId}${request.sessionId ? ` in session ${request.sessionId}` : ''}, seq ${request.seq}, ${request.at}`,
+    `Request ${request.requestId}${request.sessionId ? ` in session ${request.sessionId}` : ''}, seq ${request.seq}, ${request.at}` +
+      `${request.tenantId ? `, tenant ${request.tenantId}` : ''}${request.retryOf ? `, retry of ${request.retryOf}` : ''}`,
     `Demand: memory ${demand.memory === null ? `none (default ${formatSize(config.DEFAULT_MEMORY)})` : formatSize(demand.memory)}, ` +
       `${budget.gpuCall ? `GPU call (GPU memory ${formatSize(budget.gpuMemory)})` : 'CPU call'}, imports ${cell(demand.imports)}, ` +
-      `checkpoint ${cell(demand.checkpointId)}, disable_optimized_execution ${demand.disableOptimizedExecution === true ? 'yes' : 'no'}`,
+      `checkpoint ${cell(demand.checkpointId)}, disable_optimized_execution ${demand.disableOptimizedExecution === true ? 'yes' : 'no'}` +
+      `${demand.pinned === true ? ", pinned (its tenant's version)" : ''}`,
     `Config in force: MEMORY_HEADROOM ${config.MEMORY_HEADROOM}, GPU_MEMORY_HEADROOM ${config.GPU_MEMORY_HEADROOM}, DEFAULT_MEMORY ${formatSize(config.DEFAULT_MEMORY)}`,
     '',
     `Decision now: ${describeDecision(explanation.decision)}`,
@@ -129,6 +172,7 @@ export function explainScreen(
   lines.push(
     ...stateSection(atCall),
     '',
+    ...routingSection(explanation),
     ...workersSection(explanation),
     '',
     ...checkpointSection(explanation),

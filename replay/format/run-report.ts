@@ -36,6 +36,9 @@ export function callRow(result: CallResult): string[] {
     cell(placed?.workerId),
     cell(placed?.containerId),
     cell(placed?.checkpointId),
+    decision.version === null
+      ? '-'
+      : `${decision.version}@${decision.routingRevision ?? '-'}${placed?.coldLoad ? ' cold load' : ''}${decision.outcome === 'rejected' && decision.retryAfterMs !== null ? ` retry ${decision.retryAfterMs}ms` : ''}`,
     decision.outcome === 'rejected'
       ? `${decision.code}: ${decision.message}`
       : cell(placed?.packages),
@@ -54,6 +57,7 @@ export function callTable(rows: readonly string[][]): string {
       'WORKER',
       'CONTAINER',
       'CHECKPOINT',
+      'VERSION@REV',
       'PACKAGES / REASON',
       'RECORDED',
     ],

@@ -1,6 +1,10 @@
-/** The `readie` command: the router, a worker, a whole local cluster, and the cluster's status. */
+/**
+ * The `readie` command: the router, a worker, a whole local cluster, the cluster's status, pin
+ * changes and certificates.
+ */
 import { Command } from 'commander';
 import { addCertsCommand } from './certs-command.js';
+import { addPinCommand } from './pin-command.js';
 import { addRouterCommand } from './router-command.js';
 import { addUpCommand } from './up-command.js';
 import { addStatusCommand } from './status/status-command.js';
@@ -21,6 +25,8 @@ addRouterCommand(program);
 addWorkerCommand(program);
 
 addStatusCommand(program);
+
+addPinCommand(program);
 
 addCertsCommand(program);
 

@@ -26,6 +26,11 @@ export interface CallDemandOptions {
    * refused. Default: empty, no requirement (JSON calls do not depend on the client's Python).
    */
   readonly pythonVersion?: string;
+  /**
+   * Run on the tenant's pinned version (docs/tenant-routing.md): the router resolves the version
+   * the credential's tenant pinned and routes to the workers that hold it.
+   */
+  readonly pinned?: boolean;
 }
 
 function size(value: number | string | undefined, name: string): number | undefined {
@@ -102,5 +107,7 @@ export function buildCallConfig(
     checkpointId,
     pythonVersion: options.pythonVersion ?? '',
     format: PayloadFormat.PAYLOAD_FORMAT_JSON_CALL,
+    pinned: options.pinned ?? false,
+    retryOf: '',
   };
 }

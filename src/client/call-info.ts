@@ -1,5 +1,6 @@
 /** Identifiers of a call: new request and session IDs, and where a call ran as its answers say. */
 import { randomBytes } from 'node:crypto';
+import type { Metadata } from '@grpc/grpc-js';
 import type { CallIds } from '../proto/gen/readie/v1/call.js';
 
 /** Where a call ran, as its answers named it; IDs the cluster never sent are empty strings. */
@@ -10,6 +11,15 @@ export interface CallInfo {
   readonly containerId: string;
   /** The checkpoint the container was actually restored from; empty for a cold start. */
   readonly checkpointId: string;
+  /**
+   * A pinned call's version: the one that served it (for a failure or a shed, the one resolved);
+   * empty for any other call.
+   */
+  readonly servedVersion: string;
+  /** The routing table revision the version was resolved from; 0 for any other call. */
+  readonly routingRevision: number;
+  /** The request this try retried (a shed's automatic retry); empty for a first try. */
+  readonly retryOf: string;
 }
 
 /** A new request ID: `req-` and 32 random hex digits. */
@@ -23,8 +33,33 @@ export function newSessionId(): string {
 }
 
 /** The info of a call before any answer. */
-export function initialCallInfo(requestId: string, sessionId: string): CallInfo {
-  return { requestId, sessionId, workerId: '', containerId: '', checkpointId: '' };
+export function initialCallInfo(requestId: string, sessionId: string, retryOf = ''): CallInfo {
+  return {
+    requestId,
+    sessionId,
+    workerId: '',
+    containerId: '',
+    checkpointId: '',
+    servedVersion: '',
+    routingRevision: 0,
+    retryOf,
+  };
+}
+
+/**
+ * `info` with what a call's trailing metadata names and its answers did not: the version and
+ * revision of a call that failed or was shed before any answer.
+ */
+export function withTrailers(info: CallInfo, trailers: Metadata | undefined): CallInfo {
+  if (trailers === undefined) return info;
+  const [version] = trailers.get('readie-version');
+  const [revision] = trailers.get('readie-routing-revision');
+  return {
+    ...info,
+    servedVersion: info.servedVersion || (typeof version === 'string' ? version : ''),
+    routingRevision:
+      info.routingRevision || Number(typeof revision === 'string' ? revision : 0) || 0,
+  };
 }
 
 /**
@@ -43,5 +78,8 @@ export function updateCallInfo(info: CallInfo, ids: CallIds | undefined): CallIn
     workerId: pick(info.workerId, ids.workerId, true),
     containerId: pick(info.containerId, ids.containerId, true),
     checkpointId: pick(info.checkpointId, ids.checkpointId, true),
+    servedVersion: ids.version !== '' ? ids.version : info.servedVersion,
+    routingRevision: ids.routingRevision > 0 ? ids.routingRevision : info.routingRevision,
+    retryOf: info.retryOf,
   };
 }

@@ -19,6 +19,13 @@ export interface CallOptions extends CallDemandOptions {
   readonly signal?: AbortSignal;
   /** Called with each log line as it arrives (an exception thrown here cancels the call). */
   readonly onLog?: (line: RemoteLogLine) => void;
+  /**
+   * How many more times to try a call that was shed (a pinned call whose version is loading:
+   * {@link ShedError}), after the cluster's retry-after hint, with `retryOf` set (default 3).
+   */
+  readonly shedRetries?: number;
+  /** Milliseconds the call may take, all its tries included (default: no deadline). */
+  readonly timeoutMs?: number;
 }
 
 /** Options of a client: where the cluster is, and gRPC channel options. */
@@ -77,6 +84,14 @@ export class ReadieClient {
     onSettled: ((info: CallInfo) => void) | undefined,
   ): RemoteCall<T> {
     const config = buildCallConfig(newRequestId(), sessionId, call, options);
+    const shedRetries = options.shedRetries ?? 3;
+    if (!Number.isSafeInteger(shedRetries) || shedRetries < 0) {
+      throw new RangeError(`shedRetries must be a whole number >= 0, not ${shedRetries}`);
+    }
+    const { timeoutMs } = options;
+    if (timeoutMs !== undefined && (!Number.isFinite(timeoutMs) || timeoutMs <= 0)) {
+      throw new RangeError(`timeoutMs must be a number of milliseconds > 0, not ${timeoutMs}`);
+    }
     return new RemoteCall<T>({
       client: this.#client,
       address: this.connection.address,
@@ -88,6 +103,8 @@ export class ReadieClient {
       signal: options.signal,
       onLog: options.onLog,
       onSettled,
+      shedRetries,
+      deadline: timeoutMs === undefined ? undefined : Date.now() + timeoutMs,
     });
   }
 }

@@ -16,7 +16,7 @@ import {
   transportProblemOf,
   type TransportProblem,
 } from '../shared/transport-problem.js';
-import { formatSize } from '../shared/units.js';
+import { formatDuration, formatSize } from '../shared/units.js';
 
 /** Why a call failed, as far as its status, trailers and the connection tell. */
 export type ErrorCause =
@@ -25,6 +25,8 @@ export type ErrorCause =
   | { readonly kind: 'worker'; readonly workerId: string }
   | { readonly kind: 'no-workers' }
   | { readonly kind: 'no-room' }
+  /** A pinned call shed (its version is loading, or its subset is full), with the hint. */
+  | { readonly kind: 'shed'; readonly retryAfterMs: number }
   | { readonly kind: 'session-busy' }
   | { readonly kind: 'session-expired' }
   | { readonly kind: 'router-stopping' }
@@ -43,6 +45,8 @@ export interface FailedCall {
   readonly insecure: boolean;
   /** A plaintext client's probe found that the address speaks TLS. */
   readonly speaksTls?: boolean;
+  /** A shed's retry-after hint in ms (`retry-after-ms`, or `google.rpc.RetryInfo`), if any. */
+  readonly retryAfterMs?: number;
 }
 
 /** The cause of a failed call. */
@@ -51,6 +55,9 @@ export function causeOf(call: FailedCall): ErrorCause {
   if (code === Status.RESOURCE_EXHAUSTED && trailers[KILLED_TRAILER] === KILLED_OUT_OF_MEMORY) {
     const budget = Number(trailers['readie-memory-budget']);
     return { kind: 'out-of-memory', budget: Number.isFinite(budget) && budget > 0 ? budget : null };
+  }
+  if (code === Status.RESOURCE_EXHAUSTED && call.retryAfterMs !== undefined) {
+    return { kind: 'shed', retryAfterMs: call.retryAfterMs };
   }
   const worker = /^worker (\S+?):? /.exec(details);
   if (worker?.[1]) return { kind: 'worker', workerId: worker[1] };
@@ -117,6 +124,12 @@ export function hintFor(
       return 'the router runs but has no worker that can take the call: ask the operator (readie status shows the workers)';
     case 'no-room':
       return 'every worker is full for this budget now: retry later, or ask for less memory';
+    case 'shed':
+      return (
+        `the router sheds a pinned call while its version is loading or its workers are full: ` +
+        `retry after ${formatDuration(cause.retryAfterMs)} (the client retries sheds on its own, ` +
+        "within the call's timeout, up to shedRetries times)"
+      );
     case 'session-busy':
       return "the session's previous call is still running: calls of one session run one at a time";
     case 'session-expired':

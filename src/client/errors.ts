@@ -143,7 +143,27 @@ export class PermissionDeniedError extends ReadieError {
 
 /** RESOURCE_EXHAUSTED: no worker has room, or the session stayed busy too long. */
 export class ResourceExhaustedError extends ReadieError {
-  override readonly name = 'ResourceExhaustedError';
+  override readonly name: string = 'ResourceExhaustedError';
+}
+
+/**
+ * RESOURCE_EXHAUSTED with a retry-after hint: a pinned call was shed because its version is
+ * loading on the worker that must load it. The client retries a shed on its own (`shedRetries`,
+ * within `timeoutMs`); this is the rejection once it gives up. `retryAfterMs` is the hint.
+ */
+export class ShedError extends ResourceExhaustedError {
+  override readonly name: string = 'ShedError';
+  readonly retryAfterMs: number;
+
+  constructor(message: string, fields: ReadieErrorFields & { readonly retryAfterMs: number }) {
+    super(message, fields);
+    this.retryAfterMs = fields.retryAfterMs;
+  }
+
+  /** The hint in seconds. */
+  get retryAfter(): number {
+    return this.retryAfterMs / 1000;
+  }
 }
 
 /** FAILED_PRECONDITION: a package did not install, Python versions differ, or the session's container contradicts the options. */
@@ -199,6 +219,8 @@ export interface ErrorContext {
   readonly insecure?: boolean;
   /** A plaintext client's probe found that the address speaks TLS. */
   readonly speaksTls?: boolean;
+  /** A shed's hint (its trailers' `retry-after-ms` or `google.rpc.RetryInfo`), in ms. */
+  readonly retryAfterMs?: number;
 }
 
 /**
@@ -223,6 +245,7 @@ export function errorFromStatus(
     trailers,
     insecure,
     speaksTls: context.speaksTls,
+    ...(context.retryAfterMs === undefined ? {} : { retryAfterMs: context.retryAfterMs }),
   });
   const [ErrorType, summary] = BY_STATUS[code];
   const where = address === '' ? '' : ` at ${address}`;
@@ -242,6 +265,14 @@ export function errorFromStatus(
     cause: context.cause,
     notStarted: neverStarted(trailers),
   };
+  if (cause.kind === 'shed') {
+    return new ShedError(message.replace(summary, 'the call was shed'), {
+      ...fields,
+      // A shed is a refusal before the function started, whatever the trailers said.
+      notStarted: true,
+      retryAfterMs: cause.retryAfterMs,
+    });
+  }
   if (cause.kind === 'out-of-memory') {
     return new RemoteOutOfMemoryError(
       message.replace(summary, 'the call ran out of memory'),

@@ -27,6 +27,7 @@ export {
   RemoteTimeoutError,
   ResourceExhaustedError,
   SessionExpiredError,
+  ShedError,
   UnsupportedError,
   type RemoteException,
 } from './errors.js';

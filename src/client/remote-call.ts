@@ -1,6 +1,9 @@
 /**
  * One call on the wire: the config alone, then the payload in chunks of at most 1 MiB, then a
- * half-close; answers fold into live log lines, the IDs of where the call ran, and the result.
+ * half-close; answers fold into live log lines, the IDs of where the call ran, and the result. A
+ * pinned call that is shed (RESOURCE_EXHAUSTED with a retry-after hint) is tried again after the
+ * hint with a new request ID and `retryOf` naming the first try, so it keeps its version; up to
+ * `shedRetries` more tries, never past the deadline.
  */
 import { once } from 'node:events';
 import { inspect } from 'node:util';
@@ -20,9 +23,23 @@ import type {
   RequestExecutionRequest,
   RequestExecutionResponse,
 } from '../proto/gen/readie/v1/proxy.js';
-import { initialCallInfo, updateCallInfo, type CallInfo } from './call-info.js';
+import {
+  initialCallInfo,
+  newRequestId,
+  updateCallInfo,
+  withTrailers,
+  type CallInfo,
+} from './call-info.js';
+import { retryAfterMsOf } from './retry-hint.js';
 import { chunksOf } from '../shared/chunks.js';
-import { CallCancelledError, errorFromStatus, ProtocolError, ReadieError } from './errors.js';
+import {
+  CallCancelledError,
+  errorFromStatus,
+  ProtocolError,
+  ReadieError,
+  RemoteTimeoutError,
+  ShedError,
+} from './errors.js';
 
 /** Where a log line came from: the function's stdout or stderr, or readie itself. */
 export type LogLineSource = 'stdout' | 'stderr' | 'system';
@@ -61,6 +78,10 @@ export interface RemoteCallStart {
   readonly signal?: AbortSignal | undefined;
   readonly onLog?: ((line: RemoteLogLine) => void) | undefined;
   readonly onSettled?: ((call: CallInfo) => void) | undefined;
+  /** More tries after a shed, at most (default 0). */
+  readonly shedRetries?: number | undefined;
+  /** When every try must be over, epoch ms (default: no deadline). */
+  readonly deadline?: number | undefined;
 }
 
 type Stream = ClientDuplexStream<RequestExecutionRequest, RequestExecutionResponse>;
@@ -86,7 +107,7 @@ export class RemoteCall<T = unknown> implements AsyncIterable<RemoteLogLine> {
   constructor(start: RemoteCallStart) {
     this.requestId = start.config.requestId;
     this.sessionId = start.config.sessionId;
-    this.#info = initialCallInfo(this.requestId, this.sessionId);
+    this.#info = initialCallInfo(this.requestId, this.sessionId, start.config.retryOf);
     this.result = this.#run(start);
     // A caller that only reads the logs must not crash the process with an unhandled rejection;
     // whoever awaits `result` still gets the error.
@@ -133,14 +154,53 @@ export class RemoteCall<T = unknown> implements AsyncIterable<RemoteLogLine> {
       if (signal?.aborted) this.cancel(signal.reason);
       if (this.#cancelled) throw this.#cancelledError(undefined);
       signal?.addEventListener('abort', onAbort, { once: true });
-      const stream = start.client.requestExecution(start.metadata);
+      let config = start.config;
+      for (let tries = 1; ; tries += 1) {
+        try {
+          return await this.#attempt(start, config);
+        } catch (error) {
+          if (!(error instanceof ShedError) || this.#cancelled) throw error;
+          const deadline = start.deadline ?? Infinity;
+          if (tries > (start.shedRetries ?? 0) || Date.now() + error.retryAfterMs >= deadline) {
+            throw error;
+          }
+          await new Promise((resolve) => setTimeout(resolve, error.retryAfterMs));
+          if (this.#cancelled) throw this.#cancelledError(undefined);
+          // Every try names the first: the log holds its resolution for all of them.
+          const retryOf = start.config.requestId;
+          config = { ...start.config, requestId: newRequestId(), retryOf };
+          this.#info = initialCallInfo(config.requestId, config.sessionId, retryOf);
+        }
+      }
+    } finally {
+      signal?.removeEventListener('abort', onAbort);
+      this.#ended = true;
+      for (const wake of this.#wake.splice(0)) wake();
+      start.onSettled?.(this.#info);
+    }
+  }
+
+  /** One try of the call. */
+  async #attempt(start: RemoteCallStart, config: CallConfig): Promise<T> {
+    {
+      const deadline = start.deadline;
+      if (deadline !== undefined && Date.now() >= deadline) {
+        throw new RemoteTimeoutError("the call's timeout passed before it could be tried", {
+          code: Status.DEADLINE_EXCEEDED,
+          call: this.#info,
+        });
+      }
+      const stream = start.client.requestExecution(
+        start.metadata,
+        deadline === undefined ? {} : { deadline },
+      );
       this.#stream = stream;
       const chunks: Buffer[] = [];
       let hasResult = false;
       // Writes and reads run together: answers (installer output, say) may come before the end of
       // a large payload, and a stalled reader must not stall the writer.
       const stopWriting = new AbortController();
-      const writing = writeRequest(stream, start.config, start.payload, stopWriting.signal);
+      const writing = writeRequest(stream, config, start.payload, stopWriting.signal);
       try {
         // Without destroyOnReturn: false the iterator would destroy (cancel) the call at its end.
         const answers = stream.iterator({
@@ -172,11 +232,6 @@ export class RemoteCall<T = unknown> implements AsyncIterable<RemoteLogLine> {
         });
       }
       return start.decode(Buffer.concat(chunks), this.#info) as T;
-    } finally {
-      signal?.removeEventListener('abort', onAbort);
-      this.#ended = true;
-      for (const wake of this.#wake.splice(0)) wake();
-      start.onSettled?.(this.#info);
     }
   }
 
@@ -206,6 +261,8 @@ export class RemoteCall<T = unknown> implements AsyncIterable<RemoteLogLine> {
   async #mapStreamError(error: unknown, start: RemoteCallStart): Promise<ReadieError> {
     const code = statusCodeOf(error);
     const details = detailsOf(error);
+    const trailers = metadataOf(error);
+    this.#info = withTrailers(this.#info, trailers);
     if (this.#cancelled && (code === undefined || code === Status.CANCELLED)) {
       return this.#cancelledError(details);
     }
@@ -216,6 +273,7 @@ export class RemoteCall<T = unknown> implements AsyncIterable<RemoteLogLine> {
       });
     }
     const insecure = start.insecure ?? false;
+    const retryAfterMs = retryAfterMsOf(trailers);
     // A plaintext dial of a TLS port fails without saying why: ask the port whether it speaks TLS.
     const problem = code === Status.UNAVAILABLE ? transportProblemOf(details ?? '') : null;
     const ambiguous = insecure && (problem === 'connection-failed' || problem === 'http1');
@@ -223,11 +281,18 @@ export class RemoteCall<T = unknown> implements AsyncIterable<RemoteLogLine> {
       address: start.address,
       call: this.#info,
       cause: error,
-      trailers: readieTrailersOf(error),
+      trailers: readieTrailersOf(trailers),
       insecure,
       speaksTls: ambiguous ? await speaksTls(start.address) : false,
+      ...(retryAfterMs === undefined ? {} : { retryAfterMs }),
     });
   }
+}
+
+function metadataOf(error: unknown): Metadata | undefined {
+  if (typeof error !== 'object' || error === null || !('metadata' in error)) return undefined;
+  const { metadata } = error;
+  return metadata instanceof GrpcMetadata ? metadata : undefined;
 }
 
 function reasonText(reason: unknown): string {
@@ -242,10 +307,8 @@ function statusCodeOf(error: unknown): Status | undefined {
 }
 
 /** The `readie-*` trailers of a failed call (src/shared/call-trailers.ts). */
-function readieTrailersOf(error: unknown): CallTrailers {
-  if (typeof error !== 'object' || error === null || !('metadata' in error)) return {};
-  const { metadata } = error;
-  if (!(metadata instanceof GrpcMetadata)) return {};
+function readieTrailersOf(metadata: Metadata | undefined): CallTrailers {
+  if (metadata === undefined) return {};
   const trailers: Record<string, string> = {};
   for (const [name, value] of Object.entries(metadata.getMap())) {
     if (name.startsWith('readie-')) trailers[name] = String(value);

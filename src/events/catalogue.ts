@@ -7,7 +7,14 @@ const Cost = (description: string) => T.Number({ minimum: 0, description });
 
 // The descriptions are the catalogue reference (docs/catalogue.md is generated from them).
 
-/** One checkpoint a worker of a flavor can restore. */
+/**
+ * One checkpoint a worker of a flavor can restore. A checkpoint that holds loaded state (a
+ * model's weights) is a *version* a tenant can pin (docs/tenant-routing.md): `onDemand` ones are
+ * not built when a worker starts, only when a pre-warm or a cold load asks; `residentMemory` is
+ * what keeping it resident costs (bytes, counted against the worker's resident budget); `setup`
+ * is Python source run once when the checkpoint is built, after its imports (e.g. loading that
+ * version's weights), whose names calls reach with `import readie_checkpoint`.
+ */
 export const CheckpointSpecSchema = T.Object({
   id: T.String({
     minLength: 1,
@@ -17,6 +24,25 @@ export const CheckpointSpecSchema = T.Object({
     description: 'top-level modules the checkpoint has already imported (numpy, torch, ...)',
   }),
   restoreCost: Cost('the estimated cost of restoring it, before any import it lacks'),
+  onDemand: T.Optional(
+    T.Boolean({
+      description:
+        'true: workers do not build it at start, only when a pre-warm or a cold load asks (a version a tenant pins)',
+    }),
+  ),
+  residentMemory: T.Optional(
+    T.Integer({
+      minimum: 0,
+      description:
+        "bytes keeping it resident costs, counted against the worker's resident budget (--resident-memory)",
+    }),
+  ),
+  setup: T.Optional(
+    T.String({
+      description:
+        "Python source run once when the checkpoint is built, after its imports (e.g. loading a version's weights); calls reach its names with `import readie_checkpoint`",
+    }),
+  ),
 });
 
 /** What a flavor's workers offer: checkpoints, the base image's distributions, cold-start cost. */
@@ -27,7 +53,8 @@ export const FlavorCatalogueSchema = T.Object({
       "distributions the workers' Python already has: a call's packages of these names are skipped",
   }),
   checkpoints: T.Array(CheckpointSpecSchema, {
-    description: 'the checkpoints workers of this flavor build at start and restore from',
+    description:
+      'the checkpoints workers of this flavor restore from (built at start unless onDemand)',
   }),
 });
 

@@ -99,6 +99,16 @@ export const SESSION_UNPIN_REASONS = [
 /** Why a session lost its pin. */
 export type SessionUnpinReason = (typeof SESSION_UNPIN_REASONS)[number];
 
+/**
+ * What a worker reports of a version it holds (`ResidencyChanged.state`): `loading` (being built
+ * or restored), `resident` (in memory: calls start from it at once), `cached` (an artifact on local
+ * disk, e.g. a CRIU image, but nothing in memory), `evicted` (dropped from memory), `failed` (a
+ * load failed; `error` says why).
+ */
+export const RESIDENCY_STATES = ['loading', 'resident', 'cached', 'evicted', 'failed'] as const;
+/** A version's residency on a worker, as it reports it. */
+export type ResidencyState = (typeof RESIDENCY_STATES)[number];
+
 /** A call's resource and placement demand, exactly as the client sent it. */
 export const DemandSchema = T.Object({
   memory: opt(Bytes),
@@ -108,7 +118,14 @@ export const DemandSchema = T.Object({
   checkpointId: opt(Text),
   imports: opt(T.Array(Text)),
   packages: opt(T.Array(Text)),
+  /** The call asks for its tenant's pinned version (docs/tenant-routing.md). */
+  pinned: opt(T.Boolean()),
 });
+
+/** A routing table revision: global, from 1, one more with every `RoutingRevised`. */
+const Revision = T.Integer({ minimum: 1 });
+/** How many workers a tenant's version is kept on. */
+const SubsetSize = T.Integer({ minimum: 1 });
 
 /** A configuration value as recorded by `RouterStarted`. */
 const ConfigValue = T.Union([T.Number(), T.String(), T.Boolean(), T.Null()]);
@@ -156,7 +173,13 @@ export const EVENT_FIELDS = {
     reportSeq: opt(ReportSeq),
   },
   ContainerForgotten: { workerId: Id, containerId: Id, reason: literals(CONTAINER_FORGET_REASONS) },
-  CallRequested: { requestId: Id, sessionId: opt(Text), tenantId: opt(Id), demand: DemandSchema },
+  CallRequested: {
+    requestId: Id,
+    sessionId: opt(Text),
+    tenantId: opt(Id),
+    demand: DemandSchema,
+    retryOf: opt(Text),
+  },
   CallPlaced: {
     requestId: Id,
     sessionId: opt(Text),
@@ -166,6 +189,9 @@ export const EVENT_FIELDS = {
     packages: T.Array(Text),
     skippedPackages: T.Array(Text),
     memory: opt(Bytes),
+    version: opt(Text),
+    routingRevision: opt(Revision),
+    coldLoad: opt(T.Boolean()),
   },
   CallDialFailed: { requestId: Id, workerId: Id, error: Text },
   CallRejected: {
@@ -173,6 +199,9 @@ export const EVENT_FIELDS = {
     sessionId: opt(Text),
     code: literals(GRPC_CODE_NAMES),
     message: Text,
+    version: opt(Text),
+    routingRevision: opt(Revision),
+    retryAfterMs: opt(T.Integer({ minimum: 0 })),
   },
   CallBound: { requestId: Id, containerId: Id, checkpointId: opt(Text) },
   CallFinished: { requestId: Id, ok: T.Boolean(), code: opt(literals(GRPC_CODE_NAMES)) },
@@ -186,6 +215,22 @@ export const EVENT_FIELDS = {
   },
   SessionUnpinned: { sessionId: Id, reason: literals(SESSION_UNPIN_REASONS) },
   SessionExpired: { sessionId: Id, reason: literals(SESSION_EXPIRY_REASONS) },
+  PinStaged: { tenantId: Id, version: Id, k: SubsetSize, targetWorkers: T.Array(Id) },
+  RoutingRevised: {
+    revision: Revision,
+    tenantId: Id,
+    version: opt(Id),
+    k: opt(SubsetSize),
+    previousVersion: opt(Id),
+  },
+  ResidencyChanged: {
+    workerId: Id,
+    checkpointId: Id,
+    state: literals(RESIDENCY_STATES),
+    error: opt(Text),
+  },
+  ResidencyProtected: { workerId: Id, checkpointIds: T.Array(Id) },
+  ResidencyBudget: { workerId: Id, residentMemory: opt(Bytes) },
   Snapshot: {
     schemaVersion: opt(T.Integer({ minimum: 1 })),
     state: T.Record(T.String(), T.Unknown()),
@@ -227,8 +272,9 @@ export const EVENT_TYPES = Object.keys(EVENT_FIELDS) as EventType[];
  * decision), `answer:REQUEST` (the worker's first answer named the container), `end:REQUEST` (the
  * call ended), `report:WORKER` (a worker's report), `probe:WORKER` (a failed health probe),
  * `reaper` (a reaper pass), `dial:REQUEST` (the router could not open the stream to the worker a
- * call was placed on: the failed attempt and the call placed again). Events of one cause are one
- * append, so they are contiguous.
+ * call was placed on: the failed attempt and the call placed again), `admin:TENANT` (an operator's
+ * pin change), `routing` (the router telling workers which versions to keep, after the table or
+ * the fleet changed). Events of one cause are one append, so they are contiguous.
  */
 export const CAUSE_KINDS = [
   'start',
@@ -239,6 +285,8 @@ export const CAUSE_KINDS = [
   'probe',
   'reaper',
   'dial',
+  'admin',
+  'routing',
 ] as const;
 /** The kind of trigger an append records. */
 export type CauseKind = (typeof CAUSE_KINDS)[number];

@@ -8,6 +8,7 @@ import {
   type SessionExpiryReason,
 } from '../events/schema.js';
 import { DEFAULT_CONFIG, type Config } from '../shared/config.js';
+import { initialRouting, type RoutingState } from './routing-state.js';
 
 /** A worker's lifecycle as the router knows it: placeable only when `ready` (with an address). */
 export const WORKER_STATUSES = ['ready', 'error', 'leaving', 'evicted'] as const;
@@ -175,6 +176,8 @@ export interface ClusterState {
   readonly reservations: ReadonlyMap<string, Reservation>;
   /** Calls requested and not yet placed or refused, by request ID (usually none between appends). */
   readonly pendingCalls: ReadonlyMap<string, PendingCall>;
+  /** Tenants' pinned versions and the workers' residency (docs/tenant-routing.md). */
+  readonly routing: RoutingState;
 }
 
 /** The state before any event. */
@@ -191,5 +194,6 @@ export function initialState(): ClusterState {
     sessions: new Map(),
     reservations: new Map(),
     pendingCalls: new Map(),
+    routing: initialRouting(),
   };
 }

@@ -28,6 +28,7 @@ import type {
 } from './cluster-state.js';
 import { isLive } from './queries.js';
 import { isStaleContainerReport, reconcile, type ContainerEntry } from './reconcile.js';
+import { applyRoutingEvent } from './routing-fold.js';
 import { restoreSnapshot } from './snapshot.js';
 import { IGNORE_CHANGES, type WorkerChangeSink } from './worker-changes.js';
 
@@ -54,6 +55,7 @@ export function applyEvent(
   event: ClusterEvent,
   changes: WorkerChangeSink = IGNORE_CHANGES,
 ): State {
+  if (event.type !== 'Snapshot') applyRoutingEvent(state, event);
   switch (event.type) {
     case 'Snapshot':
       return restoreSnapshot(event) as unknown as State;
@@ -113,6 +115,13 @@ export function applyEvent(
       break;
     case 'CallRejected':
       state.pendingCalls.delete(event.requestId);
+      break;
+    // The routing events change only the routing part (routing-fold.ts, above).
+    case 'PinStaged':
+    case 'RoutingRevised':
+    case 'ResidencyChanged':
+    case 'ResidencyProtected':
+    case 'ResidencyBudget':
       break;
     case 'CallPlaced':
       reserve(state, event, changes);

@@ -4,5 +4,6 @@ export * from './evolve.js';
 export * from './fold.js';
 export * from './queries.js';
 export * from './reconcile.js';
+export * from './routing-state.js';
 export * from './snapshot.js';
 export * from './worker-changes.js';

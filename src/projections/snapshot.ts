@@ -12,12 +12,14 @@ import {
   EVICTION_REASONS,
   FLAVORS,
   literals,
+  RESIDENCY_STATES,
   SESSION_EXPIRY_REASONS,
 } from '../events/schema.js';
 import { explainMismatch } from '../events/schema-errors.js';
 import type { EventOf } from '../events/types.js';
 import { configInForce } from '../shared/config.js';
 import { CONTAINER_RECORD_STATES, WORKER_STATUSES, type ClusterState } from './cluster-state.js';
+import { initialRouting, type RoutingState } from './routing-state.js';
 
 const Nullable = <S extends TSchema>(schema: S) => T.Union([schema, T.Null()]);
 const Count = T.Integer({ minimum: 0 });
@@ -90,6 +92,53 @@ const PendingCallSchema = T.Object({
   unreachable: T.Array(Text),
 });
 
+const RoutingSchema = T.Object({
+  revision: Count,
+  entries: T.Record(
+    T.String(),
+    T.Object({
+      tenantId: Text,
+      version: Text,
+      k: Count,
+      revision: Count,
+      previousVersion: Nullable(Text),
+      since: Text,
+    }),
+  ),
+  revisions: T.Record(
+    T.String(),
+    T.Object({ tenantId: Text, version: Nullable(Text), k: Nullable(Count), at: Text }),
+  ),
+  staged: T.Record(
+    T.String(),
+    T.Object({
+      tenantId: Text,
+      version: Text,
+      k: Count,
+      targetWorkers: T.Array(Text),
+      since: Text,
+    }),
+  ),
+  retained: T.Record(
+    T.String(),
+    T.Object({ tenantId: Text, version: Text, k: Count, since: Text }),
+  ),
+  workers: T.Record(
+    T.String(),
+    T.Object({
+      versions: T.Record(
+        T.String(),
+        T.Object({ state: literals(RESIDENCY_STATES), error: Nullable(Text), since: Text }),
+      ),
+      loads: T.Array(T.Object({ requestId: Nullable(Text), checkpointId: Text, since: Text })),
+      protectedIds: Nullable(T.Array(Text)),
+      residentMemory: Nullable(Count),
+    }),
+  ),
+  calls: T.Record(T.String(), T.Object({ tenantId: Text, revision: Nullable(Count), at: Text })),
+  sessions: T.Record(T.String(), T.Object({ tenantId: Text, revision: Count })),
+});
+
 /** The JSON schema of a snapshot's `state`. */
 export const ClusterStateSchema = T.Object({
   schemaVersion: T.Integer({ minimum: 1, maximum: EVENT_SCHEMA_VERSION }),
@@ -104,6 +153,8 @@ export const ClusterStateSchema = T.Object({
   sessions: T.Record(T.String(), SessionSchema),
   reservations: T.Record(T.String(), ReservationSchema),
   pendingCalls: T.Record(T.String(), PendingCallSchema),
+  // Absent in snapshots written before routing existed.
+  routing: T.Optional(RoutingSchema),
 });
 
 /** A state as JSON: what a `Snapshot` event carries (Maps become objects keyed by ID). */
@@ -121,10 +172,12 @@ type Jsonified<T> =
 // The schema and the `ClusterState` interface must describe the same thing.
 type SameShape<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
 const schemaMatchesState: SameShape<
-  Omit<ClusterStateJson, 'config' | 'rulesVersion'>,
-  Omit<Jsonified<ClusterState>, 'config' | 'rulesVersion'>
+  Omit<ClusterStateJson, 'config' | 'rulesVersion' | 'routing'>,
+  Omit<Jsonified<ClusterState>, 'config' | 'rulesVersion' | 'routing'>
 > = true;
 void schemaMatchesState;
+const routingMatchesState: SameShape<Static<typeof RoutingSchema>, Jsonified<RoutingState>> = true;
+void routingMatchesState;
 
 const checkState = TypeCompiler.Compile(ClusterStateSchema);
 
@@ -168,6 +221,41 @@ export function stateFromJson(json: ClusterStateJson): ClusterState {
     sessions: mapOf(copy.sessions, (session) => session),
     reservations: mapOf(copy.reservations, (reservation) => reservation),
     pendingCalls: mapOf(copy.pendingCalls, (call) => call),
+    routing: copy.routing ? routingFromJson(copy.routing) : initialRouting(),
+  };
+}
+
+function routingFromJson(json: Static<typeof RoutingSchema>): RoutingState {
+  const same = <V>(value: V) => value;
+  return {
+    revision: json.revision,
+    entries: mapOf(json.entries, same),
+    revisions: mapOf(json.revisions, same),
+    staged: mapOf(json.staged, same),
+    retained: mapOf(json.retained, same),
+    workers: mapOf(json.workers, (worker) => ({
+      ...worker,
+      versions: mapOf(worker.versions, same),
+    })),
+    calls: mapOf(json.calls, same),
+    sessions: mapOf(json.sessions, same),
+  };
+}
+
+function routingToJson(routing: RoutingState): Static<typeof RoutingSchema> {
+  const same = <V>(value: V) => value;
+  return {
+    revision: routing.revision,
+    entries: recordOf(routing.entries, same),
+    revisions: recordOf(routing.revisions, same),
+    staged: recordOf(routing.staged, same),
+    retained: recordOf(routing.retained, same),
+    workers: recordOf(routing.workers, (worker) => ({
+      ...worker,
+      versions: recordOf(worker.versions, same),
+    })),
+    calls: recordOf(routing.calls, same),
+    sessions: recordOf(routing.sessions, same),
   };
 }
 
@@ -235,6 +323,7 @@ export function stateToJson(state: ClusterState): ClusterStateJson {
       ...call,
       unreachable: [...call.unreachable],
     })),
+    routing: routingToJson(state.routing),
   });
 }
 

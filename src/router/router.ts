@@ -37,6 +37,7 @@ import {
   type MetricsServer,
 } from './observability/index.js';
 import { registryService } from './registry/index.js';
+import { ResidencyKeeper } from './routing/index.js';
 import {
   credentialInterceptor,
   formatHostPort,
@@ -250,6 +251,9 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
         }),
         credentials,
         logger,
+        journal,
+        placement,
+        clock,
       }),
     );
     serve(TenantServiceService, tenantService({ state: () => log.state, credentials }));
@@ -308,8 +312,18 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
         h2Links.retain(live);
       },
     });
+    const residency = new ResidencyKeeper({
+      journal,
+      connections,
+      placement,
+      config,
+      clock,
+      logger,
+      workerMetadata: credentials.workerMetadata,
+    });
     probes.start();
     reaper.start();
+    residency.start();
     for (const name of HEALTH_SERVICES) health.setStatus(name, 'SERVING');
     const inForce = credentials.summary();
     if (options.workerCa === undefined && inForce.routerToken) {
@@ -368,6 +382,7 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
         closing ??= (async () => {
           probes.stop();
           reaper.stop();
+          residency.stop();
           for (const name of HEALTH_SERVICES) health.setStatus(name, 'NOT_SERVING');
           await shutdown(running, runningFront, active, graceMs);
           await runningMetrics?.close();

@@ -83,6 +83,16 @@ export const SETTINGS = {
     default: 60_000,
     help: 'how long a worker retries connecting to a starting executor',
   },
+  ROUTING_RETRY_AFTER: {
+    kind: 'duration',
+    default: 2_000,
+    help: 'the retry-after hint of a pinned call shed while its worker loads a version',
+  },
+  PIN_RETENTION: {
+    kind: 'duration',
+    default: 3_600_000,
+    help: 'a version stays protected from eviction this long after it stops being pinned',
+  },
 } as const satisfies Record<string, SettingSpec>;
 
 /** The name of a numeric setting (its environment variable). */

@@ -110,3 +110,21 @@ export class WorkerUnusableError extends StatusError {
   override readonly name = 'WorkerUnusableError';
   readonly code = 'UNAVAILABLE';
 }
+
+/** A pinned call's version could not be loaded here; the message names it and why. */
+export class VersionLoadError extends StatusError {
+  override readonly name = 'VersionLoadError';
+  readonly code = 'FAILED_PRECONDITION';
+}
+
+/** A version this worker's catalogue does not list (a pre-warm or a pinned call naming it). */
+export class UnknownVersionError extends StatusError {
+  override readonly name = 'UnknownVersionError';
+  readonly code = 'NOT_FOUND';
+}
+
+/** A container that does not hold the version a pinned call needs (never served from). */
+export class VersionMismatchError extends StatusError {
+  override readonly name = 'VersionMismatchError';
+  readonly code = 'FAILED_PRECONDITION';
+}

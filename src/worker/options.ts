@@ -43,6 +43,8 @@ export interface WorkerOptions {
   readonly advertise: string | null;
   readonly flavor: 'cpu' | 'gpu';
   readonly memoryTotal: number;
+  /** The resident budget for versions, in bytes (`--resident-memory`); null: no limit. */
+  readonly residentMemory: number | null;
   readonly gpuMemoryTotal: number;
   readonly stateDir: string;
   readonly python: string;
@@ -191,14 +193,23 @@ export function resolveWorkerOptions(
   }
   const advertise = get('advertise');
   const stateDir = resolve(get('stateDir') ?? `/var/lib/readie/${workerId}`);
+  const memoryTotal =
+    get('memory') !== undefined ? size(get('memory')!, '--memory') : machine.totalMemory;
+  const residentText = get('residentMemory');
+  const residentMemory =
+    residentText === undefined
+      ? Math.floor(memoryTotal / 2)
+      : residentText.trim().toLowerCase() === 'none'
+        ? null
+        : size(residentText, '--resident-memory');
   return {
     workerId,
     router: hostPort(required(get('router'), '--router', 'WORKER_ROUTER'), '--router'),
     listen: hostPort(required(get('listen'), '--listen', 'WORKER_LISTEN'), '--listen'),
     advertise: advertise === undefined ? null : hostPort(advertise, '--advertise'),
     flavor: oneOf(required(get('flavor'), '--flavor', 'WORKER_FLAVOR'), ['cpu', 'gpu'], '--flavor'),
-    memoryTotal:
-      get('memory') !== undefined ? size(get('memory')!, '--memory') : machine.totalMemory,
+    memoryTotal,
+    residentMemory,
     gpuMemoryTotal: get('gpuMemory') !== undefined ? size(get('gpuMemory')!, '--gpu-memory') : 0,
     stateDir,
     python: get('python') ?? '/usr/bin/python3',

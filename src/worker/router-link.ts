@@ -10,6 +10,7 @@ import type {
   ReportStatusRequest,
   ReportUtilizationRequest,
 } from '../proto/gen/readie/v1/registry.js';
+import type { ReportResidencyRequest } from '../proto/gen/readie/v1/residency.js';
 import type { RegistryClient } from './registry/index.js';
 
 /** What the link asks the worker for. */
@@ -23,6 +24,11 @@ export interface RouterLinkSources {
    * it), with its message.
    */
   readonly displaced: (message: string) => void;
+  /**
+   * The full residency report as of now (every version with a state, and the budget), sent after
+   * each status report: a registration makes the router forget what it knew. Null: none to send.
+   */
+  readonly residency: () => ReportResidencyRequest | null;
 }
 
 /** Reports to the router, in order. */
@@ -40,8 +46,19 @@ export class RouterLink {
   }
 
   /** Registers (with the registry client's retries); throws once it gives up. */
-  register(): Promise<void> {
-    return this.registry.register(this.sources.status());
+  async register(): Promise<void> {
+    await this.registry.register(this.sources.status());
+    this.reportAllResidency();
+  }
+
+  /** Queues a residency report of changed versions. */
+  residency(report: ReportResidencyRequest): void {
+    if (!this.leaving) this.registry.reportResidency(report);
+  }
+
+  private reportAllResidency(): void {
+    const report = this.sources.residency();
+    if (report) this.registry.reportResidency(report);
   }
 
   /** Reports the status again, after any status report still under way. */
@@ -51,6 +68,7 @@ export class RouterLink {
       try {
         const status = this.sources.status();
         await this.registry.reportStatus(status);
+        this.reportAllResidency();
         this.log.info({ why, checkpoints: status.checkpoints }, 'reported status again');
       } catch (error) {
         if ((error as ServiceError).code === grpcStatus.ALREADY_EXISTS) {

@@ -26,6 +26,7 @@ export interface WorkerFlagValues {
   id?: string;
   flavor?: string;
   memory?: string;
+  residentMemory?: string;
   gpuMemory?: string;
   maxContainers?: string;
   stateDir?: string;
@@ -89,6 +90,12 @@ export const WORKER_FLAGS: readonly WorkerFlag[] = [
     flag: '--memory <size>',
     env: 'WORKER_MEMORY',
     help: "memory for containers, e.g. 16GiB (default: the machine's)",
+  },
+  {
+    key: 'residentMemory',
+    flag: '--resident-memory <size|none>',
+    env: 'WORKER_RESIDENT_MEMORY',
+    help: "resident budget for tenants' versions (catalogue residentMemory); a load past it evicts the least recently used unprotected version; none: no limit (default: half of --memory)",
   },
   {
     key: 'gpuMemory',

@@ -38,6 +38,14 @@ import { lockCgroupParent, lockStateDir, type ProcessLock } from './process-lock
 import { advertisedAddress, type WorkerOptions } from './options.js';
 import { findInstaller, type Installer } from './packages/index.js';
 import { RegistryClient } from './registry/index.js';
+import {
+  ResidencyState,
+  ResidencyServiceService,
+  type ReportResidencyRequest,
+} from '../proto/gen/readie/v1/residency.js';
+import type { CheckpointSpec } from '../events/catalogue.js';
+import type { ResidencyState as ResidencyStateName } from '../events/schema.js';
+import { residencyService, VersionResidency, type VersionState } from './residency/index.js';
 import { RouterLink } from './router-link.js';
 import {
   SharedIdentity,
@@ -82,6 +90,15 @@ export interface WorkerTuning {
   readonly sandboxHardening: boolean;
 }
 
+/** The wire's residency states by name. */
+const RESIDENCY_STATE_OF: Record<ResidencyStateName, ResidencyState> = {
+  loading: ResidencyState.RESIDENCY_STATE_LOADING,
+  resident: ResidencyState.RESIDENCY_STATE_RESIDENT,
+  cached: ResidencyState.RESIDENCY_STATE_CACHED,
+  evicted: ResidencyState.RESIDENCY_STATE_EVICTED,
+  failed: ResidencyState.RESIDENCY_STATE_FAILED,
+};
+
 /** The defaults of WorkerTuning. */
 const DEFAULT_TUNING: WorkerTuning = {
   registerRetries: 3,
@@ -123,6 +140,7 @@ export class Worker {
   private displaced: (message: string) => void = () => undefined;
   /** This process's claims on its state directory and parent cgroup (released at stop). */
   private readonly locks: ProcessLock[] = [];
+  private versionResidency: VersionResidency | null = null;
 
   /** host:port reported to the router. */
   get address(): string {
@@ -157,6 +175,11 @@ export class Worker {
   /** The containers; null in error status. */
   get pool(): ContainerPool | null {
     return this.containers;
+  }
+
+  /** The versions it holds (docs/tenant-routing.md); null in error status. */
+  get versions(): VersionResidency | null {
+    return this.versionResidency;
   }
 
   private constructor(
@@ -246,6 +269,7 @@ export class Worker {
       this.health.set('SERVING');
       this.backend?.onChange(() => {
         this.pool?.refreshStandbys();
+        this.versions?.sync();
         this.logTiers();
         this.router?.reportStatusAgain('its checkpoints changed');
       });
@@ -306,8 +330,10 @@ export class Worker {
     if ('problem' in backend) return backend;
     this.restoreBackend = backend;
     log.info({ restoreBackend: backend.description }, 'restore backend chosen');
-    const built = await Promise.allSettled(checkpoints.map((spec) => backend.build(spec)));
-    checkpoints.forEach((spec, index) => {
+    // On-demand checkpoints (tenants' versions) are built when a pre-warm or a cold load asks.
+    const atStart = checkpoints.filter((spec) => spec.onDemand !== true);
+    const built = await Promise.allSettled(atStart.map((spec) => backend.build(spec)));
+    atStart.forEach((spec, index) => {
       const result = built[index];
       if (result?.status === 'rejected') {
         log.error(
@@ -338,6 +364,15 @@ export class Worker {
         }),
       log,
     });
+    this.versionResidency = new VersionResidency({
+      workerId: options.workerId,
+      specs: new Map<string, CheckpointSpec>(checkpoints.map((spec) => [spec.id, spec])),
+      budget: options.residentMemory,
+      backend,
+      pool: this.containers,
+      report: (changed) => this.router?.residency(this.residencyReport(changed)),
+      log,
+    });
     this.logTiers();
     return { pool: this.containers };
   }
@@ -354,6 +389,19 @@ export class Worker {
       (id) => backend.isResident(id) || pool.keepsStandbys(id),
       (id) => backend.hasImage(id),
     );
+  }
+
+  /** A residency report of `versions`, with the budget. */
+  private residencyReport(versions: readonly VersionState[]): ReportResidencyRequest {
+    return {
+      workerId: this.options.workerId,
+      residentMemory: this.options.residentMemory ?? undefined,
+      versions: versions.map((version) => ({
+        checkpointId: version.checkpointId,
+        state: RESIDENCY_STATE_OF[version.state],
+        error: version.error ?? '',
+      })),
+    };
   }
 
   private logTiers(): void {
@@ -415,6 +463,17 @@ export class Worker {
           },
           calls: this.calls,
           credentials: this.credentials,
+          versions: () => this.versions,
+        }),
+      ),
+    );
+    server.addService(
+      ...decodingService(
+        ResidencyServiceService,
+        residencyService({
+          residency: () => this.versions,
+          credentials: this.credentials,
+          log: this.log,
         }),
       ),
     );
@@ -463,6 +522,10 @@ export class Worker {
         status: () => this.statusRequest(),
         utilization: () => this.utilizationRequest(),
         displaced: (message) => this.leaveDisplaced(message),
+        residency: () =>
+          this.status === WorkerStatus.WORKER_STATUS_READY && this.versions
+            ? this.residencyReport(this.versions.all())
+            : null,
       },
       this.log,
     );

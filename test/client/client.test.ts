@@ -98,6 +98,8 @@ describe('TypeScript client', function () {
       checkpointId: 'ckpt-numpy',
       pythonVersion: '',
       format: PayloadFormat.PAYLOAD_FORMAT_JSON_CALL,
+      pinned: false,
+      retryOf: '',
     });
     expect(call.requestId).to.match(/^req-[0-9a-f]{32}$/);
     expect(call.info).to.deep.equal({
@@ -106,6 +108,9 @@ describe('TypeScript client', function () {
       workerId: 'worker-1',
       containerId: 'container-1',
       checkpointId: 'ckpt-numpy',
+      servedVersion: '',
+      routingRevision: 0,
+      retryOf: '',
     });
     expect(received?.metadata.get('authorization')).to.deep.equal([]);
   });

@@ -9,6 +9,7 @@ import {
   ReadieClient,
   RemoteOutOfMemoryError,
   ResourceExhaustedError,
+  ShedError,
   type ReadieError,
 } from '../../src/client/index.js';
 import { FakeProxy, TEST_CA_FILE } from '../support/fake-proxy.js';
@@ -117,6 +118,25 @@ describe('TypeScript client: one hint per cause', function () {
     expect(error.message).to.include('has no worker').and.include('readie status');
     expect(error.message).to.not.include('READIE_ADDRESS');
     expect(error.notStarted).to.equal(true);
+  });
+
+  it('a shed (RESOURCE_EXHAUSTED with retry-after-ms) is a ShedError with its own hint, not a full fleet', async () => {
+    proxy.script = async (call) => {
+      await call.read();
+      call.fail(
+        Status.RESOURCE_EXHAUSTED,
+        'version "v1" is not resident on its subset ...: retry in 2s (ROUTING_RETRY_AFTER)',
+        { 'retry-after-ms': '1500', 'readie-version': 'v1', 'readie-routing-revision': '3' },
+      );
+    };
+    const error = await failure(client);
+    expect(error).to.be.instanceOf(ShedError).and.instanceOf(ResourceExhaustedError);
+    expect((error as ShedError).retryAfterMs).to.equal(1500);
+    expect(error.message).to.match(/^the call was shed at /);
+    expect(error.message).to.include('retry after 1500ms');
+    expect(error.message).to.not.include('ask for less memory');
+    expect(error.notStarted).to.equal(true);
+    expect(error.call?.servedVersion).to.equal('v1');
   });
 
   it('nothing listening: names the address and READIE_ADDRESS', async () => {

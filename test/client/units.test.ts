@@ -79,6 +79,8 @@ describe('TypeScript client parts', () => {
         checkpointId: 'ckpt-torch',
         pythonVersion: '3.11',
         format: PayloadFormat.PAYLOAD_FORMAT_JSON_CALL,
+        pinned: false,
+        retryOf: '',
       });
     });
 
@@ -259,6 +261,8 @@ describe('TypeScript client parts', () => {
         workerId: 'w1',
         containerId: '',
         checkpointId: 'planned',
+        version: '',
+        routingRevision: 0,
       };
       const planned = updateCallInfo(initialCallInfo('req-1', 'ses-1'), ids);
       expect(planned).to.deep.include({

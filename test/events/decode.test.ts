@@ -66,6 +66,7 @@ describe('reading events', () => {
       checkpointId: null,
       imports: null,
       packages: null,
+      pinned: null,
     });
     expect(event).to.have.property('sessionId', null);
   });

@@ -108,6 +108,22 @@ class ServerTest(unittest.TestCase):
         self.assertIn("unexpected RESULT", json.loads(body)["message"])
         sock.close()
 
+    def test_a_call_for_a_version_the_container_does_not_hold_is_refused(self):
+        # This container started cold ("checkpoint": ""): no pinned call may run in it.
+        sock, reader, _hello = self.connect()
+        sock.sendall(frames.encode_json(frames.CALL, {"format": "json-call", "version": "policy-v1"}))
+        kind, body = frames.read_frame(reader)
+        self.assertEqual(kind, frames.ERROR)
+        error = json.loads(body)
+        self.assertEqual(error["reason"], "version")
+        self.assertIn("not version 'policy-v1'", error["message"])
+        self.assertIsNone(frames.read_frame(reader))
+        sock.close()
+
+    def test_a_call_without_a_version_still_runs(self):
+        payload = json.dumps({"module": None, "source": "def f():\n    return 1\n", "function": "f"}).encode()
+        self.assertEqual(json.loads(self.call("json-call", payload)[2])["value"], 1)
+
     def test_a_large_result_comes_in_pieces_of_at_most_1_mib(self):
         payload = json.dumps({"module": None, "source": "def f():\n    return 'z' * 3000000\n", "function": "f"}).encode()
         sock, reader, _hello = self.connect()

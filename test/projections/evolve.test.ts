@@ -180,6 +180,9 @@ describe('evolve: the effect of each event', () => {
         sessionId: null,
         code: 'UNAVAILABLE',
         message: 'none',
+        version: null,
+        routingRevision: null,
+        retryAfterMs: null,
       };
       const withCause = stateOf(base().add(neutral));
       const withBoth = stateOf(
@@ -248,6 +251,9 @@ describe('evolve: the effect of each event', () => {
     const state = stateOf(
       history(registered('w1'), requested('r1'), {
         type: 'CallRejected',
+        version: null,
+        routingRevision: null,
+        retryAfterMs: null,
         requestId: 'r1',
         sessionId: null,
         code: 'UNAVAILABLE',

@@ -73,6 +73,10 @@ describe('the replay CLI', function () {
       'skippedPackages',
       'code',
       'message',
+      'version',
+      'routingRevision',
+      'coldLoad',
+      'retryAfterMs',
       'recorded',
     ]);
   });

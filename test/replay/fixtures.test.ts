@@ -98,6 +98,32 @@ describe('regression fixtures', () => {
       expect(divergence?.divergence).to.equal('CallPlaced.containerId: recorded c1, now elsewhere');
     });
 
+    it('a holder that reported its version loading instead diverges at the next pinned call', () => {
+      const events = readEvents(join(FIXTURES, 'pinned-cold-load.jsonl'));
+      const resident = events.find((e) => e.type === 'ResidencyChanged' && e.state === 'resident')!;
+      const warm = events.find((e) => e.type === 'CallRequested' && e.requestId === 'warm')!;
+      const divergence = firstDivergence(
+        changed(events, resident.seq, (e) => (e.state = 'loading')),
+      );
+      expect(divergence?.seq).to.equal(warm.seq);
+      expect(divergence?.divergence).to.equal('recorded CallPlaced, now CallRejected');
+    });
+
+    it('a placement recorded with another version than the table held diverges at that call', () => {
+      const events = readEvents(join(FIXTURES, 'pinned-retry-across-flip.jsonl'));
+      const firstTry = events.find((e) => e.type === 'CallPlaced' && e.requestId === 'first-try')!;
+      const request = events.find(
+        (e) => e.type === 'CallRequested' && e.requestId === 'first-try',
+      )!;
+      const divergence = firstDivergence(
+        changed(events, firstTry.seq, (e) => ((e.version = 'screen-v2'), (e.routingRevision = 2))),
+      );
+      expect(divergence?.seq).to.equal(request.seq);
+      expect(divergence?.divergence).to.equal(
+        'CallPlaced.version: recorded screen-v2, now screen-v1',
+      );
+    });
+
     it('a changed eviction is caught at the next call of the session it expired', () => {
       const events = readEvents(join(FIXTURES, 'session-expired-after-eviction.jsonl'));
       const eviction = events.find((e) => e.type === 'WorkerEvicted')!;

@@ -348,6 +348,9 @@ describe('router core (pure)', () => {
       packages: [],
       skippedPackages: [],
       memory: 1,
+      version: null,
+      routingRevision: null,
+      coldLoad: false,
     };
     const ids = {
       requestId: 'r1',
@@ -355,6 +358,8 @@ describe('router core (pure)', () => {
       workerId: 'w1',
       containerId: '',
       checkpointId: '',
+      version: '',
+      routingRevision: 0,
     };
 
     it("the first answer binds the call; a session's new container is pinned with the checkpoint used", () => {
@@ -382,6 +387,8 @@ describe('router core (pure)', () => {
         workerId: 'y',
         containerId: 'c1',
         checkpointId: 'k',
+        version: 'ignored',
+        routingRevision: 9,
       };
       expect(answerIds(ids, fromWorker)).to.deep.equal({
         ...ids,

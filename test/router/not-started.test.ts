@@ -5,11 +5,22 @@ import { codeOf, run, startTestRouter, type TestRouter } from '../support/router
 import { ScriptedWorker } from '../support/router/scripted-worker.js';
 import { cleanTempDirs } from '../support/temp.js';
 
-/** The readie trailers a failed call brought back to the client. */
+/** The call's IDs, which every answer of the router ends with (the router's own, not relayed). */
+const ID_TRAILERS = new Set([
+  'readie-request-id',
+  'readie-session-id',
+  'readie-worker-id',
+  'readie-container-id',
+  'readie-checkpoint-id',
+  'readie-version',
+  'readie-routing-revision',
+]);
+
+/** The readie trailers a failed call brought back to the client about its function. */
 function trailersOf(error: ServiceError | undefined): Record<string, string> {
   const trailers: Record<string, string> = {};
   for (const [name, value] of Object.entries(error?.metadata.getMap() ?? {})) {
-    if (name.startsWith('readie-')) trailers[name] = String(value);
+    if (name.startsWith('readie-') && !ID_TRAILERS.has(name)) trailers[name] = String(value);
   }
   return trailers;
 }
@@ -35,6 +46,7 @@ describe('router: what a failed call says about its function (trailers)', functi
     const outcome = await run(test.client, 'echo');
     expect(codeOf(outcome)).to.equal('UNAVAILABLE');
     expect(trailersOf(outcome.error)).to.deep.equal({ 'readie-not-started': '1' });
+    expect(outcome.error?.metadata.get('readie-request-id')).to.have.length(1);
   });
 
   it('a worker the router cannot reach: not started; a worker that ran and failed: no marker', async () => {
@@ -74,6 +86,8 @@ describe('router: what a failed call says about its function (trailers)', functi
         'readie-killed': 'out-of-memory',
         'readie-memory-budget': '536870912',
       });
+      // The IDs are the router's: the call's worker, whatever the worker's trailers said.
+      expect(outcome.error?.metadata.get('readie-worker-id')).to.deep.equal(['w-oom']);
     } finally {
       worker.stop();
     }

@@ -112,6 +112,9 @@ describe('placement', () => {
           packages: [],
           skippedPackages: [],
           memory: 2 * GiB,
+          version: null,
+          routingRevision: null,
+          coldLoad: false,
         },
         {
           type: 'SessionPinned',

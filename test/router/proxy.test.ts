@@ -77,6 +77,8 @@ describe('router: ProxyService.RequestExecution over loopback', function () {
       workerId: 'w1',
       containerId: worker.calls.at(-1)?.containerId,
       checkpointId: 'ckpt-numpy',
+      version: '',
+      routingRevision: 0,
     });
     const header = worker.calls.at(-1)?.header;
     expect(header?.ids?.checkpointId).to.equal('ckpt-numpy');
@@ -106,7 +108,9 @@ describe('router: ProxyService.RequestExecution over loopback', function () {
         checkpointId: null,
         imports: [],
         packages: [],
+        pinned: false,
       },
+      retryOf: null,
     });
   });
 

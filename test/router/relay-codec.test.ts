@@ -20,6 +20,8 @@ const ids = {
   workerId: 'w1',
   containerId: 'c1',
   checkpointId: 'ckpt',
+  version: '',
+  routingRevision: 0,
 };
 
 function clientWire(message: RequestExecutionRequest): Buffer {

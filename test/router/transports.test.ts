@@ -82,9 +82,10 @@ for (const relay of ['http2', 'grpc-js'] as const satisfies readonly RelayTransp
       expect(codeOf(failed)).to.equal('ABORTED');
       expect(failed.error?.details).to.equal(`worker w-${relay}: scripted abort`);
       const oom = await run(test.client, 'oom 1024', {}, { metadata: metadata() });
-      expect(trailersOf(oom.error)).to.deep.equal({
+      expect(trailersOf(oom.error)).to.include({
         'readie-killed': 'out-of-memory',
         'readie-memory-budget': '1024',
+        'readie-worker-id': `w-${relay}`,
       });
       const unauthenticated = await run(
         test.client,

@@ -70,6 +70,7 @@ export function demand(fields: Partial<Demand> = {}): Demand {
     checkpointId: null,
     imports: null,
     packages: null,
+    pinned: null,
     ...fields,
   };
 }
@@ -85,6 +86,7 @@ export function requested(
     sessionId: null,
     tenantId: null,
     demand: demand(),
+    retryOf: null,
     ...fields,
   };
 }
@@ -105,6 +107,9 @@ export function placed(
     packages: [],
     skippedPackages: [],
     memory: GiB,
+    version: null,
+    routingRevision: null,
+    coldLoad: false,
     ...fields,
   };
 }

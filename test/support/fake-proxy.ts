@@ -90,6 +90,8 @@ export class ScriptedCall {
       workerId: 'worker-1',
       containerId: 'container-1',
       checkpointId: 'ckpt-numpy',
+      version: '',
+      routingRevision: 0,
       ...overrides,
     };
   }
@@ -98,12 +100,12 @@ export class ScriptedCall {
     this.#stream.write({ ids: this.ids(), message: { $case: 'log', value: { source, text } } });
   }
 
-  /** Sends an envelope in chunks of at most 1 MiB and ends the call OK. */
-  result(envelope: unknown): void {
+  /** Sends an envelope in chunks of at most 1 MiB (with `ids` over the defaults) and ends OK. */
+  result(envelope: unknown, ids: Partial<CallIds> = {}): void {
     const payload = Buffer.from(JSON.stringify(envelope), 'utf8');
     for (let start = 0; start < Math.max(payload.length, 1); start += MiB) {
       const data = payload.subarray(start, start + MiB);
-      this.#stream.write({ ids: this.ids(), message: { $case: 'chunk', value: { data } } });
+      this.#stream.write({ ids: this.ids(ids), message: { $case: 'chunk', value: { data } } });
     }
     this.#stream.end();
   }
@@ -113,10 +115,18 @@ export class ScriptedCall {
     this.#stream.end();
   }
 
-  /** Ends the call with a status (and trailers, e.g. `readie-not-started`). */
-  fail(code: Status, details: string, trailers: Readonly<Record<string, string>> = {}): void {
-    const metadata = new Metadata();
-    for (const [name, value] of Object.entries(trailers)) metadata.set(name, value);
+  /** Ends the call with a status and trailers (e.g. `readie-not-started`), or trailing metadata. */
+  fail(
+    code: Status,
+    details: string,
+    trailers: Readonly<Record<string, string>> | Metadata = {},
+  ): void {
+    let metadata: Metadata;
+    if (trailers instanceof Metadata) metadata = trailers;
+    else {
+      metadata = new Metadata();
+      for (const [name, value] of Object.entries(trailers)) metadata.set(name, value);
+    }
     this.#stream.emit('error', { code, details, metadata });
   }
 }

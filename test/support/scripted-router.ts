@@ -10,12 +10,14 @@ import {
   type ReportStatusRequest,
   type ReportUtilizationRequest,
 } from '../../src/proto/gen/readie/v1/registry.js';
+import type { ReportResidencyRequest } from '../../src/proto/gen/readie/v1/residency.js';
 
 /** One recorded report, in arrival order. */
 export type Report =
   | { kind: 'status'; request: ReportStatusRequest; authorization: string }
   | { kind: 'utilization'; request: ReportUtilizationRequest; authorization: string }
-  | { kind: 'container'; request: ReportContainerStateRequest; authorization: string };
+  | { kind: 'container'; request: ReportContainerStateRequest; authorization: string }
+  | { kind: 'residency'; request: ReportResidencyRequest; authorization: string };
 
 function authorizationOf(metadata: Metadata): string {
   const value = metadata.get('authorization')[0];
@@ -73,6 +75,14 @@ export class ScriptedRouter {
         });
         callback(null, { registered: router!.registered });
       },
+      reportResidency: (call, callback) => {
+        record({
+          kind: 'residency',
+          request: call.request,
+          authorization: authorizationOf(call.metadata),
+        });
+        callback(null, { registered: router!.registered });
+      },
     };
     server.addService(RegistryServiceService, implementation);
     const bound = await new Promise<number>((resolve, reject) =>
@@ -88,6 +98,11 @@ export class ScriptedRouter {
   /** Status reports so far. */
   statuses(): ReportStatusRequest[] {
     return this.reports.flatMap((report) => (report.kind === 'status' ? [report.request] : []));
+  }
+
+  /** Residency reports so far. */
+  residency(): ReportResidencyRequest[] {
+    return this.reports.flatMap((report) => (report.kind === 'residency' ? [report.request] : []));
   }
 
   /** Container reports so far. */

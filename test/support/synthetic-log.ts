@@ -135,7 +135,9 @@ export function* syntheticLog(options: SyntheticLogOptions): Generator<NewEvent>
           checkpointId: null,
           imports: random() < 0.3 ? ['numpy'] : [],
           packages: [],
+          pinned: null,
         },
+        retryOf: null,
       });
       if (random() < 0.1) {
         yield* emit({
@@ -144,6 +146,9 @@ export function* syntheticLog(options: SyntheticLogOptions): Generator<NewEvent>
           sessionId,
           code: 'RESOURCE_EXHAUSTED',
           message: 'no worker can accept this request',
+          version: null,
+          routingRevision: null,
+          retryAfterMs: null,
         });
         continue;
       }
@@ -159,6 +164,9 @@ export function* syntheticLog(options: SyntheticLogOptions): Generator<NewEvent>
         packages: [],
         skippedPackages: [],
         memory: memory ?? GiB,
+        version: null,
+        routingRevision: null,
+        coldLoad: false,
       });
       if (pinned && sessionId !== null) {
         yield* emit({

@@ -174,6 +174,9 @@ export function header(
     packages: [],
     pythonVersion: '',
     format: PayloadFormat.PAYLOAD_FORMAT_JSON_CALL,
+    version: '',
+    coldLoad: false,
+    routingRevision: 0,
     ...fields,
     ids: {
       requestId: `req-${Math.random().toString(16).slice(2, 10)}`,
@@ -181,6 +184,8 @@ export function header(
       workerId: '',
       containerId: '',
       checkpointId: '',
+      version: '',
+      routingRevision: 0,
       ...fields.ids,
     },
   };
@@ -252,6 +257,8 @@ function idsOf(trailers: Record<string, string>): CallIds | undefined {
     workerId: trailers['readie-worker-id'] ?? '',
     containerId: trailers['readie-container-id'] ?? '',
     checkpointId: trailers['readie-checkpoint-id'] ?? '',
+    version: trailers['readie-version'] ?? '',
+    routingRevision: Number(trailers['readie-routing-revision'] ?? 0),
   };
 }
 

@@ -1,73 +1,33 @@
 /**
  * `readie status`: the live view of a running router, asked through its `AdminService` with an
- * operator credential. A readable page by default (src/cli/status/status-sections.ts), the
- * answer as JSON with `--json`, again every `--interval` with `--watch`.
+ * operator credential, with the routing view (`AdminService.PinStatus`: the pin table, staged pins,
+ * residency). A readable page by default (status-sections.ts, pin-sections.ts), the answers as
+ * JSON with `--json`, again every `--interval` with `--watch`.
  */
-import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { Option, type Command } from 'commander';
 import { status, type ServiceError } from '@grpc/grpc-js';
-import {
-  channelCredentials,
-  callMetadata,
-  resolveConnection,
-  type Connection,
-} from '../../client/connection.js';
+import { channelCredentials, callMetadata, type Connection } from '../../client/connection.js';
 import { ConfigurationError, errorFromStatus } from '../../client/errors.js';
 import { AdminServiceClient, type StatusResponse } from '../../proto/gen/readie/v1/admin.js';
+import type { PinStatusResponse } from '../../proto/gen/readie/v1/pins.js';
 import { parseDuration, UnitParseError } from '../../shared/units.js';
+import { adminConnection, localTokenHint, type AdminConnectionFlags } from '../admin-connection.js';
+import { renderPins } from './pin-sections.js';
 import { renderStatus } from './status-sections.js';
 
 /** What the command line asked for. */
-interface StatusFlags {
-  readonly router?: string;
+interface StatusFlags extends AdminConnectionFlags {
   readonly json?: boolean;
   readonly watch?: boolean;
   readonly interval: string;
-  readonly insecure?: boolean;
-  readonly caFile?: string;
-  readonly tokenFile?: string;
   readonly expired?: boolean;
-  readonly stateDir: string;
-}
-
-/** A local cluster's operator token file under `--state-dir`, if there is one. */
-function localOperatorTokenFile(flags: StatusFlags): string | null {
-  const path = join(flags.stateDir, 'credentials', 'operator.token');
-  return existsSync(path) ? path : null;
-}
-
-/** The operator token: `--token-file`, else READIE_AUTH_TOKEN, else a local cluster's. */
-function operatorToken(flags: StatusFlags, env: NodeJS.ProcessEnv): string | undefined {
-  const file =
-    flags.tokenFile ??
-    (env.READIE_AUTH_TOKEN ? undefined : (localOperatorTokenFile(flags) ?? undefined));
-  if (file === undefined) return env.READIE_AUTH_TOKEN || undefined;
-  try {
-    return readFileSync(file, 'utf8').split(/\r?\n/)[0]?.trim() || undefined;
-  } catch (error) {
-    throw new ConfigurationError(
-      `--token-file ${file}: cannot read it (${(error as Error).message})`,
-    );
-  }
-}
-
-function connectionOf(flags: StatusFlags, env: NodeJS.ProcessEnv): Connection {
-  const token = operatorToken(flags, env);
-  return resolveConnection({
-    address: flags.router ?? env.READIE_ADDRESS ?? '127.0.0.1:50051',
-    ...(flags.insecure ? { insecure: true } : {}),
-    ...(flags.caFile === undefined ? {} : { caFile: flags.caFile }),
-    ...(token === undefined ? {} : { token }),
-    env,
-  });
 }
 
 function ask(
   client: AdminServiceClient,
   connection: Connection,
   includeExpiredSessions: boolean,
-  localToken: string | null,
+  hint: string,
 ): Promise<StatusResponse> {
   return new Promise((resolve, reject) =>
     client.status(
@@ -75,7 +35,7 @@ function ask(
       callMetadata(connection),
       { deadline: Date.now() + 10_000 },
       (error: ServiceError | null, response) => {
-        if (error) reject(statusFailure(error, connection, localToken));
+        if (error) reject(statusFailure(error, connection, hint));
         else resolve(response);
       },
     ),
@@ -83,21 +43,44 @@ function ask(
 }
 
 /**
+ * The routing view (`AdminService.PinStatus`, the same answer as `readie pin status`); null from a
+ * router that has no such RPC, so that a newer CLI still shows an older router's status.
+ */
+function askPins(
+  client: AdminServiceClient,
+  connection: Connection,
+  hint: string,
+): Promise<PinStatusResponse | null> {
+  return new Promise((resolve, reject) =>
+    client.pinStatus(
+      { tenantId: '' },
+      callMetadata(connection),
+      { deadline: Date.now() + 10_000 },
+      (error: ServiceError | null, response) => {
+        if (error?.code === status.UNIMPLEMENTED) resolve(null);
+        else if (error) reject(statusFailure(error, connection, hint));
+        else resolve(response);
+      },
+    ),
+  );
+}
+
+/** What one `readie status` shows: the cluster, and its routing view when the router has one. */
+interface StatusAnswer {
+  readonly status: StatusResponse;
+  readonly pins: PinStatusResponse | null;
+}
+
+/**
  * Why `readie status` failed: the clients' words for the connection (a TLS mismatch, nothing
  * listening), its own for credentials, since it needs an operator's and not a tenant's.
  */
-function statusFailure(
-  error: ServiceError,
-  connection: Connection,
-  localToken: string | null,
-): Error {
+function statusFailure(error: ServiceError, connection: Connection, hint: string): Error {
   if (error.code === status.UNAUTHENTICATED || error.code === status.PERMISSION_DENIED) {
     return new Error(
       `the router at ${connection.address} refused the credential (${status[error.code]}: ${error.details}); ` +
         'readie status needs an operator token: --token-file FILE or READIE_AUTH_TOKEN (an "operator NAME TOKEN" line of its tokens file)' +
-        (localToken === null
-          ? ''
-          : `; a local cluster's is ${localToken} (--token-file ${localToken})`),
+        hint,
     );
   }
   return errorFromStatus(error.code, error.details, {
@@ -110,15 +93,17 @@ function statusFailure(
  * One answer, as the flags want it printed. JSON keeps every field, defaults included (an empty
  * list, a 0), so scripts can rely on the keys; field names are the proto's in camelCase.
  */
-function printed(status: StatusResponse, json: boolean): string {
-  return json ? `${JSON.stringify(status)}\n` : renderStatus(status, Date.now());
+function printed({ status, pins }: StatusAnswer, json: boolean): string {
+  if (json) return `${JSON.stringify(pins === null ? status : { ...status, pins })}\n`;
+  const page = renderStatus(status, Date.now());
+  return pins === null ? page : `${page}\nTenant-pinned versions\n${renderPins(pins)}`;
 }
 
 async function runStatus(flags: StatusFlags): Promise<void> {
   let connection: Connection;
   let intervalMs: number;
   try {
-    connection = connectionOf(flags, process.env);
+    connection = adminConnection(flags, process.env);
     intervalMs = parseDuration(flags.interval);
   } catch (error) {
     if (error instanceof ConfigurationError || error instanceof UnitParseError) {
@@ -129,9 +114,11 @@ async function runStatus(flags: StatusFlags): Promise<void> {
   }
   const client = new AdminServiceClient(connection.address, channelCredentials(connection));
   const once = async (): Promise<void> => {
-    const localToken = flags.tokenFile === undefined ? localOperatorTokenFile(flags) : null;
-    const status = await ask(client, connection, flags.expired ?? false, localToken);
-    const text = printed(status, flags.json ?? false);
+    const [status, pins] = await Promise.all([
+      ask(client, connection, flags.expired ?? false, localTokenHint(flags)),
+      askPins(client, connection, localTokenHint(flags)),
+    ]);
+    const text = printed({ status, pins }, flags.json ?? false);
     // A terminal gets the page redrawn in place; a pipe gets one page (or JSON line) after another.
     if (flags.watch && !flags.json && process.stdout.isTTY) process.stdout.write('\x1b[2J\x1b[H');
     process.stdout.write(text);
@@ -156,13 +143,16 @@ export function addStatusCommand(program: Command): void {
   program
     .command('status')
     .description(
-      "the live cluster from the running router: workers (status, address, load, containers, in flight, last report, probe failures), sessions, reservations, the catalogue revision and the log's seq",
+      "the live cluster from the running router: workers (status, address, load, containers, in flight, last report, probe failures), sessions, reservations, the catalogue revision and the log's seq; then tenant-pinned versions (the table, staged pins, residency: as readie pin status)",
     )
     .option(
       '--router <host:port>',
       "the router's address, or nginx's in front of it (default: READIE_ADDRESS, else 127.0.0.1:50051)",
     )
-    .option('--json', 'print the answer as JSON (AdminService.Status, one object a line)')
+    .option(
+      '--json',
+      'print the answer as JSON (AdminService.Status with the PinStatus answer under "pins", one object a line)',
+    )
     .option('--watch', 'ask again every --interval until interrupted')
     .option('--interval <duration>', 'how often --watch asks', '2s')
     .option('--insecure', 'plaintext gRPC (default: READIE_INSECURE; TLS otherwise)')

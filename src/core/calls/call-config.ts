@@ -34,6 +34,12 @@ export function firstConfigOf(message: ClientMessage): CallConfig {
       `request_id and session_id may be at most ${MAX_ID_LENGTH} characters`,
     );
   }
+  if (config.retryOf.length > MAX_ID_LENGTH) {
+    throw new InvalidStreamError(`retry_of may be at most ${MAX_ID_LENGTH} characters`);
+  }
+  if (config.retryOf !== '' && config.retryOf === config.requestId) {
+    throw new InvalidStreamError('retry_of names the call itself: a retry has its own request_id');
+  }
   if (
     config.format !== PayloadFormat.PAYLOAD_FORMAT_CLOUDPICKLE &&
     config.format !== PayloadFormat.PAYLOAD_FORMAT_JSON_CALL
@@ -75,5 +81,6 @@ export function demandOf(config: CallConfig): Demand {
     checkpointId: config.checkpointId === '' ? null : config.checkpointId,
     imports: [...config.imports],
     packages: [...config.packages],
+    pinned: config.pinned,
   };
 }

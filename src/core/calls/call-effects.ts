@@ -1,10 +1,10 @@
 /** What the call's state machine (`call-machine.ts`) asks its shell to do, in order. */
 import type { CallIds } from '../../proto/gen/readie/v1/call.js';
 import type { CallHeader } from '../../proto/gen/readie/v1/execution.js';
-import type { CallTrailers } from '../../shared/call-trailers.js';
 import type { GrpcCodeName } from '../../shared/grpc-codes.js';
 import type { Decision } from '../decision.js';
 import type { CallToPlace, PlacedDecision } from '../placement/index.js';
+import type { TrailerEntry } from './answer-trailers.js';
 import type { CallDecision } from './call-steps.js';
 import type { DialFailureDecision } from './dial-failure.js';
 import type { ClientAnswer } from './relay-messages.js';
@@ -52,16 +52,22 @@ export type CallEffect =
   | { readonly type: 'cancel-worker' }
   | { readonly type: 'to-client'; readonly answer: ClientAnswer }
   /** End the client's stream with OK, once the last record committed when `afterCommit`. */
-  | { readonly type: 'end-client'; readonly afterCommit: boolean }
+  | {
+      readonly type: 'end-client';
+      readonly afterCommit: boolean;
+      /** The trailing metadata (`answer-trailers.ts`). */
+      readonly trailers: readonly TrailerEntry[];
+    }
   /**
-   * End the client's stream with an error status and these trailers (`readie-not-started` on
-   * every refusal before the user's function started; what the worker said, relayed).
+   * End the client's stream with an error status and these trailers: the IDs, a pinned call's
+   * version and revision, a shed's hint, `readie-not-started` on every refusal before the user's
+   * function started, and what the worker said, relayed.
    */
   | {
       readonly type: 'fail-client';
       readonly code: GrpcCodeName;
       readonly details: string;
-      readonly trailers: CallTrailers;
+      readonly trailers: readonly TrailerEntry[];
     }
   // What happened, for logs and metrics.
   | { readonly type: 'placed'; readonly placed: PlacedDecision }

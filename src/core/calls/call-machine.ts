@@ -33,6 +33,7 @@ import {
   InvalidStreamError,
   statusOf,
 } from '../errors.js';
+import { answerTrailers, type TrailerEntry } from './answer-trailers.js';
 import type { CallEffect } from './call-effects.js';
 import type { CallFacts, CallInput, CallPhase, CallWorld } from './call-phases.js';
 import { demandOf, firstConfigOf, payloadChunkOf, sessionIdOf } from './call-config.js';
@@ -127,7 +128,13 @@ function begin(
   }
   const facts: CallFacts = {
     config,
-    call: { requestId, sessionId, tenantId: phase.tenantId, demand: demandOf(config) },
+    call: {
+      requestId,
+      sessionId,
+      tenantId: phase.tenantId,
+      demand: demandOf(config),
+      retryOf: config.retryOf === '' ? null : config.retryOf,
+    },
     clientDeadline: phase.clientDeadline,
   };
   const register: CallEffect = { type: 'register', requestId };
@@ -204,7 +211,18 @@ function placed(phase: Extract<CallPhase, { phase: 'placing' }>, world: CallWorl
   const { facts } = phase;
   const decision = phase.decision.placement;
   if (decision.outcome === 'rejected') {
-    return refuse(phase, new CallRejectedError(decision.code, decision.message));
+    const { code, message, retryAfterMs } = decision;
+    const trailers = answerTrailers(
+      {
+        requestId: facts.call.requestId,
+        sessionId: facts.call.sessionId ?? '',
+        version: decision.version ?? '',
+        routingRevision: decision.routingRevision ?? 0,
+      },
+      retryAfterMs === null ? undefined : { code, message, retryAfterMs },
+      NOT_STARTED,
+    );
+    return refuse(phase, new CallRejectedError(code, message), { trailers });
   }
   const { requestId, sessionId } = facts.call;
   const worker = world.state.workers.get(decision.workerId);
@@ -435,8 +453,13 @@ function complete(
   if (!how.clientGone) {
     effects.push(
       code === null
-        ? { type: 'end-client', afterCommit: phase.createdPin }
-        : { type: 'fail-client', code, details, trailers: ending.trailers ?? NO_TRAILERS },
+        ? { type: 'end-client', afterCommit: phase.createdPin, trailers: answerTrailers(phase.ids) }
+        : {
+            type: 'fail-client',
+            code,
+            details,
+            trailers: answerTrailers(phase.ids, undefined, ending.trailers ?? NO_TRAILERS),
+          },
     );
   }
   return { phase: { phase: 'done' }, effects };
@@ -446,7 +469,7 @@ function complete(
 function refuse(
   phase: Exclude<CallPhase, { phase: 'relaying' | 'dialing' | 'done' }>,
   error: unknown,
-  how: { clientGone?: boolean; code?: GrpcCodeName } = {},
+  how: { clientGone?: boolean; code?: GrpcCodeName; trailers?: readonly TrailerEntry[] } = {},
 ): CallStep {
   const waited = phase.phase === 'waiting-turn';
   const status = statusOf(error);
@@ -462,7 +485,14 @@ function refuse(
   effects.push({ type: 'refused', error, code, details: status.details, waited });
   // Never placed: the user's function never started, and the client may retry it as it is.
   if (!how.clientGone) {
-    effects.push({ type: 'fail-client', code, details: status.details, trailers: NOT_STARTED });
+    const trailers =
+      how.trailers ??
+      answerTrailers(
+        phase.phase === 'awaiting-config' ? {} : { requestId: phase.facts.call.requestId },
+        undefined,
+        NOT_STARTED,
+      );
+    effects.push({ type: 'fail-client', code, details: status.details, trailers });
   }
   return { phase: { phase: 'done' }, effects };
 }

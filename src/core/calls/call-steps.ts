@@ -51,6 +51,7 @@ export function decideCall(state: ClusterState, input: CallDecisionInput): CallD
     sessionId: call.sessionId,
     tenantId: call.tenantId ?? null,
     demand: call.demand,
+    retryOf: call.retryOf ?? null,
   };
   return {
     cause: causeOf('call', call.requestId),
@@ -119,8 +120,10 @@ export function decideCallEnd(state: ClusterState, input: CallEndInput): Decisio
 }
 
 /**
- * The IDs an answer carries to the client: the router's request, session and worker IDs, and the
- * container and checkpoint the worker reports (the placed ones when it names no container).
+ * The IDs an answer carries to the client: the router's request, session and worker IDs, the
+ * container and checkpoint the worker reports (the placed ones when it names no container), and a
+ * pinned call's version and routing revision as the router resolved them (a worker serves a
+ * pinned call from exactly its version, or fails it).
  */
 export function answerIds(placed: CallIds, fromWorker: CallIds | undefined): CallIds {
   const named = fromWorker !== undefined && fromWorker.containerId !== '';
@@ -130,6 +133,8 @@ export function answerIds(placed: CallIds, fromWorker: CallIds | undefined): Cal
     workerId: placed.workerId,
     containerId: named ? fromWorker.containerId : placed.containerId,
     checkpointId: named ? fromWorker.checkpointId : placed.checkpointId,
+    version: placed.version,
+    routingRevision: placed.routingRevision,
   };
 }
 

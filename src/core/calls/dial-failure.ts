@@ -20,6 +20,8 @@ import {
   type PlacementCaches,
   type PlacementDecision,
 } from '../placement/index.js';
+import { rejected } from '../placement/outcome.js';
+import { ownResolution } from '../routing/resolution.js';
 import { sessionExpiredMessage } from '../placement/session-affinity.js';
 
 /** How many more times a call whose stream could not be opened is placed again. */
@@ -46,21 +48,19 @@ export interface DialFailureDecision extends Decision {
   readonly attempts: number;
 }
 
-function refusal(call: CallToPlace, code: GrpcCodeName, message: string): PlacementDecision {
-  return {
-    outcome: 'rejected',
-    code,
-    message,
-    events: [
-      {
-        type: 'CallRejected',
-        requestId: call.requestId,
-        sessionId: sessionIdOf(call.sessionId),
-        code,
-        message,
-      },
-    ],
-  };
+/** A refusal of the call, naming a pinned call's resolution (it keeps it to the end). */
+function refusal(
+  state: ClusterState,
+  call: CallToPlace,
+  code: GrpcCodeName,
+  message: string,
+): PlacementDecision {
+  const own = ownResolution(state.routing, call.requestId, call.tenantId ?? null);
+  const routing =
+    own === null
+      ? undefined
+      : { version: own.version, routingRevision: own.revision, retryAfterMs: null };
+  return rejected(call, [], code, message, routing);
 }
 
 /**
@@ -98,12 +98,14 @@ export function decideDialFailure(
   let placement: PlacementDecision;
   if (sessionId !== null && expired) {
     placement = refusal(
+      state,
       call,
       'NOT_FOUND',
       sessionExpiredMessage(sessionId, state.lastSeq + 1 + evictedAt, 'worker_evicted'),
     );
   } else if (attempts > MAX_DIAL_RETRIES) {
     placement = refusal(
+      state,
       call,
       'UNAVAILABLE',
       `the router could not open a stream to ${unreachable.join(', ')} (${attempts} attempts); last: ${error}`,

@@ -18,6 +18,8 @@ export function placedIds(
     workerId: decision.workerId,
     containerId: decision.containerId ?? '',
     checkpointId: decision.checkpointId ?? '',
+    version: decision.version ?? '',
+    routingRevision: decision.routingRevision ?? 0,
   };
 }
 
@@ -41,6 +43,9 @@ export function callHeaderOf(
     packages: [...decision.packages],
     pythonVersion: config.pythonVersion,
     format: config.format,
+    version: decision.version ?? '',
+    coldLoad: decision.coldLoad,
+    routingRevision: decision.routingRevision ?? 0,
   };
 }
 

@@ -11,6 +11,8 @@ export interface CallToPlace {
   readonly demand: Demand;
   /** The tenant the caller's credential names; null (or absent) without one. */
   readonly tenantId?: string | null;
+  /** The request ID this call retries; null (or absent) for a first try. */
+  readonly retryOf?: string | null;
 }
 
 /** What a call needs from a worker, with defaults applied. */

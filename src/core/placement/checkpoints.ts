@@ -43,14 +43,19 @@ function row(
   return { checkpointId, baseCost, missingImports, importCost: cost, total: baseCost + cost };
 }
 
-/** The cost of every checkpoint of a flavor, sorted by ID, then the cold start, for `hints`. */
+/**
+ * The cost of every checkpoint of a flavor, sorted by ID, then the cold start, for `hints`.
+ * On-demand checkpoints (tenants' versions) are left out: the cost model never picks one for a
+ * call that did not name it.
+ */
 export function costTable(
   catalogue: Catalogue,
   flavor: FlavorCatalogue,
   imports: readonly string[] | null,
 ): CostRow[] {
   const hints = [...new Set(imports ?? [])].sort(compareText);
-  const rows = [...flavor.checkpoints]
+  const rows = flavor.checkpoints
+    .filter((checkpoint) => checkpoint.onDemand !== true)
     .sort((a, b) => compareText(a.id, b.id))
     .map((checkpoint) =>
       row(catalogue, checkpoint.id, checkpoint.restoreCost, checkpoint.modules, hints),

@@ -7,13 +7,15 @@
 import type { NewEvent } from '../../events/types.js';
 import type { ClusterState, WorkerRecord } from '../../projections/cluster-state.js';
 import type { Config } from '../../shared/config.js';
-import type { GrpcCodeName } from '../../shared/grpc-codes.js';
+import { decidePinned } from '../routing/place-pinned.js';
+import { retryProblem } from '../routing/retry-check.js';
 import { budgetOf, sessionIdOf, type Budget, type CallToPlace } from './call.js';
 import { cheapest, costTable, flavorCatalogue } from './checkpoints.js';
 import type { PlacementDecision } from './decision.js';
 import { ExplanationBuilder, type PlacementExplanation } from './explanation.js';
 import { FILTERS } from './filters/index.js';
-import { checkPackages, planPackages, type PackageRequirement } from './packages.js';
+import { rejected, reserve } from './outcome.js';
+import { checkPackages } from './packages.js';
 import type { PlacementCaches } from './placement-caches.js';
 import { explainScan, scanAll, scanInRankOrder, type ScanResult } from './scan.js';
 import { sessionAffinity } from './session-affinity.js';
@@ -28,8 +30,10 @@ export interface PlaceOptions {
    */
   readonly caches?: PlacementCaches;
   /**
-   * Workers earlier attempts of the call could not reach (a failed dial): never candidates. Default:
-   * those the state records for the call while it waits to be placed again.
+   * Workers earlier attempts of the call could not reach (a failed dial): never candidates (a
+   * pinned call's subset still counts them, so it stays the same subset: the call may only go to
+   * its other members). Default: those the state records for the call while it waits to be placed
+   * again.
    */
   readonly unreachable?: readonly string[];
   /** Why the last of them could not be reached: said when no other worker is left. */
@@ -56,29 +60,6 @@ export function explainPlacement(
   const explanation = new ExplanationBuilder(budget, config);
   const decision = decide(state, call, options, explanation);
   return explanation.build(call.requestId, sessionIdOf(call.sessionId), decision);
-}
-
-function rejected(
-  call: CallToPlace,
-  before: readonly NewEvent[],
-  code: GrpcCodeName,
-  message: string,
-): PlacementDecision {
-  return {
-    outcome: 'rejected',
-    code,
-    message,
-    events: [
-      ...before,
-      {
-        type: 'CallRejected',
-        requestId: call.requestId,
-        sessionId: sessionIdOf(call.sessionId),
-        code,
-        message,
-      },
-    ],
-  };
 }
 
 function decide(
@@ -114,6 +95,21 @@ function decide(
       `checkpoint_id "${pinnedCheckpoint}" and disable_optimized_execution contradict each other`,
     );
   }
+
+  // A tenant's pinned version is routed by its own rules (docs/tenant-routing.md).
+  if (demand.pinned === true) {
+    return decidePinned(state, call, {
+      config,
+      budget,
+      requirements: checked.requirements,
+      subsets: caches?.subsets,
+      unreachable,
+      dialError: options.dialError,
+      explain,
+    });
+  }
+  const retry = retryProblem(state, call);
+  if (retry !== null) return rejected(call, before, 'PERMISSION_DENIED', retry);
 
   // Rule 1: session affinity.
   if (sessionId !== null) {
@@ -254,55 +250,4 @@ function chooseCheckpoint(
   const chosen = winner?.checkpointId ?? null;
   record(chosen, chosen === null ? 'a cold start is cheapest' : `"${chosen}" is cheapest`, rows);
   return { ok: true, checkpointId: chosen };
-}
-
-/** Rules 6 and 7: the packages for `worker`'s base image, and the reservation events. */
-function reserve(
-  call: CallToPlace,
-  before: readonly NewEvent[],
-  budget: Budget,
-  worker: WorkerRecord,
-  requirements: readonly PackageRequirement[],
-  state: ClusterState,
-  where: { containerId: string | null; checkpointId: string | null },
-  explain?: ExplanationBuilder,
-): PlacementDecision {
-  const base = flavorCatalogue(state.catalogue, worker.flavor)?.basePackages ?? null;
-  const plan = planPackages(requirements, base);
-  explain?.packages({ kept: plan.packages, skipped: plan.skippedPackages });
-  const sessionId = sessionIdOf(call.sessionId);
-  const events: NewEvent[] = [
-    ...before,
-    {
-      type: 'CallPlaced',
-      requestId: call.requestId,
-      sessionId,
-      workerId: worker.workerId,
-      containerId: where.containerId,
-      checkpointId: where.checkpointId,
-      packages: [...plan.packages],
-      skippedPackages: [...plan.skippedPackages],
-      memory: budget.memory,
-    },
-  ];
-  if (sessionId !== null && where.containerId !== null) {
-    events.push({
-      type: 'SessionPinned',
-      sessionId,
-      workerId: worker.workerId,
-      containerId: where.containerId,
-      requestId: call.requestId,
-      checkpointId: where.checkpointId,
-    });
-  }
-  return {
-    outcome: 'placed',
-    events,
-    workerId: worker.workerId,
-    containerId: where.containerId,
-    checkpointId: where.checkpointId,
-    packages: plan.packages,
-    skippedPackages: plan.skippedPackages,
-    memory: budget.memory,
-  };
 }

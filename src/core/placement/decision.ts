@@ -15,6 +15,12 @@ export interface PlacedDecision {
   readonly skippedPackages: readonly string[];
   /** The memory reserved, in bytes. */
   readonly memory: number;
+  /** A pinned call's version (docs/tenant-routing.md); null for any other call. */
+  readonly version: string | null;
+  /** The routing table revision the version was resolved from; null for any other call. */
+  readonly routingRevision: number | null;
+  /** Whether the worker must load the version first (no holder could take the call). */
+  readonly coldLoad: boolean;
 }
 
 /** The call was refused: `events` hold `CallRejected` (after a `SessionUnpinned` if a pin was dropped). */
@@ -23,6 +29,12 @@ export interface RejectedDecision {
   readonly events: readonly NewEvent[];
   readonly code: GrpcCodeName;
   readonly message: string;
+  /** A pinned call's resolved version, when it was refused after resolving; else null. */
+  readonly version: string | null;
+  /** The revision of that resolution; else null. */
+  readonly routingRevision: number | null;
+  /** For a shed: when to retry, in ms (`ROUTING_RETRY_AFTER`); else null. */
+  readonly retryAfterMs: number | null;
 }
 
 /** Placement's answer for one call. */

@@ -6,6 +6,7 @@
 import type { WorkerRecord } from '../../projections/cluster-state.js';
 import { compareText } from '../../projections/queries.js';
 import type { Config } from '../../shared/config.js';
+import type { RoutingExplainSink, RoutingExplanation } from '../routing/routing-explanation.js';
 import type { Budget } from './call.js';
 import type { CostRow } from './checkpoints.js';
 import type { PlacementDecision } from './decision.js';
@@ -71,12 +72,15 @@ export interface PlacementExplanation {
   readonly workers: readonly WorkerExplanation[];
   readonly checkpoint: CheckpointExplanation | null;
   readonly packages: PackagesExplanation;
+  /** A pinned call's routing (docs/tenant-routing.md); null for any other call. */
+  readonly routing: RoutingExplanation | null;
   readonly decision: PlacementDecision;
 }
 
 /** Collects the explanation while placement decides. */
-export class ExplanationBuilder {
+export class ExplanationBuilder implements RoutingExplainSink {
   private sessionPart: SessionExplanation | null = null;
+  private routingPart: RoutingExplanation | null = null;
   private readonly workerParts = new Map<string, Omit<WorkerExplanation, 'rank'>>();
   private checkpointPart: CheckpointExplanation | null = null;
   private rankedIds: readonly string[] = [];
@@ -138,6 +142,11 @@ export class ExplanationBuilder {
     this.checkpointPart = part;
   }
 
+  /** Records a pinned call's routing. */
+  routing(part: RoutingExplanation): void {
+    this.routingPart = part;
+  }
+
   /** Records what happened to the packages. */
   packages(part: Partial<PackagesExplanation>): void {
     this.packagesPart = { ...this.packagesPart, ...part };
@@ -168,6 +177,7 @@ export class ExplanationBuilder {
       workers,
       checkpoint: this.checkpointPart,
       packages: this.packagesPart,
+      routing: this.routingPart,
       decision,
     };
   }

@@ -4,6 +4,7 @@
  * package requirements. A cache never changes an answer: placement without one decides the same.
  */
 import type { WorkerChangeSink } from '../../projections/worker-changes.js';
+import { SubsetCache } from '../routing/subset-cache.js';
 import { CandidateIndex } from './candidate-index.js';
 import { RequirementCache } from './packages.js';
 
@@ -13,9 +14,12 @@ export class PlacementCaches implements WorkerChangeSink {
   readonly candidates = new CandidateIndex();
   /** Package entries already parsed. */
   readonly requirements = new RequirementCache();
+  /** Pinned versions' rendezvous subsets, per key and fleet membership. */
+  readonly subsets = new SubsetCache();
 
   /** The fold changed a worker: the candidate index moves it before the next decision. */
   workerChanged(workerId: string): void {
     this.candidates.workerChanged(workerId);
+    this.subsets.workerChanged(workerId);
   }
 }

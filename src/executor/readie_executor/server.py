@@ -98,6 +98,18 @@ class Executor:
         fmt = header.get("format")
         if fmt not in calls.FORMATS:
             raise ProtocolError(f"unknown payload format {fmt!r}")
+        version = header.get("version")
+        held = self._hello.get("checkpoint", "")
+        if version is not None and version != held:
+            # A pinned call is served by its version or not at all (the worker checks first).
+            holds = f"version {held!r}" if held else "no version (it started cold)"
+            writer.send(
+                frames.encode_json(
+                    frames.ERROR,
+                    {"message": f"this container holds {holds}, not version {version!r}", "reason": "version"},
+                )
+            )
+            raise ProtocolError("a call for another version")
         payload = bytearray()
         while True:
             frame = frames.read_frame(reader)

@@ -12,11 +12,12 @@ import type {
 } from '../../proto/gen/readie/v1/admin.js';
 import { toServiceError } from '../grpc-status.js';
 import type { Logger } from '../observability/logger.js';
+import { pinHandlers, type PinServiceOptions } from '../routing/index.js';
 import { principalLogFields, type RouterCredentials } from '../security/index.js';
 import { statusOf, type LiveCounts } from './status-view.js';
 
-/** What the admin service reads. */
-export interface AdminServiceOptions {
+/** What the admin service reads (and, for pin changes, records). */
+export interface AdminServiceOptions extends PinServiceOptions {
   readonly state: () => ClusterState;
   readonly live: () => LiveCounts;
   readonly credentials: RouterCredentials;
@@ -27,6 +28,7 @@ export interface AdminServiceOptions {
 export function adminService(options: AdminServiceOptions): AdminServiceServer {
   const { credentials, logger } = options;
   return {
+    ...pinHandlers(options),
     status(
       call: ServerUnaryCall<StatusRequest, StatusResponse>,
       callback: sendUnaryData<StatusResponse>,

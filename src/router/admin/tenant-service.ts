@@ -41,6 +41,7 @@ export function tenantService(options: TenantServiceOptions): TenantServiceServe
             checkpointId: null,
             imports: null,
             packages: null,
+            pinned: null,
           },
           state.config,
         );

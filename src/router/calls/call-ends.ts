@@ -4,6 +4,7 @@
  * platform's HTTP/2 (`src/router/wire/`), which relays messages as the frames they arrived as.
  */
 import type { CallHeader } from '../../proto/gen/readie/v1/execution.js';
+import type { TrailerEntry } from '../../core/calls/answer-trailers.js';
 import type { CallTrailers } from '../../shared/call-trailers.js';
 import type { GrpcCodeName } from '../../shared/grpc-codes.js';
 import type {
@@ -32,10 +33,10 @@ export interface ClientEnd {
   resume(): void;
   /** Writes an answer; false when the stream is full, and then `drained` is called once. */
   write(answer: ClientAnswer, drained: () => void): boolean;
-  /** Ends the call OK. */
-  end(): void;
+  /** Ends the call OK, with these trailers (`answer-trailers.ts`). */
+  end(trailers: readonly TrailerEntry[]): void;
   /** Ends the call with an error status and these trailers. */
-  fail(code: GrpcCodeName, details: string, trailers: CallTrailers): void;
+  fail(code: GrpcCodeName, details: string, trailers: readonly TrailerEntry[]): void;
 }
 
 /** What a worker's end tells its call. */

@@ -20,6 +20,7 @@ import { callLogger, type Logger } from '../observability/logger.js';
 import type { RouterMetrics } from '../observability/metrics.js';
 import type { SessionTurn, SessionTurns } from '../sessions/index.js';
 import type { ActiveCall, ActiveCalls } from './active-calls.js';
+import type { TrailerEntry } from '../../core/calls/answer-trailers.js';
 import type { ClientEnd, WorkerEnd, WorkerLinks } from './call-ends.js';
 
 /** Everything a call needs from the router. */
@@ -199,7 +200,7 @@ export class CallRelay implements ActiveCall {
         this.toClient(effect.answer);
         return;
       case 'end-client':
-        this.endClient(effect.afterCommit);
+        this.endClient(effect.afterCommit, effect.trailers);
         return;
       case 'fail-client':
         this.call.fail(effect.code, effect.details, effect.trailers);
@@ -217,6 +218,9 @@ export class CallRelay implements ActiveCall {
               memory: effect.placed.memory,
               packages: effect.placed.packages,
               skippedPackages: effect.placed.skippedPackages,
+              version: effect.placed.version ?? undefined,
+              routingRevision: effect.placed.routingRevision ?? undefined,
+              coldLoad: effect.placed.coldLoad || undefined,
             },
             'call placed',
           );
@@ -259,6 +263,8 @@ export class CallRelay implements ActiveCall {
             containerId: effect.ids.containerId || null,
             checkpointId: effect.ids.checkpointId || null,
             pinned: effect.createdPin,
+            version: effect.placed.version ?? undefined,
+            coldLoad: effect.placed.coldLoad || undefined,
             memory: effect.placed.memory,
             skippedPackages: effect.placed.skippedPackages.length
               ? effect.placed.skippedPackages
@@ -334,15 +340,15 @@ export class CallRelay implements ActiveCall {
 
   private readonly clientDrained = () => this.worker?.resume();
 
-  private endClient(afterCommit: boolean): void {
+  private endClient(afterCommit: boolean, trailers: readonly TrailerEntry[]): void {
     const append = this.lastAppend;
     if (!afterCommit || !append) {
-      this.call.end();
+      this.call.end(trailers);
       return;
     }
     append.committed.then(
-      () => this.call.end(),
-      () => this.call.fail('UNAVAILABLE', 'the event log failed', {}),
+      () => this.call.end(trailers),
+      () => this.call.fail('UNAVAILABLE', 'the event log failed', []),
     );
   }
 }

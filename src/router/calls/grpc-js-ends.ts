@@ -5,7 +5,7 @@
  */
 import { status, type Metadata, type ServerDuplexStream } from '@grpc/grpc-js';
 import type { CallHeader } from '../../proto/gen/readie/v1/execution.js';
-import type { CallTrailers } from '../../shared/call-trailers.js';
+import type { TrailerEntry } from '../../core/calls/answer-trailers.js';
 import type { GrpcCodeName } from '../../shared/grpc-codes.js';
 import type { ClientAnswer, ClientMessage } from '../../core/calls/relay-messages.js';
 import type { WorkerConnections } from '../workers/index.js';
@@ -16,7 +16,8 @@ import type {
   WorkerEndEvents,
   WorkerLinks,
 } from './call-ends.js';
-import { trailerMetadata, WorkerLeg } from './worker-leg.js';
+import { trailerMetadata } from './trailer-metadata.js';
+import { WorkerLeg } from './worker-leg.js';
 
 /** Epoch ms of a grpc-js deadline (Infinity when none). */
 function deadlineMs(deadline: Date | number): number {
@@ -52,11 +53,11 @@ export class GrpcJsClientEnd implements ClientEnd {
     return false;
   }
 
-  end(): void {
-    this.call.end();
+  end(trailers: readonly TrailerEntry[]): void {
+    this.call.end(trailerMetadata(trailers));
   }
 
-  fail(code: GrpcCodeName, details: string, trailers: CallTrailers): void {
+  fail(code: GrpcCodeName, details: string, trailers: readonly TrailerEntry[]): void {
     this.call.emit('error', { code: status[code], details, metadata: trailerMetadata(trailers) });
   }
 }

@@ -8,7 +8,8 @@ import { tenantOf, type RouterCredentials } from '../security/index.js';
 import { NOT_STARTED } from '../../shared/call-trailers.js';
 import { CallRelay, type CallPathOptions } from './call-relay.js';
 import { GrpcJsClientEnd } from './grpc-js-ends.js';
-import { trailerMetadata } from './worker-leg.js';
+import { trailerEntries } from '../../core/calls/answer-trailers.js';
+import { trailerMetadata } from './trailer-metadata.js';
 import type { ClientAnswer, ClientMessage } from '../../core/calls/relay-messages.js';
 
 /** The `ProxyService` implementation, for the `RelayProxyService` definition. */
@@ -24,7 +25,10 @@ export function proxyService(
       } catch (error) {
         // The interceptor refuses such calls first; a reload in between can still get here.
         // Nothing ran: the refusal says so, as every refusal before placement does.
-        call.emit('error', { ...toServiceError(error), metadata: trailerMetadata(NOT_STARTED) });
+        call.emit('error', {
+          ...toServiceError(error),
+          metadata: trailerMetadata(trailerEntries(NOT_STARTED)),
+        });
         return;
       }
       new CallRelay(options, new GrpcJsClientEnd(call), tenantId).start();

@@ -3,7 +3,8 @@
  * backpressure, answers in, and one ending. `ended` is told exactly once: an OK status only after
  * every answer was delivered, an error status at once.
  */
-import { Metadata, status, type ClientDuplexStream, type StatusObject } from '@grpc/grpc-js';
+import type { Metadata } from '@grpc/grpc-js';
+import { status, type ClientDuplexStream, type StatusObject } from '@grpc/grpc-js';
 import { NOT_STARTED, RELAYED_TRAILERS, type CallTrailers } from '../../shared/call-trailers.js';
 import type { RelayExecutionClient } from './relay-codec.js';
 import type { WorkerAnswer, WorkerMessage } from '../../core/calls/relay-messages.js';
@@ -99,11 +100,4 @@ export function readieTrailersOf(final: StatusObject): CallTrailers {
     return { ...trailers, ...NOT_STARTED };
   }
   return trailers;
-}
-
-/** Trailers as grpc-js metadata. */
-export function trailerMetadata(trailers: CallTrailers): Metadata {
-  const metadata = new Metadata();
-  for (const [name, value] of Object.entries(trailers)) metadata.set(name, value);
-  return metadata;
 }

@@ -14,6 +14,7 @@ import type { RouterMetrics } from '../observability/metrics.js';
 /** Appends events and reads the live state. */
 export class Journal {
   private failure: Error | undefined;
+  private readonly listeners: ((decision: Decision) => void)[] = [];
 
   constructor(
     private readonly log: EventLog<ClusterState>,
@@ -58,7 +59,17 @@ export class Journal {
       () => this.metrics.appendLatency.observe((performance.now() - started) / 1000),
       (error: Error) => this.fail(error),
     );
+    for (const listener of this.listeners) listener(decision);
     return result;
+  }
+
+  /**
+   * Calls `listener` after every recorded decision (folded, not yet committed), synchronously:
+   * for shells that act on what was appended (telling workers what to keep). A listener that
+   * records a decision of its own is called again for it.
+   */
+  onRecorded(listener: (decision: Decision) => void): void {
+    this.listeners.push(listener);
   }
 
   /** Resolves when every append so far is flushed to disk. */

@@ -20,6 +20,17 @@ import {
   type ReportUtilizationResponse,
 } from '../../proto/gen/readie/v1/registry.js';
 import { InvalidReportError } from '../../core/errors.js';
+import {
+  ResidencyState,
+  type ReportResidencyRequest,
+  type ReportResidencyResponse,
+} from '../../proto/gen/readie/v1/residency.js';
+import {
+  decideResidencyReport,
+  type ResidencyReport,
+  type VersionReport,
+} from '../../core/routing/residency-report.js';
+import type { ResidencyState as ResidencyStateName } from '../../events/schema.js';
 import { toServiceError } from '../grpc-status.js';
 import type { Journal } from '../journal/index.js';
 import type { Logger } from '../observability/logger.js';
@@ -206,6 +217,44 @@ export function containerReportOf(request: ReportContainerStateRequest): Contain
   };
 }
 
+const RESIDENCY_STATES: Partial<Record<ResidencyState, ResidencyStateName>> = {
+  [ResidencyState.RESIDENCY_STATE_LOADING]: 'loading',
+  [ResidencyState.RESIDENCY_STATE_RESIDENT]: 'resident',
+  [ResidencyState.RESIDENCY_STATE_CACHED]: 'cached',
+  [ResidencyState.RESIDENCY_STATE_EVICTED]: 'evicted',
+  [ResidencyState.RESIDENCY_STATE_FAILED]: 'failed',
+};
+
+/** The most versions one residency report may carry. */
+const MAX_REPORTED_VERSIONS = 4096;
+
+/** A residency report from the wire, checked. */
+export function residencyReportOf(request: ReportResidencyRequest): ResidencyReport {
+  if (request.versions.length > MAX_REPORTED_VERSIONS) {
+    throw new InvalidReportError(
+      `a residency report carries at most ${MAX_REPORTED_VERSIONS} versions, not ${request.versions.length}`,
+    );
+  }
+  const versions = request.versions.map((version, index): VersionReport => {
+    const state = RESIDENCY_STATES[version.state];
+    if (state === undefined) {
+      throw new InvalidReportError(
+        `versions[${index}].state is required: LOADING, RESIDENT, CACHED, EVICTED or FAILED`,
+      );
+    }
+    return {
+      checkpointId: required(version.checkpointId, `versions[${index}].checkpoint_id`),
+      state,
+      error: version.error === '' ? null : version.error,
+    };
+  });
+  return {
+    workerId: required(request.workerId, 'worker_id'),
+    residentMemory: request.residentMemory ?? null,
+    versions,
+  };
+}
+
 /** Runs one unary handler after the reporter check: its answer, or its error as a gRPC status. */
 function answer<Req extends { readonly workerId: string }, Res>(
   { logger, credentials }: RegistryServiceOptions,
@@ -332,6 +381,21 @@ export function registryService(options: RegistryServiceOptions): RegistryServic
                 sessionId: event.sessionId,
               },
               'session expired: its container was removed',
+            );
+          }
+        }
+        return { registered: outcome.registered };
+      });
+    },
+    reportResidency(call, callback) {
+      answer(options, call, callback, (request): ReportResidencyResponse => {
+        const outcome = decideResidencyReport(journal.state, residencyReportOf(request));
+        if (outcome.events.length > 0) journal.record(outcome);
+        for (const event of outcome.events) {
+          if (event.type === 'ResidencyChanged' && event.state === 'failed') {
+            logger.warn(
+              { workerId: request.workerId, checkpointId: event.checkpointId, error: event.error },
+              'a worker failed to load a version',
             );
           }
         }

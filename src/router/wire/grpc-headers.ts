@@ -4,6 +4,7 @@
  * values under `-bin` keys travel base64-encoded.
  */
 import { constants, type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:http2';
+import type { TrailerEntry } from '../../core/calls/answer-trailers.js';
 
 const { HTTP2_HEADER_STATUS, HTTP2_HEADER_CONTENT_TYPE } = constants;
 
@@ -71,15 +72,12 @@ export function decodeGrpcMessage(value: string | string[] | undefined): string 
   return Buffer.from(bytes).toString('utf8');
 }
 
-/** One metadata entry: text, or bytes under a `-bin` key. */
-export type MetadataValue = string | Uint8Array;
-
-/** Metadata entries as HTTP/2 header values (`-bin` ones base64-encoded). */
+/** Metadata entries (`core/calls/answer-trailers.ts`) as HTTP/2 header values (`-bin` base64). */
 export function metadataHeaders(
-  entries: Iterable<readonly [string, MetadataValue]>,
+  entries: readonly TrailerEntry[],
   into: OutgoingHttpHeaders = {},
 ): OutgoingHttpHeaders {
-  for (const [key, value] of entries) {
+  for (const { key, value } of entries) {
     into[key] =
       typeof value === 'string'
         ? key.endsWith('-bin')
@@ -94,7 +92,7 @@ export function metadataHeaders(
 export function statusTrailers(
   code: number,
   details: string,
-  metadata: Iterable<readonly [string, MetadataValue]> = [],
+  metadata: readonly TrailerEntry[] = [],
 ): OutgoingHttpHeaders {
   const trailers: OutgoingHttpHeaders = { 'grpc-status': String(code) };
   if (details !== '') trailers['grpc-message'] = encodeGrpcMessage(details);

@@ -8,7 +8,7 @@
  */
 import type { OutgoingHttpHeaders, ServerHttp2Stream } from 'node:http2';
 import { status } from '@grpc/grpc-js';
-import type { CallTrailers } from '../../shared/call-trailers.js';
+import type { TrailerEntry } from '../../core/calls/answer-trailers.js';
 import type { GrpcCodeName } from '../../shared/grpc-codes.js';
 import type { ClientAnswer } from '../../core/calls/relay-messages.js';
 import type { ClientEnd, ClientEndEvents } from '../calls/call-ends.js';
@@ -92,11 +92,11 @@ export class H2ClientEnd implements ClientEnd {
     return false;
   }
 
-  end(): void {
-    this.sendStatus(status.OK, '', {});
+  end(trailers: readonly TrailerEntry[]): void {
+    this.sendStatus(status.OK, '', trailers);
   }
 
-  fail(code: GrpcCodeName, details: string, trailers: CallTrailers): void {
+  fail(code: GrpcCodeName, details: string, trailers: readonly TrailerEntry[]): void {
     this.sendStatus(status[code], details, trailers);
   }
 
@@ -112,7 +112,7 @@ export class H2ClientEnd implements ClientEnd {
         this.sendStatus(
           status.UNIMPLEMENTED,
           'compressed messages are not accepted: send them uncompressed',
-          {},
+          [],
         );
         events.gone();
         return;
@@ -126,7 +126,7 @@ export class H2ClientEnd implements ClientEnd {
     if (this.endPending && !this.paused && !this.finished && this.pending.length === 0) {
       this.endPending = false;
       if (!this.reader.idle) {
-        this.sendStatus(status.INTERNAL, 'the request stream ended inside a message', {});
+        this.sendStatus(status.INTERNAL, 'the request stream ended inside a message', []);
         events.gone();
         return;
       }
@@ -137,13 +137,13 @@ export class H2ClientEnd implements ClientEnd {
   /** A frame too big to take: refused as gRPC refuses it; the call sees the client leave. */
   private refuseFrames(error: unknown): void {
     const code = error instanceof FrameError ? error.code : 'INTERNAL';
-    this.sendStatus(status[code], (error as Error).message, {});
+    this.sendStatus(status[code], (error as Error).message, []);
     this.events?.gone();
   }
 
   private deadlinePassed(): void {
     if (this.finished) return;
-    this.sendStatus(status.DEADLINE_EXCEEDED, 'Deadline exceeded', {});
+    this.sendStatus(status.DEADLINE_EXCEEDED, 'Deadline exceeded', []);
     this.events?.gone();
   }
 
@@ -153,12 +153,12 @@ export class H2ClientEnd implements ClientEnd {
     this.stream.respond(RESPONSE_HEADERS, { waitForTrailers: true });
   }
 
-  private sendStatus(code: number, details: string, trailers: CallTrailers): void {
+  private sendStatus(code: number, details: string, trailers: readonly TrailerEntry[]): void {
     if (this.finished) return;
     this.finish();
     const { stream } = this;
     if (stream.destroyed || stream.closed) return;
-    const statusHeaders = statusTrailers(code, details, Object.entries(trailers));
+    const statusHeaders = statusTrailers(code, details, trailers);
     if (!this.responded) {
       // Trailers-only: the status in the only headers the answer has.
       this.responded = true;

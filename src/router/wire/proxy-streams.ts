@@ -9,6 +9,7 @@ import { constants, type IncomingHttpHeaders, type ServerHttp2Stream } from 'nod
 import { ProxyServiceService } from '../../proto/gen/readie/v1/proxy.js';
 import { AUTHORIZATION } from '../../shared/bearer-token.js';
 import { NOT_STARTED } from '../../shared/call-trailers.js';
+import { trailerEntries } from '../../core/calls/answer-trailers.js';
 import { statusOf } from '../../core/errors.js';
 import { CallRelay, type CallPathOptions } from '../calls/call-relay.js';
 import {
@@ -80,7 +81,7 @@ function authorizationOf(headers: IncomingHttpHeaders): Metadata {
 /** Refuses a stream before anything ran: a trailers-only answer marked `readie-not-started`. */
 function refuse(stream: ServerHttp2Stream, code: number, details: string): void {
   stream.respond(
-    { ...RESPONSE_HEADERS, ...statusTrailers(code, details, Object.entries(NOT_STARTED)) },
+    { ...RESPONSE_HEADERS, ...statusTrailers(code, details, trailerEntries(NOT_STARTED)) },
     { endStream: true },
   );
   stream.resume();

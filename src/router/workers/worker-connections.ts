@@ -16,6 +16,7 @@ import {
   type ServiceError,
 } from '@grpc/grpc-js';
 import { service as healthService } from 'grpc-health-check';
+import { ResidencyServiceClient } from '../../proto/gen/readie/v1/residency.js';
 import { RelayExecutionClient } from '../calls/relay-codec.js';
 
 /** A `grpc.health.v1.HealthCheckResponse` as the health package decodes it. */
@@ -63,6 +64,7 @@ const CHANNEL_OPTIONS = {
 interface Connection {
   readonly execution: RelayExecutionClient;
   readonly health: HealthClient;
+  readonly residency: ResidencyServiceClient;
 }
 
 /** The router's cache of worker connections, by address. */
@@ -122,6 +124,11 @@ export class WorkerConnections {
     });
   }
 
+  /** The `ResidencyService` client for a worker address (same channel as its execution client). */
+  residency(address: string): ResidencyServiceClient {
+    return this.connection(address).residency;
+  }
+
   /** Closes the channels of every cached address not in `inUse`. */
   retain(inUse: ReadonlySet<string>): void {
     for (const [address, connection] of this.byAddress) {
@@ -161,7 +168,10 @@ export class WorkerConnections {
       const health = new HealthClient(address, this.credentials, {
         channelOverride: execution.getChannel(),
       });
-      connection = { execution, health };
+      const residency = new ResidencyServiceClient(address, this.credentials, {
+        channelOverride: execution.getChannel(),
+      });
+      connection = { execution, health, residency };
       this.byAddress.set(address, connection);
     }
     return connection;

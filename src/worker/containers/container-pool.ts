@@ -134,13 +134,15 @@ export class ContainerPool {
    * Creates a container with `memory` as its limit for `sessionId` (empty: no session) and waits
    * for its executor's HELLO: a standby of `checkpointId`, else one restored from it, else (no
    * checkpoint, a restore that fails or dies before it answers) a cold one. `signal` abandons
-   * it (the container is destroyed).
+   * it (the container is destroyed). `exact`: never fall back to a cold start (a pinned call's
+   * version): a failed restore throws.
    */
   async create(
     memory: number,
     checkpointId: string,
     signal?: AbortSignal,
     sessionId = '',
+    exact = false,
   ): Promise<AnsweringContainer> {
     if (this.closing) throw new ShuttingDownError('the worker is shutting down');
     const { maxContainers } = this.options;
@@ -161,7 +163,12 @@ export class ContainerPool {
         this.adopt(standby.container, sessionId);
         return { ...standby, fallback: null };
       }
-      const creation = this.startWithFallback(memory, checkpointId, signal ?? null);
+      const creation = exact
+        ? this.startAnswering(memory, checkpointId, signal ?? null).then((made) => ({
+            ...made,
+            fallback: null,
+          }))
+        : this.startWithFallback(memory, checkpointId, signal ?? null);
       this.creations.add(creation);
       const created = await creation.finally(() => this.creations.delete(creation));
       if (this.closing) {

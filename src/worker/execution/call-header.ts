@@ -25,6 +25,15 @@ export interface CallRequest {
   /** The client's Python version; empty when the client is not Python (json-call). */
   readonly pythonVersion: string;
   readonly format: ExecutorFormat;
+  /**
+   * A pinned call's version (docs/tenant-routing.md): its container must be restored from exactly
+   * this checkpoint, never started cold; empty for any other call.
+   */
+  readonly version: string;
+  /** The router expects the version not to be resident here: it is loaded first. */
+  readonly coldLoad: boolean;
+  /** The routing revision the version was resolved from (0: none), for logs. */
+  readonly routingRevision: number;
 }
 
 /** What the header is checked against. */
@@ -90,6 +99,11 @@ export function readHeader(
   }
   const mismatch = pythonVersionProblem(header.pythonVersion, context.sandboxPython);
   if (mismatch) throw new PythonVersionMismatchError(mismatch);
+  if (header.version !== '' && ids.containerId === '' && ids.checkpointId !== header.version) {
+    throw new InvalidCallError(
+      `the header names version "${header.version}" but checkpoint "${ids.checkpointId}": a pinned call's container is restored from its version`,
+    );
+  }
   return {
     requestId: ids.requestId,
     sessionId: ids.sessionId,
@@ -102,5 +116,8 @@ export function readHeader(
     imports: header.imports,
     pythonVersion: header.pythonVersion,
     format,
+    version: header.version,
+    coldLoad: header.coldLoad,
+    routingRevision: header.routingRevision,
   };
 }

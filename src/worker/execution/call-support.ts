@@ -33,5 +33,9 @@ export function idTrailers(ids: CallIds): Metadata {
   metadata.set('readie-worker-id', ids.workerId);
   metadata.set('readie-container-id', ids.containerId);
   metadata.set('readie-checkpoint-id', ids.checkpointId);
+  if (ids.version !== '') {
+    metadata.set('readie-version', ids.version);
+    metadata.set('readie-routing-revision', String(ids.routingRevision));
+  }
   return metadata;
 }

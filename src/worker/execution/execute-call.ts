@@ -16,6 +16,8 @@ import {
   InvalidCallError,
   OutOfMemoryError,
   PackageInstallError,
+  VersionLoadError,
+  VersionMismatchError,
 } from '../errors.js';
 import { NO_TRAILERS, NOT_STARTED, outOfMemoryTrailers } from '../../shared/call-trailers.js';
 import {
@@ -31,6 +33,7 @@ import {
   ResultEndSchema,
 } from '../executor-link/index.js';
 import type { Installer, PackageSource } from '../packages/index.js';
+import type { VersionResidency } from '../residency/index.js';
 import type { CallRequest } from './call-header.js';
 import { abortable, idTrailers } from './call-support.js';
 import { INSTALL_LOG_SOURCE, installPackages } from './install-step.js';
@@ -51,6 +54,8 @@ export interface CallDeps {
   /** EXECUTION_TIMEOUT. */
   readonly executionTimeoutMs: number;
   readonly log: Logger;
+  /** The worker's versions (loads for pinned calls); null: it holds none. */
+  readonly versions?: () => VersionResidency | null;
 }
 
 /** The router cancelled the call (or its stream broke): stop, clean up, answer nothing. */
@@ -70,6 +75,8 @@ export class ExecuteCall {
   private readonly ids: CallIds;
   private container: Container | null = null;
   private connection: ExecutorConnection | null = null;
+  /** Releases the pinned call's hold on its version (never evicted while running). */
+  private releaseVersion: () => void = () => undefined;
   /** Set once a failure already says what happened to the executor (no need to look again). */
   private diagnosed = false;
   /**
@@ -92,8 +99,14 @@ export class ExecuteCall {
       workerId: deps.workerId,
       containerId: '',
       checkpointId: '',
+      version: request.version,
+      routingRevision: request.routingRevision,
     };
-    this.log = deps.log.child({ requestId: request.requestId, sessionId: request.sessionId });
+    this.log = deps.log.child({
+      requestId: request.requestId,
+      sessionId: request.sessionId,
+      ...(request.version === '' ? {} : { version: request.version, coldLoad: request.coldLoad }),
+    });
   }
 
   /** Runs the call to its end. */
@@ -138,7 +151,13 @@ export class ExecuteCall {
     signal.throwIfAborted();
     if (this.request.packages.length > 0) await this.install(connection, signal);
     this.started = true;
-    await connection.write(encodeJsonFrame(FrameType.CALL, { format: this.request.format }));
+    await connection.write(
+      encodeJsonFrame(FrameType.CALL, {
+        format: this.request.format,
+        // A pinned call: the executor refuses it unless its container holds exactly this version.
+        ...(this.request.version === '' ? {} : { version: this.request.version }),
+      }),
+    );
     const phase = new AbortController();
     const stop = () => phase.abort(signal.reason);
     signal.addEventListener('abort', stop, { once: true });
@@ -168,8 +187,14 @@ export class ExecuteCall {
         request.sessionId,
       );
       this.adopt(container);
+      if (request.version !== '' && container.checkpointId !== request.version) {
+        throw new VersionMismatchError(
+          `container ${container.id} holds ${container.checkpointId === '' ? 'no version (a cold start)' : `"${container.checkpointId}"`}, not version "${request.version}": refused`,
+        );
+      }
       return this.reconnect(container, signal);
     }
+    if (request.version !== '') return this.acquireVersion(signal);
     const created = await deps.pool.create(
       request.memory,
       request.checkpointId,
@@ -183,6 +208,47 @@ export class ExecuteCall {
         `checkpoint ${request.checkpointId} was not restored (${created.fallback}); the container started cold`,
       );
     }
+    return created.connection;
+  }
+
+  /**
+   * A pinned call's container: the version resident first (a cold load when it is not, reported
+   * loading, then resident or failed), then a container restored from exactly it, never cold.
+   */
+  private async acquireVersion(signal: AbortSignal): Promise<ExecutorConnection> {
+    const { request, deps } = this;
+    const versions = deps.versions?.() ?? null;
+    if (!versions) {
+      throw new VersionLoadError(
+        `version "${request.version}" cannot be loaded: this worker holds no versions`,
+      );
+    }
+    this.releaseVersion = versions.use(request.version);
+    const started = performance.now();
+    await versions.ensure(request.version);
+    signal.throwIfAborted();
+    if (request.coldLoad) {
+      this.log.info(
+        { loadMs: Math.round(performance.now() - started) },
+        'version ready for a cold-load call',
+      );
+    }
+    let created;
+    try {
+      created = await deps.pool.create(
+        request.memory,
+        request.version,
+        signal,
+        request.sessionId,
+        true,
+      );
+    } catch (error) {
+      signal.throwIfAborted();
+      throw new VersionLoadError(
+        `version "${request.version}" could not be restored on worker ${deps.workerId}: ${(error as Error).message}`,
+      );
+    }
+    this.adopt(created.container);
     return created.connection;
   }
 
@@ -280,8 +346,10 @@ export class ExecuteCall {
           return;
         }
         case FrameType.ERROR: {
-          const { message } = readFrameBody(frame, ExecutorErrorSchema);
+          const { message, reason } = readFrameBody(frame, ExecutorErrorSchema);
           this.diagnosed = true;
+          if (reason === 'version')
+            throw new VersionMismatchError(`the executor refused the call: ${message}`);
           throw new ExecutorLostError(`the executor refused the call: ${message}`);
         }
         default:
@@ -323,6 +391,7 @@ export class ExecuteCall {
 
   /** Step 7 and the end of the stream: release the container, then answer the status. */
   private finish(outcome: Outcome, failure: Error | null, elapsedMs: number): void {
+    this.releaseVersion();
     const keep = outcome !== 'failed' && this.request.sessionId !== '';
     const container = this.container;
     if (container) this.deps.pool.release(container, keep);

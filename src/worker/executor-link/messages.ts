@@ -26,7 +26,11 @@ export const InstallDoneSchema = T.Object({ ok: T.Boolean(), message: T.String()
 export const ResultEndSchema = T.Object({ ok: T.Boolean(), ms: T.Number({ minimum: 0 }) });
 
 /** ERROR: the executor refused what the worker sent. */
-export const ExecutorErrorSchema = T.Object({ message: T.String() });
+export const ExecutorErrorSchema = T.Object({
+  message: T.String(),
+  /** Why, when it is not a protocol error: `version` (a pinned call's version is not held). */
+  reason: T.Optional(T.String()),
+});
 
 /** What the executor says first on every connection. */
 export type ExecutorHello = Static<typeof ExecutorHelloSchema>;

@@ -1,6 +1,6 @@
 /**
  * The worker's side of readie.v1.RegistryService: registration (with retries), the utilization
- * heartbeat, and container state reports sent in order.
+ * heartbeat, and container state and residency reports sent in order.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { status, type ChannelCredentials, type ServiceError } from '@grpc/grpc-js';
@@ -13,6 +13,7 @@ import {
   type ReportStatusRequest,
   type ReportUtilizationRequest,
 } from '../../proto/gen/readie/v1/registry.js';
+import type { ReportResidencyRequest } from '../../proto/gen/readie/v1/residency.js';
 import type { WorkerCredentials } from '../credentials.js';
 import { routerDiagnosis } from './router-diagnosis.js';
 
@@ -163,6 +164,37 @@ export class RegistryClient {
           setImmediate(() => void this.sendContainerState(request).then(resolve)),
         ),
     );
+  }
+
+  /** Queues a residency report, in order with the container reports. */
+  reportResidency(request: ReportResidencyRequest): void {
+    this.containerReports = this.containerReports.then(
+      () =>
+        new Promise<void>((resolve) =>
+          setImmediate(() => void this.sendResidency(request).then(resolve)),
+        ),
+    );
+  }
+
+  private sendResidency(request: ReportResidencyRequest): Promise<void> {
+    return new Promise((resolve) => {
+      this.client.reportResidency(
+        request,
+        this.options.identity.reportMetadata(),
+        { deadline: this.deadline() },
+        (error, response) => {
+          if (error) {
+            this.options.log.warn(
+              { versions: request.versions.map((v) => v.checkpointId), error: error.details },
+              'residency report failed',
+            );
+          } else if (response && !response.registered) {
+            this.onUnregistered();
+          }
+          resolve();
+        },
+      );
+    });
   }
 
   /** Resolves once every queued container report has been sent (or failed). */

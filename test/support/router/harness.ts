@@ -114,6 +114,8 @@ export function callConfig(fields: Partial<CallConfig> = {}): CallConfig {
     checkpointId: '',
     pythonVersion: '3.11.2',
     format: PayloadFormat.PAYLOAD_FORMAT_JSON_CALL,
+    pinned: false,
+    retryOf: '',
     ...fields,
   };
 }

@@ -18,6 +18,9 @@
  *
  * Every answer carries the call's IDs with the container used (the header's, or a new `c<n>`)
  * and the checkpoint used (the header's, unless `checkpointUsed` says otherwise).
+ *
+ * It also serves `ResidencyService`, recording what the router tells it to keep and to pre-warm;
+ * with `prewarmLoads`, a pre-warm reports `loading` then `resident` as a real worker would.
  */
 import {
   credentials,
@@ -38,6 +41,12 @@ import {
 } from '../../../src/proto/gen/readie/v1/execution.js';
 import type { ContainerState } from '../../../src/proto/gen/readie/v1/registry.js';
 import { bearerMetadata } from '../../../src/router/security/index.js';
+import {
+  ResidencyServiceService,
+  ResidencyState,
+  type ResidencyServiceServer,
+  type VersionResidency,
+} from '../../../src/proto/gen/readie/v1/residency.js';
 import {
   Flavor,
   RegistryServiceClient,
@@ -73,6 +82,8 @@ export interface ScriptedWorkerOptions {
   readonly instanceId?: string;
   /** The address it registers with (default: where it serves). */
   readonly advertise?: string;
+  /** On a pre-warm, report the version loading, then resident (after `prewarmLoads` ms). */
+  readonly prewarmLoads?: number;
 }
 
 type WorkerCall = ServerDuplexStream<ExecuteRequest, ExecuteResponse>;
@@ -86,7 +97,14 @@ export class ScriptedWorker {
   readonly running = new Map<string, number>();
   /** The most calls of one session that ever ran at once. */
   maxConcurrentPerSession = 0;
+  /** Every protected set the router sent, in order. */
+  readonly protects: { checkpointIds: string[]; seq: number; authorization: string }[] = [];
+  /** Every pre-warm the router asked for, in order. */
+  readonly prewarms: string[] = [];
+  /** On a pre-warm, report loading then resident after this many ms; undefined: report nothing. */
+  prewarmLoads: number | undefined;
   private containers = 0;
+  private residentMemory: number | undefined;
   private registry: RegistryServiceClient | undefined;
   private registryMetadata = new Metadata();
   /** The number of its last numbered report. */
@@ -136,9 +154,40 @@ export class ScriptedWorker {
       instanceId: options.instanceId ?? '',
       advertise: options.advertise ?? address,
     });
+    worker.prewarmLoads = options.prewarmLoads;
     server.addService(ExecutionServiceService, {
       execute: (call: WorkerCall) => worker.execute(call, options),
     });
+    const residency: ResidencyServiceServer = {
+      protect: (call, callback) => {
+        const [authorization] = call.metadata.get('authorization');
+        worker.protects.push({
+          checkpointIds: call.request.checkpointIds,
+          seq: call.request.seq,
+          authorization: String(authorization ?? ''),
+        });
+        callback(null, {});
+      },
+      prewarm: (call, callback) => {
+        worker.prewarms.push(call.request.checkpointId);
+        callback(null, { state: ResidencyState.RESIDENCY_STATE_LOADING });
+        const delay = worker.prewarmLoads;
+        if (delay === undefined) return;
+        const version = call.request.checkpointId;
+        void worker
+          .reportResidency([
+            { checkpointId: version, state: ResidencyState.RESIDENCY_STATE_LOADING, error: '' },
+          ])
+          .then(() => new Promise((resolve) => setTimeout(resolve, delay)))
+          .then(() =>
+            worker.reportResidency([
+              { checkpointId: version, state: ResidencyState.RESIDENCY_STATE_RESIDENT, error: '' },
+            ]),
+          )
+          .catch(() => undefined);
+      },
+    };
+    server.addService(ResidencyServiceService, residency);
     return worker;
   }
 
@@ -217,6 +266,21 @@ export class ScriptedWorker {
     );
   }
 
+  /**
+   * Reports versions' residency with its budget (the last one given, as a real worker reports
+   * it on every report); resolves with whether the router knows it.
+   */
+  reportResidency(versions: VersionResidency[], residentMemory?: number): Promise<boolean> {
+    if (residentMemory !== undefined) this.residentMemory = residentMemory;
+    return new Promise((resolve, reject) =>
+      this.client().reportResidency(
+        { workerId: this.workerId, residentMemory: this.residentMemory, versions },
+        this.registryMetadata,
+        (error, response) => (error ? reject(error) : resolve(response.registered)),
+      ),
+    );
+  }
+
   /** Reports a container's state; resolves with whether the router knows this worker. */
   reportContainer(
     containerId: string,
@@ -288,6 +352,8 @@ export class ScriptedWorker {
           workerId: this.workerId,
           containerId,
           checkpointId,
+          version: header.version,
+          routingRevision: header.routingRevision,
         };
         received = {
           header,

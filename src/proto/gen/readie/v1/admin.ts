@@ -18,6 +18,20 @@ import {
   type ServiceError,
   type UntypedServiceImplementation,
 } from "@grpc/grpc-js";
+import {
+  FlipPinRequest,
+  FlipPinResponse,
+  PinStatusRequest,
+  PinStatusResponse,
+  RemovePinRequest,
+  RemovePinResponse,
+  RollbackPinRequest,
+  RollbackPinResponse,
+  SetPinKRequest,
+  SetPinKResponse,
+  StagePinRequest,
+  StagePinResponse,
+} from "./pins.js";
 
 export const protobufPackage = "readie.v1";
 
@@ -1457,11 +1471,83 @@ export const AdminServiceService = {
     responseSerialize: (value: StatusResponse): Buffer => Buffer.from(StatusResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): StatusResponse => StatusResponse.decode(value),
   },
+  /** Tenant-pinned versions (docs/tenant-routing.md): the table, staged pins, residency, budget. */
+  pinStatus: {
+    path: "/readie.v1.AdminService/PinStatus" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: PinStatusRequest): Buffer => Buffer.from(PinStatusRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): PinStatusRequest => PinStatusRequest.decode(value),
+    responseSerialize: (value: PinStatusResponse): Buffer => Buffer.from(PinStatusResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): PinStatusResponse => PinStatusResponse.decode(value),
+  },
+  /** Stages a tenant's next version (PinStaged) and asks its subset to pre-warm it. */
+  stagePin: {
+    path: "/readie.v1.AdminService/StagePin" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: StagePinRequest): Buffer => Buffer.from(StagePinRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): StagePinRequest => StagePinRequest.decode(value),
+    responseSerialize: (value: StagePinResponse): Buffer => Buffer.from(StagePinResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): StagePinResponse => StagePinResponse.decode(value),
+  },
+  /** Puts the staged version in force (RoutingRevised). */
+  flipPin: {
+    path: "/readie.v1.AdminService/FlipPin" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: FlipPinRequest): Buffer => Buffer.from(FlipPinRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): FlipPinRequest => FlipPinRequest.decode(value),
+    responseSerialize: (value: FlipPinResponse): Buffer => Buffer.from(FlipPinResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): FlipPinResponse => FlipPinResponse.decode(value),
+  },
+  /** Goes back to the version the current one replaced (RoutingRevised). */
+  rollbackPin: {
+    path: "/readie.v1.AdminService/RollbackPin" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: RollbackPinRequest): Buffer => Buffer.from(RollbackPinRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): RollbackPinRequest => RollbackPinRequest.decode(value),
+    responseSerialize: (value: RollbackPinResponse): Buffer => Buffer.from(RollbackPinResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): RollbackPinResponse => RollbackPinResponse.decode(value),
+  },
+  /** Changes a pin's k (RoutingRevised). */
+  setPinK: {
+    path: "/readie.v1.AdminService/SetPinK" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: SetPinKRequest): Buffer => Buffer.from(SetPinKRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): SetPinKRequest => SetPinKRequest.decode(value),
+    responseSerialize: (value: SetPinKResponse): Buffer => Buffer.from(SetPinKResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): SetPinKResponse => SetPinKResponse.decode(value),
+  },
+  /** Removes a tenant's pin (RoutingRevised with no version). */
+  removePin: {
+    path: "/readie.v1.AdminService/RemovePin" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: RemovePinRequest): Buffer => Buffer.from(RemovePinRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): RemovePinRequest => RemovePinRequest.decode(value),
+    responseSerialize: (value: RemovePinResponse): Buffer => Buffer.from(RemovePinResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): RemovePinResponse => RemovePinResponse.decode(value),
+  },
 } as const;
 
 export interface AdminServiceServer extends UntypedServiceImplementation {
   /** The cluster as the router sees it now: workers, sessions, reservations, catalogue, log. */
   status: handleUnaryCall<StatusRequest, StatusResponse>;
+  /** Tenant-pinned versions (docs/tenant-routing.md): the table, staged pins, residency, budget. */
+  pinStatus: handleUnaryCall<PinStatusRequest, PinStatusResponse>;
+  /** Stages a tenant's next version (PinStaged) and asks its subset to pre-warm it. */
+  stagePin: handleUnaryCall<StagePinRequest, StagePinResponse>;
+  /** Puts the staged version in force (RoutingRevised). */
+  flipPin: handleUnaryCall<FlipPinRequest, FlipPinResponse>;
+  /** Goes back to the version the current one replaced (RoutingRevised). */
+  rollbackPin: handleUnaryCall<RollbackPinRequest, RollbackPinResponse>;
+  /** Changes a pin's k (RoutingRevised). */
+  setPinK: handleUnaryCall<SetPinKRequest, SetPinKResponse>;
+  /** Removes a tenant's pin (RoutingRevised with no version). */
+  removePin: handleUnaryCall<RemovePinRequest, RemovePinResponse>;
 }
 
 export interface AdminServiceClient extends Client {
@@ -1480,6 +1566,102 @@ export interface AdminServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: StatusResponse) => void,
+  ): ClientUnaryCall;
+  /** Tenant-pinned versions (docs/tenant-routing.md): the table, staged pins, residency, budget. */
+  pinStatus(
+    request: PinStatusRequest,
+    callback: (error: ServiceError | null, response: PinStatusResponse) => void,
+  ): ClientUnaryCall;
+  pinStatus(
+    request: PinStatusRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: PinStatusResponse) => void,
+  ): ClientUnaryCall;
+  pinStatus(
+    request: PinStatusRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: PinStatusResponse) => void,
+  ): ClientUnaryCall;
+  /** Stages a tenant's next version (PinStaged) and asks its subset to pre-warm it. */
+  stagePin(
+    request: StagePinRequest,
+    callback: (error: ServiceError | null, response: StagePinResponse) => void,
+  ): ClientUnaryCall;
+  stagePin(
+    request: StagePinRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: StagePinResponse) => void,
+  ): ClientUnaryCall;
+  stagePin(
+    request: StagePinRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: StagePinResponse) => void,
+  ): ClientUnaryCall;
+  /** Puts the staged version in force (RoutingRevised). */
+  flipPin(
+    request: FlipPinRequest,
+    callback: (error: ServiceError | null, response: FlipPinResponse) => void,
+  ): ClientUnaryCall;
+  flipPin(
+    request: FlipPinRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: FlipPinResponse) => void,
+  ): ClientUnaryCall;
+  flipPin(
+    request: FlipPinRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: FlipPinResponse) => void,
+  ): ClientUnaryCall;
+  /** Goes back to the version the current one replaced (RoutingRevised). */
+  rollbackPin(
+    request: RollbackPinRequest,
+    callback: (error: ServiceError | null, response: RollbackPinResponse) => void,
+  ): ClientUnaryCall;
+  rollbackPin(
+    request: RollbackPinRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: RollbackPinResponse) => void,
+  ): ClientUnaryCall;
+  rollbackPin(
+    request: RollbackPinRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: RollbackPinResponse) => void,
+  ): ClientUnaryCall;
+  /** Changes a pin's k (RoutingRevised). */
+  setPinK(
+    request: SetPinKRequest,
+    callback: (error: ServiceError | null, response: SetPinKResponse) => void,
+  ): ClientUnaryCall;
+  setPinK(
+    request: SetPinKRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: SetPinKResponse) => void,
+  ): ClientUnaryCall;
+  setPinK(
+    request: SetPinKRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: SetPinKResponse) => void,
+  ): ClientUnaryCall;
+  /** Removes a tenant's pin (RoutingRevised with no version). */
+  removePin(
+    request: RemovePinRequest,
+    callback: (error: ServiceError | null, response: RemovePinResponse) => void,
+  ): ClientUnaryCall;
+  removePin(
+    request: RemovePinRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: RemovePinResponse) => void,
+  ): ClientUnaryCall;
+  removePin(
+    request: RemovePinRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: RemovePinResponse) => void,
   ): ClientUnaryCall;
 }
 

@@ -111,6 +111,13 @@ export interface CallIds {
   containerId: string;
   /** The checkpoint the container was restored from; empty for a cold start. */
   checkpointId: string;
+  /**
+   * For a pinned call (docs/tenant-routing.md): the tenant's version it was resolved to, which is
+   * the version that serves it; empty for any other call.
+   */
+  version: string;
+  /** For a pinned call: the routing table revision its resolution came from; 0 for any other call. */
+  routingRevision: number;
 }
 
 /**
@@ -131,7 +138,15 @@ export interface LogLine {
 }
 
 function createBaseCallIds(): CallIds {
-  return { requestId: "", sessionId: "", workerId: "", containerId: "", checkpointId: "" };
+  return {
+    requestId: "",
+    sessionId: "",
+    workerId: "",
+    containerId: "",
+    checkpointId: "",
+    version: "",
+    routingRevision: 0,
+  };
 }
 
 export const CallIds: MessageFns<CallIds> = {
@@ -150,6 +165,12 @@ export const CallIds: MessageFns<CallIds> = {
     }
     if (message.checkpointId !== "") {
       writer.uint32(42).string(message.checkpointId);
+    }
+    if (message.version !== "") {
+      writer.uint32(50).string(message.version);
+    }
+    if (message.routingRevision !== 0) {
+      writer.uint32(56).uint64(message.routingRevision);
     }
     return writer;
   },
@@ -207,6 +228,22 @@ export const CallIds: MessageFns<CallIds> = {
             message.checkpointId = reader.string();
             continue;
           }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.version = reader.string();
+            continue;
+          }
+          case 7: {
+            if (tag !== 56) {
+              break;
+            }
+
+            message.routingRevision = longToNumber(reader.uint64());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -246,6 +283,12 @@ export const CallIds: MessageFns<CallIds> = {
         : isSet(object.checkpoint_id)
         ? globalThis.String(object.checkpoint_id)
         : "",
+      version: isSet(object.version) ? globalThis.String(object.version) : "",
+      routingRevision: isSet(object.routingRevision)
+        ? globalThis.Number(object.routingRevision)
+        : isSet(object.routing_revision)
+        ? globalThis.Number(object.routing_revision)
+        : 0,
     };
   },
 
@@ -266,6 +309,12 @@ export const CallIds: MessageFns<CallIds> = {
     if (message.checkpointId !== "") {
       obj.checkpointId = message.checkpointId;
     }
+    if (message.version !== "") {
+      obj.version = message.version;
+    }
+    if (message.routingRevision !== 0) {
+      obj.routingRevision = Math.round(message.routingRevision);
+    }
     return obj;
   },
 
@@ -279,6 +328,8 @@ export const CallIds: MessageFns<CallIds> = {
     message.workerId = object.workerId ?? "";
     message.containerId = object.containerId ?? "";
     message.checkpointId = object.checkpointId ?? "";
+    message.version = object.version ?? "";
+    message.routingRevision = object.routingRevision ?? 0;
     return message;
   },
 };
@@ -455,6 +506,17 @@ export type DeepPartial<T> = T extends Builtin ? T
 type KeysOfUnion<T> = T extends T ? keyof T : never;
 export type Exact<P, I extends P> = P extends Builtin ? P
   : P & { [K in keyof P]: Exact<P[K], I[K]> } & { [K in Exclude<keyof I, KeysOfUnion<P>>]: never };
+
+function longToNumber(int64: { toString(): string }): number {
+  const num = globalThis.Number(int64.toString());
+  if (num > globalThis.Number.MAX_SAFE_INTEGER) {
+    throw new globalThis.Error("Value is larger than Number.MAX_SAFE_INTEGER");
+  }
+  if (num < globalThis.Number.MIN_SAFE_INTEGER) {
+    throw new globalThis.Error("Value is smaller than Number.MIN_SAFE_INTEGER");
+  }
+  return num;
+}
 
 function isSet(value: any): boolean {
   return value !== null && value !== undefined;

@@ -48,6 +48,19 @@ export interface CallHeader {
   pythonVersion: string;
   /** How the payload is encoded. */
   format: PayloadFormat;
+  /**
+   * A pinned call's version (the checkpoint in ids, named again so that it is never mistaken
+   * for a hint): the container must be restored from exactly it, never started cold. Empty for
+   * any other call.
+   */
+  version: string;
+  /**
+   * The router expects the version not to be resident here: load it (build it, or restore it from
+   * its cached tier) before the call, reporting loading, then resident or failed.
+   */
+  coldLoad: boolean;
+  /** The routing table revision the call's version was resolved from (for logs; 0 for none). */
+  routingRevision: number;
 }
 
 /** A message from the router: the header first, then payload chunks; never both. */
@@ -90,6 +103,9 @@ function createBaseCallHeader(): CallHeader {
     packages: [],
     pythonVersion: "",
     format: 0,
+    version: "",
+    coldLoad: false,
+    routingRevision: 0,
   };
 }
 
@@ -118,6 +134,15 @@ export const CallHeader: MessageFns<CallHeader> = {
     }
     if (message.format !== 0) {
       writer.uint32(64).int32(message.format);
+    }
+    if (message.version !== "") {
+      writer.uint32(74).string(message.version);
+    }
+    if (message.coldLoad !== false) {
+      writer.uint32(80).bool(message.coldLoad);
+    }
+    if (message.routingRevision !== 0) {
+      writer.uint32(88).uint64(message.routingRevision);
     }
     return writer;
   },
@@ -199,6 +224,30 @@ export const CallHeader: MessageFns<CallHeader> = {
             message.format = reader.int32() as any;
             continue;
           }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.version = reader.string();
+            continue;
+          }
+          case 10: {
+            if (tag !== 80) {
+              break;
+            }
+
+            message.coldLoad = reader.bool();
+            continue;
+          }
+          case 11: {
+            if (tag !== 88) {
+              break;
+            }
+
+            message.routingRevision = longToNumber(reader.uint64());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -229,6 +278,17 @@ export const CallHeader: MessageFns<CallHeader> = {
         ? globalThis.String(object.python_version)
         : "",
       format: isSet(object.format) ? payloadFormatFromJSON(object.format) : 0,
+      version: isSet(object.version) ? globalThis.String(object.version) : "",
+      coldLoad: isSet(object.coldLoad)
+        ? globalThis.Boolean(object.coldLoad)
+        : isSet(object.cold_load)
+        ? globalThis.Boolean(object.cold_load)
+        : false,
+      routingRevision: isSet(object.routingRevision)
+        ? globalThis.Number(object.routingRevision)
+        : isSet(object.routing_revision)
+        ? globalThis.Number(object.routing_revision)
+        : 0,
     };
   },
 
@@ -258,6 +318,15 @@ export const CallHeader: MessageFns<CallHeader> = {
     if (message.format !== 0) {
       obj.format = payloadFormatToJSON(message.format);
     }
+    if (message.version !== "") {
+      obj.version = message.version;
+    }
+    if (message.coldLoad !== false) {
+      obj.coldLoad = message.coldLoad;
+    }
+    if (message.routingRevision !== 0) {
+      obj.routingRevision = Math.round(message.routingRevision);
+    }
     return obj;
   },
 
@@ -274,6 +343,9 @@ export const CallHeader: MessageFns<CallHeader> = {
     message.packages = object.packages?.map((e) => e) || [];
     message.pythonVersion = object.pythonVersion ?? "";
     message.format = object.format ?? 0;
+    message.version = object.version ?? "";
+    message.coldLoad = object.coldLoad ?? false;
+    message.routingRevision = object.routingRevision ?? 0;
     return message;
   },
 };
@@ -504,7 +576,8 @@ export const ExecutionServiceService = {
    * the router half-closes after the last. Answers repeat the call's IDs, with the container and
    * checkpoint actually used. Errors: RESOURCE_EXHAUSTED (no container could be created),
    * UNAVAILABLE (the executor went away), DEADLINE_EXCEEDED (the executor never answered),
-   * FAILED_PRECONDITION (a package did not install, or a Python version mismatch).
+   * FAILED_PRECONDITION (a package did not install, a Python version mismatch, or a pinned call's
+   * version could not be loaded: the message names the version and why).
    */
   execute: {
     path: "/readie.v1.ExecutionService/Execute" as const,
@@ -523,7 +596,8 @@ export interface ExecutionServiceServer extends UntypedServiceImplementation {
    * the router half-closes after the last. Answers repeat the call's IDs, with the container and
    * checkpoint actually used. Errors: RESOURCE_EXHAUSTED (no container could be created),
    * UNAVAILABLE (the executor went away), DEADLINE_EXCEEDED (the executor never answered),
-   * FAILED_PRECONDITION (a package did not install, or a Python version mismatch).
+   * FAILED_PRECONDITION (a package did not install, a Python version mismatch, or a pinned call's
+   * version could not be loaded: the message names the version and why).
    */
   execute: handleBidiStreamingCall<ExecuteRequest, ExecuteResponse>;
 }
@@ -534,7 +608,8 @@ export interface ExecutionServiceClient extends Client {
    * the router half-closes after the last. Answers repeat the call's IDs, with the container and
    * checkpoint actually used. Errors: RESOURCE_EXHAUSTED (no container could be created),
    * UNAVAILABLE (the executor went away), DEADLINE_EXCEEDED (the executor never answered),
-   * FAILED_PRECONDITION (a package did not install, or a Python version mismatch).
+   * FAILED_PRECONDITION (a package did not install, a Python version mismatch, or a pinned call's
+   * version could not be loaded: the message names the version and why).
    */
   execute(): ClientDuplexStream<ExecuteRequest, ExecuteResponse>;
   execute(options: Partial<CallOptions>): ClientDuplexStream<ExecuteRequest, ExecuteResponse>;

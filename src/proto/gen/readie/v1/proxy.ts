@@ -51,6 +51,16 @@ export interface CallConfig {
   pythonVersion: string;
   /** How the payload is encoded. */
   format: PayloadFormat;
+  /**
+   * Run on the tenant's pinned version (docs/tenant-routing.md): the tenant comes from the
+   * credential; the router resolves its version and routes to the few workers that hold it.
+   */
+  pinned: boolean;
+  /**
+   * The request ID this call retries (after a shed, say); empty for a first try. A pinned retry
+   * keeps the version its first try resolved to. Only the same tenant's calls may be named.
+   */
+  retryOf: string;
 }
 
 /** A message from the client: the config first, then payload chunks; never both in one message. */
@@ -96,6 +106,8 @@ function createBaseCallConfig(): CallConfig {
     checkpointId: "",
     pythonVersion: "",
     format: 0,
+    pinned: false,
+    retryOf: "",
   };
 }
 
@@ -133,6 +145,12 @@ export const CallConfig: MessageFns<CallConfig> = {
     }
     if (message.format !== 0) {
       writer.uint32(88).int32(message.format);
+    }
+    if (message.pinned !== false) {
+      writer.uint32(96).bool(message.pinned);
+    }
+    if (message.retryOf !== "") {
+      writer.uint32(106).string(message.retryOf);
     }
     return writer;
   },
@@ -238,6 +256,22 @@ export const CallConfig: MessageFns<CallConfig> = {
             message.format = reader.int32() as any;
             continue;
           }
+          case 12: {
+            if (tag !== 96) {
+              break;
+            }
+
+            message.pinned = reader.bool();
+            continue;
+          }
+          case 13: {
+            if (tag !== 106) {
+              break;
+            }
+
+            message.retryOf = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -289,6 +323,12 @@ export const CallConfig: MessageFns<CallConfig> = {
         ? globalThis.String(object.python_version)
         : "",
       format: isSet(object.format) ? payloadFormatFromJSON(object.format) : 0,
+      pinned: isSet(object.pinned) ? globalThis.Boolean(object.pinned) : false,
+      retryOf: isSet(object.retryOf)
+        ? globalThis.String(object.retryOf)
+        : isSet(object.retry_of)
+        ? globalThis.String(object.retry_of)
+        : "",
     };
   },
 
@@ -327,6 +367,12 @@ export const CallConfig: MessageFns<CallConfig> = {
     if (message.format !== 0) {
       obj.format = payloadFormatToJSON(message.format);
     }
+    if (message.pinned !== false) {
+      obj.pinned = message.pinned;
+    }
+    if (message.retryOf !== "") {
+      obj.retryOf = message.retryOf;
+    }
     return obj;
   },
 
@@ -346,6 +392,8 @@ export const CallConfig: MessageFns<CallConfig> = {
     message.checkpointId = object.checkpointId ?? "";
     message.pythonVersion = object.pythonVersion ?? "";
     message.format = object.format ?? 0;
+    message.pinned = object.pinned ?? false;
+    message.retryOf = object.retryOf ?? "";
     return message;
   },
 };
@@ -577,6 +625,8 @@ export const ProxyServiceService = {
    * status codes, as in docs/router.md's failure table: UNAVAILABLE (no worker, the worker
    * unreachable, the router shutting down), RESOURCE_EXHAUSTED (no room, session busy), NOT_FOUND
    * (session expired), DEADLINE_EXCEEDED (EXECUTION_TIMEOUT or the client's deadline),
+   * RESOURCE_EXHAUSTED with a `retry-after-ms` trailer and google.rpc.RetryInfo (a pinned call
+   * shed while its version loads: retry with retry_of set),
    * INVALID_ARGUMENT (malformed stream, bad package entry, unknown pinned checkpoint),
    * FAILED_PRECONDITION (no optimized execution or another checkpoint in a restored session),
    * ALREADY_EXISTS (request ID already in flight), CANCELLED (the client cancelled),
@@ -603,6 +653,8 @@ export interface ProxyServiceServer extends UntypedServiceImplementation {
    * status codes, as in docs/router.md's failure table: UNAVAILABLE (no worker, the worker
    * unreachable, the router shutting down), RESOURCE_EXHAUSTED (no room, session busy), NOT_FOUND
    * (session expired), DEADLINE_EXCEEDED (EXECUTION_TIMEOUT or the client's deadline),
+   * RESOURCE_EXHAUSTED with a `retry-after-ms` trailer and google.rpc.RetryInfo (a pinned call
+   * shed while its version loads: retry with retry_of set),
    * INVALID_ARGUMENT (malformed stream, bad package entry, unknown pinned checkpoint),
    * FAILED_PRECONDITION (no optimized execution or another checkpoint in a restored session),
    * ALREADY_EXISTS (request ID already in flight), CANCELLED (the client cancelled),
@@ -619,6 +671,8 @@ export interface ProxyServiceClient extends Client {
    * status codes, as in docs/router.md's failure table: UNAVAILABLE (no worker, the worker
    * unreachable, the router shutting down), RESOURCE_EXHAUSTED (no room, session busy), NOT_FOUND
    * (session expired), DEADLINE_EXCEEDED (EXECUTION_TIMEOUT or the client's deadline),
+   * RESOURCE_EXHAUSTED with a `retry-after-ms` trailer and google.rpc.RetryInfo (a pinned call
+   * shed while its version loads: retry with retry_of set),
    * INVALID_ARGUMENT (malformed stream, bad package entry, unknown pinned checkpoint),
    * FAILED_PRECONDITION (no optimized execution or another checkpoint in a restored session),
    * ALREADY_EXISTS (request ID already in flight), CANCELLED (the client cancelled),

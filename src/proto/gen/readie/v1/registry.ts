@@ -18,6 +18,7 @@ import {
   type ServiceError,
   type UntypedServiceImplementation,
 } from "@grpc/grpc-js";
+import { ReportResidencyRequest, ReportResidencyResponse } from "./residency.js";
 
 export const protobufPackage = "readie.v1";
 
@@ -1350,6 +1351,21 @@ export const RegistryServiceService = {
       Buffer.from(ReportContainerStateResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): ReportContainerStateResponse => ReportContainerStateResponse.decode(value),
   },
+  /**
+   * The residency of versions the worker holds (docs/tenant-routing.md): after every status
+   * report in full, then each change as it happens.
+   */
+  reportResidency: {
+    path: "/readie.v1.RegistryService/ReportResidency" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ReportResidencyRequest): Buffer =>
+      Buffer.from(ReportResidencyRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ReportResidencyRequest => ReportResidencyRequest.decode(value),
+    responseSerialize: (value: ReportResidencyResponse): Buffer =>
+      Buffer.from(ReportResidencyResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ReportResidencyResponse => ReportResidencyResponse.decode(value),
+  },
 } as const;
 
 export interface RegistryServiceServer extends UntypedServiceImplementation {
@@ -1367,6 +1383,11 @@ export interface RegistryServiceServer extends UntypedServiceImplementation {
   reportUtilization: handleUnaryCall<ReportUtilizationRequest, ReportUtilizationResponse>;
   /** A container changed state. */
   reportContainerState: handleUnaryCall<ReportContainerStateRequest, ReportContainerStateResponse>;
+  /**
+   * The residency of versions the worker holds (docs/tenant-routing.md): after every status
+   * report in full, then each change as it happens.
+   */
+  reportResidency: handleUnaryCall<ReportResidencyRequest, ReportResidencyResponse>;
 }
 
 export interface RegistryServiceClient extends Client {
@@ -1425,6 +1446,25 @@ export interface RegistryServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: ReportContainerStateResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * The residency of versions the worker holds (docs/tenant-routing.md): after every status
+   * report in full, then each change as it happens.
+   */
+  reportResidency(
+    request: ReportResidencyRequest,
+    callback: (error: ServiceError | null, response: ReportResidencyResponse) => void,
+  ): ClientUnaryCall;
+  reportResidency(
+    request: ReportResidencyRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ReportResidencyResponse) => void,
+  ): ClientUnaryCall;
+  reportResidency(
+    request: ReportResidencyRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ReportResidencyResponse) => void,
   ): ClientUnaryCall;
 }
 

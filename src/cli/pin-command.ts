@@ -1,0 +1,324 @@
+/**
+ * `readie pin`: tenant-pinned versions through the router's AdminService (docs/tenant-routing.md),
+ * with an operator credential: stage, status, flip, rollback, set-k, remove. Each prints what it
+ * did (or `--json`); a refusal prints its code and the router's message and exits 1.
+ */
+import { status as Status, type Metadata, type ServiceError } from '@grpc/grpc-js';
+import { Option, type Command } from 'commander';
+import { callMetadata, channelCredentials } from '../client/connection.js';
+import { adminConnection, type AdminConnectionFlags } from './admin-connection.js';
+import { AdminServiceClient } from '../proto/gen/readie/v1/admin.js';
+import type { PinChange, PinStatusResponse } from '../proto/gen/readie/v1/pins.js';
+import { renderPins } from './status/pin-sections.js';
+
+/** Options every pin command takes. */
+interface ConnectFlags extends AdminConnectionFlags {
+  readonly json?: boolean;
+}
+
+/** A usage or input error: exit status 2. */
+class PinUsageError extends Error {
+  override readonly name = 'PinUsageError';
+}
+
+function connect(flags: ConnectFlags): { client: AdminServiceClient; metadata: Metadata } {
+  let connection;
+  try {
+    connection = adminConnection(flags, process.env);
+  } catch (error) {
+    throw new PinUsageError((error as Error).message);
+  }
+  return {
+    client: new AdminServiceClient(connection.address, channelCredentials(connection)),
+    metadata: callMetadata(connection),
+  };
+}
+
+function unary<Res>(
+  send: (deadline: Date, callback: (error: ServiceError | null, response: Res) => void) => unknown,
+): Promise<Res> {
+  return new Promise((resolve, reject) =>
+    send(new Date(Date.now() + 30_000), (error, response) =>
+      error ? reject(error) : resolve(response),
+    ),
+  );
+}
+
+function positive(text: string, flag: string): number {
+  if (!/^\d+$/.test(text) || Number(text) < 1) {
+    throw new PinUsageError(`${flag} ${text}: expected a whole number >= 1`);
+  }
+  return Number(text);
+}
+
+function revisionOf(text: string | undefined): number | undefined {
+  if (text === undefined) return undefined;
+  if (!/^\d+$/.test(text))
+    throw new PinUsageError(`--expect-revision ${text}: expected a revision number`);
+  return Number(text);
+}
+
+function printChange(what: string, change: PinChange | undefined, json: boolean): void {
+  if (json) {
+    process.stdout.write(`${JSON.stringify(change ?? null)}\n`);
+    return;
+  }
+  if (!change) return;
+  const version = change.version === '' ? '(none)' : change.version;
+  const lines = [
+    `${what}: tenant ${change.tenantId} -> ${version}` +
+      (change.k > 0 ? ` on ${change.k} worker${change.k === 1 ? '' : 's'}` : '') +
+      ` (routing revision ${change.revision})`,
+  ];
+  if (change.previousVersion !== '') lines.push(`  previous version: ${change.previousVersion}`);
+  if (change.workers.length > 0) lines.push(`  workers: ${change.workers.join(', ')}`);
+  for (const note of change.notes) lines.push(`  note: ${note}`);
+  process.stdout.write(`${lines.join('\n')}\n`);
+}
+
+/** Runs one command; the exit status. */
+async function run(
+  flags: ConnectFlags,
+  act: (client: AdminServiceClient, metadata: Metadata) => Promise<void>,
+): Promise<number> {
+  let connected;
+  try {
+    connected = connect(flags);
+  } catch (error) {
+    process.stderr.write(`readie pin: ${(error as Error).message}\n`);
+    return 2;
+  }
+  try {
+    await act(connected.client, connected.metadata);
+    return 0;
+  } catch (error) {
+    if (error instanceof PinUsageError) {
+      process.stderr.write(`readie pin: ${error.message}\n`);
+      return 2;
+    }
+    const failure = error as ServiceError;
+    const code = typeof failure.code === 'number' ? Status[failure.code] : 'ERROR';
+    process.stderr.write(`readie pin: ${code}: ${failure.details ?? failure.message}\n`);
+    return 1;
+  } finally {
+    connected.client.close();
+  }
+}
+
+function withConnection(command: Command): Command {
+  return command
+    .option(
+      '--router <host:port>',
+      "the router's address, or nginx's in front of it (default: READIE_ADDRESS, else 127.0.0.1:50051)",
+    )
+    .option(
+      '--token-file <file>',
+      'an operator token (first line); default: READIE_AUTH_TOKEN, else <state-dir>/credentials/operator.token of a local cluster',
+    )
+    .option('--insecure', 'plaintext gRPC (default: READIE_INSECURE; TLS otherwise)')
+    .option(
+      '--ca-file <file>',
+      "CA certificates to trust (default: READIE_CA_FILE, else the system's)",
+    )
+    .option('--state-dir <dir>', "a local cluster's state directory (readie up)", '.readie')
+    .option('--json', 'print the answer as JSON');
+}
+
+const action =
+  <A extends unknown[]>(handler: (...args: A) => Promise<number>) =>
+  async (...args: A) => {
+    try {
+      process.exitCode = await handler(...args);
+    } catch (error) {
+      if (!(error instanceof PinUsageError)) throw error;
+      process.stderr.write(`readie pin: ${error.message}\n`);
+      process.exitCode = 2;
+    }
+  };
+
+/** Adds `readie pin` and its subcommands to `program`. */
+export function addPinCommand(program: Command): void {
+  const pin = program
+    .command('pin')
+    .description(
+      "tenant-pinned versions through the router's admin service (an operator token): stage, flip, roll back, change k, remove, status",
+    )
+    .addHelpText(
+      'after',
+      '\nEvery change is logged (PinStaged, RoutingRevised) and refused, with nothing appended, when it is\n' +
+        'invalid (an alias such as latest, k < 1), names what does not exist (a version not in the catalogue,\n' +
+        'a tenant without a pin), contradicts the state (a stale --expect-revision, a flip before the staged\n' +
+        'version is resident on its whole subset) or does not fit the resident memory (unless --force).\n' +
+        'Exit status: 0 done, 1 refused by the router (the message says why), 2 bad options. See docs/tenant-routing.md.',
+    );
+
+  withConnection(
+    pin
+      .command('stage')
+      .description(
+        "stage a tenant's next version: PinStaged, and the subset it hashes to pre-warms it",
+      )
+      .requiredOption('--tenant <id>', 'the tenant')
+      .requiredOption('--version <checkpoint>', 'an exact catalogue checkpoint ID (never an alias)')
+      .option('--k <n>', "workers that keep it (default: the tenant's current k, or 1)")
+      .option('--force', 'stage even when the table would not fit the fleet'),
+  ).action(
+    action(
+      (options: ConnectFlags & { tenant: string; version: string; k?: string; force?: boolean }) =>
+        run(options, async (client, metadata) => {
+          const k = options.k === undefined ? undefined : positive(options.k, '--k');
+          const answer = await unary<{ change?: PinChange }>((deadline, cb) =>
+            client.stagePin(
+              {
+                tenantId: options.tenant,
+                version: options.version,
+                k,
+                force: options.force === true,
+              },
+              metadata,
+              { deadline },
+              cb,
+            ),
+          );
+          printChange('staged', answer.change, options.json === true);
+        }),
+    ),
+  );
+
+  withConnection(
+    pin
+      .command('status')
+      .description(
+        'the table and its revision, staged pins and their pre-warm progress, drain, residency and the fleet budget',
+      )
+      .option('--tenant <id>', 'only this tenant'),
+  ).action(
+    action((options: ConnectFlags & { tenant?: string }) =>
+      run(options, async (client, metadata) => {
+        const status = await unary<PinStatusResponse>((deadline, cb) =>
+          client.pinStatus({ tenantId: options.tenant ?? '' }, metadata, { deadline }, cb),
+        );
+        if (options.json === true) process.stdout.write(`${JSON.stringify(status)}\n`);
+        else process.stdout.write(renderPins(status));
+      }),
+    ),
+  );
+
+  withConnection(
+    pin
+      .command('flip')
+      .description(
+        'put the staged version in force (refused until it is resident on its whole subset)',
+      )
+      .requiredOption('--tenant <id>', 'the tenant')
+      .option('--expect-revision <n>', 'refuse unless this is the routing revision in force')
+      .option(
+        '--force',
+        'flip even when the staged version is not resident everywhere (calls then cold-load)',
+      ),
+  ).action(
+    action((options: ConnectFlags & { tenant: string; expectRevision?: string; force?: boolean }) =>
+      run(options, async (client, metadata) => {
+        const answer = await unary<{ change?: PinChange }>((deadline, cb) =>
+          client.flipPin(
+            {
+              tenantId: options.tenant,
+              expectRevision: revisionOf(options.expectRevision),
+              force: options.force === true,
+            },
+            metadata,
+            { deadline },
+            cb,
+          ),
+        );
+        printChange('flipped', answer.change, options.json === true);
+      }),
+    ),
+  );
+
+  withConnection(
+    pin
+      .command('rollback')
+      .description('back to the version the current one replaced (kept resident by PIN_RETENTION)')
+      .requiredOption('--tenant <id>', 'the tenant')
+      .option('--expect-revision <n>', 'refuse unless this is the routing revision in force'),
+  ).action(
+    action((options: ConnectFlags & { tenant: string; expectRevision?: string }) =>
+      run(options, async (client, metadata) => {
+        const answer = await unary<{ change?: PinChange }>((deadline, cb) =>
+          client.rollbackPin(
+            { tenantId: options.tenant, expectRevision: revisionOf(options.expectRevision) },
+            metadata,
+            { deadline },
+            cb,
+          ),
+        );
+        printChange('rolled back', answer.change, options.json === true);
+      }),
+    ),
+  );
+
+  withConnection(
+    pin
+      .command('set-k')
+      .description(
+        "change how many workers keep the tenant's version (raising it adds the next workers by score)",
+      )
+      .requiredOption('--tenant <id>', 'the tenant')
+      .addOption(new Option('--k <n>', 'workers that keep it, at least 1').makeOptionMandatory())
+      .option('--expect-revision <n>', 'refuse unless this is the routing revision in force')
+      .option('--force', 'change even when the table would not fit the fleet'),
+  ).action(
+    action(
+      (
+        options: ConnectFlags & {
+          tenant: string;
+          k: string;
+          expectRevision?: string;
+          force?: boolean;
+        },
+      ) =>
+        run(options, async (client, metadata) => {
+          const k = positive(options.k, '--k');
+          const answer = await unary<{ change?: PinChange }>((deadline, cb) =>
+            client.setPinK(
+              {
+                tenantId: options.tenant,
+                k,
+                expectRevision: revisionOf(options.expectRevision),
+                force: options.force === true,
+              },
+              metadata,
+              { deadline },
+              cb,
+            ),
+          );
+          printChange('k set', answer.change, options.json === true);
+        }),
+    ),
+  );
+
+  withConnection(
+    pin
+      .command('remove')
+      .description(
+        "remove the tenant's pin (and a staged one): its pinned calls are refused until pinned again",
+      )
+      .requiredOption('--tenant <id>', 'the tenant')
+      .option('--expect-revision <n>', 'refuse unless this is the routing revision in force'),
+  ).action(
+    action((options: ConnectFlags & { tenant: string; expectRevision?: string }) =>
+      run(options, async (client, metadata) => {
+        const answer = await unary<{ change?: PinChange }>((deadline, cb) =>
+          client.removePin(
+            { tenantId: options.tenant, expectRevision: revisionOf(options.expectRevision) },
+            metadata,
+            { deadline },
+            cb,
+          ),
+        );
+        printChange('removed', answer.change, options.json === true);
+      }),
+    ),
+  );
+}

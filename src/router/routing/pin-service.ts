@@ -1,0 +1,165 @@
+/**
+ * The pin changes and pin status of `AdminService` (shell): an operator credential alone reaches
+ * them (the interceptor refuses others, and each handler checks again). A change is decided by the
+ * core (`core/routing/pin-changes.ts`), recorded, and answered once it is durable; a refused one
+ * appends nothing and answers its own code and message. The residency keeper then tells the
+ * workers what to keep and pre-warm.
+ */
+import type { Metadata, ServerUnaryCall, sendUnaryData } from '@grpc/grpc-js';
+import type { PlacementCaches } from '../../core/placement/index.js';
+import {
+  decideFlip,
+  decideRemove,
+  decideRollback,
+  decideSetK,
+  decideStage,
+  type PinChangeDecision,
+} from '../../core/routing/index.js';
+import type { AdminServiceServer } from '../../proto/gen/readie/v1/admin.js';
+import type { PinChange } from '../../proto/gen/readie/v1/pins.js';
+import { toServiceError } from '../grpc-status.js';
+import type { Journal } from '../journal/index.js';
+import type { Logger } from '../observability/logger.js';
+import { principalLogFields, type RouterCredentials } from '../security/index.js';
+import { pinStatusOf } from './pin-status-view.js';
+
+/** What the pin handlers need. */
+export interface PinServiceOptions {
+  readonly journal: Journal;
+  readonly placement: PlacementCaches;
+  readonly credentials: RouterCredentials;
+  readonly clock: () => number;
+  readonly logger: Logger;
+}
+
+/** The pin handlers of `AdminService`. */
+export type PinHandlers = Pick<
+  AdminServiceServer,
+  'pinStatus' | 'stagePin' | 'flipPin' | 'rollbackPin' | 'setPinK' | 'removePin'
+>;
+
+function changeOf(decision: PinChangeDecision): PinChange {
+  const { change } = decision;
+  return {
+    revision: change.revision,
+    tenantId: change.tenantId,
+    version: change.version ?? '',
+    k: change.k ?? 0,
+    previousVersion: change.previousVersion ?? '',
+    workers: [...change.workers],
+    notes: [...change.notes],
+  };
+}
+
+/** The pin handlers, to spread into the `AdminService` implementation. */
+export function pinHandlers(options: PinServiceOptions): PinHandlers {
+  const { journal, placement, credentials, clock, logger } = options;
+  const authorize = (metadata: Metadata, path: string) => credentials.authorize(metadata, path);
+
+  /** Runs a change: decide, record, answer once durable. */
+  function change<Req>(
+    what: string,
+    call: ServerUnaryCall<Req, { change: PinChange | undefined }>,
+    callback: sendUnaryData<{ change: PinChange | undefined }>,
+    decide: (request: Req, now: number) => PinChangeDecision,
+  ): void {
+    let decision: PinChangeDecision;
+    let principal;
+    try {
+      principal = authorize(call.metadata, call.getPath());
+      decision = decide(call.request, clock());
+    } catch (error) {
+      const refusal = toServiceError(error);
+      logger.info({ change: what, problem: refusal.details }, 'pin change refused');
+      callback(refusal);
+      return;
+    }
+    const answer = () => {
+      logger.info(
+        { ...principalLogFields(principal), change: what, ...decision.change },
+        decision.events.length > 0 ? 'pin changed' : 'pin change: nothing to change',
+      );
+      callback(null, { change: changeOf(decision) });
+    };
+    if (decision.events.length === 0) {
+      answer();
+      return;
+    }
+    try {
+      journal
+        .record(decision)
+        .committed.then(answer, (error: Error) => callback(toServiceError(error)));
+    } catch (error) {
+      callback(toServiceError(error));
+    }
+  }
+
+  const expected = (revision: number | undefined) => (revision === undefined ? null : revision);
+  const subsets = placement.subsets;
+
+  return {
+    pinStatus(call, callback) {
+      try {
+        authorize(call.metadata, call.getPath());
+        callback(null, pinStatusOf(journal.state, clock(), call.request.tenantId, subsets));
+      } catch (error) {
+        callback(toServiceError(error));
+      }
+    },
+    stagePin(call, callback) {
+      change('stage', call, callback, (request, now) =>
+        decideStage(journal.state, {
+          tenantId: request.tenantId,
+          version: request.version,
+          k: request.k ?? null,
+          force: request.force,
+          now,
+          subsets,
+        }),
+      );
+    },
+    flipPin(call, callback) {
+      change('flip', call, callback, (request, now) =>
+        decideFlip(journal.state, {
+          tenantId: request.tenantId,
+          expectRevision: expected(request.expectRevision),
+          force: request.force,
+          now,
+          subsets,
+        }),
+      );
+    },
+    rollbackPin(call, callback) {
+      change('rollback', call, callback, (request, now) =>
+        decideRollback(journal.state, {
+          tenantId: request.tenantId,
+          expectRevision: expected(request.expectRevision),
+          now,
+          subsets,
+        }),
+      );
+    },
+    setPinK(call, callback) {
+      change('set-k', call, callback, (request, now) =>
+        decideSetK(journal.state, {
+          tenantId: request.tenantId,
+          k: request.k,
+          expectRevision: expected(request.expectRevision),
+          force: request.force,
+          now,
+          subsets,
+        }),
+      );
+    },
+    removePin(call, callback) {
+      change('remove', call, callback, (request, now) =>
+        decideRemove(journal.state, {
+          tenantId: request.tenantId,
+          expectRevision: expected(request.expectRevision),
+          now,
+          subsets,
+        }),
+      );
+    },
+  };
+}

@@ -1,0 +1,307 @@
+/**
+ * Tenant-pinned versions through a real router over loopback gRPC, with scripted workers: pin
+ * changes through the operator's AdminService, the workers told what to keep and what to
+ * pre-warm, pinned calls routed to holders with their version and revision in the answer IDs and
+ * the trailers, a shed with its retry-after hint (trailer and google.rpc.RetryInfo), refusals.
+ */
+import { expect } from 'chai';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { credentials, type Metadata, type ServiceError } from '@grpc/grpc-js';
+import { RETRY_INFO_TYPE_URL } from '../../src/core/calls/answer-trailers.js';
+import { rendezvousSubset } from '../../src/core/routing/index.js';
+import type { ClusterEvent } from '../../src/events/index.js';
+import { RetryInfo } from '../../src/proto/gen/google/rpc/error_details.js';
+import { Status } from '../../src/proto/gen/google/rpc/status.js';
+import { AdminServiceClient } from '../../src/proto/gen/readie/v1/admin.js';
+import type {
+  FlipPinResponse,
+  PinChange,
+  PinStatusResponse,
+  StagePinResponse,
+} from '../../src/proto/gen/readie/v1/pins.js';
+import { ResidencyState } from '../../src/proto/gen/readie/v1/residency.js';
+import {
+  bearer,
+  callConfig,
+  chunk,
+  collect,
+  configMessage,
+  eventually,
+  readLog,
+  startTestRouter,
+  type CallOutcome,
+  type TestRouter,
+} from '../support/router/harness.js';
+import { ScriptedWorker } from '../support/router/scripted-worker.js';
+import { cleanTempDirs, tempDir } from '../support/temp.js';
+
+const GiB = 1024 ** 3;
+const ACME = 'tenant-acme-0123456789abcdef';
+const GLOBEX = 'tenant-globex-0123456789abcdef';
+const OPERATOR = 'operator-token-0123456789abcdef';
+const ROUTER = 'router-token-0123456789abcdef';
+const WORKERS = ['w1', 'w2', 'w3'];
+const workerToken = (id: string) => `worker-${id}-0123456789abcdef`;
+
+const CATALOGUE = {
+  flavors: {
+    cpu: {
+      coldStartCost: 900,
+      basePackages: [],
+      checkpoints: [
+        { id: 'checkpoint_0', modules: [], restoreCost: 60 },
+        { id: 'screen-v1', modules: [], restoreCost: 10, onDemand: true, residentMemory: GiB },
+        { id: 'screen-v2', modules: [], restoreCost: 10, onDemand: true, residentMemory: GiB },
+      ],
+    },
+  },
+  importCosts: {},
+  defaultImportCost: 100,
+};
+
+/** A unary call with a token, as a promise. */
+function ask<Res>(
+  send: (
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: Res) => void,
+  ) => unknown,
+  token = OPERATOR,
+): Promise<Res> {
+  return new Promise((resolve, reject) =>
+    send(bearer(token), (error, response) => (error ? reject(error) : resolve(response))),
+  );
+}
+
+function refusal(promise: Promise<unknown>): Promise<ServiceError> {
+  return promise.then(
+    () => {
+      throw new Error('expected a refusal');
+    },
+    (error: ServiceError) => error,
+  );
+}
+
+describe('router: tenant-pinned versions', function () {
+  this.timeout(60_000);
+  let test: TestRouter;
+  let workers: ScriptedWorker[];
+  let admin: AdminServiceClient;
+
+  const stage = (tenantId: string, version: string, k?: number) =>
+    ask<StagePinResponse>((m, cb) =>
+      admin.stagePin({ tenantId, version, k, force: false }, m, cb),
+    ).then((r) => r.change as PinChange);
+  const flip = (tenantId: string, expectRevision?: number, force = false) =>
+    ask<FlipPinResponse>((m, cb) => admin.flipPin({ tenantId, expectRevision, force }, m, cb)).then(
+      (r) => r.change as PinChange,
+    );
+  const pinStatus = (tenantId = '') =>
+    ask<PinStatusResponse>((m, cb) => admin.pinStatus({ tenantId }, m, cb));
+  const pinnedCall = (
+    token: string,
+    command: string,
+    fields: Parameters<typeof callConfig>[0] = {},
+  ) => {
+    const stream = test.client.requestExecution(bearer(token), { deadline: Date.now() + 20_000 });
+    const outcome = collect(stream);
+    stream.write(configMessage(callConfig({ pinned: true, ...fields })));
+    stream.write(chunk(command));
+    stream.end();
+    return outcome;
+  };
+  const events = () => readLog(test.logDir);
+  const byId = (id: string) => workers.find((worker) => worker.workerId === id) as ScriptedWorker;
+
+  before(async () => {
+    const dir = tempDir('readie-pinned-');
+    writeFileSync(
+      join(dir, 'tokens'),
+      [
+        `tenant acme ${ACME}`,
+        `tenant globex ${GLOBEX}`,
+        `operator ops ${OPERATOR}`,
+        ...WORKERS.map((id) => `worker ${id} ${workerToken(id)}`),
+      ].join('\n') + '\n',
+      { mode: 0o600 },
+    );
+    writeFileSync(join(dir, 'router.token'), ROUTER, { mode: 0o600 });
+    writeFileSync(join(dir, 'catalogue.json'), JSON.stringify(CATALOGUE));
+    test = await startTestRouter({
+      auth: {
+        mode: 'tokens',
+        tokensFile: join(dir, 'tokens'),
+        routerTokenFile: join(dir, 'router.token'),
+      },
+      catalogue: { revision: 'c1', catalogue: CATALOGUE },
+    });
+    workers = await Promise.all(
+      WORKERS.map((workerId) =>
+        ScriptedWorker.start({ workerId, requireToken: ROUTER, prewarmLoads: 50 }),
+      ),
+    );
+    for (const worker of workers) {
+      await worker.connect(test.address, { token: workerToken(worker.workerId) }).reportStatus();
+      await worker.reportResidency([], 4 * GiB);
+    }
+    admin = new AdminServiceClient(test.address, credentials.createInsecure());
+  });
+
+  after(async () => {
+    admin.close();
+    for (const worker of workers) worker.stop();
+    await test.close();
+    cleanTempDirs();
+  });
+
+  it('stages a pin: PinStaged, the subset is protected and asked to pre-warm, then reports resident', async () => {
+    const change = await stage('acme', 'screen-v1', 2);
+    const subset = rendezvousSubset('acme', 'screen-v1', WORKERS, 2);
+    expect(change.workers).to.have.members(subset);
+    expect(change.notes.join(' ')).to.match(/fits/);
+    for (const id of subset) {
+      await eventually(() => byId(id).prewarms.includes('screen-v1'), `${id} asked to pre-warm`);
+      await eventually(
+        () => byId(id).protects.at(-1)?.checkpointIds.includes('screen-v1') === true,
+        `${id} told to keep screen-v1`,
+      );
+      expect(byId(id).protects.at(-1)?.authorization).to.equal(`Bearer ${ROUTER}`);
+    }
+    const outsider = WORKERS.find((id) => !subset.includes(id)) as string;
+    expect(byId(outsider).prewarms).to.deep.equal([]);
+    await eventually(
+      () =>
+        test.router.state.routing.workers.get(subset[1] as string)?.versions.get('screen-v1')
+          ?.state === 'resident',
+      'the subset reports resident',
+    );
+    const status = await pinStatus('acme');
+    expect(status.staged[0]).to.deep.include({
+      tenantId: 'acme',
+      version: 'screen-v1',
+      ready: true,
+    });
+    const types = events().map((event) => event.type);
+    expect(types).to.include.members([
+      'PinStaged',
+      'ResidencyProtected',
+      'ResidencyChanged',
+      'ResidencyBudget',
+    ]);
+  });
+
+  it('refuses a stale revision, an alias, an unknown version and a tenant credential, appending nothing', async () => {
+    const before = events().length;
+    expect((await refusal(flip('acme', 7))).details).to.match(/at revision 0, not 7/);
+    expect((await refusal(stage('acme', 'latest'))).details).to.match(/is an alias, not a version/);
+    expect((await refusal(stage('acme', 'screen-v9'))).code).to.equal(5);
+    const tenantTry = await refusal(
+      ask<StagePinResponse>(
+        (m, cb) => admin.stagePin({ tenantId: 'acme', version: 'screen-v1', force: false }, m, cb),
+        ACME,
+      ),
+    );
+    expect(tenantTry.code).to.equal(7);
+    expect(events().length).to.equal(before);
+  });
+
+  it('flips, and routes pinned calls to a holder with the version and revision in IDs and trailers', async () => {
+    const change = await flip('acme', 0);
+    expect(change).to.deep.include({ revision: 1, version: 'screen-v1' });
+    const outcome = await pinnedCall(ACME, 'echo judged', { requestId: 'acme-1' });
+    expect(outcome.error).to.equal(undefined);
+    expect(outcome.payload).to.equal('echo judged');
+    expect(outcome.ids.at(-1)).to.deep.include({
+      version: 'screen-v1',
+      routingRevision: 1,
+      checkpointId: 'screen-v1',
+    });
+    const subset = rendezvousSubset('acme', 'screen-v1', WORKERS, 2);
+    const served = workers.find((worker) =>
+      worker.calls.some((c) => c.header.ids?.requestId === 'acme-1'),
+    );
+    expect(subset).to.include(served?.workerId);
+    const header = served?.calls.find((c) => c.header.ids?.requestId === 'acme-1')?.header;
+    expect(header).to.deep.include({ version: 'screen-v1', coldLoad: false, routingRevision: 1 });
+    const isPlaced = (e: ClusterEvent): e is Extract<ClusterEvent, { type: 'CallPlaced' }> =>
+      e.type === 'CallPlaced' && e.requestId === 'acme-1';
+    await eventually(() => events().some(isPlaced), 'the placement on disk');
+    const placed = events().find(isPlaced);
+    expect(placed).to.deep.include({ version: 'screen-v1', routingRevision: 1, coldLoad: false });
+  });
+
+  it('answers an unpinned tenant call by the seed rules, and a tenant without a pin FAILED_PRECONDITION', async () => {
+    const plain = await pinnedCall(GLOBEX, 'echo x', { requestId: 'globex-plain', pinned: false });
+    expect(plain.error).to.equal(undefined);
+    expect(plain.ids.at(-1)).to.deep.include({
+      version: '',
+      routingRevision: 0,
+      checkpointId: 'checkpoint_0',
+    });
+    const refused = await pinnedCall(GLOBEX, 'echo x', { requestId: 'globex-pinned' });
+    expect(refused.error?.code).to.equal(9);
+    expect(refused.error?.details).to.match(/tenant globex has no pinned version/);
+    expect(refused.error?.metadata.get('readie-request-id')).to.deep.equal(['globex-pinned']);
+  });
+
+  it('sheds while the loader is busy loading, with retry-after-ms and a RetryInfo, and the retry keeps its version', async () => {
+    // globex pinned to screen-v2 with no pre-warm: its first call cold-loads, the next is shed.
+    await stage('globex', 'screen-v2', 1);
+    await flip('globex', undefined, true);
+    const subset = rendezvousSubset('globex', 'screen-v2', WORKERS, 1);
+    const loader = byId(subset[0] as string);
+    // Forget what the pre-warm did: the loader reports it is still loading (no resident yet).
+    await loader.reportResidency(
+      [{ checkpointId: 'screen-v2', state: ResidencyState.RESIDENCY_STATE_LOADING, error: '' }],
+      4 * GiB,
+    );
+    const shed: CallOutcome = await pinnedCall(GLOBEX, 'echo x', { requestId: 'globex-shed' });
+    expect(shed.error?.code).to.equal(8);
+    expect(shed.error?.details).to.match(/retry in 2s/);
+    const trailers = shed.error?.metadata;
+    expect(trailers?.get('retry-after-ms')).to.deep.equal(['2000']);
+    expect(trailers?.get('readie-version')).to.deep.equal(['screen-v2']);
+    expect(trailers?.get('readie-routing-revision')).to.deep.equal(['2']);
+    const details = trailers?.get('grpc-status-details-bin')[0] as Buffer;
+    const status = Status.decode(details);
+    expect(status.code).to.equal(8);
+    expect(status.details[0]?.typeUrl).to.equal(RETRY_INFO_TYPE_URL);
+    expect(RetryInfo.decode(status.details[0]?.value ?? new Uint8Array()).retryDelay).to.deep.equal(
+      { seconds: 2, nanos: 0 },
+    );
+    // The operator flips globex to screen-v1 meanwhile; the retry still meets screen-v2.
+    await stage('globex', 'screen-v1', 1);
+    await flip('globex', undefined, true);
+    await loader.reportResidency(
+      [{ checkpointId: 'screen-v2', state: ResidencyState.RESIDENCY_STATE_RESIDENT, error: '' }],
+      4 * GiB,
+    );
+    const retry = await pinnedCall(GLOBEX, 'echo again', {
+      requestId: 'globex-retry',
+      retryOf: 'globex-shed',
+    });
+    expect(retry.error).to.equal(undefined);
+    expect(retry.ids.at(-1)).to.deep.include({ version: 'screen-v2', routingRevision: 2 });
+    // A retry may not name another tenant's call.
+    const stolen = await pinnedCall(GLOBEX, 'echo x', {
+      requestId: 'globex-steal',
+      retryOf: 'acme-1',
+    });
+    expect(stolen.error?.code).to.equal(7);
+  });
+
+  it('shows the table, drain per version and the fleet budget in PinStatus', async () => {
+    const status = await pinStatus();
+    expect(status.revision).to.equal(3);
+    expect(status.pins.map((pin) => [pin.tenantId, pin.version, pin.revision])).to.deep.equal([
+      ['acme', 'screen-v1', 1],
+      ['globex', 'screen-v1', 3],
+    ]);
+    expect(status.retained.map((r) => [r.tenantId, r.version])).to.deep.include([
+      'globex',
+      'screen-v2',
+    ]);
+    expect(status.budget).to.deep.include({ offered: 12 * GiB, fits: true });
+    expect(status.workers.map((worker) => worker.workerId)).to.deep.equal(WORKERS);
+  });
+});
