@@ -1,11 +1,15 @@
 /**
  * The router hop, measured against calling the worker directly, in the same run:
- * - small calls (a 64-byte echo): p50/p99 latency one call at a time, and calls/s with 16 in
- *   flight, through the router to a scripted echo worker, beside the same calls straight to it;
+ * - small calls (a 64-byte echo): p50/p99 latency one call at a time, and calls/s with 1, 16 and
+ *   64 in flight, through the router to a scripted echo worker, beside the same calls straight to
+ *   it; the CPU each hop's process spends per call (from /proc), in microseconds;
  * - bandwidth: a 256 MiB payload in 1 MiB chunks up to the worker (it counts the bytes), and
  *   256 MiB down from it, through the router beside straight to the worker.
- * A third path, a bare grpc-js relay (the router's codec and backpressure, none of its work),
- * shows what the hop itself costs, so the router's own overhead reads as router / bare relay.
+ * Two bare relays, none of the router's work, show what a hop itself costs: `bareH2` on the
+ * router's own HTTP/2 transport (so the router's work reads as router / bareH2), `bare` on grpc-js
+ * with the router's codec (the first relay's transport); nginx relaying gRPC (`grpc_pass`, one
+ * worker process, plaintext like the others) is the peer a router hop is measured against.
+ * `hotPath` (router-hot-path.ts) measures the router's own work per call piece by piece.
  * The router is the real `readie router` command and the worker a real grpc-js server, each in
  * its own process, as in production (on this 2-core machine they share the cores with the
  * client). The router authenticates as in production: a tokens file naming the benchmark's tenant
@@ -13,7 +17,7 @@
  * drifts.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { createInterface } from 'node:readline';
 import { join } from 'node:path';
@@ -37,6 +41,7 @@ import {
 } from '../src/proto/gen/readie/v1/registry.js';
 import { bearerMetadata } from '../src/router/security/index.js';
 import { HealthClient } from '../src/router/workers/index.js';
+import { measureHotPath } from './router-hot-path.js';
 import { collectGarbage, perSecond, ratio, withTempDir, percentile } from './support.js';
 
 /** The benchmark's credentials: its client's tenant token, its worker's, the router's own. */
@@ -46,7 +51,7 @@ const ROUTER_TOKEN = 'bench-router-token-0123456789abcdef';
 
 const SMALL_CALLS = 1_500;
 const CONCURRENT_CALLS = 3_000;
-const CONCURRENCY = 16;
+const CONCURRENCY = [1, 16, 64] as const;
 const ROUNDS = 3;
 const MiB = 1024 * 1024;
 const BIG_PAYLOAD = 256 * MiB;
@@ -56,8 +61,9 @@ type Stream = ClientDuplexStream<
   RequestExecutionResponse | ExecuteResponse
 >;
 
-/** One way of making a call: through the router, or straight to the worker. */
-type PathName = 'router' | 'bare' | 'direct';
+/** One way of making a call: through the router, a bare relay, nginx, or straight to the worker. */
+type PathName = 'router' | 'bareH2' | 'bare' | 'nginx' | 'direct';
+const PATHS: readonly PathName[] = ['router', 'bareH2', 'bare', 'nginx', 'direct'];
 
 interface Path {
   readonly name: PathName;
@@ -65,7 +71,7 @@ interface Path {
   first(requestId: string): RequestExecutionRequest | ExecuteRequest;
 }
 
-function proxyPath(name: 'router' | 'bare', address: string): Path & { close(): void } {
+function proxyPath(name: 'router' | 'bare' | 'bareH2', address: string): Path & { close(): void } {
   const client = new ProxyServiceClient(address, credentials.createInsecure());
   const metadata = bearerMetadata(TENANT_TOKEN);
   return {
@@ -94,10 +100,10 @@ function proxyPath(name: 'router' | 'bare', address: string): Path & { close(): 
   };
 }
 
-function directPath(address: string): Path & { close(): void } {
+function directPath(name: 'direct' | 'nginx', address: string): Path & { close(): void } {
   const client = new ExecutionServiceClient(address, credentials.createInsecure());
   return {
-    name: 'direct',
+    name,
     open: () => client.execute(new Metadata()) as Stream,
     first: (requestId) => ({
       message: {
@@ -288,6 +294,55 @@ function secret(dir: string, name: string, text: string): string {
   return join(dir, name);
 }
 
+/** CPU time (user + system) of `pid` and its children, in ms, from /proc (10 ms ticks). */
+function cpuMs(pid: number | undefined): number {
+  if (pid === undefined) return NaN;
+  const own = (target: number): number => {
+    try {
+      const stat = readFileSync(`/proc/${target}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      return (Number(fields[11]) + Number(fields[12])) * 10;
+    } catch {
+      return 0;
+    }
+  };
+  let children: number[] = [];
+  try {
+    children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8')
+      .trim()
+      .split(/\s+/)
+      .filter(Boolean)
+      .map(Number);
+  } catch {
+    children = [];
+  }
+  return own(pid) + children.reduce((sum, child) => sum + own(child), 0);
+}
+
+/** nginx relaying gRPC from `port` to the worker, plaintext, one worker process. */
+function nginxConfig(dir: string, port: number, workerAddress: string): string {
+  return [
+    'worker_processes 1;',
+    `pid ${join(dir, 'nginx.pid')};`,
+    `error_log ${join(dir, 'nginx-error.log')} warn;`,
+    'events { worker_connections 4096; }',
+    'http {',
+    '  access_log off;',
+    `  upstream worker { server ${workerAddress}; keepalive 64; }`,
+    '  server {',
+    `    listen 127.0.0.1:${port} http2;`,
+    '    location / {',
+    '      grpc_pass grpc://worker;',
+    '      grpc_read_timeout 1h;',
+    '      grpc_send_timeout 1h;',
+    '      client_max_body_size 0;',
+    '      client_body_timeout 1h;',
+    '    }',
+    '  }',
+    '}',
+  ].join('\n');
+}
+
 /** Runs the router benchmark. */
 export async function run() {
   return withTempDir(async (dir) => {
@@ -298,6 +353,8 @@ export async function run() {
     const port = await freePort();
     const routerAddress = `127.0.0.1:${port}`;
     let bare: ChildProcess | undefined;
+    let bareH2: ChildProcess | undefined;
+    let nginx: ChildProcess | undefined;
     const router = spawn(
       process.execPath,
       [
@@ -323,36 +380,67 @@ export async function run() {
         { stdio: ['ignore', 'pipe', 'inherit'] },
       );
       const bareAddress = (await firstLine(bare, /^listening /)).split(' ')[1]!;
+      bareH2 = spawn(
+        process.execPath,
+        ['--import', 'tsx', root('scripts/bare-h2-relay.ts'), workerAddress, '0'],
+        { stdio: ['ignore', 'pipe', 'inherit'] },
+      );
+      const bareH2Address = (await firstLine(bareH2, /^listening /)).split(' ')[1]!;
+      const nginxPort = await freePort();
+      const nginxConf = join(dir, 'nginx.conf');
+      writeFileSync(nginxConf, nginxConfig(dir, nginxPort, workerAddress));
+      nginx = spawn('nginx', ['-p', dir, '-c', nginxConf, '-g', 'daemon off;'], {
+        stdio: 'ignore',
+      });
       await waitServing(routerAddress);
+      await waitServing(`127.0.0.1:${nginxPort}`);
       await register(routerAddress, workerAddress);
-      const paths = {
+      const paths: Record<PathName, Path & { close(): void }> = {
         router: proxyPath('router', routerAddress),
+        bareH2: proxyPath('bareH2', bareH2Address),
         bare: proxyPath('bare', bareAddress),
-        direct: directPath(workerAddress),
+        nginx: directPath('nginx', `127.0.0.1:${nginxPort}`),
+        direct: directPath('direct', workerAddress),
       };
-      const order = [paths.router, paths.bare, paths.direct];
-      const rotation = (round: number) => [...order.slice(round % 3), ...order.slice(0, round % 3)];
+      const pids: Record<PathName, number | undefined> = {
+        router: router.pid,
+        bareH2: bareH2.pid,
+        bare: bare.pid,
+        nginx: nginx.pid,
+        direct: undefined,
+      };
+      const order = PATHS.map((name) => paths[name]);
+      const rotation = (round: number) => [
+        ...order.slice(round % order.length),
+        ...order.slice(0, round % order.length),
+      ];
 
       // Warm up every path (connections, JIT).
       for (const path of order) await latencies(path, 300);
 
-      const empty = () => ({
-        router: [] as number[],
-        bare: [] as number[],
-        direct: [] as number[],
-      });
-      const samples = empty();
-      const throughput = empty();
-      const up = empty();
-      const down = empty();
+      const perPath = <T>(make: () => T) =>
+        Object.fromEntries(PATHS.map((name) => [name, make()])) as Record<PathName, T>;
+      const samples = perPath(() => [] as number[]);
+      const throughput = Object.fromEntries(
+        CONCURRENCY.map((level) => [level, perPath(() => [] as number[])]),
+      ) as Record<number, Record<PathName, number[]>>;
+      const cpu = perPath(() => ({ ms: 0, calls: 0 }));
+      const up = perPath(() => [] as number[]);
+      const down = perPath(() => [] as number[]);
       for (let round = 0; round < ROUNDS; round += 1) {
         for (const path of rotation(round)) {
           collectGarbage();
           samples[path.name].push(...(await latencies(path, SMALL_CALLS / ROUNDS)));
-          collectGarbage();
-          throughput[path.name].push(
-            await throughputMs(path, CONCURRENT_CALLS / ROUNDS, CONCURRENCY),
-          );
+          for (const level of CONCURRENCY) {
+            collectGarbage();
+            const calls = CONCURRENT_CALLS / ROUNDS;
+            const before = cpuMs(pids[path.name]);
+            throughput[level]![path.name].push(await throughputMs(path, calls, level));
+            if (level === 16) {
+              cpu[path.name].ms += cpuMs(pids[path.name]) - before;
+              cpu[path.name].calls += calls;
+            }
+          }
         }
       }
       for (let round = 0; round < 2; round += 1) {
@@ -372,49 +460,68 @@ export async function run() {
           p99Ms: Math.round(percentile(sorted, 0.99) * 1000) / 1000,
         };
       };
-      const callsPerSecond = (name: PathName) =>
-        perSecond(CONCURRENT_CALLS / ROUNDS, Math.min(...throughput[name]));
+      const latencyOf = perPath(() => ({ p50Ms: 0, p99Ms: 0 }));
+      for (const name of PATHS) latencyOf[name] = latency(name);
+      const rates = Object.fromEntries(
+        CONCURRENCY.map((level) => {
+          const figures = perPath(() => 0);
+          for (const name of PATHS) {
+            figures[name] = perSecond(
+              CONCURRENT_CALLS / ROUNDS,
+              Math.min(...throughput[level]![name]),
+            );
+          }
+          return [
+            `inFlight${level}`,
+            {
+              ...figures,
+              routerVsDirect: ratio(figures.router, figures.direct),
+              nginxVsDirect: ratio(figures.nginx, figures.direct),
+              bareH2VsDirect: ratio(figures.bareH2, figures.direct),
+              bareVsDirect: ratio(figures.bare, figures.direct),
+            },
+          ];
+        }),
+      );
       const mbPerSecond = (ms: readonly number[]) =>
         Math.round(((BIG_PAYLOAD / 1e6) * 1000) / Math.min(...ms));
-      const viaRouter = latency('router');
-      const viaBare = latency('bare');
-      const direct = latency('direct');
-      const rates = {
-        router: callsPerSecond('router'),
-        bare: callsPerSecond('bare'),
-        direct: callsPerSecond('direct'),
-      };
-      const mbps = (runs: ReturnType<typeof empty>) => {
-        const figures = {
-          router: mbPerSecond(runs.router),
-          bare: mbPerSecond(runs.bare),
-          direct: mbPerSecond(runs.direct),
-        };
+      const mbps = (runs: Record<PathName, number[]>) => {
+        const figures = perPath(() => 0);
+        for (const name of PATHS) figures[name] = mbPerSecond(runs[name]);
         return {
           ...figures,
           routerVsDirect: ratio(figures.router, figures.direct),
+          nginxVsDirect: ratio(figures.nginx, figures.direct),
+          bareH2VsDirect: ratio(figures.bareH2, figures.direct),
           bareVsDirect: ratio(figures.bare, figures.direct),
         };
       };
+      const cpuPerCall = (name: PathName) =>
+        Math.round((cpu[name].ms * 1000) / Math.max(1, cpu[name].calls));
+      const routerCpuUs = cpuPerCall('router');
+      const hotPath = await measureHotPath(routerCpuUs);
+      const { p50Ms: routerP50, p99Ms: routerP99 } = latencyOf.router;
       return {
         smallCalls: {
           payloadBytes: SMALL.length,
           oneAtATime: {
             calls: SMALL_CALLS,
-            router: viaRouter,
-            bareRelay: viaBare,
-            direct,
-            p50RouterVsDirect: ratio(viaRouter.p50Ms, direct.p50Ms),
-            p99RouterVsDirect: ratio(viaRouter.p99Ms, direct.p99Ms),
-            p50BareVsDirect: ratio(viaBare.p50Ms, direct.p50Ms),
-            p50RouterVsBare: ratio(viaRouter.p50Ms, viaBare.p50Ms),
+            ...latencyOf,
+            p50RouterVsDirect: ratio(routerP50, latencyOf.direct.p50Ms),
+            p99RouterVsDirect: ratio(routerP99, latencyOf.direct.p99Ms),
+            p50RouterVsNginx: ratio(routerP50, latencyOf.nginx.p50Ms),
+            p50NginxVsDirect: ratio(latencyOf.nginx.p50Ms, latencyOf.direct.p50Ms),
+            p50BareH2VsDirect: ratio(latencyOf.bareH2.p50Ms, latencyOf.direct.p50Ms),
+            p50BareVsDirect: ratio(latencyOf.bare.p50Ms, latencyOf.direct.p50Ms),
           },
-          concurrent: {
-            calls: CONCURRENT_CALLS,
-            inFlight: CONCURRENCY,
-            callsPerSecond: rates,
-            routerVsDirect: ratio(rates.router, rates.direct),
-            bareVsDirect: ratio(rates.bare, rates.direct),
+          callsPerSecond: { calls: CONCURRENT_CALLS, ...rates },
+          cpuPerCallUs: {
+            inFlight: 16,
+            router: routerCpuUs,
+            bareH2: cpuPerCall('bareH2'),
+            bare: cpuPerCall('bare'),
+            nginx: cpuPerCall('nginx'),
+            routerVsNginx: ratio(routerCpuUs, cpuPerCall('nginx')),
           },
         },
         bandwidth: {
@@ -422,20 +529,29 @@ export async function run() {
           uploadMBps: mbps(up),
           downloadMBps: mbps(down),
         },
+        hotPath,
         targets: {
-          p50RatioAtMost: 1.5,
-          bandwidthRatioAtLeast: 0.7,
+          p50RouterVsDirectAtMost: 1.5,
+          p50RouterVsNginxAtMost: 1,
+          callsPerSecond16RouterVsDirectAtLeast: 0.8,
+          bandwidthRouterVsDirectAtLeast: 0.8,
         },
         note:
-          'router = the readie router command (event log in the temp dir, info logs to ' +
-          '/dev/null); bare = a grpc-js relay with the router codec and no other work; worker = ' +
-          'a scripted grpc-js echo worker; each in its own process; client in the benchmark ' +
-          'process; all on loopback; latency from ' +
-          `${SMALL_CALLS} sequential calls per path, throughput best of ${ROUNDS} alternating rounds, ` +
-          'bandwidth best of 2',
+          'router = the readie router command (LMDB event log in the temp dir, info logs to ' +
+          "/dev/null); bareH2 = a relay on the router's HTTP/2 transport and no other work; " +
+          'bare = a grpc-js relay with the router codec and no other work; nginx = ' +
+          'grpc_pass, one worker process; worker = a scripted grpc-js echo worker; each in its ' +
+          'own process; client in the benchmark process; all on loopback, plaintext; latency ' +
+          `from ${SMALL_CALLS} sequential calls per path, calls/s best of ${ROUNDS} alternating ` +
+          'rounds, bandwidth best of 2; CPU per call from /proc over the 16-in-flight rounds ' +
+          '(10 ms ticks)',
       };
     } finally {
-      const children = [router, worker, ...(bare ? [bare] : [])];
+      const children = [
+        router,
+        worker,
+        ...[bare, bareH2, nginx].filter((child) => child !== undefined),
+      ];
       for (const child of children) child.kill('SIGTERM');
       await Promise.all(
         children.map(

@@ -35,7 +35,7 @@ import { RegistryServiceService } from '../proto/gen/readie/v1/registry.js';
 import { TenantServiceService } from '../proto/gen/readie/v1/tenant.js';
 import { DEFAULT_CONFIG, type Config } from '../shared/config.js';
 import { adminService, tenantService } from './admin/index.js';
-import { ActiveCalls, proxyService, RelayProxyService } from './calls/index.js';
+import { ActiveCalls, GrpcJsWorkerLinks, proxyService, RelayProxyService } from './calls/index.js';
 import { Journal } from './journal/index.js';
 import { LeaderLease, standbyInterceptor, type LeaseHolder } from './leadership/index.js';
 import { Prober, ReaperTimer } from './liveness/index.js';
@@ -57,6 +57,7 @@ import {
   workerChannelCredentials,
   type CredentialsSummary,
   type HostPort,
+  type Refusal,
   type RouterAuth,
   type ServingSecurity,
 } from './security/index.js';
@@ -64,6 +65,15 @@ import { SessionTurns } from './sessions/index.js';
 import { decideStart } from '../core/startup/index.js';
 import type { RevisedCatalogue } from './startup/index.js';
 import { WorkerConnections } from './workers/index.js';
+import {
+  FrontServer,
+  grpcJsStreams,
+  H2WorkerLinks,
+  PROXY_PATH,
+  proxyStreams,
+  type GrpcJsStreams,
+  type StreamHandler,
+} from './wire/index.js';
 
 /** How to run a router. */
 export interface RouterOptions {
@@ -109,7 +119,15 @@ export interface RouterOptions {
   readonly version: string;
   /** Called when the router stops serving on its own (the log failed). */
   readonly onFatal?: (error: Error) => void;
+  /**
+   * What relays calls (default `http2`): the platform's HTTP/2, relaying messages as the frames
+   * they arrived as, or `grpc-js`, the first relay (kept as a benchmark baseline).
+   */
+  readonly relay?: RelayTransport;
 }
+
+/** The transports a call can be relayed on. */
+export type RelayTransport = 'http2' | 'grpc-js';
 
 /** A running router. */
 export interface Router {
@@ -203,37 +221,44 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
   });
 
   let server: Server | undefined;
+  let front: FrontServer | undefined;
   let metricsServer: MetricsServer | undefined;
+  const relay = options.relay ?? 'http2';
   const connections = new WorkerConnections(workerChannelCredentials(options.workerCa));
+  const h2Links = new H2WorkerLinks(options.workerCa, credentials.workerMetadata, clock);
   try {
+    const onRefused = ({ path, code, problem }: Refusal) => {
+      if (code === 'UNAUTHENTICATED') metrics.unauthenticated.inc();
+      else metrics.permissionDenied.inc();
+      logger.warn(
+        { path, code, problem },
+        code === 'UNAUTHENTICATED'
+          ? 'call refused: not authenticated'
+          : 'call refused: not allowed',
+      );
+    };
+    const standby = {
+      serving: () => role === 'leader',
+      leader: () => (role === 'stopped' ? undefined : lease?.holder?.address),
+    };
     const interceptors: ServerInterceptor[] = [
-      standbyInterceptor({
-        serving: () => role === 'leader',
-        leader: () => (role === 'stopped' ? undefined : lease?.holder?.address),
-      }),
-      credentialInterceptor(credentials, ({ path, code, problem }) => {
-        if (code === 'UNAUTHENTICATED') metrics.unauthenticated.inc();
-        else metrics.permissionDenied.inc();
-        logger.warn(
-          { path, code, problem },
-          code === 'UNAUTHENTICATED'
-            ? 'call refused: not authenticated'
-            : 'call refused: not allowed',
-        );
-      }),
+      standbyInterceptor(standby),
+      credentialInterceptor(credentials, onRefused),
     ];
     server = new Server({ ...SERVER_OPTIONS, interceptors });
     const callPath = {
       journal,
       placement,
       turns,
-      connections,
+      workers:
+        relay === 'http2'
+          ? h2Links
+          : new GrpcJsWorkerLinks(connections, credentials.workerMetadata),
       active,
       config,
       clock,
       logger,
       metrics,
-      workerMetadata: credentials.workerMetadata,
     };
     // Built before the services (a registration asks it whether a worker ID's holder still
     // answers), started only once the start is recorded.
@@ -299,7 +324,15 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
         },
       );
     }
-    const port = await bind(server, listen, serverCredentialsOf(options.security));
+    const port =
+      relay === 'http2'
+        ? (front = await listenFront(
+            listen,
+            options.security,
+            new Map([[PROXY_PATH, proxyStreams(callPath, credentials, onRefused, standby)]]),
+            grpcJsStreams(server),
+          )).port
+        : await bind(server, listen, serverCredentialsOf(options.security));
     const address = formatHostPort({ host: listen.host, port });
     // Nothing is in the log until the router can serve: a start that fails (a locked log, a port
     // in use, bad TLS material) leaves the log as it was. The start is recorded in the same tick
@@ -310,7 +343,11 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
       config,
       clock,
       logger,
-      onPass: () => connections.retain(liveAddresses(log.state)),
+      onPass: () => {
+        const live = liveAddresses(log.state);
+        connections.retain(live);
+        h2Links.retain(live);
+      },
     });
     const residency = new ResidencyKeeper({
       journal,
@@ -418,6 +455,7 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
 
     let closing: Promise<void> | undefined;
     const running = server;
+    const runningFront = front;
     const runningMetrics = metricsServer;
     return {
       address,
@@ -455,9 +493,10 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
           // A leader that stops hands the lease on at once (a standby need not wait it out).
           await lease?.stop(wasLeading && !journal.failed);
           for (const name of HEALTH_SERVICES) health.setStatus(name, 'NOT_SERVING');
-          await shutdown(running, active, graceMs);
+          await shutdown(running, runningFront, active, graceMs);
           await runningMetrics?.close();
           connections.closeAll();
+          h2Links.closeAll();
           if (!journal.failed) await journal.flushed().catch(() => undefined);
           await log.close();
           logger.info({ lastSeq: log.lastSeq }, 'router stopped');
@@ -467,8 +506,11 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
     };
   } catch (error) {
     server?.forceShutdown();
+    front?.destroySessions();
+    await front?.stopListening();
     await metricsServer?.close();
     connections.closeAll();
+    h2Links.closeAll();
     await log.close();
     throw error;
   }
@@ -522,9 +564,33 @@ function listenError(flag: string, target: string, error: unknown): RouterConfig
   );
 }
 
+/** Listens with the router's own HTTP/2 front; a failure names `--listen`. */
+async function listenFront(
+  listen: HostPort,
+  security: ServingSecurity,
+  handlers: ReadonlyMap<string, StreamHandler>,
+  grpcJs: GrpcJsStreams,
+): Promise<FrontServer> {
+  try {
+    return await FrontServer.listen(listen.host, listen.port, security, handlers, grpcJs);
+  } catch (error) {
+    throw listenError('--listen', formatHostPort(listen), error);
+  }
+}
+
 /** Stops accepting calls, waits up to `graceMs` for running ones, then ends the rest. */
-async function shutdown(server: Server, active: ActiveCalls, graceMs: number): Promise<void> {
-  const drained = new Promise<void>((resolve) => server.tryShutdown(() => resolve()));
+async function shutdown(
+  server: Server,
+  front: FrontServer | undefined,
+  active: ActiveCalls,
+  graceMs: number,
+): Promise<void> {
+  const stopped = front?.stopListening();
+  const drained = Promise.all([
+    new Promise<void>((resolve) => server.tryShutdown(() => resolve())),
+    front?.drained(),
+  ]);
+  front?.closeSessions();
   let timer: NodeJS.Timeout | undefined;
   const timedOut = new Promise<'timeout'>((resolve) => {
     timer = setTimeout(() => resolve('timeout'), graceMs);
@@ -536,7 +602,9 @@ async function shutdown(server: Server, active: ActiveCalls, graceMs: number): P
     // Give the statuses a moment to leave before cutting connections.
     await new Promise((resolve) => setTimeout(resolve, 50));
     server.forceShutdown();
+    front?.destroySessions();
   }
+  await stopped;
 }
 
 /** Addresses of workers the router has not evicted: their channels stay open. */

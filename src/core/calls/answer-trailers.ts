@@ -2,7 +2,7 @@
  * The trailing metadata every answer of the router ends with (OK, error or shed): the call's IDs,
  * and for a pinned call its version and routing revision; for a shed also the retry-after hint,
  * as `retry-after-ms` and as the standard `google.rpc.RetryInfo` in `grpc-status-details-bin`.
- * Plain entries, so any transport (grpc-js today, node:http2 later) writes them the same way.
+ * Plain entries, so both transports (grpc-js and node:http2) write them the same way.
  */
 import { Any } from '../../proto/gen/google/protobuf/any.js';
 import { RetryInfo } from '../../proto/gen/google/rpc/error_details.js';

@@ -157,7 +157,7 @@ export class EventLog<S = never> implements EventLogBackend<S> {
   append(input: NewEvent | readonly NewEvent[], cause: string | null = null): AppendResult {
     this.assertWritable();
     const list: readonly NewEvent[] = Array.isArray(input) ? input : [input as NewEvent];
-    const at = isoInstant((this.options.clock ?? Date.now)());
+    const at = this.instant((this.options.clock ?? Date.now)());
     // Every event is validated before any is stored: a bad one refuses the whole call.
     const events = stampEvents(list, this.nextSeq, at, cause);
     let last: Promise<boolean> | undefined;
@@ -265,6 +265,14 @@ export class EventLog<S = never> implements EventLogBackend<S> {
     }
   }
 
+  /** `isoInstant(ms)`, remembered for the last millisecond asked (a busy log asks it again). */
+  private instant(ms: number): string {
+    if (ms !== this.lastInstant.ms) this.lastInstant = { ms, text: isoInstant(ms) };
+    return this.lastInstant.text;
+  }
+
+  private lastInstant = { ms: NaN, text: '' };
+
   /** Stores an event and folds it; `own` marks the log's own snapshot of its working state. */
   private store(event: ClusterEvent, text: string, own = false): Promise<boolean> {
     const write = this.events.put(event.seq, text);
@@ -304,11 +312,20 @@ export class EventLog<S = never> implements EventLogBackend<S> {
         throw new EventLogError(`event log ${this.dir} failed to commit: ${error.message}`);
       },
     );
-    committed.catch(() => undefined);
-    this.lastCommit = committed.catch(() => undefined);
-    const durable = committed.then(() => this.root.flushed).then(() => undefined);
-    durable.catch(() => undefined);
-    return { events, committed, durable };
+    const settled = committed.catch(() => undefined);
+    this.lastCommit = settled;
+    // Most appenders never wait for the flush: its promise is made when first asked for.
+    let durable: Promise<void> | undefined;
+    const root = this.root;
+    return {
+      events,
+      committed,
+      get durable() {
+        durable ??= committed.then(() => root.flushed).then(() => undefined);
+        durable.catch(() => undefined);
+        return durable;
+      },
+    };
   }
 
   private nextCommit(signal: AbortSignal | undefined): Promise<void> {

@@ -1,16 +1,16 @@
 /**
- * One call through the router on grpc-js (shell): wires the client's `RequestExecution` stream,
- * the session's turn, the log and the worker's `ExecutionService` stream to the core's call state
- * machine (`src/core/calls/call-machine.ts`), and performs the effects it returns: writes,
- * backpressure, appends, logs and metrics. Every rule of the call path is the machine's; what is
- * left here is I/O.
+ * One call through the router (shell): wires the client's end of a `RequestExecution` call, the
+ * session's turn, the log and the worker's end to the core's call state machine
+ * (`src/core/calls/call-machine.ts`), and performs the effects it returns: writes, backpressure,
+ * appends, logs and metrics. Every rule of the call path is the machine's; what is left here is
+ * I/O, and the transport is behind `ClientEnd` and `WorkerLinks` (`call-ends.ts`): grpc-js, or
+ * the platform's HTTP/2 relaying frames as they arrived.
  */
-import { status, type Metadata, type ServerDuplexStream } from '@grpc/grpc-js';
 import type { AppendResult } from '../../events/index.js';
 import type { CallEffect } from '../../core/calls/call-effects.js';
 import { newCall, stepCall } from '../../core/calls/call-machine.js';
 import type { CallInput, CallPhase, CallWorld } from '../../core/calls/call-phases.js';
-import type { ClientAnswer, ClientMessage } from '../../core/calls/relay-messages.js';
+import type { ClientAnswer } from '../../core/calls/relay-messages.js';
 import { CallAbandonedError } from '../../core/errors.js';
 import { explainPlacement, type PlacementCaches } from '../../core/placement/index.js';
 import type { Config } from '../../shared/config.js';
@@ -19,10 +19,9 @@ import type { Journal } from '../journal/index.js';
 import { callLogger, type Logger } from '../observability/logger.js';
 import type { RouterMetrics } from '../observability/metrics.js';
 import type { SessionTurn, SessionTurns } from '../sessions/index.js';
-import type { WorkerConnections } from '../workers/index.js';
 import type { ActiveCall, ActiveCalls } from './active-calls.js';
-import { trailerMetadata } from './trailer-metadata.js';
-import { readieTrailersOf, WorkerLeg } from './worker-leg.js';
+import type { TrailerEntry } from '../../core/calls/answer-trailers.js';
+import type { ClientEnd, WorkerEnd, WorkerLinks } from './call-ends.js';
 
 /** Everything a call needs from the router. */
 export interface CallPathOptions {
@@ -30,39 +29,46 @@ export interface CallPathOptions {
   /** Placement's caches for the journal's state (its log folds with them). */
   readonly placement: PlacementCaches;
   readonly turns: SessionTurns;
-  readonly connections: WorkerConnections;
+  /** How calls reach workers (the transport's, with the router's own credentials). */
+  readonly workers: WorkerLinks;
   readonly active: ActiveCalls;
   readonly config: Config;
   /** The router's clock, in epoch ms: the one that stamps the log. */
   readonly clock: () => number;
   readonly logger: Logger;
   readonly metrics: RouterMetrics;
-  /**
-   * Metadata for every worker stream (the router's own token, when it has one), kept current by
-   * the credentials; each call sends a clone, since grpc-js writes its own headers into the
-   * metadata it is given.
-   */
-  readonly workerMetadata: Metadata;
 }
 
-type ClientStream = ServerDuplexStream<ClientMessage, ClientAnswer>;
-
-/** Epoch ms of a grpc-js deadline (Infinity when none). */
-function deadlineMs(deadline: Date | number): number {
-  return deadline instanceof Date ? deadline.getTime() : deadline;
+/** The world a call's steps read, made once per call. */
+function worldOf(options: CallPathOptions): CallWorld {
+  return {
+    get state() {
+      return options.journal.state;
+    },
+    caches: options.placement,
+    get now() {
+      return options.clock();
+    },
+    settings: options.config,
+    handling: (requestId: string) => options.active.has(requestId),
+  };
 }
 
 /** Handles one `RequestExecution` stream from its first message to its status. */
 export class CallRelay implements ActiveCall {
   private phase: CallPhase;
+  /** The world each step reads: the state and the clock as they are when read. */
+  private readonly world: CallWorld;
   private readonly inputs: CallInput[] = [];
   private stepping = false;
-  private log: Logger;
+  /** The call's logger, made when a line is written (most calls write one). */
+  private callLog: Logger | undefined;
+  private workerId: string | null = null;
   /** The call's IDs for its log lines, once its config named them. */
   private ids: { requestId: string; sessionId: string | null } = { requestId: '', sessionId: null };
   private turn: SessionTurn | undefined;
   private readonly clientLeft = new AbortController();
-  private worker: WorkerLeg | undefined;
+  private worker: WorkerEnd | undefined;
   private lastAppend: AppendResult | undefined;
   private readonly startedAt = performance.now();
   private bytesToWorker = 0;
@@ -70,12 +76,23 @@ export class CallRelay implements ActiveCall {
 
   constructor(
     private readonly options: CallPathOptions,
-    private readonly call: ClientStream,
+    private readonly call: ClientEnd,
     /** The tenant the caller's credential names; null without one. */
     private readonly tenantId: string | null = null,
   ) {
-    this.log = options.logger.child({ tenantId });
-    this.phase = newCall(deadlineMs(call.getDeadline()), tenantId);
+    this.phase = newCall(call.deadline, tenantId);
+    this.world = worldOf(options);
+  }
+
+  /** The logger whose lines name the call as far as it is known. */
+  private get log(): Logger {
+    if (this.callLog) return this.callLog;
+    const { logger } = this.options;
+    this.callLog =
+      this.ids.requestId === ''
+        ? logger.child({ tenantId: this.tenantId })
+        : callLogger(logger, { ...this.ids, workerId: this.workerId, tenantId: this.tenantId });
+    return this.callLog;
   }
 
   /** True from placement until the call finishes. */
@@ -85,12 +102,11 @@ export class CallRelay implements ActiveCall {
 
   /** Starts listening to the client. */
   start(): void {
-    this.call.on('data', (message: ClientMessage) =>
-      this.dispatch({ type: 'client-message', message }),
-    );
-    this.call.on('end', () => this.dispatch({ type: 'client-ended' }));
-    // Also told after a status: the machine is done by then and ignores it.
-    this.call.on('cancelled', () => this.dispatch({ type: 'client-gone' }));
+    this.call.listen({
+      message: (message) => this.dispatch({ type: 'client-message', message }),
+      ended: () => this.dispatch({ type: 'client-ended' }),
+      gone: () => this.dispatch({ type: 'client-gone' }),
+    });
   }
 
   /** Ends the call at once with `UNAVAILABLE` (router shutdown). */
@@ -105,24 +121,13 @@ export class CallRelay implements ActiveCall {
     this.stepping = true;
     try {
       for (let next = this.inputs.shift(); next; next = this.inputs.shift()) {
-        const step = stepCall(this.phase, next, this.world());
+        const step = stepCall(this.phase, next, this.world);
         this.phase = step.phase;
         for (const effect of step.effects) this.perform(effect);
       }
     } finally {
       this.stepping = false;
     }
-  }
-
-  private world(): CallWorld {
-    const { journal, placement, clock, config, active } = this.options;
-    return {
-      state: journal.state,
-      caches: placement,
-      now: clock(),
-      settings: config,
-      handling: (requestId) => active.has(requestId),
-    };
   }
 
   private perform(effect: CallEffect): void {
@@ -136,11 +141,7 @@ export class CallRelay implements ActiveCall {
         return;
       case 'identified':
         this.ids = { requestId: effect.requestId, sessionId: effect.sessionId };
-        this.log = callLogger(this.options.logger, {
-          ...this.ids,
-          workerId: null,
-          tenantId: this.tenantId,
-        });
+        this.callLog = undefined;
         return;
       case 'register':
         active.add(effect.requestId, this);
@@ -158,7 +159,7 @@ export class CallRelay implements ActiveCall {
         this.turn?.release();
         return;
       case 'explain':
-        if (this.log.isLevelEnabled('debug')) {
+        if (this.options.logger.isLevelEnabled('debug')) {
           const placement = explainPlacement(journal.state, effect.call);
           this.log.debug({ placement }, 'placement explained');
         }
@@ -187,7 +188,7 @@ export class CallRelay implements ActiveCall {
         this.openWorker(effect);
         return;
       case 'send-chunk':
-        this.sendChunk(effect.wire, effect.bytes);
+        this.sendChunk(effect);
         return;
       case 'half-close-worker':
         this.worker?.halfClose();
@@ -199,36 +200,31 @@ export class CallRelay implements ActiveCall {
         this.toClient(effect.answer);
         return;
       case 'end-client':
-        this.endClient(effect.afterCommit, trailerMetadata(effect.trailers));
+        this.endClient(effect.afterCommit, effect.trailers);
         return;
       case 'fail-client':
-        this.call.emit('error', {
-          code: status[effect.code],
-          details: effect.details,
-          metadata: trailerMetadata(effect.trailers),
-        });
+        this.call.fail(effect.code, effect.details, effect.trailers);
         return;
       case 'placed':
         metrics.placements.inc();
-        this.log = callLogger(this.options.logger, {
-          ...this.ids,
-          workerId: effect.placed.workerId,
-          tenantId: this.tenantId,
-        });
+        this.workerId = effect.placed.workerId;
+        this.callLog = undefined;
         // One info line per call (at its end) keeps logging cheap; the steps are at debug.
-        this.log.debug(
-          {
-            containerId: effect.placed.containerId,
-            checkpointId: effect.placed.checkpointId,
-            memory: effect.placed.memory,
-            packages: effect.placed.packages,
-            skippedPackages: effect.placed.skippedPackages,
-            version: effect.placed.version ?? undefined,
-            routingRevision: effect.placed.routingRevision ?? undefined,
-            coldLoad: effect.placed.coldLoad || undefined,
-          },
-          'call placed',
-        );
+        if (this.options.logger.isLevelEnabled('debug')) {
+          this.log.debug(
+            {
+              containerId: effect.placed.containerId,
+              checkpointId: effect.placed.checkpointId,
+              memory: effect.placed.memory,
+              packages: effect.placed.packages,
+              skippedPackages: effect.placed.skippedPackages,
+              version: effect.placed.version ?? undefined,
+              routingRevision: effect.placed.routingRevision ?? undefined,
+              coldLoad: effect.placed.coldLoad || undefined,
+            },
+            'call placed',
+          );
+        }
         return;
       case 'dial-failed':
         metrics.dialFailures.inc();
@@ -244,14 +240,16 @@ export class CallRelay implements ActiveCall {
             "the worker ran the session's call in another container than the pinned one",
           );
         }
-        this.log.debug(
-          {
-            containerId: effect.ids.containerId,
-            checkpointId: effect.ids.checkpointId,
-            pinned: effect.createdPin,
-          },
-          'call bound',
-        );
+        if (this.options.logger.isLevelEnabled('debug')) {
+          this.log.debug(
+            {
+              containerId: effect.ids.containerId,
+              checkpointId: effect.ids.checkpointId,
+              pinned: effect.createdPin,
+            },
+            'call bound',
+          );
+        }
         return;
       case 'malformed':
         this.log.warn({ problem: effect.problem }, 'malformed client stream: call ended');
@@ -301,8 +299,8 @@ export class CallRelay implements ActiveCall {
   }
 
   private dialWorker(effect: Extract<CallEffect, { type: 'dial-worker' }>): void {
-    const { connections, clock } = this.options;
-    connections.dial(effect.address, clock() + effect.timeoutMs).then(
+    const { workers, clock } = this.options;
+    workers.dial(effect.address, clock() + effect.timeoutMs).then(
       () => this.dispatch({ type: 'worker-dialed' }),
       (error: unknown) =>
         this.dispatch({
@@ -313,34 +311,22 @@ export class CallRelay implements ActiveCall {
   }
 
   private openWorker(effect: Extract<CallEffect, { type: 'open-worker' }>): void {
-    const { connections, workerMetadata } = this.options;
-    const leg = WorkerLeg.open(
-      connections.execution(effect.address),
-      workerMetadata.clone(),
-      effect.deadline,
-      {
-        answer: (answer) => this.dispatch({ type: 'worker-answer', answer }),
-        ended: (final) =>
-          this.dispatch({
-            type: 'worker-ended',
-            code: final.code,
-            details: final.details,
-            trailers: readieTrailersOf(final),
-          }),
-      },
-    );
-    this.worker = leg;
-    leg.send({ kind: 'header', header: effect.header }, () => undefined);
+    this.worker = this.options.workers.open(effect.address, effect.deadline, effect.header, {
+      answer: (answer) => this.dispatch({ type: 'worker-answer', answer }),
+      ended: (code, details, trailers) =>
+        this.dispatch({ type: 'worker-ended', code, details, trailers }),
+    });
   }
 
-  private sendChunk(wire: Buffer, bytes: number): void {
+  private sendChunk(effect: Extract<CallEffect, { type: 'send-chunk' }>): void {
     const worker = this.worker;
     if (!worker) return;
-    this.bytesToWorker += bytes;
-    this.options.metrics.relayBytesToWorker.inc(bytes);
-    const drained = () => this.dispatch({ type: 'worker-drained' });
-    if (!worker.send({ kind: 'chunk', wire }, drained)) this.call.pause();
+    this.bytesToWorker += effect.bytes;
+    this.options.metrics.relayBytesToWorker.inc(effect.bytes);
+    if (!worker.send({ kind: 'chunk', wire: effect.wire }, this.workerDrained)) this.call.pause();
   }
+
+  private readonly workerDrained = () => this.dispatch({ type: 'worker-drained' });
 
   /** Writes to the client; while its stream is full, the worker's answers wait. */
   private toClient(answer: ClientAnswer): void {
@@ -348,13 +334,13 @@ export class CallRelay implements ActiveCall {
       this.bytesToClient += answer.answer.chunkBytes;
       this.options.metrics.relayBytesToClient.inc(answer.answer.chunkBytes);
     }
-    if (this.call.write(answer)) return;
-    const worker = this.worker;
-    worker?.pause();
-    this.call.once('drain', () => worker?.resume());
+    if (this.call.write(answer, this.clientDrained)) return;
+    this.worker?.pause();
   }
 
-  private endClient(afterCommit: boolean, trailers: Metadata): void {
+  private readonly clientDrained = () => this.worker?.resume();
+
+  private endClient(afterCommit: boolean, trailers: readonly TrailerEntry[]): void {
     const append = this.lastAppend;
     if (!afterCommit || !append) {
       this.call.end(trailers);
@@ -362,7 +348,7 @@ export class CallRelay implements ActiveCall {
     }
     append.committed.then(
       () => this.call.end(trailers),
-      () => this.call.emit('error', { code: status.UNAVAILABLE, details: 'the event log failed' }),
+      () => this.call.fail('UNAVAILABLE', 'the event log failed', []),
     );
   }
 }

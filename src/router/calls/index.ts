@@ -1,5 +1,7 @@
 /** The call path (shell): `ProxyService.RequestExecution` through the router to a worker. */
 export * from './active-calls.js';
+export * from './call-ends.js';
 export * from './call-relay.js';
+export * from './grpc-js-ends.js';
 export * from './proxy-service.js';
 export * from './relay-codec.js';

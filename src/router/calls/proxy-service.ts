@@ -7,6 +7,7 @@ import { toServiceError } from '../grpc-status.js';
 import { tenantOf, type RouterCredentials } from '../security/index.js';
 import { NOT_STARTED } from '../../shared/call-trailers.js';
 import { CallRelay, type CallPathOptions } from './call-relay.js';
+import { GrpcJsClientEnd } from './grpc-js-ends.js';
 import { trailerEntries } from '../../core/calls/answer-trailers.js';
 import { trailerMetadata } from './trailer-metadata.js';
 import type { ClientAnswer, ClientMessage } from '../../core/calls/relay-messages.js';
@@ -30,7 +31,7 @@ export function proxyService(
         });
         return;
       }
-      new CallRelay(options, call, tenantId).start();
+      new CallRelay(options, new GrpcJsClientEnd(call), tenantId).start();
     },
   };
 }

@@ -1,22 +1,17 @@
 /**
- * One call's stream to its worker (`ExecutionService.Execute`): messages out with backpressure,
- * answers in, and one ending. `ended` is told exactly once: an OK status only after every answer
- * was delivered, an error status at once.
+ * One call's stream to its worker on grpc-js (`ExecutionService.Execute`): messages out with
+ * backpressure, answers in, and one ending. `ended` is told exactly once: an OK status only after
+ * every answer was delivered, an error status at once.
  */
 import type { Metadata } from '@grpc/grpc-js';
 import { status, type ClientDuplexStream, type StatusObject } from '@grpc/grpc-js';
 import { NOT_STARTED, RELAYED_TRAILERS, type CallTrailers } from '../../shared/call-trailers.js';
 import type { RelayExecutionClient } from './relay-codec.js';
 import type { WorkerAnswer, WorkerMessage } from '../../core/calls/relay-messages.js';
-
-/** What the leg tells its call. */
-export interface WorkerLegEvents {
-  answer(answer: WorkerAnswer): void;
-  ended(final: StatusObject): void;
-}
+import type { WorkerEnd, WorkerEndEvents } from './call-ends.js';
 
 /** The stream to a worker. */
-export class WorkerLeg {
+export class WorkerLeg implements WorkerEnd {
   private final: StatusObject | undefined;
   private readEnded = false;
   private halfClosed = false;
@@ -24,7 +19,7 @@ export class WorkerLeg {
 
   private constructor(
     private readonly stream: ClientDuplexStream<WorkerMessage, WorkerAnswer>,
-    private readonly events: WorkerLegEvents,
+    private readonly events: WorkerEndEvents,
   ) {
     stream.on('data', (answer: WorkerAnswer) => events.answer(answer));
     stream.on('end', () => {
@@ -43,7 +38,7 @@ export class WorkerLeg {
     client: RelayExecutionClient,
     metadata: Metadata,
     deadline: number,
-    events: WorkerLegEvents,
+    events: WorkerEndEvents,
   ): WorkerLeg {
     return new WorkerLeg(client.execute(metadata, { deadline }), events);
   }
@@ -87,7 +82,7 @@ export class WorkerLeg {
     if (this.reported || final === undefined) return;
     if (final.code === status.OK && !this.readEnded) return;
     this.reported = true;
-    this.events.ended(final);
+    this.events.ended(final.code, final.details, readieTrailersOf(final));
   }
 }
 

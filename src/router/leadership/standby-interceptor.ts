@@ -21,6 +21,27 @@ export interface StandbyGate {
   readonly leader: () => string | undefined;
 }
 
+/** A standby's refusal (UNAVAILABLE): its message and trailers, the same on every transport. */
+export interface StandbyRefusal {
+  readonly details: string;
+  readonly trailers: Readonly<Record<string, string>>;
+}
+
+/** What a router that does not serve answers a call, naming the leader when it knows it. */
+export function standbyRefusal(gate: StandbyGate): StandbyRefusal {
+  const leader = gate.leader();
+  return {
+    details:
+      leader === undefined
+        ? 'this router is a standby and no router leads yet: retry shortly, or at another router'
+        : `this router is a standby: the leader is ${leader}`,
+    trailers: {
+      [NOT_STARTED_TRAILER]: '1',
+      ...(leader === undefined ? {} : { [LEADER_TRAILER]: leader }),
+    },
+  };
+}
+
 /** Refuses calls while the router does not serve; health checks always pass through. */
 export function standbyInterceptor(gate: StandbyGate): ServerInterceptor {
   return (method, call) => {
@@ -29,18 +50,10 @@ export function standbyInterceptor(gate: StandbyGate): ServerInterceptor {
     }
     const listener = new ServerListenerBuilder()
       .withOnReceiveMetadata(() => {
-        const leader = gate.leader();
+        const refusal = standbyRefusal(gate);
         const trailers = new Metadata();
-        trailers.set(NOT_STARTED_TRAILER, '1');
-        if (leader !== undefined) trailers.set(LEADER_TRAILER, leader);
-        call.sendStatus({
-          code: status.UNAVAILABLE,
-          details:
-            leader === undefined
-              ? 'this router is a standby and no router leads yet: retry shortly, or at another router'
-              : `this router is a standby: the leader is ${leader}`,
-          metadata: trailers,
-        });
+        for (const [key, value] of Object.entries(refusal.trailers)) trailers.set(key, value);
+        call.sendStatus({ code: status.UNAVAILABLE, details: refusal.details, metadata: trailers });
       })
       .build();
     const responder = new ResponderBuilder().withStart((next) => next(listener)).build();

@@ -1,0 +1,124 @@
+/**
+ * The router's port: one HTTP/2 server (TLS unless `--insecure`) that serves the call path
+ * (`ProxyService.RequestExecution`) itself and hands every other stream to grpc-js
+ * (`grpc-js-streams.ts`). Stopping closes the listener, then the sessions: gracefully (running
+ * calls finish), or at once.
+ */
+import {
+  constants,
+  createSecureServer,
+  createServer,
+  type Http2SecureServer,
+  type Http2Server,
+  type IncomingHttpHeaders,
+  type ServerHttp2Session,
+  type ServerHttp2Stream,
+} from 'node:http2';
+import type { Socket } from 'node:net';
+import type { ServingSecurity } from '../security/index.js';
+import type { GrpcJsStreams } from './grpc-js-streams.js';
+
+/** A stream the front serves itself. */
+export type StreamHandler = (stream: ServerHttp2Stream, headers: IncomingHttpHeaders) => void;
+
+/** The window a call's stream grants: several 1 MiB chunks, so uploads never wait on updates. */
+const STREAM_WINDOW = 4 * 1024 * 1024;
+/** The window of a whole connection (many calls). */
+const SESSION_WINDOW = 64 * 1024 * 1024;
+
+/** The router's listening HTTP/2 server. */
+export class FrontServer {
+  private readonly sessions = new Set<ServerHttp2Session>();
+
+  private constructor(
+    private readonly server: Http2Server | Http2SecureServer,
+    /** The port it listens on. */
+    readonly port: number,
+  ) {}
+
+  /** Listens on `host:port` (0: a free port); `handlers` by method path, the rest to grpc-js. */
+  static listen(
+    host: string,
+    port: number,
+    security: ServingSecurity,
+    handlers: ReadonlyMap<string, StreamHandler>,
+    grpcJs: GrpcJsStreams,
+  ): Promise<FrontServer> {
+    const options = {
+      settings: { initialWindowSize: STREAM_WINDOW, enablePush: false },
+      maxSessionMemory: Number.MAX_SAFE_INTEGER,
+      maxSendHeaderBlockLength: Number.MAX_SAFE_INTEGER,
+    };
+    const server =
+      security.kind === 'tls'
+        ? createSecureServer({
+            ...options,
+            cert: security.certChain,
+            key: security.privateKey,
+            ALPNProtocols: ['h2'],
+          })
+        : createServer(options);
+    const sessions = new Set<ServerHttp2Session>();
+    server.setTimeout(0);
+    server.on('session', (session: ServerHttp2Session) => {
+      sessions.add(session);
+      session.once('close', () => sessions.delete(session));
+      session.on('error', () => undefined);
+      session.once('connect', () => session.setLocalWindowSize(SESSION_WINDOW));
+      if (!session.connecting) session.setLocalWindowSize(SESSION_WINDOW);
+      grpcJs.session(session);
+    });
+    server.on(
+      'stream',
+      (stream: ServerHttp2Stream, headers: IncomingHttpHeaders, flags: number) => {
+        const handler = handlers.get(String(headers[constants.HTTP2_HEADER_PATH]));
+        if (handler) handler(stream, headers);
+        else grpcJs.stream(stream, headers, flags);
+      },
+    );
+    // A client that fails its TLS handshake (or speaks plaintext to TLS) is its own problem.
+    server.on('secureConnection', (socket: Socket) => socket.on('error', () => undefined));
+    server.on('tlsClientError', () => undefined);
+    server.on('sessionError', () => undefined);
+    return new Promise((resolve, reject) => {
+      server.once('error', reject);
+      server.listen({ host, port }, () => {
+        server.removeListener('error', reject);
+        const address = server.address();
+        const front = new FrontServer(
+          server,
+          typeof address === 'object' && address !== null ? address.port : port,
+        );
+        for (const session of sessions) front.sessions.add(session);
+        server.on('session', (session: ServerHttp2Session) => {
+          front.sessions.add(session);
+          session.once('close', () => front.sessions.delete(session));
+        });
+        resolve(front);
+      });
+    });
+  }
+
+  /** Stops accepting connections; open sessions go on until `closeSessions` or they end. */
+  stopListening(): Promise<void> {
+    return new Promise((resolve) => this.server.close(() => resolve()));
+  }
+
+  /** Asks every session to finish (GOAWAY: running streams go on, no new ones). */
+  closeSessions(): void {
+    for (const session of this.sessions) if (!session.closed) session.close();
+  }
+
+  /** Resolves once every session has closed. */
+  drained(): Promise<void> {
+    const open = [...this.sessions].filter((session) => !session.destroyed);
+    return Promise.all(
+      open.map((session) => new Promise<void>((resolve) => session.once('close', () => resolve()))),
+    ).then(() => undefined);
+  }
+
+  /** Ends every session now. */
+  destroySessions(): void {
+    for (const session of this.sessions) session.destroy();
+  }
+}
