@@ -6,9 +6,9 @@
  * cluster `readie up` started).
  */
 import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { resolveConnection, type Connection } from '../client/connection.js';
 import { ConfigurationError } from '../client/errors.js';
+import { localOperatorTokenPath } from '../cluster/local-credentials.js';
 
 /** The flags every operator command takes. */
 export interface AdminConnectionFlags {
@@ -21,7 +21,7 @@ export interface AdminConnectionFlags {
 
 /** A local cluster's operator token file under `--state-dir`, if there is one. */
 export function localOperatorTokenFile(flags: AdminConnectionFlags): string | null {
-  const path = join(flags.stateDir, 'credentials', 'operator.token');
+  const path = localOperatorTokenPath(flags.stateDir);
   return existsSync(path) ? path : null;
 }
 

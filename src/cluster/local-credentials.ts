@@ -54,6 +54,11 @@ function privateFile(path: string, text: string): string {
   return path;
 }
 
+/** Where a local cluster under `stateDir` keeps its operator token (what operator commands read). */
+export function localOperatorTokenPath(stateDir: string): string {
+  return resolve(stateDir, 'credentials', 'operator.token');
+}
+
 /** Makes and writes a run's credentials for the workers `workerIds`. */
 export function writeLocalCredentials(
   stateDir: string,
@@ -89,6 +94,6 @@ export function writeLocalCredentials(
     clientToken,
     clientTokenFile: privateFile(resolve(dir, 'client.token'), `${clientToken}\n`),
     operatorToken,
-    operatorTokenFile: privateFile(resolve(dir, 'operator.token'), `${operatorToken}\n`),
+    operatorTokenFile: privateFile(localOperatorTokenPath(stateDir), `${operatorToken}\n`),
   };
 }

@@ -113,10 +113,11 @@ async function runStatus(flags: StatusFlags): Promise<void> {
     throw error;
   }
   const client = new AdminServiceClient(connection.address, channelCredentials(connection));
+  const hint = localTokenHint(flags);
   const once = async (): Promise<void> => {
     const [status, pins] = await Promise.all([
-      ask(client, connection, flags.expired ?? false, localTokenHint(flags)),
-      askPins(client, connection, localTokenHint(flags)),
+      ask(client, connection, flags.expired ?? false, hint),
+      askPins(client, connection, hint),
     ]);
     const text = printed({ status, pins }, flags.json ?? false);
     // A terminal gets the page redrawn in place; a pipe gets one page (or JSON line) after another.
