@@ -23,13 +23,16 @@ from typing import (
 )
 
 from readie._call import PreparedCall, pack_call, run, run_async
-from readie._fanout import FunctionCall, MapOptions, run_map, run_map_async
 from readie._connection import current_settings
 from readie._hints import import_hints, static_imports
 from readie._ids import CallInfo, new_request_id
 from readie._logs import LogPrinter
+from readie._map_async import run_map_async
+from readie._map_options import MapOptions
+from readie._map_sync import run_map
 from readie._session import current_session
 from readie._sizes import Size, parse_optional_size
+from readie._spawn import FunctionCall
 from readie._wire import CallDemand, build_config
 
 R = TypeVar("R")

@@ -1,0 +1,126 @@
+"""One input of a map (or one spawned call), run to its end: refusals for lack of room waited out
+(``readie._retry``), a call that ran retried only ``retries`` times, and its error naming the
+input it failed for."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import TYPE_CHECKING, Any, Optional, Tuple
+
+import grpc
+
+from readie._call import run, run_async
+from readie._map_slots import Slot, Stopped
+from readie._retry import backoff, may_retry_ran, needs_new_session, waits_for_room
+from readie.errors import ReadieError, SessionExpiredError
+
+if TYPE_CHECKING:
+    from readie._remote import RemoteFunction
+
+Input = Tuple[tuple, dict]
+
+
+def indexed(error: BaseException, index: Optional[int]) -> BaseException:
+    """``error`` naming the map input it failed for."""
+    if index is None:
+        return error
+    if isinstance(error, ReadieError):
+        if error.input_index is None:
+            error.input_index = index
+            if error.args:
+                error.args = (f"input {index}: {error.args[0]}",) + tuple(error.args[1:])
+    elif hasattr(error, "add_note"):
+        error.add_note(f"readie: raised for input {index} of the map")
+    return error
+
+
+def run_input(
+    fn: "RemoteFunction[Any]",
+    index: Optional[int],
+    call: Input,
+    slot: Slot,
+    retries: int,
+    stop: threading.Event,
+) -> Any:
+    """Runs one input to its end on this thread: refusals for lack of room waited out and retried,
+    a call that ran retried only ``retries`` times."""
+    args, kwargs = call
+    refusals = unavailable = ran_failures = 0
+    while True:
+        if stop.is_set():
+            raise Stopped()
+        prepared = fn._prepare(args, kwargs, session=slot.session)
+        try:
+            return run(prepared, on_call=slot.set_call)
+        except ReadieError as error:
+            if stop.is_set():
+                raise Stopped() from None
+            if isinstance(error, SessionExpiredError) and error.not_started and slot.renewable:
+                slot.renew()
+                continue
+            if waits_for_room(error, unavailable):
+                if error.code == grpc.StatusCode.UNAVAILABLE:
+                    unavailable += 1
+                stop.wait(backoff(refusals, error.retry_after))
+                refusals += 1
+                continue
+            if needs_new_session(error):
+                slot.renew()
+            if ran_failures < retries and may_retry_ran(error):
+                ran_failures += 1
+                continue
+            raise indexed(error, index) from None
+        except Stopped:
+            raise
+        except Exception as error:  # a payload that does not pickle, an unreadable result
+            raise indexed(error, index)
+        finally:
+            slot.set_call(None)
+
+
+async def run_input_async(
+    fn: "RemoteFunction[Any]",
+    index: Optional[int],
+    call: Input,
+    slot: Slot,
+    retries: int,
+) -> Any:
+    """:func:`run_input` on the running loop; cancelling the task cancels the call."""
+    args, kwargs = call
+    refusals = unavailable = ran_failures = 0
+    while True:
+        prepared = fn._prepare(args, kwargs, session=slot.session)
+        try:
+            return await run_async(prepared)
+        except ReadieError as error:
+            if isinstance(error, SessionExpiredError) and error.not_started and slot.renewable:
+                slot.renew()
+                continue
+            if waits_for_room(error, unavailable):
+                if error.code == grpc.StatusCode.UNAVAILABLE:
+                    unavailable += 1
+                await asyncio.sleep(backoff(refusals, error.retry_after))
+                refusals += 1
+                continue
+            if needs_new_session(error):
+                slot.renew()
+            if ran_failures < retries and may_retry_ran(error):
+                ran_failures += 1
+                continue
+            raise indexed(error, index) from None
+        except Exception as error:  # a payload that does not pickle, an unreadable result
+            raise indexed(error, index)
+
+
+def label(fn: "RemoteFunction[Any]") -> str:
+    return f"readie map {getattr(fn, '__qualname__', 'function')}"
+
+
+def stopped_message(fn: "RemoteFunction[Any]", completed: int, total: Optional[int], cancelled: int) -> str:
+    of = f" of {total}" if total is not None else ""
+    return (
+        f"the map of {getattr(fn, '__qualname__', 'function')} was stopped: {completed}{of} inputs "
+        f"completed, {cancelled} calls in flight cancelled"
+    )
+

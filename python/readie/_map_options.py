@@ -1,0 +1,79 @@
+"""A map's options and how many calls it keeps in flight (``TenantService.Slots`` for the
+function's budget, at most ``max_concurrency``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Optional
+
+from readie._connection import ConnectionSettings
+from readie._tenant import usable_slots, usable_slots_async
+from readie.errors import ReadieError
+
+if TYPE_CHECKING:
+    from readie._remote import RemoteFunction
+
+#: The most calls a map keeps in flight when ``max_concurrency`` does not say (threads are cheap,
+#: not free).
+MAX_DEFAULT_CONCURRENCY = 256
+#: Calls in flight when the router cannot say how many slots the tenant has (an older router).
+CONCURRENCY_WHEN_UNKNOWN = 4
+
+
+@dataclass(frozen=True)
+class MapOptions:
+    """A map's options, validated."""
+
+    order_outputs: bool = True
+    return_exceptions: bool = False
+    max_concurrency: Optional[int] = None
+    isolate_inputs: bool = False
+    progress: Optional[bool] = None
+    retries: int = 0
+
+    @staticmethod
+    def build(**options: Any) -> "MapOptions":
+        """Checks the options a user passed (``TypeError``/``ValueError`` for bad ones)."""
+        built = MapOptions(**options)
+        limit = built.max_concurrency
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+            raise ValueError(f"max_concurrency must be a positive integer or None, not {limit!r}")
+        if isinstance(built.retries, bool) or not isinstance(built.retries, int) or built.retries < 0:
+            raise ValueError(f"retries must be a non-negative integer, not {built.retries!r}")
+        return built
+
+
+
+def bounded(slots: Optional[int], options: MapOptions, total: Optional[int]) -> int:
+    if slots is None:
+        wanted = options.max_concurrency or CONCURRENCY_WHEN_UNKNOWN
+    else:
+        wanted = max(1, slots)
+        wanted = min(wanted, options.max_concurrency or MAX_DEFAULT_CONCURRENCY)
+    if total is not None:
+        wanted = min(wanted, max(1, total))
+    return max(1, wanted)
+
+
+def concurrency(
+    settings: ConnectionSettings, fn: "RemoteFunction[Any]", options: MapOptions, total: Optional[int]
+) -> int:
+    """Calls in flight for a map: the tenant's usable slots for the function's budget, at most
+    ``max_concurrency`` (else at most ``MAX_DEFAULT_CONCURRENCY``) and the number of inputs."""
+    try:
+        slots: Optional[int] = usable_slots(settings, fn.options.demand)
+    except ReadieError:
+        slots = None
+    return bounded(slots, options, total)
+
+
+async def concurrency_async(
+    settings: ConnectionSettings, fn: "RemoteFunction[Any]", options: MapOptions, total: Optional[int]
+) -> int:
+    """:func:`concurrency` on the running loop."""
+    try:
+        slots: Optional[int] = await usable_slots_async(settings, fn.options.demand)
+    except ReadieError:
+        slots = None
+    return bounded(slots, options, total)
+
