@@ -33,7 +33,9 @@ class SessionEnd:
 
 
 def _slots_request(demand: CallDemand) -> tenant_pb2.SlotsRequest:
-    request = tenant_pb2.SlotsRequest(gpu_memory=demand.gpu_memory or 0, gpu=demand.gpu)
+    request = tenant_pb2.SlotsRequest(
+        gpu_memory=demand.gpu_memory or 0, gpu=demand.gpu, pinned=demand.pinned
+    )
     if demand.memory is not None:
         request.memory = demand.memory
     return request
@@ -44,7 +46,8 @@ def _error(error: grpc.RpcError, settings: ConnectionSettings) -> ReadieError:
 
 
 def usable_slots(settings: ConnectionSettings, demand: CallDemand) -> int:
-    """How many more calls of ``demand``'s budget the router would place now for this tenant."""
+    """How many more calls of ``demand``'s budget the router would place now for this tenant (for a
+    pinned demand, on its pinned version's subset only)."""
     method = channel_for(settings).unary_unary(
         SLOTS_METHOD,
         request_serializer=tenant_pb2.SlotsRequest.SerializeToString,

@@ -126,13 +126,21 @@ export class ReadieClient {
     );
   }
 
-  /** How many more calls of this budget the cluster would place now for this client's tenant. */
+  /**
+   * How many more calls of this budget the cluster would place now for this client's tenant (with
+   * `pinned`, on its pinned version's subset only).
+   */
   slots(options: CallDemandOptions = {}): Promise<number> {
     const memory = sizeOf(options.memory, 'memory');
     const gpuMemory = sizeOf(options.gpuMemory, 'gpuMemory') ?? 0;
     return new Promise((resolve, reject) =>
       this.#tenant.slots(
-        { memory, gpuMemory, gpu: (options.gpu ?? false) || gpuMemory > 0 },
+        {
+          memory,
+          gpuMemory,
+          gpu: (options.gpu ?? false) || gpuMemory > 0,
+          pinned: options.pinned ?? false,
+        },
         callMetadata(this.connection),
         (error, answer) => (error ? reject(this.#error(error)) : resolve(answer.slots)),
       ),

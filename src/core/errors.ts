@@ -53,6 +53,18 @@ export class CallRejectedError extends StatusError {
   }
 }
 
+/** A tenant's slots cannot be counted as asked (pinned calls of a tenant with no pin, ...). */
+export class SlotsRefusedError extends StatusError {
+  override readonly name = 'SlotsRefusedError';
+
+  constructor(
+    readonly code: GrpcCodeName,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
 /** A worker report that does not fit the registry contract (no worker ID, no status, ...). */
 export class InvalidReportError extends StatusError {
   override readonly name = 'InvalidReportError';

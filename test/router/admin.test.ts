@@ -53,8 +53,10 @@ function slots(
   request: Partial<SlotsRequest> = {},
 ): Promise<SlotsResponse> {
   return new Promise((resolve, reject) =>
-    client.slots({ gpuMemory: 0, gpu: false, ...request }, bearer(token), (error, answer) =>
-      error ? reject(error) : resolve(answer),
+    client.slots(
+      { gpuMemory: 0, gpu: false, pinned: false, ...request },
+      bearer(token),
+      (error, answer) => (error ? reject(error) : resolve(answer)),
     ),
   );
 }

@@ -21,6 +21,7 @@ import type {
   StagePinResponse,
 } from '../../src/proto/gen/readie/v1/pins.js';
 import { ResidencyState } from '../../src/proto/gen/readie/v1/residency.js';
+import { TenantServiceClient, type SlotsResponse } from '../../src/proto/gen/readie/v1/tenant.js';
 import {
   bearer,
   callConfig,
@@ -228,6 +229,29 @@ describe('router: tenant-pinned versions', function () {
     await eventually(() => events().some(isPlaced), 'the placement on disk');
     const placed = events().find(isPlaced);
     expect(placed).to.deep.include({ version: 'screen-v1', routingRevision: 1, coldLoad: false });
+  });
+
+  it("counts a tenant's slots for pinned calls on its version's subset only", async () => {
+    const tenants = new TenantServiceClient(test.address, credentials.createInsecure());
+    const slots = (token: string, pinned: boolean) =>
+      ask<SlotsResponse>(
+        (m, cb) => tenants.slots({ gpuMemory: 0, gpu: false, pinned }, m, cb),
+        token,
+      );
+    try {
+      const all = await slots(ACME, false);
+      const pinned = await slots(ACME, true);
+      expect(all.workers).to.equal(3);
+      expect(pinned.workers).to.equal(2);
+      expect(pinned.slots).to.be.greaterThan(0);
+      expect(pinned.slots).to.be.lessThan(all.slots);
+      expect((await refusal(slots(GLOBEX, true))).details).to.match(
+        /tenant globex has no pinned version/,
+      );
+      expect((await slots(GLOBEX, false)).slots).to.equal(all.slots);
+    } finally {
+      tenants.close();
+    }
   });
 
   it('answers an unpinned tenant call by the seed rules, and a tenant without a pin FAILED_PRECONDITION', async () => {

@@ -13,7 +13,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16readie/v1/tenant.proto\x12\treadie.v1\"O\n\x0cSlotsRequest\x12\x13\n\x06memory\x18\x01 \x01(\x04H\x00\x88\x01\x01\x12\x12\n\ngpu_memory\x18\x02 \x01(\x04\x12\x0b\n\x03gpu\x18\x03 \x01(\x08\x42\t\n\x07_memory\"R\n\rSlotsResponse\x12\x11\n\ttenant_id\x18\x01 \x01(\t\x12\r\n\x05slots\x18\x02 \x01(\r\x12\x0e\n\x06memory\x18\x03 \x01(\x04\x12\x0f\n\x07workers\x18\x04 \x01(\r\"\'\n\x11\x45ndSessionRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\"g\n\x12\x45ndSessionResponse\x12\r\n\x05\x65nded\x18\x01 \x01(\x08\x12\x11\n\tworker_id\x18\x02 \x01(\t\x12\x14\n\x0c\x63ontainer_id\x18\x03 \x01(\t\x12\x19\n\x11\x63ontainer_removed\x18\x04 \x01(\x08\x32\x96\x01\n\rTenantService\x12:\n\x05Slots\x12\x17.readie.v1.SlotsRequest\x1a\x18.readie.v1.SlotsResponse\x12I\n\nEndSession\x12\x1c.readie.v1.EndSessionRequest\x1a\x1d.readie.v1.EndSessionResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16readie/v1/tenant.proto\x12\treadie.v1\"_\n\x0cSlotsRequest\x12\x13\n\x06memory\x18\x01 \x01(\x04H\x00\x88\x01\x01\x12\x12\n\ngpu_memory\x18\x02 \x01(\x04\x12\x0b\n\x03gpu\x18\x03 \x01(\x08\x12\x0e\n\x06pinned\x18\x04 \x01(\x08\x42\t\n\x07_memory\"R\n\rSlotsResponse\x12\x11\n\ttenant_id\x18\x01 \x01(\t\x12\r\n\x05slots\x18\x02 \x01(\r\x12\x0e\n\x06memory\x18\x03 \x01(\x04\x12\x0f\n\x07workers\x18\x04 \x01(\r\"\'\n\x11\x45ndSessionRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\"g\n\x12\x45ndSessionResponse\x12\r\n\x05\x65nded\x18\x01 \x01(\x08\x12\x11\n\tworker_id\x18\x02 \x01(\t\x12\x14\n\x0c\x63ontainer_id\x18\x03 \x01(\t\x12\x19\n\x11\x63ontainer_removed\x18\x04 \x01(\x08\x32\x96\x01\n\rTenantService\x12:\n\x05Slots\x12\x17.readie.v1.SlotsRequest\x1a\x18.readie.v1.SlotsResponse\x12I\n\nEndSession\x12\x1c.readie.v1.EndSessionRequest\x1a\x1d.readie.v1.EndSessionResponseb\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'readie._proto.tenant_pb2', globals())
@@ -21,13 +21,13 @@ if _descriptor._USE_C_DESCRIPTORS == False:
 
   DESCRIPTOR._options = None
   _SLOTSREQUEST._serialized_start=37
-  _SLOTSREQUEST._serialized_end=116
-  _SLOTSRESPONSE._serialized_start=118
-  _SLOTSRESPONSE._serialized_end=200
-  _ENDSESSIONREQUEST._serialized_start=202
-  _ENDSESSIONREQUEST._serialized_end=241
-  _ENDSESSIONRESPONSE._serialized_start=243
-  _ENDSESSIONRESPONSE._serialized_end=346
-  _TENANTSERVICE._serialized_start=349
-  _TENANTSERVICE._serialized_end=499
+  _SLOTSREQUEST._serialized_end=132
+  _SLOTSRESPONSE._serialized_start=134
+  _SLOTSRESPONSE._serialized_end=216
+  _ENDSESSIONREQUEST._serialized_start=218
+  _ENDSESSIONREQUEST._serialized_end=257
+  _ENDSESSIONRESPONSE._serialized_start=259
+  _ENDSESSIONRESPONSE._serialized_end=362
+  _TENANTSERVICE._serialized_start=365
+  _TENANTSERVICE._serialized_end=515
 # @@protoc_insertion_point(module_scope)

@@ -5,6 +5,7 @@ export * from './retry-check.js';
 export * from './routing-explanation.js';
 export * from './subset-cache.js';
 export * from './version-flavor.js';
+export * from './pinned-subset.js';
 export { decidePinned, describeResolution, type PinnedContext } from './place-pinned.js';
 export * from './kept-versions.js';
 export * from './pin-changes.js';

@@ -54,6 +54,11 @@ function atRevision(
   };
 }
 
+/** Why a pinned call of a tenant without a pin is refused (FAILED_PRECONDITION). */
+export function noPinMessage(tenantId: string): string {
+  return `tenant ${tenantId} has no pinned version (an operator pins one with readie pin stage and readie pin flip)`;
+}
+
 /**
  * Resolves a pinned call of `tenantId` against `state` (docs/tenant-routing.md). `placedAgain`:
  * the call is placed again after a failed dial, and keeps the resolution of its first placement.
@@ -97,7 +102,7 @@ export function resolvePinned(
     return {
       ok: false,
       code: 'FAILED_PRECONDITION',
-      message: `tenant ${tenantId} has no pinned version (an operator pins one with readie pin stage and readie pin flip)`,
+      message: noPinMessage(tenantId),
     };
   }
   return {

@@ -4,7 +4,7 @@
  * so a tenant cannot ask about another.
  */
 import type { ServerUnaryCall, sendUnaryData } from '@grpc/grpc-js';
-import type { ClusterState } from '../../projections/cluster-state.js';
+import type { ClusterState, WorkerRecord } from '../../projections/cluster-state.js';
 import type {
   EndSessionRequest,
   EndSessionResponse,
@@ -14,6 +14,8 @@ import type {
 } from '../../proto/gen/readie/v1/tenant.js';
 import { toServiceError } from '../grpc-status.js';
 import { budgetOf } from '../../core/placement/index.js';
+import { pinnedSubset } from '../../core/routing/index.js';
+import { SlotsRefusedError } from '../../core/errors.js';
 import { tenantOf, type RouterCredentials } from '../security/index.js';
 import { endSession, type SessionEndDeps } from '../sessions/index.js';
 import { usableSlots } from './slots.js';
@@ -23,6 +25,25 @@ export interface TenantServiceOptions {
   readonly state: () => ClusterState;
   readonly credentials: RouterCredentials;
   readonly sessions: SessionEndDeps;
+}
+
+/** The workers a tenant's slots are counted on: all of them, or its pinned version's subset. */
+function countedWorkers(
+  state: ClusterState,
+  tenantId: string | null,
+  pinned: boolean,
+  gpuCall: boolean,
+): Iterable<WorkerRecord> {
+  if (!pinned) return state.workers.values();
+  if (tenantId === null) {
+    throw new SlotsRefusedError(
+      'FAILED_PRECONDITION',
+      "slots for pinned calls need a tenant, and this credential names none (use a tenant's client token)",
+    );
+  }
+  const subset = pinnedSubset(state, tenantId, gpuCall);
+  if (!subset.ok) throw new SlotsRefusedError(subset.code, subset.message);
+  return subset.workerIds.flatMap((workerId) => state.workers.get(workerId) ?? []);
 }
 
 /** The `TenantService` implementation. */
@@ -36,7 +57,8 @@ export function tenantService(options: TenantServiceOptions): TenantServiceServe
       try {
         const principal = credentials.authorize(call.metadata, call.getPath());
         const state = options.state();
-        const { memory, gpuMemory, gpu } = call.request;
+        const { memory, gpuMemory, gpu, pinned } = call.request;
+        const tenantId = tenantOf(principal) ?? null;
         const budget = budgetOf(
           {
             memory: memory ?? null,
@@ -46,13 +68,17 @@ export function tenantService(options: TenantServiceOptions): TenantServiceServe
             checkpointId: null,
             imports: null,
             packages: null,
-            pinned: null,
+            pinned: pinned ? true : null,
           },
           state.config,
         );
-        const count = usableSlots(state.workers.values(), budget, state.config);
+        const count = usableSlots(
+          countedWorkers(state, tenantId, pinned, budget.gpuCall),
+          budget,
+          state.config,
+        );
         callback(null, {
-          tenantId: tenantOf(principal) ?? '',
+          tenantId: tenantId ?? '',
           slots: count.slots,
           memory: budget.memory,
           workers: count.workers,

@@ -33,6 +33,12 @@ export interface SlotsRequest {
   gpuMemory: number;
   /** Count GPU containers. */
   gpu: boolean;
+  /**
+   * Count for the tenant's pinned calls: only the workers of its pinned version's subset (the
+   * version in force, its k, on the flavor the call runs on). FAILED_PRECONDITION when the tenant
+   * has no pinned version or its credential names no tenant.
+   */
+  pinned: boolean;
 }
 
 /** The tenant's usable slots now. */
@@ -41,7 +47,8 @@ export interface SlotsResponse {
   tenantId: string;
   /**
    * How many more calls of that budget placement would accept now, summed over the workers that
-   * take new calls (each counted under the same filters as placement; at most 4096 per worker).
+   * take new calls (each counted under the same filters as placement; at most 4096 per worker);
+   * for pinned calls, over the pinned version's subset only.
    */
   slots: number;
   /** The memory budget counted per slot, in bytes. */
@@ -75,7 +82,7 @@ export interface EndSessionResponse {
 }
 
 function createBaseSlotsRequest(): SlotsRequest {
-  return { memory: undefined, gpuMemory: 0, gpu: false };
+  return { memory: undefined, gpuMemory: 0, gpu: false, pinned: false };
 }
 
 export const SlotsRequest: MessageFns<SlotsRequest> = {
@@ -88,6 +95,9 @@ export const SlotsRequest: MessageFns<SlotsRequest> = {
     }
     if (message.gpu !== false) {
       writer.uint32(24).bool(message.gpu);
+    }
+    if (message.pinned !== false) {
+      writer.uint32(32).bool(message.pinned);
     }
     return writer;
   },
@@ -129,6 +139,14 @@ export const SlotsRequest: MessageFns<SlotsRequest> = {
             message.gpu = reader.bool();
             continue;
           }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.pinned = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -150,6 +168,7 @@ export const SlotsRequest: MessageFns<SlotsRequest> = {
         ? globalThis.Number(object.gpu_memory)
         : 0,
       gpu: isSet(object.gpu) ? globalThis.Boolean(object.gpu) : false,
+      pinned: isSet(object.pinned) ? globalThis.Boolean(object.pinned) : false,
     };
   },
 
@@ -164,6 +183,9 @@ export const SlotsRequest: MessageFns<SlotsRequest> = {
     if (message.gpu !== false) {
       obj.gpu = message.gpu;
     }
+    if (message.pinned !== false) {
+      obj.pinned = message.pinned;
+    }
     return obj;
   },
 
@@ -175,6 +197,7 @@ export const SlotsRequest: MessageFns<SlotsRequest> = {
     message.memory = object.memory ?? undefined;
     message.gpuMemory = object.gpuMemory ?? 0;
     message.gpu = object.gpu ?? false;
+    message.pinned = object.pinned ?? false;
     return message;
   },
 };
