@@ -1,5 +1,8 @@
-/** Finding one call in a log and explaining its placement against the state it met. */
-import type { EventOf } from '../../src/events/index.js';
+/**
+ * Finding one call in a log and explaining its placement against the state it met, and every
+ * placement again after a failed dial of it (each against the state that one met).
+ */
+import type { ClusterEvent, EventOf } from '../../src/events/index.js';
 import { explainPlacement, type PlacementExplanation } from '../../src/core/placement/index.js';
 import type { Config } from '../../src/shared/config.js';
 import type { CallResult } from '../engine/call-result.js';
@@ -8,6 +11,14 @@ import { Replayer } from '../engine/replayer.js';
 import type { LogSource } from '../io/log-source.js';
 import { forEachEvent } from '../io/read-log.js';
 
+/** A placement of the call again after one of its streams could not be opened. */
+export interface Replacement {
+  readonly dial: EventOf<'CallDialFailed'>;
+  /** The placement again, explained; null when the call was refused without one. */
+  readonly explanation: PlacementExplanation | null;
+  readonly result: CallResult | undefined;
+}
+
 /** A call found in a log, with its explanation and (once settled) its replay result. */
 export interface ExplainedCall {
   readonly request: EventOf<'CallRequested'>;
@@ -15,16 +26,29 @@ export interface ExplainedCall {
   /** The call's session and the reservations in force when it was decided. */
   readonly atCall: StateAtCall;
   readonly result: CallResult | undefined;
+  /** Its placements again after failed dials, in log order. */
+  readonly replacements: readonly Replacement[];
 }
 
-/** Replays `source` up to the first call `requestId` (or the one at `seq`) and explains it. */
+/** Events after which a call is decided no more. */
+const ENDS: ReadonlySet<string> = new Set(['CallFinished', 'CallRejected', 'ReservationExpired']);
+
+function endsCall(event: ClusterEvent, requestId: string): boolean {
+  return ENDS.has(event.type) && 'requestId' in event && event.requestId === requestId;
+}
+
+/**
+ * Replays `source` up to the end of the first call `requestId` (or the one at `seq`) and explains
+ * each of its decisions.
+ */
 export async function explainCall(
   source: LogSource,
   match: { requestId?: string; seq?: number },
   overrides: Partial<Config> = {},
 ): Promise<ExplainedCall | undefined> {
-  let found: Omit<ExplainedCall, 'result'> | undefined;
-  let result: CallResult | undefined;
+  let found: Omit<ExplainedCall, 'result' | 'replacements'> | undefined;
+  const results = new Map<number, CallResult>();
+  const replacements: Omit<Replacement, 'result'>[] = [];
   const matches = (requestId: string, seq: number) =>
     match.seq !== undefined ? seq === match.seq : requestId === match.requestId;
   const replayer = new Replayer({
@@ -42,14 +66,28 @@ export async function explainCall(
         };
       }
     },
+    onRedecide: (call, state, dial, placedWith) => {
+      if (!found || call.requestId !== found.request.requestId) return;
+      replacements.push({
+        dial,
+        explanation: placedWith === null ? null : explainPlacement(state, call, placedWith),
+      });
+    },
     onCall: (settled) => {
-      if (found && settled.seq === found.request.seq) result = settled;
+      if (found && settled.requestId === found.request.requestId) results.set(settled.seq, settled);
     },
   });
+  let ended = false;
   await forEachEvent(source, (event) => {
     replayer.push(event);
-    return result === undefined;
+    if (found && endsCall(event, found.request.requestId)) ended = true;
+    return !ended;
   });
-  if (result === undefined) replayer.end();
-  return found ? { ...found, result } : undefined;
+  replayer.end();
+  if (!found) return undefined;
+  return {
+    ...found,
+    result: results.get(found.request.seq),
+    replacements: replacements.map((part) => ({ ...part, result: results.get(part.dial.seq) })),
+  };
 }

@@ -32,11 +32,26 @@ export async function explainCommand(
           reservations: explained.atCall.reservations,
           recorded: explained.result?.recorded ?? 'none',
           recordedEvents: explained.result?.recordedEvents ?? null,
+          replacements: explained.replacements.map(({ dial, explanation, result }) => ({
+            seq: dial.seq,
+            workerId: dial.workerId,
+            error: dial.error,
+            explanation,
+            decision: result?.decision ?? null,
+            recorded: result?.recorded ?? 'none',
+            recordedEvents: result?.recordedEvents ?? null,
+          })),
         }),
       );
     } else {
       process.stdout.write(
-        explainScreen(explained.request, explained.explanation, explained.result, explained.atCall),
+        explainScreen(
+          explained.request,
+          explained.explanation,
+          explained.result,
+          explained.atCall,
+          explained.replacements,
+        ),
       );
     }
     return 0;

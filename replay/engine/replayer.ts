@@ -23,6 +23,7 @@ import {
   PlacementCaches,
   recordedRulesVersion,
   type CallToPlace,
+  type PlaceOptions,
   type PlacementDecision,
 } from '../../src/core/placement/index.js';
 import type { Config } from '../../src/shared/config.js';
@@ -45,6 +46,17 @@ export interface ReplayOptions {
     config: Config,
     event: EventOf<'CallRequested'>,
     caches: PlacementCaches,
+  ) => void;
+  /**
+   * Called at every `CallDialFailed` of a call the replayer knows, with the state the call is
+   * placed again against (before the failed dial is folded), and the options it is placed again
+   * with (null: refused without a placement); for `explain`. The state must not be kept.
+   */
+  readonly onRedecide?: (
+    call: CallToPlace,
+    state: ClusterState,
+    event: EventOf<'CallDialFailed'>,
+    placedWith: PlaceOptions | null,
   ) => void;
 }
 
@@ -125,6 +137,7 @@ export class Replayer {
         config: this.config,
         caches: this.caches,
       });
+      this.options.onRedecide?.(call, this.working, event, made.placedWith);
       this.apply(event);
       const rulesVersion = recordedRulesVersion(this.working.rulesVersion);
       this.pending = {

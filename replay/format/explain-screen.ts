@@ -145,12 +145,43 @@ function packagesSection(explanation: PlacementExplanation): string[] {
   ];
 }
 
+/** A placement of the call again after a failed dial, as `explainCall` found it. */
+export interface ReplacementView {
+  readonly dial: Extract<ClusterEvent, { type: 'CallDialFailed' }>;
+  readonly explanation: PlacementExplanation | null;
+  readonly result: CallResult | undefined;
+}
+
+function recordedLine(result: CallResult | undefined): string {
+  return `Recorded:     ${result?.recordedEvents ? `${describeRecorded(result.recordedEvents)} (${result.recorded}${result.divergence ? `: ${result.divergence}` : ''})` : 'nothing (the log does not record this outcome)'}`;
+}
+
+/** The section of one placement again after a failed dial. */
+function replacementSection(replacement: ReplacementView, attempt: number): string[] {
+  const { dial, explanation, result } = replacement;
+  const lines = [
+    `Attempt ${attempt}: placed again after a failed dial (seq ${dial.seq}, ${dial.at}): ${dial.workerId} could not be reached: ${dial.error}`,
+    '',
+  ];
+  if (explanation === null) {
+    // Refused without a placement: no attempt left, or the failed worker's eviction expired the
+    // call's session.
+    const now = result ? describeDecision(result.decision) : 'not settled';
+    lines.push(`Decision now: ${now}`, recordedLine(result));
+    return lines;
+  }
+  lines.push(`Decision now: ${describeDecision(explanation.decision)}`, recordedLine(result), '');
+  lines.push(...routingSection(explanation), ...workersSection(explanation));
+  return lines;
+}
+
 /** The full explanation screen of one call. */
 export function explainScreen(
   request: Extract<ClusterEvent, { type: 'CallRequested' }>,
   explanation: PlacementExplanation,
   result: CallResult | undefined,
   atCall: StateAtCall,
+  replacements: readonly ReplacementView[] = [],
 ): string {
   const { demand } = request;
   const { budget, config } = explanation;
@@ -164,7 +195,7 @@ export function explainScreen(
     `Config in force: MEMORY_HEADROOM ${config.MEMORY_HEADROOM}, GPU_MEMORY_HEADROOM ${config.GPU_MEMORY_HEADROOM}, DEFAULT_MEMORY ${formatSize(config.DEFAULT_MEMORY)}`,
     '',
     `Decision now: ${describeDecision(explanation.decision)}`,
-    `Recorded:     ${result?.recordedEvents ? `${describeRecorded(result.recordedEvents)} (${result.recorded}${result.divergence ? `: ${result.divergence}` : ''})` : 'nothing (the log does not record this outcome)'}`,
+    recordedLine(result),
     '',
   ];
   if (explanation.session)
@@ -178,6 +209,9 @@ export function explainScreen(
     ...checkpointSection(explanation),
     '',
     ...packagesSection(explanation),
+  );
+  replacements.forEach((replacement, index) =>
+    lines.push('', ...replacementSection(replacement, index + 2)),
   );
   return `${lines.join('\n')}\n`;
 }

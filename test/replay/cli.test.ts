@@ -191,6 +191,43 @@ describe('the replay CLI', function () {
     );
   });
 
+  it('explain follows a call placed again after failed dials: each attempt against the state it met', () => {
+    const run = replayCli('explain', fixture('pinned-dial-failure-keeps-version'), 'r1');
+    expect(run.status).to.equal(0);
+    expect(run.stdout).to.match(
+      /Attempt 2: placed again after a failed dial \(seq 27, [^)]*\): w1 could not be reached: connect ECONNREFUSED\n\nDecision now: placed on w3 [^\n]*\nRecorded: +placed on w3 [^\n]*\(match\)/,
+    );
+    expect(run.stdout).to.match(
+      /w1 +\d+ +#2 +resident \(holds it\) +- +unreachable: a failed dial/,
+    );
+    expect(run.stdout).to.match(
+      /Attempt 3: [^\n]*w3 could not be reached[\s\S]*verdict: shed: the router could not reach w3, w1/,
+    );
+    const exhausted = JSON.parse(
+      replayCli('explain', fixture('dial-failures-exhaust-attempts'), 'r1', '--json').stdout,
+    ) as {
+      replacements: {
+        seq: number;
+        workerId: string;
+        explanation: { decision: { workerId?: string } } | null;
+        decision: { outcome: string; code?: string } | null;
+        recorded: string;
+      }[];
+    };
+    expect(exhausted.replacements.map((r) => [r.workerId, r.recorded])).to.deep.equal([
+      ['p1', 'match'],
+      ['p2', 'match'],
+      ['p3', 'match'],
+    ]);
+    expect(exhausted.replacements[0]?.explanation?.decision.workerId).to.equal('p2');
+    // The last failed dial leaves no attempt: refused without a placement to explain.
+    expect(exhausted.replacements[2]?.explanation).to.equal(null);
+    expect(exhausted.replacements[2]?.decision).to.deep.include({
+      outcome: 'rejected',
+      code: 'UNAVAILABLE',
+    });
+  });
+
   it('state prints the folded state at a seq or a time, as JSON too', () => {
     const events = readEvents(fixture('session-pin-and-reuse'));
     const at = replayCli('state', fixture('session-pin-and-reuse'), '--at', '9', '--json');

@@ -18,6 +18,7 @@ import {
   sessionIdOf,
   type CallToPlace,
   type PlacementCaches,
+  type PlaceOptions,
   type PlacementDecision,
 } from '../placement/index.js';
 import { rejected } from '../placement/outcome.js';
@@ -46,6 +47,11 @@ export interface DialFailureDecision extends Decision {
   readonly placement: PlacementDecision;
   /** How many attempts the call has had, this one included. */
   readonly attempts: number;
+  /**
+   * The options the call was placed again with (what an explanation of that placement needs);
+   * null when it was refused without being placed (its session expired, or no attempt is left).
+   */
+  readonly placedWith: PlaceOptions | null;
 }
 
 /** A refusal of the call, naming a pinned call's resolution (it keeps it to the end). */
@@ -96,6 +102,7 @@ export function decideDialFailure(
     evictedAt >= 0 &&
     head.some((event) => event.type === 'SessionExpired' && event.sessionId === sessionId);
   let placement: PlacementDecision;
+  let placedWith: PlaceOptions | null = null;
   if (sessionId !== null && expired) {
     placement = refusal(
       state,
@@ -111,17 +118,18 @@ export function decideDialFailure(
       `the router could not open a stream to ${unreachable.join(', ')} (${attempts} attempts); last: ${error}`,
     );
   } else {
-    placement = place(state, call, {
-      config,
-      unreachable,
-      dialError: error,
-      ...(input.caches ? { caches: input.caches } : {}),
-    });
+    placedWith = { config, unreachable, dialError: error };
+    placement = place(
+      state,
+      call,
+      input.caches ? { ...placedWith, caches: input.caches } : placedWith,
+    );
   }
   return {
     cause: causeOf('dial', call.requestId),
     events: [...head, ...placement.events],
     placement,
     attempts,
+    placedWith,
   };
 }
