@@ -5,6 +5,7 @@
  *   worker and router share only the generated proto and src/shared
  *   the client (shipped to users) sees only the generated proto and src/shared
  *   src/net (network diagnostics) is a leaf the client, router and worker share
+ *   src/host (host I/O: files of secrets) is a leaf the router and worker share
  * Pure modules (lint/pure-modules.cjs) import no I/O: no fs, net, lmdb, NATS, child_process, timers,
  * worker threads, and not the I/O parts of the events layer.
  */
@@ -118,6 +119,15 @@ module.exports = {
       severity: 'error',
       from: { path: '^src/net/' },
       to: { path: '^src/(?!net/|shared/)|^replay/|^bin/' },
+    },
+    {
+      name: 'host-is-a-leaf',
+      comment:
+        'src/host holds host I/O the router and the workers share (files of secrets): it ' +
+        'imports nothing of readie but src/shared.',
+      severity: 'error',
+      from: { path: '^src/host/' },
+      to: { path: '^src/(?!host/|shared/)|^replay/|^bin/' },
     },
     {
       name: 'replay-never-serves',

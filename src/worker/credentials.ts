@@ -7,7 +7,7 @@
  * shortcuts. `reload` (SIGHUP in `readie worker`) reads both files again; a bad file keeps the
  * credentials in force.
  */
-import { readFileSync, statSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { Metadata } from '@grpc/grpc-js';
 import {
   acceptedDigests,
@@ -19,6 +19,7 @@ import {
   TokenSyntaxError,
 } from '../shared/bearer-token.js';
 import { NotTheRouterError, UnauthenticatedError, WorkerStartupError } from './errors.js';
+import { secretFileExposure } from '../host/secret-file.js';
 
 /** How the worker authenticates to the router and the router to it. */
 export type WorkerAuth =
@@ -40,16 +41,6 @@ function readCredentialFile(path: string, flag: string): string {
     return readFileSync(path, 'utf8');
   } catch (error) {
     throw new WorkerStartupError(`${flag} ${path}: cannot read it (${(error as Error).message})`);
-  }
-}
-
-function exposure(path: string, flag: string): string | null {
-  try {
-    const mode = statSync(path).mode & 0o777;
-    if ((mode & 0o077) === 0) return null;
-    return `${flag} ${path} is mode ${mode.toString(8).padStart(4, '0')}: make it 0600 (chmod 600)`;
-  } catch {
-    return null;
   }
 }
 
@@ -77,8 +68,8 @@ function loadTokens(auth: Extract<WorkerAuth, { mode: 'tokens' }>): Loaded {
     );
   }
   const warnings = [
-    exposure(auth.tokenFile, '--token-file'),
-    exposure(auth.routerTokenFile, '--router-token-file'),
+    secretFileExposure(auth.tokenFile, '--token-file', 'worker'),
+    secretFileExposure(auth.routerTokenFile, '--router-token-file', 'worker'),
   ].filter((warning): warning is string => warning !== null);
   return { ownToken, routerDigests: new Set(routerDigests), warnings };
 }

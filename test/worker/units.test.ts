@@ -653,7 +653,7 @@ describe('worker units', () => {
       const open = files(OWN, ROUTER);
       chmodSync(open.tokenFile, 0o644);
       expect(new WorkerCredentials({ mode: 'tokens', ...open }).warnings).to.deep.equal([
-        `--token-file ${open.tokenFile} is mode 0644: make it 0600 (chmod 600)`,
+        `--token-file ${open.tokenFile} is mode 0644: make it 0600 (chmod 600), readable by the worker's user alone`,
       ]);
     });
 

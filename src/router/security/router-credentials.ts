@@ -4,7 +4,7 @@
  * call's metadata into a Principal and reloads both files on request (SIGHUP in `readie router`):
  * a reload that fails keeps the credentials in force, so a typo never locks the cluster out.
  */
-import { statSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { Metadata } from '@grpc/grpc-js';
 import {
   AUTHORIZATION,
@@ -19,6 +19,7 @@ import { accessProblem } from './access-policy.js';
 import { PermissionDeniedError, TokensFileError, UnauthenticatedError } from './errors.js';
 import type { ListedKind, Principal } from './principal.js';
 import { parseTokensFile, type TokenTable } from './tokens-file.js';
+import { secretFileExposure } from '../../host/secret-file.js';
 
 /** How the router authenticates its callers. */
 export type RouterAuth =
@@ -60,17 +61,6 @@ function readText(path: string, what: string): string {
   }
 }
 
-/** A warning when a file of secrets is open to group or others. */
-function exposure(path: string, what: string): string | null {
-  try {
-    const mode = statSync(path).mode & 0o777;
-    if ((mode & 0o077) === 0) return null;
-    return `${what} ${path} is mode ${mode.toString(8).padStart(4, '0')}: make it 0600 (chmod 600), readable by the router's user alone`;
-  } catch {
-    return null;
-  }
-}
-
 function loadTokens(auth: Extract<RouterAuth, { mode: 'tokens' }>): Loaded {
   const warnings: string[] = [];
   let routerToken: string | null = null;
@@ -83,7 +73,7 @@ function loadTokens(auth: Extract<RouterAuth, { mode: 'tokens' }>): Loaded {
       }
       throw error;
     }
-    const warning = exposure(auth.routerTokenFile, '--router-token-file');
+    const warning = secretFileExposure(auth.routerTokenFile, '--router-token-file', 'router');
     if (warning) warnings.push(warning);
   }
   const text = readText(auth.tokensFile, '--tokens-file');
@@ -92,7 +82,7 @@ function loadTokens(auth: Extract<RouterAuth, { mode: 'tokens' }>): Loaded {
     auth.tokensFile,
     routerToken === null ? null : tokenDigest(routerToken),
   );
-  const warning = exposure(auth.tokensFile, '--tokens-file');
+  const warning = secretFileExposure(auth.tokensFile, '--tokens-file', 'router');
   if (warning) warnings.push(warning);
   return { table, routerToken, warnings };
 }
