@@ -506,12 +506,11 @@ export class JetStreamEventLog<S = never> implements EventLogBackend<S> {
     const { projection } = this.options;
     const every = this.options.snapshotEvery ?? 10_000;
     if (!projection) return undefined;
-    const weight = () => projection.weight?.(this.working as S) ?? 0;
-    this.snapshotSpacing ??= weight();
+    this.snapshotSpacing ??= projection.weight?.(this.working as S) ?? 0;
     if (!snapshotDue(this.lastSeq, this.lastSnapshot, this.firstSeq, every, this.snapshotSpacing)) {
       return undefined;
     }
-    this.snapshotSpacing = weight();
+    this.snapshotSpacing = projection.weight?.(this.working as S) ?? 0;
     const event = snapshotEvent(this.nextSeq, at, projection.toSnapshot(this.working as S));
     this.fold(event, true);
     return { event, text: encodeEvent(event) };
