@@ -363,7 +363,11 @@ export function addRouterCommand(program: Command): void {
       'fatal, error, warn, info, debug (placement explanations), trace',
       process.env.LOG_LEVEL ?? 'info',
     )
-    .option('--snapshot-every <n>', 'append a Snapshot every this many events (0 never)', '10000')
+    .option(
+      '--snapshot-every <n>',
+      'append a Snapshot every this many events at least, more as the state remembers more calls (0 never)',
+      '10000',
+    )
     .option(
       '--router-id <id>',
       'this router in the leader lease of a JetStream log (default: random)',

@@ -15,4 +15,10 @@ export interface LogProjection<S> {
   advance(state: S, seq: number): S;
   /** A detached, JSON-safe copy of the state, as a `Snapshot` event carries it. */
   toSnapshot(state: S): Record<string, unknown>;
+  /**
+   * How many entries of the state grow with traffic rather than with the cluster (remembered
+   * calls, sessions): the log takes its next snapshot no sooner than that many events after the
+   * last, so a snapshot's cost per event stays bounded (`snapshotDue`). Absent: 0.
+   */
+  weight?(state: S): number;
 }

@@ -25,16 +25,24 @@ export function stampEvents(
   });
 }
 
-/** Whether a snapshot is due after `lastSeq`, `every` events after the last one (0: never). */
+/**
+ * Whether a snapshot is due after `lastSeq`: `every` events after the last one (0: never), and at
+ * least `spacing` events after it: the weight (`LogProjection.weight`, the entries of the state
+ * that grow with traffic) of the state the last snapshot carried, or of the state the log opened
+ * at. A snapshot costs in proportion to the state it serialises, so spacing each by the size of
+ * the one before keeps their cost per event bounded however much the state remembers; recovery
+ * then folds at most that many events past the snapshot it loads.
+ */
 export function snapshotDue(
   lastSeq: number,
   lastSnapshot: number | undefined,
   firstSeq: number | undefined,
   every: number,
+  spacing = 0,
 ): boolean {
   if (every <= 0) return false;
   const since = lastSnapshot ?? (firstSeq ?? 1) - 1;
-  return lastSeq - since >= every;
+  return lastSeq - since >= Math.max(every, spacing);
 }
 
 /** The `Snapshot` event at `seq` holding a projection's detached state. */

@@ -9,7 +9,7 @@ import type { LogProjection } from '../events/projection.js';
 import type { ClusterEvent } from '../events/types.js';
 import { initialState, type ClusterState } from './cluster-state.js';
 import { applyEvent } from './evolve.js';
-import { snapshotOf } from './snapshot.js';
+import { snapshotOf, snapshotWeight } from './snapshot.js';
 import type { WorkerChangeSink } from './worker-changes.js';
 
 /** The frozen state after folding `events` over `from` (default: the initial state). */
@@ -48,6 +48,7 @@ export const clusterProjection: LogProjection<ClusterState> = {
     return state;
   },
   toSnapshot: snapshotOf,
+  weight: snapshotWeight,
 };
 
 /**

@@ -5,7 +5,8 @@
  */
 import type { Draft } from 'immer';
 import type { ClusterEvent, EventOf } from '../events/types.js';
-import type { ClusterState } from './cluster-state.js';
+import type { ClusterState, WorkerRecord } from './cluster-state.js';
+import { isLive } from './queries.js';
 import { retainedKey, type ColdLoad, type RoutingState, type TenantCall } from './routing-state.js';
 
 type State = Draft<ClusterState>;
@@ -38,9 +39,14 @@ export function applyRoutingEvent(state: State, event: ClusterEvent): void {
       workerPart(routing, event.workerId).residentMemory = event.residentMemory;
       return;
     case 'WorkerRegistered': {
-      // A new registration: the worker reports its versions again; what it was told, too.
+      // A new process of the worker (or one the router cannot tell apart): it reports its
+      // versions again, and is told what to keep again. The same process reporting its status
+      // again still holds what it reported: forgetting it would leave a window (until its full
+      // report lands) in which its versions look unreported to flips and pinned placement.
       const known = routing.workers.get(event.workerId);
-      if (known) routing.workers.set(event.workerId, emptyWorker());
+      if (known && !sameProcess(state.workers.get(event.workerId), event.instanceId)) {
+        routing.workers.set(event.workerId, emptyWorker());
+      }
       return;
     }
     case 'WorkerEvicted':
@@ -72,6 +78,13 @@ export function applyRoutingEvent(state: State, event: ClusterEvent): void {
     default:
       return;
   }
+}
+
+/** Whether a registration naming `instanceId` comes from the live process `known` records. */
+function sameProcess(known: WorkerRecord | undefined, instanceId: string | null): boolean {
+  return (
+    known !== undefined && isLive(known) && instanceId !== null && known.instanceId === instanceId
+  );
 }
 
 function emptyWorker(): WorkerPart {

@@ -337,6 +337,15 @@ export function restoreSnapshot(event: EventOf<'Snapshot'>): ClusterState {
   return { ...stateFromJson(state), lastSeq: event.seq };
 }
 
+/**
+ * How many entries of `state` grow with traffic rather than with the cluster: the tenant calls
+ * remembered for their retries (`PIN_RETENTION`) and the sessions (an expired one keeps its
+ * record). The log spaces its snapshots at least this many events apart (`LogProjection.weight`).
+ */
+export function snapshotWeight(state: ClusterState): number {
+  return state.routing.calls.size + state.routing.sessions.size + state.sessions.size;
+}
+
 /** A detached JSON copy of a state, as a `Snapshot` event carries it. */
 export function snapshotOf(state: ClusterState): Record<string, unknown> {
   return stateToJson(state);

@@ -169,6 +169,38 @@ describe('pin changes', () => {
       });
     });
 
+    it('is allowed while a subset member reports its status again, refused after another process registers', () => {
+      const given = history(
+        ...routerWithVersions(),
+        ...WORKERS.map((id) => registered(id, { instanceId: `${id}-1` })),
+        ...WORKERS.map((id) => budget(id)),
+      );
+      given.add(...stage(given).events);
+      const [a, b] = rendezvousSubset('t1', 'policy-v1', WORKERS, 2) as [string, string];
+      given.add(residency(a, 'policy-v1', 'resident'), residency(b, 'policy-v1', 'resident'));
+      const flip = () =>
+        decideFlip(given.state(), {
+          tenantId: 't1',
+          expectRevision: null,
+          force: false,
+          now: nowAfter(given),
+        });
+      // The worker reports its status again after a load (its checkpoints changed): the same
+      // process still holds policy-v1, before and after its full residency report lands.
+      given.add(registered(b, { instanceId: `${b}-1` }));
+      expect(flip().events).to.have.length(1);
+      expect(given.state().routing.workers.get(b)?.versions.get('policy-v1')?.state).to.equal(
+        'resident',
+      );
+      // A new process of it holds nothing it has not reported.
+      given.add(registered(b, { instanceId: `${b}-2` }));
+      refused(
+        flip,
+        'FAILED_PRECONDITION',
+        new RegExp(`not resident on its whole subset: ${b} \\(nothing reported\\)`),
+      );
+    });
+
     it('is refused when the expected revision is stale, or with nothing staged, or for an unknown tenant', () => {
       const given = fleet().add(revised(1, 't1', 'policy-v1'), {
         type: 'PinStaged',

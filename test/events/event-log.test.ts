@@ -9,7 +9,7 @@ import {
   type NewEvent,
 } from '../../src/events/index.js';
 import { clusterProjection, snapshotOf, type ClusterState } from '../../src/projections/index.js';
-import { foldWithoutSnapshots } from '../support/events.js';
+import { foldWithoutSnapshots, requested } from '../support/events.js';
 import { runScript } from '../support/processes.js';
 import { cleanTempDirs, tempDir } from '../support/temp.js';
 
@@ -329,6 +329,27 @@ describe('EventLog (LMDB)', () => {
       expect(snapshot.state).to.deep.equal(
         snapshotOf(foldWithoutSnapshots(all.filter((e) => e.seq < 6))),
       );
+      expect(log.state).to.deep.equal(foldWithoutSnapshots(all));
+      await log.close();
+    });
+
+    it('spaces snapshots by the remembered calls: never more often than the state grows', async () => {
+      const log = EventLog.open<ClusterState>(tempDir(), {
+        projection: clusterProjection,
+        snapshotEvery: 4,
+      });
+      log.append(registered('w1'));
+      // Each tenant call is remembered (for its retries), so the state grows by one per event.
+      for (let i = 0; i < 30; i += 1) log.append(requested(`r${i}`, { tenantId: 'acme' }));
+      await log.flushed();
+      const all = [...log.read()];
+      const seqs = all.filter((e) => e.type === 'Snapshot').map((e) => e.seq);
+      // Every 4 events, and each at least as many events after the last as that one carried calls.
+      expect(seqs).to.deep.equal([5, 10, 18, 33]);
+      const at = (seq: number) =>
+        (all.find((e) => e.seq === seq) as Extract<ClusterEvent, { type: 'Snapshot' }>).state;
+      expect(Object.keys((at(10).routing as { calls: object }).calls)).to.have.length(7);
+      expect(Object.keys((at(18).routing as { calls: object }).calls)).to.have.length(14);
       expect(log.state).to.deep.equal(foldWithoutSnapshots(all));
       await log.close();
     });

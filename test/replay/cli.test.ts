@@ -3,6 +3,7 @@ import { spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { open as openLmdb } from 'lmdb';
+import { PLACEMENT_RULES_VERSION } from '../../src/core/placement/index.js';
 import { EventLog } from '../../src/events/index.js';
 import { clusterProjection, fold, stateToJson } from '../../src/projections/index.js';
 import { readEvents, replayCli, ROOT } from '../support/replay.js';
@@ -18,6 +19,10 @@ function altered(name: string, change: (line: string, index: number) => string):
   writeFileSync(path, lines.map(change).join('\n'));
   return path;
 }
+
+/** A fixture line as if recorded under the rules this code decides by (fixtures keep theirs). */
+const underTheseRules = (line: string) =>
+  line.replace(/"rulesVersion":\d+/, `"rulesVersion":${PLACEMENT_RULES_VERSION}`);
 
 function expectNoStack(stderr: string): void {
   expect(stderr).to.not.match(/\n\s+at /);
@@ -94,7 +99,7 @@ describe('the replay CLI', function () {
     expect(good.status).to.equal(0);
     expect(good.stdout).to.equal('verified: 2 recorded decisions reproduced exactly\n');
     const bad = altered('fresh-cluster-picks-first-id', (line) =>
-      line.replace(
+      underTheseRules(line).replace(
         '"type":"CallPlaced","requestId":"r1","sessionId":null,"workerId":"w10"',
         '"type":"CallPlaced","requestId":"r1","sessionId":null,"workerId":"w3"',
       ),
@@ -122,7 +127,7 @@ describe('the replay CLI', function () {
     expect(changed.status).to.equal(3);
     expect(changed.stdout).to.contain(
       'RULES CHANGED at seq 6, request r1: the log was recorded under placement rules v7; ' +
-        'this replay decides by v2',
+        `this replay decides by v${PLACEMENT_RULES_VERSION}`,
     );
     expect(changed.stdout).to.contain('not an incident');
     expect(changed.stdout).to.not.contain('DIVERGED');
@@ -137,10 +142,12 @@ describe('the replay CLI', function () {
     );
     const older = replayCli('verify', unversioned);
     expect(older.status).to.equal(3);
-    expect(older.stdout).to.contain('recorded under placement rules v1; this replay decides by v2');
+    expect(older.stdout).to.contain(
+      `recorded under placement rules v1; this replay decides by v${PLACEMENT_RULES_VERSION}`,
+    );
     // The same rules deciding otherwise is an incident.
     const incident = altered('fresh-cluster-picks-first-id', (line) =>
-      line.replace(
+      underTheseRules(line).replace(
         '"type":"CallPlaced","requestId":"r1","sessionId":null,"workerId":"w10"',
         '"type":"CallPlaced","requestId":"r1","sessionId":null,"workerId":"w3"',
       ),

@@ -42,6 +42,11 @@ export function retryStatusDetails(shed: ShedTrailer): Uint8Array {
   }).finish();
 }
 
+/** Adds `key: value` to `entries` unless the value is missing or empty. */
+function text(entries: TrailerEntry[], key: string, value: string | undefined): void {
+  if (value !== undefined && value !== '') entries.push({ key, value });
+}
+
 /** `trailers` (what readie says about the function: src/shared/call-trailers.ts) as entries. */
 export function trailerEntries(trailers: CallTrailers): TrailerEntry[] {
   return Object.entries(trailers).map(([key, value]) => ({ key, value }));
@@ -57,17 +62,14 @@ export function answerTrailers(
   about: CallTrailers = NO_TRAILERS,
 ): TrailerEntry[] {
   const entries: TrailerEntry[] = [];
-  const text = (key: string, value: string | undefined) => {
-    if (value !== undefined && value !== '') entries.push({ key, value });
-  };
-  text('readie-request-id', ids.requestId);
-  text('readie-session-id', ids.sessionId);
-  text('readie-worker-id', ids.workerId);
-  text('readie-container-id', ids.containerId);
-  text('readie-checkpoint-id', ids.checkpointId);
-  text('readie-version', ids.version);
+  text(entries, 'readie-request-id', ids.requestId);
+  text(entries, 'readie-session-id', ids.sessionId);
+  text(entries, 'readie-worker-id', ids.workerId);
+  text(entries, 'readie-container-id', ids.containerId);
+  text(entries, 'readie-checkpoint-id', ids.checkpointId);
+  text(entries, 'readie-version', ids.version);
   if (ids.routingRevision !== undefined && ids.routingRevision > 0) {
-    text('readie-routing-revision', String(ids.routingRevision));
+    text(entries, 'readie-routing-revision', String(ids.routingRevision));
   }
   if (shed !== undefined) {
     entries.push({ key: 'retry-after-ms', value: String(shed.retryAfterMs) });

@@ -201,6 +201,16 @@ function scan(
 
 type CheckpointChoice = { ok: true; checkpointId: string | null } | { ok: false; message: string };
 
+/** Records a checkpoint choice in the explanation being built. */
+type RecordCheckpoint = (
+  chosen: string | null,
+  reason: string,
+  rows?: ReturnType<typeof costTable>,
+) => void;
+
+/** The recorder of a placement nobody explains. */
+const RECORD_NOTHING: RecordCheckpoint = () => undefined;
+
 /** Rule 5: the checkpoint for a new container on `worker`. */
 function chooseCheckpoint(
   state: ClusterState,
@@ -211,14 +221,18 @@ function chooseCheckpoint(
   const { demand } = call;
   const catalogue = state.catalogue;
   const flavor = flavorCatalogue(catalogue, worker.flavor);
-  const record = (chosen: string | null, reason: string, rows: ReturnType<typeof costTable> = []) =>
-    explain?.checkpoint({
-      flavor: worker.flavor,
-      catalogueRevision: catalogue?.revision ?? null,
-      rows,
-      chosen,
-      reason,
-    });
+  // Made only when explaining: a call placed without an explanation makes no closure.
+  const record: RecordCheckpoint =
+    explain === undefined
+      ? RECORD_NOTHING
+      : (chosen, reason, rows = []) =>
+          explain.checkpoint({
+            flavor: worker.flavor,
+            catalogueRevision: catalogue?.revision ?? null,
+            rows,
+            chosen,
+            reason,
+          });
   if (demand.disableOptimizedExecution === true) {
     record(null, 'disable_optimized_execution: cold start, no checkpoint');
     return { ok: true, checkpointId: null };

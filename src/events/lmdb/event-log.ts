@@ -292,12 +292,18 @@ export class EventLog<S = never> implements EventLogBackend<S> {
     return write;
   }
 
+  /** How many events the next snapshot waits at least: the last one's weight (`snapshotDue`). */
+  private snapshotSpacing: number | undefined;
+
   private snapshotIfDue(at: string): StoredEvent | undefined {
     const { projection } = this.options;
     const every = this.options.snapshotEvery ?? 10_000;
-    if (!projection || !snapshotDue(this.lastSeq, this.lastSnapshot, this.first, every)) {
+    if (!projection) return undefined;
+    this.snapshotSpacing ??= projection.weight?.(this.working as S) ?? 0;
+    if (!snapshotDue(this.lastSeq, this.lastSnapshot, this.first, every, this.snapshotSpacing)) {
       return undefined;
     }
+    this.snapshotSpacing = projection.weight?.(this.working as S) ?? 0;
     const event = snapshotEvent(this.nextSeq, at, projection.toSnapshot(this.working as S));
     return { event, text: encodeEvent(event) };
   }

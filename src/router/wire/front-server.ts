@@ -76,6 +76,9 @@ export class FrontServer {
         else grpcJs.stream(stream, headers, flags);
       },
     );
+    // An RPC's small frames go out at once (no Nagle delay behind an unacknowledged one). Node's
+    // HTTP/2 session sets this on its socket too; said here so the router does not rely on it.
+    server.on('connection', (socket: Socket) => socket.setNoDelay(true));
     // A client that fails its TLS handshake (or speaks plaintext to TLS) is its own problem.
     server.on('secureConnection', (socket: Socket) => socket.on('error', () => undefined));
     server.on('tlsClientError', () => undefined);
