@@ -280,6 +280,7 @@ describe('TypeScript client parts', () => {
       const env = { READIE_ADDRESS: 'router:443', READIE_AUTH_TOKEN: 't', READIE_INSECURE: '' };
       expect(resolveConnection({ env })).to.deep.equal({
         address: 'router:443',
+        addresses: ['router:443'],
         insecure: false,
         rootCerts: undefined,
         token: 't',
@@ -294,6 +295,18 @@ describe('TypeScript client parts', () => {
       expect(
         resolveConnection({ env: { READIE_ADDRESS: 'a:1', READIE_INSECURE: 'yes' } }).insecure,
       ).to.equal(true);
+      // A list of routers: comma-separated, blanks and repeats dropped, the first one named.
+      expect(resolveConnection({ env: { READIE_ADDRESS: ' a:1, b:2,,a:1 ' } })).to.deep.include({
+        address: 'a:1',
+        addresses: ['a:1', 'b:2'],
+      });
+      expect(resolveConnection({ env, address: ['c:3', 'd:4'] }).addresses).to.deep.equal([
+        'c:3',
+        'd:4',
+      ]);
+      expect(() => resolveConnection({ env: { READIE_ADDRESS: ' , ' } })).to.throw(
+        /no cluster address/,
+      );
       expect(callMetadata(resolveConnection({ env })).get('authorization')).to.deep.equal([
         'Bearer t',
       ]);
