@@ -26,6 +26,11 @@ export interface NatsClusterOptions {
   readonly clusterPorts?: readonly number[];
   /** The cluster's name (default: `readie-` and a random suffix). */
   readonly name?: string;
+  /**
+   * Each node in its own process group (`readie up`: a Ctrl-C at the terminal reaches only the
+   * parent, which stops the nodes last, after the routers). Default false.
+   */
+  readonly detached?: boolean;
 }
 
 /** One running node. */
@@ -115,7 +120,10 @@ export async function startNatsCluster(options: NatsClusterOptions): Promise<Nat
       { mode: 0o600 },
     );
     const fd = openSync(join(nodeDir, 'nats.log'), 'a', 0o600);
-    const child = spawn(binary, ['-c', configFile], { stdio: ['ignore', fd, fd] });
+    const child = spawn(binary, ['-c', configFile], {
+      stdio: ['ignore', fd, fd],
+      detached: options.detached ?? false,
+    });
     closeSync(fd);
     const exited = new Promise<number | null>((done) => child.on('exit', (code) => done(code)));
     const node: NatsNode = {
