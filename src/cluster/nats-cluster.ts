@@ -31,6 +31,11 @@ export interface NatsClusterOptions {
    * parent, which stops the nodes last, after the routers). Default false.
    */
   readonly detached?: boolean;
+  /**
+   * Nodes do not tell clients the other nodes' addresses (`no_advertise`): a client stays on the
+   * servers it was given (a test that cuts one client off through a proxy). Default false.
+   */
+  readonly noAdvertise?: boolean;
 }
 
 /** One running node. */
@@ -114,6 +119,7 @@ export async function startNatsCluster(options: NatsClusterOptions): Promise<Nat
         `  name: "${name}"`,
         `  listen: "127.0.0.1:${clusterPort}"`,
         `  routes: [${routes.filter((_, i) => i !== index).join(', ')}]`,
+        ...(options.noAdvertise ? ['  no_advertise: true'] : []),
         `}`,
         '',
       ].join('\n'),
