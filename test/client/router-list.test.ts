@@ -27,7 +27,10 @@ import { PYTHON } from '../support/python.js';
 
 const PYTHON_ROOT = fileURLToPath(new URL('../../python/', import.meta.url));
 
-/** A Python client script: one call of `hypot(3, 4)` and `last_call()`'s request ID, as JSON. */
+/**
+ * A Python client script: one call of `hypot(3, 4)`, `last_call()`'s request ID and the end of a
+ * session the cluster never saw (a tenant call), as JSON.
+ */
 const PYTHON_CALL = [
   'import json, sys, readie',
   '@readie.remote',
@@ -36,7 +39,10 @@ const PYTHON_CALL = [
   '    return math.hypot(a, b)',
   'try:',
   '    value = hypot(3, 4)',
-  '    print(json.dumps({"value": value, "requestId": readie.last_call().request_id}))',
+  '    request_id = readie.last_call().request_id',
+  // A tenant call: it moves along the list too.
+  '    ended = readie.Session().close()',
+  '    print(json.dumps({"value": value, "requestId": request_id, "ended": ended}))',
   'except readie.ReadieError as error:',
   '    print(json.dumps({"error": type(error).__name__, "notStarted": error.not_started,',
   '        "standby": error.standby, "leader": error.leader}))',
@@ -49,6 +55,7 @@ interface PythonOutcome {
   readonly error?: string;
   readonly standby?: boolean;
   readonly leader?: string;
+  readonly ended?: boolean;
 }
 
 async function pythonCall(address: string): Promise<PythonOutcome> {
@@ -132,6 +139,7 @@ describe('the TypeScript client with several router addresses (real routers on N
   it('the Python client moves a refused call to the leader too, and names it when it cannot', async () => {
     const moved = await pythonCall(`${standby.address},${leader.address}`);
     expect(moved.value, JSON.stringify(moved)).to.equal(5);
+    expect(moved.ended, 'a session the cluster never saw is not ended').to.equal(false);
     const events = await readAll(location);
     const story = storyOf(events, moved.requestId as string);
     expect(story.filter((t) => t === 'CallRequested')).to.have.length(1);
