@@ -40,7 +40,7 @@ function pidsOf(stateDir: string, pattern: string): number[] {
 describe('readie up --log jetstream (real NATS cluster, two routers, real workers)', function () {
   this.timeout(240_000);
 
-  it('serves calls through both addresses, and through the standby once the leader is killed', async () => {
+  it('serves calls through both addresses, through the standby once the leader is killed, and again after a restart', async () => {
     const stateDir = tempDir('readie-up-js-');
     const port = await freePort();
     const up = runReadie(
@@ -119,6 +119,36 @@ describe('readie up --log jetstream (real NATS cluster, two routers, real worker
       expect(up.lines.at(-1)).to.equal('readie: stopped; the event log is flushed.');
       expect(pidsOf(stateDir, 'nats-server'), 'NATS stopped too').to.deep.equal([]);
       expect(pidsOf(stateDir, 'bin/readie.js'), 'nothing left running').to.deep.equal([]);
+
+      // The next run finds its NATS cluster and stream again: the same location, the log goes on.
+      const firstRun = events.length;
+      client.close();
+      const again = runReadie(
+        ['up', '--log', 'jetstream', '--state-dir', stateDir, '--port', String(port)],
+        { LEADER_LEASE: '2s', PROBE_INTERVAL: '1s' },
+        { detached: true },
+      );
+      try {
+        await again.waitFor(/^readie: Ctrl-C stops the cluster/, 180_000);
+        expect(again.lines.join('\n')).to.contain(`log on NATS ${location}`);
+        // Every run makes new credentials: the client takes this run's token.
+        const token = again.lines.find((line) => line.startsWith('export READIE_AUTH_TOKEN='));
+        client = new ReadieClient({
+          address: exports.READIE_ADDRESS,
+          insecure: true,
+          token: token?.split('=')[1],
+        });
+        expect(await client.call({ module: 'math', function: 'hypot', args: [5, 12] })).to.equal(
+          13,
+        );
+        const later = await readAll(location);
+        expect(later.length).to.be.above(firstRun);
+        expect(later.slice(0, firstRun).map((e) => e.seq)).to.deep.equal(events.map((e) => e.seq));
+        process.kill(-again.process.pid!, 'SIGINT');
+        expect((await again.exited).code, again.stderr()).to.equal(0);
+      } finally {
+        if (again.process.exitCode === null) process.kill(-again.process.pid!, 'SIGKILL');
+      }
     } finally {
       client?.close();
       if (up.process.exitCode === null) process.kill(-up.process.pid!, 'SIGKILL');
