@@ -2,7 +2,10 @@
 
 A pinned call that is shed (RESOURCE_EXHAUSTED with a retry-after hint) is tried again after the
 hint, with a new request ID and ``retry_of`` naming the first try, so it keeps the version the
-first try resolved to; up to ``shed_retries`` more tries, and never past the call's deadline."""
+first try resolved to; up to ``shed_retries`` more tries, and never past the call's deadline. A call
+refused before it was sent (a standby router's refusal, a router that cannot be reached) moves
+along the client's router list (:mod:`readie._routers`) with the same request ID, since nothing of
+it ran."""
 
 from __future__ import annotations
 
@@ -26,8 +29,9 @@ from readie._ids import CallInfo, new_request_id
 from readie._proto import proxy_pb2
 from readie._wire import METHOD, AnswerReader, LogSink, request_messages
 from readie._error_hints import speaks_tls, transport_problem_of
+from readie._routers import RouterMoves
 from readie._status_details import retry_after
-from readie.errors import RemoteTimeoutError, ShedError, error_for_status
+from readie.errors import ReadieError, RemoteTimeoutError, ShedError, error_for_status
 
 _last_call: "ContextVar[Optional[CallInfo]]" = ContextVar("readie_last_call", default=None)
 
@@ -219,10 +223,20 @@ def run(prepared: PreparedCall, on_call: Optional[Callable[[Any], None]] = None)
 
     ``on_call`` receives each attempt's RPC once it is open, so another thread may ``cancel()`` it."""
     attempt, tries = prepared, 0
+    routers = RouterMoves(prepared.settings.addresses(), prepared.deadline)
     while True:
         try:
             return _run_once(attempt, on_call)
-        except ShedError as shed:
+        except ReadieError as error:
+            moved = routers.next(error, attempt.settings.address, time.monotonic())
+            if moved is None:
+                if not isinstance(error, ShedError):
+                    raise
+            else:
+                time.sleep(moved[1])
+                attempt = replace(attempt, settings=attempt.settings.at(moved[0]))
+                continue
+            shed = error
             tries += 1
             retry = attempt.retry_after_shed(shed, tries)
             if retry is None:
@@ -234,10 +248,20 @@ def run(prepared: PreparedCall, on_call: Optional[Callable[[Any], None]] = None)
 async def run_async(prepared: PreparedCall) -> Any:
     """Runs the call on the running event loop (retrying sheds); cancelling the task cancels it."""
     attempt, tries = prepared, 0
+    routers = RouterMoves(prepared.settings.addresses(), prepared.deadline)
     while True:
         try:
             return await _run_once_async(attempt)
-        except ShedError as shed:
+        except ReadieError as error:
+            moved = routers.next(error, attempt.settings.address, time.monotonic())
+            if moved is None:
+                if not isinstance(error, ShedError):
+                    raise
+            else:
+                await asyncio.sleep(moved[1])
+                attempt = replace(attempt, settings=attempt.settings.at(moved[0]))
+                continue
+            shed = error
             tries += 1
             retry = attempt.retry_after_shed(shed, tries)
             if retry is None:

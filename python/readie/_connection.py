@@ -1,7 +1,8 @@
 """Where the cluster is and how to reach it: address, TLS, token; one cached channel per setting.
 
 Settings come from :func:`readie.configure` where given, else from the environment:
-``READIE_ADDRESS`` (``host:port``, required), ``READIE_INSECURE`` (``1`` for a plaintext local
+``READIE_ADDRESS`` (``host:port``, or several routers' as ``a:50051,b:50051``: see
+:mod:`readie._routers`; required), ``READIE_INSECURE`` (``1`` for a plaintext local
 cluster; TLS otherwise), ``READIE_CA_FILE`` (PEM roots to trust instead of the system's) and
 ``READIE_AUTH_TOKEN`` (sent as ``authorization: Bearer <token>``).
 """
@@ -13,11 +14,12 @@ import os
 import threading
 import weakref
 from dataclasses import dataclass
-from typing import AsyncIterator, Dict, Mapping, MutableMapping, Optional, Tuple
+from typing import AsyncIterator, Dict, Mapping, MutableMapping, Optional, Sequence, Tuple, Union
 
 import grpc
 import grpc.aio
 
+from readie._routers import preferred
 from readie.errors import ConfigurationError
 
 _TRUE = {"1", "true", "yes", "on"}
@@ -26,12 +28,22 @@ _FALSE = {"", "0", "false", "no", "off"}
 
 @dataclass(frozen=True)
 class ConnectionSettings:
-    """How to reach the router."""
+    """How to reach the router: ``address`` is the one a call goes to, ``routers`` every router of
+    the list (empty: ``address`` alone)."""
 
     address: str
     insecure: bool = False
     ca_file: Optional[str] = None
     token: Optional[str] = None
+    routers: Tuple[str, ...] = ()
+
+    def addresses(self) -> Tuple[str, ...]:
+        """Every router's address, in the order given."""
+        return self.routers or (self.address,)
+
+    def at(self, address: str) -> "ConnectionSettings":
+        """The same settings, calling the router at ``address``."""
+        return ConnectionSettings(address, self.insecure, self.ca_file, self.token, self.routers)
 
     def metadata(self) -> Tuple[Tuple[str, str], ...]:
         """The call metadata: the bearer token when there is one."""
@@ -40,7 +52,7 @@ class ConnectionSettings:
 
 @dataclass(frozen=True)
 class _Overrides:
-    address: Optional[str] = None
+    address: Union[None, str, Tuple[str, ...]] = None
     insecure: Optional[bool] = None
     ca_file: Optional[str] = None
     token: Optional[str] = None
@@ -50,7 +62,7 @@ _overrides = _Overrides()
 
 
 def configure(
-    address: Optional[str] = None,
+    address: Union[None, str, Sequence[str]] = None,
     *,
     insecure: Optional[bool] = None,
     ca_file: Optional[str] = None,
@@ -58,9 +70,12 @@ def configure(
 ) -> None:
     """Sets how this process reaches the cluster; what is left ``None`` comes from the environment.
 
-    Each call replaces the previous configuration (``configure()`` returns to the environment)."""
+    ``address`` is one ``host:port`` or several routers' (a list, or one comma-separated string): a
+    call a standby router refuses moves to the leader. Each call replaces the previous
+    configuration (``configure()`` returns to the environment)."""
     global _overrides
-    _overrides = _Overrides(address, insecure, ca_file, token)
+    given = address if address is None or isinstance(address, str) else tuple(address)
+    _overrides = _Overrides(given, insecure, ca_file, token)
 
 
 def _flag(name: str, text: str) -> bool:
@@ -75,8 +90,10 @@ def _flag(name: str, text: str) -> bool:
 def current_settings(environ: Optional[Mapping[str, str]] = None) -> ConnectionSettings:
     """The settings in force: :func:`configure`'s, then the environment's."""
     env = os.environ if environ is None else environ
-    address = _overrides.address or env.get("READIE_ADDRESS", "").strip()
-    if not address:
+    given = _overrides.address or env.get("READIE_ADDRESS", "")
+    listed = given.split(",") if isinstance(given, str) else given
+    routers = tuple(dict.fromkeys(a.strip() for a in listed if a.strip()))
+    if not routers:
         raise ConfigurationError(
             "no cluster address: set READIE_ADDRESS=host:port (and READIE_INSECURE=1 for a "
             "local cluster without TLS) or call readie.configure(address=...)"
@@ -86,7 +103,8 @@ def current_settings(environ: Optional[Mapping[str, str]] = None) -> ConnectionS
         insecure = _flag("READIE_INSECURE", env.get("READIE_INSECURE", ""))
     ca_file = _overrides.ca_file or env.get("READIE_CA_FILE") or None
     token = _overrides.token or env.get("READIE_AUTH_TOKEN") or None
-    return ConnectionSettings(address, insecure, ca_file, token)
+    routers_or_none = routers if len(routers) > 1 else ()
+    return ConnectionSettings(preferred(routers), insecure, ca_file, token, routers_or_none)
 
 
 def _credentials(settings: ConnectionSettings) -> grpc.ChannelCredentials:

@@ -1,15 +1,20 @@
 """What the router tells a tenant about itself (``readie.v1.TenantService``): its usable slots
-for a budget, and the end of one of its sessions. Sync and asyncio, on the process's channels."""
+for a budget, and the end of one of its sessions. Sync and asyncio, on the process's channels.
+Like calls, a request a standby router refuses (or that reaches no router) moves along the
+client's router list (:mod:`readie._routers`)."""
 
 from __future__ import annotations
 
+import asyncio
+import time
 from dataclasses import dataclass
-from typing import Optional
+from typing import Any, Callable, Optional
 
 import grpc
 
 from readie._connection import ConnectionSettings, aio_channel_for, channel_for
 from readie._proto import tenant_pb2
+from readie._routers import RouterMoves
 from readie._wire import CallDemand
 from readie.errors import ReadieError, error_for_status
 
@@ -41,38 +46,85 @@ def _slots_request(demand: CallDemand) -> tenant_pb2.SlotsRequest:
     return request
 
 
-def _error(error: grpc.RpcError, settings: ConnectionSettings) -> ReadieError:
-    return error_for_status(error.code(), error.details(), address=settings.address)
+def _error(error: Any, settings: ConnectionSettings) -> ReadieError:
+    trailers = {}
+    try:
+        for key, value in error.trailing_metadata() or ():
+            if key.startswith("readie-"):
+                trailers[key] = value.decode() if isinstance(value, bytes) else str(value)
+    except Exception:  # noqa: BLE001 - an error that is no call carries none
+        pass
+    return error_for_status(error.code(), error.details(), address=settings.address, trailers=trailers)
+
+
+def _unary(
+    settings: ConnectionSettings,
+    path: str,
+    request: Any,
+    serializer: Callable[[Any], bytes],
+    deserializer: Callable[[bytes], Any],
+) -> Any:
+    moves = RouterMoves(settings.addresses(), None)
+    while True:
+        method = channel_for(settings).unary_unary(
+            path, request_serializer=serializer, response_deserializer=deserializer
+        )
+        try:
+            return method(request, metadata=settings.metadata(), timeout=TENANT_TIMEOUT)
+        except grpc.RpcError as error:
+            failure = _error(error, settings)
+        moved = moves.next(failure, settings.address, time.monotonic())
+        if moved is None:
+            raise failure
+        time.sleep(moved[1])
+        settings = settings.at(moved[0])
+
+
+async def _unary_async(
+    settings: ConnectionSettings,
+    path: str,
+    request: Any,
+    serializer: Callable[[Any], bytes],
+    deserializer: Callable[[bytes], Any],
+) -> Any:
+    moves = RouterMoves(settings.addresses(), None)
+    while True:
+        method = (await aio_channel_for(settings)).unary_unary(
+            path, request_serializer=serializer, response_deserializer=deserializer
+        )
+        try:
+            return await method(request, metadata=settings.metadata(), timeout=TENANT_TIMEOUT)
+        except grpc.aio.AioRpcError as error:
+            failure = _error(error, settings)
+        moved = moves.next(failure, settings.address, time.monotonic())
+        if moved is None:
+            raise failure
+        await asyncio.sleep(moved[1])
+        settings = settings.at(moved[0])
 
 
 def usable_slots(settings: ConnectionSettings, demand: CallDemand) -> int:
     """How many more calls of ``demand``'s budget the router would place now for this tenant (for a
     pinned demand, on its pinned version's subset only)."""
-    method = channel_for(settings).unary_unary(
+    answer = _unary(
+        settings,
         SLOTS_METHOD,
-        request_serializer=tenant_pb2.SlotsRequest.SerializeToString,
-        response_deserializer=tenant_pb2.SlotsResponse.FromString,
+        _slots_request(demand),
+        tenant_pb2.SlotsRequest.SerializeToString,
+        tenant_pb2.SlotsResponse.FromString,
     )
-    try:
-        answer = method(_slots_request(demand), metadata=settings.metadata(), timeout=TENANT_TIMEOUT)
-    except grpc.RpcError as error:
-        raise _error(error, settings) from None
     return int(answer.slots)
 
 
 async def usable_slots_async(settings: ConnectionSettings, demand: CallDemand) -> int:
     """:func:`usable_slots` on the running event loop."""
-    method = (await aio_channel_for(settings)).unary_unary(
+    answer = await _unary_async(
+        settings,
         SLOTS_METHOD,
-        request_serializer=tenant_pb2.SlotsRequest.SerializeToString,
-        response_deserializer=tenant_pb2.SlotsResponse.FromString,
+        _slots_request(demand),
+        tenant_pb2.SlotsRequest.SerializeToString,
+        tenant_pb2.SlotsResponse.FromString,
     )
-    try:
-        answer = await method(
-            _slots_request(demand), metadata=settings.metadata(), timeout=TENANT_TIMEOUT
-        )
-    except grpc.aio.AioRpcError as error:
-        raise _error(error, settings) from None
     return int(answer.slots)
 
 
@@ -89,35 +141,23 @@ def _session_end(answer: Optional[tenant_pb2.EndSessionResponse]) -> SessionEnd:
 
 def end_session(settings: ConnectionSettings, session_id: str) -> SessionEnd:
     """Ends ``session_id`` on the cluster: its container is destroyed now, its calls refused."""
-    method = channel_for(settings).unary_unary(
+    answer = _unary(
+        settings,
         END_SESSION_METHOD,
-        request_serializer=tenant_pb2.EndSessionRequest.SerializeToString,
-        response_deserializer=tenant_pb2.EndSessionResponse.FromString,
+        tenant_pb2.EndSessionRequest(session_id=session_id),
+        tenant_pb2.EndSessionRequest.SerializeToString,
+        tenant_pb2.EndSessionResponse.FromString,
     )
-    try:
-        answer = method(
-            tenant_pb2.EndSessionRequest(session_id=session_id),
-            metadata=settings.metadata(),
-            timeout=TENANT_TIMEOUT,
-        )
-    except grpc.RpcError as error:
-        raise _error(error, settings) from None
     return _session_end(answer)
 
 
 async def end_session_async(settings: ConnectionSettings, session_id: str) -> SessionEnd:
     """:func:`end_session` on the running event loop."""
-    method = (await aio_channel_for(settings)).unary_unary(
+    answer = await _unary_async(
+        settings,
         END_SESSION_METHOD,
-        request_serializer=tenant_pb2.EndSessionRequest.SerializeToString,
-        response_deserializer=tenant_pb2.EndSessionResponse.FromString,
+        tenant_pb2.EndSessionRequest(session_id=session_id),
+        tenant_pb2.EndSessionRequest.SerializeToString,
+        tenant_pb2.EndSessionResponse.FromString,
     )
-    try:
-        answer = await method(
-            tenant_pb2.EndSessionRequest(session_id=session_id),
-            metadata=settings.metadata(),
-            timeout=TENANT_TIMEOUT,
-        )
-    except grpc.aio.AioRpcError as error:
-        raise _error(error, settings) from None
     return _session_end(answer)

@@ -37,6 +37,10 @@ class ReadieError(Exception):
         #: Seconds the cluster asked the client to wait before retrying (a shed's ``retry-after-ms``
         #: trailer or RetryInfo), else ``None``.
         self.retry_after: Optional[float] = None
+        #: True when a standby router refused the call (``readie-standby``): another router leads.
+        self.standby = False
+        #: The leading router's address a standby named (``readie-leader``), else ``None``.
+        self.leader: Optional[str] = None
         #: In a map, the index of the input whose call failed (0 is the first); else ``None``.
         self.input_index: Optional[int] = None
 
@@ -242,6 +246,8 @@ def error_for_status(
         message, code=code, details=details or "", call=call, not_started=never_started(trailers)
     )
     error.retry_after = retry_after
+    error.standby = trailers.get("readie-standby") == "1"
+    error.leader = (trailers.get("readie-leader") or "").strip() or None
     if isinstance(error, RemoteOutOfMemoryError):
         error.memory_budget = cause.budget
     return error

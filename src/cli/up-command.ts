@@ -3,7 +3,12 @@ import type { Command } from 'commander';
 import { totalmem } from 'node:os';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { LocalClusterError, startLocalCluster } from '../cluster/local-cluster.js';
+import {
+  LocalClusterError,
+  startLocalCluster,
+  type LocalLogBackend,
+} from '../cluster/local-cluster.js';
+import { NatsClusterError } from '../cluster/nats-cluster.js';
 import { checkHost, describeMissing } from '../cluster/prerequisites.js';
 import { formatSize, parseDuration } from '../shared/units.js';
 
@@ -16,7 +21,11 @@ interface UpOptions {
   python: string;
   workerMemory?: string;
   readyTimeout: string;
+  log: string;
+  natsServer: string;
 }
+
+const LOG_BACKENDS: readonly LocalLogBackend[] = ['lmdb', 'jetstream'];
 
 /** The machine's memory shared among `workers`, in whole MiB (so it prints as a round size). */
 function defaultWorkerMemory(workers: number): number {
@@ -33,8 +42,12 @@ async function up(options: UpOptions): Promise<number> {
   const port = Number(options.port);
   if (!Number.isInteger(workers) || workers < 1)
     throw new RangeError(`--workers ${options.workers}: expected a whole number >= 1`);
-  if (!Number.isInteger(port) || port < 1 || port + workers > 65535)
+  if (!Number.isInteger(port) || port < 1 || port + workers + 1 > 65535)
     throw new RangeError(`--port ${options.port}: expected a port`);
+  const log = options.log as LocalLogBackend;
+  if (!LOG_BACKENDS.includes(log))
+    throw new RangeError(`--log ${options.log}: expected ${LOG_BACKENDS.join(' or ')}`);
+  const jetstream = log === 'jetstream';
   if (process.getuid?.() !== 0) {
     process.stderr.write(
       'readie up: workers need root (they create namespaces, mounts and memory cgroups for each container).\n' +
@@ -42,7 +55,7 @@ async function up(options: UpOptions): Promise<number> {
     );
     return 1;
   }
-  const host = checkHost(options.python);
+  const host = checkHost(options.python, jetstream ? { natsServer: options.natsServer } : {});
   if (host.missing.length > 0) {
     process.stderr.write(`${describeMissing(host.missing)}\n`);
     return 1;
@@ -51,8 +64,11 @@ async function up(options: UpOptions): Promise<number> {
   // Each worker offers its share of the machine, not all of it: N workers each offering the
   // whole memory would let the router place N times what the machine has.
   const workerMemory = options.workerMemory ?? String(defaultWorkerMemory(workers));
+  const what = jetstream
+    ? 'a three-node NATS JetStream cluster, a leading and a standby router'
+    : 'a router';
   say(
-    `readie: starting a router and ${workers} worker${workers === 1 ? '' : 's'} on 127.0.0.1, ` +
+    `readie: starting ${what} and ${workers} worker${workers === 1 ? '' : 's'} on 127.0.0.1, ` +
       `${options.workerMemory ?? formatSize(Number(workerMemory))} each (state in ${stateDir})...`,
   );
   // The children have their own process groups, so signals reach only this process: the first
@@ -80,10 +96,13 @@ async function up(options: UpOptions): Promise<number> {
     workerMemory,
     readyTimeout: parseDuration(options.readyTimeout),
     signal: first.signal,
+    log,
+    natsServer: options.natsServer,
   });
-  say(
-    `readie: local cluster up: router ${cluster.address}, workers ${cluster.workerIds.join(', ')}`,
-  );
+  const routers = jetstream
+    ? `routers ${cluster.addresses.join(' (leads), ')} (stands by), log on NATS ${cluster.logDir}`
+    : `router ${cluster.address}`;
+  say(`readie: local cluster up: ${routers}, workers ${cluster.workerIds.join(', ')}`);
   say(
     `readie: checkpoints: checkpoint_0${host.numpy ? ', ckpt-numpy' : ' (numpy is not importable: no numpy checkpoint)'}; logs in ${resolve(stateDir, 'logs')}`,
   );
@@ -94,7 +113,7 @@ async function up(options: UpOptions): Promise<number> {
   );
   say('');
   say('# The environment a client needs (paste into your shell):');
-  say(`export READIE_ADDRESS=${cluster.address}`);
+  say(`export READIE_ADDRESS=${cluster.addresses.join(',')}`);
   say('export READIE_INSECURE=1');
   say(`export READIE_AUTH_TOKEN=${cluster.credentials.clientToken}`);
   say(`export PYTHONPATH=${resolve(ROOT, 'python')}`);
@@ -108,7 +127,7 @@ async function up(options: UpOptions): Promise<number> {
   say('readie: Ctrl-C stops the cluster (running calls finish; a second Ctrl-C does not wait).');
   const why = await Promise.race([signalled, cluster.failed]);
   say(
-    `readie: ${why}: stopping workers (running calls finish; Ctrl-C again to not wait), then the router...`,
+    `readie: ${why}: stopping workers (running calls finish; Ctrl-C again to not wait), then the ${jetstream ? 'routers and NATS' : 'router'}...`,
   );
   await cluster.stop();
   say('readie: stopped; the event log is flushed.');
@@ -124,7 +143,11 @@ export function addUpCommand(program: Command): void {
     )
     .option('--workers <n>', 'how many workers', '2')
     .option('--state-dir <dir>', 'event log, catalogue, worker state and process logs', '.readie')
-    .option('--port <port>', 'the router port on 127.0.0.1; workers take the next ones', '50051')
+    .option(
+      '--port <port>',
+      'the router port on 127.0.0.1; workers (and with --log jetstream first the standby router) take the next ones',
+      '50051',
+    )
     .option(
       '--python <path>',
       'the Python for sandboxes and the printed example command',
@@ -135,6 +158,12 @@ export function addUpCommand(program: Command): void {
       'memory each worker offers, e.g. 4GiB (default: the machine memory divided by --workers)',
     )
     .option('--ready-timeout <duration>', 'how long to wait for every worker to register', '60s')
+    .option(
+      '--log <backend>',
+      'where the event log lives: lmdb (a directory under the state dir) or jetstream (a local three-node NATS cluster, with a standby router)',
+      'lmdb',
+    )
+    .option('--nats-server <path>', 'the nats-server binary for --log jetstream', 'nats-server')
     .addHelpText(
       'after',
       '\nThe router serves plaintext gRPC on loopback only (READIE_INSECURE=1 for clients); put nginx with\n' +
@@ -142,14 +171,23 @@ export function addUpCommand(program: Command): void {
         '<state-dir>/credentials/ (0600 files): a client token (printed as READIE_AUTH_TOKEN), an\n' +
         "operator token, a token per worker and the router's own; see docs/security.md.\n" +
         'Needs root (namespaces, memory cgroups) and python3-cloudpickle, python3-grpcio,\n' +
-        'python3-protobuf; it says which command installs what is missing.',
+        'python3-protobuf; it says which command installs what is missing.\n' +
+        '\n--log jetstream also starts three nats-server nodes on loopback (apt-get install -y\n' +
+        'nats-server), their stores under <state-dir>/nats/ (kept between runs, like the LMDB log),\n' +
+        'a leading router on --port and a standby on the next port; the workers report to both\n' +
+        "(their ports follow the routers'). Kill the leader and the standby takes over within\n" +
+        'LEADER_LEASE (5 s); clients given both addresses (READIE_ADDRESS=a,b) follow it. See\n' +
+        'docs/deploy.md.',
     )
     .action(async (options: UpOptions) => {
       try {
         process.exitCode = await up(options);
       } catch (error) {
         // Expected failures say what happened; anything else is a bug, shown with its stack.
-        const known = error instanceof LocalClusterError || error instanceof RangeError;
+        const known =
+          error instanceof LocalClusterError ||
+          error instanceof NatsClusterError ||
+          error instanceof RangeError;
         process.stderr.write(
           `readie up: ${known ? (error as Error).message : String((error as Error).stack)}\n`,
         );

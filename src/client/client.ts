@@ -1,5 +1,5 @@
 /** The TypeScript client: calls Python functions on a readie cluster with JSON arguments. */
-import type { ChannelOptions } from '@grpc/grpc-js';
+import type { ChannelOptions, ServiceError } from '@grpc/grpc-js';
 import { ProxyServiceClient } from '../proto/gen/readie/v1/proxy.js';
 import { TenantServiceClient } from '../proto/gen/readie/v1/tenant.js';
 import { sizeOf } from './call-config.js';
@@ -24,6 +24,13 @@ import {
 } from './connection.js';
 import { decodeJsonEnvelope, encodeJsonCall, type PythonCall } from './json-call.js';
 import { RemoteCall, type RemoteLogLine } from './remote-call.js';
+import { MAX_ROUTER_MOVES, RouterList, unsentRefusal } from './router-list.js';
+
+/** The stubs the client keeps per router address (one channel each). */
+interface RouterStubs {
+  readonly proxy: ProxyServiceClient;
+  readonly tenant: TenantServiceClient;
+}
 
 /** Options of one call: what it asks of the cluster, and how the caller follows it. */
 export interface CallOptions extends CallDemandOptions {
@@ -46,31 +53,34 @@ export interface ReadieClientOptions extends ConnectionOptions {
 }
 
 /**
- * A connection to a readie cluster (one gRPC channel, shared by all its calls and sessions).
+ * A connection to a readie cluster (one gRPC channel per router address, shared by all its calls
+ * and sessions; with several, a standby's refusal moves a call to the leader).
  *
  * ```ts
- * const readie = new ReadieClient(); // READIE_ADDRESS, READIE_INSECURE, READIE_CA_FILE, READIE_AUTH_TOKEN
+ * const readie = new ReadieClient(); // READIE_ADDRESS (one address or a,b), READIE_INSECURE, READIE_CA_FILE, READIE_AUTH_TOKEN
  * await readie.call({ module: 'math', function: 'hypot', args: [3, 4] }); // 5
  * ```
  */
 export class ReadieClient {
   readonly connection: Connection;
-  readonly #client: ProxyServiceClient;
-  readonly #tenant: TenantServiceClient;
+  readonly #routers: RouterList<RouterStubs>;
 
   /** Throws ConfigurationError when no address is configured or the CA file is unreadable. */
   constructor(options: ReadieClientOptions = {}) {
-    this.connection = resolveConnection(options);
-    this.#client = new ProxyServiceClient(
-      this.connection.address,
-      channelCredentials(this.connection),
-      options.channelOptions,
-    );
-    this.#tenant = new TenantServiceClient(
-      this.connection.address,
-      channelCredentials(this.connection),
-      { ...options.channelOptions, channelOverride: this.#client.getChannel() },
-    );
+    const connection = resolveConnection(options);
+    this.connection = connection;
+    this.#routers = new RouterList(connection.addresses, (address) => {
+      const proxy = new ProxyServiceClient(
+        address,
+        channelCredentials(connection),
+        options.channelOptions,
+      );
+      const tenant = new TenantServiceClient(address, channelCredentials(connection), {
+        ...options.channelOptions,
+        channelOverride: proxy.getChannel(),
+      });
+      return { proxy, tenant };
+    });
   }
 
   /** Runs a Python function and resolves with its JSON result; rejects with a ReadieError. */
@@ -133,36 +143,69 @@ export class ReadieClient {
   slots(options: CallDemandOptions = {}): Promise<number> {
     const memory = sizeOf(options.memory, 'memory');
     const gpuMemory = sizeOf(options.gpuMemory, 'gpuMemory') ?? 0;
-    return new Promise((resolve, reject) =>
-      this.#tenant.slots(
-        {
-          memory,
-          gpuMemory,
-          gpu: (options.gpu ?? false) || gpuMemory > 0,
-          pinned: options.pinned ?? false,
-        },
-        callMetadata(this.connection),
-        (error, answer) => (error ? reject(this.#error(error)) : resolve(answer.slots)),
+    const request = {
+      memory,
+      gpuMemory,
+      gpu: (options.gpu ?? false) || gpuMemory > 0,
+      pinned: options.pinned ?? false,
+    };
+    return this.#tenantCall<number>((tenant, done) =>
+      tenant.slots(request, callMetadata(this.connection), (error, answer) =>
+        done(error, answer?.slots),
       ),
     );
   }
 
   /** Ends a session on the cluster: its container is destroyed now, its later calls refused. */
   endSession(sessionId: string): Promise<boolean> {
-    return new Promise((resolve, reject) =>
-      this.#tenant.endSession({ sessionId }, callMetadata(this.connection), (error, answer) =>
-        error ? reject(this.#error(error)) : resolve(answer.ended),
+    return this.#tenantCall<boolean>((tenant, done) =>
+      tenant.endSession({ sessionId }, callMetadata(this.connection), (error, answer) =>
+        done(error, answer?.ended),
       ),
     );
   }
 
-  /** Closes the channel; calls in flight are cancelled. */
+  /** Closes the channels; calls in flight are cancelled. */
   close(): void {
-    this.#client.close();
+    for (const stubs of this.#routers.made) stubs.proxy.close();
   }
 
-  #error(error: { code: number; details?: string }): ReadieError {
-    return errorFromStatus(error.code, error.details, { address: this.connection.address });
+  /** A `TenantService` call at the preferred router, moving along the list as calls do. */
+  async #tenantCall<T>(
+    send: (
+      tenant: TenantServiceClient,
+      done: (error: ServiceError | null, value: T | undefined) => void,
+    ) => void,
+  ): Promise<T> {
+    let router = this.#routers.current;
+    const unreachable = new Set<string>();
+    for (let moves = 0; ; moves += 1) {
+      try {
+        return await new Promise<T>((resolve, reject) =>
+          send(router.stubs.tenant, (error, value) =>
+            error
+              ? reject(errorFromStatus(error.code, error.details, this.#context(router, error)))
+              : resolve(value as T),
+          ),
+        );
+      } catch (error) {
+        const refusal = unsentRefusal(error);
+        if (refusal === 'unreachable') unreachable.add(router.address);
+        const addresses = this.#routers.addresses.length;
+        if (refusal === undefined || moves >= MAX_ROUTER_MOVES || unreachable.size >= addresses)
+          throw error;
+        await new Promise((resolve) => setTimeout(resolve, this.#routers.waitBefore(moves)));
+        router = this.#routers.moveFrom(router.address, (error as ReadieError).leader);
+      }
+    }
+  }
+
+  #context(router: { address: string }, error: ServiceError) {
+    const trailers: Record<string, string> = {};
+    for (const [name, value] of Object.entries(error.metadata?.getMap() ?? {})) {
+      if (name.startsWith('readie-')) trailers[name] = String(value);
+    }
+    return { address: router.address, trailers };
   }
 
   readonly #fanOut: FanOutDeps = {
@@ -188,8 +231,7 @@ export class ReadieClient {
       throw new RangeError(`timeoutMs must be a number of milliseconds > 0, not ${timeoutMs}`);
     }
     return new RemoteCall<T>({
-      client: this.#client,
-      address: this.connection.address,
+      routers: this.#routers,
       insecure: this.connection.insecure,
       metadata: callMetadata(this.connection),
       config,

@@ -1,6 +1,6 @@
 /**
  * Where the cluster is and how to reach it. Options win over the environment: `READIE_ADDRESS`
- * (`host:port`, required), `READIE_INSECURE` (`1` for a plaintext local cluster; TLS otherwise),
+ * (`host:port`, or a comma-separated list of routers' `host:port`: src/client/router-list.ts; required), `READIE_INSECURE` (`1` for a plaintext local cluster; TLS otherwise),
  * `READIE_CA_FILE` (PEM roots to trust instead of the system's), `READIE_AUTH_TOKEN` (sent as
  * `authorization: Bearer <token>`). The same variables as the Python client.
  */
@@ -10,8 +10,11 @@ import { ConfigurationError } from './errors.js';
 
 /** How to reach the router; anything left out comes from the environment. */
 export interface ConnectionOptions {
-  /** `host:port` of the router (or of nginx in front of it). Default: READIE_ADDRESS. */
-  readonly address?: string;
+  /**
+   * `host:port` of the router (or of nginx in front of it), or several routers' (a list, or one
+   * comma-separated string): a call a standby refuses moves to the leader. Default: READIE_ADDRESS.
+   */
+  readonly address?: string | readonly string[];
   /** Plaintext instead of TLS, for a local cluster. Default: READIE_INSECURE. */
   readonly insecure?: boolean;
   /** A PEM file of root certificates to trust. Default: READIE_CA_FILE, else the system's roots. */
@@ -26,7 +29,10 @@ export interface ConnectionOptions {
 
 /** The settings in force, resolved. */
 export interface Connection {
+  /** The first router's address (the one errors name when the list has one). */
   readonly address: string;
+  /** Every router's address, in the order given (at least one). */
+  readonly addresses: readonly string[];
   readonly insecure: boolean;
   readonly rootCerts: Buffer | undefined;
   readonly token: string | undefined;
@@ -45,8 +51,12 @@ function flag(name: string, text: string): boolean {
 /** Resolves options and environment into the settings in force; throws ConfigurationError. */
 export function resolveConnection(options: ConnectionOptions = {}): Connection {
   const env = options.env ?? process.env;
-  const address = (options.address ?? env.READIE_ADDRESS ?? '').trim();
-  if (address === '') {
+  const given = options.address ?? env.READIE_ADDRESS ?? '';
+  const addresses = (typeof given === 'string' ? given.split(',') : given)
+    .map((address) => address.trim())
+    .filter((address) => address !== '');
+  const address = addresses[0];
+  if (address === undefined) {
     throw new ConfigurationError(
       'no cluster address: set READIE_ADDRESS=host:port (and READIE_INSECURE=1 for a local ' +
         'cluster without TLS) or pass { address }',
@@ -66,7 +76,7 @@ export function resolveConnection(options: ConnectionOptions = {}): Connection {
     }
   }
   const token = options.token ?? (env.READIE_AUTH_TOKEN || undefined);
-  return { address, insecure, rootCerts, token };
+  return { address, addresses: [...new Set(addresses)], insecure, rootCerts, token };
 }
 
 /** The channel credentials of a connection: TLS unless insecure. */

@@ -3,7 +3,13 @@
  * own exception as {@link RemoteExecutionError}. Every one is a {@link ReadieError}.
  */
 import { status as Status } from '@grpc/grpc-js';
-import { NO_TRAILERS, neverStarted, type CallTrailers } from '../shared/call-trailers.js';
+import {
+  LEADER_TRAILER,
+  NO_TRAILERS,
+  STANDBY_TRAILER,
+  neverStarted,
+  type CallTrailers,
+} from '../shared/call-trailers.js';
 import type { CallInfo } from './call-info.js';
 import { causeOf, hintFor } from './error-hints.js';
 
@@ -17,6 +23,10 @@ export interface ReadieErrorFields {
   readonly notStarted?: boolean;
   /** The wait the cluster asked for before a retry (a shed's `retry-after-ms`), in ms. */
   readonly retryAfterMs?: number | undefined;
+  /** A standby router refused the call (`readie-standby`). */
+  readonly standby?: boolean;
+  /** The leading router's address a standby named (`readie-leader`). */
+  readonly leader?: string | undefined;
 }
 
 /** The trailer of a refusal that says how long to wait before retrying (a shed), in ms. */
@@ -49,6 +59,10 @@ export class ReadieError extends Error {
   readonly notStarted: boolean;
   /** The wait the cluster asked for before retrying (a shed's `retry-after-ms` trailer), in ms. */
   readonly retryAfterMs: number | undefined;
+  /** True when a standby router refused the call (before anything ran): another router leads. */
+  readonly standby: boolean;
+  /** The address of the router that leads, as a standby named it (`readie-leader`). */
+  readonly leader: string | undefined;
   /** In a map, the index of the input whose call failed (0 is the first). */
   inputIndex: number | undefined;
 
@@ -59,6 +73,8 @@ export class ReadieError extends Error {
     this.call = fields.call;
     this.notStarted = fields.notStarted ?? false;
     this.retryAfterMs = fields.retryAfterMs;
+    this.standby = fields.standby ?? false;
+    this.leader = fields.leader;
   }
 
   /** The status code's name (`UNAVAILABLE`), if the error has one. */
@@ -286,6 +302,8 @@ export function errorFromStatus(
     cause: context.cause,
     notStarted: neverStarted(trailers),
     retryAfterMs: context.retryAfterMs ?? retryAfterOf(trailers),
+    standby: trailers[STANDBY_TRAILER] === '1',
+    leader: trailers[LEADER_TRAILER]?.trim() || undefined,
   };
   if (cause.kind === 'shed') {
     return new ShedError(message.replace(summary, 'the call was shed'), {

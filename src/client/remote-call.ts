@@ -3,7 +3,9 @@
  * half-close; answers fold into live log lines, the IDs of where the call ran, and the result. A
  * pinned call that is shed (RESOURCE_EXHAUSTED with a retry-after hint) is tried again after the
  * hint with a new request ID and `retryOf` naming the first try, so it keeps its version; up to
- * `shedRetries` more tries, never past the deadline.
+ * `shedRetries` more tries, never past the deadline. A call refused before it was sent (a standby
+ * router's refusal, a router that cannot be reached) moves along the client's router list
+ * (`router-list.ts`) with the same request ID, since nothing of it ran.
  */
 import { once } from 'node:events';
 import { inspect } from 'node:util';
@@ -31,6 +33,7 @@ import {
   type CallInfo,
 } from './call-info.js';
 import { retryAfterMsOf } from './retry-hint.js';
+import { MAX_ROUTER_MOVES, unsentRefusal, type RouterList } from './router-list.js';
 import { chunksOf } from '../shared/chunks.js';
 import {
   CallCancelledError,
@@ -68,8 +71,8 @@ function sourceOf(line: LogLine): LogLineSource {
 
 /** Everything a call needs to start. */
 export interface RemoteCallStart {
-  readonly client: ProxyServiceClient;
-  readonly address: string;
+  /** The routers to call, and the one to start at. */
+  readonly routers: RouterList<{ readonly proxy: ProxyServiceClient }>;
   /** Whether the channel speaks plaintext (for the hint of a failed connection). */
   readonly insecure?: boolean;
   readonly metadata: Metadata;
@@ -156,10 +159,32 @@ export class RemoteCall<T = unknown> implements AsyncIterable<RemoteLogLine> {
       if (this.#cancelled) throw this.#cancelledError(undefined);
       signal?.addEventListener('abort', onAbort, { once: true });
       let config = start.config;
+      let router = start.routers.current;
+      let moves = 0;
+      const unreachable = new Set<string>();
       for (let tries = 1; ; tries += 1) {
         try {
-          return await this.#attempt(start, config);
+          return await this.#attempt(start, config, router.stubs.proxy, router.address);
         } catch (error) {
+          const refusal = unsentRefusal(error);
+          if (refusal === 'unreachable') unreachable.add(router.address);
+          const moving =
+            refusal !== undefined &&
+            !this.#cancelled &&
+            moves < MAX_ROUTER_MOVES &&
+            unreachable.size < start.routers.addresses.length;
+          if (moving) {
+            const wait = start.routers.waitBefore(moves);
+            if (Date.now() + wait < (start.deadline ?? Infinity)) {
+              moves += 1;
+              tries -= 1;
+              await new Promise((resolve) => setTimeout(resolve, wait));
+              if (this.#cancelled) throw this.#cancelledError(undefined);
+              router = start.routers.moveFrom(router.address, (error as ReadieError).leader);
+              this.#info = initialCallInfo(config.requestId, config.sessionId, config.retryOf);
+              continue;
+            }
+          }
           if (!(error instanceof ShedError) || this.#cancelled) throw error;
           const deadline = start.deadline ?? Infinity;
           if (tries > (start.shedRetries ?? 0) || Date.now() + error.retryAfterMs >= deadline) {
@@ -181,8 +206,13 @@ export class RemoteCall<T = unknown> implements AsyncIterable<RemoteLogLine> {
     }
   }
 
-  /** One try of the call. */
-  async #attempt(start: RemoteCallStart, config: CallConfig): Promise<T> {
+  /** One try of the call, at the router `address`. */
+  async #attempt(
+    start: RemoteCallStart,
+    config: CallConfig,
+    client: ProxyServiceClient,
+    address: string,
+  ): Promise<T> {
     {
       const deadline = start.deadline;
       if (deadline !== undefined && Date.now() >= deadline) {
@@ -191,7 +221,7 @@ export class RemoteCall<T = unknown> implements AsyncIterable<RemoteLogLine> {
           call: this.#info,
         });
       }
-      const stream = start.client.requestExecution(
+      const stream = client.requestExecution(
         start.metadata,
         deadline === undefined ? {} : { deadline },
       );
@@ -221,7 +251,7 @@ export class RemoteCall<T = unknown> implements AsyncIterable<RemoteLogLine> {
           }
         }
       } catch (error) {
-        throw await this.#mapStreamError(error, start);
+        throw await this.#mapStreamError(error, start, address);
       } finally {
         // The server may end the call before it read everything; stop waiting for room then.
         stopWriting.abort();
@@ -259,7 +289,11 @@ export class RemoteCall<T = unknown> implements AsyncIterable<RemoteLogLine> {
     });
   }
 
-  async #mapStreamError(error: unknown, start: RemoteCallStart): Promise<ReadieError> {
+  async #mapStreamError(
+    error: unknown,
+    start: RemoteCallStart,
+    address: string,
+  ): Promise<ReadieError> {
     const code = statusCodeOf(error);
     const details = detailsOf(error);
     const trailers = metadataOf(error);
@@ -279,12 +313,12 @@ export class RemoteCall<T = unknown> implements AsyncIterable<RemoteLogLine> {
     const problem = code === Status.UNAVAILABLE ? transportProblemOf(details ?? '') : null;
     const ambiguous = insecure && (problem === 'connection-failed' || problem === 'http1');
     return errorFromStatus(code, details, {
-      address: start.address,
+      address,
       call: this.#info,
       cause: error,
       trailers: readieTrailersOf(trailers),
       insecure,
-      speaksTls: ambiguous ? await speaksTls(start.address) : false,
+      speaksTls: ambiguous ? await speaksTls(address) : false,
       ...(retryAfterMs === undefined ? {} : { retryAfterMs }),
     });
   }

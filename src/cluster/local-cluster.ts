@@ -1,6 +1,9 @@
 /**
  * `readie up`: a router and N workers on loopback, as real child processes of this one, with the
  * event log, catalogue, worker state and process logs under one state directory (`.readie/`).
+ * With `log: 'jetstream'` the log is a stream on a three-node NATS cluster this starts too
+ * (`local-nats.ts`), with a leading and a standby router on it and every worker given both
+ * routers' addresses: a router that dies is replaced by the other, and the cluster carries on.
  * Ready once the router's log shows every worker registered after this start; `stop` asks the
  * workers to leave (they report removed and let running calls finish, however long that takes),
  * then stops the router (which flushes its log).
@@ -17,9 +20,14 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { chmodSync, closeSync, mkdirSync, openSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { EventLog, EventLogError } from '../events/index.js';
+import { EventLogError, openEventLog, type EventLogBackend } from '../events/index.js';
 import { defaultCatalogue } from './default-catalogue.js';
 import { writeLocalCredentials, type LocalCredentials } from './local-credentials.js';
+import { LOCAL_STREAM, startLocalNats } from './local-nats.js';
+import type { NatsCluster } from './nats-cluster.js';
+
+/** Where the local cluster keeps its event log. */
+export type LocalLogBackend = 'lmdb' | 'jetstream';
 
 const BIN = fileURLToPath(new URL('../../bin/readie.js', import.meta.url));
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -28,9 +36,13 @@ const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 export interface LocalClusterOptions {
   readonly workers: number;
   readonly stateDir: string;
-  /** The router's port on 127.0.0.1. */
+  /** The router's port on 127.0.0.1 (with `jetstream`, the standby router's is the next one). */
   readonly port: number;
-  /** Each worker's port on 127.0.0.1 (default: the ports after the router's). */
+  /** The log's backend (default `lmdb`: a directory under the state directory). */
+  readonly log?: LocalLogBackend;
+  /** The `nats-server` binary for `jetstream` (default `nats-server` on PATH). */
+  readonly natsServer?: string;
+  /** Each worker's port on 127.0.0.1 (default: the ports after the routers'). */
   readonly workerPorts?: readonly number[];
   /** Worker ids (default `worker-1` ... `worker-N`). */
   readonly workerIds?: readonly string[];
@@ -55,10 +67,18 @@ export interface LocalClusterOptions {
 
 /** A started local cluster. */
 export interface LocalCluster {
+  /** The first router's address (with `jetstream`, the one started to lead). */
   readonly address: string;
+  /** Every router's address (one with `lmdb`; the leader's and the standby's with `jetstream`). */
+  readonly addresses: readonly string[];
+  /** Each router's process, by router ID (`router` with `lmdb`; `router-a`, `router-b`). */
+  readonly routerProcesses: ReadonlyMap<string, ChildProcess>;
+  /** The NATS cluster the log is on (`jetstream` only). */
+  readonly nats: NatsCluster | undefined;
   readonly workerIds: readonly string[];
   /** Each worker's process, by worker id. */
   readonly workerProcesses: ReadonlyMap<string, ChildProcess>;
+  /** Where the event log is: the LMDB directory, or the `nats://…/readie` stream. */
   readonly logDir: string;
   /** This run's credentials: the client token to print, the operator's, and their files. */
   readonly credentials: LocalCredentials;
@@ -126,11 +146,11 @@ export class LocalClusterError extends Error {
   override readonly name = 'LocalClusterError';
 }
 
-/** The last `seq` of the event log in `logDir`, or 0 if there is none yet. */
-export async function lastSeqOf(logDir: string): Promise<number> {
-  let log: EventLog;
+/** The last `seq` of the event log at `location` (a directory or a stream), or 0 if there is none yet. */
+export async function lastSeqOf(location: string): Promise<number> {
+  let log: EventLogBackend;
   try {
-    log = EventLog.open(logDir, { readOnly: true });
+    log = await openEventLog(location, { readOnly: true });
   } catch (error) {
     if (error instanceof EventLogError) return 0;
     throw error;
@@ -156,12 +176,12 @@ export async function waitForWorkers(
 ): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   const abort = new AbortController();
-  let log: EventLog | undefined;
+  let log: EventLogBackend | undefined;
   // Open the log only once the router has written to it: a log it is still creating may lack
   // its databases.
   while (!log) {
     try {
-      const opened = EventLog.open(logDir, { readOnly: true, pollInterval: 100 });
+      const opened = await openEventLog(logDir, { readOnly: true, pollInterval: 100 });
       if (opened.lastSeq > 0) log = opened;
       else await opened.close();
     } catch (error) {
@@ -200,58 +220,81 @@ export async function waitForWorkers(
   );
 }
 
-/** Starts the router and the workers and waits until every worker is registered. */
+/** The routers' IDs with a JetStream log: the one started to lead, then the standby. */
+const JETSTREAM_ROUTERS = ['router-a', 'router-b'] as const;
+
+/** Starts the router(s) and the workers and waits until every worker is registered. */
 export async function startLocalCluster(options: LocalClusterOptions): Promise<LocalCluster> {
   const stateDir = resolve(options.stateDir);
-  const logDir = resolve(stateDir, 'log');
   const logsDir = resolve(stateDir, 'logs');
   // Everything under the state directory is root's alone: logs name sessions, the log holds them.
   for (const dir of [stateDir, logsDir]) {
     mkdirSync(dir, { recursive: true, mode: 0o700 });
     chmodSync(dir, 0o700);
   }
+  const jetstream = options.log === 'jetstream';
+  const nats = jetstream ? await startLocalNats(stateDir, options.natsServer) : undefined;
+  const logDir = nats ? `${nats.servers}/${LOCAL_STREAM}` : resolve(stateDir, 'log');
   const catalogue = resolve(stateDir, 'catalogue.json');
   writeFileSync(catalogue, `${JSON.stringify(defaultCatalogue(options.numpy), null, 2)}\n`, {
     mode: 0o600,
   });
   chmodSync(catalogue, 0o600);
-  const address = `127.0.0.1:${options.port}`;
+  const routerIds: readonly string[] = jetstream ? JETSTREAM_ROUTERS : ['router'];
+  const addresses = routerIds.map((_, i) => `127.0.0.1:${options.port + i}`);
+  const address = addresses[0] as string;
   const env = { ...options.env };
   const workerIds =
     options.workerIds ?? Array.from({ length: options.workers }, (_, i) => `worker-${i + 1}`);
-  const afterSeq = await lastSeqOf(logDir);
+  let afterSeq: number;
+  try {
+    afterSeq = await lastSeqOf(logDir);
+  } catch (error) {
+    await nats?.stop();
+    throw error;
+  }
   const credentials = writeLocalCredentials(stateDir, [
     ...workerIds,
     ...(options.externalWorkerIds ?? []),
   ]);
-  const router = start(
+  const routerArgs = (i: number): string[] => [
     'router',
-    [
-      'router',
-      '--listen',
-      address,
-      '--log',
-      logDir,
-      '--insecure',
-      '--catalogue',
-      catalogue,
-      '--tokens-file',
-      credentials.tokensFile,
-      '--router-token-file',
-      credentials.routerTokenFile,
-    ],
-    resolve(logsDir, 'router.log'),
-    env,
-  );
+    '--listen',
+    addresses[i] as string,
+    '--log',
+    logDir,
+    '--insecure',
+    '--catalogue',
+    catalogue,
+    '--tokens-file',
+    credentials.tokensFile,
+    '--router-token-file',
+    credentials.routerTokenFile,
+    ...(jetstream ? ['--router-id', routerIds[i] as string] : []),
+  ];
+  const routers: Member[] = [];
+  for (const [i, id] of routerIds.entries()) {
+    routers.push(start(id, routerArgs(i), resolve(logsDir, `${id}.log`), env));
+    // The first router creates the stream and leads; the standby starts once it does.
+    if (jetstream && i === 0) {
+      await waitForLog(logDir, routers[0] as Member).catch(async (error: unknown) => {
+        routers[0]?.process.kill('SIGTERM');
+        await routers[0]?.exited;
+        await nats?.stop();
+        throw error;
+      });
+    }
+  }
+  const firstWorkerPort = options.port + routerIds.length;
   const workers = workerIds.map((id, i) =>
     start(
       id,
       [
         'worker',
         '--router',
-        address,
+        addresses.join(','),
         '--listen',
-        `127.0.0.1:${options.workerPorts?.[i] ?? options.port + 1 + i}`,
+        `127.0.0.1:${options.workerPorts?.[i] ?? firstWorkerPort + i}`,
         '--id',
         id,
         '--flavor',
@@ -278,30 +321,43 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
       env,
     ),
   );
-  const members = [router, ...workers];
+  const members = [...routers, ...workers];
   // Detached children outlive this process unless told: on any exit that did not stop them.
   const orphaned = () => {
     for (const member of members) if (running(member)) member.process.kill('SIGTERM');
+    for (const node of nats?.nodes ?? []) if (node.process.exitCode === null) node.process.kill();
   };
   process.on('exit', orphaned);
   let stopping = false;
-  const failed = Promise.race(
-    members.map((member) =>
+  const unlessStopping = (why: string) =>
+    stopping ? new Promise<string>(() => undefined) : Promise.resolve(why);
+  const failed = Promise.race([
+    // Any worker that exits, and the last router (with a standby, one router's death is survived).
+    ...workers.map((member) =>
       member.exited.then((code) =>
-        stopping
-          ? new Promise<string>(() => undefined)
-          : `${member.name} exited (code ${code}); see ${member.logFile}`,
+        unlessStopping(`${member.name} exited (code ${code}); see ${member.logFile}`),
       ),
     ),
-  );
+    Promise.all(routers.map((r) => r.exited)).then(() =>
+      unlessStopping(
+        `${routers.length === 1 ? 'the router' : 'every router'} exited; see ${routers.map((r) => r.logFile).join(', ')}`,
+      ),
+    ),
+    // A three-node NATS cluster carries on with one node down, not with two.
+    ...(nats ? [natsMajorityLost(nats).then((why) => unlessStopping(why))] : []),
+  ]);
   let stopped: Promise<void> | undefined;
   const stop = () =>
     (stopped ??= (async () => {
       stopping = true;
       for (const worker of workers) if (running(worker)) worker.process.kill('SIGTERM');
       await Promise.all(workers.map((w) => w.exited));
-      if (running(router)) router.process.kill('SIGTERM');
-      await router.exited;
+      // Standbys first: the leader stopping last hands the lease to no one.
+      for (const router of [...routers].reverse()) {
+        if (running(router)) router.process.kill('SIGTERM');
+        await router.exited;
+      }
+      await nats?.stop();
       process.off('exit', orphaned);
     })());
   try {
@@ -318,5 +374,45 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
     throw error;
   }
   const workerProcesses = new Map(workers.map((w) => [w.name, w.process]));
-  return { address, workerIds, workerProcesses, logDir, credentials, stop, failed };
+  const routerProcesses = new Map(routers.map((r) => [r.name, r.process]));
+  return {
+    address,
+    addresses,
+    routerProcesses,
+    nats,
+    workerIds,
+    workerProcesses,
+    logDir,
+    credentials,
+    stop,
+    failed,
+  };
+}
+
+/** Resolves once the first router has written to the stream (or rejects when it exited). */
+async function waitForLog(location: string, router: Member): Promise<void> {
+  const deadline = Date.now() + 60_000;
+  while ((await lastSeqOf(location)) === 0) {
+    if (!running(router)) {
+      throw new LocalClusterError(`${router.name} exited; see ${router.logFile}`);
+    }
+    if (Date.now() > deadline) {
+      throw new LocalClusterError(`${router.name} wrote nothing to ${location} within 60 s`);
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+/** Resolves when two of the three NATS nodes have exited. */
+function natsMajorityLost(nats: NatsCluster): Promise<string> {
+  let exited = 0;
+  return new Promise((done) => {
+    for (const node of nats.nodes) {
+      void node.exited.then(() => {
+        exited += 1;
+        if (exited === 2)
+          done(`two of the three NATS nodes exited; see ${node.storeDir}/../nats.log`);
+      });
+    }
+  });
 }

@@ -26,6 +26,16 @@ export interface NatsClusterOptions {
   readonly clusterPorts?: readonly number[];
   /** The cluster's name (default: `readie-` and a random suffix). */
   readonly name?: string;
+  /**
+   * Each node in its own process group (`readie up`: a Ctrl-C at the terminal reaches only the
+   * parent, which stops the nodes last, after the routers). Default false.
+   */
+  readonly detached?: boolean;
+  /**
+   * Nodes do not tell clients the other nodes' addresses (`no_advertise`): a client stays on the
+   * servers it was given (a test that cuts one client off through a proxy). Default false.
+   */
+  readonly noAdvertise?: boolean;
 }
 
 /** One running node. */
@@ -109,13 +119,17 @@ export async function startNatsCluster(options: NatsClusterOptions): Promise<Nat
         `  name: "${name}"`,
         `  listen: "127.0.0.1:${clusterPort}"`,
         `  routes: [${routes.filter((_, i) => i !== index).join(', ')}]`,
+        ...(options.noAdvertise ? ['  no_advertise: true'] : []),
         `}`,
         '',
       ].join('\n'),
       { mode: 0o600 },
     );
     const fd = openSync(join(nodeDir, 'nats.log'), 'a', 0o600);
-    const child = spawn(binary, ['-c', configFile], { stdio: ['ignore', fd, fd] });
+    const child = spawn(binary, ['-c', configFile], {
+      stdio: ['ignore', fd, fd],
+      detached: options.detached ?? false,
+    });
     closeSync(fd);
     const exited = new Promise<number | null>((done) => child.on('exit', (code) => done(code)));
     const node: NatsNode = {

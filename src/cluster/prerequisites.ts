@@ -4,6 +4,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { natsServerAvailable } from './nats-cluster.js';
 
 /** One missing prerequisite and how to get it. */
 export interface Missing {
@@ -30,12 +31,24 @@ const APT_PACKAGES: Readonly<Record<string, string>> = {
   seccomp: 'python3-seccomp',
 };
 
+/** What else the local cluster needs besides Python. */
+export interface HostNeeds {
+  /** The `nats-server` binary, when the log is on JetStream. */
+  readonly natsServer?: string;
+}
+
 /**
  * Checks the host for the Python modules the workers' executor (cloudpickle, seccomp) and the
- * Python client need.
+ * Python client need, and for `nats-server` when asked.
  */
-export function checkHost(python: string): HostCheck {
+export function checkHost(python: string, needs: HostNeeds = {}): HostCheck {
   const missing: Missing[] = [];
+  if (needs.natsServer !== undefined && !natsServerAvailable(needs.natsServer)) {
+    missing.push({
+      what: `nats-server (${needs.natsServer}) for the JetStream log`,
+      install: 'apt-get install -y nats-server',
+    });
+  }
   if (!existsSync(python)) {
     missing.push({ what: `Python at ${python}`, install: 'apt-get install -y python3' });
     return { missing, numpy: false };

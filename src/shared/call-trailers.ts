@@ -14,6 +14,8 @@
 export const NOT_STARTED_TRAILER = 'readie-not-started';
 /** The trailer of a standby router's refusal: the address of the router that leads. */
 export const LEADER_TRAILER = 'readie-leader';
+/** The trailer that marks a standby router's refusal (`1`), whether or not a router leads. */
+export const STANDBY_TRAILER = 'readie-standby';
 /** The trailer of a call whose function ran and was killed; its value says why. */
 export const KILLED_TRAILER = 'readie-killed';
 /** The memory budget, in bytes, of a call killed for exceeding it. */

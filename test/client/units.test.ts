@@ -10,6 +10,7 @@ import {
 } from '../../src/client/call-info.js';
 import { MAX_CHUNK_BYTES, chunksOf } from '../../src/shared/chunks.js';
 import { resolveConnection, callMetadata } from '../../src/client/connection.js';
+import { RouterList, unsentRefusal } from '../../src/client/router-list.js';
 import {
   ConfigurationError,
   errorFromStatus,
@@ -275,11 +276,65 @@ describe('TypeScript client parts', () => {
     });
   });
 
+  describe('router lists', () => {
+    const refusal = (details: string, trailers: Record<string, string> = {}) =>
+      errorFromStatus(Status.UNAVAILABLE, details, { address: 'a:1', trailers });
+
+    it('moves to the leader a standby names when listed, else to the next address', () => {
+      const made: string[] = [];
+      const list = new RouterList(['a:1', 'b:2', 'c:3'], (address) => made.push(address));
+      expect(list.current.address).to.equal('a:1');
+      expect(list.moveFrom('a:1', 'c:3').address).to.equal('c:3');
+      expect(list.current.address, 'later calls start at the leader').to.equal('c:3');
+      expect(list.moveFrom('c:3', 'elsewhere:9').address, 'an unlisted leader').to.equal('a:1');
+      expect(list.moveFrom('a:1', 'a:1').address, 'itself named').to.equal('b:2');
+      expect(made, 'stubs made once per address, on first use').to.deep.equal([
+        'a:1',
+        'c:3',
+        'b:2',
+      ]);
+      expect(() => new RouterList([], () => 0)).to.throw(RangeError);
+    });
+
+    it('waits only after a full pass over the list', () => {
+      const list = new RouterList(['a:1', 'b:2'], () => 0);
+      const waits = [0, 1, 2, 3].map((move) => list.waitBefore(move, () => 0.999));
+      expect(waits[0]).to.equal(0);
+      expect(waits[2]).to.equal(0);
+      expect(waits[1]).to.be.above(0);
+      expect(waits[3]).to.be.above(waits[1] as number);
+      expect(new RouterList(['n:1'], () => 0).waitBefore(0, () => 0)).to.be.above(0);
+    });
+
+    it('tells a refusal before anything was sent from a call that may have started', () => {
+      const standby = refusal('this router is a standby', {
+        'readie-not-started': '1',
+        'readie-standby': '1',
+      });
+      expect(standby.standby).to.equal(true);
+      expect(unsentRefusal(standby)).to.equal('standby');
+      const named = refusal('standby', { 'readie-not-started': '1', 'readie-leader': 'b:2' });
+      expect(named.leader).to.equal('b:2');
+      expect(unsentRefusal(named)).to.equal('standby');
+      expect(unsentRefusal(refusal('connect ECONNREFUSED 127.0.0.1:1'))).to.equal('unreachable');
+      expect(unsentRefusal(refusal('No connection established. Last error: x'))).to.equal(
+        'unreachable',
+      );
+      // A worker's refusal before the function is not a standby's: it does not move routers.
+      expect(unsentRefusal(refusal('worker unreachable', { 'readie-not-started': '1' }))).to.equal(
+        undefined,
+      );
+      expect(unsentRefusal(refusal('read ECONNRESET')), 'may have started').to.equal(undefined);
+      expect(unsentRefusal(errorFromStatus(Status.INTERNAL, 'x'))).to.equal(undefined);
+    });
+  });
+
   describe('connection settings', () => {
     it('reads the environment; options win', () => {
       const env = { READIE_ADDRESS: 'router:443', READIE_AUTH_TOKEN: 't', READIE_INSECURE: '' };
       expect(resolveConnection({ env })).to.deep.equal({
         address: 'router:443',
+        addresses: ['router:443'],
         insecure: false,
         rootCerts: undefined,
         token: 't',
@@ -294,6 +349,18 @@ describe('TypeScript client parts', () => {
       expect(
         resolveConnection({ env: { READIE_ADDRESS: 'a:1', READIE_INSECURE: 'yes' } }).insecure,
       ).to.equal(true);
+      // A list of routers: comma-separated, blanks and repeats dropped, the first one named.
+      expect(resolveConnection({ env: { READIE_ADDRESS: ' a:1, b:2,,a:1 ' } })).to.deep.include({
+        address: 'a:1',
+        addresses: ['a:1', 'b:2'],
+      });
+      expect(resolveConnection({ env, address: ['c:3', 'd:4'] }).addresses).to.deep.equal([
+        'c:3',
+        'd:4',
+      ]);
+      expect(() => resolveConnection({ env: { READIE_ADDRESS: ' , ' } })).to.throw(
+        /no cluster address/,
+      );
       expect(callMetadata(resolveConnection({ env })).get('authorization')).to.deep.equal([
         'Bearer t',
       ]);

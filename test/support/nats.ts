@@ -7,7 +7,11 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startNatsCluster, type NatsCluster } from '../../src/cluster/nats-cluster.js';
+import {
+  startNatsCluster,
+  type NatsCluster,
+  type NatsClusterOptions,
+} from '../../src/cluster/nats-cluster.js';
 
 /** The suite's cluster, started by `useNatsCluster`'s before hook. */
 export interface SuiteCluster {
@@ -17,14 +21,17 @@ export interface SuiteCluster {
 }
 
 /** Starts a cluster before the suite and stops it after; returns a handle filled in by then. */
-export function useNatsCluster(nodes = 3): SuiteCluster {
+export function useNatsCluster(
+  nodes = 3,
+  options: Omit<NatsClusterOptions, 'dir' | 'nodes'> = {},
+): SuiteCluster {
   let cluster: NatsCluster | undefined;
   let dir: string | undefined;
   let count = 0;
   before(async function () {
     this.timeout(60_000);
     dir = mkdtempSync(join(tmpdir(), 'readie-nats-'));
-    cluster = await startNatsCluster({ dir, nodes });
+    cluster = await startNatsCluster({ ...options, dir, nodes });
   });
   after(async () => {
     await cluster?.stop();

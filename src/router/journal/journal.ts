@@ -83,7 +83,17 @@ export class Journal {
   }
 
   private fail(error: Error): void {
-    if (this.failure) return;
+    if (this.failure) {
+      // An append still in flight when the router stopped (a partition cut it off mid-append):
+      // its refusal (the fence: another router appended) is worth a line; nothing of it is kept.
+      if (error !== this.failure) {
+        this.logger.warn(
+          { err: error },
+          'event log refused an append made before the router stopped',
+        );
+      }
+      return;
+    }
     this.failure = error;
     this.logger.fatal({ err: error }, 'event log append failed: the router stops serving');
     this.onFailure(error);

@@ -1,6 +1,6 @@
 /**
  * A standby router refuses every call but health checks before anything runs: `UNAVAILABLE`,
- * marked not started (a client may retry it elsewhere) and naming the leader's address in
+ * marked not started (a client may retry it elsewhere) and standby (`readie-standby: 1`), naming the leader's address in
  * `readie-leader` when it knows it, so workers report there and clients move on.
  */
 import {
@@ -11,7 +11,11 @@ import {
   status,
   type ServerInterceptor,
 } from '@grpc/grpc-js';
-import { LEADER_TRAILER, NOT_STARTED_TRAILER } from '../../shared/call-trailers.js';
+import {
+  LEADER_TRAILER,
+  NOT_STARTED_TRAILER,
+  STANDBY_TRAILER,
+} from '../../shared/call-trailers.js';
 
 /** What the interceptor asks the router. */
 export interface StandbyGate {
@@ -37,6 +41,7 @@ export function standbyRefusal(gate: StandbyGate): StandbyRefusal {
         : `this router is a standby: the leader is ${leader}`,
     trailers: {
       [NOT_STARTED_TRAILER]: '1',
+      [STANDBY_TRAILER]: '1',
       ...(leader === undefined ? {} : { [LEADER_TRAILER]: leader }),
     },
   };

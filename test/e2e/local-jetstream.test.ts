@@ -1,0 +1,192 @@
+/**
+ * `readie up --log jetstream` as a user runs it: three real nats-server nodes, a leading and a
+ * standby router and real workers, all child processes; a call through the printed address list,
+ * then the leader SIGKILLed and calls (and a session's state) served by the standby.
+ */
+import { expect } from 'chai';
+import { execSync, spawnSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { ReadieClient } from '../../src/client/index.js';
+import { fold } from '../../src/projections/index.js';
+import type { ClusterEvent } from '../../src/events/index.js';
+import { openEventLog } from '../../src/events/index.js';
+import { freePort } from '../support/e2e-cluster.js';
+import { runReadie } from '../support/processes.js';
+import { tempDir } from '../support/temp.js';
+
+const SOURCE = 'def add(x):\n    return x + 1\n';
+
+async function readAll(location: string): Promise<ClusterEvent[]> {
+  const log = await openEventLog(location, { readOnly: true });
+  try {
+    const events: ClusterEvent[] = [];
+    for await (const event of log.read()) events.push(event);
+    return events;
+  } finally {
+    await log.close();
+  }
+}
+
+/** The pids of this state dir's processes whose command line matches `pattern`. */
+function pidsOf(stateDir: string, pattern: string): number[] {
+  return execSync('ps -eo pid,args')
+    .toString()
+    .split('\n')
+    .filter((line) => line.includes(stateDir) && line.includes(pattern))
+    .map((line) => Number(line.trim().split(/\s+/)[0]));
+}
+
+describe('readie up --log jetstream (real NATS cluster, two routers, real workers)', function () {
+  this.timeout(240_000);
+
+  it('serves calls through both addresses, through the standby once the leader is killed, and again after a restart', async () => {
+    const stateDir = tempDir('readie-up-js-');
+    const port = await freePort();
+    const up = runReadie(
+      ['up', '--log', 'jetstream', '--state-dir', stateDir, '--port', String(port)],
+      { LEADER_LEASE: '2s', PROBE_INTERVAL: '1s' },
+      { detached: true },
+    );
+    let client: ReadieClient | undefined;
+    try {
+      await up.waitFor(/^readie: Ctrl-C stops the cluster/, 180_000);
+      const cluster = up.lines.find((line) => line.startsWith('readie: local cluster up:'));
+      expect(cluster).to.match(
+        new RegExp(
+          `routers 127\\.0\\.0\\.1:${port} \\(leads\\), 127\\.0\\.0\\.1:${port + 1} \\(stands by\\), log on NATS nats://.*/readie, workers worker-1, worker-2`,
+        ),
+      );
+      const location = /log on NATS (\S+),/.exec(cluster as string)?.[1] as string;
+      const exports = Object.fromEntries(
+        up.lines
+          .filter((line) => line.startsWith('export '))
+          .map((line) => /^export ([A-Z_]+)=(.*)$/.exec(line)!.slice(1, 3) as [string, string]),
+      );
+      expect(exports.READIE_ADDRESS).to.equal(`127.0.0.1:${port},127.0.0.1:${port + 1}`);
+      for (const node of [1, 2, 3]) {
+        expect(
+          existsSync(join(stateDir, 'nats', `node-${node}`, 'store')),
+          `node ${node}`,
+        ).to.equal(true);
+      }
+      client = new ReadieClient({
+        env: { ...exports, READIE_INSECURE: '1' },
+      });
+      expect(await client.call({ module: 'math', function: 'hypot', args: [3, 4] })).to.equal(5);
+      const session = client.session();
+      expect(await session.call({ source: SOURCE, function: 'add', args: [1] })).to.equal(2);
+      const container = session.lastCall?.containerId;
+      expect(container, 'the session has a container').to.be.a('string').and.not.equal('');
+
+      const [leader] = pidsOf(stateDir, '--router-id router-a');
+      expect(leader, 'the leading router').to.be.a('number');
+      process.kill(leader as number, 'SIGKILL');
+      const killedAt = Date.now();
+      // A call sent on the dead router's connection before the client saw it close may have
+      // reached it (ECONNRESET): that one is the caller's. Calls after the close move on.
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(await client.call({ module: 'math', function: 'hypot', args: [6, 8] })).to.equal(10);
+      const failover = Date.now() - killedAt;
+      // The session's container survived the takeover.
+      expect(await session.call({ source: SOURCE, function: 'add', args: [2] })).to.equal(3);
+      expect(session.lastCall?.containerId, 'the session kept its container').to.equal(container);
+      const events = await readAll(location);
+      const starts = events.filter((e) => e.type === 'RouterStarted');
+      expect(starts.map((e) => [e.routerId, e.takeoverFrom])).to.deep.include([
+        'router-b',
+        'router-a',
+      ]);
+      expect(
+        fold(events).sessions.get(session.id)?.pin,
+        'the session is still pinned',
+      ).to.not.equal(undefined);
+      expect(failover, 'ms from the kill to a call served').to.be.below(20_000);
+      expect(up.process.exitCode, 'readie up carries on with one router').to.equal(null);
+      const verify = spawnSync(
+        process.execPath,
+        [join(process.cwd(), 'bin', 'replay.js'), 'verify', location],
+        { encoding: 'utf8' },
+      );
+      expect(verify.status, verify.stdout + verify.stderr).to.equal(0);
+      expect(readFileSync(join(stateDir, 'logs', 'router-b.log'), 'utf8')).to.contain(
+        'took the lead',
+      );
+
+      process.kill(-up.process.pid!, 'SIGINT');
+      const { code } = await up.exited;
+      expect(code, up.stderr()).to.equal(0);
+      expect(up.lines.at(-1)).to.equal('readie: stopped; the event log is flushed.');
+      expect(pidsOf(stateDir, 'nats-server'), 'NATS stopped too').to.deep.equal([]);
+      expect(pidsOf(stateDir, 'bin/readie.js'), 'nothing left running').to.deep.equal([]);
+
+      // The next run finds its NATS cluster and stream again: the same location, the log goes on.
+      const firstRun = events.length;
+      client.close();
+      const again = runReadie(
+        ['up', '--log', 'jetstream', '--state-dir', stateDir, '--port', String(port)],
+        { LEADER_LEASE: '2s', PROBE_INTERVAL: '1s' },
+        { detached: true },
+      );
+      try {
+        await again.waitFor(/^readie: Ctrl-C stops the cluster/, 180_000);
+        expect(again.lines.join('\n')).to.contain(`log on NATS ${location}`);
+        // Every run makes new credentials: the client takes this run's token.
+        const token = again.lines.find((line) => line.startsWith('export READIE_AUTH_TOKEN='));
+        client = new ReadieClient({
+          address: exports.READIE_ADDRESS,
+          insecure: true,
+          token: token?.split('=')[1],
+        });
+        expect(await client.call({ module: 'math', function: 'hypot', args: [5, 12] })).to.equal(
+          13,
+        );
+        const later = await readAll(location);
+        expect(later.length).to.be.above(firstRun);
+        expect(later.slice(0, firstRun).map((e) => e.seq)).to.deep.equal(events.map((e) => e.seq));
+        process.kill(-again.process.pid!, 'SIGINT');
+        expect((await again.exited).code, again.stderr()).to.equal(0);
+      } finally {
+        if (again.process.exitCode === null) process.kill(-again.process.pid!, 'SIGKILL');
+      }
+    } finally {
+      client?.close();
+      if (up.process.exitCode === null) process.kill(-up.process.pid!, 'SIGKILL');
+      for (const pid of pidsOf(stateDir, '')) {
+        try {
+          process.kill(pid, 'SIGKILL');
+        } catch {
+          // Gone already.
+        }
+      }
+    }
+  });
+
+  it('refuses to start without nats-server, naming the command that installs it', async () => {
+    const stateDir = tempDir('readie-up-js-');
+    const up = runReadie([
+      'up',
+      '--log',
+      'jetstream',
+      '--nats-server',
+      join(stateDir, 'no-nats-server'),
+      '--state-dir',
+      stateDir,
+      '--port',
+      String(await freePort()),
+    ]);
+    const { code } = await up.exited;
+    expect(code).to.equal(1);
+    expect(up.stderr()).to.contain('nats-server');
+    expect(up.stderr()).to.contain('apt-get install -y nats-server');
+    expect(existsSync(join(stateDir, 'nats'))).to.equal(false);
+    expect(existsSync(join(stateDir, 'logs'))).to.equal(false);
+  });
+
+  it('refuses an unknown --log backend', async () => {
+    const up = runReadie(['up', '--log', 'etcd', '--state-dir', tempDir('readie-up-js-')]);
+    const { code } = await up.exited;
+    expect(code).to.equal(1);
+    expect(up.stderr()).to.contain('--log etcd: expected lmdb or jetstream');
+  });
+});
