@@ -238,50 +238,60 @@ describe('end to end: fan-out (fn.map, fn.spawn) on a real cluster', function ()
       env: env(),
       stdio: ['ignore', 'pipe', 'pipe'],
     });
+    // A failure below must not leave the client running its map (mocha would wait for it).
+    const leftover = () =>
+      client.exitCode === null && client.signalCode === null && client.kill('SIGKILL');
     let stdout = '';
     let stderr = '';
     client.stdout.on('data', (data: Buffer) => (stdout += data.toString()));
     client.stderr.on('data', (data: Buffer) => (stderr += data.toString()));
-    await once(createInterface({ input: client.stdout }), 'line');
-    // Running: placed, and their containers busy (a call that prints nothing is bound only when
-    // it answers, so the log has no CallBound yet).
-    const busy = () =>
-      ofType(since(before), 'ContainerStateChanged').filter((event) => event.state === 'busy');
-    await eventually(
-      () => ofType(since(before), 'CallPlaced').length >= 4 && busy().length >= 4,
-      'the four calls to start',
-      60_000,
-    );
-    const placed = ofType(since(before), 'CallPlaced');
-    const containers = new Set(busy().map((event) => event.containerId));
-    const exited = once(client, 'exit');
-    client.kill('SIGINT');
-    const [code] = (await exited) as [number | null];
-    expect(code, stderr).to.equal(0);
-    const answer = JSON.parse(stdout.trim().split('\n').at(-1) ?? '{}') as Record<string, unknown>;
-    expect(answer).to.deep.equal({
-      interrupted: true,
-      message: 'the map of nap was stopped: 0 of 8 inputs completed, 4 calls in flight cancelled',
-    });
-    expect(stderr).to.include('[readie] the map of nap was stopped');
-    await eventually(
-      () =>
-        placed.every((call) =>
-          ofType(since(before), 'CallFinished').some(
-            (event) => event.requestId === call.requestId && event.code === 'CANCELLED',
+    try {
+      await once(createInterface({ input: client.stdout }), 'line');
+      // Running: placed, and their containers busy (a call that prints nothing is bound only when
+      // it answers, so the log has no CallBound yet).
+      const busy = () =>
+        ofType(since(before), 'ContainerStateChanged').filter((event) => event.state === 'busy');
+      await eventually(
+        () => ofType(since(before), 'CallPlaced').length >= 4 && busy().length >= 4,
+        'the four calls to start',
+        60_000,
+      );
+      const placed = ofType(since(before), 'CallPlaced');
+      const containers = new Set(busy().map((event) => event.containerId));
+      const exited = once(client, 'exit');
+      client.kill('SIGINT');
+      const [code] = (await exited) as [number | null];
+      expect(code, stderr).to.equal(0);
+      const answer = JSON.parse(stdout.trim().split('\n').at(-1) ?? '{}') as Record<
+        string,
+        unknown
+      >;
+      expect(answer).to.deep.equal({
+        interrupted: true,
+        message: 'the map of nap was stopped: 0 of 8 inputs completed, 4 calls in flight cancelled',
+      });
+      expect(stderr).to.include('[readie] the map of nap was stopped');
+      await eventually(
+        () =>
+          placed.every((call) =>
+            ofType(since(before), 'CallFinished').some(
+              (event) => event.requestId === call.requestId && event.code === 'CANCELLED',
+            ),
           ),
-        ),
-      'the router to cancel the four calls',
-      20_000,
-    );
-    // The workers stopped the work: every container of those calls is gone.
-    await eventually(
-      () =>
-        ofType(since(before), 'ContainerStateChanged').filter(
-          (event) => event.state === 'removed' && containers.has(event.containerId),
-        ).length === containers.size,
-      'the cancelled calls containers to be removed',
-      30_000,
-    );
+        'the router to cancel the four calls',
+        20_000,
+      );
+      // The workers stopped the work: every container of those calls is gone.
+      await eventually(
+        () =>
+          ofType(since(before), 'ContainerStateChanged').filter(
+            (event) => event.state === 'removed' && containers.has(event.containerId),
+          ).length === containers.size,
+        'the cancelled calls containers to be removed',
+        30_000,
+      );
+    } finally {
+      leftover();
+    }
   });
 });
