@@ -98,6 +98,7 @@ async function up(options: UpOptions): Promise<number> {
     signal: first.signal,
     log,
     natsServer: options.natsServer,
+    onRouterLost: (message) => say(`readie: ${message}`),
   });
   const routers = jetstream
     ? `routers ${cluster.addresses.join(' (leads), ')} (stands by), log on NATS ${cluster.logDir}`

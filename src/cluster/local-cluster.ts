@@ -63,6 +63,11 @@ export interface LocalClusterOptions {
   readonly env?: Readonly<Record<string, string>>;
   /** Aborting it while the workers register stops the cluster and rejects. */
   readonly signal?: AbortSignal;
+  /**
+   * Told when a router exits while another still runs (the cluster carries on: a standby takes
+   * over); never while stopping.
+   */
+  readonly onRouterLost?: (message: string) => void;
 }
 
 /** A started local cluster. */
@@ -331,6 +336,19 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
   let stopping = false;
   const unlessStopping = (why: string) =>
     stopping ? new Promise<string>(() => undefined) : Promise.resolve(why);
+  if (routers.length > 1) {
+    for (const router of routers) {
+      void router.exited.then((code) => {
+        const left = routers.filter(running);
+        if (stopping || left.length === 0) return;
+        const how =
+          code === null ? `signal ${router.process.signalCode ?? 'unknown'}` : `code ${code}`;
+        options.onRouterLost?.(
+          `${router.name} exited (${how}; see ${router.logFile}); ${left.map((r) => r.name).join(', ')} carries on (a standby takes the lead within LEADER_LEASE)`,
+        );
+      });
+    }
+  }
   const failed = Promise.race([
     // Any worker that exits, and the last router (with a standby, one router's death is survived).
     ...workers.map((member) =>

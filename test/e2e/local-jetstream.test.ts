@@ -103,6 +103,10 @@ describe('readie up --log jetstream (real NATS cluster, two routers, real worker
       ).to.not.equal(undefined);
       expect(failover, 'ms from the kill to a call served').to.be.below(20_000);
       expect(up.process.exitCode, 'readie up carries on with one router').to.equal(null);
+      await up.waitFor(
+        /^readie: router-a exited \(signal SIGKILL; see .*router-a\.log\); router-b carries on/,
+        10_000,
+      );
       const verify = spawnSync(
         process.execPath,
         [join(process.cwd(), 'bin', 'replay.js'), 'verify', location],
