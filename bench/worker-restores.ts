@@ -22,8 +22,8 @@ import {
 } from '../test/support/worker-harness.js';
 import { collectGarbage, median, percentile, ratio } from './support.js';
 
-const ROUNDS = 30;
-const HEAVY_ROUNDS = 11;
+const ROUNDS = 15;
+const HEAVY_ROUNDS = 7;
 const MiB = 1024 * 1024;
 const GiB = 1024 * MiB;
 
@@ -134,13 +134,13 @@ async function containerBytes(
 /** Runs the restore benchmark against workers registered with `router`. */
 export async function restores(router: ScriptedRouter) {
   const dumps: Dump[] = [];
-  const start = (backend: 'template' | 'criu', standby: string, log?: Logger, spares = true) =>
+  const start = (backend: 'template' | 'criu', standby: string, log?: Logger) =>
     startHarness({
       router,
       catalogue: CATALOGUE,
       ...(log ? { log } : {}),
       flags: { maxContainers: '0', restoreBackend: backend, standby },
-      tuning: { templateBuildTimeoutMs: 300_000, criuSpareRestorers: spares },
+      tuning: { templateBuildTimeoutMs: 300_000 },
     });
   const harnesses: Harness[] = [];
   try {
@@ -155,9 +155,6 @@ export async function restores(router: ScriptedRouter) {
     }
     const criuOnDemand = await start('criu', '0', dumpLog(dumps));
     harnesses.push(criuOnDemand);
-    // The baseline of the launcher's spare restorers: each restorer forked when its call comes.
-    const criuNoSpares = await start('criu', '0', undefined, false);
-    harnesses.push(criuNoSpares);
 
     // Warm every path once, then alternate: this machine's speed drifts.
     const paths = {
@@ -166,7 +163,6 @@ export async function restores(router: ScriptedRouter) {
       templateOnDemand: () => firstCall(templateOnDemand, 'ckpt-numpy', NUMPY_CALL, 45),
       criuFromStandby: () => firstCall(criuStandby, 'ckpt-numpy', NUMPY_CALL, 45),
       criuOnDemand: () => firstCall(criuOnDemand, 'ckpt-numpy', NUMPY_CALL, 45),
-      criuOnDemandNoSpares: () => firstCall(criuNoSpares, 'ckpt-numpy', NUMPY_CALL, 45),
     };
     const times = Object.fromEntries(Object.keys(paths).map((name) => [name, [] as number[]]));
     for (const path of Object.values(paths)) await path();
@@ -184,7 +180,6 @@ export async function restores(router: ScriptedRouter) {
 
     // The heavy checkpoint, built on demand on the two on-demand workers (nothing on standby).
     await criuOnDemand.worker.buildCheckpoint(HEAVY);
-    await criuNoSpares.worker.buildCheckpoint(HEAVY);
     await templateOnDemand.worker.buildCheckpoint(HEAVY);
     const expected = envelopeOf(
       await execute(criuOnDemand.client, header({ memory: GiB }), HEAVY_COLD_CALL),
@@ -193,14 +188,8 @@ export async function restores(router: ScriptedRouter) {
       cold: () => firstCall(criuOnDemand, '', HEAVY_COLD_CALL, expected, GiB),
       template: () => firstCall(templateOnDemand, 'ckpt-heavy', HEAVY_RESTORED_CALL, expected, GiB),
       criu: () => firstCall(criuOnDemand, 'ckpt-heavy', HEAVY_RESTORED_CALL, expected, GiB),
-      criuNoSpares: () => firstCall(criuNoSpares, 'ckpt-heavy', HEAVY_RESTORED_CALL, expected, GiB),
     };
-    const heavyTimes = {
-      cold: [] as number[],
-      template: [] as number[],
-      criu: [] as number[],
-      criuNoSpares: [] as number[],
-    };
+    const heavyTimes = { cold: [] as number[], template: [] as number[], criu: [] as number[] };
     for (const path of Object.values(heavyPaths)) await path();
     for (let i = 0; i < HEAVY_ROUNDS; i += 1) {
       for (const [name, path] of Object.entries(heavyPaths)) {
@@ -215,9 +204,7 @@ export async function restores(router: ScriptedRouter) {
       coldStart: spread(heavyTimes.cold),
       templateOnDemand: spread(heavyTimes.template),
       criuOnDemand: spread(heavyTimes.criu),
-      criuOnDemandNoSpares: spread(heavyTimes.criuNoSpares),
       coldOverCriu: ratio(heavyP50('cold'), heavyP50('criu')),
-      coldOverCriuNoSpares: ratio(heavyP50('cold'), heavyP50('criuNoSpares')),
       coldOverTemplate: ratio(heavyP50('cold'), heavyP50('template')),
       residentBytes: {
         template: await templateOnDemand.worker.backend!.residentBytes('ckpt-heavy'),
@@ -249,14 +236,12 @@ export async function restores(router: ScriptedRouter) {
           backend: criuStandby.worker.backend?.description,
           fromStandby: spread(times['criuFromStandby']!),
           onDemand: spread(times['criuOnDemand']!),
-          onDemandNoSpares: spread(times['criuOnDemandNoSpares']!),
         },
         coldOverTemplateFromStandby: coldOver('templateFromStandby'),
         coldOverTemplateOnDemand: coldOver('templateOnDemand'),
         coldOverCriuFromStandby: coldOver('criuFromStandby'),
         coldOverCriuOnDemand: coldOver('criuOnDemand'),
-        coldOverCriuOnDemandNoSpares: coldOver('criuOnDemandNoSpares'),
-        note: "fromStandby: the default --standby 1, the container restored before the timer started; onDemand: --standby 0, the fork or criu restore inside the timed call; onDemandNoSpares: the launcher's baseline without spare restorers (each restorer forked, and a lazy image's page server started, when the call comes)",
+        note: 'fromStandby: the default --standby 1, the container restored before the timer started; onDemand: --standby 0, the fork or criu restore inside the timed call',
         targets: {
           criuAtLeast4x: 'cold start / criu restore >= 4, checked on demand and from a standby',
           criuMetOnDemand: p50('cold') / p50('criuOnDemand') >= 4,

@@ -39,8 +39,6 @@ export interface BackendSelectionOptions {
   readonly rebuildDelayMs: number;
   /** Deadline of the whole CRIU probe (check, dump, restore, HELLO). */
   readonly probeTimeoutMs: number;
-  /** Whether the CRIU launcher keeps spare restorers (CriuBackendOptions.spareRestorers). */
-  readonly spareRestorers?: boolean;
 }
 
 /** The probe's verdict: the criu found and its version, or why it cannot be used. */
@@ -112,8 +110,6 @@ export async function probeCriu(options: BackendSelectionOptions): Promise<CriuP
     rebuildDelayMs: options.rebuildDelayMs,
     reuse: false,
     lazyPagesFrom: null,
-    // It restores once.
-    spareRestorers: false,
   });
   const pool = new ContainerPool({
     workerId: options.workerId,
@@ -198,7 +194,6 @@ export async function selectBackend(
       rebuildDelayMs: options.rebuildDelayMs,
       reuse: true,
       lazyPagesFrom: probe.lazyPages ? LAZY_PAGES_FROM : null,
-      spareRestorers: options.spareRestorers ?? true,
     });
   }
   if (choice === 'criu') {

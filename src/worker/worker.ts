@@ -88,11 +88,6 @@ export interface WorkerTuning {
    * setting.
    */
   readonly sandboxHardening: boolean;
-  /**
-   * False makes the CRIU launcher fork each restorer when its call comes instead of keeping a
-   * spare one readied per image: the benchmark's baseline, never a product setting.
-   */
-  readonly criuSpareRestorers: boolean;
 }
 
 /** The wire's residency states by name. */
@@ -114,7 +109,6 @@ const DEFAULT_TUNING: WorkerTuning = {
   criuProbeTimeoutMs: 30_000,
   sandboxSelfTest: true,
   sandboxHardening: true,
-  criuSpareRestorers: true,
 };
 
 /** The uid of every container on the unhardened benchmark path: nobody. */
@@ -332,7 +326,6 @@ export class Worker {
       buildTimeoutMs: tuning.templateBuildTimeoutMs,
       rebuildDelayMs: tuning.checkpointRebuildDelayMs,
       probeTimeoutMs: tuning.criuProbeTimeoutMs,
-      spareRestorers: tuning.criuSpareRestorers,
     });
     if ('problem' in backend) return backend;
     this.restoreBackend = backend;

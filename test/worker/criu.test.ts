@@ -296,9 +296,6 @@ describe('the CRIU restore backend', function () {
         tuning: { checkpointRebuildDelayMs: 100 },
       });
       try {
-        // A first restore readies the launcher's spare restorer for this dump; once the image
-        // is dumped again that spare (which read the old dump's record) must never be used.
-        expect((await draw(harness)).result.ids!.checkpointId).to.equal('ckpt-numpy');
         const dir = join(stateDir, 'state', 'checkpoints', imageDirName('ckpt-numpy'));
         const pages = readdirSync(dir).find((name) => name.startsWith('pages-'))!;
         chmodSync(join(dir, pages), 0o600);

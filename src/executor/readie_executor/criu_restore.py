@@ -14,8 +14,8 @@ server fail before serving all of it.
 
 The launcher keeps one spare R per image, forked after the previous one was taken: it has read
 the image's seed.json, opened its watch on the worker and (for a lazy image) started its page
-server in a work directory of its own beside the image, asked for the image's pages to be in the
-page cache, and it waits for its spec on a pipe. A restore then starts at `criu restore`. A spare whose image was dumped again is never used (the
+server in a work directory of its own beside the image, and it waits for its spec on a pipe. A
+restore then starts at `criu restore`. A spare whose image was dumped again is never used (the
 launcher keys spares by the image's seed digest) and exits; so does every spare once the
 launcher's stdin closes.
 """
@@ -103,23 +103,6 @@ def _lazy_dir(images):
     return tempfile.mkdtemp(prefix=os.path.basename(images) + "+lazy-", dir=os.path.dirname(images))
 
 
-def _keep_cached(images):
-    """Asks the kernel to bring the image's memory pages back into the page cache if they left it
-    (a large image may have, between restores): the next restore then reads them from memory."""
-    for name in os.listdir(images):
-        if name.startswith("pages-"):
-            try:
-                fd = os.open(os.path.join(images, name), os.O_RDONLY | os.O_CLOEXEC)
-            except OSError:
-                continue
-            try:
-                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_WILLNEED)
-            except OSError:
-                pass
-            finally:
-                os.close(fd)
-
-
 def spare(images, lazy, criu, worker_pid, command_fd):
     """A spare process R: readies a restore of `images`, then waits for its spec on `command_fd`
     and restores it; exits once that pipe closes without one. Never returns."""
@@ -128,7 +111,6 @@ def spare(images, lazy, criu, worker_pid, command_fd):
         prepared = _Prepared(images, lazy, criu, worker_pid, _lazy_dir(images) if lazy else None)
     except BaseException:  # noqa: BLE001 - the restore that takes it would fail: there is none yet
         os._exit(1)
-    _keep_cached(images)
     line = b""
     try:
         with os.fdopen(command_fd, "rb") as commands:
@@ -379,10 +361,9 @@ def _hand_to_spare(command_w, spec):
         os.close(command_w)
 
 
-def serve_launcher(criu, worker_pid, spares=True):
+def serve_launcher(criu, worker_pid):
     """The resident launcher: restores a container per `spawn` command on stdin, through the
-    spare R of its image (forking one if there is none), and forks the next spare (unless
-    `spares` is false: the benchmark's baseline); never returns."""
+    spare R of its image (forking one if there is none), and forks the next spare; never returns."""
     # Children are restorers; auto-reap them (each reports its container itself).
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)
     emit({"event": "ready", "checkpoint": "", "modules": [], "python": platform.python_version(), "importMs": 0, "pid": os.getpid()})
@@ -423,7 +404,7 @@ def serve_launcher(criu, worker_pid, spares=True):
                     restore(images, spec, criu, worker_pid)
                 finally:
                     os._exit(1)
-        if digest and spares:
+        if digest:
             command_w = _fork_spare(images, lazy, criu, worker_pid, [fd for _, fd in spares.values()])
             if command_w is not None:
                 spares[(images, lazy)] = (digest, command_w)

@@ -221,7 +221,6 @@ def main(argv):
     parser.add_argument("--criu-seed", metavar="IMAGES", help="build a CRIU checkpoint into IMAGES")
     parser.add_argument("--criu-launcher", action="store_true", help="restore containers from CRIU images")
     parser.add_argument("--criu", default="criu", help="the criu binary")
-    parser.add_argument("--criu-no-spares", action="store_true", help="fork each restorer when its restore comes")
     args = parser.parse_args(argv)
     modules = [m for m in args.modules.split(",") if m]
     sandbox.die_with_parent()
@@ -234,7 +233,7 @@ def main(argv):
     if args.criu_launcher:
         from . import criu_restore
 
-        criu_restore.serve_launcher(args.criu, args.worker_pid, spares=not args.criu_no_spares)
+        criu_restore.serve_launcher(args.criu, args.worker_pid)
     if args.once is not None:
         import_checkpoint([])
         spawn(json.loads(args.once))

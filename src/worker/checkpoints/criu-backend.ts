@@ -48,11 +48,6 @@ export interface CriuBackendOptions {
    * where the kernel cannot (no non-cooperative userfaultfd).
    */
   readonly lazyPagesFrom: number | null;
-  /**
-   * Keep a spare restorer per image, readied ahead (criu_restore.py), so that a restore on
-   * demand starts at `criu restore`; false forks each restorer when its call comes.
-   */
-  readonly spareRestorers: boolean;
 }
 
 /** The default size from which images restore lazily: below it, copying the pages is quicker. */
@@ -79,12 +74,7 @@ export class CriuBackend implements RestoreBackend {
 
   constructor(private readonly options: CriuBackendOptions) {
     this.description = `criu ${options.version}`;
-    this.launcher = new CriuLauncher(
-      this.launch,
-      options.criu,
-      options.buildTimeoutMs,
-      options.spareRestorers,
-    );
+    this.launcher = new CriuLauncher(this.launch, options.criu, options.buildTimeoutMs);
   }
 
   private get launch(): ZygoteLaunch {

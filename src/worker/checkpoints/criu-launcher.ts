@@ -32,7 +32,6 @@ export class CriuLauncher {
     private readonly launch: ZygoteLaunch,
     private readonly criu: string,
     private readonly startTimeoutMs: number,
-    private readonly spares: boolean,
   ) {}
 
   /** Starts the launcher now, so that the first restore does not wait for it. */
@@ -50,7 +49,7 @@ export class CriuLauncher {
     if (this.closed) return Promise.reject(new Error('the worker is shutting down'));
     const pending = (this.launcher ??= TemplateZygote.launch(
       this.launch,
-      ['--criu-launcher', '--criu', this.criu, ...(this.spares ? [] : ['--criu-no-spares'])],
+      ['--criu-launcher', '--criu', this.criu],
       { zygote: 'criu-launcher' },
       this.startTimeoutMs,
     ));
