@@ -11,23 +11,14 @@ criu_seed.py) reports `spawned` and enters its sandbox; R relays B's events to s
 `exited` when B ends, and kills B if the worker dies. A large image (`criuLazy`) restores lazily:
 R first starts `criu lazy-pages`, which serves B's memory on demand, and kills B should that
 server fail before serving all of it.
-
-The launcher keeps one spare R per image, forked after the previous one was taken: it has read
-the image's seed.json, opened its watch on the worker and (for a lazy image) started its page
-server in a work directory of its own beside the image, and it waits for its spec on a pipe. A
-restore then starts at `criu restore`. A spare whose image was dumped again is never used (the
-launcher keys spares by the image's seed digest) and exits; so does every spare once the
-launcher's stdin closes.
 """
 
 import json
 import os
 import platform
 import select
-import shutil
 import signal
 import sys
-import tempfile
 import time
 
 from . import sandbox
@@ -73,90 +64,32 @@ def _start_lazy_pages(criu, images, workdir):
     return pid
 
 
-class _Prepared:
-    """What R readies before it knows its container: the seed's record, the worker's pidfd and,
-    for a lazy image, its running page server and that server's work directory."""
-
-    def __init__(self, images, lazy, criu, worker_pid, lazy_dir):
-        self.lazy_pid = None
-        self.lazy_dir = lazy_dir
-        with open(os.path.join(images, "seed.json"), encoding="utf-8") as info:
-            self.seeded = json.load(info)
-        self.worker_fd = _pidfd(worker_pid)
-        if lazy:
-            # Outside the container's cgroup: its pages are charged to the container all the same
-            # (they are the restored process's), and the container's OOM kill never picks it.
-            self.lazy_pid = _start_lazy_pages(criu, images, lazy_dir)
-
-    def discard(self):
-        _kill(self.lazy_pid)
-        self.lazy_pid = None
-        self.remove_lazy_dir()
-
-    def remove_lazy_dir(self):
-        if self.lazy_dir is not None and "+lazy-" in os.path.basename(self.lazy_dir):
-            shutil.rmtree(self.lazy_dir, ignore_errors=True)
-
-
-def _lazy_dir(images):
-    # Beside the image ('+' marks it as no image: a worker's start removes such leftovers).
-    return tempfile.mkdtemp(prefix=os.path.basename(images) + "+lazy-", dir=os.path.dirname(images))
-
-
-def spare(images, lazy, criu, worker_pid, command_fd):
-    """A spare process R: readies a restore of `images`, then waits for its spec on `command_fd`
-    and restores it; exits once that pipe closes without one. Never returns."""
-    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-    try:
-        prepared = _Prepared(images, lazy, criu, worker_pid, _lazy_dir(images) if lazy else None)
-    except BaseException:  # noqa: BLE001 - the restore that takes it would fail: there is none yet
-        os._exit(1)
-    line = b""
-    try:
-        with os.fdopen(command_fd, "rb") as commands:
-            line = commands.readline()
-        spec = json.loads(line)
-    except BaseException:  # noqa: BLE001 - the launcher closed the pipe: not needed any more
-        prepared.discard()
-        os._exit(0)
-    _restore(images, spec, criu, prepared)
-
-
 def restore(images, spec, criu, worker_pid):
-    """Process R, readied for its spec: restores one container from `images`; never returns."""
-    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-    try:
-        workdir = os.path.dirname(spec["socket"])
-        prepared = _Prepared(images, bool(spec.get("criuLazy")), criu, worker_pid, workdir)
-    except BaseException as error:  # noqa: BLE001
-        emit({"event": "spawn-failed", "container": spec.get("container"), "error": _describe(error)})
-        os._exit(1)
-    _restore(images, spec, criu, prepared)
-
-
-def _restore(images, spec, criu, prepared):
-    """Restores one container from `images` with what R readied, relays its events; never returns."""
+    """Process R: restores one container from `images`, relays its events; never returns."""
     container = spec.get("container")
-    seeded, worker_fd, lazy_pid = prepared.seeded, prepared.worker_fd, prepared.lazy_pid
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    lazy_pid = None
     try:
-        spec = {key: value for key, value in spec.items() if key not in ("criuImages", "criuLazy", "criuImage")}
+        with open(os.path.join(images, "seed.json"), encoding="utf-8") as info:
+            seeded = json.load(info)
+        lazy = bool(spec.get("criuLazy"))
+        spec = {key: value for key, value in spec.items() if key not in ("criuImages", "criuLazy")}
         spec["modules"] = seeded.get("modules", [])
         workdir = os.path.dirname(spec["socket"])
         log = os.path.join(workdir, "criu-restore.log")
         pidfile = os.path.join(workdir, "criu-restore.pid")
-        lazy_log = os.path.join(workdir, "criu-lazy-pages.log")
-        # A lazy restore finds its page server's socket in its work directory.
-        criu_workdir = prepared.lazy_dir if lazy_pid else workdir
-        if lazy_pid and criu_workdir != workdir:
-            # The server keeps writing to it: its log goes with the container's files.
-            os.rename(os.path.join(criu_workdir, "criu-lazy-pages.log"), lazy_log)
+        worker_fd = _pidfd(worker_pid)
+        if lazy:
+            # Outside the container's cgroup: its pages are charged to the container all the same
+            # (they are the restored process's), and the container's OOM kill never picks it.
+            lazy_pid = _start_lazy_pages(criu, images, workdir)
         spec_r, spec_w = os.pipe()
         events_r, events_w = os.pipe()
         os.write(spec_w, (json.dumps(spec) + "\n").encode("utf-8"))
         os.close(spec_w)
         criu_pid = os.fork()
     except BaseException as error:  # noqa: BLE001
-        prepared.discard()
+        _kill(lazy_pid)
         emit({"event": "spawn-failed", "container": container, "error": _describe(error)})
         os._exit(1)
     if criu_pid == 0:
@@ -173,7 +106,7 @@ def _restore(images, spec, criu, prepared):
                 "--images-dir",
                 images,
                 "--work-dir",
-                criu_workdir,
+                workdir,
                 "--restore-detached",
                 "--restore-sibling",
                 "--pidfile",
@@ -200,11 +133,10 @@ def _restore(images, spec, criu, prepared):
         except (OSError, ValueError):
             pid = None
     if pid is None:
-        prepared.discard()
+        _kill(lazy_pid)
         emit({"event": "spawn-failed", "container": container, "error": f"criu restore exited with {code}: {_tail(log)}"})
         os._exit(1)
-    reported = _watch(events_r, container, pid, worker_fd, lazy_pid, lazy_log)
-    prepared.remove_lazy_dir()
+    reported = _watch(events_r, container, pid, worker_fd, lazy_pid, os.path.join(workdir, "criu-lazy-pages.log"))
     code = _wait_exit(pid)
     if not reported:
         emit({"event": "spawned", "container": container, "pid": pid})
@@ -323,52 +255,11 @@ def _watch(events_r, container, pid, worker_fd, lazy_pid, lazy_log):
     return spawned
 
 
-def _fork_spare(images, lazy, criu, worker_pid, others):
-    """Forks a spare R for `images`; returns the write end of its command pipe, or None.
-
-    `others` are the other spares' pipes: a spare holding one open would keep that spare from
-    ever seeing it close."""
-    command_r, command_w = os.pipe()
-    try:
-        pid = os.fork()
-    except OSError:
-        os.close(command_r)
-        os.close(command_w)
-        return None
-    if pid == 0:
-        try:
-            os.close(command_w)
-            for other in others:
-                os.close(other)
-            null = os.open(os.devnull, os.O_RDONLY)
-            os.dup2(null, 0)
-            os.close(null)
-            spare(images, lazy, criu, worker_pid, command_r)
-        finally:
-            os._exit(1)
-    os.close(command_r)
-    return command_w
-
-
-def _hand_to_spare(command_w, spec):
-    """Gives `spec` to a spare R; False if that spare is gone (its pipe is broken)."""
-    try:
-        os.write(command_w, (json.dumps(spec) + "\n").encode("utf-8"))
-        return True
-    except OSError:
-        return False
-    finally:
-        os.close(command_w)
-
-
 def serve_launcher(criu, worker_pid):
-    """The resident launcher: restores a container per `spawn` command on stdin, through the
-    spare R of its image (forking one if there is none), and forks the next spare; never returns."""
+    """The resident launcher: forks a restorer per `spawn` command on stdin; never returns."""
     # Children are restorers; auto-reap them (each reports its container itself).
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)
     emit({"event": "ready", "checkpoint": "", "modules": [], "python": platform.python_version(), "importMs": 0, "pid": os.getpid()})
-    # (images dir, lazy) -> (the image's seed digest, the spare's command pipe)
-    spares = {}
     for line in sys.stdin.buffer:
         try:
             command = json.loads(line)
@@ -379,33 +270,17 @@ def serve_launcher(criu, worker_pid):
         if command.get("op") != "spawn":
             continue
         spec = command["spec"]
-        images, lazy, digest = spec["criuImages"], bool(spec.get("criuLazy")), spec.get("criuImage", "")
-        kept = spares.pop((images, lazy), None)
-        handed = False
-        if kept is not None:
-            kept_digest, command_w = kept
-            if kept_digest == digest and digest:
-                handed = _hand_to_spare(command_w, spec)
-            else:
-                os.close(command_w)  # readied for an image dumped since: it exits
-        if not handed:
+        try:
+            pid = os.fork()
+        except OSError as error:
+            emit({"event": "spawn-failed", "container": spec.get("container"), "error": _describe(error)})
+            continue
+        if pid == 0:
             try:
-                pid = os.fork()
-            except OSError as error:
-                emit({"event": "spawn-failed", "container": spec.get("container"), "error": _describe(error)})
-                continue
-            if pid == 0:
-                try:
-                    null = os.open(os.devnull, os.O_RDONLY)
-                    os.dup2(null, 0)
-                    os.close(null)
-                    for _, other in spares.values():
-                        os.close(other)
-                    restore(images, spec, criu, worker_pid)
-                finally:
-                    os._exit(1)
-        if digest:
-            command_w = _fork_spare(images, lazy, criu, worker_pid, [fd for _, fd in spares.values()])
-            if command_w is not None:
-                spares[(images, lazy)] = (digest, command_w)
+                null = os.open(os.devnull, os.O_RDONLY)
+                os.dup2(null, 0)
+                os.close(null)
+                restore(spec["criuImages"], spec, criu, worker_pid)
+            finally:
+                os._exit(1)
     os._exit(0)

@@ -233,7 +233,6 @@ export class CriuBackend implements RestoreBackend {
         checkpoint: checkpointId,
         criuImages: image.dir,
         criuLazy: lazyPagesFrom !== null && image.pagesBytes >= lazyPagesFrom,
-        criuImage: image.digest,
       });
       this.failures.delete(checkpointId);
       return started;

@@ -229,14 +229,6 @@ export class CriuImage {
       .reduce((sum, file) => sum + file.size, 0);
   }
 
-  /**
-   * What tells this dump from any other in the same directory (its seed.json's digest: the seed
-   * records the dumped pipes' inodes); a restorer readied for one dump never restores another.
-   */
-  get digest(): string {
-    return this.manifest.files.find((file) => file.name === 'seed.json')?.sha256 ?? '';
-  }
-
   /** What changed in the image's files since it was sealed or opened, or null (a few stat calls). */
   async changed(): Promise<string | null> {
     const checks = [...this.stamps].map(async ([name, before]) => {

@@ -1,8 +1,6 @@
 /**
  * The CRIU backend's resident launcher (criu_restore.py): one small Python process per worker
- * that hands each container to a restorer, so a restore does not pay for starting Python. It
- * keeps one spare restorer per image, readied ahead (the image's record read and, for a lazy
- * image, its page server started), so a restore on demand starts at `criu restore`. Started
+ * that forks a restorer per container, so a restore does not pay for starting Python. Started
  * on first use, and again if it died; the restorers of running containers outlive it.
  */
 import {
@@ -19,8 +17,6 @@ export interface CriuRestoreRequest {
   readonly criuImages: string;
   /** Restore lazily (`criu lazy-pages`). */
   readonly criuLazy: boolean;
-  /** The image's digest (CriuImage.digest): the launcher's spare restorers are readied per dump. */
-  readonly criuImage: string;
 }
 
 /** Restores containers through the resident launcher. */
