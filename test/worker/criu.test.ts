@@ -331,9 +331,11 @@ describe('the CRIU restore backend', function () {
   describe('checkpoints built on demand, and their tiers', () => {
     let harness: Harness;
     // While this file exists, the harness's criu kills lazy page servers as soon as it can.
-    const stallArm = join(tempDir('rw-stall-'), 'armed');
+    let stallArm = '';
     before(async function () {
       await requireCriu(this);
+      // Made here, not when the file loads: other suites clean the temp dirs made before them.
+      stallArm = join(tempDir('rw-stall-'), 'armed');
       const probe = await criuProbe();
       const criu = probe.ok ? stallingPageServerCriu(probe.criu, stallArm) : '';
       harness = await startHarness({
