@@ -22,8 +22,8 @@ import {
 } from '../test/support/worker-harness.js';
 import { collectGarbage, median, percentile, ratio } from './support.js';
 
-const ROUNDS = 15;
-const HEAVY_ROUNDS = 7;
+const ROUNDS = 30;
+const HEAVY_ROUNDS = 11;
 const MiB = 1024 * 1024;
 const GiB = 1024 * MiB;
 

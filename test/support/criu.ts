@@ -65,3 +65,51 @@ export function fakeCriu(version: string): string {
   chmodSync(path, 0o755);
   return path;
 }
+
+/**
+ * The real criu (`real`), except that while the file `arm` exists, a lazy restore kills its page
+ * server the moment the restore is done: the restored process has just been resumed, and the
+ * server is still copying its memory in (80 MB take it tens of milliseconds; this takes one
+ * signal). It appends to `arm`.killed `killed PID` if the server was still running when it was
+ * stopped for the kill, `finished PID` if it had already exited.
+ */
+export function stallingPageServerCriu(real: string, arm: string): string {
+  const path = join(tempDir('rw-stall-criu-'), 'criu');
+  writeFileSync(
+    path,
+    [
+      '#!/bin/sh',
+      `if [ "$1" = restore ] && [ -e '${arm}' ]; then`,
+      '  case " $* " in *" --lazy-pages "*)',
+      // The page server and this restore are both children of the same restorer process.
+      '    server=""',
+      '    for child in $(cat /proc/$PPID/task/*/children); do',
+      `      if tr '\\0' ' ' < /proc/$child/cmdline | grep -q ' lazy-pages '; then server=$child; fi`,
+      '    done',
+      '    if [ -n "$server" ]; then',
+      // A killer outside criu's process tree (criu must have no child of its own) that waits
+      // for criu to be done (gone, or a zombie until the restorer reaps it).
+      '      criu=$$',
+      '      ( ( exec 3>&- 4>&-',
+      '        while read -r stat < /proc/$criu/stat 2>/dev/null; do',
+      '          case "${stat##*) }" in Z*) break ;; esac',
+      '        done',
+      '        kill -STOP "$server"',
+      // A server that had finished is a zombie (Z) until the restorer reaps it; a running one
+      // is stopped (T) as soon as the signal is delivered.
+      '        while read -r stat < /proc/$server/stat; do',
+      '          case "${stat##*) }" in T* | Z*) break ;; esac',
+      '        done',
+      '        kill -KILL "$server"',
+      `        case "\${stat##*) }" in T*) echo "killed $server" ;; *) echo "finished $server" ;; esac >> '${arm}.killed'`,
+      '      ) & )',
+      '    fi',
+      '  esac',
+      'fi',
+      `exec '${real}' "$@"`,
+      '',
+    ].join('\n'),
+  );
+  chmodSync(path, 0o755);
+  return path;
+}

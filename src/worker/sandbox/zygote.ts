@@ -110,7 +110,10 @@ class EventRouter {
           signal: event.signal,
           ...(waiter.sandboxError !== undefined ? { sandboxError: waiter.sandboxError } : {}),
         };
-        if (!waiter.spawned) waiter.rejectSpawned(new SpawnError('the container exited at once'));
+        if (!waiter.spawned) {
+          const why = waiter.sandboxError === undefined ? '' : `: ${waiter.sandboxError}`;
+          waiter.rejectSpawned(new SpawnError(`the container exited at once${why}`));
+        }
         waiter.resolveExited(exit);
         return;
       }
