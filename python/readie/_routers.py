@@ -25,6 +25,9 @@ from readie.errors import ReadieError
 
 #: How many moves between routers one call makes at most before its last refusal is raised.
 MAX_ROUTER_MOVES = 24
+#: A call moves only while at least this much of its timeout is left after the wait (seconds): a
+#: try the deadline cuts short would end DEADLINE_EXCEEDED and hide why the call was refused.
+MOVE_MARGIN = 0.5
 
 _preferred: Dict[Tuple[str, ...], str] = {}
 _lock = threading.Lock()
@@ -88,7 +91,7 @@ class RouterMoves:
         if len(self.unreachable) >= len(self.routers):
             return None
         wait = wait_before(self.routers, self.moves)
-        if self.deadline is not None and now + wait >= self.deadline:
+        if self.deadline is not None and now + wait + MOVE_MARGIN >= self.deadline:
             return None
         self.moves += 1
         leader = error.leader if isinstance(error, ReadieError) else None

@@ -33,7 +33,7 @@ import {
   type CallInfo,
 } from './call-info.js';
 import { retryAfterMsOf } from './retry-hint.js';
-import { MAX_ROUTER_MOVES, unsentRefusal, type RouterList } from './router-list.js';
+import { MAX_ROUTER_MOVES, MOVE_MARGIN_MS, unsentRefusal, type RouterList } from './router-list.js';
 import { chunksOf } from '../shared/chunks.js';
 import {
   CallCancelledError,
@@ -175,7 +175,7 @@ export class RemoteCall<T = unknown> implements AsyncIterable<RemoteLogLine> {
             unreachable.size < start.routers.addresses.length;
           if (moving) {
             const wait = start.routers.waitBefore(moves);
-            if (Date.now() + wait < (start.deadline ?? Infinity)) {
+            if (Date.now() + wait + MOVE_MARGIN_MS < (start.deadline ?? Infinity)) {
               moves += 1;
               tries -= 1;
               await new Promise((resolve) => setTimeout(resolve, wait));

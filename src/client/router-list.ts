@@ -16,6 +16,12 @@ import { transportProblemOf } from '../shared/transport-problem.js';
 /** How many moves between routers one call makes at most before its last refusal is raised. */
 export const MAX_ROUTER_MOVES = 24;
 
+/**
+ * A call moves only while at least this much of its timeout is left after the wait (ms): a try the
+ * deadline cuts short would end DEADLINE_EXCEEDED and hide why the call was refused.
+ */
+export const MOVE_MARGIN_MS = 500;
+
 /** One router of the list, with whatever the client keeps for it (its gRPC stubs). */
 export interface RouterEntry<T> {
   readonly address: string;
