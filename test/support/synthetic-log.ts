@@ -120,7 +120,11 @@ export function* syntheticLog(options: SyntheticLogOptions): Generator<NewEvent>
     } else if (roll < 0.5) {
       requests += 1;
       const requestId = `req-${requests}`;
-      const sessionId = random() < 0.3 ? `sess-${Math.floor(random() * 200)}` : null;
+      const drawn = random() < 0.3 ? `sess-${Math.floor(random() * 200)}` : null;
+      // A session runs one call at a time (the router waits for its turn): a session with a call
+      // in flight makes no second one, so no container ever holds two calls.
+      const sessionId =
+        drawn !== null && calls.some((call) => call.sessionId === drawn) ? null : drawn;
       const pinned = sessionId === null ? undefined : pins.get(sessionId);
       const workerId = pinned?.workerId ?? pick([...live]);
       const memory = random() < 0.5 ? null : Math.floor(random() * 4) * GiB + GiB;
