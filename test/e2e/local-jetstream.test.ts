@@ -37,6 +37,18 @@ function pidsOf(stateDir: string, pattern: string): number[] {
     .map((line) => Number(line.trim().split(/\s+/)[0]));
 }
 
+/** Rethrows a failed start with the end of each router's log, so a failure says why. */
+function withRouterLogs(stateDir: string): (error: Error) => never {
+  return (error) => {
+    const tails = ['router-a', 'router-b'].map((name) => {
+      const file = join(stateDir, 'logs', `${name}.log`);
+      const text = existsSync(file) ? readFileSync(file, 'utf8') : '(no log)';
+      return `--- ${name}.log (last lines) ---\n${text.split('\n').slice(-15).join('\n')}`;
+    });
+    throw new Error(`${error.message}\n${tails.join('\n')}`);
+  };
+}
+
 describe('readie up --log jetstream (real NATS cluster, two routers, real workers)', function () {
   this.timeout(240_000);
 
@@ -50,7 +62,9 @@ describe('readie up --log jetstream (real NATS cluster, two routers, real worker
     );
     let client: ReadieClient | undefined;
     try {
-      await up.waitFor(/^readie: Ctrl-C stops the cluster/, 180_000);
+      await up
+        .waitFor(/^readie: Ctrl-C stops the cluster/, 180_000)
+        .catch(withRouterLogs(stateDir));
       const cluster = up.lines.find((line) => line.startsWith('readie: local cluster up:'));
       expect(cluster).to.match(
         new RegExp(
@@ -133,7 +147,9 @@ describe('readie up --log jetstream (real NATS cluster, two routers, real worker
         { detached: true },
       );
       try {
-        await again.waitFor(/^readie: Ctrl-C stops the cluster/, 180_000);
+        await again
+          .waitFor(/^readie: Ctrl-C stops the cluster/, 180_000)
+          .catch(withRouterLogs(stateDir));
         expect(again.lines.join('\n')).to.contain(`log on NATS ${location}`);
         // Every run makes new credentials: the client takes this run's token.
         const token = again.lines.find((line) => line.startsWith('export READIE_AUTH_TOKEN='));
