@@ -7,10 +7,11 @@ import asyncio
 import sys
 import time
 from collections import deque
-from typing import TYPE_CHECKING, Any, AsyncIterator, Deque, Dict, Iterator, List, Optional, Tuple, TypeVar, Union
+from typing import TYPE_CHECKING, Any, AsyncIterator, Deque, Dict, Iterator, Optional, Tuple, TypeVar, Union
 
 from readie._connection import current_settings
 from readie._map_input import Input, label, run_input_async, stopped_message
+from readie._map_outputs import Outputs
 from readie._map_options import MapOptions, concurrency_async
 from readie._map_slots import Slot, end_quietly_async, end_sessions_async, new_slots
 from readie._progress import REDRAW_EVERY, ProgressBar, wants_progress
@@ -46,15 +47,15 @@ async def run_map_async(
     free: Deque[Slot] = deque(slots)
     window = count * (2 if options.order_outputs else 1)
     pending: Dict["asyncio.Task[Any]", Tuple[int, Slot]] = {}
-    ready: Dict[int, Tuple[Optional[BaseException], Any]] = {}
+    outputs = Outputs(options.order_outputs)
     bar = ProgressBar(label(fn), total, enabled=wants_progress(options.progress))
-    drawn = handed = 0
+    drawn = 0
     exhausted = False
     completed_normally = False
     ending: "set[asyncio.Future[None]]" = set()
     try:
         while True:
-            while free and not exhausted and drawn - handed < window:
+            while free and not exhausted and drawn - outputs.handed < window:
                 more, item = await _draw(inputs)
                 if not more:
                     exhausted = True
@@ -68,28 +69,12 @@ async def run_map_async(
                 released = slot.release(now, exhausted)
                 if released is not None:
                     ending.add(asyncio.ensure_future(end_quietly_async(settings, released)))
-            if not pending and exhausted and not ready:
+            if not pending and exhausted and not outputs.waiting:
                 completed_normally = True
                 return
             done, _ = await asyncio.wait(list(pending), timeout=REDRAW_EVERY, return_when=asyncio.FIRST_COMPLETED)
             bar.draw()
-            outcomes: List[Tuple[int, Tuple[Optional[BaseException], Any]]] = []
-            for task in done:
-                index, slot = pending.pop(task)
-                slot.idle_since = time.monotonic()
-                free.append(slot)
-                error = task.exception()
-                bar.advance(failed=error is not None)
-                outcomes.append((index, (error, None if error is not None else task.result())))
-            if options.order_outputs:
-                ready.update(outcomes)
-                outcomes = []
-                while handed in ready:
-                    outcomes.append((handed, ready.pop(handed)))
-                    handed += 1
-            else:
-                handed += len(outcomes)
-            for _, (error, value) in outcomes:
+            for error, value in outputs.settle(done, pending, free, bar):
                 if error is None:
                     yield value
                 elif options.return_exceptions:

@@ -13,10 +13,11 @@ import threading
 import time
 from collections import deque
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from typing import TYPE_CHECKING, Any, Deque, Dict, Iterator, List, Optional, Tuple, TypeVar, Union
+from typing import TYPE_CHECKING, Deque, Dict, Iterator, Optional, Tuple, TypeVar, Union
 
 from readie._connection import current_settings
 from readie._map_input import Input, label, run_input, stopped_message
+from readie._map_outputs import Outputs
 from readie._map_options import MapOptions, concurrency
 from readie._map_slots import CANCEL_GRACE, Slot, end_quietly, end_sessions, new_slots
 from readie._progress import REDRAW_EVERY, ProgressBar, wants_progress
@@ -40,13 +41,13 @@ def run_map(
     ends = ThreadPoolExecutor(max_workers=4, thread_name_prefix="readie-end")
     stop = threading.Event()
     pending: Dict[Future, Tuple[int, Slot]] = {}
-    ready: Dict[int, Tuple[Optional[BaseException], Any]] = {}
+    outputs = Outputs(options.order_outputs)
     bar = ProgressBar(label(fn), total, enabled=wants_progress(options.progress))
-    drawn = handed = 0
+    drawn = 0
     exhausted = False
     try:
         while True:
-            while free and not exhausted and drawn - handed < window:
+            while free and not exhausted and drawn - outputs.handed < window:
                 try:
                     item = next(inputs)
                 except StopIteration:
@@ -63,27 +64,11 @@ def run_map(
                 released = slot.release(now, exhausted)
                 if released is not None:
                     ends.submit(end_quietly, settings, released)
-            if not pending and exhausted and not ready:
+            if not pending and exhausted and not outputs.waiting:
                 return
             done, _ = wait(list(pending), timeout=REDRAW_EVERY, return_when=FIRST_COMPLETED)
             bar.draw()
-            outcomes: List[Tuple[int, Tuple[Optional[BaseException], Any]]] = []
-            for future in done:
-                index, slot = pending.pop(future)
-                slot.idle_since = time.monotonic()
-                free.append(slot)
-                error = future.exception()
-                bar.advance(failed=error is not None)
-                outcomes.append((index, (error, None if error is not None else future.result())))
-            if options.order_outputs:
-                ready.update(outcomes)
-                outcomes = []
-                while handed in ready:
-                    outcomes.append((handed, ready.pop(handed)))
-                    handed += 1
-            else:
-                handed += len(outcomes)
-            for _, (error, value) in outcomes:
+            for error, value in outputs.settle(done, pending, free, bar):
                 if error is None:
                     yield value
                 elif options.return_exceptions:
