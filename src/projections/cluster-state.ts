@@ -76,10 +76,12 @@ export interface WorkerRecord {
   /** Which session is pinned to which of this worker's containers (container ID to session ID). */
   readonly pinnedSessions: ReadonlyMap<string, string>;
   /**
-   * The containers calls in flight run in (container ID to request ID): a reused container from
-   * placement, a new one once the call is bound. Derived from the reservations.
+   * The containers calls in flight run in (container ID to the request IDs, sorted): a reused
+   * container from placement, a new one once the call is bound. Derived from the reservations, so
+   * a snapshot folds like the events it stands for. The router runs one call in a container at a
+   * time; only a log it did not write holds two, and then they are both kept, in no event's order.
    */
-  readonly callContainers: ReadonlyMap<string, string>;
+  readonly callContainers: ReadonlyMap<string, readonly string[]>;
   /**
    * Container records that hold a slot with no call in flight in them: idle (`ready`) or kept for
    * a pinned session. Derived, kept by the fold; the container-count filter reads it.

@@ -424,7 +424,7 @@ function reserve(state: State, event: EventOf<'CallPlaced'>, changes: WorkerChan
     worker.inFlight += 1;
     worker.reservedMemory += memory;
     if (event.containerId === null) moveReportedSlots(worker, 1);
-    else worker.callContainers.set(event.containerId, event.requestId);
+    else bindCall(worker, event.containerId, event.requestId);
     recount(worker);
   }
 }
@@ -436,17 +436,31 @@ function bind(state: State, event: EventOf<'CallBound'>, changes: WorkerChangeSi
   const worker = workerToChange(state, reservation.workerId, changes);
   if (worker) {
     unbindCall(worker, reservation.containerId, reservation.requestId);
-    worker.callContainers.set(event.containerId, event.requestId);
+    bindCall(worker, event.containerId, event.requestId);
   }
   reservation.containerId = event.containerId;
   if (worker) recount(worker);
 }
 
+/** Notes that call `requestId` runs in `containerId` (beside any other: see `callContainers`). */
+function bindCall(worker: Worker, containerId: string, requestId: string): void {
+  const calls = worker.callContainers.get(containerId) ?? [];
+  if (!calls.includes(requestId)) {
+    worker.callContainers.set(containerId, [...calls, requestId].sort());
+  }
+}
+
 /** Forgets that call `requestId` runs in `containerId`, if it does. */
 function unbindCall(worker: Worker, containerId: string | null, requestId: string): void {
-  if (containerId !== null && worker.callContainers.get(containerId) === requestId) {
-    worker.callContainers.delete(containerId);
-  }
+  if (containerId === null) return;
+  const calls = worker.callContainers.get(containerId);
+  if (!calls?.includes(requestId)) return;
+  if (calls.length === 1) worker.callContainers.delete(containerId);
+  else
+    worker.callContainers.set(
+      containerId,
+      calls.filter((id) => id !== requestId),
+    );
 }
 
 /** Takes the reservation away and gives its worker the memory and the call slot back. */
@@ -540,7 +554,7 @@ function pinSession(
   // A log in the documented vocabulary names no request: the call running in the container made it.
   session.pinnedBy =
     event.requestId ??
-    state.workers.get(event.workerId)?.callContainers.get(event.containerId) ??
+    state.workers.get(event.workerId)?.callContainers.get(event.containerId)?.[0] ??
     null;
   const worker = workerToChange(state, event.workerId, changes);
   if (worker) {

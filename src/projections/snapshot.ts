@@ -61,7 +61,7 @@ const WorkerSchema = T.Object({
   containers: T.Record(T.String(), ContainerSchema),
   pinnedSessions: T.Record(T.String(), Text),
   instanceId: Nullable(Text),
-  callContainers: T.Record(T.String(), Text),
+  callContainers: T.Record(T.String(), T.Array(Text)),
   idleContainers: Count,
   reportedSlots: Nullable(Count),
   lastFullReportSeq: Nullable(Count),
@@ -194,19 +194,23 @@ const recordOf = <V, W>(map: ReadonlyMap<string, V>, convert: (value: V) => W): 
  */
 export function stateFromJson(json: ClusterStateJson): ClusterState {
   const copy = structuredClone(json);
-  const callContainers = new Map<string, Map<string, string>>();
+  const callContainers = new Map<string, Map<string, string[]>>();
   for (const reservation of Object.values(copy.reservations)) {
     if (reservation.containerId === null) continue;
-    const calls = callContainers.get(reservation.workerId) ?? new Map<string, string>();
-    calls.set(reservation.containerId, reservation.requestId);
+    const calls = callContainers.get(reservation.workerId) ?? new Map<string, string[]>();
+    calls.set(reservation.containerId, [
+      ...(calls.get(reservation.containerId) ?? []),
+      reservation.requestId,
+    ]);
     callContainers.set(reservation.workerId, calls);
   }
+  for (const calls of callContainers.values()) for (const ids of calls.values()) ids.sort();
   return {
     ...copy,
     config: configInForce(copy.config),
     rulesVersion: copy.rulesVersion ?? null,
     workers: mapOf(copy.workers, (worker) => {
-      const calls = callContainers.get(worker.workerId) ?? new Map<string, string>();
+      const calls = callContainers.get(worker.workerId) ?? new Map<string, string[]>();
       const containers = mapOf(worker.containers, (container) => container);
       const pinnedSessions = mapOf(worker.pinnedSessions, (sessionId) => sessionId);
       let idleContainers = 0;
@@ -259,6 +263,17 @@ function routingToJson(routing: RoutingState): Static<typeof RoutingSchema> {
   };
 }
 
+/** Call lists as this version writes them, from a version that wrote one request ID a container. */
+function oneCallEach(calls: unknown): unknown {
+  if (typeof calls !== 'object' || calls === null) return calls;
+  return Object.fromEntries(
+    Object.entries(calls as Record<string, unknown>).map(([containerId, ids]) => [
+      containerId,
+      typeof ids === 'string' ? [ids] : ids,
+    ]),
+  );
+}
+
 /**
  * A snapshot state written by an earlier version, with the parts it predates at their defaults:
  * container report numbers, worker instances and slot counts, and the budgets of requested calls.
@@ -284,7 +299,8 @@ function withDefaults(state: unknown): unknown {
       if (typeof worker !== 'object' || worker === null) return [id, worker];
       const record = { ...(worker as Record<string, unknown>) };
       record.instanceId ??= null;
-      record.callContainers ??= {};
+      // Derived again from the reservations when read; earlier versions wrote one call a container.
+      record.callContainers = oneCallEach(record.callContainers ?? {});
       record.idleContainers ??= 0;
       record.reportedSlots ??= null;
       record.lastFullReportSeq ??= null;
@@ -312,7 +328,7 @@ export function stateToJson(state: ClusterState): ClusterStateJson {
       ...worker,
       containers: recordOf(worker.containers, (container) => container),
       pinnedSessions: recordOf(worker.pinnedSessions, (sessionId) => sessionId),
-      callContainers: recordOf(worker.callContainers, (requestId) => requestId),
+      callContainers: recordOf(worker.callContainers, (requestIds) => [...requestIds]),
     })),
     sessions: recordOf(state.sessions, (session) => session),
     reservations: recordOf(state.reservations, (reservation) => ({

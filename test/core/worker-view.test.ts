@@ -370,9 +370,31 @@ describe('the core: instances and probe counts', () => {
       reportedSlots: null,
       idleContainers: 0,
     });
-    expect([...worker(restored).callContainers]).to.deep.equal([['c1', 'r1']]);
+    expect([...worker(restored).callContainers]).to.deep.equal([['c1', ['r1']]]);
     expect(slotsSeen(worker(restored)), 'the reused container is not counted twice').to.equal(1);
     expect(restored.reservations.get('r1')?.unreachable).to.deep.equal([]);
     expect(restored.pendingCalls.size).to.equal(0);
+  });
+
+  it('a snapshot that named one call a container (as earlier versions wrote) restores the lists', () => {
+    const given = history(
+      registered('w1'),
+      container('w1', 'c1', 'ready'),
+      requested('r1', { sessionId: 's1' }),
+      placed('r1', 'w1', { sessionId: 's1', containerId: 'c1' }),
+    );
+    const snapshot = snapshotOf(given.state()) as Record<string, Record<string, unknown>>;
+    const old = snapshot.workers as Record<string, Record<string, unknown>>;
+    expect(old.w1!.callContainers).to.deep.equal({ c1: ['r1'] });
+    old.w1!.callContainers = { c1: 'r1' };
+    const restored = restoreSnapshot({
+      seq: 10,
+      at: '2026-11-30T10:00:10.000Z',
+      cause: null,
+      type: 'Snapshot',
+      schemaVersion: 1,
+      state: snapshot,
+    });
+    expect(restored.workers).to.deep.equal(given.state().workers);
   });
 });

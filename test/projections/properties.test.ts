@@ -21,7 +21,7 @@ import {
   type WorkerRecord,
 } from '../../src/projections/index.js';
 import { foldWithoutSnapshots } from '../support/events.js';
-import { stamped, syntheticLog } from '../support/synthetic-log.js';
+import { stamped, syntheticLog, type SyntheticLogOptions } from '../support/synthetic-log.js';
 import { cleanTempDirs, tempDir } from '../support/temp.js';
 
 const logArbitrary = (maxEvents: number) =>
@@ -31,7 +31,7 @@ const logArbitrary = (maxEvents: number) =>
     workers: fc.integer({ min: 1, max: 8 }),
   });
 
-function events(options: { seed: number; events: number; workers: number }): ClusterEvent[] {
+function events(options: SyntheticLogOptions): ClusterEvent[] {
   return [...stamped(syntheticLog(options))].map((raw) => validateEvent(raw));
 }
 
@@ -95,29 +95,31 @@ describe('projection properties (random valid logs)', () => {
     );
   });
 
-  it('fold of everything equals a Snapshot of any prefix plus the tail', () => {
-    fc.assert(
-      fc.property(
-        logArbitrary(400),
-        fc.double({ min: 0, max: 1, noNaN: true }),
-        (options, where) => {
-          const log = events(options);
-          const cut = Math.floor(where * log.length);
-          const prefix = fold(log.slice(0, cut));
-          const snapshot = validateEvent({
-            seq: cut,
-            at: log[Math.max(0, cut - 1)]?.at ?? '2026-11-30T10:00:00.000Z',
-            type: 'Snapshot',
-            schemaVersion: 1,
-            state: snapshotOf(prefix),
-          });
-          expect(fold([snapshot, ...log.slice(cut)])).to.deep.equal(fold(log));
-          expect(fold(log.slice(cut), prefix)).to.deep.equal(fold(log));
-        },
-      ),
-      { numRuns: 60 },
-    );
-  });
+  for (const overlappingSessionCalls of [false, true]) {
+    it(`fold of everything equals a Snapshot of any prefix plus the tail${overlappingSessionCalls ? ', even with two calls in one container (a log the router did not write)' : ''}`, () => {
+      fc.assert(
+        fc.property(
+          logArbitrary(400),
+          fc.double({ min: 0, max: 1, noNaN: true }),
+          (options, where) => {
+            const log = events({ ...options, overlappingSessionCalls });
+            const cut = Math.floor(where * log.length);
+            const prefix = fold(log.slice(0, cut));
+            const snapshot = validateEvent({
+              seq: cut,
+              at: log[Math.max(0, cut - 1)]?.at ?? '2026-11-30T10:00:00.000Z',
+              type: 'Snapshot',
+              schemaVersion: 1,
+              state: snapshotOf(prefix),
+            });
+            expect(fold([snapshot, ...log.slice(cut)])).to.deep.equal(fold(log));
+            expect(fold(log.slice(cut), prefix)).to.deep.equal(fold(log));
+          },
+        ),
+        { numRuns: overlappingSessionCalls ? 300 : 60 },
+      );
+    });
+  }
 
   it('an LMDB log with snapshots every N opens at fold(all), and folding from any snapshot gives the same', async () => {
     await fc.assert(

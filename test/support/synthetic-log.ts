@@ -23,6 +23,12 @@ export interface SyntheticLogOptions {
   /** Stop after at least this many events. */
   readonly events: number;
   readonly workers: number;
+  /**
+   * Let a session make a second call while one is in flight, so one container holds two calls:
+   * what the router never writes (it runs a session's calls one at a time), as a corrupt or
+   * hand-made log may. Default false.
+   */
+  readonly overlappingSessionCalls?: boolean;
 }
 
 const GiB = 1024 ** 3;
@@ -120,11 +126,16 @@ export function* syntheticLog(options: SyntheticLogOptions): Generator<NewEvent>
     } else if (roll < 0.5) {
       requests += 1;
       const requestId = `req-${requests}`;
-      const drawn = random() < 0.3 ? `sess-${Math.floor(random() * 200)}` : null;
+      // Overlapping calls draw from few sessions, so that they meet often.
+      const sessions = options.overlappingSessionCalls ? 6 : 200;
+      const drawn = random() < 0.3 ? `sess-${Math.floor(random() * sessions)}` : null;
       // A session runs one call at a time (the router waits for its turn): a session with a call
       // in flight makes no second one, so no container ever holds two calls.
-      const sessionId =
-        drawn !== null && calls.some((call) => call.sessionId === drawn) ? null : drawn;
+      const busy =
+        drawn !== null &&
+        !options.overlappingSessionCalls &&
+        calls.some((call) => call.sessionId === drawn);
+      const sessionId = busy ? null : drawn;
       const pinned = sessionId === null ? undefined : pins.get(sessionId);
       const workerId = pinned?.workerId ?? pick([...live]);
       const memory = random() < 0.5 ? null : Math.floor(random() * 4) * GiB + GiB;
