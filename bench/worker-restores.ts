@@ -178,38 +178,68 @@ export async function restores(router: ScriptedRouter) {
       criuBytes: await containerBytes(criuOnDemand, 'ckpt-numpy', NUMPY_CALL),
     };
 
-    // The heavy checkpoint, built on demand on the two on-demand workers (nothing on standby).
-    await criuOnDemand.worker.buildCheckpoint(HEAVY);
-    await templateOnDemand.worker.buildCheckpoint(HEAVY);
+    // The heavy checkpoint on all four workers: on demand (nothing on standby) and from a standby
+    // (the CRIU worker keeps a restored container, the template worker its template and a fork).
+    for (const harness of [criuOnDemand, templateOnDemand, criuStandby, templateStandby]) {
+      await harness.worker.buildCheckpoint(HEAVY);
+    }
     const expected = envelopeOf(
       await execute(criuOnDemand.client, header({ memory: GiB }), HEAVY_COLD_CALL),
     ).value;
-    const heavyPaths = {
-      cold: () => firstCall(criuOnDemand, '', HEAVY_COLD_CALL, expected, GiB),
-      template: () => firstCall(templateOnDemand, 'ckpt-heavy', HEAVY_RESTORED_CALL, expected, GiB),
-      criu: () => firstCall(criuOnDemand, 'ckpt-heavy', HEAVY_RESTORED_CALL, expected, GiB),
+    const heavyCall = (harness: Harness) => () =>
+      firstCall(harness, 'ckpt-heavy', HEAVY_RESTORED_CALL, expected, GiB);
+    const heavyCold = () => firstCall(criuOnDemand, '', HEAVY_COLD_CALL, expected, GiB);
+    // A standby is restocked after its call (a lazy CRIU restore then copies 334 MB in): the next
+    // timed call waits for that, so no path runs beside another's refill.
+    const refilled = async (harness: Harness) => {
+      const ms = await heavyCall(harness)();
+      await harness.worker.pool!.settled();
+      await sleep(1_500);
+      return ms;
     };
-    const heavyTimes = { cold: [] as number[], template: [] as number[], criu: [] as number[] };
-    for (const path of Object.values(heavyPaths)) await path();
-    for (let i = 0; i < HEAVY_ROUNDS; i += 1) {
-      for (const [name, path] of Object.entries(heavyPaths)) {
-        heavyTimes[name as keyof typeof heavyTimes].push(await path());
+    type HeavyPath = 'cold' | 'template' | 'criu' | 'templateFromStandby' | 'criuFromStandby';
+    // Two phases, each alternating its paths with cold starts: on demand, then from a standby.
+    const phases: Partial<Record<HeavyPath, () => Promise<number>>>[] = [
+      { cold: heavyCold, template: heavyCall(templateOnDemand), criu: heavyCall(criuOnDemand) },
+      {
+        cold: heavyCold,
+        templateFromStandby: () => refilled(templateStandby),
+        criuFromStandby: () => refilled(criuStandby),
+      },
+    ];
+    const heavyTimes: Record<HeavyPath, number[]> = {
+      cold: [],
+      template: [],
+      criu: [],
+      templateFromStandby: [],
+      criuFromStandby: [],
+    };
+    for (const paths of phases) {
+      for (const path of Object.values(paths)) await path();
+      for (let i = 0; i < HEAVY_ROUNDS; i += 1) {
+        for (const [name, path] of Object.entries(paths)) {
+          heavyTimes[name as HeavyPath].push(await path());
+        }
       }
     }
-    const heavyP50 = (name: keyof typeof heavyTimes) => median(heavyTimes[name]);
+    const heavyP50 = (name: HeavyPath) => median(heavyTimes[name]);
     const heavyDump = dumps.find((dump) => dump.checkpointId === 'ckpt-heavy');
     const heavy = {
-      what: 'numpy plus 300 MB of float64 arrays built by the checkpoint setup (standing in for loading a model); a cold start builds the same arrays; restores on demand (--standby 0; the CRIU image restores lazily), p50/p99 of alternating rounds',
+      what: 'numpy plus 300 MB of float64 arrays built by the checkpoint setup (standing in for loading a model); a cold start builds the same arrays; restores on demand (--standby 0; the CRIU image restores lazily) and from a standby (--standby 1), p50/p99 of alternating rounds',
       rounds: HEAVY_ROUNDS,
       coldStart: spread(heavyTimes.cold),
       templateOnDemand: spread(heavyTimes.template),
       criuOnDemand: spread(heavyTimes.criu),
+      templateFromStandby: spread(heavyTimes.templateFromStandby),
+      criuFromStandby: spread(heavyTimes.criuFromStandby),
       coldOverCriu: ratio(heavyP50('cold'), heavyP50('criu')),
       coldOverTemplate: ratio(heavyP50('cold'), heavyP50('template')),
+      coldOverCriuFromStandby: ratio(heavyP50('cold'), heavyP50('criuFromStandby')),
+      coldOverTemplateFromStandby: ratio(heavyP50('cold'), heavyP50('templateFromStandby')),
       residentBytes: {
         template: await templateOnDemand.worker.backend!.residentBytes('ckpt-heavy'),
         criu: await criuOnDemand.worker.backend!.residentBytes('ckpt-heavy'),
-        note: "what each backend keeps in memory for the checkpoint between calls: the template process, or nothing (CRIU's image is on disk: the cached tier)",
+        note: "what each backend keeps in memory for the checkpoint between calls, besides standby containers: the template process, or nothing (CRIU's image is on disk: the cached tier). From a standby, the CRIU worker holds one restored container (its own copy); the template worker holds its template and a forked container",
       },
       perContainerBytes: {
         template: await containerBytes(templateOnDemand, 'ckpt-heavy', HEAVY_RESTORED_CALL),
@@ -219,8 +249,9 @@ export async function restores(router: ScriptedRouter) {
       imageBytes: heavyDump?.imageBytes ?? null,
       dumpMs: heavyDump?.dumpMs ?? null,
       setupMs: heavyDump?.importMs ?? null,
-      target: 'cold start / criu restore >= 10',
-      targetMet: heavyP50('cold') / heavyP50('criu') >= 10,
+      target: 'cold start / criu restore >= 10, checked on demand and from a standby',
+      targetMetOnDemand: heavyP50('cold') / heavyP50('criu') >= 10,
+      targetMetFromStandby: heavyP50('cold') / heavyP50('criuFromStandby') >= 10,
     };
 
     return {
