@@ -44,13 +44,17 @@ describe('a router beside a NATS cluster that is still electing (real three-node
   this.timeout(180_000);
   const nats = useNatsCluster();
 
-  /** Stops nodes 2 and 3: node 1 alone has no quorum, so nothing is elected. */
+  /**
+   * Restarts the cluster with node 1 alone: node 1 comes back with its store but no peer to vote
+   * with, so nothing has a leader (stopping two nodes of a running cluster would leave a leader
+   * that answers some requests until it notices it lost its quorum).
+   */
   const leaveOneNode = async () => {
-    await nats.cluster.stopNode(1);
-    await nats.cluster.stopNode(2);
+    for (const index of [0, 1, 2]) await nats.cluster.stopNode(index);
+    nats.cluster.startNode(0);
   };
   const restoreNodes = () => {
-    for (const index of [1, 2]) {
+    for (const index of [0, 1, 2]) {
       const node = nats.cluster.nodes[index];
       if (node && (node.process.exitCode !== null || node.process.signalCode !== null)) {
         nats.cluster.startNode(index);
@@ -94,7 +98,11 @@ describe('a router beside a NATS cluster that is still electing (real three-node
     const location = await existingLog('lease');
     const bucket = streamNames(location.slice(location.lastIndexOf('/') + 1)).leaseBucket;
     await leaveOneNode();
-    const nc = await connect({ servers: nats.cluster.nodes.map((node) => node.url) });
+    const nc = await connect({
+      servers: nats.cluster.nodes.map((node) => node.url),
+      // Node 1 is still restarting.
+      waitOnFirstConnect: true,
+    });
     try {
       const reports: ClusterWaitReport[] = [];
       let led: () => void = () => undefined;
