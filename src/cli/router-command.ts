@@ -83,6 +83,7 @@ interface RouterFlags {
   readonly logLevel: string;
   readonly snapshotEvery: string;
   readonly shutdownGrace: string;
+  readonly logWait: string;
   readonly [setting: string]: unknown;
 }
 
@@ -212,6 +213,7 @@ async function runRouter(flags: RouterFlags): Promise<void> {
   try {
     const config = configFromFlags(flags, env);
     const shutdownGrace = duration(flags.shutdownGrace, '--shutdown-grace');
+    const logWaitMs = duration(flags.logWait, '--log-wait');
     const security = servingSecurityOf(flags);
     const auth = routerAuthOf(flags, env);
     if (auth.mode !== 'single-token' && env.READIE_AUTH_TOKEN) {
@@ -233,6 +235,7 @@ async function runRouter(flags: RouterFlags): Promise<void> {
         metrics: flags.metrics,
         logger,
         snapshotEvery: wholeNumber(flags.snapshotEvery, '--snapshot-every'),
+        logWaitMs,
         version: packageVersion(),
         ...(flags.routerId === undefined ? {} : { routerId: flags.routerId }),
         ...(flags.advertise === undefined ? {} : { advertise: flags.advertise }),
@@ -371,6 +374,11 @@ export function addRouterCommand(program: Command): void {
     .option(
       '--router-id <id>',
       'this router in the leader lease of a JetStream log (default: random)',
+    )
+    .option(
+      '--log-wait <duration>',
+      'JetStream log: how long the start waits for a NATS cluster still starting or electing leaders (retrying, with a log line every 5 s) before it fails',
+      '2m',
     )
     .option(
       '--advertise <host:port>',

@@ -20,7 +20,13 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { chmodSync, closeSync, mkdirSync, openSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { EventLogError, openEventLog, type EventLogBackend } from '../events/index.js';
+import {
+  DEFAULT_CLUSTER_WAIT_MS,
+  EventLogError,
+  JetStreamUnavailableError,
+  openEventLog,
+  type EventLogBackend,
+} from '../events/index.js';
 import { defaultCatalogue } from './default-catalogue.js';
 import { writeLocalCredentials, type LocalCredentials } from './local-credentials.js';
 import { LOCAL_STREAM, startLocalNats } from './local-nats.js';
@@ -151,13 +157,18 @@ export class LocalClusterError extends Error {
   override readonly name = 'LocalClusterError';
 }
 
-/** The last `seq` of the event log at `location` (a directory or a stream), or 0 if there is none yet. */
+/**
+ * The last `seq` of the event log at `location` (a directory or a stream), or 0 if there is none
+ * yet. A NATS cluster still electing is waited for as a router waits (`DEFAULT_CLUSTER_WAIT_MS`);
+ * one that never answers is an error, not an empty log (earlier runs' registrations would then
+ * count as this run's).
+ */
 export async function lastSeqOf(location: string): Promise<number> {
   let log: EventLogBackend;
   try {
-    log = await openEventLog(location, { readOnly: true });
+    log = await openEventLog(location, { readOnly: true, waitMs: DEFAULT_CLUSTER_WAIT_MS });
   } catch (error) {
-    if (error instanceof EventLogError) return 0;
+    if (error instanceof EventLogError && !(error instanceof JetStreamUnavailableError)) return 0;
     throw error;
   }
   try {
@@ -407,15 +418,22 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
   };
 }
 
-/** Resolves once the first router has written to the stream (or rejects when it exited). */
+/**
+ * Resolves once the first router has written to the stream (or rejects when it exited). The
+ * router waits up to its `--log-wait` (2 min) for a NATS cluster still electing and then exits
+ * saying why; this waits a minute longer than that.
+ */
 async function waitForLog(location: string, router: Member): Promise<void> {
-  const deadline = Date.now() + 60_000;
+  const waitMs = DEFAULT_CLUSTER_WAIT_MS + 60_000;
+  const deadline = Date.now() + waitMs;
   while ((await lastSeqOf(location)) === 0) {
     if (!running(router)) {
       throw new LocalClusterError(`${router.name} exited; see ${router.logFile}`);
     }
     if (Date.now() > deadline) {
-      throw new LocalClusterError(`${router.name} wrote nothing to ${location} within 60 s`);
+      throw new LocalClusterError(
+        `${router.name} wrote nothing to ${location} within ${waitMs / 1000} s; see ${router.logFile}`,
+      );
     }
     await new Promise((r) => setTimeout(r, 200));
   }

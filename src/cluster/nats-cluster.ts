@@ -18,7 +18,7 @@ export interface NatsClusterOptions {
   readonly nodes?: number;
   /** The `nats-server` binary. Default `nats-server` on PATH. */
   readonly binary?: string;
-  /** How long to wait for JetStream to have a meta leader, in ms. Default 20 s. */
+  /** How long to wait for JetStream to have a meta leader, in ms. Default 60 s. */
   readonly readyTimeout?: number;
   /** Client ports to use (default: free ones); a restarted cluster passes the old ones. */
   readonly ports?: readonly number[];
@@ -86,7 +86,7 @@ export async function freePort(): Promise<number> {
   return address.port;
 }
 
-/** Starts the cluster; resolves once JetStream answers on every node. */
+/** Starts the cluster; resolves once JetStream has a meta leader (streams elect theirs later). */
 export async function startNatsCluster(options: NatsClusterOptions): Promise<NatsCluster> {
   const count = options.nodes ?? 3;
   const binary = options.binary ?? 'nats-server';
@@ -164,7 +164,7 @@ export async function startNatsCluster(options: NatsClusterOptions): Promise<Nat
     },
   };
   try {
-    await waitForJetStream(cluster, options.readyTimeout ?? 20_000);
+    await waitForJetStream(cluster, options.readyTimeout ?? 60_000);
   } catch (error) {
     await cluster.stop();
     throw error;
@@ -172,7 +172,11 @@ export async function startNatsCluster(options: NatsClusterOptions): Promise<Nat
   return cluster;
 }
 
-/** Waits until every node's monitoring-free health shows a JetStream meta leader. */
+/**
+ * Waits until the cluster has a JetStream meta leader: only the meta leader answers the list of
+ * stream names (any node answers account info, even before an election). A restarted cluster's
+ * streams and buckets elect their own leaders seconds later: the router waits for those.
+ */
 async function waitForJetStream(cluster: NatsCluster, timeoutMs: number): Promise<void> {
   const { connect } = await import('@nats-io/transport-node');
   const { jetstreamManager } = await import('@nats-io/jetstream');
@@ -189,6 +193,7 @@ async function waitForJetStream(cluster: NatsCluster, timeoutMs: number): Promis
       try {
         const jsm = await jetstreamManager(nc, { timeout: 2_000 });
         await jsm.getAccountInfo();
+        await jsm.streams.names().next();
         return;
       } finally {
         await nc.close();

@@ -17,6 +17,14 @@ export {
   type JetStreamLogOptions,
 } from './jetstream/jetstream-log.js';
 export {
+  DEFAULT_CLUSTER_WAIT_MS,
+  isClusterStarting,
+  JetStreamUnavailableError,
+  waitForCluster,
+  type ClusterWaitOptions,
+  type ClusterWaitReport,
+} from './jetstream/cluster-wait.js';
+export {
   formatJetStreamLocation,
   isJetStreamLocation,
   parseJetStreamLocation,

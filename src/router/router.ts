@@ -14,10 +14,13 @@ import { decodingService } from '../shared/wire-decoding.js';
 import { HealthImplementation } from 'grpc-health-check';
 import { randomBytes } from 'node:crypto';
 import {
+  DEFAULT_CLUSTER_WAIT_MS,
   EventLogError,
   JetStreamEventLog,
+  JetStreamUnavailableError,
   LogLockedError,
   openEventLog,
+  type ClusterWaitReport,
   type EventLogBackend,
   type OpenLogOptions,
 } from '../events/index.js';
@@ -91,6 +94,11 @@ export interface RouterOptions {
   readonly advertise?: string;
   /** A JetStream log: replicas of the stream and buckets it creates (default 3). */
   readonly replicas?: number;
+  /**
+   * A JetStream log: how long the start waits, in ms, for a NATS cluster that is still starting
+   * or electing (opening the log, then the lease) before it fails (default 2 min).
+   */
+  readonly logWaitMs?: number;
   /** TLS material, or plaintext when explicitly asked for. */
   readonly security: ServingSecurity;
   /** The settings (docs/router.md) in canonical units. Default: the defaults. */
@@ -185,11 +193,28 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
   const credentials = RouterCredentials.load(options.auth ?? { mode: 'none' });
   // Placement's caches belong to the state they serve: the log folds with them as its change sink.
   const placement = new PlacementCaches();
+  // One wait covers the whole start on a JetStream log: the log, then the lease's bucket.
+  const logWaitMs = options.logWaitMs ?? DEFAULT_CLUSTER_WAIT_MS;
+  const waitStartedAt = Date.now();
+  const onWait = (report: ClusterWaitReport) =>
+    logger.warn(
+      {
+        log: options.logDir,
+        problem: report.problem,
+        waitedMs: report.waitedMs,
+        waitMs: logWaitMs,
+      },
+      `router waiting for the NATS cluster to answer (still starting or electing leaders): could not ${report.what} yet; retrying`,
+    );
   const log = await openLog(options.logDir, {
     projection: clusterProjectionTelling(placement),
     clock,
     snapshotEvery: options.snapshotEvery ?? 10_000,
     replicas: options.replicas,
+    waitMs: logWaitMs,
+    waitStartedAt,
+    onWait,
+    waitSetting: '--log-wait',
   });
   // A JetStream log is shared: this router leads only while it holds the lease.
   const shared = log instanceof JetStreamEventLog ? log : undefined;
@@ -403,6 +428,12 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
         leaseMs: config.LEADER_LEASE,
         me,
         clock,
+        wait: {
+          waitMs: logWaitMs,
+          startedAt: waitStartedAt,
+          onWait,
+          waitSetting: '--log-wait',
+        },
         onLeading: (previous) => {
           void (async () => {
             try {
@@ -539,6 +570,8 @@ async function openLog(
   try {
     return await openEventLog<ClusterState>(dir, options);
   } catch (error) {
+    // A cluster that never answered is not a configuration error: the message says what to check.
+    if (error instanceof JetStreamUnavailableError) throw error;
     if (error instanceof LogLockedError) {
       throw new RouterConfigError(
         `--log ${dir}: ${error.message}. One router per log: stop the other router, or give this one its own --log`,

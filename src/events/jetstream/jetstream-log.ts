@@ -30,6 +30,7 @@ import type { LogProjection } from '../projection.js';
 import { snapshotDue, snapshotEvent, stampEvents } from '../stamp.js';
 import type { ClusterEvent, NewEvent, StoredEvent } from '../types.js';
 import { upcaster } from '../upcast.js';
+import { waitForCluster, type ClusterWaitReport } from './cluster-wait.js';
 import { formatJetStreamLocation, type JetStreamLocation } from './location.js';
 import {
   describeStream,
@@ -63,6 +64,17 @@ export interface JetStreamLogOptions<S> {
   readonly connection?: NatsConnection;
   /** How long a JetStream request may take, in ms. Default 10 s. */
   readonly timeout?: number;
+  /**
+   * How long `open` retries while the cluster is still starting or electing (`cluster-wait.ts`),
+   * in ms. Default 30 s.
+   */
+  readonly waitMs?: number;
+  /** When that wait began, in epoch ms (default: when `open` is called). */
+  readonly waitStartedAt?: number;
+  /** Told at the first failed attempt to open and every few seconds after, while waiting. */
+  readonly onWait?: (report: ClusterWaitReport) => void;
+  /** What sets `waitMs`, named in the error when the wait runs out (e.g. `--log-wait`). */
+  readonly waitSetting?: string;
 }
 
 /** The log was written by another writer after this one's last message: it lost leadership. */
@@ -72,6 +84,8 @@ export class LogFencedError extends EventLogError {
 
 /** JetStream's error code for a failed `Nats-Expected-Last-Sequence` check. */
 const WRONG_LAST_SEQUENCE = 10071;
+/** How long `open` waits by default for a cluster that is still starting. */
+const OPEN_WAIT_MS = 30_000;
 /** How long a writer retries through transient trouble (a lost node, an election). */
 const RECOVERY_MS = 30_000;
 
@@ -147,20 +161,15 @@ export class JetStreamEventLog<S = never> implements EventLogBackend<S> {
     where: JetStreamLocation,
     options: JetStreamLogOptions<S> = {},
   ): Promise<JetStreamEventLog<S>> {
-    // A cluster that just started (or lost a node) elects leaders for a few seconds: retry
-    // what times out or finds JetStream unavailable, for up to 30 s.
-    const deadline = Date.now() + 30_000;
-    for (;;) {
-      try {
-        return await JetStreamEventLog.openOnce<S>(where, options);
-      } catch (error) {
-        const transient = /timeout|not enabled|unavailable|no responders|503/i.test(
-          (error as Error).message,
-        );
-        if (!transient || Date.now() >= deadline) throw error;
-        await new Promise((resolve) => setTimeout(resolve, 500));
-      }
-    }
+    // A cluster that just started (or restarted, or lost a node) elects leaders for seconds:
+    // retry what a starting cluster answers, for up to `waitMs`.
+    return waitForCluster(() => JetStreamEventLog.openOnce<S>(where, options), {
+      what: `open the event log ${formatJetStreamLocation(where)}`,
+      waitMs: options.waitMs ?? OPEN_WAIT_MS,
+      ...(options.waitStartedAt === undefined ? {} : { startedAt: options.waitStartedAt }),
+      ...(options.onWait ? { onWait: options.onWait } : {}),
+      ...(options.waitSetting ? { waitSetting: options.waitSetting } : {}),
+    });
   }
 
   private static async openOnce<S>(
@@ -177,7 +186,7 @@ export class JetStreamEventLog<S = never> implements EventLogBackend<S> {
         timeout,
         maxReconnectAttempts: -1,
       }).catch((error: Error) => {
-        throw new EventLogError(`${text}: cannot reach NATS (${error.message})`);
+        throw new EventLogError(`${text}: cannot reach NATS (${error.message})`, { cause: error });
       }));
     try {
       const jsm = await jetstreamManager(nc, { timeout });
@@ -230,7 +239,7 @@ export class JetStreamEventLog<S = never> implements EventLogBackend<S> {
     } catch (error) {
       if (options.connection === undefined) await nc.close().catch(() => undefined);
       if (error instanceof EventLogError || error instanceof InvalidEventError) throw error;
-      throw new EventLogError(`${text}: ${(error as Error).message}`);
+      throw new EventLogError(`${text}: ${(error as Error).message}`, { cause: error });
     }
   }
 

@@ -10,6 +10,7 @@
  */
 import type { NatsConnection } from '@nats-io/transport-node';
 import { Kvm, type KV } from '@nats-io/kv';
+import { waitForCluster, type ClusterWaitOptions } from '../../events/index.js';
 
 const KEY = 'leader';
 
@@ -39,6 +40,11 @@ export interface LeaseOptions {
   readonly onLeading: (previous: LeaseHolder | undefined, revision: number) => void;
   /** Told when this router lost or gave up the lease, with why. */
   readonly onLost: (why: string) => void;
+  /**
+   * How `open` waits for a cluster still electing the bucket's leader (default: no retry), as in
+   * `waitForCluster`.
+   */
+  readonly wait?: Omit<ClusterWaitOptions, 'what'>;
 }
 
 /** One router's side of the lease. */
@@ -57,12 +63,22 @@ export class LeaderLease {
     private readonly options: LeaseOptions,
   ) {}
 
-  /** Opens (creating) the bucket; `start` begins contending. */
+  /**
+   * Opens (creating) the bucket, retrying while the cluster elects its leader (`wait`); `start`
+   * begins contending.
+   */
   static async open(options: LeaseOptions): Promise<LeaderLease> {
-    const kv = await new Kvm(options.connection).create(options.bucket, {
-      replicas: options.replicas,
-      history: 1,
-    });
+    const create = () =>
+      new Kvm(options.connection).create(options.bucket, {
+        replicas: options.replicas,
+        history: 1,
+      });
+    const kv = options.wait
+      ? await waitForCluster(create, {
+          ...options.wait,
+          what: `open the leader lease (bucket ${options.bucket})`,
+        })
+      : await create();
     return new LeaderLease(kv, options);
   }
 
