@@ -16,7 +16,7 @@ import {
 import type { ReportResidencyRequest } from '../../proto/gen/readie/v1/residency.js';
 import type { WorkerCredentials } from '../credentials.js';
 import { routerDiagnosis } from './router-diagnosis.js';
-import { LEADER_TRAILER } from '../../shared/call-trailers.js';
+import { LEADER_TRAILER, STANDBY_TRAILER } from '../../shared/call-trailers.js';
 
 /** The router could not be reached (or refused) after every attempt. */
 export class RegistrationError extends Error {
@@ -43,6 +43,23 @@ export interface RegistryClientOptions {
   readonly registerRetryDelayMs: number;
   /** Deadline of each report. */
   readonly callTimeoutMs: number;
+  /**
+   * How long registration waits while the routers answer as standbys that know no leader (a
+   * shared log whose routers are still electing one), in ms. Default 2 min.
+   */
+  readonly leaderWaitMs?: number;
+}
+
+/** How long registration waits for a router to lead, by default. */
+export const DEFAULT_LEADER_WAIT_MS = 120_000;
+
+/** A standby's refusal that names no leader: no router leads yet. */
+function leaderless(error: ServiceError): boolean {
+  return (
+    error.code === status.UNAVAILABLE &&
+    error.metadata?.get(STANDBY_TRAILER)[0] === '1' &&
+    error.metadata.get(LEADER_TRAILER).length === 0
+  );
 }
 
 const UNREACHABLE = new Set<number>([status.UNAVAILABLE, status.DEADLINE_EXCEEDED]);
@@ -127,12 +144,16 @@ export class RegistryClient {
 
   /**
    * Reports a status, retrying up to `registerRetries` more times while the router is
-   * unreachable; throws RegistrationError once it gives up (or at once on any other refusal).
+   * unreachable, and for up to `leaderWaitMs` while the routers answer that none leads yet;
+   * throws RegistrationError once it gives up (or at once on any other refusal).
    */
   async register(request: ReportStatusRequest): Promise<void> {
     const { registerRetryDelayMs, log } = this.options;
+    const leaderWaitMs = this.options.leaderWaitMs ?? DEFAULT_LEADER_WAIT_MS;
     // Every router gets the retries: a standby's refusal moves on at once.
     const registerRetries = this.options.registerRetries * this.routers.length;
+    let unreachable = 0;
+    let leaderlessSince: number | undefined;
     for (let attempt = 0; ; attempt += 1) {
       const tried = this.router;
       try {
@@ -150,25 +171,45 @@ export class RegistryClient {
       } catch (error) {
         const { code } = error as ServiceError;
         const details = (error as ServiceError).details.replace(/\s+/g, ' ').trim();
+        if (leaderless(error as ServiceError)) {
+          // The routers run and are electing a leader: not a retry of an unreachable one.
+          leaderlessSince ??= Date.now();
+          const waitedMs = Date.now() - leaderlessSince;
+          if (waitedMs >= leaderWaitMs) {
+            throw new RegistrationError(
+              `no router led within ${leaderWaitMs < 1_000 ? `${leaderWaitMs} ms` : `${Math.round(leaderWaitMs / 1_000)} s`}: ${tried} answered "${details}"`,
+            );
+          }
+          const pause = (attempt + 1) % this.routers.length === 0;
+          if (pause) {
+            log.warn(
+              { waitedMs, leaderWaitMs, retryInMs: registerRetryDelayMs },
+              'no router leads yet (each answered as a standby); waiting for one',
+            );
+          }
+          await sleep(pause ? registerRetryDelayMs : 0);
+          continue;
+        }
+        unreachable += 1;
         const reachable = !UNREACHABLE.has(code);
         // Which side speaks what, and the setting to change (src/shared/transport-problem.ts).
         const diagnosis = reachable
           ? null
           : await routerDiagnosis(tried, this.options.dialsTls ?? false, details);
         const why = diagnosis === null ? details : `${details}; ${diagnosis}`;
-        if (reachable || attempt >= registerRetries) {
+        if (reachable || unreachable > registerRetries) {
           throw new RegistrationError(
             reachable
               ? `the router at ${tried} refused the status report: ${details}`
-              : `the router at ${this.options.router} is unreachable after ${attempt + 1} attempts: ${why}`,
+              : `the router at ${this.options.router} is unreachable after ${unreachable} attempts: ${why}`,
           );
         }
-        const round = Math.floor(attempt / this.routers.length);
+        const round = Math.floor((unreachable - 1) / this.routers.length);
         // The next router at once; a pause only after a whole round of them failed.
         const delay =
-          (attempt + 1) % this.routers.length !== 0 ? 0 : registerRetryDelayMs * 2 ** round;
+          unreachable % this.routers.length !== 0 ? 0 : registerRetryDelayMs * 2 ** round;
         log.warn(
-          { attempt: attempt + 1, retryInMs: delay, error: why },
+          { attempt: unreachable, retryInMs: delay, error: why },
           'router unreachable; retrying',
         );
         await sleep(delay);
