@@ -9,10 +9,12 @@ import {
 import {
   decodeClientMessage,
   decodeWorkerAnswer,
+  clientAnswerParts,
   encodeClientAnswer,
   encodeWorkerMessage,
 } from '../../src/router/calls/relay-codec.js';
 import { callConfig } from '../support/router/harness.js';
+import { framedParts } from '../../src/router/wire/grpc-frames.js';
 
 const ids = {
   requestId: 'r1',
@@ -107,6 +109,29 @@ describe('router relay codec: chunks and answers pass through as wire bytes', ()
       ids,
       message: { $case: 'log', value: line },
     });
+  });
+
+  it('writes a large chunk after rewritten IDs as the bytes it came in (not copied), framed as one message', () => {
+    const data = Buffer.alloc(256 * 1024, 7);
+    const wire = workerWire({ message: { $case: 'chunk', value: { data } } });
+    const answer = decodeWorkerAnswer(wire);
+    const parts = clientAnswerParts({ kind: 'relayed', ids, answer });
+    expect(parts).to.have.length(2);
+    expect(parts[1]!.buffer, 'the body is a view of the bytes received').to.equal(wire.buffer);
+    const pieces = framedParts(parts);
+    const frame = Buffer.concat(pieces);
+    expect(frame.readUInt32BE(1)).to.equal(frame.length - 5);
+    expect(RequestExecutionResponse.decode(frame.subarray(5))).to.deep.equal({
+      ids,
+      message: { $case: 'chunk', value: { data } },
+    });
+    const small = decodeWorkerAnswer(
+      workerWire({ message: { $case: 'chunk', value: { data: Buffer.from('ab') } } }),
+    );
+    expect(
+      clientAnswerParts({ kind: 'relayed', ids, answer: small }),
+      'small: one copy',
+    ).to.have.length(1);
   });
 
   it('handles answers whose IDs come after the payload, or twice', () => {

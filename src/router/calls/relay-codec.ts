@@ -193,13 +193,29 @@ export function sameIds(a: CallIds | undefined, b: CallIds): boolean {
 
 /** Writes an answer to the client (the server's response serializer). */
 export function encodeClientAnswer(answer: ClientAnswer): Buffer {
+  const parts = clientAnswerParts(answer);
+  return parts.length === 1 ? parts[0]! : Buffer.concat(parts);
+}
+
+/** Bodies at least this long are written after the router's IDs as they are, not copied. */
+const UNCOPIED_BODY_BYTES = 64 * 1024;
+
+/**
+ * An answer to the client as the parts its message is made of, in order: the worker's bytes when
+ * they go on unchanged; else the router's IDs and then the rest of the worker's message, which a
+ * transport writes on as it came (a large chunk is not copied) unless it is small.
+ */
+export function clientAnswerParts(answer: ClientAnswer): readonly Buffer[] {
   if (answer.kind === 'message') {
-    return Buffer.from(RequestExecutionResponse.encode(answer.message).finish());
+    return [Buffer.from(RequestExecutionResponse.encode(answer.message).finish())];
   }
   const { ids, answer: relayed } = answer;
-  if (sameIds(relayed.ids, ids)) return relayed.wire;
-  const idField = CallIds.encode(ids, new BinaryWriter().uint32(10).fork()).join().finish();
-  return Buffer.concat([idField, relayed.body]);
+  if (sameIds(relayed.ids, ids)) return [relayed.wire];
+  const idField = Buffer.from(
+    CallIds.encode(ids, new BinaryWriter().uint32(10).fork()).join().finish(),
+  );
+  if (relayed.body.length < UNCOPIED_BODY_BYTES) return [Buffer.concat([idField, relayed.body])];
+  return [idField, relayed.body];
 }
 
 /** Reads an answer as a client would (for tests): the generated decoder. */

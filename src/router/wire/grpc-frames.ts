@@ -112,6 +112,21 @@ function frameOf(frame: Buffer): GrpcFrame {
   return { frame, message: frame.subarray(PREFIX_BYTES), compressed: frame[0] !== 0 };
 }
 
+/**
+ * A message made of `parts` as the pieces of one gRPC frame: the length prefix joined to the
+ * first part, then the others as they are (not copied).
+ */
+export function framedParts(parts: readonly Buffer[]): Buffer[] {
+  if (parts.length === 1) return [framed(parts[0]!)];
+  let length = 0;
+  for (const part of parts) length += part.length;
+  const head = Buffer.allocUnsafe(PREFIX_BYTES + parts[0]!.length);
+  head[0] = 0;
+  head.writeUInt32BE(length, 1);
+  head.set(parts[0]!, PREFIX_BYTES);
+  return [head, ...parts.slice(1)];
+}
+
 /** `message` framed for the wire (uncompressed): one buffer, prefix and message. */
 export function framed(message: Uint8Array): Buffer {
   const frame = Buffer.allocUnsafe(PREFIX_BYTES + message.length);

@@ -12,8 +12,8 @@ import type { TrailerEntry } from '../../core/calls/answer-trailers.js';
 import type { GrpcCodeName } from '../../shared/grpc-codes.js';
 import type { ClientAnswer } from '../../core/calls/relay-messages.js';
 import type { ClientEnd, ClientEndEvents } from '../calls/call-ends.js';
-import { decodeClientMessage, encodeClientAnswer } from '../calls/relay-codec.js';
-import { framed, FrameError, FrameReader, type GrpcFrame } from './grpc-frames.js';
+import { clientAnswerParts, decodeClientMessage } from '../calls/relay-codec.js';
+import { FrameError, FrameReader, framedParts, type GrpcFrame } from './grpc-frames.js';
 import { RESPONSE_HEADERS, statusTrailers } from './grpc-headers.js';
 import { keepFrame, keptFrame } from './kept-frames.js';
 
@@ -86,8 +86,11 @@ export class H2ClientEnd implements ClientEnd {
   write(answer: ClientAnswer, drained: () => void): boolean {
     if (this.finished) return true;
     this.respond();
-    const message = encodeClientAnswer(answer);
-    if (this.stream.write(keptFrame(message) ?? framed(message))) return true;
+    const parts = clientAnswerParts(answer);
+    const kept = parts.length === 1 ? keptFrame(parts[0]!) : undefined;
+    let fits = true;
+    for (const piece of kept ? [kept] : framedParts(parts)) fits = this.stream.write(piece);
+    if (fits) return true;
     this.stream.once('drain', drained);
     return false;
   }
