@@ -8,18 +8,17 @@ import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { expect } from 'chai';
-import type { ClusterEvent } from '../../src/events/index.js';
-import { JetStreamEventLog } from '../../src/events/jetstream/jetstream-log.js';
-import { parseJetStreamLocation } from '../../src/events/jetstream/location.js';
 import { ReadieClient, ReadieError } from '../../src/client/index.js';
 import { useNatsCluster } from '../support/nats.js';
 import {
+  type ChildRouter,
   eventuallyAsync,
   killRouter,
   LEASE_MS,
   PROBE_MS,
+  readLog,
   startLeaderAndStandby,
-  type ChildRouter,
+  untilLogged,
 } from '../support/jetstream-routers.js';
 import { SLEEP_SOURCE, startRealWorker, type RealWorker } from '../support/real-worker.js';
 import { storyOf } from '../support/router/harness.js';
@@ -65,17 +64,6 @@ async function pythonCall(address: string): Promise<PythonOutcome> {
   return JSON.parse(stdout.trim().split('\n').at(-1) as string) as PythonOutcome;
 }
 
-async function readAll(location: string): Promise<ClusterEvent[]> {
-  const log = await JetStreamEventLog.open(parseJetStreamLocation(location), { readOnly: true });
-  try {
-    const events: ClusterEvent[] = [];
-    for await (const event of log.read()) events.push(event);
-    return events;
-  } finally {
-    await log.close();
-  }
-}
-
 const hypot = { module: 'math', function: 'hypot', args: [3, 4] };
 
 describe('the TypeScript client with several router addresses (real routers on NATS)', function () {
@@ -96,11 +84,7 @@ describe('the TypeScript client with several router addresses (real routers on N
     location = nats.streamLocation('clients');
     ({ leader, standby } = await startLeaderAndStandby(location));
     worker = await startRealWorker(`${leader.address},${standby.address}`);
-    await eventuallyAsync(
-      async () => (await readAll(location)).some((e) => e.type === 'WorkerRegistered'),
-      'the worker to register with the leader',
-      30_000,
-    );
+    await untilLogged(location, 'WorkerRegistered', 'the worker to register with the leader');
   });
 
   afterEach(async () => {
@@ -118,7 +102,7 @@ describe('the TypeScript client with several router addresses (real routers on N
     const call = readie.start<number>(hypot);
     expect(await call.result).to.equal(5);
     expect(await readie.slots()).to.be.above(0);
-    const events = await readAll(location);
+    const events = await readLog(location);
     expect(storyOf(events, call.requestId).filter((t) => t === 'CallRequested')).to.have.length(1);
     // Later calls start at the leader: the standby is not asked again.
     expect(await readie.call(hypot)).to.equal(5);
@@ -133,14 +117,14 @@ describe('the TypeScript client with several router addresses (real routers on N
     expect(error.notStarted, 'not started').to.equal(true);
     expect(error.standby, 'refused by a standby').to.equal(true);
     expect(error.leader).to.equal(leader.address);
-    expect(storyOf(await readAll(location), call.requestId)).to.deep.equal([]);
+    expect(storyOf(await readLog(location), call.requestId)).to.deep.equal([]);
   });
 
   it('the Python client moves a refused call to the leader too, and names it when it cannot', async () => {
     const moved = await pythonCall(`${standby.address},${leader.address}`);
     expect(moved.value, JSON.stringify(moved)).to.equal(5);
     expect(moved.ended, 'a session the cluster never saw is not ended').to.equal(false);
-    const events = await readAll(location);
+    const events = await readLog(location);
     const story = storyOf(events, moved.requestId as string);
     expect(story.filter((t) => t === 'CallRequested')).to.have.length(1);
     expect(story).to.include('CallFinished');
@@ -154,7 +138,7 @@ describe('the TypeScript client with several router addresses (real routers on N
     expect(await readie.call(hypot)).to.equal(5);
     const running = readie.start({ source: SLEEP_SOURCE, function: 'nap', args: [20] });
     await eventuallyAsync(
-      async () => storyOf(await readAll(location), running.requestId).includes('CallPlaced'),
+      async () => storyOf(await readLog(location), running.requestId).includes('CallPlaced'),
       'the long call to be placed',
       20_000,
     );
@@ -170,7 +154,7 @@ describe('the TypeScript client with several router addresses (real routers on N
     expect(servedAfter, 'ms from the kill to a call served').to.be.below(
       LEASE_MS + PROBE_MS + 10_000,
     );
-    const events = await readAll(location);
+    const events = await readLog(location);
     const story = storyOf(events, running.requestId);
     expect(
       story.filter((t) => t === 'CallRequested'),

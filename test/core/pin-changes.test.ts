@@ -52,6 +52,15 @@ function fleet(): History {
 /** Now, in epoch ms, at the seq after the history's last event. */
 const nowAfter = (given: History) => Date.parse(atOf(given.lastSeq + 1));
 
+/** Asks to flip t1's staged version, not forced, at the next event's time. */
+const unforcedFlip = (given: History) => () =>
+  decideFlip(given.state(), {
+    tenantId: 't1',
+    expectRevision: null,
+    force: false,
+    now: nowAfter(given),
+  });
+
 function refused(run: () => unknown, code: string, words: RegExp): void {
   let error: unknown;
   try {
@@ -137,13 +146,7 @@ describe('pin changes', () => {
       given.add(...stage(given).events);
       const [a, b] = rendezvousSubset('t1', 'policy-v1', WORKERS, 2) as [string, string];
       given.add(residency(a, 'policy-v1', 'resident'), residency(b, 'policy-v1', 'loading'));
-      const flip = () =>
-        decideFlip(given.state(), {
-          tenantId: 't1',
-          expectRevision: null,
-          force: false,
-          now: nowAfter(given),
-        });
+      const flip = unforcedFlip(given);
       refused(
         flip,
         'FAILED_PRECONDITION',
@@ -178,13 +181,7 @@ describe('pin changes', () => {
       given.add(...stage(given).events);
       const [a, b] = rendezvousSubset('t1', 'policy-v1', WORKERS, 2) as [string, string];
       given.add(residency(a, 'policy-v1', 'resident'), residency(b, 'policy-v1', 'resident'));
-      const flip = () =>
-        decideFlip(given.state(), {
-          tenantId: 't1',
-          expectRevision: null,
-          force: false,
-          now: nowAfter(given),
-        });
+      const flip = unforcedFlip(given);
       // The worker reports its status again after a load (its checkpoints changed): the same
       // process still holds policy-v1, before and after its full residency report lands.
       given.add(registered(b, { instanceId: `${b}-1` }));

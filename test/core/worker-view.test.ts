@@ -335,14 +335,30 @@ describe('the core: instances and probe counts', () => {
     expect(state.sessions.get('s1')?.expired?.reason).to.equal('worker_evicted');
   });
 
-  it('a snapshot from before these parts existed restores them at their defaults, derived again', () => {
+  /** A session's call placed on its reused container, and that state's snapshot as JSON. */
+  const reusedContainerSnapshot = () => {
     const given = history(
       registered('w1'),
       container('w1', 'c1', 'ready'),
       requested('r1', { sessionId: 's1' }),
       placed('r1', 'w1', { sessionId: 's1', containerId: 'c1' }),
     );
-    const snapshot = snapshotOf(given.state()) as Record<string, Record<string, unknown>>;
+    return {
+      given,
+      snapshot: snapshotOf(given.state()) as Record<string, Record<string, unknown>>,
+    };
+  };
+  const snapshotEvent = (state: Record<string, Record<string, unknown>>) => ({
+    seq: 10,
+    at: '2026-11-30T10:00:10.000Z',
+    cause: null,
+    type: 'Snapshot' as const,
+    schemaVersion: 1,
+    state,
+  });
+
+  it('a snapshot from before these parts existed restores them at their defaults, derived again', () => {
+    const { snapshot } = reusedContainerSnapshot();
     // Written by an earlier version: none of the parts this one added.
     delete snapshot.pendingCalls;
     const old = snapshot.workers as Record<string, Record<string, unknown>>;
@@ -357,14 +373,7 @@ describe('the core: instances and probe counts', () => {
     }
     delete (old.w1!.containers as Record<string, Record<string, unknown>>).c1!.reportSeq;
     delete (snapshot.reservations as Record<string, Record<string, unknown>>).r1!.unreachable;
-    const restored = restoreSnapshot({
-      seq: 10,
-      at: '2026-11-30T10:00:10.000Z',
-      cause: null,
-      type: 'Snapshot',
-      schemaVersion: 1,
-      state: snapshot,
-    });
+    const restored = restoreSnapshot(snapshotEvent(snapshot));
     expect(worker(restored)).to.deep.include({
       instanceId: null,
       reportedSlots: null,
@@ -377,24 +386,11 @@ describe('the core: instances and probe counts', () => {
   });
 
   it('a snapshot that named one call a container (as earlier versions wrote) restores the lists', () => {
-    const given = history(
-      registered('w1'),
-      container('w1', 'c1', 'ready'),
-      requested('r1', { sessionId: 's1' }),
-      placed('r1', 'w1', { sessionId: 's1', containerId: 'c1' }),
-    );
-    const snapshot = snapshotOf(given.state()) as Record<string, Record<string, unknown>>;
+    const { given, snapshot } = reusedContainerSnapshot();
     const old = snapshot.workers as Record<string, Record<string, unknown>>;
     expect(old.w1!.callContainers).to.deep.equal({ c1: ['r1'] });
     old.w1!.callContainers = { c1: 'r1' };
-    const restored = restoreSnapshot({
-      seq: 10,
-      at: '2026-11-30T10:00:10.000Z',
-      cause: null,
-      type: 'Snapshot',
-      schemaVersion: 1,
-      state: snapshot,
-    });
+    const restored = restoreSnapshot(snapshotEvent(snapshot));
     expect(restored.workers).to.deep.equal(given.state().workers);
   });
 });

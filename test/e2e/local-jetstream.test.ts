@@ -9,24 +9,12 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ReadieClient } from '../../src/client/index.js';
 import { fold } from '../../src/projections/index.js';
-import type { ClusterEvent } from '../../src/events/index.js';
-import { openEventLog } from '../../src/events/index.js';
 import { freePort } from '../support/e2e-cluster.js';
+import { readLog } from '../support/jetstream-routers.js';
 import { runReadie } from '../support/processes.js';
 import { tempDir } from '../support/temp.js';
 
 const SOURCE = 'def add(x):\n    return x + 1\n';
-
-async function readAll(location: string): Promise<ClusterEvent[]> {
-  const log = await openEventLog(location, { readOnly: true });
-  try {
-    const events: ClusterEvent[] = [];
-    for await (const event of log.read()) events.push(event);
-    return events;
-  } finally {
-    await log.close();
-  }
-}
 
 /** The pids of this state dir's processes whose command line matches `pattern`. */
 function pidsOf(stateDir: string, pattern: string): number[] {
@@ -105,7 +93,7 @@ describe('readie up --log jetstream (real NATS cluster, two routers, real worker
       // The session's container survived the takeover.
       expect(await session.call({ source: SOURCE, function: 'add', args: [2] })).to.equal(3);
       expect(session.lastCall?.containerId, 'the session kept its container').to.equal(container);
-      const events = await readAll(location);
+      const events = await readLog(location);
       const starts = events.filter((e) => e.type === 'RouterStarted');
       expect(starts.map((e) => [e.routerId, e.takeoverFrom])).to.deep.include([
         'router-b',
@@ -161,7 +149,7 @@ describe('readie up --log jetstream (real NATS cluster, two routers, real worker
         expect(await client.call({ module: 'math', function: 'hypot', args: [5, 12] })).to.equal(
           13,
         );
-        const later = await readAll(location);
+        const later = await readLog(location);
         expect(later.length).to.be.above(firstRun);
         expect(later.slice(0, firstRun).map((e) => e.seq)).to.deep.equal(events.map((e) => e.seq));
         process.kill(-again.process.pid!, 'SIGINT');

@@ -11,15 +11,15 @@ import { fileURLToPath } from 'node:url';
 import { credentials } from '@grpc/grpc-js';
 import { expect } from 'chai';
 import { ReadieClient } from '../../src/client/index.js';
-import type { ClusterEvent } from '../../src/events/index.js';
-import { openEventLog } from '../../src/events/index.js';
 import { ProxyServiceClient } from '../../src/proto/gen/readie/v1/proxy.js';
 import { freePort } from '../support/e2e-cluster.js';
 import {
+  type ChildRouter,
   eventuallyAsync,
   killRouter,
+  readLog,
   startLeaderAndStandby,
-  type ChildRouter,
+  untilLogged,
 } from '../support/jetstream-routers.js';
 import { useNatsCluster } from '../support/nats.js';
 import { startRealWorker, type RealWorker } from '../support/real-worker.js';
@@ -57,17 +57,6 @@ function routersConfig(dir: string, listenPort: number, routers: readonly string
   return config;
 }
 
-async function readAll(location: string): Promise<ClusterEvent[]> {
-  const log = await openEventLog(location, { readOnly: true });
-  try {
-    const events: ClusterEvent[] = [];
-    for await (const event of log.read()) events.push(event);
-    return events;
-  } finally {
-    await log.close();
-  }
-}
-
 describe('nginx over a leader and a running standby (real nginx, routers, NATS, worker)', function () {
   this.timeout(180_000);
   const nats = useNatsCluster();
@@ -82,11 +71,7 @@ describe('nginx over a leader and a running standby (real nginx, routers, NATS, 
     location = nats.streamLocation('nginx');
     ({ leader, standby } = await startLeaderAndStandby(location));
     worker = await startRealWorker(`${leader.address},${standby.address}`);
-    await eventuallyAsync(
-      async () => (await readAll(location)).some((e) => e.type === 'WorkerRegistered'),
-      'the worker to register',
-      30_000,
-    );
+    await untilLogged(location, 'WorkerRegistered', 'the worker to register');
     const dir = tempDir('nginx-routers-');
     mkdirSync(dir, { recursive: true });
     const port = await freePort();
@@ -145,7 +130,7 @@ describe('nginx over a leader and a running standby (real nginx, routers, NATS, 
         readie.start<number>({ module: 'math', function: 'hypot', args: [3 * i, 4 * i] }),
       );
       for (const [i, call] of calls.entries()) expect(await call.result).to.equal(5 * i);
-      const events = await readAll(location);
+      const events = await readLog(location);
       for (const call of calls) {
         const story = storyOf(events, call.requestId);
         expect(
@@ -170,7 +155,7 @@ describe('nginx over a leader and a running standby (real nginx, routers, NATS, 
     } finally {
       readie.close();
     }
-    const starts = (await readAll(location)).filter((e) => e.type === 'RouterStarted');
+    const starts = (await readLog(location)).filter((e) => e.type === 'RouterStarted');
     expect(starts.map((e) => [e.routerId, e.takeoverFrom])).to.deep.include([
       'router-b',
       'router-a',

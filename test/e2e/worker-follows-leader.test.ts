@@ -8,32 +8,20 @@ import { join } from 'node:path';
 import { credentials } from '@grpc/grpc-js';
 import { expect } from 'chai';
 import { ReadieClient } from '../../src/client/index.js';
-import type { ClusterEvent } from '../../src/events/index.js';
-import { openEventLog } from '../../src/events/index.js';
 import { AdminServiceClient, type StatusResponse } from '../../src/proto/gen/readie/v1/admin.js';
 import { freePort } from '../support/e2e-cluster.js';
 import {
+  type ChildRouter,
   eventuallyAsync,
   killRouter,
+  readLog,
   startLeaderAndStandby,
-  type ChildRouter,
 } from '../support/jetstream-routers.js';
 import { useNatsCluster } from '../support/nats.js';
 import { runReadie, type Child } from '../support/processes.js';
 import { PYTHON } from '../support/python.js';
 import { PLAIN_CATALOGUE } from '../support/real-worker.js';
 import { tempDir } from '../support/temp.js';
-
-async function readAll(location: string): Promise<ClusterEvent[]> {
-  const log = await openEventLog(location, { readOnly: true });
-  try {
-    const events: ClusterEvent[] = [];
-    for await (const event of log.read()) events.push(event);
-    return events;
-  } finally {
-    await log.close();
-  }
-}
 
 /** The router's status (AdminService; the routers run with --auth none). */
 function statusOf(address: string): Promise<StatusResponse> {
@@ -136,7 +124,7 @@ describe('a worker process with --router a,b follows the leader (real NATS, rout
       expect(session.lastCall?.containerId, 'the session kept its container').to.equal(container);
       const view = (await statusOf(standby.address)).workers.find((w) => w.workerId === workerId);
       expect(view?.containers.map((c) => c.containerId)).to.include(container);
-      const events = await readAll(location);
+      const events = await readLog(location);
       const registrations = events.filter(
         (e) => e.type === 'WorkerRegistered' && e.workerId === workerId,
       );

@@ -11,27 +11,8 @@ import type { ClusterWaitReport } from '../../src/events/index.js';
 import { streamNames } from '../../src/events/jetstream/stream-format.js';
 import { LeaderLease } from '../../src/router/leadership/index.js';
 import { useNatsCluster } from '../support/nats.js';
-import { runReadie, type Child } from '../support/processes.js';
-
-/** `readie router` on `location` as a child process (not waited for). */
-function routerChild(location: string, routerId: string, extra: readonly string[] = []): Child {
-  return runReadie(
-    [
-      'router',
-      '--listen',
-      '127.0.0.1:0',
-      '--log',
-      location,
-      '--router-id',
-      routerId,
-      '--insecure',
-      '--auth',
-      'none',
-      ...extra,
-    ],
-    { LEADER_LEASE: '2s', REAPER_INTERVAL: '1h', LOG_LEVEL: 'info' },
-  );
-}
+import { spawnRouter } from '../support/jetstream-routers.js';
+import type { Child } from '../support/processes.js';
 
 async function stop(child: Child): Promise<void> {
   if (child.process.exitCode === null && child.process.signalCode === null) {
@@ -66,7 +47,7 @@ describe('a router beside a NATS cluster that is still electing (real three-node
   /** A log and lease bucket that exist (a first router led on them), as on a restart. */
   async function existingLog(prefix: string): Promise<string> {
     const location = nats.streamLocation(prefix);
-    const first = routerChild(location, 'router-a');
+    const first = spawnRouter(location, 'router-a');
     try {
       await first.waitFor(/took the lead/, 90_000);
     } finally {
@@ -78,7 +59,7 @@ describe('a router beside a NATS cluster that is still electing (real three-node
   it('waits while one node of three is up, says so, and leads once the others are back', async () => {
     const location = await existingLog('electing');
     await leaveOneNode();
-    const router = routerChild(location, 'router-b');
+    const router = spawnRouter(location, 'router-b');
     try {
       const waiting = await router.waitFor(/router waiting for the NATS cluster/, 60_000);
       const line = JSON.parse(waiting) as { level: string; problem: string; waitMs: number };
@@ -143,7 +124,7 @@ describe('a router beside a NATS cluster that is still electing (real three-node
   it('gives up after --log-wait, exit 1, one line that says what to check', async () => {
     const location = await existingLog('gives-up');
     await leaveOneNode();
-    const router = routerChild(location, 'router-b', ['--log-wait', '2s']);
+    const router = spawnRouter(location, 'router-b', { extra: ['--log-wait', '2s'] });
     const { code } = await router.exited;
     const stderr = router.stderr();
     expect(code, stderr).to.equal(1);

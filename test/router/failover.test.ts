@@ -1,62 +1,31 @@
 import { expect } from 'chai';
 import { credentials } from '@grpc/grpc-js';
-import type { ClusterEvent } from '../../src/events/index.js';
-import { JetStreamEventLog } from '../../src/events/jetstream/jetstream-log.js';
-import { parseJetStreamLocation } from '../../src/events/jetstream/location.js';
 import { fold } from '../../src/projections/index.js';
 import { ProxyServiceClient } from '../../src/proto/gen/readie/v1/proxy.js';
 import { ContainerState } from '../../src/proto/gen/readie/v1/registry.js';
+import {
+  LEASE_MS,
+  PROBE_MS,
+  readLog,
+  startChildRouter,
+  type ChildRouter as StartedRouter,
+} from '../support/jetstream-routers.js';
 import { useNatsCluster } from '../support/nats.js';
-import { runReadie, type Child } from '../support/processes.js';
 import { replayCli } from '../support/replay.js';
 import { codeOf, eventually, run, storyOf, type CallOutcome } from '../support/router/harness.js';
 import { ScriptedWorker } from '../support/router/scripted-worker.js';
 
-const LEASE_MS = 2_000;
-const PROBE_MS = 1_000;
-
-interface ChildRouter {
-  readonly child: Child;
-  readonly address: string;
+interface ChildRouter extends StartedRouter {
   readonly client: ProxyServiceClient;
 }
 
 /** `readie router` on a JetStream log, as a child process; resolves once it listens. */
 async function startRouter(location: string, routerId: string): Promise<ChildRouter> {
-  const child = runReadie(
-    [
-      'router',
-      '--listen',
-      '127.0.0.1:0',
-      '--log',
-      location,
-      '--router-id',
-      routerId,
-      '--insecure',
-      '--auth',
-      'none',
-    ],
-    {
-      LEADER_LEASE: `${LEASE_MS}ms`,
-      PROBE_INTERVAL: `${PROBE_MS}ms`,
-      REAPER_INTERVAL: '1h',
-      LOG_LEVEL: 'info',
-    },
-  );
-  const line = await child.waitFor(/"msg":"router serving"/, 60_000);
-  const { address } = JSON.parse(line) as { address: string };
-  return { child, address, client: new ProxyServiceClient(address, credentials.createInsecure()) };
-}
-
-async function readAll(location: string): Promise<ClusterEvent[]> {
-  const log = await JetStreamEventLog.open(parseJetStreamLocation(location), { readOnly: true });
-  try {
-    const events: ClusterEvent[] = [];
-    for await (const event of log.read()) events.push(event);
-    return events;
-  } finally {
-    await log.close();
-  }
+  const router = await startChildRouter(location, routerId);
+  return {
+    ...router,
+    client: new ProxyServiceClient(router.address, credentials.createInsecure()),
+  };
 }
 
 /** A call through an address list: a standby's (or a dead router's) refusal moves to the next. */
@@ -133,7 +102,7 @@ describe('routers on a JetStream log: a standby takes over (real three-node NATS
       );
       expect(await worker.reportUtilization(), 'the new leader knows the worker').to.equal(true);
 
-      const events = await readAll(location);
+      const events = await readLog(location);
       // No gap, no fork: seqs run 1..n, and replay re-decides the whole log the same way.
       expect(events.map((e) => e.seq)).to.deep.equal(events.map((_, i) => i + 1));
       for (const requestId of beforeKill) {
@@ -177,7 +146,7 @@ describe('routers on a JetStream log: a standby takes over (real three-node NATS
       expect(codeOf(pinned)).to.equal('OK');
       const containerId = pinned.ids.at(-1)?.containerId as string;
 
-      const before = fold(await readAll(location));
+      const before = fold(await readLog(location));
       await nats.cluster.stopNode(0, true);
       let ok = 0;
       const deadline = Date.now() + 30_000;
@@ -200,7 +169,7 @@ describe('routers on a JetStream log: a standby takes over (real three-node NATS
       expect(await worker.reportUtilization(), 'the worker is known from the stream').to.equal(
         true,
       );
-      const after = fold(await readAll(location));
+      const after = fold(await readLog(location));
       expect(after.sessions.get('s-keep')?.pin?.containerId).to.equal(containerId);
       expect(after.workers.size).to.equal(before.workers.size);
       const again = await run(router.client, 'echo again', { sessionId: 's-keep' });

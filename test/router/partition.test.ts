@@ -7,34 +7,22 @@
  */
 import { expect } from 'chai';
 import { credentials } from '@grpc/grpc-js';
-import type { ClusterEvent } from '../../src/events/index.js';
-import { openEventLog } from '../../src/events/index.js';
 import { ProxyServiceClient } from '../../src/proto/gen/readie/v1/proxy.js';
 import { checkHealth } from '../support/health-client.js';
 import {
+  type ChildRouter,
   eventuallyAsync,
   killRouter,
   LEASE_MS,
   PROBE_MS,
+  readLog,
   startChildRouter,
-  type ChildRouter,
 } from '../support/jetstream-routers.js';
 import { useNatsCluster } from '../support/nats.js';
 import { replayCli } from '../support/replay.js';
 import { codeOf, run, storyOf, type CallOutcome } from '../support/router/harness.js';
 import { ScriptedWorker } from '../support/router/scripted-worker.js';
 import { startTcpCut, type TcpCut } from '../support/tcp-cut.js';
-
-async function readAll(location: string): Promise<ClusterEvent[]> {
-  const log = await openEventLog(location, { readOnly: true });
-  try {
-    const events: ClusterEvent[] = [];
-    for await (const event of log.read()) events.push(event);
-    return events;
-  } finally {
-    await log.close();
-  }
-}
 
 describe('a leader partitioned from NATS while it runs (real three-node NATS cluster)', function () {
   this.timeout(180_000);
@@ -119,7 +107,7 @@ describe('a leader partitioned from NATS while it runs (real three-node NATS clu
       );
       expect(codeOf(await run(standbyClient, 'echo'))).to.equal('OK');
 
-      const events = await readAll(location);
+      const events = await readLog(location);
       expect(events.map((e) => e.seq)).to.deep.equal(events.map((_, i) => i + 1));
       expect(storyOf(events, 'before-cut')).to.include('CallFinished');
       expect(storyOf(events, 'during-cut'), 'the fenced append left nothing').to.deep.equal([]);

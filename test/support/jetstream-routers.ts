@@ -2,6 +2,7 @@
  * `readie router` child processes on a JetStream log (a leader and standbys) for the tests of
  * what finds the leader: clients' address lists, workers' `--router a,b`, nginx over both.
  */
+import { openEventLog, type ClusterEvent } from '../../src/events/index.js';
 import { runReadie, type Child } from './processes.js';
 
 /** The lease the tests run with, and the probe interval. */
@@ -22,13 +23,22 @@ export interface ChildRouterOptions {
   readonly listen?: string;
 }
 
-/** Starts `readie router` on `location`; resolves once it listens (leading or standing by). */
-export async function startChildRouter(
+/** Options of one router child process, besides those of `ChildRouterOptions`. */
+export interface SpawnRouterOptions extends ChildRouterOptions {
+  /** More arguments after the usual ones. */
+  readonly extra?: readonly string[];
+}
+
+/**
+ * Spawns `readie router` on `location` (plaintext, `--auth none`, the tests' lease and probe
+ * interval), not waiting for anything.
+ */
+export function spawnRouter(
   location: string,
   routerId: string,
-  options: ChildRouterOptions = {},
-): Promise<ChildRouter> {
-  const child = runReadie(
+  options: SpawnRouterOptions = {},
+): Child {
+  return runReadie(
     [
       'router',
       '--listen',
@@ -40,6 +50,7 @@ export async function startChildRouter(
       '--insecure',
       '--auth',
       'none',
+      ...(options.extra ?? []),
     ],
     {
       LEADER_LEASE: `${LEASE_MS}ms`,
@@ -49,6 +60,15 @@ export async function startChildRouter(
       ...options.env,
     },
   );
+}
+
+/** Starts `readie router` on `location`; resolves once it listens (leading or standing by). */
+export async function startChildRouter(
+  location: string,
+  routerId: string,
+  options: ChildRouterOptions = {},
+): Promise<ChildRouter> {
+  const child = spawnRouter(location, routerId, options);
   const line = await child.waitFor(/"msg":"router serving"/, 60_000);
   const { address } = JSON.parse(line) as { address: string };
   return { child, address, routerId };
@@ -85,4 +105,30 @@ export async function eventuallyAsync(
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
+}
+
+/** Every event of the log at `location` (a directory or a `nats://` stream), read once. */
+export async function readLog(location: string): Promise<ClusterEvent[]> {
+  const log = await openEventLog(location, { readOnly: true });
+  try {
+    const events: ClusterEvent[] = [];
+    for await (const event of log.read()) events.push(event);
+    return events;
+  } finally {
+    await log.close();
+  }
+}
+
+/** Waits until the log at `location` holds an event of `type` (`what` names it in a timeout). */
+export async function untilLogged(
+  location: string,
+  type: ClusterEvent['type'],
+  what: string,
+  timeoutMs = 30_000,
+): Promise<void> {
+  await eventuallyAsync(
+    async () => (await readLog(location)).some((event) => event.type === type),
+    what,
+    timeoutMs,
+  );
 }
