@@ -74,13 +74,8 @@ async def run_map_async(
                 return
             done, _ = await asyncio.wait(list(pending), timeout=REDRAW_EVERY, return_when=asyncio.FIRST_COMPLETED)
             bar.draw()
-            for error, value in outputs.settle(done, pending, free, bar):
-                if error is None:
-                    yield value
-                elif options.return_exceptions:
-                    yield error
-                else:
-                    raise error
+            for value in outputs.hand_out(done, pending, free, bar, options.return_exceptions):
+                yield value
     finally:
         cancelled = sum(1 for task in pending if not task.done())
         for task in pending:

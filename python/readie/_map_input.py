@@ -35,6 +35,35 @@ def indexed(error: BaseException, index: Optional[int]) -> BaseException:
     return error
 
 
+class Attempts:
+    """What one input's failed attempts so far allow next: the retry rule both runners share."""
+
+    def __init__(self, retries: int) -> None:
+        self.retries = retries
+        self.refusals = 0
+        self.unavailable = 0
+        self.ran_failures = 0
+
+    def after(self, error: ReadieError, slot: Slot) -> Optional[float]:
+        """After ``error``: None to give up, else the seconds to wait before the next attempt (0:
+        at once). A session that expired, or that a refusal says is gone, is renewed on ``slot``."""
+        if isinstance(error, SessionExpiredError) and error.not_started and slot.renewable:
+            slot.renew()
+            return 0.0
+        if waits_for_room(error, self.unavailable):
+            if error.code == grpc.StatusCode.UNAVAILABLE:
+                self.unavailable += 1
+            delay = backoff(self.refusals, error.retry_after)
+            self.refusals += 1
+            return delay
+        if needs_new_session(error):
+            slot.renew()
+        if self.ran_failures < self.retries and may_retry_ran(error):
+            self.ran_failures += 1
+            return 0.0
+        return None
+
+
 def run_input(
     fn: "RemoteFunction[Any]",
     index: Optional[int],
@@ -46,7 +75,7 @@ def run_input(
     """Runs one input to its end on this thread: refusals for lack of room waited out and retried,
     a call that ran retried only ``retries`` times."""
     args, kwargs = call
-    refusals = unavailable = ran_failures = 0
+    attempts = Attempts(retries)
     while True:
         if stop.is_set():
             raise Stopped()
@@ -56,21 +85,11 @@ def run_input(
         except ReadieError as error:
             if stop.is_set():
                 raise Stopped() from None
-            if isinstance(error, SessionExpiredError) and error.not_started and slot.renewable:
-                slot.renew()
-                continue
-            if waits_for_room(error, unavailable):
-                if error.code == grpc.StatusCode.UNAVAILABLE:
-                    unavailable += 1
-                stop.wait(backoff(refusals, error.retry_after))
-                refusals += 1
-                continue
-            if needs_new_session(error):
-                slot.renew()
-            if ran_failures < retries and may_retry_ran(error):
-                ran_failures += 1
-                continue
-            raise indexed(error, index) from None
+            delay = attempts.after(error, slot)
+            if delay is None:
+                raise indexed(error, index) from None
+            if delay > 0:
+                stop.wait(delay)
         except Stopped:
             raise
         except Exception as error:  # a payload that does not pickle, an unreadable result
@@ -88,27 +107,17 @@ async def run_input_async(
 ) -> Any:
     """:func:`run_input` on the running loop; cancelling the task cancels the call."""
     args, kwargs = call
-    refusals = unavailable = ran_failures = 0
+    attempts = Attempts(retries)
     while True:
         prepared = fn._prepare(args, kwargs, session=slot.session)
         try:
             return await run_async(prepared)
         except ReadieError as error:
-            if isinstance(error, SessionExpiredError) and error.not_started and slot.renewable:
-                slot.renew()
-                continue
-            if waits_for_room(error, unavailable):
-                if error.code == grpc.StatusCode.UNAVAILABLE:
-                    unavailable += 1
-                await asyncio.sleep(backoff(refusals, error.retry_after))
-                refusals += 1
-                continue
-            if needs_new_session(error):
-                slot.renew()
-            if ran_failures < retries and may_retry_ran(error):
-                ran_failures += 1
-                continue
-            raise indexed(error, index) from None
+            delay = attempts.after(error, slot)
+            if delay is None:
+                raise indexed(error, index) from None
+            if delay > 0:
+                await asyncio.sleep(delay)
         except Exception as error:  # a payload that does not pickle, an unreadable result
             raise indexed(error, index)
 

@@ -4,7 +4,7 @@ are done) or as they complete; shared by the sync and the async map."""
 from __future__ import annotations
 
 import time
-from typing import Any, Deque, Dict, Iterable, List, Optional, Tuple
+from typing import Any, Deque, Dict, Iterable, Iterator, List, Optional, Tuple
 
 from readie._map_slots import Slot
 from readie._progress import ProgressBar
@@ -48,3 +48,21 @@ class Outputs:
             handed.append(self._ready.pop(self.handed))
             self.handed += 1
         return handed
+
+    def hand_out(
+        self,
+        done: Iterable[Any],
+        pending: Dict[Any, Tuple[int, Slot]],
+        free: Deque[Slot],
+        bar: ProgressBar,
+        return_exceptions: bool,
+    ) -> Iterator[Any]:
+        """:meth:`settle`, then each outcome as the map gives it: a value, an input's error when
+        ``return_exceptions``, else that error raised."""
+        for error, value in self.settle(done, pending, free, bar):
+            if error is None:
+                yield value
+            elif return_exceptions:
+                yield error
+            else:
+                raise error

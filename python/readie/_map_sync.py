@@ -68,13 +68,7 @@ def run_map(
                 return
             done, _ = wait(list(pending), timeout=REDRAW_EVERY, return_when=FIRST_COMPLETED)
             bar.draw()
-            for error, value in outputs.settle(done, pending, free, bar):
-                if error is None:
-                    yield value
-                elif options.return_exceptions:
-                    yield error
-                else:
-                    raise error
+            yield from outputs.hand_out(done, pending, free, bar, options.return_exceptions)
     except KeyboardInterrupt:
         cancelled = _stop_all(pending, stop)
         bar.close()
