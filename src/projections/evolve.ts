@@ -444,8 +444,9 @@ function bind(state: State, event: EventOf<'CallBound'>, changes: WorkerChangeSi
 
 /** Notes that call `requestId` runs in `containerId` (beside any other: see `callContainers`). */
 function bindCall(worker: Worker, containerId: string, requestId: string): void {
-  const calls = worker.callContainers.get(containerId) ?? [];
-  if (!calls.includes(requestId)) {
+  const calls = worker.callContainers.get(containerId);
+  if (calls === undefined) worker.callContainers.set(containerId, [requestId]);
+  else if (!calls.includes(requestId)) {
     worker.callContainers.set(containerId, [...calls, requestId].sort());
   }
 }

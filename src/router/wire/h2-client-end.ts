@@ -89,7 +89,8 @@ export class H2ClientEnd implements ClientEnd {
     const parts = clientAnswerParts(answer);
     const kept = parts.length === 1 ? keptFrame(parts[0]!) : undefined;
     let fits = true;
-    for (const piece of kept ? [kept] : framedParts(parts)) fits = this.stream.write(piece);
+    if (kept) fits = this.stream.write(kept);
+    else for (const piece of framedParts(parts)) fits = this.stream.write(piece);
     if (fits) return true;
     this.stream.once('drain', drained);
     return false;
