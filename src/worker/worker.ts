@@ -28,11 +28,11 @@ import {
   type RestoreBackend,
 } from './checkpoints/index.js';
 import { ContainerPool, type SandboxContext } from './containers/index.js';
-import { WorkerStartupError, WorkerUnusableError } from './errors.js';
+import { WorkerStartupError, WorkerUnusableError } from './core/errors.js';
 import { CallTracker, executionService } from './execution/index.js';
 import { WorkerHealth } from './health.js';
 import { WorkerCredentials } from './credentials.js';
-import { gpuMemoryInUse } from './gpu-memory.js';
+import { gpuMemoryInUse } from './core/gpu-memory.js';
 import { CpuSampler, GpuMemoryReader, probePython } from './machine.js';
 import { lockCgroupParent, lockStateDir, type ProcessLock } from './process-lock.js';
 import { advertisedAddress, type WorkerOptions } from './options.js';

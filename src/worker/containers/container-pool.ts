@@ -13,7 +13,7 @@ import {
   ContainerOwnedError,
   ContainerUnavailableError,
   ShuttingDownError,
-} from '../errors.js';
+} from '../core/errors.js';
 import { ExecutorConnection } from '../executor-link/index.js';
 import type { Container } from './container.js';
 import { ContainerFactory, type ContainerFactoryOptions } from './container-factory.js';

@@ -13,8 +13,8 @@ import type { ResidencyState } from '../../events/schema.js';
 import { formatSize } from '../../shared/units.js';
 import type { RestoreBackend } from '../checkpoints/index.js';
 import type { ContainerPool } from '../containers/index.js';
-import { UnknownVersionError, VersionLoadError } from '../errors.js';
-import { planLoad, type HeldVersion } from './eviction-plan.js';
+import { UnknownVersionError, VersionLoadError } from '../core/errors.js';
+import { planLoad, type HeldVersion } from '../core/residency/eviction-plan.js';
 
 /** One version's state as the worker reports it. */
 export interface VersionState {
