@@ -89,9 +89,10 @@ export class StandbyShelf {
   giveUpOne(keep: string): void {
     const shelved = new Map(Array.from(this.shelves, ([id, shelf]) => [id, shelf.length]));
     const checkpointId = standbyGivingUp(shelved, keep);
-    const shelf = checkpointId === null ? undefined : this.shelves.get(checkpointId);
-    const standby = shelf?.shift();
-    if (checkpointId === null || !shelf || !standby) return;
+    if (checkpointId === null) return;
+    const shelf = this.shelves.get(checkpointId) ?? [];
+    const standby = shelf.shift();
+    if (!standby) return;
     if (shelf.length === 0) this.shelves.delete(checkpointId);
     this.options.log.debug(
       { checkpointId, containerId: standby.id },
