@@ -6,7 +6,8 @@
  *   the client (shipped to users) sees only the generated proto and src/shared
  *   src/net (network diagnostics) is a leaf the client, router and worker share
  *   src/host (host I/O: files of secrets) is a leaf the router and worker share
- * Pure modules (lint/pure-modules.cjs) import no I/O: no fs, net, lmdb, NATS, child_process, timers,
+ *   the worker's core (src/worker/core) sees nothing of the worker's shell
+ * Pure modules (lint/pure-modules.cjs: by folder) import no I/O: no fs, net, lmdb, NATS, child_process, timers,
  * worker threads, and not the I/O parts of the events layer.
  */
 const { PURE_MODULES, IMPURE_EXCEPTIONS } = require('./lint/pure-modules.cjs');
@@ -95,6 +96,18 @@ module.exports = {
       severity: 'error',
       from: { path: '^src/worker/' },
       to: { path: '^src/(router|core)/|^replay/' },
+    },
+    {
+      name: 'worker-core-below-the-worker-shell',
+      comment:
+        "The worker's core (src/worker/core) holds its policies and parsers: it sees the event " +
+        'vocabulary, shared code, the generated messages and itself, never the worker shell ' +
+        '(processes, cgroups, sockets), not even its types.',
+      severity: 'error',
+      from: { path: '^src/worker/core/' },
+      to: {
+        path: '^src/worker/(?!core/)|^src/(router|core|client|cli|cluster|net|host)/|^replay/|^bin/',
+      },
     },
     {
       name: 'router-never-imports-worker',

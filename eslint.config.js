@@ -12,7 +12,12 @@ const impureGlobals = [
   { name: 'setInterval', message: 'Pure modules take time as an argument or an event.' },
   { name: 'setImmediate', message: 'Pure modules do not schedule work.' },
   { name: 'process', message: 'Pure modules do not read the environment.' },
+  {
+    name: 'crypto',
+    message: 'Pure modules are deterministic: hash with createHash from node:crypto, nothing else.',
+  },
 ];
+
 const impureProperties = [
   {
     object: 'Date',
@@ -22,6 +27,18 @@ const impureProperties = [
   { object: 'Math', property: 'random', message: 'Pure modules are deterministic.' },
   { object: 'performance', property: 'now', message: 'Pure modules take time as an argument.' },
 ];
+
+/**
+ * node:crypto in pure modules: hashing (`createHash`) is deterministic; randomness, keys and
+ * certificates are not.
+ */
+const cryptoImports = ['node:crypto', 'crypto'].map((name) => ({
+  name,
+  allowImportNames: ['createHash'],
+  allowTypeImports: true,
+  message:
+    'Pure modules use node:crypto for hashing only (createHash): no randomness, keys or certificates.',
+}));
 
 /**
  * Module-level state in a pure module: a `let` or `var`, or a collection (`new Map()`, an array
@@ -88,17 +105,23 @@ export default tseslint.config(
     },
   },
   {
-    // Pure modules (lint/pure-modules.cjs): no clock, no randomness, no timers, no environment.
+    // Pure modules (lint/pure-modules.cjs, by folder): no clock, no randomness, no timers, no
+    // environment, node:crypto for hashing only.
     files: PURE_MODULES.map((module) => module.glob),
     ignores: IMPURE_EXCEPTIONS.map((module) => module.glob),
     rules: {
       'no-restricted-globals': ['error', ...impureGlobals],
+      'no-restricted-imports': ['error', { paths: cryptoImports }],
       'no-restricted-properties': ['error', ...impureProperties],
       'no-restricted-syntax': [
         'error',
         {
           selector: "NewExpression[callee.name='Date'][arguments.length=0]",
           message: 'Pure modules take time as an argument or an event.',
+        },
+        {
+          selector: 'ImportExpression[source.value=/^(node:)?crypto$/]',
+          message: 'Pure modules use node:crypto for hashing only, imported by name (createHash).',
         },
         ...moduleStateSelectors.map((selector) => ({
           selector,

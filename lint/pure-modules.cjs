@@ -1,49 +1,64 @@
 /**
- * The pure modules: no I/O, no clock, no randomness, no module-level mutable state. The one list,
- * read by `.dependency-cruiser.cjs` (which imports they may make) and `eslint.config.js` (which
- * globals and module-level state they may use). Each entry names the same files twice: `glob`
- * for eslint, `path` (a regular expression over the path) for dependency-cruiser.
+ * The pure modules: no I/O, no clock, no randomness, no module-level mutable state. Purity goes
+ * by folder: every `.ts` file in a pure folder is pure, so a module is checked the moment it lands
+ * there, and a module that needs I/O lives in a shell folder instead. The one list, read by
+ * `.dependency-cruiser.cjs` (which imports they may make) and `eslint.config.js` (which globals,
+ * imports and module-level state they may use) through `PURE_MODULES`: each entry names the same
+ * files twice, as a `glob` for eslint and as a `path` (a regular expression over the path) for
+ * dependency-cruiser.
  */
-const PURE_MODULES = [
-  // The event vocabulary (its I/O parts, lmdb/, jetstream/, open/ and jsonl/, and the index that re-exports them
-  // are not pure; see IMPURE_EXCEPTIONS).
-  { glob: 'src/events/*.ts', path: '^src/events/[^/]+\\.ts$' },
-  { glob: 'src/projections/**/*.ts', path: '^src/projections/' },
-  { glob: 'src/core/**/*.ts', path: '^src/core/' },
-  { glob: 'src/shared/**/*.ts', path: '^src/shared/' },
-  { glob: 'replay/engine/**/*.ts', path: '^replay/engine/' },
-  // The worker's pure modules: its errors, the call header's checks, container specs and exit
-  // causes, the mountinfo parser, the executor link's frames and messages, the install command.
-  { glob: 'src/worker/errors.ts', path: '^src/worker/errors\\.ts$' },
-  { glob: 'src/worker/gpu-memory.ts', path: '^src/worker/gpu-memory\\.ts$' },
-  { glob: 'src/worker/execution/call-header.ts', path: '^src/worker/execution/call-header\\.ts$' },
-  {
-    glob: 'src/worker/sandbox/container-spec.ts',
-    path: '^src/worker/sandbox/container-spec\\.ts$',
-  },
-  { glob: 'src/worker/sandbox/exit-cause.ts', path: '^src/worker/sandbox/exit-cause\\.ts$' },
-  { glob: 'src/worker/sandbox/cgroup-mounts.ts', path: '^src/worker/sandbox/cgroup-mounts\\.ts$' },
-  { glob: 'src/worker/sandbox/zygote-events.ts', path: '^src/worker/sandbox/zygote-events\\.ts$' },
-  { glob: 'src/worker/executor-link/frames.ts', path: '^src/worker/executor-link/frames\\.ts$' },
-  {
-    glob: 'src/worker/executor-link/messages.ts',
-    path: '^src/worker/executor-link/messages\\.ts$',
-  },
-  {
-    glob: 'src/worker/packages/install-command.ts',
-    path: '^src/worker/packages/install-command\\.ts$',
-  },
-  {
-    glob: 'src/worker/residency/eviction-plan.ts',
-    path: '^src/worker/residency/eviction-plan\\.ts$',
-  },
-  // Generated messages without services (plain data and its wire codec).
-  { glob: 'src/proto/gen/readie/v1/call.ts', path: '^src/proto/gen/readie/v1/call\\.ts$' },
+
+/**
+ * The pure folders. `nested: false` takes only the files directly in the folder (the events
+ * layer's I/O parts, lmdb/, jetstream/, open/ and jsonl/, are its subfolders).
+ */
+const PURE_FOLDERS = [
+  { folder: 'src/events', nested: false },
+  { folder: 'src/projections' },
+  { folder: 'src/core' },
+  { folder: 'src/shared' },
+  { folder: 'replay/engine' },
+  // The worker's policies and parsers: slots, standbys, idle expiry, version eviction,
+  // registration retries, call headers, container specs, executor frames, errors.
+  { folder: 'src/worker/core' },
   // The standard error details a shed carries (google.rpc.Status, RetryInfo) and their types.
-  { glob: 'src/proto/gen/google/**/*.ts', path: '^src/proto/gen/google/' },
+  { folder: 'src/proto/gen/google' },
 ];
 
-/** Files inside a pure entry that are not pure. */
-const IMPURE_EXCEPTIONS = [{ glob: 'src/events/index.ts', path: '^src/events/index\\.ts$' }];
+/**
+ * Generated files that are pure although their folder is not: ts-proto writes a proto file's
+ * messages where its package puts them, beside the files with grpc-js services. Plain messages
+ * and their wire codec only.
+ */
+const PURE_GENERATED_FILES = ['src/proto/gen/readie/v1/call.ts'];
 
-module.exports = { PURE_MODULES, IMPURE_EXCEPTIONS };
+/** Files inside a pure folder that are not pure: the events layer's index re-exports its I/O. */
+const IMPURE_FILES = ['src/events/index.ts'];
+
+/** `text` as a regular expression that matches it literally. */
+function literal(text) {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
+
+/** A file as a lint entry. */
+function fileEntry(file) {
+  return { glob: file, path: `^${literal(file)}$` };
+}
+
+/** A pure folder as a lint entry. */
+function folderEntry({ folder, nested = true }) {
+  return nested
+    ? { glob: `${folder}/**/*.ts`, path: `^${literal(folder)}/` }
+    : { glob: `${folder}/*.ts`, path: `^${literal(folder)}/[^/]+\\.ts$` };
+}
+
+const PURE_MODULES = [...PURE_FOLDERS.map(folderEntry), ...PURE_GENERATED_FILES.map(fileEntry)];
+const IMPURE_EXCEPTIONS = IMPURE_FILES.map(fileEntry);
+
+/** Whether the module at `path` (relative to the repository, `/`-separated) is pure. */
+function isPureModule(path) {
+  const matches = (entry) => new RegExp(entry.path).test(path);
+  return PURE_MODULES.some(matches) && !IMPURE_EXCEPTIONS.some(matches);
+}
+
+module.exports = { PURE_FOLDERS, PURE_MODULES, IMPURE_EXCEPTIONS, isPureModule };

@@ -195,7 +195,7 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
   const placement = new PlacementCaches();
   // One wait covers the whole start on a JetStream log: the log, then the lease's bucket.
   const logWaitMs = options.logWaitMs ?? DEFAULT_CLUSTER_WAIT_MS;
-  const waitStartedAt = Date.now();
+  const waitStartedAt = clock();
   const onWait = (report: ClusterWaitReport) =>
     logger.warn(
       {
@@ -336,6 +336,7 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
           turns,
           connections,
           config,
+          clock,
           logger,
           workerMetadata: credentials.workerMetadata,
         },
@@ -431,6 +432,7 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
         wait: {
           waitMs: logWaitMs,
           startedAt: waitStartedAt,
+          clock,
           onWait,
           waitSetting: '--log-wait',
         },

@@ -18,7 +18,7 @@ import {
   tokenToPresent,
   TokenSyntaxError,
 } from '../shared/bearer-token.js';
-import { NotTheRouterError, UnauthenticatedError, WorkerStartupError } from './errors.js';
+import { NotTheRouterError, UnauthenticatedError, WorkerStartupError } from './core/errors.js';
 import { secretFileExposure } from '../host/secret-file.js';
 
 /** How the worker authenticates to the router and the router to it. */

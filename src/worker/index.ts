@@ -12,4 +12,4 @@ export {
   type TransportSecurity,
 } from './options.js';
 export { workerLogger } from './logger.js';
-export * from './errors.js';
+export * from './core/errors.js';

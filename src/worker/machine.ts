@@ -4,7 +4,7 @@ import { access, constants } from 'node:fs/promises';
 import { cpus } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { promisify } from 'node:util';
-import { parseGpuMemoryUsed } from './gpu-memory.js';
+import { parseGpuMemoryUsed } from './core/gpu-memory.js';
 
 const run = promisify(execFile);
 

@@ -18,7 +18,7 @@ import {
   parseUidRange,
   SandboxSettingError,
   type SandboxPolicy,
-} from './sandbox/sandbox-policy.js';
+} from './core/sandbox/sandbox-policy.js';
 import type { WorkerAuth } from './credentials.js';
 import { WORKER_FLAGS, type WorkerFlagValues } from './worker-flags.js';
 

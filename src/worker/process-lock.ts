@@ -9,7 +9,7 @@
  */
 import { mkdir, readFile, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { WorkerStartupError } from './errors.js';
+import { WorkerStartupError } from './core/errors.js';
 import { processStartTime } from './sandbox/index.js';
 
 /** Where the locks of parent cgroups live (one machine's cgroups, so one machine's run dir). */

@@ -5,8 +5,8 @@
  */
 import { readFile } from 'node:fs/promises';
 import { credentials, ServerCredentials, type ChannelCredentials } from '@grpc/grpc-js';
-import { caBundleProblem, tlsPairProblem } from '../shared/tls-material.js';
-import { WorkerStartupError } from './errors.js';
+import { caBundleProblem, tlsPairProblem } from '../host/tls-material.js';
+import { WorkerStartupError } from './core/errors.js';
 import type { TransportSecurity } from './options.js';
 
 type TlsSecurity = Extract<TransportSecurity, { insecure: false }>;

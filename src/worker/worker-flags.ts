@@ -8,7 +8,7 @@ import {
   DEFAULT_TMP_QUOTA,
   DEFAULT_UIDS,
   NETWORK_MODES,
-} from './sandbox/sandbox-policy.js';
+} from './core/sandbox/sandbox-policy.js';
 
 /** A worker flag: its commander spelling, environment name and help line. */
 export interface WorkerFlag {

@@ -28,11 +28,11 @@ import {
   type RestoreBackend,
 } from './checkpoints/index.js';
 import { ContainerPool, type SandboxContext } from './containers/index.js';
-import { WorkerStartupError, WorkerUnusableError } from './errors.js';
+import { WorkerStartupError, WorkerUnusableError } from './core/errors.js';
 import { CallTracker, executionService } from './execution/index.js';
 import { WorkerHealth } from './health.js';
 import { WorkerCredentials } from './credentials.js';
-import { gpuMemoryInUse } from './gpu-memory.js';
+import { gpuMemoryInUse } from './core/gpu-memory.js';
 import { CpuSampler, GpuMemoryReader, probePython } from './machine.js';
 import { lockCgroupParent, lockStateDir, type ProcessLock } from './process-lock.js';
 import { advertisedAddress, type WorkerOptions } from './options.js';
@@ -88,6 +88,12 @@ export interface WorkerTuning {
    * setting.
    */
   readonly sandboxHardening: boolean;
+  /**
+   * The worker's clock, in epoch ms (default `Date.now`): idle containers expire, versions age
+   * and registration waits for a leader by it, and reports' deadlines count from it. Nothing in
+   * the worker's policies reads another.
+   */
+  readonly clock?: () => number;
 }
 
 /** The wire's residency states by name. */
@@ -141,6 +147,11 @@ export class Worker {
   /** This process's claims on its state directory and parent cgroup (released at stop). */
   private readonly locks: ProcessLock[] = [];
   private versionResidency: VersionResidency | null = null;
+
+  /** The worker's clock (WorkerTuning.clock). */
+  private get clock(): () => number {
+    return this.tuning.clock ?? Date.now;
+  }
 
   /** host:port reported to the router. */
   get address(): string {
@@ -355,6 +366,7 @@ export class Worker {
       standbyPerCheckpoint: options.standbyPerCheckpoint,
       standbyMemory: options.config.DEFAULT_MEMORY,
       dialTimeoutMs: options.config.DIAL_TOTAL_TIMEOUT,
+      clock: this.clock,
       report: (report) =>
         this.router?.containerState({
           workerId: options.workerId,
@@ -372,6 +384,7 @@ export class Worker {
       pool: this.containers,
       report: (changed) => this.router?.residency(this.residencyReport(changed)),
       log,
+      clock: this.clock,
     });
     this.logTiers();
     return { pool: this.containers };
@@ -515,6 +528,7 @@ export class Worker {
       registerRetries: tuning.registerRetries,
       registerRetryDelayMs: tuning.registerRetryDelayMs,
       callTimeoutMs: tuning.reportTimeoutMs,
+      clock: this.clock,
     });
     const router = new RouterLink(
       registry,

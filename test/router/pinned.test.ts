@@ -271,9 +271,17 @@ describe('router: tenant-pinned versions', function () {
   it('sheds while the loader is busy loading, with retry-after-ms and a RetryInfo, and the retry keeps its version', async () => {
     // globex pinned to screen-v2 with no pre-warm: its first call cold-loads, the next is shed.
     await stage('globex', 'screen-v2', 1);
-    await flip('globex', undefined, true);
     const subset = rendezvousSubset('globex', 'screen-v2', WORKERS, 1);
     const loader = byId(subset[0] as string);
+    // The stage's pre-warm reports loading, then resident: let both land first, or its resident
+    // may overtake the loading report below and the call would find a holder.
+    await eventually(
+      () =>
+        test.router.state.routing.workers.get(loader.workerId)?.versions.get('screen-v2')?.state ===
+        'resident',
+      "the stage's pre-warm done",
+    );
+    await flip('globex', undefined, true);
     // Forget what the pre-warm did: the loader reports it is still loading (no resident yet).
     await loader.reportResidency(
       [{ checkpointId: 'screen-v2', state: ResidencyState.RESIDENCY_STATE_LOADING, error: '' }],

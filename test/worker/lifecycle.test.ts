@@ -32,6 +32,13 @@ const SLEEP = py`
       return "rested"
 `;
 
+/**
+ * How long a `readie worker` process may take to report its first status: it transpiles its
+ * sources, builds a template and starts and stops a container first, which on a loaded machine
+ * took more than the scripted router's default 10 s.
+ */
+const PROCESS_START_MS = 30_000;
+
 describe('container lifecycle', function () {
   this.timeout(60_000);
   const running: Harness[] = [];
@@ -216,7 +223,7 @@ describe('container lifecycle', function () {
       child.on('exit', (code) => resolve(code)),
     );
     try {
-      await router.waitFor((report) => report.kind === 'status');
+      await router.waitFor((report) => report.kind === 'status', PROCESS_START_MS);
       const address = router.statuses()[0]!.address;
       const client = new ExecutionServiceClient(address, credentials.createInsecure());
       const longCall = execute(client, header({}), jsonCall(SLEEP, 'nap', [1.5]));
@@ -288,7 +295,7 @@ describe('container lifecycle', function () {
     const hierarchy = findMemoryHierarchy(readFileSync('/proc/self/mountinfo', 'utf8'))!;
     const first = start();
     try {
-      await router.waitFor((report) => report.kind === 'status');
+      await router.waitFor((report) => report.kind === 'status', PROCESS_START_MS);
       const client = new ExecutionServiceClient(
         router.statuses()[0]!.address,
         credentials.createInsecure(),
@@ -306,7 +313,7 @@ describe('container lifecycle', function () {
       expect(procs(), 'the container died with its worker').to.equal('');
       const second = start();
       try {
-        await router.waitFor(() => router.statuses().length >= 2);
+        await router.waitFor(() => router.statuses().length >= 2, PROCESS_START_MS);
         expect(
           existsSync(cgroup),
           "the restarted worker removed the dead container's cgroup",

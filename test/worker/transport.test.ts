@@ -7,7 +7,7 @@ import { credentials, ServerCredentials, status } from '@grpc/grpc-js';
 import { ExecutionServiceClient } from '../../src/proto/gen/readie/v1/execution.js';
 import { WorkerStatus } from '../../src/proto/gen/readie/v1/registry.js';
 import { ExecutorConnection } from '../../src/worker/executor-link/index.js';
-import { ExecutorTimeoutError } from '../../src/worker/errors.js';
+import { ExecutorTimeoutError } from '../../src/worker/core/errors.js';
 import { ScriptedRouter } from '../support/scripted-router.js';
 import { cleanTempDirs, tempDir } from '../support/temp.js';
 import { envelopeOf, execute, header, jsonCall, startHarness } from '../support/worker-harness.js';

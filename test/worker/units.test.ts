@@ -26,8 +26,8 @@ import {
   NotTheRouterError,
   UnauthenticatedError,
   WorkerStartupError,
-} from '../../src/worker/errors.js';
-import { parseZygoteEvent } from '../../src/worker/sandbox/zygote-events.js';
+} from '../../src/worker/core/errors.js';
+import { parseZygoteEvent } from '../../src/worker/core/sandbox/zygote-events.js';
 import type { StatusError } from '../../src/shared/status-error.js';
 import { advertisedAddress, resolveWorkerOptions, stateDirTag } from '../../src/worker/options.js';
 import {

@@ -11,6 +11,20 @@ import type { Decision } from '../decision.js';
 import { keptVersions, protectedSets } from './kept-versions.js';
 import type { SubsetCache } from './subset-cache.js';
 
+/**
+ * The event types after which workers' protected sets may have changed: the router decides
+ * protection again after any of them (and on every reaper interval, as retained versions expire).
+ */
+export const CHANGES_PROTECTION: ReadonlySet<NewEvent['type']> = new Set([
+  'PinStaged',
+  'RoutingRevised',
+  'WorkerRegistered',
+  'WorkerLeaving',
+  'WorkerEvicted',
+  'CatalogueLoaded',
+  'Snapshot',
+]);
+
 /** What a protection decision is given. */
 export interface ProtectionInput {
   /** Now, epoch ms (retained versions expire `PIN_RETENTION` after they stopped being pinned). */

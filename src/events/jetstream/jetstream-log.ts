@@ -48,7 +48,10 @@ import {
 export interface JetStreamLogOptions<S> {
   /** Open for reading only. Default false. */
   readonly readOnly?: boolean;
-  /** The clock that stamps `at`, in epoch milliseconds. Default `Date.now`. */
+  /**
+   * The clock that stamps `at`, in epoch milliseconds, and that `open`'s wait counts by. Default
+   * `Date.now`.
+   */
   readonly clock?: () => number;
   /** A fold to keep beside the log; needed for `state` and for snapshots. */
   readonly projection?: LogProjection<S>;
@@ -69,7 +72,7 @@ export interface JetStreamLogOptions<S> {
    * in ms. Default 30 s.
    */
   readonly waitMs?: number;
-  /** When that wait began, in epoch ms (default: when `open` is called). */
+  /** When that wait began, in epoch ms by `clock` (default: when `open` is called). */
   readonly waitStartedAt?: number;
   /** Told at the first failed attempt to open and every few seconds after, while waiting. */
   readonly onWait?: (report: ClusterWaitReport) => void;
@@ -169,6 +172,7 @@ export class JetStreamEventLog<S = never> implements EventLogBackend<S> {
       ...(options.waitStartedAt === undefined ? {} : { startedAt: options.waitStartedAt }),
       ...(options.onWait ? { onWait: options.onWait } : {}),
       ...(options.waitSetting ? { waitSetting: options.waitSetting } : {}),
+      ...(options.clock ? { clock: options.clock } : {}),
     });
   }
 

@@ -1,5 +1,4 @@
 /** The router's admin surface: the operator's `AdminService` and the tenants' `TenantService`. */
 export { adminService, type AdminServiceOptions } from './admin-service.js';
-export { MAX_SLOTS_PER_WORKER, usableSlots, workerSlots, type SlotCount } from './slots.js';
 export { sessionState, statusOf, workerView, type LiveCounts } from './status-view.js';
 export { tenantService, type TenantServiceOptions } from './tenant-service.js';

@@ -13,12 +13,11 @@ import type {
   TenantServiceServer,
 } from '../../proto/gen/readie/v1/tenant.js';
 import { toServiceError } from '../grpc-status.js';
-import { budgetOf } from '../../core/placement/index.js';
+import { budgetOf, usableSlots } from '../../core/placement/index.js';
 import { pinnedSubset } from '../../core/routing/index.js';
 import { SlotsRefusedError } from '../../core/errors.js';
 import { tenantOf, type RouterCredentials } from '../security/index.js';
 import { endSession, type SessionEndDeps } from '../sessions/index.js';
-import { usableSlots } from './slots.js';
 
 /** What the tenant service reads, and what ending a session needs. */
 export interface TenantServiceOptions {

@@ -11,8 +11,7 @@
 import type { Metadata, ServiceError } from '@grpc/grpc-js';
 import type { Decision } from '../../core/decision.js';
 import type { PlacementCaches } from '../../core/placement/index.js';
-import { decideProtection, keptOn } from '../../core/routing/index.js';
-import type { NewEvent } from '../../events/types.js';
+import { CHANGES_PROTECTION, decideProtection, keptOn } from '../../core/routing/index.js';
 import { hasAddress, holdsVersion, isLive, type ClusterState } from '../../projections/index.js';
 import type { Config } from '../../shared/config.js';
 import type { Journal } from '../journal/index.js';
@@ -34,17 +33,6 @@ export interface ResidencyKeeperOptions {
   /** Deadline of one request to a worker (default 5 s). */
   readonly requestTimeoutMs?: number;
 }
-
-/** Event types after which protected sets may have changed. */
-const CHANGES_PROTECTION: ReadonlySet<NewEvent['type']> = new Set([
-  'PinStaged',
-  'RoutingRevised',
-  'WorkerRegistered',
-  'WorkerLeaving',
-  'WorkerEvicted',
-  'CatalogueLoaded',
-  'Snapshot',
-]);
 
 /** Keeps every worker told what to keep. */
 export class ResidencyKeeper {
@@ -151,7 +139,7 @@ export class ResidencyKeeper {
   }
 
   private deadline(): Date {
-    return new Date(Date.now() + (this.options.requestTimeoutMs ?? 5_000));
+    return new Date(this.options.clock() + (this.options.requestTimeoutMs ?? 5_000));
   }
 
   private protect(

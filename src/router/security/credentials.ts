@@ -5,7 +5,7 @@
 import { credentials, ServerCredentials, type ChannelCredentials } from '@grpc/grpc-js';
 import { readFileSync } from 'node:fs';
 import { RouterConfigError } from '../../core/errors.js';
-import { caBundleProblem, tlsPairProblem } from '../../shared/tls-material.js';
+import { caBundleProblem, tlsPairProblem } from '../../host/tls-material.js';
 
 /** How the router serves: TLS with a certificate chain and key, or plaintext when asked for. */
 export type ServingSecurity =

@@ -23,6 +23,8 @@ export interface SessionEndDeps {
   readonly turns: SessionTurns;
   readonly connections: WorkerConnections;
   readonly config: Pick<Config, 'SESSION_WAIT_TIMEOUT'>;
+  /** The router's clock, epoch ms: the worker's deadline counts from it. */
+  readonly clock: () => number;
   readonly logger: Logger;
   /** The router's own credential, presented to workers. */
   readonly workerMetadata: Metadata;
@@ -91,7 +93,7 @@ function destroyContainer(
       .destroySessionContainer(
         { sessionId, containerId },
         deps.workerMetadata.clone(),
-        { deadline: Date.now() + DESTROY_TIMEOUT_MS },
+        { deadline: deps.clock() + DESTROY_TIMEOUT_MS },
         (error, answer) => (error ? reject(error) : resolve(answer.removed)),
       );
   });

@@ -5,4 +5,4 @@ export * from './template-backend.js';
 export * from './criu-backend.js';
 export * from './criu-binary.js';
 export * from './criu-image.js';
-export * from './tiers.js';
+export * from '../core/checkpoints/tiers.js';

@@ -2,18 +2,24 @@
  * The containers a worker holds: creating them (restored from a checkpoint, or cold), resuming a
  * session's container, releasing and destroying them, reaping idle ones, and keeping standby
  * containers restored ahead of demand. Every state change the router should know is reported
- * through `report`.
+ * through `report`. The rules (slots, which session owns a container, idle expiry) are the
+ * worker core's (src/worker/core/containers); the pool keeps the processes, cgroups and timers.
  */
 import { rm } from 'node:fs/promises';
 import { ContainerState } from '../../proto/gen/readie/v1/registry.js';
 import { StatusError } from '../../shared/status-error.js';
 import {
-  ContainerBusyError,
-  ContainerNotFoundError,
-  ContainerOwnedError,
-  ContainerUnavailableError,
-  ShuttingDownError,
-} from '../errors.js';
+  admitCall,
+  checkResumable,
+  expiresIdle,
+  idleExpiresIn,
+  keptForSession,
+  sessionEnd,
+  slotsHeld,
+  standbyRoom,
+  type SlotCount,
+} from '../core/containers/index.js';
+import { ContainerUnavailableError, ShuttingDownError } from '../core/errors.js';
 import { ExecutorConnection } from '../executor-link/index.js';
 import type { Container } from './container.js';
 import { ContainerFactory, type ContainerFactoryOptions } from './container-factory.js';
@@ -56,6 +62,8 @@ export interface ContainerPoolOptions extends ContainerFactoryOptions {
   /** How long a standby's executor may take to answer its first dial (DIAL_TOTAL_TIMEOUT). */
   readonly dialTimeoutMs: number;
   readonly report: (report: ContainerReport) => void;
+  /** The worker's clock, epoch ms (default `Date.now`): idle containers expire by it. */
+  readonly clock?: () => number;
 }
 
 const DESTROY_WAIT_MS = 5_000;
@@ -76,17 +84,16 @@ export class ContainerPool {
 
   private readonly factory: ContainerFactory;
   private readonly standbys: StandbyShelf;
+  private readonly clock: () => number;
 
   constructor(private readonly options: ContainerPoolOptions) {
     this.factory = new ContainerFactory(options);
+    this.clock = options.clock ?? Date.now;
     this.standbys = new StandbyShelf({
       perCheckpoint: options.standbyPerCheckpoint,
       memory: options.standbyMemory,
       held: () => options.backend.held(),
-      room: () =>
-        options.maxContainers > 0
-          ? options.maxContainers - this.count - this.standbys.size
-          : Number.POSITIVE_INFINITY,
+      room: () => standbyRoom(this.slots()),
       restore: (memory, checkpointId) => this.startAnswering(memory, checkpointId, null),
       destroy: (container) => this.destroy(container),
       log: options.log,
@@ -98,9 +105,15 @@ export class ContainerPool {
    * (standbys, and containers being destroyed, excluded). The router counts the same way.
    */
   get count(): number {
-    let held = this.starting;
-    for (const container of this.containers.values()) if (container.state !== 'removed') held += 1;
-    return held;
+    return slotsHeld(this.starting, this.containers.values());
+  }
+
+  private slots(): SlotCount {
+    return {
+      maxContainers: this.options.maxContainers,
+      held: this.count,
+      standbys: this.standbys.size,
+    };
   }
 
   /** Standby containers on the shelf and being restored: the slots they fill. */
@@ -145,18 +158,12 @@ export class ContainerPool {
     exact = false,
   ): Promise<AnsweringContainer> {
     if (this.closing) throw new ShuttingDownError('the worker is shutting down');
-    const { maxContainers } = this.options;
-    if (maxContainers > 0 && this.count >= maxContainers) {
-      throw new ContainerUnavailableError(
-        `this worker already holds ${this.count} containers, its limit (WORKER_MAX_EXECUTORS=${maxContainers})`,
-      );
-    }
+    const admission = admitCall(this.slots());
+    if (!admission.admitted) throw admission.refusal;
     this.starting += 1;
     // Standbys fill only free slots: the call takes one of its checkpoint, or one of another
     // checkpoint gives its slot up.
-    if (maxContainers > 0 && this.count + this.standbys.size > maxContainers) {
-      this.standbys.giveUpOne(checkpointId);
-    }
+    if (admission.standbyGivesUp) this.standbys.giveUpOne(checkpointId);
     try {
       const standby = checkpointId === '' ? null : await this.standbys.take(checkpointId, memory);
       if (standby) {
@@ -287,23 +294,7 @@ export class ContainerPool {
   ): Promise<Container> {
     if (this.closing) throw new ShuttingDownError('the worker is shutting down');
     const container = this.containers.get(containerId);
-    if (!container || container.state === 'removed' || !container.alive) {
-      throw new ContainerNotFoundError(
-        `container ${containerId} is not on this worker (it was destroyed or never created here)`,
-      );
-    }
-    if (container.sessionId === '' || container.sessionId !== sessionId) {
-      throw new ContainerOwnedError(
-        sessionId === ''
-          ? `container ${containerId} belongs to a session: a call without that session cannot resume it`
-          : `container ${containerId} does not belong to session ${sessionId}: only the session that created it may resume it`,
-      );
-    }
-    if (container.state === 'busy') {
-      throw new ContainerBusyError(
-        `container ${containerId} is busy with request ${container.requestId}`,
-      );
-    }
+    checkResumable(container, containerId, sessionId);
     container.state = 'busy';
     container.requestId = requestId;
     this.stopIdleTimer(container);
@@ -328,14 +319,11 @@ export class ContainerPool {
    */
   async endSession(containerId: string, sessionId: string): Promise<boolean> {
     const container = this.containers.get(containerId);
-    if (!container || container.state === 'removed') return false;
-    if (container.sessionId === '' || container.sessionId !== sessionId) {
-      throw new ContainerOwnedError(
-        `container ${containerId} does not belong to session ${sessionId}: only its own session's end destroys it`,
-      );
-    }
+    const end = sessionEnd(container, containerId, sessionId);
+    if (container === undefined || end.step === 'not-held') return false;
+    if (end.step === 'refused') throw end.refusal;
     this.options.log.info({ containerId, sessionId }, 'session ended: destroying its container');
-    if (container.state === 'busy') {
+    if (end.step === 'after-call') {
       container.sessionEnded = true;
       return true;
     }
@@ -345,16 +333,10 @@ export class ContainerPool {
 
   /** After a call: keep the container for its session (ready) or destroy it, in the background. */
   release(container: Container, keep: boolean): void {
-    if (
-      keep &&
-      !container.sessionEnded &&
-      container.alive &&
-      container.state === 'busy' &&
-      !this.closing
-    ) {
+    if (keptForSession(container, keep, this.closing)) {
       container.state = 'ready';
       container.requestId = '';
-      container.lastUsedAt = Date.now();
+      container.lastUsedAt = this.clock();
       this.startIdleTimer(container);
       this.reportState(container, ContainerState.CONTAINER_STATE_READY);
       return;
@@ -460,18 +442,17 @@ export class ContainerPool {
 
   private startIdleTimer(container: Container): void {
     if (!this.reaping || container.idleTimer !== null) return;
-    const idleFor = Date.now() - container.lastUsedAt;
     container.idleTimer = setTimeout(
       () => {
         container.idleTimer = null;
-        if (container.state !== 'ready') return;
+        if (!expiresIdle(container.state)) return;
         this.options.log.info(
           { containerId: container.id },
           'idle container expired (EXECUTOR_TTL)',
         );
         void this.destroy(container);
       },
-      Math.max(0, this.options.idleTtlMs - idleFor),
+      idleExpiresIn(container.lastUsedAt, this.clock(), this.options.idleTtlMs),
     );
     container.idleTimer.unref();
   }

@@ -1,5 +1,6 @@
 /** One container: a sandboxed executor with its cgroups, identity, files and state. */
 import { formatSize } from '../../shared/units.js';
+import type { ContainerLifecycle } from '../core/containers/index.js';
 import type { ExecutorConnection } from '../executor-link/index.js';
 import {
   describeExit,
@@ -11,18 +12,17 @@ import {
   type SandboxIdentity,
 } from '../sandbox/index.js';
 
-/**
- * Where a container is in its life (docs/container-lifecycle.md). A `standby` container was
- * restored ahead of demand and is not yet known to the router.
- */
-export type ContainerLifecycle = 'standby' | 'busy' | 'ready' | 'removed';
+export type { ContainerLifecycle } from '../core/containers/index.js';
 
 /** A container the worker holds. */
 export class Container {
   /** Its state; `removed` once destruction started. */
   state: ContainerLifecycle = 'busy';
-  /** When its last call ended (ms since epoch). */
-  lastUsedAt = Date.now();
+  /**
+   * When its last call ended (ms since epoch, by the pool's clock); 0 before that (a container is
+   * idle only once a call has ended in it).
+   */
+  lastUsedAt = 0;
   /** Destroys it once idle for EXECUTOR_TTL; set while it is `ready`, cleared when resumed. */
   idleTimer: NodeJS.Timeout | null = null;
   /** How its executor ended, once it has. */

@@ -3,9 +3,19 @@
  * sandbox and answering, so a call that names the checkpoint skips the fork, the cgroup
  * migration and the sandbox setup. They are not reported to the router until a call takes one,
  * and they fill only container slots no call holds (`room`): a call that needs the slot of one
- * makes it give the slot up (`giveUpOne`).
+ * makes it give the slot up (`giveUpOne`). Which checkpoints keep standbys, how many to restore
+ * and which one gives its slot up are the worker core's rules (src/worker/core/containers); the
+ * shelf holds the containers and restores them.
  */
 import type { Logger } from 'pino';
+import {
+  keepsStandbys,
+  shelvesRestored,
+  standbyGivingUp,
+  standbyRefresh,
+  standbysToRestore,
+  type StandbyShelfState,
+} from '../core/containers/index.js';
 import type { ExecutorConnection } from '../executor-link/index.js';
 import type { Container } from './container.js';
 
@@ -43,6 +53,16 @@ export class StandbyShelf {
 
   constructor(private readonly options: StandbyShelfOptions) {}
 
+  /** What the standby rules read of the shelf now. */
+  private get state(): StandbyShelfState {
+    return {
+      perCheckpoint: this.options.perCheckpoint,
+      held: this.options.held(),
+      dropped: this.dropped,
+      closed: this.closed,
+    };
+  }
+
   /** Every standby now on the shelf. */
   all(): Container[] {
     return [...this.shelves.values()].flat();
@@ -62,24 +82,23 @@ export class StandbyShelf {
   }
 
   /**
-   * Destroys one standby to free its slot for a call, one of another checkpoint than `keep` first
-   * (the call takes a standby of its own checkpoint, if there is one); false when none is on the
-   * shelf (those still being restored finish first).
+   * Frees a slot for a call of `keep`: none when the call takes a standby of its own checkpoint,
+   * else the oldest standby of the first other checkpoint that has one is destroyed (those still
+   * being restored finish first).
    */
-  giveUpOne(keep: string): boolean {
-    if (this.count(keep) > 0) return true;
-    for (const [checkpointId, shelf] of this.shelves) {
-      const standby = shelf.shift();
-      if (!standby) continue;
-      if (shelf.length === 0) this.shelves.delete(checkpointId);
-      this.options.log.debug(
-        { checkpointId, containerId: standby.id },
-        'a standby gives its slot up to a call',
-      );
-      void this.options.destroy(standby);
-      return true;
-    }
-    return false;
+  giveUpOne(keep: string): void {
+    const shelved = new Map(Array.from(this.shelves, ([id, shelf]) => [id, shelf.length]));
+    const checkpointId = standbyGivingUp(shelved, keep);
+    if (checkpointId === null) return;
+    const shelf = this.shelves.get(checkpointId) ?? [];
+    const standby = shelf.shift();
+    if (!standby) return;
+    if (shelf.length === 0) this.shelves.delete(checkpointId);
+    this.options.log.debug(
+      { checkpointId, containerId: standby.id },
+      'a standby gives its slot up to a call',
+    );
+    void this.options.destroy(standby);
   }
 
   /**
@@ -112,11 +131,7 @@ export class StandbyShelf {
 
   /** Whether standbys of `checkpointId` are kept (it is held, standbys are on, not dropped). */
   keeps(checkpointId: string): boolean {
-    return (
-      this.options.perCheckpoint > 0 &&
-      !this.dropped.has(checkpointId) &&
-      this.options.held().includes(checkpointId)
-    );
+    return keepsStandbys(this.state, checkpointId);
   }
 
   /** Destroys the standbys of `checkpointId` and keeps none until `keep` is called. */
@@ -135,10 +150,9 @@ export class StandbyShelf {
 
   /** Restores standbys of `checkpointId` in the background, up to the configured count. */
   restock(checkpointId: string): void {
-    const wanted = this.options.perCheckpoint;
-    if (wanted <= 0 || this.closed || !this.keeps(checkpointId)) return;
     const have = this.count(checkpointId) + (this.preparing.get(checkpointId) ?? 0);
-    for (let i = have; i < wanted && this.options.room() > 0; i += 1) {
+    const restores = standbysToRestore(this.state, checkpointId, have, this.options.room());
+    for (let i = 0; i < restores; i += 1) {
       this.preparing.set(checkpointId, (this.preparing.get(checkpointId) ?? 0) + 1);
       const preparation = new Promise<void>((resolve) => setImmediate(resolve))
         .then(() => this.prepare(checkpointId))
@@ -159,7 +173,7 @@ export class StandbyShelf {
         void this.options.destroy(container);
         return;
       }
-      if (this.closed || !this.keeps(checkpointId)) {
+      if (!shelvesRestored(this.state, checkpointId)) {
         void this.options.destroy(container);
         return;
       }
@@ -178,13 +192,13 @@ export class StandbyShelf {
 
   /** Drops standbys of checkpoints no longer held, and restocks those that are. */
   refresh(): void {
-    const held = new Set(this.options.held());
-    for (const [checkpointId, shelf] of this.shelves) {
-      if (held.has(checkpointId)) continue;
+    const { drop, restock } = standbyRefresh(this.state, this.shelves.keys());
+    for (const checkpointId of drop) {
+      const shelf = this.shelves.get(checkpointId) ?? [];
       this.shelves.delete(checkpointId);
       for (const standby of shelf) void this.options.destroy(standby);
     }
-    for (const checkpointId of held) this.restock(checkpointId);
+    for (const checkpointId of restock) this.restock(checkpointId);
   }
 
   /** Takes a standby that died off the shelf. */

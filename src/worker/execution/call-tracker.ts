@@ -1,5 +1,5 @@
 /** The calls running now, so a leaving worker can refuse new ones and wait for the rest. */
-import { ShuttingDownError } from '../errors.js';
+import { ShuttingDownError } from '../core/errors.js';
 
 /** Counts running calls. */
 export class CallTracker {

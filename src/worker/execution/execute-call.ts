@@ -18,7 +18,7 @@ import {
   PackageInstallError,
   VersionLoadError,
   VersionMismatchError,
-} from '../errors.js';
+} from '../core/errors.js';
 import { NO_TRAILERS, NOT_STARTED, outOfMemoryTrailers } from '../../shared/call-trailers.js';
 import {
   decodeLogBody,
@@ -34,7 +34,7 @@ import {
 } from '../executor-link/index.js';
 import type { Installer, PackageSource } from '../packages/index.js';
 import type { VersionResidency } from '../residency/index.js';
-import type { CallRequest } from './call-header.js';
+import type { CallRequest } from '../core/execution/call-header.js';
 import { abortable, idTrailers } from './call-support.js';
 import { INSTALL_LOG_SOURCE, installPackages } from './install-step.js';
 import type { MessageReader } from './message-reader.js';

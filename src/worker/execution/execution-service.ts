@@ -13,8 +13,8 @@ import type {
 import type { WorkerCredentials } from '../credentials.js';
 import type { ContainerPool } from '../containers/index.js';
 import { StatusError } from '../../shared/status-error.js';
-import { InvalidCallError, WorkerUnusableError } from '../errors.js';
-import { readHeader, type HeaderContext } from './call-header.js';
+import { InvalidCallError, WorkerUnusableError } from '../core/errors.js';
+import { readHeader, type HeaderContext } from '../core/execution/call-header.js';
 import type { CallTracker } from './call-tracker.js';
 import { ExecuteCall, type CallDeps, type ExecuteStream } from './execute-call.js';
 import { MessageReader } from './message-reader.js';

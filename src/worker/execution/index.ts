@@ -1,5 +1,5 @@
 /** The worker's ExecutionService: header checks, the call flow, call tracking. */
-export * from './call-header.js';
+export * from '../core/execution/call-header.js';
 export * from './call-support.js';
 export * from './call-tracker.js';
 export * from './execute-call.js';

@@ -5,7 +5,7 @@
  * their output.
  */
 import { LogSource } from '../../proto/gen/readie/v1/call.js';
-import { ExecutorLostError, PackageInstallError } from '../errors.js';
+import { ExecutorLostError, PackageInstallError } from '../core/errors.js';
 import {
   decodeLogBody,
   encodeJsonFrame,

@@ -4,7 +4,7 @@
  */
 import { connect, type Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ExecutorLostError, ExecutorTimeoutError } from '../errors.js';
+import { ExecutorLostError, ExecutorTimeoutError } from '../core/errors.js';
 import {
   FrameDecoder,
   FrameProtocolError,
@@ -12,10 +12,14 @@ import {
   frameTypeName,
   PROTOCOL_VERSION,
   type Frame,
-} from './frames.js';
-import { ExecutorHelloSchema, readFrameBody, type ExecutorHello } from './messages.js';
+} from '../core/executor-link/frames.js';
+import {
+  ExecutorHelloSchema,
+  readFrameBody,
+  type ExecutorHello,
+} from '../core/executor-link/messages.js';
 
-export type { ExecutorHello } from './messages.js';
+export type { ExecutorHello } from '../core/executor-link/messages.js';
 
 /** How to dial. */
 export interface DialOptions {

@@ -6,7 +6,7 @@ import { spawn } from 'node:child_process';
 import { chmod, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import type { InstallCommand } from './install-command.js';
+import type { InstallCommand } from '../core/packages/install-command.js';
 
 /** The fetch failed: the message says how (the output came as log lines). */
 export class FetchFailedError extends Error {

@@ -1,7 +1,7 @@
 /** Finding the installer: uv on PATH if present, else pip. */
 import { access, constants } from 'node:fs/promises';
 import { delimiter, join } from 'node:path';
-import type { Installer } from './install-command.js';
+import type { Installer } from '../core/packages/install-command.js';
 
 /** The first executable called `name` on `path`, or null. */
 export async function findOnPath(name: string, path: string): Promise<string | null> {

@@ -1,6 +1,8 @@
 /**
  * The worker's side of readie.v1.RegistryService: registration (with retries), the utilization
- * heartbeat, and container state and residency reports sent in order.
+ * heartbeat, and container state and residency reports sent in order. When to retry and which
+ * router to report to are the worker core's rules (src/worker/core/registry); this shell sends
+ * the reports, sleeps and logs.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { status, type ChannelCredentials, type ServiceError } from '@grpc/grpc-js';
@@ -15,6 +17,12 @@ import {
 } from '../../proto/gen/readie/v1/registry.js';
 import type { ReportResidencyRequest } from '../../proto/gen/readie/v1/residency.js';
 import type { WorkerCredentials } from '../credentials.js';
+import {
+  afterFailedReport,
+  REGISTRATION_START,
+  routerAfterRefusal,
+  type FailedReport,
+} from '../core/registry/index.js';
 import { routerDiagnosis } from './router-diagnosis.js';
 import { LEADER_TRAILER, STANDBY_TRAILER } from '../../shared/call-trailers.js';
 
@@ -48,6 +56,11 @@ export interface RegistryClientOptions {
    * shared log whose routers are still electing one), in ms. Default 2 min.
    */
   readonly leaderWaitMs?: number;
+  /**
+   * The worker's clock, epoch ms (default `Date.now`): the leader wait and each report's deadline
+   * count from it.
+   */
+  readonly clock?: () => number;
 }
 
 /** How long registration waits for a router to lead, by default. */
@@ -63,6 +76,12 @@ function leaderless(error: ServiceError): boolean {
 }
 
 const UNREACHABLE = new Set<number>([status.UNAVAILABLE, status.DEADLINE_EXCEEDED]);
+
+/** What kind of failure a refused report is, for the retries. */
+function failureKind(error: ServiceError): FailedReport['kind'] {
+  if (leaderless(error)) return 'leaderless';
+  return UNREACHABLE.has(error.code) ? 'unreachable' : 'refused';
+}
 
 /**
  * Reconnect backoff of the channel to the router: grpc-js waits up to two minutes by default,
@@ -85,11 +104,13 @@ export class RegistryClient {
   private containerReports: Promise<void> = Promise.resolve();
   private readonly routers: readonly string[];
   private current = 0;
+  private readonly clock: () => number;
   /** Called when the router says it does not know this worker. */
   onUnregistered: () => void = () => undefined;
 
   constructor(private readonly options: RegistryClientOptions) {
     this.routers = options.router.split(',').map((address) => address.trim());
+    this.clock = options.clock ?? Date.now;
     this.client = this.newClient();
   }
 
@@ -108,23 +129,26 @@ export class RegistryClient {
    * next one. Returns whether reports now go elsewhere.
    */
   private moveOn(error: ServiceError): boolean {
-    if (this.routers.length < 2 || !UNREACHABLE.has(error.code)) return false;
     const hint = error.metadata?.get(LEADER_TRAILER)[0];
-    const named = typeof hint === 'string' ? this.routers.indexOf(hint) : -1;
-    const next =
-      named >= 0 && named !== this.current ? named : (this.current + 1) % this.routers.length;
+    const next = routerAfterRefusal(
+      this.routers,
+      this.current,
+      UNREACHABLE.has(error.code),
+      typeof hint === 'string' ? hint : undefined,
+    );
+    if (next === null) return false;
     this.options.log.info(
-      { from: this.router, to: this.routers[next], leaderNamed: named >= 0 },
+      { from: this.router, to: this.routers[next.index], leaderNamed: next.leaderNamed },
       'reporting to another router',
     );
-    this.current = next;
+    this.current = next.index;
     this.client.close();
     this.client = this.newClient();
     return true;
   }
 
   private deadline(): Date {
-    return new Date(Date.now() + this.options.callTimeoutMs);
+    return new Date(this.clock() + this.options.callTimeoutMs);
   }
 
   /** One status report. */
@@ -149,12 +173,15 @@ export class RegistryClient {
    */
   async register(request: ReportStatusRequest): Promise<void> {
     const { registerRetryDelayMs, log } = this.options;
-    const leaderWaitMs = this.options.leaderWaitMs ?? DEFAULT_LEADER_WAIT_MS;
-    // Every router gets the retries: a standby's refusal moves on at once.
-    const registerRetries = this.options.registerRetries * this.routers.length;
-    let unreachable = 0;
-    let leaderlessSince: number | undefined;
-    for (let attempt = 0; ; attempt += 1) {
+    const policy = {
+      routers: this.options.router,
+      routerCount: this.routers.length,
+      retriesPerRouter: this.options.registerRetries,
+      retryDelayMs: registerRetryDelayMs,
+      leaderWaitMs: this.options.leaderWaitMs ?? DEFAULT_LEADER_WAIT_MS,
+    };
+    let registration = REGISTRATION_START;
+    for (;;) {
       const tried = this.router;
       try {
         await this.reportStatus(request);
@@ -163,59 +190,46 @@ export class RegistryClient {
             status: workerStatusToJSON(request.status),
             checkpoints: request.checkpoints,
             restoreBackend: request.restoreBackend,
-            attempt: attempt + 1,
+            attempt: registration.failedAttempts + 1,
           },
           'reported status to the router',
         );
         return;
       } catch (error) {
-        const { code } = error as ServiceError;
+        const kind = failureKind(error as ServiceError);
         const details = (error as ServiceError).details.replace(/\s+/g, ' ').trim();
-        if (leaderless(error as ServiceError)) {
-          // The routers run and are electing a leader: not a retry of an unreachable one.
-          leaderlessSince ??= Date.now();
-          const waitedMs = Date.now() - leaderlessSince;
-          if (waitedMs >= leaderWaitMs) {
-            throw new RegistrationError(
-              `no router led within ${leaderWaitMs < 1_000 ? `${leaderWaitMs} ms` : `${Math.round(leaderWaitMs / 1_000)} s`}: ${tried} answered "${details}"`,
-            );
-          }
-          const pause = (attempt + 1) % this.routers.length === 0;
-          if (pause) {
-            log.warn(
-              { waitedMs, leaderWaitMs, retryInMs: registerRetryDelayMs },
-              'no router leads yet (each answered as a standby); waiting for one',
-            );
-          }
-          await sleep(pause ? registerRetryDelayMs : 0);
-          continue;
-        }
-        unreachable += 1;
-        const reachable = !UNREACHABLE.has(code);
         // Which side speaks what, and the setting to change (src/shared/transport-problem.ts).
-        const diagnosis = reachable
-          ? null
-          : await routerDiagnosis(tried, this.options.dialsTls ?? false, details);
-        const why = diagnosis === null ? details : `${details}; ${diagnosis}`;
-        if (reachable || unreachable > registerRetries) {
-          throw new RegistrationError(
-            reachable
-              ? `the router at ${tried} refused the status report: ${details}`
-              : `the router at ${this.options.router} is unreachable after ${unreachable} attempts: ${why}`,
+        const diagnosis =
+          kind === 'unreachable'
+            ? await routerDiagnosis(tried, this.options.dialsTls ?? false, details)
+            : null;
+        const step = afterFailedReport(
+          registration,
+          { kind, router: tried, details, diagnosis },
+          policy,
+          this.clock(),
+        );
+        if (step.next === 'give-up') throw new RegistrationError(step.problem);
+        registration = step.registration;
+        if (step.warning?.kind === 'leaderless') {
+          log.warn(
+            {
+              waitedMs: step.warning.waitedMs,
+              leaderWaitMs: policy.leaderWaitMs,
+              retryInMs: step.delayMs,
+            },
+            'no router leads yet (each answered as a standby); waiting for one',
+          );
+        } else if (step.warning?.kind === 'unreachable') {
+          log.warn(
+            { attempt: step.warning.attempt, retryInMs: step.delayMs, error: step.warning.error },
+            'router unreachable; retrying',
           );
         }
-        const round = Math.floor((unreachable - 1) / this.routers.length);
-        // The next router at once; a pause only after a whole round of them failed.
-        const delay =
-          unreachable % this.routers.length !== 0 ? 0 : registerRetryDelayMs * 2 ** round;
-        log.warn(
-          { attempt: unreachable, retryInMs: delay, error: why },
-          'router unreachable; retrying',
-        );
-        await sleep(delay);
+        await sleep(step.delayMs);
         // A fresh channel, so the retry really dials instead of failing fast on the old
         // channel's reconnect backoff (`moveOn` made one already when it moved on).
-        if (tried === this.router) {
+        if (step.freshChannel && tried === this.router) {
           this.client.close();
           this.client = this.newClient();
         }

@@ -15,7 +15,7 @@ import {
 } from '../../proto/gen/readie/v1/residency.js';
 import { StatusError } from '../../shared/status-error.js';
 import type { WorkerCredentials } from '../credentials.js';
-import { WorkerUnusableError } from '../errors.js';
+import { WorkerUnusableError } from '../core/errors.js';
 import type { VersionResidency } from './version-residency.js';
 
 /** What the service needs. */

@@ -5,7 +5,9 @@
  * evicting the least recently used among those the router did not say to keep and no running
  * call uses; and reporting every change to the router. Loads run one at a time, so the budget is
  * never counted twice. The worker never reads the routing table: the router's `Protect` tells it
- * what to keep.
+ * what to keep. The versions' record and its rules (recency, protection, the eviction plan) are
+ * the worker core's (src/worker/core/residency); this shell builds and drops checkpoints and
+ * reports.
  */
 import type { Logger } from 'pino';
 import type { CheckpointSpec } from '../../events/catalogue.js';
@@ -13,15 +15,22 @@ import type { ResidencyState } from '../../events/schema.js';
 import { formatSize } from '../../shared/units.js';
 import type { RestoreBackend } from '../checkpoints/index.js';
 import type { ContainerPool } from '../containers/index.js';
-import { UnknownVersionError, VersionLoadError } from '../errors.js';
-import { planLoad, type HeldVersion } from './eviction-plan.js';
+import { UnknownVersionError, VersionLoadError } from '../core/errors.js';
+import {
+  acceptsProtection,
+  backendChanges,
+  evictedState,
+  evolveVersions,
+  isResidentNow,
+  planVersionLoad,
+  reportedVersions,
+  startingVersions,
+  type VersionChange,
+  type Versions,
+  type VersionState,
+} from '../core/residency/index.js';
 
-/** One version's state as the worker reports it. */
-export interface VersionState {
-  readonly checkpointId: string;
-  readonly state: ResidencyState;
-  readonly error: string | null;
-}
+export type { VersionState } from '../core/residency/index.js';
 
 /** What the residency needs. */
 export interface VersionResidencyOptions {
@@ -35,27 +44,24 @@ export interface VersionResidencyOptions {
   /** Tells the router of changed versions. */
   readonly report: (changed: readonly VersionState[]) => void;
   readonly log: Logger;
-}
-
-interface Entry {
-  state: ResidencyState;
-  error: string | null;
-  lastUsed: number;
+  /** The worker's clock, epoch ms (default `Date.now`): what a call used last is evicted first. */
+  readonly clock?: () => number;
 }
 
 /** The worker's versions. */
 export class VersionResidency {
-  private readonly entries = new Map<string, Entry>();
+  private versions: Versions;
   private readonly loads = new Map<string, Promise<void>>();
   private queue: Promise<void> = Promise.resolve();
-  private protectedIds: ReadonlySet<string> = new Set();
-  private protectSeq = -1;
-  private readonly users = new Map<string, number>();
+  private readonly clock: () => number;
 
   constructor(private readonly options: VersionResidencyOptions) {
-    for (const checkpointId of options.backend.held()) {
-      if (options.specs.has(checkpointId)) this.entries.set(checkpointId, this.entry('resident'));
-    }
+    this.clock = options.clock ?? Date.now;
+    this.versions = startingVersions(options.backend.held(), options.specs, this.clock());
+  }
+
+  private change(change: VersionChange): void {
+    this.versions = evolveVersions(this.versions, change, this.clock());
   }
 
   /** The resident budget, bytes (null: none). */
@@ -70,46 +76,35 @@ export class VersionResidency {
 
   /** What the worker reports of a version (null: nothing). */
   stateOf(checkpointId: string): ResidencyState | null {
-    return this.entries.get(checkpointId)?.state ?? null;
+    return this.versions.entries.get(checkpointId)?.state ?? null;
   }
 
   /** The versions the router said to keep. */
   get protected(): ReadonlySet<string> {
-    return this.protectedIds;
+    return this.versions.protectedIds;
   }
 
   /** Every version with a state, for the full report after a registration. */
   all(): VersionState[] {
-    return [...this.entries]
-      .map(([checkpointId, entry]) => ({ checkpointId, state: entry.state, error: entry.error }))
-      .sort((a, b) =>
-        a.checkpointId < b.checkpointId ? -1 : a.checkpointId > b.checkpointId ? 1 : 0,
-      );
+    return reportedVersions(this.versions);
   }
 
   /** The router's set of versions to keep; an older set (by `seq`) never replaces a newer one. */
   protect(checkpointIds: readonly string[], seq: number): boolean {
-    if (seq < this.protectSeq) return false;
-    this.protectSeq = seq;
-    this.protectedIds = new Set(checkpointIds);
+    if (!acceptsProtection(this.versions, seq)) return false;
+    this.change({ type: 'protected', checkpointIds, seq });
     this.options.log.info({ protected: checkpointIds, seq }, 'versions to keep, from the router');
     return true;
   }
 
   /** Counts a running call of the version (never evicted while counted); returns the release. */
   use(checkpointId: string): () => void {
-    this.users.set(checkpointId, (this.users.get(checkpointId) ?? 0) + 1);
-    const entry = this.entries.get(checkpointId);
-    if (entry) entry.lastUsed = Date.now();
+    this.change({ type: 'call-started', checkpointId });
     let released = false;
     return () => {
       if (released) return;
       released = true;
-      const left = (this.users.get(checkpointId) ?? 1) - 1;
-      if (left <= 0) this.users.delete(checkpointId);
-      else this.users.set(checkpointId, left);
-      const held = this.entries.get(checkpointId);
-      if (held) held.lastUsed = Date.now();
+      this.change({ type: 'call-ended', checkpointId });
     };
   }
 
@@ -124,8 +119,7 @@ export class VersionResidency {
       );
     }
     if (this.isResidentNow(checkpointId)) {
-      const entry = this.entries.get(checkpointId) as Entry;
-      entry.lastUsed = Date.now();
+      this.change({ type: 'used', checkpointId });
       return;
     }
     let load = this.loads.get(checkpointId);
@@ -154,29 +148,17 @@ export class VersionResidency {
 
   /** The backend's held set changed (a template died, an image was discarded): report it. */
   sync(): void {
-    const held = new Set(this.options.backend.held());
-    for (const [checkpointId, entry] of this.entries) {
-      if (entry.state === 'resident' && !held.has(checkpointId)) {
-        this.set(checkpointId, this.options.backend.hasImage(checkpointId) ? 'cached' : 'evicted');
-      } else if (
-        (entry.state === 'evicted' || entry.state === 'cached') &&
-        held.has(checkpointId) &&
-        this.options.backend.isResident(checkpointId)
-      ) {
-        this.set(checkpointId, 'resident');
-      }
-    }
+    const { backend } = this.options;
+    const changes = backendChanges(this.versions, {
+      held: new Set(backend.held()),
+      hasImage: (checkpointId) => backend.hasImage(checkpointId),
+      isResident: (checkpointId) => backend.isResident(checkpointId),
+    });
+    for (const { checkpointId, state } of changes) this.set(checkpointId, state);
   }
 
   private isResidentNow(checkpointId: string): boolean {
-    return (
-      this.entries.get(checkpointId)?.state === 'resident' &&
-      this.options.backend.held().includes(checkpointId)
-    );
-  }
-
-  private entry(state: ResidencyState): Entry {
-    return { state, error: null, lastUsed: Date.now() };
+    return isResidentNow(this.versions, checkpointId, this.options.backend.held());
   }
 
   private bytesOf(checkpointId: string): number {
@@ -184,24 +166,8 @@ export class VersionResidency {
   }
 
   private set(checkpointId: string, state: ResidencyState, error: string | null = null): void {
-    const entry = this.entries.get(checkpointId) ?? this.entry(state);
-    entry.state = state;
-    entry.error = error;
-    this.entries.set(checkpointId, entry);
+    this.change({ type: 'state', checkpointId, state, error });
     this.options.report([{ checkpointId, state, error }]);
-  }
-
-  private held(): HeldVersion[] {
-    return [...this.entries]
-      .filter(([, entry]) => entry.state === 'resident' || entry.state === 'loading')
-      .map(([checkpointId, entry]) => ({
-        checkpointId,
-        bytes: this.bytesOf(checkpointId),
-        lastUsed: entry.lastUsed,
-        protected: this.protectedIds.has(checkpointId),
-        inUse: (this.users.get(checkpointId) ?? 0) > 0,
-        loading: entry.state === 'loading',
-      }));
   }
 
   private async load(checkpointId: string): Promise<void> {
@@ -209,7 +175,9 @@ export class VersionResidency {
     if (this.isResidentNow(checkpointId)) return;
     const spec = this.options.specs.get(checkpointId) as CheckpointSpec;
     const bytes = this.bytesOf(checkpointId);
-    const plan = planLoad(this.options.budget, checkpointId, bytes, this.held());
+    const plan = planVersionLoad(this.versions, checkpointId, this.options.budget, (id) =>
+      this.bytesOf(id),
+    );
     if (!plan.ok) {
       this.set(checkpointId, 'failed', plan.problem);
       throw new VersionLoadError(
@@ -253,7 +221,7 @@ export class VersionResidency {
     const { backend, pool, log } = this.options;
     pool.dropStandbys(checkpointId);
     await backend.dropResident(checkpointId);
-    const state = backend.hasImage(checkpointId) ? 'cached' : 'evicted';
+    const state = evictedState(backend.hasImage(checkpointId));
     this.set(checkpointId, state);
     log.info({ checkpointId, now: state }, 'version evicted (least recently used, not protected)');
   }

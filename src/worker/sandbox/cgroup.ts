@@ -7,7 +7,7 @@
  */
 import { mkdir, readFile, rmdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { findCgroupHierarchies, type CgroupHierarchies } from './cgroup-mounts.js';
+import { findCgroupHierarchies, type CgroupHierarchies } from '../core/sandbox/cgroup-mounts.js';
 import { CgroupError, ContainerCgroup, errorText } from './container-cgroup.js';
 
 export { CgroupError, CgroupLimitError, ContainerCgroup } from './container-cgroup.js';

@@ -7,7 +7,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { access, readFile, rmdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { readCounter } from './cgroup-mounts.js';
+import { readCounter } from '../core/sandbox/cgroup-mounts.js';
 
 /** The cgroup hierarchy is missing or cannot be written; says what was tried. */
 export class CgroupError extends Error {

@@ -7,7 +7,7 @@
 import { mkdirSync } from 'node:fs';
 import { chmod, open, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { UidRange } from './sandbox-policy.js';
+import type { UidRange } from '../core/sandbox/sandbox-policy.js';
 
 /** Where claims live unless told otherwise: /run is a tmpfs, emptied at boot. */
 export const DEFAULT_CLAIMS_DIR = '/run/readie/uids';

@@ -7,14 +7,14 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import type { Logger } from 'pino';
-import type { ContainerExit } from './exit-cause.js';
-import type { ContainerSpec } from './container-spec.js';
-import { parseZygoteEvent, type ZygoteEvent } from './zygote-events.js';
+import type { ContainerExit } from '../core/sandbox/exit-cause.js';
+import type { ContainerSpec } from '../core/sandbox/container-spec.js';
+import { parseZygoteEvent, type ZygoteEvent } from '../core/sandbox/zygote-events.js';
 
 /** The directory holding the `readie_executor` package. */
 export const EXECUTOR_DIR = fileURLToPath(new URL('../../executor', import.meta.url));
 
-export type { ZygoteEvent } from './zygote-events.js';
+export type { ZygoteEvent } from '../core/sandbox/zygote-events.js';
 
 /** A container could not be started by its zygote; says why. */
 export class SpawnError extends Error {

@@ -1,5 +1,5 @@
 /** What an operator chooses about every container's sandbox, and parsing it. Pure. */
-import { parseSize, UnitParseError } from '../../shared/units.js';
+import { parseSize, UnitParseError } from '../../../shared/units.js';
 
 /** `none`: no network but the container's own loopback; `egress`: out through slirp4netns. */
 export type NetworkMode = 'none' | 'egress';

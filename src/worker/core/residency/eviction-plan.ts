@@ -3,7 +3,7 @@
  * recently used among those the router did not tell the worker to keep, that no running call
  * uses and that are not loading, until the new version fits. Pure.
  */
-import { formatSize } from '../../shared/units.js';
+import { formatSize } from '../../../shared/units.js';
 
 /** A version held (or loading) on this worker, as the plan sees it. */
 export interface HeldVersion {

@@ -1,6 +1,6 @@
 /** The resident budget's eviction order (pure): least recently used among the evictable first. */
 import { expect } from 'chai';
-import { planLoad, type HeldVersion } from '../../src/worker/residency/eviction-plan.js';
+import { planLoad, type HeldVersion } from '../../../src/worker/core/residency/eviction-plan.js';
 
 const MiB = 1024 ** 2;
 const held = (

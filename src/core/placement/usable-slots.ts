@@ -8,7 +8,9 @@
 import type { WorkerRecord } from '../../projections/cluster-state.js';
 import { isPlaceable } from '../../projections/queries.js';
 import type { Config } from '../../shared/config.js';
-import { FILTERS, Verdict, type Budget } from '../../core/placement/index.js';
+import type { Budget } from './call.js';
+import { Verdict } from './filter.js';
+import { FILTERS } from './filters/index.js';
 
 /** The most slots counted on one worker (one that sets no limit at all would count forever). */
 export const MAX_SLOTS_PER_WORKER = 4096;

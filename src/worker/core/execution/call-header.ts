@@ -1,7 +1,7 @@
 /** Reading and checking the router's CallHeader: the first message of every Execute stream. Pure. */
-import { PayloadFormat } from '../../proto/gen/readie/v1/call.js';
-import type { ExecuteRequest } from '../../proto/gen/readie/v1/execution.js';
-import { memoryBudget } from '../../shared/call-budget.js';
+import { PayloadFormat } from '../../../proto/gen/readie/v1/call.js';
+import type { ExecuteRequest } from '../../../proto/gen/readie/v1/execution.js';
+import { memoryBudget } from '../../../shared/call-budget.js';
 import { InvalidCallError, PythonVersionMismatchError, WrongWorkerError } from '../errors.js';
 import { requirementProblem } from '../packages/install-command.js';
 

@@ -3,7 +3,7 @@
  * type, then the body. The length counts the type byte and the body. Pure: no I/O.
  */
 
-import { MAX_CHUNK_BYTES } from '../../shared/chunks.js';
+import { MAX_CHUNK_BYTES } from '../../../shared/chunks.js';
 
 /** The protocol version this worker speaks; the executor announces its own in HELLO. */
 export const PROTOCOL_VERSION = 1;

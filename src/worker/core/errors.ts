@@ -3,7 +3,7 @@
  * carrying the gRPC status code name the call ends with and a message an operator (or the user
  * reading their client's exception) can act on. Pure: the service maps names to grpc-js numbers.
  */
-import { StatusError } from '../shared/status-error.js';
+import { StatusError } from '../../shared/status-error.js';
 
 /** The router's stream is malformed (no header first, an oversized chunk, a bad requirement). */
 export class InvalidCallError extends StatusError {

@@ -6,7 +6,7 @@
  */
 import { Type as T, type Static, type TSchema } from '@sinclair/typebox';
 import { TypeCompiler, type TypeCheck } from '@sinclair/typebox/compiler';
-import { explainMismatch, showValue } from '../../events/schema-errors.js';
+import { explainMismatch, showValue } from '../../../events/schema-errors.js';
 
 const Text = T.String();
 const Pid = T.Integer({ minimum: 1 });

@@ -6,7 +6,7 @@
  */
 import { Type as T, type Static, type TSchema } from '@sinclair/typebox';
 import { TypeCompiler, type TypeCheck } from '@sinclair/typebox/compiler';
-import { explainMismatch } from '../../events/schema-errors.js';
+import { explainMismatch } from '../../../events/schema-errors.js';
 import { decodeJsonBody, FrameProtocolError, frameTypeName, type Frame } from './frames.js';
 
 /** HELLO: who the executor is, on every connection. */
