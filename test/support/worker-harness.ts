@@ -301,3 +301,29 @@ export function py(strings: TemplateStringsArray, ...values: unknown[]): string 
   );
   return lines.map((line) => line.slice(indent)).join('\n');
 }
+
+/** A full report a worker took: its number, what it listed, and when (performance.now()). */
+export interface TakenReport {
+  readonly reportSeq: number;
+  readonly containerIds: readonly string[];
+  readonly at: number;
+}
+
+/**
+ * Records every load report (a full report) `worker` takes from now on, as it takes it, whether
+ * or not it reaches a router: the worker's own view, to compare with what a router heard.
+ */
+export function recordFullReports(worker: Worker): TakenReport[] {
+  const taken: TakenReport[] = [];
+  const take = worker.utilizationRequest.bind(worker);
+  worker.utilizationRequest = async () => {
+    const report = await take();
+    taken.push({
+      reportSeq: report.reportSeq,
+      containerIds: report.containers.map((container) => container.containerId).sort(),
+      at: performance.now(),
+    });
+    return report;
+  };
+  return taken;
+}
