@@ -32,8 +32,14 @@ const SLEEP = py`
       return "rested"
 `;
 
+/**
+ * How long a `readie worker` process may take to start and register: seconds alone, well past
+ * 10 s when the machine runs two suites at once.
+ */
+const STARTUP_MS = 60_000;
+
 describe('container lifecycle', function () {
-  this.timeout(60_000);
+  this.timeout(180_000);
   const running: Harness[] = [];
   async function start(...args: Parameters<typeof startHarness>) {
     const harness = await startHarness(...args);
@@ -216,7 +222,7 @@ describe('container lifecycle', function () {
       child.on('exit', (code) => resolve(code)),
     );
     try {
-      await router.waitFor((report) => report.kind === 'status');
+      await router.waitFor((report) => report.kind === 'status', STARTUP_MS);
       const address = router.statuses()[0]!.address;
       const client = new ExecutionServiceClient(address, credentials.createInsecure());
       const longCall = execute(client, header({}), jsonCall(SLEEP, 'nap', [1.5]));
@@ -288,7 +294,7 @@ describe('container lifecycle', function () {
     const hierarchy = findMemoryHierarchy(readFileSync('/proc/self/mountinfo', 'utf8'))!;
     const first = start();
     try {
-      await router.waitFor((report) => report.kind === 'status');
+      await router.waitFor((report) => report.kind === 'status', STARTUP_MS);
       const client = new ExecutionServiceClient(
         router.statuses()[0]!.address,
         credentials.createInsecure(),
@@ -301,12 +307,12 @@ describe('container lifecycle', function () {
       expect(procs()).not.to.equal('');
       first.child.kill('SIGKILL');
       await first.exited;
-      const deadline = Date.now() + 5_000;
+      const deadline = Date.now() + 20_000;
       while (procs() !== '' && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
       expect(procs(), 'the container died with its worker').to.equal('');
       const second = start();
       try {
-        await router.waitFor(() => router.statuses().length >= 2);
+        await router.waitFor(() => router.statuses().length >= 2, STARTUP_MS);
         expect(
           existsSync(cgroup),
           "the restarted worker removed the dead container's cgroup",
