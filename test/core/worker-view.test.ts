@@ -6,7 +6,10 @@ import { expect } from 'chai';
 import { decideDialFailure, MAX_DIAL_RETRIES } from '../../src/core/calls/dial-failure.js';
 import { containerCount } from '../../src/core/placement/filters/container-count.js';
 import { place, Verdict } from '../../src/core/placement/index.js';
-import { statusReportEvents } from '../../src/core/registry/report-events.js';
+import {
+  decideContainerReport,
+  statusReportEvents,
+} from '../../src/core/registry/report-events.js';
 import type { NewEvent } from '../../src/events/index.js';
 import {
   restoreSnapshot,
@@ -317,6 +320,56 @@ describe('the core: full reports', () => {
     const events = outcome.kind === 'events' ? outcome.events : [];
     const withBoth = given.add(...events).state();
     expect(worker(withBoth).containers.size).to.equal(0);
+  });
+});
+
+describe('the core: a removal logged once', () => {
+  const removal = (containerId: string, reportSeq: number) =>
+    decideContainerReport(given().state(), {
+      workerId: 'w1',
+      containerId,
+      state: 'removed',
+      checkpointId: null,
+      instanceId: 'i1',
+      reportSeq,
+    });
+  // A full report taken while the worker tore c1 down no longer lists it: c1 is removed then.
+  const given = () =>
+    history(
+      registered('w1', { instanceId: 'i1' }),
+      container('w1', 'c1', 'busy', null, 1),
+      container('w1', 'c2', 'ready', null, 2),
+      pinned('s2', 'w1', 'c2'),
+      fullReport('w1', 3, [['c2', 'ready']]),
+      container('w1', 'c1', 'removed', null, 3),
+    );
+
+  it("the worker's own later report of a container no record and no session holds changes nothing", () => {
+    const made = removal('c1', 4);
+    expect(made.registered).to.equal(true);
+    expect(made.events).to.deep.equal([]);
+  });
+
+  it('a removal of a recorded container is logged, with its session; one of a session alone too', () => {
+    expect(removal('c2', 4).events.map((event) => event.type)).to.deep.equal([
+      'ContainerStateChanged',
+      'SessionExpired',
+    ]);
+    // A session pinned on the call's first answer, before any report of its container.
+    const early = history(registered('w1', { instanceId: 'i1' }), pinned('s3', 'w1', 'c3'));
+    const made = decideContainerReport(early.state(), {
+      workerId: 'w1',
+      containerId: 'c3',
+      state: 'removed',
+      checkpointId: null,
+      instanceId: 'i1',
+      reportSeq: 1,
+    });
+    expect(made.events).to.deep.include({
+      type: 'SessionExpired',
+      sessionId: 's3',
+      reason: 'container_removed',
+    });
   });
 });
 

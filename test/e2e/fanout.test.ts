@@ -59,6 +59,13 @@ describe('end to end: fan-out (fn.map, fn.spawn) on a real cluster', function ()
   const lastSeq = () => readLog(cluster.logDir).at(-1)?.seq ?? 0;
   const ofType = <T extends ClusterEvent['type']>(events: ClusterEvent[], type: T) =>
     events.filter((event): event is Extract<ClusterEvent, { type: T }> => event.type === type);
+  /** The distinct containers among `containers` the log says were removed. */
+  const removedOf = (events: ClusterEvent[], containers: ReadonlySet<string>) =>
+    new Set(
+      ofType(events, 'ContainerStateChanged')
+        .filter((event) => event.state === 'removed' && containers.has(event.containerId))
+        .map((event) => event.containerId),
+    );
 
   it('returns every result of a map of 1,000 inputs in order, on a few warm containers', async () => {
     const before = lastSeq();
@@ -71,10 +78,7 @@ describe('end to end: fan-out (fn.map, fn.spawn) on a real cluster', function ()
     expect(containers.size).to.be.within(1, 16);
     // Each slot's session was ended when the map ended, and its container destroyed at once.
     await eventually(
-      () =>
-        ofType(since(before), 'ContainerStateChanged').filter(
-          (event) => event.state === 'removed' && containers.has(event.containerId),
-        ).length === containers.size,
+      () => removedOf(since(before), containers).size === containers.size,
       'every container of the map to be removed',
       20_000,
     );
@@ -283,10 +287,7 @@ describe('end to end: fan-out (fn.map, fn.spawn) on a real cluster', function ()
       );
       // The workers stopped the work: every container of those calls is gone.
       await eventually(
-        () =>
-          ofType(since(before), 'ContainerStateChanged').filter(
-            (event) => event.state === 'removed' && containers.has(event.containerId),
-          ).length === containers.size,
+        () => removedOf(since(before), containers).size === containers.size,
         'the cancelled calls containers to be removed',
         30_000,
       );

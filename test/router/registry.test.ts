@@ -114,6 +114,32 @@ describe('router: RegistryService', function () {
     test = await startTestRouter({ logDir: test.logDir });
   });
 
+  it('logs a removal once: a full report taken during the teardown drops it, the later removal report changes nothing', async () => {
+    const w = await worker('w1');
+    await w.reportStatus();
+    expect(await w.reportContainer('c1', ContainerState.CONTAINER_STATE_BUSY, '', 1)).to.equal(
+      true,
+    );
+    // Taken while the worker tore c1 down: it no longer lists it.
+    await w.reportUtilization({ reportSeq: 2, containerCount: 0, containers: [] });
+    expect(test.router.state.workers.get('w1')?.containers.has('c1')).to.equal(false);
+    expect(await w.reportContainer('c1', ContainerState.CONTAINER_STATE_REMOVED, '', 3)).to.equal(
+      true,
+    );
+    // Closed, so the log on disk holds every append (a reader may not see the newest commit yet).
+    await test.close();
+    const removals = readLog(test.logDir).filter(
+      (event) => event.type === 'ContainerStateChanged' && event.containerId === 'c1',
+    );
+    expect(
+      removals.map((event) => [event.type === 'ContainerStateChanged' && event.state, event.cause]),
+    ).to.deep.equal([
+      ['busy', 'report:w1'],
+      ['removed', 'report:w1'],
+    ]);
+    test = await startTestRouter({ logDir: test.logDir });
+  });
+
   it('refuses a malformed report with INVALID_ARGUMENT naming the field', async () => {
     const w = await worker('');
     const error = await w.reportStatus().then(

@@ -157,8 +157,8 @@ export interface CallResult {
 /** How to make a call. */
 export interface CallOptions {
   readonly metadata?: Metadata;
-  /** Cancels the stream after this long. */
-  readonly cancelAfterMs?: number;
+  /** Cancels the stream once the worker's first answer arrived (the call runs in its container). */
+  readonly cancelOnFirstAnswer?: boolean;
   /** Sends the payload in chunks of this size (default 1 MiB). */
   readonly chunkSize?: number;
 }
@@ -201,9 +201,10 @@ export function execute(
   const startedAt = performance.now();
   const stream = client.execute(options.metadata ?? new Metadata());
   const responses: TimedResponse[] = [];
-  stream.on('data', (response: ExecuteResponse) =>
-    responses.push({ response, at: performance.now() }),
-  );
+  stream.on('data', (response: ExecuteResponse) => {
+    responses.push({ response, at: performance.now() });
+    if (options.cancelOnFirstAnswer === true && responses.length === 1) stream.cancel();
+  });
   stream.write({ message: { $case: 'header', value: callHeader } });
   const size = options.chunkSize ?? 1024 * 1024;
   for (let start = 0; start < payload.length; start += size) {
@@ -212,7 +213,6 @@ export function execute(
     });
   }
   stream.end();
-  if (options.cancelAfterMs !== undefined) setTimeout(() => stream.cancel(), options.cancelAfterMs);
   return new Promise((resolve) => {
     let done = false;
     const finish = (code: status, details: string, metadata?: Metadata) => {
@@ -300,4 +300,30 @@ export function py(strings: TemplateStringsArray, ...values: unknown[]): string 
     ...lines.filter((line) => line.trim()).map((line) => line.length - line.trimStart().length),
   );
   return lines.map((line) => line.slice(indent)).join('\n');
+}
+
+/** A full report a worker took: its number, what it listed, and when (performance.now()). */
+export interface TakenReport {
+  readonly reportSeq: number;
+  readonly containerIds: readonly string[];
+  readonly at: number;
+}
+
+/**
+ * Records every load report (a full report) `worker` takes from now on, as it takes it, whether
+ * or not it reaches a router: the worker's own view, to compare with what a router heard.
+ */
+export function recordFullReports(worker: Worker): TakenReport[] {
+  const taken: TakenReport[] = [];
+  const take = worker.utilizationRequest.bind(worker);
+  worker.utilizationRequest = async () => {
+    const report = await take();
+    taken.push({
+      reportSeq: report.reportSeq,
+      containerIds: report.containers.map((container) => container.containerId).sort(),
+      at: performance.now(),
+    });
+    return report;
+  };
+  return taken;
 }

@@ -56,7 +56,9 @@ function expirePinned(
 /**
  * A worker reported a container removed (alone, or by a full report that no longer lists it):
  * `ContainerStateChanged` (`removed`), then `SessionExpired` (`container_removed`) for the session
- * pinned there. Nothing for a worker that is unknown or evicted.
+ * pinned there. Nothing for a worker that is unknown or evicted, nor for a container the router
+ * holds no record and no session of: it is gone already (a full report taken while the worker
+ * tore it down dropped it, and its own removal report came after), so a removal is logged once.
  */
 export function containerRemovedEvents(
   state: ClusterState,
@@ -67,6 +69,7 @@ export function containerRemovedEvents(
 ): NewEvent[] {
   const worker = liveWorkerOf(state, workerId);
   if (!worker) return [];
+  if (!worker.containers.has(containerId) && !worker.pinnedSessions.has(containerId)) return [];
   return [
     {
       type: 'ContainerStateChanged',

@@ -199,7 +199,8 @@ export function utilizationReportEvents(
 
 /**
  * A container report: `ContainerStateChanged`, and for `removed` the `SessionExpired` of the
- * session pinned there; nothing for a report older than what the router already heard;
+ * session pinned there; nothing for a report older than what the router already heard, nor for
+ * the removal of a container it holds no record and no session of (already gone);
  * unregistered (no event) for an unknown worker or another process.
  */
 export function containerReportEvents(state: ClusterState, report: ContainerReport): ReportOutcome {

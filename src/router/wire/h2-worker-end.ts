@@ -89,10 +89,16 @@ export class H2WorkerEnd implements WorkerEnd {
       this.maybeEnd();
     });
     stream.on('error', () => undefined); // 'close' tells the outcome
+    // A closed stream no longer names its session: keep it, to tell a lost connection apart.
+    const session = stream.session;
     stream.on('close', () => {
       if (this.final === undefined) {
         const rst = stream.rstCode ?? constants.NGHTTP2_NO_ERROR;
-        if (rst === constants.NGHTTP2_REFUSED_STREAM) {
+        if (session?.destroyed === true && rst !== constants.NGHTTP2_REFUSED_STREAM) {
+          // The connection went (the worker died, or stopped answering keepalives): Node closes
+          // its streams with CANCEL (or INTERNAL after a reset), which is not what happened.
+          this.ended(status.UNAVAILABLE, 'Connection dropped', {});
+        } else if (rst === constants.NGHTTP2_REFUSED_STREAM) {
           // HTTP/2's word that the stream was not processed at all: nothing ran.
           this.ended(status.UNAVAILABLE, 'the worker refused the stream', NOT_STARTED);
         } else if (rst === constants.NGHTTP2_NO_ERROR) {
