@@ -9,6 +9,9 @@ import { addRouterCommand } from './router-command.js';
 import { addUpCommand } from './up-command.js';
 import { addStatusCommand } from './status/status-command.js';
 import { addWorkerCommand } from './worker-command.js';
+import { quietNodeWarnings } from './node-warnings.js';
+
+quietNodeWarnings();
 
 // Every file readie writes (the event log, process logs, worker state) is root's alone unless the
 // code that writes it says otherwise; the children of `readie up` inherit this.
