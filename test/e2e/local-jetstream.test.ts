@@ -72,6 +72,18 @@ describe('readie up --log jetstream (real NATS cluster, two routers, real worker
           `node ${node}`,
         ).to.equal(true);
       }
+      // The operator's view from the shell the exports were pasted in: which router leads.
+      const status = async (): Promise<string> => {
+        const child = runReadie(['status', '--state-dir', stateDir], exports);
+        expect((await child.exited).code, child.stderr()).to.equal(0);
+        return child.lines.join('\n');
+      };
+      const [first, second] = (exports.READIE_ADDRESS as string).split(',');
+      expect(await status()).to.match(
+        new RegExp(
+          `^Routers\n${first} +leads\n${second} +stands by \\(the leader is ${first}\\)\n`,
+        ),
+      );
       client = new ReadieClient({
         env: { ...exports, READIE_INSECURE: '1' },
       });
@@ -93,6 +105,14 @@ describe('readie up --log jetstream (real NATS cluster, two routers, real worker
       // The session's container survived the takeover.
       expect(await session.call({ source: SOURCE, function: 'add', args: [2] })).to.equal(3);
       expect(session.lastCall?.containerId, 'the session kept its container').to.equal(container);
+      // The first address is dead now: status and pin go on at the one that leads.
+      expect(await status()).to.match(
+        new RegExp(
+          `^Routers\n${first} +not answering \\(UNAVAILABLE: nothing listens at ${first}.*\n${second} +leads\n`,
+        ),
+      );
+      const pins = runReadie(['pin', 'status', '--state-dir', stateDir], exports);
+      expect((await pins.exited).code, pins.stderr()).to.equal(0);
       const events = await readLog(location);
       const starts = events.filter((e) => e.type === 'RouterStarted');
       expect(starts.map((e) => [e.routerId, e.takeoverFrom])).to.deep.include([
