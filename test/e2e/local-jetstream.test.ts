@@ -25,6 +25,34 @@ function pidsOf(stateDir: string, pattern: string): number[] {
     .map((line) => Number(line.trim().split(/\s+/)[0]));
 }
 
+/**
+ * Every executor process below this state dir's workers, with the worker it runs under and the
+ * `--worker-pid` its command line shows (what `ps` tells an operator).
+ */
+function executorsOf(stateDir: string): { worker: number; shown: number | null; args: string }[] {
+  const rows = execSync('ps -eo pid,ppid,args')
+    .toString()
+    .split('\n')
+    .slice(1)
+    .map((line) => /^\s*(\d+)\s+(\d+)\s+(.*)$/.exec(line))
+    .filter((match) => match !== null)
+    .map(([, pid, ppid, args]) => ({ pid: Number(pid), ppid: Number(ppid), args: args! }));
+  const parent = new Map(rows.map((row) => [row.pid, row.ppid]));
+  const workers = new Set(pidsOf(stateDir, 'bin/readie.js worker'));
+  const workerOf = (pid: number): number | undefined => {
+    for (let at = parent.get(pid); at !== undefined && at > 1; at = parent.get(at)) {
+      if (workers.has(at)) return at;
+    }
+    return undefined;
+  };
+  return rows.flatMap((row) => {
+    const worker = workerOf(row.pid);
+    if (worker === undefined || !row.args.includes('readie_executor')) return [];
+    const shown = /--worker-pid (\d+)/.exec(row.args)?.[1];
+    return [{ worker, shown: shown === undefined ? null : Number(shown), args: row.args }];
+  });
+}
+
 /** Rethrows a failed start with the end of each router's log, so a failure says why. */
 function withRouterLogs(stateDir: string): (error: Error) => never {
   return (error) => {
@@ -169,6 +197,13 @@ describe('readie up --log jetstream (real NATS cluster, two routers, real worker
         expect(await client.call({ module: 'math', function: 'hypot', args: [5, 12] })).to.equal(
           13,
         );
+        // This run's workers restore (or fork) containers from images the first run's workers
+        // built: each executor names the worker it runs under now.
+        const executors = executorsOf(stateDir);
+        expect(executors, 'executors of this run').to.not.be.empty;
+        for (const executor of executors) {
+          expect(executor.shown, executor.args).to.equal(executor.worker);
+        }
         const later = await readLog(location);
         expect(later.length).to.be.above(firstRun);
         expect(later.slice(0, firstRun).map((e) => e.seq)).to.deep.equal(events.map((e) => e.seq));
