@@ -53,10 +53,17 @@ function printChange(what: string, change: PinChange | undefined, json: boolean)
   }
   if (!change) return;
   const version = change.version === '' ? '(none)' : change.version;
+  const workers = (count: number) => `${count} worker${count === 1 ? '' : 's'}`;
+  // k says how many workers should keep the version; the list, how many do (fewer when the
+  // fleet has fewer that can hold it).
+  const kept =
+    change.k === 0
+      ? ''
+      : change.workers.length === change.k
+        ? ` on ${workers(change.k)}`
+        : ` with k ${change.k}, on ${workers(change.workers.length)}`;
   const lines = [
-    `${what}: tenant ${change.tenantId} -> ${version}` +
-      (change.k > 0 ? ` on ${change.k} worker${change.k === 1 ? '' : 's'}` : '') +
-      ` (routing revision ${change.revision})`,
+    `${what}: tenant ${change.tenantId} -> ${version}${kept} (routing revision ${change.revision})`,
   ];
   if (change.previousVersion !== '') lines.push(`  previous version: ${change.previousVersion}`);
   if (change.workers.length > 0) lines.push(`  workers: ${change.workers.join(', ')}`);
