@@ -15,6 +15,7 @@ import {
 import { callMetadata, channelCredentials } from '../client/connection.js';
 import { errorFromStatus, ReadieError } from '../client/errors.js';
 import { unsentRefusal } from '../client/router-list.js';
+import { AMBIGUOUS } from '../client/error-hints.js';
 import { speaksTls } from '../net/tls-probe.js';
 import { AdminServiceClient } from '../proto/gen/readie/v1/admin.js';
 import { transportProblemOf } from '../shared/transport-problem.js';
@@ -79,7 +80,7 @@ export class AdminRouters {
   async #failure(error: ServiceError, address: string): Promise<ReadieError> {
     const insecure = this.connection.insecure;
     const problem = error.code === Status.UNAVAILABLE ? transportProblemOf(error.details) : null;
-    const ambiguous = insecure && (problem === 'connection-failed' || problem === 'http1');
+    const ambiguous = insecure && problem !== null && AMBIGUOUS.has(problem);
     return errorFromStatus(error.code, error.details, {
       address,
       insecure,
