@@ -28,7 +28,7 @@ from readie._envelope import decode_cloudpickle
 from readie._ids import CallInfo, new_request_id
 from readie._proto import proxy_pb2
 from readie._wire import METHOD, AnswerReader, LogSink, request_messages
-from readie._error_hints import speaks_tls, transport_problem_of
+from readie._error_hints import AMBIGUOUS, speaks_tls, transport_problem_of
 from readie._routers import RouterMoves
 from readie._status_details import retry_after
 from readie.errors import ReadieError, RemoteTimeoutError, ShedError, error_for_status
@@ -160,7 +160,7 @@ def _failure(error: Any, prepared: PreparedCall, info: CallInfo) -> Exception:
     settings = prepared.settings
     tls_found = False
     if code == grpc.StatusCode.UNAVAILABLE and settings.insecure:
-        if transport_problem_of(details) in ("connection-failed", "http1"):
+        if transport_problem_of(details) in AMBIGUOUS:
             tls_found = speaks_tls(settings.address)
     return error_for_status(
         code,

@@ -5,6 +5,7 @@ router's address."""
 
 from __future__ import annotations
 
+import linecache
 import re
 import socket
 import ssl
@@ -30,12 +31,30 @@ _TRANSPORT_PATTERNS = (
     ),
     ("name-mismatch", re.compile(r"Peer name .* is not in peer certificate|does not match certificate's altnames", re.I)),
     ("http1", re.compile(r"http1\.x server|HTTP/1\.[01]", re.I)),
+    # grpc's C core: "Received http2 header with status: 502"; grpc-js: "Received HTTP status code 502".
+    ("bad-gateway", re.compile(r"header with status: 50[234]\b|HTTP status code 50[234]\b", re.I)),
     ("refused", re.compile(r"ECONNREFUSED|Connection refused", re.I)),
     ("unresolved", re.compile(r"DNS resolution failed|Name resolution failed|ENOTFOUND", re.I)),
-    (
+    # Before the losses: a connection that never came up may say why in the same words.
+    ("connection-failed", re.compile(r"failed to connect to all addresses|No connection established|Failed to connect", re.I)),
+    ("connection-lost", re.compile(r"Socket closed|Connection reset|Connection dropped|ECONNRESET", re.I)),
+)
+
+#: The problems a plaintext dial of a TLS port can show: a plaintext client asks whether it speaks TLS.
+AMBIGUOUS = frozenset({"connection-failed", "connection-lost", "http1"})
+
+#: The problems that mean nothing reached the router: the call never started.
+NEVER_CONNECTED = frozenset(
+    {
+        "tls-to-plaintext",
+        "plaintext-to-tls",
+        "untrusted-certificate",
+        "name-mismatch",
+        "http1",
+        "refused",
+        "unresolved",
         "connection-failed",
-        re.compile(r"failed to connect to all addresses|No connection established|Socket closed|Connection reset", re.I),
-    ),
+    }
 )
 
 
@@ -80,6 +99,12 @@ class Cause:
     problem: str = ""
     budget: Optional[int] = None
     retry_after: Optional[float] = None
+    status: int = 0
+
+
+def never_sent(cause: Cause) -> bool:
+    """Whether nothing of the call reached the cluster: the connection never came up."""
+    return cause.kind == "transport" and cause.problem in NEVER_CONNECTED
 
 
 def cause_of(
@@ -109,8 +134,11 @@ def cause_of(
         if problem is None:
             return Cause("other")
         # A plaintext dial of a TLS port just closes (or, at nginx, answers HTTP/1.1 400).
-        if problem in ("connection-failed", "http1") and insecure and tls_found:
+        if problem in AMBIGUOUS and insecure and tls_found:
             problem = "plaintext-to-tls"
+        if problem == "bad-gateway":
+            status = re.search(r"(50[234])\b", details)
+            return Cause("proxy-upstream", status=int(status.group(1)) if status else 502)
         return Cause("transport", problem=problem)
     if code == grpc.StatusCode.RESOURCE_EXHAUSTED:
         return Cause("session-busy" if details.startswith("session is busy") else "no-room")
@@ -169,6 +197,11 @@ def _transport_hint(problem: str, address: str, insecure: bool) -> str:
         return f"nothing listens at {address}: check READIE_ADDRESS, and that the router (or nginx) runs"
     if problem == "unresolved":
         return f"the host of {server} does not resolve: check READIE_ADDRESS"
+    if problem == "connection-lost":
+        return (
+            f"the connection to {server} was lost during the call: it stopped or restarted, or the network "
+            "dropped it; the function may have run: retry only if running it twice is safe"
+        )
     if insecure:
         return f"this client could not connect to {server}; if it serves TLS, unset READIE_INSECURE"
     return f"this client could not connect to {server}"
@@ -195,6 +228,12 @@ def hint_for(cause: Cause, *, address: str, insecure: bool, trailers: Mapping[st
         )
     if kind == "transport":
         return _transport_hint(cause.problem, address, insecure)
+    if kind == "proxy-upstream":
+        return (
+            f"nginx (or another proxy) at {address} answered HTTP {cause.status}: the router behind it is not "
+            "answering (stopped, restarting, or not at the address nginx's grpc_pass names); the call may have "
+            "reached it: retry only if running it twice is safe"
+        )
     if kind == "shed":
         return (
             "the router sheds a pinned call while its version is loading or its workers are full: "
@@ -212,3 +251,59 @@ def hint_for(cause: Cause, *, address: str, insecure: bool, trailers: Mapping[st
         "permission-denied": "use a tenant (client) token: worker and operator tokens may not run calls",
         "unimplemented": "check that READIE_ADDRESS points at a readie router (or nginx in front of one)",
     }.get(kind)
+
+
+# Distributions whose name is not the module they provide (the usual ones).
+_DISTRIBUTION_OF = {
+    "sklearn": "scikit-learn",
+    "skimage": "scikit-image",
+    "cv2": "opencv-python",
+    "PIL": "Pillow",
+    "yaml": "PyYAML",
+    "bs4": "beautifulsoup4",
+    "dateutil": "python-dateutil",
+}
+
+# Modules of readie itself: missing, they mean a wrong checkpoint, not a missing package.
+_READIE_MODULES = frozenset({"readie_checkpoint", "readie_executor"})
+
+
+def missing_module_hint(remote_type: str, remote_module: str, message: str) -> Optional[str]:
+    """The hint of a remote ``ModuleNotFoundError``: the ``packages=`` that installs the module with
+    the call (the TypeScript client says ``packages: [...]``: src/client/error-hints.ts)."""
+    if remote_type != "ModuleNotFoundError" or remote_module not in ("", "builtins"):
+        return None
+    named = re.search(r"No module named '([^']+)'", message)
+    if not named:
+        return None
+    module = named.group(1).split(".")[0]
+    if module in _READIE_MODULES:
+        return None
+    distribution = _DISTRIBUTION_OF.get(module, module)
+    hint = (
+        f"the worker's Python has no module {module}: if a distribution on the package index provides it, "
+        f'install it with the call (@readie.remote(packages=["{distribution}"]))'
+    )
+    return hint if distribution == module else f"{hint}; {module} comes from {distribution}"
+
+
+_FRAME = re.compile(r'^  File "([^"]+)", line (\d+), in ')
+
+
+def with_client_source(traceback: str) -> str:
+    """The remote traceback with the source lines the worker could not show and this client has: a
+    function shipped by value was defined in the client's files, which the worker never saw."""
+    lines = traceback.split("\n")
+    shown = []
+    for index, line in enumerate(lines):
+        shown.append(line)
+        frame = _FRAME.match(line)
+        if frame is None or frame.group(1).startswith("<"):
+            continue
+        following = lines[index + 1] if index + 1 < len(lines) else ""
+        if following.startswith("    "):
+            continue  # the worker had the file
+        source = linecache.getline(frame.group(1), int(frame.group(2))).strip()
+        if source:
+            shown.append(f"    {source}")
+    return "\n".join(shown)

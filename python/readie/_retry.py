@@ -16,6 +16,7 @@ from typing import Optional
 
 import grpc
 
+from readie._error_hints import cause_of, never_sent
 from readie.errors import (
     AuthenticationError,
     CallCancelledError,
@@ -52,8 +53,9 @@ def waits_for_room(error: BaseException, unavailable_retries: int = 0) -> bool:
         return False
     if error.code == grpc.StatusCode.RESOURCE_EXHAUSTED:
         return True
-    if error.code == grpc.StatusCode.UNAVAILABLE:
-        return unavailable_retries < MAX_UNAVAILABLE_RETRIES
+    if error.code == grpc.StatusCode.UNAVAILABLE and unavailable_retries < MAX_UNAVAILABLE_RETRIES:
+        # The cluster's own refusal, not a router this client could not reach (nothing to wait for).
+        return not never_sent(cause_of(error.code, error.details, {}, insecure=False, tls_found=False))
     return False
 
 

@@ -7,7 +7,14 @@ from typing import Any, Mapping, Optional
 
 import grpc
 
-from readie._error_hints import cause_of, hint_for, never_started
+from readie._error_hints import (
+    cause_of,
+    hint_for,
+    missing_module_hint,
+    never_sent,
+    never_started,
+    with_client_source,
+)
 from readie._ids import CallInfo
 
 
@@ -70,6 +77,10 @@ class RemoteExecutionError(ReadieError):
     ) -> None:
         qualified = remote_type if remote_module in ("", "builtins") else f"{remote_module}.{remote_type}"
         message = f"{qualified}: {remote_message}" if remote_message else qualified
+        missing = missing_module_hint(remote_type, remote_module, remote_message)
+        if missing:
+            message += f"; {missing}"
+        remote_traceback = with_client_source(remote_traceback) if remote_traceback else remote_traceback
         if remote_traceback:
             message += "\n\nRemote traceback:\n" + remote_traceback.rstrip("\n")
         super().__init__(message, details=remote_message, call=call)
@@ -230,7 +241,9 @@ def error_for_status(
     if said:
         message += f": {said}"
     hint = hint_for(cause, address=address, insecure=insecure, trailers=trailers)
-    if hint:
+    # The router's refusal of a call without a token says already which variable to set.
+    said_so = cause.kind == "unauthenticated" and "READIE_AUTH_TOKEN" in said
+    if hint and not said_so:
         message += f"; {hint}"
     if cause.kind == "shed":
         # A shed is a refusal before the function started.
@@ -242,8 +255,13 @@ def error_for_status(
             call=call,
             not_started=True,
         )
+    # A refusal the cluster marked, or a connection that never came up: nothing was sent.
     error = error_class(
-        message, code=code, details=details or "", call=call, not_started=never_started(trailers)
+        message,
+        code=code,
+        details=details or "",
+        call=call,
+        not_started=never_started(trailers) or never_sent(cause),
     )
     error.retry_after = retry_after
     error.standby = trailers.get("readie-standby") == "1"

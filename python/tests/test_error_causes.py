@@ -2,8 +2,10 @@
 TLS mismatches; and grpc's C-core noise kept off stderr."""
 
 import os
+import socket
 import subprocess
 import sys
+import threading
 import unittest
 
 import grpc
@@ -29,6 +31,49 @@ def failing(code, details, trailers=()):
         yield  # pragma: no cover
 
     return script
+
+
+class DroppingRelay:
+    """A TCP relay in front of a server that closes every connection on ``drop()``, as the server's
+    process dying does."""
+
+    def __init__(self, port):
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.address = f"127.0.0.1:{self._listener.getsockname()[1]}"
+        self._port = port
+        self._sockets = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while True:
+            try:
+                client, _ = self._listener.accept()
+            except OSError:
+                return
+            upstream = socket.create_connection(("127.0.0.1", self._port))
+            self._sockets += [client, upstream]
+            for source, target in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pump, args=(source, target), daemon=True).start()
+
+    @staticmethod
+    def _pump(source, target):
+        try:
+            while data := source.recv(65536):
+                target.sendall(data)
+        except OSError:
+            pass
+
+    def drop(self):
+        for sock in self._sockets:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            sock.close()
+
+    def close(self):
+        self.drop()
+        self._listener.close()
 
 
 class CauseTest(unittest.TestCase):
@@ -85,6 +130,40 @@ class TransportTest(unittest.TestCase):
     def tearDown(self):
         readie.configure()
         readie.close_channels()
+
+    def test_nothing_listening_never_started_the_call(self):
+        with socket.create_server(("127.0.0.1", 0)) as taken:
+            address = f"127.0.0.1:{taken.getsockname()[1]}"
+        readie.configure(address, insecure=True)
+        with self.assertRaises(readie.ClusterUnavailableError) as raised:
+            work()
+        self.assertIn(f"nothing listens at {address}", str(raised.exception))
+        self.assertTrue(raised.exception.not_started)
+
+    def test_a_router_that_dies_mid_call_lost_the_connection_and_says_nothing_of_tls(self):
+        proxy = FakeProxy()
+        relay = DroppingRelay(proxy.port)
+
+        def drop_mid_call(received, requests, context):
+            received.read(requests)
+            relay.drop()
+            while context.is_active():
+                threading.Event().wait(0.01)
+            yield  # pragma: no cover
+
+        proxy.script = drop_mid_call
+        try:
+            readie.configure(relay.address, insecure=True)
+            with self.assertRaises(readie.ClusterUnavailableError) as raised:
+                work()
+            text = str(raised.exception)
+            self.assertIn(f"the connection to the router (or nginx) at {relay.address} was lost during the call", text)
+            self.assertIn("retry only if running it twice is safe", text)
+            self.assertNotIn("READIE_INSECURE", text)
+            self.assertFalse(raised.exception.not_started)
+        finally:
+            relay.close()
+            proxy.stop()
 
     def test_tls_client_against_a_plaintext_server(self):
         proxy = FakeProxy()
@@ -149,6 +228,16 @@ class MessageTest(unittest.TestCase):
         for (code, details), hint in cases.items():
             with self.subTest(details=details):
                 self.assertIn(hint, str(error_for_status(code, details, address="r:1")))
+
+    def test_the_routers_token_hint_is_said_once(self):
+        # The router's words for a call without a token (src/router/security/router-credentials.ts).
+        error = error_for_status(
+            grpc.StatusCode.UNAUTHENTICATED,
+            'missing bearer token: send metadata "authorization: Bearer <token>" (clients: set READIE_AUTH_TOKEN to your client token)',
+            address="r:1",
+        )
+        self.assertEqual(str(error).count("READIE_AUTH_TOKEN"), 1)
+        self.assertIn("READIE_AUTH_TOKEN", str(error_for_status(grpc.StatusCode.UNAUTHENTICATED, "bad token", address="r:1")))
 
     def test_a_shed_is_a_shed_error_with_its_own_hint(self):
         error = error_for_status(

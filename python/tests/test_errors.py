@@ -1,3 +1,4 @@
+import os
 import unittest
 
 import grpc
@@ -75,9 +76,47 @@ class RemoteExecutionErrorTest(unittest.TestCase):
         self.assertTrue(str(error).startswith("ValueError: bad value\n\nRemote traceback:\nTraceback"))
         self.assertIsNone(error.code)
 
+    def test_a_missing_module_suggests_packages(self):
+        error = readie.RemoteExecutionError("ModuleNotFoundError", "No module named 'sklearn.linear_model'", "")
+        self.assertEqual(
+            str(error),
+            "ModuleNotFoundError: No module named 'sklearn.linear_model'; the worker's Python has no module sklearn: "
+            'if a distribution on the package index provides it, install it with the call '
+            '(@readie.remote(packages=["scikit-learn"])); sklearn comes from scikit-learn',
+        )
+        self.assertIn('packages=["requests"]', str(readie.RemoteExecutionError("ModuleNotFoundError", "No module named 'requests'", "")))
+        # readie's own modules missing mean a wrong checkpoint, not a package to install.
+        self.assertNotIn("packages=", str(readie.RemoteExecutionError("ModuleNotFoundError", "No module named 'readie_checkpoint'", "")))
+
+    def test_the_remote_traceback_shows_the_source_lines_this_client_has(self):
+        here = os.path.abspath(__file__)
+        line = _LINE_OF_THE_RAISE
+        remote = (
+            "Traceback (most recent call last):\n"
+            f'  File "{here}", line {line}, in raiser\n'
+            '  File "/usr/lib/python3.11/json/__init__.py", line 346, in loads\n'
+            "    return _default_decoder.decode(s)\n"
+            '  File "<frozen importlib._bootstrap>", line 1206, in _gcd_import\n'
+            "ValueError: bad value\n"
+        )
+        error = readie.RemoteExecutionError("ValueError", "bad value", remote, remote_module="builtins")
+        lines = error.remote_traceback.split("\n")
+        # The client's own line is filled in; lines the worker showed, and frozen ones, stay as they were.
+        self.assertEqual(lines[2], '    raise ValueError("bad value")  # the line a remote traceback names')
+        self.assertEqual(lines[3:6], remote.split("\n")[2:5])
+        self.assertEqual(len(lines), len(remote.split("\n")) + 1)
+        self.assertIn('raise ValueError("bad value")', str(error))
+
     def test_names_the_module_of_a_non_builtin_type(self):
         error = readie.RemoteExecutionError("LinAlgError", "singular", "", remote_module="numpy.linalg")
         self.assertEqual(str(error), "numpy.linalg.LinAlgError: singular")
+
+
+def raiser():
+    raise ValueError("bad value")  # the line a remote traceback names
+
+
+_LINE_OF_THE_RAISE = raiser.__code__.co_firstlineno + 1
 
 
 if __name__ == "__main__":

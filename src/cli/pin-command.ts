@@ -3,11 +3,16 @@
  * with an operator credential: stage, status, flip, rollback, set-k, remove. Each prints what it
  * did (or `--json`); a refusal prints its code and the router's message and exits 1.
  */
-import { status as Status, type Metadata, type ServiceError } from '@grpc/grpc-js';
 import { Option, type Command } from 'commander';
-import { callMetadata, channelCredentials } from '../client/connection.js';
-import { adminConnection, type AdminConnectionFlags } from './admin-connection.js';
-import { AdminServiceClient } from '../proto/gen/readie/v1/admin.js';
+import { ReadieError } from '../client/errors.js';
+import {
+  adminConnection,
+  credentialHint,
+  ROUTER_FLAG_HELP,
+  TOKEN_FILE_FLAG_HELP,
+  type AdminConnectionFlags,
+} from './admin-connection.js';
+import { adminFailure, AdminRouters, type AdminCall } from './admin-routers.js';
 import type { PinChange, PinStatusResponse } from '../proto/gen/readie/v1/pins.js';
 import { renderPins } from './status/pin-sections.js';
 
@@ -21,28 +26,11 @@ class PinUsageError extends Error {
   override readonly name = 'PinUsageError';
 }
 
-function connect(flags: ConnectFlags): { client: AdminServiceClient; metadata: Metadata } {
-  let connection;
-  try {
-    connection = adminConnection(flags, process.env);
-  } catch (error) {
-    throw new PinUsageError((error as Error).message);
-  }
-  return {
-    client: new AdminServiceClient(connection.address, channelCredentials(connection)),
-    metadata: callMetadata(connection),
-  };
-}
+/** How long the router has to answer a pin command. */
+const PIN_TIMEOUT_MS = 30_000;
 
-function unary<Res>(
-  send: (deadline: Date, callback: (error: ServiceError | null, response: Res) => void) => unknown,
-): Promise<Res> {
-  return new Promise((resolve, reject) =>
-    send(new Date(Date.now() + 30_000), (error, response) =>
-      error ? reject(error) : resolve(response),
-    ),
-  );
-}
+/** Sends one call to the router that leads (following the router list); the answer. */
+type Send = <Res>(call: AdminCall<Res>) => Promise<Res>;
 
 function positive(text: string, flag: string): number {
   if (!/^\d+$/.test(text) || Number(text) < 1) {
@@ -65,10 +53,17 @@ function printChange(what: string, change: PinChange | undefined, json: boolean)
   }
   if (!change) return;
   const version = change.version === '' ? '(none)' : change.version;
+  const workers = (count: number) => `${count} worker${count === 1 ? '' : 's'}`;
+  // k says how many workers should keep the version; the list, how many do (fewer when the
+  // fleet has fewer that can hold it).
+  const kept =
+    change.k === 0
+      ? ''
+      : change.workers.length === change.k
+        ? ` on ${workers(change.k)}`
+        : ` with k ${change.k}, on ${workers(change.workers.length)}`;
   const lines = [
-    `${what}: tenant ${change.tenantId} -> ${version}` +
-      (change.k > 0 ? ` on ${change.k} worker${change.k === 1 ? '' : 's'}` : '') +
-      ` (routing revision ${change.revision})`,
+    `${what}: tenant ${change.tenantId} -> ${version}${kept} (routing revision ${change.revision})`,
   ];
   if (change.previousVersion !== '') lines.push(`  previous version: ${change.previousVersion}`);
   if (change.workers.length > 0) lines.push(`  workers: ${change.workers.join(', ')}`);
@@ -77,44 +72,38 @@ function printChange(what: string, change: PinChange | undefined, json: boolean)
 }
 
 /** Runs one command; the exit status. */
-async function run(
-  flags: ConnectFlags,
-  act: (client: AdminServiceClient, metadata: Metadata) => Promise<void>,
-): Promise<number> {
-  let connected;
+async function run(flags: ConnectFlags, act: (send: Send) => Promise<void>): Promise<number> {
+  let routers: AdminRouters;
   try {
-    connected = connect(flags);
+    routers = new AdminRouters(adminConnection(flags, process.env));
   } catch (error) {
     process.stderr.write(`readie pin: ${(error as Error).message}\n`);
     return 2;
   }
+  const send: Send = async (call) => (await routers.leader(call, PIN_TIMEOUT_MS)).answer;
   try {
-    await act(connected.client, connected.metadata);
+    await act(send);
     return 0;
   } catch (error) {
     if (error instanceof PinUsageError) {
       process.stderr.write(`readie pin: ${error.message}\n`);
       return 2;
     }
-    const failure = error as ServiceError;
-    const code = typeof failure.code === 'number' ? Status[failure.code] : 'ERROR';
-    process.stderr.write(`readie pin: ${code}: ${failure.details ?? failure.message}\n`);
+    if (!(error instanceof ReadieError)) throw error;
+    const hint = credentialHint(flags, routers.connection, process.env);
+    process.stderr.write(
+      `readie pin: ${adminFailure('readie pin', error, routers.lastAsked, hint)}\n`,
+    );
     return 1;
   } finally {
-    connected.client.close();
+    routers.close();
   }
 }
 
 function withConnection(command: Command): Command {
   return command
-    .option(
-      '--router <host:port>',
-      "the router's address, or nginx's in front of it (default: READIE_ADDRESS, else 127.0.0.1:50051)",
-    )
-    .option(
-      '--token-file <file>',
-      'an operator token (first line); default: READIE_AUTH_TOKEN, else <state-dir>/credentials/operator.token of a local cluster',
-    )
+    .option('--router <host:port>', ROUTER_FLAG_HELP)
+    .option('--token-file <file>', TOKEN_FILE_FLAG_HELP)
     .option('--insecure', 'plaintext gRPC (default: READIE_INSECURE; TLS otherwise)')
     .option(
       '--ca-file <file>',
@@ -165,9 +154,9 @@ export function addPinCommand(program: Command): void {
   ).action(
     action(
       (options: ConnectFlags & { tenant: string; version: string; k?: string; force?: boolean }) =>
-        run(options, async (client, metadata) => {
+        run(options, async (send) => {
           const k = options.k === undefined ? undefined : positive(options.k, '--k');
-          const answer = await unary<{ change?: PinChange }>((deadline, cb) =>
+          const answer = await send<{ change?: PinChange }>((client, metadata, callOptions, cb) =>
             client.stagePin(
               {
                 tenantId: options.tenant,
@@ -176,7 +165,7 @@ export function addPinCommand(program: Command): void {
                 force: options.force === true,
               },
               metadata,
-              { deadline },
+              callOptions,
               cb,
             ),
           );
@@ -194,9 +183,9 @@ export function addPinCommand(program: Command): void {
       .option('--tenant <id>', 'only this tenant'),
   ).action(
     action((options: ConnectFlags & { tenant?: string }) =>
-      run(options, async (client, metadata) => {
-        const status = await unary<PinStatusResponse>((deadline, cb) =>
-          client.pinStatus({ tenantId: options.tenant ?? '' }, metadata, { deadline }, cb),
+      run(options, async (send) => {
+        const status = await send<PinStatusResponse>((client, metadata, callOptions, cb) =>
+          client.pinStatus({ tenantId: options.tenant ?? '' }, metadata, callOptions, cb),
         );
         if (options.json === true) process.stdout.write(`${JSON.stringify(status)}\n`);
         else process.stdout.write(renderPins(status));
@@ -218,8 +207,8 @@ export function addPinCommand(program: Command): void {
       ),
   ).action(
     action((options: ConnectFlags & { tenant: string; expectRevision?: string; force?: boolean }) =>
-      run(options, async (client, metadata) => {
-        const answer = await unary<{ change?: PinChange }>((deadline, cb) =>
+      run(options, async (send) => {
+        const answer = await send<{ change?: PinChange }>((client, metadata, callOptions, cb) =>
           client.flipPin(
             {
               tenantId: options.tenant,
@@ -227,7 +216,7 @@ export function addPinCommand(program: Command): void {
               force: options.force === true,
             },
             metadata,
-            { deadline },
+            callOptions,
             cb,
           ),
         );
@@ -244,12 +233,12 @@ export function addPinCommand(program: Command): void {
       .option('--expect-revision <n>', 'refuse unless this is the routing revision in force'),
   ).action(
     action((options: ConnectFlags & { tenant: string; expectRevision?: string }) =>
-      run(options, async (client, metadata) => {
-        const answer = await unary<{ change?: PinChange }>((deadline, cb) =>
+      run(options, async (send) => {
+        const answer = await send<{ change?: PinChange }>((client, metadata, callOptions, cb) =>
           client.rollbackPin(
             { tenantId: options.tenant, expectRevision: revisionOf(options.expectRevision) },
             metadata,
-            { deadline },
+            callOptions,
             cb,
           ),
         );
@@ -278,9 +267,9 @@ export function addPinCommand(program: Command): void {
           force?: boolean;
         },
       ) =>
-        run(options, async (client, metadata) => {
+        run(options, async (send) => {
           const k = positive(options.k, '--k');
-          const answer = await unary<{ change?: PinChange }>((deadline, cb) =>
+          const answer = await send<{ change?: PinChange }>((client, metadata, callOptions, cb) =>
             client.setPinK(
               {
                 tenantId: options.tenant,
@@ -289,7 +278,7 @@ export function addPinCommand(program: Command): void {
                 force: options.force === true,
               },
               metadata,
-              { deadline },
+              callOptions,
               cb,
             ),
           );
@@ -308,12 +297,12 @@ export function addPinCommand(program: Command): void {
       .option('--expect-revision <n>', 'refuse unless this is the routing revision in force'),
   ).action(
     action((options: ConnectFlags & { tenant: string; expectRevision?: string }) =>
-      run(options, async (client, metadata) => {
-        const answer = await unary<{ change?: PinChange }>((deadline, cb) =>
+      run(options, async (send) => {
+        const answer = await send<{ change?: PinChange }>((client, metadata, callOptions, cb) =>
           client.removePin(
             { tenantId: options.tenant, expectRevision: revisionOf(options.expectRevision) },
             metadata,
-            { deadline },
+            callOptions,
             cb,
           ),
         );

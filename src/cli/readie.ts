@@ -3,31 +3,38 @@
  * changes and certificates.
  */
 import { Command } from 'commander';
-import { addCertsCommand } from './certs-command.js';
-import { addPinCommand } from './pin-command.js';
-import { addRouterCommand } from './router-command.js';
-import { addUpCommand } from './up-command.js';
-import { addStatusCommand } from './status/status-command.js';
-import { addWorkerCommand } from './worker-command.js';
+import { quietNodeWarnings } from './node-warnings.js';
+
+quietNodeWarnings();
 
 // Every file readie writes (the event log, process logs, worker state) is root's alone unless the
 // code that writes it says otherwise; the children of `readie up` inherit this.
 process.umask(0o077);
 
+/** Adds one command to the program. */
+type AddCommand = (program: Command) => void;
+
+/**
+ * Each command, in the order `readie --help` lists them, loaded only when it runs: the router's
+ * and the worker's modules take seconds to load, which `readie status` and `readie pin` need not
+ * wait for.
+ */
+const COMMANDS: Readonly<Record<string, () => Promise<AddCommand>>> = {
+  up: async () => (await import('./up-command.js')).addUpCommand,
+  router: async () => (await import('./router-command.js')).addRouterCommand,
+  worker: async () => (await import('./worker-command.js')).addWorkerCommand,
+  status: async () => (await import('./status/status-command.js')).addStatusCommand,
+  pin: async () => (await import('./pin-command.js')).addPinCommand,
+  certs: async () => (await import('./certs-command.js')).addCertsCommand,
+};
+
 const program = new Command('readie')
   .description('readie: run Python functions on remote workers, placed by an event-sourced router')
   .showHelpAfterError();
 
-addUpCommand(program);
-
-addRouterCommand(program);
-
-addWorkerCommand(program);
-
-addStatusCommand(program);
-
-addPinCommand(program);
-
-addCertsCommand(program);
+// The command named on the command line alone; every one for `readie --help` or a typo.
+const named = process.argv[2];
+const loading = named !== undefined && named in COMMANDS ? [named] : Object.keys(COMMANDS);
+for (const name of loading) (await COMMANDS[name]!())(program);
 
 await program.parseAsync(process.argv);

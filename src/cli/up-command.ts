@@ -1,20 +1,27 @@
 /** `readie up`: the local cluster (what `npm start` runs). */
 import type { Command } from 'commander';
+import { readFileSync } from 'node:fs';
 import { totalmem } from 'node:os';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
   LocalClusterError,
   startLocalCluster,
+  type LocalCluster,
   type LocalLogBackend,
 } from '../cluster/local-cluster.js';
 import { NatsClusterError } from '../cluster/nats-cluster.js';
 import { checkHost, describeMissing } from '../cluster/prerequisites.js';
+import { CatalogueFormatError, parseCatalogueJson, type Catalogue } from '../events/catalogue.js';
+import { TokensFileError } from '../router/security/errors.js';
+import { parseTokensFile } from '../router/security/tokens-file.js';
 import { formatSize, parseDuration } from '../shared/units.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
 interface UpOptions {
+  catalogue?: string;
+  tokensFile?: string;
   workers: string;
   stateDir: string;
   port: string;
@@ -27,10 +34,79 @@ interface UpOptions {
 
 const LOG_BACKENDS: readonly LocalLogBackend[] = ['lmdb', 'jetstream'];
 
+/** A file `readie up` was given that it cannot use: exit 1, its message says why. */
+class UpInputError extends Error {
+  override readonly name = 'UpInputError';
+}
+
+function readInput(flag: string, file: string): string {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch (error) {
+    throw new UpInputError(`${flag} ${file}: cannot read it (${(error as Error).message})`);
+  }
+}
+
+/** `--catalogue FILE`, checked: the catalogue the router and the workers run under. */
+function catalogueOf(file: string): Catalogue {
+  let catalogue: Catalogue;
+  try {
+    catalogue = parseCatalogueJson(readInput('--catalogue', file), file);
+  } catch (error) {
+    if (error instanceof CatalogueFormatError)
+      throw new UpInputError(`--catalogue ${error.message}`);
+    throw error;
+  }
+  if (catalogue.flavors.cpu === undefined) {
+    throw new UpInputError(
+      `--catalogue ${file}: it lists no cpu flavor, and the local workers are cpu workers`,
+    );
+  }
+  return catalogue;
+}
+
+/** `--tokens-file FILE`, checked as the router checks its own: the text to add to it. */
+function extraTokensOf(file: string): string {
+  const text = readInput('--tokens-file', file);
+  try {
+    parseTokensFile(text, `--tokens-file ${file}`);
+  } catch (error) {
+    if (error instanceof TokensFileError) throw new UpInputError(error.message);
+    throw error;
+  }
+  return text;
+}
+
+/** The checkpoints line: each checkpoint ID, on-demand ones marked. */
+function checkpointsOf(catalogue: Catalogue): string {
+  return (catalogue.flavors.cpu?.checkpoints ?? [])
+    .map((checkpoint) => (checkpoint.onDemand ? `${checkpoint.id} (on demand)` : checkpoint.id))
+    .join(', ');
+}
+
 /** The machine's memory shared among `workers`, in whole MiB (so it prints as a round size). */
 function defaultWorkerMemory(workers: number): number {
   const MiB = 1024 ** 2;
   return Math.floor(totalmem() / workers / MiB) * MiB;
+}
+
+/** `NAME pid PID` for every process of the cluster: its NATS nodes, routers and workers. */
+function processList(cluster: LocalCluster): string {
+  const named: [string, number | undefined][] = [
+    ...(cluster.nats?.nodes ?? []).map((node): [string, number | undefined] => [
+      node.name,
+      node.process.pid,
+    ]),
+    ...[...cluster.routerProcesses].map(([name, child]): [string, number | undefined] => [
+      name,
+      child.pid,
+    ]),
+    ...[...cluster.workerProcesses].map(([name, child]): [string, number | undefined] => [
+      name,
+      child.pid,
+    ]),
+  ];
+  return named.map(([name, pid]) => `${name} pid ${pid ?? '?'}`).join(', ');
 }
 
 function say(line: string): void {
@@ -60,6 +136,9 @@ async function up(options: UpOptions): Promise<number> {
     process.stderr.write(`${describeMissing(host.missing)}\n`);
     return 1;
   }
+  const catalogue = options.catalogue === undefined ? undefined : catalogueOf(options.catalogue);
+  const extraTokens =
+    options.tokensFile === undefined ? undefined : extraTokensOf(options.tokensFile);
   const stateDir = resolve(options.stateDir);
   // Each worker offers its share of the machine, not all of it: N workers each offering the
   // whole memory would let the router place N times what the machine has.
@@ -93,6 +172,8 @@ async function up(options: UpOptions): Promise<number> {
     port,
     python: options.python,
     numpy: host.numpy,
+    ...(catalogue === undefined ? {} : { catalogue }),
+    ...(extraTokens === undefined ? {} : { extraTokens }),
     workerMemory,
     readyTimeout: parseDuration(options.readyTimeout),
     signal: first.signal,
@@ -104,13 +185,17 @@ async function up(options: UpOptions): Promise<number> {
     ? `routers ${cluster.addresses.join(' (leads), ')} (stands by), log on NATS ${cluster.logDir}`
     : `router ${cluster.address}`;
   say(`readie: local cluster up: ${routers}, workers ${cluster.workerIds.join(', ')}`);
-  say(
-    `readie: checkpoints: checkpoint_0${host.numpy ? ', ckpt-numpy' : ' (numpy is not importable: no numpy checkpoint)'}; logs in ${resolve(stateDir, 'logs')}`,
-  );
+  say(`readie: processes: ${processList(cluster)}`);
+  const checkpoints =
+    catalogue === undefined
+      ? `checkpoint_0${host.numpy ? ', ckpt-numpy' : ' (numpy is not importable: no numpy checkpoint)'}`
+      : `${checkpointsOf(catalogue)} (from ${options.catalogue})`;
+  say(`readie: checkpoints: ${checkpoints}; logs in ${resolve(stateDir, 'logs')}`);
   say('');
   say(
     `readie: credentials for this run in ${cluster.credentials.dir} (client tenant "local"; ` +
-      `operator token in ${cluster.credentials.operatorTokenFile})`,
+      `operator token in ${cluster.credentials.operatorTokenFile}` +
+      `${options.tokensFile === undefined ? '' : `; and those of ${options.tokensFile}`})`,
   );
   say('');
   say('# The environment a client needs (paste into your shell):');
@@ -143,6 +228,14 @@ export function addUpCommand(program: Command): void {
       'start a local cluster: a router and workers on 127.0.0.1, state under .readie/ (what npm start runs)',
     )
     .option('--workers <n>', 'how many workers', '2')
+    .option(
+      '--catalogue <file>',
+      'the checkpoint catalogue the router and workers run under (docs/catalogue.md; it must list a cpu flavor), instead of the default one',
+    )
+    .option(
+      '--tokens-file <file>',
+      'more credentials for the router: "KIND NAME TOKEN" lines (tenants, operators; docs/security.md) added to the ones each run makes',
+    )
     .option('--state-dir <dir>', 'event log, catalogue, worker state and process logs', '.readie')
     .option(
       '--port <port>',
@@ -171,8 +264,11 @@ export function addUpCommand(program: Command): void {
         'TLS in front for anything else (deploy/nginx.conf). Each start makes new credentials under\n' +
         '<state-dir>/credentials/ (0600 files): a client token (printed as READIE_AUTH_TOKEN), an\n' +
         "operator token, a token per worker and the router's own; see docs/security.md.\n" +
+        '--tokens-file adds your own lines (tenant acme TOKEN, operator ops TOKEN) to them, and\n' +
+        '--catalogue runs the cluster under your catalogue: together they run\n' +
+        'docs/tenant-routing.md (tenant-pinned versions) on this machine.\n' +
         'Needs root (namespaces, memory cgroups) and python3-cloudpickle, python3-grpcio,\n' +
-        'python3-protobuf; it says which command installs what is missing.\n' +
+        'python3-protobuf, python3-seccomp; it says which command installs what is missing.\n' +
         '\n--log jetstream also starts three nats-server nodes on loopback (apt-get install -y\n' +
         'nats-server), their stores under <state-dir>/nats/ (kept between runs, like the LMDB log),\n' +
         'a leading router on --port and a standby on the next port; the workers report to both\n' +
@@ -186,6 +282,7 @@ export function addUpCommand(program: Command): void {
       } catch (error) {
         // Expected failures say what happened; anything else is a bug, shown with its stack.
         const known =
+          error instanceof UpInputError ||
           error instanceof LocalClusterError ||
           error instanceof NatsClusterError ||
           error instanceof RangeError;

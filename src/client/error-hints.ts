@@ -13,6 +13,8 @@ import {
 } from '../shared/call-trailers.js';
 import {
   describeTransportProblem,
+  NEVER_CONNECTED,
+  proxyStatusOf,
   transportProblemOf,
   type TransportProblem,
 } from '../shared/transport-problem.js';
@@ -31,6 +33,8 @@ export type ErrorCause =
   | { readonly kind: 'session-expired' }
   | { readonly kind: 'router-stopping' }
   | { readonly kind: 'transport'; readonly problem: TransportProblem }
+  /** A proxy in front of the router (nginx) answered `status` (502, 503, 504): the router is not answering it. */
+  | { readonly kind: 'proxy-upstream'; readonly status: number }
   | { readonly kind: 'unauthenticated' }
   | { readonly kind: 'permission-denied' }
   | { readonly kind: 'unimplemented' }
@@ -47,6 +51,21 @@ export interface FailedCall {
   readonly speaksTls?: boolean;
   /** A shed's retry-after hint in ms (`retry-after-ms`, or `google.rpc.RetryInfo`), if any. */
   readonly retryAfterMs?: number;
+}
+
+/**
+ * The problems a plaintext dial of a TLS port can show (the connection just closes, or nginx
+ * answers HTTP/1.1 400): a client that spoke plaintext asks the address whether it speaks TLS.
+ */
+export const AMBIGUOUS: ReadonlySet<TransportProblem> = new Set<TransportProblem>([
+  'connection-failed',
+  'connection-lost',
+  'http1',
+]);
+
+/** Whether nothing of the call reached the cluster: the connection never came up. */
+export function neverSent(cause: ErrorCause): boolean {
+  return cause.kind === 'transport' && NEVER_CONNECTED.has(cause.problem);
 }
 
 /** The cause of a failed call. */
@@ -68,12 +87,11 @@ export function causeOf(call: FailedCall): ErrorCause {
       const problem = transportProblemOf(details);
       if (problem === null) return { kind: 'other' };
       // A plaintext dial of a TLS port just closes (or, at nginx, answers HTTP/1.1 400).
-      if (
-        (problem === 'connection-failed' || problem === 'http1') &&
-        call.insecure &&
-        call.speaksTls
-      ) {
+      if (AMBIGUOUS.has(problem) && call.insecure && call.speaksTls) {
         return { kind: 'transport', problem: 'plaintext-to-tls' };
+      }
+      if (problem === 'bad-gateway') {
+        return { kind: 'proxy-upstream', status: proxyStatusOf(details) ?? 502 };
       }
       return { kind: 'transport', problem };
     }
@@ -137,6 +155,13 @@ export function hintFor(
     case 'router-stopping':
       return 'the router is restarting or stopping: retry once it is back';
     case 'transport':
+      if (cause.problem === 'connection-lost') {
+        return (
+          `the connection to the router (or nginx) at ${context.address} was lost during the call: ` +
+          'it stopped or restarted, or the network dropped it; the function may have run: retry ' +
+          'only if running it twice is safe'
+        );
+      }
       return describeTransportProblem(cause.problem, {
         server: 'the router (or nginx)',
         address: context.address,
@@ -148,6 +173,12 @@ export function hintFor(
         caSetting: 'READIE_CA_FILE',
         serverTlsSetting: "the router's --tls-cert/--tls-key, or nginx's ssl_certificate",
       });
+    case 'proxy-upstream':
+      return (
+        `nginx (or another proxy) at ${context.address} answered HTTP ${cause.status}: the router behind it is not ` +
+        "answering (stopped, restarting, or not at the address nginx's grpc_pass names); the call may " +
+        'have reached it: retry only if running it twice is safe'
+      );
     case 'unauthenticated':
       return "set READIE_AUTH_TOKEN to your client token (the cluster's operator gives it)";
     case 'permission-denied':
@@ -157,4 +188,34 @@ export function hintFor(
     case 'other':
       return undefined;
   }
+}
+
+/** Distributions whose name is not the module they provide (the usual ones). */
+const DISTRIBUTION_OF: Readonly<Record<string, string>> = {
+  sklearn: 'scikit-learn',
+  skimage: 'scikit-image',
+  cv2: 'opencv-python',
+  PIL: 'Pillow',
+  yaml: 'PyYAML',
+  bs4: 'beautifulsoup4',
+  dateutil: 'python-dateutil',
+};
+
+/** Modules of readie itself: missing, they mean a wrong checkpoint, not a missing package. */
+const READIE_MODULES: ReadonlySet<string> = new Set(['readie_checkpoint', 'readie_executor']);
+
+/**
+ * The hint of a remote `ModuleNotFoundError`: the package option that installs the module with
+ * the call (the Python client says `@readie.remote(packages=[...])`: python/readie/_error_hints.py).
+ */
+export function missingModuleHint(type: string, message: string): string | undefined {
+  if (type !== 'ModuleNotFoundError') return undefined;
+  const module = /No module named '([^']+)'/.exec(message)?.[1]?.split('.')[0];
+  if (module === undefined || READIE_MODULES.has(module)) return undefined;
+  const distribution = DISTRIBUTION_OF[module] ?? module;
+  return (
+    `the worker's Python has no module ${module}: if a distribution on the package index provides ` +
+    `it, install it with the call (packages: ['${distribution}'])` +
+    (distribution === module ? '' : `; ${module} comes from ${distribution}`)
+  );
 }

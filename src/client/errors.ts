@@ -11,7 +11,7 @@ import {
   type CallTrailers,
 } from '../shared/call-trailers.js';
 import type { CallInfo } from './call-info.js';
-import { causeOf, hintFor } from './error-hints.js';
+import { causeOf, hintFor, missingModuleHint, neverSent } from './error-hints.js';
 
 /** What every readie error may carry besides its message. */
 export interface ReadieErrorFields {
@@ -118,6 +118,9 @@ export class RemoteExecutionError extends ReadieError {
         ? exception.type
         : `${exception.module}.${exception.type}`;
     let message = exception.message === '' ? qualified : `${qualified}: ${exception.message}`;
+    const builtin = exception.module === '' || exception.module === 'builtins';
+    const missing = builtin ? missingModuleHint(exception.type, exception.message) : undefined;
+    if (missing !== undefined) message += `; ${missing}`;
     if (exception.traceback !== '') {
       message += `\n\nRemote traceback:\n${exception.traceback.trimEnd()}`;
     }
@@ -294,13 +297,16 @@ export function errorFromStatus(
     .trim();
   if (said !== '') message += `: ${said}`;
   const hint = hintFor(cause, { address, insecure, trailers });
-  if (hint !== undefined) message += `; ${hint}`;
+  // The router's refusal of a call without a token says already which variable to set.
+  const saidSo = cause.kind === 'unauthenticated' && said.includes('READIE_AUTH_TOKEN');
+  if (hint !== undefined && !saidSo) message += `; ${hint}`;
   const fields = {
     code,
     details: details ?? '',
     call: context.call,
     cause: context.cause,
-    notStarted: neverStarted(trailers),
+    // A refusal the cluster marked, or a connection that never came up: nothing was sent.
+    notStarted: neverStarted(trailers) || neverSent(cause),
     retryAfterMs: context.retryAfterMs ?? retryAfterOf(trailers),
     standby: trailers[STANDBY_TRAILER] === '1',
     leader: trailers[LEADER_TRAILER]?.trim() || undefined,

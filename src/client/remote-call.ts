@@ -15,6 +15,7 @@ import {
   type ClientDuplexStream,
   type Metadata,
 } from '@grpc/grpc-js';
+import { AMBIGUOUS } from './error-hints.js';
 import { speaksTls } from '../net/tls-probe.js';
 import type { CallTrailers } from '../shared/call-trailers.js';
 import { transportProblemOf } from '../shared/transport-problem.js';
@@ -311,7 +312,7 @@ export class RemoteCall<T = unknown> implements AsyncIterable<RemoteLogLine> {
     const retryAfterMs = retryAfterMsOf(trailers);
     // A plaintext dial of a TLS port fails without saying why: ask the port whether it speaks TLS.
     const problem = code === Status.UNAVAILABLE ? transportProblemOf(details ?? '') : null;
-    const ambiguous = insecure && (problem === 'connection-failed' || problem === 'http1');
+    const ambiguous = insecure && problem !== null && AMBIGUOUS.has(problem);
     return errorFromStatus(code, details, {
       address,
       call: this.#info,

@@ -21,6 +21,7 @@ import {
   SessionExpiredError,
   UnsupportedError,
 } from './errors.js';
+import { causeOf, neverSent } from './error-hints.js';
 
 /** The first wait before retrying a refusal, in ms. */
 export const FIRST_BACKOFF_MS = 50;
@@ -33,7 +34,12 @@ export const MAX_UNAVAILABLE_RETRIES = 20;
 export function waitsForRoom(error: unknown, unavailableRetries = 0): error is ReadieError {
   if (!(error instanceof ReadieError) || !error.notStarted) return false;
   if (error.code === Status.RESOURCE_EXHAUSTED) return true;
-  return error.code === Status.UNAVAILABLE && unavailableRetries < MAX_UNAVAILABLE_RETRIES;
+  if (error.code !== Status.UNAVAILABLE || unavailableRetries >= MAX_UNAVAILABLE_RETRIES)
+    return false;
+  // The cluster's own refusal, not a router this client could not reach (nothing to wait for).
+  return !neverSent(
+    causeOf({ code: error.code, details: error.details, trailers: {}, insecure: false }),
+  );
 }
 
 /** Whether a map slot moves to a new session after `error` (its container is or may be gone). */

@@ -27,6 +27,7 @@ import {
   openEventLog,
   type EventLogBackend,
 } from '../events/index.js';
+import type { Catalogue } from '../events/catalogue.js';
 import { defaultCatalogue } from './default-catalogue.js';
 import { writeLocalCredentials, type LocalCredentials } from './local-credentials.js';
 import { LOCAL_STREAM, startLocalNats } from './local-nats.js';
@@ -59,6 +60,13 @@ export interface LocalClusterOptions {
   readonly externalWorkerIds?: readonly string[];
   readonly python: string;
   readonly numpy: boolean;
+  /** The catalogue in force (default: a bare checkpoint, and a numpy one with `numpy`). */
+  readonly catalogue?: Catalogue;
+  /**
+   * More credentials for the router's tokens file: `KIND NAME TOKEN` lines (tenants, operators),
+   * checked by the caller, appended after this run's own.
+   */
+  readonly extraTokens?: string;
   /** Memory each worker offers, e.g. `4GiB` (default: the worker's own default). */
   readonly workerMemory?: string;
   /** Further flags for every worker, e.g. `['--wheel-dir', dir]`. */
@@ -252,7 +260,8 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
   const nats = jetstream ? await startLocalNats(stateDir, options.natsServer) : undefined;
   const logDir = nats ? `${nats.servers}/${LOCAL_STREAM}` : resolve(stateDir, 'log');
   const catalogue = resolve(stateDir, 'catalogue.json');
-  writeFileSync(catalogue, `${JSON.stringify(defaultCatalogue(options.numpy), null, 2)}\n`, {
+  const inForce = options.catalogue ?? defaultCatalogue(options.numpy);
+  writeFileSync(catalogue, `${JSON.stringify(inForce, null, 2)}\n`, {
     mode: 0o600,
   });
   chmodSync(catalogue, 0o600);
@@ -269,10 +278,11 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
     await nats?.stop();
     throw error;
   }
-  const credentials = writeLocalCredentials(stateDir, [
-    ...workerIds,
-    ...(options.externalWorkerIds ?? []),
-  ]);
+  const credentials = writeLocalCredentials(
+    stateDir,
+    [...workerIds, ...(options.externalWorkerIds ?? [])],
+    options.extraTokens,
+  );
   const routerArgs = (i: number): string[] => [
     'router',
     '--listen',

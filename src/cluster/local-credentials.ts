@@ -59,10 +59,15 @@ export function localOperatorTokenPath(stateDir: string): string {
   return resolve(stateDir, 'credentials', 'operator.token');
 }
 
-/** Makes and writes a run's credentials for the workers `workerIds`. */
+/**
+ * Makes and writes a run's credentials for the workers `workerIds`. `extraLines` (the text of a
+ * tokens file the user gave, checked already) is appended to the router's tokens file, so the
+ * tenants and operators it names authenticate too.
+ */
 export function writeLocalCredentials(
   stateDir: string,
   workerIds: readonly string[],
+  extraLines = '',
 ): LocalCredentials {
   const dir = privateDir(resolve(stateDir, 'credentials'));
   // An earlier run's worker tokens go: a worker of that run must not authenticate with this one.
@@ -78,6 +83,9 @@ export function writeLocalCredentials(
     `tenant ${LOCAL_TENANT} ${tokenDigest(clientToken)}`,
     `operator ${LOCAL_OPERATOR} ${tokenDigest(operatorToken)}`,
     ...[...workerTokens].map(([id, token]) => `worker ${id} ${tokenDigest(token)}`),
+    ...(extraLines.trim() === ''
+      ? []
+      : ['# readie up --tokens-file: the credentials it was given', extraLines.trimEnd()]),
   ];
   const workerTokenFiles = new Map(
     [...workerTokens].map(([id, token]) => [

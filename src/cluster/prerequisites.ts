@@ -31,6 +31,9 @@ const APT_PACKAGES: Readonly<Record<string, string>> = {
   seccomp: 'python3-seccomp',
 };
 
+/** The Debian packages of the Python modules a worker's executor and the Python client import. */
+export const PYTHON_PACKAGES: readonly string[] = Object.values(APT_PACKAGES);
+
 /** What else the local cluster needs besides Python. */
 export interface HostNeeds {
   /** The `nats-server` binary, when the log is on JetStream. */

@@ -37,7 +37,7 @@ import {
 import { RegistryServiceService } from '../proto/gen/readie/v1/registry.js';
 import { TenantServiceService } from '../proto/gen/readie/v1/tenant.js';
 import { DEFAULT_CONFIG, type Config } from '../shared/config.js';
-import { adminService, tenantService } from './admin/index.js';
+import { adminService, tenantService, WorkerFailures } from './admin/index.js';
 import { ActiveCalls, GrpcJsWorkerLinks, proxyService, RelayProxyService } from './calls/index.js';
 import { Journal } from './journal/index.js';
 import { LeaderLease, standbyInterceptor, type LeaseHolder } from './leadership/index.js';
@@ -271,6 +271,7 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
       credentialInterceptor(credentials, onRefused),
     ];
     server = new Server({ ...SERVER_OPTIONS, interceptors });
+    const failures = new WorkerFailures();
     const callPath = {
       journal,
       placement,
@@ -284,6 +285,7 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
       clock,
       logger,
       metrics,
+      failures,
     };
     // Built before the services (a registration asks it whether a worker ID's holder still
     // answers), started only once the start is recorded.
@@ -318,6 +320,7 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
           callsInFlight: active.inFlight,
           callsWaiting: turns.waiting,
           probeProblems: probes.lastProblems,
+          failures,
         }),
         credentials,
         logger,

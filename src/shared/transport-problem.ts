@@ -22,7 +22,11 @@ export type TransportProblem =
   /** The host name does not resolve. */
   | 'unresolved'
   /** The connection failed for a reason the text does not tell (a plaintext dial of a TLS port, often). */
-  | 'connection-failed';
+  | 'connection-failed'
+  /** An established connection was lost during the call (the server stopped, or the network). */
+  | 'connection-lost'
+  /** A proxy in front of the server (nginx) answered 502, 503 or 504: nothing answers behind it. */
+  | 'bad-gateway';
 
 const PATTERNS: readonly (readonly [TransportProblem, RegExp])[] = [
   ['tls-to-plaintext', /wrong version number|WRONG_VERSION_NUMBER|packet length too long/i],
@@ -35,16 +39,39 @@ const PATTERNS: readonly (readonly [TransportProblem, RegExp])[] = [
     /does not match certificate's altnames|Peer name .* is not in peer certificate|IP: .* is not in the cert's list/i,
   ],
   ['http1', /http1\.x server|HTTP\/1\.[01]/i],
+  // grpc-js: "Received HTTP status code 502"; grpc's C core: "Received http2 header with status: 502".
+  ['bad-gateway', /HTTP status code 50[234]\b|header with status: 50[234]\b/i],
   ['refused', /ECONNREFUSED|Connection refused/i],
   [
     'unresolved',
     /ENOTFOUND|EAI_AGAIN|DNS resolution failed|Name resolution failed|name resolution/i,
   ],
+  // Before the losses: a connection that never came up may say why in the same words.
   [
     'connection-failed',
-    /No connection established|failed to connect to all addresses|Failed to connect|Socket closed|Connection dropped|ECONNRESET/i,
+    /No connection established|failed to connect to all addresses|Failed to connect/i,
   ],
+  ['connection-lost', /Connection dropped|Socket closed|ECONNRESET|Connection reset/i],
 ];
+
+/** The problems that mean nothing reached the server: a call that failed so never started. */
+export const NEVER_CONNECTED: ReadonlySet<TransportProblem> = new Set<TransportProblem>([
+  'tls-to-plaintext',
+  'plaintext-to-tls',
+  'untrusted-certificate',
+  'name-mismatch',
+  'http1',
+  'refused',
+  'unresolved',
+  'connection-failed',
+]);
+
+/** The HTTP status a proxy answered (`bad-gateway`), or null. */
+export function proxyStatusOf(details: string): number | null {
+  const match = /HTTP status code (50[234])\b|header with status: (50[234])\b/i.exec(details);
+  const status = match?.[1] ?? match?.[2];
+  return status === undefined ? null : Number(status);
+}
 
 /** The problem an `UNAVAILABLE` error's text shows, or null when it is not about the connection. */
 export function transportProblemOf(details: string): TransportProblem | null {
@@ -112,5 +139,9 @@ export function describeTransportProblem(problem: TransportProblem, sides: Trans
       return sides.dialerTls
         ? `${dialer} could not connect to ${server}`
         : `${dialer} could not connect to ${server}; if it serves TLS, ${sides.tlsSetting}`;
+    case 'connection-lost':
+      return `the connection to ${server} was lost during the call: it stopped or restarted, or the network dropped the connection`;
+    case 'bad-gateway':
+      return `a proxy at ${address} (nginx) answered that what is behind it is not answering: check that ${sides.server} behind it runs`;
   }
 }

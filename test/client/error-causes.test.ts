@@ -1,10 +1,12 @@
 import { expect } from 'chai';
-import { createServer } from 'node:net';
-import { readFileSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { connect, createServer } from 'node:net';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Server, ServerCredentials, status as Status } from '@grpc/grpc-js';
 import { HealthImplementation } from 'grpc-health-check';
 import {
+  AuthenticationError,
   ClusterUnavailableError,
   ReadieClient,
   RemoteOutOfMemoryError,
@@ -14,6 +16,11 @@ import {
 } from '../../src/client/index.js';
 import { FakeProxy, TEST_CA_FILE } from '../support/fake-proxy.js';
 import { ROOT } from '../support/replay.js';
+import { nginxConfig } from '../support/e2e-cluster.js';
+import { PYTHON } from '../support/python.js';
+import { startTestRouter } from '../support/router/harness.js';
+import { cleanTempDirs, tempDir } from '../support/temp.js';
+import { startTcpCut } from '../support/tcp-cut.js';
 
 const TLS = join(ROOT, 'test', 'support', 'tls');
 
@@ -24,6 +31,23 @@ async function failure(client: ReadieClient): Promise<ReadieError> {
     return error as ReadieError;
   }
   throw new Error('expected the call to fail');
+}
+
+/** Resolves once something accepts connections on loopback `port`. */
+async function untilListening(port: number): Promise<void> {
+  const deadline = Date.now() + 15_000;
+  for (;;) {
+    const open = await new Promise<boolean>((resolve) => {
+      const socket = connect(port, '127.0.0.1', () => {
+        socket.destroy();
+        resolve(true);
+      });
+      socket.once('error', () => resolve(false));
+    });
+    if (open) return;
+    if (Date.now() > deadline) throw new Error(`nothing listens on ${port}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
 }
 
 async function freePort(): Promise<number> {
@@ -146,8 +170,89 @@ describe('TypeScript client: one hint per cause', function () {
       const error = await failure(nowhere);
       expect(error).to.be.instanceOf(ClusterUnavailableError);
       expect(error.message).to.include(`nothing listens at ${address}: check READIE_ADDRESS`);
+      // Nothing reached a router: the function never started.
+      expect(error.notStarted).to.equal(true);
     } finally {
       nowhere.close();
+    }
+  });
+
+  it('a router that dies mid-call: the connection was lost, the call may have run, not a TLS hint', async () => {
+    const relay = await startTcpCut('127.0.0.1', Number(proxy.address.split(':')[1]));
+    const relayed = new ReadieClient({ address: relay.address, insecure: true, env: {} });
+    proxy.script = async (call) => {
+      void call.read().catch(() => undefined);
+      await call.started;
+      relay.drop();
+      await call.cancelled;
+    };
+    try {
+      const error = await failure(relayed);
+      expect(error).to.be.instanceOf(ClusterUnavailableError);
+      expect(error.message).to.include(
+        `the connection to the router (or nginx) at ${relay.address} was lost during the call`,
+      );
+      expect(error.message).to.include('retry only if running it twice is safe');
+      expect(error.message).to.not.include('READIE_INSECURE');
+      expect(error.notStarted).to.equal(false);
+    } finally {
+      relayed.close();
+      await relay.close();
+    }
+  });
+
+  it('the router asks for a token: the hint to set READIE_AUTH_TOKEN is said once', async () => {
+    const router = await startTestRouter({
+      auth: { mode: 'single-token', token: 'a-development-token-0123456789' },
+    });
+    const tokenless = new ReadieClient({ address: router.address, insecure: true, env: {} });
+    try {
+      const error = await failure(tokenless);
+      expect(error).to.be.instanceOf(AuthenticationError);
+      expect(error.message.split('READIE_AUTH_TOKEN')).to.have.length(2);
+      expect(error.notStarted).to.equal(true);
+    } finally {
+      tokenless.close();
+      await router.close();
+    }
+  });
+
+  it('nginx whose router is not answering (502): both clients say the router behind nginx does not answer', async () => {
+    const dir = tempDir('readie-nginx-502-');
+    const port = await freePort();
+    const conf = join(dir, 'nginx.conf');
+    // deploy/nginx.conf, its upstream a port where nothing listens.
+    writeFileSync(conf, nginxConfig(dir, port, await freePort()));
+    const nginx = spawn('nginx', ['-p', dir, '-c', conf, '-g', 'daemon off;'], { stdio: 'ignore' });
+    const address = `127.0.0.1:${port}`;
+    const client = new ReadieClient({ address, env: { READIE_CA_FILE: TEST_CA_FILE } });
+    try {
+      await untilListening(port);
+      const error = await failure(client);
+      const words = `nginx (or another proxy) at ${address} answered HTTP 502: the router behind it is not answering`;
+      expect(error).to.be.instanceOf(ClusterUnavailableError);
+      expect(error.message).to.include(words);
+      const python = spawnSync(
+        PYTHON,
+        [
+          '-c',
+          'import readie\ntry:\n    readie.remote(lambda: 1)()\nexcept readie.ClusterUnavailableError as error:\n    print(error)\n',
+        ],
+        {
+          encoding: 'utf8',
+          env: {
+            PYTHONPATH: join(ROOT, 'python'),
+            READIE_ADDRESS: address,
+            READIE_CA_FILE: TEST_CA_FILE,
+          },
+          timeout: 60_000,
+        },
+      );
+      expect(python.stdout, python.stderr).to.include(words);
+    } finally {
+      client.close();
+      nginx.kill('SIGTERM');
+      cleanTempDirs();
     }
   });
 

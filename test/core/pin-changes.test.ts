@@ -311,6 +311,20 @@ describe('pin changes', () => {
         k: 3,
         previousVersion: 'policy-v1',
       });
+      expect(decision.change.notes.join('\n')).to.not.include('can hold');
+      // More than the fleet: kept on every worker that can hold it, and the answer says so.
+      const beyond = decideSetK(given.state(), {
+        tenantId: 't1',
+        k: 6,
+        expectRevision: null,
+        force: true,
+        now: nowAfter(given),
+      });
+      expect(beyond.events[0]).to.deep.include({ k: 6 });
+      expect(beyond.change.workers).to.deep.equal(WORKERS);
+      expect(beyond.change.notes).to.include(
+        'k is 6, but only 4 workers can hold "policy-v2" now: it is kept on w1, w2, w3, w4; a worker that joins later joins its subset',
+      );
       expect(
         decideSetK(given.state(), {
           tenantId: 't1',

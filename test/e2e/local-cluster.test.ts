@@ -142,6 +142,18 @@ describe('the local cluster (readie up, what npm start runs)', function () {
     expect(up.lines).to.include(
       `readie: local cluster up: router 127.0.0.1:${port}, workers ${WORKERS.join(', ')}`,
     );
+    // Each process's pid, as ps knows it: the router and every worker of this run.
+    const processes = up.lines.find((line) => line.startsWith('readie: processes: '));
+    expect(processes).to.match(
+      new RegExp(
+        `^readie: processes: router pid \\d+, ${WORKERS.map((id) => `${id} pid \\d+`).join(', ')}$`,
+      ),
+    );
+    for (const [, name, pid] of processes!.matchAll(/(\S+) pid (\d+)/g)) {
+      const args = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+      expect(args, name).to.include(name === 'router' ? 'router' : 'worker');
+      expect(args, name).to.include.members(name === 'router' ? [] : ['--id', name!]);
+    }
     const exports = Object.fromEntries(
       up.lines
         .filter((line) => line.startsWith('export '))

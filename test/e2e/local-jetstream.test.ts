@@ -25,6 +25,34 @@ function pidsOf(stateDir: string, pattern: string): number[] {
     .map((line) => Number(line.trim().split(/\s+/)[0]));
 }
 
+/**
+ * Every executor process below this state dir's workers, with the worker it runs under and the
+ * `--worker-pid` its command line shows (what `ps` tells an operator).
+ */
+function executorsOf(stateDir: string): { worker: number; shown: number | null; args: string }[] {
+  const rows = execSync('ps -eo pid,ppid,args')
+    .toString()
+    .split('\n')
+    .slice(1)
+    .map((line) => /^\s*(\d+)\s+(\d+)\s+(.*)$/.exec(line))
+    .filter((match) => match !== null)
+    .map(([, pid, ppid, args]) => ({ pid: Number(pid), ppid: Number(ppid), args: args! }));
+  const parent = new Map(rows.map((row) => [row.pid, row.ppid]));
+  const workers = new Set(pidsOf(stateDir, 'bin/readie.js worker'));
+  const workerOf = (pid: number): number | undefined => {
+    for (let at = parent.get(pid); at !== undefined && at > 1; at = parent.get(at)) {
+      if (workers.has(at)) return at;
+    }
+    return undefined;
+  };
+  return rows.flatMap((row) => {
+    const worker = workerOf(row.pid);
+    if (worker === undefined || !row.args.includes('readie_executor')) return [];
+    const shown = /--worker-pid (\d+)/.exec(row.args)?.[1];
+    return [{ worker, shown: shown === undefined ? null : Number(shown), args: row.args }];
+  });
+}
+
 /** Rethrows a failed start with the end of each router's log, so a failure says why. */
 function withRouterLogs(stateDir: string): (error: Error) => never {
   return (error) => {
@@ -72,6 +100,22 @@ describe('readie up --log jetstream (real NATS cluster, two routers, real worker
           `node ${node}`,
         ).to.equal(true);
       }
+      // The operator's view from the shell the exports were pasted in: which router leads.
+      const status = async (): Promise<string> => {
+        const child = runReadie(['status', '--state-dir', stateDir], exports);
+        expect((await child.exited).code, child.stderr()).to.equal(0);
+        return child.lines.join('\n');
+      };
+      const [first, second] = (exports.READIE_ADDRESS as string).split(',');
+      // The standby names the leader once it has read the lease (at most a lease period after
+      // it started): until then it says no router leads yet.
+      const roles = new RegExp(
+        `^Routers\n${first} +leads\n${second} +stands by \\(the leader is ${first}\\)\n`,
+      );
+      const deadline = Date.now() + 20_000;
+      let page = await status();
+      while (!roles.test(page) && Date.now() < deadline) page = await status();
+      expect(page).to.match(roles);
       client = new ReadieClient({
         env: { ...exports, READIE_INSECURE: '1' },
       });
@@ -93,6 +137,14 @@ describe('readie up --log jetstream (real NATS cluster, two routers, real worker
       // The session's container survived the takeover.
       expect(await session.call({ source: SOURCE, function: 'add', args: [2] })).to.equal(3);
       expect(session.lastCall?.containerId, 'the session kept its container').to.equal(container);
+      // The first address is dead now: status and pin go on at the one that leads.
+      expect(await status()).to.match(
+        new RegExp(
+          `^Routers\n${first} +not answering \\(UNAVAILABLE: nothing listens at ${first}.*\n${second} +leads\n`,
+        ),
+      );
+      const pins = runReadie(['pin', 'status', '--state-dir', stateDir], exports);
+      expect((await pins.exited).code, pins.stderr()).to.equal(0);
       const events = await readLog(location);
       const starts = events.filter((e) => e.type === 'RouterStarted');
       expect(starts.map((e) => [e.routerId, e.takeoverFrom])).to.deep.include([
@@ -149,6 +201,18 @@ describe('readie up --log jetstream (real NATS cluster, two routers, real worker
         expect(await client.call({ module: 'math', function: 'hypot', args: [5, 12] })).to.equal(
           13,
         );
+        // This run's workers restore (or fork) containers from images the first run's workers
+        // built: each executor names the worker it runs under now.
+        // A container being restored right now still shows the image's old line for the moment
+        // before it reads its spec: look again until none does (a stale pid that stays is the bug).
+        const stale = () =>
+          executorsOf(stateDir).filter((executor) => executor.shown !== executor.worker);
+        expect(executorsOf(stateDir), 'executors of this run').to.not.be.empty;
+        const settle = Date.now() + 10_000;
+        while (stale().length > 0 && Date.now() < settle) {
+          await new Promise((resolve) => setTimeout(resolve, 200));
+        }
+        expect(stale().map((executor) => executor.args)).to.deep.equal([]);
         const later = await readLog(location);
         expect(later.length).to.be.above(firstRun);
         expect(later.slice(0, firstRun).map((e) => e.seq)).to.deep.equal(events.map((e) => e.seq));

@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { writeLocalCredentials } from '../../src/cluster/local-credentials.js';
 import { freePort } from '../support/e2e-cluster.js';
@@ -139,18 +140,67 @@ describe('readie status against a real cluster', function () {
     expect(page.stdout).to.include('Workers').and.include('st-w1').and.include('ready');
     expect(page.stdout).to.match(/log seq \d+/);
 
-    // A tenant's token may not read the status: PERMISSION_DENIED, said in one line, exit 1.
-    const tenant = await status(['--router', address, '--insecure'], {
-      READIE_AUTH_TOKEN: credentials.clientToken,
+    // The shell npm start's exports were pasted in: the tenant's READIE_AUTH_TOKEN is never sent;
+    // the operator token comes from the local cluster's state directory.
+    const exported = {
+      READIE_ADDRESS: `127.0.0.1:${await freePort()},${address}`,
+      READIE_INSECURE: '1',
+    };
+    const tenantEnv = { ...exported, READIE_AUTH_TOKEN: credentials.clientToken };
+    const local = await status(['--state-dir', dir], tenantEnv);
+    expect(local.code, local.stderr).to.equal(0);
+    expect(local.stdout).to.include('st-w1');
+    // The first listed address is dead: the page says so and comes from the one that answers.
+    expect(local.stdout).to.match(
+      /^Routers\n127\.0\.0\.1:\d+ +not answering \(UNAVAILABLE: nothing listens at/,
+    );
+    expect(local.stdout).to.match(new RegExp(`^${address} +leads$`, 'm'));
+    expect(local.stderr).to.not.include('DeprecationWarning');
+    const pinned = runReadie(['pin', 'status', '--state-dir', dir], tenantEnv);
+    expect((await pinned.exited).code, pinned.stderr()).to.equal(0);
+    expect(pinned.lines.join('\n')).to.match(/^routing revision 0/);
+    // READIE_OPERATOR_TOKEN, where no local cluster is.
+    const elsewhere = tempDir('readie-status-none-');
+    const variable = await status(['--state-dir', elsewhere], {
+      ...tenantEnv,
+      READIE_OPERATOR_TOKEN: credentials.operatorToken,
     });
+    expect(variable.code, variable.stderr).to.equal(0);
+    // No operator credential anywhere: nothing is sent, and the message says why the tenant's is not.
+    for (const command of [['status'], ['pin', 'status']]) {
+      const child = runReadie(
+        [...command, '--router', address, '--state-dir', elsewhere],
+        tenantEnv,
+      );
+      expect((await child.exited).code).to.equal(1);
+      expect(child.stderr()).to.match(
+        new RegExp(
+          `^readie ${command[0]}: the router at ${address} refused the credential \\(UNAUTHENTICATED: .*needs an operator token: --token-file FILE or READIE_OPERATOR_TOKEN .*READIE_AUTH_TOKEN is a tenant token`,
+        ),
+      );
+    }
+    // A tenant's token given as the operator's is PERMISSION_DENIED, said in one line, exit 1,
+    // pointing at the local cluster's operator token when there is one.
+    writeFileSync(join(dir, 'tenant.token'), `${credentials.clientToken}\n`, { mode: 0o600 });
+    const tenant = await status(
+      ['--router', address, '--state-dir', dir, '--token-file', join(dir, 'tenant.token')],
+      exported,
+    );
     expect(tenant.code).to.equal(1);
     expect(tenant.stderr).to.match(/^readie status: .*PERMISSION_DENIED.*needs an operator token/);
-    // With the local cluster's state directory named, it points at that cluster's operator token.
-    const local = await status(['--router', address, '--insecure', '--state-dir', dir], {
-      READIE_AUTH_TOKEN: credentials.clientToken,
-    });
-    expect(local.code).to.equal(1);
-    expect(local.stderr).to.include(`--token-file ${credentials.operatorTokenFile})`);
+    expect(tenant.stderr).to.include(`--token-file ${credentials.operatorTokenFile})`);
+    // TLS spoken to the plaintext router: the pin command names the mismatch, as status does, and
+    // Node's warning about an IP as the TLS server name (DEP0123) stays off stderr.
+    for (const command of [['status'], ['pin', 'status']]) {
+      const child = runReadie([...command, '--router', address, '--state-dir', dir], {
+        READIE_INSECURE: '0',
+      });
+      expect((await child.exited).code).to.equal(1);
+      expect(child.stderr()).to.include(
+        `the router (or nginx) at ${address} speaks plaintext but this client speaks TLS`,
+      );
+      expect(child.stderr()).to.not.include('DEP0123');
+    }
 
     worker.process.kill('SIGKILL');
     const failing = await until(

@@ -7,6 +7,8 @@ import {
   type StatusRequest,
   type StatusResponse,
 } from '../../src/proto/gen/readie/v1/admin.js';
+import { age, renderStatus } from '../../src/cli/status/status-sections.js';
+import { RECENT_FAILURES_KEPT, WorkerFailures } from '../../src/router/admin/index.js';
 import { ContainerState } from '../../src/proto/gen/readie/v1/registry.js';
 import {
   TenantServiceClient,
@@ -199,6 +201,51 @@ describe('router: the admin service and the tenant service', function () {
     expect(small).to.include({ slots: 6, memory: 1024 ** 3 });
     stream.cancel();
     await held;
+  });
+
+  it('shows the calls that failed on each worker, newest first, and readie status prints them', async () => {
+    // The held call of the test before was cancelled by its client: that is not a failure.
+    expect((await status(admin, OPERATOR)).workers[0]).to.include({ failures: 0 });
+    for (const [requestId, script] of [
+      ['r-fail-1', 'fail INTERNAL the executor exited'],
+      ['r-fail-2', 'fail UNAVAILABLE worker w1 is gone'],
+    ] as const) {
+      const failed = await run(test.client, script, { requestId }, { metadata: bearer(TENANT) });
+      expect(codeOf(failed)).to.not.equal('OK');
+    }
+    const [w1] = (await status(admin, OPERATOR)).workers;
+    expect(w1!.failures).to.equal(2);
+    expect(w1!.recentFailures.map((f) => [f.requestId, f.code, f.message])).to.deep.equal([
+      ['r-fail-2', 'UNAVAILABLE', 'worker w1: worker w1 is gone'],
+      ['r-fail-1', 'INTERNAL', 'worker w1: the executor exited'],
+    ]);
+    expect(Date.parse(w1!.recentFailures[0]!.at)).to.be.closeTo(Date.now(), 60_000);
+    const now = Date.now();
+    const page = renderStatus(await status(admin, OPERATOR), now);
+    const section = page.split('\n\n').find((part) => part.startsWith('Recent failures'));
+    expect(section?.split('\n').slice(1)).to.deep.equal([
+      'w1: 2 failed calls since the router started',
+      `  ${age(w1!.recentFailures[0]!.at, now)} ago  r-fail-2  UNAVAILABLE: worker w1: worker w1 is gone`,
+      `  ${age(w1!.recentFailures[1]!.at, now)} ago  r-fail-1  INTERNAL: worker w1: the executor exited`,
+    ]);
+  });
+
+  it('keeps the last few failures per worker, and counts them all', () => {
+    const failures = new WorkerFailures();
+    for (let i = 1; i <= RECENT_FAILURES_KEPT + 2; i += 1) {
+      failures.record('w9', {
+        at: '',
+        requestId: `r${i}`,
+        code: 'INTERNAL',
+        message: 'x'.repeat(i * 100),
+      });
+    }
+    failures.record('w9', { at: '', requestId: 'r-cancel', code: 'CANCELLED', message: '' });
+    const kept = failures.of('w9');
+    expect(kept.count).to.equal(RECENT_FAILURES_KEPT + 2);
+    expect(kept.recent.map((f) => f.requestId)).to.deep.equal(['r7', 'r6', 'r5', 'r4', 'r3']);
+    expect(kept.recent[0]!.message).to.have.length(300);
+    expect(failures.of('w8')).to.deep.equal({ recent: [], count: 0 });
   });
 
   it('answers Slots to tenant credentials only, and only about their own tenant', async () => {

@@ -214,6 +214,21 @@ describe('readie pin (the operator CLI)', function () {
     expect(again.err).to.match(/NOT_FOUND: tenant acme has no pinned version and nothing staged/);
   });
 
+  it('says so when no credential names the tenant, and when k is more than the fleet can hold', async () => {
+    const typo = await pin(['stage', '--tenant', 'acmee', '--version', 'screen-v1']);
+    expect(typo.code, typo.err).to.equal(0);
+    expect(typo.out).to.include(
+      'note: no credential names tenant acmee (no "tenant acmee TOKEN" line in the router\'s tokens file): no call can ask for this pin until one does',
+    );
+    const known = await pin(['stage', '--tenant', 'acme', '--version', 'screen-v1', '--k', '5']);
+    expect(known.code, known.err).to.equal(0);
+    expect(known.out).to.not.include('no credential names');
+    expect(known.out).to.match(/^staged: tenant acme -> screen-v1 with k 5, on 3 workers /);
+    expect(known.out).to.include(
+      'note: k is 5, but only 3 workers can hold "screen-v1" now: it is kept on w1, w2, w3; a worker that joins later joins its subset',
+    );
+  });
+
   it("exits 2 on bad options, and 1 with PERMISSION_DENIED on a tenant's token", async () => {
     const badK = await pin(['set-k', '--tenant', 'acme', '--k', '0']);
     expect(badK.code).to.equal(2);

@@ -12,6 +12,8 @@ export interface TcpCut {
   readonly address: string;
   cut(): void;
   heal(): void;
+  /** Closes every connection it carries (new ones are still accepted). */
+  drop(): void;
   close(): Promise<void>;
 }
 
@@ -59,6 +61,12 @@ export async function startTcpCut(targetHost: string, targetPort: number): Promi
     heal: () => {
       flowing = true;
       for (const pair of pairs) flow(pair);
+    },
+    drop: () => {
+      for (const { client, upstream } of pairs) {
+        client.destroy();
+        upstream.destroy();
+      }
     },
     close: async () => {
       for (const { client, upstream } of pairs) {

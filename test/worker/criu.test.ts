@@ -41,7 +41,8 @@ const DRAW = py`
       return {"numpy_was_imported": imported_before, "random": random.random(),
               "numpy": float(numpy.random.random()), "pid": os.getpid(), "uid": os.getuid(),
               "hostname": socket.gethostname(), "cgroup": open("/proc/self/cgroup").read(),
-              "sum": int(numpy.arange(10).sum())}
+              "sum": int(numpy.arange(10).sum()),
+              "cmdline": open("/proc/self/cmdline", "rb").read().rstrip(b"\\0").decode().split("\\0")}
 `;
 
 interface Draw {
@@ -53,6 +54,8 @@ interface Draw {
   hostname: string;
   cgroup: string;
   sum: number;
+  /** The container's command line, as ps shows it. */
+  cmdline: string[];
 }
 
 /** The warnings and errors among kept log lines: what an assertion failure should show. */
@@ -243,6 +246,19 @@ describe('the CRIU restore backend', function () {
         const { result, value } = await draw(again);
         expect(result.ids!.checkpointId).to.equal('ckpt-numpy');
         expect(value.numpy_was_imported).to.equal(true);
+        // ps shows the live worker and the images it was restored from, not the dumped seed's
+        // command line (the worker that built it, the directory it was built in).
+        const flags = value.cmdline.slice(value.cmdline.indexOf('--worker-pid'));
+        expect(flags).to.deep.equal([
+          '--worker-pid',
+          String(process.pid),
+          '--checkpoint',
+          'ckpt-numpy',
+          '--modules',
+          'numpy',
+          '--restored-from',
+          join(stateDir, 'state', 'checkpoints', imageDirName('ckpt-numpy')),
+        ]);
       } finally {
         await again.stop();
       }

@@ -5,14 +5,22 @@
  * JSON with `--json`, again every `--interval` with `--watch`.
  */
 import { Option, type Command } from 'commander';
-import { status, type ServiceError } from '@grpc/grpc-js';
-import { channelCredentials, callMetadata, type Connection } from '../../client/connection.js';
-import { ConfigurationError, errorFromStatus } from '../../client/errors.js';
-import { AdminServiceClient, type StatusResponse } from '../../proto/gen/readie/v1/admin.js';
+import { status as Status } from '@grpc/grpc-js';
+import { ConfigurationError, ReadieError } from '../../client/errors.js';
+import type { StatusResponse } from '../../proto/gen/readie/v1/admin.js';
 import type { PinStatusResponse } from '../../proto/gen/readie/v1/pins.js';
 import { parseDuration, UnitParseError } from '../../shared/units.js';
-import { adminConnection, localTokenHint, type AdminConnectionFlags } from '../admin-connection.js';
+import {
+  adminConnection,
+  credentialHint,
+  ROUTER_FLAG_HELP,
+  TOKEN_FILE_FLAG_HELP,
+  type AdminConnection,
+  type AdminConnectionFlags,
+} from '../admin-connection.js';
+import { adminFailure, AdminRouters, type RouterReply } from '../admin-routers.js';
 import { renderPins } from './pin-sections.js';
+import { renderRouters, routersJson } from './router-sections.js';
 import { renderStatus } from './status-sections.js';
 
 /** What the command line asked for. */
@@ -23,84 +31,93 @@ interface StatusFlags extends AdminConnectionFlags {
   readonly expired?: boolean;
 }
 
-function ask(
-  client: AdminServiceClient,
-  connection: Connection,
-  includeExpiredSessions: boolean,
-  hint: string,
-): Promise<StatusResponse> {
-  return new Promise((resolve, reject) =>
-    client.status(
-      { includeExpiredSessions },
-      callMetadata(connection),
-      { deadline: Date.now() + 10_000 },
-      (error: ServiceError | null, response) => {
-        if (error) reject(statusFailure(error, connection, hint));
-        else resolve(response);
-      },
-    ),
-  );
-}
+/** How long one router has to answer. */
+const ASK_TIMEOUT_MS = 10_000;
 
-/**
- * The routing view (`AdminService.PinStatus`, the same answer as `readie pin status`); null from a
- * router that has no such RPC, so that a newer CLI still shows an older router's status.
- */
-function askPins(
-  client: AdminServiceClient,
-  connection: Connection,
-  hint: string,
-): Promise<PinStatusResponse | null> {
-  return new Promise((resolve, reject) =>
-    client.pinStatus(
-      { tenantId: '' },
-      callMetadata(connection),
-      { deadline: Date.now() + 10_000 },
-      (error: ServiceError | null, response) => {
-        if (error?.code === status.UNIMPLEMENTED) resolve(null);
-        else if (error) reject(statusFailure(error, connection, hint));
-        else resolve(response);
-      },
-    ),
-  );
-}
-
-/** What one `readie status` shows: the cluster, and its routing view when the router has one. */
+/** What one `readie status` shows: every listed router's role, the leader's view of the cluster. */
 interface StatusAnswer {
+  readonly routers: readonly RouterReply<StatusResponse>[];
   readonly status: StatusResponse;
+  /** The routing view; null from a router that has no such RPC (a newer CLI, an older router). */
   readonly pins: PinStatusResponse | null;
 }
 
+/** The command's failure, already in words. */
+class StatusFailure extends Error {
+  override readonly name = 'StatusFailure';
+}
+
 /**
- * Why `readie status` failed: the clients' words for the connection (a TLS mismatch, nothing
- * listening), its own for credentials, since it needs an operator's and not a tenant's.
+ * Asks every listed router (in parallel: a dead one costs no more than its timeout) and the one
+ * that leads for the routing view (`AdminService.PinStatus`, the same answer as `readie pin
+ * status`).
  */
-function statusFailure(error: ServiceError, connection: Connection, hint: string): Error {
-  if (error.code === status.UNAUTHENTICATED || error.code === status.PERMISSION_DENIED) {
-    return new Error(
-      `the router at ${connection.address} refused the credential (${status[error.code]}: ${error.details}); ` +
-        'readie status needs an operator token: --token-file FILE or READIE_AUTH_TOKEN (an "operator NAME TOKEN" line of its tokens file)' +
-        hint,
+async function ask(
+  routers: AdminRouters,
+  includeExpiredSessions: boolean,
+  hint: string,
+): Promise<StatusAnswer> {
+  const replies = await Promise.all(
+    routers.connection.addresses.map((address) =>
+      routers.reply<StatusResponse>(
+        address,
+        (client, metadata, options, callback) =>
+          client.status({ includeExpiredSessions }, metadata, options, callback),
+        ASK_TIMEOUT_MS,
+      ),
+    ),
+  );
+  const leading = replies.find((reply) => reply.role === 'leads');
+  if (leading === undefined) throw new StatusFailure(noAnswer(replies, hint));
+  let pins: PinStatusResponse | null;
+  try {
+    pins = await routers.call<PinStatusResponse>(
+      leading.address,
+      (client, metadata, options, callback) =>
+        client.pinStatus({ tenantId: '' }, metadata, options, callback),
+      ASK_TIMEOUT_MS,
     );
+  } catch (error) {
+    if (!(error instanceof ReadieError)) throw error;
+    if (error.code !== Status.UNIMPLEMENTED) {
+      throw new StatusFailure(adminFailure('readie status', error, leading.address, hint));
+    }
+    pins = null;
   }
-  return errorFromStatus(error.code, error.details, {
-    address: connection.address,
-    insecure: connection.insecure,
-  });
+  return { routers: replies, status: leading.answer, pins };
+}
+
+/**
+ * Why no router answered: the one router's failure, or with a list, a router's refusal (it
+ * answered: a refused credential, say) before the rest, then every router's.
+ */
+function noAnswer(replies: readonly RouterReply<StatusResponse>[], hint: string): string {
+  const failures = replies.flatMap((reply) => (reply.role === 'leads' ? [] : [reply]));
+  const [only] = failures;
+  if (failures.length === 1 && only) {
+    return adminFailure('readie status', only.error, only.address, hint);
+  }
+  const refused = failures.find((reply) => reply.role === 'failed');
+  if (refused) return adminFailure('readie status', refused.error, refused.address, hint);
+  return `no router of ${failures.map((reply) => reply.address).join(', ')} leads:\n${renderRouters(replies)}`;
 }
 
 /**
  * One answer, as the flags want it printed. JSON keeps every field, defaults included (an empty
  * list, a 0), so scripts can rely on the keys; field names are the proto's in camelCase.
  */
-function printed({ status, pins }: StatusAnswer, json: boolean): string {
-  if (json) return `${JSON.stringify(pins === null ? status : { ...status, pins })}\n`;
-  const page = renderStatus(status, Date.now());
+function printed({ routers, status, pins }: StatusAnswer, json: boolean): string {
+  if (json) {
+    return `${JSON.stringify({ ...status, ...(pins === null ? {} : { pins }), routers: routersJson(routers) })}\n`;
+  }
+  // One router on its own (an LMDB log) needs no line saying so.
+  const routerPage = routers.length > 1 ? `Routers\n${renderRouters(routers)}\n` : '';
+  const page = `${routerPage}${renderStatus(status, Date.now())}`;
   return pins === null ? page : `${page}\nTenant-pinned versions\n${renderPins(pins)}`;
 }
 
 async function runStatus(flags: StatusFlags): Promise<void> {
-  let connection: Connection;
+  let connection: AdminConnection;
   let intervalMs: number;
   try {
     connection = adminConnection(flags, process.env);
@@ -112,14 +129,10 @@ async function runStatus(flags: StatusFlags): Promise<void> {
     }
     throw error;
   }
-  const client = new AdminServiceClient(connection.address, channelCredentials(connection));
-  const hint = localTokenHint(flags);
+  const routers = new AdminRouters(connection);
+  const hint = credentialHint(flags, connection, process.env);
   const once = async (): Promise<void> => {
-    const [status, pins] = await Promise.all([
-      ask(client, connection, flags.expired ?? false, hint),
-      askPins(client, connection, hint),
-    ]);
-    const text = printed({ status, pins }, flags.json ?? false);
+    const text = printed(await ask(routers, flags.expired ?? false, hint), flags.json ?? false);
     // A terminal gets the page redrawn in place; a pipe gets one page (or JSON line) after another.
     if (flags.watch && !flags.json && process.stdout.isTTY) process.stdout.write('\x1b[2J\x1b[H');
     process.stdout.write(text);
@@ -135,7 +148,7 @@ async function runStatus(flags: StatusFlags): Promise<void> {
     process.stderr.write(`readie status: ${(error as Error).message}\n`);
     process.exit(1);
   } finally {
-    client.close();
+    routers.close();
   }
 }
 
@@ -144,15 +157,12 @@ export function addStatusCommand(program: Command): void {
   program
     .command('status')
     .description(
-      "the live cluster from the running router: workers (status, address, load, containers, in flight, last report, probe failures), sessions, reservations, the catalogue revision and the log's seq; then tenant-pinned versions (the table, staged pins, residency: as readie pin status)",
+      "the live cluster from the router that leads (with several routers listed, which leads and which stand by): workers (status, address, load, containers, in flight, last report, probe failures), the calls that failed on each worker, sessions, reservations, the catalogue revision and the log's seq; then tenant-pinned versions (the table, staged pins, residency: as readie pin status)",
     )
-    .option(
-      '--router <host:port>',
-      "the router's address, or nginx's in front of it (default: READIE_ADDRESS, else 127.0.0.1:50051)",
-    )
+    .option('--router <host:port>', ROUTER_FLAG_HELP)
     .option(
       '--json',
-      'print the answer as JSON (AdminService.Status with the PinStatus answer under "pins", one object a line)',
+      'print the answer as JSON (AdminService.Status with the PinStatus answer under "pins" and each listed router\'s role under "routers", one object a line)',
     )
     .option('--watch', 'ask again every --interval until interrupted')
     .option('--interval <duration>', 'how often --watch asks', '2s')
@@ -161,18 +171,15 @@ export function addStatusCommand(program: Command): void {
       '--ca-file <file>',
       "CA certificates to trust (default: READIE_CA_FILE, else the system's)",
     )
-    .addOption(
-      new Option(
-        '--token-file <file>',
-        'an operator token (first line); default: READIE_AUTH_TOKEN, else <state-dir>/credentials/operator.token of a local cluster',
-      ),
-    )
+    .addOption(new Option('--token-file <file>', TOKEN_FILE_FLAG_HELP))
     .option('--state-dir <dir>', "a local cluster's state directory (readie up)", '.readie')
     .option('--expired', 'list expired sessions too')
     .addHelpText(
       'after',
-      '\nNeeds an operator credential (an "operator NAME TOKEN" line of the router\'s tokens file);\n' +
-        'a tenant\'s or a worker\'s token is PERMISSION_DENIED. See docs/router.md, "Admin and tenant services".',
+      '\nNeeds an operator credential (an "operator NAME TOKEN" line of the router\'s tokens file):\n' +
+        "--token-file, READIE_OPERATOR_TOKEN, or a local cluster's under --state-dir; a tenant's or a\n" +
+        "worker's token is PERMISSION_DENIED, and READIE_AUTH_TOKEN (a tenant's) is never sent.\n" +
+        'See docs/router.md, "Admin and tenant services".',
     )
     .action((flags: StatusFlags) => runStatus(flags));
 }

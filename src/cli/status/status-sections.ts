@@ -122,6 +122,26 @@ const workersSection: StatusSection = {
   },
 };
 
+/** The calls that failed on each worker, as the router that answered saw them end. */
+const failuresSection: StatusSection = {
+  title: 'Recent failures (calls that failed on a worker, as this router saw them; newest first)',
+  render(status, now) {
+    const lines: string[] = [];
+    for (const worker of status.workers) {
+      if (worker.failures === 0) continue;
+      lines.push(
+        `${worker.workerId}: ${worker.failures} failed call${worker.failures === 1 ? '' : 's'} since the router started`,
+      );
+      for (const failure of worker.recentFailures) {
+        lines.push(
+          `  ${age(failure.at, now)} ago  ${failure.requestId || '-'}  ${failure.code}: ${failure.message.replace(/\s+/g, ' ')}`,
+        );
+      }
+    }
+    return lines.length === 0 ? null : lines.join('\n');
+  },
+};
+
 /** Sessions: where each is pinned and for how long its container has been in its state. */
 const sessionsSection: StatusSection = {
   title: 'Sessions',
@@ -160,6 +180,7 @@ const reservationsSection: StatusSection = {
 export const STATUS_SECTIONS: readonly StatusSection[] = [
   routerSection,
   workersSection,
+  failuresSection,
   sessionsSection,
   reservationsSection,
 ];

@@ -222,6 +222,18 @@ function decision(
   return { cause: causeOf('admin', tenantId), events, change };
 }
 
+/**
+ * The note of a pin whose k is more than the workers that can hold its version (its subset is
+ * then every one of them): what it is really kept on, and that workers joining later join it.
+ */
+function fleetNote(k: number, workers: readonly string[], version: string, notes: string[]): void {
+  if (workers.length === 0 || workers.length >= k) return;
+  const count = `${workers.length} worker${workers.length === 1 ? '' : 's'}`;
+  notes.push(
+    `k is ${k}, but only ${count} can hold "${version}" now: it is kept on ${[...workers].sort(compareText).join(', ')}; a worker that joins later joins its subset`,
+  );
+}
+
 /** `readie pin stage`: `PinStaged`, on the subset the pin will hash to. */
 export function decideStage(state: ClusterState, input: StageInput): PinChangeDecision {
   const { tenantId, version, force, now, subsets } = input;
@@ -240,6 +252,7 @@ export function decideStage(state: ClusterState, input: StageInput): PinChangeDe
   const targetWorkers = keptOn(state, staged, subsets).sort(compareText);
   if (targetWorkers.length === 0)
     notes.push('no worker lists this version now: nothing to pre-warm');
+  fleetNote(k, targetWorkers, version, notes);
   if (current?.version === version) {
     notes.push(`version "${version}" is already tenant ${tenantId}'s pin: a flip changes only k`);
   }
@@ -296,6 +309,7 @@ export function decideFlip(state: ClusterState, input: FlipInput): PinChangeDeci
   const notes: string[] = [];
   const { members, missing } = notHolding(state, tenantId, staged.version, staged.k, subsets);
   if (members.length === 0) notes.push('no worker can hold this version now');
+  fleetNote(staged.k, members, staged.version, notes);
   if (missing.length > 0) {
     const words = `version "${staged.version}" is not resident on its whole subset: ${describeMissing(state, staged.version, missing)}`;
     if (!force) {
@@ -353,6 +367,7 @@ export function decideRollback(state: ClusterState, input: RollbackInput): PinCh
       `"${target}" is past PIN_RETENTION: workers may have evicted it (calls then cold-load)`,
     );
   const { members, missing } = notHolding(state, tenantId, target, entry.k, subsets);
+  fleetNote(entry.k, members, target, notes);
   if (missing.length > 0) {
     notes.push(`not resident on ${describeMissing(state, target, missing)}: calls there cold-load`);
   }
@@ -402,6 +417,7 @@ export function decideSetK(state: ClusterState, input: SetKInput): PinChangeDeci
   ]);
   checkFit(state, kept, force, subsets, notes);
   const members = keptOn(state, changed, subsets).sort(compareText);
+  fleetNote(k, members, entry.version, notes);
   return decision(tenantId, [revised(state, tenantId, entry.version, k, entry.previousVersion)], {
     revision: routing.revision + 1,
     tenantId,

@@ -74,6 +74,7 @@ def restore(images, spec, criu, worker_pid):
             seeded = json.load(info)
         lazy = bool(spec.get("criuLazy"))
         spec = {key: value for key, value in spec.items() if key not in ("criuImages", "criuLazy")}
+        spec["restoredFrom"] = images
         spec["modules"] = seeded.get("modules", [])
         workdir = os.path.dirname(spec["socket"])
         log = os.path.join(workdir, "criu-restore.log")

@@ -20,7 +20,7 @@ import subprocess
 import sys
 import time
 
-from . import sandbox
+from . import command_line, sandbox
 from .checkpoint_setup import run_setup
 from .criu import EVENTS_FD, SPEC_FD, _place, _read_line, _tail, _write_all
 from .zygote import _describe, become_container, emit, import_checkpoint
@@ -98,6 +98,8 @@ def _seed_process(spec_r, events_w, modules, setup):
     container = spec.get("container")
     try:
         sandbox.die_with_parent()
+        # ps shows the seed's command line until told otherwise: an earlier worker's pid.
+        command_line.show_restored(spec.get("workerPid") or 0, spec.get("restoredFrom") or "")
         os.close(SPEC_FD)
         # Listening before saying `spawned`, as a template's spawner does: the worker's first
         # dial then connects at once instead of retrying. become_container reseeds.

@@ -11,6 +11,7 @@ import type {
   StatusResponse,
   WorkerView,
 } from '../../proto/gen/readie/v1/admin.js';
+import type { WorkerFailureRecord } from './worker-failures.js';
 
 /** What the router process knows beyond the state. */
 export interface LiveCounts {
@@ -18,6 +19,8 @@ export interface LiveCounts {
   readonly callsWaiting: number;
   /** Why each worker's last probe failed, by worker ID (the prober's words). */
   readonly probeProblems?: ReadonlyMap<string, string>;
+  /** The calls that failed on each worker, as this router process saw them end. */
+  readonly failures?: { of(workerId: string): WorkerFailureRecord };
 }
 
 /** The state's vocabulary for a session: where it is in its life. */
@@ -31,7 +34,11 @@ function undefinedIfNull<T>(value: T | null): T | undefined {
 }
 
 /** One worker as the admin service shows it. */
-export function workerView(worker: WorkerRecord, probeProblem = ''): WorkerView {
+export function workerView(
+  worker: WorkerRecord,
+  probeProblem = '',
+  failures: WorkerFailureRecord = { recent: [], count: 0 },
+): WorkerView {
   const utilization = worker.utilization;
   const containers = [...worker.containers.values()]
     .sort((a, b) => compareText(a.containerId, b.containerId))
@@ -62,6 +69,8 @@ export function workerView(worker: WorkerRecord, probeProblem = ''): WorkerView 
     registeredAt: worker.registeredAt,
     lastReportAt: worker.lastHeardAt,
     lastProbeProblem: probeProblem,
+    recentFailures: [...failures.recent],
+    failures: failures.count,
   };
 }
 
@@ -107,7 +116,11 @@ export function statusOf(
     routerVersion: state.routerVersion ?? '',
     routerStartedAt: state.routerStartedAt ?? '',
     workers: workersById(state).map((worker) =>
-      workerView(worker, live.probeProblems?.get(worker.workerId) ?? ''),
+      workerView(
+        worker,
+        live.probeProblems?.get(worker.workerId) ?? '',
+        live.failures?.of(worker.workerId),
+      ),
     ),
     sessions,
     reservations,

@@ -20,6 +20,7 @@ import type { Journal } from '../journal/index.js';
 import { callLogger, type Logger } from '../observability/logger.js';
 import type { RouterMetrics } from '../observability/metrics.js';
 import type { SessionTurn, SessionTurns } from '../sessions/index.js';
+import type { WorkerFailures } from '../admin/worker-failures.js';
 import type { ActiveCall, ActiveCalls } from './active-calls.js';
 import type { TrailerEntry } from '../../core/calls/answer-trailers.js';
 import type { ClientEnd, WorkerEnd, WorkerLinks } from './call-ends.js';
@@ -38,6 +39,8 @@ export interface CallPathOptions {
   readonly clock: () => number;
   readonly logger: Logger;
   readonly metrics: RouterMetrics;
+  /** Where the calls that failed on a worker are kept for `readie status`. */
+  readonly failures?: WorkerFailures;
 }
 
 /** The world a call's steps read, made once per call. */
@@ -245,6 +248,12 @@ export class CallRelay implements ActiveCall {
         return;
       case 'dial-failed':
         metrics.dialFailures.inc();
+        this.options.failures?.record(effect.workerId, {
+          at: new Date(this.options.clock()).toISOString(),
+          requestId: this.ids.requestId,
+          code: 'UNAVAILABLE',
+          message: `the router could not reach it (the call was placed again): ${effect.error}`,
+        });
         this.log.warn(
           { workerId: effect.workerId, problem: effect.error, attempts: effect.attempts },
           'could not reach the worker the call was placed on: placing it again',
@@ -273,6 +282,14 @@ export class CallRelay implements ActiveCall {
         return;
       case 'finished':
         metrics.finished.inc({ code: effect.code ?? 'OK' });
+        if (effect.code !== null) {
+          this.options.failures?.record(effect.placed.workerId, {
+            at: new Date(this.options.clock()).toISOString(),
+            requestId: effect.ids.requestId,
+            code: effect.code,
+            message: effect.details,
+          });
+        }
         this.log.info(
           {
             code: effect.code ?? 'OK',

@@ -38,7 +38,7 @@ export type PinHandlers = Pick<
   'pinStatus' | 'stagePin' | 'flipPin' | 'rollbackPin' | 'setPinK' | 'removePin'
 >;
 
-function changeOf(decision: PinChangeDecision): PinChange {
+function changeOf(decision: PinChangeDecision, notes: readonly string[]): PinChange {
   const { change } = decision;
   return {
     revision: change.revision,
@@ -47,8 +47,24 @@ function changeOf(decision: PinChangeDecision): PinChange {
     k: change.k ?? 0,
     previousVersion: change.previousVersion ?? '',
     workers: [...change.workers],
-    notes: [...change.notes],
+    notes: [...change.notes, ...notes],
   };
+}
+
+/**
+ * The note a pin of a tenant no credential names gets: its calls come from credentials alone, so
+ * no call can ask for the pin (a typo in the tenant, or a tokens file without its line).
+ */
+function tenantNote(credentials: RouterCredentials, tenantId: string): string[] {
+  if (credentials.namesTenant(tenantId)) return [];
+  if (credentials.mode !== 'tokens') {
+    return [
+      `with --auth ${credentials.mode} no call has a tenant: pinned calls are refused (tenants come from the tokens file)`,
+    ];
+  }
+  return [
+    `no credential names tenant ${tenantId} (no "tenant ${tenantId} TOKEN" line in the router's tokens file): no call can ask for this pin until one does`,
+  ];
 }
 
 /** The pin handlers, to spread into the `AdminService` implementation. */
@@ -79,7 +95,8 @@ export function pinHandlers(options: PinServiceOptions): PinHandlers {
         { ...principalLogFields(principal), change: what, ...decision.change },
         decision.events.length > 0 ? 'pin changed' : 'pin change: nothing to change',
       );
-      callback(null, { change: changeOf(decision) });
+      const notes = what === 'stage' ? tenantNote(credentials, decision.change.tenantId) : [];
+      callback(null, { change: changeOf(decision, notes) });
     };
     if (decision.events.length === 0) {
       answer();

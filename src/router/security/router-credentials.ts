@@ -140,6 +140,17 @@ export class RouterCredentials {
     };
   }
 
+  /**
+   * Whether a credential in force names tenant `tenantId` (never in the development modes, where
+   * no call has a tenant).
+   */
+  namesTenant(tenantId: string): boolean {
+    for (const principal of this.loaded?.table.principals.values() ?? []) {
+      if (principal.kind === 'tenant' && principal.tenantId === tenantId) return true;
+    }
+    return false;
+  }
+
   /** Who `metadata` names; throws UnauthenticatedError when it names no one the router knows. */
   authenticate(metadata: Metadata): Principal {
     const { auth } = this;

@@ -14,7 +14,12 @@ export async function workerDiagnosis(
 ): Promise<string | null> {
   let problem = transportProblemOf(details);
   if (problem === null) return null;
-  if (problem === 'connection-failed' && !dialsTls && (await speaksTls(address))) {
+  // A plaintext dial of a TLS port just closes, before or after the connection came up.
+  if (
+    (problem === 'connection-failed' || problem === 'connection-lost') &&
+    !dialsTls &&
+    (await speaksTls(address))
+  ) {
     problem = 'plaintext-to-tls';
   }
   return describeTransportProblem(problem, {

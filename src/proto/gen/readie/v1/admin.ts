@@ -111,6 +111,26 @@ export interface WorkerView {
    * listening, ...); empty after a probe that succeeded. Kept by this router process only.
    */
   lastProbeProblem: string;
+  /**
+   * The last calls that failed on it, newest first (at most 5; a client's cancel is not a
+   * failure). Kept by this router process only, like last_probe_problem: a restarted or newly
+   * leading router starts with none.
+   */
+  recentFailures: WorkerFailure[];
+  /** Calls that failed on it since this router process started. */
+  failures: number;
+}
+
+/** A call that failed on a worker, as the router saw it end. */
+export interface WorkerFailure {
+  /** When it ended (ISO-8601 UTC). */
+  at: string;
+  /** The call. */
+  requestId: string;
+  /** Its gRPC status code's name ("UNAVAILABLE", "INTERNAL", ...). */
+  code: string;
+  /** What it ended with: the worker's words, or the router's when the worker could not be reached. */
+  message: string;
 }
 
 /** A container a worker reported. */
@@ -496,6 +516,8 @@ function createBaseWorkerView(): WorkerView {
     registeredAt: "",
     lastReportAt: "",
     lastProbeProblem: "",
+    recentFailures: [],
+    failures: 0,
   };
 }
 
@@ -557,6 +579,12 @@ export const WorkerView: MessageFns<WorkerView> = {
     }
     if (message.lastProbeProblem !== "") {
       writer.uint32(154).string(message.lastProbeProblem);
+    }
+    for (const v of message.recentFailures) {
+      WorkerFailure.encode(v!, writer.uint32(162).fork()).join();
+    }
+    if (message.failures !== 0) {
+      writer.uint32(168).uint32(message.failures);
     }
     return writer;
   },
@@ -726,6 +754,22 @@ export const WorkerView: MessageFns<WorkerView> = {
             message.lastProbeProblem = reader.string();
             continue;
           }
+          case 20: {
+            if (tag !== 162) {
+              break;
+            }
+
+            message.recentFailures.push(WorkerFailure.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 21: {
+            if (tag !== 168) {
+              break;
+            }
+
+            message.failures = reader.uint32();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -817,6 +861,12 @@ export const WorkerView: MessageFns<WorkerView> = {
         : isSet(object.last_probe_problem)
         ? globalThis.String(object.last_probe_problem)
         : "",
+      recentFailures: globalThis.Array.isArray(object?.recentFailures)
+        ? object.recentFailures.map((e: any) => WorkerFailure.fromJSON(e))
+        : globalThis.Array.isArray(object?.recent_failures)
+        ? object.recent_failures.map((e: any) => WorkerFailure.fromJSON(e))
+        : [],
+      failures: isSet(object.failures) ? globalThis.Number(object.failures) : 0,
     };
   },
 
@@ -879,6 +929,12 @@ export const WorkerView: MessageFns<WorkerView> = {
     if (message.lastProbeProblem !== "") {
       obj.lastProbeProblem = message.lastProbeProblem;
     }
+    if (message.recentFailures?.length) {
+      obj.recentFailures = message.recentFailures.map((e) => WorkerFailure.toJSON(e));
+    }
+    if (message.failures !== 0) {
+      obj.failures = Math.round(message.failures);
+    }
     return obj;
   },
 
@@ -906,6 +962,129 @@ export const WorkerView: MessageFns<WorkerView> = {
     message.registeredAt = object.registeredAt ?? "";
     message.lastReportAt = object.lastReportAt ?? "";
     message.lastProbeProblem = object.lastProbeProblem ?? "";
+    message.recentFailures = object.recentFailures?.map((e) => WorkerFailure.fromPartial(e)) || [];
+    message.failures = object.failures ?? 0;
+    return message;
+  },
+};
+
+function createBaseWorkerFailure(): WorkerFailure {
+  return { at: "", requestId: "", code: "", message: "" };
+}
+
+export const WorkerFailure: MessageFns<WorkerFailure> = {
+  encode(message: WorkerFailure, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.at !== "") {
+      writer.uint32(10).string(message.at);
+    }
+    if (message.requestId !== "") {
+      writer.uint32(18).string(message.requestId);
+    }
+    if (message.code !== "") {
+      writer.uint32(26).string(message.code);
+    }
+    if (message.message !== "") {
+      writer.uint32(34).string(message.message);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): WorkerFailure {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseWorkerFailure();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.at = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.requestId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.code = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.message = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): WorkerFailure {
+    return {
+      at: isSet(object.at) ? globalThis.String(object.at) : "",
+      requestId: isSet(object.requestId)
+        ? globalThis.String(object.requestId)
+        : isSet(object.request_id)
+        ? globalThis.String(object.request_id)
+        : "",
+      code: isSet(object.code) ? globalThis.String(object.code) : "",
+      message: isSet(object.message) ? globalThis.String(object.message) : "",
+    };
+  },
+
+  toJSON(message: WorkerFailure): unknown {
+    const obj: any = {};
+    if (message.at !== "") {
+      obj.at = message.at;
+    }
+    if (message.requestId !== "") {
+      obj.requestId = message.requestId;
+    }
+    if (message.code !== "") {
+      obj.code = message.code;
+    }
+    if (message.message !== "") {
+      obj.message = message.message;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<WorkerFailure>, I>>(base?: I): WorkerFailure {
+    return WorkerFailure.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<WorkerFailure>, I>>(object: I): WorkerFailure {
+    const message = createBaseWorkerFailure();
+    message.at = object.at ?? "";
+    message.requestId = object.requestId ?? "";
+    message.code = object.code ?? "";
+    message.message = object.message ?? "";
     return message;
   },
 };
