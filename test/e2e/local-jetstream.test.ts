@@ -53,10 +53,10 @@ function executorsOf(stateDir: string): { worker: number; shown: number | null; 
   });
 }
 
-/** Rethrows a failed start with the end of each router's log, so a failure says why. */
+/** Rethrows a failed start with the end of each router's and worker's log, so a failure says why. */
 function withRouterLogs(stateDir: string): (error: Error) => never {
   return (error) => {
-    const tails = ['router-a', 'router-b'].map((name) => {
+    const tails = ['router-a', 'router-b', 'worker-1', 'worker-2'].map((name) => {
       const file = join(stateDir, 'logs', `${name}.log`);
       const text = existsSync(file) ? readFileSync(file, 'utf8') : '(no log)';
       return `--- ${name}.log (last lines) ---\n${text.split('\n').slice(-15).join('\n')}`;

@@ -19,10 +19,11 @@ import { standbyRefusal } from '../../src/router/leadership/index.js';
 import { RegistrationError, RegistryClient } from '../../src/worker/registry/index.js';
 
 /**
- * A router's registry as a worker meets it: a standby that knows no leader (the product's own
- * refusal) until `leadsAfterMs`, then one that takes the report. Counts what it was sent.
+ * A router's registry as a worker meets it: a standby (the product's own refusal, naming
+ * `leader()` when that gives an address) until `leadsAfterMs`, then one that takes the report.
+ * Counts what it was sent.
  */
-async function registry(leadsAfterMs: number) {
+async function registry(leadsAfterMs: number, leader: () => string | undefined = () => undefined) {
   const startedAt = Date.now();
   const seen = { refused: 0, accepted: 0 };
   const server = new Server();
@@ -33,7 +34,7 @@ async function registry(leadsAfterMs: number) {
     ) => {
       if (Date.now() - startedAt < leadsAfterMs) {
         seen.refused += 1;
-        const refusal = standbyRefusal({ serving: () => false, leader: () => undefined });
+        const refusal = standbyRefusal({ serving: () => false, leader });
         const trailers = new Metadata();
         for (const [key, value] of Object.entries(refusal.trailers)) trailers.set(key, value);
         callback({ code: status.UNAVAILABLE, details: refusal.details, metadata: trailers });
@@ -77,6 +78,24 @@ describe('registration while no router leads (routers electing a leader)', funct
     // Both routers stand by for 1.5 s: more than the unreachable retries (one a router) last.
     const a = await registry(1_500);
     const b = await registry(1_500);
+    const registering = client(`${a.address},${b.address}`);
+    try {
+      await registering.register(REPORT);
+      expect(a.seen.refused + b.seen.refused, 'refusals waited out').to.be.greaterThan(4);
+      expect(a.seen.accepted + b.seen.accepted).to.equal(1);
+    } finally {
+      a.stop();
+      b.stop();
+    }
+  });
+
+  it('waits while the standbys name a leader that stands by too (a lease left by an earlier run), then registers', async () => {
+    // A restarted pair of routers reads the last run's lease: each names router b, which stands
+    // by as well until the lease runs out. Longer than the unreachable retries last.
+    const lease: { holder?: string } = {};
+    const a = await registry(1_500, () => lease.holder);
+    const b = await registry(1_500, () => lease.holder);
+    lease.holder = b.address;
     const registering = client(`${a.address},${b.address}`);
     try {
       await registering.register(REPORT);

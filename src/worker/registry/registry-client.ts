@@ -71,13 +71,14 @@ export interface RegistryClientOptions {
 /** How long registration waits for a router to lead, by default. */
 export const DEFAULT_LEADER_WAIT_MS = 120_000;
 
-/** A standby's refusal that names no leader: no router leads yet. */
+/**
+ * A standby's refusal: no router takes reports here yet. Whether it names a leader or not, the
+ * routers are running and electing or handing over (the leader it names, followed by `moveOn`,
+ * may stand by too: a restarted pair of routers reads the lease an earlier run left until it runs
+ * out), so registration waits for a leader rather than spending an unreachable router's retries.
+ */
 function leaderless(error: ServiceError): boolean {
-  return (
-    error.code === status.UNAVAILABLE &&
-    error.metadata?.get(STANDBY_TRAILER)[0] === '1' &&
-    error.metadata.get(LEADER_TRAILER).length === 0
-  );
+  return error.code === status.UNAVAILABLE && error.metadata?.get(STANDBY_TRAILER)[0] === '1';
 }
 
 const UNREACHABLE = new Set<number>([status.UNAVAILABLE, status.DEADLINE_EXCEEDED]);

@@ -2,8 +2,8 @@
  * Registration's retries: a worker reports its status until a router takes it. An unreachable
  * router is retried, the next configured router at once and a pause only after a whole round of
  * them failed (the pause doubling each round), up to `retriesPerRouter` more attempts per router;
- * while the routers answer as standbys that know no leader (a shared log whose routers are still
- * electing one), it waits up to `leaderWaitMs`, pausing after each round; any other refusal ends
+ * while the routers answer as standbys (a shared log whose routers are still electing a leader,
+ * or waiting out the lease an earlier run left), it waits up to `leaderWaitMs`, pausing after each round; any other refusal ends
  * it at once. Pure: the time is an argument; the registry client sends the reports, sleeps and
  * logs.
  */
@@ -42,7 +42,8 @@ export const REGISTRATION_START: Registration = {
 /** Why one status report failed, as the retries tell failures apart. */
 export interface FailedReport {
   /**
-   * `leaderless`: a standby's refusal naming no leader; `unreachable`: the router did not answer
+   * `leaderless`: a standby's refusal (naming no leader, or one that has not taken the lead yet);
+   * `unreachable`: the router did not answer
    * (UNAVAILABLE, DEADLINE_EXCEEDED); `refused`: any other answer.
    */
   readonly kind: 'leaderless' | 'unreachable' | 'refused';
