@@ -164,6 +164,7 @@ describe('evolve: the effect of each event', () => {
       });
       expect(state.sessions.get('s1')).to.deep.equal({
         sessionId: 's1',
+        tenantId: null,
         pin: null,
         pinnedBy: null,
         expired: { reason: 'worker_evicted', at: atOf(7), seq: 7 },
@@ -277,6 +278,7 @@ describe('evolve: the effect of each event', () => {
     expect(state.reservations.get('r1')).to.deep.equal({
       requestId: 'r1',
       sessionId: 's1',
+      tenantId: null,
       workerId: 'w1',
       containerId: null,
       checkpointId: 'ckpt-numpy',
@@ -396,6 +398,7 @@ describe('evolve: the effect of each event', () => {
       );
       expect(state.sessions.get('s1')).to.deep.equal({
         sessionId: 's1',
+        tenantId: null,
         pin: { workerId: 'w1', containerId: 'c1', checkpointId: 'ckpt-numpy' },
         pinnedBy: 'r1',
         expired: null,
@@ -447,6 +450,7 @@ describe('evolve: the effect of each event', () => {
       );
       expect(state.sessions.get('s9')).to.deep.equal({
         sessionId: 's9',
+        tenantId: null,
         pin: null,
         pinnedBy: null,
         expired: { reason: 'container_removed', at: atOf(2), seq: 2 },
