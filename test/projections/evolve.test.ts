@@ -388,6 +388,38 @@ describe('evolve: the effect of each event', () => {
   });
 
   describe('sessions', () => {
+    it("a session's first placed call makes its record, owned by that call's tenant; the owner never changes", () => {
+      const state = stateOf(
+        history(
+          registered('w1'),
+          requested('refused-first', { sessionId: 's1', tenantId: 'tenant-b' }),
+          {
+            type: 'CallRejected',
+            requestId: 'refused-first',
+            sessionId: 's1',
+            code: 'UNAVAILABLE',
+            message: 'x',
+            version: null,
+            routingRevision: null,
+            retryAfterMs: null,
+          },
+          requested('r1', { sessionId: 's1', tenantId: 'tenant-a' }),
+          placed('r1', 'w1', { sessionId: 's1' }),
+          pinned('s1', 'w1', 'c1', 'r1'),
+          requested('r2', { sessionId: 's1', tenantId: 'tenant-b' }),
+          placed('r2', 'w1', { sessionId: 's1', containerId: 'c1' }),
+          pinned('s1', 'w1', 'c1', 'r2'),
+          // A pin of a session no call was placed for takes the tenant of the call in the container.
+          requested('r3', { tenantId: 'tenant-c' }),
+          placed('r3', 'w1', { containerId: 'c3' }),
+          pinned('s3', 'w1', 'c3'),
+        ),
+      );
+      expect(state.sessions.get('s1')?.tenantId).to.equal('tenant-a');
+      expect(state.reservations.get('r1')?.tenantId).to.equal('tenant-a');
+      expect(state.sessions.get('s3')?.tenantId).to.equal('tenant-c');
+    });
+
     it('SessionPinned pins, remembering the call that created the pin and its checkpoint', () => {
       const state = stateOf(
         history(
