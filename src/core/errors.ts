@@ -31,13 +31,21 @@ export class CallAbandonedError extends StatusError {
   readonly code = 'CANCELLED';
 }
 
+/**
+ * The refusal of a request ID already in use: in flight on this router, or another tenant's call
+ * the router remembers. The same words for both, so a caller never learns whose ID it reused.
+ */
+export function requestInUseMessage(requestId: string): string {
+  return `request ${requestId} is already in use: every call needs its own request ID`;
+}
+
 /** A request ID that is already in flight on this router. */
 export class DuplicateRequestError extends StatusError {
   override readonly name = 'DuplicateRequestError';
   readonly code = 'ALREADY_EXISTS';
 
   constructor(requestId: string) {
-    super(`request ${requestId} is already in flight: every call needs its own request ID`);
+    super(requestInUseMessage(requestId));
   }
 }
 

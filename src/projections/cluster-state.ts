@@ -114,9 +114,17 @@ export interface SessionExpiry {
   readonly seq: number;
 }
 
-/** A session: its pin (if any), the call that created the pin, and its expiry (if expired). */
+/**
+ * A session: its owner, its pin (if any), the call that created the pin, and its expiry (if
+ * expired). The record is made by the session's first placed call (`CallPlaced`).
+ */
 export interface SessionRecord {
   readonly sessionId: string;
+  /**
+   * The tenant that owns it: the tenant of its first placed call (`CallRequested.tenantId`); null
+   * for a session of a call without a tenant. Only calls of this tenant may use or end it.
+   */
+  readonly tenantId: string | null;
   readonly pin: SessionPin | null;
   /** The request whose container became the pin; its failure clears the pin. */
   readonly pinnedBy: string | null;
@@ -127,6 +135,8 @@ export interface SessionRecord {
 export interface Reservation {
   readonly requestId: string;
   readonly sessionId: string | null;
+  /** The tenant of the call (`CallRequested.tenantId`); null without one. */
+  readonly tenantId: string | null;
   readonly workerId: string;
   /** The container the call runs in: named at placement when reused, else once bound. */
   readonly containerId: string | null;
@@ -142,6 +152,8 @@ export interface PendingCall {
   readonly requestId: string;
   /** Its session, as requested: what a `CallPlaced` that records none is placed for. */
   readonly sessionId: string | null;
+  /** The tenant of the call (`CallRequested.tenantId`); null without one. */
+  readonly tenantId: string | null;
   /** The memory budget, bytes: what a `CallPlaced` that records no `memory` reserves. */
   readonly memory: number;
   /** Workers earlier attempts of this call could not reach: placement leaves them out. */

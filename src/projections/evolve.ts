@@ -109,6 +109,7 @@ export function applyEvent(
       state.pendingCalls.set(event.requestId, {
         requestId: event.requestId,
         sessionId: event.sessionId === '' ? null : event.sessionId,
+        tenantId: event.tenantId,
         memory: memoryBudget(event.demand.memory, state.config.DEFAULT_MEMORY),
         unreachable: [],
       });
@@ -409,9 +410,14 @@ function reserve(state: State, event: EventOf<'CallPlaced'>, changes: WorkerChan
   // A log in the documented vocabulary records no `memory` nor session: the call's, as requested.
   const memory = event.memory ?? pending?.memory ?? state.config.DEFAULT_MEMORY;
   state.pendingCalls.delete(event.requestId);
+  const sessionId = event.sessionId ?? pending?.sessionId ?? null;
+  const tenantId = pending?.tenantId ?? null;
+  // The session's first placed call makes its record: the session is that call's tenant's.
+  if (sessionId !== null) sessionRecord(state, sessionId, tenantId);
   state.reservations.set(event.requestId, {
     requestId: event.requestId,
-    sessionId: event.sessionId ?? pending?.sessionId ?? null,
+    sessionId,
+    tenantId,
     workerId: event.workerId,
     containerId: event.containerId,
     checkpointId: event.checkpointId,
@@ -498,6 +504,7 @@ function releaseAttempt(
   state.pendingCalls.set(event.requestId, {
     requestId: event.requestId,
     sessionId: reservation.sessionId,
+    tenantId: reservation.tenantId,
     memory: reservation.memory,
     unreachable: [...reservation.unreachable, event.workerId],
   });
@@ -538,7 +545,7 @@ function pinSession(
   event: EventOf<'SessionPinned'>,
   changes: WorkerChangeSink,
 ): void {
-  const session = sessionRecord(state, event.sessionId);
+  const session = sessionRecord(state, event.sessionId, pinningTenant(state, event));
   if (session.expired) return;
   const samePin =
     session.pin?.workerId === event.workerId && session.pin.containerId === event.containerId;
@@ -591,11 +598,30 @@ function expireSession(
   session.expired = { reason, at: cause.at, seq: cause.seq };
 }
 
-/** The session's record, created (unpinned, not expired) if the log never mentioned it. */
-function sessionRecord(state: State, sessionId: string): Draft<SessionRecord> {
+/**
+ * The tenant of the call a `SessionPinned` names (or of the call running in its container), for a
+ * pin whose session has no record yet: a log that never placed the call for its session.
+ */
+function pinningTenant(state: State, event: EventOf<'SessionPinned'>): string | null {
+  const requestId =
+    event.requestId ??
+    state.workers.get(event.workerId)?.callContainers.get(event.containerId)?.[0] ??
+    null;
+  return requestId === null ? null : (state.reservations.get(requestId)?.tenantId ?? null);
+}
+
+/**
+ * The session's record, created (unpinned, not expired, owned by `tenantId`) if the log never
+ * mentioned it; a known record keeps its owner.
+ */
+function sessionRecord(
+  state: State,
+  sessionId: string,
+  tenantId: string | null = null,
+): Draft<SessionRecord> {
   const known = state.sessions.get(sessionId);
   if (known) return known;
-  const created: SessionRecord = { sessionId, pin: null, pinnedBy: null, expired: null };
+  const created: SessionRecord = { sessionId, tenantId, pin: null, pinnedBy: null, expired: null };
   state.sessions.set(sessionId, created);
   return state.sessions.get(sessionId) as Draft<SessionRecord>;
 }

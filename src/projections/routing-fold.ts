@@ -192,7 +192,8 @@ function resolved(routing: Routing, requestId: string, revision: number): void {
 /**
  * Remembers a tenant's call for its retries, and forgets calls requested more than
  * `PIN_RETENTION` ago; one still holding its reservation is kept (moved to the back, as if
- * requested now), so a running call's retry always finds it.
+ * requested now), so a running call's retry always finds it. A request ID remembered for another
+ * tenant stays that tenant's (placement refuses the reuse): its record is left as it is.
  */
 function rememberCall(state: State, event: EventOf<'CallRequested'>): void {
   const calls = state.routing.calls;
@@ -205,6 +206,8 @@ function rememberCall(state: State, event: EventOf<'CallRequested'>): void {
     if (state.reservations.has(requestId)) kept.push([requestId, { ...call, at: event.at }]);
   }
   for (const [requestId, call] of kept) calls.set(requestId, call);
+  const owner = calls.get(event.requestId);
+  if (owner !== undefined && owner.tenantId !== event.tenantId) return;
   calls.delete(event.requestId);
   calls.set(event.requestId, {
     tenantId: event.tenantId as string,

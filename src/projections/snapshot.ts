@@ -69,6 +69,7 @@ const WorkerSchema = T.Object({
 
 const SessionSchema = T.Object({
   sessionId: Text,
+  tenantId: Nullable(Text),
   pin: Nullable(T.Object({ workerId: Text, containerId: Text, checkpointId: Nullable(Text) })),
   pinnedBy: Nullable(Text),
   expired: Nullable(T.Object({ reason: literals(SESSION_EXPIRY_REASONS), at: Text, seq: Count })),
@@ -77,6 +78,7 @@ const SessionSchema = T.Object({
 const ReservationSchema = T.Object({
   requestId: Text,
   sessionId: Nullable(Text),
+  tenantId: Nullable(Text),
   workerId: Text,
   containerId: Nullable(Text),
   checkpointId: Nullable(Text),
@@ -88,6 +90,7 @@ const ReservationSchema = T.Object({
 const PendingCallSchema = T.Object({
   requestId: Text,
   sessionId: Nullable(Text),
+  tenantId: Nullable(Text),
   memory: Count,
   unreachable: T.Array(Text),
 });
@@ -274,24 +277,54 @@ function oneCallEach(calls: unknown): unknown {
   );
 }
 
+/** `record`'s entries that are objects changed by `change` (anything else as it is). */
+function eachObject(
+  record: unknown,
+  change: (entry: Record<string, unknown>) => Record<string, unknown>,
+): unknown {
+  if (typeof record !== 'object' || record === null) return record;
+  return Object.fromEntries(
+    Object.entries(record as Record<string, unknown>).map(([id, entry]) =>
+      typeof entry === 'object' && entry !== null
+        ? [id, change(entry as Record<string, unknown>)]
+        : [id, entry],
+    ),
+  );
+}
+
+/**
+ * The tenant of `requestId` as a snapshot written before records carried tenants knows it: the
+ * tenant calls it remembers for their retries; null when it does not remember the call.
+ */
+function rememberedTenant(state: Record<string, unknown>, requestId: unknown): string | null {
+  if (typeof requestId !== 'string') return null;
+  const routing = state.routing as { calls?: Record<string, { tenantId?: unknown }> } | undefined;
+  const tenantId = routing?.calls?.[requestId]?.tenantId;
+  return typeof tenantId === 'string' ? tenantId : null;
+}
+
 /**
  * A snapshot state written by an earlier version, with the parts it predates at their defaults:
- * container report numbers, worker instances and slot counts, and the budgets of requested calls.
+ * container report numbers, worker instances and slot counts, the budgets of requested calls,
+ * and the tenants of calls and sessions (from the tenant calls it remembers, else none).
  */
 function withDefaults(state: unknown): unknown {
   if (typeof state !== 'object' || state === null) return state;
   const value = { ...(state as Record<string, unknown>) };
-  value.pendingCalls ??= {};
-  const reservations = value.reservations;
-  if (typeof reservations === 'object' && reservations !== null) {
-    value.reservations = Object.fromEntries(
-      Object.entries(reservations as Record<string, unknown>).map(([id, reservation]) =>
-        typeof reservation === 'object' && reservation !== null
-          ? [id, { unreachable: [], ...(reservation as Record<string, unknown>) }]
-          : [id, reservation],
-      ),
-    );
-  }
+  value.pendingCalls = eachObject(value.pendingCalls ?? {}, (call) => ({
+    tenantId: rememberedTenant(value, call.requestId),
+    ...call,
+  }));
+  value.reservations = eachObject(value.reservations, (reservation) => ({
+    unreachable: [],
+    tenantId: rememberedTenant(value, reservation.requestId),
+    ...reservation,
+  }));
+  // A session's owner is the tenant of the call that pinned it, when the snapshot remembers it.
+  value.sessions = eachObject(value.sessions, (session) => ({
+    tenantId: rememberedTenant(value, session.pinnedBy),
+    ...session,
+  }));
   const workers = value.workers;
   if (typeof workers !== 'object' || workers === null) return value;
   value.workers = Object.fromEntries(

@@ -178,6 +178,7 @@ describe('the call state machine (pure)', () => {
     expect(find(effects, 'wait-turn')).to.deep.equal({
       type: 'wait-turn',
       sessionId: 's1',
+      tenantId: null,
       timeoutMs: 5_000,
     });
     expect(given.phase.phase).to.equal('waiting-turn');

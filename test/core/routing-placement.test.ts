@@ -401,7 +401,7 @@ describe('pinned placement', () => {
       });
     });
 
-    it('refuses a session of another tenant with PERMISSION_DENIED', () => {
+    it("refuses a session of another tenant as one it does not have: NOT_FOUND, the owner's record unchanged", () => {
       const given = fleet().add(
         revised(1, 't1', 'policy-v1'),
         revised(2, 't2', 'policy-v1'),
@@ -414,11 +414,15 @@ describe('pinned placement', () => {
           coldLoad: true,
         }),
       );
-      expectRejected(
-        place(given.state(), pinnedCall('x', 't2', { sessionId: 'S' })),
-        'PERMISSION_DENIED',
-        /another tenant/,
-      );
+      const decision = place(given.state(), pinnedCall('x', 't2', { sessionId: 'S' }));
+      expectRejected(decision, 'NOT_FOUND', /^session not found: this caller has no session S;/);
+      expect(decision.outcome === 'rejected' && decision.version).to.equal(null);
+      expect(
+        given
+          .add(...decision.events)
+          .state()
+          .sessions.get('S')?.tenantId,
+      ).to.equal('t1');
     });
   });
 

@@ -1,14 +1,25 @@
 import { expect } from 'chai';
 import { decideSessionEnd } from '../../src/core/sessions/session-end.js';
 import { place, PlacementCaches } from '../../src/core/placement/index.js';
-import { container, demand, history, pinned, registered } from '../support/events.js';
+import {
+  container,
+  demand,
+  history,
+  pinned,
+  placed,
+  registered,
+  requested,
+} from '../support/events.js';
 
 describe('core: a client ends its session', () => {
   it('given a pinned session, when its client ends it, then SessionEnded names the container to destroy', () => {
     const given = history(
       registered('w1'),
+      requested('r1', { sessionId: 's1', tenantId: 'acme' }),
+      placed('r1', 'w1', { sessionId: 's1' }),
       container('w1', 'c1', 'ready'),
       pinned('s1', 'w1', 'c1'),
+      { type: 'CallFinished', requestId: 'r1', ok: true, code: null },
     );
     const decision = decideSessionEnd(given.state(), { sessionId: 's1', tenantId: 'acme' });
     expect(decision.cause).to.equal('session:s1');
@@ -33,7 +44,7 @@ describe('core: a client ends its session', () => {
     expect(after.workers.get('w1')?.pinnedSessions.size).to.equal(0);
     const next = place(
       after,
-      { requestId: 'r2', sessionId: 's1', demand: demand() },
+      { requestId: 'r2', sessionId: 's1', tenantId: 'acme', demand: demand() },
       { config: after.config, caches: new PlacementCaches() },
     );
     expect(next.outcome).to.equal('rejected');

@@ -164,6 +164,7 @@ describe('evolve: the effect of each event', () => {
       });
       expect(state.sessions.get('s1')).to.deep.equal({
         sessionId: 's1',
+        tenantId: null,
         pin: null,
         pinnedBy: null,
         expired: { reason: 'worker_evicted', at: atOf(7), seq: 7 },
@@ -277,6 +278,7 @@ describe('evolve: the effect of each event', () => {
     expect(state.reservations.get('r1')).to.deep.equal({
       requestId: 'r1',
       sessionId: 's1',
+      tenantId: null,
       workerId: 'w1',
       containerId: null,
       checkpointId: 'ckpt-numpy',
@@ -386,6 +388,38 @@ describe('evolve: the effect of each event', () => {
   });
 
   describe('sessions', () => {
+    it("a session's first placed call makes its record, owned by that call's tenant; the owner never changes", () => {
+      const state = stateOf(
+        history(
+          registered('w1'),
+          requested('refused-first', { sessionId: 's1', tenantId: 'tenant-b' }),
+          {
+            type: 'CallRejected',
+            requestId: 'refused-first',
+            sessionId: 's1',
+            code: 'UNAVAILABLE',
+            message: 'x',
+            version: null,
+            routingRevision: null,
+            retryAfterMs: null,
+          },
+          requested('r1', { sessionId: 's1', tenantId: 'tenant-a' }),
+          placed('r1', 'w1', { sessionId: 's1' }),
+          pinned('s1', 'w1', 'c1', 'r1'),
+          requested('r2', { sessionId: 's1', tenantId: 'tenant-b' }),
+          placed('r2', 'w1', { sessionId: 's1', containerId: 'c1' }),
+          pinned('s1', 'w1', 'c1', 'r2'),
+          // A pin of a session no call was placed for takes the tenant of the call in the container.
+          requested('r3', { tenantId: 'tenant-c' }),
+          placed('r3', 'w1', { containerId: 'c3' }),
+          pinned('s3', 'w1', 'c3'),
+        ),
+      );
+      expect(state.sessions.get('s1')?.tenantId).to.equal('tenant-a');
+      expect(state.reservations.get('r1')?.tenantId).to.equal('tenant-a');
+      expect(state.sessions.get('s3')?.tenantId).to.equal('tenant-c');
+    });
+
     it('SessionPinned pins, remembering the call that created the pin and its checkpoint', () => {
       const state = stateOf(
         history(
@@ -396,6 +430,7 @@ describe('evolve: the effect of each event', () => {
       );
       expect(state.sessions.get('s1')).to.deep.equal({
         sessionId: 's1',
+        tenantId: null,
         pin: { workerId: 'w1', containerId: 'c1', checkpointId: 'ckpt-numpy' },
         pinnedBy: 'r1',
         expired: null,
@@ -447,6 +482,7 @@ describe('evolve: the effect of each event', () => {
       );
       expect(state.sessions.get('s9')).to.deep.equal({
         sessionId: 's9',
+        tenantId: null,
         pin: null,
         pinnedBy: null,
         expired: { reason: 'container_removed', at: atOf(2), seq: 2 },

@@ -67,6 +67,19 @@ describe('regression fixtures', () => {
   }
 
   describe('a changed event is caught at the right seq', () => {
+    it("a session's first call recorded for another tenant diverges at the refusal of that tenant's call", () => {
+      const events = readEvents(join(FIXTURES, 'foreign-session-and-request-id-refused.jsonl'));
+      const first = events.find((e) => e.type === 'CallRequested')!;
+      const foreign = events.find(
+        (e) => e.type === 'CallRequested' && e.requestId === 'b-in-a-session',
+      )!;
+      const divergence = firstDivergence(
+        changed(events, first.seq, (e) => (e.tenantId = 'tenant-b')),
+      );
+      expect(divergence?.seq).to.equal(foreign.seq);
+      expect(divergence?.divergence).to.equal('recorded CallRejected, now CallPlaced');
+    });
+
     it('a recorded outcome naming another worker diverges at its call', () => {
       const events = readEvents(join(FIXTURES, 'fresh-cluster-picks-first-id.jsonl'));
       const placed = events.find((e) => e.type === 'CallPlaced')!;

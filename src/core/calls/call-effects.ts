@@ -3,7 +3,7 @@ import type { CallIds } from '../../proto/gen/readie/v1/call.js';
 import type { CallHeader } from '../../proto/gen/readie/v1/execution.js';
 import type { GrpcCodeName } from '../../shared/grpc-codes.js';
 import type { Decision } from '../decision.js';
-import type { CallToPlace, PlacedDecision } from '../placement/index.js';
+import type { CallToPlace, ForeignId, PlacedDecision } from '../placement/index.js';
 import type { TrailerEntry } from './answer-trailers.js';
 import type { CallDecision } from './call-steps.js';
 import type { DialFailureDecision } from './dial-failure.js';
@@ -18,7 +18,13 @@ export type CallEffect =
   /** The call is being handled under its request ID (for duplicates, metrics, shutdown). */
   | { readonly type: 'register'; readonly requestId: string }
   | { readonly type: 'unregister'; readonly requestId: string }
-  | { readonly type: 'wait-turn'; readonly sessionId: string; readonly timeoutMs: number }
+  /** Wait for the session's turn in the line of the caller's tenant (`session-turns.ts`). */
+  | {
+      readonly type: 'wait-turn';
+      readonly sessionId: string;
+      readonly tenantId: string | null;
+      readonly timeoutMs: number;
+    }
   /** Stop waiting for the turn (the wait ends with a refusal the machine ignores). */
   | { readonly type: 'leave-line' }
   /** Release the session's turn if the call holds it (harmless otherwise). */
@@ -101,4 +107,6 @@ export type CallEffect =
       readonly details: string;
       /** Whether it was waiting for its session's turn. */
       readonly waited: boolean;
+      /** Set when placement refused it for naming another tenant's ID (for the log only). */
+      readonly foreign?: ForeignId;
     };

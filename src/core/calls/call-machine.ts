@@ -47,6 +47,7 @@ import {
   type CallEnding,
 } from './call-steps.js';
 import { decideDialFailure } from './dial-failure.js';
+import type { ForeignId } from '../placement/index.js';
 import type { ClientMessage, WorkerAnswer } from './relay-messages.js';
 import { callHeaderOf, placedIds, skippedPackageLine } from './worker-header.js';
 
@@ -145,7 +146,12 @@ function begin(
       pause,
       identified,
       register,
-      { type: 'wait-turn', sessionId, timeoutMs: world.settings.SESSION_WAIT_TIMEOUT },
+      {
+        type: 'wait-turn',
+        sessionId,
+        tenantId: phase.tenantId,
+        timeoutMs: world.settings.SESSION_WAIT_TIMEOUT,
+      },
     ],
   };
 }
@@ -222,7 +228,10 @@ function placed(phase: Extract<CallPhase, { phase: 'placing' }>, world: CallWorl
       retryAfterMs === null ? undefined : { code, message, retryAfterMs },
       NOT_STARTED,
     );
-    return refuse(phase, new CallRejectedError(code, message), { trailers });
+    return refuse(phase, new CallRejectedError(code, message), {
+      trailers,
+      ...(decision.foreign === undefined ? {} : { foreign: decision.foreign }),
+    });
   }
   const { requestId, sessionId } = facts.call;
   const worker = world.state.workers.get(decision.workerId);
@@ -469,7 +478,12 @@ function complete(
 function refuse(
   phase: Exclude<CallPhase, { phase: 'relaying' | 'dialing' | 'done' }>,
   error: unknown,
-  how: { clientGone?: boolean; code?: GrpcCodeName; trailers?: readonly TrailerEntry[] } = {},
+  how: {
+    clientGone?: boolean;
+    code?: GrpcCodeName;
+    trailers?: readonly TrailerEntry[];
+    foreign?: ForeignId;
+  } = {},
 ): CallStep {
   const waited = phase.phase === 'waiting-turn';
   const status = statusOf(error);
@@ -482,7 +496,14 @@ function refuse(
       { type: 'unregister', requestId: phase.facts.call.requestId },
     );
   }
-  effects.push({ type: 'refused', error, code, details: status.details, waited });
+  effects.push({
+    type: 'refused',
+    error,
+    code,
+    details: status.details,
+    waited,
+    ...(how.foreign === undefined ? {} : { foreign: how.foreign }),
+  });
   // Never placed: the user's function never started, and the client may retry it as it is.
   if (!how.clientGone) {
     const trailers =

@@ -8,6 +8,7 @@ import type { NewEvent } from '../../events/types.js';
 import type { ClusterState, WorkerRecord } from '../../projections/cluster-state.js';
 import type { Config } from '../../shared/config.js';
 import { decidePinned } from '../routing/place-pinned.js';
+import { requestInUseMessage } from '../errors.js';
 import { retryProblem } from '../routing/retry-check.js';
 import { budgetOf, sessionIdOf, type Budget, type CallToPlace } from './call.js';
 import { cheapest, costTable, flavorCatalogue } from './checkpoints.js';
@@ -16,6 +17,7 @@ import { ExplanationBuilder, type PlacementExplanation } from './explanation.js'
 import { FILTERS } from './filters/index.js';
 import { rejected, reserve } from './outcome.js';
 import { checkPackages } from './packages.js';
+import { foreignRequest } from './request-owner.js';
 import type { PlacementCaches } from './placement-caches.js';
 import { explainScan, scanAll, scanInRankOrder, type ScanResult } from './scan.js';
 import { sessionAffinity } from './session-affinity.js';
@@ -78,6 +80,13 @@ function decide(
   const unreachable =
     options.unreachable ?? state.pendingCalls.get(call.requestId)?.unreachable ?? [];
 
+  // The request ID: another tenant's, while the router remembers it, is not this call's to use.
+  const foreign = foreignRequest(state, call);
+  if (foreign !== null) {
+    const message = requestInUseMessage(call.requestId);
+    return rejected(call, before, 'ALREADY_EXISTS', message, undefined, foreign);
+  }
+
   // The demand itself: valid packages, no contradiction.
   const checked = checkPackages(demand.packages, caches?.requirements);
   if (!checked.ok) {
@@ -113,11 +122,11 @@ function decide(
 
   // Rule 1: session affinity.
   if (sessionId !== null) {
-    const affinity = sessionAffinity(state, sessionId, demand, unreachable);
+    const affinity = sessionAffinity(state, sessionId, demand, unreachable, call.tenantId);
     explain?.session(sessionId, affinity.kind === 'reject' ? affinity.message : affinity.verdict);
     switch (affinity.kind) {
       case 'reject':
-        return rejected(call, before, affinity.code, affinity.message);
+        return rejected(call, before, affinity.code, affinity.message, undefined, affinity.foreign);
       case 'reuse':
         return reserve(
           call,

@@ -23,6 +23,17 @@ export interface PlacedDecision {
   readonly coldLoad: boolean;
 }
 
+/**
+ * An ID a call named that another tenant owns (a session, or a request ID the router remembers):
+ * the router's log says so; the caller is answered as for an ID it could not use, never told whose.
+ */
+export interface ForeignId {
+  readonly kind: 'session' | 'request';
+  readonly id: string;
+  /** Its owner (null: a call without a tenant). */
+  readonly ownerTenantId: string | null;
+}
+
 /** The call was refused: `events` hold `CallRejected` (after a `SessionUnpinned` if a pin was dropped). */
 export interface RejectedDecision {
   readonly outcome: 'rejected';
@@ -35,6 +46,8 @@ export interface RejectedDecision {
   readonly routingRevision: number | null;
   /** For a shed: when to retry, in ms (`ROUTING_RETRY_AFTER`); else null. */
   readonly retryAfterMs: number | null;
+  /** Set when the call was refused for naming another tenant's ID. */
+  readonly foreign?: ForeignId;
 }
 
 /** Placement's answer for one call. */

@@ -7,7 +7,7 @@ export { CandidateIndex, type RankedCandidate } from './candidate-index.js';
 export { PlacementCaches } from './placement-caches.js';
 export { PLACEMENT_RULES_VERSION, recordedRulesVersion } from './rules-version.js';
 export { MAX_SLOTS_PER_WORKER, usableSlots, workerSlots, type SlotCount } from './usable-slots.js';
-export type { PlacedDecision, PlacementDecision, RejectedDecision } from './decision.js';
+export type { ForeignId, PlacedDecision, PlacementDecision, RejectedDecision } from './decision.js';
 export type {
   CheckpointExplanation,
   FilterVerdict,

@@ -8,7 +8,7 @@ import type { ClusterState, WorkerRecord } from '../../projections/cluster-state
 import type { GrpcCodeName } from '../../shared/grpc-codes.js';
 import { sessionIdOf, type Budget, type CallToPlace } from './call.js';
 import { flavorCatalogue } from './checkpoints.js';
-import type { PlacementDecision } from './decision.js';
+import type { ForeignId, PlacementDecision } from './decision.js';
 import type { ExplanationBuilder } from './explanation.js';
 import { planPackages, type PackageRequirement } from './packages.js';
 
@@ -37,19 +37,24 @@ const NOT_ROUTED_PLACEMENT: PlacementRouting = {
   coldLoad: false,
 };
 
-/** The call is refused: `CallRejected` after `before` (a dropped pin's `SessionUnpinned`). */
+/**
+ * The call is refused: `CallRejected` after `before` (a dropped pin's `SessionUnpinned`);
+ * `foreign` when it named another tenant's ID (for the router's log only).
+ */
 export function rejected(
   call: CallToPlace,
   before: readonly NewEvent[],
   code: GrpcCodeName,
   message: string,
   routing: RejectionRouting = NOT_ROUTED_REJECTION,
+  foreign?: ForeignId,
 ): PlacementDecision {
   return {
     outcome: 'rejected',
     code,
     message,
     ...routing,
+    ...(foreign === undefined ? {} : { foreign }),
     events: [
       ...before,
       {

@@ -5,12 +5,23 @@
  * they expire the session. Whether the container was restored from a checkpoint is what the worker
  * reported for it, on its first answer (`CallBound`, carried by the pin) or on its container
  * report (`ContainerStateChanged`), whichever the log has.
+ *
+ * A session is its owner's (the tenant of its first placed call): a call of another tenant (or
+ * without one) naming it is refused `NOT_FOUND` with the words `foreignSessionMessage` gives for
+ * every session it does not own, whatever that session's state, so an ID's existence, liveness or
+ * expiry does not leak; the refusal is marked `foreign` for the router's own log.
  */
 import type { SessionExpiryReason } from '../../events/schema.js';
 import type { Demand } from '../../events/types.js';
-import type { ClusterState, SessionPin, WorkerRecord } from '../../projections/cluster-state.js';
+import type {
+  ClusterState,
+  SessionPin,
+  SessionRecord,
+  WorkerRecord,
+} from '../../projections/cluster-state.js';
 import { isPlaceable } from '../../projections/queries.js';
 import type { GrpcCodeName } from '../../shared/grpc-codes.js';
+import type { ForeignId } from './decision.js';
 
 /** What the session means for this call. */
 export type Affinity =
@@ -22,7 +33,26 @@ export type Affinity =
       readonly verdict: string;
     }
   | { readonly kind: 'drop-pin'; readonly pin: SessionPin; readonly verdict: string }
-  | { readonly kind: 'reject'; readonly code: GrpcCodeName; readonly message: string };
+  | {
+      readonly kind: 'reject';
+      readonly code: GrpcCodeName;
+      readonly message: string;
+      /** Set when the session is another tenant's: said in the router's log, never to the caller. */
+      readonly foreign?: ForeignId;
+    };
+
+/**
+ * The refusal of a call naming a session it may not use: the same words for every such session
+ * (live, busy, expired or ended), naming nothing but the ID the caller sent.
+ */
+export function foreignSessionMessage(sessionId: string): string {
+  return `session not found: this caller has no session ${sessionId}; start a new session (a new session ID)`;
+}
+
+/** Whether a caller of `tenantId` owns `session` (null owns the sessions of untenanted calls). */
+export function ownsSession(session: SessionRecord, tenantId: string | null | undefined): boolean {
+  return session.tenantId === (tenantId ?? null);
+}
 
 /** The refusal of a call of an expired session, in the words every refusal of it uses. */
 export function sessionExpiredMessage(
@@ -60,17 +90,26 @@ function pinUnusable(state: ClusterState, pin: SessionPin): string | null {
 }
 
 /**
- * Rule 1 for a call of session `sessionId`; `unreachable` are the workers earlier attempts of the
- * call could not reach (a failed dial).
+ * Rule 1 for a call of session `sessionId` by `tenantId`; `unreachable` are the workers earlier
+ * attempts of the call could not reach (a failed dial).
  */
 export function sessionAffinity(
   state: ClusterState,
   sessionId: string,
   demand: Demand,
   unreachable: readonly string[] = [],
+  tenantId: string | null = null,
 ): Affinity {
   const session = state.sessions.get(sessionId);
   if (!session) return { kind: 'new', verdict: 'new session: placed like a new call' };
+  if (!ownsSession(session, tenantId)) {
+    return {
+      kind: 'reject',
+      code: 'NOT_FOUND',
+      message: foreignSessionMessage(sessionId),
+      foreign: { kind: 'session', id: sessionId, ownerTenantId: session.tenantId },
+    };
+  }
   if (session.expired) {
     return {
       kind: 'reject',

@@ -143,13 +143,19 @@ export function decidePinned(
   const before: NewEvent[] = [];
   const unreachable = context.unreachable ?? [];
   const affinity =
-    sessionId === null ? null : sessionAffinity(state, sessionId, call.demand, unreachable);
+    sessionId === null
+      ? null
+      : sessionAffinity(state, sessionId, call.demand, unreachable, tenantId);
   if (affinity !== null && sessionId !== null) {
     context.explain?.session(
       sessionId,
       affinity.kind === 'reject' ? affinity.message : affinity.verdict,
     );
     if (affinity.kind === 'reject') {
+      if (affinity.foreign !== undefined) {
+        explainRouting(context, tenantId, null, `refused: ${affinity.message}`);
+        return rejected(call, none, affinity.code, affinity.message, undefined, affinity.foreign);
+      }
       return refusal(call, context, none, null, affinity.code, affinity.message);
     }
     if (affinity.kind === 'drop-pin') {

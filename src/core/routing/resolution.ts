@@ -8,6 +8,7 @@ import type { ClusterState } from '../../projections/cluster-state.js';
 import type { RoutingState } from '../../projections/routing-state.js';
 import type { GrpcCodeName } from '../../shared/grpc-codes.js';
 import { sessionIdOf, type CallToPlace } from '../placement/call.js';
+import { foreignSessionMessage } from '../placement/session-affinity.js';
 
 /**
  * Where a resolution came from: the table, the retried call, the session, or the call's own
@@ -78,12 +79,10 @@ export function resolvePinned(
   if (sessionId !== null) {
     const session = routing.sessions.get(sessionId);
     if (session !== undefined) {
+      // Session affinity refuses another tenant's session first; should a log still lead here,
+      // the answer is the same, naming no owner.
       if (session.tenantId !== tenantId) {
-        return {
-          ok: false,
-          code: 'PERMISSION_DENIED',
-          message: `session ${sessionId} belongs to another tenant; start a new session`,
-        };
+        return { ok: false, code: 'NOT_FOUND', message: foreignSessionMessage(sessionId) };
       }
       const resolution = atRevision(routing, session.revision, 'session', sessionId);
       if (resolution !== null) return { ok: true, resolution };

@@ -6,6 +6,10 @@
  * session's pin, when its worker is live and has an address. Ending an unknown, ended or expired
  * session records nothing. The shell takes the session's turn first, so no call of this router
  * runs in the container while it is ended.
+ *
+ * A session is its owner's (the tenant of its first placed call): another tenant's end of it is
+ * decided exactly like the end of an unknown session (nothing recorded, `ended` false), and only
+ * `foreign` tells the router's own log what it was.
  */
 import { causeOf } from '../../events/cause.js';
 import type { ClusterState } from '../../projections/cluster-state.js';
@@ -13,6 +17,8 @@ import { hasAddress, isLive } from '../../projections/queries.js';
 import type { Decision } from '../decision.js';
 import { InvalidStreamError } from '../errors.js';
 import { MAX_ID_LENGTH } from '../calls/call-config.js';
+import type { ForeignId } from '../placement/decision.js';
+import { ownsSession } from '../placement/session-affinity.js';
 
 /** Who ends which session. */
 export interface SessionEndInput {
@@ -36,6 +42,8 @@ export interface SessionEndDecision extends Decision {
   readonly container: EndedContainer | null;
   /** The session's container as recorded (also when its worker cannot be asked). */
   readonly pin: { readonly workerId: string; readonly containerId: string } | null;
+  /** Set when the session is another tenant's: for the router's log, never for the caller. */
+  readonly foreign?: ForeignId;
 }
 
 /** The session ID of an end request, checked like a call's (`INVALID_ARGUMENT` otherwise). */
@@ -52,6 +60,10 @@ export function decideSessionEnd(state: ClusterState, input: SessionEndInput): S
   const sessionId = sessionToEnd(input.sessionId);
   const cause = causeOf('session', sessionId);
   const session = state.sessions.get(sessionId);
+  if (session !== undefined && !ownsSession(session, input.tenantId)) {
+    const foreign: ForeignId = { kind: 'session', id: sessionId, ownerTenantId: session.tenantId };
+    return { cause, events: [], ended: false, container: null, pin: null, foreign };
+  }
   if (session === undefined || session.expired !== null) {
     return { cause, events: [], ended: false, container: null, pin: null };
   }

@@ -170,7 +170,7 @@ export class CallRelay implements ActiveCall {
         active.delete(effect.requestId, this);
         return;
       case 'wait-turn':
-        this.waitTurn(effect.sessionId, effect.timeoutMs);
+        this.waitTurn(effect.sessionId, effect.tenantId, effect.timeoutMs);
         return;
       case 'leave-line':
         this.clientLeft.abort();
@@ -314,6 +314,17 @@ export class CallRelay implements ActiveCall {
         if (!(effect.error instanceof CallAbandonedError)) {
           metrics.rejections.inc({ code: effect.code });
         }
+        if (effect.foreign !== undefined) {
+          // The caller was answered as for an ID it cannot use; the operator hears whose it is.
+          const { kind, id, ownerTenantId } = effect.foreign;
+          this.log.warn(
+            { code: effect.code, foreign: kind, foreignId: id, ownerTenantId },
+            kind === 'session'
+              ? "call refused: it names another tenant's session (answered as an unknown session)"
+              : "call refused: it reuses another tenant's request ID (answered as an ID in use)",
+          );
+          return;
+        }
         this.log[effect.error instanceof StatusError ? 'info' : 'error'](
           { code: effect.code, problem: effect.details, waited: effect.waited },
           'call refused',
@@ -322,8 +333,9 @@ export class CallRelay implements ActiveCall {
     }
   }
 
-  private waitTurn(sessionId: string, timeoutMs: number): void {
-    this.options.turns.acquire(sessionId, { timeoutMs, signal: this.clientLeft.signal }).then(
+  private waitTurn(sessionId: string, tenantId: string | null, timeoutMs: number): void {
+    const request = { timeoutMs, tenantId, signal: this.clientLeft.signal };
+    this.options.turns.acquire(sessionId, request).then(
       (turn) => {
         this.turn = turn;
         this.dispatch({ type: 'turn-granted' });

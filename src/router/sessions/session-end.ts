@@ -38,9 +38,11 @@ export async function endSession(
   signal?: AbortSignal,
 ): Promise<EndSessionResponse> {
   sessionToEnd(sessionId);
+  // The line of the caller's tenant: ending another tenant's session never waits on its calls.
   const turn = await deps.turns.acquire(sessionId, {
     timeoutMs: deps.config.SESSION_WAIT_TIMEOUT,
     signal,
+    tenantId,
   });
   try {
     const decision = decideSessionEnd(deps.journal.state, { sessionId, tenantId });
@@ -53,8 +55,16 @@ export async function endSession(
       workerId: decision.pin?.workerId ?? null,
       containerId: decision.pin?.containerId ?? null,
     };
-    if (!decision.ended) {
+    if (decision.foreign !== undefined) {
+      // Answered exactly as for an unknown session; the operator hears whose it is.
+      deps.logger.warn(
+        { sessionId, tenantId, foreign: 'session', ownerTenantId: decision.foreign.ownerTenantId },
+        "session end refused: it names another tenant's session (answered as an unknown session)",
+      );
+    } else if (!decision.ended) {
       deps.logger.debug(fields, 'session end: already ended, expired or unknown');
+    }
+    if (!decision.ended) {
       return { ended: false, workerId: '', containerId: '', containerRemoved: false };
     }
     let removed = false;

@@ -1,7 +1,9 @@
 /**
  * Session turn-taking (shell): one call per session runs at a time; the others wait in arrival
  * order for at most `SESSION_WAIT_TIMEOUT`, then fail `RESOURCE_EXHAUSTED` "session is busy". A
- * waiting caller that goes away leaves the line at once.
+ * waiting caller that goes away leaves the line at once. Turns are the caller's tenant's: a
+ * session ID named by another tenant is another line, so its caller never waits behind the
+ * owner's calls (placement then refuses it as it refuses any session it does not own).
  */
 import { CallAbandonedError, SessionBusyError } from '../../core/errors.js';
 import { TurnQueue } from '../../core/sessions/turn-queue.js';
@@ -16,10 +18,17 @@ interface Ticket {
   grant(): void;
 }
 
-/** How long to wait, and the signal that the caller went away. */
+/** How long to wait, the signal that the caller went away, and the caller's tenant. */
 export interface TurnRequest {
   readonly timeoutMs: number;
   readonly signal?: AbortSignal | undefined;
+  /** The tenant the caller's credential names (null or absent: none). */
+  readonly tenantId?: string | null | undefined;
+}
+
+/** The line a caller of `tenantId` waits in for `sessionId` (tenant IDs hold no newline). */
+function lineOf(sessionId: string, tenantId: string | null | undefined): string {
+  return `${tenantId ?? ''}\n${sessionId}`;
 }
 
 /** The turns of every session on this router. */
@@ -29,6 +38,7 @@ export class SessionTurns {
   /** Waits for the session's turn; rejects with `SessionBusyError` or `CallAbandonedError`. */
   acquire(sessionId: string, request: TurnRequest): Promise<SessionTurn> {
     const { timeoutMs, signal } = request;
+    const line = lineOf(sessionId, request.tenantId);
     return new Promise<SessionTurn>((resolve, reject) => {
       if (signal?.aborted) {
         reject(new CallAbandonedError(`the caller left before session ${sessionId} had its turn`));
@@ -37,7 +47,7 @@ export class SessionTurns {
       const waiting: { timer?: NodeJS.Timeout } = {};
       const onAbort = () => {
         clearTimeout(waiting.timer);
-        if (this.queue.withdraw(sessionId, ticket)) {
+        if (this.queue.withdraw(line, ticket)) {
           reject(
             new CallAbandonedError(`the caller left while waiting for session ${sessionId}'s turn`),
           );
@@ -47,17 +57,17 @@ export class SessionTurns {
         grant: () => {
           clearTimeout(waiting.timer);
           signal?.removeEventListener('abort', onAbort);
-          resolve(this.turnOf(sessionId, ticket));
+          resolve(this.turnOf(sessionId, line, ticket));
         },
       };
-      if (this.queue.request(sessionId, ticket)) {
+      if (this.queue.request(line, ticket)) {
         ticket.grant();
         return;
       }
       waiting.timer = setTimeout(() => {
         signal?.removeEventListener('abort', onAbort);
-        const ahead = this.queue.placeOf(sessionId, ticket);
-        if (this.queue.withdraw(sessionId, ticket)) {
+        const ahead = this.queue.placeOf(line, ticket);
+        if (this.queue.withdraw(line, ticket)) {
           reject(new SessionBusyError(sessionId, timeoutMs, Math.max(0, ahead)));
         }
       }, timeoutMs);
@@ -70,14 +80,14 @@ export class SessionTurns {
     return this.queue.totalWaiting;
   }
 
-  private turnOf(sessionId: string, ticket: Ticket): SessionTurn {
+  private turnOf(sessionId: string, line: string, ticket: Ticket): SessionTurn {
     let released = false;
     return {
       sessionId,
       release: () => {
         if (released) return;
         released = true;
-        this.queue.release(sessionId, ticket)?.grant();
+        this.queue.release(line, ticket)?.grant();
       },
     };
   }

@@ -629,7 +629,7 @@ export const ProxyServiceService = {
    * shed while its version loads: retry with retry_of set),
    * INVALID_ARGUMENT (malformed stream, bad package entry, unknown pinned checkpoint),
    * FAILED_PRECONDITION (no optimized execution or another checkpoint in a restored session),
-   * ALREADY_EXISTS (request ID already in flight), CANCELLED (the client cancelled),
+   * ALREADY_EXISTS (request ID in use), CANCELLED (the client cancelled),
    * UNAUTHENTICATED (no or wrong bearer token), INTERNAL (a worker refused the router's
    * credentials). A worker's own codes pass through, its message starting "worker W: ".
    */
@@ -657,7 +657,7 @@ export interface ProxyServiceServer extends UntypedServiceImplementation {
    * shed while its version loads: retry with retry_of set),
    * INVALID_ARGUMENT (malformed stream, bad package entry, unknown pinned checkpoint),
    * FAILED_PRECONDITION (no optimized execution or another checkpoint in a restored session),
-   * ALREADY_EXISTS (request ID already in flight), CANCELLED (the client cancelled),
+   * ALREADY_EXISTS (request ID in use), CANCELLED (the client cancelled),
    * UNAUTHENTICATED (no or wrong bearer token), INTERNAL (a worker refused the router's
    * credentials). A worker's own codes pass through, its message starting "worker W: ".
    */
@@ -675,7 +675,7 @@ export interface ProxyServiceClient extends Client {
    * shed while its version loads: retry with retry_of set),
    * INVALID_ARGUMENT (malformed stream, bad package entry, unknown pinned checkpoint),
    * FAILED_PRECONDITION (no optimized execution or another checkpoint in a restored session),
-   * ALREADY_EXISTS (request ID already in flight), CANCELLED (the client cancelled),
+   * ALREADY_EXISTS (request ID in use), CANCELLED (the client cancelled),
    * UNAUTHENTICATED (no or wrong bearer token), INTERNAL (a worker refused the router's
    * credentials). A worker's own codes pass through, its message starting "worker W: ".
    */
