@@ -7,7 +7,7 @@
  */
 
 /** The placement rules this code decides by. */
-export const PLACEMENT_RULES_VERSION = 3;
+export const PLACEMENT_RULES_VERSION = 4;
 
 /**
  * The rules version a log's decisions were made under: the one its last `RouterStarted` recorded;
