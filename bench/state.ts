@@ -14,7 +14,7 @@
  *   beside a small call outside sessions measured in the same run.
  */
 import { spawn } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -55,6 +55,14 @@ function heapUsed(): number {
   collectGarbage();
   collectGarbage();
   return process.memoryUsage().heapUsed;
+}
+
+/** This process's resident memory from /proc, bytes: anonymous (heap and more) and file-backed (the log's map). */
+function resident(): { anon: number; file: number } {
+  const status = readFileSync('/proc/self/status', 'utf8');
+  const kib = (field: string) =>
+    Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN);
+  return { anon: kib('RssAnon') * 1024, file: kib('RssFile') * 1024 };
 }
 
 function firstLine(stdout: NodeJS.ReadableStream, pattern: RegExp): Promise<string> {
@@ -219,10 +227,12 @@ export async function run() {
       const lastPlainSeq = router.state.lastSeq;
 
       const baseline = heapUsed();
+      const rssBaseline = resident();
       const sessionsBefore = router.state.sessions.size;
       await calls(CALLS, true, 'fresh');
       const lastCallSeq = router.state.lastSeq;
       const remembered = heapUsed();
+      const rssRemembered = resident();
       const sessionsRemembered = router.state.sessions.size;
       const tenantCallsRemembered = router.state.routing.calls.size;
 
@@ -231,6 +241,7 @@ export async function run() {
       await report();
       await call('');
       const forgotten = heapUsed();
+      const rssForgotten = resident();
       const sessionsLeft = router.state.sessions.size;
       const tenantCallsLeft = router.state.routing.calls.size;
 
@@ -253,6 +264,16 @@ export async function run() {
           if (event.seq > from && event.seq <= to) bytes += encodeEvent(event).length + 1;
         }
         return bytes;
+      };
+      const perCallByType = (from: number, to: number, count: number) => {
+        const bytes: Record<string, number> = {};
+        for (const event of events) {
+          if (event.seq <= from || event.seq > to) continue;
+          bytes[event.type] = (bytes[event.type] ?? 0) + encodeEvent(event).length + 1;
+        }
+        return Object.fromEntries(
+          Object.entries(bytes).map(([type, total]) => [type, Math.round(total / count)]),
+        );
       };
       const plainBytesPerCall = bytesBetween(lastWarmSeq, lastPlainSeq) / PLAIN_CALLS;
       const sessionBytesPerCall = bytesBetween(lastPlainSeq, lastCallSeq) / CALLS;
@@ -289,6 +310,16 @@ export async function run() {
           bytesPerRememberedCall: perCall(remembered - baseline),
           growthForgottenMB: mb(forgotten - baseline),
           forgottenVsRemembered: ratio(forgotten - baseline, remembered - baseline),
+          rssAnonMB: {
+            baseline: mb(rssBaseline.anon),
+            remembered: mb(rssRemembered.anon),
+            forgotten: mb(rssForgotten.anon),
+          },
+          rssFileMB: {
+            baseline: mb(rssBaseline.file),
+            remembered: mb(rssRemembered.file),
+            forgotten: mb(rssForgotten.file),
+          },
           sessions: { before: sessionsBefore, remembered: sessionsRemembered, left: sessionsLeft },
           tenantCalls: { remembered: tenantCallsRemembered, left: tenantCallsLeft },
         },
@@ -302,6 +333,7 @@ export async function run() {
           bytesPerSessionCall: Math.round(sessionBytesPerCall),
           bytesPerPlainCall: Math.round(plainBytesPerCall),
           sessionVsPlain: ratio(sessionBytesPerCall, plainBytesPerCall),
+          sessionCallBytesByType: perCallByType(lastPlainSeq, lastCallSeq, CALLS),
         },
         targets: { growthForgottenMBAtMost: 50, logBytesPerSmallCallAtMost: 2048 },
         note:
