@@ -12,6 +12,7 @@ const BENCHMARKS: Record<string, () => Promise<unknown>> = {
   worker: async () => (await import('./worker.js')).run(),
   fanout: async () => (await import('./fanout.js')).run(),
   failover: async () => (await import('./failover.js')).run(),
+  state: async () => (await import('./state.js')).run(),
 };
 
 const names = process.argv.slice(2);

@@ -187,6 +187,12 @@ export interface ClusterState {
   readonly catalogue: CatalogueInForce | null;
   readonly workers: ReadonlyMap<string, WorkerRecord>;
   readonly sessions: ReadonlyMap<string, SessionRecord>;
+  /**
+   * The ended and expired sessions, in the order they ended: session ID to when (epoch ms). Each
+   * is forgotten `SESSION_RETENTION` after it ended (`forget.ts`). Derived from the records, so a
+   * snapshot does not carry it.
+   */
+  readonly sessionExpiries: ReadonlyMap<string, number>;
   readonly reservations: ReadonlyMap<string, Reservation>;
   /** Calls requested and not yet placed or refused, by request ID (usually none between appends). */
   readonly pendingCalls: ReadonlyMap<string, PendingCall>;
@@ -206,6 +212,7 @@ export function initialState(): ClusterState {
     catalogue: null,
     workers: new Map(),
     sessions: new Map(),
+    sessionExpiries: new Map(),
     reservations: new Map(),
     pendingCalls: new Map(),
     routing: initialRouting(),

@@ -11,7 +11,8 @@
  * Whoever keeps something derived from the workers (placement's candidate index) passes a
  * `WorkerChangeSink`: every worker the event changes, in any field, is reported to it, because the
  * only way this recipe changes a worker is through `workerToChange` and `liveWorker`, which report
- * it. Nothing here is remembered between events.
+ * it. Nothing here is remembered between events. Before each event, what no rule needs any more
+ * as of its time is forgotten (`forget.ts`).
  */
 import { enableMapSet, produce, type Draft } from 'immer';
 import type { SessionExpiryReason } from '../events/schema.js';
@@ -28,6 +29,7 @@ import type {
 } from './cluster-state.js';
 import { isLive } from './queries.js';
 import { isStaleContainerReport, reconcile, type ContainerEntry } from './reconcile.js';
+import { forgetDue, scheduleForgetting } from './forget.js';
 import { applyRoutingEvent } from './routing-fold.js';
 import { restoreSnapshot } from './snapshot.js';
 import { IGNORE_CHANGES, type WorkerChangeSink } from './worker-changes.js';
@@ -55,7 +57,10 @@ export function applyEvent(
   event: ClusterEvent,
   changes: WorkerChangeSink = IGNORE_CHANGES,
 ): State {
-  if (event.type !== 'Snapshot') applyRoutingEvent(state, event);
+  if (event.type !== 'Snapshot') {
+    forgetDue(state, event.at);
+    applyRoutingEvent(state, event);
+  }
   switch (event.type) {
     case 'Snapshot':
       return restoreSnapshot(event) as unknown as State;
@@ -596,6 +601,7 @@ function expireSession(
   if (session.expired) return;
   unpin(state, session, changes);
   session.expired = { reason, at: cause.at, seq: cause.seq };
+  scheduleForgetting(state, sessionId, cause.at);
 }
 
 /**

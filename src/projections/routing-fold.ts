@@ -7,7 +7,7 @@ import type { Draft } from 'immer';
 import type { ClusterEvent, EventOf } from '../events/types.js';
 import type { ClusterState, WorkerRecord } from './cluster-state.js';
 import { isLive } from './queries.js';
-import { retainedKey, type ColdLoad, type RoutingState, type TenantCall } from './routing-state.js';
+import { retainedKey, type ColdLoad, type RoutingState } from './routing-state.js';
 
 type State = Draft<ClusterState>;
 type Routing = Draft<RoutingState>;
@@ -73,6 +73,7 @@ export function applyRoutingEvent(state: State, event: ClusterEvent): void {
       return;
     }
     case 'SessionExpired':
+    case 'SessionEnded':
       routing.sessions.delete(event.sessionId);
       return;
     default:
@@ -190,22 +191,12 @@ function resolved(routing: Routing, requestId: string, revision: number): void {
 }
 
 /**
- * Remembers a tenant's call for its retries, and forgets calls requested more than
- * `PIN_RETENTION` ago; one still holding its reservation is kept (moved to the back, as if
- * requested now), so a running call's retry always finds it. A request ID remembered for another
- * tenant stays that tenant's (placement refuses the reuse): its record is left as it is.
+ * Remembers a tenant's call for its retries (`forget.ts` forgets it once `PIN_RETENTION` has
+ * passed and it no longer runs). A request ID remembered for another tenant stays that tenant's
+ * (placement refuses the reuse): its record is left as it is.
  */
 function rememberCall(state: State, event: EventOf<'CallRequested'>): void {
   const calls = state.routing.calls;
-  const now = Date.parse(event.at);
-  const cutoff = now - state.config.PIN_RETENTION;
-  const kept: [string, TenantCall][] = [];
-  for (const [requestId, call] of calls) {
-    if (Date.parse(call.at) >= cutoff) break;
-    calls.delete(requestId);
-    if (state.reservations.has(requestId)) kept.push([requestId, { ...call, at: event.at }]);
-  }
-  for (const [requestId, call] of kept) calls.set(requestId, call);
   const owner = calls.get(event.requestId);
   if (owner !== undefined && owner.tenantId !== event.tenantId) return;
   calls.delete(event.requestId);

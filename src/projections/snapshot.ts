@@ -176,7 +176,7 @@ type Jsonified<T> =
 type SameShape<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
 const schemaMatchesState: SameShape<
   Omit<ClusterStateJson, 'config' | 'rulesVersion' | 'routing'>,
-  Omit<Jsonified<ClusterState>, 'config' | 'rulesVersion' | 'routing'>
+  Omit<Jsonified<ClusterState>, 'config' | 'rulesVersion' | 'routing' | 'sessionExpiries'>
 > = true;
 void schemaMatchesState;
 const routingMatchesState: SameShape<Static<typeof RoutingSchema>, Jsonified<RoutingState>> = true;
@@ -226,10 +226,20 @@ export function stateFromJson(json: ClusterStateJson): ClusterState {
       return { ...worker, containers, pinnedSessions, callContainers: calls, idleContainers };
     }),
     sessions: mapOf(copy.sessions, (session) => session),
+    sessionExpiries: expiriesOf(copy.sessions),
     reservations: mapOf(copy.reservations, (reservation) => reservation),
     pendingCalls: mapOf(copy.pendingCalls, (call) => call),
     routing: copy.routing ? routingFromJson(copy.routing) : initialRouting(),
   };
+}
+
+/** The ended and expired sessions, in the order they ended (by seq): when each ended. */
+function expiriesOf(sessions: ClusterStateJson['sessions']): Map<string, number> {
+  const ended = Object.values(sessions).flatMap((session) =>
+    session.expired === null ? [] : [{ sessionId: session.sessionId, expired: session.expired }],
+  );
+  ended.sort((a, b) => a.expired.seq - b.expired.seq);
+  return new Map(ended.map(({ sessionId, expired }) => [sessionId, Date.parse(expired.at)]));
 }
 
 function routingFromJson(json: Static<typeof RoutingSchema>): RoutingState {
@@ -355,8 +365,11 @@ function withDefaults(state: unknown): unknown {
 
 /** A detached JSON copy of a state, as a `Snapshot` event carries it and `replay state` prints it. */
 export function stateToJson(state: ClusterState): ClusterStateJson {
+  // Derived from the session records when a snapshot is read (`stateFromJson`).
+  const { sessionExpiries, ...recorded } = state;
+  void sessionExpiries;
   return structuredClone({
-    ...state,
+    ...recorded,
     workers: recordOf(state.workers, (worker) => ({
       ...worker,
       containers: recordOf(worker.containers, (container) => container),

@@ -98,6 +98,11 @@ export const SETTINGS = {
     default: 3_600_000,
     help: 'a version stays protected from eviction this long after it stops being pinned',
   },
+  SESSION_RETENTION: {
+    kind: 'duration',
+    default: 3_600_000,
+    help: 'an ended or expired session is remembered this long (its calls refused NOT_FOUND), then forgotten',
+  },
 } as const satisfies Record<string, SettingSpec>;
 
 /** The name of a numeric setting (its environment variable). */

@@ -173,7 +173,10 @@ export function addStatusCommand(program: Command): void {
     )
     .addOption(new Option('--token-file <file>', TOKEN_FILE_FLAG_HELP))
     .option('--state-dir <dir>', "a local cluster's state directory (readie up)", '.readie')
-    .option('--expired', 'list expired sessions too')
+    .option(
+      '--expired',
+      'also list the ended and expired sessions the router remembers (SESSION_RETENTION)',
+    )
     .addHelpText(
       'after',
       '\nNeeds an operator credential (an "operator NAME TOKEN" line of the router\'s tokens file):\n' +
