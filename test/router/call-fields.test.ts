@@ -1,4 +1,6 @@
 import { expect } from 'chai';
+import { execFile } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { credentials } from '@grpc/grpc-js';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -6,6 +8,7 @@ import type { ClusterEvent } from '../../src/events/index.js';
 import type { CallConfig } from '../../src/proto/gen/readie/v1/proxy.js';
 import { TenantServiceClient } from '../../src/proto/gen/readie/v1/tenant.js';
 import { codeName } from '../../src/router/grpc-status.js';
+import { InvalidRequestError, ReadieClient } from '../../src/client/index.js';
 import {
   bearer,
   codeOf,
@@ -17,7 +20,10 @@ import {
   type TestRouter,
 } from '../support/router/harness.js';
 import { ScriptedWorker } from '../support/router/scripted-worker.js';
+import { PYTHON } from '../support/python.js';
 import { cleanTempDirs, tempDir } from '../support/temp.js';
+
+const PYTHON_ROOT = fileURLToPath(new URL('../../python/', import.meta.url));
 
 const TENANT_A = 'tenant-a-token-0123456789abcdef';
 const TENANT_B = 'tenant-b-token-0123456789abcdef';
@@ -151,5 +157,77 @@ describe("router: what a call's config may carry (IDs, import hints, package ent
     } finally {
       tenant.close();
     }
+  });
+  it('the TypeScript client rejects with InvalidRequestError naming the field and the bound', async () => {
+    const client = new ReadieClient({ address: test.address, insecure: true, token: TENANT_A });
+    try {
+      const hints = Array.from({ length: 65 }, (_, i) => `m${i}`);
+      const tooMany = await client
+        .call({ module: 'math', function: 'hypot', args: [3, 4] }, { imports: hints })
+        .then(
+          () => undefined,
+          (error: unknown) => error,
+        );
+      expect(tooMany).to.be.instanceOf(InvalidRequestError);
+      expect((tooMany as InvalidRequestError).message).to.include(
+        'imports carries 65 import hints: a call carries at most 64',
+      );
+      const badSession = await client
+        .session('ses-1\n')
+        .call({ module: 'math', function: 'hypot', args: [3, 4] })
+        .then(
+          () => undefined,
+          (error: unknown) => error,
+        );
+      expect(badSession).to.be.instanceOf(InvalidRequestError);
+      expect((badSession as InvalidRequestError).message).to.include(
+        'session_id holds U+000A at character 6',
+      );
+    } finally {
+      client.close();
+    }
+  });
+
+  it('the Python client raises InvalidRequestError naming the field and the bound', async () => {
+    const script = [
+      'import readie',
+      '@readie.remote(imports=["m%d" % i for i in range(70)])',
+      'def f():',
+      '    return 1',
+      'try:',
+      '    f()',
+      'except readie.InvalidRequestError as error:',
+      '    print(type(error).__name__, error)',
+      '@readie.remote(packages=["numpy" + "1" * 300])',
+      'def g():',
+      '    return 1',
+      'try:',
+      '    g()',
+      'except readie.InvalidRequestError as error:',
+      '    print(type(error).__name__, error)',
+    ].join('\n');
+    const output = await new Promise<string>((resolve, reject) =>
+      execFile(
+        PYTHON,
+        ['-c', script],
+        {
+          env: {
+            PATH: process.env.PATH,
+            PYTHONPATH: PYTHON_ROOT,
+            READIE_ADDRESS: test.address,
+            READIE_INSECURE: '1',
+            READIE_AUTH_TOKEN: TENANT_A,
+          },
+        },
+        (error, stdout, stderr) => (error ? reject(new Error(stderr)) : resolve(stdout)),
+      ),
+    );
+    const [imports, packages] = output.trim().split('\n');
+    expect(imports).to.match(
+      /^InvalidRequestError .*imports carries 70 import hints: a call carries at most 64/,
+    );
+    expect(packages).to.match(
+      /^InvalidRequestError .*packages\[0\] is 305 characters long: a package entry has at most 256/,
+    );
   });
 });
