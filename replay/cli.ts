@@ -9,6 +9,7 @@ import { stateCommand } from './commands/state.js';
 import { verifyCommand } from './commands/verify.js';
 import { whatifCommand } from './commands/whatif.js';
 import { ReplayInputError } from './io/replay-input-error.js';
+import { printableLines } from '../src/shared/printable.js';
 
 // A reader that stops early (`replay run --json | head`) closes the pipe: stop quietly, as Unix
 // tools do, instead of dying on EPIPE with a stack trace.
@@ -35,7 +36,7 @@ function action<A extends unknown[]>(
       ) {
         const where =
           typeof args[0] === 'string' && !(error instanceof ReplayInputError) ? `${args[0]}: ` : '';
-        process.stderr.write(`replay: ${where}${error.message}\n`);
+        process.stderr.write(`replay: ${printableLines(`${where}${error.message}`)}\n`);
         process.exitCode = 2;
         return;
       }

@@ -35,8 +35,12 @@ def top_level(module_name: str) -> str:
 
 
 def is_hint_worthy(name: str, own_module: Optional[str] = None) -> bool:
-    """Whether a top-level module name is worth a hint: not stdlib, not always present."""
+    """Whether a top-level module name is worth a hint: not stdlib, not always present, and one
+    the router takes (ASCII letters, digits and ``_``: a derived hint it would refuse is dropped,
+    as hints are only hints)."""
     if not name or name in _ALWAYS_PRESENT or name in sys.stdlib_module_names:
+        return False
+    if not (name.isascii() and name.isidentifier()):
         return False
     if name.startswith("_"):  # private modules: C helpers of the stdlib or of a package
         return False

@@ -84,6 +84,11 @@ class ImportHintsTest(unittest.TestCase):
     def test_explicit_imports_are_added(self):
         self.assertEqual(import_hints(stdlib_only, ["torch.cuda", "pandas"]), ["pandas", "torch"])
 
+    def test_a_module_name_the_router_would_refuse_is_not_derived(self):
+        namespace = {}
+        exec("def f():\n    import numpy, m\u00f3dulo\n    return numpy\n", namespace)
+        self.assertEqual(import_hints(namespace["f"]), ["numpy"])
+
     def test_own_module_is_dropped(self):
         package = types.ModuleType("userpkg")
         namespace = {"__name__": "userpkg.tasks"}

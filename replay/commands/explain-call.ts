@@ -5,6 +5,7 @@
 import type { ClusterEvent, EventOf } from '../../src/events/index.js';
 import { explainPlacement, type PlacementExplanation } from '../../src/core/placement/index.js';
 import type { Config } from '../../src/shared/config.js';
+import { printable } from '../../src/shared/printable.js';
 import type { CallResult } from '../engine/call-result.js';
 import type { StateAtCall } from '../format/explain-screen.js';
 import { Replayer } from '../engine/replayer.js';
@@ -49,8 +50,12 @@ export async function explainCall(
   let found: Omit<ExplainedCall, 'result' | 'replacements'> | undefined;
   const results = new Map<number, CallResult>();
   const replacements: Omit<Replacement, 'result'>[] = [];
+  // A request ID as recorded, or as the screens print it (escaped: src/shared/printable.ts), so
+  // an ID holding a control character can be named by what the operator reads.
   const matches = (requestId: string, seq: number) =>
-    match.seq !== undefined ? seq === match.seq : requestId === match.requestId;
+    match.seq !== undefined
+      ? seq === match.seq
+      : requestId === match.requestId || printable(requestId) === match.requestId;
   const replayer = new Replayer({
     overrides,
     onDecide: (call, state, config, request) => {

@@ -12,6 +12,7 @@ import { forEachEvent } from '../io/read-log.js';
 import { explainCall } from './explain-call.js';
 import { out } from './options.js';
 import { PLACEMENT_RULES_VERSION } from '../../src/core/placement/index.js';
+import { printable } from '../../src/shared/printable.js';
 
 /** Exit status of a divergence recorded under another version of the placement rules. */
 export const RULES_CHANGED_STATUS = 3;
@@ -47,16 +48,16 @@ export async function verifyCommand(logPath: string): Promise<number> {
   const rulesChanged = divergence.rulesVersion !== PLACEMENT_RULES_VERSION;
   if (rulesChanged) {
     out(
-      `RULES CHANGED at seq ${divergence.seq}, request ${divergence.requestId}: the log was ` +
+      `RULES CHANGED at seq ${divergence.seq}, request ${printable(divergence.requestId)}: the log was ` +
         `recorded under placement rules v${divergence.rulesVersion}; this replay decides by ` +
         `v${PLACEMENT_RULES_VERSION}`,
     );
   } else {
-    out(`DIVERGED at seq ${divergence.seq}, request ${divergence.requestId}`);
+    out(`DIVERGED at seq ${divergence.seq}, request ${printable(divergence.requestId)}`);
   }
   out(`  recorded:         ${describeRecorded(divergence.recordedEvents ?? [])}`);
   out(`  placement now:    ${describeDecision(divergence.decision)}`);
-  out(`  first difference: ${divergence.divergence ?? ''}`);
+  out(`  first difference: ${printable(divergence.divergence ?? '')}`);
   if (rulesChanged) {
     out('');
     out(

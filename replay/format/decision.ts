@@ -1,9 +1,11 @@
-/** One-line descriptions of decisions, recorded or computed. */
+/** One-line descriptions of decisions, recorded or computed, with their strings printable. */
 import type { PlacementDecision } from '../../src/core/placement/index.js';
+import { printableData } from '../../src/shared/printable.js';
 import { cell } from './table.js';
 
 /** "placed on w1 (new container, checkpoint ckpt-numpy)" or "rejected RESOURCE_EXHAUSTED: ...". */
-export function describeDecision(decision: PlacementDecision): string {
+export function describeDecision(made: PlacementDecision): string {
+  const decision = printableData(made);
   const routed =
     decision.version === null
       ? ''
@@ -22,7 +24,8 @@ export function describeDecision(decision: PlacementDecision): string {
 }
 
 /** The recorded decision events in one line. */
-export function describeRecorded(events: readonly Record<string, unknown>[]): string {
+export function describeRecorded(recorded: readonly Record<string, unknown>[]): string {
+  const events = printableData(recorded);
   const outcome = events.find((e) => e.type === 'CallPlaced' || e.type === 'CallRejected');
   if (!outcome) return 'no outcome recorded';
   if (outcome.type === 'CallRejected') {

@@ -2,6 +2,7 @@
 import type { ClusterEvent } from '../../src/events/index.js';
 import type { Reservation, SessionRecord } from '../../src/projections/index.js';
 import type { PlacementExplanation, WorkerExplanation } from '../../src/core/placement/index.js';
+import { printableData } from '../../src/shared/printable.js';
 import { formatSize } from '../../src/shared/units.js';
 import type { CallResult } from '../engine/call-result.js';
 import { describeDecision, describeRecorded } from './decision.js';
@@ -175,14 +176,24 @@ function replacementSection(replacement: ReplacementView, attempt: number): stri
   return lines;
 }
 
-/** The full explanation screen of one call. */
+/**
+ * The full explanation screen of one call. Every string it is given is made printable first: a
+ * log's IDs, hints, packages and messages come from tenants and workers.
+ */
 export function explainScreen(
-  request: Extract<ClusterEvent, { type: 'CallRequested' }>,
-  explanation: PlacementExplanation,
-  result: CallResult | undefined,
-  atCall: StateAtCall,
-  replacements: readonly ReplacementView[] = [],
+  requested: Extract<ClusterEvent, { type: 'CallRequested' }>,
+  explained: PlacementExplanation,
+  recorded: CallResult | undefined,
+  state: StateAtCall,
+  placedAgain: readonly ReplacementView[] = [],
 ): string {
+  const [request, explanation, result, atCall, replacements] = printableData([
+    requested,
+    explained,
+    recorded,
+    state,
+    placedAgain,
+  ] as const);
   const { demand } = request;
   const { budget, config } = explanation;
   const lines = [

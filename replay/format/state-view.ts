@@ -2,6 +2,7 @@
 import type { ClusterState, Reservation, SessionRecord } from '../../src/projections/index.js';
 import { memoryCommitted, workersById } from '../../src/projections/index.js';
 import { compareText } from '../../src/projections/queries.js';
+import { printableData } from '../../src/shared/printable.js';
 import { formatSize } from '../../src/shared/units.js';
 import { cell, table } from './table.js';
 
@@ -40,8 +41,9 @@ export function sortedReservations(reservations: Iterable<Reservation>): Reserva
   return [...reservations].sort((a, b) => compareText(a.requestId, b.requestId));
 }
 
-/** The state as an operator reads it: workers, sessions, reservations. */
-export function stateView(state: ClusterState): string {
+/** The state as an operator reads it: workers, sessions, reservations (every string printable). */
+export function stateView(folded: ClusterState): string {
+  const state = printableData(folded);
   const workers = workersById(state);
   const sessions = [...state.sessions.values()].sort((a, b) =>
     compareText(a.sessionId, b.sessionId),

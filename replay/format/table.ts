@@ -1,5 +1,6 @@
 /** Plain aligned tables for terminal output (cli-table3 without borders). */
 import Table from 'cli-table3';
+import { printable } from '../../src/shared/printable.js';
 
 const BORDERLESS = {
   top: '',
@@ -19,7 +20,10 @@ const BORDERLESS = {
   middle: '  ',
 };
 
-/** A table with a header row, columns separated by two spaces, no trailing spaces. */
+/**
+ * A table with a header row, columns separated by two spaces, no trailing spaces. Every cell is
+ * made printable: a log's values come from tenants and workers.
+ */
 export function table(
   head: readonly string[],
   rows: readonly (readonly (string | number)[])[],
@@ -29,7 +33,7 @@ export function table(
     chars: BORDERLESS,
     style: { head: [], border: [], 'padding-left': 0, 'padding-right': 0 },
   });
-  for (const row of rows) rendered.push(row.map(String));
+  for (const row of rows) rendered.push(row.map((value) => printable(String(value))));
   return rendered
     .toString()
     .split('\n')
@@ -37,9 +41,9 @@ export function table(
     .join('\n');
 }
 
-/** A value for a table cell: `-` for nothing. */
+/** A value for a table cell or a line, printable: `-` for nothing. */
 export function cell(value: string | number | null | undefined | readonly string[]): string {
   if (value === null || value === undefined || value === '') return '-';
-  if (Array.isArray(value)) return value.length === 0 ? '-' : value.join(', ');
-  return String(value);
+  if (Array.isArray(value)) return value.length === 0 ? '-' : value.map(printable).join(', ');
+  return printable(String(value));
 }

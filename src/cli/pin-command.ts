@@ -15,6 +15,7 @@ import {
 import { adminFailure, AdminRouters, type AdminCall } from './admin-routers.js';
 import type { PinChange, PinStatusResponse } from '../proto/gen/readie/v1/pins.js';
 import { renderPins } from './status/pin-sections.js';
+import { printableData, printableLines } from '../shared/printable.js';
 
 /** Options every pin command takes. */
 interface ConnectFlags extends AdminConnectionFlags {
@@ -46,12 +47,13 @@ function revisionOf(text: string | undefined): number | undefined {
   return Number(text);
 }
 
-function printChange(what: string, change: PinChange | undefined, json: boolean): void {
+function printChange(what: string, answer: PinChange | undefined, json: boolean): void {
   if (json) {
-    process.stdout.write(`${JSON.stringify(change ?? null)}\n`);
+    process.stdout.write(`${JSON.stringify(answer ?? null)}\n`);
     return;
   }
-  if (!change) return;
+  if (!answer) return;
+  const change = printableData(answer);
   const version = change.version === '' ? '(none)' : change.version;
   const workers = (count: number) => `${count} worker${count === 1 ? '' : 's'}`;
   // k says how many workers should keep the version; the list, how many do (fewer when the
@@ -92,7 +94,7 @@ async function run(flags: ConnectFlags, act: (send: Send) => Promise<void>): Pro
     if (!(error instanceof ReadieError)) throw error;
     const hint = credentialHint(flags, routers.connection, process.env);
     process.stderr.write(
-      `readie pin: ${adminFailure('readie pin', error, routers.lastAsked, hint)}\n`,
+      `readie pin: ${printableLines(adminFailure('readie pin', error, routers.lastAsked, hint))}\n`,
     );
     return 1;
   } finally {

@@ -305,8 +305,13 @@ export const CAUSE_KINDS = [
 /** The kind of trigger an append records. */
 export type CauseKind = (typeof CAUSE_KINDS)[number];
 
-/** A cause as events carry it: its kind, then `:` and the subject for a kind that has one. */
-export const CAUSE_PATTERN = `^(${CAUSE_KINDS.join('|')})(:.+)?$`;
+/**
+ * A cause as events carry it: its kind, then `:` and the subject for a kind that has one. The
+ * subject may be any text (`[\s\S]`, not `.`, which stops at a line break): a subject the router
+ * took from a client is bounded before it gets here, but a log must never fail an append because
+ * of what a subject holds.
+ */
+export const CAUSE_PATTERN = `^(${CAUSE_KINDS.join('|')})(:[\\s\\S]+)?$`;
 
 const envelope = {
   seq: T.Integer({ minimum: 0 }),

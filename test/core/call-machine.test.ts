@@ -210,6 +210,29 @@ describe('the call state machine (pure)', () => {
     });
   });
 
+  it('refuses a config a field of which is outside its bound, recording nothing and naming the field', () => {
+    const cases: [Partial<CallConfig>, RegExp][] = [
+      [{ requestId: 'r1\nforged' }, /^request_id holds U\+000A at character 3/],
+      [{ sessionId: 's\x1b[2J' }, /^session_id holds U\+001B/],
+      [{ checkpointId: 'c'.repeat(257) }, /^checkpoint_id is 257 characters long/],
+      [
+        { imports: Array.from({ length: 65 }, (_, i) => `m${i}`) },
+        /^imports carries 65 import hints: a call carries at most 64$/,
+      ],
+      [{ packages: ['numpy\u202e'] }, /^packages\[0\] holds U\+202E/],
+    ];
+    for (const [fields, details] of cases) {
+      const given = new Given([registered('w1')]);
+      const effects = given.config(fields);
+      expect(types(effects), JSON.stringify(fields)).to.not.include('record-decision');
+      expect(types(effects)).to.not.include('register');
+      const refusal = find(effects, 'fail-client');
+      expect(refusal?.code).to.equal('INVALID_ARGUMENT');
+      expect(refusal?.details).to.match(details);
+      expect(given.recorded).to.deep.equal([]);
+    }
+  });
+
   it("refuses with placement's code, gives the turn back and records no CallFinished", () => {
     const given = new Given([]);
     const effects = given.config({ sessionId: 's1' });

@@ -76,6 +76,18 @@ describe('reading events', () => {
     expect(event).to.have.property('note', 'drain');
   });
 
+  it('accepts a cause whose subject holds a line break, and refuses an unknown cause kind', () => {
+    // A subject is whatever named the trigger; a line break in it must not fail an append.
+    const event = decodeEvent(
+      line({ type: 'CallFinished', requestId: 'r1', ok: true, cause: 'end:r1\nr2' }),
+    );
+    expect(event.cause).to.equal('end:r1\nr2');
+    const error = refusal(() =>
+      decodeEvent(line({ type: 'CallFinished', requestId: 'r1', ok: true, cause: 'bogus:r1' })),
+    );
+    expect(error.message).to.match(/cause/);
+  });
+
   it('refuses an unknown type, naming the seq and the field', () => {
     const error = refusal(() => decodeEvent(line({ type: 'WorkerExploded', workerId: 'w1' })));
     expect(error.seq).to.equal(12);

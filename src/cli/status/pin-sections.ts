@@ -1,13 +1,16 @@
 /** `readie pin status` and the pins part of `readie status`: the routing view as text. */
 import type { PinStatusResponse } from '../../proto/gen/readie/v1/pins.js';
+import { printableData } from '../../shared/printable.js';
 import { formatSize } from '../../shared/units.js';
 
 /**
  * The routing part of the cluster as text: the table and its revision, each pin's subset and the
  * calls in flight per version (the drain), staged pins and their pre-warm progress, retained
- * versions, every worker's residency and budget, and whether the table fits the fleet.
+ * versions, every worker's residency and budget, and whether the table fits the fleet. Every
+ * string of the answer is made printable first (tenant IDs, versions, workers' load errors).
  */
-export function renderPins(status: PinStatusResponse): string {
+export function renderPins(answer: PinStatusResponse): string {
+  const status = printableData(answer);
   const lines = [
     `routing revision ${status.revision}, catalogue ${status.catalogueRevision || '(none)'}`,
   ];

@@ -3,6 +3,7 @@
  * stand by and which leader they name, those that did not answer and why). Pure.
  */
 import { causeOf, hintFor } from '../../client/error-hints.js';
+import { printable } from '../../shared/printable.js';
 import type { RouterReply } from '../admin-routers.js';
 
 /** Why a router gave no answer, in the clients' words (the hint, else the router's message). */
@@ -25,21 +26,21 @@ function why(reply: Exclude<RouterReply<unknown>, { role: 'leads' }>): string {
   return `${error.codeName}: ${hint ?? said}`;
 }
 
-/** One line per listed router: its address and role. */
+/** One line per listed router: its address and role (what a router said, made printable). */
 export function renderRouters(replies: readonly RouterReply<unknown>[]): string {
-  const width = Math.max(...replies.map((reply) => reply.address.length));
+  const width = Math.max(...replies.map((reply) => printable(reply.address).length));
   return `${replies
     .map((reply) => {
-      const address = reply.address.padEnd(width);
+      const address = printable(reply.address).padEnd(width);
       switch (reply.role) {
         case 'leads':
           return `${address}  leads`;
         case 'stands by':
-          return `${address}  stands by (${why(reply)})`;
+          return `${address}  stands by (${printable(why(reply))})`;
         case 'unreachable':
-          return `${address}  not answering (${why(reply)})`;
+          return `${address}  not answering (${printable(why(reply))})`;
         case 'failed':
-          return `${address}  refused (${why(reply)})`;
+          return `${address}  refused (${printable(why(reply))})`;
       }
     })
     .join('\n')}\n`;

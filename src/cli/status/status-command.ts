@@ -9,6 +9,7 @@ import { status as Status } from '@grpc/grpc-js';
 import { ConfigurationError, ReadieError } from '../../client/errors.js';
 import type { StatusResponse } from '../../proto/gen/readie/v1/admin.js';
 import type { PinStatusResponse } from '../../proto/gen/readie/v1/pins.js';
+import { printableLines } from '../../shared/printable.js';
 import { parseDuration, UnitParseError } from '../../shared/units.js';
 import {
   adminConnection,
@@ -145,7 +146,8 @@ async function runStatus(flags: StatusFlags): Promise<void> {
       await once();
     }
   } catch (error) {
-    process.stderr.write(`readie status: ${(error as Error).message}\n`);
+    // A router's refusal may quote what a client sent: printable, each line of it.
+    process.stderr.write(`readie status: ${printableLines((error as Error).message)}\n`);
     process.exit(1);
   } finally {
     routers.close();

@@ -1,7 +1,9 @@
 /**
  * `readie status` as a readable page: one section per part of `AdminService.Status`, each a
  * small renderer listed in {@link STATUS_SECTIONS}, so a new part of the answer (the tenant pin
- * table, say) is one more entry. Pure: the answer and the time it is read at come in.
+ * table, say) is one more entry. Pure: the answer and the time it is read at come in. Every
+ * string of the answer is made printable before a section sees it (`src/shared/printable.ts`):
+ * tenants chose many of them (session and request IDs, checkpoints, messages).
  */
 import Table from 'cli-table3';
 import type {
@@ -10,10 +12,12 @@ import type {
   StatusResponse,
   WorkerView,
 } from '../../proto/gen/readie/v1/admin.js';
+import { printableData } from '../../shared/printable.js';
 
 /** One part of the page: its title and its body (null: nothing to show). */
 export interface StatusSection {
   readonly title: string;
+  /** The body of an answer whose strings are printable already (see `renderStatus`). */
   render(status: StatusResponse, now: number): string | null;
 }
 
@@ -134,7 +138,7 @@ const failuresSection: StatusSection = {
       );
       for (const failure of worker.recentFailures) {
         lines.push(
-          `  ${age(failure.at, now)} ago  ${failure.requestId || '-'}  ${failure.code}: ${failure.message.replace(/\s+/g, ' ')}`,
+          `  ${age(failure.at, now)} ago  ${failure.requestId || '-'}  ${failure.code}: ${failure.message}`,
         );
       }
     }
@@ -185,11 +189,32 @@ export const STATUS_SECTIONS: readonly StatusSection[] = [
   reservationsSection,
 ];
 
-/** The whole page for one answer. */
+/** A message on one line: its runs of white space (line breaks, a traceback's indent) as one space. */
+function oneLine(message: string): string {
+  return message.replace(/\s+/g, ' ');
+}
+
+/** The answer with the workers' free-text messages on one line each, as the page shows them. */
+function messagesOnOneLine(status: StatusResponse): StatusResponse {
+  return {
+    ...status,
+    workers: status.workers.map((worker) => ({
+      ...worker,
+      lastProbeProblem: oneLine(worker.lastProbeProblem),
+      recentFailures: worker.recentFailures.map((failure) => ({
+        ...failure,
+        message: oneLine(failure.message),
+      })),
+    })),
+  };
+}
+
+/** The whole page for one answer: its strings made printable, then each section. */
 export function renderStatus(status: StatusResponse, now: number): string {
+  const shown = printableData(messagesOnOneLine(status));
   const parts: string[] = [];
   for (const section of STATUS_SECTIONS) {
-    const body = section.render(status, now);
+    const body = section.render(shown, now);
     if (body !== null) parts.push(`${section.title}\n${body}`);
   }
   return `${parts.join('\n\n')}\n`;

@@ -9,11 +9,10 @@ import { MAX_CHUNK_BYTES } from '../../shared/chunks.js';
 import { PayloadFormat } from '../../proto/gen/readie/v1/call.js';
 import type { CallConfig } from '../../proto/gen/readie/v1/proxy.js';
 import { InvalidStreamError } from '../errors.js';
+import { checkCallFields } from './call-fields.js';
+export { MAX_ID_LENGTH } from './call-fields.js';
 export { sessionIdOf } from '../placement/call.js';
 import type { ClientMessage } from './relay-messages.js';
-
-/** The longest request or session ID the router accepts. */
-export const MAX_ID_LENGTH = 256;
 
 /** The first message of a call, checked: a config with a request ID and a payload format. */
 export function firstConfigOf(message: ClientMessage): CallConfig {
@@ -29,14 +28,7 @@ export function firstConfigOf(message: ClientMessage): CallConfig {
   if (config.requestId === '') {
     throw new InvalidStreamError('the call config needs a request_id');
   }
-  if (config.requestId.length > MAX_ID_LENGTH || config.sessionId.length > MAX_ID_LENGTH) {
-    throw new InvalidStreamError(
-      `request_id and session_id may be at most ${MAX_ID_LENGTH} characters`,
-    );
-  }
-  if (config.retryOf.length > MAX_ID_LENGTH) {
-    throw new InvalidStreamError(`retry_of may be at most ${MAX_ID_LENGTH} characters`);
-  }
+  checkCallFields(config);
   if (config.retryOf !== '' && config.retryOf === config.requestId) {
     throw new InvalidStreamError('retry_of names the call itself: a retry has its own request_id');
   }

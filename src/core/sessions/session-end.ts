@@ -16,9 +16,9 @@ import type { ClusterState } from '../../projections/cluster-state.js';
 import { hasAddress, isLive } from '../../projections/queries.js';
 import type { Decision } from '../decision.js';
 import { InvalidStreamError } from '../errors.js';
-import { MAX_ID_LENGTH } from '../calls/call-config.js';
 import type { ForeignId } from '../placement/decision.js';
 import { ownsSession } from '../placement/session-affinity.js';
+import { checkId } from '../calls/call-fields.js';
 
 /** Who ends which session. */
 export interface SessionEndInput {
@@ -49,9 +49,7 @@ export interface SessionEndDecision extends Decision {
 /** The session ID of an end request, checked like a call's (`INVALID_ARGUMENT` otherwise). */
 export function sessionToEnd(sessionId: string): string {
   if (sessionId === '') throw new InvalidStreamError('ending a session needs its session_id');
-  if (sessionId.length > MAX_ID_LENGTH) {
-    throw new InvalidStreamError(`session_id may be at most ${MAX_ID_LENGTH} characters`);
-  }
+  checkId('session_id', sessionId);
   return sessionId;
 }
 

@@ -1,0 +1,127 @@
+/**
+ * What a tenant's call may carry in its config (docs/router.md, "What a call's config may
+ * carry"): identifiers of a closed character set and a bounded length, and import hints and
+ * package entries bounded in count and length. The router checks them before anything is
+ * logged, so a refused config costs the log nothing, and no tenant text that reaches the log, a
+ * status page or a replay screen holds a control character. Each refusal is `INVALID_ARGUMENT`
+ * naming the field and the bound; it never repeats the value (it may be kilobytes, or escapes).
+ */
+import type { CallConfig } from '../../proto/gen/readie/v1/proxy.js';
+import { InvalidStreamError } from '../errors.js';
+
+/** The longest request, session, retry or checkpoint ID the router accepts. */
+export const MAX_ID_LENGTH = 256;
+/** The characters an ID may hold, in words (for messages and docs). */
+export const ID_CHARACTERS = 'ASCII letters, digits and . _ - : @ + =';
+const ID_CHARACTER = /^[A-Za-z0-9._:@+=-]$/;
+
+/** The most import hints one call may carry. */
+export const MAX_IMPORT_HINTS = 64;
+/** The longest import hint (a module name). */
+export const MAX_IMPORT_HINT_LENGTH = 128;
+/** An import hint: a Python module name of ASCII identifiers, dotted. */
+const IMPORT_HINT = /^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$/;
+
+/** The most package entries one call may carry. */
+export const MAX_PACKAGES = 64;
+/** The longest package entry (a PEP 508 requirement). */
+export const MAX_PACKAGE_LENGTH = 256;
+/** A package entry holds printable ASCII only (PEP 508 needs no more). */
+const PACKAGE_CHARACTER = /^[\x20-\x7e]$/;
+
+/** The longest Python version a call may name (`3.11.2`, `3.13.0rc1`). */
+export const MAX_PYTHON_VERSION_LENGTH = 32;
+const PYTHON_VERSION = /^[0-9A-Za-z.+-]*$/;
+
+/** `U+000A` for a character: how a refusal names one without printing it. */
+function codePoint(character: string): string {
+  return `U+${(character.codePointAt(0) ?? 0).toString(16).toUpperCase().padStart(4, '0')}`;
+}
+
+/** The first character of `text` that `allowed` refuses, with its position (from 1), or null. */
+function firstRefused(text: string, allowed: RegExp): { character: string; at: number } | null {
+  let at = 0;
+  for (const character of text) {
+    at += 1;
+    if (!allowed.test(character)) return { character, at };
+  }
+  return null;
+}
+
+/**
+ * Checks a tenant-supplied identifier (`field` names it as the wire does: `request_id`); an empty
+ * one is left to the caller (some are optional). Throws `InvalidStreamError` otherwise.
+ */
+export function checkId(field: string, id: string): void {
+  if (id.length > MAX_ID_LENGTH) {
+    throw new InvalidStreamError(
+      `${field} is ${id.length} characters long: an ID has at most ${MAX_ID_LENGTH}`,
+    );
+  }
+  const refused = firstRefused(id, ID_CHARACTER);
+  if (refused !== null) {
+    throw new InvalidStreamError(
+      `${field} holds ${codePoint(refused.character)} at character ${refused.at}: an ID holds only ${ID_CHARACTERS} (at most ${MAX_ID_LENGTH})`,
+    );
+  }
+}
+
+function checkImports(imports: readonly string[]): void {
+  if (imports.length > MAX_IMPORT_HINTS) {
+    throw new InvalidStreamError(
+      `imports carries ${imports.length} import hints: a call carries at most ${MAX_IMPORT_HINTS}`,
+    );
+  }
+  imports.forEach((hint, index) => {
+    if (hint.length > MAX_IMPORT_HINT_LENGTH) {
+      throw new InvalidStreamError(
+        `imports[${index}] is ${hint.length} characters long: an import hint has at most ${MAX_IMPORT_HINT_LENGTH}`,
+      );
+    }
+    if (!IMPORT_HINT.test(hint)) {
+      throw new InvalidStreamError(
+        `imports[${index}] is not a module name: an import hint is ASCII letters, digits and _, dotted (numpy, torch.nn)`,
+      );
+    }
+  });
+}
+
+function checkPackages(packages: readonly string[]): void {
+  if (packages.length > MAX_PACKAGES) {
+    throw new InvalidStreamError(
+      `packages carries ${packages.length} entries: a call carries at most ${MAX_PACKAGES}`,
+    );
+  }
+  packages.forEach((entry, index) => {
+    if (entry.length > MAX_PACKAGE_LENGTH) {
+      throw new InvalidStreamError(
+        `packages[${index}] is ${entry.length} characters long: a package entry has at most ${MAX_PACKAGE_LENGTH}`,
+      );
+    }
+    const refused = firstRefused(entry, PACKAGE_CHARACTER);
+    if (refused !== null) {
+      throw new InvalidStreamError(
+        `packages[${index}] holds ${codePoint(refused.character)} at character ${refused.at}: a package entry holds printable ASCII only`,
+      );
+    }
+  });
+}
+
+function checkPythonVersion(version: string): void {
+  if (version.length > MAX_PYTHON_VERSION_LENGTH || !PYTHON_VERSION.test(version)) {
+    throw new InvalidStreamError(
+      `python_version is not a version: at most ${MAX_PYTHON_VERSION_LENGTH} characters of digits, letters and . + - (3.11.2)`,
+    );
+  }
+}
+
+/** Checks every tenant-supplied field of a call's config against its bound (see the file's doc). */
+export function checkCallFields(config: CallConfig): void {
+  checkId('request_id', config.requestId);
+  checkId('session_id', config.sessionId);
+  checkId('retry_of', config.retryOf);
+  checkId('checkpoint_id', config.checkpointId);
+  checkImports(config.imports);
+  checkPackages(config.packages);
+  checkPythonVersion(config.pythonVersion);
+}
