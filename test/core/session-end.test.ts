@@ -11,7 +11,7 @@ describe('core: a client ends its session', () => {
       pinned('s1', 'w1', 'c1'),
     );
     const decision = decideSessionEnd(given.state(), { sessionId: 's1', tenantId: 'acme' });
-    expect(decision.cause).to.equal('session:s1');
+    expect(decision.cause).to.deep.equal({ kind: 'session', sessionId: 's1' });
     expect(decision.events).to.deep.equal([
       {
         type: 'SessionEnded',

@@ -7,7 +7,7 @@
  * session records nothing. The shell takes the session's turn first, so no call of this router
  * runs in the container while it is ended.
  */
-import { causeOf } from '../../events/cause.js';
+import type { Cause } from '../../events/cause.js';
 import type { ClusterState } from '../../projections/cluster-state.js';
 import { hasAddress, isLive } from '../../projections/queries.js';
 import type { Decision } from '../decision.js';
@@ -50,7 +50,7 @@ export function sessionToEnd(sessionId: string): string {
 /** Ends `input.sessionId`, or records nothing when it is unknown, ended or expired. */
 export function decideSessionEnd(state: ClusterState, input: SessionEndInput): SessionEndDecision {
   const sessionId = sessionToEnd(input.sessionId);
-  const cause = causeOf('session', sessionId);
+  const cause: Cause = { kind: 'session', sessionId };
   const session = state.sessions.get(sessionId);
   if (session === undefined || session.expired !== null) {
     return { cause, events: [], ended: false, container: null, pin: null };
