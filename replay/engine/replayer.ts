@@ -3,8 +3,9 @@
  * holds the whole input of, makes that decision again through the core's table (`decide`, with the
  * replayer's own caches): at every `CallRequested` the call's (`call`: placement), at every
  * `CallDialFailed` (the router could not open a placed call's stream) the failed dial's
- * (`dialFailure`: the probe failure it counts as, and the call placed again or refused). The events the router appended in the same decision are the recorded outcome: they
- * are compared with the computed decision and folded. Events say which decision they belong to: every event of one append records
+ * (`dialFailure`: the probe failure it counts as, and the call placed again or refused). The
+ * events the router appended in the same decision are the recorded outcome: they are compared
+ * with the computed decision and folded. Events say which decision they belong to: every event of one append records
  * its cause, so the outcome is the events that follow the request with the same cause
  * (`call:REQUEST`, `dial:REQUEST`). A log written before events recorded their cause (`cause` null)
  * is grouped by order, as the decisions emit them: after a failed dial its probe failure (and an

@@ -1,8 +1,9 @@
 /**
  * The router's handle on its event log: every append is a core decision, recorded here with its
- * cause (a decision with no events appends nothing), timed into the append-latency metric, its failed commit caught once. A log that failed to commit
- * refuses every later append (its in-memory state is ahead of the disk); the router then stops
- * serving and must be restarted to recover from the log.
+ * cause (a decision with no events appends nothing), timed into the append-latency metric, its
+ * failed commit caught once. A log that failed to commit refuses every later append (its
+ * in-memory state is ahead of the disk); the router then stops serving and must be restarted to
+ * recover from the log.
  */
 import {
   causeText,
