@@ -8,7 +8,7 @@
  */
 import { join } from 'node:path';
 import { pino } from 'pino';
-import { EventLog } from '../src/events/index.js';
+import { causeText, EventLog } from '../src/events/index.js';
 import { decideBound, decideCall, decideCallEnd } from '../src/core/calls/call-steps.js';
 import { placedIds } from '../src/core/calls/worker-header.js';
 import { PlacementCaches } from '../src/core/placement/index.js';
@@ -214,14 +214,14 @@ export async function measureHotPath(routerCpuUs: number, { shellOnly = false } 
           const requestId = `r${index}`;
           const call = { requestId, sessionId: null, tenantId: 'bench', demand: demand() };
           const decision = decideCall(log.state, { call, caches });
-          log.append(decision.events, decision.cause);
+          log.append(decision.events, causeText(decision.cause));
           const placed = decision.placement;
           if (placed.outcome !== 'placed') throw new Error('the benchmark call was not placed');
           const ids = { ...placedIds(requestId, null, placed), containerId: `c${index}` };
           const bound = decideBound(log.state, { requestId, sessionId: null, placed, ids });
-          log.append(bound.events, bound.cause);
+          log.append(bound.events, causeText(bound.cause));
           const end = decideCallEnd(log.state, { requestId, code: null });
-          log.append(end.events, end.cause);
+          log.append(end.events, causeText(end.cause));
         },
         () => log.flushed(),
       );
@@ -234,16 +234,16 @@ export async function measureHotPath(routerCpuUs: number, { shellOnly = false } 
           const requestId = `t${run}-${index}`;
           const call = { requestId, sessionId: null, tenantId: 'bench', demand: demand() };
           const decision = decideCall(log.state, { call, caches });
-          log.append(decision.events, decision.cause);
+          log.append(decision.events, causeText(decision.cause));
           await new Promise((resolve) => setImmediate(resolve));
           const placed = decision.placement;
           if (placed.outcome !== 'placed') throw new Error('the benchmark call was not placed');
           const ids = { ...placedIds(requestId, null, placed), containerId: `d${index}` };
           const bound = decideBound(log.state, { requestId, sessionId: null, placed, ids });
-          log.append(bound.events, bound.cause);
+          log.append(bound.events, causeText(bound.cause));
           await new Promise((resolve) => setImmediate(resolve));
           const end = decideCallEnd(log.state, { requestId, code: null });
-          log.append(end.events, end.cause);
+          log.append(end.events, causeText(end.cause));
           await new Promise((resolve) => setImmediate(resolve));
         }
         await log.flushed();

@@ -3,7 +3,7 @@
  * made by the real placement against the state at that point, as the router would have logged
  * it, so `verify` reproduces all of them.
  */
-import { validateEvent, type ClusterEvent, type NewEvent } from '../src/events/index.js';
+import { causeText, validateEvent, type ClusterEvent, type NewEvent } from '../src/events/index.js';
 import { applyInPlace, initialState, type ClusterState } from '../src/projections/index.js';
 import { decideCall } from '../src/core/calls/index.js';
 import { PLACEMENT_RULES_VERSION, PlacementCaches } from '../src/core/placement/index.js';
@@ -87,7 +87,8 @@ export function* simulatedLog(options: {
         }),
       };
       const made = decideCall(state, { call, caches });
-      for (const event of made.events) yield stamp(event, made.cause);
+      const cause = causeText(made.cause);
+      for (const event of made.events) yield stamp(event, cause);
       const decision = made.placement;
       if (decision.outcome === 'placed') {
         running.push({

@@ -1,10 +1,11 @@
 /**
- * The replay engine: folds a log event by event and, at every `CallRequested`, decides the call
- * again with placement (the core's `place`, with the replayer's own caches); at every
- * `CallDialFailed` (the router could not open a placed call's stream), it decides the failed dial
- * again (the core's `decideDialFailure`: the probe failure it counts as, and the call placed again
- * or refused). The events the router appended in the same decision are the recorded outcome: they
- * are compared with the computed decision and folded. Events say which decision they belong to: every event of one append records
+ * The replay engine: folds a log event by event and, at every event that opens a decision the log
+ * holds the whole input of, makes that decision again through the core's table (`decide`, with the
+ * replayer's own caches): at every `CallRequested` the call's (`call`: placement), at every
+ * `CallDialFailed` (the router could not open a placed call's stream) the failed dial's
+ * (`dialFailure`: the probe failure it counts as, and the call placed again or refused). The
+ * events the router appended in the same decision are the recorded outcome: they are compared
+ * with the computed decision and folded. Events say which decision they belong to: every event of one append records
  * its cause, so the outcome is the events that follow the request with the same cause
  * (`call:REQUEST`, `dial:REQUEST`). A log written before events recorded their cause (`cause` null)
  * is grouped by order, as the decisions emit them: after a failed dial its probe failure (and an
@@ -17,9 +18,8 @@
  */
 import type { ClusterEvent, EventOf, NewEvent } from '../../src/events/types.js';
 import { applyInPlace, initialState, type ClusterState } from '../../src/projections/index.js';
-import { decideDialFailure } from '../../src/core/calls/dial-failure.js';
+import { decide, type DecisionOf } from '../../src/core/decisions.js';
 import {
-  place,
   PlacementCaches,
   recordedRulesVersion,
   type CallToPlace,
@@ -72,6 +72,13 @@ interface PendingCall {
   readonly recorded: ClusterEvent[];
 }
 
+/** A decision made again: the event that opened it, its call, and what it decides now. */
+interface Redecided {
+  readonly opening: PendingCall['event'];
+  readonly call: CallToPlace;
+  readonly made: DecisionOf<'call' | 'dialFailure'>;
+}
+
 const OUTCOMES: ReadonlySet<string> = new Set(['CallPlaced', 'CallRejected']);
 
 /** Folds a log and re-decides its calls. */
@@ -104,53 +111,58 @@ export class Replayer {
       }
       this.settle(this.pending);
     }
-    if (event.type === 'CallRequested') {
-      const call: CallToPlace = {
-        requestId: event.requestId,
-        sessionId: event.sessionId,
-        tenantId: event.tenantId,
-        retryOf: event.retryOf,
-        demand: event.demand,
-      };
-      const config = this.config;
-      this.options.onDecide?.(call, this.working, config, event, this.caches);
-      const decision = place(this.working, call, { config, caches: this.caches });
-      this.apply(event);
-      this.calls.set(call.requestId, call);
-      const rulesVersion = recordedRulesVersion(this.working.rulesVersion);
-      this.pending = {
-        event,
-        call,
-        decision,
-        computed: decision.events,
-        recorded: [],
-        rulesVersion,
-      };
-      return;
-    }
-    const call = event.type === 'CallDialFailed' ? this.calls.get(event.requestId) : undefined;
-    if (event.type === 'CallDialFailed' && call) {
-      const made = decideDialFailure(this.working, {
-        call,
-        workerId: event.workerId,
-        error: event.error,
-        config: this.config,
-        caches: this.caches,
-      });
-      this.options.onRedecide?.(call, this.working, event, made.placedWith);
-      this.apply(event);
-      const rulesVersion = recordedRulesVersion(this.working.rulesVersion);
-      this.pending = {
-        event,
-        call,
-        decision: made.placement,
-        computed: made.events.slice(1),
-        recorded: [],
-        rulesVersion,
-      };
-      return;
-    }
+    const redecided = this.redecide(event);
     this.apply(event);
+    if (redecided === undefined) return;
+    const { opening, call, made } = redecided;
+    if (opening.type === 'CallRequested') this.calls.set(call.requestId, call);
+    this.pending = {
+      event: opening,
+      call,
+      decision: made.placement,
+      // The opening event is the recorded one: the outcome is what the decision appends after it.
+      computed: made.events.slice(1),
+      recorded: [],
+      rulesVersion: recordedRulesVersion(this.working.rulesVersion),
+    };
+  }
+
+  /**
+   * The decision `event` opens, made again against the state before it through the core's table,
+   * when the log holds its whole input: a call's (`CallRequested`), a failed dial of a call the
+   * replayer knows (`CallDialFailed`). Undefined for any other event: it is only folded.
+   */
+  private redecide(event: ClusterEvent): Redecided | undefined {
+    switch (event.type) {
+      case 'CallRequested': {
+        const call: CallToPlace = {
+          requestId: event.requestId,
+          sessionId: event.sessionId,
+          tenantId: event.tenantId,
+          retryOf: event.retryOf,
+          demand: event.demand,
+        };
+        const config = this.config;
+        this.options.onDecide?.(call, this.working, config, event, this.caches);
+        const made = decide('call', this.working, { call, config, caches: this.caches });
+        return { opening: event, call, made };
+      }
+      case 'CallDialFailed': {
+        const call = this.calls.get(event.requestId);
+        if (call === undefined) return undefined;
+        const made = decide('dialFailure', this.working, {
+          call,
+          workerId: event.workerId,
+          error: event.error,
+          config: this.config,
+          caches: this.caches,
+        });
+        this.options.onRedecide?.(call, this.working, event, made.placedWith);
+        return { opening: event, call, made };
+      }
+      default:
+        return undefined;
+    }
   }
 
   /** Settles the last call; call once after the last event. */

@@ -1,31 +1,18 @@
 /**
  * Scenarios written in code, recorded as a router would have logged them: each call's
  * `CallRequested` is followed by placement's decision, decided against the state at that point,
- * by the same core functions the router uses (no rule is written again here). This is how
- * fixtures are made from code (see docs/replay.md); pure, with a fixed clock.
+ * through the same table of core decisions the router uses (`decide`; no rule is written again
+ * here). This is how fixtures are made from code (see docs/replay.md); pure, with a fixed clock.
  */
-import { decideBound, decideCall, decideCallEnd } from '../../src/core/calls/call-steps.js';
-import { decideDialFailure } from '../../src/core/calls/dial-failure.js';
-import {
-  statusReportEvents,
-  utilizationReportEvents,
-} from '../../src/core/registry/report-events.js';
 import {
   containerRemovedEvents,
   evictionEvents,
   forgetContainerEvents,
 } from '../../src/core/consequences/index.js';
 import type { Decision } from '../../src/core/decision.js';
-import {
-  decideFlip,
-  decideProtection,
-  decideRemove,
-  decideRollback,
-  decideSetK,
-  decideStage,
-  type PinChangeDecision,
-} from '../../src/core/routing/index.js';
-import { causeOf } from '../../src/events/cause.js';
+import { decide } from '../../src/core/decisions.js';
+import type { PinChangeDecision } from '../../src/core/routing/index.js';
+import { causeText, type Cause } from '../../src/events/cause.js';
 import { validateEvent } from '../../src/events/decode.js';
 import type { ClusterEvent, Demand, NewEvent } from '../../src/events/types.js';
 import { applyInPlace, initialState, type ClusterState } from '../../src/projections/index.js';
@@ -129,34 +116,36 @@ function checkExpected(step: CallStep | DialFailedStep, decision: PlacementDecis
  * The cause a router records for an event a scenario writes as a plain step: what would have
  * triggered it. Events a router only ever appends as a consequence (or never alone) record none.
  */
-function causeOfPlain(event: NewEvent): string | null {
+function causeOfPlain(event: NewEvent): Cause | null {
   switch (event.type) {
     case 'RouterStarted':
     case 'CatalogueLoaded':
-      return causeOf('start');
+      return { kind: 'start' };
     case 'WorkerRegistered':
     case 'WorkerUtilization':
     case 'WorkerLeaving':
     case 'ContainerStateChanged':
-      return causeOf('report', event.workerId);
+      return { kind: 'report', workerId: event.workerId };
     case 'WorkerProbeFailed':
     case 'WorkerProbeSucceeded':
-      return causeOf('probe', event.workerId);
+      return { kind: 'probe', workerId: event.workerId };
     case 'WorkerEvicted':
-      return event.reason === 'probe' ? causeOf('probe', event.workerId) : causeOf('reaper');
+      return event.reason === 'probe'
+        ? { kind: 'probe', workerId: event.workerId }
+        : { kind: 'reaper' };
     case 'ContainerForgotten':
     case 'ReservationExpired':
-      return causeOf('reaper');
+      return { kind: 'reaper' };
     case 'SessionEnded':
-      return causeOf('session', event.sessionId);
+      return { kind: 'session', sessionId: event.sessionId };
     case 'ResidencyChanged':
     case 'ResidencyBudget':
-      return causeOf('report', event.workerId);
+      return { kind: 'report', workerId: event.workerId };
     case 'PinStaged':
     case 'RoutingRevised':
-      return causeOf('admin', event.tenantId);
+      return { kind: 'admin', tenantId: event.tenantId };
     case 'ResidencyProtected':
-      return causeOf('routing');
+      return { kind: 'routing' };
     default:
       return null;
   }
@@ -171,12 +160,11 @@ function withConsequences(state: ClusterState, event: NewEvent): readonly NewEve
     case 'WorkerRegistered': {
       // The registry's own decision: a restart ends the old instance, a full report reconciles.
       const { type: _type, ...report } = event;
-      const outcome = statusReportEvents(state, report, false);
-      return outcome.kind === 'events' ? outcome.events : [];
+      return decide('statusReport', state, { report, holderAnswers: false }).events;
     }
     case 'WorkerUtilization':
       if (event.containers === null) return [event];
-      return utilizationReportEvents(state, { ...event, instanceId: null }).events;
+      return decide('utilizationReport', state, { ...event, instanceId: null }).events;
     case 'WorkerEvicted':
       return evictionEvents(state, event.workerId, event.reason);
     case 'ContainerStateChanged':
@@ -202,13 +190,14 @@ export function recordScenario(
   let state: ClusterState = initialState();
   const placements = new Map<string, { sessionId: string | null; placed: PlacedDecision }>();
   const calls = new Map<string, { requestId: string; sessionId: string | null; demand: Demand }>();
-  const append = (events: readonly NewEvent[], cause: string | null) => {
+  const append = (events: readonly NewEvent[], cause: Cause | null) => {
+    const text = cause === null ? null : causeText(cause);
     for (const event of events) {
       const seq = log.length + 1;
       const stamped = validateEvent({
         seq,
         at: new Date(startMs + seq * 1000).toISOString(),
-        cause,
+        cause: text,
         ...event,
       });
       log.push(stamped);
@@ -250,7 +239,7 @@ export function recordScenario(
           retryOf: step.retryOf ?? null,
         };
         calls.set(step.requestId, call);
-        const made = decideCall(state, { call });
+        const made = decide('call', state, { call });
         if (step.expect !== undefined) checkExpected(step, made.placement);
         record(made);
         if (made.placement.outcome === 'placed') {
@@ -264,7 +253,7 @@ export function recordScenario(
         if (!call || !known) {
           throw new Error(`scenario: ${step.requestId} was not placed, so no dial of it can fail`);
         }
-        const made = decideDialFailure(state, {
+        const made = decide('dialFailure', state, {
           call,
           workerId: known.placed.workerId,
           error: step.error,
@@ -283,7 +272,7 @@ export function recordScenario(
         const checkpointId =
           step.checkpointId === undefined ? known.placed.checkpointId : step.checkpointId;
         record(
-          decideBound(state, {
+          decide('answer', state, {
             requestId: step.requestId,
             sessionId: known.sessionId,
             placed: known.placed,
@@ -302,15 +291,15 @@ export function recordScenario(
       }
       case 'finish': {
         const code = step.ok ? null : (step.code ?? 'UNKNOWN');
-        record(decideCallEnd(state, { requestId: step.requestId, code }));
+        record(decide('end', state, { requestId: step.requestId, code }));
         break;
       }
       case 'pin':
         record(pinChange(state, step, startMs + (log.length + 1) * 1000));
-        record(decideProtection(state, { now: startMs + (log.length + 1) * 1000 }));
+        record(decide('protection', state, { now: startMs + (log.length + 1) * 1000 }));
         break;
       case 'protect':
-        record(decideProtection(state, { now: startMs + (log.length + 1) * 1000 }));
+        record(decide('protection', state, { now: startMs + (log.length + 1) * 1000 }));
         break;
     }
   }
@@ -323,7 +312,7 @@ function pinChange(state: ClusterState, step: PinStep, now: number): PinChangeDe
   const force = step.force ?? false;
   switch (step.change) {
     case 'stage':
-      return decideStage(state, {
+      return decide('stage', state, {
         tenantId,
         version: step.version ?? '',
         k: step.k ?? null,
@@ -331,12 +320,12 @@ function pinChange(state: ClusterState, step: PinStep, now: number): PinChangeDe
         now,
       });
     case 'flip':
-      return decideFlip(state, { tenantId, expectRevision: null, force, now });
+      return decide('flip', state, { tenantId, expectRevision: null, force, now });
     case 'rollback':
-      return decideRollback(state, { tenantId, expectRevision: null, now });
+      return decide('rollback', state, { tenantId, expectRevision: null, now });
     case 'set-k':
-      return decideSetK(state, { tenantId, k: step.k ?? 1, expectRevision: null, force, now });
+      return decide('setK', state, { tenantId, k: step.k ?? 1, expectRevision: null, force, now });
     case 'remove':
-      return decideRemove(state, { tenantId, expectRevision: null, now });
+      return decide('remove', state, { tenantId, expectRevision: null, now });
   }
 }

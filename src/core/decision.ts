@@ -4,14 +4,15 @@
  * only way to change the state is to append a decision (`Journal.record`), so every append says
  * what caused it, and replay groups events by cause (docs/replay.md).
  */
+import type { Cause } from '../events/cause.js';
 import type { NewEvent } from '../events/types.js';
 import type { ClusterState } from '../projections/cluster-state.js';
 
 /** What a decision appends, in one append: its events (cause first, consequences after). */
 export interface Decision {
-  /** What caused the append, as every one of its events records it (`CAUSE_KINDS`). */
-  readonly cause: string;
-  /** The events to append, in order; empty when the input changes nothing. */
+  /** What caused the append; every one of its events records it as text (`causeText`). */
+  readonly cause: Cause;
+  /** The events to append, in order; empty when the input changes nothing (nothing is appended). */
   readonly events: readonly NewEvent[];
 }
 

@@ -1,9 +1,12 @@
 /**
- * Every decision of the core, by what triggers it: the shells (router, replay, fixture recording)
- * call these and append what they return, and nothing else changes the state. Each one has the
- * shape of `Decide` (the compiler checks it here): the state before and one input in, a
- * `Decision` out.
+ * Every decision of the core, by what triggers it: the one table the shells decide through (the
+ * router, the call machine, replay and the scenario recorder call `decide`), so a decision is
+ * listed here or made nowhere (test/core/decisions.test.ts finds every function of the core that
+ * returns a `Decision` and checks it is here, and that nothing outside this file calls one
+ * directly). Each has the shape of `Decide` (the compiler checks it here): the state before and one
+ * input in, a `Decision` out, which the shell records as it is (`Journal.record`).
  */
+import type { ClusterState } from '../projections/cluster-state.js';
 import { decideBound, decideCall, decideCallEnd } from './calls/call-steps.js';
 import { decideDialFailure } from './calls/dial-failure.js';
 import type { Decide } from './decision.js';
@@ -14,21 +17,75 @@ import {
   decideStatusReport,
   decideUtilizationReport,
 } from './registry/report-events.js';
+import {
+  decideFlip,
+  decideRemove,
+  decideRollback,
+  decideSetK,
+  decideStage,
+} from './routing/pin-changes.js';
+import { decideProtection } from './routing/protection.js';
+import { decideResidencyReport } from './routing/residency-report.js';
 import { decideSessionEnd } from './sessions/session-end.js';
 import { decideStart } from './startup/startup-events.js';
 
-/** The core's decisions, by trigger. */
+/** The core's decisions, by trigger (the cause each records is in its own module). */
 export const DECISIONS = {
+  /** The router starts over its log (`start`). */
   start: decideStart,
+  /** A call has its turn: its request and placement (`call:REQUEST`). */
   call: decideCall,
+  /** A call's first answer names its container (`answer:REQUEST`). */
   answer: decideBound,
+  /** A placed call's stream could not be opened: placed again or refused (`dial:REQUEST`). */
   dialFailure: decideDialFailure,
+  /** A call ended (`end:REQUEST`). */
   end: decideCallEnd,
+  /** A worker's status report: registration, leaving (`report:WORKER`). */
   statusReport: decideStatusReport,
+  /** A worker's load report (`report:WORKER`). */
   utilizationReport: decideUtilizationReport,
+  /** A worker's report of one container (`report:WORKER`). */
   containerReport: decideContainerReport,
+  /** A worker's report of its versions and resident budget (`report:WORKER`). */
+  residencyReport: decideResidencyReport,
+  /** A health probe failed (`probe:WORKER`). */
   probeFailure: decideProbeFailure,
+  /** A health probe answered after failures (`probe:WORKER`). */
   probeSuccess: decideProbeSuccess,
+  /** A reaper pass (`reaper`). */
   reaper: decideReap,
+  /** A client ends its session (`session:SESSION`). */
   sessionEnd: decideSessionEnd,
+  /** `readie pin stage` (`admin:TENANT`). */
+  stage: decideStage,
+  /** `readie pin flip` (`admin:TENANT`). */
+  flip: decideFlip,
+  /** `readie pin rollback` (`admin:TENANT`). */
+  rollback: decideRollback,
+  /** `readie pin set-k` (`admin:TENANT`). */
+  setK: decideSetK,
+  /** `readie pin remove` (`admin:TENANT`). */
+  remove: decideRemove,
+  /** What every worker must keep, after the table or the fleet changed (`routing`). */
+  protection: decideProtection,
 } as const satisfies Record<string, Decide<never>>;
+
+/** What triggers a decision: a key of `DECISIONS`. */
+export type Trigger = keyof typeof DECISIONS;
+
+/** What the decision of `T` is given besides the state. */
+export type InputOf<T extends Trigger> = Parameters<(typeof DECISIONS)[T]>[1];
+
+/** What the decision of `T` returns: a `Decision` and what else its shell needs of it. */
+export type DecisionOf<T extends Trigger> = ReturnType<(typeof DECISIONS)[T]>;
+
+/** The decision `trigger` makes of `input` against `state`. */
+export function decide<T extends Trigger>(
+  trigger: T,
+  state: ClusterState,
+  input: InputOf<T>,
+): DecisionOf<T> {
+  const decision = DECISIONS[trigger] as Decide<InputOf<T>, DecisionOf<T>>;
+  return decision(state, input);
+}

@@ -65,7 +65,7 @@ import {
   type ServingSecurity,
 } from './security/index.js';
 import { SessionTurns } from './sessions/index.js';
-import { decideStart } from '../core/startup/index.js';
+import { decide } from '../core/decisions.js';
 import type { RevisedCatalogue } from './startup/index.js';
 import { WorkerConnections } from './workers/index.js';
 import {
@@ -390,7 +390,7 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
     const lead = async (takeover: LeaseHolder | undefined): Promise<void> => {
       const before = log.state;
       const recoveredSeq = log.lastSeq;
-      const start = decideStart(before, {
+      const start = decide('start', before, {
         config,
         version: options.version,
         catalogue: options.catalogue,

@@ -4,7 +4,7 @@ import type { CallEffect } from '../../src/core/calls/call-effects.js';
 import { newCall, stepCall } from '../../src/core/calls/call-machine.js';
 import type { CallInput, CallPhase, CallWorld } from '../../src/core/calls/call-phases.js';
 import { PlacementCaches } from '../../src/core/placement/index.js';
-import type { NewEvent } from '../../src/events/index.js';
+import { causeText, type NewEvent } from '../../src/events/index.js';
 import { applyInPlace, initialState, type ClusterState } from '../../src/projections/index.js';
 import { PayloadFormat, type CallIds } from '../../src/proto/gen/readie/v1/call.js';
 import type { CallConfig } from '../../src/proto/gen/readie/v1/proxy.js';
@@ -102,7 +102,7 @@ class Given {
     for (const effect of step.effects) {
       if (effect.type === 'record' || effect.type === 'record-decision') {
         for (const event of effect.decision.events) {
-          this.fold(event, effect.decision.cause);
+          this.fold(event, causeText(effect.decision.cause));
           this.recorded.push(event);
         }
       }
@@ -162,7 +162,7 @@ describe('the call state machine (pure)', () => {
     ]);
     expect(given.recorded.map((e) => e.type)).to.deep.equal(['CallRequested', 'CallPlaced']);
     const decision = find(effects, 'record-decision')!.decision;
-    expect(decision.cause).to.equal('call:r1');
+    expect(decision.cause).to.deep.equal({ kind: 'call', requestId: 'r1' });
     const open = find(effects, 'open-worker')!;
     expect(open).to.deep.include({ workerId: 'w1', address: 'w1.local:50052' });
     expect(open.deadline, 'the client deadline is tighter than EXECUTION_TIMEOUT').to.equal(
@@ -259,7 +259,10 @@ describe('the call state machine (pure)', () => {
     expect(types(given.when(answer({ sessionId: 's1' })))).to.deep.equal(['to-client']);
     const first = given.when(answer({ sessionId: 's1', containerId: 'c1' }));
     expect(types(first)).to.deep.equal(['record', 'bound', 'to-client']);
-    expect(find(first, 'record')!.decision.cause).to.equal('answer:r1');
+    expect(find(first, 'record')!.decision.cause).to.deep.equal({
+      kind: 'answer',
+      requestId: 'r1',
+    });
     expect(given.recorded.slice(-2).map((e) => e.type)).to.deep.equal([
       'CallBound',
       'SessionPinned',
@@ -436,7 +439,10 @@ describe('the call state machine (pure)', () => {
       'CallPlaced',
     ]);
     const redecided = effects.filter((e) => e.type === 'record-decision')[1];
-    expect(redecided?.type === 'record-decision' && redecided.decision.cause).to.equal('dial:r1');
+    expect(redecided?.type === 'record-decision' && redecided.decision.cause).to.deep.equal({
+      kind: 'dial',
+      requestId: 'r1',
+    });
   });
 
   it('gives up after the third failed dial: UNAVAILABLE, no CallFinished', () => {

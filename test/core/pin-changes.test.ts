@@ -87,7 +87,7 @@ describe('pin changes', () => {
   describe('stage', () => {
     it('appends PinStaged with the subset the pin will hash to, caused by admin:TENANT', () => {
       const decision = stage(fleet());
-      expect(decision.cause).to.equal('admin:t1');
+      expect(decision.cause).to.deep.equal({ kind: 'admin', tenantId: 't1' });
       expect(decision.events).to.deep.equal([
         {
           type: 'PinStaged',
@@ -376,7 +376,7 @@ describe('pin changes', () => {
       const given = fleet().add(revised(1, 't1', 'policy-v1', 1));
       const [p1] = rendezvousSubset('t1', 'policy-v1', WORKERS, 1) as [string];
       const decision = decideProtection(given.state(), { now: nowAfter(given) });
-      expect(decision.cause).to.equal('routing');
+      expect(decision.cause).to.deep.equal({ kind: 'routing' });
       expect(decision.events).to.deep.equal([
         { type: 'ResidencyProtected', workerId: p1, checkpointIds: ['policy-v1'] },
       ]);
@@ -446,7 +446,7 @@ describe('pin changes', () => {
         versions: [{ checkpointId: 'policy-v1', state: 'resident' as const, error: null }],
       };
       const decision = decideResidencyReport(given.state(), report);
-      expect(decision.cause).to.equal('report:w1');
+      expect(decision.cause).to.deep.equal({ kind: 'report', workerId: 'w1' });
       expect(decision.events).to.deep.equal([
         { type: 'ResidencyBudget', workerId: 'w1', residentMemory: 4 * GiB },
         {

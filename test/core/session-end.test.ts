@@ -22,7 +22,7 @@ describe('core: a client ends its session', () => {
       { type: 'CallFinished', requestId: 'r1', ok: true, code: null },
     );
     const decision = decideSessionEnd(given.state(), { sessionId: 's1', tenantId: 'acme' });
-    expect(decision.cause).to.equal('session:s1');
+    expect(decision.cause).to.deep.equal({ kind: 'session', sessionId: 's1' });
     expect(decision.events).to.deep.equal([
       {
         type: 'SessionEnded',

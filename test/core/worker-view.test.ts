@@ -78,7 +78,7 @@ describe('the core: a failed dial', () => {
       workerId: 'a',
       error: 'connect ECONNREFUSED',
     });
-    expect(made.cause).to.equal('dial:r1');
+    expect(made.cause).to.deep.equal({ kind: 'dial', requestId: 'r1' });
     expect(made.attempts, 'this attempt was the first').to.equal(1);
     expect(made.events.map((event) => event.type)).to.deep.equal([
       'CallDialFailed',

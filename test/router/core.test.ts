@@ -137,7 +137,7 @@ describe('router core (pure)', () => {
       expect(nextProbeFailureCount(given.state(), 'w1'), 'nor does registering again').to.equal(3);
       const success = decideProbeSuccess(given.state(), { workerId: 'w1' });
       expect(success).to.deep.equal({
-        cause: 'probe:w1',
+        cause: { kind: 'probe', workerId: 'w1' },
         events: [{ type: 'WorkerProbeSucceeded', workerId: 'w1' }],
       });
       given.add(...success.events);

@@ -37,16 +37,8 @@ import { answerTrailers, type TrailerEntry } from './answer-trailers.js';
 import type { CallEffect } from './call-effects.js';
 import type { CallFacts, CallInput, CallPhase, CallWorld } from './call-phases.js';
 import { demandOf, firstConfigOf, payloadChunkOf, sessionIdOf } from './call-config.js';
-import {
-  answerIds,
-  decideBound,
-  decideCall,
-  decideCallEnd,
-  departureOf,
-  workerEnding,
-  type CallEnding,
-} from './call-steps.js';
-import { decideDialFailure } from './dial-failure.js';
+import { decide } from '../decisions.js';
+import { answerIds, departureOf, workerEnding, type CallEnding } from './call-steps.js';
 import type { ForeignId } from '../placement/index.js';
 import type { ClientMessage, WorkerAnswer } from './relay-messages.js';
 import { callHeaderOf, placedIds, skippedPackageLine } from './worker-header.js';
@@ -187,7 +179,7 @@ function waitingTurn(
 
 /** Step 3: the call's decision, to be recorded before anything else happens. */
 function place(facts: CallFacts, world: CallWorld): CallStep {
-  const decision = decideCall(world.state, { call: facts.call, caches: world.caches });
+  const decision = decide('call', world.state, { call: facts.call, caches: world.caches });
   return {
     phase: { phase: 'placing', facts, decision },
     effects: [
@@ -265,7 +257,7 @@ function dialing(
     case 'worker-dialed':
       return openWorker(phase, world);
     case 'dial-failed': {
-      const decision = decideDialFailure(world.state, {
+      const decision = decide('dialFailure', world.state, {
         call: phase.facts.call,
         workerId: phase.placed.workerId,
         error: input.error,
@@ -410,7 +402,12 @@ function answered(
   const relay: CallEffect = { type: 'to-client', answer: { kind: 'relayed', ids, answer } };
   if (phase.bound || ids.containerId === '') return { phase, effects: [relay] };
   const { requestId, sessionId } = phase.facts.call;
-  const decision = decideBound(world.state, { requestId, sessionId, placed: phase.placed, ids });
+  const decision = decide('answer', world.state, {
+    requestId,
+    sessionId,
+    placed: phase.placed,
+    ids,
+  });
   const createdPin = decision.events.some((event) => event.type === 'SessionPinned');
   const reused = phase.placed.containerId;
   return {
@@ -444,7 +441,7 @@ function complete(
   const effects: CallEffect[] = [
     {
       type: 'record',
-      decision: decideCallEnd(world.state, { requestId, code }),
+      decision: decide('end', world.state, { requestId, code }),
       failure: 'could not record the end of the call',
     },
     { type: 'cancel-worker' },

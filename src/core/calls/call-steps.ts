@@ -3,7 +3,6 @@
  * first answer, its end), the IDs its answers carry, and what a worker's failure or the client's
  * departure means for its outcome.
  */
-import { causeOf } from '../../events/cause.js';
 import type { NewEvent } from '../../events/types.js';
 import type { ClusterState } from '../../projections/cluster-state.js';
 import type { CallIds } from '../../proto/gen/readie/v1/call.js';
@@ -54,7 +53,7 @@ export function decideCall(state: ClusterState, input: CallDecisionInput): CallD
     retryOf: call.retryOf ?? null,
   };
   return {
-    cause: causeOf('call', call.requestId),
+    cause: { kind: 'call', requestId: call.requestId },
     events: [requested, ...placement.events],
     placement,
   };
@@ -100,7 +99,7 @@ export interface BoundInput {
 export function decideBound(_state: ClusterState, input: BoundInput): Decision {
   const { requestId, sessionId, placed, ids } = input;
   return {
-    cause: causeOf('answer', requestId),
+    cause: { kind: 'answer', requestId },
     events: boundEvents(requestId, sessionId, placed, ids),
   };
 }
@@ -114,7 +113,7 @@ export interface CallEndInput {
 /** The call ended, however: `CallFinished` and its consequences (`end:REQUEST`). */
 export function decideCallEnd(state: ClusterState, input: CallEndInput): Decision {
   return {
-    cause: causeOf('end', input.requestId),
+    cause: { kind: 'end', requestId: input.requestId },
     events: callFinishedEvents(state, input.requestId, input.code),
   };
 }

@@ -6,7 +6,6 @@
  * it could not reach, at most `MAX_DIAL_RETRIES` more times: one append caused by the dial
  * (`dial:REQUEST`), so replay decides it again exactly as the router did (docs/router.md).
  */
-import { causeOf } from '../../events/cause.js';
 import type { NewEvent } from '../../events/types.js';
 import type { ClusterState } from '../../projections/cluster-state.js';
 import type { Config } from '../../shared/config.js';
@@ -126,7 +125,7 @@ export function decideDialFailure(
     );
   }
   return {
-    cause: causeOf('dial', call.requestId),
+    cause: { kind: 'dial', requestId: call.requestId },
     events: [...head, ...placement.events],
     placement,
     attempts,

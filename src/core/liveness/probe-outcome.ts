@@ -7,7 +7,6 @@
  * leaving is evicted as `left`); a probe that succeeds after failures appends
  * `WorkerProbeSucceeded`, which resets the count in the log, so replay counts as the router did.
  */
-import { causeOf } from '../../events/cause.js';
 import type { NewEvent } from '../../events/types.js';
 import type { ClusterState } from '../../projections/cluster-state.js';
 import type { Config } from '../../shared/config.js';
@@ -60,7 +59,7 @@ export function decideProbeFailure(
 ): ProbeFailureDecision {
   const { workerId, error } = input;
   return {
-    cause: causeOf('probe', workerId),
+    cause: { kind: 'probe', workerId },
     events: probeFailureEvents(state, workerId, error, input.config ?? state.config),
     consecutive: nextProbeFailureCount(state, workerId),
   };
@@ -79,7 +78,7 @@ export function decideProbeSuccess(state: ClusterState, input: ProbeSuccessInput
   const worker = liveWorkerOf(state, input.workerId);
   const failing = worker !== undefined && worker.probeFailures > 0;
   return {
-    cause: causeOf('probe', input.workerId),
+    cause: { kind: 'probe', workerId: input.workerId },
     events: failing ? [{ type: 'WorkerProbeSucceeded', workerId: input.workerId }] : [],
   };
 }

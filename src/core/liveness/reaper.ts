@@ -11,7 +11,6 @@
  * - force-releases reservations older than twice `EXECUTION_TIMEOUT` (their call is long dead).
  * Every cause comes with its consequences; nothing is evicted, forgotten or released twice.
  */
-import { causeOf } from '../../events/cause.js';
 import type { NewEvent } from '../../events/types.js';
 import type { ClusterState, WorkerRecord } from '../../projections/cluster-state.js';
 import { isLive } from '../../projections/queries.js';
@@ -143,5 +142,8 @@ export interface ReapInput {
 
 /** A reaper pass: `reap`'s events, caused by the reaper (`reaper`). */
 export function decideReap(state: ClusterState, input: ReapInput): Decision {
-  return { cause: causeOf('reaper'), events: reap(state, input.now, input.config ?? state.config) };
+  return {
+    cause: { kind: 'reaper' },
+    events: reap(state, input.now, input.config ?? state.config),
+  };
 }

@@ -9,7 +9,6 @@
  * process must register, and a registration for an ID another live process holds is refused.
  */
 import type { ContainerState, Flavor, RegistrationStatus } from '../../events/schema.js';
-import { causeOf } from '../../events/cause.js';
 import type { NewEvent } from '../../events/types.js';
 import type { ClusterState, WorkerRecord } from '../../projections/cluster-state.js';
 import {
@@ -250,7 +249,7 @@ export interface StatusDecision extends ReportDecision {
 export function decideStatusReport(state: ClusterState, input: StatusReportInput): StatusDecision {
   const outcome = statusReportEvents(state, input.report, input.holderAnswers);
   return {
-    cause: causeOf('report', input.report.workerId),
+    cause: { kind: 'report', workerId: input.report.workerId },
     registered: outcome.kind === 'events',
     events: outcome.kind === 'events' ? outcome.events : [],
     outcome,
@@ -262,7 +261,10 @@ export function decideUtilizationReport(
   state: ClusterState,
   report: UtilizationReport,
 ): ReportDecision {
-  return { cause: causeOf('report', report.workerId), ...utilizationReportEvents(state, report) };
+  return {
+    cause: { kind: 'report', workerId: report.workerId },
+    ...utilizationReportEvents(state, report),
+  };
 }
 
 /** A container report's decision (`report:WORKER`). */
@@ -270,5 +272,8 @@ export function decideContainerReport(
   state: ClusterState,
   report: ContainerReport,
 ): ReportDecision {
-  return { cause: causeOf('report', report.workerId), ...containerReportEvents(state, report) };
+  return {
+    cause: { kind: 'report', workerId: report.workerId },
+    ...containerReportEvents(state, report),
+  };
 }

@@ -5,7 +5,6 @@
  * `PinChangeRefusedError` with its own code and message, having appended nothing. Pure: the time
  * (for what `PIN_RETENTION` still keeps) is an input.
  */
-import { causeOf } from '../../events/cause.js';
 import type { NewEvent } from '../../events/types.js';
 import type { ClusterState } from '../../projections/cluster-state.js';
 import { compareText } from '../../projections/queries.js';
@@ -219,7 +218,7 @@ function decision(
   events: NewEvent[],
   change: PinChangeSummary,
 ): PinChangeDecision {
-  return { cause: causeOf('admin', tenantId), events, change };
+  return { cause: { kind: 'admin', tenantId }, events, change };
 }
 
 /**

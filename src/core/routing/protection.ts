@@ -3,7 +3,6 @@
  * retained versions or the fleet changed, every live worker whose protected set differs from what
  * it was last told gets its new set. Pure: the time (for `PIN_RETENTION`) is an input.
  */
-import { causeOf } from '../../events/cause.js';
 import type { NewEvent } from '../../events/types.js';
 import type { ClusterState } from '../../projections/cluster-state.js';
 import { isLive } from '../../projections/queries.js';
@@ -48,5 +47,5 @@ export function decideProtection(state: ClusterState, input: ProtectionInput): D
     const changed = told === null ? checkpointIds.length > 0 : !sameIds(told, checkpointIds);
     if (changed) events.push({ type: 'ResidencyProtected', workerId, checkpointIds });
   }
-  return { cause: causeOf('routing'), events };
+  return { cause: { kind: 'routing' }, events };
 }

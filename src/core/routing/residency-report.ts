@@ -4,7 +4,7 @@
  * A report from a worker the router does not know (or evicted) records nothing: the worker must
  * report its status first.
  */
-import { causeOf } from '../../events/cause.js';
+import type { Cause } from '../../events/cause.js';
 import type { ResidencyState } from '../../events/schema.js';
 import type { NewEvent } from '../../events/types.js';
 import type { ClusterState } from '../../projections/cluster-state.js';
@@ -53,7 +53,7 @@ export function decideResidencyReport(
   state: ClusterState,
   report: ResidencyReport,
 ): ResidencyReportDecision {
-  const cause = causeOf('report', report.workerId);
+  const cause: Cause = { kind: 'report', workerId: report.workerId };
   if (!liveWorkerOf(state, report.workerId)) return { cause, registered: false, events: [] };
   const known = state.routing.workers.get(report.workerId);
   const events: NewEvent[] = [];

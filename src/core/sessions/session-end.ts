@@ -11,7 +11,7 @@
  * decided exactly like the end of an unknown session (nothing recorded, `ended` false), and only
  * `foreign` tells the router's own log what it was.
  */
-import { causeOf } from '../../events/cause.js';
+import type { Cause } from '../../events/cause.js';
 import type { ClusterState } from '../../projections/cluster-state.js';
 import { hasAddress, isLive } from '../../projections/queries.js';
 import type { Decision } from '../decision.js';
@@ -56,7 +56,7 @@ export function sessionToEnd(sessionId: string): string {
 /** Ends `input.sessionId`, or records nothing when it is unknown, ended or expired. */
 export function decideSessionEnd(state: ClusterState, input: SessionEndInput): SessionEndDecision {
   const sessionId = sessionToEnd(input.sessionId);
-  const cause = causeOf('session', sessionId);
+  const cause: Cause = { kind: 'session', sessionId };
   const session = state.sessions.get(sessionId);
   if (session !== undefined && !ownsSession(session, input.tenantId)) {
     const foreign: ForeignId = { kind: 'session', id: sessionId, ownerTenantId: session.tenantId };

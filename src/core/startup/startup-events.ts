@@ -8,7 +8,6 @@
  * usual consequences. Session pins stay: a pin whose worker is gone is expired by liveness as
  * usual (a worker that neither reports nor answers probes within `WORKER_TTL` of the restart).
  */
-import { causeOf } from '../../events/cause.js';
 import type { NewEvent } from '../../events/types.js';
 import type { ClusterState } from '../../projections/cluster-state.js';
 import type { Config } from '../../shared/config.js';
@@ -81,7 +80,7 @@ export interface StartInput {
 export function decideStart(state: ClusterState, input: StartInput): Decision {
   const { catalogue } = input;
   return {
-    cause: causeOf('start'),
+    cause: { kind: 'start' },
     events: [
       routerStartedEvent(input.config, input.version, input.router),
       ...(catalogue ? catalogueEvents(state, catalogue.catalogue, catalogue.revision) : []),

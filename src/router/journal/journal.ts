@@ -1,15 +1,28 @@
 /**
  * The router's handle on its event log: every append is a core decision, recorded here with its
- * cause, timed into the append-latency metric, its failed commit caught once. A log that failed to commit
- * refuses every later append (its in-memory state is ahead of the disk); the router then stops
- * serving and must be restarted to recover from the log.
+ * cause (a decision with no events appends nothing), timed into the append-latency metric, its
+ * failed commit caught once. A log that failed to commit refuses every later append (its
+ * in-memory state is ahead of the disk); the router then stops serving and must be restarted to
+ * recover from the log.
  */
-import { InvalidEventError, type AppendResult, type EventLogBackend } from '../../events/index.js';
+import {
+  causeText,
+  InvalidEventError,
+  type AppendResult,
+  type EventLogBackend,
+} from '../../events/index.js';
 import type { Decision } from '../../core/decision.js';
 import type { ClusterState } from '../../projections/cluster-state.js';
 import { LogUnavailableError } from '../../core/errors.js';
 import type { Logger } from '../observability/logger.js';
 import type { RouterMetrics } from '../observability/metrics.js';
+
+/** What recording a decision with no events gives back: nothing stored, nothing to wait for. */
+const NOTHING_APPENDED: AppendResult = Object.freeze({
+  events: Object.freeze([]),
+  committed: Promise.resolve(),
+  durable: Promise.resolve(),
+});
 
 /** Appends events and reads the live state. */
 export class Journal {
@@ -35,11 +48,14 @@ export class Journal {
 
   /**
    * Appends a decision's events with its cause (validated, stamped, folded synchronously): the only
-   * way the router changes its state. Throws `LogUnavailableError` once the log has failed. Callers
-   * that must not act before the events survive a crash await `committed`.
+   * way the router changes its state. A decision with no events appends nothing and tells no
+   * listener (its `committed` is already resolved, even once the log has failed: nothing of it can
+   * be lost). Throws `LogUnavailableError` once the log has failed. Callers that must not act
+   * before the events survive a crash await `committed`.
    */
   record(decision: Decision): AppendResult {
     const { events, cause } = decision;
+    if (events.length === 0) return NOTHING_APPENDED;
     if (this.failure) {
       throw new LogUnavailableError(
         `the event log failed earlier (${this.failure.message}): the router must restart`,
@@ -48,7 +64,7 @@ export class Journal {
     const started = performance.now();
     let result: AppendResult;
     try {
-      result = this.log.append(events, cause);
+      result = this.log.append(events, causeText(cause));
     } catch (error) {
       // An event that does not fit the vocabulary is a bug in the caller, not a broken log.
       if (error instanceof InvalidEventError) throw error;

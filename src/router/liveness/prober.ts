@@ -13,7 +13,7 @@ import type { Journal } from '../journal/index.js';
 import type { Logger } from '../observability/logger.js';
 import type { RouterMetrics } from '../observability/metrics.js';
 import { workerDiagnosis, type WorkerConnections } from '../workers/index.js';
-import { decideProbeFailure, decideProbeSuccess } from '../../core/liveness/index.js';
+import { decide } from '../../core/decisions.js';
 
 /** What the prober needs. */
 export interface ProberOptions {
@@ -137,7 +137,7 @@ export class Prober {
     const { journal, logger, metrics } = this.options;
     if (problem === null) {
       this.problems.delete(workerId);
-      const decision = decideProbeSuccess(journal.state, { workerId });
+      const decision = decide('probeSuccess', journal.state, { workerId });
       if (decision.events.length === 0) return;
       try {
         journal.record(decision);
@@ -149,7 +149,7 @@ export class Prober {
     }
     this.problems.set(workerId, problem);
     metrics.probeFailures.inc();
-    const decision = decideProbeFailure(journal.state, { workerId, error: problem });
+    const decision = decide('probeFailure', journal.state, { workerId, error: problem });
     const { events, consecutive } = decision;
     if (events.length === 0) return;
     try {

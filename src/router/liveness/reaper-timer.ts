@@ -6,7 +6,7 @@ import type { NewEvent } from '../../events/index.js';
 import type { Config } from '../../shared/config.js';
 import type { Journal } from '../journal/index.js';
 import type { Logger } from '../observability/logger.js';
-import { decideReap } from '../../core/liveness/index.js';
+import { decide } from '../../core/decisions.js';
 
 /** What the reaper timer needs. */
 export interface ReaperTimerOptions {
@@ -42,9 +42,8 @@ export class ReaperTimer {
   /** One reaper pass now; returns the events it appended. */
   reapNow(): readonly NewEvent[] {
     const { journal, config, clock, logger } = this.options;
-    const decision = decideReap(journal.state, { now: clock(), config });
+    const decision = decide('reaper', journal.state, { now: clock(), config });
     const { events } = decision;
-    if (events.length === 0) return events;
     try {
       journal.record(decision);
     } catch (error) {

@@ -25,11 +25,7 @@ import {
   type ReportResidencyRequest,
   type ReportResidencyResponse,
 } from '../../proto/gen/readie/v1/residency.js';
-import {
-  decideResidencyReport,
-  type ResidencyReport,
-  type VersionReport,
-} from '../../core/routing/residency-report.js';
+import type { ResidencyReport, VersionReport } from '../../core/routing/residency-report.js';
 import type { ResidencyState as ResidencyStateName } from '../../events/schema.js';
 import { toServiceError } from '../grpc-status.js';
 import type { Journal } from '../journal/index.js';
@@ -39,15 +35,13 @@ import {
   PermissionDeniedError,
   type RouterCredentials,
 } from '../security/index.js';
-import {
-  decideContainerReport,
-  decideStatusReport,
-  decideUtilizationReport,
-  type ContainerEntry,
-  type ContainerReport,
-  type StatusReport,
-  type UtilizationReport,
+import type {
+  ContainerEntry,
+  ContainerReport,
+  StatusReport,
+  UtilizationReport,
 } from '../../core/registry/report-events.js';
+import { decide, type DecisionOf } from '../../core/decisions.js';
 
 /** What the registry service needs. */
 export interface RegistryServiceOptions {
@@ -292,12 +286,12 @@ export function registryService(options: RegistryServiceOptions): RegistryServic
   /** Records a status report's decision (or throws its refusal) and logs what changed. */
   function recordStatus(
     report: StatusReport,
-    decision: ReturnType<typeof decideStatusReport>,
+    decision: DecisionOf<'statusReport'>,
   ): ReportStatusResponse {
     const { outcome } = decision;
     if (outcome.kind === 'refused') throw outcome.error;
     const known = journal.state.workers.get(report.workerId);
-    if (decision.events.length > 0) journal.record(decision);
+    journal.record(decision);
     if (report.status === 'removed' && decision.events.length === 0 && known) {
       logger.warn(
         { workerId: report.workerId, instanceId: report.instanceId, holder: known.instanceId },
@@ -337,7 +331,7 @@ export function registryService(options: RegistryServiceOptions): RegistryServic
         callback,
         (request): ReportStatusResponse | Promise<ReportStatusResponse> => {
           const report = statusReportOf(request);
-          const first = decideStatusReport(journal.state, { report });
+          const first = decide('statusReport', journal.state, { report });
           if (first.outcome.kind !== 'probe-holder') return recordStatus(report, first);
           const holder = first.outcome.address;
           // Another instance holds the ID elsewhere: it keeps it while it answers its probes.
@@ -348,7 +342,7 @@ export function registryService(options: RegistryServiceOptions): RegistryServic
             );
             return recordStatus(
               report,
-              decideStatusReport(journal.state, { report, holderAnswers }),
+              decide('statusReport', journal.state, { report, holderAnswers }),
             );
           });
         },
@@ -356,8 +350,8 @@ export function registryService(options: RegistryServiceOptions): RegistryServic
     },
     reportUtilization(call, callback) {
       answer(options, call, callback, (request): ReportUtilizationResponse => {
-        const outcome = decideUtilizationReport(journal.state, utilizationReportOf(request));
-        if (outcome.events.length > 0) journal.record(outcome);
+        const outcome = decide('utilizationReport', journal.state, utilizationReportOf(request));
+        journal.record(outcome);
         if (!outcome.registered) {
           logger.info(
             { workerId: request.workerId },
@@ -370,8 +364,8 @@ export function registryService(options: RegistryServiceOptions): RegistryServic
     reportContainerState(call, callback) {
       answer(options, call, callback, (request): ReportContainerStateResponse => {
         const report = containerReportOf(request);
-        const outcome = decideContainerReport(journal.state, report);
-        if (outcome.events.length > 0) journal.record(outcome);
+        const outcome = decide('containerReport', journal.state, report);
+        journal.record(outcome);
         for (const event of outcome.events) {
           if (event.type === 'SessionExpired') {
             logger.info(
@@ -389,8 +383,8 @@ export function registryService(options: RegistryServiceOptions): RegistryServic
     },
     reportResidency(call, callback) {
       answer(options, call, callback, (request): ReportResidencyResponse => {
-        const outcome = decideResidencyReport(journal.state, residencyReportOf(request));
-        if (outcome.events.length > 0) journal.record(outcome);
+        const outcome = decide('residencyReport', journal.state, residencyReportOf(request));
+        journal.record(outcome);
         for (const event of outcome.events) {
           if (event.type === 'ResidencyChanged' && event.state === 'failed') {
             logger.warn(

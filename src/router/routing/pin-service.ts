@@ -7,14 +7,8 @@
  */
 import type { Metadata, ServerUnaryCall, sendUnaryData } from '@grpc/grpc-js';
 import type { PlacementCaches } from '../../core/placement/index.js';
-import {
-  decideFlip,
-  decideRemove,
-  decideRollback,
-  decideSetK,
-  decideStage,
-  type PinChangeDecision,
-} from '../../core/routing/index.js';
+import { decide } from '../../core/decisions.js';
+import type { PinChangeDecision } from '../../core/routing/index.js';
 import type { AdminServiceServer } from '../../proto/gen/readie/v1/admin.js';
 import type { PinChange } from '../../proto/gen/readie/v1/pins.js';
 import { toServiceError } from '../grpc-status.js';
@@ -98,10 +92,6 @@ export function pinHandlers(options: PinServiceOptions): PinHandlers {
       const notes = what === 'stage' ? tenantNote(credentials, decision.change.tenantId) : [];
       callback(null, { change: changeOf(decision, notes) });
     };
-    if (decision.events.length === 0) {
-      answer();
-      return;
-    }
     try {
       journal
         .record(decision)
@@ -125,7 +115,7 @@ export function pinHandlers(options: PinServiceOptions): PinHandlers {
     },
     stagePin(call, callback) {
       change('stage', call, callback, (request, now) =>
-        decideStage(journal.state, {
+        decide('stage', journal.state, {
           tenantId: request.tenantId,
           version: request.version,
           k: request.k ?? null,
@@ -137,7 +127,7 @@ export function pinHandlers(options: PinServiceOptions): PinHandlers {
     },
     flipPin(call, callback) {
       change('flip', call, callback, (request, now) =>
-        decideFlip(journal.state, {
+        decide('flip', journal.state, {
           tenantId: request.tenantId,
           expectRevision: expected(request.expectRevision),
           force: request.force,
@@ -148,7 +138,7 @@ export function pinHandlers(options: PinServiceOptions): PinHandlers {
     },
     rollbackPin(call, callback) {
       change('rollback', call, callback, (request, now) =>
-        decideRollback(journal.state, {
+        decide('rollback', journal.state, {
           tenantId: request.tenantId,
           expectRevision: expected(request.expectRevision),
           now,
@@ -158,7 +148,7 @@ export function pinHandlers(options: PinServiceOptions): PinHandlers {
     },
     setPinK(call, callback) {
       change('set-k', call, callback, (request, now) =>
-        decideSetK(journal.state, {
+        decide('setK', journal.state, {
           tenantId: request.tenantId,
           k: request.k,
           expectRevision: expected(request.expectRevision),
@@ -170,7 +160,7 @@ export function pinHandlers(options: PinServiceOptions): PinHandlers {
     },
     removePin(call, callback) {
       change('remove', call, callback, (request, now) =>
-        decideRemove(journal.state, {
+        decide('remove', journal.state, {
           tenantId: request.tenantId,
           expectRevision: expected(request.expectRevision),
           now,

@@ -10,8 +10,9 @@
  */
 import type { Metadata, ServiceError } from '@grpc/grpc-js';
 import type { Decision } from '../../core/decision.js';
+import { decide } from '../../core/decisions.js';
 import type { PlacementCaches } from '../../core/placement/index.js';
-import { CHANGES_PROTECTION, decideProtection, keptOn } from '../../core/routing/index.js';
+import { CHANGES_PROTECTION, keptOn } from '../../core/routing/index.js';
 import { hasAddress, holdsVersion, isLive, type ClusterState } from '../../projections/index.js';
 import type { Config } from '../../shared/config.js';
 import type { Journal } from '../journal/index.js';
@@ -73,11 +74,9 @@ export class ResidencyKeeper {
     const { journal, clock, placement, logger } = this.options;
     this.refreshing = true;
     try {
-      const decision = decideProtection(journal.state, {
-        now: clock(),
-        subsets: placement.subsets,
-      });
-      if (decision.events.length > 0) journal.record(decision);
+      journal.record(
+        decide('protection', journal.state, { now: clock(), subsets: placement.subsets }),
+      );
     } catch (error) {
       logger.error({ err: error }, 'could not record what workers must keep');
       return;

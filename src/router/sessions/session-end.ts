@@ -6,7 +6,8 @@
  * `EXECUTOR_TTL`. A worker that cannot be reached destroys the container when it idles out.
  */
 import type { Metadata } from '@grpc/grpc-js';
-import { decideSessionEnd, sessionToEnd } from '../../core/sessions/session-end.js';
+import { decide } from '../../core/decisions.js';
+import { sessionToEnd } from '../../core/sessions/session-end.js';
 import type { EndSessionResponse } from '../../proto/gen/readie/v1/tenant.js';
 import type { Config } from '../../shared/config.js';
 import type { Journal } from '../journal/index.js';
@@ -45,10 +46,10 @@ export async function endSession(
     tenantId,
   });
   try {
-    const decision = decideSessionEnd(deps.journal.state, { sessionId, tenantId });
+    const decision = decide('sessionEnd', deps.journal.state, { sessionId, tenantId });
     // Recorded before the container goes: a client told its session ended, and a worker told to
     // destroy it, can rely on the end surviving a router crash.
-    if (decision.events.length > 0) await deps.journal.record(decision).committed;
+    await deps.journal.record(decision).committed;
     const fields = {
       sessionId,
       tenantId,
