@@ -9,7 +9,7 @@ import {
 } from '../../src/core/placement/index.js';
 import { foreignSessionMessage } from '../../src/core/placement/session-affinity.js';
 import { decideSessionEnd } from '../../src/core/sessions/session-end.js';
-import type { NewEvent } from '../../src/events/types.js';
+import { causeText, type NewEvent } from '../../src/events/index.js';
 import { stateFromJson, stateToJson } from '../../src/projections/snapshot.js';
 import { demand, history, pinned, placed, registered, requested } from '../support/events.js';
 
@@ -148,7 +148,10 @@ describe('core: sessions and request IDs belong to their first tenant', () => {
       const { cause: unknownCause, ...unknownAnswer } = unknown;
       expect(answer).to.deep.equal(unknownAnswer);
       expect(answer).to.deep.include({ ended: false, events: [], container: null, pin: null });
-      expect([cause, unknownCause]).to.deep.equal(['session:S', 'session:NEVER']);
+      expect([causeText(cause), causeText(unknownCause)]).to.deep.equal([
+        'session:S',
+        'session:NEVER',
+      ]);
       expect(marked).to.deep.equal({ kind: 'session', id: 'S', ownerTenantId: 'tenant-a' });
 
       const own = decideSessionEnd(given.state(), { sessionId: 'S', tenantId: 'tenant-a' });
