@@ -45,6 +45,18 @@ export class FrameReader {
     return this.held === 0;
   }
 
+  /** Bytes of the partial frame held (prefix included). */
+  get heldBytes(): number {
+    return this.held;
+  }
+
+  /** Drops the partial frame held, so its bytes can be collected (the stream ended). */
+  clear(): void {
+    this.pieces = [];
+    this.held = 0;
+    this.expected = 0;
+  }
+
   /** Reads `data`; calls `onFrame` for every message completed, in order. */
   push(data: Buffer, onFrame: (frame: GrpcFrame) => void): void {
     let offset = 0;
