@@ -21,6 +21,7 @@ import {
   messagePrefix,
   openRawCall,
   rawSession,
+  roundTrip,
   sendPartialMessage,
   within,
   type RawCall,
@@ -94,7 +95,7 @@ describe('router: what a client can make it hold on the call path is bounded', f
   it('ends a first message that never completes with DEADLINE_EXCEEDED after FIRST_MESSAGE_TIMEOUT', async () => {
     const started = Date.now();
     const call = openRawCall(session(), TENANT_A);
-    sendPartialMessage(call.stream, 4 * MiB - 64, MiB);
+    void sendPartialMessage(call.stream, MiB - 64, 0.5 * MiB);
     const outcome = await within(call.status, 5_000, 'no status');
     expect(outcome).to.deep.include({ code: status.DEADLINE_EXCEEDED });
     expect((outcome as { details: string }).details).to.match(/FIRST_MESSAGE_TIMEOUT/);
@@ -157,7 +158,8 @@ describe('router: what a client can make it hold on the call path is bounded', f
       ...[0, 1].map(() => openRawCall(second, TENANT_A)),
     ];
     for (const call of held) call.stream.write(messagePrefix(100));
-    await eventually(() => true, 'settle');
+    // The router has read every stream's headers before the next one opens elsewhere.
+    await Promise.all([roundTrip(first), roundTrip(second)]);
     const extra = openRawCall(session(), TENANT_A);
     const refused = await within(extra.status, 2_000, 'no status');
     expect(refused).to.deep.include({ code: status.RESOURCE_EXHAUSTED });
@@ -171,33 +173,47 @@ describe('router: what a client can make it hold on the call path is bounded', f
 
   it('ends the stream whose half-received bytes would pass CONNECTION_MAX_BUFFERED or TENANT_MAX_BUFFERED, and gives bytes back when a stream ends', async () => {
     const [first, second] = [session(), session()];
-    const a1 = openRawCall(first, TENANT_A);
-    sendPartialMessage(a1.stream, 4 * MiB - 64, 1.5 * MiB);
-    const a2 = openRawCall(first, TENANT_A);
-    sendPartialMessage(a2.stream, 4 * MiB - 64, MiB);
-    const overConnection = await within(a2.status, 2_000, 'no status');
+    // Each partial message is read by the router before the next is sent.
+    const partial = async (connection: ClientHttp2Session, sent: number): Promise<RawCall> => {
+      const call = openRawCall(connection, TENANT_A);
+      await sendPartialMessage(call.stream, MiB - 64, sent);
+      await roundTrip(connection);
+      return call;
+    };
+    // The first connection holds 1.8 MiB; 0.5 MiB more would pass its 2 MiB.
+    const a1 = await partial(first, 0.9 * MiB);
+    await partial(first, 0.9 * MiB);
+    const a3 = await partial(first, 0.5 * MiB);
+    const overConnection = await within(a3.status, 2_000, 'no status');
     expect(overConnection).to.deep.include({ code: status.RESOURCE_EXHAUSTED });
     expect((overConnection as { details: string }).details).to.match(/CONNECTION_MAX_BUFFERED/);
 
-    const b1 = openRawCall(second, TENANT_A);
-    sendPartialMessage(b1.stream, 4 * MiB - 64, MiB);
-    const b2 = openRawCall(second, TENANT_A);
-    sendPartialMessage(b2.stream, 4 * MiB - 64, MiB);
+    // The tenant holds 2.7 MiB over both; 0.5 MiB more would pass its 3 MiB.
+    await partial(second, 0.9 * MiB);
+    const b2 = await partial(second, 0.5 * MiB);
     const overTenant = await within(b2.status, 2_000, 'no status');
     expect(overTenant).to.deep.include({ code: status.RESOURCE_EXHAUSTED });
     expect((overTenant as { details: string }).details).to.match(/TENANT_MAX_BUFFERED/);
 
-    // a1 leaves: its 1.5 MiB come back to the tenant, so 0.75 MiB more fits (beside b1's 1 MiB
-    // on the second connection) and reads on to the message's end.
+    // a1 leaves: its 0.9 MiB come back to the tenant, so 0.75 MiB more fits and reads on to the
+    // message's end.
     a1.stream.close();
     await a1.status;
     const b3 = openRawCall(second, TENANT_A);
     const length = 0.75 * MiB + 100;
-    sendPartialMessage(b3.stream, length, 0.75 * MiB);
+    await sendPartialMessage(b3.stream, length, 0.75 * MiB);
     b3.stream.end(Buffer.alloc(100, 0xff));
     const read = await within(b3.status, 2_000, 'no status');
     // Read whole, it is judged as a message (undecodable), not refused for its bytes.
     expect(read).to.deep.include({ code: status.INVALID_ARGUMENT });
+  });
+
+  it('refuses a first message over 1 MiB from its prefix: a config is never that big', async () => {
+    const call = openRawCall(session(), TENANT_A);
+    call.stream.write(messagePrefix(MiB + 1));
+    const outcome = await within(call.status, 2_000, 'no status');
+    expect(outcome).to.deep.include({ code: status.RESOURCE_EXHAUSTED });
+    expect((outcome as { details: string }).details).to.match(/first message .* at most 1048576/);
   });
 
   it('resets a stream the router answered once its client has not ended it within STREAM_IDLE_TIMEOUT', async () => {

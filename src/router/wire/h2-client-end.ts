@@ -25,6 +25,16 @@ import { keepFrame, keptFrame } from './kept-frames.js';
 /** The largest message a client may send (gRPC's default, as grpc-js enforced it). */
 export const MAX_CLIENT_MESSAGE_BYTES = 4 * 1024 * 1024;
 
+/**
+ * The largest first message (the call's config: IDs, hints, package entries): far above any
+ * real config, far below what a stream may otherwise hold before it is placed.
+ */
+export const MAX_CONFIG_MESSAGE_BYTES = 1024 * 1024;
+
+function configTooLarge(length: number, max: number): string {
+  return `the call's first message (its config) is ${length} bytes: at most ${max} are accepted`;
+}
+
 /** The router's bounds on one call stream, in ms (0: none). */
 export interface ClientEndBounds {
   /** What the stream may hold of unfinished messages (and its slot among open streams). */
@@ -39,7 +49,7 @@ const NO_BOUNDS: ClientEndBounds = { firstMessageMs: 0, idleMs: 0 };
 
 /** A `RequestExecution` stream served on `node:http2`. */
 export class H2ClientEnd implements ClientEnd {
-  private readonly reader = new FrameReader(MAX_CLIENT_MESSAGE_BYTES);
+  private readonly reader = new FrameReader(MAX_CONFIG_MESSAGE_BYTES, configTooLarge);
   private events: ClientEndEvents | undefined;
   /** Frames read while the call was paused, to deliver in order on resume. */
   private readonly pending: GrpcFrame[] = [];
@@ -188,6 +198,7 @@ export class H2ClientEnd implements ClientEnd {
     this.pendingBytes += frame.frame.length;
     if (this.firstArrived) return;
     this.firstArrived = true;
+    this.reader.limitTo(MAX_CLIENT_MESSAGE_BYTES);
     clearTimeout(this.firstMessageTimer);
     if (!this.paused) this.startIdleTimer();
   }

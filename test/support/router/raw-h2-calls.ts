@@ -67,9 +67,29 @@ export function messagePrefix(length: number): Buffer {
   return prefix;
 }
 
-/** Writes the first `sent` bytes of a message that claims `length` bytes (prefix included). */
-export function sendPartialMessage(stream: ClientHttp2Stream, length: number, sent: number): void {
-  stream.write(Buffer.concat([messagePrefix(length), Buffer.alloc(sent, 0x61)]));
+/**
+ * Writes the prefix and the first `sent` bytes of a message that claims `length` bytes; resolves
+ * once they left for the socket.
+ */
+export function sendPartialMessage(
+  stream: ClientHttp2Stream,
+  length: number,
+  sent: number,
+): Promise<void> {
+  return new Promise((resolve) =>
+    stream.write(Buffer.concat([messagePrefix(length), Buffer.alloc(sent, 0x61)]), () => resolve()),
+  );
+}
+
+/**
+ * Resolves once the server answered a PING sent now: it has read every frame sent before (a
+ * server reads a connection's frames in order and answers a PING after those before it).
+ */
+export async function roundTrip(session: ClientHttp2Session): Promise<void> {
+  if (session.connecting) await new Promise((resolve) => session.once('connect', resolve));
+  return new Promise((resolve, reject) =>
+    session.ping((error) => (error ? reject(error) : resolve())),
+  );
 }
 
 /** Resolves with `promise`'s value, or `timedOut` if it takes longer than `ms`. */
