@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { writeFileSync } from 'node:fs';
-import type { ClientHttp2Session } from 'node:http2';
+import { constants, type ClientHttp2Session } from 'node:http2';
 import { connect as tcpConnect } from 'node:net';
 import { join } from 'node:path';
 import { status } from '@grpc/grpc-js';
@@ -214,6 +214,22 @@ describe('router: what a client can make it hold on the call path is bounded', f
     const outcome = await within(call.status, 2_000, 'no status');
     expect(outcome).to.deep.include({ code: status.RESOURCE_EXHAUSTED });
     expect((outcome as { details: string }).details).to.match(/first message .* at most 1048576/);
+  });
+
+  it('resets a request to another service (health, open to all) that has not arrived whole within FIRST_MESSAGE_TIMEOUT', async () => {
+    const stream = session().request({
+      ':method': 'POST',
+      ':path': '/grpc.health.v1.Health/Check',
+      'content-type': 'application/grpc',
+      te: 'trailers',
+    });
+    stream.on('error', () => undefined);
+    stream.on('data', () => undefined);
+    await sendPartialMessage(stream, 4 * MiB - 64, MiB);
+    const reset = new Promise<number>((resolve) =>
+      stream.once('close', () => resolve(stream.rstCode ?? -1)),
+    );
+    expect(await within(reset, 5_000, 'still open')).to.equal(constants.NGHTTP2_CANCEL);
   });
 
   it('resets a stream the router answered once its client has not ended it within STREAM_IDLE_TIMEOUT', async () => {

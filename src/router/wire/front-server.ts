@@ -35,6 +35,7 @@ const MiB = 1024 * 1024;
 /** What one client connection may hold (the settings of the same names; 0: no limit). */
 export interface ConnectionBounds {
   readonly CONNECTION_IDLE_TIMEOUT: number;
+  readonly FIRST_MESSAGE_TIMEOUT: number;
   readonly CONNECTION_MAX_STREAMS: number;
   readonly CONNECTION_MAX_BUFFERED: number;
 }
@@ -118,8 +119,12 @@ export class FrontServer {
       'stream',
       (stream: ServerHttp2Stream, headers: IncomingHttpHeaders, flags: number) => {
         const handler = handlers.get(String(headers[constants.HTTP2_HEADER_PATH]));
-        if (handler) handler(stream, headers);
-        else grpcJs.stream(stream, headers, flags);
+        if (handler) {
+          handler(stream, headers);
+          return;
+        }
+        if (bounds.FIRST_MESSAGE_TIMEOUT > 0) resetUnlessSent(stream, bounds.FIRST_MESSAGE_TIMEOUT);
+        grpcJs.stream(stream, headers, flags);
       },
     );
     // An RPC's small frames go out at once (no Nagle delay behind an unacknowledged one). Node's
@@ -195,4 +200,18 @@ function closeWhenIdle(session: ServerHttp2Session, idleMs: number): void {
   });
   session.once('close', () => clearTimeout(timer));
   arm();
+}
+
+/**
+ * Every method grpc-js serves here takes one request message (unary, or health's `Watch`), so a
+ * stream whose request has not ended within `ms` is a client holding the router's memory (up to
+ * a 4 MiB message per stream, credential or not: health is open): it is reset (`CANCEL`).
+ */
+function resetUnlessSent(stream: ServerHttp2Stream, ms: number): void {
+  const timer = setTimeout(() => {
+    if (!stream.closed && !stream.readableEnded) stream.close(constants.NGHTTP2_CANCEL);
+  }, ms);
+  timer.unref();
+  stream.once('end', () => clearTimeout(timer));
+  stream.once('close', () => clearTimeout(timer));
 }
