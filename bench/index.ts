@@ -12,6 +12,7 @@ const BENCHMARKS: Record<string, () => Promise<unknown>> = {
   worker: async () => (await import('./worker.js')).run(),
   fanout: async () => (await import('./fanout.js')).run(),
   failover: async () => (await import('./failover.js')).run(),
+  streams: async () => (await import('./stream-abuse.js')).run(),
 };
 
 const names = process.argv.slice(2);
