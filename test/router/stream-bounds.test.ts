@@ -125,8 +125,13 @@ describe('router: what a client can make it hold on the call path is bounded', f
     expect((outcome as { details: string }).details).to.match(/STREAM_IDLE_TIMEOUT/);
     await eventually(
       () =>
-        readLog(test.logDir).some((e) => e.type === 'CallFinished' && e.requestId === 'r-quiet'),
-      'the quiet call finished in the log',
+        readLog(test.logDir).some(
+          (e) =>
+            e.type === 'CallFinished' &&
+            e.requestId === 'r-quiet' &&
+            e.code === 'DEADLINE_EXCEEDED',
+        ),
+      'the quiet call finished in the log, DEADLINE_EXCEEDED',
     );
   });
 

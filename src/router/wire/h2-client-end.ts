@@ -221,24 +221,26 @@ export class H2ClientEnd implements ClientEnd {
 
   private firstMessageLate(): void {
     if (this.finished || this.firstArrived) return;
-    this.sendStatus(
-      status.DEADLINE_EXCEEDED,
+    this.endForBound(
+      'DEADLINE_EXCEEDED',
       `the call's first message (its config) did not arrive within ` +
         `${formatDuration(this.bounds.firstMessageMs)} of the stream opening (FIRST_MESSAGE_TIMEOUT)`,
-      [],
     );
-    this.events?.gone();
   }
 
   private idlePassed(): void {
     if (this.finished || this.paused || this.requestEnded) return;
-    this.sendStatus(
-      status.DEADLINE_EXCEEDED,
+    this.endForBound(
+      'DEADLINE_EXCEEDED',
       `the client sent nothing for ${formatDuration(this.bounds.idleMs)} before ending its ` +
         `request (STREAM_IDLE_TIMEOUT)`,
-      [],
     );
-    this.events?.gone();
+  }
+
+  /** Ends the stream for a bound the client broke; the call ends so, in the log too. */
+  private endForBound(code: GrpcCodeName, details: string): void {
+    this.sendStatus(status[code], details, []);
+    this.events?.gone({ code, details });
   }
 
   /**
@@ -246,8 +248,11 @@ export class H2ClientEnd implements ClientEnd {
    * it; the call sees the client leave.
    */
   private refuseFrames(error: unknown): void {
-    const code =
-      error instanceof FrameError || error instanceof StreamLimitError ? error.code : 'INTERNAL';
+    if (error instanceof StreamLimitError) {
+      this.endForBound(error.code, error.message);
+      return;
+    }
+    const code = error instanceof FrameError ? error.code : 'INTERNAL';
     this.sendStatus(status[code], (error as Error).message, []);
     this.events?.gone();
   }
