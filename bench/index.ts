@@ -13,6 +13,7 @@ const BENCHMARKS: Record<string, () => Promise<unknown>> = {
   fanout: async () => (await import('./fanout.js')).run(),
   failover: async () => (await import('./failover.js')).run(),
   state: async () => (await import('./state.js')).run(),
+  streams: async () => (await import('./stream-abuse.js')).run(),
 };
 
 const names = process.argv.slice(2);

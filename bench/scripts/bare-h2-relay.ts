@@ -18,6 +18,7 @@ import {
   PROXY_PATH,
 } from '../../src/router/wire/index.js';
 import type { WorkerEnd } from '../../src/router/calls/call-ends.js';
+import { DEFAULT_CONFIG } from '../../src/shared/config.js';
 
 const [workerAddress = '', port = '0'] = process.argv.slice(2);
 const links = new H2WorkerLinks(undefined, new Metadata(), Date.now);
@@ -101,6 +102,7 @@ const front = await FrontServer.listen(
     ],
   ]),
   grpcJsStreams(server),
+  DEFAULT_CONFIG,
 );
 process.stdout.write(`listening 127.0.0.1:${front.port}\n`);
 process.on('SIGTERM', () => {

@@ -74,6 +74,7 @@ import {
   H2WorkerLinks,
   PROXY_PATH,
   proxyStreams,
+  type ConnectionBounds,
   type GrpcJsStreams,
   type StreamHandler,
 } from './wire/index.js';
@@ -360,6 +361,7 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
             options.security,
             new Map([[PROXY_PATH, proxyStreams(callPath, credentials, onRefused, standby)]]),
             grpcJsStreams(server),
+            config,
           )).port
         : await bind(server, listen, serverCredentialsOf(options.security));
     const address = formatHostPort({ host: listen.host, port });
@@ -608,9 +610,10 @@ async function listenFront(
   security: ServingSecurity,
   handlers: ReadonlyMap<string, StreamHandler>,
   grpcJs: GrpcJsStreams,
+  bounds: ConnectionBounds,
 ): Promise<FrontServer> {
   try {
-    return await FrontServer.listen(listen.host, listen.port, security, handlers, grpcJs);
+    return await FrontServer.listen(listen.host, listen.port, security, handlers, grpcJs, bounds);
   } catch (error) {
     throw listenError('--listen', formatHostPort(listen), error);
   }

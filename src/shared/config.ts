@@ -103,6 +103,41 @@ export const SETTINGS = {
     default: 3_600_000,
     help: 'an ended or expired session is remembered this long (its calls refused NOT_FOUND), then forgotten',
   },
+  FIRST_MESSAGE_TIMEOUT: {
+    kind: 'duration',
+    default: 10_000,
+    help: "a call stream whose first message (the call's config) has not fully arrived this long after it opened is ended with DEADLINE_EXCEEDED",
+  },
+  STREAM_IDLE_TIMEOUT: {
+    kind: 'duration',
+    default: 60_000,
+    help: 'a call stream whose client sends nothing for this long before ending its request is ended with DEADLINE_EXCEEDED (not counted while the router holds the call back)',
+  },
+  CONNECTION_IDLE_TIMEOUT: {
+    kind: 'duration',
+    default: 300_000,
+    help: 'a client connection with no open stream for this long is closed (GOAWAY); also bounds a TLS handshake',
+  },
+  CONNECTION_MAX_STREAMS: {
+    kind: 'count',
+    default: 256,
+    help: 'call streams one client connection may hold open; more are refused with RESOURCE_EXHAUSTED',
+  },
+  TENANT_MAX_STREAMS: {
+    kind: 'count',
+    default: 1024,
+    help: 'call streams one tenant may hold open over all its connections; more are refused with RESOURCE_EXHAUSTED',
+  },
+  CONNECTION_MAX_BUFFERED: {
+    kind: 'size',
+    default: 256 * 1024 ** 2,
+    help: "bytes of half-received messages the router holds for one connection's calls; the call stream that would pass it is ended with RESOURCE_EXHAUSTED",
+  },
+  TENANT_MAX_BUFFERED: {
+    kind: 'size',
+    default: 1024 ** 3,
+    help: "bytes of half-received messages the router holds for one tenant's calls over all its connections; the call stream that would pass it is ended with RESOURCE_EXHAUSTED",
+  },
 } as const satisfies Record<string, SettingSpec>;
 
 /** The name of a numeric setting (its environment variable). */

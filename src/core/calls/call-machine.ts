@@ -92,7 +92,7 @@ function awaitingConfig(
     case 'client-gone':
       return refuse(
         phase,
-        new CallAbandonedError(departureOf(world.now, phase.clientDeadline).details),
+        new CallAbandonedError(goneEnding(input, world, phase.clientDeadline).details),
         { clientGone: true },
       );
     default:
@@ -169,7 +169,7 @@ function waitingTurn(
     case 'client-gone':
       return refuse(
         phase,
-        new CallAbandonedError(departureOf(world.now, phase.facts.clientDeadline).details),
+        new CallAbandonedError(goneEnding(input, world, phase.facts.clientDeadline).details),
         { clientGone: true },
       );
     default:
@@ -283,7 +283,7 @@ function dialing(
     case 'client-gone':
       return complete(
         asRelaying(phase),
-        departureOf(world.now, phase.facts.clientDeadline),
+        goneEnding(input, world, phase.facts.clientDeadline),
         world,
         {
           clientGone: true,
@@ -374,7 +374,7 @@ function relaying(
     case 'client-ended':
       return { phase, effects: [{ type: 'half-close-worker' }] };
     case 'client-gone':
-      return complete(phase, departureOf(world.now, phase.facts.clientDeadline), world, {
+      return complete(phase, goneEnding(input, world, phase.facts.clientDeadline), world, {
         clientGone: true,
       });
     case 'worker-drained':
@@ -533,4 +533,13 @@ function shutDown(phase: CallPhase, reason: string, world: CallWorld): CallStep 
 function prefixed(...parts: [...CallEffect[], CallStep]): CallStep {
   const step = parts.at(-1) as CallStep;
   return { phase: step.phase, effects: [...(parts.slice(0, -1) as CallEffect[]), ...step.effects] };
+}
+
+/** How a call whose client is gone ends: as the router ended it, else as the client left. */
+function goneEnding(
+  input: Extract<CallInput, { type: 'client-gone' }>,
+  world: CallWorld,
+  clientDeadline: number,
+): CallEnding {
+  return input.ending ?? departureOf(world.now, clientDeadline);
 }

@@ -8,7 +8,7 @@ import type { CallConfig } from '../../proto/gen/readie/v1/proxy.js';
 import type { CallTrailers } from '../../shared/call-trailers.js';
 import type { Config } from '../../shared/config.js';
 import type { CallToPlace, PlacedDecision, PlacementCaches } from '../placement/index.js';
-import type { CallDecision } from './call-steps.js';
+import type { CallDecision, CallEnding } from './call-steps.js';
 import type { DialFailureDecision } from './dial-failure.js';
 import type { ClientMessage, WorkerAnswer } from './relay-messages.js';
 
@@ -65,8 +65,11 @@ export type CallInput =
   | { readonly type: 'client-message'; readonly message: ClientMessage }
   /** The client half-closed its stream: the payload is complete. */
   | { readonly type: 'client-ended' }
-  /** The client cancelled, or its deadline passed. */
-  | { readonly type: 'client-gone' }
+  /**
+   * The client cancelled, or its deadline passed; or the router ended its stream for a bound it
+   * broke (`ending`: what the call ends with, in the log too).
+   */
+  | { readonly type: 'client-gone'; readonly ending?: CallEnding }
   | { readonly type: 'turn-granted' }
   | { readonly type: 'turn-refused'; readonly error: unknown }
   /** The call's decision (a `record-decision` effect) was appended. */

@@ -19,8 +19,11 @@ export interface ClientEndEvents {
   message(message: ClientMessage): void;
   /** The client half-closed. */
   ended(): void;
-  /** The client cancelled, disconnected, or its deadline passed. */
-  gone(): void;
+  /**
+   * The client cancelled, disconnected, or its deadline passed; or the transport ended the stream
+   * for a bound it broke (`ending`: the code and words the call ends with, in the log too).
+   */
+  gone(ending?: { readonly code: GrpcCodeName; readonly details: string }): void;
 }
 
 /** The client's stream of one `RequestExecution` call. */

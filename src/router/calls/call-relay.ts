@@ -23,6 +23,7 @@ import type { SessionTurn, SessionTurns } from '../sessions/index.js';
 import type { WorkerFailures } from '../admin/worker-failures.js';
 import type { ActiveCall, ActiveCalls } from './active-calls.js';
 import type { TrailerEntry } from '../../core/calls/answer-trailers.js';
+import type { GrpcCodeName } from '../../shared/grpc-codes.js';
 import type { ClientEnd, WorkerEnd, WorkerLinks } from './call-ends.js';
 
 /** Everything a call needs from the router. */
@@ -125,8 +126,8 @@ export class CallRelay implements ActiveCall {
     this.dispatch({ type: 'client-ended' });
   }
 
-  private clientGone(): void {
-    this.dispatch({ type: 'client-gone' });
+  private clientGone(ending?: { readonly code: GrpcCodeName; readonly details: string }): void {
+    this.dispatch(ending ? { type: 'client-gone', ending } : { type: 'client-gone' });
   }
 
   /** Ends the call at once with `UNAVAILABLE` (router shutdown). */

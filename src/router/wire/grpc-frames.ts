@@ -38,11 +38,36 @@ export class FrameReader {
   /** Bytes of the frame being read (prefix included); 0 until its prefix is complete. */
   private expected = 0;
 
-  constructor(private readonly maxMessageBytes: number) {}
+  constructor(
+    private maxMessageBytes: number,
+    /** What a message over the limit is told (default: gRPC's words). */
+    private tooLarge: (length: number, max: number) => string = grpcTooLarge,
+  ) {}
+
+  /** Messages whose prefix is read from now on may be up to `maxMessageBytes`. */
+  limitTo(
+    maxMessageBytes: number,
+    tooLarge: (length: number, max: number) => string = grpcTooLarge,
+  ): void {
+    this.maxMessageBytes = maxMessageBytes;
+    this.tooLarge = tooLarge;
+  }
 
   /** True when no partial frame is held (a stream may end here). */
   get idle(): boolean {
     return this.held === 0;
+  }
+
+  /** Bytes of the partial frame held (prefix included). */
+  get heldBytes(): number {
+    return this.held;
+  }
+
+  /** Drops the partial frame held, so its bytes can be collected (the stream ended). */
+  clear(): void {
+    this.pieces = [];
+    this.held = 0;
+    this.expected = 0;
   }
 
   /** Reads `data`; calls `onFrame` for every message completed, in order. */
@@ -99,13 +124,14 @@ export class FrameReader {
   private lengthAt(data: Buffer, offset: number): number {
     const length = data.readUInt32BE(offset + 1);
     if (length > this.maxMessageBytes) {
-      throw new FrameError(
-        `Received message larger than max (${length} vs. ${this.maxMessageBytes})`,
-        'RESOURCE_EXHAUSTED',
-      );
+      throw new FrameError(this.tooLarge(length, this.maxMessageBytes), 'RESOURCE_EXHAUSTED');
     }
     return length;
   }
+}
+
+function grpcTooLarge(length: number, max: number): string {
+  return `Received message larger than max (${length} vs. ${max})`;
 }
 
 function frameOf(frame: Buffer): GrpcFrame {

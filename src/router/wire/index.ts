@@ -1,4 +1,5 @@
 /** The call path on the platform's HTTP/2: the router's port, its call streams, its worker links. */
+export * from './call-stream-limits.js';
 export * from './front-server.js';
 export * from './grpc-frames.js';
 export * from './grpc-headers.js';

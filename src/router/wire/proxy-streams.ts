@@ -1,7 +1,8 @@
 /**
  * `ProxyService.RequestExecution` on the platform's HTTP/2 (shell): each stream is checked as a
  * gRPC server checks one (content type, `grpc-timeout`), its caller's credential authorized (the
- * same rules and refusals as the interceptor in front of the grpc-js services), then handed to a
+ * same rules and refusals as the interceptor in front of the grpc-js services), held to the
+ * connection's and the tenant's stream limits (`call-stream-limits.ts`), then handed to a
  * `CallRelay` over an `H2ClientEnd`.
  */
 import { Metadata, status } from '@grpc/grpc-js';
@@ -20,7 +21,8 @@ import {
   type RouterCredentials,
 } from '../security/index.js';
 import { RESPONSE_HEADERS, statusTrailers, timeoutMsOf } from './grpc-headers.js';
-import { H2ClientEnd } from './h2-client-end.js';
+import { CallStreamLimits, StreamLimitError, type StreamBudget } from './call-stream-limits.js';
+import { dropTheRest, H2ClientEnd } from './h2-client-end.js';
 import { standbyRefusal, type StandbyGate } from '../leadership/index.js';
 import type { StreamHandler } from './front-server.js';
 
@@ -34,12 +36,14 @@ export function proxyStreams(
   onRefused: (refusal: Refusal) => void,
   standby: StandbyGate,
 ): StreamHandler {
+  const limits = new CallStreamLimits(options.config);
+  const { FIRST_MESSAGE_TIMEOUT, STREAM_IDLE_TIMEOUT } = options.config;
   return (stream: ServerHttp2Stream, headers: IncomingHttpHeaders) => {
     stream.on('error', () => undefined);
     if (!standby.serving()) {
       // A standby refuses before anything is sent, so nginx or the client moves to the next router.
       const refusal = standbyRefusal(standby);
-      refuse(stream, status.UNAVAILABLE, refusal.details, refusal.trailers);
+      refuse(stream, STREAM_IDLE_TIMEOUT, status.UNAVAILABLE, refusal.details, refusal.trailers);
       return;
     }
     const contentType = headers[constants.HTTP2_HEADER_CONTENT_TYPE];
@@ -51,6 +55,7 @@ export function proxyStreams(
     if (Number.isNaN(timeoutMs)) {
       refuse(
         stream,
+        STREAM_IDLE_TIMEOUT,
         status.INTERNAL,
         `Invalid grpc-timeout value "${String(headers['grpc-timeout'])}"`,
       );
@@ -64,11 +69,23 @@ export function proxyStreams(
         onRefused({ path: PROXY_PATH, code: error.code, problem: error.message });
       }
       const { code, details } = statusOf(error);
-      refuse(stream, status[code], details);
+      refuse(stream, STREAM_IDLE_TIMEOUT, status[code], details);
+      return;
+    }
+    let budget: StreamBudget;
+    try {
+      budget = limits.open(stream.session ?? stream, tenantId);
+    } catch (error) {
+      if (!(error instanceof StreamLimitError)) throw error;
+      refuse(stream, STREAM_IDLE_TIMEOUT, status.RESOURCE_EXHAUSTED, error.message);
       return;
     }
     const now = options.clock();
-    const end = new H2ClientEnd(stream, now + timeoutMs, now);
+    const end = new H2ClientEnd(stream, now + timeoutMs, now, {
+      budget,
+      firstMessageMs: FIRST_MESSAGE_TIMEOUT,
+      idleMs: STREAM_IDLE_TIMEOUT,
+    });
     new CallRelay(options, end, tenantId).start();
   };
 }
@@ -89,6 +106,8 @@ function authorizationOf(headers: IncomingHttpHeaders): Metadata {
 /** Refuses a stream before anything ran: a trailers-only answer marked `readie-not-started`. */
 function refuse(
   stream: ServerHttp2Stream,
+  /** How long the client may go on sending before the stream is reset. */
+  graceMs: number,
   code: number,
   details: string,
   trailers = NOT_STARTED,
@@ -97,5 +116,5 @@ function refuse(
     { ...RESPONSE_HEADERS, ...statusTrailers(code, details, trailerEntries(trailers)) },
     { endStream: true },
   );
-  stream.resume();
+  dropTheRest(stream, graceMs);
 }
