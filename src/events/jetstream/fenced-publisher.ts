@@ -6,7 +6,12 @@
  * meanwhile: then the publisher fails, fenced (`LogFencedError`), and so does every later message.
  */
 import { headers } from '@nats-io/transport-node';
-import { JetStreamApiError, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
+import {
+  JetStreamApiError,
+  type JetStreamClient,
+  type JetStreamManager,
+  type PubAck,
+} from '@nats-io/jetstream';
 import type { ObjectStore } from '@nats-io/obj';
 import { EventLogError } from '../errors.js';
 import { OBJECT_HEADER, SEQ_HEADER } from './stream-format.js';
@@ -160,7 +165,7 @@ export class FencedPublisher {
     this.outstanding += 1;
     this.publishOnce(sent)
       .then(
-        (streamSeq) => this.acked(sent, streamSeq),
+        (ack) => this.acked(sent, ack.seq),
         (error: Error) => {
           // A refused expectation may only mean a predecessor was not stored (a node was lost
           // mid-flight): recovery asks the stream whose message is last before calling it fencing.
@@ -173,13 +178,13 @@ export class FencedPublisher {
       });
   }
 
-  private async publishOnce(sent: Sent): Promise<number> {
-    const ack = await this.target.js.publish(sent.message.subject, sent.message.body, {
+  /** Publishes one message expecting its predecessor, under an ID that names this writer. */
+  private publishOnce(sent: Sent): Promise<PubAck> {
+    return this.target.js.publish(sent.message.subject, sent.message.body, {
       headers: sent.headers,
       expect: { lastSequence: sent.streamSeq - 1 },
       msgID: `${this.writerId}-${sent.streamSeq}`,
     });
-    return ack.seq;
   }
 
   private acked(sent: Sent, streamSeq: number): void {
@@ -222,7 +227,7 @@ export class FencedPublisher {
           }
           // Send the rest again, one at a time, each expecting the one before.
           for (const sent of [...this.unacked.values()]) {
-            this.acked(sent, await this.publishOnce(sent));
+            this.acked(sent, (await this.publishOnce(sent)).seq);
           }
           this.recovering = false;
           void this.pump();
