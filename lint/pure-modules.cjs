@@ -10,7 +10,7 @@
 
 /**
  * The pure folders. `nested: false` takes only the files directly in the folder (the events
- * layer's I/O parts, lmdb/, jetstream/, open/ and jsonl/, are its subfolders).
+ * layer's I/O parts, log/, lmdb/, jetstream/, open/ and jsonl/, are its subfolders).
  */
 const PURE_FOLDERS = [
   { folder: 'src/events', nested: false },

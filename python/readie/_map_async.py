@@ -7,7 +7,7 @@ import asyncio
 import sys
 import time
 from collections import deque
-from typing import TYPE_CHECKING, Any, AsyncIterator, Deque, Dict, Iterator, Optional, Tuple, TypeVar, Union
+from typing import Any, AsyncIterator, Deque, Dict, Iterator, Optional, Tuple, TypeVar, Union
 
 from readie._connection import current_settings
 from readie._map_input import Input, label, run_input_async, stopped_message
@@ -15,9 +15,8 @@ from readie._map_outputs import Outputs
 from readie._map_options import MapOptions, concurrency_async
 from readie._map_slots import Slot, end_quietly_async, end_sessions_async, new_slots
 from readie._progress import REDRAW_EVERY, ProgressBar, wants_progress
+from readie._target import RemoteTarget
 
-if TYPE_CHECKING:
-    from readie._remote import RemoteFunction
 
 R = TypeVar("R")
 
@@ -35,7 +34,7 @@ async def _draw(inputs: Union[Iterator[Input], AsyncIterator[Input]]) -> Tuple[b
 
 
 async def run_map_async(
-    fn: "RemoteFunction[R]",
+    fn: "RemoteTarget[R]",
     inputs: Union[Iterator[Input], AsyncIterator[Input]],
     total: Optional[int],
     options: MapOptions,

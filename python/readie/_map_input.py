@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from typing import TYPE_CHECKING, Any, Optional, Tuple
+from typing import Any, Optional, Tuple
 
 import grpc
 
@@ -14,9 +14,8 @@ from readie._call import run, run_async
 from readie._map_slots import Slot, Stopped
 from readie._retry import backoff, may_retry_ran, needs_new_session, waits_for_room
 from readie.errors import ReadieError, SessionExpiredError
+from readie._target import RemoteTarget
 
-if TYPE_CHECKING:
-    from readie._remote import RemoteFunction
 
 Input = Tuple[tuple, dict]
 
@@ -65,7 +64,7 @@ class Attempts:
 
 
 def run_input(
-    fn: "RemoteFunction[Any]",
+    fn: "RemoteTarget[Any]",
     index: Optional[int],
     call: Input,
     slot: Slot,
@@ -99,7 +98,7 @@ def run_input(
 
 
 async def run_input_async(
-    fn: "RemoteFunction[Any]",
+    fn: "RemoteTarget[Any]",
     index: Optional[int],
     call: Input,
     slot: Slot,
@@ -122,11 +121,11 @@ async def run_input_async(
             raise indexed(error, index)
 
 
-def label(fn: "RemoteFunction[Any]") -> str:
+def label(fn: "RemoteTarget[Any]") -> str:
     return f"readie map {getattr(fn, '__qualname__', 'function')}"
 
 
-def stopped_message(fn: "RemoteFunction[Any]", completed: int, total: Optional[int], cancelled: int) -> str:
+def stopped_message(fn: "RemoteTarget[Any]", completed: int, total: Optional[int], cancelled: int) -> str:
     of = f" of {total}" if total is not None else ""
     return (
         f"the map of {getattr(fn, '__qualname__', 'function')} was stopped: {completed}{of} inputs "

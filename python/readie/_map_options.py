@@ -4,14 +4,13 @@ function's budget, at most ``max_concurrency``)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Optional
+from typing import Any, Optional
 
 from readie._connection import ConnectionSettings
 from readie._tenant import usable_slots, usable_slots_async
 from readie.errors import ReadieError
+from readie._target import RemoteTarget
 
-if TYPE_CHECKING:
-    from readie._remote import RemoteFunction
 
 #: The most calls a map keeps in flight when ``max_concurrency`` does not say (threads are cheap,
 #: not free).
@@ -56,7 +55,7 @@ def bounded(slots: Optional[int], options: MapOptions, total: Optional[int]) -> 
 
 
 def concurrency(
-    settings: ConnectionSettings, fn: "RemoteFunction[Any]", options: MapOptions, total: Optional[int]
+    settings: ConnectionSettings, fn: "RemoteTarget[Any]", options: MapOptions, total: Optional[int]
 ) -> int:
     """Calls in flight for a map: the tenant's usable slots for the function's budget, at most
     ``max_concurrency`` (else at most ``MAX_DEFAULT_CONCURRENCY``) and the number of inputs."""
@@ -68,7 +67,7 @@ def concurrency(
 
 
 async def concurrency_async(
-    settings: ConnectionSettings, fn: "RemoteFunction[Any]", options: MapOptions, total: Optional[int]
+    settings: ConnectionSettings, fn: "RemoteTarget[Any]", options: MapOptions, total: Optional[int]
 ) -> int:
     """:func:`concurrency` on the running loop."""
     try:

@@ -13,7 +13,7 @@ import threading
 import time
 from collections import deque
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from typing import TYPE_CHECKING, Deque, Dict, Iterator, Optional, Tuple, TypeVar, Union
+from typing import Deque, Dict, Iterator, Optional, Tuple, TypeVar, Union
 
 from readie._connection import current_settings
 from readie._map_input import Input, label, run_input, stopped_message
@@ -21,15 +21,14 @@ from readie._map_outputs import Outputs
 from readie._map_options import MapOptions, concurrency
 from readie._map_slots import CANCEL_GRACE, Slot, end_quietly, end_sessions, new_slots
 from readie._progress import REDRAW_EVERY, ProgressBar, wants_progress
+from readie._target import RemoteTarget
 
-if TYPE_CHECKING:
-    from readie._remote import RemoteFunction
 
 R = TypeVar("R")
 
 
 def run_map(
-    fn: "RemoteFunction[R]", inputs: Iterator[Input], total: Optional[int], options: MapOptions
+    fn: "RemoteTarget[R]", inputs: Iterator[Input], total: Optional[int], options: MapOptions
 ) -> Iterator[Union[R, BaseException]]:
     """The results of ``fn`` over ``inputs`` (a generator: nothing runs until it is iterated)."""
     settings = current_settings()

@@ -6,15 +6,14 @@ import threading
 from concurrent.futures import CancelledError as FutureCancelledError
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeoutError
-from typing import TYPE_CHECKING, Any, Generic, List, Optional, TypeVar
+from typing import Any, Generic, List, Optional, TypeVar
 
 from readie._map_input import run_input
 from readie._map_slots import Slot, Stopped
 from readie._session import Session
 from readie.errors import CallCancelledError
+from readie._target import RemoteTarget
 
-if TYPE_CHECKING:
-    from readie._remote import RemoteFunction
 
 R = TypeVar("R")
 
@@ -40,7 +39,7 @@ class FunctionCall(Generic[R]):
     it ended. Refusals for lack of room are waited out, as in a map. A call spawned inside a
     ``Session`` runs in that session."""
 
-    def __init__(self, fn: "RemoteFunction[R]", args: tuple, kwargs: dict, session: Optional[Session]) -> None:
+    def __init__(self, fn: "RemoteTarget[R]", args: tuple, kwargs: dict, session: Optional[Session]) -> None:
         self._slot = Slot(session, renewable=False)
         self._stop = threading.Event()
         self._future: "Future[R]" = _spawner().submit(

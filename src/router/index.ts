@@ -1,5 +1,10 @@
 /** The router process: its public face for the CLI, tests and benchmarks. */
-export { startRouter, type RelayTransport, type Router, type RouterOptions } from './router.js';
+export {
+  startRouter,
+  type GrpcJsCallTransport,
+  type Router,
+  type RouterOptions,
+} from './router.js';
 export { packageVersion } from './version.js';
 export * from '../core/errors.js';
 export { createLogger, type Logger } from './observability/index.js';

@@ -5,6 +5,7 @@
  * reaper. `startRouter` is what `readie router` runs, and what the tests start in-process.
  */
 import {
+  type Metadata,
   Server,
   type ServerInterceptor,
   type ServiceDefinition,
@@ -38,7 +39,7 @@ import { RegistryServiceService } from '../proto/gen/readie/v1/registry.js';
 import { TenantServiceService } from '../proto/gen/readie/v1/tenant.js';
 import { DEFAULT_CONFIG, type Config } from '../shared/config.js';
 import { adminService, tenantService, WorkerFailures } from './admin/index.js';
-import { ActiveCalls, GrpcJsWorkerLinks, proxyService, RelayProxyService } from './calls/index.js';
+import { ActiveCalls, type CallPathOptions, type WorkerLinks } from './calls/index.js';
 import { Journal } from './journal/index.js';
 import { LeaderLease, standbyInterceptor, type LeaseHolder } from './leadership/index.js';
 import { Prober, ReaperTimer } from './liveness/index.js';
@@ -129,14 +130,26 @@ export interface RouterOptions {
   /** Called when the router stops serving on its own (the log failed). */
   readonly onFatal?: (error: Error) => void;
   /**
-   * What relays calls (default `http2`): the platform's HTTP/2, relaying messages as the frames
-   * they arrived as, or `grpc-js`, the first relay (kept as a benchmark baseline).
+   * What relays calls: by default the platform's HTTP/2, relaying messages as the frames they
+   * arrived as; a `GrpcJsCallTransport` instead serves them on the router's grpc-js server (the
+   * first relay, kept in `bench/grpc-js-relay/` as a benchmark baseline).
    */
-  readonly relay?: RelayTransport;
+  readonly relay?: GrpcJsCallTransport;
 }
 
-/** The transports a call can be relayed on. */
-export type RelayTransport = 'http2' | 'grpc-js';
+/**
+ * A call transport on the router's grpc-js server in place of the platform's HTTP/2: the service
+ * that takes `RequestExecution` streams, and the links that reach workers. Not a product setting.
+ */
+export interface GrpcJsCallTransport {
+  /** The call service, for the router's grpc-js server. */
+  service(
+    callPath: CallPathOptions,
+    credentials: RouterCredentials,
+  ): readonly [ServiceDefinition, UntypedServiceImplementation];
+  /** How calls reach workers, over the router's grpc-js channels. */
+  workerLinks(connections: WorkerConnections, workerMetadata: Metadata): WorkerLinks;
+}
 
 /** A running router. */
 export interface Router {
@@ -249,7 +262,7 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
   let server: Server | undefined;
   let front: FrontServer | undefined;
   let metricsServer: MetricsServer | undefined;
-  const relay = options.relay ?? 'http2';
+  const grpcJsRelay = options.relay;
   const connections = new WorkerConnections(workerChannelCredentials(options.workerCa));
   const h2Links = new H2WorkerLinks(options.workerCa, credentials.workerMetadata, clock);
   try {
@@ -277,10 +290,9 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
       journal,
       placement,
       turns,
-      workers:
-        relay === 'http2'
-          ? h2Links
-          : new GrpcJsWorkerLinks(connections, credentials.workerMetadata),
+      workers: grpcJsRelay
+        ? grpcJsRelay.workerLinks(connections, credentials.workerMetadata)
+        : h2Links,
       active,
       config,
       clock,
@@ -303,7 +315,7 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
     // Every request the router decodes, it answers: undecodable bytes get INVALID_ARGUMENT.
     const serve = (definition: ServiceDefinition, implementation: UntypedServiceImplementation) =>
       server?.addService(...decodingService(definition, implementation));
-    server.addService(RelayProxyService, proxyService(callPath, credentials));
+    if (grpcJsRelay) server.addService(...grpcJsRelay.service(callPath, credentials));
     serve(
       RegistryServiceService,
       registryService({
@@ -354,16 +366,15 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
         },
       );
     }
-    const port =
-      relay === 'http2'
-        ? (front = await listenFront(
-            listen,
-            options.security,
-            new Map([[PROXY_PATH, proxyStreams(callPath, credentials, onRefused, standby)]]),
-            grpcJsStreams(server),
-            config,
-          )).port
-        : await bind(server, listen, serverCredentialsOf(options.security));
+    const port = grpcJsRelay
+      ? await bind(server, listen, serverCredentialsOf(options.security))
+      : (front = await listenFront(
+          listen,
+          options.security,
+          new Map([[PROXY_PATH, proxyStreams(callPath, credentials, onRefused, standby)]]),
+          grpcJsStreams(server),
+          config,
+        )).port;
     const address = formatHostPort({ host: listen.host, port });
     // Nothing is in the log until the router can serve: a start that fails (a locked log, a port
     // in use, bad TLS material) leaves the log as it was. The start is recorded in the same tick

@@ -15,11 +15,11 @@ from readie_executor import PROTOCOL_VERSION, frames
 
 SERVER = r"""
 import sys
-from readie_executor import sandbox, zygote
+from readie_executor import container, sandbox
 from readie_executor.capture import OutputCapture
 from readie_executor.server import Executor
 listener = sandbox.listen(sys.argv[1])
-zygote.fresh_main()
+container.fresh_main()
 Executor(listener, OutputCapture(), {"container": "c-test", "checkpoint": "", "modules": []}).serve_forever()
 """
 

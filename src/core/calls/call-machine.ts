@@ -4,7 +4,7 @@
  * placing, relaying, done); `stepCall` takes the phase, one input (a client message, a turn, the
  * log's answer, a worker answer, a departure, a shutdown) and the world as it is now (the state,
  * placement's caches, the clock's reading), and returns the next phase and the effects to perform
- * in order. It performs nothing: a transport shell (`src/router/calls/call-relay.ts` on grpc-js)
+ * in order. It performs nothing: a transport shell (`src/router/calls/call-relay.ts`)
  * wires streams to inputs and performs the effects. It holds no transport types. The phases, inputs
  * and world are in `call-phases.ts`, the effects in `call-effects.ts`.
  *

@@ -1,41 +1,38 @@
 /**
  * The event log on a NATS JetStream stream (replicated, e.g. R3 on a three-node cluster); the
- * layout is in `stream-format.ts`.
+ * layout is in `stream-format.ts`, reading it in `stream-reader.ts`.
  *
- * One writer, fenced: every message is published with the stream sequence it expects to follow
- * (`Nats-Expected-Last-Sequence`). A writer knows the last message because it folded it, so the
- * seqs it stamps continue the log's; another writer that appended meanwhile makes the server
- * refuse the message, and with it every later one this writer had in flight. The log then fails
+ * One writer, fenced (`fenced-publisher.ts`): every message is published with the stream sequence
+ * it expects to follow. A writer knows the last message because it folded it, so the seqs it
+ * stamps continue the log's; another writer that appended meanwhile makes the server refuse the
+ * message, and with it every later one this writer had in flight. The log then fails
  * (`LogFencedError`): its folded state is ahead of the stream, and the router that holds it steps
- * down. Appends are pipelined (each expects the one before it), so a burst costs one round trip.
+ * down. Folding, snapshots and stamping are every backend's (`log/folding-log.ts`).
  *
  * `committed` and `durable` resolve together, on the stream's acknowledgement: JetStream answers
  * once a quorum of the stream's replicas stored the message.
  */
-import { connect, headers, nuid, type NatsConnection } from '@nats-io/transport-node';
+import { connect, nuid, type NatsConnection } from '@nats-io/transport-node';
 import {
-  DeliverPolicy,
   jetstream,
   jetstreamManager,
   JetStreamApiError,
   type JetStreamClient,
   type JetStreamManager,
-  type StoredMsg,
 } from '@nats-io/jetstream';
 import { Objm, type ObjectStore } from '@nats-io/obj';
-import { decodeEvent, encodeEvent, isoInstant, SeqOrder } from '../decode.js';
+import { encodeEvent, SeqOrder } from '../decode.js';
 import { EventLogError, InvalidEventError } from '../errors.js';
 import type { AppendResult, EventLogBackend } from '../event-log.js';
-import type { LogProjection } from '../projection.js';
-import { snapshotDue, snapshotEvent, stampEvents } from '../stamp.js';
+import { FoldingLog, type FoldingLogOptions } from '../log/folding-log.js';
 import type { ClusterEvent, NewEvent, StoredEvent } from '../types.js';
 import { upcaster } from '../upcast.js';
 import { waitForCluster, type ClusterWaitReport } from './cluster-wait.js';
+import { FencedPublisher, LogFencedError } from './fenced-publisher.js';
 import { formatJetStreamLocation, type JetStreamLocation } from './location.js';
 import {
   describeStream,
   formatSeqRange,
-  OBJECT_HEADER,
   parseSeqRange,
   readStreamRecord,
   SEQ_HEADER,
@@ -43,20 +40,17 @@ import {
   streamNames,
   type StreamNames,
 } from './stream-format.js';
+import { StreamReader, type StreamEvent } from './stream-reader.js';
+
+export { LogFencedError } from './fenced-publisher.js';
 
 /** How to open a JetStream log. */
-export interface JetStreamLogOptions<S> {
-  /** Open for reading only. Default false. */
-  readonly readOnly?: boolean;
+export interface JetStreamLogOptions<S> extends FoldingLogOptions<S> {
   /**
    * The clock that stamps `at`, in epoch milliseconds, and that `open`'s wait counts by. Default
    * `Date.now`.
    */
   readonly clock?: () => number;
-  /** A fold to keep beside the log; needed for `state` and for snapshots. */
-  readonly projection?: LogProjection<S>;
-  /** Append a `Snapshot` after this many events since the last one; 0 never. Default 10,000. */
-  readonly snapshotEvery?: number;
   /** Replicas of a stream this open creates (3 on a three-node cluster). Default 3. */
   readonly replicas?: number;
   /** The seq before the first event of a stream this open creates. Default 0. */
@@ -80,64 +74,20 @@ export interface JetStreamLogOptions<S> {
   readonly waitSetting?: string;
 }
 
-/** The log was written by another writer after this one's last message: it lost leadership. */
-export class LogFencedError extends EventLogError {
-  override readonly name = 'LogFencedError';
-}
-
-/** JetStream's error code for a failed `Nats-Expected-Last-Sequence` check. */
-const WRONG_LAST_SEQUENCE = 10071;
 /** How long `open` waits by default for a cluster that is still starting. */
 const OPEN_WAIT_MS = 30_000;
-/** How long a writer retries through transient trouble (a lost node, an election). */
-const RECOVERY_MS = 30_000;
-
-function isFencing(error: Error): boolean {
-  return (
-    (error instanceof JetStreamApiError && error.code === WRONG_LAST_SEQUENCE) ||
-    /wrong last sequence/i.test(error.message)
-  );
-}
-
-/** A message sent and not yet acknowledged. */
-interface Sent {
-  readonly message: Outgoing;
-  readonly headers: ReturnType<typeof headers>;
-  readonly streamSeq: number;
-}
+/** Room left in a message for its headers. */
 const HEADROOM = 64 * 1024;
 
-interface Outgoing {
-  readonly subject: string;
-  readonly range: string;
-  readonly body: string;
-  /** A snapshot's text to store in the object store first. */
-  readonly objectText?: string;
-  readonly resolve: () => void;
-  readonly reject: (error: Error) => void;
-}
-
 /** The event log on one JetStream stream. */
-export class JetStreamEventLog<S = never> implements EventLogBackend<S> {
+export class JetStreamEventLog<S = never> extends FoldingLog<S> implements EventLogBackend<S> {
   /** Which store holds it. */
   readonly kind = 'jetstream' as const;
-  private nextSeq: number;
-  private lastStreamSeq: number;
-  private sentStreamSeq: number;
-  private lastSnapshot: number | undefined;
-  private working: S | undefined;
-  private failure: Error | undefined;
-  private closed = false;
-  private pumping = false;
-  private recovering = false;
-  private outstanding = 0;
-  private settled: (() => void) | undefined;
-  private readonly unacked = new Map<number, Sent>();
-  private readonly queue: Outgoing[] = [];
+  private readonly publisher: FencedPublisher;
+  private readonly reader: StreamReader;
   private pending: Promise<void> = Promise.resolve();
   private objects: ObjectStore | undefined;
   private following: { stop: () => void; done: Promise<void> } | undefined;
-  private readonly writerId = nuid.next();
 
   private constructor(
     readonly where: JetStreamLocation,
@@ -148,12 +98,25 @@ export class JetStreamEventLog<S = never> implements EventLogBackend<S> {
     private readonly names: StreamNames,
     private readonly seqOffset: number,
     private readonly maxPayload: number,
-    private readonly options: JetStreamLogOptions<S>,
+    protected override readonly options: JetStreamLogOptions<S>,
     last: { streamSeq: number; seq: number },
   ) {
-    this.lastStreamSeq = last.streamSeq;
-    this.sentStreamSeq = last.streamSeq;
-    this.nextSeq = last.seq + 1;
+    super(options, last.seq, undefined);
+    const location = formatJetStreamLocation(where);
+    const objects = () => this.objectStore();
+    this.publisher = new FencedPublisher(
+      { js, jsm, stream: where.stream, location, objects },
+      nuid.next(),
+      last.streamSeq,
+    );
+    this.reader = new StreamReader({
+      js,
+      jsm,
+      names,
+      location,
+      objects,
+      closed: () => this.closed,
+    });
   }
 
   /**
@@ -238,7 +201,7 @@ export class JetStreamEventLog<S = never> implements EventLogBackend<S> {
         options,
         { streamSeq: lastStreamSeq, seq: lastSeq },
       );
-      if (options.projection) await log.foldCurrent(options.projection);
+      if (options.projection) await log.foldCurrent();
       return log;
     } catch (error) {
       if (options.connection === undefined) await nc.close().catch(() => undefined);
@@ -257,11 +220,6 @@ export class JetStreamEventLog<S = never> implements EventLogBackend<S> {
     return this.nextSeq - 1 > this.seqOffset ? this.seqOffset + 1 : undefined;
   }
 
-  /** The seq of the last event appended, read at open or followed. */
-  get lastSeq(): number {
-    return this.nextSeq - 1;
-  }
-
   /** The NATS connection the log uses (a lease beside it shares it). */
   get connection(): NatsConnection {
     return this.nc;
@@ -269,27 +227,17 @@ export class JetStreamEventLog<S = never> implements EventLogBackend<S> {
 
   /** The stream sequence of the last message this handle knows. */
   get streamSeq(): number {
-    return this.lastStreamSeq;
-  }
-
-  /** The folded state after `lastSeq`. Needs a projection. */
-  get state(): S {
-    if (!this.options.projection)
-      throw new EventLogError('this log was opened without a projection');
-    return this.working as S;
+    return this.publisher.streamSeq;
   }
 
   /** The error that failed the log (a fenced append, a lost connection), if any. */
   get failed(): Error | undefined {
-    return this.failure;
+    return this.publisher.failure;
   }
 
   /** Appends one decision's events as one message (see the class comment). */
   append(input: NewEvent | readonly NewEvent[], cause: string | null = null): AppendResult {
-    this.assertWritable();
-    const list: readonly NewEvent[] = Array.isArray(input) ? input : [input as NewEvent];
-    const at = isoInstant((this.options.clock ?? Date.now)());
-    const events = stampEvents(list, this.nextSeq, at, cause);
+    const { events, at } = this.stamp(input, cause);
     const texts = events.map(encodeEvent);
     this.checkSize(texts, events[0]?.seq);
     for (const event of events) this.fold(event);
@@ -366,9 +314,9 @@ export class JetStreamEventLog<S = never> implements EventLogBackend<S> {
     const info = await this.jsm.streams.info(this.where.stream);
     const end = info.state.last_seq;
     if (info.state.messages === 0) return;
-    const start = await this.streamSeqOf(fromSeq, info.state.first_seq, end);
+    const start = await this.reader.streamSeqOf(fromSeq, info.state.first_seq, end);
     const order = new SeqOrder();
-    for await (const stored of this.messages(start, end)) {
+    for await (const stored of this.reader.messages(start, end)) {
       if (stored.event.seq < fromSeq) continue;
       if (stored.event.seq > toSeq) return;
       order.accept(stored.event);
@@ -385,9 +333,9 @@ export class JetStreamEventLog<S = never> implements EventLogBackend<S> {
     const start =
       info.state.messages === 0
         ? 1
-        : await this.streamSeqOf(fromSeq, info.state.first_seq, info.state.last_seq);
+        : await this.reader.streamSeqOf(fromSeq, info.state.first_seq, info.state.last_seq);
     const order = new SeqOrder();
-    for await (const stored of this.messages(start, undefined, signal)) {
+    for await (const stored of this.reader.messages(start, undefined, signal)) {
       if (stored.event.seq < fromSeq) continue;
       order.accept(stored.event);
       yield stored.event;
@@ -403,12 +351,13 @@ export class JetStreamEventLog<S = never> implements EventLogBackend<S> {
     const abort = new AbortController();
     const done = (async () => {
       try {
-        for await (const stored of this.messages(this.lastStreamSeq + 1, undefined, abort.signal)) {
+        const from = this.publisher.streamSeq + 1;
+        for await (const stored of this.reader.messages(from, undefined, abort.signal)) {
           this.take(stored);
           onEvent?.(stored.event);
         }
       } catch (error) {
-        if (!abort.signal.aborted) this.failure ??= error as Error;
+        if (!abort.signal.aborted) this.publisher.fail(error as Error);
       }
     })();
     this.following = { stop: () => abort.abort(), done };
@@ -422,7 +371,7 @@ export class JetStreamEventLog<S = never> implements EventLogBackend<S> {
       following.stop();
       await following.done;
     }
-    if (this.failure) throw this.failure;
+    if (this.publisher.failure) throw this.publisher.failure;
     await this.catchUp();
   }
 
@@ -430,20 +379,14 @@ export class JetStreamEventLog<S = never> implements EventLogBackend<S> {
   async catchUp(): Promise<void> {
     const info = await this.jsm.streams.info(this.where.stream);
     const end = info.state.last_seq;
-    if (end <= this.lastStreamSeq) return;
-    for await (const stored of this.messages(this.lastStreamSeq + 1, end)) this.take(stored);
+    const known = this.publisher.streamSeq;
+    if (end <= known) return;
+    for await (const stored of this.reader.messages(known + 1, end)) this.take(stored);
   }
 
   /** The seq of the newest `Snapshot` at or before `seq` (default: the newest of all). */
   async snapshotAtOrBefore(seq = Number.MAX_SAFE_INTEGER): Promise<number | undefined> {
-    let message = await this.lastSnapshotMessage();
-    // Snapshots are rare: walk back from the newest one by one.
-    while (message) {
-      const { first } = parseSeqRange(message.header.get(SEQ_HEADER), message.seq);
-      if (first <= seq) return first;
-      message = await this.snapshotBefore(message.seq);
-    }
-    return undefined;
+    return this.reader.snapshotAtOrBefore(seq);
   }
 
   /** Resolves when every append so far is acknowledged (stored on a quorum of replicas). */
@@ -454,39 +397,23 @@ export class JetStreamEventLog<S = never> implements EventLogBackend<S> {
   /** Waits for appends in flight, stops following and closes the log's own connection. */
   async close(): Promise<void> {
     if (this.closed) return;
-    this.closed = true;
+    this.markClosed();
     this.following?.stop();
     await this.following?.done;
     await this.pending;
     if (this.ownsConnection) await this.nc.close().catch(() => undefined);
   }
 
-  private assertWritable(): void {
-    if (this.closed) throw new EventLogError(`event log ${this.location} is closed`);
-    if (this.options.readOnly)
-      throw new EventLogError(`event log ${this.location} is open read-only`);
-    if (this.following) throw new EventLogError(`event log ${this.location} is being followed`);
-    if (this.failure) {
-      throw this.failure instanceof LogFencedError
-        ? this.failure
-        : new EventLogError(
-            `event log ${this.location} failed to write earlier: ${this.failure.message}`,
-          );
-    }
+  /** A standby still following, or a writer that failed (fenced: its own error), refuses. */
+  protected writeRefusal(): Error | undefined {
+    if (this.following) return new EventLogError(`event log ${this.location} is being followed`);
+    const failure = this.publisher.failure;
+    if (!failure) return undefined;
+    return failure instanceof LogFencedError ? failure : this.failedEarlier(failure);
   }
 
-  private fold(event: ClusterEvent, own = false): void {
-    this.nextSeq = event.seq + 1;
-    if (event.type === 'Snapshot') this.lastSnapshot = event.seq;
-    const { projection } = this.options;
-    if (projection) {
-      this.working = own
-        ? projection.advance(this.working as S, event.seq)
-        : projection.apply(this.working as S, event);
-    }
-  }
-
-  private take(stored: { event: ClusterEvent; streamSeq: number }): void {
+  /** Folds an event read from the stream, which must continue the fold. */
+  private take(stored: StreamEvent): void {
     if (stored.event.seq !== this.nextSeq) {
       throw new InvalidEventError(
         { seq: stored.event.seq },
@@ -495,8 +422,7 @@ export class JetStreamEventLog<S = never> implements EventLogBackend<S> {
       );
     }
     this.fold(stored.event);
-    this.lastStreamSeq = stored.streamSeq;
-    this.sentStreamSeq = stored.streamSeq;
+    this.publisher.followed(stored.streamSeq);
   }
 
   private messageLimit(): number {
@@ -512,24 +438,7 @@ export class JetStreamEventLog<S = never> implements EventLogBackend<S> {
     }
   }
 
-  /** How many events the next snapshot waits at least: the last one's weight (`snapshotDue`). */
-  private snapshotSpacing: number | undefined;
-
-  private snapshotIfDue(at: string): StoredEvent | undefined {
-    const { projection } = this.options;
-    const every = this.options.snapshotEvery ?? 10_000;
-    if (!projection) return undefined;
-    this.snapshotSpacing ??= projection.weight?.(this.working as S) ?? 0;
-    if (!snapshotDue(this.lastSeq, this.lastSnapshot, this.firstSeq, every, this.snapshotSpacing)) {
-      return undefined;
-    }
-    this.snapshotSpacing = projection.weight?.(this.working as S) ?? 0;
-    const event = snapshotEvent(this.nextSeq, at, projection.toSnapshot(this.working as S));
-    this.fold(event, true);
-    return { event, text: encodeEvent(event) };
-  }
-
-  /** Queues one message; resolves on its acknowledgement. */
+  /** Queues one message for the publisher; resolves on its acknowledgement. */
   private send(
     subject: string,
     events: readonly ClusterEvent[],
@@ -541,159 +450,12 @@ export class JetStreamEventLog<S = never> implements EventLogBackend<S> {
     const large =
       subject === this.names.snapshotsSubject &&
       Buffer.byteLength(body) > (this.options.inlineSnapshotLimit ?? this.messageLimit());
-    return new Promise<void>((resolve, reject) => {
-      this.queue.push({
-        subject,
-        range: formatSeqRange(first, last),
-        body: large ? '' : body,
-        ...(large ? { objectText: body } : {}),
-        resolve,
-        reject,
-      });
-      void this.pump();
+    return this.publisher.send({
+      subject,
+      range: formatSeqRange(first, last),
+      body: large ? '' : body,
+      ...(large ? { objectText: body } : {}),
     });
-  }
-
-  /** Publishes the queue in order, each message expecting the one before it. */
-  private async pump(): Promise<void> {
-    if (this.pumping || this.recovering) return;
-    this.pumping = true;
-    try {
-      for (let item = this.queue.shift(); item; item = this.queue.shift()) {
-        const message = item;
-        const h = headers();
-        h.set(SEQ_HEADER, message.range);
-        if (message.objectText !== undefined) {
-          const name = `snapshot-${message.range}-${this.writerId}`;
-          try {
-            const objects = await this.objectStore();
-            await objects.putBlob({ name }, new TextEncoder().encode(message.objectText));
-          } catch (error) {
-            this.fail(error as Error);
-          }
-          h.set(OBJECT_HEADER, name);
-        }
-        if (this.failure) {
-          message.reject(this.failure);
-          continue;
-        }
-        this.sentStreamSeq += 1;
-        const sent = { message, headers: h, streamSeq: this.sentStreamSeq };
-        this.unacked.set(sent.streamSeq, sent);
-        this.publish(sent);
-        if (this.recovering) break;
-      }
-    } finally {
-      this.pumping = false;
-    }
-  }
-
-  /** Publishes one message expecting its predecessor; a failure other than fencing recovers. */
-  private publish(sent: Sent): void {
-    this.outstanding += 1;
-    this.js
-      .publish(sent.message.subject, sent.message.body, {
-        headers: sent.headers,
-        expect: { lastSequence: sent.streamSeq - 1 },
-        msgID: `${this.writerId}-${sent.streamSeq}`,
-      })
-      .then(
-        (ack) => this.acked(sent, ack.seq),
-        (error: Error) => {
-          // A refused expectation may only mean a predecessor was not stored (a node was lost
-          // mid-flight): recovery asks the stream whose message is last before calling it fencing.
-          this.recover(error);
-        },
-      )
-      .finally(() => {
-        this.outstanding -= 1;
-        if (this.outstanding === 0) this.settled?.();
-      });
-  }
-
-  private acked(sent: Sent, streamSeq: number): void {
-    this.lastStreamSeq = Math.max(this.lastStreamSeq, streamSeq);
-    if (this.unacked.delete(sent.streamSeq)) sent.message.resolve();
-  }
-
-  /**
-   * After a failed publish: waits for every publish in flight, asks the stream for its last
-   * message, and sends again, in order, every message of this writer's that the stream lacks. A
-   * last message of another writer's means this one was overtaken: the log fails, fenced.
-   * Transient trouble (a lost node, a leader election) is retried for `RECOVERY_MS`.
-   */
-  private recover(cause: Error): void {
-    if (this.recovering || this.failure) {
-      if (this.failure) this.rejectUnacked();
-      return;
-    }
-    this.recovering = true;
-    void (async () => {
-      const deadline = Date.now() + RECOVERY_MS;
-      let problem = cause;
-      while (Date.now() < deadline && !this.failure) {
-        if (this.outstanding > 0) await new Promise<void>((resolve) => (this.settled = resolve));
-        this.settled = undefined;
-        try {
-          const info = await this.jsm.streams.info(this.where.stream);
-          const lastSeq = info.state.last_seq;
-          if (lastSeq > 0 && lastSeq !== this.lastStreamSeq) {
-            const last = await this.jsm.streams.getMessage(this.where.stream, { seq: lastSeq });
-            const id = last?.header.get('Nats-Msg-Id') ?? '';
-            if (!id.startsWith(`${this.writerId}-`)) {
-              this.fail(cause);
-              break;
-            }
-          }
-          for (const [streamSeq, sent] of [...this.unacked]) {
-            if (streamSeq <= lastSeq) this.acked(sent, streamSeq);
-          }
-          // Send the rest again, one at a time, each expecting the one before.
-          for (const sent of [...this.unacked.values()]) {
-            const ack = await this.js.publish(sent.message.subject, sent.message.body, {
-              headers: sent.headers,
-              expect: { lastSequence: sent.streamSeq - 1 },
-              msgID: `${this.writerId}-${sent.streamSeq}`,
-            });
-            this.acked(sent, ack.seq);
-          }
-          this.recovering = false;
-          void this.pump();
-          return;
-        } catch (error) {
-          problem = error as Error;
-          if (isFencing(problem) && this.unacked.size > 0) {
-            // Our predecessor is stored, so the refusal is another writer's doing.
-            const first = [...this.unacked.keys()][0] ?? 0;
-            if (first - 1 <= this.lastStreamSeq) {
-              this.fail(problem);
-              break;
-            }
-          }
-          await new Promise((resolve) => setTimeout(resolve, 250));
-        }
-      }
-      this.fail(problem);
-      this.rejectUnacked();
-      this.recovering = false;
-      for (let item = this.queue.shift(); item; item = this.queue.shift()) {
-        item.reject(this.failure ?? problem);
-      }
-    })();
-  }
-
-  private rejectUnacked(): void {
-    for (const sent of this.unacked.values()) sent.message.reject(this.failure as Error);
-    this.unacked.clear();
-  }
-
-  private fail(error: Error): void {
-    if (this.failure) return;
-    this.failure = isFencing(error)
-      ? new LogFencedError(
-          `event log ${this.location}: another writer appended after this one's last message (${error.message}): this writer lost the log`,
-        )
-      : error;
   }
 
   private track(events: readonly ClusterEvent[], sent: readonly Promise<void>[]): AppendResult {
@@ -718,105 +480,22 @@ export class JetStreamEventLog<S = never> implements EventLogBackend<S> {
     return this.objects;
   }
 
-  private async foldCurrent(projection: LogProjection<S>): Promise<void> {
-    this.working = projection.initial();
-    const snapshot = await this.lastSnapshotMessage();
-    if (this.lastStreamSeq === 0) return;
+  /** Folds the stream from its newest snapshot (or its start) to its last message now. */
+  private async foldCurrent(): Promise<void> {
+    const snapshot = await this.reader.lastSnapshotMessage();
+    const end = this.publisher.streamSeq;
+    if (end === 0) {
+      this.resetFold(this.nextSeq);
+      return;
+    }
     const info = await this.jsm.streams.info(this.where.stream);
     const start = snapshot?.seq ?? info.state.first_seq;
-    // Folding takes what is there now; `nextSeq` follows the events folded.
-    this.nextSeq = snapshot
-      ? parseSeqRange(snapshot.header.get(SEQ_HEADER), snapshot.seq).first
-      : this.seqOffset + 1;
-    for await (const stored of this.messages(start, this.lastStreamSeq)) this.take(stored);
-  }
-
-  private async lastSnapshotMessage(): Promise<StoredMsg | undefined> {
-    const message = await this.jsm.streams
-      .getMessage(this.where.stream, { last_by_subj: this.names.snapshotsSubject })
-      .catch(() => null);
-    return message ?? undefined;
-  }
-
-  private async snapshotBefore(streamSeq: number): Promise<StoredMsg | undefined> {
-    // Walk back message by message to the previous snapshot subject's message.
-    for (let seq = streamSeq - 1; seq >= 1; seq -= 1) {
-      const message = await this.jsm.streams
-        .getMessage(this.where.stream, { seq })
-        .catch(() => null);
-      if (message?.subject === this.names.snapshotsSubject) return message;
-    }
-    return undefined;
-  }
-
-  /** The stream sequence of the message holding event `seq` (binary search on the headers). */
-  private async streamSeqOf(seq: number, low: number, high: number): Promise<number> {
-    let lo = low;
-    let hi = high;
-    while (lo < hi) {
-      const mid = Math.floor((lo + hi) / 2);
-      const message = await this.jsm.streams.getMessage(this.where.stream, { seq: mid });
-      if (!message) throw new EventLogError(`${this.location}: stream message ${mid} is missing`);
-      const { last } = parseSeqRange(message.header.get(SEQ_HEADER), message.seq);
-      if (last < seq) lo = mid + 1;
-      else hi = mid;
-    }
-    return lo;
-  }
-
-  /** Messages from stream sequence `start` to `end` (or on, until `signal`), decoded. */
-  private async *messages(
-    start: number,
-    end: number | undefined,
-    signal?: AbortSignal,
-  ): AsyncGenerator<StoredEvent & { streamSeq: number }> {
-    if (end !== undefined && start > end) return;
-    const consumer = await this.js.consumers.get(this.where.stream, {
-      deliver_policy: DeliverPolicy.StartSequence,
-      opt_start_seq: Math.max(1, start),
-    });
-    const messages = await consumer.consume({ max_messages: 512 });
-    const stop = () => messages.stop();
-    signal?.addEventListener('abort', stop, { once: true });
-    try {
-      for await (const message of messages) {
-        const range = parseSeqRange(message.headers?.get(SEQ_HEADER), message.seq);
-        const object = message.headers?.get(OBJECT_HEADER) ?? '';
-        const body = object === '' ? message.string() : await this.readObject(object, message.seq);
-        const texts = body.split('\n');
-        if (texts.length !== range.last - range.first + 1) {
-          throw new EventLogError(
-            `${this.location}: stream message ${message.seq} says seq ${formatSeqRange(range.first, range.last)} but holds ${texts.length} events`,
-          );
-        }
-        for (const [i, text] of texts.entries()) {
-          const event = decodeEvent(text, { seq: range.first + i });
-          if (event.seq !== range.first + i) {
-            throw new InvalidEventError(
-              { seq: range.first + i },
-              'seq',
-              `stored in stream message ${message.seq} as seq ${range.first + i} but says ${event.seq}`,
-            );
-          }
-          yield { event, text, streamSeq: message.seq };
-        }
-        if (end !== undefined && message.seq >= end) return;
-        if (this.closed) return;
-      }
-    } finally {
-      signal?.removeEventListener('abort', stop);
-      messages.stop();
-    }
-  }
-
-  private async readObject(name: string, streamSeq: number): Promise<string> {
-    const objects = await this.objectStore();
-    const data = await objects.getBlob(name);
-    if (!data) {
-      throw new EventLogError(
-        `${this.location}: stream message ${streamSeq} keeps its snapshot in object ${name} of bucket ${this.names.snapshotBucket}, which is missing`,
-      );
-    }
-    return new TextDecoder().decode(data);
+    // Folding takes what is there now; the next seq follows the events folded.
+    this.resetFold(
+      snapshot
+        ? parseSeqRange(snapshot.header.get(SEQ_HEADER), snapshot.seq).first
+        : this.seqOffset + 1,
+    );
+    for await (const stored of this.reader.messages(start, end)) this.take(stored);
   }
 }

@@ -12,26 +12,19 @@
 import { chmodSync, existsSync, mkdirSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { open, type Database, type RootDatabase, type RootDatabaseOptionsWithPath } from 'lmdb';
-import { decodeEvent, encodeEvent, isoInstant, SeqOrder } from '../decode.js';
+import { decodeEvent, encodeEvent, SeqOrder } from '../decode.js';
 import { EventLogError, InvalidEventError } from '../errors.js';
 import type { AppendResult, EventLogBackend } from '../event-log.js';
-import type { LogProjection } from '../projection.js';
+import { FoldingLog, type FoldingLogOptions } from '../log/folding-log.js';
 import { EVENT_SCHEMA_VERSION } from '../schema.js';
-import { snapshotDue, snapshotEvent, stampEvents } from '../stamp.js';
 import type { ClusterEvent, NewEvent, StoredEvent } from '../types.js';
 import { upcaster } from '../upcast.js';
 import { WriterLock } from './writer-lock.js';
 
 /** How to open a log. */
-export interface EventLogOptions<S> {
+export interface EventLogOptions<S> extends FoldingLogOptions<S> {
   /** Open for reading only, beside a writer in another process. Default false. */
   readonly readOnly?: boolean;
-  /** The clock that stamps `at`, in epoch milliseconds. Default `Date.now`. */
-  readonly clock?: () => number;
-  /** A fold to keep beside the log; needed for `state` and for snapshots. */
-  readonly projection?: LogProjection<S>;
-  /** Append a `Snapshot` after this many events since the last one; 0 never. Default 10,000. */
-  readonly snapshotEvery?: number;
   /** How often `follow` looks for events written by another process, in ms. Default 100. */
   readonly pollInterval?: number;
 }
@@ -40,17 +33,12 @@ const DATA_FILE = 'events.mdb';
 const META_SCHEMA_VERSION = 'schemaVersion';
 
 /** The event log of one directory. */
-export class EventLog<S = never> implements EventLogBackend<S> {
+export class EventLog<S = never> extends FoldingLog<S> implements EventLogBackend<S> {
   /** Which store holds it. */
   readonly kind = 'lmdb' as const;
-  private nextSeq: number;
   private first: number | undefined;
-  private lastSnapshot: number | undefined;
-  private working: S | undefined;
   private failure: Error | undefined;
   private lastCommit: Promise<void> = Promise.resolve();
-  private readonly commitWaiters = new Set<() => void>();
-  private closed = false;
 
   private constructor(
     readonly dir: string,
@@ -58,12 +46,11 @@ export class EventLog<S = never> implements EventLogBackend<S> {
     private readonly events: Database<string, number>,
     private readonly snapshots: Database<boolean, number>,
     private readonly lock: WriterLock | undefined,
-    private readonly options: EventLogOptions<S>,
+    protected override readonly options: EventLogOptions<S>,
   ) {
-    const lastKey = first(events.getKeys({ reverse: true, limit: 1 }));
-    this.first = first(events.getKeys({ limit: 1 }));
-    this.nextSeq = lastKey === undefined ? 1 : lastKey + 1;
-    this.lastSnapshot = first(snapshots.getKeys({ reverse: true, limit: 1 }));
+    const lastKey = firstOf(events.getKeys({ reverse: true, limit: 1 }));
+    super(options, lastKey ?? 0, firstOf(snapshots.getKeys({ reverse: true, limit: 1 })));
+    this.first = firstOf(events.getKeys({ limit: 1 }));
   }
 
   /**
@@ -109,7 +96,7 @@ export class EventLog<S = never> implements EventLogBackend<S> {
         upcaster(Number(version));
       }
       const log = new EventLog<S>(dir, root, events, snapshots, lock, options);
-      if (options.projection) log.working = log.foldCurrent(options.projection);
+      if (options.projection) log.foldCurrent();
       return log;
     } catch (error) {
       lock?.release();
@@ -127,26 +114,14 @@ export class EventLog<S = never> implements EventLogBackend<S> {
     return this.first;
   }
 
-  /** The seq of the last appended event (0 for an empty log that starts at 1). */
-  get lastSeq(): number {
-    return this.nextSeq - 1;
-  }
-
   /** The seq of the newest `Snapshot` at or before `seq` (default: the newest of all). */
   snapshotAtOrBefore(seq: number = Number.MAX_SAFE_INTEGER): number | undefined {
-    return first(this.snapshots.getKeys({ start: seq, reverse: true, limit: 1 }));
+    return firstOf(this.snapshots.getKeys({ start: seq, reverse: true, limit: 1 }));
   }
 
   /** The id of the last committed LMDB transaction (a diagnostic: batching shows in it). */
   get lastTransactionId(): number {
     return (this.root.getStats() as { lastTxnId: number }).lastTxnId;
-  }
-
-  /** The folded state after the last appended event. Needs a projection. */
-  get state(): S {
-    if (!this.options.projection)
-      throw new EventLogError('this log was opened without a projection');
-    return this.working as S;
   }
 
   /**
@@ -155,16 +130,15 @@ export class EventLog<S = never> implements EventLogBackend<S> {
    * of one call shares one `at`, one `cause` and one transaction.
    */
   append(input: NewEvent | readonly NewEvent[], cause: string | null = null): AppendResult {
-    this.assertWritable();
-    const list: readonly NewEvent[] = Array.isArray(input) ? input : [input as NewEvent];
-    const at = this.instant((this.options.clock ?? Date.now)());
-    // Every event is validated before any is stored: a bad one refuses the whole call.
-    const events = stampEvents(list, this.nextSeq, at, cause);
+    const { events, at } = this.stamp(input, cause);
     let last: Promise<boolean> | undefined;
-    for (const event of events) last = this.store(event, encodeEvent(event));
+    for (const event of events) {
+      last = this.store(event, encodeEvent(event));
+      this.fold(event);
+    }
     const snapshot = this.snapshotIfDue(at);
     if (snapshot) {
-      last = this.store(snapshot.event, snapshot.text, true);
+      last = this.store(snapshot.event, snapshot.text);
       events.push(snapshot.event);
     }
     return this.track(events, last);
@@ -190,7 +164,10 @@ export class EventLog<S = never> implements EventLogBackend<S> {
       }
     });
     let last: Promise<boolean> | undefined;
-    for (const { event, text } of stored) last = this.store(event, text);
+    for (const { event, text } of stored) {
+      last = this.store(event, text);
+      this.fold(event);
+    }
     return this.track(
       stored.map((s) => s.event),
       last,
@@ -232,7 +209,7 @@ export class EventLog<S = never> implements EventLogBackend<S> {
         next = event.seq + 1;
         if (signal?.aborted) return;
       }
-      await this.nextCommit(signal);
+      await this.nextCommit(signal, this.options.pollInterval ?? 100);
     }
   }
 
@@ -245,8 +222,7 @@ export class EventLog<S = never> implements EventLogBackend<S> {
   /** Flushes, closes the database and gives up the writer lock. */
   async close(): Promise<void> {
     if (this.closed) return;
-    this.closed = true;
-    for (const wake of this.commitWaiters) wake();
+    this.markClosed();
     try {
       if (!this.options.readOnly) await this.flushed().catch(() => undefined);
       await this.root.close();
@@ -255,64 +231,22 @@ export class EventLog<S = never> implements EventLogBackend<S> {
     }
   }
 
-  private assertWritable(): void {
-    if (this.closed) throw new EventLogError(`event log ${this.dir} is closed`);
-    if (this.options.readOnly) throw new EventLogError(`event log ${this.dir} is open read-only`);
-    if (this.failure) {
-      throw new EventLogError(
-        `event log ${this.dir} failed to write earlier: ${this.failure.message}`,
-      );
-    }
+  /** A transaction that failed to commit stops the log writing. */
+  protected writeRefusal(): Error | undefined {
+    return this.failure && this.failedEarlier(this.failure);
   }
 
-  /** `isoInstant(ms)`, remembered for the last millisecond asked (a busy log asks it again). */
-  private instant(ms: number): string {
-    if (ms !== this.lastInstant.ms) this.lastInstant = { ms, text: isoInstant(ms) };
-    return this.lastInstant.text;
-  }
-
-  private lastInstant = { ms: NaN, text: '' };
-
-  /** Stores an event and folds it; `own` marks the log's own snapshot of its working state. */
-  private store(event: ClusterEvent, text: string, own = false): Promise<boolean> {
+  /** Stores one event (the caller folds it); a `Snapshot` is also indexed by its seq. */
+  private store(event: ClusterEvent, text: string): Promise<boolean> {
     const write = this.events.put(event.seq, text);
     if (this.first === undefined) this.first = event.seq;
-    this.nextSeq = event.seq + 1;
-    if (event.type === 'Snapshot') {
-      void this.snapshots.put(event.seq, true);
-      this.lastSnapshot = event.seq;
-    }
-    const { projection } = this.options;
-    if (projection) {
-      // Restoring a snapshot of the very state it was taken from would only rebuild that state.
-      this.working = own
-        ? projection.advance(this.working as S, event.seq)
-        : projection.apply(this.working as S, event);
-    }
+    if (event.type === 'Snapshot') void this.snapshots.put(event.seq, true);
     return write;
-  }
-
-  /** How many events the next snapshot waits at least: the last one's weight (`snapshotDue`). */
-  private snapshotSpacing: number | undefined;
-
-  private snapshotIfDue(at: string): StoredEvent | undefined {
-    const { projection } = this.options;
-    const every = this.options.snapshotEvery ?? 10_000;
-    if (!projection) return undefined;
-    this.snapshotSpacing ??= projection.weight?.(this.working as S) ?? 0;
-    if (!snapshotDue(this.lastSeq, this.lastSnapshot, this.first, every, this.snapshotSpacing)) {
-      return undefined;
-    }
-    this.snapshotSpacing = projection.weight?.(this.working as S) ?? 0;
-    const event = snapshotEvent(this.nextSeq, at, projection.toSnapshot(this.working as S));
-    return { event, text: encodeEvent(event) };
   }
 
   private track(events: readonly ClusterEvent[], last: Promise<boolean> | undefined): AppendResult {
     const committed = (last ?? this.lastCommit).then(
-      () => {
-        for (const wake of this.commitWaiters) wake();
-      },
+      () => this.wakeFollowers(),
       (error: Error) => {
         this.failure ??= error;
         throw new EventLogError(`event log ${this.dir} failed to commit: ${error.message}`);
@@ -334,29 +268,14 @@ export class EventLog<S = never> implements EventLogBackend<S> {
     };
   }
 
-  private nextCommit(signal: AbortSignal | undefined): Promise<void> {
-    return new Promise((resolve) => {
-      const done = () => {
-        clearTimeout(timer);
-        this.commitWaiters.delete(done);
-        signal?.removeEventListener('abort', done);
-        resolve();
-      };
-      const timer = setTimeout(done, this.options.pollInterval ?? 100);
-      this.commitWaiters.add(done);
-      signal?.addEventListener('abort', done, { once: true });
-    });
-  }
-
-  private foldCurrent(projection: LogProjection<S>): S {
-    let state = projection.initial();
-    const from = this.lastSnapshot ?? 0;
-    for (const event of this.read(from)) state = projection.apply(state, event);
-    return state;
+  /** Folds the log from its newest snapshot (or its start) to its end. */
+  private foldCurrent(): void {
+    this.resetFold(this.lastSnapshot ?? this.first ?? 1);
+    for (const event of this.read(this.lastSnapshot ?? 0)) this.fold(event);
   }
 }
 
-function first<T>(iterable: Iterable<T>): T | undefined {
+function firstOf<T>(iterable: Iterable<T>): T | undefined {
   for (const item of iterable) return item;
   return undefined;
 }

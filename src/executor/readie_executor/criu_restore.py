@@ -23,7 +23,7 @@ import time
 
 from . import sandbox
 from .criu import EVENTS_FD, SPEC_FD, _kill, _place, _tail, _wait_exit
-from .zygote import _describe, emit
+from .container import describe, emit
 
 # How long R waits, once B is gone, for B's lazy-pages server to be seen gone too (in seconds).
 LAZY_EXIT_GRACE = 0.2
@@ -91,7 +91,7 @@ def restore(images, spec, criu, worker_pid):
         criu_pid = os.fork()
     except BaseException as error:  # noqa: BLE001
         _kill(lazy_pid)
-        emit({"event": "spawn-failed", "container": container, "error": _describe(error)})
+        emit({"event": "spawn-failed", "container": container, "error": describe(error)})
         os._exit(1)
     if criu_pid == 0:
         try:
@@ -274,7 +274,7 @@ def serve_launcher(criu, worker_pid):
         try:
             pid = os.fork()
         except OSError as error:
-            emit({"event": "spawn-failed", "container": spec.get("container"), "error": _describe(error)})
+            emit({"event": "spawn-failed", "container": spec.get("container"), "error": describe(error)})
             continue
         if pid == 0:
             try:

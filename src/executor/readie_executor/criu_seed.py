@@ -7,7 +7,7 @@ its container spec from fd 3. S dumps B with `criu dump` (which ends B; one dump
 host, see DUMP_LOCK), writes the pipes' inodes
 and the modules' source files to IMAGES/seed.json, and says `ready` (or `failed`, exiting 1).
 After a restore (criu_restore.py), B reads its spec, listens on its socket, says `spawned` and
-becomes the container exactly as a template's fork does (zygote.become_container).
+becomes the container exactly as a template's fork does (container.become_container).
 """
 
 import ctypes
@@ -23,7 +23,7 @@ import time
 from . import command_line, sandbox
 from .checkpoint_setup import run_setup
 from .criu import EVENTS_FD, SPEC_FD, _place, _read_line, _tail, _write_all
-from .zygote import _describe, become_container, emit, import_checkpoint
+from .container import become_container, describe, emit, import_checkpoint
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.setns.argtypes = [ctypes.c_int, ctypes.c_int]
@@ -90,7 +90,7 @@ def _seed_process(spec_r, events_w, modules, setup):
         line = _read_line(SPEC_FD)  # the dump happens while B waits here
     except BaseException as error:  # noqa: BLE001
         try:
-            emit({"event": "failed", "error": _describe(error)}, EVENTS_FD)
+            emit({"event": "failed", "error": describe(error)}, EVENTS_FD)
         finally:
             os._exit(70)
     # Restored: this is a new container.
@@ -107,7 +107,7 @@ def _seed_process(spec_r, events_w, modules, setup):
         host_pid = int(os.readlink("/proc/self"))  # the host's /proc is still mounted here
         emit({"event": "spawned", "container": container, "pid": host_pid}, EVENTS_FD)
     except BaseException as error:  # noqa: BLE001
-        emit({"event": "sandbox-failed", "container": container, "error": _describe(error)}, EVENTS_FD)
+        emit({"event": "sandbox-failed", "container": container, "error": describe(error)}, EVENTS_FD)
         os._exit(70)
     become_container(spec, listener, EVENTS_FD)
 
@@ -127,7 +127,7 @@ def seed(images, modules, setup, criu, checkpoint):
         sandbox.unshare(sandbox.CLONE_NEWPID)
         pid = os.fork()
     except BaseException as error:  # noqa: BLE001
-        failed(_describe(error))
+        failed(describe(error))
     if pid == 0:
         _seed_process(spec_r, events_w, modules, setup)
     try:
@@ -135,7 +135,7 @@ def seed(images, modules, setup, criu, checkpoint):
         _setns(own_pid_ns, sandbox.CLONE_NEWPID)
     except BaseException as error:  # noqa: BLE001
         os.kill(pid, signal.SIGKILL)
-        failed(_describe(error))
+        failed(describe(error))
     os.close(spec_r)
     os.close(events_w)
     said = _read_line(events_r)

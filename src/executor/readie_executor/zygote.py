@@ -8,7 +8,8 @@ Cold (`--once SPEC`): imports nothing more and starts exactly one container.
 
 Either way the container is started by a small spawner process A (the template's fork, or the
 cold zygote itself): A binds the container's socket, unshares a pid namespace and forks B, pid 1
-of that namespace, which enters the sandbox and serves calls. A reports to the worker on stdout,
+of that namespace, which enters the sandbox and serves calls (container.py, which the CRIU modes
+share). A reports to the worker on stdout,
 one JSON line per event (a write under PIPE_BUF bytes is atomic, so concurrent spawners never
 interleave): `spawned` (B's host pid), `sandbox-failed`, `spawn-failed`, and `exited` (B's exit
 code or signal). A kills B if the worker dies.
@@ -20,9 +21,7 @@ events stream, for the worker to attach its user-mode network stack.
 """
 
 import argparse
-import builtins
 import gc
-import importlib
 import json
 import os
 import platform
@@ -30,81 +29,9 @@ import select
 import signal
 import sys
 import time
-import types
 
 from . import sandbox
-
-_MAX_TEXT = 1500
-
-
-def emit(event, fd=1):
-    """Writes one event line to `fd` in a single write (atomic below PIPE_BUF)."""
-    if isinstance(event.get("error"), str):
-        event = dict(event, error=event["error"][:_MAX_TEXT])
-    os.write(fd, (json.dumps(event, separators=(",", ":")) + "\n").encode("utf-8"))
-
-
-def reseed():
-    """Gives this container its own random state: its siblings forked from the same template
-    would otherwise draw the same numbers from `random` and from numpy's global generator."""
-    import random
-
-    random.seed()
-    numpy = sys.modules.get("numpy")
-    if numpy is not None:
-        numpy.random.seed()
-
-
-def fresh_main():
-    """A clean `__main__` module: the session namespace user code runs in."""
-    main = types.ModuleType("__main__")
-    main.__builtins__ = builtins
-    sys.modules["__main__"] = main
-
-
-def _describe(error):
-    return f"{type(error).__name__}: {error}"
-
-
-def become_container(spec, listener, events_fd=1):
-    """Process B: enters the sandbox and serves calls until killed; never returns.
-
-    `events_fd` carries a `sandbox-failed` event if the sandbox cannot be entered; it is closed
-    before any user code runs, so user code can never write to the worker's event stream.
-    """
-    container = spec.get("container")
-
-    def network_ready():
-        emit({"event": "network", "container": container}, events_fd)
-
-    try:
-        sandbox.die_with_parent()
-        egress = spec.get("network") == "egress"
-        sandbox.enter(spec, keep_fds=[listener.fileno(), events_fd], on_network=network_ready if egress else None)
-        reseed()
-        fresh_main()
-        from .capture import OutputCapture
-        from .server import Executor
-
-        identity = {
-            "container": spec["container"],
-            "checkpoint": spec.get("checkpoint", ""),
-            "modules": spec.get("modules", []),
-            "network": spec.get("network", "host") if spec.get("hardened", True) else "host",
-        }
-    except BaseException as error:  # noqa: BLE001 - any failure here means no container
-        emit({"event": "sandbox-failed", "container": container, "error": _describe(error)}, events_fd)
-        os._exit(70)
-    try:
-        if events_fd > 2:
-            os.close(events_fd)
-        # From here fds 1 and 2 are the capture pipes: the worker's event pipe is closed for good.
-        capture = OutputCapture()
-        Executor(listener, capture, identity).serve_forever()
-    except BaseException:  # noqa: BLE001
-        os._exit(71)
-    os._exit(0)
-
+from .container import become_container, describe, emit, import_checkpoint
 
 def wait_for(pid, worker_pid):
     """Waits for B; kills it first if the worker dies. Returns B's exit code (-signal if killed)."""
@@ -142,7 +69,7 @@ def spawn(spec):
         sandbox.unshare(sandbox.CLONE_NEWPID)
         pid = os.fork()
     except BaseException as error:  # noqa: BLE001
-        emit({"event": "spawn-failed", "container": container, "error": _describe(error)})
+        emit({"event": "spawn-failed", "container": container, "error": describe(error)})
         os._exit(1)
     if pid == 0:
         become_container(spec, listener)
@@ -161,27 +88,6 @@ def spawn(spec):
     os._exit(0)
 
 
-def import_checkpoint(modules):
-    started = time.perf_counter()
-    import cloudpickle  # noqa: F401 - every executor needs it; importing it here shares it
-
-    from . import calls, capture, server, syscall_filter  # noqa: F401
-
-    # Every container of this process loads the same seccomp filter: build it once, here.
-    syscall_filter.prepare()
-    for module in modules:
-        importlib.import_module(module)
-    # Load the resolver's NSS modules now, so a container's first lookup (the executor's DNS
-    # check) does not pay for it.
-    try:
-        import socket
-
-        socket.getaddrinfo("localhost", None)
-    except OSError:
-        pass
-    return round((time.perf_counter() - started) * 1000, 3)
-
-
 def _serve_template(checkpoint, modules):
     # Children are spawners; auto-reap them (each spawner reports its container itself).
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)
@@ -198,7 +104,7 @@ def _serve_template(checkpoint, modules):
         try:
             pid = os.fork()
         except OSError as error:
-            emit({"event": "spawn-failed", "container": spec.get("container"), "error": _describe(error)})
+            emit({"event": "spawn-failed", "container": spec.get("container"), "error": describe(error)})
             continue
         if pid == 0:
             try:
@@ -246,7 +152,7 @@ def main(argv):
             run_setup(args.setup)
             import_ms += round((time.perf_counter() - started) * 1000, 3)
     except BaseException as error:  # noqa: BLE001
-        emit({"event": "failed", "checkpoint": args.checkpoint, "error": _describe(error)})
+        emit({"event": "failed", "checkpoint": args.checkpoint, "error": describe(error)})
         os._exit(1)
     # Objects that exist now are shared with every container: keep the collector off their pages.
     gc.collect()

@@ -1,7 +1,8 @@
 /**
  * What the call shell (`call-relay.ts`) needs of a transport: the client's end of the call and a
- * way to reach workers. Two transports implement them: grpc-js (`grpc-js-ends.ts`) and the
- * platform's HTTP/2 (`src/router/wire/`), which relays messages as the frames they arrived as.
+ * way to reach workers. The platform's HTTP/2 (`src/router/wire/`) implements them, relaying
+ * messages as the frames they arrived as; so does grpc-js, the first relay, kept as a benchmark
+ * baseline (`bench/grpc-js-relay/`).
  */
 import type { CallHeader } from '../../proto/gen/readie/v1/execution.js';
 import type { TrailerEntry } from '../../core/calls/answer-trailers.js';

@@ -2,6 +2,4 @@
 export * from './active-calls.js';
 export * from './call-ends.js';
 export * from './call-relay.js';
-export * from './grpc-js-ends.js';
-export * from './proxy-service.js';
 export * from './relay-codec.js';

@@ -30,9 +30,9 @@ const SIGNAL_NAMES: Readonly<Record<number, string>> = {
   31: 'SIGSYS',
 };
 
-/** The executor's exit code when its sandbox could not be entered (zygote.py). */
+/** The executor's exit code when its sandbox could not be entered (container.py). */
 export const EXECUTOR_EXIT_SANDBOX_FAILED = 70;
-/** The executor's exit code when it failed internally after entering its sandbox (zygote.py). */
+/** The executor's exit code when it failed internally after entering its sandbox (container.py). */
 export const EXECUTOR_EXIT_INTERNAL = 71;
 
 /** A signal's name, e.g. SIGSEGV. */

@@ -1,6 +1,6 @@
 /** The call's trailers (`core/calls/answer-trailers.ts`) as grpc-js metadata. */
 import { Metadata } from '@grpc/grpc-js';
-import type { TrailerEntry } from '../../core/calls/answer-trailers.js';
+import type { TrailerEntry } from '../../src/core/calls/answer-trailers.js';
 
 /** grpc-js metadata holding `entries` (bytes only under `-bin` keys, as gRPC requires). */
 export function trailerMetadata(entries: readonly TrailerEntry[]): Metadata {

@@ -3,14 +3,14 @@
  * caller's credential names (null in the development modes).
  */
 import type { ServerDuplexStream, UntypedServiceImplementation } from '@grpc/grpc-js';
-import { toServiceError } from '../grpc-status.js';
-import { tenantOf, type RouterCredentials } from '../security/index.js';
-import { NOT_STARTED } from '../../shared/call-trailers.js';
-import { CallRelay, type CallPathOptions } from './call-relay.js';
+import { toServiceError } from '../../src/router/grpc-status.js';
+import { tenantOf, type RouterCredentials } from '../../src/router/security/index.js';
+import { NOT_STARTED } from '../../src/shared/call-trailers.js';
+import { CallRelay, type CallPathOptions } from '../../src/router/calls/call-relay.js';
 import { GrpcJsClientEnd } from './grpc-js-ends.js';
-import { trailerEntries } from '../../core/calls/answer-trailers.js';
+import { trailerEntries } from '../../src/core/calls/answer-trailers.js';
 import { trailerMetadata } from './trailer-metadata.js';
-import type { ClientAnswer, ClientMessage } from '../../core/calls/relay-messages.js';
+import type { ClientAnswer, ClientMessage } from '../../src/core/calls/relay-messages.js';
 
 /** The `ProxyService` implementation, for the `RelayProxyService` definition. */
 export function proxyService(

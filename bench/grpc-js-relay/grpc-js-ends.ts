@@ -4,18 +4,18 @@
  * HTTP/2 one (`src/router/wire/`) does the same with fewer layers.
  */
 import { status, type Metadata, type ServerDuplexStream } from '@grpc/grpc-js';
-import type { CallHeader } from '../../proto/gen/readie/v1/execution.js';
-import type { TrailerEntry } from '../../core/calls/answer-trailers.js';
-import type { GrpcCodeName } from '../../shared/grpc-codes.js';
-import type { ClientAnswer, ClientMessage } from '../../core/calls/relay-messages.js';
-import type { WorkerConnections } from '../workers/index.js';
+import type { CallHeader } from '../../src/proto/gen/readie/v1/execution.js';
+import type { TrailerEntry } from '../../src/core/calls/answer-trailers.js';
+import type { GrpcCodeName } from '../../src/shared/grpc-codes.js';
+import type { ClientAnswer, ClientMessage } from '../../src/core/calls/relay-messages.js';
+import type { WorkerConnections } from '../../src/router/workers/index.js';
 import type {
   ClientEnd,
   ClientEndEvents,
   WorkerEnd,
   WorkerEndEvents,
   WorkerLinks,
-} from './call-ends.js';
+} from '../../src/router/calls/call-ends.js';
 import { trailerMetadata } from './trailer-metadata.js';
 import { WorkerLeg } from './worker-leg.js';
 

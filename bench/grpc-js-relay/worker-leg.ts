@@ -5,10 +5,14 @@
  */
 import type { Metadata } from '@grpc/grpc-js';
 import { status, type ClientDuplexStream, type StatusObject } from '@grpc/grpc-js';
-import { NOT_STARTED, RELAYED_TRAILERS, type CallTrailers } from '../../shared/call-trailers.js';
-import type { RelayExecutionClient } from './relay-codec.js';
-import type { WorkerAnswer, WorkerMessage } from '../../core/calls/relay-messages.js';
-import type { WorkerEnd, WorkerEndEvents } from './call-ends.js';
+import {
+  NOT_STARTED,
+  RELAYED_TRAILERS,
+  type CallTrailers,
+} from '../../src/shared/call-trailers.js';
+import type { RelayExecutionClient } from '../../src/router/calls/relay-codec.js';
+import type { WorkerAnswer, WorkerMessage } from '../../src/core/calls/relay-messages.js';
+import type { WorkerEnd, WorkerEndEvents } from '../../src/router/calls/call-ends.js';
 
 /** The stream to a worker. */
 export class WorkerLeg implements WorkerEnd {
