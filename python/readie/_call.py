@@ -181,9 +181,10 @@ def _run_once(prepared: PreparedCall, on_call: Optional[Callable[[Any], None]] =
         metadata=prepared.settings.metadata(),
         timeout=prepared.timeout(),
     )
-    if on_call is not None:
-        on_call(call)
     try:
+        # Inside the try: an interrupt from here on cancels the call on the cluster.
+        if on_call is not None:
+            on_call(call)
         for answer in call:
             reader.feed(answer)
     except grpc.RpcError as error:

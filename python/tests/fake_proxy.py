@@ -117,12 +117,18 @@ def run_locally(received: ReceivedCall, requests: Iterator[Any], context: grpc.S
 
 
 def wait_for_cancel(received: ReceivedCall, requests: Iterator[Any], context: grpc.ServicerContext) -> Iterator[proxy_pb2.RequestExecutionResponse]:
-    """A call that never ends: reads the request, says so, and waits until the client cancels."""
-    received.read(requests)
-    yield log_answer(received, call_pb2.LOG_SOURCE_SYSTEM, "running forever")
-    while context.is_active():
-        threading.Event().wait(0.01)
-    received.cancelled.set()
+    """A call that never ends: reads the request, says so, and waits until the client cancels.
+
+    A cancel can come while the request is still being read (the client is interrupted once the
+    config arrived, before its half-close): the read then fails, and is a cancel all the same."""
+    try:
+        received.read(requests)
+        yield log_answer(received, call_pb2.LOG_SOURCE_SYSTEM, "running forever")
+        while context.is_active():
+            threading.Event().wait(0.01)
+    finally:
+        if not context.is_active():
+            received.cancelled.set()
 
 
 class FakeProxy:
