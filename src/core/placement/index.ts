@@ -16,7 +16,7 @@ export type {
   SessionExplanation,
   WorkerExplanation,
 } from './explanation.js';
-export { Verdict, type Filter } from './filter.js';
+export { Verdict, type Filter, type FilterStatus } from './filter.js';
 export { FILTERS } from './filters/index.js';
 export {
   checkPackages,

@@ -12,8 +12,8 @@ import type { Budget } from './call.js';
 import { notCandidateReason } from './candidates.js';
 import type { ExplanationBuilder } from './explanation.js';
 import { firstGpuCandidate, type RankedCandidate } from './candidate-index.js';
-import { Verdict, type Filter } from './filter.js';
-import { FILTERS, firstFailure } from './filters/index.js';
+import { Verdict } from './filter.js';
+import { explainFilters, FILTERS, firstFailure } from './filters/index.js';
 import { flavor } from './filters/flavor.js';
 import { compareWorkers } from './ranking/index.js';
 
@@ -100,10 +100,8 @@ export function explainScan(
       continue;
     }
     candidates += 1;
-    const verdicts = FILTERS.map(
-      (filter) => [filter, filter.check(worker, budget, config)] as [Filter, Verdict],
-    );
-    const failed = verdicts.findIndex(([, verdict]) => verdict === Verdict.fail);
+    const verdicts = explainFilters(worker, budget, config);
+    const failed = verdicts.findIndex(({ verdict }) => verdict === Verdict.fail);
     explain.candidate(worker, verdicts, failed < 0);
     if (failed < 0) eligible.push(worker);
     else failures[failed] = (failures[failed] as number) + 1;

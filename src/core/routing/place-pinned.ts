@@ -15,7 +15,7 @@ import { sessionIdOf, type Budget, type CallToPlace } from '../placement/call.js
 import type { PlacementDecision } from '../placement/decision.js';
 import type { ExplanationBuilder } from '../placement/explanation.js';
 import { Verdict } from '../placement/filter.js';
-import { FILTERS, firstFailure } from '../placement/filters/index.js';
+import { explainFilters, firstFailure } from '../placement/filters/index.js';
 import { rejected, reserve, type RejectionRouting } from '../placement/outcome.js';
 import type { PackageRequirement } from '../placement/packages.js';
 import { compareWorkers } from '../placement/ranking/index.js';
@@ -370,8 +370,12 @@ function routingCandidates(
     const part = state.routing.workers.get(workerId);
     const rank = subset.indexOf(workerId);
     const cut = unreachable.includes(workerId);
-    const failed = rank < 0 || cut ? -1 : firstFailure(worker, context.budget, context.config);
-    const filter = failed < 0 ? undefined : FILTERS[failed];
+    const failed =
+      rank < 0 || cut
+        ? undefined
+        : explainFilters(worker, context.budget, context.config).find(
+            ({ verdict }) => verdict === Verdict.fail,
+          );
     return {
       workerId,
       score: score.toString(),
@@ -381,12 +385,7 @@ function routingCandidates(
       loading: part?.loads[0]?.checkpointId ?? null,
       unreachable: cut,
       failedFilter:
-        filter === undefined
-          ? null
-          : {
-              filter: filter.name,
-              reason: filter.reason(worker, context.budget, context.config, Verdict.fail),
-            },
+        failed === undefined ? null : { filter: failed.filter.name, reason: failed.reason },
     };
   });
 }
