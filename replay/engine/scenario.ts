@@ -11,7 +11,7 @@ import {
 } from '../../src/core/consequences/index.js';
 import type { Decision } from '../../src/core/decision.js';
 import { decide } from '../../src/core/decisions.js';
-import type { PinChangeDecision } from '../../src/core/routing/index.js';
+import type { PinChangeDecision } from '../../src/core/pins/index.js';
 import { causeText, type Cause } from '../../src/events/cause.js';
 import { validateEvent } from '../../src/events/decode.js';
 import type { ClusterEvent, Demand, NewEvent } from '../../src/events/types.js';

@@ -21,7 +21,7 @@ import {
   type PlacementDecision,
 } from '../placement/index.js';
 import { rejected } from '../placement/outcome.js';
-import { ownResolution } from '../routing/resolution.js';
+import { ownResolution } from '../placement/pinned/resolution.js';
 import { sessionExpiredMessage } from '../placement/session-affinity.js';
 
 /** How many more times a call whose stream could not be opened is placed again. */

@@ -7,9 +7,9 @@
 import type { NewEvent } from '../../events/types.js';
 import type { ClusterState, WorkerRecord } from '../../projections/cluster-state.js';
 import type { Config } from '../../shared/config.js';
-import { decidePinned } from '../routing/place-pinned.js';
+import { decidePinned } from './pinned/place-pinned.js';
 import { requestInUseMessage } from '../errors.js';
-import { retryProblem } from '../routing/retry-check.js';
+import { retryProblem } from './retry-check.js';
 import { budgetOf, sessionIdOf, type Budget, type CallToPlace } from './call.js';
 import { cheapest, costTable, flavorCatalogue } from './checkpoints.js';
 import type { PlacementDecision } from './decision.js';

@@ -6,7 +6,7 @@
 import type { WorkerRecord } from '../../projections/cluster-state.js';
 import { compareText } from '../../projections/queries.js';
 import type { Config } from '../../shared/config.js';
-import type { RoutingExplainSink, RoutingExplanation } from '../routing/routing-explanation.js';
+import type { RoutingExplainSink, RoutingExplanation } from './pinned/routing-explanation.js';
 import type { Budget } from './call.js';
 import type { CostRow } from './checkpoints.js';
 import type { PlacementDecision } from './decision.js';

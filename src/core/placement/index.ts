@@ -26,3 +26,27 @@ export {
 } from './packages.js';
 export { compareWorkers, RANK_TERMS, type RankKey } from './ranking/index.js';
 export type { RankTerm } from './rank-term.js';
+export { pinnedSubset, type PinnedSubset } from './pinned/pinned-subset.js';
+export {
+  compareScored,
+  rankedByScore,
+  rendezvousScore,
+  rendezvousSubset,
+  type ScoredWorker,
+} from './pinned/rendezvous.js';
+export {
+  noPinMessage,
+  ownResolution,
+  resolvePinned,
+  type Resolution,
+  type ResolutionOutcome,
+  type ResolutionSource,
+} from './pinned/resolution.js';
+export type { RoutingCandidate, RoutingExplanation } from './pinned/routing-explanation.js';
+export { candidateIds, SubsetCache } from './pinned/subset-cache.js';
+export {
+  flavorsListing,
+  versionFlavor,
+  versionSpec,
+  type VersionFlavor,
+} from './pinned/version-flavor.js';

@@ -4,9 +4,9 @@
  * call outside any session and not a retry). What a tenant's usable slots count for pinned calls.
  * Pure.
  */
-import type { ClusterState } from '../../projections/cluster-state.js';
-import type { GrpcCodeName } from '../../shared/grpc-codes.js';
-import { currentSubset } from './kept-versions.js';
+import type { ClusterState } from '../../../projections/cluster-state.js';
+import type { GrpcCodeName } from '../../../shared/grpc-codes.js';
+import { currentSubset } from './subset.js';
 import { noPinMessage } from './resolution.js';
 import { versionFlavor } from './version-flavor.js';
 

@@ -5,24 +5,24 @@
  * a shed with a retry-after hint otherwise. Never another version. Pure; `explainPlacement` runs
  * the same steps with an explanation builder.
  */
-import type { NewEvent } from '../../events/types.js';
-import type { ClusterState, WorkerRecord } from '../../projections/cluster-state.js';
-import { hasColdLoadInFlight, holdsVersion } from '../../projections/routing-state.js';
-import type { Config } from '../../shared/config.js';
-import type { GrpcCodeName } from '../../shared/grpc-codes.js';
-import { formatDuration } from '../../shared/units.js';
-import { sessionIdOf, type Budget, type CallToPlace } from '../placement/call.js';
-import type { PlacementDecision } from '../placement/decision.js';
-import type { ExplanationBuilder } from '../placement/explanation.js';
-import { Verdict } from '../placement/filter.js';
-import { explainFilters, firstFailure } from '../placement/filters/index.js';
-import { rejected, reserve, type RejectionRouting } from '../placement/outcome.js';
-import type { PackageRequirement } from '../placement/packages.js';
-import { compareWorkers } from '../placement/ranking/index.js';
-import { sessionAffinity } from '../placement/session-affinity.js';
+import type { NewEvent } from '../../../events/types.js';
+import type { ClusterState, WorkerRecord } from '../../../projections/cluster-state.js';
+import { hasColdLoadInFlight, holdsVersion } from '../../../projections/routing-state.js';
+import type { Config } from '../../../shared/config.js';
+import type { GrpcCodeName } from '../../../shared/grpc-codes.js';
+import { formatDuration } from '../../../shared/units.js';
+import { sessionIdOf, type Budget, type CallToPlace } from '../call.js';
+import type { PlacementDecision } from '../decision.js';
+import type { ExplanationBuilder } from '../explanation.js';
+import { Verdict } from '../filter.js';
+import { explainFilters, firstFailure } from '../filters/index.js';
+import { rejected, reserve, type RejectionRouting } from '../outcome.js';
+import type { PackageRequirement } from '../packages.js';
+import { compareWorkers } from '../ranking/index.js';
+import { sessionAffinity } from '../session-affinity.js';
 import { rankedByScore, rendezvousSubset } from './rendezvous.js';
 import { resolvePinned, type Resolution } from './resolution.js';
-import { retryProblem } from './retry-check.js';
+import { retryProblem } from '../retry-check.js';
 import type { RoutingCandidate } from './routing-explanation.js';
 import { candidateIds, type SubsetCache } from './subset-cache.js';
 import { flavorsListing, versionFlavor } from './version-flavor.js';

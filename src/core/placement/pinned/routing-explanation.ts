@@ -4,7 +4,7 @@
  * it is in the subset, who holds the version, the cold loads in flight, and why the call was
  * placed, cold-loaded or shed. Built only when asked for.
  */
-import type { ResidencyState } from '../../events/schema.js';
+import type { ResidencyState } from '../../../events/schema.js';
 import type { Resolution } from './resolution.js';
 
 /** One candidate of the version's flavor, as routing saw it. */
