@@ -22,7 +22,7 @@ import {
 } from '../placement/index.js';
 import { rejected } from '../placement/outcome.js';
 import { ownResolution } from '../placement/pinned/resolution.js';
-import { sessionExpiredMessage } from '../placement/session-affinity.js';
+import { sessionExpiredMessage } from '../placement/session-owner.js';
 
 /** How many more times a call whose stream could not be opened is placed again. */
 export const MAX_DIAL_RETRIES = 2;

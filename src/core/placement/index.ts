@@ -2,7 +2,7 @@
 export { budgetOf, sessionIdOf, type Budget, type CallToPlace } from './call.js';
 export { notCandidateReason } from './candidates.js';
 export { cheapest, costTable, type CostRow } from './checkpoints.js';
-export { explainPlacement, place, type PlaceOptions } from './decide.js';
+export { explainPlacement, place, type PlaceOptions } from './place.js';
 export { CandidateIndex, type RankedCandidate } from './candidate-index.js';
 export { PlacementCaches } from './placement-caches.js';
 export { PLACEMENT_RULES_VERSION, recordedRulesVersion } from './rules-version.js';

@@ -1,6 +1,6 @@
 /**
  * Where a tenant's next pinned call may go: the subset of the version in force on the flavor the
- * call runs on (the same resolution, flavor and rendezvous subset as `decidePinned` meets for a
+ * call runs on (the same resolution, flavor and rendezvous subset as placement meets for a pinned
  * call outside any session and not a retry). What a tenant's usable slots count for pinned calls.
  * Pure.
  */

@@ -8,7 +8,7 @@ import type { ClusterState } from '../../../projections/cluster-state.js';
 import type { RoutingState } from '../../../projections/routing-state.js';
 import type { GrpcCodeName } from '../../../shared/grpc-codes.js';
 import { sessionIdOf, type CallToPlace } from '../call.js';
-import { foreignSessionMessage } from '../session-affinity.js';
+import { foreignSessionMessage } from '../session-owner.js';
 
 /**
  * Where a resolution came from: the table, the retried call, the session, or the call's own

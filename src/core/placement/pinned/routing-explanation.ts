@@ -45,3 +45,18 @@ export interface RoutingExplanation {
 export interface RoutingExplainSink {
   routing(part: RoutingExplanation): void;
 }
+
+/** A resolution in words, as explanations print it. */
+export function describeResolution(resolution: Resolution): string {
+  const entry = `version "${resolution.version}", k ${resolution.k}, revision ${resolution.revision}`;
+  switch (resolution.source) {
+    case 'table':
+      return `tenant ${resolution.tenantId}'s entry in force: ${entry}`;
+    case 'retry':
+      return `the resolution of the retried call ${resolution.from ?? ''}: ${entry}`;
+    case 'session':
+      return `the resolution of session ${resolution.from ?? ''} (its first placed call): ${entry}`;
+    case 'placed':
+      return `the resolution of this call's first placement (placed again after a failed dial): ${entry}`;
+  }
+}
