@@ -90,6 +90,7 @@ function cluster(): NewEvent[] {
       rulesVersion: 1,
       routerId: null,
       takeoverFrom: null,
+      schemaVersion: null,
     },
     { type: 'CatalogueLoaded', revision: 'bench', catalogue: catalogue() },
   ];

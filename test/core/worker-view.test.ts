@@ -105,6 +105,7 @@ describe('the core: a failed dial', () => {
         rulesVersion: 2,
         routerId: null,
         takeoverFrom: null,
+        schemaVersion: null,
       },
       registered('a'),
       registered('b'),
@@ -152,6 +153,7 @@ describe('the core: a failed dial', () => {
           rulesVersion: 2,
           routerId: null,
           takeoverFrom: null,
+          schemaVersion: null,
         },
         registered('a'),
         registered('b'),
@@ -373,6 +375,8 @@ describe('the core: a removal logged once', () => {
       type: 'SessionExpired',
       sessionId: 's3',
       reason: 'container_removed',
+      // Ended by the removal, the decision's first event.
+      causeSeq: early.lastSeq + 1,
     });
   });
 });

@@ -51,6 +51,7 @@ export function routerWithVersions(config: Record<string, number> = {}): NewEven
       rulesVersion: 1,
       routerId: null,
       takeoverFrom: null,
+      schemaVersion: null,
     },
     { type: 'CatalogueLoaded', revision: 'v', catalogue: VERSIONS_CATALOGUE },
   ];
