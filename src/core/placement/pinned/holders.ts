@@ -1,10 +1,11 @@
 /**
  * Rules 3 and 4 of a pinned call, over its subset (docs/tenant-routing.md): the seed filters, then
  * the seed ranking key, twice: among the members that hold the version (a holder takes the call
- * warm) and among all that pass (the one that would cold-load it). Members an earlier attempt of
- * the call could not reach are left out.
+ * warm) and among all that pass (the one that would cold-load it, unless it is loading a version
+ * already: one cold load per worker). Members an earlier attempt of the call could not reach are
+ * left out.
  */
-import { holdsVersion } from '../../../projections/routing-state.js';
+import { hasColdLoadInFlight, holdsVersion } from '../../../projections/routing-state.js';
 import type { WorkerRecord } from '../../../projections/cluster-state.js';
 import { FILTERS, firstFailure } from '../filters/index.js';
 import type { Placing } from '../placing.js';
@@ -18,6 +19,8 @@ export interface SubsetScan extends Scan, VersionCandidates {
   readonly holder: WorkerRecord | undefined;
   /** The best member that passes, holder or not: the one that would load the version. */
   readonly loader: WorkerRecord | undefined;
+  /** Whether that member has a cold load in flight already (so it loads nothing more now). */
+  readonly loaderBusy: boolean;
   /** Members this call may still be sent to (not unreachable for it). */
   readonly reachable: number;
 }
@@ -46,13 +49,16 @@ export function scanSubset(
     if (!holdsVersion(state.routing, workerId, version)) continue;
     if (holder === undefined || compareWorkers(worker, holder, budget) < 0) holder = worker;
   }
+  const loaderBusy = loader !== undefined && hasColdLoadInFlight(state.routing, loader.workerId);
   return {
     ...candidates,
-    best: holder ?? loader,
+    // A holder takes the call warm; else the loader, if it may load the version now.
+    best: holder ?? (loaderBusy ? undefined : loader),
     candidates: candidates.subset.length,
     failures,
     holder,
     loader,
+    loaderBusy,
     reachable,
   };
 }

@@ -4,7 +4,6 @@
  * load in flight per worker; a call that can go nowhere now is shed with a retry-after hint.
  * Never another version.
  */
-import { hasColdLoadInFlight } from '../../../projections/routing-state.js';
 import type { WorkerRecord } from '../../../projections/cluster-state.js';
 import type { PlacementDecision } from '../decision.js';
 import { reserve } from '../outcome.js';
@@ -14,7 +13,11 @@ import type { Resolution } from './resolution.js';
 import { explainRouting, routingCandidates } from './explain-routing.js';
 import { refuseVersion, shed } from './version-refusal.js';
 
-/** No subset member can take the call: no candidate at all, or none this call can use now. */
+/**
+ * No subset member can take the call: no candidate at all (refused), or none this call can use
+ * now (shed): all unreachable for it, all ruled out by the filters, or the one to load the
+ * version loading another already.
+ */
 export function noMember(
   placing: Placing,
   resolution: Resolution,
@@ -40,6 +43,15 @@ export function noMember(
       subset,
     );
   }
+  if (scan.loader !== undefined) {
+    return shed(
+      placing,
+      resolution,
+      `version "${version}" is not resident on its subset and ${scan.loader.workerId}, the subset member to load it, is loading a version already (one cold load at a time per worker)`,
+      flavor,
+      subset,
+    );
+  }
   const cut = subset.filter((workerId) => placing.unreachable.includes(workerId));
   const ruledOut =
     cut.length === 0
@@ -54,7 +66,7 @@ export function noMember(
   );
 }
 
-/** The call on `worker`: warm on a holder, else a cold load unless one is in flight there. */
+/** The call on `worker`: warm on a holder, else it loads the version first (a cold load). */
 export function loadVersion(
   placing: Placing,
   resolution: Resolution,
@@ -64,15 +76,6 @@ export function loadVersion(
   const { version } = resolution;
   const { flavor, subset } = scan;
   const warm = worker === scan.holder;
-  if (!warm && hasColdLoadInFlight(placing.state.routing, worker.workerId)) {
-    return shed(
-      placing,
-      resolution,
-      `version "${version}" is not resident on its subset and ${worker.workerId}, the subset member to load it, is loading a version already (one cold load at a time per worker)`,
-      flavor,
-      subset,
-    );
-  }
   if (placing.explain !== undefined) {
     const verdict = warm
       ? `placed on ${worker.workerId}: it holds version "${version}" and ranks first among the subset's holders`
