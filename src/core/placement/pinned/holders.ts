@@ -51,7 +51,8 @@ export function scanSubset(
   }
   const loaderBusy = loader !== undefined && hasColdLoadInFlight(state.routing, loader.workerId);
   return {
-    ...candidates,
+    flavor: candidates.flavor,
+    subset: candidates.subset,
     // A holder takes the call warm; else the loader, if it may load the version now.
     best: holder ?? (loaderBusy ? undefined : loader),
     candidates: candidates.subset.length,

@@ -4,6 +4,7 @@
  * version. A session's container must already hold the version; else the version's subset are
  * the candidates, its holders come first, and the best member that passes the filters loads it.
  */
+import type { SessionPin, WorkerRecord } from '../../../projections/cluster-state.js';
 import type { Route } from '../route.js';
 import type { Placing } from '../placing.js';
 import { refuse, reserve } from '../outcome.js';
@@ -15,43 +16,56 @@ import { versionCandidates, type VersionCandidates } from './subset.js';
 import { loadVersion, noMember } from './version-load.js';
 import { refuseVersion } from './version-refusal.js';
 
-/** The route of a pinned call resolved to `resolution`. */
-function routeOf(resolution: Resolution): Route<VersionCandidates, SubsetScan> {
-  const { version } = resolution;
-  return {
-    reuse: (placing, worker, pin) => {
-      if (pin.checkpointId !== version) {
-        const held =
-          pin.checkpointId === null ? 'a cold start' : `checkpoint "${pin.checkpointId}"`;
-        return refuseVersion(
-          placing,
-          resolution,
-          'FAILED_PRECONDITION',
-          `session ${placing.sessionId ?? ''} runs in a container of ${held}, not version "${version}": start a new session for pinned calls`,
-        );
-      }
-      explainRouting(
+/**
+ * The route of a pinned call resolved to `resolution`. A class, not an object of closures: one is
+ * made for every pinned call, and its methods are shared.
+ */
+class PinnedRoute implements Route<VersionCandidates, SubsetScan> {
+  constructor(private readonly resolution: Resolution) {}
+
+  reuse(placing: Placing, worker: WorkerRecord, pin: SessionPin): PlacementDecision {
+    const { resolution } = this;
+    const { version } = resolution;
+    if (pin.checkpointId !== version) {
+      const held = pin.checkpointId === null ? 'a cold start' : `checkpoint "${pin.checkpointId}"`;
+      return refuseVersion(
         placing,
         resolution,
-        `reuses the session's container ${pin.workerId}/${pin.containerId}, which holds version "${version}"`,
+        'FAILED_PRECONDITION',
+        `session ${placing.sessionId ?? ''} runs in a container of ${held}, not version "${version}": start a new session for pinned calls`,
       );
-      return reserve(
-        placing,
-        worker,
-        { containerId: pin.containerId, checkpointId: version },
-        { version, routingRevision: resolution.revision, coldLoad: false },
-      );
-    },
-    candidates: (placing) => {
-      const found = versionCandidates(placing, resolution);
-      return 'message' in found
-        ? refuseVersion(placing, resolution, 'FAILED_PRECONDITION', found.message)
-        : found;
-    },
-    scan: (placing, candidates) => scanSubset(placing, version, candidates),
-    unplaced: (placing, scan) => noMember(placing, resolution, scan),
-    place: (placing, scan, worker) => loadVersion(placing, resolution, scan, worker),
-  };
+    }
+    explainRouting(
+      placing,
+      resolution,
+      `reuses the session's container ${pin.workerId}/${pin.containerId}, which holds version "${version}"`,
+    );
+    return reserve(
+      placing,
+      worker,
+      { containerId: pin.containerId, checkpointId: version },
+      { version, routingRevision: resolution.revision, coldLoad: false },
+    );
+  }
+
+  candidates(placing: Placing): VersionCandidates | PlacementDecision {
+    const found = versionCandidates(placing, this.resolution);
+    return 'message' in found
+      ? refuseVersion(placing, this.resolution, 'FAILED_PRECONDITION', found.message)
+      : found;
+  }
+
+  scan(placing: Placing, candidates: VersionCandidates): SubsetScan {
+    return scanSubset(placing, this.resolution.version, candidates);
+  }
+
+  unplaced(placing: Placing, scan: SubsetScan): PlacementDecision {
+    return noMember(placing, this.resolution, scan);
+  }
+
+  place(placing: Placing, scan: SubsetScan, worker: WorkerRecord): PlacementDecision {
+    return loadVersion(placing, this.resolution, scan, worker);
+  }
 }
 
 /**
@@ -76,5 +90,5 @@ export function pinnedRoute(
       `the call names checkpoint "${named}" but tenant ${tenantId}'s pinned version is "${resolution.version}": a pinned call is only ever served by its version`,
     );
   }
-  return routeOf(resolution);
+  return new PinnedRoute(resolution);
 }
