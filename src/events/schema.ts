@@ -185,6 +185,8 @@ export const EVENT_FIELDS = {
     tenantId: opt(Id),
     demand: DemandSchema,
     retryOf: opt(Text),
+    /** A batch's input count (one call carrying many inputs of a map); null for a plain call. */
+    inputs: opt(T.Integer({ minimum: 1 })),
   },
   CallPlaced: {
     requestId: Id,
@@ -265,7 +267,7 @@ export const FIELDS_ADDED_TO_V1: {
   WorkerUtilization: ['containers', 'reportSeq'],
   WorkerProbeFailed: ['error'],
   ContainerStateChanged: ['reportSeq'],
-  CallRequested: ['tenantId'],
+  CallRequested: ['tenantId', 'inputs'],
   CallPlaced: ['sessionId', 'memory'],
   CallRejected: ['sessionId'],
   CallBound: ['checkpointId'],

@@ -155,6 +155,7 @@ export function* syntheticLog(options: SyntheticLogOptions): Generator<NewEvent>
           pinned: null,
         },
         retryOf: null,
+        inputs: null,
       });
       if (random() < 0.1) {
         yield* emit({
