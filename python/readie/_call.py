@@ -102,7 +102,9 @@ def _travels_by_reference(module_name: str) -> bool:
 
 
 @contextmanager
-def _module_by_value(module_name: Optional[str]) -> Iterator[None]:
+def pickled_by_value(module_name: Optional[str]) -> Iterator[None]:
+    """While inside, the function's own module ``module_name`` (unless installed, ``__main__`` or
+    the standard library) pickles by value: the sandbox could not import it."""
     if not module_name or _travels_by_reference(module_name):
         yield
         return
@@ -123,7 +125,7 @@ def _module_by_value(module_name: Optional[str]) -> Iterator[None]:
 
 def pack_call(fn: Callable[..., Any], args: tuple, kwargs: dict) -> bytes:
     """The ``cloudpickle`` payload of a call: ``cloudpickle.dumps((fn, args, kwargs))``."""
-    with _module_by_value(getattr(fn, "__module__", None)):
+    with pickled_by_value(getattr(fn, "__module__", None)):
         return cloudpickle.dumps((fn, args, kwargs))
 
 
@@ -148,6 +150,15 @@ def _trailers(error: Any) -> Any:
 
 
 def _failure(error: Any, prepared: PreparedCall, info: CallInfo) -> Exception:
+    return failure_of(error, prepared.settings, info)
+
+
+def rpc_of(channel: Any) -> Any:
+    """The ``RequestExecution`` method on ``channel`` (sync or asyncio)."""
+    return _rpc(channel)
+
+
+def failure_of(error: Any, settings: ConnectionSettings, info: CallInfo) -> Any:
     """The readie error for a failed RPC: its code, details, ``readie-*`` trailers, a shed's
     retry-after hint and, for a plaintext dial that failed without saying why, whether the address
     speaks TLS."""
@@ -157,7 +168,6 @@ def _failure(error: Any, prepared: PreparedCall, info: CallInfo) -> Exception:
     for key, value in metadata or ():
         if key.startswith("readie-"):
             trailers[key] = value.decode() if isinstance(value, bytes) else str(value)
-    settings = prepared.settings
     tls_found = False
     if code == grpc.StatusCode.UNAVAILABLE and settings.insecure:
         if transport_problem_of(details) in AMBIGUOUS:

@@ -4,7 +4,7 @@ The inputs run one by one in the main thread, or up to `maxInputs` at once (thre
 function, tasks on one event loop for an async one). Each input's outcome (its result envelope,
 as a plain call's) goes back as OUTCOME records tagged with its index as soon as it finishes; a
 failing input is its own error envelope and never fails its neighbours. Outcomes of fast inputs
-are gathered for up to FLUSH_AFTER into one frame, so a thousand trivial inputs cost a few
+are gathered for up to FLUSH_AFTER (10 ms) into one frame, so a thousand trivial inputs cost a few
 writes, not a thousand. Lines an input writes go back as INPUT_LOG frames tagged with its index:
 one at a time, everything written to fds 1 and 2 while it runs is its own; several at once, what
 Python code prints through `sys.stdout` and `sys.stderr` is tagged by the input that printed it,
@@ -23,8 +23,8 @@ from concurrent.futures import ThreadPoolExecutor
 from . import calls, frames
 from .capture import MAX_LINE
 
-# Outcomes of fast inputs wait at most this long (seconds) to share a frame.
-FLUSH_AFTER = 0.002
+# Outcomes of fast inputs wait at most this long (seconds) to share a frame (the first goes at once).
+FLUSH_AFTER = 0.01
 # ... or until this many bytes of records wait.
 FLUSH_BYTES = 256 * 1024
 
