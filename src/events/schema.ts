@@ -166,6 +166,8 @@ export const EVENT_FIELDS = {
     gpuMemoryUsed: opt(Bytes),
     containers: opt(T.Array(ContainerEntrySchema)),
     reportSeq: opt(ReportSeq),
+    /** Its ready standbys per checkpoint, as it reported them (`replay explain` shows them). */
+    standbys: opt(T.Array(T.Object({ checkpointId: Id, ready: Count }))),
   },
   WorkerLeaving: { workerId: Id },
   WorkerProbeFailed: { workerId: Id, consecutive: T.Integer({ minimum: 1 }), error: opt(Text) },
@@ -264,7 +266,7 @@ export const FIELDS_ADDED_TO_V1: {
 } = {
   RouterStarted: ['rulesVersion', 'routerId', 'takeoverFrom'],
   WorkerRegistered: ['instanceId', 'containers', 'reportSeq'],
-  WorkerUtilization: ['containers', 'reportSeq'],
+  WorkerUtilization: ['containers', 'reportSeq', 'standbys'],
   WorkerProbeFailed: ['error'],
   ContainerStateChanged: ['reportSeq'],
   CallRequested: ['tenantId', 'inputs'],

@@ -56,6 +56,7 @@ export function utilization(
     gpuMemoryUsed: null,
     containers: null,
     reportSeq: null,
+    standbys: null,
     ...fields,
   };
 }

@@ -122,6 +122,7 @@ export function* syntheticLog(options: SyntheticLogOptions): Generator<NewEvent>
           gpuMemoryUsed: null,
           containers: null,
           reportSeq: null,
+          standbys: null,
         });
     } else if (roll < 0.5) {
       requests += 1;

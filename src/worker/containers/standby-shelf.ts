@@ -1,7 +1,8 @@
 /**
  * Standby containers: per held checkpoint, containers restored ahead of demand, already in their
  * sandbox and answering, so a call that names the checkpoint skips the fork, the cgroup
- * migration and the sandbox setup. They are not reported to the router until a call takes one,
+ * migration and the sandbox setup. How many: `--standby` at least, and as many as the recent
+ * demand for new containers of the checkpoint asks (`standby-demand.ts`, up to `--standby-max`). They are not reported to the router until a call takes one,
  * and they fill only container slots no call holds (`room`): a call that needs the slot of one
  * makes it give the slot up (`giveUpOne`). Which checkpoints keep standbys, how many to restore
  * and which one gives its slot up are the worker core's rules (src/worker/core/containers); the
@@ -9,20 +10,34 @@
  */
 import type { Logger } from 'pino';
 import {
+  demandAfterStart,
+  demandAt,
   keepsStandbys,
+  NO_DEMAND,
   shelvesRestored,
   standbyGivingUp,
   standbyRefresh,
+  standbysAboveTarget,
   standbysToRestore,
+  standbyTarget,
+  type StandbyDemand,
+  type StandbyDemandPolicy,
   type StandbyShelfState,
 } from '../core/containers/index.js';
 import type { ExecutorConnection } from '../executor-link/index.js';
 import type { Container } from './container.js';
 
+/** What a standby uses until one is measured: a restored interpreter's private memory, rounded up. */
+const FIRST_STANDBY_MEMORY = 64 * 1024 * 1024;
+
 /** What the shelf needs from the pool. */
 export interface StandbyShelfOptions {
-  /** Standbys kept per held checkpoint; 0 turns standbys off. */
+  /** Standbys kept per held checkpoint at least (`--standby`); 0 turns standbys off. */
   readonly perCheckpoint: number;
+  /** How many more demand keeps (`--standby-max`, and the spans it is counted over). */
+  readonly demand: Omit<StandbyDemandPolicy, 'floor'>;
+  /** The worker's clock (epoch ms): demand is counted by it. */
+  readonly clock: () => number;
   /** A standby's memory limit until a call takes it (DEFAULT_MEMORY). */
   readonly memory: number;
   /** The checkpoints that can be restored now. */
@@ -50,8 +65,54 @@ export class StandbyShelf {
   /** Checkpoints whose standbys were dropped (their resident tier): not restocked. */
   private readonly dropped = new Set<string>();
   private closed = false;
+  /** When calls started new containers of each checkpoint, recently. */
+  private demand: StandbyDemand = NO_DEMAND;
+  /** What one standby uses (bytes): the most a shelved one was measured to use. */
+  memoryPerStandby = FIRST_STANDBY_MEMORY;
 
   constructor(private readonly options: StandbyShelfOptions) {}
+
+  private get policy(): StandbyDemandPolicy {
+    return { ...this.options.demand, floor: this.options.perCheckpoint };
+  }
+
+  /** How many ready standbys of `checkpointId` the worker keeps now (demand's target, before room). */
+  target(checkpointId: string): number {
+    return standbyTarget(this.demand, checkpointId, this.options.clock(), this.policy);
+  }
+
+  /** A call started a new container of `checkpointId`: demand for standbys of it rises. */
+  started(checkpointId: string): void {
+    this.demand = demandAfterStart(this.demand, checkpointId, this.options.clock(), this.policy);
+  }
+
+  /** The ready standbys per checkpoint (for the load report: the router shows them in `replay explain`). */
+  readyCounts(): { checkpointId: string; ready: number }[] {
+    return [...this.shelves]
+      .filter(([, shelf]) => shelf.length > 0)
+      .map(([checkpointId, shelf]) => ({ checkpointId, ready: shelf.length }))
+      .sort((a, b) => (a.checkpointId < b.checkpointId ? -1 : 1));
+  }
+
+  /**
+   * Forgets demand older than its window and destroys the shelved standbys above each
+   * checkpoint's target (the oldest first); restocks those below it.
+   */
+  trim(): void {
+    const now = this.options.clock();
+    this.demand = demandAt(this.demand, now, this.policy);
+    for (const [checkpointId, shelf] of this.shelves) {
+      const above = standbysAboveTarget(shelf.length, this.target(checkpointId));
+      for (const standby of shelf.splice(0, above)) {
+        this.options.log.debug(
+          { checkpointId, containerId: standby.id },
+          'a standby goes: demand for it fell',
+        );
+        void this.options.destroy(standby);
+      }
+    }
+    this.refresh();
+  }
 
   /** What the standby rules read of the shelf now. */
   private get state(): StandbyShelfState {
@@ -151,7 +212,13 @@ export class StandbyShelf {
   /** Restores standbys of `checkpointId` in the background, up to the configured count. */
   restock(checkpointId: string): void {
     const have = this.count(checkpointId) + (this.preparing.get(checkpointId) ?? 0);
-    const restores = standbysToRestore(this.state, checkpointId, have, this.options.room());
+    const restores = standbysToRestore(
+      this.state,
+      checkpointId,
+      have,
+      this.options.room(),
+      this.target(checkpointId),
+    );
     for (let i = 0; i < restores; i += 1) {
       this.preparing.set(checkpointId, (this.preparing.get(checkpointId) ?? 0) + 1);
       const preparation = new Promise<void>((resolve) => setImmediate(resolve))
@@ -180,6 +247,8 @@ export class StandbyShelf {
       const shelf = this.shelves.get(checkpointId) ?? [];
       shelf.push(container);
       this.shelves.set(checkpointId, shelf);
+      const used = await container.cgroup.usage().catch(() => 0);
+      if (used > this.memoryPerStandby) this.memoryPerStandby = used;
     } catch (error) {
       this.options.log.warn(
         { checkpointId, err: (error as Error).message },
