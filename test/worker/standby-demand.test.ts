@@ -34,7 +34,13 @@ describe('standbys sized to demand, and the load report that lists them', functi
     const pool = harness.worker.pool!;
     await pool.settled();
     expect(pool.standbysOf('checkpoint_0'), 'the floor (--standby 1)').to.equal(1);
-    // Six sessions open at once, as a map's slots do: six new containers of checkpoint_0.
+    // Six sessions open at once, as a map's slots do: six new containers of checkpoint_0. A call
+    // that finds a standby of its checkpoint being restored waits for it rather than restoring
+    // one of its own beside it: never more containers than slots, even mid-burst.
+    let most = 0;
+    const sampler = setInterval(() => {
+      most = Math.max(most, pool.count + pool.standbyCount);
+    }, 2);
     const calls = await Promise.all(
       Array.from({ length: 6 }, (_, i) =>
         execute(
@@ -45,11 +51,14 @@ describe('standbys sized to demand, and the load report that lists them', functi
       ),
     );
     for (const call of calls) expect(envelopeOf(call).value).to.equal('ran');
+    clearInterval(sampler);
+    expect(most, 'containers held, starting and standing by').to.be.at.most(12);
     expect(pool.standbyTarget('checkpoint_0'), 'capped by --standby-max').to.equal(4);
     expect(pool.standbyTarget('ckpt-numpy'), 'no demand for it').to.equal(1);
     await pool.settled();
     expect(pool.standbysOf('checkpoint_0')).to.equal(4);
     expect(pool.count + pool.standbyCount, 'within the slots').to.be.at.most(12);
+    await pool.settled();
     // The load report tells the router how many are ready, per checkpoint.
     const report = await harness.router.waitFor(
       (r) =>

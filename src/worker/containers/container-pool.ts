@@ -197,7 +197,8 @@ export class ContainerPool {
     // checkpoint gives its slot up.
     if (admission.standbyGivesUp) this.standbys.giveUpOne(checkpointId);
     try {
-      const standby = checkpointId === '' ? null : await this.standbys.take(checkpointId, memory);
+      const standby =
+        checkpointId === '' ? null : await this.standbys.take(checkpointId, memory, signal);
       if (standby) {
         this.adopt(standby.container, sessionId);
         return { ...standby, fallback: null };

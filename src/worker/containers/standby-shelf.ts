@@ -67,6 +67,12 @@ export class StandbyShelf {
   private closed = false;
   /** When calls started new containers of each checkpoint, recently. */
   private demand: StandbyDemand = NO_DEMAND;
+  /**
+   * Calls waiting for a standby of each checkpoint that is still being restored: each restore
+   * serves the first waiting call, so a call never restores a container of its own beside one
+   * already under way for it (two restores where one does).
+   */
+  private readonly claims = new Map<string, ((standby: Container | null) => void)[]>();
   /** What one standby uses (bytes): the most a shelved one was measured to use. */
   memoryPerStandby = FIRST_STANDBY_MEMORY;
 
@@ -149,6 +155,8 @@ export class StandbyShelf {
    */
   giveUpOne(keep: string): void {
     const shelved = new Map(Array.from(this.shelves, ([id, shelf]) => [id, shelf.length]));
+    // A standby of its own being restored, unclaimed, is the call's: nothing needs to give up.
+    shelved.set(keep, this.available(keep));
     const checkpointId = standbyGivingUp(shelved, keep);
     if (checkpointId === null) return;
     const shelf = this.shelves.get(checkpointId) ?? [];
@@ -162,17 +170,29 @@ export class StandbyShelf {
     void this.options.destroy(standby);
   }
 
+  /** Standbys of `checkpointId` a call could take: on the shelf, or being restored unclaimed. */
+  available(checkpointId: string): number {
+    const preparing = this.preparing.get(checkpointId) ?? 0;
+    const claimed = this.claims.get(checkpointId)?.length ?? 0;
+    return this.count(checkpointId) + Math.max(0, preparing - claimed);
+  }
+
   /**
    * A live standby of `checkpointId` with its limit set to `memory` and the connection that read
-   * its HELLO, or null; then restocks.
+   * its HELLO: one on the shelf, else one being restored (waited for), else null; then restocks.
+   * `signal` gives up waiting.
    */
   async take(
     checkpointId: string,
     memory: number,
+    signal?: AbortSignal,
   ): Promise<{ readonly container: Container; readonly connection: ExecutorConnection } | null> {
     const shelf = this.shelves.get(checkpointId) ?? [];
     for (;;) {
-      const standby = shelf.shift();
+      let standby = shelf.shift();
+      if (!standby && this.available(checkpointId) > 0) {
+        standby = (await this.claim(checkpointId, signal)) ?? undefined;
+      }
       if (!standby) return null;
       if (!standby.alive || standby.state !== 'standby') continue;
       const connection = standby.idleConnection;
@@ -188,6 +208,34 @@ export class StandbyShelf {
       this.restock(checkpointId);
       return { container: standby, connection };
     }
+  }
+
+  /** Waits for a standby of `checkpointId` being restored: it, or null when that restore failed. */
+  private claim(checkpointId: string, signal?: AbortSignal): Promise<Container | null> {
+    return new Promise((resolve) => {
+      const waiting = this.claims.get(checkpointId) ?? [];
+      const serve = (standby: Container | null) => {
+        signal?.removeEventListener('abort', abandon);
+        resolve(standby);
+      };
+      const abandon = () => {
+        const index = waiting.indexOf(serve);
+        if (index >= 0) waiting.splice(index, 1);
+        resolve(null);
+      };
+      if (signal?.aborted) return resolve(null);
+      signal?.addEventListener('abort', abandon, { once: true });
+      waiting.push(serve);
+      this.claims.set(checkpointId, waiting);
+    });
+  }
+
+  /** The first call waiting for a standby of `checkpointId`, taken off the list. */
+  private nextClaim(checkpointId: string): ((standby: Container | null) => void) | undefined {
+    const waiting = this.claims.get(checkpointId);
+    const claim = waiting?.shift();
+    if (waiting?.length === 0) this.claims.delete(checkpointId);
+    return claim;
   }
 
   /** Whether standbys of `checkpointId` are kept (it is held, standbys are on, not dropped). */
@@ -237,10 +285,15 @@ export class StandbyShelf {
       container.state = 'standby';
       container.idleConnection = connection;
       if (!container.alive) {
+        this.nextClaim(checkpointId)?.(null);
         void this.options.destroy(container);
         return;
       }
-      if (!shelvesRestored(this.state, checkpointId)) {
+      // A call waits for it: it is that call's (its slot is the call's own).
+      const claim = this.nextClaim(checkpointId);
+      if (claim) return claim(container);
+      // Past the slots (a call took the slot it filled while it was restored): it goes.
+      if (!shelvesRestored(this.state, checkpointId) || this.options.room() < 0) {
         void this.options.destroy(container);
         return;
       }
@@ -250,6 +303,7 @@ export class StandbyShelf {
       const used = await container.cgroup.usage().catch(() => 0);
       if (used > this.memoryPerStandby) this.memoryPerStandby = used;
     } catch (error) {
+      this.nextClaim(checkpointId)?.(null);
       this.options.log.warn(
         { checkpointId, err: (error as Error).message },
         'could not restore a standby container; calls restore on demand',
