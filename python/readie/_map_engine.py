@@ -37,7 +37,7 @@ from readie._wire import build_config, request_messages
 from readie.errors import ProtocolError, ReadieError, SessionExpiredError, ShedError
 
 #: A batch aims at this much work (seconds) per input run at once.
-TARGET_BATCH_SECONDS = 0.25
+TARGET_BATCH_SECONDS = 1.0
 #: What an input costs beside its function (pickling, framing), in seconds, for the estimate.
 INPUT_OVERHEAD_SECONDS = 20e-6
 #: ... and, sharing out the last inputs evenly, at least this much (seconds per input at once).
@@ -47,7 +47,7 @@ GROWTH = 32
 #: Slots a map opens before it knows its inputs' time; then as many as the work left needs.
 INITIAL_SLOTS = 4
 #: A slot (a container) is opened only for at least this much work (seconds of its inputs).
-SLOT_WORK_SECONDS = 0.5
+SLOT_WORK_SECONDS = 0.1
 #: A slot with no input to run for this long gives its container back (seconds); at once when the
 #: inputs are exhausted. Idle, its session container would hold a slot another input (of this map
 #: or another) may be waiting for: two maps could otherwise wait for each other.
@@ -290,7 +290,9 @@ class MapEngine:
     async def _next_batch(self, slot: Slot) -> Optional[List[Item]]:
         idle_since = time.monotonic()
         while not self.stopped:
-            size = self.sizer.next(slot.last_size, self._remaining(), len(self.slots))
+            # What is left is shared among the slots without a batch now (this one among them).
+            idle = sum(1 for other in self.slots if not other.in_flight)
+            size = self.sizer.next(slot.last_size, self._remaining(), max(1, idle))
             await self._fill(size)
             if self._queue:
                 batch = [self._queue.popleft() for _ in range(min(size, len(self._queue)))]
