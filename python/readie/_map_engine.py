@@ -268,7 +268,9 @@ class MapEngine:
     def _window(self) -> int:
         return 2 * self.count * self.sizer.largest
 
-    async def _fill(self, wanted: int) -> None:
+    async def _take(self, wanted: int) -> List[Item]:
+        """Draws inputs until ``wanted`` wait or the window is full, and takes up to ``wanted`` of
+        them for a batch (one slot at a time: what one draws, another cannot take first)."""
         async with self._draw_lock:
             while len(self._queue) < wanted and not self._exhausted and self._drawn - self.handed < self._window:
                 try:
@@ -281,6 +283,7 @@ class MapEngine:
                     break
                 self._queue.append(Item(self._drawn, args, kwargs))
                 self._drawn += 1
+            return [self._queue.popleft() for _ in range(min(wanted, len(self._queue)))]
 
     def _remaining(self) -> Optional[int]:
         if self.total is None:
@@ -293,9 +296,8 @@ class MapEngine:
             # What is left is shared among the slots without a batch now (this one among them).
             idle = sum(1 for other in self.slots if not other.in_flight)
             size = self.sizer.next(slot.last_size, self._remaining(), max(1, idle))
-            await self._fill(size)
-            if self._queue:
-                batch = [self._queue.popleft() for _ in range(min(size, len(self._queue)))]
+            batch = await self._take(size)
+            if batch:
                 slot.last_size = len(batch)
                 return batch
             if self._exhausted:

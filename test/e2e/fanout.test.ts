@@ -229,6 +229,10 @@ describe('end to end: fan-out (fn.map, fn.spawn) on a real cluster', function ()
       expect(results.filter((r) => typeof r === 'number')).to.deep.equal(
         inputs.filter((n) => n !== 7).map((n) => n * 2),
       );
+      // In batches: one call carried many of the 200 inputs.
+      const batches = ofType(since(before), 'CallRequested');
+      expect(batches.reduce((sum, event) => sum + (event.inputs ?? 0), 0)).to.equal(200);
+      expect(batches.length).to.be.below(100);
       const failed = results[7] as RemoteExecutionError;
       expect(failed).to.be.instanceOf(RemoteExecutionError);
       expect(failed.inputIndex).to.equal(7);

@@ -1,0 +1,146 @@
+/**
+ * Batches on the wire for the TypeScript client (docs/clients.md, "Batches"): one call carrying
+ * many inputs of one function. The payload is the usual `json-call` object with `inputs`, an
+ * array of argument arrays, and `kwargs` for every input; the answer's chunks hold outcome
+ * records (input index, flags, microseconds in the function, data length, then a piece of the
+ * input's JSON envelope), each whole within its chunk. And how many inputs a batch carries.
+ */
+import { ProtocolError } from './errors.js';
+import { encodeJsonCall, type PythonCall } from './json-call.js';
+
+/** The most inputs one batch carries (the router refuses more). */
+export const MAX_BATCH_INPUTS = 1024;
+/** The most inputs of a batch its container runs at once. */
+export const MAX_INPUTS_AT_ONCE = 256;
+
+const RECORD_HEAD = 13;
+const RECORD_OK = 0x01;
+const RECORD_LAST = 0x02;
+
+/** The payload of a json-call batch of `fn` over `inputs` (argument lists). TypeError when malformed. */
+export function encodeJsonBatch(fn: PythonCall, inputs: readonly (readonly unknown[])[]): Buffer {
+  const call = JSON.parse(encodeJsonCall({ ...fn, args: [] }).toString('utf8')) as Record<
+    string,
+    unknown
+  >;
+  delete call['args'];
+  return Buffer.from(JSON.stringify({ ...call, inputs }), 'utf8');
+}
+
+/** An input's whole outcome: its index in the batch, whether it returned, its envelope's bytes. */
+export interface Outcome {
+  readonly index: number;
+  readonly ok: boolean;
+  readonly data: Buffer;
+  /** The time it spent in the function, in seconds. */
+  readonly seconds: number;
+}
+
+/** Folds a batch's result chunks into whole outcomes; every record names an input once. */
+export class OutcomeReader {
+  readonly #pieces = new Map<number, Buffer[]>();
+  readonly #answered = new Set<number>();
+
+  constructor(readonly inputs: number) {}
+
+  /** The outcomes a chunk completes (a chunk holds whole records); ProtocolError when malformed. */
+  feed(chunk: Buffer): Outcome[] {
+    const outcomes: Outcome[] = [];
+    let offset = 0;
+    while (offset < chunk.length) {
+      if (chunk.length - offset < RECORD_HEAD) {
+        throw new ProtocolError("a batch's answer ends inside an outcome record");
+      }
+      const index = chunk.readUInt32BE(offset);
+      const flags = chunk[offset + 4]!;
+      const micros = chunk.readUInt32BE(offset + 5);
+      const length = chunk.readUInt32BE(offset + 9);
+      offset += RECORD_HEAD;
+      if (index >= this.inputs || this.#answered.has(index) || length > chunk.length - offset) {
+        throw new ProtocolError(
+          `a batch's answer holds a malformed outcome record (input ${index})`,
+        );
+      }
+      const piece = chunk.subarray(offset, offset + length);
+      offset += length;
+      const pieces = this.#pieces.get(index) ?? [];
+      pieces.push(piece);
+      if ((flags & RECORD_LAST) === 0) {
+        this.#pieces.set(index, pieces);
+        continue;
+      }
+      this.#pieces.delete(index);
+      this.#answered.add(index);
+      outcomes.push({
+        index,
+        ok: (flags & RECORD_OK) !== 0,
+        data: pieces.length === 1 ? pieces[0]! : Buffer.concat(pieces),
+        seconds: micros / 1e6,
+      });
+    }
+    return outcomes;
+  }
+
+  /** Whether input `index` has its whole outcome. */
+  answered(index: number): boolean {
+    return this.#answered.has(index);
+  }
+}
+
+/** A batch aims at this much work (seconds) per input run at once. */
+export const TARGET_BATCH_SECONDS = 1;
+/** ...and, sharing out the last inputs evenly, at least this much. */
+export const MIN_BATCH_SECONDS = 0.05;
+/** What an input costs beside its function, in seconds, for the estimate. */
+export const INPUT_OVERHEAD_SECONDS = 20e-6;
+/** A slot's next batch is at most this many times its last. */
+export const GROWTH = 32;
+
+/**
+ * How many inputs a slot's next batch carries (the Python client's rule): about
+ * TARGET_BATCH_SECONDS of work per input run at once, by the inputs' measured time; at most
+ * GROWTH times the slot's last batch; when the total is known, no more than an even share of
+ * what is left among the idle slots (unless that share is less than MIN_BATCH_SECONDS of work),
+ * never more than what is left, and at most MAX_BATCH_INPUTS.
+ */
+export class BatchSizer {
+  estimate: number | undefined;
+  largest = 1;
+  readonly #parallel: number;
+
+  constructor(
+    readonly fixed: number | undefined,
+    parallel: number,
+  ) {
+    this.#parallel = Math.max(1, parallel);
+  }
+
+  /** One more input's time in the function, in seconds. */
+  observe(seconds: number): void {
+    const sample = Math.max(0, seconds);
+    this.estimate = this.estimate === undefined ? sample : 0.8 * this.estimate + 0.2 * sample;
+  }
+
+  /** The next batch's size for a slot whose last batch held `last`. */
+  next(last: number, remaining: number | undefined, idleSlots: number): number {
+    let size: number;
+    if (this.fixed !== undefined) size = this.fixed;
+    else if (this.estimate === undefined) size = this.#parallel;
+    else {
+      const perInput = this.estimate + INPUT_OVERHEAD_SECONDS;
+      size = Math.floor((TARGET_BATCH_SECONDS * this.#parallel) / perInput);
+      size = Math.min(size, Math.max(last, this.#parallel) * GROWTH);
+      if (remaining !== undefined) {
+        const floor = Math.max(
+          this.#parallel,
+          Math.floor((MIN_BATCH_SECONDS * this.#parallel) / perInput),
+        );
+        size = Math.min(size, Math.max(floor, Math.ceil(remaining / Math.max(1, idleSlots))));
+      }
+    }
+    if (remaining !== undefined && remaining > 0) size = Math.min(size, remaining);
+    size = Math.max(1, Math.min(size, MAX_BATCH_INPUTS));
+    this.largest = Math.max(this.largest, size);
+    return size;
+  }
+}
