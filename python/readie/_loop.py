@@ -40,6 +40,11 @@ def readie_loop() -> asyncio.AbstractEventLoop:
         return loop
 
 
+def on_loop_thread() -> bool:
+    """Whether this is readie's loop thread (where nothing may wait for the loop)."""
+    return _thread is not None and threading.current_thread() is _thread
+
+
 def on_loop(coroutine: Coroutine[Any, Any, T]) -> "asyncio.Future[T]":
     """Schedules ``coroutine`` on the background loop; a concurrent future of its result."""
     return asyncio.run_coroutine_threadsafe(coroutine, readie_loop())  # type: ignore[return-value]
