@@ -138,7 +138,7 @@ export const WORKER_FLAGS: readonly WorkerFlag[] = [
     key: 'standbyMax',
     flag: '--standby-max <n>',
     env: 'WORKER_STANDBY_MAX',
-    help: 'the most standbys per checkpoint kept for recent demand: as many as calls started new containers of it within any second of the last minute (default 8)',
+    help: 'the most standbys per checkpoint kept for recent demand: as many as calls started new containers of it within any second of the last EXECUTOR_TTL (default 8)',
   },
   {
     key: 'restoreBackend',

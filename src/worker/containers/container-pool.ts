@@ -65,7 +65,7 @@ export interface ContainerPoolOptions extends ContainerFactoryOptions {
   readonly memoryTotal: number;
   /** How often standbys above demand go (ms; default 5 s). */
   readonly standbyTrimMs?: number;
-  /** The spans demand is counted over (default `STANDBY_DEMAND_SPANS`). */
+  /** The spans demand is counted over (default: a second, within the last `idleTtlMs`). */
   readonly standbyDemandSpans?: { readonly burstMs: number; readonly windowMs: number };
   /** The memory limit of a standby container until a call takes it (DEFAULT_MEMORY). */
   readonly standbyMemory: number;
@@ -105,7 +105,11 @@ export class ContainerPool {
     this.clock = options.clock ?? Date.now;
     this.standbys = new StandbyShelf({
       perCheckpoint: options.standbyPerCheckpoint,
-      demand: { ...(options.standbyDemandSpans ?? STANDBY_DEMAND_SPANS), cap: options.standbyMax },
+      // Demand is remembered as long as an idle session container is kept (EXECUTOR_TTL).
+      demand: {
+        ...(options.standbyDemandSpans ?? { ...STANDBY_DEMAND_SPANS, windowMs: options.idleTtlMs }),
+        cap: options.standbyMax,
+      },
       clock: this.clock,
       memory: options.standbyMemory,
       held: () => options.backend.held(),

@@ -1,7 +1,8 @@
 /**
  * Standbys sized to demand (docs/container-lifecycle.md, "Standbys"): per held checkpoint, a
  * worker keeps as many ready standbys as its recent demand for new containers of that checkpoint
- * needs: the most it started within any `burstMs` of the last `windowMs` (a map that opens eight
+ * needs: the most it started within any `burstMs` of the last `windowMs` (the worker remembers
+ * demand for EXECUTOR_TTL, as long as it keeps an idle session container; a map that opens eight
  * sessions at once asks for eight; plain calls at 30 a second ask for 30, a second's worth), at
  * least `floor` (`--standby`) and at most `cap` (`--standby-max`), and always within the free slots
  * and memory (`standbyMemoryRoom`). Demand older than the window is forgotten, and the standbys
@@ -20,7 +21,7 @@ export interface StandbyDemandPolicy {
   readonly windowMs: number;
 }
 
-/** The spans demand is counted over, unless a test says otherwise. */
+/** The spans demand is counted over (the pool remembers it for EXECUTOR_TTL instead). */
 export const STANDBY_DEMAND_SPANS = { burstMs: 1_000, windowMs: 60_000 } as const;
 
 /** The starts remembered per checkpoint at most (the oldest go first). */
