@@ -48,6 +48,10 @@ GROWTH = 32
 INITIAL_SLOTS = 4
 #: A slot (a container) is opened only for at least this much work (seconds of its inputs).
 SLOT_WORK_SECONDS = 0.1
+#: An input's time is the median of this many recent ones.
+RECENT_SAMPLES = 64
+#: Slots beyond INITIAL_SLOTS open only once this many inputs were measured.
+SAMPLES_TO_OPEN_SLOTS = 8
 #: A slot with no input to run for this long gives its container back (seconds); at once when the
 #: inputs are exhausted. Idle, its session container would hold a slot another input (of this map
 #: or another) may be waiting for: two maps could otherwise wait for each other.
@@ -68,27 +72,41 @@ class Item:
 
 class BatchSizer:
     """How many inputs a slot's next batch carries: about TARGET_BATCH_SECONDS of work per input
-    run at once, by the inputs' measured time (a moving average); at most GROWTH times the slot's
-    last batch, and, when the total is known, no more than an even share of what is left (unless
-    that share is less than MIN_BATCH_SECONDS of work)."""
+    run at once, by the inputs' measured time (the median of the recent ones); a slot's first
+    batch ``max_inputs`` (one, by default: its container may be slow to start); at most GROWTH
+    times the slot's last batch, and, when the total is known, no more than an even share of
+    what is left (unless that share is less than MIN_BATCH_SECONDS of work)."""
 
     def __init__(self, chunk_size: Optional[int], parallel: int) -> None:
         self.fixed = chunk_size
         self.parallel = max(1, parallel)
-        self.estimate: Optional[float] = None
         self.largest = 1
+        #: Inputs measured so far.
+        self.samples = 0
+        self._recent: Deque[float] = deque(maxlen=RECENT_SAMPLES)
 
     def observe(self, seconds: float) -> None:
-        sample = max(0.0, seconds)
-        self.estimate = sample if self.estimate is None else 0.8 * self.estimate + 0.2 * sample
+        self.samples += 1
+        self._recent.append(max(0.0, seconds))
+
+    @property
+    def estimate(self) -> Optional[float]:
+        """An input's time in the function: the median of the last RECENT_SAMPLES (an input that
+        warmed something up, the first one say, does not make the others look slow)."""
+        if not self._recent:
+            return None
+        ordered = sorted(self._recent)
+        return ordered[len(ordered) // 2]
 
     def next(self, last: int, remaining: Optional[int], slots: int) -> int:
+        estimate = self.estimate
         if self.fixed is not None:
             size = self.fixed
-        elif self.estimate is None:
+        elif estimate is None or last == 0:
+            # A slot's first batch is small: its container may be slow to start.
             size = self.parallel
         else:
-            per_input = self.estimate + INPUT_OVERHEAD_SECONDS
+            per_input = estimate + INPUT_OVERHEAD_SECONDS
             size = int(TARGET_BATCH_SECONDS * self.parallel / per_input)
             size = min(size, max(last, self.parallel) * GROWTH)
             if remaining is not None:
@@ -220,16 +238,17 @@ class MapEngine:
     # -- slots ---------------------------------------------------------------------------------
 
     def _wanted_slots(self) -> int:
-        """How many slots the work needs: INITIAL_SLOTS until the inputs' time is known, then one
-        per SLOT_WORK_SECONDS of the work left (all of them when the total is unknown); never
+        """How many slots the work needs: INITIAL_SLOTS until SAMPLES_TO_OPEN_SLOTS inputs were
+        measured, then one per SLOT_WORK_SECONDS of the work left (all of them when the total is unknown); never
         more than ``count``, the cluster's room."""
-        if self.sizer.estimate is None:
+        estimate = self.sizer.estimate
+        if estimate is None or self.sizer.samples < SAMPLES_TO_OPEN_SLOTS:
             wanted = INITIAL_SLOTS
         else:
             remaining = self._remaining()
             if remaining is None:
                 return self.count
-            per_input = self.sizer.estimate + INPUT_OVERHEAD_SECONDS
+            per_input = estimate + INPUT_OVERHEAD_SECONDS
             wanted = math.ceil(remaining * per_input / self.max_inputs / SLOT_WORK_SECONDS)
         if self.total is not None:
             wanted = min(wanted, self.total)
@@ -421,6 +440,9 @@ class MapEngine:
                             self._deliver(item.index, indexed(error, item.index), None)
                         else:
                             self._deliver(item.index, None, value)
+                    # The inputs' time is known better now: more slots may be worth opening.
+                    if len(self.slots) < self.count:
+                        self._open_slots()
                 elif kind == "log" and on_log is not None:
                     on_log(answer.log)
         except grpc.aio.AioRpcError as error:

@@ -186,9 +186,13 @@ class BatchTest(unittest.TestCase):
 
 
 class SizerTest(unittest.TestCase):
-    def test_unknown_inputs_start_one_per_input_run_at_once(self):
+    def test_unknown_inputs_and_a_slots_first_batch_start_one_per_input_run_at_once(self):
         self.assertEqual(BatchSizer(None, 1).next(0, None, 4), 1)
         self.assertEqual(BatchSizer(None, 8).next(0, None, 4), 8)
+        known = BatchSizer(None, 8)
+        known.observe(1e-5)
+        self.assertEqual(known.next(0, None, 4), 8, "a new slot's container may be slow to start")
+        self.assertEqual(known.next(8, None, 4), 8 * GROWTH)
 
     def test_fast_inputs_grow_by_at_most_growth_to_the_bound(self):
         sizer = BatchSizer(None, 1)

@@ -95,17 +95,22 @@ export const MIN_BATCH_SECONDS = 0.05;
 export const INPUT_OVERHEAD_SECONDS = 20e-6;
 /** A slot's next batch is at most this many times its last. */
 export const GROWTH = 32;
+/** An input's time is the median of this many recent ones. */
+export const RECENT_SAMPLES = 64;
 
 /**
  * How many inputs a slot's next batch carries (the Python client's rule): about
- * TARGET_BATCH_SECONDS of work per input run at once, by the inputs' measured time; at most
+ * TARGET_BATCH_SECONDS of work per input run at once, by the inputs' measured time (the median
+ * of the recent ones); at most
  * GROWTH times the slot's last batch; when the total is known, no more than an even share of
  * what is left among the idle slots (unless that share is less than MIN_BATCH_SECONDS of work),
  * never more than what is left, and at most MAX_BATCH_INPUTS.
  */
 export class BatchSizer {
-  estimate: number | undefined;
   largest = 1;
+  /** Inputs measured so far. */
+  samples = 0;
+  readonly #recent: number[] = [];
   readonly #parallel: number;
 
   constructor(
@@ -117,17 +122,30 @@ export class BatchSizer {
 
   /** One more input's time in the function, in seconds. */
   observe(seconds: number): void {
-    const sample = Math.max(0, seconds);
-    this.estimate = this.estimate === undefined ? sample : 0.8 * this.estimate + 0.2 * sample;
+    this.samples += 1;
+    this.#recent.push(Math.max(0, seconds));
+    if (this.#recent.length > RECENT_SAMPLES) this.#recent.shift();
+  }
+
+  /**
+   * An input's time in the function: the median of the last RECENT_SAMPLES (an input that warmed
+   * something up, the first one say, does not make the others look slow); undefined before any.
+   */
+  get estimate(): number | undefined {
+    if (this.#recent.length === 0) return undefined;
+    const ordered = [...this.#recent].sort((a, b) => a - b);
+    return ordered[Math.floor(ordered.length / 2)];
   }
 
   /** The next batch's size for a slot whose last batch held `last`. */
   next(last: number, remaining: number | undefined, idleSlots: number): number {
     let size: number;
+    const estimate = this.estimate;
     if (this.fixed !== undefined) size = this.fixed;
-    else if (this.estimate === undefined) size = this.#parallel;
+    // A slot's first batch is small: its container may be slow to start.
+    else if (estimate === undefined || last === 0) size = this.#parallel;
     else {
-      const perInput = this.estimate + INPUT_OVERHEAD_SECONDS;
+      const perInput = estimate + INPUT_OVERHEAD_SECONDS;
       size = Math.floor((TARGET_BATCH_SECONDS * this.#parallel) / perInput);
       size = Math.min(size, Math.max(last, this.#parallel) * GROWTH);
       if (remaining !== undefined) {

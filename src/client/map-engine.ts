@@ -22,6 +22,8 @@ import { backoffMs, mayRetryRan, needsNewSession, waitsForRoom } from './retry.j
 export const INITIAL_SLOTS = 4;
 /** A slot (a container) is opened only for at least this much work (seconds of its inputs). */
 export const SLOT_WORK_SECONDS = 0.1;
+/** Slots beyond INITIAL_SLOTS open only once this many inputs were measured. */
+export const SAMPLES_TO_OPEN_SLOTS = 8;
 /** A slot with no input to run for this long gives its container back (ms). */
 export const IDLE_RELEASE_MS = 1_000;
 
@@ -167,10 +169,11 @@ export class MapEngine<T> {
 
   #wanted(): number {
     let wanted = INITIAL_SLOTS;
-    if (this.#sizer.estimate !== undefined) {
+    const estimate = this.#sizer.estimate;
+    if (estimate !== undefined && this.#sizer.samples >= SAMPLES_TO_OPEN_SLOTS) {
       const remaining = this.#remaining();
       if (remaining === undefined) return this.count;
-      const perInput = this.#sizer.estimate + INPUT_OVERHEAD_SECONDS;
+      const perInput = estimate + INPUT_OVERHEAD_SECONDS;
       wanted = Math.ceil((remaining * perInput) / this.#parallel / SLOT_WORK_SECONDS);
     }
     if (this.total !== undefined) wanted = Math.min(wanted, this.total);
@@ -372,6 +375,8 @@ export class MapEngine<T> {
           this.#fail(item, error);
         }
       }
+      // The inputs' time is known better now: more slots may be worth opening.
+      if (this.#slots.length < this.count) this.#openSlots();
     };
     slot.inFlight = true;
     try {
