@@ -99,8 +99,16 @@ describe('router: RegistryService', function () {
     expect(test.router.state.workers.get('w-standbys')?.utilization?.standbys).to.deep.equal(
       standbys,
     );
-    const logged = readLog(test.logDir).filter((event) => event.type === 'WorkerUtilization');
-    expect(logged.at(-1)).to.deep.include({ standbys });
+    // Logged too (the log commits in the background: wait for it on disk).
+    await eventually(
+      () =>
+        readLog(test.logDir).some(
+          (event) =>
+            event.type === 'WorkerUtilization' &&
+            JSON.stringify(event.standbys) === JSON.stringify(standbys),
+        ),
+      'the report with its standbys in the log',
+    );
     const refused = (fields: Parameters<typeof w.reportUtilization>[0]) =>
       w.reportUtilization(fields).then(
         () => undefined,
