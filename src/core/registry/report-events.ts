@@ -16,7 +16,7 @@ import {
   reconcile,
   type ContainerEntry,
 } from '../../projections/reconcile.js';
-import { containerRemovedEvents, evictionEvents } from '../consequences/index.js';
+import { containerRemovedEvents, evictionEvents, seqAfter } from '../consequences/index.js';
 import type { Decision } from '../decision.js';
 import { WorkerIdTakenError } from '../errors.js';
 import { instanceMatch } from './worker-identity.js';
@@ -92,7 +92,10 @@ export type StatusOutcome =
   /** Another live instance holds the worker ID: the registration is refused. */
   | { readonly kind: 'refused'; readonly error: WorkerIdTakenError };
 
-/** `ContainerStateChanged` `removed` and its session's expiry for each record a full report drops. */
+/**
+ * `ContainerStateChanged` `removed` and its session's expiry for each record a full report drops;
+ * the report is the decision's first event, so it ended those sessions.
+ */
 function droppedEvents(
   state: ClusterState,
   worker: WorkerRecord | undefined,
@@ -109,6 +112,7 @@ function droppedEvents(
       containerId,
       record?.checkpointId ?? null,
       reportSeq,
+      seqAfter(state),
     );
   });
 }
@@ -170,7 +174,7 @@ export function statusReportEvents(
   }
   return {
     kind: 'events',
-    events: [...evictionEvents(state, report.workerId, 'restarted'), registered],
+    events: [...evictionEvents(state, report.workerId, 'restarted', seqAfter(state)), registered],
   };
 }
 
@@ -220,6 +224,7 @@ export function containerReportEvents(state: ClusterState, report: ContainerRepo
         report.containerId,
         report.checkpointId,
         report.reportSeq,
+        seqAfter(state),
       ),
     };
   }
