@@ -17,14 +17,43 @@ const RECORD_HEAD = 13;
 const RECORD_OK = 0x01;
 const RECORD_LAST = 0x02;
 
-/** The payload of a json-call batch of `fn` over `inputs` (argument lists). TypeError when malformed. */
-export function encodeJsonBatch(fn: PythonCall, inputs: readonly (readonly unknown[])[]): Buffer {
+/**
+ * A map's input whose arguments do not encode as JSON (a `BigInt`, a cycle): that input's own
+ * failure, in its place (with `returnExceptions`), never its batch's.
+ */
+export class InputEncodingError extends TypeError {
+  override readonly name = 'InputEncodingError';
+
+  constructor(
+    /** The input's index in the map. */
+    readonly inputIndex: number,
+    cause: unknown,
+  ) {
+    super(`input ${inputIndex}: its arguments do not encode as JSON: ${String(cause)}`, { cause });
+  }
+}
+
+/** One input's argument list as JSON, checked alone: InputEncodingError when it does not encode. */
+export function encodeJsonInput(args: readonly unknown[], index: number): string {
+  try {
+    return JSON.stringify(args);
+  } catch (error) {
+    throw new InputEncodingError(index, error instanceof Error ? error.message : error);
+  }
+}
+
+/**
+ * The payload of a json-call batch of `fn` over `inputs`, each already encoded by
+ * {@link encodeJsonInput}. TypeError when the call is malformed.
+ */
+export function encodeJsonBatch(fn: PythonCall, inputs: readonly string[]): Buffer {
   const call = JSON.parse(encodeJsonCall({ ...fn, args: [] }).toString('utf8')) as Record<
     string,
     unknown
   >;
   delete call['args'];
-  return Buffer.from(JSON.stringify({ ...call, inputs }), 'utf8');
+  const head = JSON.stringify(call);
+  return Buffer.from(`${head.slice(0, -1)},"inputs":[${inputs.join(',')}]}`, 'utf8');
 }
 
 /** An input's whole outcome: its index in the batch, whether it returned, its envelope's bytes. */

@@ -23,7 +23,7 @@ import {
   type ConnectionOptions,
 } from './connection.js';
 import { decodeJsonEnvelope, encodeJsonCall, type PythonCall } from './json-call.js';
-import { encodeJsonBatch } from './batches.js';
+import { encodeJsonBatch, type InputEncodingError } from './batches.js';
 import { RemoteCall, type RemoteLogLine } from './remote-call.js';
 import { MAX_ROUTER_MOVES, RouterList, unsentRefusal } from './router-list.js';
 
@@ -112,7 +112,7 @@ export class ReadieClient {
     fn: MappedFunction,
     inputs: Iterable<unknown> | AsyncIterable<unknown>,
     options: MapOptions = {},
-  ): AsyncGenerator<T | ReadieError, void, undefined> {
+  ): AsyncGenerator<T | ReadieError | InputEncodingError, void, undefined> {
     return runMap<T>(this.#fanOut, fn, asArgumentLists(inputs), lengthOf(inputs), options);
   }
 
@@ -121,7 +121,7 @@ export class ReadieClient {
     fn: MappedFunction,
     inputs: Iterable<readonly unknown[]> | AsyncIterable<readonly unknown[]>,
     options: MapOptions = {},
-  ): AsyncGenerator<T | ReadieError, void, undefined> {
+  ): AsyncGenerator<T | ReadieError | InputEncodingError, void, undefined> {
     return runMap<T>(this.#fanOut, fn, inputs, lengthOf(inputs), options);
   }
 
@@ -221,7 +221,7 @@ export class ReadieClient {
   /** One batch of a map: `fn` over `inputs`, its outcomes handed to `onChunk` as they come. */
   #startBatch(
     fn: MappedFunction,
-    inputs: readonly (readonly unknown[])[],
+    inputs: readonly string[],
     sessionId: string,
     options: MapOptions,
     onChunk: (data: Buffer, call: CallInfo) => void,

@@ -15,7 +15,7 @@ import { MapProgress } from './progress.js';
 import type { RemoteCall } from './remote-call.js';
 import { backoffMs, mayRetryRan, needsNewSession, waitsForRoom } from './retry.js';
 import { status as Status } from '@grpc/grpc-js';
-import { MAX_BATCH_INPUTS, MAX_INPUTS_AT_ONCE } from './batches.js';
+import { InputEncodingError, MAX_BATCH_INPUTS, MAX_INPUTS_AT_ONCE } from './batches.js';
 import { MapEngine, type BatchDeps } from './map-engine.js';
 
 /** The most calls a map keeps in flight when `maxConcurrency` does not say. */
@@ -160,7 +160,7 @@ export async function* runMap<T>(
   inputs: Iterable<readonly unknown[]> | AsyncIterable<readonly unknown[]>,
   total: number | undefined,
   options: MapOptions,
-): AsyncGenerator<T | ReadieError, void, undefined> {
+): AsyncGenerator<T | ReadieError | InputEncodingError, void, undefined> {
   const retries = options.retries ?? 0;
   if (!Number.isInteger(retries) || retries < 0) {
     throw new RangeError(`retries must be a non-negative integer, not ${String(retries)}`);
@@ -188,7 +188,10 @@ export async function* runMap<T>(
       if (next.done === true) break;
       const item = next.value;
       if (item.ok) yield item.value;
-      else if (options.returnExceptions === true && item.error instanceof ReadieError) {
+      else if (
+        options.returnExceptions === true &&
+        (item.error instanceof ReadieError || item.error instanceof InputEncodingError)
+      ) {
         yield item.error;
       } else throw item.error;
     }

@@ -10,7 +10,7 @@
  */
 import { status as Status } from '@grpc/grpc-js';
 import { newSessionId, type CallInfo } from './call-info.js';
-import { BatchSizer, INPUT_OVERHEAD_SECONDS, OutcomeReader } from './batches.js';
+import { BatchSizer, encodeJsonInput, INPUT_OVERHEAD_SECONDS, OutcomeReader } from './batches.js';
 import { ProtocolError, ReadieError, SessionExpiredError } from './errors.js';
 import type { MapOptions, MappedFunction } from './map-options.js';
 import { decodeJsonEnvelope } from './json-call.js';
@@ -29,10 +29,13 @@ export const IDLE_RELEASE_MS = 1_000;
 
 /** What the engine needs of the client. */
 export interface BatchDeps {
-  /** Starts one batch of `fn` over `inputs` in `sessionId` ('' outside sessions). */
+  /**
+   * Starts one batch of `fn` over `inputs` (each input's argument list, as JSON) in `sessionId`
+   * ('' outside sessions).
+   */
   startBatch(
     fn: MappedFunction,
-    inputs: readonly (readonly unknown[])[],
+    inputs: readonly string[],
     sessionId: string,
     options: MapOptions,
     signal: AbortSignal,
@@ -348,8 +351,20 @@ export class MapEngine<T> {
   /** One call carrying `items`; null when every input got its outcome. */
   async #attempt(
     slot: Slot,
-    items: Item[],
+    batch: Item[],
   ): Promise<{ error: unknown; unfinished: Item[] } | null> {
+    // An input whose arguments do not encode fails alone; the batch carries the others.
+    const encoded: string[] = [];
+    const items: Item[] = [];
+    for (const item of batch) {
+      try {
+        encoded.push(encodeJsonInput(item.args, item.index));
+        items.push(item);
+      } catch (error) {
+        this.#deliver(item.index, { index: item.index, ok: false, error });
+      }
+    }
+    if (items.length === 0) return null;
     if (slot.sessionId !== '' && !slot.used.includes(slot.sessionId))
       slot.used.push(slot.sessionId);
     const reader = new OutcomeReader(items.length);
@@ -382,7 +397,7 @@ export class MapEngine<T> {
     try {
       call = this.deps.startBatch(
         this.fn,
-        items.map((item) => item.args),
+        encoded,
         slot.sessionId,
         this.options,
         this.stop,

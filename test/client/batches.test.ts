@@ -3,6 +3,7 @@ import { status as Status } from '@grpc/grpc-js';
 import { expect } from 'chai';
 import {
   CallCancelledError,
+  InputEncodingError,
   ReadieClient,
   ReadieError,
   RemoteExecutionError,
@@ -159,6 +160,27 @@ describe('TypeScript client: a map in batches', function () {
     );
     expect(retried).to.deep.equal([0, 2, 4, 6, 8]);
     expect(sizes()).to.deep.equal([5, 3]);
+  });
+
+  it('an input whose arguments do not encode as JSON fails alone; its batch runs the others', async () => {
+    const results = await collect(
+      client.map(FN, [0, 1n, 2, 3], { chunkSize: 4, returnExceptions: true, progress: false }),
+    );
+    expect([results[0], results[2], results[3]]).to.deep.equal([0, 4, 6]);
+    const failed = results[1] as InputEncodingError;
+    expect(failed).to.be.instanceOf(InputEncodingError).and.to.be.instanceOf(TypeError);
+    expect(failed.inputIndex).to.equal(1);
+    expect(failed.message).to.match(/^input 1: its arguments do not encode as JSON: /);
+    // One call, carrying the three inputs that encode.
+    expect(sizes()).to.deep.equal([3]);
+    expect(
+      (JSON.parse(proxy.calls[0]!.payload.toString('utf8')) as BatchRequest).inputs,
+    ).to.deep.equal([[0], [2], [3]]);
+    // Without returnExceptions the map rejects with it, at its place.
+    const error = await collect(client.map(FN, [0, 1n], { progress: false })).catch(
+      (reason: unknown) => reason,
+    );
+    expect((error as { inputIndex?: number }).inputIndex).to.equal(1);
   });
 
   it('a batch refused before it started is waited out, all its inputs with it', async () => {
