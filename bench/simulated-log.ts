@@ -72,6 +72,7 @@ export function* simulatedLog(options: {
           gpuMemoryUsed: null,
           containers: null,
           reportSeq: null,
+          standbys: null,
         },
         `report:${workerId}`,
       );

@@ -136,6 +136,7 @@ export async function run() {
             instanceId: '',
             reportSeq: 0,
             containers: [],
+            standbys: [],
           },
           workerAuth,
           (error) => (error ? reject(error) : resolve()),

@@ -9,6 +9,9 @@ from typing import Iterable, Optional, Tuple
 from readie._sizes import Size, parse_optional_size
 from readie._wire import CallDemand
 
+#: The most inputs of a map one container runs at once (``max_inputs``); the router refuses more.
+MAX_INPUTS_AT_ONCE = 256
+
 
 def _strings(value: Iterable[str], name: str) -> Tuple[str, ...]:
     if isinstance(value, (str, bytes)):
@@ -31,6 +34,8 @@ class RemoteOptions:
     shed_retries: int = 3
     #: Seconds every try of a call must be over within; None: no deadline.
     timeout: Optional[float] = None
+    #: How many inputs of a map one container runs at once (threads, or tasks for an async function).
+    max_inputs: int = 1
 
     @staticmethod
     def build(
@@ -46,6 +51,7 @@ class RemoteOptions:
         pinned: bool = False,
         shed_retries: int = 3,
         timeout: Optional[float] = None,
+        max_inputs: int = 1,
     ) -> "RemoteOptions":
         """Validates the decorator's arguments (so mistakes show at definition, not at call)."""
         if checkpoint_id is not None and not isinstance(checkpoint_id, str):
@@ -54,6 +60,8 @@ class RemoteOptions:
             raise ValueError(f"shed_retries must be a whole number >= 0, not {shed_retries!r}")
         if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0):
             raise ValueError(f"timeout must be a number of seconds > 0, not {timeout!r}")
+        if isinstance(max_inputs, bool) or not isinstance(max_inputs, int) or not 1 <= max_inputs <= MAX_INPUTS_AT_ONCE:
+            raise ValueError(f"max_inputs must be a whole number from 1 to {MAX_INPUTS_AT_ONCE}, not {max_inputs!r}")
         if pinned and disable_optimized_execution:
             raise ValueError("pinned runs on the tenant's version, a checkpoint: it contradicts disable_optimized_execution")
         demand = CallDemand(
@@ -71,4 +79,5 @@ class RemoteOptions:
             bool(stream_logs),
             shed_retries,
             None if timeout is None else float(timeout),
+            max_inputs,
         )

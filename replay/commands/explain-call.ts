@@ -60,13 +60,23 @@ export async function explainCall(
     overrides,
     onDecide: (call, state, config, request) => {
       if (!found && matches(call.requestId, request.seq)) {
+        const explanation = explainPlacement(state, call, { config });
+        const chosen =
+          explanation.decision.outcome === 'placed'
+            ? state.workers.get(explanation.decision.workerId)
+            : undefined;
+        const utilization = chosen?.utilization;
         found = {
           request,
-          explanation: explainPlacement(state, call, { config }),
+          explanation,
           // Copies: the replayer changes its state in place after this returns.
           atCall: structuredClone({
             session: (call.sessionId && state.sessions.get(call.sessionId)) || null,
             reservations: [...state.reservations.values()],
+            standbys:
+              chosen && utilization?.standbys
+                ? { workerId: chosen.workerId, at: utilization.at, ready: utilization.standbys }
+                : null,
           }),
         };
       }

@@ -30,6 +30,7 @@ export async function explainCommand(
           explanation: explained.explanation,
           session: explained.atCall.session,
           reservations: explained.atCall.reservations,
+          standbys: explained.atCall.standbys ?? null,
           recorded: explained.result?.recorded ?? 'none',
           recordedEvents: explained.result?.recordedEvents ?? null,
           replacements: explained.replacements.map(({ dial, explanation, result }) => ({

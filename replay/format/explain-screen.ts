@@ -15,6 +15,37 @@ export interface StateAtCall {
   readonly session: SessionRecord | null;
   /** Every call in flight: their reservations count against the workers' memory and slots. */
   readonly reservations: readonly Reservation[];
+  /**
+   * The chosen worker's ready standbys per checkpoint, as its last load report before the call
+   * listed them (`at`); null when the call was not placed or the report listed none at all.
+   */
+  readonly standbys?: {
+    readonly workerId: string;
+    readonly at: string;
+    readonly ready: readonly { readonly checkpointId: string; readonly ready: number }[];
+  } | null;
+}
+
+/**
+ * Whether the chosen worker had a ready standby of the chosen checkpoint (a new container started
+ * from one skips the restore): what the worker's last load report before the call said.
+ */
+function standbySection(explanation: PlacementExplanation, atCall: StateAtCall): string[] {
+  const { decision } = explanation;
+  if (decision.outcome !== 'placed' || decision.containerId !== null) return [];
+  if (decision.checkpointId === null) return ['Standbys: none used (a cold start)'];
+  const report = atCall.standbys;
+  if (!report || report.workerId !== decision.workerId) {
+    return [`Standbys: ${decision.workerId} reported none before this call`];
+  }
+  const listed = report.ready.map((entry) => `${entry.checkpointId} ${entry.ready}`).join(', ');
+  const ready = report.ready.find((entry) => entry.checkpointId === decision.checkpointId);
+  return [
+    `Standbys on ${report.workerId} (its load report at ${report.at}): ${listed || 'none'}; ` +
+      (ready && ready.ready > 0
+        ? `${decision.checkpointId} had ${ready.ready} ready: the new container was likely one`
+        : `none of ${decision.checkpointId}: the container was likely restored on demand`),
+  ];
 }
 
 function stateSection(atCall: StateAtCall): string[] {
@@ -218,6 +249,7 @@ export function explainScreen(
     ...workersSection(explanation),
     '',
     ...checkpointSection(explanation),
+    ...standbySection(explanation, atCall),
     '',
     ...packagesSection(explanation),
   );

@@ -23,6 +23,7 @@ import {
   type ConnectionOptions,
 } from './connection.js';
 import { decodeJsonEnvelope, encodeJsonCall, type PythonCall } from './json-call.js';
+import { encodeJsonBatch, type InputEncodingError } from './batches.js';
 import { RemoteCall, type RemoteLogLine } from './remote-call.js';
 import { MAX_ROUTER_MOVES, RouterList, unsentRefusal } from './router-list.js';
 
@@ -111,7 +112,7 @@ export class ReadieClient {
     fn: MappedFunction,
     inputs: Iterable<unknown> | AsyncIterable<unknown>,
     options: MapOptions = {},
-  ): AsyncGenerator<T | ReadieError, void, undefined> {
+  ): AsyncGenerator<T | ReadieError | InputEncodingError, void, undefined> {
     return runMap<T>(this.#fanOut, fn, asArgumentLists(inputs), lengthOf(inputs), options);
   }
 
@@ -120,7 +121,7 @@ export class ReadieClient {
     fn: MappedFunction,
     inputs: Iterable<readonly unknown[]> | AsyncIterable<readonly unknown[]>,
     options: MapOptions = {},
-  ): AsyncGenerator<T | ReadieError, void, undefined> {
+  ): AsyncGenerator<T | ReadieError | InputEncodingError, void, undefined> {
     return runMap<T>(this.#fanOut, fn, inputs, lengthOf(inputs), options);
   }
 
@@ -213,7 +214,42 @@ export class ReadieClient {
       this.#start({ ...fn, args }, { ...options, signal }, sessionId, undefined),
     slots: (options) => this.slots(options),
     endSession: (sessionId) => this.endSession(sessionId),
+    startBatch: (fn, inputs, sessionId, options, signal, onChunk) =>
+      this.#startBatch(fn, inputs, sessionId, { ...options, signal }, onChunk),
   };
+
+  /** One batch of a map: `fn` over `inputs`, its outcomes handed to `onChunk` as they come. */
+  #startBatch(
+    fn: MappedFunction,
+    inputs: readonly string[],
+    sessionId: string,
+    options: MapOptions,
+    onChunk: (data: Buffer, call: CallInfo) => void,
+  ): RemoteCall<unknown> {
+    const config = {
+      ...buildCallConfig(newRequestId(), sessionId, fn, options),
+      inputs: inputs.length,
+      ...((options.maxInputs ?? 1) > 1 ? { maxInputs: options.maxInputs } : {}),
+    };
+    const { timeoutMs, shedRetries } = options as CallOptions;
+    const parallel = Math.max(1, options.maxInputs ?? 1);
+    return new RemoteCall<unknown>({
+      routers: this.#routers,
+      insecure: this.connection.insecure,
+      metadata: callMetadata(this.connection),
+      config,
+      payload: encodeJsonBatch(fn, inputs),
+      decode: () => undefined,
+      onChunk,
+      signal: options.signal,
+      onLog: options.onLog,
+      shedRetries: shedRetries ?? 3,
+      deadline:
+        timeoutMs === undefined
+          ? undefined
+          : Date.now() + timeoutMs * Math.ceil(inputs.length / parallel),
+    });
+  }
 
   #start<T>(
     call: PythonCall,

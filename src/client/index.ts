@@ -9,6 +9,7 @@ export type { CallDemandOptions } from './call-config.js';
 export type { Connection, ConnectionOptions } from './connection.js';
 export type { ModuleFunction, PythonCall, SourceFunction } from './json-call.js';
 export { MAX_CHUNK_BYTES as CHUNK_SIZE } from '../shared/chunks.js';
+export { InputEncodingError } from './batches.js';
 export {
   AuthenticationError,
   CallCancelledError,

@@ -171,6 +171,8 @@ export const EVENT_FIELDS = {
     gpuMemoryUsed: opt(Bytes),
     containers: opt(T.Array(ContainerEntrySchema)),
     reportSeq: opt(ReportSeq),
+    /** Its ready standbys per checkpoint, as it reported them (`replay explain` shows them). */
+    standbys: opt(T.Array(T.Object({ checkpointId: Id, ready: Count }))),
   },
   WorkerLeaving: { workerId: Id },
   WorkerProbeFailed: { workerId: Id, consecutive: T.Integer({ minimum: 1 }), error: opt(Text) },
@@ -190,6 +192,8 @@ export const EVENT_FIELDS = {
     tenantId: opt(Id),
     demand: DemandSchema,
     retryOf: opt(Text),
+    /** A batch's input count (one call carrying many inputs of a map); null for a plain call. */
+    inputs: opt(T.Integer({ minimum: 1 })),
   },
   CallPlaced: {
     requestId: Id,
@@ -271,10 +275,10 @@ export const FIELDS_ADDED_TO_V1: {
 } = {
   RouterStarted: ['rulesVersion', 'routerId', 'takeoverFrom', 'schemaVersion'],
   WorkerRegistered: ['instanceId', 'containers', 'reportSeq'],
-  WorkerUtilization: ['containers', 'reportSeq'],
+  WorkerUtilization: ['containers', 'reportSeq', 'standbys'],
   WorkerProbeFailed: ['error'],
   ContainerStateChanged: ['reportSeq'],
-  CallRequested: ['tenantId'],
+  CallRequested: ['tenantId', 'inputs'],
   CallPlaced: ['sessionId', 'memory'],
   CallRejected: ['sessionId'],
   CallBound: ['checkpointId'],

@@ -22,6 +22,12 @@ export interface Utilization {
   readonly cpuTotal: number | null;
   readonly gpuMemoryUsed: number | null;
   readonly at: string;
+  /**
+   * Its ready standbys per checkpoint, as its last load report listed them (null: it listed none,
+   * or a log from before reports carried them). Placement does not read them; `replay explain`
+   * shows them for the chosen worker.
+   */
+  readonly standbys?: { checkpointId: string; ready: number }[] | null;
 }
 
 /** The states of a container record: what a worker reported, short of `removed`. */

@@ -295,6 +295,7 @@ function reportUtilization(
     cpuTotal: event.cpuTotal,
     gpuMemoryUsed: event.gpuMemoryUsed,
     at: event.at,
+    standbys: event.standbys,
   };
   worker.lastHeardAt = event.at;
   if (event.containers === null) {

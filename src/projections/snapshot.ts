@@ -50,6 +50,7 @@ const WorkerSchema = T.Object({
       cpuTotal: Nullable(T.Number()),
       gpuMemoryUsed: Nullable(Count),
       at: Text,
+      standbys: T.Optional(Nullable(T.Array(T.Object({ checkpointId: Text, ready: Count })))),
     }),
   ),
   reservedMemory: Count,

@@ -53,8 +53,10 @@ export interface WorkerOptions {
   readonly restoreBackend: 'auto' | 'template' | 'criu';
   /** The criu binary to use (--criu); null: the installed prefix, else PATH. */
   readonly criu: string | null;
-  /** Containers kept restored ahead of demand, per held checkpoint. */
+  /** Containers kept restored ahead of demand, per held checkpoint, at least. */
   readonly standbyPerCheckpoint: number;
+  /** The most standbys per held checkpoint that recent demand keeps (`--standby-max`). */
+  readonly standbyMax: number;
   readonly packageIndex: string | null;
   readonly wheelDir: string | null;
   readonly installer: 'auto' | 'pip' | 'uv';
@@ -229,6 +231,7 @@ export function resolveWorkerOptions(
     ),
     criu: get('criu') !== undefined ? resolve(get('criu')!) : null,
     standbyPerCheckpoint: get('standby') !== undefined ? count(get('standby')!, '--standby') : 1,
+    standbyMax: get('standbyMax') !== undefined ? count(get('standbyMax')!, '--standby-max') : 8,
     packageIndex: get('packageIndex') ?? null,
     wheelDir: get('wheelDir') !== undefined ? resolve(get('wheelDir')!) : null,
     installer: oneOf(get('installer') ?? 'auto', ['auto', 'pip', 'uv'], '--installer'),

@@ -364,6 +364,8 @@ export class Worker {
       backend,
       idleTtlMs: options.config.EXECUTOR_TTL,
       standbyPerCheckpoint: options.standbyPerCheckpoint,
+      standbyMax: options.standbyMax,
+      memoryTotal: options.memoryTotal,
       standbyMemory: options.config.DEFAULT_MEMORY,
       dialTimeoutMs: options.config.DIAL_TOTAL_TIMEOUT,
       clock: this.clock,
@@ -582,6 +584,7 @@ export class Worker {
       gpuMemoryUsed: gpuMemoryInUse(this.pool?.gpuMemoryHeld() ?? 0, gpuReading),
       instanceId: this.instanceId,
       containers: this.containerEntries(),
+      standbys: this.pool?.standbyCounts() ?? [],
       reportSeq: this.nextReportSeq(),
     };
   }

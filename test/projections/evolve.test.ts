@@ -99,7 +99,13 @@ describe('evolve: the effect of each event', () => {
         history(
           registered('w1'),
           { type: 'WorkerProbeFailed', workerId: 'w1', consecutive: 2, error: null },
-          utilization('w1', { memoryUsed: 3 * GiB, containerCount: 2, cpuUsed: 1.5, cpuTotal: 4 }),
+          utilization('w1', {
+            memoryUsed: 3 * GiB,
+            containerCount: 2,
+            cpuUsed: 1.5,
+            cpuTotal: 4,
+            standbys: [{ checkpointId: 'checkpoint_0', ready: 2 }],
+          }),
         ),
       );
       expect(state.workers.get('w1')?.utilization).to.deep.equal({
@@ -108,6 +114,7 @@ describe('evolve: the effect of each event', () => {
         cpuUsed: 1.5,
         cpuTotal: 4,
         gpuMemoryUsed: null,
+        standbys: [{ checkpointId: 'checkpoint_0', ready: 2 }],
         at: atOf(3),
       });
       // A report proves the worker reaches the router, not that the router reaches the worker.

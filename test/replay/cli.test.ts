@@ -198,6 +198,27 @@ describe('the replay CLI', function () {
     );
   });
 
+  it("explain says whether the chosen worker had a ready standby of the call's checkpoint", () => {
+    // A load report of w10 listing its standbys, before r1 (placed on w10 with checkpoint_0).
+    const report =
+      '{"seq":6,"at":"2026-11-30T10:00:05.500Z","cause":"report:w10","type":"WorkerUtilization","workerId":"w10","memoryUsed":0,"containerCount":0,"cpuUsed":null,"cpuTotal":null,"gpuMemoryUsed":null,"containers":null,"reportSeq":null,"standbys":[{"checkpointId":"checkpoint_0","ready":2},{"checkpointId":"ckpt-numpy","ready":1}]}';
+    const log = altered('fresh-cluster-picks-first-id', (line) => {
+      const renumbered = line.replace(/^\{"seq":(\d+)/, (whole, seq: string) =>
+        Number(seq) >= 6 ? `{"seq":${Number(seq) + 1}` : whole,
+      );
+      return line.startsWith('{"seq":6,') ? `${report}\n${renumbered}` : renumbered;
+    });
+    expect(replayCli('verify', log).status, 'the report changes no decision').to.equal(0);
+    const had = replayCli('explain', log, 'r1');
+    expect(had.status).to.equal(0);
+    expect(had.stdout).to.contain(
+      'Standbys on w10 (its load report at 2026-11-30T10:00:05.500Z): checkpoint_0 2, ckpt-numpy 1; checkpoint_0 had 2 ready: the new container was likely one',
+    );
+    expect(replayCli('explain', log, 'r2').stdout).to.contain(
+      'Standbys: w2 reported none before this call',
+    );
+  });
+
   it('explain follows a call placed again after failed dials: each attempt against the state it met', () => {
     const run = replayCli('explain', fixture('pinned-dial-failure-keeps-version'), 'r1');
     expect(run.status).to.equal(0);

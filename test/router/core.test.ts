@@ -268,6 +268,8 @@ describe('router core (pure)', () => {
             gpuMemoryUsed: 0,
             containers: null,
             reportSeq: null,
+            // A report that lists no standbys (an older worker) records none.
+            standbys: null,
           },
         ],
       });

@@ -56,6 +56,7 @@ export function utilization(
     gpuMemoryUsed: null,
     containers: null,
     reportSeq: null,
+    standbys: null,
     ...fields,
   };
 }
@@ -87,6 +88,7 @@ export function requested(
     tenantId: null,
     demand: demand(),
     retryOf: null,
+    inputs: null,
     ...fields,
   };
 }

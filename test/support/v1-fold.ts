@@ -2,7 +2,8 @@
  * The fold as it was before every consequence was an event: schema v1's fold, in which a cause
  * also applied the consequences its router appended after it (an eviction expired the sessions
  * pinned to the worker, a removed, dropped or forgotten container its session, a failed call the
- * pin it created). Kept verbatim (only its imports and names changed) as the reference the v1
+ * pin it created). Kept verbatim (only its imports and names changed, and the report's `standbys`
+ * field copied as the fold copies it) as the reference the v1
  * upcaster (src/events/upcast.ts) is checked against: a log written before schema v2 must fold to
  * the very same state after every event (test/projections/upcast.test.ts).
  */
@@ -259,6 +260,8 @@ function reportUtilization(
     cpuTotal: event.cpuTotal,
     gpuMemoryUsed: event.gpuMemoryUsed,
     at: event.at,
+    // A field added to the report since (not a consequence): a v1 log reads it as null.
+    standbys: event.standbys,
   };
   worker.lastHeardAt = event.at;
   if (event.containers === null) {

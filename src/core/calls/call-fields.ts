@@ -33,6 +33,11 @@ const PACKAGE_CHARACTER = /^[\x20-\x7e]$/;
 export const MAX_PYTHON_VERSION_LENGTH = 32;
 const PYTHON_VERSION = /^[0-9A-Za-z.+-]*$/;
 
+/** The most inputs one batch call may carry (`inputs`). */
+export const MAX_BATCH_INPUTS = 1024;
+/** The most inputs of a batch its container may run at once (`max_inputs`). */
+export const MAX_INPUTS_AT_ONCE = 256;
+
 /** `U+000A` for a character: how a refusal names one without printing it. */
 function codePoint(character: string): string {
   return `U+${(character.codePointAt(0) ?? 0).toString(16).toUpperCase().padStart(4, '0')}`;
@@ -115,6 +120,19 @@ function checkPythonVersion(version: string): void {
   }
 }
 
+function checkBatch(inputs: number, maxInputs: number): void {
+  if (inputs > MAX_BATCH_INPUTS) {
+    throw new InvalidStreamError(
+      `inputs is ${inputs}: a batch carries at most ${MAX_BATCH_INPUTS} inputs`,
+    );
+  }
+  if (maxInputs > MAX_INPUTS_AT_ONCE) {
+    throw new InvalidStreamError(
+      `max_inputs is ${maxInputs}: a container runs at most ${MAX_INPUTS_AT_ONCE} inputs at once`,
+    );
+  }
+}
+
 /** Checks every tenant-supplied field of a call's config against its bound (see the file's doc). */
 export function checkCallFields(config: CallConfig): void {
   checkId('request_id', config.requestId);
@@ -124,4 +142,5 @@ export function checkCallFields(config: CallConfig): void {
   checkImports(config.imports);
   checkPackages(config.packages);
   checkPythonVersion(config.pythonVersion);
+  checkBatch(config.inputs ?? 0, config.maxInputs ?? 0);
 }

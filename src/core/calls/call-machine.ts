@@ -179,7 +179,11 @@ function waitingTurn(
 
 /** Step 3: the call's decision, to be recorded before anything else happens. */
 function place(facts: CallFacts, world: CallWorld): CallStep {
-  const decision = decide('call', world.state, { call: facts.call, caches: world.caches });
+  const decision = decide('call', world.state, {
+    call: facts.call,
+    caches: world.caches,
+    inputs: facts.config.inputs || null,
+  });
   return {
     phase: { phase: 'placing', facts, decision },
     effects: [

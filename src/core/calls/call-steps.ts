@@ -35,6 +35,11 @@ export interface CallDecision extends Decision {
 /** What a call's decision is given: the call, and placement's options (config, caches). */
 export interface CallDecisionInput extends PlaceOptions {
   readonly call: CallToPlace;
+  /**
+   * A batch's input count, recorded on `CallRequested` (null or absent: a plain call). Placement
+   * never reads it: a batch is placed as the one call it is.
+   */
+  readonly inputs?: number | null;
 }
 
 /**
@@ -51,6 +56,7 @@ export function decideCall(state: ClusterState, input: CallDecisionInput): CallD
     tenantId: call.tenantId ?? null,
     demand: call.demand,
     retryOf: call.retryOf ?? null,
+    inputs: input.inputs ?? null,
   };
   return {
     cause: { kind: 'call', requestId: call.requestId },

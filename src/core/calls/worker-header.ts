@@ -26,7 +26,8 @@ export function placedIds(
 /**
  * The header of the worker stream: IDs (the container to reuse, empty for a new one; the
  * checkpoint to restore, empty for a cold start), the memory budget reserved, GPU needs, import
- * hints, the packages to install (deduplicated, base-image ones removed), Python version, format.
+ * hints, the packages to install (deduplicated, base-image ones removed), Python version, format,
+ * and for a batch its input count and how many inputs run at once.
  */
 export function callHeaderOf(
   ids: CallIds,
@@ -46,6 +47,8 @@ export function callHeaderOf(
     version: decision.version ?? '',
     coldLoad: decision.coldLoad,
     routingRevision: decision.routingRevision ?? 0,
+    ...(config.inputs ? { inputs: config.inputs } : {}),
+    ...(config.maxInputs ? { maxInputs: config.maxInputs } : {}),
   };
 }
 

@@ -38,6 +38,9 @@ import type { CallRequest } from '../core/execution/call-header.js';
 import { abortable, idTrailers } from './call-support.js';
 import { INSTALL_LOG_SOURCE, installPackages } from './install-step.js';
 import type { MessageReader } from './message-reader.js';
+import { BatchRelay } from './batch-relay.js';
+import { FrameProtocolError } from '../core/executor-link/frames.js';
+import { decodeInputLogBody } from '../core/executor-link/outcomes.js';
 
 /** What a call needs from the worker. */
 export interface CallDeps {
@@ -154,6 +157,9 @@ export class ExecuteCall {
     await connection.write(
       encodeJsonFrame(FrameType.CALL, {
         format: this.request.format,
+        ...(this.request.inputs > 0
+          ? { inputs: this.request.inputs, maxInputs: this.request.maxInputs }
+          : {}),
         // A pinned call: the executor refuses it unless its container holds exactly this version.
         ...(this.request.version === '' ? {} : { version: this.request.version }),
       }),
@@ -322,12 +328,28 @@ export class ExecuteCall {
     await connection.write(encodeFrame(FrameType.PAYLOAD_END));
   }
 
-  /** Step 6, outbound: the executor's log lines and result pieces to the router. */
+  /**
+   * Step 6, outbound: the executor's log lines and result pieces to the router; for a batch, its
+   * outcome records (checked, and joined into chunks while more wait) and its inputs' lines.
+   */
   private async relay(connection: ExecutorConnection): Promise<void> {
+    const batch =
+      this.request.inputs > 0
+        ? new BatchRelay(this.request.inputs, (data) =>
+            this.send({ $case: 'chunk', value: { data } }),
+          )
+        : null;
     for (;;) {
       const frame = await connection.next();
       if (frame === null) {
         throw new ExecutorLostError('the executor closed the connection before it answered');
+      }
+      if (batch !== null) {
+        if (frame.type === FrameType.OUTCOME) {
+          await batch.outcome(frame.body, connection.buffered > 0);
+          continue;
+        }
+        await batch.flush();
       }
       switch (frame.type) {
         case FrameType.LOG: {
@@ -335,13 +357,22 @@ export class ExecuteCall {
           await this.sendLog(source, text);
           break;
         }
+        case FrameType.INPUT_LOG: {
+          if (batch === null) throw new FrameProtocolError('an INPUT_LOG frame in a plain call');
+          const { input, source, text } = decodeInputLogBody(frame);
+          batch.outcomes.checkInput(input, 'an INPUT_LOG frame');
+          await this.send({ $case: 'log', value: { source, text, input } });
+          break;
+        }
         case FrameType.RESULT:
+          if (batch !== null) throw new FrameProtocolError('a RESULT frame in a batch');
           for (const data of chunksOf(frame.body, MAX_PIECE)) {
             await this.send({ $case: 'chunk', value: { data } });
           }
           break;
         case FrameType.RESULT_END: {
           const end = readFrameBody(frame, ResultEndSchema);
+          batch?.outcomes.checkComplete();
           this.log.debug({ ok: end.ok, functionMs: end.ms }, 'executor answered');
           return;
         }

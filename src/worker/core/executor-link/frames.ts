@@ -26,6 +26,8 @@ export const FrameType = {
   RESULT: 0x08,
   RESULT_END: 0x09,
   ERROR: 0x0a,
+  OUTCOME: 0x0b,
+  INPUT_LOG: 0x0c,
 } as const;
 
 /** A frame type's number. */

@@ -64,6 +64,15 @@ export interface CallHeader {
   coldLoad: boolean;
   /** The routing table revision the call's version was resolved from (for logs; 0 for none). */
   routingRevision: number;
+  /**
+   * A batch of this many inputs (the client's config, checked by the router); absent or 0: a
+   * plain call.
+   */
+  inputs?:
+    | number
+    | undefined;
+  /** How many inputs of the batch the container runs at once; absent, 0 or 1: one at a time. */
+  maxInputs?: number | undefined;
 }
 
 /** A message from the router: the header first, then payload chunks; never both. */
@@ -88,7 +97,7 @@ export interface ExecuteResponse {
   /** What it carries. */
   message?:
     | //
-    /** A piece of the result envelope, in order. */
+    /** A piece of the result envelope, in order; for a batch, whole outcome records. */
     { $case: "chunk"; value: PayloadChunk }
     | //
     /** A log line. */
@@ -126,6 +135,8 @@ function createBaseCallHeader(): CallHeader {
     version: "",
     coldLoad: false,
     routingRevision: 0,
+    inputs: undefined,
+    maxInputs: undefined,
   };
 }
 
@@ -163,6 +174,12 @@ export const CallHeader: MessageFns<CallHeader> = {
     }
     if (message.routingRevision !== 0) {
       writer.uint32(88).uint64(message.routingRevision);
+    }
+    if (message.inputs !== undefined) {
+      writer.uint32(96).uint32(message.inputs);
+    }
+    if (message.maxInputs !== undefined) {
+      writer.uint32(104).uint32(message.maxInputs);
     }
     return writer;
   },
@@ -268,6 +285,22 @@ export const CallHeader: MessageFns<CallHeader> = {
             message.routingRevision = longToNumber(reader.uint64());
             continue;
           }
+          case 12: {
+            if (tag !== 96) {
+              break;
+            }
+
+            message.inputs = reader.uint32();
+            continue;
+          }
+          case 13: {
+            if (tag !== 104) {
+              break;
+            }
+
+            message.maxInputs = reader.uint32();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -309,6 +342,12 @@ export const CallHeader: MessageFns<CallHeader> = {
         : isSet(object.routing_revision)
         ? globalThis.Number(object.routing_revision)
         : 0,
+      inputs: isSet(object.inputs) ? globalThis.Number(object.inputs) : undefined,
+      maxInputs: isSet(object.maxInputs)
+        ? globalThis.Number(object.maxInputs)
+        : isSet(object.max_inputs)
+        ? globalThis.Number(object.max_inputs)
+        : undefined,
     };
   },
 
@@ -347,6 +386,12 @@ export const CallHeader: MessageFns<CallHeader> = {
     if (message.routingRevision !== 0) {
       obj.routingRevision = Math.round(message.routingRevision);
     }
+    if (message.inputs !== undefined) {
+      obj.inputs = Math.round(message.inputs);
+    }
+    if (message.maxInputs !== undefined) {
+      obj.maxInputs = Math.round(message.maxInputs);
+    }
     return obj;
   },
 
@@ -366,6 +411,8 @@ export const CallHeader: MessageFns<CallHeader> = {
     message.version = object.version ?? "";
     message.coldLoad = object.coldLoad ?? false;
     message.routingRevision = object.routingRevision ?? 0;
+    message.inputs = object.inputs ?? undefined;
+    message.maxInputs = object.maxInputs ?? undefined;
     return message;
   },
 };

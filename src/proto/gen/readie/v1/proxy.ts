@@ -61,6 +61,19 @@ export interface CallConfig {
    * keeps the version its first try resolved to. Only the same tenant's calls may be named.
    */
   retryOf: string;
+  /**
+   * A batch: the payload carries this many inputs of one function (docs/clients.md), run one by
+   * one (or max_inputs at once) in one container, each input's outcome streamed back as it
+   * finishes; absent (or 0) for a plain call. At most 1,024.
+   */
+  inputs?:
+    | number
+    | undefined;
+  /**
+   * How many inputs of a batch its container runs at once (threads for a sync function, tasks for
+   * an async one); absent, 0 or 1: one at a time. At most 256.
+   */
+  maxInputs?: number | undefined;
 }
 
 /** A message from the client: the config first, then payload chunks; never both in one message. */
@@ -85,7 +98,10 @@ export interface RequestExecutionResponse {
   /** What it carries. */
   message?:
     | //
-    /** A piece of the result envelope, in order; the stream ends after the last. */
+    /**
+     * A piece of the result envelope, in order; the stream ends after the last. For a batch,
+     * whole outcome records (docs/clients.md), each input's as it finishes.
+     */
     { $case: "chunk"; value: PayloadChunk }
     | //
     /** A log line (user output, or readie's own notes such as a skipped package). */
@@ -108,6 +124,8 @@ function createBaseCallConfig(): CallConfig {
     format: 0,
     pinned: false,
     retryOf: "",
+    inputs: undefined,
+    maxInputs: undefined,
   };
 }
 
@@ -151,6 +169,12 @@ export const CallConfig: MessageFns<CallConfig> = {
     }
     if (message.retryOf !== "") {
       writer.uint32(106).string(message.retryOf);
+    }
+    if (message.inputs !== undefined) {
+      writer.uint32(112).uint32(message.inputs);
+    }
+    if (message.maxInputs !== undefined) {
+      writer.uint32(120).uint32(message.maxInputs);
     }
     return writer;
   },
@@ -272,6 +296,22 @@ export const CallConfig: MessageFns<CallConfig> = {
             message.retryOf = reader.string();
             continue;
           }
+          case 14: {
+            if (tag !== 112) {
+              break;
+            }
+
+            message.inputs = reader.uint32();
+            continue;
+          }
+          case 15: {
+            if (tag !== 120) {
+              break;
+            }
+
+            message.maxInputs = reader.uint32();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -329,6 +369,12 @@ export const CallConfig: MessageFns<CallConfig> = {
         : isSet(object.retry_of)
         ? globalThis.String(object.retry_of)
         : "",
+      inputs: isSet(object.inputs) ? globalThis.Number(object.inputs) : undefined,
+      maxInputs: isSet(object.maxInputs)
+        ? globalThis.Number(object.maxInputs)
+        : isSet(object.max_inputs)
+        ? globalThis.Number(object.max_inputs)
+        : undefined,
     };
   },
 
@@ -373,6 +419,12 @@ export const CallConfig: MessageFns<CallConfig> = {
     if (message.retryOf !== "") {
       obj.retryOf = message.retryOf;
     }
+    if (message.inputs !== undefined) {
+      obj.inputs = Math.round(message.inputs);
+    }
+    if (message.maxInputs !== undefined) {
+      obj.maxInputs = Math.round(message.maxInputs);
+    }
     return obj;
   },
 
@@ -394,6 +446,8 @@ export const CallConfig: MessageFns<CallConfig> = {
     message.format = object.format ?? 0;
     message.pinned = object.pinned ?? false;
     message.retryOf = object.retryOf ?? "";
+    message.inputs = object.inputs ?? undefined;
+    message.maxInputs = object.maxInputs ?? undefined;
     return message;
   },
 };
