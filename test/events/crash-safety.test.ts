@@ -6,7 +6,9 @@ import { cleanTempDirs, tempDir } from '../support/temp.js';
 describe('EventLog crash safety', () => {
   afterEach(cleanTempDirs);
 
-  it('survives SIGKILL at a random moment: readable, no seq gap, every durable append present', async () => {
+  it('survives SIGKILL at a random moment: readable, no seq gap, every durable append present', async function () {
+    // Four writer processes, each compiled by tsx as it starts: slow on a loaded machine.
+    this.timeout(120_000);
     const dir = tempDir();
     let previousLast = 0;
     for (let round = 0; round < 4; round += 1) {
