@@ -18,6 +18,7 @@ export {
   errorFromStatus,
   InternalServerError,
   InvalidRequestError,
+  NeverFitsError,
   PermissionDeniedError,
   PreconditionError,
   ProtocolError,

@@ -24,7 +24,7 @@
  *    says so (`readie-not-started`), and the worker's trailers about the function are relayed.
  */
 import type { CallConfig } from '../../proto/gen/readie/v1/proxy.js';
-import { NO_TRAILERS, NOT_STARTED } from '../../shared/call-trailers.js';
+import { NEVER_FITS, NO_TRAILERS, NOT_STARTED } from '../../shared/call-trailers.js';
 import type { GrpcCodeName } from '../../shared/grpc-codes.js';
 import {
   CallAbandonedError,
@@ -218,7 +218,7 @@ function placed(phase: Extract<CallPhase, { phase: 'placing' }>, world: CallWorl
         routingRevision: decision.routingRevision ?? 0,
       },
       retryAfterMs === null ? undefined : { code, message, retryAfterMs },
-      NOT_STARTED,
+      decision.fit === 'never' ? NEVER_FITS : NOT_STARTED,
     );
     return refuse(phase, new CallRejectedError(code, message), {
       trailers,
