@@ -41,23 +41,23 @@ export function slotsHeld(state: ClusterState): Map<string, number> {
 
 /** The tenants with queued calls, in the order their heads are offered a slot. */
 export function fairOrder(state: ClusterState): TenantTurn[] {
-  const heads = new Map<string, { head: QueuedCall; queued: number }>();
+  if (state.queue.size === 0) return [];
+  // The queue is in the order queued (seq), so the first call seen of a tenant is its head.
+  const heads = new Map<string, QueuedCall>();
+  const counts = new Map<string, number>();
   for (const call of state.queue.values()) {
     const tenant = queueTenant(call.tenantId);
-    const known = heads.get(tenant);
-    if (known === undefined) heads.set(tenant, { head: call, queued: 1 });
-    else
-      heads.set(tenant, {
-        head: known.head.seq <= call.seq ? known.head : call,
-        queued: known.queued + 1,
-      });
+    const count = counts.get(tenant);
+    if (count === undefined) {
+      heads.set(tenant, call);
+      counts.set(tenant, 1);
+    } else counts.set(tenant, count + 1);
   }
-  if (heads.size === 0) return [];
   const held = slotsHeld(state);
   const turns: TenantTurn[] = [];
-  for (const [tenant, { head, queued }] of heads) {
+  for (const [tenant, head] of heads) {
     const slots = held.get(tenant) ?? 0;
-    turns.push({ tenant, head, held: slots, share: slots, queued });
+    turns.push({ tenant, head, held: slots, share: slots, queued: counts.get(tenant) ?? 0 });
   }
   return turns.sort((a, b) =>
     a.share !== b.share

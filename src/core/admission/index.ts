@@ -2,4 +2,11 @@
 export { decideAdmit, type AdmitDecision, type AdmitInput } from './admit.js';
 export { fairOrder, slotsHeld, type TenantTurn } from './fair-order.js';
 export { decideLeaveQueue, queueTimeoutMessage, type LeaveInput } from './leave.js';
-export { callOf, MAX_QUEUED, queueFull, queuedOf, queueing, queueTenant } from './queue-rules.js';
+export {
+  callOf,
+  MAX_QUEUED,
+  queueFull,
+  queuedCount,
+  queueing,
+  queueTenant,
+} from './queue-rules.js';

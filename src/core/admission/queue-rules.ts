@@ -18,10 +18,13 @@ export function queueTenant(tenantId: string | null | undefined): string {
   return tenantId ?? '';
 }
 
-/** The queued calls of `tenantId` (calls without a tenant: null), in the order queued. */
-export function queuedOf(state: ClusterState, tenantId: string | null): QueuedCall[] {
+/** How many calls of `tenantId` (calls without a tenant: null) wait in the queue. */
+export function queuedCount(state: ClusterState, tenantId: string | null): number {
+  if (state.queue.size === 0) return 0;
   const tenant = queueTenant(tenantId);
-  return [...state.queue.values()].filter((call) => queueTenant(call.tenantId) === tenant);
+  let count = 0;
+  for (const call of state.queue.values()) if (queueTenant(call.tenantId) === tenant) count += 1;
+  return count;
 }
 
 /** The calls one tenant may have waiting in the queue (`maxQueued`'s default). */
@@ -36,7 +39,7 @@ export function queueFull(
   tenantId: string | null,
   config: Config,
 ): string | null {
-  const waiting = queuedOf(state, tenantId).length;
+  const waiting = queuedCount(state, tenantId);
   if (waiting < MAX_QUEUED) return null;
   const who = tenantId === null ? 'calls without a tenant' : `tenant ${tenantId}`;
   return (

@@ -14,7 +14,7 @@ import {
 } from '../../shared/call-trailers.js';
 import { grpcCodeName, type GrpcCodeName } from '../../shared/grpc-codes.js';
 import type { Config } from '../../shared/config.js';
-import { queueFull, queuedOf, queueing } from '../admission/index.js';
+import { queueFull, queuedCount, queueing } from '../admission/index.js';
 import { callFinishedEvents } from '../consequences/index.js';
 import type { Decision } from '../decision.js';
 import {
@@ -104,7 +104,7 @@ function waitsInQueue(
   if (placement.outcome === 'rejected')
     return placement.fit === 'not-now' ? placement.message : null;
   if (placement.containerId !== null || state.queue.size === 0) return null;
-  const ahead = queuedOf(state, call.tenantId ?? null).length;
+  const ahead = queuedCount(state, call.tenantId ?? null);
   return ahead === 0
     ? null
     : `${ahead} earlier call${ahead === 1 ? '' : 's'} of its tenant wait first`;
