@@ -15,6 +15,7 @@ const BENCHMARKS: Record<string, () => Promise<unknown>> = {
   failover: async () => (await import('./failover.js')).run(),
   state: async () => (await import('./state.js')).run(),
   streams: async () => (await import('./stream-abuse.js')).run(),
+  queue: async () => (await import('./queue.js')).run(),
 };
 
 const names = process.argv.slice(2);

@@ -46,6 +46,7 @@ from readie.errors import (
     RemoteTimeoutError,
     ResourceExhaustedError,
     SessionExpiredError,
+    NeverFitsError,
     ShedError,
     UnsupportedError,
 )
@@ -73,6 +74,7 @@ __all__ = [
     "ResourceExhaustedError",
     "Session",
     "SessionExpiredError",
+    "NeverFitsError",
     "ShedError",
     "UnsupportedError",
     "aclose_channels",

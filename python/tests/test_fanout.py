@@ -10,7 +10,7 @@ import grpc
 
 import readie
 from readie._progress import render, wants_progress
-from readie._retry import MAX_BACKOFF, backoff, waits_for_room
+from readie._retry import MAX_BACKOFF, backoff, may_retry_ran, waits_for_room
 from readie.errors import error_for_status
 
 import cloudpickle
@@ -138,6 +138,19 @@ class PureTest(unittest.TestCase):
         self.assertFalse(waits_for_room(error(grpc.StatusCode.UNAVAILABLE, True), unavailable_retries=20))
         self.assertFalse(waits_for_room(error(grpc.StatusCode.PERMISSION_DENIED, True)))
         self.assertFalse(waits_for_room(ValueError("not readie")))
+
+    def test_a_call_that_never_fits_is_final(self):
+        never = error_for_status(
+            grpc.StatusCode.RESOURCE_EXHAUSTED,
+            "no worker can ever accept this request: the largest worker offers 10.80GiB of memory; ...",
+            trailers={"readie-not-started": "1", "readie-never-fits": "1"},
+        )
+        self.assertIsInstance(never, readie.NeverFitsError)
+        self.assertIsInstance(never, readie.ResourceExhaustedError)
+        self.assertTrue(never.not_started)
+        self.assertFalse(waits_for_room(never))
+        self.assertFalse(may_retry_ran(never))
+        self.assertIn("the client does not retry it", str(never))
 
     def test_backoff_grows_to_its_cap_and_honours_a_longer_hint(self):
         rng = random.Random(1)

@@ -27,6 +27,7 @@ import {
   type PlacementDecision,
 } from '../../src/core/placement/index.js';
 import type { Config } from '../../src/shared/config.js';
+import { callOf as callOfQueued } from '../../src/core/admission/index.js';
 import type { CallResult } from './call-result.js';
 import { decisionFields, firstDifference } from './compare.js';
 
@@ -61,8 +62,8 @@ export interface ReplayOptions {
 }
 
 interface PendingCall {
-  /** The event that opened the decision: the request, or the failed dial. */
-  readonly event: EventOf<'CallRequested'> | EventOf<'CallDialFailed'>;
+  /** The event that opened the decision: the request, the failed dial, or the admission. */
+  readonly event: EventOf<'CallRequested'> | EventOf<'CallDialFailed'> | EventOf<'CallAdmitted'>;
   /** The rules' version in force in the log at the call. */
   readonly rulesVersion: number;
   readonly call: CallToPlace;
@@ -76,8 +77,34 @@ interface PendingCall {
 interface Redecided {
   readonly opening: PendingCall['event'];
   readonly call: CallToPlace;
-  readonly made: DecisionOf<'call' | 'dialFailure'>;
+  readonly made: {
+    readonly events: DecisionOf<'call'>['events'];
+    readonly placement: PlacementDecision;
+  };
 }
+
+/** The demand of a call the replayer never saw requested. */
+const NO_DEMAND: CallToPlace['demand'] = {
+  memory: null,
+  gpuMemory: null,
+  gpu: null,
+  disableOptimizedExecution: null,
+  checkpointId: null,
+  imports: null,
+  packages: null,
+  pinned: null,
+};
+
+/** What a replay reports when the log admitted a call where admission now admits none. */
+const ADMITS_NONE: PlacementDecision = {
+  outcome: 'rejected',
+  events: [],
+  code: 'FAILED_PRECONDITION',
+  message: 'admission admits no queued call here now',
+  version: null,
+  routingRevision: null,
+  retryAfterMs: null,
+};
 
 const OUTCOMES: ReadonlySet<string> = new Set(['CallPlaced', 'CallRejected']);
 
@@ -147,6 +174,20 @@ export class Replayer {
         const made = decide('call', this.working, { call, config, caches: this.caches });
         return { opening: event, call, made };
       }
+      case 'CallAdmitted': {
+        // Admission: the next queued call in fair order, decided against the state before.
+        const queued = this.working.queue.get(event.requestId);
+        const made = decide('admit', this.working, { config: this.config, caches: this.caches });
+        const call: CallToPlace = queued
+          ? callOfQueued(queued)
+          : (this.calls.get(event.requestId) ?? {
+              requestId: event.requestId,
+              sessionId: null,
+              demand: NO_DEMAND,
+            });
+        const placement = made.placement ?? ADMITS_NONE;
+        return { opening: event, call, made: { events: made.events, placement } };
+      }
       case 'CallDialFailed': {
         const call = this.calls.get(event.requestId);
         if (call === undefined) return undefined;
@@ -175,7 +216,8 @@ export class Replayer {
     if (
       event.type === 'CallFinished' ||
       event.type === 'ReservationExpired' ||
-      event.type === 'CallRejected'
+      event.type === 'CallRejected' ||
+      event.type === 'CallLeftQueue'
     ) {
       this.calls.delete(event.requestId);
     }
@@ -184,7 +226,13 @@ export class Replayer {
   /** Whether `event` is part of the decision that recorded the pending call's outcome. */
   private belongsToPending(pending: PendingCall, event: ClusterEvent): boolean {
     // Each failed dial opens a decision of its own, even right after one with the same cause.
-    if (event.type === 'CallDialFailed' || event.type === 'CallRequested') return false;
+    if (
+      event.type === 'CallDialFailed' ||
+      event.type === 'CallRequested' ||
+      event.type === 'CallAdmitted'
+    ) {
+      return false;
+    }
     const cause = pending.event.cause;
     if (cause !== null) return event.cause === cause && event.type !== 'Snapshot';
     return event.cause === null && belongsByOrder(pending, event);

@@ -19,6 +19,7 @@ export {
   errorFromStatus,
   InternalServerError,
   InvalidRequestError,
+  NeverFitsError,
   PermissionDeniedError,
   PreconditionError,
   ProtocolError,

@@ -7,6 +7,7 @@
  * input in, a `Decision` out, which the shell records as it is (`Journal.record`).
  */
 import type { ClusterState } from '../projections/cluster-state.js';
+import { decideAdmit, decideLeaveQueue } from './admission/index.js';
 import { decideBound, decideCall, decideCallEnd } from './calls/call-steps.js';
 import { decideDialFailure } from './calls/dial-failure.js';
 import type { Decide } from './decision.js';
@@ -35,6 +36,10 @@ export const DECISIONS = {
   start: decideStart,
   /** A call has its turn: its request and placement (`call:REQUEST`). */
   call: decideCall,
+  /** Capacity can have changed: the next queued call in fair order is admitted (`admit:REQUEST`). */
+  admit: decideAdmit,
+  /** A queued call leaves the queue unplaced: deadline, cancel, timeout (`leave:REQUEST`). */
+  leaveQueue: decideLeaveQueue,
   /** A call's first answer names its container (`answer:REQUEST`). */
   answer: decideBound,
   /** A placed call's stream could not be opened: placed again or refused (`dial:REQUEST`). */

@@ -10,8 +10,14 @@ import type { CauseKind } from './schema.js';
 export type Cause =
   /** The router starting over its log; a reaper pass; telling workers what to keep. */
   | { readonly kind: 'start' | 'reaper' | 'routing' }
-  /** A call got its turn; its first answer; its end; a failed dial of it. */
-  | { readonly kind: 'call' | 'answer' | 'end' | 'dial'; readonly requestId: string }
+  /**
+   * A call got its turn; its first answer; its end; a failed dial of it; its admission from the
+   * queue; its leaving the queue unplaced.
+   */
+  | {
+      readonly kind: 'call' | 'answer' | 'end' | 'dial' | 'admit' | 'leave';
+      readonly requestId: string;
+    }
   /** A worker's report; a health probe of it. */
   | { readonly kind: 'report' | 'probe'; readonly workerId: string }
   /** A client ended its session. */
@@ -36,6 +42,8 @@ export function causeSubject(cause: Cause): string | undefined {
     case 'answer':
     case 'end':
     case 'dial':
+    case 'admit':
+    case 'leave':
       return cause.requestId;
     case 'report':
     case 'probe':
@@ -73,6 +81,8 @@ export function parseCause(text: string | null): Cause | null {
     case 'answer':
     case 'end':
     case 'dial':
+    case 'admit':
+    case 'leave':
       return named ? { kind, requestId: subject } : null;
     case 'report':
     case 'probe':

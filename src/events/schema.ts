@@ -99,6 +99,14 @@ export const SESSION_EXPIRY_REASONS = [
 export type SessionExpiryReason = (typeof SESSION_EXPIRY_REASONS)[number];
 
 /** Why a session lost its pin (`SessionUnpinned.reason`). */
+/**
+ * Why a queued call left the queue unplaced: its client's deadline passed, its client went,
+ * it waited `QUEUE_TIMEOUT`, or the router restarted (its stream died with the old router).
+ */
+export const QUEUE_LEAVE_REASONS = ['deadline', 'cancelled', 'timeout', 'restart'] as const;
+/** Why a queued call left the queue unplaced. */
+export type QueueLeaveReason = (typeof QUEUE_LEAVE_REASONS)[number];
+
 export const SESSION_UNPIN_REASONS = [
   'call_failed',
   'reservation_expired',
@@ -218,6 +226,21 @@ export const EVENT_FIELDS = {
     routingRevision: opt(Revision),
     retryAfterMs: opt(T.Integer({ minimum: 0 })),
   },
+  CallQueued: {
+    requestId: Id,
+    sessionId: opt(Text),
+    tenantId: opt(Id),
+    demand: DemandSchema,
+    retryOf: opt(Text),
+    why: Text,
+  },
+  CallAdmitted: { requestId: Id },
+  CallLeftQueue: {
+    requestId: Id,
+    reason: literals(QUEUE_LEAVE_REASONS),
+    code: literals(GRPC_CODE_NAMES),
+    message: Text,
+  },
   CallBound: { requestId: Id, containerId: Id, checkpointId: opt(Text) },
   CallFinished: { requestId: Id, ok: T.Boolean(), code: opt(literals(GRPC_CODE_NAMES)) },
   ReservationExpired: { requestId: Id },
@@ -299,13 +322,16 @@ export const EVENT_TYPES = Object.keys(EVENT_FIELDS) as EventType[];
  * call ended), `report:WORKER` (a worker's report), `probe:WORKER` (a failed health probe),
  * `reaper` (a reaper pass), `dial:REQUEST` (the router could not open the stream to the worker a
  * call was placed on: the failed attempt and the call placed again), `session:SESSION` (a client
- * ended its session), `admin:TENANT` (an operator's
+ * ended its session), `admit:REQUEST` (a queued call admitted: `CallAdmitted` and its
+ * placement), `leave:REQUEST` (a queued call left the queue unplaced), `admin:TENANT` (an operator's
  * pin change), `routing` (the router telling workers which versions to keep, after the table or
  * the fleet changed). Events of one cause are one append, so they are contiguous.
  */
 export const CAUSE_KINDS = [
   'start',
   'call',
+  'admit',
+  'leave',
   'answer',
   'end',
   'report',

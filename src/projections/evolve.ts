@@ -148,6 +148,25 @@ function applyToCluster(state: State, event: ClusterEvent, changes: WorkerChange
     case 'CallRejected':
       state.pendingCalls.delete(event.requestId);
       break;
+    case 'CallQueued':
+      state.queue.set(event.requestId, {
+        requestId: event.requestId,
+        sessionId: event.sessionId === '' ? null : event.sessionId,
+        tenantId: event.tenantId,
+        demand: event.demand,
+        retryOf: event.retryOf,
+        seq: event.seq,
+        at: event.at,
+      });
+      break;
+    case 'CallAdmitted':
+      // Still pending: its `CallPlaced` follows in the same append.
+      state.queue.delete(event.requestId);
+      break;
+    case 'CallLeftQueue':
+      state.queue.delete(event.requestId);
+      state.pendingCalls.delete(event.requestId);
+      break;
     // The routing events change only the routing part (routing-fold.ts, above).
     case 'PinStaged':
     case 'RoutingRevised':

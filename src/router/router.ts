@@ -52,6 +52,7 @@ import {
 } from './observability/index.js';
 import { registryService } from './registry/index.js';
 import { ResidencyKeeper } from './routing/index.js';
+import { Admitter } from './admission/index.js';
 import {
   credentialInterceptor,
   formatHostPort,
@@ -400,6 +401,8 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
       logger,
       workerMetadata: credentials.workerMetadata,
     });
+    // Queued calls are admitted whenever capacity can have changed (the rules are the core's).
+    const admitter = new Admitter({ journal, placement, active, logger });
     const lead = async (takeover: LeaseHolder | undefined): Promise<void> => {
       const before = log.state;
       const recoveredSeq = log.lastSeq;
@@ -539,6 +542,7 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
           probes.stop();
           reaper.stop();
           residency.stop();
+          admitter.stop();
           // A leader that stops hands the lease on at once (a standby need not wait it out).
           await lease?.stop(wasLeading && !journal.failed);
           for (const name of HEALTH_SERVICES) health.setStatus(name, 'NOT_SERVING');

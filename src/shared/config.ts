@@ -12,6 +12,12 @@ export interface SettingSpec {
   readonly kind: SettingKind;
   readonly default: number;
   readonly help: string;
+  /**
+   * The value a recorded config (a `RouterStarted` written before the setting existed) means by
+   * leaving it out, when that is not the default: a log recorded before the queue existed
+   * replays with no queue.
+   */
+  readonly unrecorded?: number;
 }
 
 /** Every numeric setting, keyed by its environment variable name. */
@@ -97,6 +103,12 @@ export const SETTINGS = {
     kind: 'duration',
     default: 3_600_000,
     help: 'a version stays protected from eviction this long after it stops being pinned',
+  },
+  QUEUE_TIMEOUT: {
+    kind: 'duration',
+    default: 0,
+    unrecorded: 0,
+    help: 'how long a call that finds no room now waits in the admission queue before RESOURCE_EXHAUSTED; 0: refused at once, with no queue',
   },
   SESSION_RETENTION: {
     kind: 'duration',
@@ -210,14 +222,17 @@ export function resolveConfig(
 
 /**
  * The configuration in force for a recorded config object (as in a `RouterStarted` event):
- * recorded values over the defaults, ignoring names this version does not know.
+ * recorded values over the defaults (a setting's `unrecorded` value where it says what leaving
+ * it out meant), ignoring names this version does not know.
  */
 export function configInForce(recorded: Readonly<Record<string, unknown>> | null): Config {
   if (!recorded) return DEFAULT_CONFIG;
   const config: Record<string, number> = { ...DEFAULT_CONFIG };
   for (const name of SETTING_NAMES) {
     const value = recorded[name];
+    const spec: SettingSpec = SETTINGS[name];
     if (typeof value === 'number' && Number.isFinite(value)) config[name] = value;
+    else if (spec.unrecorded !== undefined) config[name] = spec.unrecorded;
   }
   return config as Config;
 }

@@ -156,6 +156,11 @@ export function applyEventV1(
       // Its container is the worker's to destroy; the record stays until it reports it removed.
       expireSession(state, event.sessionId, 'ended', event, changes);
       break;
+    case 'CallQueued':
+    case 'CallAdmitted':
+    case 'CallLeftQueue':
+      // Never in a v1 log (the queue came with schema v2).
+      break;
     default:
       assertNever(event, 'event type');
   }

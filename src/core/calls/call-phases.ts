@@ -7,7 +7,12 @@ import type { CallIds } from '../../proto/gen/readie/v1/call.js';
 import type { CallConfig } from '../../proto/gen/readie/v1/proxy.js';
 import type { CallTrailers } from '../../shared/call-trailers.js';
 import type { Config } from '../../shared/config.js';
-import type { CallToPlace, PlacedDecision, PlacementCaches } from '../placement/index.js';
+import type {
+  CallToPlace,
+  PlacedDecision,
+  PlacementCaches,
+  PlacementDecision,
+} from '../placement/index.js';
 import type { CallDecision, CallEnding } from './call-steps.js';
 import type { DialFailureDecision } from './dial-failure.js';
 import type { ClientMessage, WorkerAnswer } from './relay-messages.js';
@@ -35,6 +40,18 @@ export type CallPhase =
       readonly facts: CallFacts;
       /** The call's decision, or the decision after a failed dial (placed again, or refused). */
       readonly decision: CallDecision | DialFailureDecision;
+    }
+  | {
+      /**
+       * Waiting in the admission queue (docs/placement.md): the client is paused, so the router
+       * reads no chunk of it; what arrived before the pause took hold is kept for the worker.
+       */
+      readonly phase: 'queued';
+      readonly facts: CallFacts;
+      /** Why it waits (placement's words when it was queued). */
+      readonly why: string;
+      readonly held: readonly ClientMessage[];
+      readonly clientEnded: boolean;
     }
   | {
       /** Placed: connecting to the worker before anything of the call is sent. */
@@ -75,6 +92,10 @@ export type CallInput =
   /** The call's decision (a `record-decision` effect) was appended. */
   | { readonly type: 'recorded' }
   | { readonly type: 'record-failed'; readonly error: unknown }
+  /** The queued call was admitted (the shell recorded admission's decision): its placement. */
+  | { readonly type: 'admitted'; readonly placement: PlacementDecision }
+  /** The queued call waited `QUEUE_TIMEOUT`. */
+  | { readonly type: 'queue-timeout' }
   /** The connection to the placed worker is up: the stream can open. */
   | { readonly type: 'worker-dialed' }
   /** The connection to the placed worker could not be made: what went wrong. */

@@ -7,7 +7,14 @@
  */
 
 /** The placement rules this code decides by. */
-export const PLACEMENT_RULES_VERSION = 4;
+export const PLACEMENT_RULES_VERSION = 5;
+
+/**
+ * The first rules version that tells a call that never fits from one that does not fit now
+ * (docs/placement.md, "Never fits and not now"). A log recorded under an earlier version (or
+ * none) is decided as it was: every call that finds no room is refused with the words it had.
+ */
+export const ADMISSION_RULES_VERSION = 5;
 
 /**
  * The rules version a log's decisions were made under: the one its last `RouterStarted` recorded;
@@ -15,4 +22,9 @@ export const PLACEMENT_RULES_VERSION = 4;
  */
 export function recordedRulesVersion(recorded: number | null): number {
   return recorded ?? 1;
+}
+
+/** Whether a log recorded under `recorded` rules tells "never fits" from "not now". */
+export function decidesAdmission(recorded: number | null): boolean {
+  return recordedRulesVersion(recorded) >= ADMISSION_RULES_VERSION;
 }

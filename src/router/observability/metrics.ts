@@ -20,6 +20,8 @@ export class RouterMetrics {
   readonly registry = new Registry();
   /** Calls placed (a reservation made). */
   readonly placements: Counter<string>;
+  /** Calls that found no room now and waited in the admission queue. */
+  readonly queued: Counter<string>;
   /** Calls refused before running, by gRPC code: placement, session busy, malformed stream. */
   readonly rejections: Counter<'code'>;
   /** Calls that ran, by the gRPC code they ended with. */
@@ -47,6 +49,26 @@ export class RouterMetrics {
       name: 'readie_router_placements_total',
       help: 'Calls placed on a worker',
       registers,
+    });
+    this.queued = new Counter({
+      name: 'readie_router_calls_queued_total',
+      help: 'Calls that found no room now and waited in the admission queue',
+      registers,
+    });
+    new Gauge({
+      name: 'readie_router_queue_depth',
+      help: 'Calls waiting in the admission queue, by tenant (calls without one: tenant="")',
+      labelNames: ['tenant'],
+      registers,
+      collect() {
+        this.reset();
+        const depth = new Map<string, number>();
+        for (const call of sources.state().queue.values()) {
+          const tenant = call.tenantId ?? '';
+          depth.set(tenant, (depth.get(tenant) ?? 0) + 1);
+        }
+        for (const [tenant, count] of depth) this.set({ tenant }, count);
+      },
     });
     this.rejections = new Counter({
       name: 'readie_router_rejections_total',
