@@ -166,6 +166,7 @@ export async function run() {
               memory: 1024 * 1024,
               pinned: false,
               retryOf: '',
+              function: '',
             },
           },
         });

@@ -185,6 +185,8 @@ export const EVENT_FIELDS = {
     tenantId: opt(Id),
     demand: DemandSchema,
     retryOf: opt(Text),
+    /** The function the client named (`module.qualname`), for the call history; null: none. */
+    function: opt(Text),
   },
   CallPlaced: {
     requestId: Id,
@@ -210,7 +212,13 @@ export const EVENT_FIELDS = {
     retryAfterMs: opt(T.Integer({ minimum: 0 })),
   },
   CallBound: { requestId: Id, containerId: Id, checkpointId: opt(Text) },
-  CallFinished: { requestId: Id, ok: T.Boolean(), code: opt(literals(GRPC_CODE_NAMES)) },
+  CallFinished: {
+    requestId: Id,
+    ok: T.Boolean(),
+    code: opt(literals(GRPC_CODE_NAMES)),
+    /** Why a failed call failed, in the words its client heard (bounded); null for one that succeeded. */
+    message: opt(Text),
+  },
   ReservationExpired: { requestId: Id },
   SessionPinned: {
     sessionId: Id,
@@ -265,11 +273,11 @@ export const FIELDS_ADDED_TO_V1: {
   WorkerUtilization: ['containers', 'reportSeq'],
   WorkerProbeFailed: ['error'],
   ContainerStateChanged: ['reportSeq'],
-  CallRequested: ['tenantId'],
+  CallRequested: ['tenantId', 'function'],
   CallPlaced: ['sessionId', 'memory'],
   CallRejected: ['sessionId'],
   CallBound: ['checkpointId'],
-  CallFinished: ['code'],
+  CallFinished: ['code', 'message'],
   SessionPinned: ['requestId', 'checkpointId'],
   Snapshot: ['schemaVersion'],
 };

@@ -7,3 +7,4 @@ export * from './reconcile.js';
 export * from './routing-state.js';
 export * from './snapshot.js';
 export * from './worker-changes.js';
+export * from './call-history.js';

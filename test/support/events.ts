@@ -87,6 +87,7 @@ export function requested(
     tenantId: null,
     demand: demand(),
     retryOf: null,
+    function: null,
     ...fields,
   };
 }

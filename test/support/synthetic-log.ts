@@ -155,6 +155,7 @@ export function* syntheticLog(options: SyntheticLogOptions): Generator<NewEvent>
           pinned: null,
         },
         retryOf: null,
+        function: null,
       });
       if (random() < 0.1) {
         yield* emit({
@@ -236,6 +237,7 @@ export function* syntheticLog(options: SyntheticLogOptions): Generator<NewEvent>
           requestId: call.requestId,
           ok,
           code: ok ? null : 'UNAVAILABLE',
+          message: null,
         });
       if (call.containerId !== null) {
         const keep = ok && call.sessionId !== null;

@@ -179,7 +179,11 @@ function waitingTurn(
 
 /** Step 3: the call's decision, to be recorded before anything else happens. */
 function place(facts: CallFacts, world: CallWorld): CallStep {
-  const decision = decide('call', world.state, { call: facts.call, caches: world.caches });
+  const decision = decide('call', world.state, {
+    call: facts.call,
+    caches: world.caches,
+    function: facts.config.function === '' ? null : facts.config.function,
+  });
   return {
     phase: { phase: 'placing', facts, decision },
     effects: [
@@ -441,7 +445,11 @@ function complete(
   const effects: CallEffect[] = [
     {
       type: 'record',
-      decision: decide('end', world.state, { requestId, code }),
+      decision: decide('end', world.state, {
+        requestId,
+        code,
+        message: code === null ? null : details,
+      }),
       failure: 'could not record the end of the call',
     },
     { type: 'cancel-worker' },

@@ -35,6 +35,8 @@ export interface CallDecision extends Decision {
 /** What a call's decision is given: the call, and placement's options (config, caches). */
 export interface CallDecisionInput extends PlaceOptions {
   readonly call: CallToPlace;
+  /** The function the client named, recorded for the call history (null or absent: none). */
+  readonly function?: string | null;
 }
 
 /**
@@ -51,6 +53,7 @@ export function decideCall(state: ClusterState, input: CallDecisionInput): CallD
     tenantId: call.tenantId ?? null,
     demand: call.demand,
     retryOf: call.retryOf ?? null,
+    function: input.function ?? null,
   };
   return {
     cause: { kind: 'call', requestId: call.requestId },
@@ -108,13 +111,15 @@ export function decideBound(_state: ClusterState, input: BoundInput): Decision {
 export interface CallEndInput {
   readonly requestId: string;
   readonly code: GrpcCodeName | null;
+  /** What its client was told of a failure (null or absent: nothing, or it succeeded). */
+  readonly message?: string | null;
 }
 
 /** The call ended, however: `CallFinished` and its consequences (`end:REQUEST`). */
 export function decideCallEnd(state: ClusterState, input: CallEndInput): Decision {
   return {
     cause: { kind: 'end', requestId: input.requestId },
-    events: callFinishedEvents(state, input.requestId, input.code),
+    events: callFinishedEvents(state, input.requestId, input.code, input.message ?? null),
   };
 }
 

@@ -61,6 +61,11 @@ export interface CallConfig {
    * keeps the version its first try resolved to. Only the same tenant's calls may be named.
    */
   retryOf: string;
+  /**
+   * The function's name (module.qualname), kept in the call history so that `readie calls` can
+   * show and filter it; empty: none. At most 256 characters, no control characters.
+   */
+  function: string;
 }
 
 /** A message from the client: the config first, then payload chunks; never both in one message. */
@@ -108,6 +113,7 @@ function createBaseCallConfig(): CallConfig {
     format: 0,
     pinned: false,
     retryOf: "",
+    function: "",
   };
 }
 
@@ -151,6 +157,9 @@ export const CallConfig: MessageFns<CallConfig> = {
     }
     if (message.retryOf !== "") {
       writer.uint32(106).string(message.retryOf);
+    }
+    if (message.function !== "") {
+      writer.uint32(114).string(message.function);
     }
     return writer;
   },
@@ -272,6 +281,14 @@ export const CallConfig: MessageFns<CallConfig> = {
             message.retryOf = reader.string();
             continue;
           }
+          case 14: {
+            if (tag !== 114) {
+              break;
+            }
+
+            message.function = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -329,6 +346,7 @@ export const CallConfig: MessageFns<CallConfig> = {
         : isSet(object.retry_of)
         ? globalThis.String(object.retry_of)
         : "",
+      function: isSet(object.function) ? globalThis.String(object.function) : "",
     };
   },
 
@@ -373,6 +391,9 @@ export const CallConfig: MessageFns<CallConfig> = {
     if (message.retryOf !== "") {
       obj.retryOf = message.retryOf;
     }
+    if (message.function !== "") {
+      obj.function = message.function;
+    }
     return obj;
   },
 
@@ -394,6 +415,7 @@ export const CallConfig: MessageFns<CallConfig> = {
     message.format = object.format ?? 0;
     message.pinned = object.pinned ?? false;
     message.retryOf = object.retryOf ?? "";
+    message.function = object.function ?? "";
     return message;
   },
 };
