@@ -4,6 +4,7 @@ import { EventLogError, InvalidEventError } from '../src/events/index.js';
 import { explainCommand } from './commands/explain.js';
 import { exportCommand } from './commands/export.js';
 import { importCommand } from './commands/import.js';
+import { reportCommand } from './commands/report.js';
 import { runCommand } from './commands/run.js';
 import { stateCommand } from './commands/state.js';
 import { verifyCommand } from './commands/verify.js';
@@ -96,6 +97,21 @@ program
   .action(
     action((log: string, requestId: string, options: { json?: boolean; set?: string[] }) =>
       explainCommand(log, requestId, options),
+    ),
+  );
+
+program
+  .command('report')
+  .description(
+    "a self-contained HTML incident report of one call (opens from disk, no server): its timeline, each placement's table of workers with every filter's verdict, its worker's other calls around it, and what changed around it",
+  )
+  .argument('<log>', LOG_ARGUMENT)
+  .argument('<requestId>', 'the request ID of the call')
+  .requiredOption('--html <file>', 'where to write the report')
+  .addOption(setOption())
+  .action(
+    action((log: string, requestId: string, options: { html?: string; set?: string[] }) =>
+      reportCommand(log, requestId, options),
     ),
   );
 

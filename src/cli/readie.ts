@@ -28,6 +28,7 @@ const COMMANDS: Readonly<Record<string, () => Promise<AddCommand>>> = {
   calls: async () => (await import('./calls/calls-command.js')).addCallsCommands,
   call: async () => (await import('./calls/calls-command.js')).addCallsCommands,
   logs: async () => (await import('./calls/calls-command.js')).addCallsCommands,
+  ui: async () => (await import('./ui/ui-command.js')).addUiCommand,
   certs: async () => (await import('./certs-command.js')).addCertsCommand,
 };
 

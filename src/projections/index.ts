@@ -8,3 +8,4 @@ export * from './routing-state.js';
 export * from './snapshot.js';
 export * from './worker-changes.js';
 export * from './call-history.js';
+export * from './call-view.js';
