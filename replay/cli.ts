@@ -79,11 +79,24 @@ program
 program
   .command('verify')
   .description(
-    'exit 0 when every recorded decision is reproduced exactly, 1 at the first divergence (printing it and why), ' +
-      '3 when that divergence is in a log recorded under another placement rules version (naming both)',
+    'exit 0 when every recorded decision is reproduced exactly by the rules version the log recorded, ' +
+      '1 at the first divergence (an incident: printing it and why), ' +
+      "3 when --rules current finds that today's rules decide a log of another version otherwise (or the log's version is one this build does not keep)",
   )
   .argument('<log>', LOG_ARGUMENT)
-  .action(action((log: string) => verifyCommand(log)));
+  .addOption(
+    new Option(
+      '--rules <which>',
+      "recorded: each decision by the rules the log recorded; current: by today's",
+    )
+      .choices(['recorded', 'current'])
+      .default('recorded'),
+  )
+  .action(
+    action((log: string, options: { rules: 'recorded' | 'current' }) =>
+      verifyCommand(log, { rules: options.rules }),
+    ),
+  );
 
 program
   .command('explain')

@@ -46,6 +46,7 @@ export async function explainCall(
   source: LogSource,
   match: { requestId?: string; seq?: number },
   overrides: Partial<Config> = {},
+  rules: 'recorded' | 'current' = 'recorded',
 ): Promise<ExplainedCall | undefined> {
   let found: Omit<ExplainedCall, 'result' | 'replacements'> | undefined;
   const results = new Map<number, CallResult>();
@@ -58,6 +59,7 @@ export async function explainCall(
       : requestId === match.requestId || printable(requestId) === match.requestId;
   const replayer = new Replayer({
     overrides,
+    rules,
     onDecide: (call, state, config, request) => {
       if (!found && matches(call.requestId, request.seq)) {
         found = {

@@ -1,7 +1,8 @@
 /**
- * `replay verify <log>`: exit 0 when every recorded decision is reproduced; at the first
- * divergence, exit 1 (an incident: the same placement rules decide otherwise now), or exit 3 when
- * the log was recorded under another version of the placement rules (the rules changed).
+ * `replay verify <log> [--rules recorded|current]`: exit 0 when every recorded decision is
+ * reproduced; at the first divergence, exit 1 (an incident: the rules the log was recorded under
+ * decide otherwise now) or 3 (the rules changed: `--rules current` asked what today's rules would
+ * do with a log recorded under others, or the log's version is one this build does not keep).
  */
 import type { CallResult } from '../engine/call-result.js';
 import { Replayer } from '../engine/replayer.js';
@@ -11,19 +12,31 @@ import { openLogSource } from '../io/log-source.js';
 import { forEachEvent } from '../io/read-log.js';
 import { explainCall } from './explain-call.js';
 import { out } from './options.js';
-import { PLACEMENT_RULES_VERSION } from '../../src/core/placement/index.js';
+import {
+  keepsRulesVersion,
+  KEPT_RULES_VERSIONS,
+  PLACEMENT_RULES_VERSION,
+} from '../../src/core/placement/index.js';
 import { printable } from '../../src/shared/printable.js';
 
 /** Exit status of a divergence recorded under another version of the placement rules. */
 export const RULES_CHANGED_STATUS = 3;
 
+/** Options of `replay verify`. */
+export interface VerifyOptions {
+  /** `recorded` (default): each decision by the rules it was recorded under; `current`: today's. */
+  readonly rules?: 'recorded' | 'current';
+}
+
 /** Verifies a log; resolves to 0 (reproduced), 1 (diverged) or 3 (rules changed). */
-export async function verifyCommand(logPath: string): Promise<number> {
+export async function verifyCommand(logPath: string, options: VerifyOptions = {}): Promise<number> {
+  const rules = options.rules ?? 'recorded';
   let divergence: CallResult | undefined;
   let checked = 0;
   let unrecorded = 0;
   const source = await openLogSource(logPath);
   const replayer = new Replayer({
+    rules,
     onCall: (result) => {
       if (result.recorded === 'none') unrecorded += 1;
       else checked += 1;
@@ -45,15 +58,22 @@ export async function verifyCommand(logPath: string): Promise<number> {
     );
     return 0;
   }
-  const rulesChanged = divergence.rulesVersion !== PLACEMENT_RULES_VERSION;
+  const recorded = divergence.rulesVersion;
+  // Decided by another version than the log's: today's, asked for, or the only one this build has.
+  const rulesChanged =
+    recorded !== PLACEMENT_RULES_VERSION && (rules === 'current' || !keepsRulesVersion(recorded));
+  const at = `at seq ${divergence.seq}, request ${printable(divergence.requestId)}`;
   if (rulesChanged) {
     out(
-      `RULES CHANGED at seq ${divergence.seq}, request ${printable(divergence.requestId)}: the log was ` +
-        `recorded under placement rules v${divergence.rulesVersion}; this replay decides by ` +
-        `v${PLACEMENT_RULES_VERSION}`,
+      rules === 'current'
+        ? `RULES CHANGED ${at}: the log was recorded under placement rules v${recorded}; ` +
+            `--rules current decides by today's v${PLACEMENT_RULES_VERSION}`
+        : `RULES CHANGED ${at}: the log was recorded under placement rules v${recorded}, which ` +
+            `this build does not keep (it keeps v${KEPT_RULES_VERSIONS.join(', v')}); it decides by ` +
+            `v${PLACEMENT_RULES_VERSION}`,
     );
   } else {
-    out(`DIVERGED at seq ${divergence.seq}, request ${printable(divergence.requestId)}`);
+    out(`DIVERGED ${at}: decided by placement rules v${recorded}, the log's own`);
   }
   out(`  recorded:         ${describeRecorded(divergence.recordedEvents ?? [])}`);
   out(`  placement now:    ${describeDecision(divergence.decision)}`);
@@ -61,16 +81,20 @@ export async function verifyCommand(logPath: string): Promise<number> {
   if (rulesChanged) {
     out('');
     out(
-      `The difference is the change of the placement rules, not an incident: to reproduce this ` +
-        `log, replay it with a readie whose rules are v${divergence.rulesVersion} ` +
-        `(docs/placement.md lists what each version changed); to pin the new decision, re-record it.`,
+      rules === 'current'
+        ? `The difference is what today's rules change, not an incident: replay without --rules ` +
+            `current to check the log by its own rules v${recorded} (docs/placement.md lists what ` +
+            `each version changed); to pin the new decision, re-record it.`
+        : `The difference may be the change of the placement rules, not an incident: replay it ` +
+            `with a readie that keeps rules v${recorded} (docs/placement.md lists what each ` +
+            `version changed).`,
     );
   }
   out('');
   out('Why placement decides this now:');
   const again = await openLogSource(logPath);
   try {
-    const explained = await explainCall(again, { seq: divergence.seq });
+    const explained = await explainCall(again, { seq: divergence.seq }, {}, rules);
     if (explained)
       process.stdout.write(
         explainScreen(explained.request, explained.explanation, divergence, explained.atCall),

@@ -21,6 +21,7 @@ import { applyInPlace, initialState, type ClusterState } from '../../src/project
 import { decide, type DecisionOf } from '../../src/core/decisions.js';
 import {
   PlacementCaches,
+  PLACEMENT_RULES_VERSION,
   recordedRulesVersion,
   type CallToPlace,
   type PlaceOptions,
@@ -32,6 +33,12 @@ import { decisionFields, firstDifference } from './compare.js';
 
 /** How to replay. */
 export interface ReplayOptions {
+  /**
+   * Which rules decide: `recorded` (default), each part of the log by the rules version its
+   * `RouterStarted` recorded (the released versions' steps are kept in the core); `current`,
+   * today's rules throughout ("what would today's rules do").
+   */
+  readonly rules?: 'recorded' | 'current';
   /** Config values that override the config in force at every decision (`--set`). */
   readonly overrides?: Partial<Config>;
   /** Called for every call once its recorded outcome (if any) is known. */
@@ -102,8 +109,18 @@ export class Replayer {
     return { ...this.working.config, ...this.options.overrides };
   }
 
+  /** The rules version the log recorded last (before any `--rules current`). */
+  private recordedVersion: number | null = null;
+
   /** Processes the next event of the log. */
-  push(event: ClusterEvent): void {
+  push(recordedEvent: ClusterEvent): void {
+    let event = recordedEvent;
+    if (event.type === 'RouterStarted') {
+      this.recordedVersion = event.rulesVersion;
+      if (this.options.rules === 'current') {
+        event = { ...event, rulesVersion: PLACEMENT_RULES_VERSION };
+      }
+    }
     if (this.pending) {
       if (this.belongsToPending(this.pending, event)) {
         this.pending.recorded.push(event);
@@ -123,7 +140,7 @@ export class Replayer {
       // The opening event is the recorded one: the outcome is what the decision appends after it.
       computed: made.events.slice(1),
       recorded: [],
-      rulesVersion: recordedRulesVersion(this.working.rulesVersion),
+      rulesVersion: recordedRulesVersion(this.recordedVersion),
     };
   }
 

@@ -58,7 +58,7 @@ export function applyEvent(
   changes: WorkerChangeSink = IGNORE_CHANGES,
 ): State {
   if (event.type !== 'Snapshot') {
-    forgetDue(state, event.at);
+    forgetDue(state, event);
     applyRoutingEvent(state, event);
   }
   switch (event.type) {

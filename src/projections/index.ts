@@ -9,3 +9,4 @@ export * from './snapshot.js';
 export * from './worker-changes.js';
 export * from './call-history.js';
 export * from './call-view.js';
+export * from './rules-steps.js';

@@ -114,7 +114,34 @@ describe('the replay CLI', function () {
     expect(diverged.stdout).to.contain('rank 1 (chosen)');
   });
 
-  it('verify says the rules changed, naming both versions, on a divergence in a log recorded under other rules', () => {
+  it("verify decides a log by the rules it recorded: a mutated placement in a v2 log is an incident (exit 1); --rules current asks what today's rules do (exit 3)", () => {
+    const mutate = (line: string) =>
+      line.replace(
+        '"type":"CallPlaced","requestId":"r1","sessionId":null,"workerId":"w10"',
+        '"type":"CallPlaced","requestId":"r1","sessionId":null,"workerId":"w3"',
+      );
+    const v2 = altered('fresh-cluster-picks-first-id', mutate);
+    expect(readFileSync(v2, 'utf8')).to.contain('"rulesVersion":2');
+    const incident = replayCli('verify', v2);
+    expect(incident.status, incident.stdout).to.equal(1);
+    expect(incident.stdout).to.contain(
+      "DIVERGED at seq 6, request r1: decided by placement rules v2, the log's own",
+    );
+    expect(incident.stdout).to.not.contain('RULES CHANGED');
+    const today = replayCli('verify', '--rules', 'current', v2);
+    expect(today.status).to.equal(3);
+    expect(today.stdout).to.contain(
+      'RULES CHANGED at seq 6, request r1: the log was recorded under placement rules v2; ' +
+        `--rules current decides by today's v${PLACEMENT_RULES_VERSION}`,
+    );
+    expect(today.stdout).to.contain('not an incident');
+    // The good fixture verifies by its own rules and by today's.
+    const good = fixture('fresh-cluster-picks-first-id');
+    expect(replayCli('verify', good).status).to.equal(0);
+    expect(replayCli('verify', '--rules', 'current', good).status).to.equal(0);
+  });
+
+  it('verify says the rules changed, naming both versions, on a divergence in a log of a version this build does not keep', () => {
     const otherRules = altered('fresh-cluster-picks-first-id', (line) =>
       line
         .replace('"rulesVersion":2', '"rulesVersion":7')
@@ -126,12 +153,12 @@ describe('the replay CLI', function () {
     const changed = replayCli('verify', otherRules);
     expect(changed.status).to.equal(3);
     expect(changed.stdout).to.contain(
-      'RULES CHANGED at seq 6, request r1: the log was recorded under placement rules v7; ' +
-        `this replay decides by v${PLACEMENT_RULES_VERSION}`,
+      'RULES CHANGED at seq 6, request r1: the log was recorded under placement rules v7, which ' +
+        `this build does not keep (it keeps v2, v3, v4); it decides by v${PLACEMENT_RULES_VERSION}`,
     );
     expect(changed.stdout).to.contain('not an incident');
     expect(changed.stdout).to.not.contain('DIVERGED');
-    // A log from before routers recorded the version was decided by v1: another version's rules.
+    // A log from before routers recorded the version was decided by v1, which is not kept.
     const unversioned = altered('fresh-cluster-picks-first-id', (line) =>
       line
         .replace(',"rulesVersion":2', '')
@@ -143,18 +170,8 @@ describe('the replay CLI', function () {
     const older = replayCli('verify', unversioned);
     expect(older.status).to.equal(3);
     expect(older.stdout).to.contain(
-      `recorded under placement rules v1; this replay decides by v${PLACEMENT_RULES_VERSION}`,
+      'recorded under placement rules v1, which this build does not keep',
     );
-    // The same rules deciding otherwise is an incident.
-    const incident = altered('fresh-cluster-picks-first-id', (line) =>
-      underTheseRules(line).replace(
-        '"type":"CallPlaced","requestId":"r1","sessionId":null,"workerId":"w10"',
-        '"type":"CallPlaced","requestId":"r1","sessionId":null,"workerId":"w3"',
-      ),
-    );
-    const diverged = replayCli('verify', incident);
-    expect(diverged.status).to.equal(1);
-    expect(diverged.stdout).to.contain('DIVERGED at seq 6, request r1');
     // Under other rules, a log that still reproduces verifies.
     const reproduces = altered('fresh-cluster-picks-first-id', (line) =>
       line.replace('"rulesVersion":2', '"rulesVersion":7'),
