@@ -69,6 +69,7 @@ function callEvents(calls: number): ClusterEvent[] {
       },
       retryOf: null,
       function: 'jobs.scoring.score_batch',
+      turnWaitMs: null,
     });
     stamp({
       type: 'CallPlaced',

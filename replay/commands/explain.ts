@@ -27,6 +27,7 @@ export async function explainCommand(
       out(
         JSON.stringify({
           request: explained.request,
+          lifecycle: explained.lifecycle ?? null,
           explanation: explained.explanation,
           session: explained.atCall.session,
           reservations: explained.atCall.reservations,
@@ -51,6 +52,7 @@ export async function explainCommand(
           explained.result,
           explained.atCall,
           explained.replacements,
+          explained.lifecycle,
         ),
       );
     }

@@ -5,6 +5,7 @@
  * do with a log recorded under others, or the log's version is one this build does not keep).
  */
 import type { CallResult } from '../engine/call-result.js';
+import type { DecisionResult } from '../engine/append-check.js';
 import { Replayer } from '../engine/replayer.js';
 import { describeDecision, describeRecorded } from '../format/decision.js';
 import { explainScreen } from '../format/explain-screen.js';
@@ -28,33 +29,89 @@ export interface VerifyOptions {
   readonly rules?: 'recorded' | 'current';
 }
 
+/** The words for a decision other than a call's, in the reports of a divergence. */
+const TRIGGER_WORDS: Readonly<Record<DecisionResult['trigger'], string>> = {
+  reaper: 'reaper pass',
+  probeFailure: 'failed health probe',
+  probeSuccess: 'health probe that answered',
+  statusReport: "worker's status report",
+  utilizationReport: "worker's load report",
+  containerReport: "worker's container report",
+  residencyReport: "worker's residency report",
+  end: "call's end",
+  sessionEnd: "session's end",
+  protection: 'routing pass (what workers keep)',
+  turnRefusal: "session-busy refusal (a session call's wait for its turn)",
+  stage: 'pin stage',
+  pinChange: 'pin change',
+};
+
+function eventsText(events: readonly Record<string, unknown>[]): string {
+  if (events.length === 0) return 'nothing';
+  return events.map((event) => printable(JSON.stringify(event))).join('\n                    ');
+}
+
+/** Prints a divergence of a decision other than a call's; the exit status. */
+function reportOther(
+  result: DecisionResult,
+  recorded: number,
+  rules: 'recorded' | 'current',
+): number {
+  const rulesChanged =
+    recorded !== PLACEMENT_RULES_VERSION && (rules === 'current' || !keepsRulesVersion(recorded));
+  const what = `the ${TRIGGER_WORDS[result.trigger]} (cause ${printable(result.cause)}) at seq ${result.seq}, ${result.at}`;
+  out(
+    rulesChanged
+      ? `RULES CHANGED at ${what}: the log was recorded under placement rules v${recorded}; this replay decides by v${PLACEMENT_RULES_VERSION}`
+      : `DIVERGED at ${what}: decided by placement rules v${recorded}, the log's own`,
+  );
+  out(`  recorded:         ${eventsText(result.recordedEvents)}`);
+  out(`  decided now:      ${eventsText(result.computedEvents)}`);
+  out(`  first difference: ${printable(result.divergence ?? '')}`);
+  return rulesChanged ? RULES_CHANGED_STATUS : 1;
+}
+
 /** Verifies a log; resolves to 0 (reproduced), 1 (diverged) or 3 (rules changed). */
 export async function verifyCommand(logPath: string, options: VerifyOptions = {}): Promise<number> {
   const rules = options.rules ?? 'recorded';
   let divergence: CallResult | undefined;
+  let otherDivergence: { result: DecisionResult; rulesVersion: number } | undefined;
   let checked = 0;
+  let others = 0;
   let unrecorded = 0;
   const source = await openLogSource(logPath);
-  const replayer = new Replayer({
+  const replayer: Replayer = new Replayer({
     rules,
     onCall: (result) => {
       if (result.recorded === 'none') unrecorded += 1;
       else checked += 1;
-      if (result.recorded === 'diverged') divergence ??= result;
+      if (result.recorded === 'diverged' && !otherDivergence) divergence ??= result;
+    },
+    onDecision: (result) => {
+      others += 1;
+      if (result.recorded === 'diverged' && !divergence) {
+        otherDivergence ??= { result, rulesVersion: replayer.logRulesVersion };
+      }
     },
   });
+  const found = () => divergence !== undefined || otherDivergence !== undefined;
   try {
     await forEachEvent(source, (event) => {
       replayer.push(event);
-      return divergence === undefined;
+      return !found();
     });
-    if (divergence === undefined) replayer.end();
+    if (!found()) replayer.end();
   } finally {
     await source.close();
   }
+  if (otherDivergence)
+    return reportOther(otherDivergence.result, otherDivergence.rulesVersion, rules);
   if (!divergence) {
     out(
-      `verified: ${checked} recorded decision${checked === 1 ? '' : 's'} reproduced exactly${unrecorded > 0 ? ` (${unrecorded} call${unrecorded === 1 ? '' : 's'} had no recorded outcome)` : ''}`,
+      `verified: ${checked} recorded decision${checked === 1 ? '' : 's'} reproduced exactly${unrecorded > 0 ? ` (${unrecorded} call${unrecorded === 1 ? '' : 's'} had no recorded outcome)` : ''}` +
+        (others > 0
+          ? `, and ${others} other decision${others === 1 ? '' : 's'} of the core (reports, probes, reaper passes, ends, pin changes)`
+          : ''),
     );
     return 0;
   }

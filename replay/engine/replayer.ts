@@ -30,6 +30,13 @@ import {
 import type { Config } from '../../src/shared/config.js';
 import type { CallResult } from './call-result.js';
 import { decisionFields, firstDifference } from './compare.js';
+import {
+  belongsTo,
+  reopen,
+  settleCheck,
+  type DecisionResult,
+  type OpenCheck,
+} from './append-check.js';
 
 /** How to replay. */
 export interface ReplayOptions {
@@ -43,6 +50,12 @@ export interface ReplayOptions {
   readonly overrides?: Partial<Config>;
   /** Called for every call once its recorded outcome (if any) is known. */
   readonly onCall?: (result: CallResult) => void;
+  /**
+   * Called for every other decision of the core the log holds the input of (a reaper pass, a
+   * probe's outcome, a worker's report, a call's end, a session's end, a pin change, what workers
+   * are told to keep), made again and compared (append-check.ts). Without it they are only folded.
+   */
+  readonly onDecision?: (result: DecisionResult) => void;
   /**
    * Called at every `CallRequested` with the state it is decided against (before its outcome is
    * folded) and the config in force; for `explain`. The state must not be kept.
@@ -104,6 +117,11 @@ export class Replayer {
     return this.working;
   }
 
+  /** The rules version the log recorded last (1 before any, or for a log that recorded none). */
+  get logRulesVersion(): number {
+    return recordedRulesVersion(this.recordedVersion);
+  }
+
   /** The config placement uses at the next decision: the config in force plus the overrides. */
   get config(): Config {
     return { ...this.working.config, ...this.options.overrides };
@@ -111,6 +129,8 @@ export class Replayer {
 
   /** The rules version the log recorded last (before any `--rules current`). */
   private recordedVersion: number | null = null;
+  /** A decision other than a call's being compared with what the log recorded for it. */
+  private check: OpenCheck | undefined;
 
   /** Processes the next event of the log. */
   push(recordedEvent: ClusterEvent): void {
@@ -128,7 +148,25 @@ export class Replayer {
       }
       this.settle(this.pending);
     }
+    if (this.check) {
+      if (belongsTo(this.check, event)) {
+        this.check.recorded.push(event);
+        this.apply(event);
+        this.settleCheckIfFull();
+        return;
+      }
+      this.settleCheck();
+    }
     const redecided = this.redecide(event);
+    if (redecided === undefined && this.options.onDecision) {
+      this.check = reopen(this.working, event);
+      if (this.check) {
+        this.check.recorded.push(event);
+        this.apply(event);
+        this.settleCheckIfFull();
+        return;
+      }
+    }
     this.apply(event);
     if (redecided === undefined) return;
     const { opening, call, made } = redecided;
@@ -185,6 +223,18 @@ export class Replayer {
   /** Settles the last call; call once after the last event. */
   end(): void {
     if (this.pending) this.settle(this.pending);
+    if (this.check) this.settleCheck();
+  }
+
+  private settleCheckIfFull(): void {
+    const check = this.check;
+    if (check && check.recorded.length >= Math.max(1, check.computed.length)) this.settleCheck();
+  }
+
+  private settleCheck(): void {
+    const check = this.check;
+    this.check = undefined;
+    if (check) this.options.onDecision?.(settleCheck(check));
   }
 
   private apply(event: ClusterEvent): void {
@@ -226,6 +276,7 @@ export class Replayer {
       at: event.at,
       requestId: event.requestId,
       sessionId: pending.call.sessionId,
+      tenantId: pending.call.tenantId ?? null,
       decision,
       recorded: !hasOutcome ? 'none' : divergence === null ? 'match' : 'diverged',
       recordedEvents,

@@ -187,6 +187,8 @@ export const EVENT_FIELDS = {
     retryOf: opt(Text),
     /** The function the client named (`module.qualname`), for the call history; null: none. */
     function: opt(Text),
+    /** How long the call waited for its session's turn, ms; null: it did not wait. */
+    turnWaitMs: opt(Count),
   },
   CallPlaced: {
     requestId: Id,
@@ -202,6 +204,15 @@ export const EVENT_FIELDS = {
     coldLoad: opt(T.Boolean()),
   },
   CallDialFailed: { requestId: Id, workerId: Id, error: Text },
+  SessionTurnRefused: {
+    requestId: Id,
+    sessionId: Id,
+    tenantId: opt(Id),
+    /** How long it waited, ms (at least SESSION_WAIT_TIMEOUT). */
+    waitedMs: Count,
+    /** Calls of the session still ahead of it (the one running not counted). */
+    ahead: Count,
+  },
   CallRejected: {
     requestId: Id,
     sessionId: opt(Text),
@@ -262,7 +273,7 @@ export type EventType = keyof typeof EVENT_FIELDS;
 
 /**
  * The fields this implementation added to the documented v1 vocabulary, by event type (events it
- * added, `WorkerProbeSucceeded`, `CallDialFailed` and `SessionEnded`, are all new). Readers accept every one of
+ * added, `WorkerProbeSucceeded`, `CallDialFailed`, `SessionTurnRefused` and `SessionEnded`, are all new). Readers accept every one of
  * them absent; replay does not compare one that a recorded event leaves out (docs/event-log.md).
  */
 export const FIELDS_ADDED_TO_V1: {
@@ -273,7 +284,7 @@ export const FIELDS_ADDED_TO_V1: {
   WorkerUtilization: ['containers', 'reportSeq'],
   WorkerProbeFailed: ['error'],
   ContainerStateChanged: ['reportSeq'],
-  CallRequested: ['tenantId', 'function'],
+  CallRequested: ['tenantId', 'function', 'turnWaitMs'],
   CallPlaced: ['sessionId', 'memory'],
   CallRejected: ['sessionId'],
   CallBound: ['checkpointId'],

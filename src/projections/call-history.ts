@@ -54,6 +54,8 @@ export interface CallRecord {
   readonly state: CallState;
   readonly requestedAt: string;
   readonly requestedSeq: number;
+  /** How long it waited for its session's turn before it was requested, ms (null: it did not). */
+  readonly turnWaitMs: number | null;
   /** When an admission queue held it, and let it go (null: never queued). */
   readonly queuedAt: string | null;
   readonly admittedAt: string | null;
@@ -154,6 +156,9 @@ export class CallHistory {
       case 'ReservationExpired':
         this.expired(event);
         break;
+      case 'SessionTurnRefused':
+        this.turnRefused(event);
+        break;
       default:
         break;
     }
@@ -237,6 +242,7 @@ export class CallHistory {
       requestedAt: event.at,
       requestedMs: Date.parse(event.at),
       requestedSeq: event.seq,
+      turnWaitMs: event.turnWaitMs,
       queuedAt: null,
       admittedAt: null,
       boundAt: null,
@@ -253,6 +259,42 @@ export class CallHistory {
     this.calls.set(event.requestId, record);
     this.order.push(record);
     this.forgetBefore(record.requestedMs - this.bounds.retentionMs);
+  }
+
+  /** A session call refused "session is busy": it never reached placement, so it starts here. */
+  private turnRefused(event: EventOf<'SessionTurnRefused'>): void {
+    const at = Date.parse(event.at);
+    const record: Kept = {
+      requestId: event.requestId,
+      tenantId: event.tenantId,
+      function: null,
+      sessionId: event.sessionId,
+      retryOf: null,
+      memory: null,
+      gpu: false,
+      state: 'rejected',
+      requestedAt: new Date(at - event.waitedMs).toISOString(),
+      requestedMs: at - event.waitedMs,
+      requestedSeq: event.seq,
+      turnWaitMs: event.waitedMs,
+      queuedAt: null,
+      admittedAt: null,
+      boundAt: null,
+      boundContainerId: null,
+      boundCheckpointId: null,
+      finishedAt: event.at,
+      durationMs: event.waitedMs,
+      code: 'RESOURCE_EXHAUSTED',
+      message: `session is busy: session ${event.sessionId} still had a call running (and ${event.ahead} waiting ahead) after ${event.waitedMs} ms`,
+      retryAfterMs: null,
+      attempts: [],
+      lastSeq: event.seq,
+    };
+    const previous = this.calls.get(event.requestId);
+    if (previous) this.forget(previous);
+    this.calls.set(event.requestId, record);
+    this.order.push(record);
+    this.forgetBefore(at - this.bounds.retentionMs);
   }
 
   private placed(event: EventOf<'CallPlaced'>): void {

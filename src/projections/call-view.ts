@@ -46,6 +46,7 @@ export interface CallViewData {
   attempts: CallAttemptData[];
   requestedSeq: number;
   retryAfterMs?: number | undefined;
+  turnWaitMs?: number | undefined;
 }
 
 /** The history's window as the wire shows it (`readie.v1.HistoryWindow`). */
@@ -96,6 +97,7 @@ export function callView(record: CallRecord): CallViewData {
     })),
     requestedSeq: record.requestedSeq,
     retryAfterMs: record.retryAfterMs ?? undefined,
+    turnWaitMs: record.turnWaitMs ?? undefined,
   };
 }
 

@@ -159,6 +159,9 @@ export function applyEvent(
       // Its container is the worker's to destroy; the record stays until it reports it removed.
       expireSession(state, event.sessionId, 'ended', event, changes);
       break;
+    case 'SessionTurnRefused':
+      // A call refused before it reached placement ("session is busy"): nothing was reserved.
+      break;
     default:
       assertNever(event, 'event type');
   }

@@ -247,7 +247,7 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
   let markLeading: () => void = () => undefined;
   const leading = new Promise<void>((resolve) => (markLeading = resolve));
   const active = new ActiveCalls();
-  const turns = new SessionTurns();
+  const turns = new SessionTurns(clock);
   const metrics = new RouterMetrics({
     state: () => log.state,
     inFlight: () => active.inFlight,

@@ -167,6 +167,10 @@ describe('the call history and calls output, end to end', function () {
     expect(explained.status, explained.stderr).to.equal(0);
     expect(explained.stdout).to.include(requestId);
     expect(explained.stdout).to.include('hist-w1');
+    // Every step, to its end with its code and duration.
+    expect(explained.stdout).to.match(/Lifecycle:\n/);
+    expect(explained.stdout).to.match(/\nbound\s+\S+\s+\+\d+ms\s+container /);
+    expect(explained.stdout).to.match(/\nfinished\s+\S+\s+\+\d+ms\s+UNAVAILABLE: .* after \d+ms/);
   });
 
   it("a session's calls: each shows its session and the container the session kept", async () => {
@@ -191,6 +195,10 @@ describe('the call history and calls output, end to end', function () {
     const explained = replayCli('explain', test.logDir, second.requestId);
     expect(explained.status, explained.stderr).to.equal(0);
     expect(explained.stdout).to.include(session.id);
+    expect(explained.stdout).to.match(
+      new RegExp(`\\nplaced\\s+\\S+\\s+\\+\\d+ms\\s+worker hist-w1, container ${one.containerId}`),
+    );
+    expect(explained.stdout).to.match(/\nfinished\s+\S+\s+\+\d+ms\s+OK after \d+ms/);
 
     const listed = await tenantA.calls({ function: 'keep' });
     expect(listed.map((c) => c.requestId)).to.include(first.requestId);
@@ -317,5 +325,12 @@ describe('the call history and calls output, end to end', function () {
     const explained = replayCli('explain', test.logDir, running.requestId);
     expect(explained.status, explained.stderr).to.equal(0);
     expect(explained.stdout).to.include('a-gone');
+    expect(explained.stdout).to.match(/\ndial failed\s+\S+\s+\+\d+ms\s+\S/);
+    expect(explained.stdout).to.match(/\nplaced again\s+\S+\s+\+\d+ms\s+worker hist-w1/);
+
+    // The whole log this suite wrote verifies: every decision of the core made again.
+    const verified = replayCli('verify', test.logDir);
+    expect(verified.status, verified.stdout + verified.stderr).to.equal(0);
+    expect(verified.stdout).to.match(/and \d+ other decisions of the core/);
   });
 });

@@ -181,4 +181,28 @@ describe('projection: the call history', () => {
     expect(small).to.be.greaterThan(0);
     expect(large).to.be.greaterThan(2 * small);
   });
+
+  it('given a session call that waited for its turn, and one refused "session is busy", then each shows its wait, the refused one as rejected', () => {
+    const calls = fed([
+      requested('waited', { sessionId: 's1', turnWaitMs: 1200 }),
+      {
+        type: 'SessionTurnRefused',
+        requestId: 'busy',
+        sessionId: 's1',
+        tenantId: 'acme',
+        waitedMs: 60_000,
+        ahead: 1,
+      },
+    ]);
+    expect(calls.get('waited')?.turnWaitMs).to.equal(1200);
+    expect(calls.get('busy')).to.include({
+      state: 'rejected',
+      code: 'RESOURCE_EXHAUSTED',
+      tenantId: 'acme',
+      turnWaitMs: 60_000,
+      durationMs: 60_000,
+      finishedAt: atOf(2),
+    });
+    expect(calls.get('busy')?.message).to.match(/^session is busy/);
+  });
 });

@@ -69,7 +69,9 @@ describe('the replay CLI', function () {
     const first = JSON.parse(run.stdout.split('\n')[0]!) as Record<string, unknown>;
     expect(Object.keys(first)).to.deep.equal([
       'seq',
+      'at',
       'requestId',
+      'tenantId',
       'outcome',
       'workerId',
       'containerId',
@@ -88,7 +90,8 @@ describe('the replay CLI', function () {
 
   it('run prints a table and a summary line', () => {
     const run = replayCli('run', fixture('memory-headroom-boundary'));
-    expect(run.stdout).to.match(/^SEQ\s+REQUEST/);
+    expect(run.stdout).to.match(/^SEQ\s+TIME\s+REQUEST\s+TENANT\s+SESSION/);
+    expect(run.stdout).to.match(/\n\d+\s+2026-11-30T10:00:\d\d\.000Z\s+\S+\s+-\s+/);
     expect(run.stdout.trimEnd().split('\n').at(-1)).to.equal(
       '4 calls: 2 placed, 2 rejected; recorded: 4 match, 0 diverged, 0 none',
     );
@@ -97,7 +100,9 @@ describe('the replay CLI', function () {
   it('verify exits 0 on a good log and 1 at the first divergence, saying where and why', () => {
     const good = replayCli('verify', fixture('fresh-cluster-picks-first-id'));
     expect(good.status).to.equal(0);
-    expect(good.stdout).to.equal('verified: 2 recorded decisions reproduced exactly\n');
+    expect(good.stdout).to.equal(
+      'verified: 2 recorded decisions reproduced exactly, and 3 other decisions of the core (reports, probes, reaper passes, ends, pin changes)\n',
+    );
     const bad = altered('fresh-cluster-picks-first-id', (line) =>
       underTheseRules(line).replace(
         '"type":"CallPlaced","requestId":"r1","sessionId":null,"workerId":"w10"',

@@ -88,6 +88,7 @@ export function requested(
     demand: demand(),
     retryOf: null,
     function: null,
+    turnWaitMs: null,
     ...fields,
   };
 }

@@ -156,6 +156,7 @@ export function* syntheticLog(options: SyntheticLogOptions): Generator<NewEvent>
         },
         retryOf: null,
         function: null,
+        turnWaitMs: null,
       });
       if (random() < 0.1) {
         yield* emit({

@@ -78,6 +78,13 @@ export function renderCall(raw: CallView): string {
   const steps: [string, string, string][] = [
     ['requested', call.requestedAt, `seq ${call.requestedSeq}`],
   ];
+  if (call.turnWaitMs !== undefined) {
+    steps.push([
+      'turn waited',
+      call.requestedAt,
+      `${call.turnWaitMs}ms for its session's turn before it was requested`,
+    ]);
+  }
   if (call.queuedAt) steps.push(['queued', call.queuedAt, '']);
   if (call.admittedAt) steps.push(['admitted', call.admittedAt, '']);
   call.attempts.forEach((attempt, index) => {

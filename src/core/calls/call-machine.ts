@@ -31,6 +31,7 @@ import {
   CallRejectedError,
   DuplicateRequestError,
   InvalidStreamError,
+  SessionBusyError,
   statusOf,
 } from '../errors.js';
 import { answerTrailers, type TrailerEntry } from './answer-trailers.js';
@@ -163,9 +164,27 @@ function waitingTurn(
 ): CallStep {
   switch (input.type) {
     case 'turn-granted':
-      return place(phase.facts, world);
-    case 'turn-refused':
-      return refuse(phase, input.error);
+      return place(
+        input.waitedMs ? { ...phase.facts, turnWaitMs: Math.round(input.waitedMs) } : phase.facts,
+        world,
+      );
+    case 'turn-refused': {
+      const refused = refuse(phase, input.error);
+      if (!(input.error instanceof SessionBusyError)) return refused;
+      // "session is busy" is logged: the call's end, though it never reached placement.
+      const { requestId, sessionId, tenantId } = phase.facts.call;
+      const decision = decide('turnRefusal', world.state, {
+        requestId,
+        sessionId: sessionId ?? '',
+        tenantId: tenantId ?? null,
+        waitedMs: input.error.waitedMs,
+        ahead: input.error.ahead,
+      });
+      return prefixed(
+        { type: 'record', decision, failure: 'could not record the session-busy refusal' },
+        refused,
+      );
+    }
     case 'client-gone':
       return refuse(
         phase,
@@ -183,6 +202,7 @@ function place(facts: CallFacts, world: CallWorld): CallStep {
     call: facts.call,
     caches: world.caches,
     function: facts.config.function === '' ? null : facts.config.function,
+    turnWaitMs: facts.turnWaitMs ?? null,
   });
   return {
     phase: { phase: 'placing', facts, decision },

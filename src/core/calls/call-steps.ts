@@ -37,6 +37,8 @@ export interface CallDecisionInput extends PlaceOptions {
   readonly call: CallToPlace;
   /** The function the client named, recorded for the call history (null or absent: none). */
   readonly function?: string | null;
+  /** How long the call waited for its session's turn, ms (null or absent: it did not wait). */
+  readonly turnWaitMs?: number | null;
 }
 
 /**
@@ -54,6 +56,7 @@ export function decideCall(state: ClusterState, input: CallDecisionInput): CallD
     demand: call.demand,
     retryOf: call.retryOf ?? null,
     function: input.function ?? null,
+    turnWaitMs: input.turnWaitMs ?? null,
   };
   return {
     cause: { kind: 'call', requestId: call.requestId },

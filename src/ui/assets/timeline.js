@@ -28,6 +28,13 @@
   /** The call's steps: [{step, at (ISO), detail}], in order, from a CallView. */
   function stepsOf(call) {
     const steps = [{ step: 'requested', at: call.requestedAt, detail: 'seq ' + call.requestedSeq }];
+    if (call.turnWaitMs !== undefined) {
+      steps.push({
+        step: 'turn waited',
+        at: call.requestedAt,
+        detail: call.turnWaitMs + "ms for its session's turn before it was requested",
+      });
+    }
     if (call.queuedAt) steps.push({ step: 'queued', at: call.queuedAt, detail: '' });
     if (call.admittedAt) steps.push({ step: 'admitted', at: call.admittedAt, detail: '' });
     (call.attempts || []).forEach(function (attempt, index) {

@@ -86,7 +86,14 @@ export interface CallView {
   /** The seq of its CallRequested in the router's log. */
   requestedSeq: number;
   /** A shed call: when to retry, in milliseconds (unset otherwise). */
-  retryAfterMs?: number | undefined;
+  retryAfterMs?:
+    | number
+    | undefined;
+  /**
+   * How long it waited for its session's turn before placement, in milliseconds (unset: it did
+   * not wait). A call refused "session is busy" waited SESSION_WAIT_TIMEOUT.
+   */
+  turnWaitMs?: number | undefined;
 }
 
 /** Which calls to list; every field narrows. */
@@ -390,6 +397,7 @@ function createBaseCallView(): CallView {
     attempts: [],
     requestedSeq: 0,
     retryAfterMs: undefined,
+    turnWaitMs: undefined,
   };
 }
 
@@ -469,6 +477,9 @@ export const CallView: MessageFns<CallView> = {
     }
     if (message.retryAfterMs !== undefined) {
       writer.uint32(200).uint64(message.retryAfterMs);
+    }
+    if (message.turnWaitMs !== undefined) {
+      writer.uint32(208).uint64(message.turnWaitMs);
     }
     return writer;
   },
@@ -686,6 +697,14 @@ export const CallView: MessageFns<CallView> = {
             message.retryAfterMs = longToNumber(reader.uint64());
             continue;
           }
+          case 26: {
+            if (tag !== 208) {
+              break;
+            }
+
+            message.turnWaitMs = longToNumber(reader.uint64());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -795,6 +814,11 @@ export const CallView: MessageFns<CallView> = {
         : isSet(object.retry_after_ms)
         ? globalThis.Number(object.retry_after_ms)
         : undefined,
+      turnWaitMs: isSet(object.turnWaitMs)
+        ? globalThis.Number(object.turnWaitMs)
+        : isSet(object.turn_wait_ms)
+        ? globalThis.Number(object.turn_wait_ms)
+        : undefined,
     };
   },
 
@@ -875,6 +899,9 @@ export const CallView: MessageFns<CallView> = {
     if (message.retryAfterMs !== undefined) {
       obj.retryAfterMs = Math.round(message.retryAfterMs);
     }
+    if (message.turnWaitMs !== undefined) {
+      obj.turnWaitMs = Math.round(message.turnWaitMs);
+    }
     return obj;
   },
 
@@ -908,6 +935,7 @@ export const CallView: MessageFns<CallView> = {
     message.attempts = object.attempts?.map((e) => CallAttemptView.fromPartial(e)) || [];
     message.requestedSeq = object.requestedSeq ?? 0;
     message.retryAfterMs = object.retryAfterMs ?? undefined;
+    message.turnWaitMs = object.turnWaitMs ?? undefined;
     return message;
   },
 };
