@@ -100,6 +100,8 @@ describe('TypeScript client', function () {
       format: PayloadFormat.PAYLOAD_FORMAT_JSON_CALL,
       pinned: false,
       retryOf: '',
+      // The call history shows the function by this name.
+      function: 'numpy.linalg.norm',
     });
     expect(call.requestId).to.match(/^req-[0-9a-f]{32}$/);
     expect(call.info).to.deep.equal({

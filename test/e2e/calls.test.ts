@@ -238,6 +238,32 @@ describe('the call history and calls output, end to end', function () {
     expect(call.code).to.equal('CANCELLED');
   });
 
+  it('logs --follow: the lines of a running call as they come, to its end', async () => {
+    let firstLine: () => void = () => undefined;
+    const started = new Promise<void>((resolve) => (firstLine = resolve));
+    const running = tenantA.start(
+      {
+        source:
+          'import time\ndef ticks():\n    for i in range(8):\n        print(f"t{i}", flush=True)\n        time.sleep(0.15)\n    return 8\n',
+        function: 'ticks',
+        args: [],
+      },
+      { onLog: (line) => line.text === 't0' && firstLine() },
+    );
+    await started;
+    const heard: string[] = [];
+    const followed = await tenantA.logs(running.requestId, {
+      follow: true,
+      onLine: (line) => heard.push(line.text),
+    });
+    expect(await running.result).to.equal(8);
+    const printed = followed.lines
+      .filter((line) => line.source === LogSource.LOG_SOURCE_STDOUT)
+      .map((line) => line.text);
+    expect(printed).to.deep.equal(['t0', 't1', 't2', 't3', 't4', 't5', 't6', 't7']);
+    expect(heard.at(-1)).to.match(/^call answered in \d+ ms$/);
+  });
+
   it("two tenants: neither lists, reads or fetches the output of the other's calls (answered as unknown IDs)", async () => {
     const mine = tenantA.start({ ...KEEP, args: ['a'] });
     await mine.result;
