@@ -217,19 +217,22 @@ export class CallOutputStore extends EventEmitter {
     }
   }
 
-  /** Drops what is past the retention or over the total bound (oldest ended first). */
+  /**
+   * Drops what is past the retention or over the total bound (oldest ended first). Ended calls
+   * are kept in the order they ended (`ended` moves each to the back), so the walk stops at the
+   * first ended call that may stay: a pass costs what it drops, not what the store holds.
+   */
   sweep(): void {
     const now = this.clock();
-    for (const entry of [...this.entries.values()]) {
-      if (entry.endedMs !== null && entry.endedMs + this.bounds.retentionMs <= now) {
-        this.drop(entry.requestId, { kind: 'aged', at: new Date(now).toISOString() });
-      }
-    }
-    if (this.totalBytes <= this.bounds.maxTotalBytes) return;
-    for (const entry of [...this.entries.values()]) {
-      if (this.totalBytes <= this.bounds.maxTotalBytes) break;
+    for (const entry of this.entries.values()) {
       if (entry.endedMs === null) continue;
-      this.drop(entry.requestId, { kind: 'room', at: new Date(now).toISOString() });
+      const aged = entry.endedMs + this.bounds.retentionMs <= now;
+      const over = this.totalBytes > this.bounds.maxTotalBytes;
+      if (!aged && !over) break;
+      this.drop(entry.requestId, {
+        kind: aged ? 'aged' : 'room',
+        at: new Date(now).toISOString(),
+      });
     }
   }
 
