@@ -280,7 +280,6 @@ export class CallHistory {
     this.forgetBefore(kept.requestedMs - this.bounds.retentionMs);
   }
 
-
   /** A session call refused "session is busy": it never reached placement, so it starts here. */
   private turnRefused(event: EventOf<'SessionTurnRefused'>): void {
     const at = Date.parse(event.at);

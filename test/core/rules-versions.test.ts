@@ -12,7 +12,7 @@ import {
   rulesSteps,
   type CallToPlace,
 } from '../../src/core/placement/index.js';
-import type { NewEvent } from '../../src/events/index.js';
+import { EVENT_SCHEMA_VERSION, type NewEvent } from '../../src/events/index.js';
 import {
   container,
   demand,
@@ -23,7 +23,10 @@ import {
   requested,
 } from '../support/events.js';
 
-/** A router start recording rules `version`, with retentions of 10 s (events are 1 s apart). */
+/**
+ * A router start recording rules `version`, with retentions of 10 s (events are 1 s apart). Rules
+ * before 4 were only ever written in event schema v1 (v2 came with rules 4 in force).
+ */
 function startedUnder(version: number): NewEvent {
   return {
     type: 'RouterStarted',
@@ -32,6 +35,7 @@ function startedUnder(version: number): NewEvent {
     rulesVersion: version,
     routerId: null,
     takeoverFrom: null,
+    schemaVersion: version >= 4 ? EVENT_SCHEMA_VERSION : null,
   };
 }
 

@@ -9,6 +9,14 @@ import type { CallToPlace } from './call.js';
 import type { ForeignId } from './decision.js';
 import { rulesSteps } from './rules-version.js';
 
+/**
+ * The refusal of a request ID already in use: in flight on this router, or another tenant's call
+ * the router remembers. The same words for both, so a caller never learns whose ID it reused.
+ */
+export function requestInUseMessage(requestId: string): string {
+  return `request ${requestId} is already in use: every call needs its own request ID`;
+}
+
 /** The request ID `call` reuses when another tenant owns it, else null. */
 export function foreignRequest(state: ClusterState, call: CallToPlace): ForeignId | null {
   // Rules before 4 (a log recorded then): a reused request ID was taken over.
