@@ -31,6 +31,8 @@ export interface VerifyOptions {
 
 /** The words for a decision other than a call's, in the reports of a divergence. */
 const TRIGGER_WORDS: Readonly<Record<DecisionResult['trigger'], string>> = {
+  start: "router's start (and its recovery of the calls in flight)",
+  answer: "call's first answer (its container, and its session's pin)",
   reaper: 'reaper pass',
   probeFailure: 'failed health probe',
   probeSuccess: 'health probe that answered',
@@ -110,7 +112,7 @@ export async function verifyCommand(logPath: string, options: VerifyOptions = {}
     out(
       `verified: ${checked} recorded decision${checked === 1 ? '' : 's'} reproduced exactly${unrecorded > 0 ? ` (${unrecorded} call${unrecorded === 1 ? '' : 's'} had no recorded outcome)` : ''}` +
         (others > 0
-          ? `, and ${others} other decision${others === 1 ? '' : 's'} of the core (reports, probes, reaper passes, ends, pin changes)`
+          ? `, and ${others} other decision${others === 1 ? '' : 's'} of the core (starts, reports, answers, probes, reaper passes, session turns, ends, pin changes)`
           : ''),
     );
     return 0;

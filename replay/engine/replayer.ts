@@ -34,8 +34,10 @@ import {
   belongsTo,
   reopen,
   settleCheck,
+  type CallPlacement,
   type DecisionResult,
   type OpenCheck,
+  type ReopenContext,
 } from './append-check.js';
 
 /** How to replay. */
@@ -109,6 +111,11 @@ export class Replayer {
   private readonly caches = new PlacementCaches();
   /** Calls requested and not yet ended, for deciding a failed dial of one again. */
   private readonly calls = new Map<string, CallToPlace>();
+  /** Where each call not yet finished was last placed, for deciding its first answer again. */
+  private readonly placements = new Map<string, CallPlacement>();
+  private readonly context: ReopenContext = {
+    placementOf: (requestId) => this.placements.get(requestId),
+  };
 
   constructor(private readonly options: ReplayOptions = {}) {}
 
@@ -150,20 +157,16 @@ export class Replayer {
     }
     if (this.check) {
       if (belongsTo(this.check, event)) {
-        this.check.recorded.push(event);
-        this.apply(event);
-        this.settleCheckIfFull();
+        this.takeIntoCheck(this.check, event);
         return;
       }
       this.settleCheck();
     }
     const redecided = this.redecide(event);
     if (redecided === undefined && this.options.onDecision) {
-      this.check = reopen(this.working, event);
+      this.check = reopen(this.working, event, this.context);
       if (this.check) {
-        this.check.recorded.push(event);
-        this.apply(event);
-        this.settleCheckIfFull();
+        this.takeIntoCheck(this.check, event);
         return;
       }
     }
@@ -223,28 +226,52 @@ export class Replayer {
   /** Settles the last call; call once after the last event. */
   end(): void {
     if (this.pending) this.settle(this.pending);
-    if (this.check) this.settleCheck();
+    if (this.check) this.settleCheck(true);
   }
 
-  private settleCheckIfFull(): void {
-    const check = this.check;
-    if (check && check.recorded.length >= Math.max(1, check.computed.length)) this.settleCheck();
+  /**
+   * A recorded event of the open check: folded at once, or, for a deferred check (decided once
+   * its append is all in, against the state before it), held back until the check settles.
+   */
+  private takeIntoCheck(check: OpenCheck, event: ClusterEvent): void {
+    check.recorded.push(event);
+    if (check.deferred) return;
+    this.apply(event);
+    if (check.recorded.length >= Math.max(1, check.computed.length)) this.settleCheck();
   }
 
-  private settleCheck(): void {
+  private settleCheck(logEnded = false): void {
     const check = this.check;
     this.check = undefined;
-    if (check) this.options.onDecision?.(settleCheck(check));
+    if (!check) return;
+    this.options.onDecision?.(settleCheck(check, this.working, logEnded));
+    if (check.deferred) for (const event of check.recorded) this.apply(event);
   }
 
   private apply(event: ClusterEvent): void {
     this.working = applyInPlace(this.working, event, this.caches);
-    if (
-      event.type === 'CallFinished' ||
-      event.type === 'ReservationExpired' ||
-      event.type === 'CallRejected'
-    ) {
-      this.calls.delete(event.requestId);
+    switch (event.type) {
+      case 'CallPlaced':
+        this.placements.set(event.requestId, {
+          workerId: event.workerId,
+          containerId: event.containerId,
+          sessionId: event.sessionId ?? this.calls.get(event.requestId)?.sessionId ?? null,
+        });
+        break;
+      case 'RouterStarted':
+        // A new router: no call of the one before is answered through it.
+        this.placements.clear();
+        break;
+      case 'CallFinished':
+      case 'CallRejected':
+        this.placements.delete(event.requestId);
+        this.calls.delete(event.requestId);
+        break;
+      case 'ReservationExpired':
+        this.calls.delete(event.requestId);
+        break;
+      default:
+        break;
     }
   }
 

@@ -101,7 +101,7 @@ describe('the replay CLI', function () {
     const good = replayCli('verify', fixture('fresh-cluster-picks-first-id'));
     expect(good.status).to.equal(0);
     expect(good.stdout).to.equal(
-      'verified: 2 recorded decisions reproduced exactly, and 3 other decisions of the core (reports, probes, reaper passes, ends, pin changes)\n',
+      'verified: 2 recorded decisions reproduced exactly, and 3 other decisions of the core (starts, reports, answers, probes, reaper passes, session turns, ends, pin changes)\n',
     );
     const bad = altered('fresh-cluster-picks-first-id', (line) =>
       underTheseRules(line).replace(
@@ -213,7 +213,7 @@ describe('the replay CLI', function () {
     const missing = replayCli('explain', fixture('gpu-calls-need-gpu-workers'), 'no-such-request');
     expect(missing.status).to.equal(2);
     expect(missing.stderr).to.equal(
-      'replay: fixtures-or-path: no CallRequested for request no-such-request\n'.replace(
+      'replay: fixtures-or-path: no CallRequested and no SessionTurnRefused for request no-such-request\n'.replace(
         'fixtures-or-path',
         fixture('gpu-calls-need-gpu-workers'),
       ),
