@@ -148,6 +148,11 @@ export const SETTINGS = {
     default: 1024 ** 3,
     help: "bytes of calls' output a worker keeps on disk in all; the oldest ended call's output is dropped first",
   },
+  OUTPUT_MAX_CALLS: {
+    kind: 'count',
+    default: 100_000,
+    help: "calls whose output a worker keeps on disk (one file each); the oldest ended call's output is dropped first",
+  },
   OUTPUT_RETENTION: {
     kind: 'duration',
     default: 86_400_000,

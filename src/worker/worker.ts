@@ -321,6 +321,7 @@ export class Worker {
         {
           maxCallBytes: options.config.OUTPUT_MAX_CALL_BYTES,
           maxTotalBytes: options.config.OUTPUT_MAX_TOTAL_BYTES,
+          maxCalls: options.config.OUTPUT_MAX_CALLS,
           retentionMs: options.config.OUTPUT_RETENTION,
         },
         this.clock,

@@ -13,7 +13,13 @@ function storeWith(bounds: Partial<OutputBounds> = {}) {
   const dir = join(tempDir('readie-output-'), 'output');
   const store = CallOutputStore.open(
     dir,
-    { maxCallBytes: 1 << 20, maxTotalBytes: 1 << 30, retentionMs: 60_000, ...bounds },
+    {
+      maxCallBytes: 1 << 20,
+      maxTotalBytes: 1 << 30,
+      maxCalls: 1_000,
+      retentionMs: 60_000,
+      ...bounds,
+    },
     () => now.ms,
   );
   return { store, now, dir };
@@ -70,6 +76,37 @@ describe('worker: the store of calls output', () => {
     const gone = store.read('a');
     expect(gone).to.include({ kind: 'room' });
     expect(store.absenceText('a', gone as never)).to.match(/dropped .* OUTPUT_MAX_TOTAL_BYTES/);
+  });
+
+  it('keeps the output of at most OUTPUT_MAX_CALLS calls: the oldest ended go first, naming why, never a running one', () => {
+    const { store, now, dir } = storeWith({ maxCalls: 3 });
+    const running = store.begin('running');
+    running.line(OUT, 'still here', now.ms);
+    for (const id of ['a', 'b', 'c', 'd']) {
+      const writer = store.begin(id);
+      writer.line(OUT, id, now.ms);
+      writer.end(now.ms);
+    }
+    // Three files: the running call and the two calls that ended last.
+    expect(readdirSync(dir)).to.have.length(3);
+    expect(texts(store, 'running')).to.deep.equal(['still here']);
+    expect(texts(store, 'c')).to.deep.equal(['c']);
+    expect(texts(store, 'd')).to.deep.equal(['d']);
+    for (const id of ['a', 'b']) {
+      const gone = store.read(id);
+      expect(gone, id).to.include({ kind: 'count' });
+      expect(store.absenceText(id, gone as never)).to.equal(
+        `the output of call ${id} was dropped at 2026-01-01T00:00:00.000Z to keep the output of at most OUTPUT_MAX_CALLS (3) calls on the worker (oldest first)`,
+      );
+    }
+    // A store opened again over more files than it may keep drops the oldest at once.
+    const fewer = CallOutputStore.open(dir, { ...store.bounds, maxCalls: 1 }, () => now.ms);
+    expect(readdirSync(dir)).to.have.length(1);
+    const dropped = ['running', 'c', 'd'].filter((id) => {
+      const kept = fewer.read(id);
+      return 'kind' in kept && kept.kind === 'count';
+    });
+    expect(dropped).to.have.length(2);
   });
 
   it('forgets a call OUTPUT_RETENTION after it ended, naming why; an unknown ID says it never ran here', () => {

@@ -3,8 +3,10 @@
  * (docs/calls.md): one file per call under `<state-dir>/output`, written line by line as the call
  * streams, so what the client saw survives the client. Bounded per call
  * (`OUTPUT_MAX_CALL_BYTES`: later lines are not kept, a note says so), in total
- * (`OUTPUT_MAX_TOTAL_BYTES`: the oldest ended call's file goes first) and by age
- * (`OUTPUT_RETENTION` after the call ended). A file is named by the SHA-256 of its request ID, so
+ * (`OUTPUT_MAX_TOTAL_BYTES`: the oldest ended call's file goes first), in files
+ * (`OUTPUT_MAX_CALLS`: calls of little output would otherwise fill the directory long before the
+ * bytes do; the oldest ended call's file goes first) and by age (`OUTPUT_RETENTION` after the
+ * call ended). A file is named by the SHA-256 of its request ID, so
  * no request ID reaches a path; its first line names the request it holds.
  */
 import { EventEmitter } from 'node:events';
@@ -27,6 +29,8 @@ import { formatDuration } from '../../shared/units.js';
 export interface OutputBounds {
   readonly maxCallBytes: number;
   readonly maxTotalBytes: number;
+  /** Calls whose output is kept (files in the directory), running ones included. */
+  readonly maxCalls: number;
   readonly retentionMs: number;
 }
 
@@ -49,7 +53,8 @@ export interface KeptOutput {
 export type OutputAbsence =
   | { readonly kind: 'unknown' }
   | { readonly kind: 'aged'; readonly at: string }
-  | { readonly kind: 'room'; readonly at: string };
+  | { readonly kind: 'room'; readonly at: string }
+  | { readonly kind: 'count'; readonly at: string };
 
 interface FileEntry {
   readonly requestId: string;
@@ -212,13 +217,16 @@ export class CallOutputStore extends EventEmitter {
         return `the output of call ${requestId} aged out at ${absence.at} (OUTPUT_RETENTION ${formatDuration(this.bounds.retentionMs)} after the call ended)`;
       case 'room':
         return `the output of call ${requestId} was dropped at ${absence.at} to keep the worker's output under OUTPUT_MAX_TOTAL_BYTES (${this.bounds.maxTotalBytes} bytes; oldest first)`;
+      case 'count':
+        return `the output of call ${requestId} was dropped at ${absence.at} to keep the output of at most OUTPUT_MAX_CALLS (${this.bounds.maxCalls}) calls on the worker (oldest first)`;
       case 'unknown':
         return `this worker keeps no output of call ${requestId}: it did not run it, or its output is older than the worker's memory of what it dropped`;
     }
   }
 
   /**
-   * Drops what is past the retention or over the total bound (oldest ended first). Ended calls
+   * Drops what is past the retention or over the total or the file bound (oldest ended first),
+   * naming the first of them that applies. Ended calls
    * are kept in the order they ended (`ended` moves each to the back), so the walk stops at the
    * first ended call that may stay: a pass costs what it drops, not what the store holds.
    */
@@ -228,9 +236,10 @@ export class CallOutputStore extends EventEmitter {
       if (entry.endedMs === null) continue;
       const aged = entry.endedMs + this.bounds.retentionMs <= now;
       const over = this.totalBytes > this.bounds.maxTotalBytes;
-      if (!aged && !over) break;
+      const many = this.entries.size > this.bounds.maxCalls;
+      if (!aged && !over && !many) break;
       this.drop(entry.requestId, {
-        kind: aged ? 'aged' : 'room',
+        kind: aged ? 'aged' : over ? 'room' : 'count',
         at: new Date(now).toISOString(),
       });
     }
