@@ -64,6 +64,10 @@ describe('the call history and calls output, end to end', function () {
   let operatorFile: string;
   let tenantA: ReadieClient;
   let tenantB: ReadieClient;
+  let workerStopped = false;
+  // How far ahead of the wall clock the router's clock runs: the last test moves it past
+  // WORKER_TTL instead of waiting.
+  const routerAhead = { ms: 0 };
 
   before(async () => {
     const dir = tempDir('readie-history-');
@@ -83,6 +87,9 @@ describe('the call history and calls output, end to end', function () {
         ),
         routerTokenFile: secret(dir, 'router.token', ROUTER),
       },
+      // The reaper passes often, so a worker gone silent is evicted as soon as the clock says.
+      config: { REAPER_INTERVAL: 500 },
+      clock: () => Date.now() + routerAhead.ms,
     });
     operatorFile = secret(dir, 'operator.token', OPERATOR);
     harness = await startHarness({
@@ -102,7 +109,7 @@ describe('the call history and calls output, end to end', function () {
   after(async () => {
     tenantA?.close();
     tenantB?.close();
-    await harness?.stop();
+    if (!workerStopped) await harness?.stop();
     await test?.close();
     cleanTempDirs();
   });
@@ -358,5 +365,38 @@ describe('the call history and calls output, end to end', function () {
     const verified = replayCli('verify', test.logDir);
     expect(verified.status, verified.stdout + verified.stderr).to.equal(0);
     expect(verified.stdout).to.match(/and \d+ other decisions of the core/);
+  });
+  // Last: it stops the worker and moves the router's clock.
+  it('readie logs once the worker that ran the call is gone: NOT_FOUND naming the worker and its eviction', async () => {
+    const running = tenantA.start({ ...KEEP, args: ['brief'] });
+    expect(await running.result).to.equal('brief');
+    const { requestId } = running;
+    const kept = await readie('logs', requestId);
+    expect(kept.code, kept.err).to.equal(0);
+    expect(kept.out).to.include('kept brief');
+
+    // The worker stops (it tells the router it is leaving), and the router's clock passes
+    // WORKER_TTL (30 s by default): the reaper evicts it (`left`).
+    await harness.stop();
+    workerStopped = true;
+    routerAhead.ms = 31_000;
+    await eventually(
+      () => test.router.state.workers.get('hist-w1')?.status === 'evicted',
+      'the reaper to evict the silent worker',
+      20_000,
+    );
+    const gone = await readie('logs', requestId);
+    expect(gone.code, gone.err).to.equal(1);
+    expect(gone.err).to.include(
+      `NOT_FOUND: worker hist-w1 that ran call ${requestId} was evicted (left): its output went with it`,
+    );
+    // The tenant's client hears the same.
+    const forTenant = await tenantA.logs(requestId).then(
+      () => 'answered',
+      (error: ReadieError) => `${error.codeName}: ${error.details}`,
+    );
+    expect(forTenant).to.equal(
+      `NOT_FOUND: worker hist-w1 that ran call ${requestId} was evicted (left): its output went with it`,
+    );
   });
 });

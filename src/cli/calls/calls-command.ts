@@ -163,13 +163,21 @@ async function showLogs(requestId: string, flags: LogsFlags): Promise<number> {
             );
           }
         });
-        stream.on('end', () => resolve());
+        // grpc-js ends the stream and emits its error status in one go; the error's words are
+        // made asynchronously, so an end after an error must not settle first (exit 0, silent).
+        let failed = false;
+        stream.on('end', () => {
+          if (!failed) resolve();
+        });
         stream.on('error', (error: Error & { code?: number }) => {
-          if (error.code === 1) resolve();
-          else
-            routers
-              .failure(error as Parameters<AdminRouters['failure']>[0], address)
-              .then(reject, reject);
+          if (error.code === 1) {
+            resolve();
+            return;
+          }
+          failed = true;
+          routers
+            .failure(error as Parameters<AdminRouters['failure']>[0], address)
+            .then(reject, reject);
         });
       });
     } finally {
