@@ -65,8 +65,9 @@ describe('the call history and calls output, end to end', function () {
   let tenantA: ReadieClient;
   let tenantB: ReadieClient;
   let workerStopped = false;
-  // How far ahead of the wall clock the router's clock runs: the last test moves it past
-  // WORKER_TTL instead of waiting.
+  // How far ahead of the wall clock the worker's and the router's clocks run: the last test moves
+  // them past OUTPUT_RETENTION and WORKER_TTL instead of waiting.
+  const workerAhead = { ms: 0 };
   const routerAhead = { ms: 0 };
 
   before(async () => {
@@ -100,6 +101,7 @@ describe('the call history and calls output, end to end', function () {
         tokenFile: secret(dir, 'worker.token', WORKER),
         routerTokenFile: secret(dir, 'router.sha256', tokenDigest(ROUTER)),
       },
+      tuning: { clock: () => Date.now() + workerAhead.ms },
     });
     await eventually(() => test.router.state.workers.size === 1, 'the worker registered');
     tenantA = new ReadieClient({ address: test.address, insecure: true, token: TENANT_A });
@@ -366,14 +368,29 @@ describe('the call history and calls output, end to end', function () {
     expect(verified.status, verified.stdout + verified.stderr).to.equal(0);
     expect(verified.stdout).to.match(/and \d+ other decisions of the core/);
   });
-  // Last: it stops the worker and moves the router's clock.
-  it('readie logs once the worker that ran the call is gone: NOT_FOUND naming the worker and its eviction', async () => {
+  // Last: it moves the worker's clock, stops the worker and moves the router's clock.
+  it('readie logs once the output aged out on its worker, then once that worker is gone: NOT_FOUND naming why', async () => {
     const running = tenantA.start({ ...KEEP, args: ['brief'] });
     expect(await running.result).to.equal('brief');
     const { requestId } = running;
     const kept = await readie('logs', requestId);
     expect(kept.code, kept.err).to.equal(0);
     expect(kept.out).to.include('kept brief');
+
+    // The worker's clock passes OUTPUT_RETENTION (24 h by default) after the call's end.
+    workerAhead.ms = 86_400_000 + 60_000;
+    const aged = await readie('logs', requestId);
+    expect(aged.code, aged.err).to.equal(1);
+    expect(aged.err).to.match(
+      new RegExp(
+        `NOT_FOUND: worker hist-w1: the output of call ${requestId} aged out at \\S+ \\(OUTPUT_RETENTION 24h after the call ended\\)`,
+      ),
+    );
+    const agedForTenant = await tenantA.logs(requestId).then(
+      () => 'answered',
+      (error: ReadieError) => `${error.codeName}: ${error.details}`,
+    );
+    expect(agedForTenant).to.match(/^NOT_FOUND: worker hist-w1: the output of call .* aged out/);
 
     // The worker stops (it tells the router it is leaving), and the router's clock passes
     // WORKER_TTL (30 s by default): the reaper evicts it (`left`).
