@@ -16,6 +16,7 @@ const BENCHMARKS: Record<string, () => Promise<unknown>> = {
   state: async () => (await import('./state.js')).run(),
   streams: async () => (await import('./stream-abuse.js')).run(),
   queue: async () => (await import('./queue.js')).run(),
+  history: async () => (await import('./history.js')).run(),
 };
 
 const names = process.argv.slice(2);

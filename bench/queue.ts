@@ -75,7 +75,7 @@ function admissions(): { perSecond: number; queued: number } {
   const start = performance.now();
   for (let round = 0; round < ROUNDS; round += 1) {
     const done = running[round % running.length] as string;
-    folding.add([{ type: 'CallFinished', requestId: done, ok: true, code: null }]);
+    folding.add([{ type: 'CallFinished', requestId: done, ok: true, code: null, message: null }]);
     const made = decide('admit', folding.state, { caches: folding.caches });
     folding.add(made.events);
     if (made.requestId !== null) {
@@ -96,7 +96,7 @@ function placements(): number {
   const start = performance.now();
   for (let round = 0; round < ROUNDS; round += 1) {
     const done = running[round % running.length] as string;
-    folding.add([{ type: 'CallFinished', requestId: done, ok: true, code: null }]);
+    folding.add([{ type: 'CallFinished', requestId: done, ok: true, code: null, message: null }]);
     const requestId = `p-${round}`;
     folding.call(requestId, `t${round % 10}`);
     if (!folding.state.reservations.has(requestId)) throw new Error('not placed');
@@ -121,7 +121,13 @@ function fairness(): { held: Record<string, number>; jainIndex: number } {
   for (let round = 0; round < 4_000; round += 1) {
     const index = round % running.length;
     folding.add([
-      { type: 'CallFinished', requestId: running[index] as string, ok: true, code: null },
+      {
+        type: 'CallFinished',
+        requestId: running[index] as string,
+        ok: true,
+        code: null,
+        message: null,
+      },
     ]);
     const made = decide('admit', folding.state, { caches: folding.caches });
     folding.add(made.events);

@@ -149,6 +149,7 @@ export function* simulatedLog(options: {
           requestId: call.requestId,
           ok,
           code: ok ? null : 'INTERNAL',
+          message: null,
         },
         `end:${call.requestId}`,
       );

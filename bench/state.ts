@@ -167,6 +167,7 @@ export async function run() {
               memory: 1024 * 1024,
               pinned: false,
               retryOf: '',
+              function: '',
             },
           },
         });

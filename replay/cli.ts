@@ -4,6 +4,7 @@ import { EventLogError, InvalidEventError } from '../src/events/index.js';
 import { explainCommand } from './commands/explain.js';
 import { exportCommand } from './commands/export.js';
 import { importCommand } from './commands/import.js';
+import { reportCommand } from './commands/report.js';
 import { runCommand } from './commands/run.js';
 import { stateCommand } from './commands/state.js';
 import { verifyCommand } from './commands/verify.js';
@@ -78,11 +79,24 @@ program
 program
   .command('verify')
   .description(
-    'exit 0 when every recorded decision is reproduced exactly, 1 at the first divergence (printing it and why), ' +
-      '3 when that divergence is in a log recorded under another placement rules version (naming both)',
+    'exit 0 when every recorded decision is reproduced exactly by the rules version the log recorded, ' +
+      '1 at the first divergence (an incident: printing it and why), ' +
+      "3 when --rules current finds that today's rules decide a log of another version otherwise (or the log's version is one this build does not keep)",
   )
   .argument('<log>', LOG_ARGUMENT)
-  .action(action((log: string) => verifyCommand(log)));
+  .addOption(
+    new Option(
+      '--rules <which>',
+      "recorded: each decision by the rules the log recorded; current: by today's",
+    )
+      .choices(['recorded', 'current'])
+      .default('recorded'),
+  )
+  .action(
+    action((log: string, options: { rules: 'recorded' | 'current' }) =>
+      verifyCommand(log, { rules: options.rules }),
+    ),
+  );
 
 program
   .command('explain')
@@ -96,6 +110,21 @@ program
   .action(
     action((log: string, requestId: string, options: { json?: boolean; set?: string[] }) =>
       explainCommand(log, requestId, options),
+    ),
+  );
+
+program
+  .command('report')
+  .description(
+    "a self-contained HTML incident report of one call (opens from disk, no server): its timeline, each placement's table of workers with every filter's verdict, its worker's other calls around it, and what changed around it",
+  )
+  .argument('<log>', LOG_ARGUMENT)
+  .argument('<requestId>', 'the request ID of the call')
+  .requiredOption('--html <file>', 'where to write the report')
+  .addOption(setOption())
+  .action(
+    action((log: string, requestId: string, options: { html?: string; set?: string[] }) =>
+      reportCommand(log, requestId, options),
     ),
   );
 

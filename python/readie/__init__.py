@@ -29,6 +29,7 @@ from readie._ids import CallInfo
 from readie._spawn import FunctionCall, gather
 from readie._remote import RemoteFunction, remote
 from readie._session import Session, current_session
+from readie._history import call_record, calls, logs
 from readie.errors import (
     AuthenticationError,
     CallCancelledError,
@@ -78,6 +79,9 @@ __all__ = [
     "ShedError",
     "UnsupportedError",
     "aclose_channels",
+    "call_record",
+    "calls",
+    "logs",
     "close_channels",
     "configure",
     "current_session",

@@ -80,6 +80,7 @@ class RemoteFunction(Generic[R]):
             self.options.demand,
             self.import_hints(),
             session_id=session.id if session is not None else "",
+            function=_function_name(self._fn),
         )
 
         def on_done(info: CallInfo) -> None:
@@ -352,3 +353,11 @@ def remote(
         return RemoteFunction(function, options)
 
     return decorate if fn is None else decorate(fn)
+
+
+def _function_name(fn: Any) -> str:
+    """The name the call history shows for ``fn``: ``module.qualname`` (printable, at most 256)."""
+    module = getattr(fn, "__module__", None) or ""
+    name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or ""
+    full = f"{module}.{name}" if module else str(name)
+    return "".join(ch for ch in full if ch.isprintable())[:256]

@@ -2,7 +2,9 @@
 import { explainScreen } from '../format/explain-screen.js';
 import { openLogSource } from '../io/log-source.js';
 import { ReplayInputError } from '../io/replay-input-error.js';
+import { turnScreen } from '../format/turn-screen.js';
 import { explainCall } from './explain-call.js';
+import { explainTurnRefusal } from './explain-turn.js';
 import { out, parseOverrides } from './options.js';
 
 /** Options of `replay explain`. */
@@ -21,12 +23,32 @@ export async function explainCommand(
   const source = await openLogSource(logPath);
   try {
     const explained = await explainCall(source, { requestId }, overrides);
-    if (!explained)
-      throw new ReplayInputError(`${logPath}: no CallRequested for request ${requestId}`);
+    if (!explained) {
+      // A session call refused "session is busy" never reached placement: no CallRequested.
+      const refused = await explainTurnRefusal(source, requestId);
+      if (!refused) {
+        throw new ReplayInputError(
+          `${logPath}: no CallRequested and no SessionTurnRefused for request ${requestId}`,
+        );
+      }
+      out(
+        options.json
+          ? JSON.stringify({
+              refusal: refused.refusal,
+              lifecycle: refused.lifecycle ?? null,
+              waitTimeoutMs: refused.waitTimeoutMs,
+              running: refused.running,
+              recorded: refused.check?.recorded ?? 'none',
+            })
+          : turnScreen(refused).trimEnd(),
+      );
+      return 0;
+    }
     if (options.json) {
       out(
         JSON.stringify({
           request: explained.request,
+          lifecycle: explained.lifecycle ?? null,
           explanation: explained.explanation,
           session: explained.atCall.session,
           reservations: explained.atCall.reservations,
@@ -52,6 +74,7 @@ export async function explainCommand(
           explained.result,
           explained.atCall,
           explained.replacements,
+          explained.lifecycle,
         ),
       );
     }

@@ -4,6 +4,7 @@ import type { Reservation, SessionRecord } from '../../src/projections/index.js'
 import type { PlacementExplanation, WorkerExplanation } from '../../src/core/placement/index.js';
 import { printableData } from '../../src/shared/printable.js';
 import { formatSize } from '../../src/shared/units.js';
+import type { CallViewData } from '../../src/projections/index.js';
 import type { CallResult } from '../engine/call-result.js';
 import { describeDecision, describeRecorded } from './decision.js';
 import { reservationsTable, sessionsTable, sortedReservations } from './state-view.js';
@@ -207,6 +208,73 @@ function replacementSection(replacement: ReplacementView, attempt: number): stri
   return lines;
 }
 
+/** The call's steps as the log tells them: each with its seq-ordered time and offset. */
+export function lifecycleSection(call: CallViewData): string[] {
+  const first = Date.parse(call.requestedAt);
+  const offset = (at: string) => {
+    const ms = Date.parse(at) - first;
+    return Number.isFinite(ms) ? `+${ms}ms` : '';
+  };
+  const rows: string[][] = [
+    ['requested', call.requestedAt, offset(call.requestedAt), `seq ${call.requestedSeq}`],
+  ];
+  if (call.turnWaitMs !== undefined) {
+    rows.push([
+      'turn waited',
+      call.requestedAt,
+      offset(call.requestedAt),
+      `${call.turnWaitMs}ms for its session's turn before it was requested`,
+    ]);
+  }
+  if (call.queuedAt) rows.push(['queued', call.queuedAt, offset(call.queuedAt), '']);
+  if (call.admittedAt) rows.push(['admitted', call.admittedAt, offset(call.admittedAt), '']);
+  call.attempts.forEach((attempt, index) => {
+    const where = [
+      `worker ${attempt.workerId}`,
+      attempt.containerId ? `container ${attempt.containerId}` : 'a new container',
+      attempt.checkpointId ? `checkpoint ${attempt.checkpointId}` : 'cold start',
+      ...(attempt.version ? [`version ${attempt.version}@${attempt.routingRevision}`] : []),
+      ...(attempt.coldLoad ? ['cold load'] : []),
+    ].join(', ');
+    rows.push([
+      index === 0 ? 'placed' : 'placed again',
+      attempt.placedAt,
+      offset(attempt.placedAt),
+      where,
+    ]);
+    if (attempt.dialError) {
+      rows.push([
+        'dial failed',
+        attempt.dialFailedAt,
+        offset(attempt.dialFailedAt),
+        attempt.dialError,
+      ]);
+    }
+  });
+  if (call.boundAt) {
+    rows.push([
+      'bound',
+      call.boundAt,
+      offset(call.boundAt),
+      `container ${call.containerId}${call.checkpointId ? ` (checkpoint ${call.checkpointId})` : ''}`,
+    ]);
+  }
+  if (call.finishedAt) {
+    const step =
+      call.state === 'rejected' ? 'refused' : call.state === 'expired' ? 'released' : 'finished';
+    const duration = call.durationMs === undefined ? '' : ` after ${call.durationMs}ms`;
+    rows.push([
+      step,
+      call.finishedAt,
+      offset(call.finishedAt),
+      `${[call.code, call.message].filter(Boolean).join(': ')}${duration}`,
+    ]);
+  } else {
+    rows.push(['(running)', '', '', 'the log holds no end of it']);
+  }
+  return ['Lifecycle:', table(['STEP', 'AT', 'OFFSET', 'DETAIL'], rows)];
+}
+
 /**
  * The full explanation screen of one call. Every string it is given is made printable first: a
  * log's IDs, hints, packages and messages come from tenants and workers.
@@ -217,13 +285,15 @@ export function explainScreen(
   recorded: CallResult | undefined,
   state: StateAtCall,
   placedAgain: readonly ReplacementView[] = [],
+  story?: CallViewData,
 ): string {
-  const [request, explanation, result, atCall, replacements] = printableData([
+  const [request, explanation, result, atCall, replacements, lifecycle] = printableData([
     requested,
     explained,
     recorded,
     state,
     placedAgain,
+    story,
   ] as const);
   const { demand } = request;
   const { budget, config } = explanation;
@@ -239,6 +309,7 @@ export function explainScreen(
     `Decision now: ${describeDecision(explanation.decision)}`,
     recordedLine(result),
     '',
+    ...(lifecycle ? [...lifecycleSection(lifecycle), ''] : []),
   ];
   if (explanation.session)
     lines.push(`Session ${explanation.session.sessionId}: ${explanation.session.verdict}`, '');

@@ -47,6 +47,9 @@ const WORKER_SETTINGS: ReadonlySet<SettingName> = new Set([
   'WORKER_MAX_EXECUTORS',
   'WORKER_UTILIZATION_INTERVAL',
   'DIAL_TOTAL_TIMEOUT',
+  'OUTPUT_MAX_CALL_BYTES',
+  'OUTPUT_MAX_TOTAL_BYTES',
+  'OUTPUT_RETENTION',
 ]);
 
 const PLACEHOLDERS = { ratio: 'RATIO', size: 'SIZE', duration: 'DURATION', count: 'N' } as const;

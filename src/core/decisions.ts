@@ -28,6 +28,7 @@ import {
 import { decideProtection } from './pins/protection.js';
 import { decideResidencyReport } from './pins/residency-report.js';
 import { decideSessionEnd } from './sessions/session-end.js';
+import { decideTurnRefusal } from './sessions/turn-refusal.js';
 import { decideStart } from './startup/startup-events.js';
 
 /** The core's decisions, by trigger (the cause each records is in its own module). */
@@ -60,6 +61,8 @@ export const DECISIONS = {
   probeSuccess: decideProbeSuccess,
   /** A reaper pass (`reaper`). */
   reaper: decideReap,
+  /** A session call's wait for its turn ran out: "session is busy" (`call:REQUEST`). */
+  turnRefusal: decideTurnRefusal,
   /** A client ends its session (`session:SESSION`). */
   sessionEnd: decideSessionEnd,
   /** `readie pin stage` (`admin:TENANT`). */

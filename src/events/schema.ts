@@ -202,6 +202,10 @@ export const EVENT_FIELDS = {
     retryOf: opt(Text),
     /** A batch's input count (one call carrying many inputs of a map); null for a plain call. */
     inputs: opt(T.Integer({ minimum: 1 })),
+    /** The function the client named (`module.qualname`), for the call history; null: none. */
+    function: opt(Text),
+    /** How long the call waited for its session's turn, ms; null: it did not wait. */
+    turnWaitMs: opt(Count),
   },
   CallPlaced: {
     requestId: Id,
@@ -217,6 +221,15 @@ export const EVENT_FIELDS = {
     coldLoad: opt(T.Boolean()),
   },
   CallDialFailed: { requestId: Id, workerId: Id, error: Text },
+  SessionTurnRefused: {
+    requestId: Id,
+    sessionId: Id,
+    tenantId: opt(Id),
+    /** How long it waited, ms (at least SESSION_WAIT_TIMEOUT). */
+    waitedMs: Count,
+    /** Calls of the session still ahead of it (the one running not counted). */
+    ahead: Count,
+  },
   CallRejected: {
     requestId: Id,
     sessionId: opt(Text),
@@ -242,7 +255,13 @@ export const EVENT_FIELDS = {
     message: Text,
   },
   CallBound: { requestId: Id, containerId: Id, checkpointId: opt(Text) },
-  CallFinished: { requestId: Id, ok: T.Boolean(), code: opt(literals(GRPC_CODE_NAMES)) },
+  CallFinished: {
+    requestId: Id,
+    ok: T.Boolean(),
+    code: opt(literals(GRPC_CODE_NAMES)),
+    /** Why a failed call failed, in the words its client heard (bounded); null for one that succeeded. */
+    message: opt(Text),
+  },
   ReservationExpired: { requestId: Id },
   SessionPinned: {
     sessionId: Id,
@@ -290,7 +309,7 @@ export type EventType = keyof typeof EVENT_FIELDS;
 
 /**
  * The fields this implementation added to the documented v1 vocabulary, by event type (events it
- * added, `WorkerProbeSucceeded`, `CallDialFailed` and `SessionEnded`, are all new). Readers accept every one of
+ * added, `WorkerProbeSucceeded`, `CallDialFailed`, `SessionTurnRefused` and `SessionEnded`, are all new). Readers accept every one of
  * them absent; replay does not compare one that a recorded event leaves out (docs/event-log.md).
  */
 export const FIELDS_ADDED_TO_V1: {
@@ -301,11 +320,11 @@ export const FIELDS_ADDED_TO_V1: {
   WorkerUtilization: ['containers', 'reportSeq', 'standbys'],
   WorkerProbeFailed: ['error'],
   ContainerStateChanged: ['reportSeq'],
-  CallRequested: ['tenantId', 'inputs'],
+  CallRequested: ['tenantId', 'inputs', 'function', 'turnWaitMs'],
   CallPlaced: ['sessionId', 'memory'],
   CallRejected: ['sessionId'],
   CallBound: ['checkpointId'],
-  CallFinished: ['code'],
+  CallFinished: ['code', 'message'],
   SessionPinned: ['requestId', 'checkpointId'],
   SessionExpired: ['causeSeq'],
   Snapshot: ['schemaVersion'],

@@ -60,7 +60,7 @@ export function applyEvent(
   changes: WorkerChangeSink = IGNORE_CHANGES,
 ): State {
   if (event.type === 'Snapshot') return restoreSnapshot(event) as unknown as State;
-  forgetDue(state, event.at);
+  forgetDue(state, event);
   applyRoutingEvent(state, event);
   if (state.schemaVersion >= CONSEQUENCES_LOGGED) {
     applyToCluster(state, event, changes);
@@ -211,6 +211,9 @@ function applyToCluster(state: State, event: ClusterEvent, changes: WorkerChange
     case 'SessionEnded':
       // Its container is the worker's to destroy; the record stays until it reports it removed.
       expireSession(state, event.sessionId, 'ended', event.at, event.seq, changes);
+      break;
+    case 'SessionTurnRefused':
+      // A call refused before it reached placement ("session is busy"): nothing was reserved.
       break;
     default:
       assertNever(event, 'event type');

@@ -40,6 +40,7 @@ import { TenantServiceService } from '../proto/gen/readie/v1/tenant.js';
 import { DEFAULT_CONFIG, type Config } from '../shared/config.js';
 import { adminService, tenantService, WorkerFailures } from './admin/index.js';
 import { ActiveCalls, type CallPathOptions, type WorkerLinks } from './calls/index.js';
+import { CallLogsRelay, HistoryFeed } from './history/index.js';
 import { Journal } from './journal/index.js';
 import { LeaderLease, standbyInterceptor, type LeaseHolder } from './leadership/index.js';
 import { Prober, ReaperTimer } from './liveness/index.js';
@@ -221,8 +222,10 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
       },
       `router waiting for the NATS cluster to answer (still starting or electing leaders): could not ${report.what} yet; retrying`,
     );
+  // The call history listens to the same fold (docs/calls.md); the start rebuilds it from the tail.
+  const historyFeed = new HistoryFeed(config);
   const log = await openLog(options.logDir, {
-    projection: clusterProjectionTelling(placement),
+    projection: historyFeed.wrap(clusterProjectionTelling(placement)),
     clock,
     snapshotEvery: options.snapshotEvery ?? 10_000,
     replicas: options.replicas,
@@ -231,6 +234,12 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
     onWait,
     waitSetting: '--log-wait',
   });
+  try {
+    await historyFeed.backfill(log, clock());
+  } catch (error) {
+    await log.close();
+    throw error;
+  }
   // A JetStream log is shared: this router leads only while it holds the lease.
   const shared = log instanceof JetStreamEventLog ? log : undefined;
   const routerId = options.routerId ?? `router-${randomBytes(4).toString('hex')}`;
@@ -239,7 +248,7 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
   let markLeading: () => void = () => undefined;
   const leading = new Promise<void>((resolve) => (markLeading = resolve));
   const active = new ActiveCalls();
-  const turns = new SessionTurns();
+  const turns = new SessionTurns(clock);
   const metrics = new RouterMetrics({
     state: () => log.state,
     inFlight: () => active.inFlight,
@@ -301,6 +310,14 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
       metrics,
       failures,
     };
+    const history = {
+      history: historyFeed.history,
+      logs: new CallLogsRelay({
+        state: () => log.state,
+        connections,
+        workerMetadata: credentials.workerMetadata,
+      }),
+    };
     // Built before the services (a registration asks it whether a worker ID's holder still
     // answers), started only once the start is recorded.
     const probes = new Prober({
@@ -341,6 +358,7 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
         journal,
         placement,
         clock,
+        history,
       }),
     );
     serve(
@@ -357,6 +375,7 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
           logger,
           workerMetadata: credentials.workerMetadata,
         },
+        history,
       }),
     );
     health.addToServer({ addService: serve });

@@ -150,6 +150,36 @@ export const SETTINGS = {
     default: 1024 ** 3,
     help: "bytes of half-received messages the router holds for one tenant's calls over all its connections; the call stream that would pass it is ended with RESOURCE_EXHAUSTED",
   },
+  OUTPUT_MAX_CALL_BYTES: {
+    kind: 'size',
+    default: 8 * 1024 ** 2,
+    help: "bytes of one call's output (stdout, stderr, readie's notes) a worker keeps for readie logs; later lines are not kept",
+  },
+  OUTPUT_MAX_TOTAL_BYTES: {
+    kind: 'size',
+    default: 1024 ** 3,
+    help: "bytes of calls' output a worker keeps on disk in all; the oldest ended call's output is dropped first",
+  },
+  OUTPUT_MAX_CALLS: {
+    kind: 'count',
+    default: 100_000,
+    help: "calls whose output a worker keeps on disk (one file each); the oldest ended call's output is dropped first",
+  },
+  OUTPUT_RETENTION: {
+    kind: 'duration',
+    default: 86_400_000,
+    help: "how long a worker keeps a call's output after the call ended",
+  },
+  HISTORY_MAX_CALLS: {
+    kind: 'count',
+    default: 10_000,
+    help: 'calls the router remembers in its call history (readie calls, readie call, the dashboard); the oldest is forgotten first',
+  },
+  HISTORY_RETENTION: {
+    kind: 'duration',
+    default: 86_400_000,
+    help: 'how long the call history keeps a call after its request',
+  },
 } as const satisfies Record<string, SettingSpec>;
 
 /** The name of a numeric setting (its environment variable). */

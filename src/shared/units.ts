@@ -79,7 +79,12 @@ export function formatDuration(ms: number): string {
   return `${ms}ms`;
 }
 
-/** Formats bytes with binary units (`1GiB`, `512MiB`, `1000B`). */
+/**
+ * Formats bytes in the largest binary unit they reach (`1GiB`, `512MiB`, `1000B`), whole when
+ * exact and with two decimals otherwise (`100.03GiB`): never a smaller unit because the value is
+ * a whole number of it, so two sizes side by side read in the same unit (not
+ * `104886392KiB exceeds 10.59GiB`).
+ */
 export function formatSize(bytes: number): string {
   for (const [unit, factor] of [
     ['TiB', 1024 ** 4],
@@ -87,9 +92,10 @@ export function formatSize(bytes: number): string {
     ['MiB', 1024 ** 2],
     ['KiB', 1024],
   ] as const) {
-    if (bytes >= factor && bytes % factor === 0) return `${bytes / factor}${unit}`;
+    if (bytes >= factor) {
+      const value = bytes / factor;
+      return `${Number.isInteger(value) ? value : value.toFixed(2)}${unit}`;
+    }
   }
-  if (bytes >= 1024 ** 3) return `${(bytes / 1024 ** 3).toFixed(2)}GiB`;
-  if (bytes >= 1024 ** 2) return `${(bytes / 1024 ** 2).toFixed(1)}MiB`;
   return `${bytes}B`;
 }

@@ -30,6 +30,7 @@ import {
 import { ContainerPool, type SandboxContext } from './containers/index.js';
 import { WorkerStartupError, WorkerUnusableError } from './core/errors.js';
 import { CallTracker, executionService } from './execution/index.js';
+import { CallOutputStore } from './output/index.js';
 import { WorkerHealth } from './health.js';
 import { WorkerCredentials } from './credentials.js';
 import { gpuMemoryInUse } from './core/gpu-memory.js';
@@ -147,6 +148,8 @@ export class Worker {
   /** This process's claims on its state directory and parent cgroup (released at stop). */
   private readonly locks: ProcessLock[] = [];
   private versionResidency: VersionResidency | null = null;
+  /** Calls' output kept for `readie logs` (null until the state directory is ready). */
+  private output: CallOutputStore | null = null;
 
   /** The worker's clock (WorkerTuning.clock). */
   private get clock(): () => number {
@@ -250,6 +253,7 @@ export class Worker {
     const state = await prepareStateDir(options.stateDir);
     if ('problem' in state) problems.push(state.problem);
     else {
+      this.output = this.openOutput();
       const opened = await openCgroups(options.cgroupParent, state.leftovers, log);
       if ('problem' in opened) problems.push(opened.problem);
       else this.cgroups = opened.cgroups;
@@ -306,6 +310,29 @@ export class Worker {
     const slirp = await findSlirp4netns();
     if ('problem' in slirp) return slirp;
     return { policy, identities, slirp4netns: slirp.path };
+  }
+
+  /** The store of calls' output under the state directory; null (and a warning) when it fails. */
+  private openOutput(): CallOutputStore | null {
+    const { options } = this;
+    try {
+      return CallOutputStore.open(
+        join(options.stateDir, 'output'),
+        {
+          maxCallBytes: options.config.OUTPUT_MAX_CALL_BYTES,
+          maxTotalBytes: options.config.OUTPUT_MAX_TOTAL_BYTES,
+          maxCalls: options.config.OUTPUT_MAX_CALLS,
+          retentionMs: options.config.OUTPUT_RETENTION,
+        },
+        this.clock,
+      );
+    } catch (error) {
+      this.log.warn(
+        { err: (error as Error).message },
+        "calls' output cannot be kept (readie logs will find none)",
+      );
+      return null;
+    }
   }
 
   /** Claims the parent cgroup and the state directory for this process (one worker each). */
@@ -479,6 +506,8 @@ export class Worker {
           calls: this.calls,
           credentials: this.credentials,
           versions: () => this.versions,
+          output: () => this.output,
+          clock: this.clock,
         }),
       ),
     );

@@ -103,6 +103,8 @@ describe('TypeScript client', function () {
       // A plain call, not a batch: both absent on the wire.
       inputs: undefined,
       maxInputs: undefined,
+      // The call history shows the function by this name.
+      function: 'numpy.linalg.norm',
     });
     expect(call.requestId).to.match(/^req-[0-9a-f]{32}$/);
     expect(call.info).to.deep.equal({

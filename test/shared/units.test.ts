@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { ConfigError, parseSetting } from '../../src/shared/config.js';
-import { parseDuration, parseSize, UnitParseError } from '../../src/shared/units.js';
+import { formatSize, parseDuration, parseSize, UnitParseError } from '../../src/shared/units.js';
 
 describe('units', () => {
   it('reads durations with their unit', () => {
@@ -27,5 +27,17 @@ describe('units', () => {
     expect(parseSize('1GiB')).to.equal(1024 ** 3);
     expect(parseSize('4096')).to.equal(4096);
     expect(() => parseSize('lots')).to.throw(UnitParseError, /512MiB, 1GiB or a number of bytes/);
+  });
+});
+
+describe('formatSize: one unit for sizes side by side', () => {
+  it('writes a size in the largest unit it reaches, whole when exact, never a smaller unit for being whole in it', () => {
+    expect(formatSize(1024 ** 3)).to.equal('1GiB');
+    expect(formatSize(512 * 1024 ** 2)).to.equal('512MiB');
+    expect(formatSize(1000)).to.equal('1000B');
+    // 104886392 KiB is a whole number of KiB: it used to print so beside a limit in GiB.
+    expect(formatSize(104_886_392 * 1024)).to.equal('100.03GiB');
+    expect(formatSize(Math.round(10.59 * 1024 ** 3))).to.equal('10.59GiB');
+    expect(formatSize(1536)).to.equal('1.50KiB');
   });
 });

@@ -109,6 +109,8 @@ export function requested(
     demand: demand(),
     retryOf: null,
     inputs: null,
+    function: null,
+    turnWaitMs: null,
     ...fields,
   };
 }

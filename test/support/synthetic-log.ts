@@ -206,6 +206,8 @@ export function* syntheticLog(options: SyntheticLogOptions): Generator<NewEvent>
         },
         retryOf: null,
         inputs: null,
+        function: null,
+        turnWaitMs: null,
       });
       if (random() < 0.1) {
         yield* emit({
@@ -287,6 +289,7 @@ export function* syntheticLog(options: SyntheticLogOptions): Generator<NewEvent>
           requestId: call.requestId,
           ok,
           code: ok ? null : 'UNAVAILABLE',
+          message: null,
         });
       if (call.containerId !== null) {
         const keep = ok && call.sessionId !== null;

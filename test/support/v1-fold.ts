@@ -55,7 +55,7 @@ export function applyEventV1(
   changes: WorkerChangeSink = IGNORE_CHANGES,
 ): State {
   if (event.type !== 'Snapshot') {
-    forgetDue(state, event.at);
+    forgetDue(state, event);
     applyRoutingEvent(state, event);
   }
   switch (event.type) {
@@ -160,6 +160,8 @@ export function applyEventV1(
     case 'CallAdmitted':
     case 'CallLeftQueue':
       // Never in a v1 log (the queue came with schema v2).
+      break;
+    case 'SessionTurnRefused':
       break;
     default:
       assertNever(event, 'event type');

@@ -37,6 +37,10 @@ const PYTHON_VERSION = /^[0-9A-Za-z.+-]*$/;
 export const MAX_BATCH_INPUTS = 1024;
 /** The most inputs of a batch its container may run at once (`max_inputs`). */
 export const MAX_INPUTS_AT_ONCE = 256;
+/** The longest function name a call may carry (`module.qualname`). */
+export const MAX_FUNCTION_LENGTH = 256;
+/** A function name holds no control, format or separator character (it is shown to people). */
+const FUNCTION_CHARACTER = /^[^\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Cs}]$/u;
 
 /** `U+000A` for a character: how a refusal names one without printing it. */
 function codePoint(character: string): string {
@@ -112,6 +116,20 @@ function checkPackages(packages: readonly string[]): void {
   });
 }
 
+function checkFunction(name: string): void {
+  if (name.length > MAX_FUNCTION_LENGTH) {
+    throw new InvalidStreamError(
+      `function is ${name.length} characters long: a function name has at most ${MAX_FUNCTION_LENGTH}`,
+    );
+  }
+  const refused = firstRefused(name, FUNCTION_CHARACTER);
+  if (refused !== null) {
+    throw new InvalidStreamError(
+      `function holds ${codePoint(refused.character)} at character ${refused.at}: a function name holds no control or format character`,
+    );
+  }
+}
+
 function checkPythonVersion(version: string): void {
   if (version.length > MAX_PYTHON_VERSION_LENGTH || !PYTHON_VERSION.test(version)) {
     throw new InvalidStreamError(
@@ -143,4 +161,5 @@ export function checkCallFields(config: CallConfig): void {
   checkPackages(config.packages);
   checkPythonVersion(config.pythonVersion);
   checkBatch(config.inputs ?? 0, config.maxInputs ?? 0);
+  checkFunction(config.function);
 }

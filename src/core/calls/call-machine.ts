@@ -31,6 +31,7 @@ import {
   CallRejectedError,
   DuplicateRequestError,
   InvalidStreamError,
+  SessionBusyError,
   statusOf,
 } from '../errors.js';
 import { answerTrailers, type TrailerEntry } from './answer-trailers.js';
@@ -168,9 +169,27 @@ function waitingTurn(
 ): CallStep {
   switch (input.type) {
     case 'turn-granted':
-      return place(phase.facts, world);
-    case 'turn-refused':
-      return refuse(phase, input.error);
+      return place(
+        input.waitedMs ? { ...phase.facts, turnWaitMs: Math.round(input.waitedMs) } : phase.facts,
+        world,
+      );
+    case 'turn-refused': {
+      const refused = refuse(phase, input.error);
+      if (!(input.error instanceof SessionBusyError)) return refused;
+      // "session is busy" is logged: the call's end, though it never reached placement.
+      const { requestId, sessionId, tenantId } = phase.facts.call;
+      const decision = decide('turnRefusal', world.state, {
+        requestId,
+        sessionId: sessionId ?? '',
+        tenantId: tenantId ?? null,
+        waitedMs: input.error.waitedMs,
+        ahead: input.error.ahead,
+      });
+      return prefixed(
+        { type: 'record', decision, failure: 'could not record the session-busy refusal' },
+        refused,
+      );
+    }
     case 'client-gone':
       return refuse(
         phase,
@@ -188,6 +207,8 @@ function place(facts: CallFacts, world: CallWorld): CallStep {
     call: facts.call,
     caches: world.caches,
     inputs: facts.config.inputs || null,
+    function: facts.config.function === '' ? null : facts.config.function,
+    turnWaitMs: facts.turnWaitMs ?? null,
   });
   return {
     phase: { phase: 'placing', facts, decision },
@@ -528,7 +549,11 @@ function complete(
   const effects: CallEffect[] = [
     {
       type: 'record',
-      decision: decide('end', world.state, { requestId, code }),
+      decision: decide('end', world.state, {
+        requestId,
+        code,
+        message: code === null ? null : details,
+      }),
       failure: 'could not record the end of the call',
     },
     { type: 'cancel-worker' },

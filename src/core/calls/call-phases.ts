@@ -24,6 +24,8 @@ export interface CallFacts {
   readonly call: CallToPlace;
   /** The client's deadline, epoch ms (Infinity when it set none). */
   readonly clientDeadline: number;
+  /** How long it waited for its session's turn, ms (absent: it did not wait). */
+  readonly turnWaitMs?: number;
 }
 
 /** Where a call is in its life, and what it knows there. */
@@ -87,7 +89,8 @@ export type CallInput =
    * broke (`ending`: what the call ends with, in the log too).
    */
   | { readonly type: 'client-gone'; readonly ending?: CallEnding }
-  | { readonly type: 'turn-granted' }
+  /** The session's turn: `waitedMs`, how long the call waited for it (0: at once). */
+  | { readonly type: 'turn-granted'; readonly waitedMs?: number }
   | { readonly type: 'turn-refused'; readonly error: unknown }
   /** The call's decision (a `record-decision` effect) was appended. */
   | { readonly type: 'recorded' }

@@ -48,6 +48,10 @@ export interface CallDecisionInput extends PlaceOptions {
    * never reads it: a batch is placed as the one call it is.
    */
   readonly inputs?: number | null;
+  /** The function the client named, recorded for the call history (null or absent: none). */
+  readonly function?: string | null;
+  /** How long the call waited for its session's turn, ms (null or absent: it did not wait). */
+  readonly turnWaitMs?: number | null;
 }
 
 /**
@@ -65,6 +69,8 @@ export function decideCall(state: ClusterState, input: CallDecisionInput): CallD
     demand: call.demand,
     retryOf: call.retryOf ?? null,
     inputs: input.inputs ?? null,
+    function: input.function ?? null,
+    turnWaitMs: input.turnWaitMs ?? null,
   };
   const cause = { kind: 'call', requestId: call.requestId } as const;
   const config = input.config ?? state.config;
@@ -165,13 +171,15 @@ export function decideBound(_state: ClusterState, input: BoundInput): Decision {
 export interface CallEndInput {
   readonly requestId: string;
   readonly code: GrpcCodeName | null;
+  /** What its client was told of a failure (null or absent: nothing, or it succeeded). */
+  readonly message?: string | null;
 }
 
 /** The call ended, however: `CallFinished` and its consequences (`end:REQUEST`). */
 export function decideCallEnd(state: ClusterState, input: CallEndInput): Decision {
   return {
     cause: { kind: 'end', requestId: input.requestId },
-    events: callFinishedEvents(state, input.requestId, input.code),
+    events: callFinishedEvents(state, input.requestId, input.code, input.message ?? null),
   };
 }
 

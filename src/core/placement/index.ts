@@ -9,8 +9,12 @@ export { PlacementCaches } from './placement-caches.js';
 export {
   ADMISSION_RULES_VERSION,
   decidesAdmission,
+  KEPT_RULES_VERSIONS,
+  keepsRulesVersion,
   PLACEMENT_RULES_VERSION,
   recordedRulesVersion,
+  rulesSteps,
+  type RulesSteps,
 } from './rules-version.js';
 export { MAX_SLOTS_PER_WORKER, usableSlots, workerSlots, type SlotCount } from './usable-slots.js';
 export type {

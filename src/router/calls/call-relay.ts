@@ -366,7 +366,7 @@ export class CallRelay implements ActiveCall {
     this.options.turns.acquire(sessionId, request).then(
       (turn) => {
         this.turn = turn;
-        this.dispatch({ type: 'turn-granted' });
+        this.dispatch({ type: 'turn-granted', waitedMs: turn.waitedMs });
       },
       (error: unknown) => this.dispatch({ type: 'turn-refused', error }),
     );

@@ -35,6 +35,7 @@ import {
 import type { Installer, PackageSource } from '../packages/index.js';
 import type { VersionResidency } from '../residency/index.js';
 import type { CallRequest } from '../core/execution/call-header.js';
+import type { CallOutputStore, OutputWriter } from '../output/index.js';
 import { abortable, idTrailers } from './call-support.js';
 import { INSTALL_LOG_SOURCE, installPackages } from './install-step.js';
 import type { MessageReader } from './message-reader.js';
@@ -59,6 +60,10 @@ export interface CallDeps {
   readonly log: Logger;
   /** The worker's versions (loads for pinned calls); null: it holds none. */
   readonly versions?: () => VersionResidency | null;
+  /** Where the call's output is kept for `readie logs` (null or absent: not kept). */
+  readonly output?: CallOutputStore | null;
+  /** The worker's clock, in epoch ms (stamps kept output). Default `Date.now`. */
+  readonly clock?: () => number;
 }
 
 /** The router cancelled the call (or its stream broke): stop, clean up, answer nothing. */
@@ -89,6 +94,9 @@ export class ExecuteCall {
   private started = false;
   private signal: AbortSignal = new AbortController().signal;
   private log: Logger;
+  /** The call's output as it is kept on disk (every line the router is sent, and readie's notes). */
+  private readonly kept: OutputWriter | null;
+  private readonly clock: () => number;
 
   constructor(
     private readonly stream: ExecuteStream,
@@ -105,6 +113,8 @@ export class ExecuteCall {
       version: request.version,
       routingRevision: request.routingRevision,
     };
+    this.clock = deps.clock ?? Date.now;
+    this.kept = deps.output?.begin(request.requestId) ?? null;
     this.log = deps.log.child({
       requestId: request.requestId,
       sessionId: request.sessionId,
@@ -264,6 +274,12 @@ export class ExecuteCall {
     this.container = container;
     this.ids.containerId = container.id;
     this.ids.checkpointId = container.checkpointId;
+    this.note(
+      `running on worker ${this.deps.workerId} in container ${container.id}` +
+        (container.checkpointId === ''
+          ? ' (a cold start)'
+          : ` (checkpoint ${container.checkpointId})`),
+    );
     this.log = this.log.child({ containerId: container.id, checkpointId: container.checkpointId });
   }
 
@@ -391,7 +407,14 @@ export class ExecuteCall {
     }
   }
 
+  /** A note of readie's kept with the call's output (not sent: the client has the answer). */
+  private note(text: string): void {
+    this.kept?.line(LogSource.LOG_SOURCE_SYSTEM, text, this.clock());
+  }
+
   private sendLog(source: LogSource, text: string): Promise<void> {
+    // Kept first: what the client may not live to read survives it.
+    this.kept?.line(source, text, this.clock());
     return this.send({ $case: 'log', value: { source, text } });
   }
 
@@ -401,6 +424,12 @@ export class ExecuteCall {
     }
     const fits = this.stream.write({ ids: { ...this.ids }, message });
     if (!fits) await once(this.stream, 'drain', { signal: this.signal });
+  }
+
+  /** The last note of the call's kept output, and its end. */
+  private endKept(text: string): void {
+    this.note(text);
+    this.kept?.end(this.clock());
   }
 
   /** Turns a dropped executor connection into what happened to the container. */
@@ -433,15 +462,18 @@ export class ExecuteCall {
     else this.connection?.close();
     const ms = Math.round(elapsedMs * 1000) / 1000;
     if (failure instanceof CallCancelledError) {
+      this.endKept(`call cancelled after ${Math.round(ms)} ms: ${failure.message}`);
       this.log.info({ ms, reason: failure.message }, 'call cancelled');
       return;
     }
     if (failure === null) {
+      this.endKept(`call answered in ${Math.round(ms)} ms`);
       this.log.info({ ms, kept: keep }, 'call answered');
       this.stream.end();
       return;
     }
     const error = failure instanceof StatusError ? failure : new ExecutorLostError(failure.message);
+    this.endKept(`call failed after ${Math.round(ms)} ms: ${error.code}: ${error.message}`);
     this.log.info({ ms, code: error.code, error: error.message, kept: keep }, 'call failed');
     const metadata = idTrailers(this.ids);
     const trailers =

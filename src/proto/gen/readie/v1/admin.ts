@@ -11,13 +11,16 @@ import {
   type ChannelCredentials,
   Client,
   type ClientOptions,
+  type ClientReadableStream,
   type ClientUnaryCall,
+  type handleServerStreamingCall,
   type handleUnaryCall,
   makeGenericClientConstructor,
   type Metadata,
   type ServiceError,
   type UntypedServiceImplementation,
 } from "@grpc/grpc-js";
+import { CallFilter, CallView, HistoryWindow, OutputLine } from "./history.js";
 import {
   FlipPinRequest,
   FlipPinResponse,
@@ -36,6 +39,52 @@ import {
 export const protobufPackage = "readie.v1";
 
 export const protobufFileName = "readie/v1/admin.proto";
+
+/** Which calls to list. */
+export interface ListCallsRequest {
+  /** The filters. */
+  filter?:
+    | CallFilter
+    | undefined;
+  /** Only this tenant's calls (empty: every tenant's). */
+  tenantId: string;
+}
+
+/** The calls, newest first, and what the history holds. */
+export interface ListCallsResponse {
+  /** The calls that pass the filter. */
+  calls: CallView[];
+  /** The history's window and cost. */
+  window?: HistoryWindow | undefined;
+}
+
+/** The call to show. */
+export interface GetCallRequest {
+  /** Its request ID. */
+  requestId: string;
+}
+
+/** One call. */
+export interface GetCallResponse {
+  /** The call. */
+  call?: CallView | undefined;
+}
+
+/** The call whose output to read. */
+export interface CallLogsRequest {
+  /** Its request ID. */
+  requestId: string;
+  /** Keep the stream open and send new lines until the call ends. */
+  follow: boolean;
+}
+
+/** Some lines of a call's output, in order. */
+export interface CallLogsResponse {
+  /** The lines. */
+  lines: OutputLine[];
+  /** The worker cut the call's output here (OUTPUT_MAX_CALL_BYTES): later lines were not kept. */
+  truncated: boolean;
+}
 
 /** Asks for the live status. */
 export interface StatusRequest {
@@ -184,6 +233,498 @@ export interface ReservationView {
   /** When it was placed (ISO-8601 UTC). */
   since: string;
 }
+
+function createBaseListCallsRequest(): ListCallsRequest {
+  return { filter: undefined, tenantId: "" };
+}
+
+export const ListCallsRequest: MessageFns<ListCallsRequest> = {
+  encode(message: ListCallsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.filter !== undefined) {
+      CallFilter.encode(message.filter, writer.uint32(10).fork()).join();
+    }
+    if (message.tenantId !== "") {
+      writer.uint32(18).string(message.tenantId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListCallsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListCallsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.filter = CallFilter.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.tenantId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListCallsRequest {
+    return {
+      filter: isSet(object.filter) ? CallFilter.fromJSON(object.filter) : undefined,
+      tenantId: isSet(object.tenantId)
+        ? globalThis.String(object.tenantId)
+        : isSet(object.tenant_id)
+        ? globalThis.String(object.tenant_id)
+        : "",
+    };
+  },
+
+  toJSON(message: ListCallsRequest): unknown {
+    const obj: any = {};
+    if (message.filter !== undefined) {
+      obj.filter = CallFilter.toJSON(message.filter);
+    }
+    if (message.tenantId !== "") {
+      obj.tenantId = message.tenantId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ListCallsRequest>, I>>(base?: I): ListCallsRequest {
+    return ListCallsRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListCallsRequest>, I>>(object: I): ListCallsRequest {
+    const message = createBaseListCallsRequest();
+    message.filter = (object.filter !== undefined && object.filter !== null)
+      ? CallFilter.fromPartial(object.filter)
+      : undefined;
+    message.tenantId = object.tenantId ?? "";
+    return message;
+  },
+};
+
+function createBaseListCallsResponse(): ListCallsResponse {
+  return { calls: [], window: undefined };
+}
+
+export const ListCallsResponse: MessageFns<ListCallsResponse> = {
+  encode(message: ListCallsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.calls) {
+      CallView.encode(v!, writer.uint32(10).fork()).join();
+    }
+    if (message.window !== undefined) {
+      HistoryWindow.encode(message.window, writer.uint32(18).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListCallsResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListCallsResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.calls.push(CallView.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.window = HistoryWindow.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListCallsResponse {
+    return {
+      calls: globalThis.Array.isArray(object?.calls) ? object.calls.map((e: any) => CallView.fromJSON(e)) : [],
+      window: isSet(object.window) ? HistoryWindow.fromJSON(object.window) : undefined,
+    };
+  },
+
+  toJSON(message: ListCallsResponse): unknown {
+    const obj: any = {};
+    if (message.calls?.length) {
+      obj.calls = message.calls.map((e) => CallView.toJSON(e));
+    }
+    if (message.window !== undefined) {
+      obj.window = HistoryWindow.toJSON(message.window);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ListCallsResponse>, I>>(base?: I): ListCallsResponse {
+    return ListCallsResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListCallsResponse>, I>>(object: I): ListCallsResponse {
+    const message = createBaseListCallsResponse();
+    message.calls = object.calls?.map((e) => CallView.fromPartial(e)) || [];
+    message.window = (object.window !== undefined && object.window !== null)
+      ? HistoryWindow.fromPartial(object.window)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseGetCallRequest(): GetCallRequest {
+  return { requestId: "" };
+}
+
+export const GetCallRequest: MessageFns<GetCallRequest> = {
+  encode(message: GetCallRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.requestId !== "") {
+      writer.uint32(10).string(message.requestId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetCallRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetCallRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.requestId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetCallRequest {
+    return {
+      requestId: isSet(object.requestId)
+        ? globalThis.String(object.requestId)
+        : isSet(object.request_id)
+        ? globalThis.String(object.request_id)
+        : "",
+    };
+  },
+
+  toJSON(message: GetCallRequest): unknown {
+    const obj: any = {};
+    if (message.requestId !== "") {
+      obj.requestId = message.requestId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<GetCallRequest>, I>>(base?: I): GetCallRequest {
+    return GetCallRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<GetCallRequest>, I>>(object: I): GetCallRequest {
+    const message = createBaseGetCallRequest();
+    message.requestId = object.requestId ?? "";
+    return message;
+  },
+};
+
+function createBaseGetCallResponse(): GetCallResponse {
+  return { call: undefined };
+}
+
+export const GetCallResponse: MessageFns<GetCallResponse> = {
+  encode(message: GetCallResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.call !== undefined) {
+      CallView.encode(message.call, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetCallResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetCallResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.call = CallView.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetCallResponse {
+    return { call: isSet(object.call) ? CallView.fromJSON(object.call) : undefined };
+  },
+
+  toJSON(message: GetCallResponse): unknown {
+    const obj: any = {};
+    if (message.call !== undefined) {
+      obj.call = CallView.toJSON(message.call);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<GetCallResponse>, I>>(base?: I): GetCallResponse {
+    return GetCallResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<GetCallResponse>, I>>(object: I): GetCallResponse {
+    const message = createBaseGetCallResponse();
+    message.call = (object.call !== undefined && object.call !== null) ? CallView.fromPartial(object.call) : undefined;
+    return message;
+  },
+};
+
+function createBaseCallLogsRequest(): CallLogsRequest {
+  return { requestId: "", follow: false };
+}
+
+export const CallLogsRequest: MessageFns<CallLogsRequest> = {
+  encode(message: CallLogsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.requestId !== "") {
+      writer.uint32(10).string(message.requestId);
+    }
+    if (message.follow !== false) {
+      writer.uint32(16).bool(message.follow);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CallLogsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCallLogsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.requestId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.follow = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CallLogsRequest {
+    return {
+      requestId: isSet(object.requestId)
+        ? globalThis.String(object.requestId)
+        : isSet(object.request_id)
+        ? globalThis.String(object.request_id)
+        : "",
+      follow: isSet(object.follow) ? globalThis.Boolean(object.follow) : false,
+    };
+  },
+
+  toJSON(message: CallLogsRequest): unknown {
+    const obj: any = {};
+    if (message.requestId !== "") {
+      obj.requestId = message.requestId;
+    }
+    if (message.follow !== false) {
+      obj.follow = message.follow;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<CallLogsRequest>, I>>(base?: I): CallLogsRequest {
+    return CallLogsRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<CallLogsRequest>, I>>(object: I): CallLogsRequest {
+    const message = createBaseCallLogsRequest();
+    message.requestId = object.requestId ?? "";
+    message.follow = object.follow ?? false;
+    return message;
+  },
+};
+
+function createBaseCallLogsResponse(): CallLogsResponse {
+  return { lines: [], truncated: false };
+}
+
+export const CallLogsResponse: MessageFns<CallLogsResponse> = {
+  encode(message: CallLogsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.lines) {
+      OutputLine.encode(v!, writer.uint32(10).fork()).join();
+    }
+    if (message.truncated !== false) {
+      writer.uint32(16).bool(message.truncated);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CallLogsResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCallLogsResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.lines.push(OutputLine.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.truncated = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CallLogsResponse {
+    return {
+      lines: globalThis.Array.isArray(object?.lines) ? object.lines.map((e: any) => OutputLine.fromJSON(e)) : [],
+      truncated: isSet(object.truncated) ? globalThis.Boolean(object.truncated) : false,
+    };
+  },
+
+  toJSON(message: CallLogsResponse): unknown {
+    const obj: any = {};
+    if (message.lines?.length) {
+      obj.lines = message.lines.map((e) => OutputLine.toJSON(e));
+    }
+    if (message.truncated !== false) {
+      obj.truncated = message.truncated;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<CallLogsResponse>, I>>(base?: I): CallLogsResponse {
+    return CallLogsResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<CallLogsResponse>, I>>(object: I): CallLogsResponse {
+    const message = createBaseCallLogsResponse();
+    message.lines = object.lines?.map((e) => OutputLine.fromPartial(e)) || [];
+    message.truncated = object.truncated ?? false;
+    return message;
+  },
+};
 
 function createBaseStatusRequest(): StatusRequest {
   return { includeExpiredSessions: false };
@@ -1710,6 +2251,43 @@ export const AdminServiceService = {
     responseSerialize: (value: RemovePinResponse): Buffer => Buffer.from(RemovePinResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): RemovePinResponse => RemovePinResponse.decode(value),
   },
+  /** Recent calls of every tenant, newest first, from the router's call history (docs/calls.md). */
+  listCalls: {
+    path: "/readie.v1.AdminService/ListCalls" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ListCallsRequest): Buffer => Buffer.from(ListCallsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ListCallsRequest => ListCallsRequest.decode(value),
+    responseSerialize: (value: ListCallsResponse): Buffer => Buffer.from(ListCallsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ListCallsResponse => ListCallsResponse.decode(value),
+  },
+  /**
+   * One call's whole story. NOT_FOUND when the history does not hold it (the message names its
+   * window).
+   */
+  getCall: {
+    path: "/readie.v1.AdminService/GetCall" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: GetCallRequest): Buffer => Buffer.from(GetCallRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): GetCallRequest => GetCallRequest.decode(value),
+    responseSerialize: (value: GetCallResponse): Buffer => Buffer.from(GetCallResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): GetCallResponse => GetCallResponse.decode(value),
+  },
+  /**
+   * One call's output (stdout, stderr, readie's notes), fetched from the worker that ran it; with
+   * follow, new lines as they come until the call ends. NOT_FOUND naming why: the call is not in
+   * the history, its worker is gone, or the worker no longer keeps its output.
+   */
+  callLogs: {
+    path: "/readie.v1.AdminService/CallLogs" as const,
+    requestStream: false as const,
+    responseStream: true as const,
+    requestSerialize: (value: CallLogsRequest): Buffer => Buffer.from(CallLogsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): CallLogsRequest => CallLogsRequest.decode(value),
+    responseSerialize: (value: CallLogsResponse): Buffer => Buffer.from(CallLogsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): CallLogsResponse => CallLogsResponse.decode(value),
+  },
 } as const;
 
 export interface AdminServiceServer extends UntypedServiceImplementation {
@@ -1727,6 +2305,19 @@ export interface AdminServiceServer extends UntypedServiceImplementation {
   setPinK: handleUnaryCall<SetPinKRequest, SetPinKResponse>;
   /** Removes a tenant's pin (RoutingRevised with no version). */
   removePin: handleUnaryCall<RemovePinRequest, RemovePinResponse>;
+  /** Recent calls of every tenant, newest first, from the router's call history (docs/calls.md). */
+  listCalls: handleUnaryCall<ListCallsRequest, ListCallsResponse>;
+  /**
+   * One call's whole story. NOT_FOUND when the history does not hold it (the message names its
+   * window).
+   */
+  getCall: handleUnaryCall<GetCallRequest, GetCallResponse>;
+  /**
+   * One call's output (stdout, stderr, readie's notes), fetched from the worker that ran it; with
+   * follow, new lines as they come until the call ends. NOT_FOUND naming why: the call is not in
+   * the history, its worker is gone, or the worker no longer keeps its output.
+   */
+  callLogs: handleServerStreamingCall<CallLogsRequest, CallLogsResponse>;
 }
 
 export interface AdminServiceClient extends Client {
@@ -1842,6 +2433,52 @@ export interface AdminServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: RemovePinResponse) => void,
   ): ClientUnaryCall;
+  /** Recent calls of every tenant, newest first, from the router's call history (docs/calls.md). */
+  listCalls(
+    request: ListCallsRequest,
+    callback: (error: ServiceError | null, response: ListCallsResponse) => void,
+  ): ClientUnaryCall;
+  listCalls(
+    request: ListCallsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ListCallsResponse) => void,
+  ): ClientUnaryCall;
+  listCalls(
+    request: ListCallsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ListCallsResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * One call's whole story. NOT_FOUND when the history does not hold it (the message names its
+   * window).
+   */
+  getCall(
+    request: GetCallRequest,
+    callback: (error: ServiceError | null, response: GetCallResponse) => void,
+  ): ClientUnaryCall;
+  getCall(
+    request: GetCallRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: GetCallResponse) => void,
+  ): ClientUnaryCall;
+  getCall(
+    request: GetCallRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: GetCallResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * One call's output (stdout, stderr, readie's notes), fetched from the worker that ran it; with
+   * follow, new lines as they come until the call ends. NOT_FOUND naming why: the call is not in
+   * the history, its worker is gone, or the worker no longer keeps its output.
+   */
+  callLogs(request: CallLogsRequest, options?: Partial<CallOptions>): ClientReadableStream<CallLogsResponse>;
+  callLogs(
+    request: CallLogsRequest,
+    metadata?: Metadata,
+    options?: Partial<CallOptions>,
+  ): ClientReadableStream<CallLogsResponse>;
 }
 
 export const AdminServiceClient = makeGenericClientConstructor(

@@ -73,7 +73,14 @@ export interface CallConfig {
    * How many inputs of a batch its container runs at once (threads for a sync function, tasks for
    * an async one); absent, 0 or 1: one at a time. At most 256.
    */
-  maxInputs?: number | undefined;
+  maxInputs?:
+    | number
+    | undefined;
+  /**
+   * The function's name (module.qualname), kept in the call history so that `readie calls` can
+   * show and filter it; empty: none. At most 256 characters, no control characters.
+   */
+  function: string;
 }
 
 /** A message from the client: the config first, then payload chunks; never both in one message. */
@@ -126,6 +133,7 @@ function createBaseCallConfig(): CallConfig {
     retryOf: "",
     inputs: undefined,
     maxInputs: undefined,
+    function: "",
   };
 }
 
@@ -175,6 +183,9 @@ export const CallConfig: MessageFns<CallConfig> = {
     }
     if (message.maxInputs !== undefined) {
       writer.uint32(120).uint32(message.maxInputs);
+    }
+    if (message.function !== "") {
+      writer.uint32(130).string(message.function);
     }
     return writer;
   },
@@ -312,6 +323,14 @@ export const CallConfig: MessageFns<CallConfig> = {
             message.maxInputs = reader.uint32();
             continue;
           }
+          case 16: {
+            if (tag !== 130) {
+              break;
+            }
+
+            message.function = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -375,6 +394,7 @@ export const CallConfig: MessageFns<CallConfig> = {
         : isSet(object.max_inputs)
         ? globalThis.Number(object.max_inputs)
         : undefined,
+      function: isSet(object.function) ? globalThis.String(object.function) : "",
     };
   },
 
@@ -425,6 +445,9 @@ export const CallConfig: MessageFns<CallConfig> = {
     if (message.maxInputs !== undefined) {
       obj.maxInputs = Math.round(message.maxInputs);
     }
+    if (message.function !== "") {
+      obj.function = message.function;
+    }
     return obj;
   },
 
@@ -448,6 +471,7 @@ export const CallConfig: MessageFns<CallConfig> = {
     message.retryOf = object.retryOf ?? "";
     message.inputs = object.inputs ?? undefined;
     message.maxInputs = object.maxInputs ?? undefined;
+    message.function = object.function ?? "";
     return message;
   },
 };
