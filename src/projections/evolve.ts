@@ -159,6 +159,10 @@ export function applyEvent(
       // Its container is the worker's to destroy; the record stays until it reports it removed.
       expireSession(state, event.sessionId, 'ended', event, changes);
       break;
+    // Where the log keeps its old segments is no part of the cluster's state.
+    case 'LogSegmentArchived':
+    case 'LogArchiveExpired':
+      break;
     default:
       assertNever(event, 'event type');
   }

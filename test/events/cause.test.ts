@@ -27,6 +27,7 @@ const EXAMPLES: readonly [Cause, string][] = [
   [{ kind: 'session', sessionId: 's1' }, 'session:s1'],
   [{ kind: 'admin', tenantId: 't1' }, 'admin:t1'],
   [{ kind: 'routing' }, 'routing'],
+  [{ kind: 'archive' }, 'archive'],
 ];
 
 describe('events: causes', () => {

@@ -1,0 +1,166 @@
+/**
+ * The binary event codec: every event of real and generated logs comes back as it went in, an
+ * event the codec would not give back exactly is kept as its text, the bytes of a value are pinned
+ * (a log written today must decode tomorrow), and damaged bytes are refused naming the seq.
+ */
+import { expect } from 'chai';
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import {
+  encodeEvent,
+  EVENT_TYPES,
+  InvalidEventError,
+  validateEvent,
+  type ClusterEvent,
+} from '../../src/events/index.js';
+import { CODEC_EVENT_TYPES } from '../../src/events/codec/field-codecs.js';
+import {
+  BINARY_VALUE_V1,
+  ByteReader,
+  ByteWriter,
+  decodeBlockEvent,
+  decodeLogValue,
+  DecodeContext,
+  EncodeContext,
+  encodeBlockEvent,
+  encodeLogValue,
+  TEXT_EVENT_CODE,
+} from '../../src/events/codec/stored-codec.js';
+import { readEvents, ROOT } from '../support/replay.js';
+import { stamped, syntheticLog } from '../support/synthetic-log.js';
+
+/** A generated history's events, stamped and validated as a log reads them. */
+function generated(seed: number, events: number): ClusterEvent[] {
+  // As a log writes them: the envelope first, then the type and the fields.
+  return [...stamped(syntheticLog({ seed, events, workers: 20 }))].map(({ seq, at, ...rest }) =>
+    validateEvent({ seq, at, cause: null, ...rest }),
+  );
+}
+
+/** Every event of every recorded fixture. */
+function fixtureEvents(): ClusterEvent[] {
+  const dir = join(ROOT, 'fixtures');
+  return readdirSync(dir)
+    .filter((name) => name.endsWith('.jsonl') && !name.endsWith('.expected.jsonl'))
+    .flatMap((name) => readEvents(join(dir, name)));
+}
+
+const scratch = new ByteWriter();
+
+describe('events: the binary codec', () => {
+  it('gives every type a code, in an order that only ever grows at the end', () => {
+    expect([...CODEC_EVENT_TYPES]).to.have.members(EVENT_TYPES);
+    // Values already written name types by these codes: a new type goes last, none moves.
+    expect(CODEC_EVENT_TYPES.slice(0, 27).join(' ')).to.equal(
+      'RouterStarted CatalogueLoaded WorkerRegistered WorkerUtilization WorkerLeaving ' +
+        'WorkerProbeFailed WorkerProbeSucceeded WorkerEvicted ContainerStateChanged ' +
+        'ContainerForgotten CallRequested CallPlaced CallDialFailed CallRejected CallBound ' +
+        'CallFinished ReservationExpired SessionPinned SessionUnpinned SessionExpired ' +
+        'SessionEnded PinStaged RoutingRevised ResidencyChanged ResidencyProtected ' +
+        'ResidencyBudget Snapshot',
+    );
+    expect(CODEC_EVENT_TYPES.length).to.be.below(TEXT_EVENT_CODE);
+  });
+
+  it('given the events of every fixture and a generated history, each LMDB value decodes to the same event and text', () => {
+    const events = [...fixtureEvents(), ...generated(11, 3_000)];
+    let binary = 0;
+    for (const event of events) {
+      const text = encodeEvent(event);
+      const value = encodeLogValue(event, text, 'canonical', scratch);
+      if (value[0] === BINARY_VALUE_V1) binary += 1;
+      const back = decodeLogValue(value, event.seq);
+      expect(back.event, text).to.deep.equal(event);
+      expect(JSON.parse(back.text)).to.deep.equal(JSON.parse(text));
+      expect(value.length).to.be.at.most(Buffer.byteLength(text));
+    }
+    // Snapshots stay text; everything else the codec takes.
+    const snapshots = events.filter((event) => event.type === 'Snapshot').length;
+    expect(binary).to.equal(events.length - snapshots);
+  });
+
+  it('given a block of events sharing strings and instants, decodes them in order and smaller than alone', () => {
+    const events = generated(12, 5_000);
+    const block = new ByteWriter();
+    const context = new EncodeContext();
+    let alone = 0;
+    for (const event of events) {
+      encodeBlockEvent({ event, text: encodeEvent(event) }, block, context, 'canonical');
+      alone += encodeLogValue(event, undefined, 'append', scratch).length;
+    }
+    const reader = new ByteReader(block.view());
+    const decode = new DecodeContext();
+    const back: ClusterEvent[] = [];
+    while (!reader.done)
+      back.push(decodeBlockEvent(reader, events[back.length]!.seq, decode).event);
+    expect(back).to.deep.equal(events);
+    expect(block.length).to.be.below(alone / 1.5);
+  });
+
+  it('keeps an event as its text when the codec would not give that text back', () => {
+    const base = generated(13, 1).find((e) => e.type === 'RouterStarted') as ClusterEvent;
+    const text = encodeEvent(base);
+    const { type, ...rest } = base;
+    const cases: [string, string][] = [
+      // The documented vocabulary leaves optional fields out: reading adds them as null.
+      ['a field left out', text.replace(/,"takeoverFrom":null/, '')],
+      ['spaces', text.replace(/,/g, ', ')],
+      ['another key order', JSON.stringify({ type, ...rest })],
+      ['an unknown field', text.replace(/}$/, ',"extra":1}')],
+    ];
+    for (const [what, stored] of cases) {
+      const parsed = validateEvent(JSON.parse(stored));
+      const value = encodeLogValue(parsed, stored, 'exact', scratch);
+      expect(value.toString('utf8'), what).to.equal(stored);
+      expect(decodeLogValue(value, base.seq).text, what).to.equal(stored);
+    }
+    // In the schema's order, the same fields in the canonical text are the codec's.
+    expect(encodeLogValue(validateEvent(JSON.parse(text)), text, 'exact', scratch)[0]).to.equal(
+      BINARY_VALUE_V1,
+    );
+    // A string that is not well-formed UTF-16 would not survive UTF-8: text, even when appended.
+    const broken = { ...base, version: 'v\ud800' } as ClusterEvent;
+    expect(encodeLogValue(broken, undefined, 'append', scratch)[0]).to.equal(0x7b);
+    // An instant that parses to another day is not the codec's either.
+    const strange = { ...base, at: '2026-02-30T10:00:00.000Z' };
+    expect(encodeLogValue(strange, undefined, 'append', scratch)[0]).to.equal(0x7b);
+  });
+
+  it('writes the bytes it always wrote (the format of logs on disk)', () => {
+    const event = validateEvent({
+      seq: 7,
+      at: '2026-11-30T10:00:01.500Z',
+      cause: 'report:w1',
+      type: 'WorkerUtilization',
+      workerId: 'w1',
+      memoryUsed: 3 * 1024 ** 3,
+      containerCount: 2,
+      cpuUsed: 1.25,
+      cpuTotal: 8,
+      gpuMemoryUsed: null,
+      containers: [{ containerId: 'c1', state: 'busy', checkpointId: null }],
+      reportSeq: 4,
+    });
+    const value = encodeLogValue(event, undefined, 'append', scratch);
+    expect(value.toString('hex')).to.equal(
+      '0103b8abadbec56801097265706f72743a773101027731818080800c0302000000000000f43f010800020101026331010005',
+    );
+    expect(decodeLogValue(value, 7).event).to.deep.equal(event);
+  });
+
+  it('refuses damaged bytes, naming the seq', () => {
+    const [event] = generated(14, 30).filter((e) => e.type === 'WorkerRegistered');
+    const value = encodeLogValue(event as ClusterEvent, undefined, 'append', scratch);
+    for (const damaged of [
+      value.subarray(0, value.length - 3),
+      Buffer.concat([value, Buffer.from([1, 2])]),
+      Buffer.from([BINARY_VALUE_V1, 99]),
+      Buffer.from([0x02, 1, 2, 3]),
+    ]) {
+      expect(() => decodeLogValue(damaged, 42), damaged.toString('hex')).to.throw(
+        InvalidEventError,
+        /^seq 42: /,
+      );
+    }
+  });
+});
