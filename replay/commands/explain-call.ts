@@ -39,13 +39,14 @@ function endsCall(event: ClusterEvent, requestId: string): boolean {
 }
 
 /**
- * Replays `source` up to the end of the first call `requestId` (or the one at `seq`) and explains
- * each of its decisions.
+ * Replays `source` (from `fromSeq`: a snapshot, or the start of an archive file) up to the end of
+ * the first call `requestId` (or the one at `seq`) and explains each of its decisions.
  */
 export async function explainCall(
   source: LogSource,
   match: { requestId?: string; seq?: number },
   overrides: Partial<Config> = {},
+  fromSeq = 0,
 ): Promise<ExplainedCall | undefined> {
   let found: Omit<ExplainedCall, 'result' | 'replacements'> | undefined;
   const results = new Map<number, CallResult>();
@@ -83,11 +84,15 @@ export async function explainCall(
     },
   });
   let ended = false;
-  await forEachEvent(source, (event) => {
-    replayer.push(event);
-    if (found && endsCall(event, found.request.requestId)) ended = true;
-    return !ended;
-  });
+  await forEachEvent(
+    source,
+    (event) => {
+      replayer.push(event);
+      if (found && endsCall(event, found.request.requestId)) ended = true;
+      return !ended;
+    },
+    fromSeq,
+  );
   replayer.end();
   if (!found) return undefined;
   return {

@@ -10,7 +10,7 @@ import { explainScreen } from '../format/explain-screen.js';
 import { openLogSource } from '../io/log-source.js';
 import { forEachEvent } from '../io/read-log.js';
 import { explainCall } from './explain-call.js';
-import { out } from './options.js';
+import { out, type SourceOptions } from './options.js';
 import { PLACEMENT_RULES_VERSION } from '../../src/core/placement/index.js';
 import { printable } from '../../src/shared/printable.js';
 
@@ -18,11 +18,14 @@ import { printable } from '../../src/shared/printable.js';
 export const RULES_CHANGED_STATUS = 3;
 
 /** Verifies a log; resolves to 0 (reproduced), 1 (diverged) or 3 (rules changed). */
-export async function verifyCommand(logPath: string): Promise<number> {
+export async function verifyCommand(
+  logPaths: string | readonly string[],
+  options: SourceOptions = {},
+): Promise<number> {
   let divergence: CallResult | undefined;
   let checked = 0;
   let unrecorded = 0;
-  const source = await openLogSource(logPath);
+  const source = await openLogSource(logPaths, options);
   const replayer = new Replayer({
     onCall: (result) => {
       if (result.recorded === 'none') unrecorded += 1;
@@ -68,9 +71,13 @@ export async function verifyCommand(logPath: string): Promise<number> {
   }
   out('');
   out('Why placement decides this now:');
-  const again = await openLogSource(logPath);
+  const again = await openLogSource(logPaths, options);
   try {
-    const explained = await explainCall(again, { seq: divergence.seq });
+    // From the snapshot before the call (the whole log when that misses the call's request).
+    const from = (await again.snapshotAtOrBefore(divergence.seq - 1)) ?? 0;
+    const explained =
+      (await explainCall(again, { seq: divergence.seq }, {}, from)) ??
+      (from > 0 ? await explainAgain(logPaths, options, divergence.seq) : undefined);
     if (explained)
       process.stdout.write(
         explainScreen(explained.request, explained.explanation, divergence, explained.atCall),
@@ -79,4 +86,18 @@ export async function verifyCommand(logPath: string): Promise<number> {
     await again.close();
   }
   return rulesChanged ? RULES_CHANGED_STATUS : 1;
+}
+
+/** The divergent call explained from the start of the log (its request came before the snapshot). */
+async function explainAgain(
+  logPaths: string | readonly string[],
+  options: SourceOptions,
+  seq: number,
+): ReturnType<typeof explainCall> {
+  const source = await openLogSource(logPaths, options);
+  try {
+    return await explainCall(source, { seq });
+  } finally {
+    await source.close();
+  }
 }

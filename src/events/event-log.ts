@@ -24,10 +24,13 @@ export type LogBackendKind = 'lmdb' | 'jetstream';
 
 /**
  * Which log a log is, for its archive: its first event (seq, instant, and the router that wrote
- * it when it names one) and, on JetStream, its stream. Recorded when the first event is stored,
- * so it outlives that event's segment; an archive directory holds one log's files only.
+ * it when it names one), on JetStream its stream, and a random ID drawn when it was recorded (two
+ * logs whose first events are alike are still told apart). Recorded when the first event is
+ * stored, so it outlives that event's segment; an archive directory holds one log's files only.
  */
 export interface LogOrigin {
+  /** Random, drawn when the origin was recorded; null when a reader had to derive it. */
+  readonly id: string | null;
   readonly seq: number;
   readonly at: string;
   readonly routerId: string | null;
@@ -37,6 +40,7 @@ export interface LogOrigin {
 /** A log's origin in words, for messages. */
 export function describeOrigin(origin: LogOrigin): string {
   const parts = [`first event seq ${origin.seq} at ${origin.at}`];
+  if (origin.id !== null) parts.push(`log ${origin.id}`);
   if (origin.routerId !== null) parts.push(`router ${origin.routerId}`);
   if (origin.stream !== null) parts.push(`stream ${origin.stream}`);
   return parts.join(', ');
@@ -44,7 +48,13 @@ export function describeOrigin(origin: LogOrigin): string {
 
 /** Whether two origins name the same log. */
 export function sameOrigin(a: LogOrigin, b: LogOrigin): boolean {
-  return a.seq === b.seq && a.at === b.at && a.routerId === b.routerId && a.stream === b.stream;
+  return (
+    (a.id === null || b.id === null || a.id === b.id) &&
+    a.seq === b.seq &&
+    a.at === b.at &&
+    a.routerId === b.routerId &&
+    a.stream === b.stream
+  );
 }
 
 /** An open event log: reading, following and, for a writer, appending. */

@@ -336,12 +336,13 @@ describe('EventLog (LMDB)', () => {
       const stored = [...log.readStored()];
       expect(stored.slice(0, 2).map((s) => s.text)).to.deep.equal(texts);
       expect(stored.map((s) => s.event.seq)).to.deep.equal([1, 2, 3]);
-      expect(log.origin()).to.deep.equal({
+      expect(log.origin()).to.deep.include({
         seq: 1,
         at: '2026-11-30T10:00:00.000Z',
         routerId: null,
         stream: null,
       });
+      expect(log.origin()?.id).to.match(/^[0-9a-f]{16}$/);
       await log.close();
       const raw = open({ path: join(dir, 'events.mdb'), maxDbs: 5 });
       const values = raw.openDB<Buffer, number>({ name: 'events', encoding: 'binary' });

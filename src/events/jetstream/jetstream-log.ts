@@ -447,6 +447,8 @@ export class JetStreamEventLog<S = never> extends FoldingLog<S> implements Event
     const [text = ''] = message.string().split('\n', 1);
     const first = decodeEvent(text, { seq: range.first });
     const origin: LogOrigin = {
+      // A writer records it with an ID of its own; a reader only derives it.
+      id: this.options.readOnly ? null : nuid.next(),
       seq: first.seq,
       at: first.at,
       routerId: first.type === 'RouterStarted' ? first.routerId : null,

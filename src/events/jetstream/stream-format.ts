@@ -86,6 +86,7 @@ function isOrigin(value: unknown): value is LogOrigin {
   return (
     typeof origin === 'object' &&
     origin !== null &&
+    (origin.id === null || typeof origin.id === 'string') &&
     Number.isInteger(origin.seq) &&
     typeof origin.at === 'string' &&
     (origin.routerId === null || typeof origin.routerId === 'string') &&

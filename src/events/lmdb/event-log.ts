@@ -13,6 +13,7 @@
  * same event-loop turn share one transaction.
  */
 import { chmodSync, existsSync, mkdirSync, readdirSync, statSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { open, type Database, type RootDatabase, type RootDatabaseOptionsWithPath } from 'lmdb';
 import { ByteWriter } from '../codec/byte-buffers.js';
@@ -391,6 +392,7 @@ export class EventLog<S = never> extends FoldingLog<S> implements EventLogBacken
 /** The origin a log whose first event is `event` records. */
 function originOf(event: ClusterEvent): LogOrigin {
   return {
+    id: randomBytes(8).toString('hex'),
     seq: event.seq,
     at: event.at,
     routerId: event.type === 'RouterStarted' ? event.routerId : null,
