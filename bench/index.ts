@@ -14,6 +14,7 @@ const BENCHMARKS: Record<string, () => Promise<unknown>> = {
   failover: async () => (await import('./failover.js')).run(),
   state: async () => (await import('./state.js')).run(),
   streams: async () => (await import('./stream-abuse.js')).run(),
+  retention: async () => (await import('./retention.js')).run(),
 };
 
 const names = process.argv.slice(2);

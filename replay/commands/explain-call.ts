@@ -92,6 +92,7 @@ export async function explainCall(
       return !ended;
     },
     fromSeq,
+    true,
   );
   replayer.end();
   if (!found) return undefined;

@@ -30,7 +30,8 @@ export async function runCommand(
     },
   });
   try {
-    await forEachEvent(source, (event) => replayer.push(event));
+    // The replayer folds every event: the snapshots after the first are passed over.
+    await forEachEvent(source, (event) => replayer.push(event), 0, true);
     replayer.end();
   } finally {
     await source.close();

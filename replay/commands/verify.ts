@@ -34,10 +34,16 @@ export async function verifyCommand(
     },
   });
   try {
-    await forEachEvent(source, (event) => {
-      replayer.push(event);
-      return divergence === undefined;
-    });
+    // The replayer folds every event: the snapshots after the first are passed over.
+    await forEachEvent(
+      source,
+      (event) => {
+        replayer.push(event);
+        return divergence === undefined;
+      },
+      0,
+      true,
+    );
     if (divergence === undefined) replayer.end();
   } finally {
     await source.close();

@@ -86,7 +86,7 @@ export async function whatifCommand(
     },
   });
   try {
-    await forEachEvent(source, (event) => replayer.push(event));
+    await forEachEvent(source, (event) => replayer.push(event), 0, true);
     replayer.end();
   } finally {
     await source.close();

@@ -19,7 +19,8 @@ import {
   type LogOrigin,
   type StoredEvent,
 } from '../../src/events/index.js';
-import type { LogSource, OpenOptions } from './log-source.js';
+import { flatten, inBatches } from './batches.js';
+import type { LogSource, OpenOptions } from './source.js';
 import { ReplayInputError } from './replay-input-error.js';
 
 /** One source among several: a live log, a JSONL file, or one archive file. */
@@ -72,7 +73,11 @@ function archivePart(
   origin: LogOrigin,
   options: OpenOptions,
 ): SourcePart {
-  const stored = async function* (fromSeq = 0, toSeq = Number.MAX_SAFE_INTEGER) {
+  const stored = async function* (
+    fromSeq = 0,
+    toSeq = Number.MAX_SAFE_INTEGER,
+    skipSnapshots = false,
+  ) {
     let file: ArchiveFile;
     try {
       file = await ArchiveFile.open(path, name);
@@ -81,17 +86,32 @@ function archivePart(
       warn(options, `skipping ${error.message}`);
       return;
     }
-    yield* file.readStored(fromSeq, toSeq);
+    yield* file.readStored(fromSeq, toSeq, { skipSnapshots });
   };
   const source: LogSource = {
     kind: 'archive',
     path,
     size: { unit: 'events', total: range.toSeq - range.fromSeq + 1 },
     range: { first: range.fromSeq, last: range.toSeq },
-    async *events(fromSeq = 0) {
-      for await (const { event } of stored(fromSeq)) yield event;
+    events(fromSeq = 0, onBytes, skipSnapshots = false) {
+      return flatten(this.batches(fromSeq, onBytes, skipSnapshots));
     },
-    stored,
+    async *batches(fromSeq = 0, _onBytes, skipSnapshots = false) {
+      let file: ArchiveFile;
+      try {
+        file = await ArchiveFile.open(path, name);
+      } catch (error) {
+        if (!(error instanceof DamagedArchiveError) || !options.skipDamaged) throw error;
+        warn(options, `skipping ${error.message}`);
+        return;
+      }
+      for await (const batch of file.readBlocks(fromSeq, Number.MAX_SAFE_INTEGER, {
+        skipSnapshots,
+      })) {
+        yield batch.map((stored) => stored.event);
+      }
+    },
+    stored: (fromSeq, toSeq) => stored(fromSeq, toSeq),
     snapshotAtOrBefore: (seq) => (seq >= range.fromSeq ? range.fromSeq : undefined),
     async locate(requestId) {
       try {
@@ -140,47 +160,60 @@ export async function combinedSource(
     }
     warn(options, `skipping seq ${from} to ${to}: ${problem}`);
   };
-  /** Each part's events from `fromSeq`, each seq once, gaps reported. */
+  /** Each part's batches from `fromSeq`, each seq once, gaps reported. */
   async function* walk<T>(
     fromSeq: number,
     toSeq: number,
-    read: (part: SourcePart, from: number) => AsyncIterable<T>,
+    read: (part: SourcePart, from: number) => AsyncIterable<readonly T[]>,
     seqOf: (item: T) => number,
-  ): AsyncGenerator<T> {
+  ): AsyncGenerator<T[]> {
     let next: number | undefined;
     for (const part of ordered) {
       const from = Math.max(fromSeq, next ?? 0);
       if (part.range && (part.range.last < from || part.range.first > toSeq)) continue;
-      for await (const item of read(part, from)) {
-        const seq = seqOf(item);
-        if (seq > toSeq) return;
-        if (next !== undefined && seq < next) continue;
-        if (next !== undefined && seq > next) onGap(next, seq - 1);
-        next = seq + 1;
-        yield item;
+      let first = true;
+      for await (const batch of read(part, from)) {
+        const out: T[] = [];
+        for (const item of batch) {
+          const seq = seqOf(item);
+          if (seq > toSeq) break;
+          if (next !== undefined && seq < next) continue;
+          // Within a part seqs run on (a snapshot passed over is no gap); between parts they must.
+          if (first && next !== undefined && seq > next) onGap(next, seq - 1);
+          first = false;
+          next = seq + 1;
+          out.push(item);
+        }
+        if (out.length > 0) yield out;
+        if (next !== undefined && next > toSeq) return;
       }
     }
   }
-  return {
+  const combined: LogSource = {
     kind: live?.kind ?? 'archive',
     path: name,
     size: { unit: live?.kind === 'jsonl' ? 'bytes' : 'events', total },
     range:
       firsts.length === 0 ? undefined : { first: Math.min(...firsts), last: Math.max(...lasts) },
-    events(fromSeq = 0, onBytes) {
+    events(fromSeq = 0, onBytes, skipSnapshots) {
+      return flatten(combined.batches(fromSeq, onBytes, skipSnapshots));
+    },
+    batches(fromSeq = 0, onBytes, skipSnapshots) {
       return walk<ClusterEvent>(
         fromSeq,
         Number.MAX_SAFE_INTEGER,
-        (part, from) => part.source.events(from, onBytes),
+        (part, from) => part.source.batches(from, onBytes, skipSnapshots),
         (event) => event.seq,
       );
     },
     stored(fromSeq = 0, toSeq = Number.MAX_SAFE_INTEGER) {
-      return walk<StoredEvent>(
-        fromSeq,
-        toSeq,
-        (part, from) => part.source.stored(from, toSeq),
-        (stored) => stored.event.seq,
+      return flatten(
+        walk<StoredEvent>(
+          fromSeq,
+          toSeq,
+          (part, from) => inBatches(part.source.stored(from, toSeq)),
+          (stored) => stored.event.seq,
+        ),
       );
     },
     async snapshotAtOrBefore(seq) {
@@ -203,6 +236,7 @@ export async function combinedSource(
       await Promise.all(parts.map((part) => part.close()));
     },
   };
+  return combined;
 }
 
 /** Refuses parts from more than one log: every origin they name must be the same. */

@@ -17,46 +17,13 @@ import {
   readJsonl,
   type ClusterEvent,
   type EventLogBackend,
-  type StoredEvent,
 } from '../../src/events/index.js';
+import { BATCH, flatten, inBatches } from './batches.js';
 import { archiveParts, combinedSource, type SourcePart } from './combined-source.js';
+import type { LogSource, OpenOptions } from './source.js';
+
+export type { LogSource, OpenOptions } from './source.js';
 import { ReplayInputError } from './replay-input-error.js';
-
-/** A log to replay. */
-export interface LogSource {
-  readonly kind: 'lmdb' | 'jetstream' | 'jsonl' | 'archive';
-  readonly path: string;
-  /** How big it is, for progress: events for logs and archives, bytes for JSONL. */
-  readonly size: { readonly unit: 'events' | 'bytes'; readonly total: number };
-  /**
-   * The events with seq >= `fromSeq` (default: all). `onBytes` reports JSONL bytes read so far.
-   */
-  events(fromSeq?: number, onBytes?: (bytes: number) => void): AsyncIterable<ClusterEvent>;
-  /** The events `fromSeq` to `toSeq` with their stored text (export). */
-  stored(fromSeq?: number, toSeq?: number): AsyncIterable<StoredEvent>;
-  /**
-   * A seq at or before `seq` that a fold may start at (a `Snapshot`, or the start of an archive
-   * file), when the source knows one (LMDB, JetStream, archives).
-   */
-  snapshotAtOrBefore(seq: number): number | undefined | Promise<number | undefined>;
-  /**
-   * Where to start reading to find request `requestId` without folding what comes before: the
-   * start of the first archive file that mentions it (each starts at a snapshot), else 0.
-   */
-  locate(requestId: string): Promise<number>;
-  /** The first and last seq it holds (undefined when empty). */
-  readonly range: { readonly first: number; readonly last: number } | undefined;
-  /** Releases the source. */
-  close(): Promise<void>;
-}
-
-/** How to open sources. */
-export interface OpenOptions {
-  /** Skip damaged or missing archive files (each reported on stderr) instead of refusing. */
-  readonly skipDamaged?: boolean;
-  /** Where a skipped range is reported (default: stderr). */
-  readonly warn?: (line: string) => void;
-}
 
 /**
  * Opens `paths` as one log: each an LMDB log directory, a JetStream stream, a JSONL file, an
@@ -150,8 +117,11 @@ function livePart(log: EventLogBackend, kind: 'lmdb' | 'jetstream'): SourcePart 
     path: log.location,
     size: { unit: 'events', total: Math.max(0, log.lastSeq - (first ?? 1) + 1) },
     range: first === undefined ? undefined : { first, last: log.lastSeq },
-    async *events(fromSeq = 0) {
-      yield* log.read(fromSeq);
+    events(fromSeq = 0, onBytes, skipSnapshots = false) {
+      return flatten(this.batches(fromSeq, onBytes, skipSnapshots));
+    },
+    batches(fromSeq = 0, _onBytes, skipSnapshots = false) {
+      return inBatches(log.read(fromSeq, Number.MAX_SAFE_INTEGER, { skipSnapshots }));
     },
     async *stored(fromSeq = 0, toSeq = Number.MAX_SAFE_INTEGER) {
       yield* log.readStored(fromSeq, toSeq);
@@ -177,7 +147,10 @@ function jsonlSource(path: string, bytes: number): LogSource {
     path,
     size: { unit: 'bytes', total: bytes },
     range: undefined,
-    async *events(fromSeq = 0, onBytes) {
+    events(fromSeq = 0, onBytes) {
+      return flatten(this.batches(fromSeq, onBytes));
+    },
+    async *batches(fromSeq = 0, onBytes) {
       stream = createReadStream(path);
       if (onBytes) {
         let read = 0;
@@ -186,9 +159,16 @@ function jsonlSource(path: string, bytes: number): LogSource {
           onBytes(read);
         });
       }
+      let batch: ClusterEvent[] = [];
       for await (const { event } of readJsonl(stream)) {
-        if (event.seq >= fromSeq) yield event;
+        if (event.seq < fromSeq) continue;
+        batch.push(event);
+        if (batch.length >= BATCH) {
+          yield batch;
+          batch = [];
+        }
       }
+      if (batch.length > 0) yield batch;
     },
     async *stored(fromSeq = 0, toSeq = Number.MAX_SAFE_INTEGER) {
       for await (const stored of readJsonl(path)) {

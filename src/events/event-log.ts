@@ -19,6 +19,16 @@ export interface AppendResult {
   readonly durable: Promise<void>;
 }
 
+/** How to read a log's events. */
+export interface ReadOptions {
+  /**
+   * Pass over every `Snapshot` after the first event read, undecoded: a reader that folds every
+   * event has their state already (a `Snapshot` stands for the events before it). A backend may
+   * read them all the same.
+   */
+  readonly skipSnapshots?: boolean;
+}
+
 /** Which store holds a log. */
 export type LogBackendKind = 'lmdb' | 'jetstream';
 
@@ -77,7 +87,11 @@ export interface EventLogBackend<S = never> {
   /** Appends events stamped elsewhere (an import), keeping their exact text; seqs must continue. */
   appendStored(stored: readonly StoredEvent[]): AppendResult;
   /** Events with `fromSeq <= seq <= toSeq` (both inclusive), validated, in order. */
-  read(fromSeq?: number, toSeq?: number): Iterable<ClusterEvent> | AsyncIterable<ClusterEvent>;
+  read(
+    fromSeq?: number,
+    toSeq?: number,
+    options?: ReadOptions,
+  ): Iterable<ClusterEvent> | AsyncIterable<ClusterEvent>;
   /** The same with their exact stored text. */
   readStored(fromSeq?: number, toSeq?: number): Iterable<StoredEvent> | AsyncIterable<StoredEvent>;
   /** Every event from `fromSeq` on, then each new one as it is committed, until `signal` aborts. */

@@ -12,6 +12,7 @@ import {
   InvalidEventError,
   validateEvent,
   type ClusterEvent,
+  type StoredEvent,
 } from '../../src/events/index.js';
 import { CODEC_EVENT_TYPES } from '../../src/events/codec/field-codecs.js';
 import {
@@ -91,8 +92,10 @@ describe('events: the binary codec', () => {
     const reader = new ByteReader(block.view());
     const decode = new DecodeContext();
     const back: ClusterEvent[] = [];
-    while (!reader.done)
-      back.push(decodeBlockEvent(reader, events[back.length]!.seq, decode).event);
+    while (!reader.done) {
+      const seq = (events[back.length] as ClusterEvent).seq;
+      back.push((decodeBlockEvent(reader, seq, decode) as StoredEvent).event);
+    }
     expect(back).to.deep.equal(events);
     expect(block.length).to.be.below(alone / 1.5);
   });

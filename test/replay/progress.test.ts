@@ -18,6 +18,9 @@ function sourceOf(unit: 'events' | 'bytes', total: number): LogSource {
     stored: () => {
       throw new Error('not read');
     },
+    batches: () => {
+      throw new Error('not read');
+    },
     snapshotAtOrBefore: () => undefined,
     locate: () => Promise.resolve(0),
     close: () => Promise.resolve(),

@@ -286,21 +286,38 @@ export class ArchiveFile {
 
   /**
    * The events with `fromSeq <= seq <= toSeq`, validated, in order; the next block decompresses
-   * (on the thread pool) while one is decoded.
+   * (on the thread pool) while one is decoded. `skipSnapshots`: pass over every `Snapshot` after
+   * the first event read, undecoded (a reader folding every event has their state already).
    */
-  async *readStored(fromSeq = 0, toSeq = Number.MAX_SAFE_INTEGER): AsyncGenerator<StoredEvent> {
+  async *readStored(
+    fromSeq = 0,
+    toSeq = Number.MAX_SAFE_INTEGER,
+    options: { skipSnapshots?: boolean } = {},
+  ): AsyncGenerator<StoredEvent> {
+    for await (const batch of this.readBlocks(fromSeq, toSeq, options)) yield* batch;
+  }
+
+  /** The same, a block's events at a time (one step of the event loop a block, not an event). */
+  async *readBlocks(
+    fromSeq = 0,
+    toSeq = Number.MAX_SAFE_INTEGER,
+    { skipSnapshots = false }: { skipSnapshots?: boolean } = {},
+  ): AsyncGenerator<StoredEvent[]> {
     const { blocks } = this.header;
     const wanted = blocks
       .map((block, index) => ({ block, index }))
       .filter(({ block }) => block.firstSeq + block.events > fromSeq && block.firstSeq <= toSeq);
     let next = wanted[0] ? this.rawBlock(wanted[0].index) : undefined;
+    let skip = false;
     for (const [i, { block }] of wanted.entries()) {
       const raw = await (next as Promise<Buffer>);
       const following = wanted[i + 1];
       next = following ? this.rawBlock(following.index) : undefined;
       // A block read ahead that fails is reported when its turn comes, not as an unhandled one.
       next?.catch(() => undefined);
-      yield* this.decodeBlock(raw, block, fromSeq, toSeq);
+      const batch = this.decodeBlock(raw, block, fromSeq, toSeq, skipSnapshots, skip);
+      if (batch.length > 0) skip = true;
+      yield batch;
     }
   }
 
@@ -312,26 +329,41 @@ export class ArchiveFile {
     return false;
   }
 
-  private *decodeBlock(
+  /**
+   * A block's events in the range; with `skipSnapshots`, every `Snapshot` after the first event
+   * taken is passed over (`taken`: an event was taken before this block).
+   */
+  private decodeBlock(
     raw: Buffer,
     block: ArchiveBlock,
     fromSeq: number,
     toSeq: number,
-  ): Generator<StoredEvent> {
+    skipSnapshots: boolean,
+    taken: boolean,
+  ): StoredEvent[] {
     const reader = new ByteReader(raw);
     const context = new DecodeContext();
     const end = block.firstSeq + block.events - 1;
+    const out: StoredEvent[] = [];
+    let skip = skipSnapshots && taken;
     for (let seq = block.firstSeq; seq <= end; seq += 1) {
-      let stored: StoredEvent;
+      let stored: StoredEvent | undefined;
       try {
-        stored = decodeBlockEvent(reader, seq, context);
+        // Events before the range are decoded all the same: they share the block's strings.
+        const wanted = seq >= fromSeq && seq <= toSeq;
+        stored = decodeBlockEvent(reader, seq, context, !wanted || skip);
+        if (!wanted) continue;
       } catch (error) {
         if (error instanceof InvalidEventError) throw this.damaged(error.message);
         throw error;
       }
-      if (seq >= fromSeq && seq <= toSeq) yield stored;
+      if (stored !== undefined) {
+        out.push(stored);
+        skip = skipSnapshots;
+      }
     }
     if (!reader.done) throw this.damaged(`bytes follow seq ${end} in its block`);
+    return out;
   }
 
   private damaged(problem: string): DamagedArchiveError {
@@ -353,7 +385,7 @@ export async function readArchiveHeader(
   });
   try {
     let text = '';
-    const chunk = Buffer.alloc(64 * 1024);
+    const chunk = Buffer.alloc(16 * 1024);
     for (let position = 0; position < 16 * 1024 * 1024; position += chunk.length) {
       const { bytesRead } = await handle.read(chunk, 0, chunk.length, position);
       text += chunk.toString('latin1', 0, bytesRead);

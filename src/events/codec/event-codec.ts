@@ -37,14 +37,25 @@ export class EncodeContext {
   readonly added: string[] = [];
 }
 
+/**
+ * Instants a decoder formatted last: the last one, and the UTC day of it (epoch ms at its midnight)
+ * with its `YYYY-MM-DDT`. Contexts may share one (the values of one read, each its own context).
+ */
+export class InstantCache {
+  ms = NaN;
+  text = '';
+  dayMs = NaN;
+  dayText = '';
+}
+
 /** What a decoder remembers between the events of one context. */
 export class DecodeContext {
   readonly strings: string[] = [];
+  /** The last instant of this context, which the next is stored as a difference from. */
   lastAtMs = 0;
   lastAtText = '';
-  /** The UTC day of the last instant read (epoch ms at its midnight) and its `YYYY-MM-DDT`. */
-  dayMs = NaN;
-  dayText = '';
+
+  constructor(readonly instants: InstantCache = new InstantCache()) {}
 }
 
 /** The value cannot be encoded exactly (caught below: the event is kept as text). */
@@ -154,14 +165,19 @@ function readInstant(reader: ByteReader, context: DecodeContext): string {
   const delta = zigzag % 2 === 0 ? zigzag / 2 : -(zigzag + 1) / 2;
   const ms = context.lastAtMs + delta;
   context.lastAtMs = ms;
-  context.lastAtText = instantText(ms, context);
+  const { instants } = context;
+  if (instants.ms !== ms) {
+    instants.ms = ms;
+    instants.text = instantText(ms, instants);
+  }
+  context.lastAtText = instants.text;
   return context.lastAtText;
 }
 
 const DAY_MS = 86_400_000;
 
 /** `isoInstant(ms)`, formatting only the time of day when the day is the context's last one. */
-function instantText(ms: number, context: DecodeContext): string {
+function instantText(ms: number, context: InstantCache): string {
   const day = ms - (((ms % DAY_MS) + DAY_MS) % DAY_MS);
   if (day !== context.dayMs) {
     context.dayMs = day;

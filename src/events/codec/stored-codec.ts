@@ -14,6 +14,7 @@ import { ByteReader, ByteWriter, TruncatedBytesError } from './byte-buffers.js';
 import {
   CodecError,
   DecodeContext,
+  InstantCache,
   decodeEventBinary,
   decodeEventOfCode,
   EncodeContext,
@@ -54,6 +55,21 @@ function binaryMayStand(event: ClusterEvent, text: string | undefined, mode: Enc
   return mode === 'append' || text === undefined || encodeEvent(event) === text;
 }
 
+/** What a `Snapshot`'s JSON text has near its start (the envelope comes first). */
+const SNAPSHOT_MARK = Buffer.from('"type":"Snapshot"');
+/** How far into a text the envelope and its type are. */
+const ENVELOPE_BYTES = 160;
+
+/** Whether the JSON text in `bytes[start, end)` is a `Snapshot`, from its first bytes alone. */
+function isSnapshotText(bytes: Buffer, start: number, end: number): boolean {
+  return bytes.subarray(start, Math.min(end, start + ENVELOPE_BYTES)).includes(SNAPSHOT_MARK);
+}
+
+/** Whether an LMDB value is a `Snapshot` (always kept as JSON text), without decoding it. */
+export function isSnapshotValue(value: Buffer): boolean {
+  return value[0] === JSON_TEXT_START && isSnapshotText(value, 0, value.length);
+}
+
 /** One event as an LMDB value: binary when `mode` allows and the codec takes it, else JSON text. */
 export function encodeLogValue(
   event: ClusterEvent,
@@ -71,8 +87,11 @@ export function encodeLogValue(
   return Buffer.from(text ?? encodeEvent(event), 'utf8');
 }
 
-/** The event an LMDB value holds, validated; `seq` is its key. */
-export function decodeLogValue(value: Buffer, seq: number): StoredEvent {
+/**
+ * The event an LMDB value holds, validated; `seq` is its key. `instants`: the formatting of
+ * instants shared by the values of one read.
+ */
+export function decodeLogValue(value: Buffer, seq: number, instants?: InstantCache): StoredEvent {
   const first = value[0];
   if (first === JSON_TEXT_START) {
     const text = value.toString('utf8');
@@ -87,7 +106,7 @@ export function decodeLogValue(value: Buffer, seq: number): StoredEvent {
   }
   return binaryEvent(seq, () => {
     const reader = new ByteReader(value, 1);
-    const raw = decodeEventBinary(reader, seq, new DecodeContext());
+    const raw = decodeEventBinary(reader, seq, new DecodeContext(instants));
     if (!reader.done) throw new CodecError('bytes follow the event');
     return raw;
   });
@@ -100,7 +119,9 @@ export function encodeBlockEvent(
   context: EncodeContext,
   mode: EncodeMode,
 ): void {
-  const { event, text } = stored;
+  const { event } = stored;
+  // An event read from the codec is its canonical text by construction: no text to compare.
+  const text = stored instanceof BinaryStoredEvent ? undefined : stored.text;
   if (binaryMayStand(event, text, mode)) {
     if (encodeEventBinary(event, out, context, mode === 'exact')) return;
   }
@@ -108,17 +129,25 @@ export function encodeBlockEvent(
   out.string(text ?? encodeEvent(event));
 }
 
-/** Reads the next event of an archive block, validated, as `seq`. */
+/**
+ * Reads the next event of an archive block, validated, as `seq`; with `skipSnapshot`, a
+ * `Snapshot` is passed over undecoded (undefined): a reader that folds every event before it has
+ * its state already.
+ */
 export function decodeBlockEvent(
   reader: ByteReader,
   seq: number,
   context: DecodeContext,
-): StoredEvent {
+  skipSnapshot = false,
+): StoredEvent | undefined {
   let code: number;
   try {
     code = reader.varint();
     if (code === TEXT_EVENT_CODE) {
-      const text = reader.string();
+      const bytes = reader.varint();
+      const raw = reader.raw(bytes);
+      if (skipSnapshot && isSnapshotText(raw, 0, raw.length)) return undefined;
+      const text = raw.toString('utf8');
       return { event: decodeEvent(text, { seq }), text };
     }
   } catch (error) {
@@ -149,4 +178,4 @@ function unreadable(seq: number, error: unknown): unknown {
   return error;
 }
 
-export { ByteReader, ByteWriter, DecodeContext, EncodeContext };
+export { ByteReader, ByteWriter, DecodeContext, EncodeContext, InstantCache };

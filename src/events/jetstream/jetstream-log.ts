@@ -338,7 +338,7 @@ export class JetStreamEventLog<S = never> extends FoldingLog<S> implements Event
     );
   }
 
-  /** Events with `fromSeq <= seq <= toSeq`, validated, in order. */
+  /** Events with `fromSeq <= seq <= toSeq`, validated, in order (every snapshot read). */
   async *read(fromSeq = 0, toSeq = Number.MAX_SAFE_INTEGER): AsyncGenerator<ClusterEvent> {
     for await (const stored of this.readStored(fromSeq, toSeq)) yield stored.event;
   }

@@ -17,10 +17,16 @@ import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { open, type Database, type RootDatabase, type RootDatabaseOptionsWithPath } from 'lmdb';
 import { ByteWriter } from '../codec/byte-buffers.js';
-import { decodeLogValue, encodeLogValue, type EncodeMode } from '../codec/stored-codec.js';
+import {
+  decodeLogValue,
+  encodeLogValue,
+  InstantCache,
+  isSnapshotValue,
+  type EncodeMode,
+} from '../codec/stored-codec.js';
 import { SeqOrder } from '../decode.js';
 import { EventLogError, InvalidEventError } from '../errors.js';
-import type { AppendResult, EventLogBackend, LogOrigin } from '../event-log.js';
+import type { AppendResult, EventLogBackend, LogOrigin, ReadOptions } from '../event-log.js';
 import { FoldingLog, type FoldingLogOptions } from '../log/folding-log.js';
 import { EVENT_SCHEMA_VERSION } from '../schema.js';
 import type { ClusterEvent, NewEvent, StoredEvent } from '../types.js';
@@ -275,15 +281,33 @@ export class EventLog<S = never> extends FoldingLog<S> implements EventLogBacken
   }
 
   /** Reads events with `fromSeq <= seq <= toSeq`, validated, in order. */
-  *read(fromSeq = 0, toSeq = Number.MAX_SAFE_INTEGER): Generator<ClusterEvent> {
-    for (const stored of this.readStored(fromSeq, toSeq)) yield stored.event;
+  *read(
+    fromSeq = 0,
+    toSeq = Number.MAX_SAFE_INTEGER,
+    options: ReadOptions = {},
+  ): Generator<ClusterEvent> {
+    for (const stored of this.readStored(fromSeq, toSeq, options)) yield stored.event;
   }
 
-  /** Reads events with their exact stored text, validated, in order. */
-  *readStored(fromSeq = 0, toSeq = Number.MAX_SAFE_INTEGER): Generator<StoredEvent> {
+  /**
+   * Reads events with their exact stored text, validated, in order (`skipSnapshots`: every
+   * `Snapshot` after the first event read is passed over undecoded).
+   */
+  *readStored(
+    fromSeq = 0,
+    toSeq = Number.MAX_SAFE_INTEGER,
+    { skipSnapshots = false }: ReadOptions = {},
+  ): Generator<StoredEvent> {
     const order = new SeqOrder();
+    const instants = new InstantCache();
+    let first = true;
     for (const { key, value } of this.events.getRange({ start: fromSeq, end: toSeq + 1 })) {
-      const stored = decodeLogValue(value, key);
+      if (skipSnapshots && !first && isSnapshotValue(value)) {
+        order.skip(key);
+        continue;
+      }
+      first = false;
+      const stored = decodeLogValue(value, key, instants);
       if (stored.event.seq !== key) {
         throw new InvalidEventError(
           { seq: key },
