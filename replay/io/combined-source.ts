@@ -15,6 +15,7 @@ import {
   parseArchiveFileName,
   readArchiveHeader,
   sameOrigin,
+  type ArchiveHeader,
   type ClusterEvent,
   type LogOrigin,
   type StoredEvent,
@@ -41,15 +42,15 @@ export async function archiveParts(path: string, options: OpenOptions): Promise<
     : [{ path, file: path, ...rangeOf(path) }];
   const parts: SourcePart[] = [];
   for (const entry of files) {
-    let origin: LogOrigin;
+    let header: ArchiveHeader;
     try {
-      origin = (await readArchiveHeader(entry.path, entry.file)).origin;
+      header = await readArchiveHeader(entry.path, entry.file);
     } catch (error) {
       if (!(error instanceof DamagedArchiveError) || !options.skipDamaged) throw error;
       warn(options, `skipping ${error.message}`);
       continue;
     }
-    parts.push(archivePart(entry.path, entry.file, entry, origin, options));
+    parts.push(archivePart(entry.path, entry.file, entry, header, options));
   }
   return parts;
 }
@@ -70,9 +71,10 @@ function archivePart(
   path: string,
   name: string,
   range: { fromSeq: number; toSeq: number },
-  origin: LogOrigin,
+  header: ArchiveHeader,
   options: OpenOptions,
 ): SourcePart {
+  const { origin } = header;
   const stored = async function* (
     fromSeq = 0,
     toSeq = Number.MAX_SAFE_INTEGER,
@@ -112,7 +114,10 @@ function archivePart(
       }
     },
     stored: (fromSeq, toSeq) => stored(fromSeq, toSeq),
-    snapshotAtOrBefore: (seq) => (seq >= range.fromSeq ? range.fromSeq : undefined),
+    snapshotAtOrBefore: (seq) => {
+      if (seq < range.fromSeq) return undefined;
+      return [range.fromSeq, ...header.snapshots].filter((at) => at <= seq).at(-1);
+    },
     async locate(requestId) {
       try {
         return (await (await ArchiveFile.open(path, name)).holds(Buffer.from(requestId)))

@@ -25,6 +25,8 @@ import {
   EncodeContext,
   encodeBlockEvent,
   encodeLogValue,
+  isSnapshotValue,
+  SNAPSHOT_VALUE_V1,
   TEXT_EVENT_CODE,
 } from '../../src/events/codec/stored-codec.js';
 import { readEvents, ROOT } from '../support/replay.js';
@@ -75,9 +77,37 @@ describe('events: the binary codec', () => {
       expect(JSON.parse(back.text)).to.deep.equal(JSON.parse(text));
       expect(value.length).to.be.at.most(Buffer.byteLength(text));
     }
-    // Snapshots stay text; everything else the codec takes.
+    // Snapshots are compressed text; everything else the codec takes.
     const snapshots = events.filter((event) => event.type === 'Snapshot').length;
     expect(binary).to.equal(events.length - snapshots);
+  });
+
+  it('keeps a Snapshot as its JSON text compressed, a fraction of its size, and gives the text back', () => {
+    const state = {
+      workers: Object.fromEntries(
+        Array.from({ length: 200 }, (_, i) => [`w${i}`, { memoryUsed: i, status: 'ready' }]),
+      ),
+    };
+    const snapshot = validateEvent({
+      seq: 40,
+      at: '2026-11-30T10:00:00.000Z',
+      cause: null,
+      type: 'Snapshot',
+      schemaVersion: 1,
+      state,
+    });
+    const text = encodeEvent(snapshot);
+    const value = encodeLogValue(snapshot, text, 'exact', scratch);
+    expect(value[0]).to.equal(SNAPSHOT_VALUE_V1);
+    expect(value.length).to.be.below(Buffer.byteLength(text) / 5);
+    expect(isSnapshotValue(value)).to.equal(true);
+    const back = decodeLogValue(value, 40);
+    expect(back.text).to.equal(text);
+    expect(back.event).to.deep.equal(snapshot);
+    expect(() => decodeLogValue(Buffer.concat([value.subarray(0, 20)]), 40)).to.throw(
+      InvalidEventError,
+      /^seq 40: not a readable snapshot/,
+    );
   });
 
   it('given a block of events sharing strings and instants, decodes them in order and smaller than alone', () => {

@@ -65,6 +65,7 @@ export class ArchiveWriter {
   private last: StoredEvent | undefined;
   private raw = 0;
   private readonly rules = new Set<number>();
+  private readonly snapshots: number[] = [];
 
   constructor(private readonly origin: LogOrigin) {}
 
@@ -99,6 +100,7 @@ export class ArchiveWriter {
       throw new EventLogError(`archive: seq ${event.seq} does not follow ${this.last.event.seq}`);
     }
     if (event.type === 'Snapshot') {
+      this.snapshots.push(event.seq);
       const version = (event.state as { rulesVersion?: unknown }).rulesVersion;
       if (typeof version === 'number') this.rules.add(version);
     }
@@ -141,6 +143,7 @@ export class ArchiveWriter {
       lastAt: last.at,
       schemaVersion: EVENT_SCHEMA_VERSION,
       rulesVersions: [...this.rules].sort((a, b) => a - b),
+      snapshots: [...this.snapshots],
       codec: ARCHIVE_CODEC,
       compression: ARCHIVE_COMPRESSION,
       blocks: this.blocks.map((block, i): ArchiveBlock => ({

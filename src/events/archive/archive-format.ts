@@ -2,7 +2,7 @@
  * The archive file format: what one file of a log's archive holds and how it is named. A file is
  * self-describing: a first line `READIE-ARCHIVE 1`, a second line of JSON (its header: which log,
  * the seq range and instants it holds, the schema and placement rules versions in it, how its
- * body is encoded, each block's size and the body's SHA-256), then the body: blocks of events in
+ * body is encoded, its snapshots' seqs, each block's size and the body's SHA-256), then the body: blocks of events in
  * the binary codec (`codec/stored-codec.ts`), each compressed with brotli on its own. Its name
  * repeats its seq range (`events-<from>-<to>.archive`, 16 digits each, so names sort by seq),
  * which a damaged file can still be reported by.
@@ -42,6 +42,8 @@ export interface ArchiveHeader {
   readonly schemaVersion: number;
   /** The placement rules versions in force over the events (from the snapshot and starts in it). */
   readonly rulesVersions: readonly number[];
+  /** The seqs of the `Snapshot` events it holds: where a replay of a part of it may start. */
+  readonly snapshots: readonly number[];
   readonly codec: typeof ARCHIVE_CODEC;
   readonly compression: typeof ARCHIVE_COMPRESSION;
   readonly blocks: readonly ArchiveBlock[];
@@ -137,5 +139,12 @@ export function parseArchiveHeader(
     throw damaged(`its blocks hold seq ${range.fromSeq} to ${seq - 1}`);
   }
   if (bytes !== header.bodyBytes) throw damaged('its blocks do not add up to its body');
-  return header as ArchiveHeader;
+  const snapshots = header.snapshots ?? [];
+  if (
+    !Array.isArray(snapshots) ||
+    snapshots.some((seq) => !Number.isInteger(seq) || seq < range.fromSeq || seq > range.toSeq)
+  ) {
+    throw damaged('its snapshots are not seqs it holds');
+  }
+  return { ...header, snapshots } as ArchiveHeader;
 }

