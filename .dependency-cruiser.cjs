@@ -78,6 +78,16 @@ module.exports = {
       to: { path: '^src/(router|worker|client|cli|cluster)/|^replay/|^bin/' },
     },
     {
+      name: 'placement-is-whole',
+      comment:
+        'Placement (both kinds of call: the seed rules and pinned versions) imports nothing of the ' +
+        'core outside src/core/placement: a walk of one placement stays there. The pin table ' +
+        '(src/core/pins) builds on placement, never the reverse.',
+      severity: 'error',
+      from: { path: '^src/core/placement/' },
+      to: { path: '^src/core/(?!placement/)' },
+    },
+    {
       name: 'core-sees-proto-types-only',
       comment:
         'The core may use the wire messages as types (and call.proto and the google.rpc error ' +

@@ -6,7 +6,12 @@
  * (a session's) or removed. Every append is one decision with its cause, so `replay verify`
  * reproduces every call. The clock is the caller's: it may stretch the cluster's time.
  */
-import { causeText, type EventLogBackend, type NewEvent } from '../src/events/index.js';
+import {
+  causeText,
+  EVENT_SCHEMA_VERSION,
+  type EventLogBackend,
+  type NewEvent,
+} from '../src/events/index.js';
 import { decide } from '../src/core/decisions.js';
 import type { PlacementCaches } from '../src/core/placement/index.js';
 import { PLACEMENT_RULES_VERSION } from '../src/core/placement/index.js';
@@ -75,6 +80,7 @@ export class SimulatedCluster {
           rulesVersion: PLACEMENT_RULES_VERSION,
           routerId: null,
           takeoverFrom: null,
+          schemaVersion: EVENT_SCHEMA_VERSION,
         },
         { type: 'CatalogueLoaded', revision: 'bench', catalogue: CATALOGUE },
       ],

@@ -13,7 +13,7 @@
  *
  * A worker runs `maxConcurrent` calls at once; a call no worker can take is shed and retried.
  */
-import { rendezvousSubset } from '../src/core/routing/index.js';
+import { rendezvousSubset } from '../src/core/placement/index.js';
 
 /** The policies compared. */
 export type Policy = 'subsets' | 'everywhere' | 'least-loaded';

@@ -10,7 +10,7 @@
  * - the share of keys moved when one of 60 workers leaves, beside modulo hashing.
  */
 import { place, PlacementCaches, type CallToPlace } from '../src/core/placement/index.js';
-import { rendezvousSubset } from '../src/core/routing/index.js';
+import { rendezvousSubset } from '../src/core/placement/index.js';
 import type { Catalogue, NewEvent } from '../src/events/index.js';
 import { EventLog } from '../src/events/index.js';
 import { clusterProjectionTelling, type ClusterState } from '../src/projections/index.js';
@@ -90,6 +90,7 @@ function cluster(): NewEvent[] {
       rulesVersion: 1,
       routerId: null,
       takeoverFrom: null,
+      schemaVersion: null,
     },
     { type: 'CatalogueLoaded', revision: 'bench', catalogue: catalogue() },
   ];

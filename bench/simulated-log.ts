@@ -45,6 +45,7 @@ export function* simulatedLog(options: {
       rulesVersion: PLACEMENT_RULES_VERSION,
       routerId: null,
       takeoverFrom: null,
+      schemaVersion: null,
     },
     'start',
   );

@@ -59,7 +59,7 @@ export async function exportCommand(
         seq: from - 1,
         at: before?.at ?? '',
         type: 'Snapshot',
-        schemaVersion: 1,
+        schemaVersion: state.schemaVersion,
         state: snapshotOf(state),
       });
       lines.push({ event: snapshot, text: encodeEvent(snapshot) });

@@ -8,10 +8,11 @@ import {
   containerRemovedEvents,
   evictionEvents,
   forgetContainerEvents,
+  seqAfter,
 } from '../../src/core/consequences/index.js';
 import type { Decision } from '../../src/core/decision.js';
 import { decide } from '../../src/core/decisions.js';
-import type { PinChangeDecision } from '../../src/core/routing/index.js';
+import type { PinChangeDecision } from '../../src/core/pins/index.js';
 import { causeText, type Cause } from '../../src/events/cause.js';
 import { validateEvent } from '../../src/events/decode.js';
 import type { ClusterEvent, Demand, NewEvent } from '../../src/events/types.js';
@@ -153,7 +154,8 @@ function causeOfPlain(event: NewEvent): Cause | null {
 
 /**
  * A plain step with the consequences the router appends with it, by the core's own functions
- * (an eviction expires its sessions; a removed or forgotten container its session's).
+ * (an eviction expires its sessions; a removed or forgotten container its session's). Empty when
+ * the router would append nothing for it.
  */
 function withConsequences(state: ClusterState, event: NewEvent): readonly NewEvent[] {
   switch (event.type) {
@@ -166,13 +168,26 @@ function withConsequences(state: ClusterState, event: NewEvent): readonly NewEve
       if (event.containers === null) return [event];
       return decide('utilizationReport', state, { ...event, instanceId: null }).events;
     case 'WorkerEvicted':
-      return evictionEvents(state, event.workerId, event.reason);
+      return evictionEvents(state, event.workerId, event.reason, seqAfter(state));
     case 'ContainerStateChanged':
       return event.state === 'removed'
-        ? containerRemovedEvents(state, event.workerId, event.containerId, event.checkpointId)
+        ? containerRemovedEvents(
+            state,
+            event.workerId,
+            event.containerId,
+            event.checkpointId,
+            event.reportSeq,
+            seqAfter(state),
+          )
         : [event];
     case 'ContainerForgotten':
-      return forgetContainerEvents(state, event.workerId, event.containerId, event.reason);
+      return forgetContainerEvents(
+        state,
+        event.workerId,
+        event.containerId,
+        event.reason,
+        seqAfter(state),
+      );
     default:
       return [event];
   }
@@ -212,19 +227,9 @@ export function recordScenario(
         append(events, causeOfPlain(step));
         continue;
       }
-      // A step the router's functions would not append (it names a container the router holds no
-      // record of) is written as given, with the session expiries its fold implies.
+      // A step the router's functions would not append (about a worker or a container the router
+      // no longer knows) is written as given: it has no consequence.
       append([step], causeOfPlain(step));
-      const cause = log.at(-1) as ClusterEvent;
-      const expired = [...state.sessions.values()].filter((s) => s.expired?.seq === cause.seq);
-      append(
-        expired.map((session) => ({
-          type: 'SessionExpired',
-          sessionId: session.sessionId,
-          reason: session.expired?.reason ?? 'container_forgotten',
-        })),
-        causeOfPlain(step),
-      );
       continue;
     }
     switch (step.step) {

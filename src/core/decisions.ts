@@ -23,9 +23,9 @@ import {
   decideRollback,
   decideSetK,
   decideStage,
-} from './routing/pin-changes.js';
-import { decideProtection } from './routing/protection.js';
-import { decideResidencyReport } from './routing/residency-report.js';
+} from './pins/pin-changes.js';
+import { decideProtection } from './pins/protection.js';
+import { decideResidencyReport } from './pins/residency-report.js';
 import { decideArchiveRecord } from './retention/archive-record.js';
 import { decideSessionEnd } from './sessions/session-end.js';
 import { decideStart } from './startup/startup-events.js';

@@ -5,6 +5,9 @@
  */
 import type { GrpcCodeName } from '../shared/grpc-codes.js';
 import { StatusError } from '../shared/status-error.js';
+import { requestInUseMessage } from './placement/request-owner.js';
+
+export { requestInUseMessage };
 
 /** The client's stream broke the wire contract: no config first, a second config, a big chunk. */
 export class InvalidStreamError extends StatusError {
@@ -29,14 +32,6 @@ export class SessionBusyError extends StatusError {
 export class CallAbandonedError extends StatusError {
   override readonly name = 'CallAbandonedError';
   readonly code = 'CANCELLED';
-}
-
-/**
- * The refusal of a request ID already in use: in flight on this router, or another tenant's call
- * the router remembers. The same words for both, so a caller never learns whose ID it reused.
- */
-export function requestInUseMessage(requestId: string): string {
-  return `request ${requestId} is already in use: every call needs its own request ID`;
 }
 
 /** A request ID that is already in flight on this router. */

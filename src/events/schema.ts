@@ -16,8 +16,12 @@ import {
 import { GRPC_CODE_NAMES } from '../shared/grpc-codes.js';
 import { CatalogueSchema } from './catalogue.js';
 
-/** The version of the event vocabulary this code reads and writes. */
-export const EVENT_SCHEMA_VERSION = 1;
+/**
+ * The version of the event vocabulary this code writes (and reads, with every older one: see
+ * `upcast.ts`). v2: every consequence of a cause is an event of the log, and a fold applies
+ * events only; in v1 a fold also applied some consequences itself.
+ */
+export const EVENT_SCHEMA_VERSION = 2;
 
 /** An ISO-8601 UTC timestamp with milliseconds, as `Date.prototype.toISOString` writes it. */
 export const ISO_INSTANT_PATTERN = '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$';
@@ -156,6 +160,7 @@ export const EVENT_FIELDS = {
     rulesVersion: opt(T.Integer({ minimum: 1 })),
     routerId: opt(Text),
     takeoverFrom: opt(Text),
+    schemaVersion: opt(T.Integer({ minimum: 1 })),
   },
   CatalogueLoaded: { revision: Text, catalogue: CatalogueSchema },
   WorkerRegistered: {
@@ -234,7 +239,11 @@ export const EVENT_FIELDS = {
     checkpointId: opt(Text),
   },
   SessionUnpinned: { sessionId: Id, reason: literals(SESSION_UNPIN_REASONS) },
-  SessionExpired: { sessionId: Id, reason: literals(SESSION_EXPIRY_REASONS) },
+  SessionExpired: {
+    sessionId: Id,
+    reason: literals(SESSION_EXPIRY_REASONS),
+    causeSeq: opt(T.Integer({ minimum: 0 })),
+  },
   SessionEnded: {
     sessionId: Id,
     tenantId: opt(Id),
@@ -286,7 +295,7 @@ export type EventType = keyof typeof EVENT_FIELDS;
 export const FIELDS_ADDED_TO_V1: {
   readonly [K in EventType]?: readonly (keyof (typeof EVENT_FIELDS)[K])[];
 } = {
-  RouterStarted: ['rulesVersion', 'routerId', 'takeoverFrom'],
+  RouterStarted: ['rulesVersion', 'routerId', 'takeoverFrom', 'schemaVersion'],
   WorkerRegistered: ['instanceId', 'containers', 'reportSeq'],
   WorkerUtilization: ['containers', 'reportSeq'],
   WorkerProbeFailed: ['error'],
@@ -297,6 +306,7 @@ export const FIELDS_ADDED_TO_V1: {
   CallBound: ['checkpointId'],
   CallFinished: ['code'],
   SessionPinned: ['requestId', 'checkpointId'],
+  SessionExpired: ['causeSeq'],
   Snapshot: ['schemaVersion'],
 };
 

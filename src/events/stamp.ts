@@ -54,14 +54,16 @@ export function snapshotDue(
   return lastSeq - since >= Math.max(every, spacing * SNAPSHOT_EVENTS_PER_ENTRY);
 }
 
-/** The `Snapshot` event at `seq` holding a projection's detached state. */
+/**
+ * The `Snapshot` event at `seq` holding a projection's detached state, with the schema version
+ * the state says it holds (the one this code writes, if it says none).
+ */
 export function snapshotEvent(
   seq: number,
   at: string,
   state: Record<string, unknown>,
 ): ClusterEvent {
-  return validateEvent(
-    { seq, at, cause: null, type: 'Snapshot', schemaVersion: EVENT_SCHEMA_VERSION, state },
-    { seq },
-  );
+  const schemaVersion =
+    typeof state.schemaVersion === 'number' ? state.schemaVersion : EVENT_SCHEMA_VERSION;
+  return validateEvent({ seq, at, cause: null, type: 'Snapshot', schemaVersion, state }, { seq });
 }

@@ -1,11 +1,10 @@
 /** The cluster state the log folds into: what placement, the reaper and replay read. */
 import type { Catalogue } from '../events/catalogue.js';
-import {
-  EVENT_SCHEMA_VERSION,
-  type ContainerState,
-  type EvictionReason,
-  type Flavor,
-  type SessionExpiryReason,
+import type {
+  ContainerState,
+  EvictionReason,
+  Flavor,
+  SessionExpiryReason,
 } from '../events/schema.js';
 import { DEFAULT_CONFIG, type Config } from '../shared/config.js';
 import { initialRouting, type RoutingState } from './routing-state.js';
@@ -172,6 +171,11 @@ export interface CatalogueInForce {
  * Snapshots carry the same state as plain JSON (see `snapshot.ts`).
  */
 export interface ClusterState {
+  /**
+   * The event schema of the events being folded: what the last `RouterStarted` recorded (1 for a
+   * log that never says). Below 2 a fold reads each event with the consequences a v1 fold applied
+   * with it (`src/events/upcast.ts`).
+   */
   readonly schemaVersion: number;
   /** The seq of the last event folded (0 before any). */
   readonly lastSeq: number;
@@ -203,7 +207,7 @@ export interface ClusterState {
 /** The state before any event. */
 export function initialState(): ClusterState {
   return {
-    schemaVersion: EVENT_SCHEMA_VERSION,
+    schemaVersion: 1,
     lastSeq: 0,
     config: { ...DEFAULT_CONFIG },
     routerVersion: null,

@@ -3,10 +3,10 @@
  * recipe over a draft; `evolve` runs it under immer's `produce` (a new immutable state per event),
  * and long folds run it over a private working copy changed in place (see `fold.ts`).
  *
- * Consequences are folded with their causes (an eviction expires the sessions pinned to the
- * worker; a removed container expires its session; a failed call that created its session's pin
- * clears it), so a log that also holds the consequence events folds to the same state: those
- * events find the work already done and change nothing.
+ * The fold applies events only: a consequence (a session expired by its worker's eviction or its
+ * container's removal, a pin cleared by the failed call that created it) is an event of its own,
+ * decided by the core (`src/core/consequences`). An event of a v1 log (`upcast.ts`) is read as
+ * itself and the consequences a v1 fold applied with it.
  *
  * Whoever keeps something derived from the workers (placement's candidate index) passes a
  * `WorkerChangeSink`: every worker the event changes, in any field, is reported to it, because the
@@ -16,8 +16,9 @@
  */
 import { enableMapSet, produce, type Draft } from 'immer';
 import type { SessionExpiryReason } from '../events/schema.js';
-import type { EventOf } from '../events/types.js';
+import type { EventOf, NewEvent } from '../events/types.js';
 import { assertNever, type ClusterEvent } from '../events/types.js';
+import { CONSEQUENCES_LOGGED, schemaVersionOf, v1Consequences } from '../events/upcast.js';
 import { memoryBudget } from '../shared/call-budget.js';
 import { configInForce } from '../shared/config.js';
 import type {
@@ -32,6 +33,7 @@ import { isStaleContainerReport, reconcile, type ContainerEntry } from './reconc
 import { forgetDue, scheduleForgetting } from './forget.js';
 import { applyRoutingEvent } from './routing-fold.js';
 import { restoreSnapshot } from './snapshot.js';
+import { V1_READING } from './v1-reading.js';
 import { IGNORE_CHANGES, type WorkerChangeSink } from './worker-changes.js';
 
 enableMapSet();
@@ -57,18 +59,42 @@ export function applyEvent(
   event: ClusterEvent,
   changes: WorkerChangeSink = IGNORE_CHANGES,
 ): State {
-  if (event.type !== 'Snapshot') {
-    forgetDue(state, event.at);
-    applyRoutingEvent(state, event);
+  if (event.type === 'Snapshot') return restoreSnapshot(event) as unknown as State;
+  forgetDue(state, event.at);
+  applyRoutingEvent(state, event);
+  if (state.schemaVersion >= CONSEQUENCES_LOGGED) {
+    applyToCluster(state, event, changes);
+  } else {
+    // A v1 event: itself, then the consequences a v1 fold applied with it, decided on the state
+    // the event met and stamped with its envelope. A v1 fold applied those to the cluster
+    // state alone (the routing part heard of an expiry only from a logged `SessionExpired`).
+    const implied = v1Consequences<ClusterState>(event, state, V1_READING);
+    applyToCluster(state, event, changes);
+    for (const consequence of implied) {
+      applyToCluster(state, stampedLike(consequence, event), changes);
+    }
   }
+  state.lastSeq = event.seq;
+  return state;
+}
+
+/** A consequence `upcast.ts` read into a v1 event, with that event's envelope. */
+function stampedLike(consequence: NewEvent, cause: ClusterEvent): ClusterEvent {
+  return { seq: cause.seq, at: cause.at, cause: cause.cause, ...consequence };
+}
+
+/** What `event` changes outside the routing part (`routing-fold.ts`). */
+function applyToCluster(state: State, event: ClusterEvent, changes: WorkerChangeSink): void {
   switch (event.type) {
     case 'Snapshot':
-      return restoreSnapshot(event) as unknown as State;
+      // Replaces the whole state: `applyEvent` restores it.
+      break;
     case 'RouterStarted':
       state.config = configInForce(event.config);
       state.routerVersion = event.version;
       state.rulesVersion = event.rulesVersion;
       state.routerStartedAt = event.at;
+      state.schemaVersion = schemaVersionOf(event);
       break;
     case 'CatalogueLoaded':
       state.catalogue = { revision: event.revision, catalogue: event.catalogue };
@@ -106,7 +132,7 @@ export function applyEvent(
     case 'ContainerForgotten': {
       const worker = liveWorker(state, event.workerId, changes);
       if (worker) {
-        dropContainer(state, worker, event.containerId, event, 'container_forgotten', changes);
+        dropContainer(worker, event.containerId);
       }
       break;
     }
@@ -153,11 +179,19 @@ export function applyEvent(
       break;
     }
     case 'SessionExpired':
-      expireSession(state, event.sessionId, event.reason, event, changes);
+      // It ended with the event that caused it (its eviction, its container's removal).
+      expireSession(
+        state,
+        event.sessionId,
+        event.reason,
+        event.at,
+        event.causeSeq ?? event.seq,
+        changes,
+      );
       break;
     case 'SessionEnded':
       // Its container is the worker's to destroy; the record stays until it reports it removed.
-      expireSession(state, event.sessionId, 'ended', event, changes);
+      expireSession(state, event.sessionId, 'ended', event.at, event.seq, changes);
       break;
     // Where the log keeps its old segments is no part of the cluster's state.
     case 'LogSegmentArchived':
@@ -166,8 +200,6 @@ export function applyEvent(
     default:
       assertNever(event, 'event type');
   }
-  state.lastSeq = event.seq;
-  return state;
 }
 
 /** The worker's record, ready to be changed (reported to `changes`), if it exists. */
@@ -202,8 +234,8 @@ function registerWorker(
     event.instanceId !== null &&
     known.instanceId !== null &&
     known.instanceId !== event.instanceId;
-  // A new process of the worker: the old one's containers and sessions end as in an eviction.
-  if (known && restarted && isLive(known)) endContainers(state, known, event, changes);
+  // A new process of the worker: the old one's containers end as in an eviction.
+  if (known && restarted && isLive(known)) endContainers(known, changes);
   // Only a probe proves the router reaches the worker; a registration resets the count only for
   // another process or another address.
   const moved = !known || restarted || known.address !== event.address;
@@ -248,7 +280,7 @@ function registerWorker(
     worker = state.workers.get(event.workerId) as Worker;
   }
   if (event.containers !== null) {
-    applyFullReport(state, worker, event.containers, event.reportSeq, event, changes);
+    applyFullReport(worker, event.containers, event.reportSeq, event);
   }
   recount(worker);
 }
@@ -274,26 +306,25 @@ function reportUtilization(
     worker.reportedSlots = event.containerCount;
     return;
   }
-  applyFullReport(state, worker, event.containers, event.reportSeq, event, changes);
+  applyFullReport(worker, event.containers, event.reportSeq, event);
   recount(worker);
 }
 
 /**
- * A full report: records it no longer lists are dropped (their sessions expire), those it lists
- * added or updated, unless the router heard of them after it was taken (`reconcile.ts`).
+ * A full report: records it no longer lists are dropped (their sessions expire by the
+ * `SessionExpired` after it), those it lists added or updated, unless the router heard of them
+ * after it was taken (`reconcile.ts`).
  */
 function applyFullReport(
-  state: State,
   worker: Worker,
   entries: readonly ContainerEntry[],
   reportSeq: number | null,
   cause: ClusterEvent,
-  changes: WorkerChangeSink,
 ): void {
   const { stale, dropped, kept } = reconcile(worker, entries, reportSeq);
   if (stale) return;
   for (const containerId of dropped) {
-    dropContainer(state, worker, containerId, cause, 'container_removed', changes);
+    dropContainer(worker, containerId);
   }
   for (const entry of kept) {
     setContainer(worker, entry.containerId, entry.state, entry.checkpointId, reportSeq, cause.at);
@@ -349,22 +380,17 @@ function evictWorker(
 ): void {
   const worker = liveWorker(state, event.workerId, changes);
   if (!worker) return;
-  endContainers(state, worker, event, changes);
+  endContainers(worker, changes);
   worker.status = 'evicted';
   worker.evictedReason = event.reason;
 }
 
-/** The worker's containers are gone: every session pinned there expires, every record goes. */
-function endContainers(
-  state: State,
-  worker: Worker,
-  cause: ClusterEvent,
-  changes: WorkerChangeSink,
-): void {
+/**
+ * The worker's containers are gone, every record with them (the sessions pinned there expire by
+ * their own `SessionExpired`, which follows).
+ */
+function endContainers(worker: Worker, changes: WorkerChangeSink): void {
   changes.workerChanged(worker.workerId);
-  for (const sessionId of [...worker.pinnedSessions.values()]) {
-    expireSession(state, sessionId, 'worker_evicted', cause, changes);
-  }
   worker.containers.clear();
   worker.pinnedSessions.clear();
   worker.reportedSlots = null;
@@ -381,7 +407,7 @@ function changeContainer(
   worker.lastHeardAt = event.at;
   if (isStaleContainerReport(worker, event.containerId, event.reportSeq)) return;
   if (event.state === 'removed') {
-    dropContainer(state, worker, event.containerId, event, 'container_removed', changes);
+    dropContainer(worker, event.containerId);
     return;
   }
   setContainer(
@@ -395,21 +421,16 @@ function changeContainer(
   recount(worker);
 }
 
-function dropContainer(
-  state: State,
-  worker: Worker,
-  containerId: string,
-  cause: ClusterEvent,
-  reason: SessionExpiryReason,
-  changes: WorkerChangeSink,
-): void {
+/**
+ * A container is gone (removed, dropped by a full report, forgotten): its record goes. A session
+ * pinned there expires by the `SessionExpired` after it.
+ */
+function dropContainer(worker: Worker, containerId: string): void {
   const record = worker.containers.get(containerId);
   if (record && record.state === 'ready' && !worker.callContainers.has(containerId)) {
     moveReportedSlots(worker, -1);
   }
   worker.containers.delete(containerId);
-  const sessionId = worker.pinnedSessions.get(containerId);
-  if (sessionId !== undefined) expireSession(state, sessionId, reason, cause, changes);
   recount(worker);
 }
 
@@ -545,8 +566,7 @@ function release(
     if (!kept) moveReportedSlots(worker, -1);
     recount(worker);
   }
-  if (!failed || !session) return;
-  if (session.pinnedBy === requestId) unpin(state, session, changes);
+  // A failed call that created its session's pin: the pin goes by the `SessionUnpinned` after it.
 }
 
 function pinSession(
@@ -594,18 +614,20 @@ function unpin(state: State, session: Draft<SessionRecord>, changes: WorkerChang
   session.pinnedBy = null;
 }
 
+/** The session ended at `at`, by the event at `seq` (the first reason stays). */
 function expireSession(
   state: State,
   sessionId: string,
   reason: SessionExpiryReason,
-  cause: ClusterEvent,
+  at: string,
+  seq: number,
   changes: WorkerChangeSink,
 ): void {
   const session = sessionRecord(state, sessionId);
   if (session.expired) return;
   unpin(state, session, changes);
-  session.expired = { reason, at: cause.at, seq: cause.seq };
-  scheduleForgetting(state, sessionId, cause.at);
+  session.expired = { reason, at, seq };
+  scheduleForgetting(state, sessionId, at);
 }
 
 /**

@@ -46,6 +46,7 @@ function hostileHistory() {
       rulesVersion: null,
       routerId: null,
       takeoverFrom: null,
+      schemaVersion: null,
     },
     registered('w1'),
     registered('w2', { status: 'error', error: WORKER_ERROR }),

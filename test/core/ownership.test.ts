@@ -7,7 +7,7 @@ import {
   type PlacementDecision,
   type RejectedDecision,
 } from '../../src/core/placement/index.js';
-import { foreignSessionMessage } from '../../src/core/placement/session-affinity.js';
+import { foreignSessionMessage } from '../../src/core/placement/session-owner.js';
 import { decideSessionEnd } from '../../src/core/sessions/session-end.js';
 import { causeText, type NewEvent } from '../../src/events/index.js';
 import { stateFromJson, stateToJson } from '../../src/projections/snapshot.js';

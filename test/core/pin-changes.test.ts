@@ -12,8 +12,8 @@ import {
   decideSetK,
   decideStage,
   PinChangeRefusedError,
-  rendezvousSubset,
-} from '../../src/core/routing/index.js';
+} from '../../src/core/pins/index.js';
+import { rendezvousSubset } from '../../src/core/placement/index.js';
 import type { NewEvent } from '../../src/events/index.js';
 import {
   fold,

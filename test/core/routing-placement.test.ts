@@ -11,7 +11,7 @@ import {
   type PlacementDecision,
   type RejectedDecision,
 } from '../../src/core/placement/index.js';
-import { rendezvousScore } from '../../src/core/routing/index.js';
+import { rendezvousScore } from '../../src/core/placement/index.js';
 import { applyInPlace, initialState, type ClusterState } from '../../src/projections/index.js';
 import { DEFAULT_CONFIG } from '../../src/shared/config.js';
 import {

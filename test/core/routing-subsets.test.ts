@@ -11,7 +11,7 @@ import {
   rankedByScore,
   rendezvousSubset,
   SubsetCache,
-} from '../../src/core/routing/index.js';
+} from '../../src/core/placement/index.js';
 import { applyInPlace, initialState, type ClusterState } from '../../src/projections/index.js';
 import type { NewEvent } from '../../src/events/index.js';
 import { atOf, registered } from '../support/events.js';

@@ -60,7 +60,12 @@ describe('core: a client ends its session', () => {
     expect(
       decideSessionEnd(given.state(), { sessionId: 'nope', tenantId: null }).events,
     ).to.deep.equal([]);
-    given.add({ type: 'SessionExpired', sessionId: 's1', reason: 'container_removed' });
+    given.add({
+      type: 'SessionExpired',
+      sessionId: 's1',
+      reason: 'container_removed',
+      causeSeq: null,
+    });
     const again = decideSessionEnd(given.state(), { sessionId: 's1', tenantId: null });
     expect(again).to.deep.include({ ended: false, container: null, events: [] });
   });

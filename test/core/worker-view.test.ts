@@ -5,7 +5,7 @@
 import { expect } from 'chai';
 import { decideDialFailure, MAX_DIAL_RETRIES } from '../../src/core/calls/dial-failure.js';
 import { containerCount } from '../../src/core/placement/filters/container-count.js';
-import { place, Verdict } from '../../src/core/placement/index.js';
+import { budgetOf, place, Verdict } from '../../src/core/placement/index.js';
 import {
   decideContainerReport,
   statusReportEvents,
@@ -29,6 +29,10 @@ import {
   requested,
   utilization,
 } from '../support/events.js';
+
+/** The container-count filter's verdict on w1 for a call of the default budget. */
+const slotCheck = (state: ClusterState) =>
+  containerCount.check(worker(state), budgetOf(demand(), state.config), state.config);
 
 const call = (requestId: string, sessionId: string | null = null) => ({
   requestId,
@@ -101,6 +105,7 @@ describe('the core: a failed dial', () => {
         rulesVersion: 2,
         routerId: null,
         takeoverFrom: null,
+        schemaVersion: null,
       },
       registered('a'),
       registered('b'),
@@ -148,6 +153,7 @@ describe('the core: a failed dial', () => {
           rulesVersion: 2,
           routerId: null,
           takeoverFrom: null,
+          schemaVersion: null,
         },
         registered('a'),
         registered('b'),
@@ -229,9 +235,9 @@ describe('the core: container slots', () => {
       placed('r3', 'w1', { sessionId: 's1', containerId: 'c2' }),
     );
     expect(at(given.state())).to.deep.equal({ seen: 1, counted: 1, idle: 0 });
-    expect(containerCount.check(worker(given.state()))).to.equal(Verdict.pass);
+    expect(slotCheck(given.state())).to.equal(Verdict.pass);
     given.add(requested('r4'), placed('r4', 'w1'));
-    expect(containerCount.check(worker(given.state()))).to.equal(Verdict.fail);
+    expect(slotCheck(given.state())).to.equal(Verdict.fail);
   });
 
   it("never counts fewer than the worker's own count, moved by what happened since", () => {
@@ -369,6 +375,8 @@ describe('the core: a removal logged once', () => {
       type: 'SessionExpired',
       sessionId: 's3',
       reason: 'container_removed',
+      // Ended by the removal, the decision's first event.
+      causeSeq: early.lastSeq + 1,
     });
   });
 });

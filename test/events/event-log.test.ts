@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import { open } from 'lmdb';
 import { join } from 'node:path';
 import {
+  EVENT_SCHEMA_VERSION,
   EventLog,
   EventLogError,
   InvalidEventError,
@@ -283,11 +284,11 @@ describe('EventLog (LMDB)', () => {
     await EventLog.open(dir).close();
     const raw = open({ path: join(dir, 'events.mdb'), maxDbs: 4 });
     const meta = raw.openDB({ name: 'meta' });
-    await meta.put('schemaVersion', 2);
+    await meta.put('schemaVersion', EVENT_SCHEMA_VERSION + 1);
     await raw.close();
     expect(() => EventLog.open(dir)).to.throw(
       EventLogError,
-      'event schema v2; this readie reads up to v1',
+      `event schema v${EVENT_SCHEMA_VERSION + 1}; this readie reads up to v${EVENT_SCHEMA_VERSION}`,
     );
   });
 

@@ -39,6 +39,7 @@ describe('evolve: the effect of each event', () => {
         rulesVersion: 1,
         routerId: null,
         takeoverFrom: null,
+        schemaVersion: null,
       }),
     );
     expect(state.config).to.deep.equal({ ...DEFAULT_CONFIG, MEMORY_HEADROOM: 0.8 });
@@ -189,7 +190,12 @@ describe('evolve: the effect of each event', () => {
       };
       const withCause = stateOf(base().add(neutral));
       const withBoth = stateOf(
-        base().add({ type: 'SessionExpired', sessionId: 's1', reason: 'worker_evicted' }),
+        base().add({
+          type: 'SessionExpired',
+          sessionId: 's1',
+          reason: 'worker_evicted',
+          causeSeq: null,
+        }),
       );
       expect({ ...withBoth, lastSeq: 0 }).to.deep.equal({ ...withCause, lastSeq: 0 });
     });
@@ -231,7 +237,12 @@ describe('evolve: the effect of each event', () => {
         seq: 4,
       });
       const again = stateOf(
-        h.add({ type: 'SessionExpired', sessionId: 's1', reason: 'container_removed' }),
+        h.add({
+          type: 'SessionExpired',
+          sessionId: 's1',
+          reason: 'container_removed',
+          causeSeq: null,
+        }),
       );
       expect(again.sessions.get('s1')).to.deep.equal(state.sessions.get('s1'));
     });
@@ -475,8 +486,8 @@ describe('evolve: the effect of each event', () => {
       const state = stateOf(
         history(
           registered('w1'),
-          { type: 'SessionExpired', sessionId: 's9', reason: 'container_removed' },
-          { type: 'SessionExpired', sessionId: 's9', reason: 'worker_evicted' },
+          { type: 'SessionExpired', sessionId: 's9', reason: 'container_removed', causeSeq: null },
+          { type: 'SessionExpired', sessionId: 's9', reason: 'worker_evicted', causeSeq: null },
           pinned('s9', 'w1', 'c1', 'r1'),
         ),
       );

@@ -23,6 +23,7 @@ const started: NewEvent = {
   rulesVersion: null,
   routerId: null,
   takeoverFrom: null,
+  schemaVersion: null,
 };
 
 /** `count` load reports of w1: time passing, one second each. */
@@ -76,7 +77,7 @@ describe('projection: forgetting what no rule needs', () => {
       pinned('s1', 'w1', 'c1'),
       ended('s1'),
       pinned('s2', 'w1', 'c2'),
-      { type: 'SessionExpired', sessionId: 's2', reason: 'container_removed' },
+      { type: 'SessionExpired', sessionId: 's2', reason: 'container_removed', causeSeq: null },
     );
     heartbeats(given, 10);
     expect([...given.state().sessions.keys()]).to.deep.equal(['live', 's2']);

@@ -2,6 +2,9 @@ import { expect } from 'chai';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ClusterEvent } from '../../src/events/index.js';
+import { fold } from '../../src/projections/index.js';
+import { recordScenario } from '../../replay/engine/scenario.js';
+import { SCENARIOS } from '../../fixtures/scenarios/index.js';
 import { readEvents, replayEvents, ROOT, runLines } from '../support/replay.js';
 
 const FIXTURES = join(ROOT, 'fixtures');
@@ -153,5 +156,42 @@ describe('regression fixtures', () => {
           'now session expired: session s1 ended at seq 13 (worker_evicted)',
       );
     });
+  });
+
+  // Fixtures were recorded when a fold applied some consequences itself (schema v1). Recorded
+  // again by today's core, whose router records schema v2 and whose fold applies events only,
+  // every scenario appends those consequences as events: the same log, the same decisions.
+  describe('recorded again under schema v2, every scenario is the same log with the same decisions', () => {
+    /** An event as text, without what only v2 (or a newer rules version) records. */
+    const shape = (event: ClusterEvent) => {
+      const fields = { ...event } as Record<string, unknown>;
+      delete fields.schemaVersion;
+      delete fields.causeSeq;
+      delete fields.rulesVersion;
+      // Recorded before placement recorded cold loads: absent means false.
+      if (event.type === 'CallPlaced' && event.coldLoad === null) fields.coldLoad = false;
+      return JSON.stringify(fields);
+    };
+    for (const [name, scenario] of SCENARIOS) {
+      it(name, () => {
+        const committed = readEvents(join(FIXTURES, `${name}.jsonl`));
+        const recorded = recordScenario(scenario.steps);
+        expect(recorded[0]).to.deep.include({ type: 'RouterStarted', schemaVersion: 2 });
+        expect(recorded.map(shape)).to.deep.equal(committed.map(shape));
+        const expected = readFileSync(join(FIXTURES, `${name}.expected.jsonl`), 'utf8')
+          .split('\n')
+          .filter(Boolean)
+          .map((line) => JSON.parse(line) as unknown);
+        expect(runLines(recorded)).to.deep.equal(expected);
+        // Each expiry names the seq the v1 fold ended its session at.
+        const ended = (events: ClusterEvent[]) =>
+          [...fold(events).sessions.values()].map((session) => [
+            session.sessionId,
+            session.expired?.seq ?? null,
+            session.expired?.reason ?? null,
+          ]);
+        expect(ended(recorded)).to.deep.equal(ended(committed));
+      });
+    }
   });
 });

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import type { NewEvent } from '../../src/events/index.js';
+import { EVENT_SCHEMA_VERSION, type NewEvent } from '../../src/events/index.js';
 import {
   answerIds,
   boundEvents,
@@ -9,6 +9,7 @@ import {
 import {
   callFinishedEvents,
   evictionEvents,
+  seqAfter,
   reservationExpiredEvents,
 } from '../../src/core/consequences/index.js';
 import {
@@ -50,15 +51,17 @@ describe('router core (pure)', () => {
         pinned('s1', 'w1', 'c1'),
         pinned('s2', 'w1', 'c2'),
       );
-      const events = evictionEvents(given.state(), 'w1', 'probe');
+      // The eviction is appended next: the sessions' expiries name its seq.
+      const at = seqAfter(given.state());
+      const events = evictionEvents(given.state(), 'w1', 'probe', at);
       expect(events).to.deep.equal([
         { type: 'WorkerEvicted', workerId: 'w1', reason: 'probe' },
-        { type: 'SessionExpired', sessionId: 's1', reason: 'worker_evicted' },
-        { type: 'SessionExpired', sessionId: 's2', reason: 'worker_evicted' },
+        { type: 'SessionExpired', sessionId: 's1', reason: 'worker_evicted', causeSeq: at },
+        { type: 'SessionExpired', sessionId: 's2', reason: 'worker_evicted', causeSeq: at },
       ]);
       given.add(...events);
-      expect(evictionEvents(given.state(), 'w1', 'ttl')).to.deep.equal([]);
-      expect(evictionEvents(given.state(), 'nobody', 'ttl')).to.deep.equal([]);
+      expect(evictionEvents(given.state(), 'w1', 'ttl', at)).to.deep.equal([]);
+      expect(evictionEvents(given.state(), 'nobody', 'ttl', at)).to.deep.equal([]);
     });
 
     it('a failed call that created its session pin unpins it; a successful one does not', () => {
@@ -119,7 +122,13 @@ describe('router core (pure)', () => {
       expect(probeFailureEvents(given.state(), 'w1', 'down', config)).to.deep.equal([
         { type: 'WorkerProbeFailed', workerId: 'w1', consecutive: 3, error: 'down' },
         { type: 'WorkerEvicted', workerId: 'w1', reason: 'probe' },
-        { type: 'SessionExpired', sessionId: 's1', reason: 'worker_evicted' },
+        // Ended by the eviction, the decision's second event.
+        {
+          type: 'SessionExpired',
+          sessionId: 's1',
+          reason: 'worker_evicted',
+          causeSeq: given.lastSeq + 2,
+        },
       ]);
     });
 
@@ -290,7 +299,13 @@ describe('router core (pure)', () => {
             checkpointId: 'ckpt',
             reportSeq: null,
           },
-          { type: 'SessionExpired', sessionId: 's1', reason: 'container_removed' },
+          {
+            type: 'SessionExpired',
+            sessionId: 's1',
+            reason: 'container_removed',
+            // Ended by the removal, the decision's first event.
+            causeSeq: given.lastSeq + 1,
+          },
         ],
       });
     });
@@ -306,6 +321,7 @@ describe('router core (pure)', () => {
         rulesVersion: PLACEMENT_RULES_VERSION,
         routerId: null,
         takeoverFrom: null,
+        schemaVersion: EVENT_SCHEMA_VERSION,
       });
     });
 

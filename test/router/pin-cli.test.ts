@@ -7,7 +7,7 @@
 import { expect } from 'chai';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { rendezvousSubset } from '../../src/core/routing/index.js';
+import { rendezvousSubset } from '../../src/core/placement/index.js';
 import type { PinStatusResponse } from '../../src/proto/gen/readie/v1/pins.js';
 import { ResidencyState } from '../../src/proto/gen/readie/v1/residency.js';
 import { eventually, startTestRouter, type TestRouter } from '../support/router/harness.js';

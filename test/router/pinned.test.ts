@@ -9,7 +9,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { credentials, type Metadata, type ServiceError } from '@grpc/grpc-js';
 import { RETRY_INFO_TYPE_URL } from '../../src/core/calls/answer-trailers.js';
-import { rendezvousSubset } from '../../src/core/routing/index.js';
+import { rendezvousSubset } from '../../src/core/placement/index.js';
 import type { ClusterEvent } from '../../src/events/index.js';
 import { RetryInfo } from '../../src/proto/gen/google/rpc/error_details.js';
 import { Status } from '../../src/proto/gen/google/rpc/status.js';

@@ -302,6 +302,7 @@ describe('placement', () => {
           rulesVersion: null,
           routerId: null,
           takeoverFrom: null,
+          schemaVersion: null,
         },
         registered('w1', { memoryTotal: 10 * GiB }),
         utilization('w1', { memoryUsed: 4 * GiB }),

@@ -38,6 +38,7 @@ const routerStarted: NewEvent = {
   rulesVersion: null,
   routerId: null,
   takeoverFrom: null,
+  schemaVersion: null,
 };
 
 describe('reaper (pure)', () => {
@@ -58,7 +59,13 @@ describe('reaper (pure)', () => {
     const events = reap(given.state(), after(3, 30_001), config);
     expect(events).to.deep.equal([
       { type: 'WorkerEvicted', workerId: 'w1', reason: 'ttl' },
-      { type: 'SessionExpired', sessionId: 's1', reason: 'worker_evicted' },
+      // Ended by the eviction, the pass's first event.
+      {
+        type: 'SessionExpired',
+        sessionId: 's1',
+        reason: 'worker_evicted',
+        causeSeq: given.lastSeq + 1,
+      },
     ]);
     expect(reap(given.state(), after(3, 30_000), config), 'exactly the TTL is not more').to.eql([]);
   });
@@ -112,7 +119,13 @@ describe('reaper (pure)', () => {
     ]);
     expect(reap(state, after(3, 600_001 + interval), config)).to.deep.equal([
       { type: 'ContainerForgotten', workerId: 'w1', containerId: 'idle', reason: 'unreported' },
-      { type: 'SessionExpired', sessionId: 's1', reason: 'container_forgotten' },
+      // Ended by that ContainerForgotten, the pass's first event.
+      {
+        type: 'SessionExpired',
+        sessionId: 's1',
+        reason: 'container_forgotten',
+        causeSeq: state.lastSeq + 1,
+      },
       { type: 'ContainerForgotten', workerId: 'w1', containerId: 'broken', reason: 'error' },
     ]);
   });

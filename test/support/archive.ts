@@ -7,6 +7,7 @@
 import {
   ArchiveDirectory,
   ArchiveFile,
+  EVENT_SCHEMA_VERSION,
   LogArchiver,
   type ArchiveStep,
   type EventLogBackend,
@@ -54,6 +55,7 @@ export async function appendHistory(
         rulesVersion: 1,
         routerId: null,
         takeoverFrom: null,
+        schemaVersion: EVENT_SCHEMA_VERSION,
       },
       'start',
     );

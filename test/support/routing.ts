@@ -4,7 +4,7 @@
  */
 import type { Catalogue, NewEvent, ResidencyState } from '../../src/events/index.js';
 import type { CallToPlace } from '../../src/core/placement/index.js';
-import { rendezvousSubset } from '../../src/core/routing/index.js';
+import { rendezvousSubset } from '../../src/core/placement/index.js';
 import { demand, GiB } from './events.js';
 
 /** A catalogue whose cpu flavor lists two versions of a policy model (on demand, 2 GiB each). */
@@ -51,6 +51,7 @@ export function routerWithVersions(config: Record<string, number> = {}): NewEven
       rulesVersion: 1,
       routerId: null,
       takeoverFrom: null,
+      schemaVersion: null,
     },
     { type: 'CatalogueLoaded', revision: 'v', catalogue: VERSIONS_CATALOGUE },
   ];

@@ -29,6 +29,13 @@ export interface SyntheticLogOptions {
    * hand-made log may. Default false.
    */
   readonly overlappingSessionCalls?: boolean;
+  /**
+   * Workers also send full reports (numbered load reports listing the containers they hold, some
+   * of them leaving out containers the log knows, sessions' among them) and restart (register as
+   * a new process while live), with none of the consequences a router appends after those: a log
+   * whose sessions end only by what its fold implies. Default false.
+   */
+  readonly reports?: boolean;
 }
 
 const GiB = 1024 ** 3;
@@ -72,6 +79,9 @@ export function* syntheticLog(options: SyntheticLogOptions): Generator<NewEvent>
   let count = 0;
   let requests = 0;
   let containers = 0;
+  // With `reports`: each worker's process and the number of its last report.
+  const instances = new Map<string, number>();
+  const reportSeqs = new Map<string, number>();
   const emit = function* (event: NewEvent): Generator<NewEvent> {
     count += 1;
     yield event;
@@ -84,10 +94,17 @@ export function* syntheticLog(options: SyntheticLogOptions): Generator<NewEvent>
     rulesVersion: null,
     routerId: null,
     takeoverFrom: null,
+    schemaVersion: null,
   });
   yield* emit({ type: 'CatalogueLoaded', revision: 'r1', catalogue: CATALOGUE });
   const register = function* (workerId: string): Generator<NewEvent> {
     live.add(workerId);
+    let instanceId: string | null = null;
+    if (options.reports) {
+      const instance = (instances.get(workerId) ?? 0) + 1;
+      instances.set(workerId, instance);
+      instanceId = `${workerId}-${instance}`;
+    }
     yield* emit({
       type: 'WorkerRegistered',
       workerId,
@@ -98,9 +115,36 @@ export function* syntheticLog(options: SyntheticLogOptions): Generator<NewEvent>
       memoryTotal: 16 * GiB,
       maxContainers: 8,
       gpuMemoryTotal: null,
-      instanceId: null,
+      instanceId,
       containers: null,
       reportSeq: null,
+    });
+  };
+  /** A full report of `workerId`: the containers of its calls and sessions, some left out. */
+  const fullReport = function* (workerId: string): Generator<NewEvent> {
+    const held = new Set<string>();
+    for (const call of calls) {
+      if (call.workerId === workerId && call.containerId !== null) held.add(call.containerId);
+    }
+    for (const pin of pins.values()) if (pin.workerId === workerId) held.add(pin.containerId);
+    const reportSeq = (reportSeqs.get(workerId) ?? 0) + 1;
+    reportSeqs.set(workerId, reportSeq);
+    yield* emit({
+      type: 'WorkerUtilization',
+      workerId,
+      memoryUsed: Math.floor(random() * 8 * GiB),
+      containerCount: held.size,
+      cpuUsed: null,
+      cpuTotal: null,
+      gpuMemoryUsed: null,
+      containers: [...held]
+        .filter(() => random() < 0.7)
+        .map((containerId) => ({
+          containerId,
+          state: random() < 0.5 ? 'ready' : 'busy',
+          checkpointId: 'checkpoint_0',
+        })),
+      reportSeq,
     });
   };
   for (const workerId of workerIds) yield* register(workerId);
@@ -111,7 +155,11 @@ export function* syntheticLog(options: SyntheticLogOptions): Generator<NewEvent>
     if (roll < 0.2 || live.size === 0) {
       const workerId = pick(workerIds);
       if (!live.has(workerId)) yield* register(workerId);
-      else
+      else if (options.reports && random() < 0.5) {
+        // A new process (its old one's containers are gone), or a full report.
+        if (random() < 0.1) yield* register(workerId);
+        else yield* fullReport(workerId);
+      } else
         yield* emit({
           type: 'WorkerUtilization',
           workerId,
@@ -257,6 +305,7 @@ export function* syntheticLog(options: SyntheticLogOptions): Generator<NewEvent>
             type: 'SessionExpired',
             sessionId: call.sessionId,
             reason: 'container_removed',
+            causeSeq: null,
           });
         }
       }
@@ -282,7 +331,12 @@ export function* syntheticLog(options: SyntheticLogOptions): Generator<NewEvent>
       for (const [sessionId, pin] of pins) {
         if (pin.workerId !== workerId) continue;
         pins.delete(sessionId);
-        yield* emit({ type: 'SessionExpired', sessionId, reason: 'worker_evicted' });
+        yield* emit({
+          type: 'SessionExpired',
+          sessionId,
+          reason: 'worker_evicted',
+          causeSeq: null,
+        });
       }
     } else {
       const workerId = pick(workerIds);

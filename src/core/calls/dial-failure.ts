@@ -7,6 +7,7 @@
  * (`dial:REQUEST`), so replay decides it again exactly as the router did (docs/router.md).
  */
 import type { NewEvent } from '../../events/types.js';
+import { seqAfter } from '../consequences/index.js';
 import type { ClusterState } from '../../projections/cluster-state.js';
 import type { Config } from '../../shared/config.js';
 import type { GrpcCodeName } from '../../shared/grpc-codes.js';
@@ -21,8 +22,8 @@ import {
   type PlacementDecision,
 } from '../placement/index.js';
 import { rejected } from '../placement/outcome.js';
-import { ownResolution } from '../routing/resolution.js';
-import { sessionExpiredMessage } from '../placement/session-affinity.js';
+import { ownResolution } from '../placement/pinned/resolution.js';
+import { sessionExpiredMessage } from '../placement/session-owner.js';
 
 /** How many more times a call whose stream could not be opened is placed again. */
 export const MAX_DIAL_RETRIES = 2;
@@ -85,29 +86,24 @@ export function decideDialFailure(
   const config = input.config ?? state.config;
   const reservation = state.reservations.get(call.requestId);
   const unreachable = [...(reservation?.unreachable ?? []), workerId];
-  const head: NewEvent[] = [
-    { type: 'CallDialFailed', requestId: call.requestId, workerId, error },
-    ...probeFailureEvents(
-      state,
-      workerId,
-      `the stream of a call could not be opened: ${error}`,
-      config,
-    ),
-  ];
+  const head: NewEvent[] = [{ type: 'CallDialFailed', requestId: call.requestId, workerId, error }];
+  const why = `the stream of a call could not be opened: ${error}`;
+  head.push(...probeFailureEvents(state, workerId, why, config, seqAfter(state, head)));
   const attempts = unreachable.length;
   const sessionId = sessionIdOf(call.sessionId);
-  const evictedAt = head.findIndex((event) => event.type === 'WorkerEvicted');
-  const expired =
-    evictedAt >= 0 &&
-    head.some((event) => event.type === 'SessionExpired' && event.sessionId === sessionId);
+  // The eviction this failure brings expires the session: refused in the words its calls get.
+  const expired = head.find(
+    (event): event is Extract<NewEvent, { type: 'SessionExpired' }> =>
+      event.type === 'SessionExpired' && event.sessionId === sessionId,
+  );
   let placement: PlacementDecision;
   let placedWith: PlaceOptions | null = null;
-  if (sessionId !== null && expired) {
+  if (sessionId !== null && expired !== undefined) {
     placement = refusal(
       state,
       call,
       'NOT_FOUND',
-      sessionExpiredMessage(sessionId, state.lastSeq + 1 + evictedAt, 'worker_evicted'),
+      sessionExpiredMessage(sessionId, expired.causeSeq ?? seqAfter(state), expired.reason),
     );
   } else if (attempts > MAX_DIAL_RETRIES) {
     placement = refusal(

@@ -10,7 +10,7 @@
 import type { NewEvent } from '../../events/types.js';
 import type { ClusterState } from '../../projections/cluster-state.js';
 import type { Config } from '../../shared/config.js';
-import { evictionEvents, liveWorkerOf } from '../consequences/index.js';
+import { evictionEvents, liveWorkerOf, seqAfter } from '../consequences/index.js';
 import type { Decision } from '../decision.js';
 
 /** The consecutive failure count after one more failure: the log's count plus one. */
@@ -20,20 +20,23 @@ export function nextProbeFailureCount(state: ClusterState, workerId: string): nu
 
 /**
  * The events of one more failed probe of `workerId`, counted from the log; empty if the worker is
- * unknown or evicted.
+ * unknown or evicted. `seq`: where the first of them is appended (the decision's first event by
+ * default).
  */
 export function probeFailureEvents(
   state: ClusterState,
   workerId: string,
   error: string | null,
   config: Config = state.config,
+  seq: number = seqAfter(state),
 ): NewEvent[] {
   const worker = liveWorkerOf(state, workerId);
   if (!worker) return [];
   const consecutive = nextProbeFailureCount(state, workerId);
   const events: NewEvent[] = [{ type: 'WorkerProbeFailed', workerId, consecutive, error }];
   if (consecutive >= Math.max(1, config.PROBE_FAILURE_THRESHOLD)) {
-    events.push(...evictionEvents(state, workerId, worker.status === 'leaving' ? 'left' : 'probe'));
+    const reason = worker.status === 'leaving' ? 'left' : 'probe';
+    events.push(...evictionEvents(state, workerId, reason, seq + events.length));
   }
   return events;
 }

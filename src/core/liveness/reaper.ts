@@ -19,6 +19,7 @@ import {
   evictionEvents,
   forgetContainerEvents,
   reservationExpiredEvents,
+  seqAfter,
 } from '../consequences/index.js';
 import type { Decision } from '../decision.js';
 
@@ -34,17 +35,22 @@ export function silentSince(state: ClusterState, worker: WorkerRecord): number {
   return Math.max(heard, started);
 }
 
-/** Workers silent for more than `WORKER_TTL`: evicted (`left` if they had said they were leaving). */
-function evictSilentWorkers(state: ClusterState, now: number, config: Config): NewEvent[] {
-  const events: NewEvent[] = [];
+/**
+ * Workers silent for more than `WORKER_TTL`: evicted (`left` if they had said they were leaving),
+ * appended to `events` (the pass's events so far).
+ */
+function evictSilentWorkers(
+  state: ClusterState,
+  now: number,
+  config: Config,
+  events: NewEvent[],
+): void {
   for (const worker of state.workers.values()) {
     if (!isLive(worker)) continue;
     if (now - silentSince(state, worker) <= config.WORKER_TTL) continue;
-    events.push(
-      ...evictionEvents(state, worker.workerId, worker.status === 'leaving' ? 'left' : 'ttl'),
-    );
+    const reason = worker.status === 'leaving' ? 'left' : 'ttl';
+    events.push(...evictionEvents(state, worker.workerId, reason, seqAfter(state, events)));
   }
-  return events;
 }
 
 /** Containers a call in flight was placed on or bound to, as `worker/container` keys. */
@@ -67,42 +73,46 @@ export function unreportedAfter(config: Config): number {
   return config.EXECUTOR_TTL + config.WORKER_UTILIZATION_INTERVAL;
 }
 
-/** Idle and errored container records past their time, on workers that are not being evicted. */
+/**
+ * Idle and errored container records past their time, on workers that are not being evicted,
+ * appended to `events` (the pass's events so far).
+ */
 function forgetStaleContainers(
   state: ClusterState,
   now: number,
   config: Config,
   evicted: ReadonlySet<string>,
-): NewEvent[] {
-  const events: NewEvent[] = [];
+  events: NewEvent[],
+): void {
   const held = heldByCalls(state);
   for (const worker of state.workers.values()) {
     if (!isLive(worker) || evicted.has(worker.workerId)) continue;
     for (const container of worker.containers.values()) {
       if (held.has(`${worker.workerId}/${container.containerId}`)) continue;
       const age = now - epochOf(container.since);
-      if (container.state === 'ready' && age > unreportedAfter(config)) {
-        events.push(
-          ...forgetContainerEvents(state, worker.workerId, container.containerId, 'unreported'),
-        );
-      } else if (container.state === 'error' && age > config.EXECUTOR_ERROR_TTL) {
-        events.push(
-          ...forgetContainerEvents(state, worker.workerId, container.containerId, 'error'),
-        );
-      }
+      const reason =
+        container.state === 'ready' && age > unreportedAfter(config)
+          ? 'unreported'
+          : container.state === 'error' && age > config.EXECUTOR_ERROR_TTL
+            ? 'error'
+            : null;
+      if (reason === null) continue;
+      const seq = seqAfter(state, events);
+      events.push(
+        ...forgetContainerEvents(state, worker.workerId, container.containerId, reason, seq),
+      );
     }
   }
-  return events;
 }
 
-/** Reservations older than twice `EXECUTION_TIMEOUT`: force-released. */
+/** Reservations older than twice `EXECUTION_TIMEOUT`: force-released, appended to `events`. */
 function expireStaleReservations(
   state: ClusterState,
   now: number,
   config: Config,
   expiredSessions: ReadonlySet<string>,
-): NewEvent[] {
-  const events: NewEvent[] = [];
+  events: NewEvent[],
+): void {
   const limit = 2 * config.EXECUTION_TIMEOUT;
   for (const reservation of state.reservations.values()) {
     if (now - epochOf(reservation.since) <= limit) continue;
@@ -112,24 +122,21 @@ function expireStaleReservations(
       events.push(event);
     }
   }
-  return events;
 }
 
 /** The events one reaper pass appends at time `now` (epoch ms); empty when nothing is due. */
 export function reap(state: ClusterState, now: number, config: Config = state.config): NewEvent[] {
-  const evictions = evictSilentWorkers(state, now, config);
+  const events: NewEvent[] = [];
+  evictSilentWorkers(state, now, config, events);
   const evicted = new Set<string>();
-  for (const event of evictions) if (event.type === 'WorkerEvicted') evicted.add(event.workerId);
-  const forgotten = forgetStaleContainers(state, now, config, evicted);
+  for (const event of events) if (event.type === 'WorkerEvicted') evicted.add(event.workerId);
+  forgetStaleContainers(state, now, config, evicted, events);
   const expiredSessions = new Set<string>();
-  for (const event of [...evictions, ...forgotten]) {
+  for (const event of events) {
     if (event.type === 'SessionExpired') expiredSessions.add(event.sessionId);
   }
-  return [
-    ...evictions,
-    ...forgotten,
-    ...expireStaleReservations(state, now, config, expiredSessions),
-  ];
+  expireStaleReservations(state, now, config, expiredSessions, events);
+  return events;
 }
 
 /** When the reaper runs. */

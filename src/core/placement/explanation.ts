@@ -6,11 +6,12 @@
 import type { WorkerRecord } from '../../projections/cluster-state.js';
 import { compareText } from '../../projections/queries.js';
 import type { Config } from '../../shared/config.js';
-import type { RoutingExplainSink, RoutingExplanation } from '../routing/routing-explanation.js';
+import type { RoutingExplainSink, RoutingExplanation } from './pinned/routing-explanation.js';
 import type { Budget } from './call.js';
 import type { CostRow } from './checkpoints.js';
 import type { PlacementDecision } from './decision.js';
-import { verdictName, type Filter, type Verdict } from './filter.js';
+import { verdictName } from './filter.js';
+import type { ExplainedVerdict } from './filters/index.js';
 import { rankKey, type RankKey } from './ranking/index.js';
 
 /** One filter's verdict on one worker. */
@@ -115,17 +116,17 @@ export class ExplanationBuilder implements RoutingExplainSink {
     });
   }
 
-  /** Records a candidate with every filter's verdict. */
-  candidate(worker: WorkerRecord, verdicts: readonly [Filter, Verdict][], eligible: boolean): void {
+  /** Records a candidate with every filter's verdict and reason. */
+  candidate(worker: WorkerRecord, verdicts: readonly ExplainedVerdict[], eligible: boolean): void {
     this.workerParts.set(worker.workerId, {
       workerId: worker.workerId,
       status: worker.status,
       flavor: worker.flavor,
       notCandidate: null,
-      filters: verdicts.map(([filter, verdict]) => ({
+      filters: verdicts.map(({ filter, verdict, reason }) => ({
         filter: filter.name,
         verdict: verdictName(verdict),
-        reason: filter.reason(worker, this.budget, this.config, verdict),
+        reason,
       })),
       eligible,
       rankKey: eligible ? rankKey(worker, this.budget) : null,

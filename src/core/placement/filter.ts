@@ -14,16 +14,23 @@ export function verdictName(verdict: Verdict): 'pass' | 'fail' | 'skip' {
 }
 
 /**
- * A placement filter. `check` runs for every candidate of every call, so it allocates nothing;
- * `reason` builds the words `replay explain` prints, only when an explanation is asked for.
+ * Where a filter says why it gave its verdict, in an operator's words (kube-scheduler's `Status`
+ * from its `Filter` call): handed to `check` only when an explanation is being built.
+ */
+export interface FilterStatus {
+  reason: string;
+}
+
+/**
+ * A placement filter. `check` runs for every candidate of every call, so on that path (no
+ * `status`) it allocates nothing; asked with a `status`, it writes there, in the same pass, the
+ * words `replay explain` prints, built from the values the check itself computed.
  */
 export interface Filter {
   /** The filter's name, as explanations and docs print it. */
   readonly name: string;
   /** One line: what the filter requires. */
   readonly summary: string;
-  /** The verdict on `worker` for a call with `budget`. */
-  check(worker: WorkerRecord, budget: Budget, config: Config): Verdict;
-  /** Why `check` gave `verdict`, in an operator's words. */
-  reason(worker: WorkerRecord, budget: Budget, config: Config, verdict: Verdict): string;
+  /** The verdict on `worker` for a call with `budget`; why, in `status` when one is given. */
+  check(worker: WorkerRecord, budget: Budget, config: Config, status?: FilterStatus): Verdict;
 }

@@ -2,7 +2,7 @@
 export { budgetOf, sessionIdOf, type Budget, type CallToPlace } from './call.js';
 export { notCandidateReason } from './candidates.js';
 export { cheapest, costTable, type CostRow } from './checkpoints.js';
-export { explainPlacement, place, type PlaceOptions } from './decide.js';
+export { explainPlacement, place, type PlaceOptions } from './place.js';
 export { CandidateIndex, type RankedCandidate } from './candidate-index.js';
 export { PlacementCaches } from './placement-caches.js';
 export { PLACEMENT_RULES_VERSION, recordedRulesVersion } from './rules-version.js';
@@ -16,7 +16,7 @@ export type {
   SessionExplanation,
   WorkerExplanation,
 } from './explanation.js';
-export { Verdict, type Filter } from './filter.js';
+export { Verdict, type Filter, type FilterStatus } from './filter.js';
 export { FILTERS } from './filters/index.js';
 export {
   checkPackages,
@@ -26,3 +26,27 @@ export {
 } from './packages.js';
 export { compareWorkers, RANK_TERMS, type RankKey } from './ranking/index.js';
 export type { RankTerm } from './rank-term.js';
+export { pinnedSubset, type PinnedSubset } from './pinned/pinned-subset.js';
+export {
+  compareScored,
+  rankedByScore,
+  rendezvousScore,
+  rendezvousSubset,
+  type ScoredWorker,
+} from './pinned/rendezvous.js';
+export {
+  noPinMessage,
+  ownResolution,
+  resolvePinned,
+  type Resolution,
+  type ResolutionOutcome,
+  type ResolutionSource,
+} from './pinned/resolution.js';
+export type { RoutingCandidate, RoutingExplanation } from './pinned/routing-explanation.js';
+export { candidateIds, SubsetCache } from './pinned/subset-cache.js';
+export {
+  flavorsListing,
+  versionFlavor,
+  versionSpec,
+  type VersionFlavor,
+} from './pinned/version-flavor.js';

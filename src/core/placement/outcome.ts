@@ -1,16 +1,17 @@
 /**
- * The two outcomes a placement records, built in one place for every rule that decides one (the
- * seed rules and a pinned call's routing): `CallRejected`, and `CallPlaced` with the reservation
- * (and the session's pin when a session's container is reused).
+ * Rule 7 and every refusal: the two outcomes a placement records, built in one place for every
+ * step that decides one: `CallRejected`, and `CallPlaced` with the reservation (and the session's
+ * pin when a session's container is reused).
  */
 import type { NewEvent } from '../../events/types.js';
-import type { ClusterState, WorkerRecord } from '../../projections/cluster-state.js';
+import type { WorkerRecord } from '../../projections/cluster-state.js';
 import type { GrpcCodeName } from '../../shared/grpc-codes.js';
-import { sessionIdOf, type Budget, type CallToPlace } from './call.js';
+import { sessionIdOf, type CallToPlace } from './call.js';
 import { flavorCatalogue } from './checkpoints.js';
 import type { ForeignId, PlacementDecision } from './decision.js';
-import type { ExplanationBuilder } from './explanation.js';
-import { planPackages, type PackageRequirement } from './packages.js';
+import { planPackages } from './packages.js';
+import { explainRouting } from './pinned/explain-routing.js';
+import type { Placing } from './placing.js';
 
 /** What a refusal of a pinned call after its resolution records (all null otherwise). */
 export interface RejectionRouting {
@@ -24,6 +25,14 @@ export interface PlacementRouting {
   readonly version: string | null;
   readonly routingRevision: number | null;
   readonly coldLoad: boolean;
+}
+
+/** Where on the chosen worker the call runs. */
+export interface Where {
+  /** The session's container it reuses; null for a new container. */
+  readonly containerId: string | null;
+  /** The checkpoint of the new container (or the reused one's); null for a cold start. */
+  readonly checkpointId: string | null;
 }
 
 const NOT_ROUTED_REJECTION: RejectionRouting = {
@@ -69,24 +78,34 @@ export function rejected(
   };
 }
 
+/**
+ * The call is refused before a pinned call's version was resolved (a pinned call's explanation
+ * says so in its routing part); `foreign` when it named another tenant's ID.
+ */
+export function refuse(
+  placing: Placing,
+  code: GrpcCodeName,
+  message: string,
+  foreign?: ForeignId,
+): PlacementDecision {
+  if (placing.pinned) explainRouting(placing, null, `refused: ${message}`);
+  return rejected(placing.call, placing.before, code, message, NOT_ROUTED_REJECTION, foreign);
+}
+
 /** Rules 6 and 7: the packages for `worker`'s base image, and the reservation events. */
 export function reserve(
-  call: CallToPlace,
-  before: readonly NewEvent[],
-  budget: Budget,
+  placing: Placing,
   worker: WorkerRecord,
-  requirements: readonly PackageRequirement[],
-  state: ClusterState,
-  where: { containerId: string | null; checkpointId: string | null },
-  explain?: ExplanationBuilder,
+  where: Where,
   routing: PlacementRouting = NOT_ROUTED_PLACEMENT,
 ): PlacementDecision {
-  const base = flavorCatalogue(state.catalogue, worker.flavor)?.basePackages ?? null;
-  const plan = planPackages(requirements, base);
+  const { call, budget, explain } = placing;
+  const base = flavorCatalogue(placing.state.catalogue, worker.flavor)?.basePackages ?? null;
+  const plan = planPackages(placing.requirements, base);
   explain?.packages({ kept: plan.packages, skipped: plan.skippedPackages });
-  const sessionId = sessionIdOf(call.sessionId);
+  const sessionId = placing.sessionId;
   const events: NewEvent[] = [
-    ...before,
+    ...placing.before,
     {
       type: 'CallPlaced',
       requestId: call.requestId,

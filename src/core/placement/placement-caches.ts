@@ -4,7 +4,7 @@
  * package requirements. A cache never changes an answer: placement without one decides the same.
  */
 import type { WorkerChangeSink } from '../../projections/worker-changes.js';
-import { SubsetCache } from '../routing/subset-cache.js';
+import { SubsetCache } from './pinned/subset-cache.js';
 import { CandidateIndex } from './candidate-index.js';
 import { RequirementCache } from './packages.js';
 

@@ -8,6 +8,14 @@ import type { ClusterState } from '../../projections/cluster-state.js';
 import type { CallToPlace } from './call.js';
 import type { ForeignId } from './decision.js';
 
+/**
+ * The refusal of a request ID already in use: in flight on this router, or another tenant's call
+ * the router remembers. The same words for both, so a caller never learns whose ID it reused.
+ */
+export function requestInUseMessage(requestId: string): string {
+  return `request ${requestId} is already in use: every call needs its own request ID`;
+}
+
 /** The request ID `call` reuses when another tenant owns it, else null. */
 export function foreignRequest(state: ClusterState, call: CallToPlace): ForeignId | null {
   const owner = state.routing.calls.get(call.requestId);

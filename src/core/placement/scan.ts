@@ -12,21 +12,27 @@ import type { Budget } from './call.js';
 import { notCandidateReason } from './candidates.js';
 import type { ExplanationBuilder } from './explanation.js';
 import { firstGpuCandidate, type RankedCandidate } from './candidate-index.js';
-import { Verdict, type Filter } from './filter.js';
-import { FILTERS, firstFailure } from './filters/index.js';
+import { Verdict } from './filter.js';
+import { explainFilters, FILTERS, firstFailure } from './filters/index.js';
 import { flavor } from './filters/flavor.js';
 import { compareWorkers } from './ranking/index.js';
 
 /** Where the flavor filter's failures are counted. */
 const FLAVOR_FILTER = FILTERS.indexOf(flavor);
 
-/** What the walk found. */
-export interface ScanResult {
-  /** The best-ranked worker passing every filter, if any. */
+/**
+ * What the filters and the ranking made of the candidates (rules 2 to 4), whichever the kind of
+ * call (a pinned call's scan of its subset says the same).
+ */
+export interface Scan {
+  /** The worker the ranking puts first among those that pass every filter, if any. */
   readonly best: WorkerRecord | undefined;
   /** How many workers were candidates. */
   readonly candidates: number;
-  /** For each filter (in `FILTERS` order), how many candidates failed it first. */
+  /**
+   * For each filter (in `FILTERS` order), how many candidates failed it first: why no worker
+   * could take the call (an admission step would tell "never fits" from "not now" from these).
+   */
   readonly failures: readonly number[];
 }
 
@@ -40,7 +46,7 @@ export function scanInRankOrder(
   candidates: readonly RankedCandidate[],
   budget: Budget,
   config: Config,
-): ScanResult {
+): Scan {
   const failures = new Array<number>(FILTERS.length).fill(0);
   const start = budget.gpuCall ? firstGpuCandidate(candidates) : 0;
   failures[FLAVOR_FILTER] = start;
@@ -62,7 +68,7 @@ export function scanAll(
   budget: Budget,
   config: Config,
   unreachable: readonly string[] = [],
-): ScanResult {
+): Scan {
   const failures = new Array<number>(FILTERS.length).fill(0);
   let best: WorkerRecord | undefined;
   let candidates = 0;
@@ -87,7 +93,7 @@ export function explainScan(
   config: Config,
   explain: ExplanationBuilder,
   unreachable: readonly string[] = [],
-): ScanResult {
+): Scan {
   const eligible: WorkerRecord[] = [];
   const failures = new Array<number>(FILTERS.length).fill(0);
   let candidates = 0;
@@ -100,10 +106,8 @@ export function explainScan(
       continue;
     }
     candidates += 1;
-    const verdicts = FILTERS.map(
-      (filter) => [filter, filter.check(worker, budget, config)] as [Filter, Verdict],
-    );
-    const failed = verdicts.findIndex(([, verdict]) => verdict === Verdict.fail);
+    const verdicts = explainFilters(worker, budget, config);
+    const failed = verdicts.findIndex(({ verdict }) => verdict === Verdict.fail);
     explain.candidate(worker, verdicts, failed < 0);
     if (failed < 0) eligible.push(worker);
     else failures[failed] = (failures[failed] as number) + 1;

@@ -11,17 +11,14 @@
  * every session it does not own, whatever that session's state, so an ID's existence, liveness or
  * expiry does not leak; the refusal is marked `foreign` for the router's own log.
  */
-import type { SessionExpiryReason } from '../../events/schema.js';
 import type { Demand } from '../../events/types.js';
-import type {
-  ClusterState,
-  SessionPin,
-  SessionRecord,
-  WorkerRecord,
-} from '../../projections/cluster-state.js';
+import type { ClusterState, SessionPin, WorkerRecord } from '../../projections/cluster-state.js';
 import { isPlaceable } from '../../projections/queries.js';
 import type { GrpcCodeName } from '../../shared/grpc-codes.js';
-import type { ForeignId } from './decision.js';
+import type { ForeignId, PlacementDecision } from './decision.js';
+import { refuse } from './outcome.js';
+import type { Placing } from './placing.js';
+import { foreignSessionMessage, ownsSession, sessionExpiredMessage } from './session-owner.js';
 
 /** What the session means for this call. */
 export type Affinity =
@@ -40,28 +37,6 @@ export type Affinity =
       /** Set when the session is another tenant's: said in the router's log, never to the caller. */
       readonly foreign?: ForeignId;
     };
-
-/**
- * The refusal of a call naming a session it may not use: the same words for every such session
- * (live, busy, expired or ended), naming nothing but the ID the caller sent.
- */
-export function foreignSessionMessage(sessionId: string): string {
-  return `session not found: this caller has no session ${sessionId}; start a new session (a new session ID)`;
-}
-
-/** Whether a caller of `tenantId` owns `session` (null owns the sessions of untenanted calls). */
-export function ownsSession(session: SessionRecord, tenantId: string | null | undefined): boolean {
-  return session.tenantId === (tenantId ?? null);
-}
-
-/** The refusal of a call of an expired session, in the words every refusal of it uses. */
-export function sessionExpiredMessage(
-  sessionId: string,
-  expiredAtSeq: number,
-  reason: SessionExpiryReason,
-): string {
-  return `session expired: session ${sessionId} ended at seq ${expiredAtSeq} (${reason})`;
-}
 
 function describeCheckpoint(checkpointId: string | null): string {
   return checkpointId === null ? 'a cold start' : `checkpoint "${checkpointId}"`;
@@ -158,4 +133,44 @@ export function sessionAffinity(
     worker,
     verdict: `reuses the session's container ${pin.workerId}/${pin.containerId} (${describeCheckpoint(pin.checkpointId)}), no filtering or ranking`,
   };
+}
+
+/** What rule 1 leaves for the rest of the pipeline. */
+export type SessionStep =
+  /** Placed like a new call (no session, a new one, or its pin dropped). */
+  | { readonly kind: 'place' }
+  /** The session's container takes the call. */
+  | { readonly kind: 'reuse'; readonly pin: SessionPin; readonly worker: WorkerRecord }
+  /** The call is refused. */
+  | { readonly kind: 'refused'; readonly decision: PlacementDecision };
+
+const PLACE: SessionStep = { kind: 'place' };
+
+/**
+ * Rule 1 for the call being placed: its session's verdict is explained; a refusal ends the
+ * placement, a dropped pin's `SessionUnpinned` goes before the outcome.
+ */
+export function sessionStep(placing: Placing): SessionStep {
+  const { sessionId } = placing;
+  if (sessionId === null) return PLACE;
+  const { state, call, unreachable, tenantId } = placing;
+  const affinity = sessionAffinity(state, sessionId, call.demand, unreachable, tenantId);
+  placing.explain?.session(
+    sessionId,
+    affinity.kind === 'reject' ? affinity.message : affinity.verdict,
+  );
+  switch (affinity.kind) {
+    case 'reject':
+      return {
+        kind: 'refused',
+        decision: refuse(placing, affinity.code, affinity.message, affinity.foreign),
+      };
+    case 'reuse':
+      return { kind: 'reuse', pin: affinity.pin, worker: affinity.worker };
+    case 'drop-pin':
+      placing.before.push({ type: 'SessionUnpinned', sessionId, reason: 'container_unavailable' });
+      return PLACE;
+    case 'new':
+      return PLACE;
+  }
 }

@@ -9,8 +9,7 @@ import type { WorkerRecord } from '../../projections/cluster-state.js';
 import { isPlaceable } from '../../projections/queries.js';
 import type { Config } from '../../shared/config.js';
 import type { Budget } from './call.js';
-import { Verdict } from './filter.js';
-import { FILTERS } from './filters/index.js';
+import { firstFailure } from './filters/index.js';
 
 /** The most slots counted on one worker (one that sets no limit at all would count forever). */
 export const MAX_SLOTS_PER_WORKER = 4096;
@@ -19,10 +18,6 @@ export const MAX_SLOTS_PER_WORKER = 4096;
 export interface SlotCount {
   readonly slots: number;
   readonly workers: number;
-}
-
-function passes(worker: WorkerRecord, budget: Budget, config: Config): boolean {
-  return FILTERS.every((filter) => filter.check(worker, budget, config) !== Verdict.fail);
 }
 
 /** How many more calls of `budget` placement would accept on `worker` now. */
@@ -37,7 +32,7 @@ export function workerSlots(worker: WorkerRecord, budget: Budget, config: Config
       // Each new call also moves the worker's own count (see `reportedSlots`).
       reportedSlots: worker.reportedSlots === null ? null : worker.reportedSlots + slots,
     };
-    if (!passes(withMore, budget, config)) break;
+    if (firstFailure(withMore, budget, config) >= 0) break;
     slots += 1;
   }
   return slots;

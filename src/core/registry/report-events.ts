@@ -16,7 +16,7 @@ import {
   reconcile,
   type ContainerEntry,
 } from '../../projections/reconcile.js';
-import { containerRemovedEvents, evictionEvents } from '../consequences/index.js';
+import { containerRemovedEvents, evictionEvents, seqAfter } from '../consequences/index.js';
 import type { Decision } from '../decision.js';
 import { WorkerIdTakenError } from '../errors.js';
 import { instanceMatch } from './worker-identity.js';
@@ -90,7 +90,10 @@ export type StatusOutcome =
   /** Another live instance holds the worker ID: the registration is refused. */
   | { readonly kind: 'refused'; readonly error: WorkerIdTakenError };
 
-/** `ContainerStateChanged` `removed` and its session's expiry for each record a full report drops. */
+/**
+ * `ContainerStateChanged` `removed` and its session's expiry for each record a full report drops;
+ * the report is the decision's first event, so it ended those sessions.
+ */
 function droppedEvents(
   state: ClusterState,
   worker: WorkerRecord | undefined,
@@ -107,6 +110,7 @@ function droppedEvents(
       containerId,
       record?.checkpointId ?? null,
       reportSeq,
+      seqAfter(state),
     );
   });
 }
@@ -168,7 +172,7 @@ export function statusReportEvents(
   }
   return {
     kind: 'events',
-    events: [...evictionEvents(state, report.workerId, 'restarted'), registered],
+    events: [...evictionEvents(state, report.workerId, 'restarted', seqAfter(state)), registered],
   };
 }
 
@@ -217,6 +221,7 @@ export function containerReportEvents(state: ClusterState, report: ContainerRepo
         report.containerId,
         report.checkpointId,
         report.reportSeq,
+        seqAfter(state),
       ),
     };
   }

@@ -17,7 +17,7 @@ import { hasAddress, isLive } from '../../projections/queries.js';
 import type { Decision } from '../decision.js';
 import { InvalidStreamError } from '../errors.js';
 import type { ForeignId } from '../placement/decision.js';
-import { ownsSession } from '../placement/session-affinity.js';
+import { ownsSession } from '../placement/session-owner.js';
 import { checkId } from '../calls/call-fields.js';
 
 /** Who ends which session. */

@@ -15,10 +15,11 @@ import { reservationExpiredEvents } from '../consequences/index.js';
 import type { Decision } from '../decision.js';
 import { PLACEMENT_RULES_VERSION } from '../placement/rules-version.js';
 import type { Catalogue } from '../../events/catalogue.js';
+import { EVENT_SCHEMA_VERSION } from '../../events/schema.js';
 
 /**
  * The `RouterStarted` event for a config (canonical units) and version, with the placement rules'
- * version. Never holds secrets.
+ * version and the event schema the router writes from here on. Never holds secrets.
  */
 export function routerStartedEvent(
   config: Config,
@@ -32,6 +33,7 @@ export function routerStartedEvent(
     rulesVersion: PLACEMENT_RULES_VERSION,
     routerId: router?.routerId ?? null,
     takeoverFrom: router?.takeoverFrom ?? null,
+    schemaVersion: EVENT_SCHEMA_VERSION,
   };
 }
 

@@ -14,7 +14,7 @@ import type {
 } from '../../proto/gen/readie/v1/tenant.js';
 import { toServiceError } from '../grpc-status.js';
 import { budgetOf, usableSlots } from '../../core/placement/index.js';
-import { pinnedSubset } from '../../core/routing/index.js';
+import { pinnedSubset } from '../../core/placement/index.js';
 import { SlotsRefusedError } from '../../core/errors.js';
 import { tenantOf, type RouterCredentials } from '../security/index.js';
 import { endSession, type SessionEndDeps } from '../sessions/index.js';

@@ -25,7 +25,7 @@ import {
   type ReportResidencyRequest,
   type ReportResidencyResponse,
 } from '../../proto/gen/readie/v1/residency.js';
-import type { ResidencyReport, VersionReport } from '../../core/routing/residency-report.js';
+import type { ResidencyReport, VersionReport } from '../../core/pins/residency-report.js';
 import type { ResidencyState as ResidencyStateName } from '../../events/schema.js';
 import { toServiceError } from '../grpc-status.js';
 import type { Journal } from '../journal/index.js';

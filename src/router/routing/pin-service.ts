@@ -1,14 +1,14 @@
 /**
  * The pin changes and pin status of `AdminService` (shell): an operator credential alone reaches
  * them (the interceptor refuses others, and each handler checks again). A change is decided by the
- * core (`core/routing/pin-changes.ts`), recorded, and answered once it is durable; a refused one
+ * core (`core/pins/pin-changes.ts`), recorded, and answered once it is durable; a refused one
  * appends nothing and answers its own code and message. The residency keeper then tells the
  * workers what to keep and pre-warm.
  */
 import type { Metadata, ServerUnaryCall, sendUnaryData } from '@grpc/grpc-js';
 import type { PlacementCaches } from '../../core/placement/index.js';
 import { decide } from '../../core/decisions.js';
-import type { PinChangeDecision } from '../../core/routing/index.js';
+import type { PinChangeDecision } from '../../core/pins/index.js';
 import type { AdminServiceServer } from '../../proto/gen/readie/v1/admin.js';
 import type { PinChange } from '../../proto/gen/readie/v1/pins.js';
 import { toServiceError } from '../grpc-status.js';

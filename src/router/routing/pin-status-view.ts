@@ -4,13 +4,8 @@
  * their pre-warm progress, retained versions, every live worker's versions and resident budget,
  * and the fleet's budget against the table. Lists are sorted by ID.
  */
-import {
-  fleetBudget,
-  keptOn,
-  keptVersions,
-  residentMemoryOf,
-  type SubsetCache,
-} from '../../core/routing/index.js';
+import type { SubsetCache } from '../../core/placement/index.js';
+import { fleetBudget, keptOn, keptVersions, residentMemoryOf } from '../../core/pins/index.js';
 import type { ClusterState } from '../../projections/cluster-state.js';
 import { compareText, isLive, workersById } from '../../projections/queries.js';
 import { holdsVersion, type Residency } from '../../projections/routing-state.js';

@@ -12,7 +12,7 @@ import type { Metadata, ServiceError } from '@grpc/grpc-js';
 import type { Decision } from '../../core/decision.js';
 import { decide } from '../../core/decisions.js';
 import type { PlacementCaches } from '../../core/placement/index.js';
-import { CHANGES_PROTECTION, keptOn } from '../../core/routing/index.js';
+import { CHANGES_PROTECTION, keptOn } from '../../core/pins/index.js';
 import { hasAddress, holdsVersion, isLive, type ClusterState } from '../../projections/index.js';
 import type { Config } from '../../shared/config.js';
 import type { Journal } from '../journal/index.js';

@@ -12,21 +12,41 @@ export const name = 'container-count';
 export const summary =
   'calls in flight + idle containers held (never below the worker count) < the worker maximum';
 
+/** The words of a verdict, from the values the check computed. */
+function words(
+  passed: boolean,
+  inFlight: number,
+  idle: number,
+  seen: number,
+  counted: number,
+  max: number,
+): string {
+  let terms = `${inFlight} in flight + ${idle} idle = ${seen}`;
+  if (counted > seen) terms += `; by the worker's own count ${counted}`;
+  return passed ? `${terms} < max ${max}` : `${terms}, not below max ${max}`;
+}
+
 export const containerCount = {
   name,
   summary,
-  check: (worker) => {
-    if (worker.maxContainers === null || worker.maxContainers <= 0) return Verdict.skip;
-    return slotsCounted(worker) < worker.maxContainers ? Verdict.pass : Verdict.fail;
-  },
-  reason: (worker, _budget, _config, verdict) => {
-    if (verdict === Verdict.skip) return 'skipped: the worker reported no container limit';
-    const seen = slotsSeen(worker);
+  check: (worker, _budget, _config, status?) => {
+    const max = worker.maxContainers;
+    if (max === null || max <= 0) {
+      if (status) status.reason = 'skipped: the worker reported no container limit';
+      return Verdict.skip;
+    }
     const counted = slotsCounted(worker);
-    let words = `${worker.inFlight} in flight + ${worker.idleContainers} idle = ${seen}`;
-    if (counted > seen) words += `; by the worker's own count ${counted}`;
-    return verdict === Verdict.pass
-      ? `${words} < max ${worker.maxContainers}`
-      : `${words}, not below max ${worker.maxContainers}`;
+    const passed = counted < max;
+    if (status) {
+      status.reason = words(
+        passed,
+        worker.inFlight,
+        worker.idleContainers,
+        slotsSeen(worker),
+        counted,
+        max,
+      );
+    }
+    return passed ? Verdict.pass : Verdict.fail;
   },
 } satisfies Filter;

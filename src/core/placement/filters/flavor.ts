@@ -8,13 +8,18 @@ export const summary = 'a GPU call needs a gpu worker; CPU calls pass every work
 export const flavor = {
   name,
   summary,
-  check: (worker, budget) =>
-    !budget.gpuCall ? Verdict.skip : worker.flavor === 'gpu' ? Verdict.pass : Verdict.fail,
-  reason: (worker, budget, _config, verdict) => {
-    if (verdict === Verdict.skip)
-      return `cpu call: any flavor will do (worker is ${worker.flavor})`;
-    return verdict === Verdict.pass
-      ? 'gpu call on a gpu worker'
-      : `gpu call needs a gpu worker; this one is ${worker.flavor}`;
+  check: (worker, budget, _config, status?) => {
+    if (!budget.gpuCall) {
+      if (status) status.reason = `cpu call: any flavor will do (worker is ${worker.flavor})`;
+      return Verdict.skip;
+    }
+    const verdict = worker.flavor === 'gpu' ? Verdict.pass : Verdict.fail;
+    if (status) {
+      status.reason =
+        verdict === Verdict.pass
+          ? 'gpu call on a gpu worker'
+          : `gpu call needs a gpu worker; this one is ${worker.flavor}`;
+    }
+    return verdict;
   },
 } satisfies Filter;

@@ -8,23 +8,40 @@ import { memoryLimit } from './memory-headroom.js';
 export const name = 'gpu-memory-headroom';
 export const summary = 'GPU memory in use + this GPU budget <= GPU_MEMORY_HEADROOM x GPU total';
 
+/** The words of a verdict, from the values the check computed. */
+function words(
+  passed: boolean,
+  used: number,
+  budget: number,
+  sum: number,
+  limit: number,
+  headroom: number,
+  total: number,
+): string {
+  const terms = `GPU in use ${formatSize(used)} + budget ${formatSize(budget)} = ${formatSize(sum)}`;
+  const bound = `${formatSize(limit)} (${headroom * 100}% of ${formatSize(total)})`;
+  return passed ? `${terms} <= ${bound}` : `${terms} exceeds ${bound}`;
+}
+
 export const gpuMemoryHeadroom = {
   name,
   summary,
-  check: (worker, budget, config) => {
-    if (budget.gpuMemory <= 0) return Verdict.skip;
-    if (worker.gpuMemoryTotal === null || worker.gpuMemoryTotal <= 0) return Verdict.skip;
-    const limit = memoryLimit(worker.gpuMemoryTotal, config.GPU_MEMORY_HEADROOM);
-    return gpuMemoryInUse(worker) + budget.gpuMemory <= limit ? Verdict.pass : Verdict.fail;
-  },
-  reason: (worker, budget, config, verdict) => {
-    if (budget.gpuMemory <= 0) return 'skipped: the call has no GPU memory budget';
-    const total = worker.gpuMemoryTotal ?? 0;
-    if (verdict === Verdict.skip) return 'skipped: the worker offers no GPU memory';
+  check: (worker, budget, config, status?) => {
+    if (budget.gpuMemory <= 0) {
+      if (status) status.reason = 'skipped: the call has no GPU memory budget';
+      return Verdict.skip;
+    }
+    const total = worker.gpuMemoryTotal;
+    if (total === null || total <= 0) {
+      if (status) status.reason = 'skipped: the worker offers no GPU memory';
+      return Verdict.skip;
+    }
+    const headroom = config.GPU_MEMORY_HEADROOM;
+    const limit = memoryLimit(total, headroom);
     const used = gpuMemoryInUse(worker);
-    const limit = memoryLimit(total, config.GPU_MEMORY_HEADROOM);
-    const words = `GPU in use ${formatSize(used)} + budget ${formatSize(budget.gpuMemory)} = ${formatSize(used + budget.gpuMemory)}`;
-    const bound = `${formatSize(limit)} (${config.GPU_MEMORY_HEADROOM * 100}% of ${formatSize(total)})`;
-    return verdict === Verdict.pass ? `${words} <= ${bound}` : `${words} exceeds ${bound}`;
+    const sum = used + budget.gpuMemory;
+    const passed = sum <= limit;
+    if (status) status.reason = words(passed, used, budget.gpuMemory, sum, limit, headroom, total);
+    return passed ? Verdict.pass : Verdict.fail;
   },
 } satisfies Filter;

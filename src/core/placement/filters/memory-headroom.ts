@@ -1,5 +1,4 @@
 /** Memory in use + reserved + this budget must stay within MEMORY_HEADROOM of the worker's total. */
-import { memoryCommitted } from '../../../projections/queries.js';
 import { formatSize } from '../../../shared/units.js';
 import type { Filter } from '../filter.js';
 import { Verdict } from '../filter.js';
@@ -13,22 +12,49 @@ export function memoryLimit(total: number, headroom: number): number {
   return Math.round(total * headroom);
 }
 
+/** The words of a verdict, from the values the check computed. */
+function words(
+  passed: boolean,
+  used: number,
+  reserved: number,
+  budget: number,
+  sum: number,
+  limit: number,
+  headroom: number,
+  total: number,
+): string {
+  const terms = `in use ${formatSize(used)} + reserved ${formatSize(reserved)} + budget ${formatSize(budget)} = ${formatSize(sum)}`;
+  const bound = `${formatSize(limit)} (${headroom * 100}% of ${formatSize(total)})`;
+  return passed ? `${terms} <= ${bound}` : `${terms} exceeds ${bound}`;
+}
+
 export const memoryHeadroom = {
   name,
   summary,
-  check: (worker, budget, config) => {
-    if (worker.memoryTotal === null || worker.memoryTotal <= 0) return Verdict.skip;
-    const limit = memoryLimit(worker.memoryTotal, config.MEMORY_HEADROOM);
-    return memoryCommitted(worker) + budget.memory <= limit ? Verdict.pass : Verdict.fail;
-  },
-  reason: (worker, budget, config, verdict) => {
-    if (verdict === Verdict.skip) return 'skipped: the worker reported no memory total';
-    const total = worker.memoryTotal ?? 0;
+  check: (worker, budget, config, status?) => {
+    const total = worker.memoryTotal;
+    if (total === null || total <= 0) {
+      if (status) status.reason = 'skipped: the worker reported no memory total';
+      return Verdict.skip;
+    }
+    const headroom = config.MEMORY_HEADROOM;
+    const limit = memoryLimit(total, headroom);
     const used = worker.utilization?.memoryUsed ?? 0;
+    // In use + reserved (what `memoryCommitted` sums, and memory pressure ranks by) + the budget.
     const sum = used + worker.reservedMemory + budget.memory;
-    const limit = memoryLimit(total, config.MEMORY_HEADROOM);
-    const words = `in use ${formatSize(used)} + reserved ${formatSize(worker.reservedMemory)} + budget ${formatSize(budget.memory)} = ${formatSize(sum)}`;
-    const bound = `${formatSize(limit)} (${config.MEMORY_HEADROOM * 100}% of ${formatSize(total)})`;
-    return verdict === Verdict.pass ? `${words} <= ${bound}` : `${words} exceeds ${bound}`;
+    const passed = sum <= limit;
+    if (status) {
+      status.reason = words(
+        passed,
+        used,
+        worker.reservedMemory,
+        budget.memory,
+        sum,
+        limit,
+        headroom,
+        total,
+      );
+    }
+    return passed ? Verdict.pass : Verdict.fail;
   },
 } satisfies Filter;

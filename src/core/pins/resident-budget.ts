@@ -8,8 +8,8 @@ import type { ClusterState } from '../../projections/cluster-state.js';
 import { isPlaceable } from '../../projections/queries.js';
 import { formatSize } from '../../shared/units.js';
 import { protectedSets, type KeptVersion } from './kept-versions.js';
-import type { SubsetCache } from './subset-cache.js';
-import { flavorsListing, versionSpec } from './version-flavor.js';
+import type { SubsetCache } from '../placement/pinned/subset-cache.js';
+import { flavorsListing, versionSpec } from '../placement/pinned/version-flavor.js';
 
 /** The fleet's resident memory against what the table needs. */
 export interface FleetBudget {

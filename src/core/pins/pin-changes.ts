@@ -18,8 +18,8 @@ import type { Decision } from '../decision.js';
 import { keptOn, keptVersions, type KeptVersion } from './kept-versions.js';
 import { PinChangeRefusedError } from './pin-errors.js';
 import { describeBudget, fleetBudget } from './resident-budget.js';
-import type { SubsetCache } from './subset-cache.js';
-import { flavorsListing } from './version-flavor.js';
+import type { SubsetCache } from '../placement/pinned/subset-cache.js';
+import { flavorsListing } from '../placement/pinned/version-flavor.js';
 
 /** Names that are aliases, never versions: the table names exact checkpoint IDs. */
 export const VERSION_ALIASES: readonly string[] = [

@@ -4,13 +4,12 @@
  * it stopped being pinned on its subset. These are the sets the router tells each worker to keep
  * (`ResidencyProtected`), and what the fleet's resident budget is measured against.
  */
-import type { Flavor } from '../../events/schema.js';
 import type { ClusterState } from '../../projections/cluster-state.js';
 import { compareText } from '../../projections/queries.js';
 import type { RoutingState } from '../../projections/routing-state.js';
-import { rendezvousSubset } from './rendezvous.js';
-import { candidateIds, type SubsetCache } from './subset-cache.js';
-import { flavorsListing } from './version-flavor.js';
+import { currentSubset } from '../placement/pinned/subset.js';
+import type { SubsetCache } from '../placement/pinned/subset-cache.js';
+import { flavorsListing } from '../placement/pinned/version-flavor.js';
 
 /** Why a version is kept. */
 export type KeptReason = 'pinned' | 'staged' | 'retained';
@@ -48,19 +47,6 @@ export function keptVersions(
 
 function pick(entry: { tenantId: string; version: string; k: number }) {
   return { tenantId: entry.tenantId, version: entry.version, k: entry.k };
-}
-
-/** The subset of (tenant, version, k) on `flavor` now, through the cache when there is one. */
-export function currentSubset(
-  state: ClusterState,
-  tenantId: string,
-  version: string,
-  flavor: Flavor,
-  k: number,
-  subsets?: SubsetCache,
-): readonly string[] {
-  if (subsets) return subsets.subset(state.workers, tenantId, version, flavor, k);
-  return rendezvousSubset(tenantId, version, candidateIds(state.workers.values(), flavor), k);
 }
 
 /** The workers a kept version lives on: its subset on every flavor that lists it, and `alsoOn`. */

@@ -9,11 +9,11 @@
  * fed by the same fold as the candidate index; a map it was not fed from rebuilds it. It never
  * changes an answer: without it, placement computes the same subsets.
  */
-import type { CatalogueInForce } from '../../projections/cluster-state.js';
-import type { Flavor } from '../../events/schema.js';
-import type { WorkerRecord } from '../../projections/cluster-state.js';
-import { isPlaceable } from '../../projections/queries.js';
-import type { WorkerChangeSink } from '../../projections/worker-changes.js';
+import type { CatalogueInForce } from '../../../projections/cluster-state.js';
+import type { Flavor } from '../../../events/schema.js';
+import type { WorkerRecord } from '../../../projections/cluster-state.js';
+import { isPlaceable } from '../../../projections/queries.js';
+import type { WorkerChangeSink } from '../../../projections/worker-changes.js';
 import { compareScored, rankedByScore, rendezvousScore, type ScoredWorker } from './rendezvous.js';
 
 /** Workers each key keeps beyond its k, so that a worker leaving rarely means scoring again. */

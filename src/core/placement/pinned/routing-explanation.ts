@@ -4,7 +4,7 @@
  * it is in the subset, who holds the version, the cold loads in flight, and why the call was
  * placed, cold-loaded or shed. Built only when asked for.
  */
-import type { ResidencyState } from '../../events/schema.js';
+import type { ResidencyState } from '../../../events/schema.js';
 import type { Resolution } from './resolution.js';
 
 /** One candidate of the version's flavor, as routing saw it. */
@@ -44,4 +44,19 @@ export interface RoutingExplanation {
 /** Whoever collects a routing explanation (placement's explanation builder). */
 export interface RoutingExplainSink {
   routing(part: RoutingExplanation): void;
+}
+
+/** A resolution in words, as explanations print it. */
+export function describeResolution(resolution: Resolution): string {
+  const entry = `version "${resolution.version}", k ${resolution.k}, revision ${resolution.revision}`;
+  switch (resolution.source) {
+    case 'table':
+      return `tenant ${resolution.tenantId}'s entry in force: ${entry}`;
+    case 'retry':
+      return `the resolution of the retried call ${resolution.from ?? ''}: ${entry}`;
+    case 'session':
+      return `the resolution of session ${resolution.from ?? ''} (its first placed call): ${entry}`;
+    case 'placed':
+      return `the resolution of this call's first placement (placed again after a failed dial): ${entry}`;
+  }
 }

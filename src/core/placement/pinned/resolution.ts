@@ -4,11 +4,11 @@
  * call resolved takes that call's; any other call takes its tenant's entry in force. So a retry or
  * a session's later call never meets another version, whatever flips came in between.
  */
-import type { ClusterState } from '../../projections/cluster-state.js';
-import type { RoutingState } from '../../projections/routing-state.js';
-import type { GrpcCodeName } from '../../shared/grpc-codes.js';
-import { sessionIdOf, type CallToPlace } from '../placement/call.js';
-import { foreignSessionMessage } from '../placement/session-affinity.js';
+import type { ClusterState } from '../../../projections/cluster-state.js';
+import type { RoutingState } from '../../../projections/routing-state.js';
+import type { GrpcCodeName } from '../../../shared/grpc-codes.js';
+import { sessionIdOf, type CallToPlace } from '../call.js';
+import { foreignSessionMessage } from '../session-owner.js';
 
 /**
  * Where a resolution came from: the table, the retried call, the session, or the call's own

@@ -3,9 +3,9 @@
  * call's GPU flag picks. A version the catalogue in force does not list, or a GPU call for a
  * CPU-only version (or the reverse), is refused.
  */
-import type { CatalogueInForce } from '../../projections/cluster-state.js';
-import type { Flavor } from '../../events/schema.js';
-import type { CheckpointSpec } from '../../events/catalogue.js';
+import type { CatalogueInForce } from '../../../projections/cluster-state.js';
+import type { Flavor } from '../../../events/schema.js';
+import type { CheckpointSpec } from '../../../events/catalogue.js';
 
 /** The flavors of the catalogue in force that list `version`, in name order. */
 export function flavorsListing(catalogue: CatalogueInForce | null, version: string): string[] {

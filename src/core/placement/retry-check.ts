@@ -1,6 +1,6 @@
 /** A retry may only name its own tenant's call (`CallRequested.retryOf`). */
 import type { ClusterState } from '../../projections/cluster-state.js';
-import type { CallToPlace } from '../placement/call.js';
+import type { CallToPlace } from './call.js';
 
 /**
  * Why `call` may not name the call it says it retries, or null when it may: the retried call is

@@ -7,7 +7,7 @@
  * implementation and every replay computes the same subsets.
  */
 import { createHash } from 'node:crypto';
-import { compareText } from '../../projections/queries.js';
+import { compareText } from '../../../projections/queries.js';
 
 /** A worker's score for one key. */
 export interface ScoredWorker {

@@ -1,12 +1,12 @@
 /**
  * Where a tenant's next pinned call may go: the subset of the version in force on the flavor the
- * call runs on (the same resolution, flavor and rendezvous subset as `decidePinned` meets for a
+ * call runs on (the same resolution, flavor and rendezvous subset as placement meets for a pinned
  * call outside any session and not a retry). What a tenant's usable slots count for pinned calls.
  * Pure.
  */
-import type { ClusterState } from '../../projections/cluster-state.js';
-import type { GrpcCodeName } from '../../shared/grpc-codes.js';
-import { currentSubset } from './kept-versions.js';
+import type { ClusterState } from '../../../projections/cluster-state.js';
+import type { GrpcCodeName } from '../../../shared/grpc-codes.js';
+import { currentSubset } from './subset.js';
 import { noPinMessage } from './resolution.js';
 import { versionFlavor } from './version-flavor.js';
 

@@ -8,7 +8,7 @@ import type { ClusterState } from '../../projections/cluster-state.js';
 import { isLive } from '../../projections/queries.js';
 import type { Decision } from '../decision.js';
 import { keptVersions, protectedSets } from './kept-versions.js';
-import type { SubsetCache } from './subset-cache.js';
+import type { SubsetCache } from '../placement/pinned/subset-cache.js';
 
 /**
  * The event types after which workers' protected sets may have changed: the router decides

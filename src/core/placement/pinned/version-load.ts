@@ -1,0 +1,92 @@
+/**
+ * Rules 5 to 7 of a pinned call on its subset (docs/tenant-routing.md): a holder takes the call
+ * warm; else the best member that passes the filters loads the version first (a cold load), one
+ * load in flight per worker; a call that can go nowhere now is shed with a retry-after hint.
+ * Never another version.
+ */
+import type { WorkerRecord } from '../../../projections/cluster-state.js';
+import type { PlacementDecision } from '../decision.js';
+import { reserve } from '../outcome.js';
+import type { Placing } from '../placing.js';
+import type { SubsetScan } from './holders.js';
+import type { Resolution } from './resolution.js';
+import { explainRouting, routingCandidates } from './explain-routing.js';
+import { refuseVersion, shed } from './version-refusal.js';
+
+/**
+ * No subset member can take the call: no candidate at all (refused), or none this call can use
+ * now (shed): all unreachable for it, all ruled out by the filters, or the one to load the
+ * version loading another already.
+ */
+export function noMember(
+  placing: Placing,
+  resolution: Resolution,
+  scan: SubsetScan,
+): PlacementDecision {
+  const { version } = resolution;
+  const { flavor, subset } = scan;
+  if (scan.candidates === 0) {
+    return refuseVersion(
+      placing,
+      resolution,
+      'UNAVAILABLE',
+      `no ${flavor} worker is available for version "${version}"`,
+    );
+  }
+  if (scan.reachable === 0) {
+    const why = placing.dialError === undefined ? '' : ` (${placing.dialError})`;
+    return shed(
+      placing,
+      resolution,
+      `the router could not reach ${subset.join(', ')}, version "${version}"'s subset, for this call${why}, and a pinned call goes nowhere else`,
+      flavor,
+      subset,
+    );
+  }
+  if (scan.loader !== undefined) {
+    return shed(
+      placing,
+      resolution,
+      `version "${version}" is not resident on its subset and ${scan.loader.workerId}, the subset member to load it, is loading a version already (one cold load at a time per worker)`,
+      flavor,
+      subset,
+    );
+  }
+  const cut = subset.filter((workerId) => placing.unreachable.includes(workerId));
+  const ruledOut =
+    cut.length === 0
+      ? 'its filters ruled them all out'
+      : `unreachable for this call: ${cut.join(', ')}; the filters ruled out the rest`;
+  return shed(
+    placing,
+    resolution,
+    `no worker of version "${version}"'s subset (${subset.join(', ')}) can take the call now (${ruledOut})`,
+    flavor,
+    subset,
+  );
+}
+
+/** The call on `worker`: warm on a holder, else it loads the version first (a cold load). */
+export function loadVersion(
+  placing: Placing,
+  resolution: Resolution,
+  scan: SubsetScan,
+  worker: WorkerRecord,
+): PlacementDecision {
+  const { version } = resolution;
+  const { flavor, subset } = scan;
+  const warm = worker === scan.holder;
+  if (placing.explain !== undefined) {
+    const verdict = warm
+      ? `placed on ${worker.workerId}: it holds version "${version}" and ranks first among the subset's holders`
+      : `cold load on ${worker.workerId}: no subset member holds version "${version}"; ${worker.workerId} ranks first among those that pass the filters and has no cold load in flight`;
+    const candidates = routingCandidates(placing, resolution, flavor, subset);
+    explainRouting(placing, resolution, verdict, flavor, candidates);
+  }
+  return reserve(
+    placing,
+    worker,
+    { containerId: null, checkpointId: version },
+    { version, routingRevision: resolution.revision, coldLoad: !warm },
+  );
+}

@@ -1,0 +1,82 @@
+/**
+ * One call being placed: what every step of the pipeline reads (the state, the call, the config
+ * and budget, the caller's caches, the workers earlier attempts could not reach, the explanation
+ * being built) and what the steps decide along the way (the parsed packages, a dropped pin's
+ * `SessionUnpinned`). Made once per decision by `place.ts`.
+ */
+import type { NewEvent } from '../../events/types.js';
+import type { ClusterState } from '../../projections/cluster-state.js';
+import type { Config } from '../../shared/config.js';
+import { budgetOf, sessionIdOf, type Budget, type CallToPlace } from './call.js';
+import type { ExplanationBuilder } from './explanation.js';
+import type { PackageRequirement } from './packages.js';
+import type { PlacementCaches } from './placement-caches.js';
+
+/** What a decision may be given besides the state and the call. */
+export interface PlaceOptions {
+  /** The config to decide under; default the config in force (`state.config`). */
+  readonly config?: Config;
+  /**
+   * The caller's caches for this state (fold the state with them as its change sink). Without,
+   * placement decides the same, walking every worker.
+   */
+  readonly caches?: PlacementCaches;
+  /**
+   * Workers earlier attempts of the call could not reach (a failed dial): never candidates (a
+   * pinned call's subset still counts them, so it stays the same subset: the call may only go to
+   * its other members). Default: those the state records for the call while it waits to be placed
+   * again.
+   */
+  readonly unreachable?: readonly string[];
+  /** Why the last of them could not be reached: said when no other worker is left. */
+  readonly dialError?: string;
+}
+
+/** The call being placed, and what the steps so far decided. */
+export interface Placing {
+  readonly state: ClusterState;
+  readonly call: CallToPlace;
+  readonly config: Config;
+  readonly budget: Budget;
+  /** The call's session (the wire's empty string is none). */
+  readonly sessionId: string | null;
+  /** The caller's tenant; null without one. */
+  readonly tenantId: string | null;
+  /** Whether the call asks for its tenant's pinned version (docs/tenant-routing.md). */
+  readonly pinned: boolean;
+  readonly caches: PlacementCaches | undefined;
+  /** Workers earlier attempts of this call could not reach (its stream could not be opened). */
+  readonly unreachable: readonly string[];
+  readonly dialError: string | undefined;
+  /** The explanation being built; undefined on the hot path. */
+  readonly explain: ExplanationBuilder | undefined;
+  /** The call's packages, once validation parsed them. */
+  requirements: readonly PackageRequirement[];
+  /** Events decided before the outcome (a dropped pin's `SessionUnpinned`), in order. */
+  readonly before: NewEvent[];
+}
+
+/** The call `call` about to be placed against `state`. */
+export function placingOf(
+  state: ClusterState,
+  call: CallToPlace,
+  options: PlaceOptions,
+  explain: ExplanationBuilder | undefined,
+): Placing {
+  const config = options.config ?? state.config;
+  return {
+    state,
+    call,
+    config,
+    budget: budgetOf(call.demand, config),
+    sessionId: sessionIdOf(call.sessionId),
+    tenantId: call.tenantId ?? null,
+    pinned: call.demand.pinned === true,
+    caches: options.caches,
+    unreachable: options.unreachable ?? state.pendingCalls.get(call.requestId)?.unreachable ?? [],
+    dialError: options.dialError,
+    explain,
+    requirements: [],
+    before: [],
+  };
+}

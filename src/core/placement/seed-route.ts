@@ -1,0 +1,77 @@
+/**
+ * The seed rules after session affinity (docs/placement.md, rules 2 to 7), for every call that
+ * does not ask for its tenant's pinned version: every placeable worker is a candidate, the
+ * filters and the ranking pick the best, the cost model its checkpoint.
+ */
+import type { WorkerRecord } from '../../projections/cluster-state.js';
+import type { RankedCandidate } from './candidate-index.js';
+import { chooseCheckpoint } from './checkpoint-choice.js';
+import { FILTERS } from './filters/index.js';
+import { rejected, reserve } from './outcome.js';
+import type { Placing } from './placing.js';
+import type { Route } from './route.js';
+import { explainScan, scanAll, scanInRankOrder, type Scan } from './scan.js';
+
+/**
+ * Rule 2's candidates, as the fastest walk the caller allows reads them (every walk gives the
+ * same answer): the caller's index, best first; else every worker of the state. A call placed
+ * again after a failed dial, or one being explained, walks them all.
+ */
+export type SeedCandidates =
+  | { readonly walk: 'ranked'; readonly sorted: readonly RankedCandidate[] }
+  | { readonly walk: 'all'; readonly workers: Iterable<WorkerRecord> };
+
+/** Why no worker is available, naming those this call could not reach. */
+function unavailable(placing: Placing): string {
+  const { unreachable, dialError } = placing;
+  return unreachable.length === 0
+    ? 'no workers available'
+    : `no workers available: the router could not reach ${unreachable.join(', ')} for this call` +
+        (dialError === undefined ? '' : ` (${dialError})`);
+}
+
+/** Each filter that ruled candidates out, with how many. */
+function ruledOut(failures: readonly number[]): string {
+  return FILTERS.map((filter, i) => [filter.name, failures[i] ?? 0] as const)
+    .filter(([, count]) => count > 0)
+    .map(([name, count]) => `${name} ruled out ${count}`)
+    .join(', ');
+}
+
+/** The seed rules' route. */
+export const SEED_ROUTE: Route<SeedCandidates, Scan> = {
+  reuse: (placing, worker, pin) =>
+    reserve(placing, worker, { containerId: pin.containerId, checkpointId: pin.checkpointId }),
+
+  candidates: (placing) =>
+    placing.caches !== undefined && placing.unreachable.length === 0 && !placing.explain
+      ? { walk: 'ranked', sorted: placing.caches.candidates.candidates(placing.state.workers) }
+      : { walk: 'all', workers: placing.state.workers.values() },
+
+  scan: (placing, candidates) => {
+    const { budget, config, explain, unreachable } = placing;
+    if (candidates.walk === 'ranked') return scanInRankOrder(candidates.sorted, budget, config);
+    if (explain) return explainScan(candidates.workers, budget, config, explain, unreachable);
+    return scanAll(candidates.workers, budget, config, unreachable);
+  },
+
+  unplaced: (placing, scan) => {
+    const { call, before } = placing;
+    if (scan.candidates === 0) return rejected(call, before, 'UNAVAILABLE', unavailable(placing));
+    const candidates = `${scan.candidates} candidate${scan.candidates === 1 ? '' : 's'}`;
+    return rejected(
+      call,
+      before,
+      'RESOURCE_EXHAUSTED',
+      `no worker can accept this request (${candidates}: ${ruledOut(scan.failures)})`,
+    );
+  },
+
+  place: (placing, _scan, worker) => {
+    const checkpoint = chooseCheckpoint(placing, worker);
+    if (!checkpoint.ok) {
+      return rejected(placing.call, placing.before, 'INVALID_ARGUMENT', checkpoint.message);
+    }
+    return reserve(placing, worker, { containerId: null, checkpointId: checkpoint.checkpointId });
+  },
+};
