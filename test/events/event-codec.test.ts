@@ -14,7 +14,12 @@ import {
   type ClusterEvent,
   type StoredEvent,
 } from '../../src/events/index.js';
-import { CODEC_EVENT_TYPES } from '../../src/events/codec/field-codecs.js';
+import { createHash } from 'node:crypto';
+import {
+  CODEC_EVENT_TYPES,
+  TYPE_FIELDS,
+  type FieldCodec,
+} from '../../src/events/codec/field-codecs.js';
 import {
   BINARY_VALUE_V1,
   ByteReader,
@@ -50,6 +55,17 @@ function fixtureEvents(): ClusterEvent[] {
 
 const scratch = new ByteWriter();
 
+/** A field's place in the binary layout: its key, kind, nullability and what is inside it. */
+function layoutOf(field: FieldCodec): string {
+  const inner =
+    field.kind === 'enum'
+      ? `(${field.values.join('|')})`
+      : field.kind === 'obj' || field.kind === 'objs'
+        ? `{${field.fields.map(layoutOf).join(',')}}`
+        : '';
+  return `${field.key}:${field.kind}${field.nullable ? '?' : ''}${inner}`;
+}
+
 describe('events: the binary codec', () => {
   it('gives every type a code, in an order that only ever grows at the end', () => {
     expect([...CODEC_EVENT_TYPES]).to.have.members(EVENT_TYPES);
@@ -63,6 +79,52 @@ describe('events: the binary codec', () => {
         'ResidencyBudget Snapshot',
     );
     expect(CODEC_EVENT_TYPES.length).to.be.below(TEXT_EVENT_CODE);
+  });
+
+  it('lays out every type as the schemas did when the value format was made (v2 schemas)', () => {
+    // The codec is positional: a field added to, removed from or moved in a schema (or a word
+    // added to a closed list) changes how values already on disk decode. Such a change needs a
+    // new value format (and the reader of the old one), not a new pin here.
+    const layout = [...TYPE_FIELDS]
+      .map(([type, fields]) => `${type}[${fields.map(layoutOf).join(',')}]`)
+      .join('\n');
+    expect(layout).to.contain('SessionExpired[sessionId:str,reason:enum');
+    expect(layout).to.match(/SessionExpired\[[^\n]*causeSeq:int\?\]/);
+    expect(layout).to.match(/RouterStarted\[[^\n]*schemaVersion:int\?\]/);
+    expect(createHash('sha256').update(layout).digest('hex'), layout).to.equal(
+      '54e9c73d8d050db391f6af05fda9be9b9f8b26e6307081f78633b45ac6e1df1b',
+    );
+  });
+
+  it('given the fields schema v2 added, stores them in the codec and gives them back', () => {
+    const events = [
+      validateEvent({
+        seq: 1,
+        at: '2026-11-30T10:00:00.000Z',
+        cause: 'start',
+        type: 'RouterStarted',
+        config: {},
+        version: '1.0.0',
+        rulesVersion: 3,
+        routerId: 'r1',
+        takeoverFrom: null,
+        schemaVersion: 2,
+      }),
+      validateEvent({
+        seq: 2,
+        at: '2026-11-30T10:00:01.000Z',
+        cause: 'probe:w1',
+        type: 'SessionExpired',
+        sessionId: 's1',
+        reason: 'worker_evicted',
+        causeSeq: 41,
+      }),
+    ];
+    for (const event of events) {
+      const value = encodeLogValue(event, undefined, 'append', scratch);
+      expect(value[0]).to.equal(BINARY_VALUE_V1);
+      expect(decodeLogValue(value, event.seq).event).to.deep.equal(event);
+    }
   });
 
   it('given the events of every fixture and a generated history, each LMDB value decodes to the same event and text', () => {

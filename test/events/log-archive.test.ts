@@ -13,6 +13,7 @@ import {
   DamagedArchiveError,
   EventLog,
   EventLogError,
+  EVENT_SCHEMA_VERSION,
   type ClusterEvent,
   type EventOf,
 } from '../../src/events/index.js';
@@ -87,6 +88,7 @@ describe('log retention (LMDB)', () => {
       const header = (await ArchiveFile.open(join(archiveDir, event.file))).header;
       expect(header.origin).to.deep.equal(log.origin());
       expect(header.rulesVersions).to.deep.equal([1]);
+      expect(header.schemaVersions).to.deep.equal([EVENT_SCHEMA_VERSION]);
       expect(readFileSync(join(archiveDir, event.file)).length).to.equal(event.bytes);
     }
     // The state folded from the live log alone is the state of the whole history.
@@ -202,6 +204,25 @@ describe('log retention (LMDB)', () => {
     expect((refused as Error).message).to.match(/holds another log's archive/);
     const [first, second] = ArchiveDirectory.open(archiveDir).entries();
     if (!first || !second) throw new Error('expected two files');
+    // A file in a schema newer than this readie's: refused by name, not misread.
+    const newer = join(tempDir(), second.file);
+    const schema = `"schemaVersions":[${EVENT_SCHEMA_VERSION}]`;
+    const text = readFileSync(second.path, 'latin1');
+    expect(text).to.include(schema);
+    writeFileSync(
+      newer,
+      text.replace(schema, `"schemaVersions":[${EVENT_SCHEMA_VERSION + 1}]`),
+      'latin1',
+    );
+    await ArchiveFile.open(newer).then(
+      () => expect.fail('a newer schema opened'),
+      (error: unknown) => {
+        expect(error).to.be.instanceOf(DamagedArchiveError);
+        expect((error as Error).message).to.include(
+          `archive file ${second.file} (seq ${second.fromSeq} to ${second.toSeq}) is damaged: its events are written in event schema v${EVENT_SCHEMA_VERSION + 1}`,
+        );
+      },
+    );
     truncateSync(first.path, 200);
     const flipped = readFileSync(second.path);
     flipped.writeUInt8((flipped.at(-5) ?? 0) ^ 0xff, flipped.length - 5);

@@ -10,6 +10,7 @@ import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   ArchiveDirectory,
+  ArchiveFile,
   ArchiveWriter,
   EventLog,
   readJsonl,
@@ -170,6 +171,8 @@ describe('replay over an archive and the live log', function () {
       });
       for (const line of stored) writer.add(line);
       const written = await writer.write(dir);
+      // Recorded in the v1 vocabulary: read through the upcaster.
+      expect((await ArchiveFile.open(written.path)).header.schemaVersions, name).to.deep.equal([1]);
       const source = await openLogSource(written.path);
       const events: ClusterEvent[] = [];
       for await (const stored of source.stored()) events.push(stored.event);

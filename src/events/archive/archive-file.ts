@@ -19,7 +19,6 @@ import {
 } from '../codec/stored-codec.js';
 import { EventLogError, InvalidEventError } from '../errors.js';
 import type { LogOrigin } from '../event-log.js';
-import { EVENT_SCHEMA_VERSION } from '../schema.js';
 import type { StoredEvent } from '../types.js';
 import {
   ARCHIVE_CODEC,
@@ -65,6 +64,7 @@ export class ArchiveWriter {
   private last: StoredEvent | undefined;
   private raw = 0;
   private readonly rules = new Set<number>();
+  private readonly schemas = new Set<number>();
   private readonly snapshots: number[] = [];
 
   constructor(private readonly origin: LogOrigin) {}
@@ -103,8 +103,13 @@ export class ArchiveWriter {
       this.snapshots.push(event.seq);
       const version = (event.state as { rulesVersion?: unknown }).rulesVersion;
       if (typeof version === 'number') this.rules.add(version);
+      this.schemas.add(event.schemaVersion ?? 1);
     }
-    if (event.type === 'RouterStarted') this.rules.add(event.rulesVersion ?? 1);
+    if (event.type === 'RouterStarted') {
+      this.rules.add(event.rulesVersion ?? 1);
+      // A router that records no schema version wrote v1 (upcast.ts).
+      this.schemas.add(event.schemaVersion ?? 1);
+    }
     if (this.blockEvents === 0) this.blockFirst = event.seq;
     encodeBlockEvent(stored, this.block, this.context, 'canonical');
     this.blockEvents += 1;
@@ -141,7 +146,7 @@ export class ArchiveWriter {
       events: last.seq - first.seq + 1,
       firstAt: first.at,
       lastAt: last.at,
-      schemaVersion: EVENT_SCHEMA_VERSION,
+      schemaVersions: this.schemas.size > 0 ? [...this.schemas].sort((a, b) => a - b) : [1],
       rulesVersions: [...this.rules].sort((a, b) => a - b),
       snapshots: [...this.snapshots],
       codec: ARCHIVE_CODEC,

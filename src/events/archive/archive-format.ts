@@ -9,6 +9,7 @@
  */
 import { EventLogError } from '../errors.js';
 import type { LogOrigin } from '../event-log.js';
+import { EVENT_SCHEMA_VERSION } from '../schema.js';
 
 /** The first line of every archive file. */
 export const ARCHIVE_MAGIC = 'READIE-ARCHIVE 1';
@@ -38,8 +39,11 @@ export interface ArchiveHeader {
   readonly events: number;
   readonly firstAt: string;
   readonly lastAt: string;
-  /** The event schema version of the events. */
-  readonly schemaVersion: number;
+  /**
+   * The event schema versions its events are written in (those its snapshots and router starts
+   * record; a reader upcasts the older ones, `upcast.ts`).
+   */
+  readonly schemaVersions: readonly number[];
   /** The placement rules versions in force over the events (from the snapshot and starts in it). */
   readonly rulesVersions: readonly number[];
   /** The seqs of the `Snapshot` events it holds: where a replay of a part of it may start. */
@@ -139,6 +143,20 @@ export function parseArchiveHeader(
     throw damaged(`its blocks hold seq ${range.fromSeq} to ${seq - 1}`);
   }
   if (bytes !== header.bodyBytes) throw damaged('its blocks do not add up to its body');
+  const schemas: unknown = header.schemaVersions;
+  if (
+    !Array.isArray(schemas) ||
+    schemas.length === 0 ||
+    !schemas.every((v): v is number => Number.isInteger(v) && (v as number) >= 1)
+  ) {
+    throw damaged('its header lacks its schema versions');
+  }
+  const newest = Math.max(...schemas);
+  if (newest > EVENT_SCHEMA_VERSION) {
+    throw damaged(
+      `its events are written in event schema v${newest}; this readie reads up to v${EVENT_SCHEMA_VERSION}`,
+    );
+  }
   const snapshots = header.snapshots ?? [];
   if (
     !Array.isArray(snapshots) ||
