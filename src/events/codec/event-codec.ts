@@ -1,7 +1,9 @@
 /**
  * The binary event codec (v1): an event in a few dozen bytes instead of a line of JSON, derived
- * from the vocabulary's own schemas (`schema.ts`), so a field added to an event type is encoded
- * with no change here. Each event is its type's code, its instant, its cause, then its fields in
+ * from the vocabulary's own schemas (`schema.ts`, as of event schema v2). The layout is
+ * positional, so a schema change (a field added, a word added to a closed list) changes how the
+ * values already on disk decode: `test/events/event-codec.test.ts` pins the layout, and such a
+ * change needs a new value format beside this one. Each event is its type's code, its instant, its cause, then its fields in
  * the schema's order, each by its kind: integers as varints, numbers as a varint or a double,
  * strings as UTF-8 or a back-reference to a string said before in the same context, the closed
  * lists of words as their index, nested objects field by field; records and anything the schemas

@@ -1,7 +1,7 @@
 /**
  * The binary codec's view of the vocabulary (pure): each event type's code and, compiled from its
- * schema (`schema.ts`), how each of its fields is written, so a field added to an event type is
- * encoded with no change here.
+ * schema (`schema.ts`), how each of its fields is written (a layout pinned by the codec's tests:
+ * changing it needs a new value format, `event-codec.ts`).
  */
 import { Kind, OptionalKind, type TSchema } from '@sinclair/typebox';
 import { EVENT_FIELDS, type EventType } from '../schema.js';
