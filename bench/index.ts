@@ -17,7 +17,9 @@ const BENCHMARKS: Record<string, () => Promise<unknown>> = {
   retention: async () => (await import('./retention.js')).run(),
 };
 
-const names = process.argv.slice(2);
+// Flags (`--...`, and the value after `--days`) are the benchmarks' own (each reads process.argv).
+const args = process.argv.slice(2);
+const names = args.filter((arg, i) => !arg.startsWith('--') && args[i - 1] !== '--days');
 if (names.length === 0 || names.some((name) => !(name in BENCHMARKS))) {
   process.stderr.write(`usage: npm run bench -- <${Object.keys(BENCHMARKS).join('|')}> ...\n`);
   process.exit(2);

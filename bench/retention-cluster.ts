@@ -88,7 +88,14 @@ export class SimulatedCluster {
     );
     for (let i = 0; i < this.shape.workers; i += 1) {
       this.log.append(
-        registered(`w${i}`, { memoryTotal: 64 * GiB, maxContainers: 32 }),
+        // An address by IP on a closed loopback port: a router started on the log (the start
+        // timings) probes the workers, and a name would be a DNS lookup each, left pending in
+        // libuv's thread pool (which LMDB and brotli share) for the rest of the run.
+        registered(`w${i}`, {
+          address: `127.0.0.1:${20_000 + i}`,
+          memoryTotal: 64 * GiB,
+          maxContainers: 32,
+        }),
         `report:w${i}`,
       );
     }
