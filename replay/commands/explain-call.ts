@@ -42,13 +42,14 @@ function endsCall(event: ClusterEvent, requestId: string): boolean {
 }
 
 /**
- * Replays `source` up to the end of the first call `requestId` (or the one at `seq`) and explains
- * each of its decisions.
+ * Replays `source` (from `fromSeq`: a snapshot, or the start of an archive file) up to the end of
+ * the first call `requestId` (or the one at `seq`) and explains each of its decisions.
  */
 export async function explainCall(
   source: LogSource,
   match: { requestId?: string; seq?: number },
   overrides: Partial<Config> = {},
+  fromSeq = 0,
   rules: 'recorded' | 'current' = 'recorded',
 ): Promise<ExplainedCall | undefined> {
   let found: Omit<ExplainedCall, 'result' | 'replacements' | 'lifecycle'> | undefined;
@@ -102,12 +103,17 @@ export async function explainCall(
     maxCalls: Number.MAX_SAFE_INTEGER,
     retentionMs: Number.MAX_SAFE_INTEGER,
   });
-  await forEachEvent(source, (event) => {
-    history.observe(event);
-    replayer.push(event);
-    if (found && endsCall(event, found.request.requestId)) ended = true;
-    return !ended;
-  });
+  await forEachEvent(
+    source,
+    (event) => {
+      history.observe(event);
+      replayer.push(event);
+      if (found && endsCall(event, found.request.requestId)) ended = true;
+      return !ended;
+    },
+    fromSeq,
+    true,
+  );
   replayer.end();
   if (!found) return undefined;
   const record = history.get(found.request.requestId);

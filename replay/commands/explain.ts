@@ -5,30 +5,51 @@ import { ReplayInputError } from '../io/replay-input-error.js';
 import { turnScreen } from '../format/turn-screen.js';
 import { explainCall } from './explain-call.js';
 import { explainTurnRefusal } from './explain-turn.js';
-import { out, parseOverrides } from './options.js';
+import { out, parseOverrides, type SourceOptions } from './options.js';
 
 /** Options of `replay explain`. */
-export interface ExplainOptions {
+export interface ExplainOptions extends SourceOptions {
   readonly json?: boolean;
   readonly set?: readonly string[];
 }
 
+/** The call explained from the first event of the log (the request was not where it was looked for). */
+async function explainFromStart(
+  paths: readonly string[],
+  requestId: string,
+  overrides: ReturnType<typeof parseOverrides>,
+  options: SourceOptions,
+): ReturnType<typeof explainCall> {
+  const source = await openLogSource(paths, options);
+  try {
+    return await explainCall(source, { requestId }, overrides);
+  } finally {
+    await source.close();
+  }
+}
+
 /** Runs `replay explain`; resolves to the exit status. */
 export async function explainCommand(
-  logPath: string,
+  logPaths: string | readonly string[],
   requestId: string,
   options: ExplainOptions,
 ): Promise<number> {
   const overrides = parseOverrides(options.set);
-  const source = await openLogSource(logPath);
+  const paths = typeof logPaths === 'string' ? [logPaths] : logPaths;
+  const source = await openLogSource(paths, options);
   try {
-    const explained = await explainCall(source, { requestId }, overrides);
+    // Across an archive, start at the file that mentions the request: it starts at a snapshot.
+    const from = await source.locate(requestId);
+    let explained = await explainCall(source, { requestId }, overrides, from);
+    if (!explained && from > (source.range?.first ?? 0)) {
+      explained = await explainFromStart(paths, requestId, overrides, options);
+    }
     if (!explained) {
       // A session call refused "session is busy" never reached placement: no CallRequested.
       const refused = await explainTurnRefusal(source, requestId);
       if (!refused) {
         throw new ReplayInputError(
-          `${logPath}: no CallRequested and no SessionTurnRefused for request ${requestId}`,
+          `${paths.join(' ')}: no CallRequested and no SessionTurnRefused for request ${requestId}`,
         );
       }
       out(

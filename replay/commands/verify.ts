@@ -12,7 +12,7 @@ import { explainScreen } from '../format/explain-screen.js';
 import { openLogSource } from '../io/log-source.js';
 import { forEachEvent } from '../io/read-log.js';
 import { explainCall } from './explain-call.js';
-import { out } from './options.js';
+import { out, type SourceOptions } from './options.js';
 import {
   keepsRulesVersion,
   KEPT_RULES_VERSIONS,
@@ -74,14 +74,17 @@ function reportOther(
 }
 
 /** Verifies a log; resolves to 0 (reproduced), 1 (diverged) or 3 (rules changed). */
-export async function verifyCommand(logPath: string, options: VerifyOptions = {}): Promise<number> {
+export async function verifyCommand(
+  logPaths: string | readonly string[],
+  options: VerifyOptions & SourceOptions = {},
+): Promise<number> {
   const rules = options.rules ?? 'recorded';
   let divergence: CallResult | undefined;
   let otherDivergence: { result: DecisionResult; rulesVersion: number } | undefined;
   let checked = 0;
   let others = 0;
   let unrecorded = 0;
-  const source = await openLogSource(logPath);
+  const source = await openLogSource(logPaths, options);
   const replayer: Replayer = new Replayer({
     rules,
     onCall: (result) => {
@@ -98,10 +101,16 @@ export async function verifyCommand(logPath: string, options: VerifyOptions = {}
   });
   const found = () => divergence !== undefined || otherDivergence !== undefined;
   try {
-    await forEachEvent(source, (event) => {
-      replayer.push(event);
-      return !found();
-    });
+    // The replayer folds every event: the snapshots after the first are passed over.
+    await forEachEvent(
+      source,
+      (event) => {
+        replayer.push(event);
+        return !found();
+      },
+      0,
+      true,
+    );
     if (!found()) replayer.end();
   } finally {
     await source.close();
@@ -151,9 +160,13 @@ export async function verifyCommand(logPath: string, options: VerifyOptions = {}
   }
   out('');
   out('Why placement decides this now:');
-  const again = await openLogSource(logPath);
+  const again = await openLogSource(logPaths, options);
   try {
-    const explained = await explainCall(again, { seq: divergence.seq }, {}, rules);
+    // From the snapshot before the call (the whole log when that misses the call's request).
+    const from = (await again.snapshotAtOrBefore(divergence.seq - 1)) ?? 0;
+    const explained =
+      (await explainCall(again, { seq: divergence.seq }, {}, from, rules)) ??
+      (from > 0 ? await explainAgain(logPaths, options, divergence.seq, rules) : undefined);
     if (explained)
       process.stdout.write(
         explainScreen(explained.request, explained.explanation, divergence, explained.atCall),
@@ -162,4 +175,19 @@ export async function verifyCommand(logPath: string, options: VerifyOptions = {}
     await again.close();
   }
   return rulesChanged ? RULES_CHANGED_STATUS : 1;
+}
+
+/** The divergent call explained from the start of the log (its request came before the snapshot). */
+async function explainAgain(
+  logPaths: string | readonly string[],
+  options: SourceOptions,
+  seq: number,
+  rules: 'recorded' | 'current',
+): ReturnType<typeof explainCall> {
+  const source = await openLogSource(logPaths, options);
+  try {
+    return await explainCall(source, { seq }, {}, 0, rules);
+  } finally {
+    await source.close();
+  }
 }

@@ -27,6 +27,7 @@ import {
 } from './pins/pin-changes.js';
 import { decideProtection } from './pins/protection.js';
 import { decideResidencyReport } from './pins/residency-report.js';
+import { decideArchiveRecord } from './retention/archive-record.js';
 import { decideSessionEnd } from './sessions/session-end.js';
 import { decideTurnRefusal } from './sessions/turn-refusal.js';
 import { decideStart } from './startup/startup-events.js';
@@ -77,6 +78,8 @@ export const DECISIONS = {
   remove: decideRemove,
   /** What every worker must keep, after the table or the fleet changed (`routing`). */
   protection: decideProtection,
+  /** A segment of the log moved to the archive, or an archive file expired (`archive`). */
+  archive: decideArchiveRecord,
 } as const satisfies Record<string, Decide<never>>;
 
 /** What triggers a decision: a key of `DECISIONS`. */

@@ -8,8 +8,11 @@ import type { CauseKind } from './schema.js';
 
 /** What caused an append: one variant per kind of trigger, naming its subject. */
 export type Cause =
-  /** The router starting over its log; a reaper pass; telling workers what to keep. */
-  | { readonly kind: 'start' | 'reaper' | 'routing' }
+  /**
+   * The router starting over its log; a reaper pass; telling workers what to keep; moving a
+   * segment of the log to the archive (or deleting an archive file past its retention).
+   */
+  | { readonly kind: 'start' | 'reaper' | 'routing' | 'archive' }
   /**
    * A call got its turn; its first answer; its end; a failed dial of it; its admission from the
    * queue; its leaving the queue unplaced.
@@ -37,6 +40,7 @@ export function causeSubject(cause: Cause): string | undefined {
     case 'start':
     case 'reaper':
     case 'routing':
+    case 'archive':
       return undefined;
     case 'call':
     case 'answer':
@@ -76,6 +80,7 @@ export function parseCause(text: string | null): Cause | null {
     case 'start':
     case 'reaper':
     case 'routing':
+    case 'archive':
       return subject === undefined ? { kind } : null;
     case 'call':
     case 'answer':

@@ -125,6 +125,20 @@ export const RESIDENCY_STATES = ['loading', 'resident', 'cached', 'evicted', 'fa
 /** A version's residency on a worker, as it reports it. */
 export type ResidencyState = (typeof RESIDENCY_STATES)[number];
 
+/**
+ * Why the router moved a segment of its log to the archive (`LogSegmentArchived.reason`): it
+ * grew older than `LOG_RETENTION`, the live log grew beyond `LOG_MAX_BYTES`, or (a JetStream log)
+ * it closed and is archived before the stream's own limits drop it.
+ */
+export const ARCHIVE_REASONS = ['retention', 'size', 'stream-limits'] as const;
+/** Why a segment was archived. */
+export type ArchiveReason = (typeof ARCHIVE_REASONS)[number];
+
+/** An ISO-8601 UTC instant with milliseconds, in a field (the envelope's `at` has the same form). */
+const Instant = T.String({ pattern: ISO_INSTANT_PATTERN });
+/** A seq, in a field. */
+const Seq = T.Integer({ minimum: 0 });
+
 /** A call's resource and placement demand, exactly as the client sent it. */
 export const DemandSchema = T.Object({
   memory: opt(Bytes),
@@ -302,6 +316,18 @@ export const EVENT_FIELDS = {
     schemaVersion: opt(T.Integer({ minimum: 1 })),
     state: T.Record(T.String(), T.Unknown()),
   },
+  LogSegmentArchived: {
+    fromSeq: Seq,
+    toSeq: Seq,
+    events: Count,
+    firstAt: Instant,
+    lastAt: Instant,
+    file: Id,
+    bytes: Bytes,
+    sha256: T.String({ pattern: '^[0-9a-f]{64}$' }),
+    reason: literals(ARCHIVE_REASONS),
+  },
+  LogArchiveExpired: { fromSeq: Seq, toSeq: Seq, lastAt: Instant, file: Id, bytes: Bytes },
 } as const satisfies Record<string, TProperties>;
 
 /** The name of an event type. */
@@ -344,7 +370,8 @@ export const EVENT_TYPES = Object.keys(EVENT_FIELDS) as EventType[];
  * ended its session), `admit:REQUEST` (a queued call admitted: `CallAdmitted` and its
  * placement), `leave:REQUEST` (a queued call left the queue unplaced), `admin:TENANT` (an operator's
  * pin change), `routing` (the router telling workers which versions to keep, after the table or
- * the fleet changed). Events of one cause are one append, so they are contiguous.
+ * the fleet changed), `archive` (the router moved a segment of its log to the archive, or deleted
+ * an archive file past `ARCHIVE_RETENTION`). Events of one cause are one append, so they are contiguous.
  */
 export const CAUSE_KINDS = [
   'start',
@@ -360,6 +387,7 @@ export const CAUSE_KINDS = [
   'session',
   'admin',
   'routing',
+  'archive',
 ] as const;
 /** The kind of trigger an append records. */
 export type CauseKind = (typeof CAUSE_KINDS)[number];

@@ -215,6 +215,10 @@ function applyToCluster(state: State, event: ClusterEvent, changes: WorkerChange
     case 'SessionTurnRefused':
       // A call refused before it reached placement ("session is busy"): nothing was reserved.
       break;
+    // Where the log keeps its old segments is no part of the cluster's state.
+    case 'LogSegmentArchived':
+    case 'LogArchiveExpired':
+      break;
     default:
       assertNever(event, 'event type');
   }

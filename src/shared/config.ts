@@ -2,7 +2,7 @@
  * The settings (docs/router.md): names (the environment variable names), kinds, defaults and the
  * words `--help` and the docs use. Values are held in canonical units: bytes and milliseconds.
  */
-import { parseCount, parseDuration, parseSize, UnitParseError } from './units.js';
+import { formatDuration, parseCount, parseDuration, parseSize, UnitParseError } from './units.js';
 
 /** How a setting's text is read. */
 export type SettingKind = 'ratio' | 'size' | 'duration' | 'count';
@@ -180,6 +180,26 @@ export const SETTINGS = {
     default: 86_400_000,
     help: 'how long the call history keeps a call after its request',
   },
+  LOG_RETENTION: {
+    kind: 'duration',
+    default: 7 * 86_400_000,
+    help: 'segments of the event log older than this move to the archive (0: none for their age); at least SNAPSHOT_INTERVAL and EXECUTION_TIMEOUT',
+  },
+  LOG_MAX_BYTES: {
+    kind: 'size',
+    default: 0,
+    help: 'while the live event log holds more than this, its oldest segments move to the archive (0: no bound)',
+  },
+  ARCHIVE_RETENTION: {
+    kind: 'duration',
+    default: 90 * 86_400_000,
+    help: 'archive files whose newest event is older than this are deleted (0: kept forever); at least LOG_RETENTION',
+  },
+  SNAPSHOT_INTERVAL: {
+    kind: 'duration',
+    default: 3_600_000,
+    help: 'the log appends a Snapshot at least this often (besides every --snapshot-every events), closing a segment retention can archive (0: by count alone)',
+  },
 } as const satisfies Record<string, SettingSpec>;
 
 /** The name of a numeric setting (its environment variable). */
@@ -248,6 +268,45 @@ export function resolveConfig(
     if (text !== undefined && text !== '') config[name] = parseSetting(name, text);
   }
   return { ...(config as Config), ...overrides };
+}
+
+/**
+ * Why the retention settings cannot work together, naming the settings and both bounds, or
+ * undefined when they can: a log retention shorter than the snapshot spacing would archive the
+ * segment a start needs, one shorter than a call's lifetime the start of a call still running;
+ * an archive retention shorter than the log's would delete files as soon as they are written.
+ */
+export function retentionProblem(config: Config): string | undefined {
+  const retention = config.LOG_RETENTION;
+  if (retention > 0) {
+    const spacing = config.SNAPSHOT_INTERVAL;
+    const lifetime = config.EXECUTION_TIMEOUT;
+    if (spacing === 0 || retention < spacing || retention < lifetime) {
+      const spacingText = spacing === 0 ? '0 (by count alone)' : formatDuration(spacing);
+      return (
+        `LOG_RETENTION ${formatDuration(retention)} is shorter than what the live log must keep: ` +
+        `the snapshot spacing (SNAPSHOT_INTERVAL ${spacingText}) and the longest call's lifetime ` +
+        `(EXECUTION_TIMEOUT ${formatDuration(lifetime)}); give LOG_RETENTION at least ` +
+        `${formatDuration(Math.max(spacing, lifetime))}${spacing === 0 ? ' and SNAPSHOT_INTERVAL more than 0' : ''}, or 0 to archive nothing for its age`
+      );
+    }
+  }
+  const archive = config.ARCHIVE_RETENTION;
+  if (archive > 0 && archive < retention) {
+    return (
+      `ARCHIVE_RETENTION ${formatDuration(archive)} is shorter than LOG_RETENTION ` +
+      `${formatDuration(retention)}: archive files would be deleted as soon as they are written; ` +
+      `give ARCHIVE_RETENTION at least ${formatDuration(retention)}, or 0 to keep them all`
+    );
+  }
+  return undefined;
+}
+
+/** Throws a `ConfigError` when the retention settings cannot work together (`retentionProblem`). */
+export function checkRetention(config: Config): Config {
+  const problem = retentionProblem(config);
+  if (problem !== undefined) throw new ConfigError(problem);
+  return config;
 }
 
 /**

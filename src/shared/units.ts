@@ -5,6 +5,7 @@ const DURATION_UNITS: Readonly<Record<string, number>> = {
   s: 1000,
   m: 60_000,
   h: 3_600_000,
+  d: 86_400_000,
 };
 const SIZE_UNITS: Readonly<Record<string, number>> = {
   '': 1,
@@ -25,14 +26,14 @@ export class UnitParseError extends Error {
 }
 
 /** The forms a duration takes, for messages that refuse one. */
-export const DURATION_FORMS = '500ms, 30s, 10m, 1h';
+export const DURATION_FORMS = '500ms, 30s, 10m, 1h, 7d';
 
 /**
- * Parses `500ms`, `30s`, `10m`, `1h` (a number and its unit) into milliseconds. A bare number is
+ * Parses `500ms`, `30s`, `10m`, `1h`, `7d` (a number and its unit) into milliseconds. A bare number is
  * refused: `--probe-interval 5` would otherwise mean 5 ms to a reader who meant 5 s.
  */
 export function parseDuration(text: string): number {
-  const match = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$/i.exec(text);
+  const match = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$/i.exec(text);
   if (!match) {
     throw new UnitParseError(`"${text}" is not a duration (use e.g. ${DURATION_FORMS})`);
   }
@@ -67,9 +68,10 @@ export function parseCount(text: string): number {
   return value;
 }
 
-/** Formats milliseconds the way operators write them (`90s`, `1h`, `250ms`). */
+/** Formats milliseconds the way operators write them (`90s`, `1h`, `7d`, `250ms`). */
 export function formatDuration(ms: number): string {
   for (const [unit, factor] of [
+    ['d', 86_400_000],
     ['h', 3_600_000],
     ['m', 60_000],
     ['s', 1000],

@@ -29,6 +29,7 @@ const EXAMPLES: readonly [Cause, string][] = [
   [{ kind: 'routing' }, 'routing'],
   [{ kind: 'admit', requestId: 'r1' }, 'admit:r1'],
   [{ kind: 'leave', requestId: 'r1' }, 'leave:r1'],
+  [{ kind: 'archive' }, 'archive'],
 ];
 
 describe('events: causes', () => {

@@ -8,6 +8,7 @@ describe('units', () => {
     expect(parseDuration('5s')).to.equal(5_000);
     expect(parseDuration('1.5m')).to.equal(90_000);
     expect(parseDuration('1h')).to.equal(3_600_000);
+    expect(parseDuration('7d')).to.equal(7 * 86_400_000);
   });
 
   it('refuses a duration without a unit, naming the forms it takes', () => {
@@ -19,7 +20,7 @@ describe('units', () => {
       ConfigError,
       /^PROBE_INTERVAL: "5" has no unit/,
     );
-    expect(() => parseDuration('5 parsecs')).to.throw(UnitParseError, /500ms, 30s, 10m, 1h/);
+    expect(() => parseDuration('5 parsecs')).to.throw(UnitParseError, /500ms, 30s, 10m, 1h, 7d/);
   });
 
   it('reads sizes with a unit, and a bare number as bytes (documented so)', () => {

@@ -126,6 +126,10 @@ export function applyEventV1(
     case 'ResidencyProtected':
     case 'ResidencyBudget':
       break;
+    // The log's own bookkeeping (retention) changes no state.
+    case 'LogSegmentArchived':
+    case 'LogArchiveExpired':
+      break;
     case 'CallPlaced':
       reserve(state, event, changes);
       break;

@@ -112,6 +112,42 @@ export interface StatusResponse {
   callsInFlight: number;
   /** Calls waiting for their session's turn. */
   callsWaiting: number;
+  /**
+   * The event log: the live log and its archive (docs/event-log.md, "Retention and the archive").
+   * Numbered apart from the fields above, which other views extend.
+   */
+  log?: LogView | undefined;
+}
+
+/** The router's event log: what the live log holds, what its archive holds, the retention in force. */
+export interface LogView {
+  /** Where the live log is: a directory, or nats://HOST:PORT/STREAM. */
+  location: string;
+  /** Bytes the live log holds (LMDB: its pages in use; JetStream: the stream's bytes). */
+  liveBytes: number;
+  /** The live log's first seq and the instant of that event (its oldest), and its last seq. */
+  firstSeq: number;
+  firstAt: string;
+  lastSeq: number;
+  /** The archive directory; empty when the router archives nothing (archive_off says why). */
+  archiveDir: string;
+  /** Its files, their bytes, the seqs they hold and the instants of their first and last events. */
+  archiveFiles: number;
+  archiveBytes: number;
+  archiveFirstSeq: number;
+  archiveLastSeq: number;
+  archiveFirstAt: string;
+  archiveLastAt: string;
+  /** The retention in force: LOG_RETENTION and ARCHIVE_RETENTION (ms), LOG_MAX_BYTES (bytes); 0: none. */
+  logRetentionMs: number;
+  logMaxBytes: number;
+  archiveRetentionMs: number;
+  /** Why the router archives nothing, when it does not. */
+  archiveOff: string;
+  /** Why the last archive pass failed, when it did (it is tried again at the next pass). */
+  archiveProblem: string;
+  /** When the last archive pass ended (ISO-8601 UTC); empty before the first. */
+  lastPassAt: string;
 }
 
 /** A worker as the router knows it. */
@@ -810,6 +846,7 @@ function createBaseStatusResponse(): StatusResponse {
     reservations: [],
     callsInFlight: 0,
     callsWaiting: 0,
+    log: undefined,
   };
 }
 
@@ -841,6 +878,9 @@ export const StatusResponse: MessageFns<StatusResponse> = {
     }
     if (message.callsWaiting !== 0) {
       writer.uint32(72).uint32(message.callsWaiting);
+    }
+    if (message.log !== undefined) {
+      LogView.encode(message.log, writer.uint32(242).fork()).join();
     }
     return writer;
   },
@@ -930,6 +970,14 @@ export const StatusResponse: MessageFns<StatusResponse> = {
             message.callsWaiting = reader.uint32();
             continue;
           }
+          case 30: {
+            if (tag !== 242) {
+              break;
+            }
+
+            message.log = LogView.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -983,6 +1031,7 @@ export const StatusResponse: MessageFns<StatusResponse> = {
         : isSet(object.calls_waiting)
         ? globalThis.Number(object.calls_waiting)
         : 0,
+      log: isSet(object.log) ? LogView.fromJSON(object.log) : undefined,
     };
   },
 
@@ -1015,6 +1064,9 @@ export const StatusResponse: MessageFns<StatusResponse> = {
     if (message.callsWaiting !== 0) {
       obj.callsWaiting = Math.round(message.callsWaiting);
     }
+    if (message.log !== undefined) {
+      obj.log = LogView.toJSON(message.log);
+    }
     return obj;
   },
 
@@ -1032,6 +1084,435 @@ export const StatusResponse: MessageFns<StatusResponse> = {
     message.reservations = object.reservations?.map((e) => ReservationView.fromPartial(e)) || [];
     message.callsInFlight = object.callsInFlight ?? 0;
     message.callsWaiting = object.callsWaiting ?? 0;
+    message.log = (object.log !== undefined && object.log !== null) ? LogView.fromPartial(object.log) : undefined;
+    return message;
+  },
+};
+
+function createBaseLogView(): LogView {
+  return {
+    location: "",
+    liveBytes: 0,
+    firstSeq: 0,
+    firstAt: "",
+    lastSeq: 0,
+    archiveDir: "",
+    archiveFiles: 0,
+    archiveBytes: 0,
+    archiveFirstSeq: 0,
+    archiveLastSeq: 0,
+    archiveFirstAt: "",
+    archiveLastAt: "",
+    logRetentionMs: 0,
+    logMaxBytes: 0,
+    archiveRetentionMs: 0,
+    archiveOff: "",
+    archiveProblem: "",
+    lastPassAt: "",
+  };
+}
+
+export const LogView: MessageFns<LogView> = {
+  encode(message: LogView, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.location !== "") {
+      writer.uint32(10).string(message.location);
+    }
+    if (message.liveBytes !== 0) {
+      writer.uint32(16).uint64(message.liveBytes);
+    }
+    if (message.firstSeq !== 0) {
+      writer.uint32(24).uint64(message.firstSeq);
+    }
+    if (message.firstAt !== "") {
+      writer.uint32(34).string(message.firstAt);
+    }
+    if (message.lastSeq !== 0) {
+      writer.uint32(40).uint64(message.lastSeq);
+    }
+    if (message.archiveDir !== "") {
+      writer.uint32(50).string(message.archiveDir);
+    }
+    if (message.archiveFiles !== 0) {
+      writer.uint32(56).uint32(message.archiveFiles);
+    }
+    if (message.archiveBytes !== 0) {
+      writer.uint32(64).uint64(message.archiveBytes);
+    }
+    if (message.archiveFirstSeq !== 0) {
+      writer.uint32(72).uint64(message.archiveFirstSeq);
+    }
+    if (message.archiveLastSeq !== 0) {
+      writer.uint32(80).uint64(message.archiveLastSeq);
+    }
+    if (message.archiveFirstAt !== "") {
+      writer.uint32(90).string(message.archiveFirstAt);
+    }
+    if (message.archiveLastAt !== "") {
+      writer.uint32(98).string(message.archiveLastAt);
+    }
+    if (message.logRetentionMs !== 0) {
+      writer.uint32(104).uint64(message.logRetentionMs);
+    }
+    if (message.logMaxBytes !== 0) {
+      writer.uint32(112).uint64(message.logMaxBytes);
+    }
+    if (message.archiveRetentionMs !== 0) {
+      writer.uint32(120).uint64(message.archiveRetentionMs);
+    }
+    if (message.archiveOff !== "") {
+      writer.uint32(130).string(message.archiveOff);
+    }
+    if (message.archiveProblem !== "") {
+      writer.uint32(138).string(message.archiveProblem);
+    }
+    if (message.lastPassAt !== "") {
+      writer.uint32(146).string(message.lastPassAt);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): LogView {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseLogView();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.location = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.liveBytes = longToNumber(reader.uint64());
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.firstSeq = longToNumber(reader.uint64());
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.firstAt = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.lastSeq = longToNumber(reader.uint64());
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.archiveDir = reader.string();
+            continue;
+          }
+          case 7: {
+            if (tag !== 56) {
+              break;
+            }
+
+            message.archiveFiles = reader.uint32();
+            continue;
+          }
+          case 8: {
+            if (tag !== 64) {
+              break;
+            }
+
+            message.archiveBytes = longToNumber(reader.uint64());
+            continue;
+          }
+          case 9: {
+            if (tag !== 72) {
+              break;
+            }
+
+            message.archiveFirstSeq = longToNumber(reader.uint64());
+            continue;
+          }
+          case 10: {
+            if (tag !== 80) {
+              break;
+            }
+
+            message.archiveLastSeq = longToNumber(reader.uint64());
+            continue;
+          }
+          case 11: {
+            if (tag !== 90) {
+              break;
+            }
+
+            message.archiveFirstAt = reader.string();
+            continue;
+          }
+          case 12: {
+            if (tag !== 98) {
+              break;
+            }
+
+            message.archiveLastAt = reader.string();
+            continue;
+          }
+          case 13: {
+            if (tag !== 104) {
+              break;
+            }
+
+            message.logRetentionMs = longToNumber(reader.uint64());
+            continue;
+          }
+          case 14: {
+            if (tag !== 112) {
+              break;
+            }
+
+            message.logMaxBytes = longToNumber(reader.uint64());
+            continue;
+          }
+          case 15: {
+            if (tag !== 120) {
+              break;
+            }
+
+            message.archiveRetentionMs = longToNumber(reader.uint64());
+            continue;
+          }
+          case 16: {
+            if (tag !== 130) {
+              break;
+            }
+
+            message.archiveOff = reader.string();
+            continue;
+          }
+          case 17: {
+            if (tag !== 138) {
+              break;
+            }
+
+            message.archiveProblem = reader.string();
+            continue;
+          }
+          case 18: {
+            if (tag !== 146) {
+              break;
+            }
+
+            message.lastPassAt = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): LogView {
+    return {
+      location: isSet(object.location) ? globalThis.String(object.location) : "",
+      liveBytes: isSet(object.liveBytes)
+        ? globalThis.Number(object.liveBytes)
+        : isSet(object.live_bytes)
+        ? globalThis.Number(object.live_bytes)
+        : 0,
+      firstSeq: isSet(object.firstSeq)
+        ? globalThis.Number(object.firstSeq)
+        : isSet(object.first_seq)
+        ? globalThis.Number(object.first_seq)
+        : 0,
+      firstAt: isSet(object.firstAt)
+        ? globalThis.String(object.firstAt)
+        : isSet(object.first_at)
+        ? globalThis.String(object.first_at)
+        : "",
+      lastSeq: isSet(object.lastSeq)
+        ? globalThis.Number(object.lastSeq)
+        : isSet(object.last_seq)
+        ? globalThis.Number(object.last_seq)
+        : 0,
+      archiveDir: isSet(object.archiveDir)
+        ? globalThis.String(object.archiveDir)
+        : isSet(object.archive_dir)
+        ? globalThis.String(object.archive_dir)
+        : "",
+      archiveFiles: isSet(object.archiveFiles)
+        ? globalThis.Number(object.archiveFiles)
+        : isSet(object.archive_files)
+        ? globalThis.Number(object.archive_files)
+        : 0,
+      archiveBytes: isSet(object.archiveBytes)
+        ? globalThis.Number(object.archiveBytes)
+        : isSet(object.archive_bytes)
+        ? globalThis.Number(object.archive_bytes)
+        : 0,
+      archiveFirstSeq: isSet(object.archiveFirstSeq)
+        ? globalThis.Number(object.archiveFirstSeq)
+        : isSet(object.archive_first_seq)
+        ? globalThis.Number(object.archive_first_seq)
+        : 0,
+      archiveLastSeq: isSet(object.archiveLastSeq)
+        ? globalThis.Number(object.archiveLastSeq)
+        : isSet(object.archive_last_seq)
+        ? globalThis.Number(object.archive_last_seq)
+        : 0,
+      archiveFirstAt: isSet(object.archiveFirstAt)
+        ? globalThis.String(object.archiveFirstAt)
+        : isSet(object.archive_first_at)
+        ? globalThis.String(object.archive_first_at)
+        : "",
+      archiveLastAt: isSet(object.archiveLastAt)
+        ? globalThis.String(object.archiveLastAt)
+        : isSet(object.archive_last_at)
+        ? globalThis.String(object.archive_last_at)
+        : "",
+      logRetentionMs: isSet(object.logRetentionMs)
+        ? globalThis.Number(object.logRetentionMs)
+        : isSet(object.log_retention_ms)
+        ? globalThis.Number(object.log_retention_ms)
+        : 0,
+      logMaxBytes: isSet(object.logMaxBytes)
+        ? globalThis.Number(object.logMaxBytes)
+        : isSet(object.log_max_bytes)
+        ? globalThis.Number(object.log_max_bytes)
+        : 0,
+      archiveRetentionMs: isSet(object.archiveRetentionMs)
+        ? globalThis.Number(object.archiveRetentionMs)
+        : isSet(object.archive_retention_ms)
+        ? globalThis.Number(object.archive_retention_ms)
+        : 0,
+      archiveOff: isSet(object.archiveOff)
+        ? globalThis.String(object.archiveOff)
+        : isSet(object.archive_off)
+        ? globalThis.String(object.archive_off)
+        : "",
+      archiveProblem: isSet(object.archiveProblem)
+        ? globalThis.String(object.archiveProblem)
+        : isSet(object.archive_problem)
+        ? globalThis.String(object.archive_problem)
+        : "",
+      lastPassAt: isSet(object.lastPassAt)
+        ? globalThis.String(object.lastPassAt)
+        : isSet(object.last_pass_at)
+        ? globalThis.String(object.last_pass_at)
+        : "",
+    };
+  },
+
+  toJSON(message: LogView): unknown {
+    const obj: any = {};
+    if (message.location !== "") {
+      obj.location = message.location;
+    }
+    if (message.liveBytes !== 0) {
+      obj.liveBytes = Math.round(message.liveBytes);
+    }
+    if (message.firstSeq !== 0) {
+      obj.firstSeq = Math.round(message.firstSeq);
+    }
+    if (message.firstAt !== "") {
+      obj.firstAt = message.firstAt;
+    }
+    if (message.lastSeq !== 0) {
+      obj.lastSeq = Math.round(message.lastSeq);
+    }
+    if (message.archiveDir !== "") {
+      obj.archiveDir = message.archiveDir;
+    }
+    if (message.archiveFiles !== 0) {
+      obj.archiveFiles = Math.round(message.archiveFiles);
+    }
+    if (message.archiveBytes !== 0) {
+      obj.archiveBytes = Math.round(message.archiveBytes);
+    }
+    if (message.archiveFirstSeq !== 0) {
+      obj.archiveFirstSeq = Math.round(message.archiveFirstSeq);
+    }
+    if (message.archiveLastSeq !== 0) {
+      obj.archiveLastSeq = Math.round(message.archiveLastSeq);
+    }
+    if (message.archiveFirstAt !== "") {
+      obj.archiveFirstAt = message.archiveFirstAt;
+    }
+    if (message.archiveLastAt !== "") {
+      obj.archiveLastAt = message.archiveLastAt;
+    }
+    if (message.logRetentionMs !== 0) {
+      obj.logRetentionMs = Math.round(message.logRetentionMs);
+    }
+    if (message.logMaxBytes !== 0) {
+      obj.logMaxBytes = Math.round(message.logMaxBytes);
+    }
+    if (message.archiveRetentionMs !== 0) {
+      obj.archiveRetentionMs = Math.round(message.archiveRetentionMs);
+    }
+    if (message.archiveOff !== "") {
+      obj.archiveOff = message.archiveOff;
+    }
+    if (message.archiveProblem !== "") {
+      obj.archiveProblem = message.archiveProblem;
+    }
+    if (message.lastPassAt !== "") {
+      obj.lastPassAt = message.lastPassAt;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<LogView>, I>>(base?: I): LogView {
+    return LogView.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<LogView>, I>>(object: I): LogView {
+    const message = createBaseLogView();
+    message.location = object.location ?? "";
+    message.liveBytes = object.liveBytes ?? 0;
+    message.firstSeq = object.firstSeq ?? 0;
+    message.firstAt = object.firstAt ?? "";
+    message.lastSeq = object.lastSeq ?? 0;
+    message.archiveDir = object.archiveDir ?? "";
+    message.archiveFiles = object.archiveFiles ?? 0;
+    message.archiveBytes = object.archiveBytes ?? 0;
+    message.archiveFirstSeq = object.archiveFirstSeq ?? 0;
+    message.archiveLastSeq = object.archiveLastSeq ?? 0;
+    message.archiveFirstAt = object.archiveFirstAt ?? "";
+    message.archiveLastAt = object.archiveLastAt ?? "";
+    message.logRetentionMs = object.logRetentionMs ?? 0;
+    message.logMaxBytes = object.logMaxBytes ?? 0;
+    message.archiveRetentionMs = object.archiveRetentionMs ?? 0;
+    message.archiveOff = object.archiveOff ?? "";
+    message.archiveProblem = object.archiveProblem ?? "";
+    message.lastPassAt = object.lastPassAt ?? "";
     return message;
   },
 };
