@@ -20,6 +20,7 @@
  * Pure: no I/O, no clock.
  */
 import type { ClusterEvent, NewEvent } from '../../src/events/types.js';
+import { CONSEQUENCES_LOGGED } from '../../src/events/upcast.js';
 import type { ClusterState } from '../../src/projections/cluster-state.js';
 import { decide } from '../../src/core/decisions.js';
 import { PlacementCaches, type PlacedDecision } from '../../src/core/placement/index.js';
@@ -83,6 +84,25 @@ export interface OpenCheck {
   readonly recorded: ClusterEvent[];
   /** Set when the decision is made only once its append is all in. */
   readonly deferred?: Deferred;
+  /**
+   * Set in a log written before every consequence was an event (schema v1): its fold implied the
+   * sessions a cause expired or unpinned, so such events a log leaves out are not a divergence.
+   */
+  readonly consequencesImplied?: boolean;
+}
+
+/** The consequences a v1 fold applied itself (src/events/upcast.ts). */
+const V1_IMPLIED: ReadonlySet<string> = new Set(['SessionExpired', 'SessionUnpinned']);
+
+/** `made` without the consequences a v1 log may leave to its fold, unless it records them. */
+function withoutImplied(
+  made: readonly NewEvent[],
+  recorded: readonly ClusterEvent[],
+): readonly NewEvent[] {
+  const held = new Set(recorded.map((event) => JSON.stringify(decisionFields(event))));
+  return made.filter(
+    (event) => !V1_IMPLIED.has(event.type) || held.has(JSON.stringify(decisionFields(event))),
+  );
 }
 
 /** Where a call was placed, as the log's last `CallPlaced` of it says: what its answer binds. */
@@ -155,6 +175,7 @@ export function reopen(
     computed,
     recorded: [],
     ...(deferred ? { deferred } : {}),
+    ...(state.schemaVersion < CONSEQUENCES_LOGGED ? { consequencesImplied: true } : {}),
   });
   const now = Date.parse(event.at);
   const kind = cause.split(':', 1)[0];
@@ -448,8 +469,9 @@ export function settleCheck(
   state?: ClusterState,
   logEnded = false,
 ): DecisionResult {
-  const made =
+  const decided =
     check.deferred && state ? check.deferred.decide(state, check.recorded) : check.computed;
+  const made = check.consequencesImplied ? withoutImplied(decided, check.recorded) : decided;
   // A log that ends inside an append (an exported range cut there) holds its first events only:
   // they are compared with as many of the decision's.
   const computed = logEnded ? made.slice(0, Math.max(1, check.recorded.length)) : made;

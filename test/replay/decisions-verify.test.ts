@@ -291,6 +291,19 @@ describe('replay verify: every decision of the core, made again', () => {
     );
   });
 
+  it('given a v1 log (its consequences implied by the fold), when it leaves out a session a report expired, then it still verifies', () => {
+    const report = seqOf(
+      events,
+      (e) => e.type === 'ContainerStateChanged' && e.state === 'removed',
+    );
+    const v1 = events
+      .filter((e) => e.seq !== report + 1)
+      .map((e) => (e.type === 'RouterStarted' ? { ...e, schemaVersion: null } : e));
+    const results = decisions(v1);
+    expect(results.filter((r) => r.recorded === 'diverged')).to.deep.equal([]);
+    expect(results.find((r) => r.trigger === 'containerReport')?.recorded).to.equal('match');
+  });
+
   it('when a session-busy refusal is changed to a wait shorter than SESSION_WAIT_TIMEOUT, then the turn diverges', () => {
     const refusal = seqOf(events, (e) => e.type === 'SessionTurnRefused');
     const divergence = decisions(changed(events, refusal, (event) => (event.waitedMs = 500))).find(
