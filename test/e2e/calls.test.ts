@@ -383,7 +383,7 @@ describe('the call history and calls output, end to end', function () {
     expect(aged.code, aged.err).to.equal(1);
     expect(aged.err).to.match(
       new RegExp(
-        `NOT_FOUND: worker hist-w1: the output of call ${requestId} aged out at \\S+ \\(OUTPUT_RETENTION 24h after the call ended\\)`,
+        `NOT_FOUND: worker hist-w1: the output of call ${requestId} aged out at \\S+ \\(OUTPUT_RETENTION 1d after the call ended\\)`,
       ),
     );
     const agedForTenant = await tenantA.logs(requestId).then(
