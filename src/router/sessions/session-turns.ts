@@ -67,7 +67,8 @@ export class SessionTurns {
         },
       };
       if (this.queue.request(line, ticket)) {
-        ticket.grant();
+        // Its turn at once: it did not wait, however the clock moved meanwhile.
+        resolve(this.turnOf(sessionId, line, ticket));
         return;
       }
       waiting.timer = setTimeout(() => {
