@@ -200,6 +200,21 @@ describe('EventLog (LMDB)', () => {
     await log.close();
   });
 
+  it('follows a log longer than the chunk it reads at once: every event, in order, none twice', async () => {
+    const log = EventLog.open(tempDir());
+    await log.append(Array.from({ length: 2_500 }, (_, i) => leaving(`w${i}`))).committed;
+    const abort = new AbortController();
+    const seen: number[] = [];
+    for await (const event of log.follow(1, abort.signal)) {
+      seen.push(event.seq);
+      // The consumer yields to the event loop between events, as a slow follower does.
+      if (event.seq % 500 === 0) await new Promise((resolve) => setImmediate(resolve));
+      if (event.seq === 2_500) abort.abort();
+    }
+    expect(seen).to.deep.equal(Array.from({ length: 2_500 }, (_, i) => i + 1));
+    await log.close();
+  });
+
   it('lets only one writer open a log: a second one in another process gets a clear error', async () => {
     const dir = tempDir();
     const writer = runScript('scripts/append-loop.ts', [dir, '1', 'Infinity']);

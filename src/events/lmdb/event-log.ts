@@ -45,6 +45,8 @@ const DATA_FILE = 'events.mdb';
 const META_SCHEMA_VERSION = 'schemaVersion';
 const META_VALUE_FORMAT = 'valueFormat';
 const META_ORIGIN = 'origin';
+/** Events a follower reads in one turn before it hands them out. */
+const FOLLOW_CHUNK = 1024;
 /**
  * The format of the values this code writes: the binary codec v1, or JSON text (each value says
  * which by its first byte). A log without the marker was written before the codec: JSON only.
@@ -328,11 +330,20 @@ export class EventLog<S = never> extends FoldingLog<S> implements EventLogBacken
     let next = fromSeq;
     while (!signal?.aborted && !this.closed) {
       if (this.options.readOnly) this.root.resetReadTxn();
+      // A chunk is read at once, in one turn, then handed out: a range cursor held open across
+      // the consumer's turns could meet a renewed read transaction (a reader following another
+      // process's writer saw seq 4 then 7 under load).
+      const chunk: ClusterEvent[] = [];
       for (const event of this.read(next)) {
+        chunk.push(event);
+        if (chunk.length === FOLLOW_CHUNK) break;
+      }
+      for (const event of chunk) {
         yield event;
         next = event.seq + 1;
         if (signal?.aborted) return;
       }
+      if (chunk.length === FOLLOW_CHUNK) continue;
       await this.nextCommit(signal, this.options.pollInterval ?? 100);
     }
   }
