@@ -348,7 +348,9 @@ describe('end to end: fan-out (fn.map, fn.spawn) on a real cluster', function ()
 
   it('Ctrl-C (SIGINT) cancels the calls in flight on the workers and reports how many completed', async () => {
     const before = lastSeq();
-    const client = spawn(PYTHON, [SCRIPT, 'interrupted', '8', '120', '4'], {
+    // One input per call (chunk_size=1): four calls in flight whatever the adaptive chunking
+    // would make of eight inputs on a cluster whose slots an earlier test is still freeing.
+    const client = spawn(PYTHON, [SCRIPT, 'interrupted', '8', '120', '4', '1'], {
       env: env(),
       stdio: ['ignore', 'pipe', 'pipe'],
     });
