@@ -21,7 +21,7 @@ import { freePort } from '../test/support/e2e-cluster.js';
 import { PYTHON } from '../test/support/python.js';
 import { ROOT } from '../test/support/replay.js';
 import { cleanTempDirs, tempDir } from '../test/support/temp.js';
-import { ratio } from './support.js';
+import { ratio, clientEnv } from './support.js';
 
 const PLAN = {
   trivial: Number(process.env['FANOUT_TRIVIAL'] ?? 20_000),
@@ -151,14 +151,7 @@ export async function run() {
       PYTHON,
       [join(ROOT, 'bench', 'scripts', 'fanout_peers.py'), JSON.stringify(PLAN)],
       {
-        env: {
-          PATH: process.env['PATH'] ?? '/usr/bin:/bin',
-          HOME: dir,
-          READIE_ADDRESS: cluster.address,
-          READIE_INSECURE: '1',
-          READIE_AUTH_TOKEN: cluster.credentials.clientToken,
-          PYTHONPATH: join(ROOT, 'python'),
-        },
+        env: clientEnv(cluster, dir, ROOT),
         stdio: ['pipe', 'pipe', 'inherit'],
       },
     );
