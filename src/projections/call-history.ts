@@ -107,32 +107,42 @@ type Mutable<T> = { -readonly [K in keyof T]: T[K] };
 type Kept = Omit<Mutable<CallRecord>, 'attempts'> & {
   attempts: Mutable<CallAttempt>[];
   requestedMs: number;
+  /** Whether `calls` names it: false once a newer call took its request ID, or it was forgotten. */
+  live: boolean;
 };
 
-/** How many forgotten records the history keeps for reuse. */
+/** How many forgotten records, and their attempts, the history keeps for reuse. */
 const SPARE_RECORDS = 256;
 
 /** Heap an empty record costs (its object, its attempts array, map entry), by measurement. */
-const RECORD_OVERHEAD_BYTES = 280;
+const RECORD_OVERHEAD_BYTES = 172;
 /** Heap one attempt costs beyond its strings. */
 const ATTEMPT_OVERHEAD_BYTES = 120;
 
-/** The recent calls; see the module comment. Owned by its caller (the router's history feed). */
+/**
+ * The recent calls; see the module comment. Owned by its caller (the router's history feed).
+ *
+ * The hot path allocates nothing once the history is full: a new call takes a record (and its
+ * placement an attempt) the bounds forgot, and every event writes fields of the record it names
+ * in place. A record or attempt built per event outlives the collector's young generation (it is
+ * kept for the next `maxCalls` calls), so each one cost a copy, a promotion and a share of a full
+ * collection of the router's heap: measured by bench/history.ts, that was most of its cost.
+ */
 export class CallHistory {
   private readonly calls = new Map<string, Kept>();
   /**
-   * The records in the order they were requested, from `head` on (a record no longer in `calls`,
+   * The records in the order they were requested, from `head` on (a record no longer live,
    * replaced or forgotten, is skipped). A Map's own order is not walked: after many deletions V8
    * walks its deleted entries again on every new iteration, which cost 10 µs per call here.
    */
   private order: Kept[] = [];
   private head = 0;
   /**
-   * Records the bounds forgot, kept for the next calls: a full history replaces one record per
-   * call, and reusing it spares the collector a long-lived object per call (measured by
-   * bench/history.ts). Only records behind `head` come here: no slot of `order` still names them.
+   * Records the bounds forgot, kept for the next calls, and their attempts. Only records behind
+   * `head` come here: no slot of `order` still names them.
    */
   private readonly spare: Kept[] = [];
+  private readonly spareAttempts: Mutable<CallAttempt>[] = [];
 
   constructor(readonly bounds: HistoryBounds) {}
 
@@ -187,7 +197,7 @@ export class CallHistory {
     const out: CallRecord[] = [];
     for (let i = this.order.length - 1; i >= this.head && out.length < limit; i -= 1) {
       const record = this.order[i]!;
-      if (this.calls.get(record.requestId) !== record) continue;
+      if (!record.live) continue;
       if (query.sinceMs !== undefined && record.requestedMs < query.sinceMs) break;
       if (query.tenantId !== undefined && record.tenantId !== query.tenantId) continue;
       if (query.failed && !FAILED_STATES.has(record.state)) continue;
@@ -203,7 +213,7 @@ export class CallHistory {
     let oldest: Kept | undefined;
     for (let i = this.head; i < this.order.length; i += 1) {
       const record = this.order[i]!;
-      if (this.calls.get(record.requestId) !== record) continue;
+      if (!record.live) continue;
       oldest ??= record;
       approxBytes += approxRecordBytes(record);
     }
@@ -227,10 +237,10 @@ export class CallHistory {
   private forgetBefore(cutoff: number): void {
     while (this.head < this.order.length) {
       const record = this.order[this.head]!;
-      const live = this.calls.get(record.requestId) === record;
-      if (live && this.calls.size <= this.bounds.maxCalls && !(record.requestedMs < cutoff)) break;
-      if (live) {
+      if (record.live) {
+        if (this.calls.size <= this.bounds.maxCalls && !(record.requestedMs < cutoff)) break;
         this.calls.delete(record.requestId);
+        record.live = false;
         if (this.spare.length < SPARE_RECORDS) this.spare.push(record);
       }
       this.head += 1;
@@ -242,95 +252,99 @@ export class CallHistory {
     }
   }
 
+  /**
+   * The record of a new call of `requestId`, live and last in `order`, in place of any older call
+   * of the same ID: a forgotten one reused (its attempts kept for the next placements), or a new
+   * one. Its caller writes every other field.
+   */
+  private take(requestId: string): Kept {
+    const previous = this.calls.get(requestId);
+    if (previous !== undefined) previous.live = false;
+    const record = this.spare.pop() ?? blankRecord();
+    const attempts = record.attempts;
+    // pop(), not `length = 0`: that drops the array's store, and the next push allocates one.
+    while (attempts.length > 0) {
+      const attempt = attempts.pop()!;
+      if (this.spareAttempts.length < SPARE_RECORDS) this.spareAttempts.push(attempt);
+    }
+    record.requestId = requestId;
+    record.live = true;
+    this.calls.set(requestId, record);
+    this.order.push(record);
+    return record;
+  }
+
   private requested(event: EventOf<'CallRequested'>): void {
-    const previous = this.calls.get(event.requestId);
-    if (previous) this.forget(previous);
-    const record = this.spare.pop();
-    const attempts = record?.attempts ?? [];
-    attempts.length = 0;
-    const fields: Kept = {
-      requestId: event.requestId,
-      tenantId: event.tenantId,
-      function: event.function,
-      sessionId: event.sessionId,
-      retryOf: event.retryOf,
-      memory: event.demand.memory,
-      gpu: event.demand.gpu === true || (event.demand.gpuMemory ?? 0) > 0,
-      state: 'placed',
-      requestedAt: event.at,
-      requestedMs: Date.parse(event.at),
-      requestedSeq: event.seq,
-      turnWaitMs: event.turnWaitMs,
-      queuedAt: null,
-      admittedAt: null,
-      boundAt: null,
-      boundContainerId: null,
-      boundCheckpointId: null,
-      finishedAt: null,
-      durationMs: null,
-      code: null,
-      message: null,
-      retryAfterMs: null,
-      attempts,
-      lastSeq: event.seq,
-    };
-    const kept = record === undefined ? fields : Object.assign(record, fields);
-    this.calls.set(event.requestId, kept);
-    this.order.push(kept);
-    this.forgetBefore(kept.requestedMs - this.bounds.retentionMs);
+    const record = this.take(event.requestId);
+    const demand = event.demand;
+    record.tenantId = event.tenantId;
+    record.function = event.function;
+    record.sessionId = event.sessionId;
+    record.retryOf = event.retryOf;
+    record.memory = demand.memory;
+    record.gpu = demand.gpu === true || (demand.gpuMemory ?? 0) > 0;
+    record.state = 'placed';
+    record.requestedAt = event.at;
+    record.requestedMs = Date.parse(event.at);
+    record.requestedSeq = event.seq;
+    record.turnWaitMs = event.turnWaitMs;
+    record.queuedAt = null;
+    record.admittedAt = null;
+    record.boundAt = null;
+    record.boundContainerId = null;
+    record.boundCheckpointId = null;
+    record.finishedAt = null;
+    record.durationMs = null;
+    record.code = null;
+    record.message = null;
+    record.retryAfterMs = null;
+    record.lastSeq = event.seq;
+    this.forgetBefore(record.requestedMs - this.bounds.retentionMs);
   }
 
   /** A session call refused "session is busy": it never reached placement, so it starts here. */
   private turnRefused(event: EventOf<'SessionTurnRefused'>): void {
     const at = Date.parse(event.at);
-    const record: Kept = {
-      requestId: event.requestId,
-      tenantId: event.tenantId,
-      function: null,
-      sessionId: event.sessionId,
-      retryOf: null,
-      memory: null,
-      gpu: false,
-      state: 'rejected',
-      requestedAt: new Date(at - event.waitedMs).toISOString(),
-      requestedMs: at - event.waitedMs,
-      requestedSeq: event.seq,
-      turnWaitMs: event.waitedMs,
-      queuedAt: null,
-      admittedAt: null,
-      boundAt: null,
-      boundContainerId: null,
-      boundCheckpointId: null,
-      finishedAt: event.at,
-      durationMs: event.waitedMs,
-      code: 'RESOURCE_EXHAUSTED',
-      message: `session is busy: session ${event.sessionId} still had a call running (and ${event.ahead} waiting ahead) after ${event.waitedMs} ms`,
-      retryAfterMs: null,
-      attempts: [],
-      lastSeq: event.seq,
-    };
-    const previous = this.calls.get(event.requestId);
-    if (previous) this.forget(previous);
-    this.calls.set(event.requestId, record);
-    this.order.push(record);
+    const record = this.take(event.requestId);
+    record.tenantId = event.tenantId;
+    record.function = null;
+    record.sessionId = event.sessionId;
+    record.retryOf = null;
+    record.memory = null;
+    record.gpu = false;
+    record.state = 'rejected';
+    record.requestedAt = new Date(at - event.waitedMs).toISOString();
+    record.requestedMs = at - event.waitedMs;
+    record.requestedSeq = event.seq;
+    record.turnWaitMs = event.waitedMs;
+    record.queuedAt = null;
+    record.admittedAt = null;
+    record.boundAt = null;
+    record.boundContainerId = null;
+    record.boundCheckpointId = null;
+    record.finishedAt = event.at;
+    record.durationMs = event.waitedMs;
+    record.code = 'RESOURCE_EXHAUSTED';
+    record.message = `session is busy: session ${event.sessionId} still had a call running (and ${event.ahead} waiting ahead) after ${event.waitedMs} ms`;
+    record.retryAfterMs = null;
+    record.lastSeq = event.seq;
     this.forgetBefore(at - this.bounds.retentionMs);
   }
 
   private placed(event: EventOf<'CallPlaced'>): void {
     const record = this.calls.get(event.requestId);
     if (!record) return;
-    const attempt: Mutable<CallAttempt> = {
-      workerId: event.workerId,
-      containerId: event.containerId,
-      checkpointId: event.checkpointId,
-      version: event.version,
-      routingRevision: event.routingRevision,
-      coldLoad: event.coldLoad === true,
-      placedAt: event.at,
-      placedSeq: event.seq,
-      dialError: null,
-      dialFailedAt: null,
-    };
+    const attempt = this.spareAttempts.pop() ?? blankAttempt();
+    attempt.workerId = event.workerId;
+    attempt.containerId = event.containerId;
+    attempt.checkpointId = event.checkpointId;
+    attempt.version = event.version;
+    attempt.routingRevision = event.routingRevision;
+    attempt.coldLoad = event.coldLoad === true;
+    attempt.placedAt = event.at;
+    attempt.placedSeq = event.seq;
+    attempt.dialError = null;
+    attempt.dialFailedAt = null;
     record.attempts.push(attempt);
     record.state = 'placed';
     record.lastSeq = event.seq;
@@ -352,7 +366,7 @@ export class CallHistory {
     record.code = event.code;
     record.message = event.message;
     record.retryAfterMs = event.retryAfterMs;
-    this.end(record, event.at, event.seq);
+    end(record, event.at, event.seq);
   }
 
   private bound(event: EventOf<'CallBound'>): void {
@@ -372,7 +386,7 @@ export class CallHistory {
     record.state = event.ok ? 'succeeded' : 'failed';
     record.code = event.ok ? 'OK' : (event.code ?? 'UNKNOWN');
     record.message = event.message;
-    this.end(record, event.at, event.seq);
+    end(record, event.at, event.seq);
   }
 
   private expired(event: EventOf<'ReservationExpired'>): void {
@@ -381,18 +395,68 @@ export class CallHistory {
     record.state = 'expired';
     record.message =
       'the router released the call: its reservation was stale or in flight at a restart';
-    this.end(record, event.at, event.seq);
+    end(record, event.at, event.seq);
   }
+}
 
-  private end(record: Kept, at: string, seq: number): void {
-    record.finishedAt = at;
-    record.durationMs = Math.max(0, Date.parse(at) - record.requestedMs);
-    record.lastSeq = seq;
-  }
+/** Ends `record` at `at` (its time from request to end, parsed once here). */
+function end(record: Kept, at: string, seq: number): void {
+  record.finishedAt = at;
+  record.durationMs = Math.max(0, Date.parse(at) - record.requestedMs);
+  record.lastSeq = seq;
+}
 
-  private forget(record: Kept): void {
-    this.calls.delete(record.requestId);
-  }
+/**
+ * A record with every field, in one order, so all records share one shape. Its attempts array
+ * is made with room for one attempt (a literal of one, emptied): a first placement then fills it
+ * without growing it (`[]` grows to 17 slots on its first push, which a reused record keeps).
+ */
+function blankRecord(): Kept {
+  const attempts: Mutable<CallAttempt>[] = [blankAttempt()];
+  attempts.pop();
+  return {
+    requestId: '',
+    tenantId: null,
+    function: null,
+    sessionId: null,
+    retryOf: null,
+    memory: null,
+    gpu: false,
+    state: 'placed',
+    requestedAt: '',
+    requestedSeq: 0,
+    turnWaitMs: null,
+    queuedAt: null,
+    admittedAt: null,
+    boundAt: null,
+    boundContainerId: null,
+    boundCheckpointId: null,
+    finishedAt: null,
+    durationMs: null,
+    code: null,
+    message: null,
+    retryAfterMs: null,
+    attempts,
+    lastSeq: 0,
+    requestedMs: 0,
+    live: false,
+  };
+}
+
+/** An attempt with every field, in one order (see `blankRecord`). */
+function blankAttempt(): Mutable<CallAttempt> {
+  return {
+    workerId: '',
+    containerId: null,
+    checkpointId: null,
+    version: null,
+    routingRevision: null,
+    coldLoad: false,
+    placedAt: '',
+    placedSeq: 0,
+    dialError: null,
+    dialFailedAt: null,
+  };
 }
 
 /** About the heap one record holds: its objects, and its strings at two bytes a character. */

@@ -174,6 +174,57 @@ describe('projection: the call history', () => {
     expect(calls.get('r1')?.function).to.equal('new');
   });
 
+  it("given a full history that reuses the records it forgot, then a new call shows only its own steps, never a forgotten call's", () => {
+    const calls = fed(
+      [
+        registered('w1'),
+        registered('w2'),
+        requested('old', { tenantId: 'acme', function: 'f', sessionId: 's1', turnWaitMs: 5 }),
+        placed('old', 'w1', { sessionId: 's1', checkpointId: 'ckpt' }),
+        { type: 'CallDialFailed', requestId: 'old', workerId: 'w1', error: 'refused' },
+        placed('old', 'w2', { sessionId: 's1' }),
+        bound('old', 'c1'),
+        finished('old', 'UNAVAILABLE', 'gone'),
+        // A request ID used twice: its first record is replaced, not reused while `order` names it.
+        requested('twice', { function: 'first' }),
+        requested('twice', { function: 'second' }),
+        // Past the bound of 2: 'old' and the first 'twice' are forgotten, 'old' is reused first.
+        requested('new1'),
+        requested('new2', { tenantId: 'bolt' }),
+        placed('new2', 'w2'),
+      ],
+      { maxCalls: 2, retentionMs: 3_600_000 },
+    );
+    expect(calls.list().map((c) => [c.requestId, c.function])).to.deep.equal([
+      ['new2', null],
+      ['new1', null],
+    ]);
+    expect(calls.get('old')).to.equal(undefined);
+    expect(calls.get('twice')).to.equal(undefined);
+    expect(calls.get('new2')).to.include({
+      tenantId: 'bolt',
+      sessionId: null,
+      turnWaitMs: null,
+      state: 'placed',
+      boundAt: null,
+      boundContainerId: null,
+      finishedAt: null,
+      durationMs: null,
+      code: null,
+      message: null,
+    });
+    expect(calls.get('new2')?.attempts).to.have.length(1);
+    expect(calls.get('new2')?.attempts[0]).to.include({
+      workerId: 'w2',
+      checkpointId: null,
+      placedAt: atOf(13),
+      dialError: null,
+      dialFailedAt: null,
+    });
+    expect(calls.get('new1')?.attempts).to.have.length(0);
+    expect(calls.window()).to.include({ calls: 2, oldestRequestedAt: atOf(11) });
+  });
+
   it('reports an estimate of its memory that grows with what it holds', () => {
     const small = fed([requested('r1')]).window().approxBytes;
     const large = fed([requested('r1'), requested('r2', { function: 'x'.repeat(200) })]).window()
