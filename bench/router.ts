@@ -127,6 +127,7 @@ function directPath(name: 'direct' | 'nginx', address: string): Path & { close()
           version: '',
           coldLoad: false,
           routingRevision: 0,
+          tenantId: '',
         },
       },
     }),

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Optional, Tuple
 
+from readie._image import Image
 from readie._sizes import Size, parse_optional_size
 from readie._wire import CallDemand
 
@@ -46,6 +47,7 @@ class RemoteOptions:
         pinned: bool = False,
         shed_retries: int = 3,
         timeout: Optional[float] = None,
+        image: Optional[Image] = None,
     ) -> "RemoteOptions":
         """Validates the decorator's arguments (so mistakes show at definition, not at call)."""
         if checkpoint_id is not None and not isinstance(checkpoint_id, str):
@@ -54,6 +56,10 @@ class RemoteOptions:
             raise ValueError(f"shed_retries must be a whole number >= 0, not {shed_retries!r}")
         if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0):
             raise ValueError(f"timeout must be a number of seconds > 0, not {timeout!r}")
+        if image is not None and not isinstance(image, Image):
+            raise TypeError(f"image must be a readie.Image, not {image!r}")
+        if image is not None and pinned:
+            raise ValueError("pinned runs on the tenant's version: it cannot also name an image")
         if pinned and disable_optimized_execution:
             raise ValueError("pinned runs on the tenant's version, a checkpoint: it contradicts disable_optimized_execution")
         demand = CallDemand(
@@ -64,6 +70,7 @@ class RemoteOptions:
             disable_optimized_execution=bool(disable_optimized_execution),
             packages=_strings(packages, "packages"),
             pinned=bool(pinned),
+            image=image,
         )
         return RemoteOptions(
             demand,

@@ -44,6 +44,7 @@ export interface WorkerFlagValues {
   tmpSize?: string;
   hide?: string;
   standby?: string;
+  imageCacheSize?: string;
   insecure?: boolean | string;
   tlsCa?: string;
   tlsCert?: string;
@@ -132,6 +133,12 @@ export const WORKER_FLAGS: readonly WorkerFlag[] = [
     flag: '--standby <n>',
     env: 'WORKER_STANDBY',
     help: 'containers kept restored ahead of demand per checkpoint, 0 for none (default 1)',
+  },
+  {
+    key: 'imageCacheSize',
+    flag: '--image-cache-size <size>',
+    env: 'WORKER_IMAGE_CACHE_SIZE',
+    help: "disk for tenants' images (docs/images.md): a build past it evicts the least recently used idle images; an image larger than it is refused; 0: no bound (default 10GiB)",
   },
   {
     key: 'restoreBackend',

@@ -47,6 +47,7 @@ import type { CheckpointSpec } from '../events/catalogue.js';
 import type { ResidencyState as ResidencyStateName } from '../events/schema.js';
 import { residencyService, VersionResidency, type VersionState } from './residency/index.js';
 import { RouterLink } from './router-link.js';
+import { ImageStore, type ImageEvent } from './images/index.js';
 import {
   SharedIdentity,
   socketPathProblem,
@@ -147,6 +148,7 @@ export class Worker {
   /** This process's claims on its state directory and parent cgroup (released at stop). */
   private readonly locks: ProcessLock[] = [];
   private versionResidency: VersionResidency | null = null;
+  private imageStore: ImageStore | null = null;
 
   /** The worker's clock (WorkerTuning.clock). */
   private get clock(): () => number {
@@ -263,7 +265,11 @@ export class Worker {
         checkpointsFor(catalogue, options.flavor),
       );
       if ('problem' in prepared) problems.push(prepared.problem);
-      else if (this.tuning.sandboxSelfTest) {
+      else {
+        const images = await this.prepareImages(prepared.pool, installer);
+        if (images) problems.push(images);
+      }
+      if (!('problem' in prepared) && this.tuning.sandboxSelfTest) {
         const failure = await sandboxSelfTest(prepared.pool, log);
         if (failure) problems.push(failure);
       }
@@ -314,6 +320,43 @@ export class Worker {
     this.locks.push(await lockCgroupParent(options.cgroupParent, options.workerId));
     const stateLock = await lockStateDir(options.stateDir);
     if (stateLock !== null) this.locks.push(stateLock);
+  }
+
+  /** Opens the image store (tenants' images on disk); returns what is wrong, or null. */
+  private async prepareImages(pool: ContainerPool, installer: Installer): Promise<string | null> {
+    const { options, log } = this;
+    const store = new ImageStore({
+      dir: join(options.stateDir, 'images'),
+      pool,
+      python: options.python,
+      pythonVersion: this.pythonVersion,
+      flavor: options.flavor,
+      installer,
+      source: { indexUrl: options.packageIndex, wheelDir: options.wheelDir },
+      cacheDir: join(options.stateDir, 'package-cache'),
+      memory: options.config.DEFAULT_MEMORY,
+      capacity: options.imageCacheSize,
+      buildTimeoutMs: options.config.EXECUTION_TIMEOUT,
+      log,
+      clock: this.clock,
+      onEvent: (event) => this.onImageEvent(event),
+    });
+    try {
+      await store.load();
+    } catch (error) {
+      return `cannot read the images under ${options.stateDir}: ${(error as Error).message}`;
+    }
+    this.imageStore = store;
+    return null;
+  }
+
+  /** The worker's images, once the pool exists. */
+  get images(): ImageStore | null {
+    return this.imageStore;
+  }
+
+  private onImageEvent(event: ImageEvent): void {
+    this.log.debug({ imageEvent: event.type }, 'image event');
   }
 
   /**
@@ -477,6 +520,7 @@ export class Worker {
           calls: this.calls,
           credentials: this.credentials,
           versions: () => this.versions,
+          images: () => this.imageStore,
         }),
       ),
     );

@@ -23,6 +23,8 @@ LOG = 0x07
 RESULT = 0x08
 RESULT_END = 0x09
 ERROR = 0x0A
+IMAGE = 0x0B
+IMAGE_DONE = 0x0C
 
 NAMES = {
     HELLO: "HELLO",
@@ -35,6 +37,8 @@ NAMES = {
     RESULT: "RESULT",
     RESULT_END: "RESULT_END",
     ERROR: "ERROR",
+    IMAGE: "IMAGE",
+    IMAGE_DONE: "IMAGE_DONE",
 }
 
 # Log sources, as in readie.v1.LogSource.

@@ -26,6 +26,8 @@ export const FrameType = {
   RESULT: 0x08,
   RESULT_END: 0x09,
   ERROR: 0x0a,
+  IMAGE: 0x0b,
+  IMAGE_DONE: 0x0c,
 } as const;
 
 /** A frame type's number. */

@@ -20,7 +20,15 @@ import {
   type ServiceError,
   type UntypedServiceImplementation,
 } from "@grpc/grpc-js";
-import { CallIds, LogLine, PayloadChunk, PayloadFormat, payloadFormatFromJSON, payloadFormatToJSON } from "./call.js";
+import {
+  CallIds,
+  ImageSpec,
+  LogLine,
+  PayloadChunk,
+  PayloadFormat,
+  payloadFormatFromJSON,
+  payloadFormatToJSON,
+} from "./call.js";
 
 export const protobufPackage = "readie.v1";
 
@@ -64,6 +72,15 @@ export interface CallHeader {
   coldLoad: boolean;
   /** The routing table revision the call's version was resolved from (for logs; 0 for none). */
   routingRevision: number;
+  /**
+   * The call's image (as the client declared it, validated by the router); absent for none. The
+   * worker builds it once for the tenant, then restores it.
+   */
+  image?:
+    | ImageSpec
+    | undefined;
+  /** The caller's tenant, from its credential; empty without one. Images are scoped by it. */
+  tenantId: string;
 }
 
 /** A message from the router: the header first, then payload chunks; never both. */
@@ -126,6 +143,8 @@ function createBaseCallHeader(): CallHeader {
     version: "",
     coldLoad: false,
     routingRevision: 0,
+    image: undefined,
+    tenantId: "",
   };
 }
 
@@ -163,6 +182,12 @@ export const CallHeader: MessageFns<CallHeader> = {
     }
     if (message.routingRevision !== 0) {
       writer.uint32(88).uint64(message.routingRevision);
+    }
+    if (message.image !== undefined) {
+      ImageSpec.encode(message.image, writer.uint32(98).fork()).join();
+    }
+    if (message.tenantId !== "") {
+      writer.uint32(106).string(message.tenantId);
     }
     return writer;
   },
@@ -268,6 +293,22 @@ export const CallHeader: MessageFns<CallHeader> = {
             message.routingRevision = longToNumber(reader.uint64());
             continue;
           }
+          case 12: {
+            if (tag !== 98) {
+              break;
+            }
+
+            message.image = ImageSpec.decode(reader, reader.uint32());
+            continue;
+          }
+          case 13: {
+            if (tag !== 106) {
+              break;
+            }
+
+            message.tenantId = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -309,6 +350,12 @@ export const CallHeader: MessageFns<CallHeader> = {
         : isSet(object.routing_revision)
         ? globalThis.Number(object.routing_revision)
         : 0,
+      image: isSet(object.image) ? ImageSpec.fromJSON(object.image) : undefined,
+      tenantId: isSet(object.tenantId)
+        ? globalThis.String(object.tenantId)
+        : isSet(object.tenant_id)
+        ? globalThis.String(object.tenant_id)
+        : "",
     };
   },
 
@@ -347,6 +394,12 @@ export const CallHeader: MessageFns<CallHeader> = {
     if (message.routingRevision !== 0) {
       obj.routingRevision = Math.round(message.routingRevision);
     }
+    if (message.image !== undefined) {
+      obj.image = ImageSpec.toJSON(message.image);
+    }
+    if (message.tenantId !== "") {
+      obj.tenantId = message.tenantId;
+    }
     return obj;
   },
 
@@ -366,6 +419,10 @@ export const CallHeader: MessageFns<CallHeader> = {
     message.version = object.version ?? "";
     message.coldLoad = object.coldLoad ?? false;
     message.routingRevision = object.routingRevision ?? 0;
+    message.image = (object.image !== undefined && object.image !== null)
+      ? ImageSpec.fromPartial(object.image)
+      : undefined;
+    message.tenantId = object.tenantId ?? "";
     return message;
   },
 };

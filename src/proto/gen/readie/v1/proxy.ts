@@ -17,7 +17,15 @@ import {
   type Metadata,
   type UntypedServiceImplementation,
 } from "@grpc/grpc-js";
-import { CallIds, LogLine, PayloadChunk, PayloadFormat, payloadFormatFromJSON, payloadFormatToJSON } from "./call.js";
+import {
+  CallIds,
+  ImageSpec,
+  LogLine,
+  PayloadChunk,
+  PayloadFormat,
+  payloadFormatFromJSON,
+  payloadFormatToJSON,
+} from "./call.js";
 
 export const protobufPackage = "readie.v1";
 
@@ -61,6 +69,11 @@ export interface CallConfig {
    * keeps the version its first try resolved to. Only the same tenant's calls may be named.
    */
   retryOf: string;
+  /**
+   * The image the function runs in (docs/images.md); absent for none. `packages` may still add
+   * per-call installs on top.
+   */
+  image?: ImageSpec | undefined;
 }
 
 /** A message from the client: the config first, then payload chunks; never both in one message. */
@@ -108,6 +121,7 @@ function createBaseCallConfig(): CallConfig {
     format: 0,
     pinned: false,
     retryOf: "",
+    image: undefined,
   };
 }
 
@@ -151,6 +165,9 @@ export const CallConfig: MessageFns<CallConfig> = {
     }
     if (message.retryOf !== "") {
       writer.uint32(106).string(message.retryOf);
+    }
+    if (message.image !== undefined) {
+      ImageSpec.encode(message.image, writer.uint32(114).fork()).join();
     }
     return writer;
   },
@@ -272,6 +289,14 @@ export const CallConfig: MessageFns<CallConfig> = {
             message.retryOf = reader.string();
             continue;
           }
+          case 14: {
+            if (tag !== 114) {
+              break;
+            }
+
+            message.image = ImageSpec.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -329,6 +354,7 @@ export const CallConfig: MessageFns<CallConfig> = {
         : isSet(object.retry_of)
         ? globalThis.String(object.retry_of)
         : "",
+      image: isSet(object.image) ? ImageSpec.fromJSON(object.image) : undefined,
     };
   },
 
@@ -373,6 +399,9 @@ export const CallConfig: MessageFns<CallConfig> = {
     if (message.retryOf !== "") {
       obj.retryOf = message.retryOf;
     }
+    if (message.image !== undefined) {
+      obj.image = ImageSpec.toJSON(message.image);
+    }
     return obj;
   },
 
@@ -394,6 +423,9 @@ export const CallConfig: MessageFns<CallConfig> = {
     message.format = object.format ?? 0;
     message.pinned = object.pinned ?? false;
     message.retryOf = object.retryOf ?? "";
+    message.image = (object.image !== undefined && object.image !== null)
+      ? ImageSpec.fromPartial(object.image)
+      : undefined;
     return message;
   },
 };
