@@ -117,6 +117,11 @@ export const RESIDENCY_STATES = ['loading', 'resident', 'cached', 'evicted', 'fa
 /** A version's residency on a worker, as it reports it. */
 export type ResidencyState = (typeof RESIDENCY_STATES)[number];
 
+/** Why a worker no longer holds an image (`ImageRemoved.reason`, docs/images.md). */
+export const IMAGE_REMOVAL_REASONS = ['evicted', 'removed'] as const;
+/** An image's identity: the SHA-256 of its wheels, imports, environment, Python and flavor. */
+const ImageId = T.String({ pattern: '^[0-9a-f]{64}$' });
+
 /** A call's resource and placement demand, exactly as the client sent it. */
 export const DemandSchema = T.Object({
   memory: opt(Bytes),
@@ -252,6 +257,20 @@ export const EVENT_FIELDS = {
   },
   ResidencyProtected: { workerId: Id, checkpointIds: T.Array(Id) },
   ResidencyBudget: { workerId: Id, residentMemory: opt(Bytes) },
+  ImageBuilt: {
+    workerId: Id,
+    tenantId: opt(Id),
+    imageId: ImageId,
+    bytes: Bytes,
+    buildMs: T.Integer({ minimum: 0 }),
+  },
+  ImageBuildFailed: { workerId: Id, tenantId: opt(Id), error: Text },
+  ImageRemoved: {
+    workerId: Id,
+    tenantId: opt(Id),
+    imageId: ImageId,
+    reason: literals(IMAGE_REMOVAL_REASONS),
+  },
   Snapshot: {
     schemaVersion: opt(T.Integer({ minimum: 1 })),
     state: T.Record(T.String(), T.Unknown()),

@@ -47,7 +47,7 @@ import type { CheckpointSpec } from '../events/catalogue.js';
 import type { ResidencyState as ResidencyStateName } from '../events/schema.js';
 import { residencyService, VersionResidency, type VersionState } from './residency/index.js';
 import { RouterLink } from './router-link.js';
-import { ImageStore, type ImageEvent } from './images/index.js';
+import { ImageStore, imageReportOf, type ImageEvent } from './images/index.js';
 import {
   SharedIdentity,
   socketPathProblem,
@@ -356,7 +356,7 @@ export class Worker {
   }
 
   private onImageEvent(event: ImageEvent): void {
-    this.log.debug({ imageEvent: event.type }, 'image event');
+    this.router?.image(imageReportOf(this.options.workerId, event));
   }
 
   /**

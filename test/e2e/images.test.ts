@@ -5,7 +5,12 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ReadieClient } from '../../src/client/index.js';
 import { tokenDigest } from '../../src/shared/bearer-token.js';
-import { startTestRouter, type TestRouter } from '../support/router/harness.js';
+import {
+  eventually,
+  readLog,
+  startTestRouter,
+  type TestRouter,
+} from '../support/router/harness.js';
 import { PYTHON } from '../support/python.js';
 import type { ScriptedRouter } from '../support/scripted-router.js';
 import { cleanTempDirs, tempDir } from '../support/temp.js';
@@ -136,5 +141,16 @@ describe('images end to end: built once per worker and tenant, from the host pac
       .map((image) => image.manifest.tenantId)
       .sort();
     expect(tenants).to.deep.equal(['acme', 'globex']);
+
+    // The router's log holds each build, as the worker reported it.
+    const builtEvents = () =>
+      readLog(test.logDir).flatMap((event) => (event.type === 'ImageBuilt' ? [event] : []));
+    await eventually(() => builtEvents().length === 2, 'both builds in the log');
+    const built = builtEvents();
+    expect(built.map((event) => [event.workerId, event.tenantId, event.cause])).to.deep.equal([
+      ['img-w1', 'acme', 'report:img-w1'],
+      ['img-w1', 'globex', 'report:img-w1'],
+    ]);
+    expect(built[0]!.imageId.slice(0, 16)).to.equal(first!.checkpoint.slice('image:'.length));
   });
 });

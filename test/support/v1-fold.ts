@@ -124,6 +124,9 @@ export function applyEventV1(
     case 'ResidencyChanged':
     case 'ResidencyProtected':
     case 'ResidencyBudget':
+    case 'ImageBuilt':
+    case 'ImageBuildFailed':
+    case 'ImageRemoved':
       break;
     case 'CallPlaced':
       reserve(state, event, changes);

@@ -3,6 +3,7 @@ import { status } from '@grpc/grpc-js';
 import { existsSync, mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { LogSource } from '../../src/proto/gen/readie/v1/call.js';
+import { ImageOutcome } from '../../src/proto/gen/readie/v1/registry.js';
 import { tenantTag } from '../../src/worker/core/images/index.js';
 import { buildWheel } from '../support/python.js';
 import { cleanTempDirs, tempDir } from '../support/temp.js';
@@ -93,6 +94,12 @@ describe('images on a worker', function () {
     const prefix = join(tenantDir, entries[0]!, 'prefix');
     expect(statSync(prefix).uid).to.equal(0);
     expect(statSync(prefix).mode & 0o022).to.equal(0);
+    const built = await harness.router.waitFor(
+      (r) => r.kind === 'image' && r.request.outcome === ImageOutcome.IMAGE_OUTCOME_BUILT,
+    );
+    expect(built.kind === 'image' && built.request.imageId.slice(0, 16)).to.equal(
+      name.slice('image:'.length),
+    );
   });
 
   it("never lends one tenant's image to another: the same declaration builds again for tenant B", async () => {
@@ -151,6 +158,15 @@ describe('images on a worker', function () {
     expect(failed.trailers).to.include({ 'readie-not-started': '1' });
     const tenantDir = join(harness.stateDir, 'state', 'images', tenantTag('tenant-a'));
     expect(readdirSync(tenantDir).filter((name) => name.startsWith('+'))).to.deep.equal([]);
+    // The router hears of it (ImageBuildFailed in its log).
+    const report = await harness.router.waitFor(
+      (r) => r.kind === 'image' && r.request.outcome === ImageOutcome.IMAGE_OUTCOME_BUILD_FAILED,
+    );
+    expect(report.kind === 'image' && report.request).to.include({
+      workerId: harness.workerId,
+      tenantId: 'tenant-a',
+    });
+    expect(report.kind === 'image' && report.request.error).to.include('readie-no-such-thing');
   });
 
   it('an import that fails in the build names the module and its traceback', async () => {

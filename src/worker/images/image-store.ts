@@ -9,6 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { chmod, mkdir, readdir, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
+import { ImageOutcome, type ReportImageRequest } from '../../proto/gen/readie/v1/registry.js';
 import { ImageBuildError, ImageTooLargeError } from '../core/errors.js';
 import {
   declarationKey,
@@ -314,5 +315,31 @@ export class ImageStore {
   /** The prefix to bind into a container of `image`. */
   prefixOf(image: HeldImage): string {
     return prefixOf(image.dir);
+  }
+}
+
+/** An image event as the router hears it (RegistryService.ReportImage). */
+export function imageReportOf(workerId: string, event: ImageEvent): ReportImageRequest {
+  const base = { workerId, tenantId: event.tenantId, bytes: 0, buildMs: 0, error: '', imageId: '' };
+  switch (event.type) {
+    case 'built':
+      return {
+        ...base,
+        outcome: ImageOutcome.IMAGE_OUTCOME_BUILT,
+        imageId: event.imageId,
+        bytes: event.bytes,
+        buildMs: event.buildMs,
+      };
+    case 'build-failed':
+      return { ...base, outcome: ImageOutcome.IMAGE_OUTCOME_BUILD_FAILED, error: event.error };
+    case 'removed':
+      return {
+        ...base,
+        outcome:
+          event.reason === 'evicted'
+            ? ImageOutcome.IMAGE_OUTCOME_EVICTED
+            : ImageOutcome.IMAGE_OUTCOME_REMOVED,
+        imageId: event.imageId,
+      };
   }
 }
