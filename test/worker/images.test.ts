@@ -203,3 +203,36 @@ describe('images on a worker', function () {
     expect(logText(again, LogSource.LOG_SOURCE_SYSTEM).join('\n')).to.not.include('image: built');
   });
 });
+
+describe('images on a worker with a small image cache', function () {
+  this.timeout(120_000);
+  let harness: Harness;
+  before(async () => {
+    const wheels = buildWheel(
+      tempDir('rw-img-small-'),
+      'readie_imgpkg',
+      `BLOB = ${JSON.stringify('x'.repeat(8192))}\n`,
+    );
+    harness = await startHarness({ flags: { wheelDir: wheels, imageCacheSize: '4096' } });
+  });
+  after(async () => {
+    await harness?.stop();
+    cleanTempDirs();
+  });
+
+  it('refuses an image larger than --image-cache-size, naming both sizes, and keeps nothing of it', async () => {
+    const refused = await execute(
+      harness.client,
+      header({ image: { packages: ['readie_imgpkg==1.0'], imports: [], env: {} }, tenantId: 't' }),
+      jsonCall('def f():\n    return 1\n', 'f'),
+    );
+    expect(refused.code).to.equal(status.FAILED_PRECONDITION);
+    expect(refused.details).to.match(
+      /the image is [0-9.]+ KiB, larger than this worker's image cache of 4\.0 KiB \(--image-cache-size\)/,
+    );
+    expect(harness.worker.images!.list()).to.deep.equal([]);
+    expect(readdirSync(join(harness.stateDir, 'state', 'images', tenantTag('t')))).to.deep.equal(
+      [],
+    );
+  });
+});

@@ -21,9 +21,17 @@ export type RoomPlan =
   | { readonly fits: true; readonly evict: readonly string[] }
   | { readonly fits: false; readonly reason: string };
 
-/** A byte count as people read it (MiB with one decimal). */
+/** A byte count as people read it: bytes, KiB, MiB or GiB with one decimal. */
 export function mebibytes(bytes: number): string {
-  return `${(bytes / (1024 * 1024)).toFixed(1)} MiB`;
+  if (bytes < 1024) return `${bytes} bytes`;
+  const units = ['KiB', 'MiB', 'GiB'];
+  let value = bytes / 1024;
+  let unit = 0;
+  while (value >= 1024 && unit < units.length - 1) {
+    value /= 1024;
+    unit += 1;
+  }
+  return `${value.toFixed(1)} ${units[unit]}`;
 }
 
 /**
