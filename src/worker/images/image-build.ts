@@ -5,7 +5,7 @@
  * container (cold: no checkpoint's state, the usual limits, its own uid owning the prefix for the
  * build alone), import the listed modules there, then seal the prefix (root's, read-only).
  */
-import { mkdir } from 'node:fs/promises';
+import { chmod, mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ContainerPool } from '../containers/index.js';
 import { ImageBuildError } from '../core/errors.js';
@@ -60,6 +60,8 @@ export async function resolveImage(
 ): Promise<{ id: string; wheels: ResolvedWheel[] }> {
   const wheelsDir = join(dir, 'wheels');
   await mkdir(wheelsDir, { mode: 0o755 });
+  // The worker's umask may be stricter (its state files are root's): the container must read it.
+  await chmod(wheelsDir, 0o755);
   if (image.packages.length > 0) {
     const command = imageFetchCommand(
       context.python,
@@ -106,6 +108,7 @@ export async function installImage(
 ): Promise<number> {
   const prefix = prefixOf(dir);
   await mkdir(prefix, { mode: 0o755 });
+  await chmod(prefix, 0o755);
   const created = await context.pool.create(context.memory, '', signal, '', false, {
     prefix,
     wheels: join(dir, 'wheels'),
