@@ -32,7 +32,7 @@ export enum ImageOutcome {
   IMAGE_OUTCOME_BUILT = 1,
   /** IMAGE_OUTCOME_BUILD_FAILED - The build failed: `error` is the installer's or the import's error. */
   IMAGE_OUTCOME_BUILD_FAILED = 2,
-  /** IMAGE_OUTCOME_EVICTED - Evicted (the cache was full) or removed by an operator. */
+  /** IMAGE_OUTCOME_EVICTED - Evicted: the cache needed its room. */
   IMAGE_OUTCOME_EVICTED = 3,
   /** IMAGE_OUTCOME_REMOVED - Removed by an operator. */
   IMAGE_OUTCOME_REMOVED = 4,
