@@ -53,7 +53,7 @@ module.exports = {
       comment: 'Pure modules must not import the I/O parts of the events layer.',
       severity: 'error',
       from: PURE,
-      to: { path: '^src/events/(log/|lmdb/|jsonl/|jetstream/|open/|index\\.ts$)' },
+      to: { path: '^src/events/(log/|lmdb/|jsonl/|jetstream/|open/|archive/|index\\.ts$)' },
     },
     {
       name: 'events-are-the-bottom',

@@ -88,6 +88,26 @@ export default tseslint.config(
     ...tseslint.configs.disableTypeChecked,
   },
   {
+    // The web page's scripts (readie ui, replay report --html) run in a browser.
+    files: ['src/ui/assets/**/*.js'],
+    languageOptions: {
+      sourceType: 'script',
+      globals: Object.fromEntries(
+        [
+          'window',
+          'document',
+          'location',
+          'fetch',
+          'URLSearchParams',
+          'FormData',
+          'setInterval',
+          'setTimeout',
+          'Plot',
+        ].map((name) => [name, 'readonly']),
+      ),
+    },
+  },
+  {
     files: ['**/*.cjs'],
     languageOptions: {
       sourceType: 'commonjs',

@@ -13,7 +13,7 @@ import { freePort } from '../test/support/e2e-cluster.js';
 import { PYTHON } from '../test/support/python.js';
 import { ROOT } from '../test/support/replay.js';
 import { cleanTempDirs, tempDir } from '../test/support/temp.js';
-import { ratio } from './support.js';
+import { ratio, clientEnv } from './support.js';
 
 const PLAN = { calls: 2000, rounds: 2 };
 
@@ -43,14 +43,7 @@ export async function run() {
       PYTHON,
       [join(ROOT, 'bench', 'scripts', 'fanout_rate.py'), JSON.stringify(PLAN)],
       {
-        env: {
-          PATH: process.env['PATH'] ?? '/usr/bin:/bin',
-          HOME: dir,
-          READIE_ADDRESS: cluster.address,
-          READIE_INSECURE: '1',
-          READIE_AUTH_TOKEN: cluster.credentials.clientToken,
-          PYTHONPATH: join(ROOT, 'python'),
-        },
+        env: clientEnv(cluster, dir, ROOT),
         stdio: ['ignore', 'pipe', 'inherit'],
       },
     );

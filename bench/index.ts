@@ -12,12 +12,18 @@ const BENCHMARKS: Record<string, () => Promise<unknown>> = {
   worker: async () => (await import('./worker.js')).run(),
   images: async () => (await import('./images.js')).run(),
   fanout: async () => (await import('./fanout.js')).run(),
+  'fanout-peers': async () => (await import('./fanout-peers.js')).run(),
   failover: async () => (await import('./failover.js')).run(),
   state: async () => (await import('./state.js')).run(),
   streams: async () => (await import('./stream-abuse.js')).run(),
+  queue: async () => (await import('./queue.js')).run(),
+  history: async () => (await import('./history.js')).run(),
+  retention: async () => (await import('./retention.js')).run(),
 };
 
-const names = process.argv.slice(2);
+// Flags (`--...`, and the value after `--days`) are the benchmarks' own (each reads process.argv).
+const args = process.argv.slice(2);
+const names = args.filter((arg, i) => !arg.startsWith('--') && args[i - 1] !== '--days');
 if (names.length === 0 || names.some((name) => !(name in BENCHMARKS))) {
   process.stderr.write(`usage: npm run bench -- <${Object.keys(BENCHMARKS).join('|')}> ...\n`);
   process.exit(2);

@@ -73,7 +73,10 @@ function withFinish(events: readonly NewEvent[], i: number, workers: number): Ne
   const done = i - 2 * workers;
   return done < 0
     ? [...events]
-    : [...events, { type: 'CallFinished', requestId: `req-${done}`, ok: true, code: null }];
+    : [
+        ...events,
+        { type: 'CallFinished', requestId: `req-${done}`, ok: true, code: null, message: null },
+      ];
 }
 
 type Opener = (projection: LogProjection<ClusterState>) => Promise<EventLogBackend<ClusterState>>;

@@ -82,6 +82,7 @@ function configOf(requestId: string) {
             memory: 1024 * 1024,
             pinned: false,
             retryOf: '',
+            function: '',
           },
         },
       }).finish(),

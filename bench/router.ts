@@ -93,6 +93,7 @@ function proxyPath(name: 'router' | 'bare' | 'bareH2', address: string): Path & 
           memory: 1024 * 1024,
           pinned: false,
           retryOf: '',
+          function: '',
         },
       },
     }),

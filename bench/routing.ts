@@ -134,7 +134,10 @@ function withFinish(events: readonly NewEvent[], i: number): NewEvent[] {
   const done = i - IN_FLIGHT;
   return done < 0
     ? [...events]
-    : [...events, { type: 'CallFinished', requestId: `req-${done}`, ok: true, code: null }];
+    : [
+        ...events,
+        { type: 'CallFinished', requestId: `req-${done}`, ok: true, code: null, message: null },
+      ];
 }
 
 /** Decides `DECISIONS` calls with the log on; ms, and how many were placed warm. */

@@ -3,9 +3,16 @@
  * made by the real placement against the state at that point, as the router would have logged
  * it, so `verify` reproduces all of them.
  */
-import { causeText, validateEvent, type ClusterEvent, type NewEvent } from '../src/events/index.js';
+import {
+  causeText,
+  EVENT_SCHEMA_VERSION,
+  validateEvent,
+  type ClusterEvent,
+  type NewEvent,
+} from '../src/events/index.js';
 import { applyInPlace, initialState, type ClusterState } from '../src/projections/index.js';
 import { decideCall } from '../src/core/calls/index.js';
+import { decide } from '../src/core/decisions.js';
 import { PLACEMENT_RULES_VERSION, PlacementCaches } from '../src/core/placement/index.js';
 import { demand, GiB, registered } from '../test/support/events.js';
 import { CATALOGUE, prng } from '../test/support/synthetic-log.js';
@@ -45,7 +52,7 @@ export function* simulatedLog(options: {
       rulesVersion: PLACEMENT_RULES_VERSION,
       routerId: null,
       takeoverFrom: null,
-      schemaVersion: null,
+      schemaVersion: EVENT_SCHEMA_VERSION,
     },
     'start',
   );
@@ -72,6 +79,7 @@ export function* simulatedLog(options: {
           gpuMemoryUsed: null,
           containers: null,
           reportSeq: null,
+          standbys: null,
         },
         `report:${workerId}`,
       );
@@ -142,15 +150,12 @@ export function* simulatedLog(options: {
         }
       }
       const ok = random() < 0.95;
-      yield stamp(
-        {
-          type: 'CallFinished',
-          requestId: call.requestId,
-          ok,
-          code: ok ? null : 'INTERNAL',
-        },
-        `end:${call.requestId}`,
-      );
+      // The call's end as the router decides it (a failed session call unpins its session).
+      const ended = decide('end', state, {
+        requestId: call.requestId,
+        code: ok ? null : 'INTERNAL',
+      });
+      for (const event of ended.events) yield stamp(event, causeText(ended.cause));
       const keep = ok && call.sessionId !== null;
       if (!keep && !call.reused) {
         yield stamp(

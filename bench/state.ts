@@ -136,6 +136,7 @@ export async function run() {
             instanceId: '',
             reportSeq: 0,
             containers: [],
+            standbys: [],
           },
           workerAuth,
           (error) => (error ? reject(error) : resolve()),
@@ -166,6 +167,7 @@ export async function run() {
               memory: 1024 * 1024,
               pinned: false,
               retryOf: '',
+              function: '',
             },
           },
         });

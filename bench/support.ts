@@ -46,3 +46,22 @@ export function percentile(values: readonly number[], fraction: number): number 
 export function median(values: readonly number[]): number {
   return percentile(values, 0.5);
 }
+
+/**
+ * The environment a benchmark's Python client runs in against `cluster`: the checkout's client,
+ * the run's client token, plaintext on loopback, and `home` as its HOME.
+ */
+export function clientEnv(
+  cluster: { readonly address: string; readonly credentials: { readonly clientToken: string } },
+  home: string,
+  root: string,
+): NodeJS.ProcessEnv {
+  return {
+    PATH: process.env['PATH'] ?? '/usr/bin:/bin',
+    HOME: home,
+    READIE_ADDRESS: cluster.address,
+    READIE_INSECURE: '1',
+    READIE_AUTH_TOKEN: cluster.credentials.clientToken,
+    PYTHONPATH: join(root, 'python'),
+  };
+}

@@ -99,6 +99,7 @@ async function grpcRoundTrips(count: number): Promise<number[]> {
   const server = new Server();
   const echo: ExecutionServiceServer = {
     destroySessionContainer: (_call, callback) => callback(null, { removed: false }),
+    callOutput: (stream) => stream.end(),
     execute: (stream) => {
       stream.on('data', (message: ExecuteRequest) => {
         if (message.message?.$case === 'chunk') {

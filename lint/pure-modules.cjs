@@ -14,6 +14,8 @@
  */
 const PURE_FOLDERS = [
   { folder: 'src/events', nested: false },
+  // The binary event codec: bytes in, events out.
+  { folder: 'src/events/codec' },
   { folder: 'src/projections' },
   { folder: 'src/core' },
   { folder: 'src/shared' },

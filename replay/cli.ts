@@ -1,9 +1,10 @@
 /** The `replay` command: reproduce placement decisions offline from a recorded log. */
 import { Command, Option } from 'commander';
-import { EventLogError, InvalidEventError } from '../src/events/index.js';
+import { DamagedArchiveError, EventLogError, InvalidEventError } from '../src/events/index.js';
 import { explainCommand } from './commands/explain.js';
 import { exportCommand } from './commands/export.js';
 import { importCommand } from './commands/import.js';
+import { reportCommand } from './commands/report.js';
 import { runCommand } from './commands/run.js';
 import { stateCommand } from './commands/state.js';
 import { verifyCommand } from './commands/verify.js';
@@ -19,11 +20,12 @@ process.stdout.on('error', (error: NodeJS.ErrnoException) => {
 });
 
 const LOG_ARGUMENT =
-  'an LMDB log directory, a JetStream stream (nats://HOST:PORT[,HOST:PORT...]/STREAM) or a JSONL file (detected automatically)';
+  'an LMDB log directory, a JetStream stream (nats://HOST:PORT[,HOST:PORT...]/STREAM), a JSONL file, an archive directory or an archive file (detected automatically); several: an archive and the live log, read as one log (replay verify ./archive ./log)';
 
 /** Runs a command action, turning bad input into exit status 2 and a one-line message. */
 function action<A extends unknown[]>(
   run: (...args: A) => Promise<number>,
+  pathOf: (first: unknown) => string | undefined = logOf,
 ): (...args: A) => Promise<void> {
   return async (...args: A) => {
     try {
@@ -34,8 +36,15 @@ function action<A extends unknown[]>(
         error instanceof EventLogError ||
         error instanceof ReplayInputError
       ) {
+        // A bad event is named with the log it is in, when one was given (an archive file's
+        // damage names its file already).
+        const path = pathOf(args[0]);
         const where =
-          typeof args[0] === 'string' && !(error instanceof ReplayInputError) ? `${args[0]}: ` : '';
+          path !== undefined &&
+          !(error instanceof ReplayInputError) &&
+          !(error instanceof DamagedArchiveError)
+            ? `${path}: `
+            : '';
         process.stderr.write(`replay: ${printableLines(`${where}${error.message}`)}\n`);
         process.exitCode = 2;
         return;
@@ -45,7 +54,18 @@ function action<A extends unknown[]>(
   };
 }
 
+/** The one log a command's first argument names (the path, or the only one of a list). */
+function logOf(first: unknown): string | undefined {
+  if (typeof first === 'string') return first;
+  return Array.isArray(first) && first.length === 1 ? (first[0] as string) : undefined;
+}
+
 const collect = (value: string, previous: string[] = []) => [...previous, value];
+const skipDamagedOption = () =>
+  new Option(
+    '--skip-damaged',
+    'go on past a damaged or missing archive file (each reported on stderr) from the next snapshot, instead of stopping',
+  );
 const setOption = () =>
   new Option(
     '--set <NAME=VALUE>',
@@ -55,7 +75,8 @@ const setOption = () =>
 const program = new Command('replay')
   .description(
     'Reproduce readie placement decisions offline from a recorded event log. Never talks to a live cluster.\n' +
-      "A log is an LMDB directory (the router's --log) or a JSONL file, detected automatically.\n" +
+      "A log is an LMDB directory (the router's --log), a JetStream stream or a JSONL file, detected automatically;\n" +
+      'an archive directory (or file) and the live log together are read as one log.\n' +
       'Exit status: 0 success, 1 verify found a divergence, 2 unreadable, corrupt or out-of-order log, or bad options,\n' +
       '3 verify found a divergence in a log recorded under another version of the placement rules (the rules changed).',
   )
@@ -68,65 +89,121 @@ program
   .description(
     'fold the log in order and decide every call; compare with recorded outcomes, simulate the rest',
   )
-  .argument('<log>', LOG_ARGUMENT)
+  .argument('<log...>', LOG_ARGUMENT)
   .option('--json', 'print one JSON line per call instead of a table')
   .addOption(setOption())
+  .addOption(skipDamagedOption())
   .action(
-    action((log: string, options: { json?: boolean; set?: string[] }) => runCommand(log, options)),
+    action((logs: string[], options: { json?: boolean; set?: string[]; skipDamaged?: boolean }) =>
+      runCommand(logs, options),
+    ),
   );
 
 program
   .command('verify')
   .description(
-    'exit 0 when every recorded decision is reproduced exactly, 1 at the first divergence (printing it and why), ' +
-      '3 when that divergence is in a log recorded under another placement rules version (naming both)',
+    'exit 0 when every recorded decision is reproduced exactly by the rules version the log recorded, ' +
+      '1 at the first divergence (an incident: printing it and why), ' +
+      "3 when --rules current finds that today's rules decide a log of another version otherwise (or the log's version is one this build does not keep)",
   )
-  .argument('<log>', LOG_ARGUMENT)
-  .action(action((log: string) => verifyCommand(log)));
+  .argument('<log...>', LOG_ARGUMENT)
+  .addOption(
+    new Option(
+      '--rules <which>',
+      "recorded: each decision by the rules the log recorded; current: by today's",
+    )
+      .choices(['recorded', 'current'])
+      .default('recorded'),
+  )
+  .addOption(skipDamagedOption())
+  .action(
+    action((logs: string[], options: { rules: 'recorded' | 'current'; skipDamaged?: boolean }) =>
+      verifyCommand(logs, options),
+    ),
+  );
 
 program
   .command('explain')
   .description(
     'the state at one call and the full explanation: workers, filters, ranking, checkpoints, packages',
   )
-  .argument('<log>', LOG_ARGUMENT)
-  .argument('<requestId>', 'the request ID of the call')
+  .usage('[options] <log...> <requestId>')
+  .argument(
+    '<log-and-request...>',
+    `the log (${LOG_ARGUMENT}), then the request ID of the call (found across an archive and the live log)`,
+  )
   .option('--json', 'print the explanation as JSON')
   .addOption(setOption())
+  .addOption(skipDamagedOption())
   .action(
-    action((log: string, requestId: string, options: { json?: boolean; set?: string[] }) =>
-      explainCommand(log, requestId, options),
+    action(
+      (
+        args: string[],
+        options: { json?: boolean; set?: string[]; skipDamaged?: boolean },
+      ): Promise<number> => {
+        const requestId = args.at(-1);
+        if (args.length < 2 || requestId === undefined) {
+          throw new ReplayInputError(
+            'explain needs a log and a request ID: replay explain <log...> <requestId>',
+          );
+        }
+        return explainCommand(args.slice(0, -1), requestId, options);
+      },
+      // The log before the request ID, when one was given.
+      (first) => (Array.isArray(first) && first.length === 2 ? (first[0] as string) : undefined),
+    ),
+  );
+
+program
+  .command('report')
+  .description(
+    "a self-contained HTML incident report of one call (opens from disk, no server): its timeline, each placement's table of workers with every filter's verdict, its worker's other calls around it, and what changed around it",
+  )
+  .argument('<log>', LOG_ARGUMENT)
+  .argument('<requestId>', 'the request ID of the call')
+  .requiredOption('--html <file>', 'where to write the report')
+  .addOption(setOption())
+  .action(
+    action((log: string, requestId: string, options: { html?: string; set?: string[] }) =>
+      reportCommand(log, requestId, options),
     ),
   );
 
 program
   .command('state')
   .description('print the folded cluster state (recorded events only) at a point')
-  .argument('<log>', LOG_ARGUMENT)
+  .argument('<log...>', LOG_ARGUMENT)
+  .addOption(skipDamagedOption())
   .option(
     '--at <seq|time>',
     'stop after this seq, or after the last event at or before this ISO-8601 time (default: the end)',
   )
   .option('--json', 'print the state as JSON')
   .action(
-    action((log: string, options: { at?: string; json?: boolean }) => stateCommand(log, options)),
+    action((logs: string[], options: { at?: string; json?: boolean; skipDamaged?: boolean }) =>
+      stateCommand(logs, options),
+    ),
   );
 
 program
   .command('export')
   .description(
-    'export a seq range of an LMDB or JetStream log as JSONL; a range starting mid-log begins with a Snapshot so it stands alone',
+    'export a seq range of an LMDB or JetStream log, of its archive, or of both, as JSONL; a range starting mid-log begins with a Snapshot so it stands alone',
   )
   .argument(
-    '<log>',
-    'an LMDB log directory or a JetStream stream (nats://HOST:PORT[,HOST:PORT...]/STREAM)',
+    '<log...>',
+    'an LMDB log directory, a JetStream stream (nats://HOST:PORT[,HOST:PORT...]/STREAM), an archive directory or file, or an archive and the live log',
   )
+  .addOption(skipDamagedOption())
   .option('--from <seq>', 'first seq to export (default: the first)')
   .option('--to <seq>', 'last seq to export (default: the last)')
   .option('-o, --output <file.jsonl>', 'write to this file instead of stdout')
   .action(
-    action((dir: string, options: { from?: string; to?: string; output?: string }) =>
-      exportCommand(dir, options),
+    action(
+      (
+        logs: string[],
+        options: { from?: string; to?: string; output?: string; skipDamaged?: boolean },
+      ) => exportCommand(logs, options),
     ),
   );
 
@@ -147,12 +224,13 @@ program
   .description(
     'decide every call again under a changed config, against the recorded state; list the calls that would change',
   )
-  .argument('<log>', LOG_ARGUMENT)
+  .argument('<log...>', LOG_ARGUMENT)
   .addOption(setOption().makeOptionMandatory())
   .option('--json', 'print one JSON line per changed call and a summary line')
+  .addOption(skipDamagedOption())
   .action(
-    action((log: string, options: { set?: string[]; json?: boolean }) =>
-      whatifCommand(log, options),
+    action((logs: string[], options: { set?: string[]; json?: boolean; skipDamaged?: boolean }) =>
+      whatifCommand(logs, options),
     ),
   );
 

@@ -30,6 +30,7 @@ from readie._image import Image
 from readie._spawn import FunctionCall, gather
 from readie._remote import RemoteFunction, remote
 from readie._session import Session, current_session
+from readie._history import call_record, calls, logs
 from readie.errors import (
     AuthenticationError,
     CallCancelledError,
@@ -47,6 +48,7 @@ from readie.errors import (
     RemoteTimeoutError,
     ResourceExhaustedError,
     SessionExpiredError,
+    NeverFitsError,
     ShedError,
     UnsupportedError,
 )
@@ -75,9 +77,13 @@ __all__ = [
     "ResourceExhaustedError",
     "Session",
     "SessionExpiredError",
+    "NeverFitsError",
     "ShedError",
     "UnsupportedError",
     "aclose_channels",
+    "call_record",
+    "calls",
+    "logs",
     "close_channels",
     "configure",
     "current_session",

@@ -10,6 +10,7 @@ it ran."""
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import sys
 import threading
 import time
@@ -18,7 +19,7 @@ from collections import Counter
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Optional
+from typing import Any, Callable, Iterator, List, Optional
 
 import cloudpickle
 import grpc
@@ -29,9 +30,10 @@ from readie._ids import CallInfo, new_request_id
 from readie._proto import proxy_pb2
 from readie._wire import METHOD, AnswerReader, LogSink, request_messages
 from readie._error_hints import AMBIGUOUS, speaks_tls, transport_problem_of
+from readie._loop import on_loop, on_loop_thread
 from readie._routers import RouterMoves
 from readie._status_details import retry_after
-from readie.errors import ReadieError, RemoteTimeoutError, ShedError, error_for_status
+from readie.errors import CallCancelledError, ReadieError, RemoteTimeoutError, ShedError, error_for_status
 
 _last_call: "ContextVar[Optional[CallInfo]]" = ContextVar("readie_last_call", default=None)
 
@@ -102,7 +104,9 @@ def _travels_by_reference(module_name: str) -> bool:
 
 
 @contextmanager
-def _module_by_value(module_name: Optional[str]) -> Iterator[None]:
+def pickled_by_value(module_name: Optional[str]) -> Iterator[None]:
+    """While inside, the function's own module ``module_name`` (unless installed, ``__main__`` or
+    the standard library) pickles by value: the sandbox could not import it."""
     if not module_name or _travels_by_reference(module_name):
         yield
         return
@@ -123,7 +127,7 @@ def _module_by_value(module_name: Optional[str]) -> Iterator[None]:
 
 def pack_call(fn: Callable[..., Any], args: tuple, kwargs: dict) -> bytes:
     """The ``cloudpickle`` payload of a call: ``cloudpickle.dumps((fn, args, kwargs))``."""
-    with _module_by_value(getattr(fn, "__module__", None)):
+    with pickled_by_value(getattr(fn, "__module__", None)):
         return cloudpickle.dumps((fn, args, kwargs))
 
 
@@ -148,6 +152,15 @@ def _trailers(error: Any) -> Any:
 
 
 def _failure(error: Any, prepared: PreparedCall, info: CallInfo) -> Exception:
+    return failure_of(error, prepared.settings, info)
+
+
+def rpc_of(channel: Any) -> Any:
+    """The ``RequestExecution`` method on ``channel`` (sync or asyncio)."""
+    return _rpc(channel)
+
+
+def failure_of(error: Any, settings: ConnectionSettings, info: CallInfo) -> Any:
     """The readie error for a failed RPC: its code, details, ``readie-*`` trailers, a shed's
     retry-after hint and, for a plaintext dial that failed without saying why, whether the address
     speaks TLS."""
@@ -157,7 +170,6 @@ def _failure(error: Any, prepared: PreparedCall, info: CallInfo) -> Exception:
     for key, value in metadata or ():
         if key.startswith("readie-"):
             trailers[key] = value.decode() if isinstance(value, bytes) else str(value)
-    settings = prepared.settings
     tls_found = False
     if code == grpc.StatusCode.UNAVAILABLE and settings.insecure:
         if transport_problem_of(details) in AMBIGUOUS:
@@ -219,10 +231,62 @@ async def _run_once_async(prepared: PreparedCall) -> Any:
     return decode_cloudpickle(reader.payload(), call=reader.info)
 
 
-def run(prepared: PreparedCall, on_call: Optional[Callable[[Any], None]] = None) -> Any:
-    """Runs the call on this thread (retrying sheds); Ctrl-C cancels it on the cluster.
+#: How long an interrupted blocking call waits for its cancellation to reach the cluster (s).
+CANCEL_WAIT = 5.0
 
-    ``on_call`` receives each attempt's RPC once it is open, so another thread may ``cancel()`` it."""
+
+class _LoopCall:
+    """A blocking call running on readie's loop, as ``on_call`` hands it out: ``cancel()`` from
+    any thread cancels it (on the cluster too)."""
+
+    def __init__(self, future: Any) -> None:
+        self._future = future
+
+    def cancel(self) -> bool:
+        return self._future.cancel()
+
+
+def run(prepared: PreparedCall, on_call: Optional[Callable[[Any], None]] = None) -> Any:
+    """Runs the call, blocking this thread (retrying sheds); Ctrl-C cancels it on the cluster.
+
+    The call itself runs on readie's own event loop (the asyncio channel underneath: no thread
+    started per call, as the blocking gRPC stream would); on that loop's own thread (a log sink
+    calling a remote function) it runs here instead. ``on_call`` receives a handle another
+    thread may ``cancel()``."""
+    if on_loop_thread():
+        return _run_here(prepared, on_call)
+    settled: List[CallInfo] = []
+    done = prepared.on_done
+
+    def on_done(info: CallInfo) -> None:
+        settled.append(info)
+        done(info)
+
+    future = on_loop(run_async(replace(prepared, on_done=on_done)))
+    try:
+        if on_call is not None:
+            on_call(_LoopCall(future))
+        while True:
+            try:
+                # With a timeout: an interrupt that wakes no wait (a signal another thread took,
+                # ``_thread.interrupt_main``) is seen within it.
+                return future.result(timeout=0.2)
+            except concurrent.futures.TimeoutError:
+                pass
+    except concurrent.futures.CancelledError:
+        raise CallCancelledError("the call was cancelled by the client", call=settled[-1] if settled else prepared.info()) from None
+    except BaseException:
+        # Ctrl-C (or any exception here): cancel the call, and let the cancel reach the cluster.
+        if future.cancel():
+            concurrent.futures.wait([future], timeout=CANCEL_WAIT)
+        raise
+    finally:
+        if settled:
+            _last_call.set(settled[-1])
+
+
+def _run_here(prepared: PreparedCall, on_call: Optional[Callable[[Any], None]] = None) -> Any:
+    """:func:`run` on this thread, with the blocking gRPC stream."""
     attempt, tries = prepared, 0
     routers = RouterMoves(prepared.settings.addresses(), prepared.deadline)
     while True:

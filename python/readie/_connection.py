@@ -14,7 +14,7 @@ import os
 import threading
 import weakref
 from dataclasses import dataclass
-from typing import AsyncIterator, Dict, Mapping, MutableMapping, Optional, Sequence, Tuple, Union
+from typing import Any, AsyncIterator, Dict, Mapping, MutableMapping, Optional, Sequence, Tuple, Union
 
 import grpc
 import grpc.aio
@@ -140,6 +140,7 @@ class _LoopChannels:
         if self._closer is None:
             self._closer = self._close_on_shutdown()
             await self._closer.__anext__()
+            _quiet_poller_wakeups(asyncio.get_running_loop())
 
     async def _close_on_shutdown(self) -> AsyncIterator[None]:
         try:
@@ -152,6 +153,27 @@ class _LoopChannels:
         self.channels.clear()
         for channel in channels:
             await channel.close()
+
+
+def _quiet_poller_wakeups(loop: asyncio.AbstractEventLoop) -> None:
+    """Drops grpc's spurious ``BlockingIOError`` from ``PollerCompletionQueue._handle_events`` on
+    ``loop``, passing everything else on to the loop's handler.
+
+    grpc's asyncio stack wakes every loop that made a channel (readie's own, which runs the
+    blocking map, and the caller's) when one event is ready; the loops that find nothing raise
+    that error, harmlessly (grpc/grpc#25364)."""
+    previous = loop.get_exception_handler()
+
+    def handler(target: asyncio.AbstractEventLoop, context: Dict[str, Any]) -> None:
+        error = context.get("exception")
+        if isinstance(error, BlockingIOError) and "PollerCompletionQueue" in repr(context.get("handle", "")):
+            return
+        if previous is not None:
+            previous(target, context)
+        else:
+            target.default_exception_handler(context)
+
+    loop.set_exception_handler(handler)
 
 
 _loop_channels: "MutableMapping[asyncio.AbstractEventLoop, _LoopChannels]"

@@ -18,6 +18,8 @@ NOT_STARTED_TRAILER = "readie-not-started"
 KILLED_TRAILER = "readie-killed"
 MEMORY_BUDGET_TRAILER = "readie-memory-budget"
 KILLED_OUT_OF_MEMORY = "out-of-memory"
+#: No ready worker could ever take the call: final, never retried.
+NEVER_FITS_TRAILER = "readie-never-fits"
 
 _TRANSPORT_PATTERNS = (
     ("tls-to-plaintext", re.compile(r"wrong version number|WRONG_VERSION_NUMBER|packet length too long", re.I)),
@@ -117,6 +119,8 @@ def cause_of(
     retry_after: Optional[float] = None,
 ) -> Cause:
     """The cause of a call that ended with ``code`` (``retry_after``: a shed's hint, seconds)."""
+    if code == grpc.StatusCode.RESOURCE_EXHAUSTED and trailers.get(NEVER_FITS_TRAILER) == "1":
+        return Cause("never-fits")
     if code == grpc.StatusCode.RESOURCE_EXHAUSTED and retry_after is not None:
         return Cause("shed", retry_after=retry_after)
     if code == grpc.StatusCode.RESOURCE_EXHAUSTED and trailers.get(KILLED_TRAILER) == KILLED_OUT_OF_MEMORY:
@@ -244,6 +248,10 @@ def hint_for(cause: Cause, *, address: str, insecure: bool, trailers: Mapping[st
         "no-workers": "the router runs but has no worker that can take the call: ask the operator "
         "(readie status shows the workers)",
         "no-room": "every worker is full for this budget now: retry later, or ask for less memory",
+        "never-fits": (
+            "no worker of this cluster can ever take it as asked: ask for less (memory, GPU memory) "
+            "or for another flavor; the client does not retry it"
+        ),
         "session-busy": "the session's previous call is still running: calls of one session run one at a time",
         "session-expired": "its container is gone; start a new readie.Session",
         "router-stopping": "the router is restarting or stopping: retry once it is back",

@@ -1,16 +1,15 @@
-"""One input of a map (or one spawned call), run to its end: refusals for lack of room waited out
-(``readie._retry``), a call that ran retried only ``retries`` times, and its error naming the
-input it failed for."""
+"""One spawned call run to its end: refusals for lack of room waited out (``readie._retry``), a
+call that ran retried only ``retries`` times; an error naming the map input it failed for; and
+what a stopped map says."""
 
 from __future__ import annotations
 
-import asyncio
 import threading
 from typing import Any, Optional, Tuple
 
 import grpc
 
-from readie._call import run, run_async
+from readie._call import run
 from readie._map_slots import Slot, Stopped
 from readie._retry import backoff, may_retry_ran, needs_new_session, waits_for_room
 from readie.errors import ReadieError, SessionExpiredError
@@ -95,30 +94,6 @@ def run_input(
             raise indexed(error, index)
         finally:
             slot.set_call(None)
-
-
-async def run_input_async(
-    fn: "RemoteTarget[Any]",
-    index: Optional[int],
-    call: Input,
-    slot: Slot,
-    retries: int,
-) -> Any:
-    """:func:`run_input` on the running loop; cancelling the task cancels the call."""
-    args, kwargs = call
-    attempts = Attempts(retries)
-    while True:
-        prepared = fn._prepare(args, kwargs, session=slot.session)
-        try:
-            return await run_async(prepared)
-        except ReadieError as error:
-            delay = attempts.after(error, slot)
-            if delay is None:
-                raise indexed(error, index) from None
-            if delay > 0:
-                await asyncio.sleep(delay)
-        except Exception as error:  # a payload that does not pickle, an unreadable result
-            raise indexed(error, index)
 
 
 def label(fn: "RemoteTarget[Any]") -> str:

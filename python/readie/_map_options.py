@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Optional
 
+from readie._batch import batch_size_problem
 from readie._connection import ConnectionSettings
 from readie._tenant import usable_slots, usable_slots_async
 from readie.errors import ReadieError
@@ -29,6 +30,8 @@ class MapOptions:
     isolate_inputs: bool = False
     progress: Optional[bool] = None
     retries: int = 0
+    #: Inputs per batch (one call carrying them); None: sized by the inputs' measured time.
+    chunk_size: Optional[int] = None
 
     @staticmethod
     def build(**options: Any) -> "MapOptions":
@@ -39,6 +42,9 @@ class MapOptions:
             raise ValueError(f"max_concurrency must be a positive integer or None, not {limit!r}")
         if isinstance(built.retries, bool) or not isinstance(built.retries, int) or built.retries < 0:
             raise ValueError(f"retries must be a non-negative integer, not {built.retries!r}")
+        problem = batch_size_problem(built.chunk_size)
+        if problem is not None:
+            raise ValueError(problem)
         return built
 
 

@@ -1,26 +1,26 @@
-"""``fn.map`` and ``fn.starmap``: a generator of results, with calls run on a pool of threads.
+"""``fn.map`` and ``fn.starmap``: a generator of results. The map's batches run on readie's own
+event loop (:mod:`readie._loop`, one thread for every map and call of the process, not one per
+call); results come back to the caller's thread as they can be handed out.
 
-Inputs are drawn lazily: at most one per slot ahead of the results handed out when outputs come
-as they complete, two per slot when they come in order. The first failed input raises (its index
-in the message and in ``input_index``), or comes back in place with ``return_exceptions=True``.
-Ctrl-C cancels the calls in flight and ends the map's sessions.
+Inputs are drawn lazily, at most two batches per slot ahead of the results handed out. The first
+failed input raises (its index in the message and in ``input_index``), or comes back in place
+with ``return_exceptions=True``. Ctrl-C cancels the batches in flight (on the workers too) and
+ends the map's sessions.
 """
 
 from __future__ import annotations
 
+import queue
 import sys
-import threading
-import time
-from collections import deque
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from typing import Deque, Dict, Iterator, Optional, Tuple, TypeVar, Union
+from typing import Any, Iterator, Optional, TypeVar, Union
 
 from readie._connection import current_settings
-from readie._map_input import Input, label, run_input, stopped_message
-from readie._map_outputs import Outputs
+from readie._loop import on_loop, readie_loop
+from readie._map_engine import MapEngine
+from readie._map_input import Input, label, stopped_message
 from readie._map_options import MapOptions, concurrency
-from readie._map_slots import CANCEL_GRACE, Slot, end_quietly, end_sessions, new_slots
-from readie._progress import REDRAW_EVERY, ProgressBar, wants_progress
+from readie._map_slots import CANCEL_GRACE
+from readie._progress import ProgressBar, wants_progress
 from readie._target import RemoteTarget
 
 
@@ -33,69 +33,69 @@ def run_map(
     """The results of ``fn`` over ``inputs`` (a generator: nothing runs until it is iterated)."""
     settings = current_settings()
     count = concurrency(settings, fn, options, total)
-    slots = new_slots(count, options)
-    free: Deque[Slot] = deque(slots)
-    window = count * (2 if options.order_outputs else 1)
-    pool = ThreadPoolExecutor(max_workers=count, thread_name_prefix="readie-map")
-    ends = ThreadPoolExecutor(max_workers=4, thread_name_prefix="readie-end")
-    stop = threading.Event()
-    pending: Dict[Future, Tuple[int, Slot]] = {}
-    outputs = Outputs(options.order_outputs)
     bar = ProgressBar(label(fn), total, enabled=wants_progress(options.progress))
-    drawn = 0
-    exhausted = False
+    engine = MapEngine(fn, inputs, total, options, settings, count, bar)
+    # A queue.Queue, not a SimpleQueue: its wait is Python code, so an interrupt is raised inside
+    # it and caught below (CPython 3.11 can raise one at a loop's back edge outside the try).
+    handoff: "queue.Queue[Any]" = queue.Queue()
+
+    async def pump() -> None:
+        try:
+            async for outputs in engine.outputs():
+                handoff.put(("outputs", outputs))
+            handoff.put(("done", None))
+        except BaseException as error:  # noqa: BLE001 - handed to the caller's thread
+            handoff.put(("error", error))
+
+    loop = readie_loop()
+    on_loop(pump())
+    completed = False
     try:
         while True:
-            while free and not exhausted and drawn - outputs.handed < window:
-                try:
-                    item = next(inputs)
-                except StopIteration:
-                    exhausted = True
-                    break
-                slot = free.popleft()
-                future = pool.submit(run_input, fn, drawn, item, slot, options.retries, stop)
-                pending[future] = (drawn, slot)
-                drawn += 1
-            # A slot with nothing to do gives its container back at once: idle, it would hold a
-            # slot that another input (of this map or another) may be waiting for.
-            now = time.monotonic()
-            for slot in free:
-                released = slot.release(now, exhausted)
-                if released is not None:
-                    ends.submit(end_quietly, settings, released)
-            if not pending and exhausted and not outputs.waiting:
+            try:
+                # With a timeout: an interrupt that wakes no wait (a signal another thread took,
+                # ``_thread.interrupt_main``) is seen within it.
+                kind, payload = handoff.get(timeout=0.1)
+            except queue.Empty:
+                continue
+            if kind == "done":
+                completed = True
                 return
-            done, _ = wait(list(pending), timeout=REDRAW_EVERY, return_when=FIRST_COMPLETED)
-            bar.draw()
-            yield from outputs.hand_out(done, pending, free, bar, options.return_exceptions)
+            if kind == "error":
+                raise payload
+            loop.call_soon_threadsafe(engine.ack, len(payload))
+            for _index, error, value in payload:
+                if error is None:
+                    yield value
+                elif options.return_exceptions:
+                    yield error
+                else:
+                    raise error
     except KeyboardInterrupt:
-        cancelled = _stop_all(pending, stop)
+        cancelled = _stop(engine)
         bar.close()
-        message = stopped_message(fn, bar.done, total, cancelled)
+        message = stopped_message(fn, engine.completed, total, cancelled)
         sys.stderr.write(f"[readie] {message}\n")
-        ends.shutdown(wait=True)
-        end_sessions(settings, slots)
-        pool.shutdown(wait=False)
+        completed = True  # stopped already
         raise KeyboardInterrupt(message) from None
     finally:
-        if not stop.is_set():
-            _stop_all(pending, stop)
-            bar.close()
-            ends.shutdown(wait=True)
-            end_sessions(settings, slots)
-            pool.shutdown(wait=False)
+        if not completed:
+            _stop(engine)
+        else:
+            _settle(on_loop(engine.end_sessions()))
+        bar.close()
 
 
-def _stop_all(pending: Dict[Future, Tuple[int, Slot]], stop: threading.Event) -> int:
-    """Cancels every call in flight and waits (a while) for their threads to see it."""
-    stop.set()
-    cancelled = 0
-    for future, (_, slot) in pending.items():
-        if not future.done():
-            cancelled += 1
-        if not future.cancel():
-            slot.cancel()
-    wait(list(pending), timeout=CANCEL_GRACE)
-    pending.clear()
-    return cancelled
+def _stop(engine: MapEngine) -> int:
+    """Stops the map on the loop, waiting (a while) for its batches to be cancelled."""
+    try:
+        return on_loop(engine.stop()).result(timeout=CANCEL_GRACE)
+    except Exception:  # noqa: BLE001 - the map is being abandoned anyway
+        return 0
 
+
+def _settle(future: Any) -> None:
+    try:
+        future.result(timeout=CANCEL_GRACE)
+    except Exception:  # noqa: BLE001 - ending sessions is best effort
+        pass

@@ -10,6 +10,9 @@ from readie._image import Image
 from readie._sizes import Size, parse_optional_size
 from readie._wire import CallDemand
 
+#: The most inputs of a map one container runs at once (``max_inputs``); the router refuses more.
+MAX_INPUTS_AT_ONCE = 256
+
 
 def _strings(value: Iterable[str], name: str) -> Tuple[str, ...]:
     if isinstance(value, (str, bytes)):
@@ -32,6 +35,8 @@ class RemoteOptions:
     shed_retries: int = 3
     #: Seconds every try of a call must be over within; None: no deadline.
     timeout: Optional[float] = None
+    #: How many inputs of a map one container runs at once (threads, or tasks for an async function).
+    max_inputs: int = 1
 
     @staticmethod
     def build(
@@ -48,6 +53,7 @@ class RemoteOptions:
         shed_retries: int = 3,
         timeout: Optional[float] = None,
         image: Optional[Image] = None,
+        max_inputs: int = 1,
     ) -> "RemoteOptions":
         """Validates the decorator's arguments (so mistakes show at definition, not at call)."""
         if checkpoint_id is not None and not isinstance(checkpoint_id, str):
@@ -56,6 +62,8 @@ class RemoteOptions:
             raise ValueError(f"shed_retries must be a whole number >= 0, not {shed_retries!r}")
         if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0):
             raise ValueError(f"timeout must be a number of seconds > 0, not {timeout!r}")
+        if isinstance(max_inputs, bool) or not isinstance(max_inputs, int) or not 1 <= max_inputs <= MAX_INPUTS_AT_ONCE:
+            raise ValueError(f"max_inputs must be a whole number from 1 to {MAX_INPUTS_AT_ONCE}, not {max_inputs!r}")
         if image is not None and not isinstance(image, Image):
             raise TypeError(f"image must be a readie.Image, not {image!r}")
         if image is not None and pinned:
@@ -78,4 +86,5 @@ class RemoteOptions:
             bool(stream_logs),
             shed_retries,
             None if timeout is None else float(timeout),
+            max_inputs,
         )

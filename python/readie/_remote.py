@@ -81,6 +81,7 @@ class RemoteFunction(Generic[R]):
             self.options.demand,
             self.import_hints(),
             session_id=session.id if session is not None else "",
+            function=_function_name(self._fn),
         )
 
         def on_done(info: CallInfo) -> None:
@@ -98,6 +99,14 @@ class RemoteFunction(Generic[R]):
             shed_retries=self.options.shed_retries,
             deadline=None if timeout is None else time.monotonic() + timeout,
         )
+
+    def _log_sink(self) -> Optional[LogPrinter]:
+        """Where a call's log lines go: stderr, unless ``stream_logs=False``."""
+        return LogPrinter() if self.options.stream_logs else None
+
+    def _finished(self, info: CallInfo) -> None:
+        """A call of it (or a map's batch) ended: where it ran."""
+        self.last_call = info
 
     def __call__(self, *args: Any, **kwargs: Any) -> R:
         return run(self._prepare(args, kwargs))
@@ -150,19 +159,23 @@ class MapMethod(Generic[R]):
     async iterator.
 
     ``fn.map(*iterables, order_outputs=True, return_exceptions=False, max_concurrency=None,
-    isolate_inputs=False, progress=None, retries=0, kwargs=None)``:
+    isolate_inputs=False, progress=None, retries=0, kwargs=None, chunk_size=None)``:
 
-    - one call per input (``fn(a, b)`` for each pair of ``zip(*iterables)``; ``starmap`` takes
-      tuples of arguments); inputs are drawn lazily, a generator of a million is never
-      materialized; ``kwargs`` are passed to every call;
+    - ``fn(a, b)`` for each pair of ``zip(*iterables)`` (``starmap`` takes tuples of arguments);
+      inputs go to the cluster in batches (one call carrying many inputs), sized by the inputs'
+      measured time (``chunk_size=N`` fixes it), and each input's result comes back as it
+      finishes; inputs are drawn lazily, a generator of a million is never materialized;
+      ``kwargs`` are passed to every input;
     - results in input order, or as they complete with ``order_outputs=False``;
     - the first failure raises (its message and ``input_index`` name the input), or with
-      ``return_exceptions=True`` comes back in place of the result;
-    - as many calls in flight as the cluster lets this tenant (at most ``max_concurrency``);
-      refusals for lack of room are waited out; a call that ran and failed is retried only
-      ``retries`` times;
-    - each concurrency slot runs its inputs in one container (a session, ended when the map
-      ends), so state one input leaves in the container's Python can be seen by the next input of
+      ``return_exceptions=True`` comes back in place of the result; a failing input never fails
+      its neighbours in the batch;
+    - as many batches in flight as the cluster lets this tenant (at most ``max_concurrency``);
+      refusals for lack of room are waited out; an input whose batch ran and failed is retried
+      only ``retries`` times; with ``@readie.remote(max_inputs=N)`` each container runs N inputs
+      of its batch at once;
+    - each concurrency slot runs its batches in one container (a session, ended when the map
+      ends), so state one input leaves in the container's Python can be seen by later inputs of
       that slot; ``isolate_inputs=True`` gives every input a fresh container (slower);
     - a progress bar on stderr when it is a terminal (``progress=False``: never);
     - Ctrl-C cancels the calls in flight and raises ``KeyboardInterrupt`` saying how many inputs
@@ -199,6 +212,7 @@ class MapMethod(Generic[R]):
         progress: Optional[bool] = None,
         retries: int = 0,
         kwargs: Optional[dict] = None,
+        chunk_size: Optional[int] = None,
     ) -> Iterator[Any]:
         options = MapOptions.build(
             order_outputs=bool(order_outputs),
@@ -207,6 +221,7 @@ class MapMethod(Generic[R]):
             isolate_inputs=bool(isolate_inputs),
             progress=progress,
             retries=retries,
+            chunk_size=chunk_size,
         )
         return run_map(self._fn, self._inputs(iterables, kwargs), self._total(iterables), options)
 
@@ -220,6 +235,7 @@ class MapMethod(Generic[R]):
         progress: Optional[bool] = None,
         retries: int = 0,
         kwargs: Optional[dict] = None,
+        chunk_size: Optional[int] = None,
     ) -> AsyncIterator[Any]:
         """The map on the running event loop: ``async for result in fn.map.aio(...)``; the
         iterables may be async iterables too."""
@@ -230,6 +246,7 @@ class MapMethod(Generic[R]):
             isolate_inputs=bool(isolate_inputs),
             progress=progress,
             retries=retries,
+            chunk_size=chunk_size,
         )
         extra = dict(kwargs or {})
         if self._star:
@@ -276,6 +293,7 @@ def remote(
     shed_retries: int = 3,
     timeout: Optional[float] = None,
     image: Optional[Image] = None,
+    max_inputs: int = 1,
 ) -> Callable[[Callable[..., R]], RemoteFunction[R]]: ...
 
 
@@ -294,6 +312,7 @@ def remote(
     shed_retries: int = 3,
     timeout: Optional[float] = None,
     image: Optional[Image] = None,
+    max_inputs: int = 1,
 ) -> Union[RemoteFunction[R], Callable[[Callable[..., R]], RemoteFunction[R]]]:
     """Makes a function run on the cluster; use as ``@remote`` or ``@remote(memory="2GiB", ...)``.
 
@@ -313,7 +332,11 @@ def remote(
       ``fn.last_call.served_version`` and ``.routing_revision`` say which served it.
     - ``shed_retries``: how many more times to try a call that was shed (its version is loading:
       :class:`readie.ShedError`), after the cluster's retry-after hint and with ``retry_of`` set.
-    - ``timeout``: seconds the call may take, all its tries included; unset means no deadline.
+    - ``timeout``: seconds the call may take, all its tries included; unset means no deadline
+      (a map's batch may take it once per input, or per ``max_inputs`` inputs run at once).
+    - ``max_inputs``: how many inputs of a map one container runs at once (threads for a sync
+      function, tasks for an ``async def`` one), for I/O-bound functions; the container is still
+      one slot with one memory budget.
     """
     options = RemoteOptions.build(
         memory=memory,
@@ -328,6 +351,7 @@ def remote(
         shed_retries=shed_retries,
         timeout=timeout,
         image=image,
+        max_inputs=max_inputs,
     )
 
     def decorate(function: Callable[..., R]) -> RemoteFunction[R]:
@@ -336,3 +360,11 @@ def remote(
         return RemoteFunction(function, options)
 
     return decorate if fn is None else decorate(fn)
+
+
+def _function_name(fn: Any) -> str:
+    """The name the call history shows for ``fn``: ``module.qualname`` (printable, at most 256)."""
+    module = getattr(fn, "__module__", None) or ""
+    name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or ""
+    full = f"{module}.{name}" if module else str(name)
+    return "".join(ch for ch in full if ch.isprintable())[:256]

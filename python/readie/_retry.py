@@ -2,7 +2,8 @@
 
 A refusal for lack of room before the function started (``not_started`` with RESOURCE_EXHAUSTED:
 no worker has room, the session is busy, a shed) and a refusal before the function started with
-UNAVAILABLE (no worker right now, the chosen worker unreachable) are waited out and retried, with
+UNAVAILABLE (no worker right now, the chosen worker unreachable) are waited out and retried,
+never a call that never fits (``NeverFitsError``: no wait makes room for it), with
 exponential backoff (50 ms doubling to 2 s, with jitter) or the wait the cluster asked for
 (``retry_after``), whichever is longer. They do not count against ``retries``. A call that may
 have run (the function raised, was killed for its memory, its worker failed mid-call, a
@@ -22,6 +23,7 @@ from readie.errors import (
     CallCancelledError,
     ConfigurationError,
     InvalidRequestError,
+    NeverFitsError,
     PermissionDeniedError,
     PreconditionError,
     ReadieError,
@@ -41,6 +43,7 @@ _NEVER_RETRIED = (
     CallCancelledError,
     ConfigurationError,
     InvalidRequestError,
+    NeverFitsError,
     PermissionDeniedError,
     PreconditionError,
     UnsupportedError,
@@ -50,6 +53,9 @@ _NEVER_RETRIED = (
 def waits_for_room(error: BaseException, unavailable_retries: int = 0) -> bool:
     """Whether ``error`` is a refusal before the function started that waiting can cure."""
     if not isinstance(error, ReadieError) or not error.not_started:
+        return False
+    # No wait makes room for a call that never fits: final.
+    if isinstance(error, NeverFitsError):
         return False
     if error.code == grpc.StatusCode.RESOURCE_EXHAUSTED:
         return True

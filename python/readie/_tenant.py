@@ -13,13 +13,16 @@ from typing import Any, Callable, Optional
 import grpc
 
 from readie._connection import ConnectionSettings, aio_channel_for, channel_for
-from readie._proto import tenant_pb2
+from readie._proto import history_pb2, tenant_pb2
 from readie._routers import RouterMoves
 from readie._wire import CallDemand
 from readie.errors import ReadieError, error_for_status
 
 #: The gRPC methods of the tenant service.
 SLOTS_METHOD = "/readie.v1.TenantService/Slots"
+OWN_CALLS_METHOD = "/readie.v1.TenantService/OwnCalls"
+OWN_CALL_METHOD = "/readie.v1.TenantService/OwnCall"
+OWN_CALL_LOGS_METHOD = "/readie.v1.TenantService/OwnCallLogs"
 END_SESSION_METHOD = "/readie.v1.TenantService/EndSession"
 
 #: How long a tenant-service request may take before the client gives up on it (seconds).
@@ -161,3 +164,90 @@ async def end_session_async(settings: ConnectionSettings, session_id: str) -> Se
         tenant_pb2.EndSessionResponse.FromString,
     )
     return _session_end(answer)
+
+
+def _since_ms(since: Any) -> int:
+    if since is None:
+        return 0
+    if isinstance(since, (int, float)) and not isinstance(since, bool):
+        return int(since * 1000)
+    text = str(since).strip()
+    units = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000}
+    for unit in ("ms", "s", "m", "h"):
+        if text.endswith(unit) and text[: -len(unit)].replace(".", "", 1).isdigit():
+            return int(float(text[: -len(unit)]) * units[unit])
+    raise ValueError(f"since={since!r}: a duration needs a unit (10m, 2h) or a number of seconds")
+
+
+def own_calls(
+    settings: ConnectionSettings,
+    *,
+    since: Any = None,
+    failed: bool = False,
+    function: str = "",
+    limit: int = 0,
+) -> list:
+    """This tenant's recent calls, newest first (``readie.v1.CallView`` messages)."""
+    request = tenant_pb2.OwnCallsRequest(
+        filter=history_pb2.CallFilter(
+            since_ms=_since_ms(since), failed=failed, function=function, limit=limit
+        )
+    )
+    answer = _unary(
+        settings,
+        OWN_CALLS_METHOD,
+        request,
+        tenant_pb2.OwnCallsRequest.SerializeToString,
+        tenant_pb2.OwnCallsResponse.FromString,
+    )
+    return list(answer.calls)
+
+
+def own_call(settings: ConnectionSettings, request_id: str) -> Any:
+    """One of this tenant's calls (a ``readie.v1.CallView``); NOT_FOUND when the history has none."""
+    answer = _unary(
+        settings,
+        OWN_CALL_METHOD,
+        tenant_pb2.OwnCallRequest(request_id=request_id),
+        tenant_pb2.OwnCallRequest.SerializeToString,
+        tenant_pb2.OwnCallResponse.FromString,
+    )
+    return answer.call
+
+
+@dataclass(frozen=True)
+class OutputLine:
+    """One line of a call's output, as the worker that ran it kept it."""
+
+    at: str
+    source: str
+    text: str
+
+
+_SOURCES = {
+    1: "stdout",
+    2: "stderr",
+    3: "readie",
+}
+
+
+def own_call_logs(settings: ConnectionSettings, request_id: str, follow: bool = False) -> list:
+    """One of this tenant's calls' output, fetched through the router from the worker that ran
+    it (with ``follow``, until the call ends): a list of :class:`OutputLine`."""
+    method = channel_for(settings).unary_stream(
+        OWN_CALL_LOGS_METHOD,
+        request_serializer=tenant_pb2.OwnCallLogsRequest.SerializeToString,
+        response_deserializer=tenant_pb2.OwnCallLogsResponse.FromString,
+    )
+    lines = []
+    try:
+        for message in method(
+            tenant_pb2.OwnCallLogsRequest(request_id=request_id, follow=follow),
+            metadata=settings.metadata(),
+            timeout=None if follow else TENANT_TIMEOUT,
+        ):
+            for line in message.lines:
+                lines.append(OutputLine(line.at, _SOURCES.get(line.source, "output"), line.text))
+    except grpc.RpcError as error:
+        raise _error(error, settings) from None
+    return lines

@@ -53,6 +53,7 @@ def build_config(
     session_id: str = "",
     python_version: Optional[str] = None,
     retry_of: str = "",
+    function: str = "",
 ) -> proxy_pb2.CallConfig:
     """The first message's config: IDs, hints, budgets, packages and this client's Python."""
     config = proxy_pb2.CallConfig(
@@ -67,6 +68,7 @@ def build_config(
         format=call_pb2.PAYLOAD_FORMAT_CLOUDPICKLE,
         pinned=demand.pinned,
         retry_of=retry_of,
+        function=function[:256],
     )
     # Optional fields: absent means "the router's default", which is not the same as zero.
     if demand.image is not None:

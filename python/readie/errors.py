@@ -153,6 +153,12 @@ class ResourceExhaustedError(ReadieError):
     code = grpc.StatusCode.RESOURCE_EXHAUSTED
 
 
+class NeverFitsError(ResourceExhaustedError):
+    """RESOURCE_EXHAUSTED marked ``readie-never-fits``: no ready worker of the cluster could ever
+    take the call as asked (its memory or GPU memory above every worker's offer, or a GPU call
+    with no gpu worker). Final: neither ``map`` nor ``spawn`` retries it."""
+
+
 class ShedError(ResourceExhaustedError):
     """RESOURCE_EXHAUSTED with a retry-after hint: a pinned call was shed because its version is
     loading on the worker that must load it (one load at a time per worker). ``retry_after`` is
@@ -236,6 +242,8 @@ def error_for_status(
         error_class, summary = RemoteOutOfMemoryError, "the call ran out of memory"
     if cause.kind == "shed":
         summary = "the call was shed"
+    if cause.kind == "never-fits":
+        error_class, summary = NeverFitsError, "the call can never fit"
     where = f" at {address}" if address else ""
     message = f"{summary}{where} ({code.name})"
     if said:

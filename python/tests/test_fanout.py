@@ -10,12 +10,12 @@ import grpc
 
 import readie
 from readie._progress import render, wants_progress
-from readie._retry import MAX_BACKOFF, backoff, waits_for_room
+from readie._retry import MAX_BACKOFF, backoff, may_retry_ran, waits_for_room
 from readie.errors import error_for_status
 
 import cloudpickle
 
-from fake_proxy import FakeProxy, envelope_of, result_answers, run_locally
+from fake_proxy import FakeProxy, batch_answers, envelope_of, result_answers, run_locally
 
 
 @readie.remote(stream_logs=False)
@@ -54,6 +54,9 @@ class Refusing:
                 context.set_trailing_metadata(tuple(trailers))
                 context.abort(self.code, "no worker can accept this request (scripted)")
             time.sleep(0.02)
+            if received.config.inputs > 0:
+                yield from batch_answers(received)
+                return
             fn, args, kwargs = cloudpickle.loads(received.payload)
             envelope, _ = envelope_of(fn, args, kwargs)
             yield from result_answers(received, cloudpickle.dumps(envelope))
@@ -83,9 +86,9 @@ class MapTest(unittest.TestCase):
         script = Refusing(3, retry_after_ms=300)
         self.proxy.script = script
         started = time.monotonic()
-        results = list(double.map(range(6), max_concurrency=1, progress=False))
+        results = list(double.map(range(6), max_concurrency=1, chunk_size=1, progress=False))
         self.assertEqual(results, [0, 2, 4, 6, 8, 10])
-        self.assertEqual(script.seen, 9)  # three refusals, then six calls
+        self.assertEqual(script.seen, 9)  # three refusals, then six batches of one input
         self.assertGreaterEqual(time.monotonic() - started, 0.9)  # three waits of at least 300 ms
 
     def test_never_retries_a_call_that_may_have_run_unless_asked(self):
@@ -135,6 +138,19 @@ class PureTest(unittest.TestCase):
         self.assertFalse(waits_for_room(error(grpc.StatusCode.UNAVAILABLE, True), unavailable_retries=20))
         self.assertFalse(waits_for_room(error(grpc.StatusCode.PERMISSION_DENIED, True)))
         self.assertFalse(waits_for_room(ValueError("not readie")))
+
+    def test_a_call_that_never_fits_is_final(self):
+        never = error_for_status(
+            grpc.StatusCode.RESOURCE_EXHAUSTED,
+            "no worker can ever accept this request: the largest worker offers 10.80GiB of memory; ...",
+            trailers={"readie-not-started": "1", "readie-never-fits": "1"},
+        )
+        self.assertIsInstance(never, readie.NeverFitsError)
+        self.assertIsInstance(never, readie.ResourceExhaustedError)
+        self.assertTrue(never.not_started)
+        self.assertFalse(waits_for_room(never))
+        self.assertFalse(may_retry_ran(never))
+        self.assertIn("the client does not retry it", str(never))
 
     def test_backoff_grows_to_its_cap_and_honours_a_longer_hint(self):
         rng = random.Random(1)

@@ -10,7 +10,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 protoc -I ../proto --python_out="$work" ../proto/readie/v1/call.proto ../proto/readie/v1/proxy.proto \
-  ../proto/readie/v1/tenant.proto
+  ../proto/readie/v1/tenant.proto ../proto/readie/v1/history.proto
 for file in "$work"/readie/v1/*_pb2.py; do
   # protoc writes `from readie.v1 import call_pb2`, which would resolve against this package's own
   # name (readie); the modules live flat in readie._proto, and their classes say so.

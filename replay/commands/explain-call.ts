@@ -4,6 +4,7 @@
  */
 import type { ClusterEvent, EventOf } from '../../src/events/index.js';
 import { explainPlacement, type PlacementExplanation } from '../../src/core/placement/index.js';
+import { CallHistory, callView, type CallViewData } from '../../src/projections/index.js';
 import type { Config } from '../../src/shared/config.js';
 import { printable } from '../../src/shared/printable.js';
 import type { CallResult } from '../engine/call-result.js';
@@ -29,6 +30,8 @@ export interface ExplainedCall {
   readonly result: CallResult | undefined;
   /** Its placements again after failed dials, in log order. */
   readonly replacements: readonly Replacement[];
+  /** Its whole story as the call history tells it: every step with its time, to its end. */
+  readonly lifecycle: CallViewData | undefined;
 }
 
 /** Events after which a call is decided no more. */
@@ -39,15 +42,17 @@ function endsCall(event: ClusterEvent, requestId: string): boolean {
 }
 
 /**
- * Replays `source` up to the end of the first call `requestId` (or the one at `seq`) and explains
- * each of its decisions.
+ * Replays `source` (from `fromSeq`: a snapshot, or the start of an archive file) up to the end of
+ * the first call `requestId` (or the one at `seq`) and explains each of its decisions.
  */
 export async function explainCall(
   source: LogSource,
   match: { requestId?: string; seq?: number },
   overrides: Partial<Config> = {},
+  fromSeq = 0,
+  rules: 'recorded' | 'current' = 'recorded',
 ): Promise<ExplainedCall | undefined> {
-  let found: Omit<ExplainedCall, 'result' | 'replacements'> | undefined;
+  let found: Omit<ExplainedCall, 'result' | 'replacements' | 'lifecycle'> | undefined;
   const results = new Map<number, CallResult>();
   const replacements: Omit<Replacement, 'result'>[] = [];
   // A request ID as recorded, or as the screens print it (escaped: src/shared/printable.ts), so
@@ -58,15 +63,26 @@ export async function explainCall(
       : requestId === match.requestId || printable(requestId) === match.requestId;
   const replayer = new Replayer({
     overrides,
+    rules,
     onDecide: (call, state, config, request) => {
       if (!found && matches(call.requestId, request.seq)) {
+        const explanation = explainPlacement(state, call, { config });
+        const chosen =
+          explanation.decision.outcome === 'placed'
+            ? state.workers.get(explanation.decision.workerId)
+            : undefined;
+        const utilization = chosen?.utilization;
         found = {
           request,
-          explanation: explainPlacement(state, call, { config }),
+          explanation,
           // Copies: the replayer changes its state in place after this returns.
           atCall: structuredClone({
             session: (call.sessionId && state.sessions.get(call.sessionId)) || null,
             reservations: [...state.reservations.values()],
+            standbys:
+              chosen && utilization?.standbys
+                ? { workerId: chosen.workerId, at: utilization.at, ready: utilization.standbys }
+                : null,
           }),
         };
       }
@@ -83,15 +99,27 @@ export async function explainCall(
     },
   });
   let ended = false;
-  await forEachEvent(source, (event) => {
-    replayer.push(event);
-    if (found && endsCall(event, found.request.requestId)) ended = true;
-    return !ended;
+  const history = new CallHistory({
+    maxCalls: Number.MAX_SAFE_INTEGER,
+    retentionMs: Number.MAX_SAFE_INTEGER,
   });
+  await forEachEvent(
+    source,
+    (event) => {
+      history.observe(event);
+      replayer.push(event);
+      if (found && endsCall(event, found.request.requestId)) ended = true;
+      return !ended;
+    },
+    fromSeq,
+    true,
+  );
   replayer.end();
   if (!found) return undefined;
+  const record = history.get(found.request.requestId);
   return {
     ...found,
+    lifecycle: record === undefined ? undefined : callView(record),
     result: results.get(found.request.seq),
     replacements: replacements.map((part) => ({ ...part, result: results.get(part.dial.seq) })),
   };

@@ -2,34 +2,78 @@
 import { explainScreen } from '../format/explain-screen.js';
 import { openLogSource } from '../io/log-source.js';
 import { ReplayInputError } from '../io/replay-input-error.js';
+import { turnScreen } from '../format/turn-screen.js';
 import { explainCall } from './explain-call.js';
-import { out, parseOverrides } from './options.js';
+import { explainTurnRefusal } from './explain-turn.js';
+import { out, parseOverrides, type SourceOptions } from './options.js';
 
 /** Options of `replay explain`. */
-export interface ExplainOptions {
+export interface ExplainOptions extends SourceOptions {
   readonly json?: boolean;
   readonly set?: readonly string[];
 }
 
+/** The call explained from the first event of the log (the request was not where it was looked for). */
+async function explainFromStart(
+  paths: readonly string[],
+  requestId: string,
+  overrides: ReturnType<typeof parseOverrides>,
+  options: SourceOptions,
+): ReturnType<typeof explainCall> {
+  const source = await openLogSource(paths, options);
+  try {
+    return await explainCall(source, { requestId }, overrides);
+  } finally {
+    await source.close();
+  }
+}
+
 /** Runs `replay explain`; resolves to the exit status. */
 export async function explainCommand(
-  logPath: string,
+  logPaths: string | readonly string[],
   requestId: string,
   options: ExplainOptions,
 ): Promise<number> {
   const overrides = parseOverrides(options.set);
-  const source = await openLogSource(logPath);
+  const paths = typeof logPaths === 'string' ? [logPaths] : logPaths;
+  const source = await openLogSource(paths, options);
   try {
-    const explained = await explainCall(source, { requestId }, overrides);
-    if (!explained)
-      throw new ReplayInputError(`${logPath}: no CallRequested for request ${requestId}`);
+    // Across an archive, start at the file that mentions the request: it starts at a snapshot.
+    const from = await source.locate(requestId);
+    let explained = await explainCall(source, { requestId }, overrides, from);
+    if (!explained && from > (source.range?.first ?? 0)) {
+      explained = await explainFromStart(paths, requestId, overrides, options);
+    }
+    if (!explained) {
+      // A session call refused "session is busy" never reached placement: no CallRequested.
+      const refused = await explainTurnRefusal(source, requestId);
+      if (!refused) {
+        throw new ReplayInputError(
+          `${paths.join(' ')}: no CallRequested and no SessionTurnRefused for request ${requestId}`,
+        );
+      }
+      out(
+        options.json
+          ? JSON.stringify({
+              refusal: refused.refusal,
+              lifecycle: refused.lifecycle ?? null,
+              waitTimeoutMs: refused.waitTimeoutMs,
+              running: refused.running,
+              recorded: refused.check?.recorded ?? 'none',
+            })
+          : turnScreen(refused).trimEnd(),
+      );
+      return 0;
+    }
     if (options.json) {
       out(
         JSON.stringify({
           request: explained.request,
+          lifecycle: explained.lifecycle ?? null,
           explanation: explained.explanation,
           session: explained.atCall.session,
           reservations: explained.atCall.reservations,
+          standbys: explained.atCall.standbys ?? null,
           recorded: explained.result?.recorded ?? 'none',
           recordedEvents: explained.result?.recordedEvents ?? null,
           replacements: explained.replacements.map(({ dial, explanation, result }) => ({
@@ -51,6 +95,7 @@ export async function explainCommand(
           explained.result,
           explained.atCall,
           explained.replacements,
+          explained.lifecycle,
         ),
       );
     }

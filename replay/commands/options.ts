@@ -32,3 +32,9 @@ export function parseSeq(option: string, text: string): number {
 export function out(line: string): void {
   process.stdout.write(`${line}\n`);
 }
+
+/** What every command that reads a log takes about its sources. */
+export interface SourceOptions {
+  /** Skip damaged or missing archive files (reported on stderr) instead of refusing them. */
+  readonly skipDamaged?: boolean;
+}

@@ -4,18 +4,21 @@ import { Replayer } from '../engine/replayer.js';
 import { callRow, callTable, countCall, emptySummary, summaryLine } from '../format/run-report.js';
 import { openLogSource } from '../io/log-source.js';
 import { forEachEvent } from '../io/read-log.js';
-import { out, parseOverrides } from './options.js';
+import { out, parseOverrides, type SourceOptions } from './options.js';
 
 /** Options of `replay run`. */
-export interface RunOptions {
+export interface RunOptions extends SourceOptions {
   readonly json?: boolean;
   readonly set?: readonly string[];
 }
 
 /** Runs `replay run`; resolves to the exit status. */
-export async function runCommand(logPath: string, options: RunOptions): Promise<number> {
+export async function runCommand(
+  logPaths: string | readonly string[],
+  options: RunOptions,
+): Promise<number> {
   const overrides = parseOverrides(options.set);
-  const source = await openLogSource(logPath);
+  const source = await openLogSource(logPaths, options);
   const summary = emptySummary();
   const rows: string[][] = [];
   const replayer = new Replayer({
@@ -27,7 +30,8 @@ export async function runCommand(logPath: string, options: RunOptions): Promise<
     },
   });
   try {
-    await forEachEvent(source, (event) => replayer.push(event));
+    // The replayer folds every event: the snapshots after the first are passed over.
+    await forEachEvent(source, (event) => replayer.push(event), 0, true);
     replayer.end();
   } finally {
     await source.close();

@@ -5,10 +5,10 @@ import { stateView } from '../format/state-view.js';
 import { openLogSource } from '../io/log-source.js';
 import { forEachEvent } from '../io/read-log.js';
 import { ReplayInputError } from '../io/replay-input-error.js';
-import { out } from './options.js';
+import { out, type SourceOptions } from './options.js';
 
 /** Options of `replay state`. */
-export interface StateOptions {
+export interface StateOptions extends SourceOptions {
   readonly at?: string;
   readonly json?: boolean;
 }
@@ -30,13 +30,17 @@ function before(point: Point, event: ClusterEvent): boolean {
 }
 
 /** Runs `replay state`; resolves to the exit status. */
-export async function stateCommand(logPath: string, options: StateOptions): Promise<number> {
+export async function stateCommand(
+  logPaths: string | readonly string[],
+  options: StateOptions,
+): Promise<number> {
   const point = parsePoint(options.at);
-  const source = await openLogSource(logPath);
+  const source = await openLogSource(logPaths, options);
   let state = initialState();
   try {
-    // An LMDB log starts from its newest snapshot at or before the point. Snapshots are indexed
-    // by seq, so a time point is folded from the start.
+    // A log starts from its newest snapshot at or before the point (an archive, from the start
+    // of the file holding it). Snapshots are indexed by seq, so a time point is folded from the
+    // start.
     const from =
       point && 'time' in point
         ? 0

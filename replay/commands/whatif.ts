@@ -10,10 +10,10 @@ import { table } from '../format/table.js';
 import { openLogSource } from '../io/log-source.js';
 import { forEachEvent } from '../io/read-log.js';
 import { ReplayInputError } from '../io/replay-input-error.js';
-import { out, parseOverrides } from './options.js';
+import { out, parseOverrides, type SourceOptions } from './options.js';
 
 /** Options of `replay whatif`. */
-export interface WhatifOptions {
+export interface WhatifOptions extends SourceOptions {
   readonly set?: readonly string[];
   readonly json?: boolean;
 }
@@ -33,11 +33,14 @@ function kindOf(before: Record<string, unknown> | undefined, after: PlacementDec
 }
 
 /** Runs `replay whatif`; resolves to the exit status. */
-export async function whatifCommand(logPath: string, options: WhatifOptions): Promise<number> {
+export async function whatifCommand(
+  logPaths: string | readonly string[],
+  options: WhatifOptions,
+): Promise<number> {
   const overrides = parseOverrides(options.set);
   if (Object.keys(overrides).length === 0)
     throw new ReplayInputError('whatif needs at least one --set NAME=VALUE');
-  const source = await openLogSource(logPath);
+  const source = await openLogSource(logPaths, options);
   const alternatives = new Map<number, PlacementDecision>();
   const counts: Record<Kind, number> = {
     'placed-to-rejected': 0,
@@ -83,7 +86,7 @@ export async function whatifCommand(logPath: string, options: WhatifOptions): Pr
     },
   });
   try {
-    await forEachEvent(source, (event) => replayer.push(event));
+    await forEachEvent(source, (event) => replayer.push(event), 0, true);
     replayer.end();
   } finally {
     await source.close();

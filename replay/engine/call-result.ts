@@ -8,9 +8,12 @@ export type RecordedStatus = 'none' | 'match' | 'diverged';
 export interface CallResult {
   /** The seq of its `CallRequested`. */
   readonly seq: number;
+  /** When it was requested (the `at` of its `CallRequested`, or of the failed dial it follows). */
   readonly at: string;
   readonly requestId: string;
   readonly sessionId: string | null;
+  /** The tenant its credential named; null without one. */
+  readonly tenantId: string | null;
   /** What placement decides now. */
   readonly decision: PlacementDecision;
   readonly recorded: RecordedStatus;
@@ -25,7 +28,11 @@ export interface CallResult {
 /** The line `replay run --json` prints for a call (fields that do not apply are null). */
 export interface CallLine {
   readonly seq: number;
+  /** When it was requested. */
+  readonly at: string;
   readonly requestId: string;
+  /** Its tenant; null without one. */
+  readonly tenantId: string | null;
   readonly outcome: 'placed' | 'rejected';
   readonly workerId: string | null;
   readonly containerId: string | null;
@@ -52,7 +59,9 @@ export function callLine(result: CallResult): CallLine {
   const rejected = decision.outcome === 'rejected' ? decision : null;
   return {
     seq: result.seq,
+    at: result.at,
     requestId: result.requestId,
+    tenantId: result.tenantId,
     outcome: decision.outcome,
     workerId: placed?.workerId ?? null,
     containerId: placed?.containerId ?? null,

@@ -21,21 +21,44 @@ import { applyInPlace, initialState, type ClusterState } from '../../src/project
 import { decide, type DecisionOf } from '../../src/core/decisions.js';
 import {
   PlacementCaches,
+  PLACEMENT_RULES_VERSION,
   recordedRulesVersion,
   type CallToPlace,
   type PlaceOptions,
   type PlacementDecision,
 } from '../../src/core/placement/index.js';
 import type { Config } from '../../src/shared/config.js';
+import { callOf as callOfQueued } from '../../src/core/admission/index.js';
 import type { CallResult } from './call-result.js';
 import { decisionFields, firstDifference } from './compare.js';
+import {
+  belongsTo,
+  reopen,
+  settleCheck,
+  type CallPlacement,
+  type DecisionResult,
+  type OpenCheck,
+  type ReopenContext,
+} from './append-check.js';
 
 /** How to replay. */
 export interface ReplayOptions {
+  /**
+   * Which rules decide: `recorded` (default), each part of the log by the rules version its
+   * `RouterStarted` recorded (the released versions' steps are kept in the core); `current`,
+   * today's rules throughout ("what would today's rules do").
+   */
+  readonly rules?: 'recorded' | 'current';
   /** Config values that override the config in force at every decision (`--set`). */
   readonly overrides?: Partial<Config>;
   /** Called for every call once its recorded outcome (if any) is known. */
   readonly onCall?: (result: CallResult) => void;
+  /**
+   * Called for every other decision of the core the log holds the input of (a reaper pass, a
+   * probe's outcome, a worker's report, a call's end, a session's end, a pin change, what workers
+   * are told to keep), made again and compared (append-check.ts). Without it they are only folded.
+   */
+  readonly onDecision?: (result: DecisionResult) => void;
   /**
    * Called at every `CallRequested` with the state it is decided against (before its outcome is
    * folded) and the config in force; for `explain`. The state must not be kept.
@@ -61,8 +84,8 @@ export interface ReplayOptions {
 }
 
 interface PendingCall {
-  /** The event that opened the decision: the request, or the failed dial. */
-  readonly event: EventOf<'CallRequested'> | EventOf<'CallDialFailed'>;
+  /** The event that opened the decision: the request, the failed dial, or the admission. */
+  readonly event: EventOf<'CallRequested'> | EventOf<'CallDialFailed'> | EventOf<'CallAdmitted'>;
   /** The rules' version in force in the log at the call. */
   readonly rulesVersion: number;
   readonly call: CallToPlace;
@@ -76,8 +99,34 @@ interface PendingCall {
 interface Redecided {
   readonly opening: PendingCall['event'];
   readonly call: CallToPlace;
-  readonly made: DecisionOf<'call' | 'dialFailure'>;
+  readonly made: {
+    readonly events: DecisionOf<'call'>['events'];
+    readonly placement: PlacementDecision;
+  };
 }
+
+/** The demand of a call the replayer never saw requested. */
+const NO_DEMAND: CallToPlace['demand'] = {
+  memory: null,
+  gpuMemory: null,
+  gpu: null,
+  disableOptimizedExecution: null,
+  checkpointId: null,
+  imports: null,
+  packages: null,
+  pinned: null,
+};
+
+/** What a replay reports when the log admitted a call where admission now admits none. */
+const ADMITS_NONE: PlacementDecision = {
+  outcome: 'rejected',
+  events: [],
+  code: 'FAILED_PRECONDITION',
+  message: 'admission admits no queued call here now',
+  version: null,
+  routingRevision: null,
+  retryAfterMs: null,
+};
 
 const OUTCOMES: ReadonlySet<string> = new Set(['CallPlaced', 'CallRejected']);
 
@@ -89,6 +138,11 @@ export class Replayer {
   private readonly caches = new PlacementCaches();
   /** Calls requested and not yet ended, for deciding a failed dial of one again. */
   private readonly calls = new Map<string, CallToPlace>();
+  /** Where each call not yet finished was last placed, for deciding its first answer again. */
+  private readonly placements = new Map<string, CallPlacement>();
+  private readonly context: ReopenContext = {
+    placementOf: (requestId) => this.placements.get(requestId),
+  };
 
   constructor(private readonly options: ReplayOptions = {}) {}
 
@@ -97,13 +151,30 @@ export class Replayer {
     return this.working;
   }
 
+  /** The rules version the log recorded last (1 before any, or for a log that recorded none). */
+  get logRulesVersion(): number {
+    return recordedRulesVersion(this.recordedVersion);
+  }
+
   /** The config placement uses at the next decision: the config in force plus the overrides. */
   get config(): Config {
     return { ...this.working.config, ...this.options.overrides };
   }
 
+  /** The rules version the log recorded last (before any `--rules current`). */
+  private recordedVersion: number | null = null;
+  /** A decision other than a call's being compared with what the log recorded for it. */
+  private check: OpenCheck | undefined;
+
   /** Processes the next event of the log. */
-  push(event: ClusterEvent): void {
+  push(recordedEvent: ClusterEvent): void {
+    let event = recordedEvent;
+    if (event.type === 'RouterStarted') {
+      this.recordedVersion = event.rulesVersion;
+      if (this.options.rules === 'current') {
+        event = { ...event, rulesVersion: PLACEMENT_RULES_VERSION };
+      }
+    }
     if (this.pending) {
       if (this.belongsToPending(this.pending, event)) {
         this.pending.recorded.push(event);
@@ -111,7 +182,21 @@ export class Replayer {
       }
       this.settle(this.pending);
     }
+    if (this.check) {
+      if (belongsTo(this.check, event)) {
+        this.takeIntoCheck(this.check, event);
+        return;
+      }
+      this.settleCheck();
+    }
     const redecided = this.redecide(event);
+    if (redecided === undefined && this.options.onDecision) {
+      this.check = reopen(this.working, event, this.context);
+      if (this.check) {
+        this.takeIntoCheck(this.check, event);
+        return;
+      }
+    }
     this.apply(event);
     if (redecided === undefined) return;
     const { opening, call, made } = redecided;
@@ -123,7 +208,7 @@ export class Replayer {
       // The opening event is the recorded one: the outcome is what the decision appends after it.
       computed: made.events.slice(1),
       recorded: [],
-      rulesVersion: recordedRulesVersion(this.working.rulesVersion),
+      rulesVersion: recordedRulesVersion(this.recordedVersion),
     };
   }
 
@@ -147,6 +232,20 @@ export class Replayer {
         const made = decide('call', this.working, { call, config, caches: this.caches });
         return { opening: event, call, made };
       }
+      case 'CallAdmitted': {
+        // Admission: the next queued call in fair order, decided against the state before.
+        const queued = this.working.queue.get(event.requestId);
+        const made = decide('admit', this.working, { config: this.config, caches: this.caches });
+        const call: CallToPlace = queued
+          ? callOfQueued(queued)
+          : (this.calls.get(event.requestId) ?? {
+              requestId: event.requestId,
+              sessionId: null,
+              demand: NO_DEMAND,
+            });
+        const placement = made.placement ?? ADMITS_NONE;
+        return { opening: event, call, made: { events: made.events, placement } };
+      }
       case 'CallDialFailed': {
         const call = this.calls.get(event.requestId);
         if (call === undefined) return undefined;
@@ -168,23 +267,66 @@ export class Replayer {
   /** Settles the last call; call once after the last event. */
   end(): void {
     if (this.pending) this.settle(this.pending);
+    if (this.check) this.settleCheck(true);
+  }
+
+  /**
+   * A recorded event of the open check: folded at once, or, for a deferred check (decided once
+   * its append is all in, against the state before it), held back until the check settles.
+   */
+  private takeIntoCheck(check: OpenCheck, event: ClusterEvent): void {
+    check.recorded.push(event);
+    if (check.deferred) return;
+    this.apply(event);
+    if (check.recorded.length >= Math.max(1, check.computed.length)) this.settleCheck();
+  }
+
+  private settleCheck(logEnded = false): void {
+    const check = this.check;
+    this.check = undefined;
+    if (!check) return;
+    this.options.onDecision?.(settleCheck(check, this.working, logEnded));
+    if (check.deferred) for (const event of check.recorded) this.apply(event);
   }
 
   private apply(event: ClusterEvent): void {
     this.working = applyInPlace(this.working, event, this.caches);
-    if (
-      event.type === 'CallFinished' ||
-      event.type === 'ReservationExpired' ||
-      event.type === 'CallRejected'
-    ) {
-      this.calls.delete(event.requestId);
+    switch (event.type) {
+      case 'CallPlaced':
+        this.placements.set(event.requestId, {
+          workerId: event.workerId,
+          containerId: event.containerId,
+          sessionId: event.sessionId ?? this.calls.get(event.requestId)?.sessionId ?? null,
+        });
+        break;
+      case 'RouterStarted':
+        // A new router: no call of the one before is answered through it.
+        this.placements.clear();
+        break;
+      case 'CallFinished':
+      case 'CallRejected':
+        this.placements.delete(event.requestId);
+        this.calls.delete(event.requestId);
+        break;
+      case 'ReservationExpired':
+      case 'CallLeftQueue':
+        this.calls.delete(event.requestId);
+        break;
+      default:
+        break;
     }
   }
 
   /** Whether `event` is part of the decision that recorded the pending call's outcome. */
   private belongsToPending(pending: PendingCall, event: ClusterEvent): boolean {
     // Each failed dial opens a decision of its own, even right after one with the same cause.
-    if (event.type === 'CallDialFailed' || event.type === 'CallRequested') return false;
+    if (
+      event.type === 'CallDialFailed' ||
+      event.type === 'CallRequested' ||
+      event.type === 'CallAdmitted'
+    ) {
+      return false;
+    }
     const cause = pending.event.cause;
     if (cause !== null) return event.cause === cause && event.type !== 'Snapshot';
     return event.cause === null && belongsByOrder(pending, event);
@@ -209,6 +351,7 @@ export class Replayer {
       at: event.at,
       requestId: event.requestId,
       sessionId: pending.call.sessionId,
+      tenantId: pending.call.tenantId ?? null,
       decision,
       recorded: !hasOutcome ? 'none' : divergence === null ? 'match' : 'diverged',
       recordedEvents,

@@ -4,6 +4,7 @@ import type { Reservation, SessionRecord } from '../../src/projections/index.js'
 import type { PlacementExplanation, WorkerExplanation } from '../../src/core/placement/index.js';
 import { printableData } from '../../src/shared/printable.js';
 import { formatSize } from '../../src/shared/units.js';
+import type { CallViewData } from '../../src/projections/index.js';
 import type { CallResult } from '../engine/call-result.js';
 import { describeDecision, describeRecorded } from './decision.js';
 import { reservationsTable, sessionsTable, sortedReservations } from './state-view.js';
@@ -15,6 +16,37 @@ export interface StateAtCall {
   readonly session: SessionRecord | null;
   /** Every call in flight: their reservations count against the workers' memory and slots. */
   readonly reservations: readonly Reservation[];
+  /**
+   * The chosen worker's ready standbys per checkpoint, as its last load report before the call
+   * listed them (`at`); null when the call was not placed or the report listed none at all.
+   */
+  readonly standbys?: {
+    readonly workerId: string;
+    readonly at: string;
+    readonly ready: readonly { readonly checkpointId: string; readonly ready: number }[];
+  } | null;
+}
+
+/**
+ * Whether the chosen worker had a ready standby of the chosen checkpoint (a new container started
+ * from one skips the restore): what the worker's last load report before the call said.
+ */
+function standbySection(explanation: PlacementExplanation, atCall: StateAtCall): string[] {
+  const { decision } = explanation;
+  if (decision.outcome !== 'placed' || decision.containerId !== null) return [];
+  if (decision.checkpointId === null) return ['Standbys: none used (a cold start)'];
+  const report = atCall.standbys;
+  if (!report || report.workerId !== decision.workerId) {
+    return [`Standbys: ${decision.workerId} reported none before this call`];
+  }
+  const listed = report.ready.map((entry) => `${entry.checkpointId} ${entry.ready}`).join(', ');
+  const ready = report.ready.find((entry) => entry.checkpointId === decision.checkpointId);
+  return [
+    `Standbys on ${report.workerId} (its load report at ${report.at}): ${listed || 'none'}; ` +
+      (ready && ready.ready > 0
+        ? `${decision.checkpointId} had ${ready.ready} ready: the new container was likely one`
+        : `none of ${decision.checkpointId}: the container was likely restored on demand`),
+  ];
 }
 
 function stateSection(atCall: StateAtCall): string[] {
@@ -176,6 +208,73 @@ function replacementSection(replacement: ReplacementView, attempt: number): stri
   return lines;
 }
 
+/** The call's steps as the log tells them: each with its seq-ordered time and offset. */
+export function lifecycleSection(call: CallViewData): string[] {
+  const first = Date.parse(call.requestedAt);
+  const offset = (at: string) => {
+    const ms = Date.parse(at) - first;
+    return Number.isFinite(ms) ? `+${ms}ms` : '';
+  };
+  const rows: string[][] = [
+    ['requested', call.requestedAt, offset(call.requestedAt), `seq ${call.requestedSeq}`],
+  ];
+  if (call.turnWaitMs !== undefined) {
+    rows.push([
+      'turn waited',
+      call.requestedAt,
+      offset(call.requestedAt),
+      `${call.turnWaitMs}ms for its session's turn before it was requested`,
+    ]);
+  }
+  if (call.queuedAt) rows.push(['queued', call.queuedAt, offset(call.queuedAt), '']);
+  if (call.admittedAt) rows.push(['admitted', call.admittedAt, offset(call.admittedAt), '']);
+  call.attempts.forEach((attempt, index) => {
+    const where = [
+      `worker ${attempt.workerId}`,
+      attempt.containerId ? `container ${attempt.containerId}` : 'a new container',
+      attempt.checkpointId ? `checkpoint ${attempt.checkpointId}` : 'cold start',
+      ...(attempt.version ? [`version ${attempt.version}@${attempt.routingRevision}`] : []),
+      ...(attempt.coldLoad ? ['cold load'] : []),
+    ].join(', ');
+    rows.push([
+      index === 0 ? 'placed' : 'placed again',
+      attempt.placedAt,
+      offset(attempt.placedAt),
+      where,
+    ]);
+    if (attempt.dialError) {
+      rows.push([
+        'dial failed',
+        attempt.dialFailedAt,
+        offset(attempt.dialFailedAt),
+        attempt.dialError,
+      ]);
+    }
+  });
+  if (call.boundAt) {
+    rows.push([
+      'bound',
+      call.boundAt,
+      offset(call.boundAt),
+      `container ${call.containerId}${call.checkpointId ? ` (checkpoint ${call.checkpointId})` : ''}`,
+    ]);
+  }
+  if (call.finishedAt) {
+    const step =
+      call.state === 'rejected' ? 'refused' : call.state === 'expired' ? 'released' : 'finished';
+    const duration = call.durationMs === undefined ? '' : ` after ${call.durationMs}ms`;
+    rows.push([
+      step,
+      call.finishedAt,
+      offset(call.finishedAt),
+      `${[call.code, call.message].filter(Boolean).join(': ')}${duration}`,
+    ]);
+  } else {
+    rows.push(['(running)', '', '', 'the log holds no end of it']);
+  }
+  return ['Lifecycle:', table(['STEP', 'AT', 'OFFSET', 'DETAIL'], rows)];
+}
+
 /**
  * The full explanation screen of one call. Every string it is given is made printable first: a
  * log's IDs, hints, packages and messages come from tenants and workers.
@@ -186,13 +285,15 @@ export function explainScreen(
   recorded: CallResult | undefined,
   state: StateAtCall,
   placedAgain: readonly ReplacementView[] = [],
+  story?: CallViewData,
 ): string {
-  const [request, explanation, result, atCall, replacements] = printableData([
+  const [request, explanation, result, atCall, replacements, lifecycle] = printableData([
     requested,
     explained,
     recorded,
     state,
     placedAgain,
+    story,
   ] as const);
   const { demand } = request;
   const { budget, config } = explanation;
@@ -208,6 +309,7 @@ export function explainScreen(
     `Decision now: ${describeDecision(explanation.decision)}`,
     recordedLine(result),
     '',
+    ...(lifecycle ? [...lifecycleSection(lifecycle), ''] : []),
   ];
   if (explanation.session)
     lines.push(`Session ${explanation.session.sessionId}: ${explanation.session.verdict}`, '');
@@ -218,6 +320,7 @@ export function explainScreen(
     ...workersSection(explanation),
     '',
     ...checkpointSection(explanation),
+    ...standbySection(explanation, atCall),
     '',
     ...packagesSection(explanation),
   );

@@ -30,7 +30,9 @@ export function callRow(result: CallResult): string[] {
   const placed = decision.outcome === 'placed' ? decision : null;
   return [
     String(result.seq),
+    result.at,
     result.requestId,
+    cell(result.tenantId),
     cell(result.sessionId),
     decision.outcome,
     cell(placed?.workerId),
@@ -51,7 +53,9 @@ export function callTable(rows: readonly string[][]): string {
   return table(
     [
       'SEQ',
+      'TIME',
       'REQUEST',
+      'TENANT',
       'SESSION',
       'OUTCOME',
       'WORKER',

@@ -1,11 +1,15 @@
 /**
- * Opening a log for replay: an LMDB directory, a JetStream stream (`nats://HOST:PORT[,…]/STREAM`)
- * or a JSONL file, detected by what the path is. All stream their events; none is loaded whole.
+ * Opening a log for replay: an LMDB directory, a JetStream stream (`nats://HOST:PORT[,…]/STREAM`),
+ * a JSONL file, an archive directory or one archive file, detected by what each path is, or
+ * several of them at once (an archive and the live log: `replay verify ./archive ./log`), read
+ * as one log in seq order (`combined-source.ts`). All stream their events; none is loaded whole.
  */
-import { existsSync, statSync, createReadStream } from 'node:fs';
+import { closeSync, createReadStream, existsSync, openSync, readSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import {
+  ARCHIVE_MAGIC,
+  ArchiveDirectory,
   EventLog,
   EventLogError,
   isJetStreamLocation,
@@ -14,36 +18,76 @@ import {
   type ClusterEvent,
   type EventLogBackend,
 } from '../../src/events/index.js';
+import { BATCH, flatten, inBatches } from './batches.js';
+import { archiveParts, combinedSource, type SourcePart } from './combined-source.js';
+import type { LogSource, OpenOptions } from './source.js';
+
+export type { LogSource, OpenOptions } from './source.js';
 import { ReplayInputError } from './replay-input-error.js';
 
-/** A log to replay. */
-export interface LogSource {
-  readonly kind: 'lmdb' | 'jetstream' | 'jsonl';
-  readonly path: string;
-  /** How big it is, for progress: events for LMDB, bytes for JSONL. */
-  readonly size: { readonly unit: 'events' | 'bytes'; readonly total: number };
-  /**
-   * The events with seq >= `fromSeq` (default: all). `onBytes` reports JSONL bytes read so far.
-   */
-  events(fromSeq?: number, onBytes?: (bytes: number) => void): AsyncIterable<ClusterEvent>;
-  /** The seq of the newest `Snapshot` at or before `seq`, when the source indexes them (LMDB, JetStream). */
-  snapshotAtOrBefore(seq: number): number | undefined | Promise<number | undefined>;
-  /** Releases the source. */
-  close(): Promise<void>;
+/**
+ * Opens `paths` as one log: each an LMDB log directory, a JetStream stream, a JSONL file, an
+ * archive directory or an archive file; archives of one log with at most one live log (or file).
+ */
+export async function openLogSource(
+  paths: string | readonly string[],
+  options: OpenOptions = {},
+): Promise<LogSource> {
+  const list = typeof paths === 'string' ? [paths] : paths;
+  if (list.length === 0) throw new ReplayInputError('no log given');
+  const parts: SourcePart[] = [];
+  try {
+    for (const path of list) parts.push(...(await openPart(path, options)));
+  } catch (error) {
+    await Promise.all(parts.map((part) => part.close()));
+    throw error;
+  }
+  const lives = parts.filter((part) => part.kind !== 'archive');
+  if (lives.length > 1) {
+    await Promise.all(parts.map((part) => part.close()));
+    throw new ReplayInputError(
+      `${lives.map((part) => part.path).join(', ')}: give one live log (or JSONL file) at a time, with any archives of it`,
+    );
+  }
+  if (parts.length === 1 && parts[0]?.kind !== 'archive') return (parts[0] as SourcePart).source;
+  return combinedSource(list.join(' '), parts, options);
 }
 
-/** Opens `path` as an LMDB log directory, a JetStream stream or a JSONL file. */
-export async function openLogSource(path: string): Promise<LogSource> {
-  if (isJetStreamLocation(path)) return logSource(await openLog(path), 'jetstream');
+async function openPart(path: string, options: OpenOptions): Promise<SourcePart[]> {
+  if (isJetStreamLocation(path)) return [livePart(await openLog(path), 'jetstream')];
   if (!existsSync(path)) throw new ReplayInputError(`${path}: no such file or directory`);
   const stat = statSync(path);
   if (stat.isDirectory()) {
-    if (!existsSync(join(path, 'events.mdb'))) {
-      throw new ReplayInputError(`${path}: a directory, but not an event log (no events.mdb)`);
-    }
-    return logSource(openLmdb(path), 'lmdb');
+    if (existsSync(join(path, 'events.mdb'))) return [livePart(openLmdb(path), 'lmdb')];
+    if (ArchiveDirectory.holdsArchive(path)) return archiveParts(path, options);
+    throw new ReplayInputError(
+      `${path}: a directory, but not an event log (no events.mdb) nor an archive (no events-<from>-<to>.archive files)`,
+    );
   }
-  return jsonlSource(path, stat.size);
+  if (isArchiveFile(path)) return archiveParts(path, options);
+  const source = jsonlSource(path, stat.size);
+  return [
+    {
+      kind: 'jsonl',
+      path,
+      source,
+      range: undefined,
+      origin: undefined,
+      close: () => source.close(),
+    },
+  ];
+}
+
+/** Whether `path` is an archive file (its first line says so). */
+function isArchiveFile(path: string): boolean {
+  const fd = openSync(path, 'r');
+  try {
+    const head = Buffer.alloc(ARCHIVE_MAGIC.length + 1);
+    const read = readSync(fd, head, 0, head.length, 0);
+    return head.toString('utf8', 0, read) === `${ARCHIVE_MAGIC}\n`;
+  } finally {
+    closeSync(fd);
+  }
 }
 
 /** Opens an LMDB event log directory read-only. */
@@ -65,16 +109,33 @@ export async function openLog(path: string): Promise<EventLogBackend> {
   }
 }
 
-function logSource(log: EventLogBackend, kind: 'lmdb' | 'jetstream'): LogSource {
-  const first = log.firstSeq ?? 1;
+/** A live log as a part: its events, its range, its origin. */
+function livePart(log: EventLogBackend, kind: 'lmdb' | 'jetstream'): SourcePart {
+  const first = log.firstSeq;
+  const source: LogSource = {
+    kind,
+    path: log.location,
+    size: { unit: 'events', total: Math.max(0, log.lastSeq - (first ?? 1) + 1) },
+    range: first === undefined ? undefined : { first, last: log.lastSeq },
+    events(fromSeq = 0, onBytes, skipSnapshots = false) {
+      return flatten(this.batches(fromSeq, onBytes, skipSnapshots));
+    },
+    batches(fromSeq = 0, _onBytes, skipSnapshots = false) {
+      return inBatches(log.read(fromSeq, Number.MAX_SAFE_INTEGER, { skipSnapshots }));
+    },
+    async *stored(fromSeq = 0, toSeq = Number.MAX_SAFE_INTEGER) {
+      yield* log.readStored(fromSeq, toSeq);
+    },
+    snapshotAtOrBefore: (seq) => log.snapshotAtOrBefore(seq),
+    locate: () => Promise.resolve(0),
+    close: () => log.close(),
+  };
   return {
     kind,
     path: log.location,
-    size: { unit: 'events', total: Math.max(0, log.lastSeq - first + 1) },
-    async *events(fromSeq = 0) {
-      yield* log.read(fromSeq);
-    },
-    snapshotAtOrBefore: (seq) => log.snapshotAtOrBefore(seq),
+    source,
+    range: source.range,
+    origin: () => Promise.resolve(log.origin()),
     close: () => log.close(),
   };
 }
@@ -85,7 +146,11 @@ function jsonlSource(path: string, bytes: number): LogSource {
     kind: 'jsonl',
     path,
     size: { unit: 'bytes', total: bytes },
-    async *events(fromSeq = 0, onBytes) {
+    range: undefined,
+    events(fromSeq = 0, onBytes) {
+      return flatten(this.batches(fromSeq, onBytes));
+    },
+    async *batches(fromSeq = 0, onBytes) {
       stream = createReadStream(path);
       if (onBytes) {
         let read = 0;
@@ -94,11 +159,25 @@ function jsonlSource(path: string, bytes: number): LogSource {
           onBytes(read);
         });
       }
+      let batch: ClusterEvent[] = [];
       for await (const { event } of readJsonl(stream)) {
-        if (event.seq >= fromSeq) yield event;
+        if (event.seq < fromSeq) continue;
+        batch.push(event);
+        if (batch.length >= BATCH) {
+          yield batch;
+          batch = [];
+        }
+      }
+      if (batch.length > 0) yield batch;
+    },
+    async *stored(fromSeq = 0, toSeq = Number.MAX_SAFE_INTEGER) {
+      for await (const stored of readJsonl(path)) {
+        if (stored.event.seq > toSeq) return;
+        if (stored.event.seq >= fromSeq) yield stored;
       }
     },
     snapshotAtOrBefore: () => undefined,
+    locate: () => Promise.resolve(0),
     close: () => {
       stream?.destroy();
       return Promise.resolve();

@@ -67,6 +67,21 @@ export class AdminRouters {
     this.lastAsked = connection.address;
   }
 
+  /** The AdminService stub for `address` (for a streaming call the helpers here do not make). */
+  clientAt(address: string): AdminServiceClient {
+    return this.#client(address);
+  }
+
+  /** The metadata every call sends (the operator's credential). */
+  get metadata(): Metadata {
+    return this.#metadata;
+  }
+
+  /** The error a failed call at `address` rejects with, in the clients' words (public form). */
+  failure(error: ServiceError, address: string): Promise<ReadieError> {
+    return this.#failure(error, address);
+  }
+
   #client(address: string): AdminServiceClient {
     let client = this.#clients.get(address);
     if (client === undefined) {

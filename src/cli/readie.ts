@@ -25,6 +25,10 @@ const COMMANDS: Readonly<Record<string, () => Promise<AddCommand>>> = {
   worker: async () => (await import('./worker-command.js')).addWorkerCommand,
   status: async () => (await import('./status/status-command.js')).addStatusCommand,
   pin: async () => (await import('./pin-command.js')).addPinCommand,
+  calls: async () => (await import('./calls/calls-command.js')).addCallsCommands,
+  call: async () => (await import('./calls/calls-command.js')).addCallsCommands,
+  logs: async () => (await import('./calls/calls-command.js')).addCallsCommands,
+  ui: async () => (await import('./ui/ui-command.js')).addUiCommand,
   certs: async () => (await import('./certs-command.js')).addCertsCommand,
 };
 
@@ -35,6 +39,12 @@ const program = new Command('readie')
 // The command named on the command line alone; every one for `readie --help` or a typo.
 const named = process.argv[2];
 const loading = named !== undefined && named in COMMANDS ? [named] : Object.keys(COMMANDS);
-for (const name of loading) (await COMMANDS[name]!())(program);
+// One module may add several commands (calls, call, logs): each adder runs once.
+const added = new Set<AddCommand>();
+for (const name of loading) {
+  const add = await COMMANDS[name]!();
+  if (!added.has(add)) add(program);
+  added.add(add);
+}
 
 await program.parseAsync(process.argv);

@@ -20,6 +20,7 @@ import {
   type RouterAuth,
 } from '../router/index.js';
 import {
+  checkRetention,
   ConfigError,
   parseSetting,
   resolveConfig,
@@ -47,6 +48,9 @@ const WORKER_SETTINGS: ReadonlySet<SettingName> = new Set([
   'WORKER_MAX_EXECUTORS',
   'WORKER_UTILIZATION_INTERVAL',
   'DIAL_TOTAL_TIMEOUT',
+  'OUTPUT_MAX_CALL_BYTES',
+  'OUTPUT_MAX_TOTAL_BYTES',
+  'OUTPUT_RETENTION',
 ]);
 
 const PLACEHOLDERS = { ratio: 'RATIO', size: 'SIZE', duration: 'DURATION', count: 'N' } as const;
@@ -68,6 +72,7 @@ function describeDefault(name: SettingName): string {
 interface RouterFlags {
   readonly listen: string;
   readonly log: string;
+  readonly archive?: string;
   readonly routerId?: string;
   readonly advertise?: string;
   readonly insecure?: boolean;
@@ -97,7 +102,7 @@ export function configFromFlags(
     const text = flags[attributeOf(name)];
     if (typeof text === 'string') overrides[name] = parseSetting(name, text);
   }
-  return resolveConfig(env, overrides);
+  return checkRetention(resolveConfig(env, overrides));
 }
 
 /** The authentication modes of `--auth`. */
@@ -227,6 +232,7 @@ async function runRouter(flags: RouterFlags): Promise<void> {
       startRouter({
         listen,
         logDir: flags.log,
+        ...(flags.archive === undefined ? {} : { archiveDir: flags.archive }),
         security,
         config,
         auth,
@@ -332,6 +338,10 @@ export function addRouterCommand(program: Command): void {
       '--log <location>',
       'event log: an LMDB directory, or a JetStream stream nats://HOST:PORT[,HOST:PORT...]/STREAM that several routers share (one leads, the others stand by); created if missing, recovered if not',
     )
+    .option(
+      '--archive <dir>',
+      'where segments of the log past LOG_RETENTION or LOG_MAX_BYTES go (default: archive inside an LMDB --log; a JetStream log archives nothing without it: give every router the same shared directory)',
+    )
     .option('--insecure', 'serve plaintext gRPC (only on a trusted network); TLS is the default')
     .option('--tls-cert <file>', 'PEM certificate chain to serve TLS with')
     .option('--tls-key <file>', 'PEM private key of --tls-cert')
@@ -398,7 +408,7 @@ export function addRouterCommand(program: Command): void {
   command.addHelpText(
     'after',
     `
-Durations: 500ms, 30s, 10m, 1h (a unit is required). Sizes: 512MiB, 1GiB or a number of bytes.
+Durations: 500ms, 30s, 10m, 1h, 7d (a unit is required). Sizes: 512MiB, 1GiB or a number of bytes.
 Credentials (--auth tokens, the default): every call carries "authorization: Bearer <token>".
   --tokens-file names each token's holder: a tenant (ProxyService, TenantService), a worker
   (RegistryService, as that worker ID only) or an operator (AdminService); anything else is

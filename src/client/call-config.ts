@@ -139,6 +139,12 @@ export function buildCallConfig(
     format: PayloadFormat.PAYLOAD_FORMAT_JSON_CALL,
     pinned: options.pinned ?? false,
     retryOf: '',
+    function: functionName(call),
     ...(options.image === undefined ? {} : { image: imageOf(options.image) }),
   };
+}
+
+/** The name the call history shows for `call`: `module.function`, or the function alone. */
+function functionName(call: PythonCall): string {
+  return 'module' in call ? `${call.module}.${call.function}` : call.function;
 }

@@ -1,7 +1,9 @@
 /** The TypeScript client: calls Python functions on a readie cluster with JSON arguments. */
 import type { ChannelOptions, ServiceError } from '@grpc/grpc-js';
 import { ProxyServiceClient } from '../proto/gen/readie/v1/proxy.js';
-import { TenantServiceClient } from '../proto/gen/readie/v1/tenant.js';
+import { TenantServiceClient, type OwnCallLogsResponse } from '../proto/gen/readie/v1/tenant.js';
+import type { CallView, OutputLine } from '../proto/gen/readie/v1/history.js';
+import { parseDuration } from '../shared/units.js';
 import { sizeOf } from './call-config.js';
 import {
   runInput,
@@ -23,6 +25,7 @@ import {
   type ConnectionOptions,
 } from './connection.js';
 import { decodeJsonEnvelope, encodeJsonCall, type PythonCall } from './json-call.js';
+import { encodeJsonBatch, type InputEncodingError } from './batches.js';
 import { RemoteCall, type RemoteLogLine } from './remote-call.js';
 import { MAX_ROUTER_MOVES, RouterList, unsentRefusal } from './router-list.js';
 
@@ -45,6 +48,35 @@ export interface CallOptions extends CallDemandOptions {
   readonly shedRetries?: number;
   /** Milliseconds the call may take, all its tries included (default: no deadline). */
   readonly timeoutMs?: number;
+}
+
+/** Which of the tenant's calls `calls()` lists; every field narrows. */
+export interface CallsFilter {
+  /** Only calls requested within this long: ms, or a duration with its unit (`'10m'`). */
+  readonly since?: number | string;
+  /** Only calls that failed, were refused or expired. */
+  readonly failed?: boolean;
+  /** Only calls of this function (`module.function`). */
+  readonly function?: string;
+  /** At most this many, newest first (default 100, at most 1000). */
+  readonly limit?: number;
+}
+
+/** How `logs()` reads a call's output. */
+export interface LogsOptions {
+  /** Wait for new lines until the call ends (default: what is kept now). */
+  readonly follow?: boolean;
+  /** Called with each line as it arrives. */
+  readonly onLine?: (line: OutputLine) => void;
+  /** Aborting it stops reading (the lines so far are returned). */
+  readonly signal?: AbortSignal;
+}
+
+/** A call's output as its worker kept it. */
+export interface CallOutput {
+  readonly lines: OutputLine[];
+  /** The worker kept no more of it (OUTPUT_MAX_CALL_BYTES). */
+  readonly truncated: boolean;
 }
 
 /** Options of a client: where the cluster is, and gRPC channel options. */
@@ -111,7 +143,7 @@ export class ReadieClient {
     fn: MappedFunction,
     inputs: Iterable<unknown> | AsyncIterable<unknown>,
     options: MapOptions = {},
-  ): AsyncGenerator<T | ReadieError, void, undefined> {
+  ): AsyncGenerator<T | ReadieError | InputEncodingError, void, undefined> {
     return runMap<T>(this.#fanOut, fn, asArgumentLists(inputs), lengthOf(inputs), options);
   }
 
@@ -120,7 +152,7 @@ export class ReadieClient {
     fn: MappedFunction,
     inputs: Iterable<readonly unknown[]> | AsyncIterable<readonly unknown[]>,
     options: MapOptions = {},
-  ): AsyncGenerator<T | ReadieError, void, undefined> {
+  ): AsyncGenerator<T | ReadieError | InputEncodingError, void, undefined> {
     return runMap<T>(this.#fanOut, fn, inputs, lengthOf(inputs), options);
   }
 
@@ -163,6 +195,66 @@ export class ReadieClient {
         done(error, answer?.ended),
       ),
     );
+  }
+
+  /** This tenant's recent calls, newest first, from the router's call history (docs/calls.md). */
+  calls(filter: CallsFilter = {}): Promise<CallView[]> {
+    const since = filter.since ?? 0;
+    const request = {
+      filter: {
+        sinceMs: typeof since === 'string' ? parseDuration(since) : since,
+        failed: filter.failed ?? false,
+        function: filter.function ?? '',
+        limit: filter.limit ?? 0,
+      },
+    };
+    return this.#tenantCall<CallView[]>((tenant, done) =>
+      tenant.ownCalls(request, callMetadata(this.connection), (error, answer) =>
+        done(error, answer?.calls),
+      ),
+    );
+  }
+
+  /** One of this tenant's calls; rejects with NOT_FOUND when the history holds none by that ID. */
+  describeCall(requestId: string): Promise<CallView> {
+    return this.#tenantCall<CallView>((tenant, done) =>
+      tenant.ownCall({ requestId }, callMetadata(this.connection), (error, answer) =>
+        done(error, answer?.call),
+      ),
+    );
+  }
+
+  /**
+   * One of this tenant's calls' output (stdout, stderr, readie's notes), fetched through the
+   * router from the worker that ran it. NOT_FOUND names why when there is none.
+   */
+  logs(requestId: string, options: LogsOptions = {}): Promise<CallOutput> {
+    const lines: OutputLine[] = [];
+    let truncated = false;
+    return this.#tenantCall<CallOutput>((tenant, done) => {
+      const stream = tenant.ownCallLogs(
+        { requestId, follow: options.follow ?? false },
+        callMetadata(this.connection),
+      );
+      const abort = () => stream.cancel();
+      options.signal?.addEventListener('abort', abort, { once: true });
+      stream.on('data', (message: OwnCallLogsResponse) => {
+        truncated ||= message.truncated;
+        for (const line of message.lines) {
+          lines.push(line);
+          options.onLine?.(line);
+        }
+      });
+      stream.on('end', () => {
+        options.signal?.removeEventListener('abort', abort);
+        done(null, { lines, truncated });
+      });
+      stream.on('error', (error: ServiceError) => {
+        options.signal?.removeEventListener('abort', abort);
+        if (options.signal?.aborted) done(null, { lines, truncated });
+        else done(error, undefined);
+      });
+    });
   }
 
   /** Closes the channels; calls in flight are cancelled. */
@@ -213,7 +305,42 @@ export class ReadieClient {
       this.#start({ ...fn, args }, { ...options, signal }, sessionId, undefined),
     slots: (options) => this.slots(options),
     endSession: (sessionId) => this.endSession(sessionId),
+    startBatch: (fn, inputs, sessionId, options, signal, onChunk) =>
+      this.#startBatch(fn, inputs, sessionId, { ...options, signal }, onChunk),
   };
+
+  /** One batch of a map: `fn` over `inputs`, its outcomes handed to `onChunk` as they come. */
+  #startBatch(
+    fn: MappedFunction,
+    inputs: readonly string[],
+    sessionId: string,
+    options: MapOptions,
+    onChunk: (data: Buffer, call: CallInfo) => void,
+  ): RemoteCall<unknown> {
+    const config = {
+      ...buildCallConfig(newRequestId(), sessionId, fn, options),
+      inputs: inputs.length,
+      ...((options.maxInputs ?? 1) > 1 ? { maxInputs: options.maxInputs } : {}),
+    };
+    const { timeoutMs, shedRetries } = options as CallOptions;
+    const parallel = Math.max(1, options.maxInputs ?? 1);
+    return new RemoteCall<unknown>({
+      routers: this.#routers,
+      insecure: this.connection.insecure,
+      metadata: callMetadata(this.connection),
+      config,
+      payload: encodeJsonBatch(fn, inputs),
+      decode: () => undefined,
+      onChunk,
+      signal: options.signal,
+      onLog: options.onLog,
+      shedRetries: shedRetries ?? 3,
+      deadline:
+        timeoutMs === undefined
+          ? undefined
+          : Date.now() + timeoutMs * Math.ceil(inputs.length / parallel),
+    });
+  }
 
   #start<T>(
     call: PythonCall,

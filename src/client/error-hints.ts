@@ -8,6 +8,7 @@ import { status as Status } from '@grpc/grpc-js';
 import {
   KILLED_OUT_OF_MEMORY,
   KILLED_TRAILER,
+  neverFitsTrailer,
   neverStarted,
   type CallTrailers,
 } from '../shared/call-trailers.js';
@@ -27,6 +28,8 @@ export type ErrorCause =
   | { readonly kind: 'worker'; readonly workerId: string }
   | { readonly kind: 'no-workers' }
   | { readonly kind: 'no-room' }
+  /** No ready worker could ever take the call (`readie-never-fits`): final, never retried. */
+  | { readonly kind: 'never-fits' }
   /** A pinned call shed (its version is loading, or its subset is full), with the hint. */
   | { readonly kind: 'shed'; readonly retryAfterMs: number }
   | { readonly kind: 'session-busy' }
@@ -75,6 +78,8 @@ export function causeOf(call: FailedCall): ErrorCause {
     const budget = Number(trailers['readie-memory-budget']);
     return { kind: 'out-of-memory', budget: Number.isFinite(budget) && budget > 0 ? budget : null };
   }
+  if (code === Status.RESOURCE_EXHAUSTED && neverFitsTrailer(trailers))
+    return { kind: 'never-fits' };
   if (code === Status.RESOURCE_EXHAUSTED && call.retryAfterMs !== undefined) {
     return { kind: 'shed', retryAfterMs: call.retryAfterMs };
   }
@@ -142,6 +147,8 @@ export function hintFor(
       return 'the router runs but has no worker that can take the call: ask the operator (readie status shows the workers)';
     case 'no-room':
       return 'every worker is full for this budget now: retry later, or ask for less memory';
+    case 'never-fits':
+      return 'no worker of this cluster can ever take it as asked: ask for less (memory, GPU memory) or for another flavor; the client does not retry it';
     case 'shed':
       return (
         `the router sheds a pinned call while its version is loading or its workers are full: ` +

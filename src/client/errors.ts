@@ -187,6 +187,15 @@ export class ResourceExhaustedError extends ReadieError {
 }
 
 /**
+ * RESOURCE_EXHAUSTED marked `readie-never-fits`: no ready worker of the cluster could ever take
+ * the call as asked (its memory or GPU memory above every worker's offer, or a GPU call with no
+ * gpu worker). Final: neither a fan-out nor a spawned call retries it.
+ */
+export class NeverFitsError extends ResourceExhaustedError {
+  override readonly name: string = 'NeverFitsError';
+}
+
+/**
  * RESOURCE_EXHAUSTED with a retry-after hint: a pinned call was shed because its version is
  * loading on the worker that must load it. The client retries a shed on its own (`shedRetries`,
  * within `timeoutMs`); this is the rejection once it gives up. `retryAfterMs` is the hint.
@@ -318,6 +327,9 @@ export function errorFromStatus(
       notStarted: true,
       retryAfterMs: cause.retryAfterMs,
     });
+  }
+  if (cause.kind === 'never-fits') {
+    return new NeverFitsError(message.replace(summary, 'the call can never fit'), fields);
   }
   if (cause.kind === 'out-of-memory') {
     return new RemoteOutOfMemoryError(

@@ -1,58 +1,30 @@
 /**
  * Fan-out in the TypeScript client: `map` / `starmap` over many inputs and `spawn` handles (the
- * Python client's `fn.map`, `fn.starmap` and `fn.spawn`, the same rules). A map keeps as many calls
- * in flight as the cluster lets this tenant (`TenantService.Slots` for the call's budget, at most
- * `maxConcurrency`); each concurrency slot is a session of its own (one warm container), ended
- * when the map ends; `isolateInputs` gives every input a fresh container. Inputs are drawn lazily
- * (at most one per slot ahead of the results handed out, two when results come in order);
- * refusals for lack of room are waited out (`retry.ts`); the first failure rejects (its message
- * and `inputIndex` name the input) unless `returnExceptions` puts it in place.
+ * Python client's `fn.map`, `fn.starmap` and `fn.spawn`, the same rules). A map sends its inputs
+ * in batches (`map-engine.ts`): at most as many batches in flight as the cluster lets this tenant
+ * (`TenantService.Slots` for the call's budget, at most `maxConcurrency`); each concurrency slot
+ * is a session of its own (one warm container), ended when the map ends; `isolateInputs` gives
+ * every input a fresh container. Inputs are drawn lazily; refusals for lack of room are waited
+ * out (`retry.ts`); the first failure rejects (its message and `inputIndex` name the input)
+ * unless `returnExceptions` puts it in place. A spawned call runs alone (`runInput`).
  */
 import { newSessionId } from './call-info.js';
 import type { CallDemandOptions } from './call-config.js';
 import { CallCancelledError, ReadieError, SessionExpiredError } from './errors.js';
-import type { ModuleFunction, SourceFunction } from './json-call.js';
 import { MapProgress } from './progress.js';
-import type { RemoteCall, RemoteLogLine } from './remote-call.js';
+import type { RemoteCall } from './remote-call.js';
 import { backoffMs, mayRetryRan, needsNewSession, waitsForRoom } from './retry.js';
 import { status as Status } from '@grpc/grpc-js';
+import { InputEncodingError, MAX_BATCH_INPUTS, MAX_INPUTS_AT_ONCE } from './batches.js';
+import { MapEngine, type BatchDeps } from './map-engine.js';
 
 /** The most calls a map keeps in flight when `maxConcurrency` does not say. */
 export const MAX_DEFAULT_CONCURRENCY = 256;
 /** Calls in flight when the router cannot say how many slots the tenant has (an older router). */
 export const CONCURRENCY_WHEN_UNKNOWN = 4;
-/**
- * A slot with no input to run for this long gives its container back (ms); at once when the
- * inputs are exhausted. Idle, its session container would hold a slot another input (of this map
- * or another) may be waiting for: two maps could otherwise wait for each other.
- */
-export const IDLE_RELEASE_MS = 1_000;
 
-/** A Python function to map, without arguments (each input brings its own). */
-export type MappedFunction = (ModuleFunction | SourceFunction) & {
-  /** Keyword arguments passed to every call. */
-  readonly kwargs?: Readonly<Record<string, unknown>>;
-};
-
-/** Options of a map: its calls' demand, and how the map runs. */
-export interface MapOptions extends CallDemandOptions {
-  /** Results in input order (default), or as they complete. */
-  readonly orderOutputs?: boolean;
-  /** Yield a failed input's error in its place instead of rejecting at the first failure. */
-  readonly returnExceptions?: boolean;
-  /** At most this many calls in flight (default: the tenant's usable slots, at most 256). */
-  readonly maxConcurrency?: number;
-  /** A fresh container for every input (default: one container per concurrency slot). */
-  readonly isolateInputs?: boolean;
-  /** A progress bar on stderr (default: when stderr is a terminal). */
-  readonly progress?: boolean;
-  /** Retry an input whose call ran and failed this many times (default 0). */
-  readonly retries?: number;
-  /** Aborting it cancels the calls in flight and ends the map with CallCancelledError. */
-  readonly signal?: AbortSignal;
-  /** Called with each log line of every call. */
-  readonly onLog?: (line: RemoteLogLine) => void;
-}
+import type { MapOptions, MappedFunction } from './map-options.js';
+export type { MapOptions, MappedFunction } from './map-options.js';
 
 /** What the fan-out needs of the client. */
 export interface FanOutDeps {
@@ -68,6 +40,8 @@ export interface FanOutDeps {
   slots(options: CallDemandOptions): Promise<number | null>;
   /** Ends a session (best effort). */
   endSession(sessionId: string): Promise<unknown>;
+  /** Starts one batch of `fn` over `inputs` (argument lists) in `sessionId`. */
+  startBatch: BatchDeps['startBatch'];
 }
 
 /** One concurrency slot: its session ('' outside sessions) and the sessions it used. */
@@ -78,21 +52,6 @@ export interface FanOutSlot {
   readonly used: string[];
   /** When it last finished an input (performance.now()). */
   idleSince: number;
-}
-
-function newSlot(isolate: boolean): FanOutSlot {
-  const sessionId = isolate ? '' : newSessionId();
-  return { sessionId, renewable: !isolate, used: [], idleSince: performance.now() };
-}
-
-/** The slot's session to end now (idle long enough, or no input left), moving it to a new one. */
-function release(slot: FanOutSlot, now: number, exhausted: boolean): string | undefined {
-  if (!slot.renewable || !slot.used.includes(slot.sessionId)) return undefined;
-  if (!exhausted && now - slot.idleSince < IDLE_RELEASE_MS) return undefined;
-  const released = slot.sessionId;
-  slot.used.splice(slot.used.indexOf(released), 1);
-  renew(slot);
-  return released;
 }
 
 function renew(slot: FanOutSlot): void {
@@ -174,107 +133,75 @@ function bounded(slots: number | null, options: MapOptions, total: number | unde
   return Math.max(1, wanted);
 }
 
-type Outcome<T> = { readonly index: number; readonly slot: FanOutSlot } & (
-  { readonly ok: true; readonly value: T } | { readonly ok: false; readonly error: unknown }
-);
+function checkedBatchOptions(options: MapOptions): void {
+  const { chunkSize, maxInputs } = options;
+  if (
+    chunkSize !== undefined &&
+    (!Number.isInteger(chunkSize) || chunkSize < 1 || chunkSize > MAX_BATCH_INPUTS)
+  ) {
+    throw new RangeError(
+      `chunkSize must be a whole number from 1 to ${MAX_BATCH_INPUTS}, not ${String(chunkSize)}`,
+    );
+  }
+  if (
+    maxInputs !== undefined &&
+    (!Number.isInteger(maxInputs) || maxInputs < 1 || maxInputs > MAX_INPUTS_AT_ONCE)
+  ) {
+    throw new RangeError(
+      `maxInputs must be a whole number from 1 to ${MAX_INPUTS_AT_ONCE}, not ${String(maxInputs)}`,
+    );
+  }
+}
 
-/** The results of `fn` over `inputs` (argument lists), as an async iterator. */
+/** The results of `fn` over `inputs` (argument lists), as an async iterator; in batches. */
 export async function* runMap<T>(
   deps: FanOutDeps,
   fn: MappedFunction,
   inputs: Iterable<readonly unknown[]> | AsyncIterable<readonly unknown[]>,
   total: number | undefined,
   options: MapOptions,
-): AsyncGenerator<T | ReadieError, void, undefined> {
+): AsyncGenerator<T | ReadieError | InputEncodingError, void, undefined> {
   const retries = options.retries ?? 0;
   if (!Number.isInteger(retries) || retries < 0) {
     throw new RangeError(`retries must be a non-negative integer, not ${String(retries)}`);
   }
+  checkedBatchOptions(options);
   const count = bounded(await deps.slots(options).catch(() => null), options, total);
-  const ordered = options.orderOutputs ?? true;
-  const slots = Array.from({ length: count }, () => newSlot(options.isolateInputs ?? false));
-  const free = [...slots];
-  const window = count * (ordered ? 2 : 1);
   const stop = new AbortController();
   const onAbort = () => stop.abort(options.signal?.reason);
   options.signal?.addEventListener('abort', onAbort, { once: true });
   if (options.signal?.aborted) stop.abort(options.signal.reason);
-  const pending = new Map<number, Promise<Outcome<T>>>();
-  const ready = new Map<number, Outcome<T>>();
   const progress = new MapProgress(`readie map ${fn.function}`, total, options.progress);
   const iterator =
     Symbol.asyncIterator in inputs ? inputs[Symbol.asyncIterator]() : inputs[Symbol.iterator]();
-  let drawn = 0;
-  let handed = 0;
-  let exhausted = false;
+  const engine = new MapEngine<T>(deps, fn, iterator, total, options, count, progress, stop.signal);
   let completedAll = false;
   const stopped = aborted(stop.signal);
-  const ending: Promise<unknown>[] = [];
   try {
+    const outputs = engine.outputs();
     for (;;) {
-      if (stop.signal.aborted) throw cancelledMap(fn, progress.done, total, pending.size);
-      while (free.length > 0 && !exhausted && drawn - handed < window) {
-        const next = await iterator.next();
-        if (next.done === true) {
-          exhausted = true;
-          break;
-        }
-        const slot = free.shift() as FanOutSlot;
-        const index = drawn;
-        pending.set(
-          index,
-          runInput<T>(deps, fn, next.value, index, slot, options, stop.signal).then(
-            (value): Outcome<T> => ({ index, slot, ok: true, value }),
-            (error: unknown): Outcome<T> => ({ index, slot, ok: false, error }),
-          ),
-        );
-        drawn += 1;
+      if (stop.signal.aborted) {
+        throw cancelledMap(fn, engine.completed, total, engine.inFlight);
       }
-      const now = performance.now();
-      for (const slot of free) {
-        const released = release(slot, now, exhausted);
-        if (released !== undefined) ending.push(deps.endSession(released).catch(() => undefined));
-      }
-      if (pending.size === 0 && exhausted && ready.size === 0) {
-        completedAll = true;
-        return;
-      }
-      const outcome = await Promise.race([...pending.values(), stopped]);
-      if (outcome === null) continue;
-      pending.delete(outcome.index);
-      outcome.slot.idleSince = performance.now();
-      free.push(outcome.slot);
-      progress.advance(!outcome.ok);
-      const out: Outcome<T>[] = [];
-      if (ordered) {
-        ready.set(outcome.index, outcome);
-        for (let next = ready.get(handed); next !== undefined; next = ready.get(handed)) {
-          ready.delete(handed);
-          out.push(next);
-          handed += 1;
-        }
-      } else {
-        out.push(outcome);
-        handed += 1;
-      }
-      for (const item of out) {
-        if (item.ok) yield item.value;
-        else if (options.returnExceptions === true && item.error instanceof ReadieError) {
-          yield item.error;
-        } else throw item.error;
-      }
+      const next = await Promise.race([outputs.next(), stopped]);
+      if (next === null) continue;
+      if (next.done === true) break;
+      const item = next.value;
+      if (item.ok) yield item.value;
+      else if (
+        options.returnExceptions === true &&
+        (item.error instanceof ReadieError || item.error instanceof InputEncodingError)
+      ) {
+        yield item.error;
+      } else throw item.error;
     }
+    completedAll = true;
   } finally {
     options.signal?.removeEventListener('abort', onAbort);
     if (!completedAll) stop.abort(new CallCancelledError('the map ended early'));
-    await Promise.allSettled(pending.values());
+    await engine.endSessions();
     progress.close();
-    const sessions = slots.flatMap((slot) => slot.used);
-    await Promise.allSettled([
-      ...ending,
-      ...sessions.map((sessionId) => deps.endSession(sessionId)),
-    ]);
-    if (typeof iterator.return === 'function' && !exhausted) await iterator.return();
+    if (typeof iterator.return === 'function' && !completedAll) await iterator.return();
   }
 }
 

@@ -56,6 +56,8 @@ export interface RemoteLogLine {
   readonly text: string;
   /** Where the call ran, as this answer named it. */
   readonly call: CallInfo;
+  /** In a map's batch: the index (in the batch) of the input that wrote the line. */
+  readonly input?: number;
 }
 
 function sourceOf(line: LogLine): LogLineSource {
@@ -80,6 +82,11 @@ export interface RemoteCallStart {
   readonly config: CallConfig;
   readonly payload: Buffer;
   readonly decode: (payload: Buffer, call: CallInfo) => unknown;
+  /**
+   * A batch's result chunks, each as it arrives (whole outcome records): given, the call keeps no
+   * result and resolves with what `decode` makes of nothing once it ends well.
+   */
+  readonly onChunk?: ((data: Buffer, call: CallInfo) => void) | undefined;
   readonly signal?: AbortSignal | undefined;
   readonly onLog?: ((line: RemoteLogLine) => void) | undefined;
   readonly onSettled?: ((call: CallInfo) => void) | undefined;
@@ -243,10 +250,16 @@ export class RemoteCall<T = unknown> implements AsyncIterable<RemoteLogLine> {
           const message = answer.message;
           if (message?.$case === 'chunk') {
             hasResult = true;
-            chunks.push(message.value.data);
+            if (start.onChunk === undefined) chunks.push(message.value.data);
+            else start.onChunk(Buffer.from(message.value.data), this.#info);
           } else if (message?.$case === 'log') {
             this.#log(
-              { source: sourceOf(message.value), text: message.value.text, call: this.#info },
+              {
+                source: sourceOf(message.value),
+                text: message.value.text,
+                call: this.#info,
+                ...(message.value.input === undefined ? {} : { input: message.value.input }),
+              },
               start,
             );
           }

@@ -2,6 +2,7 @@
  * When a fan-out retries a call, and how long it waits first (the Python client's
  * `readie._retry`, the same rules). A refusal before the function started for lack of room
  * (`RESOURCE_EXHAUSTED`: no worker has room, the session is busy, a shed) is waited out and retried
+ * (never a call that never fits, `NeverFitsError`: no wait makes room for it)
  * with exponential backoff (50 ms doubling to 2 s, with jitter) or the wait the cluster asked for,
  * whichever is longer; one before the function started with `UNAVAILABLE` likewise, at most
  * {@link MAX_UNAVAILABLE_RETRIES} times. A call that may have run is retried only when asked
@@ -14,6 +15,7 @@ import {
   CallCancelledError,
   ConfigurationError,
   InvalidRequestError,
+  NeverFitsError,
   PermissionDeniedError,
   PreconditionError,
   ReadieError,
@@ -33,6 +35,8 @@ export const MAX_UNAVAILABLE_RETRIES = 20;
 /** Whether `error` is a refusal before the function started that waiting can cure. */
 export function waitsForRoom(error: unknown, unavailableRetries = 0): error is ReadieError {
   if (!(error instanceof ReadieError) || !error.notStarted) return false;
+  // No wait makes room for a call that never fits: final.
+  if (error instanceof NeverFitsError) return false;
   if (error.code === Status.RESOURCE_EXHAUSTED) return true;
   if (error.code !== Status.UNAVAILABLE || unavailableRetries >= MAX_UNAVAILABLE_RETRIES)
     return false;
@@ -59,6 +63,7 @@ export function mayRetryRan(error: unknown): boolean {
       error instanceof CallCancelledError ||
       error instanceof ConfigurationError ||
       error instanceof InvalidRequestError ||
+      error instanceof NeverFitsError ||
       error instanceof PermissionDeniedError ||
       error instanceof PreconditionError ||
       error instanceof UnsupportedError

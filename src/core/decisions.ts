@@ -7,6 +7,7 @@
  * input in, a `Decision` out, which the shell records as it is (`Journal.record`).
  */
 import type { ClusterState } from '../projections/cluster-state.js';
+import { decideAdmit, decideLeaveQueue } from './admission/index.js';
 import { decideBound, decideCall, decideCallEnd } from './calls/call-steps.js';
 import { decideDialFailure } from './calls/dial-failure.js';
 import type { Decide } from './decision.js';
@@ -27,7 +28,9 @@ import {
 import { decideProtection } from './pins/protection.js';
 import { decideResidencyReport } from './pins/residency-report.js';
 import { decideImageReport } from './registry/image-report.js';
+import { decideArchiveRecord } from './retention/archive-record.js';
 import { decideSessionEnd } from './sessions/session-end.js';
+import { decideTurnRefusal } from './sessions/turn-refusal.js';
 import { decideStart } from './startup/startup-events.js';
 
 /** The core's decisions, by trigger (the cause each records is in its own module). */
@@ -36,6 +39,10 @@ export const DECISIONS = {
   start: decideStart,
   /** A call has its turn: its request and placement (`call:REQUEST`). */
   call: decideCall,
+  /** Capacity can have changed: the next queued call in fair order is admitted (`admit:REQUEST`). */
+  admit: decideAdmit,
+  /** A queued call leaves the queue unplaced: deadline, cancel, timeout (`leave:REQUEST`). */
+  leaveQueue: decideLeaveQueue,
   /** A call's first answer names its container (`answer:REQUEST`). */
   answer: decideBound,
   /** A placed call's stream could not be opened: placed again or refused (`dial:REQUEST`). */
@@ -58,6 +65,8 @@ export const DECISIONS = {
   probeSuccess: decideProbeSuccess,
   /** A reaper pass (`reaper`). */
   reaper: decideReap,
+  /** A session call's wait for its turn ran out: "session is busy" (`call:REQUEST`). */
+  turnRefusal: decideTurnRefusal,
   /** A client ends its session (`session:SESSION`). */
   sessionEnd: decideSessionEnd,
   /** `readie pin stage` (`admin:TENANT`). */
@@ -72,6 +81,8 @@ export const DECISIONS = {
   remove: decideRemove,
   /** What every worker must keep, after the table or the fleet changed (`routing`). */
   protection: decideProtection,
+  /** A segment of the log moved to the archive, or an archive file expired (`archive`). */
+  archive: decideArchiveRecord,
 } as const satisfies Record<string, Decide<never>>;
 
 /** What triggers a decision: a key of `DECISIONS`. */

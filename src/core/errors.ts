@@ -20,7 +20,11 @@ export class SessionBusyError extends StatusError {
   override readonly name = 'SessionBusyError';
   readonly code = 'RESOURCE_EXHAUSTED';
 
-  constructor(sessionId: string, waitedMs: number, ahead: number) {
+  constructor(
+    sessionId: string,
+    readonly waitedMs: number,
+    readonly ahead: number,
+  ) {
     super(
       `session is busy: session ${sessionId} still had a call running (and ${ahead} waiting ahead) after ${waitedMs} ms; ` +
         'calls of one session run one at a time (raise SESSION_WAIT_TIMEOUT, or use another session)',

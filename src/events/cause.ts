@@ -8,10 +8,19 @@ import type { CauseKind } from './schema.js';
 
 /** What caused an append: one variant per kind of trigger, naming its subject. */
 export type Cause =
-  /** The router starting over its log; a reaper pass; telling workers what to keep. */
-  | { readonly kind: 'start' | 'reaper' | 'routing' }
-  /** A call got its turn; its first answer; its end; a failed dial of it. */
-  | { readonly kind: 'call' | 'answer' | 'end' | 'dial'; readonly requestId: string }
+  /**
+   * The router starting over its log; a reaper pass; telling workers what to keep; moving a
+   * segment of the log to the archive (or deleting an archive file past its retention).
+   */
+  | { readonly kind: 'start' | 'reaper' | 'routing' | 'archive' }
+  /**
+   * A call got its turn; its first answer; its end; a failed dial of it; its admission from the
+   * queue; its leaving the queue unplaced.
+   */
+  | {
+      readonly kind: 'call' | 'answer' | 'end' | 'dial' | 'admit' | 'leave';
+      readonly requestId: string;
+    }
   /** A worker's report; a health probe of it. */
   | { readonly kind: 'report' | 'probe'; readonly workerId: string }
   /** A client ended its session. */
@@ -31,11 +40,14 @@ export function causeSubject(cause: Cause): string | undefined {
     case 'start':
     case 'reaper':
     case 'routing':
+    case 'archive':
       return undefined;
     case 'call':
     case 'answer':
     case 'end':
     case 'dial':
+    case 'admit':
+    case 'leave':
       return cause.requestId;
     case 'report':
     case 'probe':
@@ -68,11 +80,14 @@ export function parseCause(text: string | null): Cause | null {
     case 'start':
     case 'reaper':
     case 'routing':
+    case 'archive':
       return subject === undefined ? { kind } : null;
     case 'call':
     case 'answer':
     case 'end':
     case 'dial':
+    case 'admit':
+    case 'leave':
       return named ? { kind, requestId: subject } : null;
     case 'report':
     case 'probe':

@@ -105,6 +105,11 @@ export class SeqOrder {
     return this.last;
   }
 
+  /** Notes that the event at `seq` was passed over unread (the next must follow it). */
+  skip(seq: number): void {
+    this.last = seq;
+  }
+
   /** Accepts the event or throws `InvalidEventError` naming its seq (and line) and `seq`. */
   accept(event: ClusterEvent, location: EventLocation = {}): void {
     if (this.last !== undefined && event.seq !== this.last + 1) {

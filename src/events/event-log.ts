@@ -19,8 +19,53 @@ export interface AppendResult {
   readonly durable: Promise<void>;
 }
 
+/** How to read a log's events. */
+export interface ReadOptions {
+  /**
+   * Pass over every `Snapshot` after the first event read, undecoded: a reader that folds every
+   * event has their state already (a `Snapshot` stands for the events before it). A backend may
+   * read them all the same.
+   */
+  readonly skipSnapshots?: boolean;
+}
+
 /** Which store holds a log. */
 export type LogBackendKind = 'lmdb' | 'jetstream';
+
+/**
+ * Which log a log is, for its archive: its first event (seq, instant, and the router that wrote
+ * it when it names one), on JetStream its stream, and a random ID drawn when it was recorded (two
+ * logs whose first events are alike are still told apart). Recorded when the first event is
+ * stored, so it outlives that event's segment; an archive directory holds one log's files only.
+ */
+export interface LogOrigin {
+  /** Random, drawn when the origin was recorded; null when a reader had to derive it. */
+  readonly id: string | null;
+  readonly seq: number;
+  readonly at: string;
+  readonly routerId: string | null;
+  readonly stream: string | null;
+}
+
+/** A log's origin in words, for messages. */
+export function describeOrigin(origin: LogOrigin): string {
+  const parts = [`first event seq ${origin.seq} at ${origin.at}`];
+  if (origin.id !== null) parts.push(`log ${origin.id}`);
+  if (origin.routerId !== null) parts.push(`router ${origin.routerId}`);
+  if (origin.stream !== null) parts.push(`stream ${origin.stream}`);
+  return parts.join(', ');
+}
+
+/** Whether two origins name the same log. */
+export function sameOrigin(a: LogOrigin, b: LogOrigin): boolean {
+  return (
+    (a.id === null || b.id === null || a.id === b.id) &&
+    a.seq === b.seq &&
+    a.at === b.at &&
+    a.routerId === b.routerId &&
+    a.stream === b.stream
+  );
+}
 
 /** An open event log: reading, following and, for a writer, appending. */
 export interface EventLogBackend<S = never> {
@@ -42,13 +87,31 @@ export interface EventLogBackend<S = never> {
   /** Appends events stamped elsewhere (an import), keeping their exact text; seqs must continue. */
   appendStored(stored: readonly StoredEvent[]): AppendResult;
   /** Events with `fromSeq <= seq <= toSeq` (both inclusive), validated, in order. */
-  read(fromSeq?: number, toSeq?: number): Iterable<ClusterEvent> | AsyncIterable<ClusterEvent>;
+  read(
+    fromSeq?: number,
+    toSeq?: number,
+    options?: ReadOptions,
+  ): Iterable<ClusterEvent> | AsyncIterable<ClusterEvent>;
   /** The same with their exact stored text. */
   readStored(fromSeq?: number, toSeq?: number): Iterable<StoredEvent> | AsyncIterable<StoredEvent>;
   /** Every event from `fromSeq` on, then each new one as it is committed, until `signal` aborts. */
   follow(fromSeq: number, signal?: AbortSignal): AsyncIterable<ClusterEvent>;
   /** The seq of the newest `Snapshot` at or before `seq` (default: the newest of all). */
   snapshotAtOrBefore(seq?: number): number | undefined | Promise<number | undefined>;
+  /** Which log this is (its first event), once it holds one. */
+  origin(): LogOrigin | undefined | Promise<LogOrigin | undefined>;
+  /** The bytes the live log holds (LMDB: its pages in use; JetStream: the stream's bytes). */
+  liveBytes(): number | Promise<number>;
+  /** The seqs of the `Snapshot` events with `fromSeq <= seq <= toSeq`, in order. */
+  snapshotsBetween(fromSeq: number, toSeq: number): number[] | Promise<number[]>;
+  /** The last seq a `LogSegmentArchived` of this log covers, if any. */
+  archivedThrough(): number | undefined | Promise<number | undefined>;
+  /**
+   * Removes the events up to `seq` from the live store once their archive is written and logged:
+   * LMDB deletes them; a JetStream stream drops them by its own limits (nothing to do here).
+   * Refuses to remove the newest snapshot or anything after it.
+   */
+  dropThrough(seq: number): Promise<void>;
   /** Resolves when every append so far is durable. */
   flushed(): Promise<void>;
   /** Flushes what it can and releases the log (its lock, its connection). */

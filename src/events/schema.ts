@@ -99,6 +99,14 @@ export const SESSION_EXPIRY_REASONS = [
 export type SessionExpiryReason = (typeof SESSION_EXPIRY_REASONS)[number];
 
 /** Why a session lost its pin (`SessionUnpinned.reason`). */
+/**
+ * Why a queued call left the queue unplaced: its client's deadline passed, its client went,
+ * it waited `QUEUE_TIMEOUT`, or the router restarted (its stream died with the old router).
+ */
+export const QUEUE_LEAVE_REASONS = ['deadline', 'cancelled', 'timeout', 'restart'] as const;
+/** Why a queued call left the queue unplaced. */
+export type QueueLeaveReason = (typeof QUEUE_LEAVE_REASONS)[number];
+
 export const SESSION_UNPIN_REASONS = [
   'call_failed',
   'reservation_expired',
@@ -116,6 +124,20 @@ export type SessionUnpinReason = (typeof SESSION_UNPIN_REASONS)[number];
 export const RESIDENCY_STATES = ['loading', 'resident', 'cached', 'evicted', 'failed'] as const;
 /** A version's residency on a worker, as it reports it. */
 export type ResidencyState = (typeof RESIDENCY_STATES)[number];
+
+/**
+ * Why the router moved a segment of its log to the archive (`LogSegmentArchived.reason`): it
+ * grew older than `LOG_RETENTION`, the live log grew beyond `LOG_MAX_BYTES`, or (a JetStream log)
+ * it closed and is archived before the stream's own limits drop it.
+ */
+export const ARCHIVE_REASONS = ['retention', 'size', 'stream-limits'] as const;
+/** Why a segment was archived. */
+export type ArchiveReason = (typeof ARCHIVE_REASONS)[number];
+
+/** An ISO-8601 UTC instant with milliseconds, in a field (the envelope's `at` has the same form). */
+const Instant = T.String({ pattern: ISO_INSTANT_PATTERN });
+/** A seq, in a field. */
+const Seq = T.Integer({ minimum: 0 });
 
 /** Why a worker no longer holds an image (`ImageRemoved.reason`, docs/images.md). */
 export const IMAGE_REMOVAL_REASONS = ['evicted', 'removed'] as const;
@@ -176,6 +198,8 @@ export const EVENT_FIELDS = {
     gpuMemoryUsed: opt(Bytes),
     containers: opt(T.Array(ContainerEntrySchema)),
     reportSeq: opt(ReportSeq),
+    /** Its ready standbys per checkpoint, as it reported them (`replay explain` shows them). */
+    standbys: opt(T.Array(T.Object({ checkpointId: Id, ready: Count }))),
   },
   WorkerLeaving: { workerId: Id },
   WorkerProbeFailed: { workerId: Id, consecutive: T.Integer({ minimum: 1 }), error: opt(Text) },
@@ -195,6 +219,12 @@ export const EVENT_FIELDS = {
     tenantId: opt(Id),
     demand: DemandSchema,
     retryOf: opt(Text),
+    /** A batch's input count (one call carrying many inputs of a map); null for a plain call. */
+    inputs: opt(T.Integer({ minimum: 1 })),
+    /** The function the client named (`module.qualname`), for the call history; null: none. */
+    function: opt(Text),
+    /** How long the call waited for its session's turn, ms; null: it did not wait. */
+    turnWaitMs: opt(Count),
   },
   CallPlaced: {
     requestId: Id,
@@ -210,6 +240,15 @@ export const EVENT_FIELDS = {
     coldLoad: opt(T.Boolean()),
   },
   CallDialFailed: { requestId: Id, workerId: Id, error: Text },
+  SessionTurnRefused: {
+    requestId: Id,
+    sessionId: Id,
+    tenantId: opt(Id),
+    /** How long it waited, ms (at least SESSION_WAIT_TIMEOUT). */
+    waitedMs: Count,
+    /** Calls of the session still ahead of it (the one running not counted). */
+    ahead: Count,
+  },
   CallRejected: {
     requestId: Id,
     sessionId: opt(Text),
@@ -219,8 +258,29 @@ export const EVENT_FIELDS = {
     routingRevision: opt(Revision),
     retryAfterMs: opt(T.Integer({ minimum: 0 })),
   },
+  CallQueued: {
+    requestId: Id,
+    sessionId: opt(Text),
+    tenantId: opt(Id),
+    demand: DemandSchema,
+    retryOf: opt(Text),
+    why: Text,
+  },
+  CallAdmitted: { requestId: Id },
+  CallLeftQueue: {
+    requestId: Id,
+    reason: literals(QUEUE_LEAVE_REASONS),
+    code: literals(GRPC_CODE_NAMES),
+    message: Text,
+  },
   CallBound: { requestId: Id, containerId: Id, checkpointId: opt(Text) },
-  CallFinished: { requestId: Id, ok: T.Boolean(), code: opt(literals(GRPC_CODE_NAMES)) },
+  CallFinished: {
+    requestId: Id,
+    ok: T.Boolean(),
+    code: opt(literals(GRPC_CODE_NAMES)),
+    /** Why a failed call failed, in the words its client heard (bounded); null for one that succeeded. */
+    message: opt(Text),
+  },
   ReservationExpired: { requestId: Id },
   SessionPinned: {
     sessionId: Id,
@@ -275,6 +335,18 @@ export const EVENT_FIELDS = {
     schemaVersion: opt(T.Integer({ minimum: 1 })),
     state: T.Record(T.String(), T.Unknown()),
   },
+  LogSegmentArchived: {
+    fromSeq: Seq,
+    toSeq: Seq,
+    events: Count,
+    firstAt: Instant,
+    lastAt: Instant,
+    file: Id,
+    bytes: Bytes,
+    sha256: T.String({ pattern: '^[0-9a-f]{64}$' }),
+    reason: literals(ARCHIVE_REASONS),
+  },
+  LogArchiveExpired: { fromSeq: Seq, toSeq: Seq, lastAt: Instant, file: Id, bytes: Bytes },
 } as const satisfies Record<string, TProperties>;
 
 /** The name of an event type. */
@@ -282,7 +354,7 @@ export type EventType = keyof typeof EVENT_FIELDS;
 
 /**
  * The fields this implementation added to the documented v1 vocabulary, by event type (events it
- * added, `WorkerProbeSucceeded`, `CallDialFailed` and `SessionEnded`, are all new). Readers accept every one of
+ * added, `WorkerProbeSucceeded`, `CallDialFailed`, `SessionTurnRefused` and `SessionEnded`, are all new). Readers accept every one of
  * them absent; replay does not compare one that a recorded event leaves out (docs/event-log.md).
  */
 export const FIELDS_ADDED_TO_V1: {
@@ -290,14 +362,14 @@ export const FIELDS_ADDED_TO_V1: {
 } = {
   RouterStarted: ['rulesVersion', 'routerId', 'takeoverFrom', 'schemaVersion'],
   WorkerRegistered: ['instanceId', 'containers', 'reportSeq'],
-  WorkerUtilization: ['containers', 'reportSeq'],
+  WorkerUtilization: ['containers', 'reportSeq', 'standbys'],
   WorkerProbeFailed: ['error'],
   ContainerStateChanged: ['reportSeq'],
-  CallRequested: ['tenantId'],
+  CallRequested: ['tenantId', 'inputs', 'function', 'turnWaitMs'],
   CallPlaced: ['sessionId', 'memory'],
   CallRejected: ['sessionId'],
   CallBound: ['checkpointId'],
-  CallFinished: ['code'],
+  CallFinished: ['code', 'message'],
   SessionPinned: ['requestId', 'checkpointId'],
   SessionExpired: ['causeSeq'],
   Snapshot: ['schemaVersion'],
@@ -314,13 +386,17 @@ export const EVENT_TYPES = Object.keys(EVENT_FIELDS) as EventType[];
  * call ended), `report:WORKER` (a worker's report), `probe:WORKER` (a failed health probe),
  * `reaper` (a reaper pass), `dial:REQUEST` (the router could not open the stream to the worker a
  * call was placed on: the failed attempt and the call placed again), `session:SESSION` (a client
- * ended its session), `admin:TENANT` (an operator's
+ * ended its session), `admit:REQUEST` (a queued call admitted: `CallAdmitted` and its
+ * placement), `leave:REQUEST` (a queued call left the queue unplaced), `admin:TENANT` (an operator's
  * pin change), `routing` (the router telling workers which versions to keep, after the table or
- * the fleet changed). Events of one cause are one append, so they are contiguous.
+ * the fleet changed), `archive` (the router moved a segment of its log to the archive, or deleted
+ * an archive file past `ARCHIVE_RETENTION`). Events of one cause are one append, so they are contiguous.
  */
 export const CAUSE_KINDS = [
   'start',
   'call',
+  'admit',
+  'leave',
   'answer',
   'end',
   'report',
@@ -330,6 +406,7 @@ export const CAUSE_KINDS = [
   'session',
   'admin',
   'routing',
+  'archive',
 ] as const;
 /** The kind of trigger an append records. */
 export type CauseKind = (typeof CAUSE_KINDS)[number];

@@ -1,5 +1,6 @@
 /** The cluster state the log folds into: what placement, the reaper and replay read. */
 import type { Catalogue } from '../events/catalogue.js';
+import type { Demand } from '../events/types.js';
 import type {
   ContainerState,
   EvictionReason,
@@ -22,6 +23,12 @@ export interface Utilization {
   readonly cpuTotal: number | null;
   readonly gpuMemoryUsed: number | null;
   readonly at: string;
+  /**
+   * Its ready standbys per checkpoint, as its last load report listed them (null: it listed none,
+   * or a log from before reports carried them). Placement does not read them; `replay explain`
+   * shows them for the chosen worker.
+   */
+  readonly standbys?: { checkpointId: string; ready: number }[] | null;
 }
 
 /** The states of a container record: what a worker reported, short of `removed`. */
@@ -159,6 +166,24 @@ export interface PendingCall {
   readonly unreachable: readonly string[];
 }
 
+/**
+ * A call waiting in the admission queue (docs/placement.md, "The admission queue"), from its
+ * `CallQueued` until it is admitted or leaves: what placing it again needs, and its place.
+ */
+export interface QueuedCall {
+  readonly requestId: string;
+  readonly sessionId: string | null;
+  /** The tenant of the call; null without one (such calls queue as one tenant, ``). */
+  readonly tenantId: string | null;
+  /** The demand exactly as the client sent it. */
+  readonly demand: Demand;
+  readonly retryOf: string | null;
+  /** The seq of its `CallQueued`: first come, first served within a tenant. */
+  readonly seq: number;
+  /** When it was queued (its `CallQueued`'s `at`). */
+  readonly at: string;
+}
+
 /** The catalogue in force and its revision. */
 export interface CatalogueInForce {
   readonly revision: string;
@@ -200,6 +225,11 @@ export interface ClusterState {
   readonly reservations: ReadonlyMap<string, Reservation>;
   /** Calls requested and not yet placed or refused, by request ID (usually none between appends). */
   readonly pendingCalls: ReadonlyMap<string, PendingCall>;
+  /**
+   * The admission queue: calls that did not fit when requested, by request ID, in the order
+   * they were queued (each also pending until admitted or gone).
+   */
+  readonly queue: ReadonlyMap<string, QueuedCall>;
   /** Tenants' pinned versions and the workers' residency (docs/tenant-routing.md). */
   readonly routing: RoutingState;
 }
@@ -219,6 +249,7 @@ export function initialState(): ClusterState {
     sessionExpiries: new Map(),
     reservations: new Map(),
     pendingCalls: new Map(),
+    queue: new Map(),
     routing: initialRouting(),
   };
 }

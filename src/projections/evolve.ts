@@ -60,7 +60,7 @@ export function applyEvent(
   changes: WorkerChangeSink = IGNORE_CHANGES,
 ): State {
   if (event.type === 'Snapshot') return restoreSnapshot(event) as unknown as State;
-  forgetDue(state, event.at);
+  forgetDue(state, event);
   applyRoutingEvent(state, event);
   if (state.schemaVersion >= CONSEQUENCES_LOGGED) {
     applyToCluster(state, event, changes);
@@ -148,6 +148,25 @@ function applyToCluster(state: State, event: ClusterEvent, changes: WorkerChange
     case 'CallRejected':
       state.pendingCalls.delete(event.requestId);
       break;
+    case 'CallQueued':
+      state.queue.set(event.requestId, {
+        requestId: event.requestId,
+        sessionId: event.sessionId === '' ? null : event.sessionId,
+        tenantId: event.tenantId,
+        demand: event.demand,
+        retryOf: event.retryOf,
+        seq: event.seq,
+        at: event.at,
+      });
+      break;
+    case 'CallAdmitted':
+      // Still pending: its `CallPlaced` follows in the same append.
+      state.queue.delete(event.requestId);
+      break;
+    case 'CallLeftQueue':
+      state.queue.delete(event.requestId);
+      state.pendingCalls.delete(event.requestId);
+      break;
     // The routing events change only the routing part (routing-fold.ts, above).
     case 'PinStaged':
     case 'RoutingRevised':
@@ -197,6 +216,13 @@ function applyToCluster(state: State, event: ClusterEvent, changes: WorkerChange
     case 'SessionEnded':
       // Its container is the worker's to destroy; the record stays until it reports it removed.
       expireSession(state, event.sessionId, 'ended', event.at, event.seq, changes);
+      break;
+    case 'SessionTurnRefused':
+      // A call refused before it reached placement ("session is busy"): nothing was reserved.
+      break;
+    // Where the log keeps its old segments is no part of the cluster's state.
+    case 'LogSegmentArchived':
+    case 'LogArchiveExpired':
       break;
     default:
       assertNever(event, 'event type');
@@ -300,6 +326,7 @@ function reportUtilization(
     cpuTotal: event.cpuTotal,
     gpuMemoryUsed: event.gpuMemoryUsed,
     at: event.at,
+    standbys: event.standbys,
   };
   worker.lastHeardAt = event.at;
   if (event.containers === null) {

@@ -12,15 +12,28 @@
  * what it forgets.
  */
 import type { Draft } from 'immer';
+import type { ClusterEvent } from '../events/types.js';
 import type { ClusterState } from './cluster-state.js';
+import { rulesSteps } from './rules-steps.js';
 import type { TenantCall } from './routing-state.js';
 
 type State = Draft<ClusterState>;
 
-/** Forgets, as of `at` (an event's timestamp), the sessions and tenant calls no rule needs. */
-export function forgetDue(state: State, at: string): void {
+/**
+ * Forgets, as of `event`'s timestamp, the sessions and tenant calls no rule needs. Under rules
+ * before 4 (a log recorded then) sessions were never forgotten, and tenant calls only as of the
+ * next tenant's call.
+ */
+export function forgetDue(state: State, event: ClusterEvent): void {
+  const { at } = event;
   const now = Date.parse(at);
   if (Number.isNaN(now)) return;
+  if (!rulesSteps(state.rulesVersion).forgetsAsOfAnyEvent) {
+    if (event.type === 'CallRequested' && event.tenantId !== null) {
+      forgetCalls(state, now - state.config.PIN_RETENTION, at);
+    }
+    return;
+  }
   forgetSessions(state, now - state.config.SESSION_RETENTION);
   forgetCalls(state, now - state.config.PIN_RETENTION, at);
 }

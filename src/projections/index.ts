@@ -7,3 +7,6 @@ export * from './reconcile.js';
 export * from './routing-state.js';
 export * from './snapshot.js';
 export * from './worker-changes.js';
+export * from './call-history.js';
+export * from './call-view.js';
+export * from './rules-steps.js';

@@ -3,6 +3,7 @@
  * `applyEvent` before the rest of the state takes the event in (a call's end still finds its
  * reservation here, to know the worker whose cold load it ends). Rules in docs/tenant-routing.md.
  */
+import { rulesSteps } from './rules-steps.js';
 import type { Draft } from 'immer';
 import type { ClusterEvent, EventOf } from '../events/types.js';
 import type { ClusterState, WorkerRecord } from './cluster-state.js';
@@ -44,7 +45,10 @@ export function applyRoutingEvent(state: State, event: ClusterEvent): void {
       // again still holds what it reported: forgetting it would leave a window (until its full
       // report lands) in which its versions look unreported to flips and pinned placement.
       const known = routing.workers.get(event.workerId);
-      if (known && !sameProcess(state.workers.get(event.workerId), event.instanceId)) {
+      const keeps =
+        rulesSteps(state.rulesVersion).sameProcessKeepsResidency &&
+        sameProcess(state.workers.get(event.workerId), event.instanceId);
+      if (known && !keeps) {
         routing.workers.set(event.workerId, emptyWorker());
       }
       return;

@@ -8,6 +8,7 @@ import { TypeCompiler } from '@sinclair/typebox/compiler';
 import { CatalogueSchema } from '../events/catalogue.js';
 import { InvalidEventError } from '../events/errors.js';
 import {
+  DemandSchema,
   EVENT_SCHEMA_VERSION,
   EVICTION_REASONS,
   FLAVORS,
@@ -16,7 +17,7 @@ import {
   SESSION_EXPIRY_REASONS,
 } from '../events/schema.js';
 import { explainMismatch } from '../events/schema-errors.js';
-import type { EventOf } from '../events/types.js';
+import type { Demand, EventOf } from '../events/types.js';
 import { configInForce } from '../shared/config.js';
 import { CONTAINER_RECORD_STATES, WORKER_STATUSES, type ClusterState } from './cluster-state.js';
 import { initialRouting, type RoutingState } from './routing-state.js';
@@ -50,6 +51,7 @@ const WorkerSchema = T.Object({
       cpuTotal: Nullable(T.Number()),
       gpuMemoryUsed: Nullable(Count),
       at: Text,
+      standbys: T.Optional(Nullable(T.Array(T.Object({ checkpointId: Text, ready: Count })))),
     }),
   ),
   reservedMemory: Count,
@@ -93,6 +95,16 @@ const PendingCallSchema = T.Object({
   tenantId: Nullable(Text),
   memory: Count,
   unreachable: T.Array(Text),
+});
+
+const QueuedCallSchema = T.Object({
+  requestId: Text,
+  sessionId: Nullable(Text),
+  tenantId: Nullable(Text),
+  demand: DemandSchema,
+  retryOf: Nullable(Text),
+  seq: Count,
+  at: Text,
 });
 
 const RoutingSchema = T.Object({
@@ -156,6 +168,8 @@ export const ClusterStateSchema = T.Object({
   sessions: T.Record(T.String(), SessionSchema),
   reservations: T.Record(T.String(), ReservationSchema),
   pendingCalls: T.Record(T.String(), PendingCallSchema),
+  // Absent in snapshots written before the admission queue existed.
+  queue: T.Optional(T.Record(T.String(), QueuedCallSchema)),
   // Absent in snapshots written before routing existed.
   routing: T.Optional(RoutingSchema),
 });
@@ -175,10 +189,11 @@ type Jsonified<T> =
 // The schema and the `ClusterState` interface must describe the same thing.
 type SameShape<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
 const schemaMatchesState: SameShape<
-  Omit<ClusterStateJson, 'config' | 'rulesVersion' | 'routing'>,
-  Omit<Jsonified<ClusterState>, 'config' | 'rulesVersion' | 'routing' | 'sessionExpiries'>
+  Omit<ClusterStateJson, 'config' | 'rulesVersion' | 'routing' | 'queue'>,
+  Omit<Jsonified<ClusterState>, 'config' | 'rulesVersion' | 'routing' | 'sessionExpiries' | 'queue'>
 > = true;
 void schemaMatchesState;
+
 const routingMatchesState: SameShape<Static<typeof RoutingSchema>, Jsonified<RoutingState>> = true;
 void routingMatchesState;
 
@@ -229,7 +244,27 @@ export function stateFromJson(json: ClusterStateJson): ClusterState {
     sessionExpiries: expiriesOf(copy.sessions),
     reservations: mapOf(copy.reservations, (reservation) => reservation),
     pendingCalls: mapOf(copy.pendingCalls, (call) => call),
+    // In the order queued (a JSON object keeps its keys' insertion order, but not for every key).
+    queue: new Map(
+      Object.values(copy.queue ?? {})
+        .sort((a, b) => a.seq - b.seq)
+        .map((call) => [call.requestId, { ...call, demand: demandOf(call.demand) }]),
+    ),
     routing: copy.routing ? routingFromJson(copy.routing) : initialRouting(),
+  };
+}
+
+/** A demand as a snapshot holds it, its absent parts null (as a read event's). */
+function demandOf(demand: Static<typeof DemandSchema>): Demand {
+  return {
+    memory: demand.memory ?? null,
+    gpuMemory: demand.gpuMemory ?? null,
+    gpu: demand.gpu ?? null,
+    disableOptimizedExecution: demand.disableOptimizedExecution ?? null,
+    checkpointId: demand.checkpointId ?? null,
+    imports: demand.imports ?? null,
+    packages: demand.packages ?? null,
+    pinned: demand.pinned ?? null,
   };
 }
 
@@ -385,6 +420,7 @@ export function stateToJson(state: ClusterState): ClusterStateJson {
       ...call,
       unreachable: [...call.unreachable],
     })),
+    queue: recordOf(state.queue, (call) => ({ ...call, demand: structuredClone(call.demand) })),
     routing: routingToJson(state.routing),
   });
 }

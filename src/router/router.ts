@@ -37,9 +37,10 @@ import {
 } from '../projections/index.js';
 import { RegistryServiceService } from '../proto/gen/readie/v1/registry.js';
 import { TenantServiceService } from '../proto/gen/readie/v1/tenant.js';
-import { DEFAULT_CONFIG, type Config } from '../shared/config.js';
+import { DEFAULT_CONFIG, retentionProblem, type Config } from '../shared/config.js';
 import { adminService, tenantService, WorkerFailures } from './admin/index.js';
 import { ActiveCalls, type CallPathOptions, type WorkerLinks } from './calls/index.js';
+import { CallLogsRelay, HistoryFeed } from './history/index.js';
 import { Journal } from './journal/index.js';
 import { LeaderLease, standbyInterceptor, type LeaseHolder } from './leadership/index.js';
 import { Prober, ReaperTimer } from './liveness/index.js';
@@ -52,6 +53,9 @@ import {
 } from './observability/index.js';
 import { registryService } from './registry/index.js';
 import { ResidencyKeeper } from './routing/index.js';
+import { Admitter } from './admission/index.js';
+import { defaultArchiveDir, LogRetention } from './retention/index.js';
+import type { PassReport } from '../events/index.js';
 import {
   credentialInterceptor,
   formatHostPort,
@@ -90,6 +94,13 @@ export interface RouterOptions {
    * share: one leads, the others stand by (docs/router.md, "Standby routers").
    */
   readonly logDir: string;
+  /**
+   * Where segments of the log past its retention go (`--archive`): default `archive` inside an
+   * LMDB log's directory; a JetStream log archives nothing without one.
+   */
+  readonly archiveDir?: string;
+  /** How often the retention runs a pass while the router leads (default 60 s). */
+  readonly archivePassIntervalMs?: number;
   /** A JetStream log: this router's ID in the lease (default: a random one). */
   readonly routerId?: string;
   /** A JetStream log: the address workers and clients are told to reach this router at (default: the bound one). */
@@ -170,6 +181,11 @@ export interface Router {
   /** Runs one probe round now; resolves once recorded (the timer does it every `PROBE_INTERVAL`). */
   probeNow(): Promise<void>;
   /**
+   * Runs one retention pass now (the timer does it every minute while the router leads):
+   * resolves with what it archived and expired, undefined when the router archives nothing.
+   */
+  archiveNow(): Promise<PassReport | undefined>;
+  /**
    * Reads the tokens file and the router's token file again and puts them in force; throws (a
    * TokensFileError naming the file and line) and keeps the credentials in force when they are bad.
    */
@@ -201,6 +217,8 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
   const config = options.config ?? DEFAULT_CONFIG;
   const clock = options.clock ?? Date.now;
   const logger = options.logger ?? createLogger('info');
+  const retentionRefusal = retentionProblem(config);
+  if (retentionRefusal !== undefined) throw new RouterConfigError(retentionRefusal);
   // Bad addresses are configuration errors: refuse them before the log records a start.
   const listen = parseHostPort(options.listen);
   const metricsListen = options.metrics === undefined ? undefined : parseHostPort(options.metrics);
@@ -220,16 +238,25 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
       },
       `router waiting for the NATS cluster to answer (still starting or electing leaders): could not ${report.what} yet; retrying`,
     );
+  // The call history listens to the same fold (docs/calls.md); the start rebuilds it from the tail.
+  const historyFeed = new HistoryFeed(config);
   const log = await openLog(options.logDir, {
-    projection: clusterProjectionTelling(placement),
+    projection: historyFeed.wrap(clusterProjectionTelling(placement)),
     clock,
     snapshotEvery: options.snapshotEvery ?? 10_000,
+    snapshotIntervalMs: config.SNAPSHOT_INTERVAL,
     replicas: options.replicas,
     waitMs: logWaitMs,
     waitStartedAt,
     onWait,
     waitSetting: '--log-wait',
   });
+  try {
+    await historyFeed.backfill(log, clock());
+  } catch (error) {
+    await log.close();
+    throw error;
+  }
   // A JetStream log is shared: this router leads only while it holds the lease.
   const shared = log instanceof JetStreamEventLog ? log : undefined;
   const routerId = options.routerId ?? `router-${randomBytes(4).toString('hex')}`;
@@ -238,16 +265,17 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
   let markLeading: () => void = () => undefined;
   const leading = new Promise<void>((resolve) => (markLeading = resolve));
   const active = new ActiveCalls();
-  const turns = new SessionTurns();
+  const turns = new SessionTurns(clock);
   const metrics = new RouterMetrics({
     state: () => log.state,
     inFlight: () => active.inFlight,
     sessionsWaiting: () => turns.waiting,
+    log: () => logRetention.view(),
   });
   const health = new HealthImplementation(
     Object.fromEntries(HEALTH_SERVICES.map((name) => [name, 'NOT_SERVING' as const])),
   );
-  const journal = new Journal(log, metrics, logger, (error) => {
+  const journal: Journal = new Journal(log, metrics, logger, (error) => {
     role = 'stopped';
     for (const name of HEALTH_SERVICES) health.setStatus(name, 'NOT_SERVING');
     active.shutDownAll(
@@ -256,7 +284,24 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
         : 'the router event log failed: the router must restart',
     );
     void lease?.stop(false);
+    logRetention.stop();
     options.onFatal?.(error);
+  });
+  const logRetention: LogRetention = new LogRetention({
+    log,
+    journal,
+    config,
+    clock,
+    logger,
+    archiveDir: options.archiveDir ?? defaultArchiveDir(options.logDir),
+    ...(options.archivePassIntervalMs === undefined
+      ? {}
+      : { passIntervalMs: options.archivePassIntervalMs }),
+    onArchived: (event) => {
+      if (event.type === 'LogSegmentArchived') metrics.archivedSegments.inc();
+      else metrics.expiredArchives.inc();
+    },
+    onFailure: () => metrics.archiveFailures.inc(),
   });
 
   let server: Server | undefined;
@@ -300,6 +345,14 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
       metrics,
       failures,
     };
+    const history = {
+      history: historyFeed.history,
+      logs: new CallLogsRelay({
+        state: () => log.state,
+        connections,
+        workerMetadata: credentials.workerMetadata,
+      }),
+    };
     // Built before the services (a registration asks it whether a worker ID's holder still
     // answers), started only once the start is recorded.
     const probes = new Prober({
@@ -334,12 +387,14 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
           callsWaiting: turns.waiting,
           probeProblems: probes.lastProblems,
           failures,
+          log: logRetention.view(),
         }),
         credentials,
         logger,
         journal,
         placement,
         clock,
+        history,
       }),
     );
     serve(
@@ -356,6 +411,7 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
           logger,
           workerMetadata: credentials.workerMetadata,
         },
+        history,
       }),
     );
     health.addToServer({ addService: serve });
@@ -400,7 +456,11 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
       logger,
       workerMetadata: credentials.workerMetadata,
     });
+    // Queued calls are admitted whenever capacity can have changed (the rules are the core's).
+    const admitter = new Admitter({ journal, placement, active, logger });
     const lead = async (takeover: LeaseHolder | undefined): Promise<void> => {
+      // Another log's archive directory is refused before anything is recorded.
+      await logRetention.prepare();
       const before = log.state;
       const recoveredSeq = log.lastSeq;
       const start = decide('start', before, {
@@ -430,6 +490,10 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
       probes.start();
       reaper.start();
       residency.start();
+      logRetention.start();
+      if (logRetention.off !== '' && config.LOG_RETENTION > 0) {
+        logger.warn({ log: log.location }, `the event log is not archived: ${logRetention.off}`);
+      }
       for (const name of HEALTH_SERVICES) health.setStatus(name, 'SERVING');
       markLeading();
     };
@@ -523,6 +587,7 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
         return probes.lastProblems;
       },
       probeNow: () => probes.probeAll(),
+      archiveNow: () => logRetention.passNow(),
       reloadCredentials() {
         const summary = credentials.reload();
         for (const warning of summary.warnings) logger.warn(warning);
@@ -539,6 +604,8 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
           probes.stop();
           reaper.stop();
           residency.stop();
+          admitter.stop();
+          logRetention.stop();
           // A leader that stops hands the lease on at once (a standby need not wait it out).
           await lease?.stop(wasLeading && !journal.failed);
           for (const name of HEALTH_SERVICES) health.setStatus(name, 'NOT_SERVING');

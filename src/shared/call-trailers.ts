@@ -8,6 +8,9 @@
  *   refused the call before running it). A client may retry exactly these calls.
  * - `readie-killed: out-of-memory`: the function ran and was killed, here for exceeding its memory
  *   budget (`readie-memory-budget`, in bytes); the status is `RESOURCE_EXHAUSTED`.
+ * - `readie-never-fits: 1` (with `readie-not-started: 1`): no ready worker could ever take the
+ *   call (`RESOURCE_EXHAUSTED`, the message naming the largest offer). Final: waiting cures
+ *   nothing, so a client never retries it.
  */
 
 /** The trailer that marks a refusal before the user's function started. */
@@ -16,6 +19,8 @@ export const NOT_STARTED_TRAILER = 'readie-not-started';
 export const LEADER_TRAILER = 'readie-leader';
 /** The trailer that marks a standby router's refusal (`1`), whether or not a router leads. */
 export const STANDBY_TRAILER = 'readie-standby';
+/** The trailer of a refusal no wait can cure: no ready worker could ever take the call. */
+export const NEVER_FITS_TRAILER = 'readie-never-fits';
 /** The trailer of a call whose function ran and was killed; its value says why. */
 export const KILLED_TRAILER = 'readie-killed';
 /** The memory budget, in bytes, of a call killed for exceeding it. */
@@ -31,6 +36,14 @@ export const NO_TRAILERS: CallTrailers = {};
 
 /** The trailers of a refusal before the user's function started. */
 export const NOT_STARTED: CallTrailers = { [NOT_STARTED_TRAILER]: '1' };
+
+/** The trailers of a refusal of a call that never fits: not started, and final. */
+export const NEVER_FITS: CallTrailers = { [NOT_STARTED_TRAILER]: '1', [NEVER_FITS_TRAILER]: '1' };
+
+/** Whether `trailers` say no worker could ever take the call (final: never retried). */
+export function neverFitsTrailer(trailers: CallTrailers): boolean {
+  return trailers[NEVER_FITS_TRAILER] === '1';
+}
 
 /** The trailers of a call killed for exceeding its memory budget of `budget` bytes. */
 export function outOfMemoryTrailers(budget: number): CallTrailers {

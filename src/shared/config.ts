@@ -2,7 +2,7 @@
  * The settings (docs/router.md): names (the environment variable names), kinds, defaults and the
  * words `--help` and the docs use. Values are held in canonical units: bytes and milliseconds.
  */
-import { parseCount, parseDuration, parseSize, UnitParseError } from './units.js';
+import { formatDuration, parseCount, parseDuration, parseSize, UnitParseError } from './units.js';
 
 /** How a setting's text is read. */
 export type SettingKind = 'ratio' | 'size' | 'duration' | 'count';
@@ -12,6 +12,12 @@ export interface SettingSpec {
   readonly kind: SettingKind;
   readonly default: number;
   readonly help: string;
+  /**
+   * The value a recorded config (a `RouterStarted` written before the setting existed) means by
+   * leaving it out, when that is not the default: a log recorded before the queue existed
+   * replays with no queue.
+   */
+  readonly unrecorded?: number;
 }
 
 /** Every numeric setting, keyed by its environment variable name. */
@@ -98,6 +104,12 @@ export const SETTINGS = {
     default: 3_600_000,
     help: 'a version stays protected from eviction this long after it stops being pinned',
   },
+  QUEUE_TIMEOUT: {
+    kind: 'duration',
+    default: 0,
+    unrecorded: 0,
+    help: 'how long a call that finds no room now waits in the admission queue before RESOURCE_EXHAUSTED; 0: refused at once, with no queue',
+  },
   SESSION_RETENTION: {
     kind: 'duration',
     default: 3_600_000,
@@ -137,6 +149,56 @@ export const SETTINGS = {
     kind: 'size',
     default: 1024 ** 3,
     help: "bytes of half-received messages the router holds for one tenant's calls over all its connections; the call stream that would pass it is ended with RESOURCE_EXHAUSTED",
+  },
+  OUTPUT_MAX_CALL_BYTES: {
+    kind: 'size',
+    default: 8 * 1024 ** 2,
+    help: "bytes of one call's output (stdout, stderr, readie's notes) a worker keeps for readie logs; later lines are not kept",
+  },
+  OUTPUT_MAX_TOTAL_BYTES: {
+    kind: 'size',
+    default: 1024 ** 3,
+    help: "bytes of calls' output a worker keeps on disk in all; the oldest ended call's output is dropped first",
+  },
+  OUTPUT_MAX_CALLS: {
+    kind: 'count',
+    default: 100_000,
+    help: "calls whose output a worker keeps on disk (one file each); the oldest ended call's output is dropped first",
+  },
+  OUTPUT_RETENTION: {
+    kind: 'duration',
+    default: 86_400_000,
+    help: "how long a worker keeps a call's output after the call ended",
+  },
+  HISTORY_MAX_CALLS: {
+    kind: 'count',
+    default: 10_000,
+    help: 'calls the router remembers in its call history (readie calls, readie call, the dashboard); the oldest is forgotten first',
+  },
+  HISTORY_RETENTION: {
+    kind: 'duration',
+    default: 86_400_000,
+    help: 'how long the call history keeps a call after its request',
+  },
+  LOG_RETENTION: {
+    kind: 'duration',
+    default: 7 * 86_400_000,
+    help: 'segments of the event log older than this move to the archive (0: none for their age); at least SNAPSHOT_INTERVAL and EXECUTION_TIMEOUT',
+  },
+  LOG_MAX_BYTES: {
+    kind: 'size',
+    default: 0,
+    help: 'while the live event log holds more than this, its oldest segments move to the archive (0: no bound)',
+  },
+  ARCHIVE_RETENTION: {
+    kind: 'duration',
+    default: 90 * 86_400_000,
+    help: 'archive files whose newest event is older than this are deleted (0: kept forever); at least LOG_RETENTION',
+  },
+  SNAPSHOT_INTERVAL: {
+    kind: 'duration',
+    default: 3_600_000,
+    help: 'the log appends a Snapshot at least this often (besides every --snapshot-every events), closing a segment retention can archive (0: by count alone)',
   },
 } as const satisfies Record<string, SettingSpec>;
 
@@ -209,15 +271,57 @@ export function resolveConfig(
 }
 
 /**
+ * Why the retention settings cannot work together, naming the settings and both bounds, or
+ * undefined when they can: a log retention shorter than the snapshot spacing would archive the
+ * segment a start needs, one shorter than a call's lifetime the start of a call still running;
+ * an archive retention shorter than the log's would delete files as soon as they are written.
+ */
+export function retentionProblem(config: Config): string | undefined {
+  const retention = config.LOG_RETENTION;
+  if (retention > 0) {
+    const spacing = config.SNAPSHOT_INTERVAL;
+    const lifetime = config.EXECUTION_TIMEOUT;
+    if (spacing === 0 || retention < spacing || retention < lifetime) {
+      const spacingText = spacing === 0 ? '0 (by count alone)' : formatDuration(spacing);
+      return (
+        `LOG_RETENTION ${formatDuration(retention)} is shorter than what the live log must keep: ` +
+        `the snapshot spacing (SNAPSHOT_INTERVAL ${spacingText}) and the longest call's lifetime ` +
+        `(EXECUTION_TIMEOUT ${formatDuration(lifetime)}); give LOG_RETENTION at least ` +
+        `${formatDuration(Math.max(spacing, lifetime))}${spacing === 0 ? ' and SNAPSHOT_INTERVAL more than 0' : ''}, or 0 to archive nothing for its age`
+      );
+    }
+  }
+  const archive = config.ARCHIVE_RETENTION;
+  if (archive > 0 && archive < retention) {
+    return (
+      `ARCHIVE_RETENTION ${formatDuration(archive)} is shorter than LOG_RETENTION ` +
+      `${formatDuration(retention)}: archive files would be deleted as soon as they are written; ` +
+      `give ARCHIVE_RETENTION at least ${formatDuration(retention)}, or 0 to keep them all`
+    );
+  }
+  return undefined;
+}
+
+/** Throws a `ConfigError` when the retention settings cannot work together (`retentionProblem`). */
+export function checkRetention(config: Config): Config {
+  const problem = retentionProblem(config);
+  if (problem !== undefined) throw new ConfigError(problem);
+  return config;
+}
+
+/**
  * The configuration in force for a recorded config object (as in a `RouterStarted` event):
- * recorded values over the defaults, ignoring names this version does not know.
+ * recorded values over the defaults (a setting's `unrecorded` value where it says what leaving
+ * it out meant), ignoring names this version does not know.
  */
 export function configInForce(recorded: Readonly<Record<string, unknown>> | null): Config {
   if (!recorded) return DEFAULT_CONFIG;
   const config: Record<string, number> = { ...DEFAULT_CONFIG };
   for (const name of SETTING_NAMES) {
     const value = recorded[name];
+    const spec: SettingSpec = SETTINGS[name];
     if (typeof value === 'number' && Number.isFinite(value)) config[name] = value;
+    else if (spec.unrecorded !== undefined) config[name] = spec.unrecorded;
   }
   return config as Config;
 }

@@ -58,6 +58,17 @@ export function printable(text: string): string {
   return `${out.slice(0, cutAt)}...(${text.length - consumedAtCut} more characters)`;
 }
 
+/**
+ * `text` with each unprintable character as a visible escape, as {@link printable} writes them,
+ * but never cut: for a function's output, which `readie logs` shows whole.
+ */
+export function escapedWhole(text: string): string {
+  if (!UNPRINTABLE.test(text)) return text;
+  let out = '';
+  for (const character of text) out += escaped(character);
+  return out;
+}
+
 /** Multi-line text (a message that lays itself out in lines) with each line made printable. */
 export function printableLines(text: string): string {
   return text.split('\n').map(printable).join('\n');

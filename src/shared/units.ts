@@ -5,6 +5,7 @@ const DURATION_UNITS: Readonly<Record<string, number>> = {
   s: 1000,
   m: 60_000,
   h: 3_600_000,
+  d: 86_400_000,
 };
 const SIZE_UNITS: Readonly<Record<string, number>> = {
   '': 1,
@@ -25,14 +26,14 @@ export class UnitParseError extends Error {
 }
 
 /** The forms a duration takes, for messages that refuse one. */
-export const DURATION_FORMS = '500ms, 30s, 10m, 1h';
+export const DURATION_FORMS = '500ms, 30s, 10m, 1h, 7d';
 
 /**
- * Parses `500ms`, `30s`, `10m`, `1h` (a number and its unit) into milliseconds. A bare number is
+ * Parses `500ms`, `30s`, `10m`, `1h`, `7d` (a number and its unit) into milliseconds. A bare number is
  * refused: `--probe-interval 5` would otherwise mean 5 ms to a reader who meant 5 s.
  */
 export function parseDuration(text: string): number {
-  const match = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$/i.exec(text);
+  const match = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$/i.exec(text);
   if (!match) {
     throw new UnitParseError(`"${text}" is not a duration (use e.g. ${DURATION_FORMS})`);
   }
@@ -67,9 +68,10 @@ export function parseCount(text: string): number {
   return value;
 }
 
-/** Formats milliseconds the way operators write them (`90s`, `1h`, `250ms`). */
+/** Formats milliseconds the way operators write them (`90s`, `1h`, `7d`, `250ms`). */
 export function formatDuration(ms: number): string {
   for (const [unit, factor] of [
+    ['d', 86_400_000],
     ['h', 3_600_000],
     ['m', 60_000],
     ['s', 1000],
@@ -79,7 +81,12 @@ export function formatDuration(ms: number): string {
   return `${ms}ms`;
 }
 
-/** Formats bytes with binary units (`1GiB`, `512MiB`, `1000B`). */
+/**
+ * Formats bytes in the largest binary unit they reach (`1GiB`, `512MiB`, `1000B`), whole when
+ * exact and with two decimals otherwise (`100.03GiB`): never a smaller unit because the value is
+ * a whole number of it, so two sizes side by side read in the same unit (not
+ * `104886392KiB exceeds 10.59GiB`).
+ */
 export function formatSize(bytes: number): string {
   for (const [unit, factor] of [
     ['TiB', 1024 ** 4],
@@ -87,9 +94,10 @@ export function formatSize(bytes: number): string {
     ['MiB', 1024 ** 2],
     ['KiB', 1024],
   ] as const) {
-    if (bytes >= factor && bytes % factor === 0) return `${bytes / factor}${unit}`;
+    if (bytes >= factor) {
+      const value = bytes / factor;
+      return `${Number.isInteger(value) ? value : value.toFixed(2)}${unit}`;
+    }
   }
-  if (bytes >= 1024 ** 3) return `${(bytes / 1024 ** 3).toFixed(2)}GiB`;
-  if (bytes >= 1024 ** 2) return `${(bytes / 1024 ** 2).toFixed(1)}MiB`;
   return `${bytes}B`;
 }

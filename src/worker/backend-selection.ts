@@ -122,6 +122,8 @@ export async function probeCriu(options: BackendSelectionOptions): Promise<CriuP
     backend,
     idleTtlMs: 60_000,
     standbyPerCheckpoint: 0,
+    standbyMax: 0,
+    memoryTotal: PROBE_MEMORY,
     standbyMemory: PROBE_MEMORY,
     dialTimeoutMs: options.probeTimeoutMs,
     report: () => undefined,

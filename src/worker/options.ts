@@ -53,8 +53,10 @@ export interface WorkerOptions {
   readonly restoreBackend: 'auto' | 'template' | 'criu';
   /** The criu binary to use (--criu); null: the installed prefix, else PATH. */
   readonly criu: string | null;
-  /** Containers kept restored ahead of demand, per held checkpoint. */
+  /** Containers kept restored ahead of demand, per held checkpoint, at least. */
   readonly standbyPerCheckpoint: number;
+  /** The most standbys per held checkpoint that recent demand keeps (`--standby-max`). */
+  readonly standbyMax: number;
   /** Bytes tenants' images may take on disk (--image-cache-size); 0: no bound. */
   readonly imageCacheSize: number;
   readonly packageIndex: string | null;
@@ -231,6 +233,7 @@ export function resolveWorkerOptions(
     ),
     criu: get('criu') !== undefined ? resolve(get('criu')!) : null,
     standbyPerCheckpoint: get('standby') !== undefined ? count(get('standby')!, '--standby') : 1,
+    standbyMax: get('standbyMax') !== undefined ? count(get('standbyMax')!, '--standby-max') : 8,
     imageCacheSize:
       get('imageCacheSize') !== undefined
         ? size(get('imageCacheSize')!, '--image-cache-size')

@@ -44,6 +44,7 @@ export interface WorkerFlagValues {
   tmpSize?: string;
   hide?: string;
   standby?: string;
+  standbyMax?: string;
   imageCacheSize?: string;
   insecure?: boolean | string;
   tlsCa?: string;
@@ -132,7 +133,13 @@ export const WORKER_FLAGS: readonly WorkerFlag[] = [
     key: 'standby',
     flag: '--standby <n>',
     env: 'WORKER_STANDBY',
-    help: 'containers kept restored ahead of demand per checkpoint, 0 for none (default 1)',
+    help: 'containers kept restored ahead of demand per checkpoint, at least; 0 for none (default 1)',
+  },
+  {
+    key: 'standbyMax',
+    flag: '--standby-max <n>',
+    env: 'WORKER_STANDBY_MAX',
+    help: 'the most standbys per checkpoint kept for recent demand: as many as calls started new containers of it within any second of the last EXECUTOR_TTL (default 8)',
   },
   {
     key: 'imageCacheSize',

@@ -30,6 +30,7 @@ import {
 import { ContainerPool, type SandboxContext } from './containers/index.js';
 import { WorkerStartupError, WorkerUnusableError } from './core/errors.js';
 import { CallTracker, executionService } from './execution/index.js';
+import { CallOutputStore } from './output/index.js';
 import { WorkerHealth } from './health.js';
 import { WorkerCredentials } from './credentials.js';
 import { gpuMemoryInUse } from './core/gpu-memory.js';
@@ -148,6 +149,8 @@ export class Worker {
   /** This process's claims on its state directory and parent cgroup (released at stop). */
   private readonly locks: ProcessLock[] = [];
   private versionResidency: VersionResidency | null = null;
+  /** Calls' output kept for `readie logs` (null until the state directory is ready). */
+  private output: CallOutputStore | null = null;
   private imageStore: ImageStore | null = null;
 
   /** The worker's clock (WorkerTuning.clock). */
@@ -252,6 +255,7 @@ export class Worker {
     const state = await prepareStateDir(options.stateDir);
     if ('problem' in state) problems.push(state.problem);
     else {
+      this.output = this.openOutput();
       const opened = await openCgroups(options.cgroupParent, state.leftovers, log);
       if ('problem' in opened) problems.push(opened.problem);
       else this.cgroups = opened.cgroups;
@@ -312,6 +316,29 @@ export class Worker {
     const slirp = await findSlirp4netns();
     if ('problem' in slirp) return slirp;
     return { policy, identities, slirp4netns: slirp.path };
+  }
+
+  /** The store of calls' output under the state directory; null (and a warning) when it fails. */
+  private openOutput(): CallOutputStore | null {
+    const { options } = this;
+    try {
+      return CallOutputStore.open(
+        join(options.stateDir, 'output'),
+        {
+          maxCallBytes: options.config.OUTPUT_MAX_CALL_BYTES,
+          maxTotalBytes: options.config.OUTPUT_MAX_TOTAL_BYTES,
+          maxCalls: options.config.OUTPUT_MAX_CALLS,
+          retentionMs: options.config.OUTPUT_RETENTION,
+        },
+        this.clock,
+      );
+    } catch (error) {
+      this.log.warn(
+        { err: (error as Error).message },
+        "calls' output cannot be kept (readie logs will find none)",
+      );
+      return null;
+    }
   }
 
   /** Claims the parent cgroup and the state directory for this process (one worker each). */
@@ -407,6 +434,8 @@ export class Worker {
       backend,
       idleTtlMs: options.config.EXECUTOR_TTL,
       standbyPerCheckpoint: options.standbyPerCheckpoint,
+      standbyMax: options.standbyMax,
+      memoryTotal: options.memoryTotal,
       standbyMemory: options.config.DEFAULT_MEMORY,
       dialTimeoutMs: options.config.DIAL_TOTAL_TIMEOUT,
       clock: this.clock,
@@ -520,6 +549,8 @@ export class Worker {
           calls: this.calls,
           credentials: this.credentials,
           versions: () => this.versions,
+          output: () => this.output,
+          clock: this.clock,
           images: () => this.imageStore,
         }),
       ),
@@ -626,6 +657,7 @@ export class Worker {
       gpuMemoryUsed: gpuMemoryInUse(this.pool?.gpuMemoryHeld() ?? 0, gpuReading),
       instanceId: this.instanceId,
       containers: this.containerEntries(),
+      standbys: this.pool?.standbyCounts() ?? [],
       reportSeq: this.nextReportSeq(),
     };
   }

@@ -100,6 +100,13 @@ describe('TypeScript client', function () {
       format: PayloadFormat.PAYLOAD_FORMAT_JSON_CALL,
       pinned: false,
       retryOf: '',
+      // A plain call, not a batch: both absent on the wire.
+      inputs: undefined,
+      maxInputs: undefined,
+      // The call history shows the function by this name.
+      function: 'numpy.linalg.norm',
+      // No image declared: absent on the wire.
+      image: undefined,
     });
     expect(call.requestId).to.match(/^req-[0-9a-f]{32}$/);
     expect(call.info).to.deep.equal({

@@ -8,12 +8,14 @@ import { HealthImplementation } from 'grpc-health-check';
 import {
   AuthenticationError,
   ClusterUnavailableError,
+  NeverFitsError,
   ReadieClient,
   RemoteOutOfMemoryError,
   ResourceExhaustedError,
   ShedError,
   type ReadieError,
 } from '../../src/client/index.js';
+import { mayRetryRan, waitsForRoom } from '../../src/client/retry.js';
 import { FakeProxy, TEST_CA_FILE } from '../support/fake-proxy.js';
 import { ROOT } from '../support/replay.js';
 import { nginxConfig } from '../support/e2e-cluster.js';
@@ -161,6 +163,24 @@ describe('TypeScript client: one hint per cause', function () {
     expect(error.message).to.not.include('ask for less memory');
     expect(error.notStarted).to.equal(true);
     expect(error.call?.servedVersion).to.equal('v1');
+  });
+
+  it('a call that never fits (readie-never-fits) is a final NeverFitsError: no wait cures it', async () => {
+    proxy.script = async (call) => {
+      await call.read();
+      call.fail(
+        Status.RESOURCE_EXHAUSTED,
+        'no worker can ever accept this request: the largest worker offers 10.80GiB of memory; this call asks 100GiB',
+        { 'readie-not-started': '1', 'readie-never-fits': '1' },
+      );
+    };
+    const error = await failure(client);
+    expect(error).to.be.instanceOf(NeverFitsError).and.instanceOf(ResourceExhaustedError);
+    expect(error.message).to.match(/^the call can never fit at /);
+    expect(error.message).to.include('the client does not retry it');
+    expect(error.notStarted).to.equal(true);
+    expect(waitsForRoom(error)).to.equal(false);
+    expect(mayRetryRan(error)).to.equal(false);
   });
 
   it('nothing listening: names the address and READIE_ADDRESS', async () => {

@@ -82,6 +82,7 @@ describe('TypeScript client parts', () => {
         format: PayloadFormat.PAYLOAD_FORMAT_JSON_CALL,
         pinned: false,
         retryOf: '',
+        function: 'torch.nn.f',
       });
     });
 

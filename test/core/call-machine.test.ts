@@ -27,6 +27,7 @@ function config(fields: Partial<CallConfig> = {}): CallConfig {
     format: PayloadFormat.PAYLOAD_FORMAT_JSON_CALL,
     pinned: false,
     retryOf: '',
+    function: '',
     ...fields,
   };
 }
@@ -299,7 +300,14 @@ describe('the call state machine (pure)', () => {
       types(given.when({ type: 'worker-ended', code: 14, details: 'gone', trailers: {} })),
     ).to.deep.equal([]);
     expect(given.recorded.filter((e) => e.type === 'CallFinished')).to.deep.equal([
-      { type: 'CallFinished', requestId: 'r1', ok: false, code: 'INVALID_ARGUMENT' },
+      {
+        type: 'CallFinished',
+        requestId: 'r1',
+        ok: false,
+        code: 'INVALID_ARGUMENT',
+        // The words the client was told, kept for the call history.
+        message: 'a second config: only the first message may carry the config',
+      },
     ]);
   });
 

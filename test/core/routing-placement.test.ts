@@ -269,6 +269,7 @@ describe('pinned placement', () => {
           requestId: 'load',
           ok: false,
           code: 'UNAVAILABLE' as const,
+          message: null,
         },
         { type: 'ReservationExpired' as const, requestId: 'load' },
       ];
@@ -359,7 +360,7 @@ describe('pinned placement', () => {
           routingRevision: 1,
           coldLoad: true,
         }),
-        { type: 'CallFinished', requestId: 's1', ok: true, code: null },
+        { type: 'CallFinished', requestId: 's1', ok: true, code: null, message: null },
         revised(2, 't1', 'policy-v2', 2, 'policy-v1'),
       );
       const later = expectPlaced(place(given.state(), pinnedCall('s2', 't1', { sessionId: 'S' })));
@@ -388,7 +389,7 @@ describe('pinned placement', () => {
           requestId: 's1',
           checkpointId: 'policy-v1',
         },
-        { type: 'CallFinished', requestId: 's1', ok: true, code: null },
+        { type: 'CallFinished', requestId: 's1', ok: true, code: null, message: null },
       );
       const decision = expectPlaced(
         place(given.state(), pinnedCall('s2', 't1', { sessionId: 'S' })),

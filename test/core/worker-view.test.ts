@@ -68,6 +68,7 @@ const finished = (requestId: string, ok = true): NewEvent => ({
   requestId,
   ok,
   code: ok ? null : 'INTERNAL',
+  message: null,
 });
 
 function worker(state: ClusterState, workerId = 'w1') {

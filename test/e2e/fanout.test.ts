@@ -67,12 +67,15 @@ describe('end to end: fan-out (fn.map, fn.spawn) on a real cluster', function ()
         .map((event) => event.containerId),
     );
 
-  it('returns every result of a map of 1,000 inputs in order, on a few warm containers', async () => {
+  it('returns every result of a map of 1,000 inputs in order, in a few batches on a few warm containers', async () => {
     const before = lastSeq();
     expect(python('ordered', '1000')).to.deep.equal({ ok: true, count: 1000 });
     const events = since(before);
     const bound = ofType(events, 'CallBound');
-    expect(bound).to.have.length(1000);
+    // Batches: far fewer calls than inputs, each logged with its input count.
+    const requested = ofType(events, 'CallRequested');
+    expect(requested.reduce((sum, event) => sum + (event.inputs ?? 0), 0)).to.equal(1000);
+    expect(bound.length).to.equal(requested.length).and.to.be.below(100);
     // One container per concurrency slot (at most the cluster's 16 slots), never one per input.
     const containers = new Set(bound.map((event) => event.containerId));
     expect(containers.size).to.be.within(1, 16);
@@ -112,11 +115,51 @@ describe('end to end: fan-out (fn.map, fn.spawn) on a real cluster', function ()
     });
   });
 
-  it('draws a generator lazily: a few inputs ahead of the results taken, not a million', () => {
+  it('draws a generator lazily: a few batches ahead of the results taken, not a million', () => {
+    const before = lastSeq();
     const result = python('lazy', '5', '4');
     expect(result.results).to.deep.equal([0, 1, 4, 9, 16]);
-    // In order, a map draws at most two inputs per slot ahead of the results handed out.
-    expect(result.drawn).to.be.within(5, 5 + 2 * 4);
+    // A map draws at most two of its largest batches per slot ahead of the results handed out.
+    const largest = Math.max(...ofType(since(before), 'CallRequested').map((e) => e.inputs ?? 1));
+    expect(result.drawn).to.be.within(5, 5 + 2 * 4 * largest);
+    expect(result.drawn).to.be.below(1_000_000);
+  });
+
+  it('maps 100,000 trivial inputs in order, one failing input reported at its index, the rest intact', () => {
+    const before = lastSeq();
+    const result = python('many', '100000', '77777');
+    expect(result).to.deep.include({
+      count: 100_000,
+      intact: true,
+      failed: [[77777, 'RemoteExecutionError', 77777, 'ValueError']],
+    });
+    const requested = ofType(since(before), 'CallRequested');
+    expect(requested.reduce((sum, event) => sum + (event.inputs ?? 0), 0)).to.equal(100_000);
+    expect(Math.max(...requested.map((event) => event.inputs ?? 0))).to.be.at.most(1024);
+  });
+
+  it('a batch whose container is OOM-killed fails only the inputs it had not finished', async () => {
+    const before = lastSeq();
+    // Batches of 10, one at a time; input 4 allocates past its 256 MiB budget.
+    const result = python('oom', '30', '4', '10') as { failed: unknown[]; values: unknown[] };
+    expect(result.failed).to.deep.equal(
+      [4, 5, 6, 7, 8, 9].map((i) => [i, 'RemoteOutOfMemoryError', i]),
+    );
+    expect(result.values).to.deep.equal(
+      Array.from({ length: 30 }, (_, i) => (i >= 4 && i <= 9 ? null : i)),
+    );
+    // One batch, one call, ended RESOURCE_EXHAUSTED; its container is gone.
+    const finished = ofType(since(before), 'CallFinished');
+    const killed = finished.filter((event) => event.code === 'RESOURCE_EXHAUSTED');
+    expect(killed).to.have.length(1);
+    const bound = ofType(since(before), 'CallBound').find(
+      (event) => event.requestId === killed[0]!.requestId,
+    );
+    await eventually(
+      () => removedOf(since(before), new Set([bound!.containerId])).size === 1,
+      'the killed container to be removed',
+      20_000,
+    );
   });
 
   it('reuses containers within a map, not across maps; isolate_inputs=True uses one per input', () => {
@@ -186,6 +229,10 @@ describe('end to end: fan-out (fn.map, fn.spawn) on a real cluster', function ()
       expect(results.filter((r) => typeof r === 'number')).to.deep.equal(
         inputs.filter((n) => n !== 7).map((n) => n * 2),
       );
+      // In batches: one call carried many of the 200 inputs.
+      const batches = ofType(since(before), 'CallRequested');
+      expect(batches.reduce((sum, event) => sum + (event.inputs ?? 0), 0)).to.equal(200);
+      expect(batches.length).to.be.below(100);
       const failed = results[7] as RemoteExecutionError;
       expect(failed).to.be.instanceOf(RemoteExecutionError);
       expect(failed.inputIndex).to.equal(7);
@@ -236,9 +283,74 @@ describe('end to end: fan-out (fn.map, fn.spawn) on a real cluster', function ()
     }
   });
 
+  it('Ctrl-C mid-map cancels every batch on the workers, those of many inputs too', async () => {
+    const before = lastSeq();
+    // 200 inputs of 0.5 s in batches of 10 on 4 slots: every batch in flight holds many inputs.
+    const client = spawn(PYTHON, [SCRIPT, 'interrupted', '200', '0.5', '4', '10'], {
+      env: env(),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const leftover = () =>
+      client.exitCode === null && client.signalCode === null && client.kill('SIGKILL');
+    let stdout = '';
+    let stderr = '';
+    client.stdout.on('data', (data: Buffer) => (stdout += data.toString()));
+    client.stderr.on('data', (data: Buffer) => (stderr += data.toString()));
+    try {
+      await eventually(() => stdout.includes('first result'), 'the first result', 60_000);
+      const exited = once(client, 'exit');
+      client.kill('SIGINT');
+      const [code] = (await exited) as [number | null];
+      expect(code, stderr).to.equal(0);
+      const answer = JSON.parse(stdout.trim().split('\n').at(-1) ?? '{}') as {
+        interrupted: boolean;
+        message: string;
+      };
+      expect(answer.interrupted).to.equal(true);
+      expect(answer.message).to.match(
+        /^the map of nap was stopped: \d+ of 200 inputs completed, 4 calls in flight cancelled$/,
+      );
+      // Every batch the router placed either finished or was cancelled on its worker; the ones
+      // cancelled carried several inputs.
+      const requested = ofType(since(before), 'CallRequested');
+      await eventually(
+        () =>
+          requested.every((call) =>
+            ofType(since(before), 'CallFinished').some((e) => e.requestId === call.requestId),
+          ),
+        'every batch to end',
+        20_000,
+      );
+      const cancelled = ofType(since(before), 'CallFinished').filter(
+        (event) => event.code === 'CANCELLED',
+      );
+      expect(cancelled).to.have.length(4);
+      for (const call of cancelled) {
+        const batch = requested.find((event) => event.requestId === call.requestId);
+        expect(batch?.inputs).to.equal(10);
+      }
+      // The workers stopped the work: every container the map used is gone.
+      const containers = new Set(
+        ofType(since(before), 'ContainerStateChanged')
+          .filter((event) => event.state === 'busy')
+          .map((event) => event.containerId),
+      );
+      expect(containers.size).to.be.within(1, 4);
+      await eventually(
+        () => removedOf(since(before), containers).size === containers.size,
+        'the containers of the map to be removed',
+        30_000,
+      );
+    } finally {
+      leftover();
+    }
+  });
+
   it('Ctrl-C (SIGINT) cancels the calls in flight on the workers and reports how many completed', async () => {
     const before = lastSeq();
-    const client = spawn(PYTHON, [SCRIPT, 'interrupted', '8', '120', '4'], {
+    // One input per call (chunk_size=1): four calls in flight whatever the adaptive chunking
+    // would make of eight inputs on a cluster whose slots an earlier test is still freeing.
+    const client = spawn(PYTHON, [SCRIPT, 'interrupted', '8', '120', '4', '1'], {
       env: env(),
       stdio: ['ignore', 'pipe', 'pipe'],
     });

@@ -317,8 +317,10 @@ describe('the local cluster (readie up, what npm start runs)', function () {
         const path = join(state, 'credentials', entry);
         expect(mode(path), entry).to.equal(statSync(path).isDirectory() ? '700' : '600');
       }
-      for (const file of readdirSync(join(state, 'log'))) {
-        expect(mode(join(state, 'log', file)), file).to.equal('600');
+      // The log's files 0600; its archive directory (log retention) 0700.
+      for (const entry of readdirSync(join(state, 'log'))) {
+        const path = join(state, 'log', entry);
+        expect(mode(path), entry).to.equal(statSync(path).isDirectory() ? '700' : '600');
       }
       const look = {
         source: [

@@ -27,6 +27,9 @@ const EXAMPLES: readonly [Cause, string][] = [
   [{ kind: 'session', sessionId: 's1' }, 'session:s1'],
   [{ kind: 'admin', tenantId: 't1' }, 'admin:t1'],
   [{ kind: 'routing' }, 'routing'],
+  [{ kind: 'admit', requestId: 'r1' }, 'admit:r1'],
+  [{ kind: 'leave', requestId: 'r1' }, 'leave:r1'],
+  [{ kind: 'archive' }, 'archive'],
 ];
 
 describe('events: causes', () => {

@@ -68,7 +68,7 @@ describe('EventLog (LMDB)', () => {
     await log.append({ type: 'CallFinished', requestId: 'r1', ok: true } as NewEvent).committed;
     const [stored] = [...log.readStored()];
     expect(stored?.text).to.equal(
-      '{"seq":1,"at":"2026-11-30T10:00:00.000Z","cause":null,"type":"CallFinished","requestId":"r1","ok":true,"code":null}',
+      '{"seq":1,"at":"2026-11-30T10:00:00.000Z","cause":null,"type":"CallFinished","requestId":"r1","ok":true,"code":null,"message":null}',
     );
     await log.close();
   });
@@ -200,6 +200,21 @@ describe('EventLog (LMDB)', () => {
     await log.close();
   });
 
+  it('follows a log longer than the chunk it reads at once: every event, in order, none twice', async () => {
+    const log = EventLog.open(tempDir());
+    await log.append(Array.from({ length: 2_500 }, (_, i) => leaving(`w${i}`))).committed;
+    const abort = new AbortController();
+    const seen: number[] = [];
+    for await (const event of log.follow(1, abort.signal)) {
+      seen.push(event.seq);
+      // The consumer yields to the event loop between events, as a slow follower does.
+      if (event.seq % 500 === 0) await new Promise((resolve) => setImmediate(resolve));
+      if (event.seq === 2_500) abort.abort();
+    }
+    expect(seen).to.deep.equal(Array.from({ length: 2_500 }, (_, i) => i + 1));
+    await log.close();
+  });
+
   it('lets only one writer open a log: a second one in another process gets a clear error', async () => {
     const dir = tempDir();
     const writer = runScript('scripts/append-loop.ts', [dir, '1', 'Infinity']);
@@ -306,6 +321,84 @@ describe('EventLog (LMDB)', () => {
       'seq 2: field "workerId": is required but missing',
     );
     await reader.close();
+  });
+
+  describe('value format', () => {
+    /** A log as readie wrote it before the binary codec: JSON text values, no format marker. */
+    async function writeJsonLog(dir: string, texts: readonly string[]): Promise<void> {
+      const env = open({ path: join(dir, 'events.mdb'), maxDbs: 4 });
+      const events = env.openDB<string, number>({ name: 'events', encoding: 'string' });
+      const meta = env.openDB<unknown, string>({ name: 'meta', encoding: 'msgpack' });
+      env.openDB<boolean, number>({ name: 'snapshots', encoding: 'msgpack' });
+      await meta.put('schemaVersion', 1);
+      for (const [i, text] of texts.entries()) await events.put(i + 1, text);
+      await env.close();
+    }
+
+    it('opens a log written as JSON text, keeps its texts, and appends to it in the codec', async () => {
+      const dir = tempDir();
+      const texts = [
+        '{"seq":1,"at":"2026-11-30T10:00:00.000Z","cause":"report:a","type":"WorkerLeaving","workerId":"a"}',
+        // The documented vocabulary: no cause, absent optional fields.
+        '{"seq":2,"at":"2026-11-30T10:00:01.000Z","type":"WorkerProbeFailed","workerId":"a","consecutive":1}',
+      ];
+      await writeJsonLog(dir, texts);
+      const log = EventLog.open<ClusterState>(dir, {
+        projection: clusterProjection,
+        clock: () => START,
+      });
+      expect(log.lastSeq).to.equal(2);
+      await log.append(leaving('b'), 'report:b').committed;
+      const stored = [...log.readStored()];
+      expect(stored.slice(0, 2).map((s) => s.text)).to.deep.equal(texts);
+      expect(stored.map((s) => s.event.seq)).to.deep.equal([1, 2, 3]);
+      expect(log.origin()).to.deep.include({
+        seq: 1,
+        at: '2026-11-30T10:00:00.000Z',
+        routerId: null,
+        stream: null,
+      });
+      expect(log.origin()?.id).to.match(/^[0-9a-f]{16}$/);
+      await log.close();
+      const raw = open({ path: join(dir, 'events.mdb'), maxDbs: 5 });
+      const values = raw.openDB<Buffer, number>({ name: 'events', encoding: 'binary' });
+      const meta = raw.openDB<unknown, string>({ name: 'meta', encoding: 'msgpack' });
+      // The old values stay text, the new one is binary, and the log says it may hold both.
+      expect(values.get(1)?.toString('utf8')).to.equal(texts[0]);
+      expect(values.get(3)?.[0]).to.equal(1);
+      expect(meta.get('valueFormat')).to.equal('readie-binary-v1');
+      await raw.close();
+      const reader = EventLog.open(dir, { readOnly: true });
+      expect([...reader.read()].map((e) => e.type)).to.deep.equal([
+        'WorkerLeaving',
+        'WorkerProbeFailed',
+        'WorkerLeaving',
+      ]);
+      await reader.close();
+    });
+
+    it('stores an append in a fraction of its JSON text', async () => {
+      const log = EventLog.open(tempDir());
+      await log.append(registered('w1'), 'report:w1').committed;
+      const [stored] = [...log.readStored()];
+      const raw = open({ path: join(log.dir, 'events.mdb'), maxDbs: 5, readOnly: true });
+      const value = raw.openDB<Buffer, number>({ name: 'events', encoding: 'binary' }).get(1);
+      expect(value?.length).to.be.below(Buffer.byteLength(stored?.text ?? '') / 2);
+      await raw.close();
+      await log.close();
+    });
+
+    it('refuses a log written in a value format it does not know', async () => {
+      const dir = tempDir();
+      await EventLog.open(dir).close();
+      const raw = open({ path: join(dir, 'events.mdb'), maxDbs: 5 });
+      await raw.openDB({ name: 'meta' }).put('valueFormat', 'readie-binary-v9');
+      await raw.close();
+      expect(() => EventLog.open(dir, { readOnly: true })).to.throw(
+        EventLogError,
+        'stores its events as "readie-binary-v9"',
+      );
+    });
   });
 
   describe('snapshots', () => {

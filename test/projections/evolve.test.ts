@@ -99,7 +99,13 @@ describe('evolve: the effect of each event', () => {
         history(
           registered('w1'),
           { type: 'WorkerProbeFailed', workerId: 'w1', consecutive: 2, error: null },
-          utilization('w1', { memoryUsed: 3 * GiB, containerCount: 2, cpuUsed: 1.5, cpuTotal: 4 }),
+          utilization('w1', {
+            memoryUsed: 3 * GiB,
+            containerCount: 2,
+            cpuUsed: 1.5,
+            cpuTotal: 4,
+            standbys: [{ checkpointId: 'checkpoint_0', ready: 2 }],
+          }),
         ),
       );
       expect(state.workers.get('w1')?.utilization).to.deep.equal({
@@ -108,6 +114,7 @@ describe('evolve: the effect of each event', () => {
         cpuUsed: 1.5,
         cpuTotal: 4,
         gpuMemoryUsed: null,
+        standbys: [{ checkpointId: 'checkpoint_0', ready: 2 }],
         at: atOf(3),
       });
       // A report proves the worker reaches the router, not that the router reaches the worker.
@@ -324,7 +331,13 @@ describe('evolve: the effect of each event', () => {
 
     it('releases the reservation and keeps the pin of a call that succeeded', () => {
       const state = stateOf(
-        pinnedByFirstCall().add({ type: 'CallFinished', requestId: 'r1', ok: true, code: null }),
+        pinnedByFirstCall().add({
+          type: 'CallFinished',
+          requestId: 'r1',
+          ok: true,
+          code: null,
+          message: null,
+        }),
       );
       expect(state.reservations).to.deep.equal(new Map());
       expect(state.workers.get('w1')).to.deep.include({ inFlight: 0, reservedMemory: 0 });
@@ -341,6 +354,7 @@ describe('evolve: the effect of each event', () => {
         requestId: 'r1',
         ok: false,
         code: 'UNAVAILABLE',
+        message: null,
       });
       const state = stateOf(failed);
       expect(state.sessions.get('s1')).to.deep.include({
@@ -358,10 +372,10 @@ describe('evolve: the effect of each event', () => {
     it('keeps the pin when a later call of the session fails', () => {
       const state = stateOf(
         pinnedByFirstCall().add(
-          { type: 'CallFinished', requestId: 'r1', ok: true, code: null },
+          { type: 'CallFinished', requestId: 'r1', ok: true, code: null, message: null },
           placed('r2', 'w1', { sessionId: 's1', containerId: 'c1' }),
           pinned('s1', 'w1', 'c1', 'r2'),
-          { type: 'CallFinished', requestId: 'r2', ok: false, code: 'INTERNAL' },
+          { type: 'CallFinished', requestId: 'r2', ok: false, code: 'INTERNAL', message: null },
         ),
       );
       expect(state.sessions.get('s1')).to.deep.include({
@@ -372,12 +386,18 @@ describe('evolve: the effect of each event', () => {
 
     it('is idempotent: a second finish of the same call changes nothing', () => {
       const once = stateOf(
-        pinnedByFirstCall().add({ type: 'CallFinished', requestId: 'r1', ok: true, code: null }),
+        pinnedByFirstCall().add({
+          type: 'CallFinished',
+          requestId: 'r1',
+          ok: true,
+          code: null,
+          message: null,
+        }),
       );
       const twice = stateOf(
         pinnedByFirstCall().add(
-          { type: 'CallFinished', requestId: 'r1', ok: true, code: null },
-          { type: 'CallFinished', requestId: 'r1', ok: false, code: null },
+          { type: 'CallFinished', requestId: 'r1', ok: true, code: null, message: null },
+          { type: 'CallFinished', requestId: 'r1', ok: false, code: null, message: null },
         ),
       );
       expect({ ...twice, lastSeq: 0 }).to.deep.equal({ ...once, lastSeq: 0 });
@@ -542,7 +562,9 @@ describe('evolve: the effect of each event', () => {
     const copy = structuredClone(before);
     const after = evolve(
       before,
-      h.add({ type: 'CallFinished', requestId: 'r1', ok: true, code: null }).events.at(-1)!,
+      h
+        .add({ type: 'CallFinished', requestId: 'r1', ok: true, code: null, message: null })
+        .events.at(-1)!,
     );
     expect(before).to.deep.equal(copy);
     expect(Object.isFrozen(after)).to.equal(true);

@@ -93,7 +93,7 @@ describe('projection: forgetting what no rule needs', () => {
       registered('w1'),
       requested('done', { tenantId: 'acme' }),
       placed('done', 'w1'),
-      { type: 'CallFinished', requestId: 'done', ok: true, code: null },
+      { type: 'CallFinished', requestId: 'done', ok: true, code: null, message: null },
       requested('running', { tenantId: 'acme' }),
       placed('running', 'w1'),
     );

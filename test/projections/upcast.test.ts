@@ -157,7 +157,7 @@ describe('v1 logs through the upcaster: the state after every event is the v1 fo
           expectSameStates(causesAlone(events));
         },
       ),
-      { numRuns: 150 },
+      { numRuns: 60 },
     );
   });
 

@@ -32,17 +32,21 @@ describe('the replay CLI', function () {
   this.timeout(60_000);
   afterEach(cleanTempDirs);
 
-  it('documents every command in --help', () => {
+  it('documents every command in --help', function () {
+    // Eight processes one after the other: a loaded machine needs more than the suite's minute.
+    this.timeout(150_000);
     const top = replayCli('--help');
     expect(top.status).to.equal(0);
+    const helps = new Map<string, string>();
     for (const command of ['run', 'verify', 'explain', 'state', 'export', 'import', 'whatif']) {
       expect(top.stdout).to.contain(command);
       const help = replayCli(command, '--help');
       expect(help.status, command).to.equal(0);
       expect(help.stdout).to.contain(`Usage: replay ${command}`);
+      helps.set(command, help.stdout);
     }
-    expect(replayCli('run', '--help').stdout).to.contain('--set <NAME=VALUE>');
-    expect(replayCli('state', '--help').stdout).to.contain('--at <seq|time>');
+    expect(helps.get('run')).to.contain('--set <NAME=VALUE>');
+    expect(helps.get('state')).to.contain('--at <seq|time>');
   });
 
   it('stops quietly when its reader closes the pipe early', () => {
@@ -69,7 +73,9 @@ describe('the replay CLI', function () {
     const first = JSON.parse(run.stdout.split('\n')[0]!) as Record<string, unknown>;
     expect(Object.keys(first)).to.deep.equal([
       'seq',
+      'at',
       'requestId',
+      'tenantId',
       'outcome',
       'workerId',
       'containerId',
@@ -88,7 +94,8 @@ describe('the replay CLI', function () {
 
   it('run prints a table and a summary line', () => {
     const run = replayCli('run', fixture('memory-headroom-boundary'));
-    expect(run.stdout).to.match(/^SEQ\s+REQUEST/);
+    expect(run.stdout).to.match(/^SEQ\s+TIME\s+REQUEST\s+TENANT\s+SESSION/);
+    expect(run.stdout).to.match(/\n\d+\s+2026-11-30T10:00:\d\d\.000Z\s+\S+\s+-\s+/);
     expect(run.stdout.trimEnd().split('\n').at(-1)).to.equal(
       '4 calls: 2 placed, 2 rejected; recorded: 4 match, 0 diverged, 0 none',
     );
@@ -97,7 +104,9 @@ describe('the replay CLI', function () {
   it('verify exits 0 on a good log and 1 at the first divergence, saying where and why', () => {
     const good = replayCli('verify', fixture('fresh-cluster-picks-first-id'));
     expect(good.status).to.equal(0);
-    expect(good.stdout).to.equal('verified: 2 recorded decisions reproduced exactly\n');
+    expect(good.stdout).to.equal(
+      'verified: 2 recorded decisions reproduced exactly, and 3 other decisions of the core (starts, reports, answers, probes, reaper passes, session turns, ends, pin changes)\n',
+    );
     const bad = altered('fresh-cluster-picks-first-id', (line) =>
       underTheseRules(line).replace(
         '"type":"CallPlaced","requestId":"r1","sessionId":null,"workerId":"w10"',
@@ -114,7 +123,34 @@ describe('the replay CLI', function () {
     expect(diverged.stdout).to.contain('rank 1 (chosen)');
   });
 
-  it('verify says the rules changed, naming both versions, on a divergence in a log recorded under other rules', () => {
+  it("verify decides a log by the rules it recorded: a mutated placement in a v2 log is an incident (exit 1); --rules current asks what today's rules do (exit 3)", () => {
+    const mutate = (line: string) =>
+      line.replace(
+        '"type":"CallPlaced","requestId":"r1","sessionId":null,"workerId":"w10"',
+        '"type":"CallPlaced","requestId":"r1","sessionId":null,"workerId":"w3"',
+      );
+    const v2 = altered('fresh-cluster-picks-first-id', mutate);
+    expect(readFileSync(v2, 'utf8')).to.contain('"rulesVersion":2');
+    const incident = replayCli('verify', v2);
+    expect(incident.status, incident.stdout).to.equal(1);
+    expect(incident.stdout).to.contain(
+      "DIVERGED at seq 6, request r1: decided by placement rules v2, the log's own",
+    );
+    expect(incident.stdout).to.not.contain('RULES CHANGED');
+    const today = replayCli('verify', '--rules', 'current', v2);
+    expect(today.status).to.equal(3);
+    expect(today.stdout).to.contain(
+      'RULES CHANGED at seq 6, request r1: the log was recorded under placement rules v2; ' +
+        `--rules current decides by today's v${PLACEMENT_RULES_VERSION}`,
+    );
+    expect(today.stdout).to.contain('not an incident');
+    // The good fixture verifies by its own rules and by today's.
+    const good = fixture('fresh-cluster-picks-first-id');
+    expect(replayCli('verify', good).status).to.equal(0);
+    expect(replayCli('verify', '--rules', 'current', good).status).to.equal(0);
+  });
+
+  it('verify says the rules changed, naming both versions, on a divergence in a log of a version this build does not keep', () => {
     const otherRules = altered('fresh-cluster-picks-first-id', (line) =>
       line
         .replace('"rulesVersion":2', '"rulesVersion":7')
@@ -126,12 +162,12 @@ describe('the replay CLI', function () {
     const changed = replayCli('verify', otherRules);
     expect(changed.status).to.equal(3);
     expect(changed.stdout).to.contain(
-      'RULES CHANGED at seq 6, request r1: the log was recorded under placement rules v7; ' +
-        `this replay decides by v${PLACEMENT_RULES_VERSION}`,
+      'RULES CHANGED at seq 6, request r1: the log was recorded under placement rules v7, which ' +
+        `this build does not keep (it keeps v2, v3, v4, v5); it decides by v${PLACEMENT_RULES_VERSION}`,
     );
     expect(changed.stdout).to.contain('not an incident');
     expect(changed.stdout).to.not.contain('DIVERGED');
-    // A log from before routers recorded the version was decided by v1: another version's rules.
+    // A log from before routers recorded the version was decided by v1, which is not kept.
     const unversioned = altered('fresh-cluster-picks-first-id', (line) =>
       line
         .replace(',"rulesVersion":2', '')
@@ -143,18 +179,8 @@ describe('the replay CLI', function () {
     const older = replayCli('verify', unversioned);
     expect(older.status).to.equal(3);
     expect(older.stdout).to.contain(
-      `recorded under placement rules v1; this replay decides by v${PLACEMENT_RULES_VERSION}`,
+      'recorded under placement rules v1, which this build does not keep',
     );
-    // The same rules deciding otherwise is an incident.
-    const incident = altered('fresh-cluster-picks-first-id', (line) =>
-      underTheseRules(line).replace(
-        '"type":"CallPlaced","requestId":"r1","sessionId":null,"workerId":"w10"',
-        '"type":"CallPlaced","requestId":"r1","sessionId":null,"workerId":"w3"',
-      ),
-    );
-    const diverged = replayCli('verify', incident);
-    expect(diverged.status).to.equal(1);
-    expect(diverged.stdout).to.contain('DIVERGED at seq 6, request r1');
     // Under other rules, a log that still reproduces verifies.
     const reproduces = altered('fresh-cluster-picks-first-id', (line) =>
       line.replace('"rulesVersion":2', '"rulesVersion":7'),
@@ -191,10 +217,31 @@ describe('the replay CLI', function () {
     const missing = replayCli('explain', fixture('gpu-calls-need-gpu-workers'), 'no-such-request');
     expect(missing.status).to.equal(2);
     expect(missing.stderr).to.equal(
-      'replay: fixtures-or-path: no CallRequested for request no-such-request\n'.replace(
+      'replay: fixtures-or-path: no CallRequested and no SessionTurnRefused for request no-such-request\n'.replace(
         'fixtures-or-path',
         fixture('gpu-calls-need-gpu-workers'),
       ),
+    );
+  });
+
+  it("explain says whether the chosen worker had a ready standby of the call's checkpoint", () => {
+    // A load report of w10 listing its standbys, before r1 (placed on w10 with checkpoint_0).
+    const report =
+      '{"seq":6,"at":"2026-11-30T10:00:05.500Z","cause":"report:w10","type":"WorkerUtilization","workerId":"w10","memoryUsed":0,"containerCount":0,"cpuUsed":null,"cpuTotal":null,"gpuMemoryUsed":null,"containers":null,"reportSeq":null,"standbys":[{"checkpointId":"checkpoint_0","ready":2},{"checkpointId":"ckpt-numpy","ready":1}]}';
+    const log = altered('fresh-cluster-picks-first-id', (line) => {
+      const renumbered = line.replace(/^\{"seq":(\d+)/, (whole, seq: string) =>
+        Number(seq) >= 6 ? `{"seq":${Number(seq) + 1}` : whole,
+      );
+      return line.startsWith('{"seq":6,') ? `${report}\n${renumbered}` : renumbered;
+    });
+    expect(replayCli('verify', log).status, 'the report changes no decision').to.equal(0);
+    const had = replayCli('explain', log, 'r1');
+    expect(had.status).to.equal(0);
+    expect(had.stdout).to.contain(
+      'Standbys on w10 (its load report at 2026-11-30T10:00:05.500Z): checkpoint_0 2, ckpt-numpy 1; checkpoint_0 had 2 ready: the new container was likely one',
+    );
+    expect(replayCli('explain', log, 'r2').stdout).to.contain(
+      'Standbys: w2 reported none before this call',
     );
   });
 

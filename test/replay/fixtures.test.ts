@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ClusterEvent } from '../../src/events/index.js';
+import { keepsRulesVersion, recordedRulesVersion } from '../../src/core/placement/index.js';
 import { fold } from '../../src/projections/index.js';
 import { recordScenario } from '../../replay/engine/scenario.js';
 import { SCENARIOS } from '../../fixtures/scenarios/index.js';
@@ -52,6 +53,34 @@ describe('regression fixtures', () => {
           .filter(Boolean)
           .map((line) => JSON.parse(line) as unknown);
         expect(runLines(events)).to.deep.equal(expected);
+      });
+
+      // Every rules version replays by its own rules: a fixture stays at the version it was
+      // recorded under, and a placement changed in it is an incident under that version.
+      it('was recorded under rules this build keeps, and a changed outcome is caught at its seq under them', () => {
+        const started = events.find((e) => e.type === 'RouterStarted');
+        const version = recordedRulesVersion(
+          started?.type === 'RouterStarted' ? started.rulesVersion : null,
+        );
+        expect(keepsRulesVersion(version), `rules v${version} kept`).to.equal(true);
+        const outcome = events.find((e) => e.type === 'CallPlaced' || e.type === 'CallRejected');
+        if (outcome === undefined || !('requestId' in outcome)) throw new Error('no outcome');
+        const opening = events
+          .filter(
+            (e) =>
+              (e.type === 'CallRequested' || e.type === 'CallDialFailed') &&
+              e.requestId === outcome.requestId &&
+              e.seq < outcome.seq,
+          )
+          .at(-1);
+        const divergence = firstDivergence(
+          changed(events, outcome.seq, (event) => {
+            if (event.type === 'CallPlaced') event.workerId = 'a-worker-it-never-chose';
+            else event.code = 'DATA_LOSS';
+          }),
+        );
+        expect(divergence?.seq).to.equal(opening?.seq);
+        expect(divergence?.rulesVersion).to.equal(version);
       });
 
       // Logs written before events recorded their cause are grouped by order, to the same result.

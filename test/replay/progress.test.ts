@@ -11,10 +11,18 @@ function sourceOf(unit: 'events' | 'bytes', total: number): LogSource {
     kind: unit === 'events' ? 'lmdb' : 'jsonl',
     path: 'fake',
     size: { unit, total },
+    range: undefined,
     events: () => {
       throw new Error('not read');
     },
+    stored: () => {
+      throw new Error('not read');
+    },
+    batches: () => {
+      throw new Error('not read');
+    },
     snapshotAtOrBefore: () => undefined,
+    locate: () => Promise.resolve(0),
     close: () => Promise.resolve(),
   };
 }

@@ -152,6 +152,41 @@ describe("router: what a call's config may carry (IDs, import hints, package ent
     expect(await refused({ pythonVersion: '3.11\x1b[0m' })).to.match(/^python_version/);
   });
 
+  it('refuses a batch of more than 1,024 inputs or more than 256 at once, naming the field', async () => {
+    expect(await refused({ inputs: 1025 })).to.equal(
+      'inputs is 1025: a batch carries at most 1024 inputs',
+    );
+    expect(await refused({ inputs: 8, maxInputs: 257 })).to.equal(
+      'max_inputs is 257: a container runs at most 256 inputs at once',
+    );
+  });
+
+  it('logs a batch as one call with its input count, and tells the worker the count', async () => {
+    const requestId = 'req-batch-of-1024';
+    expect(codeOf(await call({ requestId: 'req-plain-beside-a-batch' }))).to.equal('OK');
+    const outcome = await call({ requestId, inputs: 1024, maxInputs: 256 });
+    expect(codeOf(outcome), outcome.error?.details).to.equal('OK');
+    const header = worker.calls.find((c) => c.header.ids?.requestId === requestId)?.header;
+    expect(header?.inputs).to.equal(1024);
+    expect(header?.maxInputs).to.equal(256);
+    await eventually(
+      () =>
+        readLog(test.logDir).some((e) => e.type === 'CallFinished' && e.requestId === requestId),
+      'the batch to finish in the log',
+    );
+    const requested = readLog(test.logDir).filter(
+      (e): e is Extract<ClusterEvent, { type: 'CallRequested' }> => e.type === 'CallRequested',
+    );
+    expect(requested.find((e) => e.requestId === requestId)?.inputs).to.equal(1024);
+    // A plain call records none (null), and its header carries none.
+    const plain = requested.find((e) => e.requestId === 'req-plain-beside-a-batch');
+    expect(plain?.inputs).to.equal(null);
+    const plainHeader = worker.calls.find(
+      (c) => c.header.ids?.requestId === 'req-plain-beside-a-batch',
+    )?.header;
+    expect(plainHeader?.inputs).to.equal(undefined);
+  });
+
   it('serves a call at the bounds, and what it logs stays bounded', async () => {
     const imports = Array.from({ length: 64 }, (_, i) => `m${String(i).padStart(127, '0')}`);
     const before = await logBytes();

@@ -72,11 +72,11 @@ describe('router core (pure)', () => {
         pinned('s1', 'w1', 'c1', 'r1'),
       );
       expect(callFinishedEvents(given.state(), 'r1', 'UNAVAILABLE')).to.deep.equal([
-        { type: 'CallFinished', requestId: 'r1', ok: false, code: 'UNAVAILABLE' },
+        { type: 'CallFinished', requestId: 'r1', ok: false, code: 'UNAVAILABLE', message: null },
         { type: 'SessionUnpinned', sessionId: 's1', reason: 'call_failed' },
       ]);
       expect(callFinishedEvents(given.state(), 'r1', null)).to.deep.equal([
-        { type: 'CallFinished', requestId: 'r1', ok: true, code: null },
+        { type: 'CallFinished', requestId: 'r1', ok: true, code: null, message: null },
       ]);
     });
 
@@ -89,7 +89,7 @@ describe('router core (pure)', () => {
         pinned('s1', 'w1', 'c1', 'r1'),
       );
       expect(callFinishedEvents(given.state(), 'r1', 'INTERNAL')).to.deep.equal([
-        { type: 'CallFinished', requestId: 'r1', ok: false, code: 'INTERNAL' },
+        { type: 'CallFinished', requestId: 'r1', ok: false, code: 'INTERNAL', message: null },
       ]);
     });
 
@@ -99,7 +99,7 @@ describe('router core (pure)', () => {
         requestId: 'r1',
       });
       expect(callFinishedEvents(given.state(), 'r1', 'CANCELLED')).to.deep.equal([
-        { type: 'CallFinished', requestId: 'r1', ok: false, code: 'CANCELLED' },
+        { type: 'CallFinished', requestId: 'r1', ok: false, code: 'CANCELLED', message: null },
       ]);
       expect(reservationExpiredEvents(given.state(), 'r1')).to.deep.equal([]);
     });
@@ -268,6 +268,8 @@ describe('router core (pure)', () => {
             gpuMemoryUsed: 0,
             containers: null,
             reportSeq: null,
+            // A report that lists no standbys (an older worker) records none.
+            standbys: null,
           },
         ],
       });
@@ -338,7 +340,7 @@ describe('router core (pure)', () => {
         placed('r0', 'w1', { sessionId: 's0' }),
         bound('r0', 'c0'),
         pinned('s0', 'w1', 'c0', 'r0'),
-        { type: 'CallFinished', requestId: 'r0', ok: true, code: null },
+        { type: 'CallFinished', requestId: 'r0', ok: true, code: null, message: null },
         placed('r1', 'w1', { sessionId: 's0', containerId: 'c0' }),
         placed('r2', 'w1', { sessionId: 's2' }),
         bound('r2', 'c2'),

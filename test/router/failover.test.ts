@@ -21,7 +21,11 @@ interface ChildRouter extends StartedRouter {
 
 /** `readie router` on a JetStream log, as a child process; resolves once it listens. */
 async function startRouter(location: string, routerId: string): Promise<ChildRouter> {
-  const router = await startChildRouter(location, routerId);
+  // Health checks that time out on a loaded machine must not evict the one worker (its eviction
+  // would expire the session the test keeps): a failover is what is under test here.
+  const router = await startChildRouter(location, routerId, {
+    env: { PROBE_TIMEOUT: '10s', PROBE_FAILURE_THRESHOLD: '30' },
+  });
   return {
     ...router,
     client: new ProxyServiceClient(router.address, credentials.createInsecure()),

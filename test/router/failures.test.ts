@@ -76,10 +76,13 @@ describe('router: the failure table, end to end', function () {
       cleanTempDirs();
     });
 
-    it('no room: RESOURCE_EXHAUSTED naming the filter', async () => {
+    it('never fits: RESOURCE_EXHAUSTED naming the largest offer, final', async () => {
       const outcome = await run(test.client, 'echo', { memory: 8 * 1024 ** 3 });
       expect(codeOf(outcome)).to.equal('RESOURCE_EXHAUSTED');
-      expect(outcome.error?.details).to.match(/memory-headroom ruled out 1/);
+      expect(outcome.error?.details).to.match(
+        /no worker can ever accept this request: the largest worker offers \S+ of memory; this call asks 8GiB/,
+      );
+      expect(outcome.error?.metadata.get('readie-never-fits')).to.deep.equal(['1']);
     });
 
     it('a bad package or checkpoint: INVALID_ARGUMENT', async () => {

@@ -87,7 +87,7 @@ function pinnedSession(checkpointId: string | null = null, extra: NewEvent[] = [
     placed('r0', 'w1', { sessionId: 's1', checkpointId }),
     { type: 'CallBound', requestId: 'r0', containerId: 'c1', checkpointId },
     pinned('s1', 'w1', 'c1', 'r0', checkpointId),
-    { type: 'CallFinished', requestId: 'r0', ok: true, code: null },
+    { type: 'CallFinished', requestId: 'r0', ok: true, code: null, message: null },
     ...extra,
   );
 }
@@ -576,7 +576,13 @@ describe('placement', () => {
         pinned('s1', 'w1', 'c9', 'r'),
       );
       expect(given.state().sessions.get('s1')?.pin?.containerId).to.equal('c9');
-      given.add({ type: 'CallFinished', requestId: 'r', ok: false, code: 'UNAVAILABLE' });
+      given.add({
+        type: 'CallFinished',
+        requestId: 'r',
+        ok: false,
+        code: 'UNAVAILABLE',
+        message: null,
+      });
       const state = given.state();
       expect(state.sessions.get('s1')?.pin).to.equal(null);
       expect(state.workers.get('w1')).to.deep.include({ inFlight: 0, reservedMemory: 0 });

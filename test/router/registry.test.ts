@@ -88,6 +88,41 @@ describe('router: RegistryService', function () {
     expect(test.router.state.workers.get('w-stranger')?.utilization?.memoryUsed).to.equal(5);
   });
 
+  it("records a load report's ready standbys per checkpoint, and refuses a list out of bounds", async () => {
+    const w = await worker('w-standbys');
+    await w.reportStatus();
+    const standbys = [
+      { checkpointId: 'checkpoint_0', ready: 3 },
+      { checkpointId: 'ckpt-numpy', ready: 1 },
+    ];
+    expect(await w.reportUtilization({ standbys })).to.equal(true);
+    expect(test.router.state.workers.get('w-standbys')?.utilization?.standbys).to.deep.equal(
+      standbys,
+    );
+    // Logged too (the log commits in the background: wait for it on disk).
+    await eventually(
+      () =>
+        readLog(test.logDir).some(
+          (event) =>
+            event.type === 'WorkerUtilization' &&
+            JSON.stringify(event.standbys) === JSON.stringify(standbys),
+        ),
+      'the report with its standbys in the log',
+    );
+    const refused = (fields: Parameters<typeof w.reportUtilization>[0]) =>
+      w.reportUtilization(fields).then(
+        () => undefined,
+        (e: ServiceError) => e,
+      );
+    const twice = await refused({ standbys: [standbys[0]!, standbys[0]!] });
+    expect(twice?.code).to.equal(3);
+    expect(twice?.details).to.contain('standbys lists checkpoint checkpoint_0 twice');
+    const many = Array.from({ length: 257 }, (_, i) => ({ checkpointId: `c${i}`, ready: 1 }));
+    expect((await refused({ standbys: many }))?.details).to.contain(
+      'a load report lists standbys of at most 256 checkpoints, not 257',
+    );
+  });
+
   it('records container states; a removed container expires the session pinned there', async () => {
     const w = await worker('w1');
     await w.reportStatus();

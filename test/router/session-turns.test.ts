@@ -3,6 +3,7 @@ import {
   codeOf,
   eventually,
   foldLog,
+  readLog,
   run,
   startTestRouter,
   type TestRouter,
@@ -53,6 +54,17 @@ describe('router: session turn-taking under concurrency', function () {
         worker.calls.filter((c) => c.header.ids?.sessionId === 's-busy').map((c) => c.containerId),
       );
       expect(containers.size, 'one container for the session').to.equal(1);
+      // Each wait is logged on the call's request: the first did not wait, the next ones did.
+      const waits = new Map(
+        readLog(test.logDir).flatMap((e) =>
+          e.type === 'CallRequested' ? [[e.requestId, e.turnWaitMs] as const] : [],
+        ),
+      );
+      expect(waits.get('t0')).to.equal(null);
+      expect(waits.get('t1')).to.be.greaterThan(1000);
+      for (const requestId of requestIds.slice(1)) {
+        expect(waits.get(requestId), requestId).to.be.greaterThan(0);
+      }
     } finally {
       worker.stop();
       await test.close();
@@ -75,6 +87,16 @@ describe('router: session turn-taking under concurrency', function () {
       expect(codeOf(await running)).to.equal('OK');
       // The turn passes on once the call ends.
       expect(codeOf(await run(test.client, 'echo', { sessionId: 's-slow' }))).to.equal('OK');
+      // The refusal is logged: the call's end, though it never reached placement.
+      const refusal = readLog(test.logDir).filter((e) => e.type === 'SessionTurnRefused');
+      expect(refusal).to.have.length(1);
+      expect(refusal[0]).to.deep.include({
+        requestId: 'late',
+        sessionId: 's-slow',
+        ahead: 0,
+        cause: 'call:late',
+      });
+      expect(refusal[0]?.type === 'SessionTurnRefused' && refusal[0].waitedMs).to.be.at.least(300);
     } finally {
       worker.stop();
       await test.close();

@@ -143,7 +143,7 @@ describe('readie router: start failures', function () {
     ]);
     expectOneLine(
       result,
-      /PROBE_INTERVAL: "5" has no unit: write 5s or 5ms \(durations take 500ms, 30s, 10m, 1h\)/,
+      /PROBE_INTERVAL: "5" has no unit: write 5s or 5ms \(durations take 500ms, 30s, 10m, 1h, 7d\)/,
     );
     const fromEnv = runReadie(
       ['router', '--insecure', '--auth', 'none', '--log', join(dir, 'log')],
@@ -152,5 +152,21 @@ describe('readie router: start failures', function () {
     const { code } = await fromEnv.exited;
     expect(code).to.equal(2);
     expect(fromEnv.stderr()).to.match(/WORKER_TTL: "30" has no unit/);
+  });
+
+  it('a log retention shorter than the snapshot spacing or a call: exit 2, naming both bounds', async () => {
+    const result = await failedStart([
+      '--insecure',
+      '--auth',
+      'none',
+      '--log',
+      join(tempDir(), 'log'),
+      '--log-retention',
+      '30m',
+    ]);
+    expectOneLine(
+      result,
+      /LOG_RETENTION 30m is shorter than what the live log must keep: the snapshot spacing \(SNAPSHOT_INTERVAL 1h\) and the longest call's lifetime \(EXECUTION_TIMEOUT 1h\); give LOG_RETENTION at least 1h/,
+    );
   });
 });

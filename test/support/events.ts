@@ -10,6 +10,7 @@ import {
   type NewEventOf,
 } from '../../src/events/index.js';
 import { evolve, fold, initialState, type ClusterState } from '../../src/projections/index.js';
+import { PLACEMENT_RULES_VERSION } from '../../src/core/placement/rules-version.js';
 
 export const GiB = 1024 ** 3;
 export const START_MS = Date.UTC(2026, 10, 30, 10, 0, 0, 0);
@@ -17,6 +18,25 @@ export const START_MS = Date.UTC(2026, 10, 30, 10, 0, 0, 0);
 /** The `at` of the event with this seq in a `history` (one second apart from START_MS). */
 export function atOf(seq: number): string {
   return new Date(START_MS + seq * 1000).toISOString();
+}
+
+/**
+ * The router starting with `config` (by env name) under the placement rules `rulesVersion`
+ * (default: this code's, so the admission rules are in force).
+ */
+export function started(
+  config: Record<string, number> = {},
+  rulesVersion: number | null = PLACEMENT_RULES_VERSION,
+): NewEvent {
+  return {
+    type: 'RouterStarted',
+    config,
+    version: 'test',
+    rulesVersion,
+    routerId: null,
+    takeoverFrom: null,
+    schemaVersion: 2,
+  };
 }
 
 /** A ready CPU worker with 16 GiB and room for 8 containers. */
@@ -56,6 +76,7 @@ export function utilization(
     gpuMemoryUsed: null,
     containers: null,
     reportSeq: null,
+    standbys: null,
     ...fields,
   };
 }
@@ -87,6 +108,9 @@ export function requested(
     tenantId: null,
     demand: demand(),
     retryOf: null,
+    inputs: null,
+    function: null,
+    turnWaitMs: null,
     ...fields,
   };
 }

@@ -110,6 +110,19 @@ export class ScriptedCall {
     this.#stream.end();
   }
 
+  /** Sends one result chunk as it is (a batch's outcome records, say). */
+  chunk(data: Buffer): void {
+    this.#stream.write({ ids: this.ids(), message: { $case: 'chunk', value: { data } } });
+  }
+
+  /** Sends a log line of input `input` of a batch. */
+  inputLog(input: number, source: LogSource, text: string): void {
+    this.#stream.write({
+      ids: this.ids(),
+      message: { $case: 'log', value: { source, text, input } },
+    });
+  }
+
   /** Ends the call OK without a result. */
   end(): void {
     this.#stream.end();

@@ -145,6 +145,7 @@ export function* syntheticLog(options: SyntheticLogOptions): Generator<NewEvent>
           checkpointId: 'checkpoint_0',
         })),
       reportSeq,
+      standbys: null,
     });
   };
   for (const workerId of workerIds) yield* register(workerId);
@@ -170,6 +171,7 @@ export function* syntheticLog(options: SyntheticLogOptions): Generator<NewEvent>
           gpuMemoryUsed: null,
           containers: null,
           reportSeq: null,
+          standbys: null,
         });
     } else if (roll < 0.5) {
       requests += 1;
@@ -203,6 +205,9 @@ export function* syntheticLog(options: SyntheticLogOptions): Generator<NewEvent>
           pinned: null,
         },
         retryOf: null,
+        inputs: null,
+        function: null,
+        turnWaitMs: null,
       });
       if (random() < 0.1) {
         yield* emit({
@@ -284,6 +289,7 @@ export function* syntheticLog(options: SyntheticLogOptions): Generator<NewEvent>
           requestId: call.requestId,
           ok,
           code: ok ? null : 'UNAVAILABLE',
+          message: null,
         });
       if (call.containerId !== null) {
         const keep = ok && call.sessionId !== null;

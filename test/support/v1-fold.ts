@@ -2,7 +2,8 @@
  * The fold as it was before every consequence was an event: schema v1's fold, in which a cause
  * also applied the consequences its router appended after it (an eviction expired the sessions
  * pinned to the worker, a removed, dropped or forgotten container its session, a failed call the
- * pin it created). Kept verbatim (only its imports and names changed) as the reference the v1
+ * pin it created). Kept verbatim (only its imports and names changed, and the report's `standbys`
+ * field copied as the fold copies it) as the reference the v1
  * upcaster (src/events/upcast.ts) is checked against: a log written before schema v2 must fold to
  * the very same state after every event (test/projections/upcast.test.ts).
  */
@@ -54,7 +55,7 @@ export function applyEventV1(
   changes: WorkerChangeSink = IGNORE_CHANGES,
 ): State {
   if (event.type !== 'Snapshot') {
-    forgetDue(state, event.at);
+    forgetDue(state, event);
     applyRoutingEvent(state, event);
   }
   switch (event.type) {
@@ -128,6 +129,10 @@ export function applyEventV1(
     case 'ImageBuildFailed':
     case 'ImageRemoved':
       break;
+    // The log's own bookkeeping (retention) changes no state.
+    case 'LogSegmentArchived':
+    case 'LogArchiveExpired':
+      break;
     case 'CallPlaced':
       reserve(state, event, changes);
       break;
@@ -157,6 +162,13 @@ export function applyEventV1(
     case 'SessionEnded':
       // Its container is the worker's to destroy; the record stays until it reports it removed.
       expireSession(state, event.sessionId, 'ended', event, changes);
+      break;
+    case 'CallQueued':
+    case 'CallAdmitted':
+    case 'CallLeftQueue':
+      // Never in a v1 log (the queue came with schema v2).
+      break;
+    case 'SessionTurnRefused':
       break;
     default:
       assertNever(event, 'event type');
@@ -262,6 +274,8 @@ function reportUtilization(
     cpuTotal: event.cpuTotal,
     gpuMemoryUsed: event.gpuMemoryUsed,
     at: event.at,
+    // A field added to the report since (not a consequence): a v1 log reads it as null.
+    standbys: event.standbys,
   };
   worker.lastHeardAt = event.at;
   if (event.containers === null) {

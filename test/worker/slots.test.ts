@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import { status } from '@grpc/grpc-js';
 import { ContainerState } from '../../src/proto/gen/readie/v1/registry.js';
 import { CATALOGUE } from '../support/catalogues.js';
+import { eventually } from '../support/router/harness.js';
 import { cleanTempDirs } from '../support/temp.js';
 import {
   envelopeOf,
@@ -31,8 +32,12 @@ describe('container slots (WORKER_MAX_EXECUTORS) and the reports that list them'
 
   it('standbys fill only free slots and give theirs up when a call needs it', async () => {
     const pool = harness.worker.pool!;
+    // Two checkpoints, one standby each: both slots are filled ahead of demand (the restores
+    // start once the worker holds its checkpoints, which may be after the harness is up; a
+    // restore that fails under load is restocked by the next trim, every 5 s).
+    const ready = () => pool.standbyCounts().reduce((sum, shelf) => sum + shelf.ready, 0);
+    await eventually(() => ready() === 2, 'a ready standby of each checkpoint', 45_000);
     await pool.settled();
-    // Two checkpoints, one standby each: both slots are filled ahead of demand.
     expect(pool.standbyCount).to.equal(2);
     expect(pool.count, 'standbys hold no call slot').to.equal(0);
     const first = await execute(harness.client, header({ ids: { sessionId: 's1' } }), CALL);

@@ -25,7 +25,7 @@ const ENFORCED_BY_WORKERS: ReadonlySet<SettingName> = new Set([
 ]);
 
 const UNITS = {
-  duration: 'duration (`500ms`, `30s`, `10m`, `1h`; a unit is required)',
+  duration: 'duration (`500ms`, `30s`, `10m`, `1h`, `7d`; a unit is required)',
   size: 'size (`512MiB`, `1GiB`, or bytes)',
   ratio: 'ratio in (0, 1]',
   count: 'whole number',

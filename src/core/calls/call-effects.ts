@@ -33,6 +33,18 @@ export type CallEffect =
   | { readonly type: 'explain'; readonly call: CallToPlace }
   /** Append the call's decision; answer `recorded` or `record-failed`. */
   | { readonly type: 'record-decision'; readonly decision: CallDecision | DialFailureDecision }
+  /**
+   * The call waits in the admission queue: answer `admitted` when admission admits it (by its
+   * request ID), `queue-timeout` after `timeoutMs`.
+   */
+  | {
+      readonly type: 'queued';
+      readonly requestId: string;
+      readonly timeoutMs: number;
+      readonly why: string;
+    }
+  /** The call left the queue (admitted or not): stop its `queue-timeout`. */
+  | { readonly type: 'unqueued' }
   /** Append a decision; a failure is only reported (`failure` says what was not recorded). */
   | { readonly type: 'record'; readonly decision: Decision; readonly failure: string }
   /**

@@ -34,6 +34,15 @@ const PACKAGE_CHARACTER = /^[\x20-\x7e]$/;
 export const MAX_PYTHON_VERSION_LENGTH = 32;
 const PYTHON_VERSION = /^[0-9A-Za-z.+-]*$/;
 
+/** The most inputs one batch call may carry (`inputs`). */
+export const MAX_BATCH_INPUTS = 1024;
+/** The most inputs of a batch its container may run at once (`max_inputs`). */
+export const MAX_INPUTS_AT_ONCE = 256;
+/** The longest function name a call may carry (`module.qualname`). */
+export const MAX_FUNCTION_LENGTH = 256;
+/** A function name holds no control, format or separator character (it is shown to people). */
+const FUNCTION_CHARACTER = /^[^\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Cs}]$/u;
+
 /** `U+000A` for a character: how a refusal names one without printing it. */
 function codePoint(character: string): string {
   return `U+${(character.codePointAt(0) ?? 0).toString(16).toUpperCase().padStart(4, '0')}`;
@@ -108,10 +117,37 @@ function checkPackages(packages: readonly string[], field = 'packages'): void {
   });
 }
 
+function checkFunction(name: string): void {
+  if (name.length > MAX_FUNCTION_LENGTH) {
+    throw new InvalidStreamError(
+      `function is ${name.length} characters long: a function name has at most ${MAX_FUNCTION_LENGTH}`,
+    );
+  }
+  const refused = firstRefused(name, FUNCTION_CHARACTER);
+  if (refused !== null) {
+    throw new InvalidStreamError(
+      `function holds ${codePoint(refused.character)} at character ${refused.at}: a function name holds no control or format character`,
+    );
+  }
+}
+
 function checkPythonVersion(version: string): void {
   if (version.length > MAX_PYTHON_VERSION_LENGTH || !PYTHON_VERSION.test(version)) {
     throw new InvalidStreamError(
       `python_version is not a version: at most ${MAX_PYTHON_VERSION_LENGTH} characters of digits, letters and . + - (3.11.2)`,
+    );
+  }
+}
+
+function checkBatch(inputs: number, maxInputs: number): void {
+  if (inputs > MAX_BATCH_INPUTS) {
+    throw new InvalidStreamError(
+      `inputs is ${inputs}: a batch carries at most ${MAX_BATCH_INPUTS} inputs`,
+    );
+  }
+  if (maxInputs > MAX_INPUTS_AT_ONCE) {
+    throw new InvalidStreamError(
+      `max_inputs is ${maxInputs}: a container runs at most ${MAX_INPUTS_AT_ONCE} inputs at once`,
     );
   }
 }
@@ -125,6 +161,8 @@ export function checkCallFields(config: CallConfig): void {
   checkImports(config.imports);
   checkPackages(config.packages);
   checkPythonVersion(config.pythonVersion);
+  checkBatch(config.inputs ?? 0, config.maxInputs ?? 0);
+  checkFunction(config.function);
   if (config.image) {
     checkImports(config.image.imports, 'image.imports');
     checkPackages(config.image.packages, 'image.packages');

@@ -24,18 +24,22 @@
  *    says so (`readie-not-started`), and the worker's trailers about the function are relayed.
  */
 import type { CallConfig } from '../../proto/gen/readie/v1/proxy.js';
-import { NO_TRAILERS, NOT_STARTED } from '../../shared/call-trailers.js';
+import { NEVER_FITS, NO_TRAILERS, NOT_STARTED } from '../../shared/call-trailers.js';
 import type { GrpcCodeName } from '../../shared/grpc-codes.js';
 import {
   CallAbandonedError,
   CallRejectedError,
   DuplicateRequestError,
   InvalidStreamError,
+  SessionBusyError,
   statusOf,
 } from '../errors.js';
 import { answerTrailers, type TrailerEntry } from './answer-trailers.js';
 import type { CallEffect } from './call-effects.js';
 import type { CallFacts, CallInput, CallPhase, CallWorld } from './call-phases.js';
+import type { QueueLeaveReason } from '../../events/schema.js';
+import { queueTimeoutMessage } from '../admission/index.js';
+import type { PlacementDecision } from '../placement/index.js';
 import { demandOf, firstConfigOf, payloadChunkOf, sessionIdOf } from './call-config.js';
 import { decide } from '../decisions.js';
 import { answerIds, departureOf, workerEnding, type CallEnding } from './call-steps.js';
@@ -66,6 +70,8 @@ export function stepCall(phase: CallPhase, input: CallInput, world: CallWorld): 
       return waitingTurn(phase, input, world);
     case 'placing':
       return placing(phase, input, world);
+    case 'queued':
+      return queued(phase, input, world);
     case 'dialing':
       return dialing(phase, input, world);
     case 'relaying':
@@ -163,9 +169,27 @@ function waitingTurn(
 ): CallStep {
   switch (input.type) {
     case 'turn-granted':
-      return place(phase.facts, world);
-    case 'turn-refused':
-      return refuse(phase, input.error);
+      return place(
+        input.waitedMs ? { ...phase.facts, turnWaitMs: Math.round(input.waitedMs) } : phase.facts,
+        world,
+      );
+    case 'turn-refused': {
+      const refused = refuse(phase, input.error);
+      if (!(input.error instanceof SessionBusyError)) return refused;
+      // "session is busy" is logged: the call's end, though it never reached placement.
+      const { requestId, sessionId, tenantId } = phase.facts.call;
+      const decision = decide('turnRefusal', world.state, {
+        requestId,
+        sessionId: sessionId ?? '',
+        tenantId: tenantId ?? null,
+        waitedMs: input.error.waitedMs,
+        ahead: input.error.ahead,
+      });
+      return prefixed(
+        { type: 'record', decision, failure: 'could not record the session-busy refusal' },
+        refused,
+      );
+    }
     case 'client-gone':
       return refuse(
         phase,
@@ -179,7 +203,13 @@ function waitingTurn(
 
 /** Step 3: the call's decision, to be recorded before anything else happens. */
 function place(facts: CallFacts, world: CallWorld): CallStep {
-  const decision = decide('call', world.state, { call: facts.call, caches: world.caches });
+  const decision = decide('call', world.state, {
+    call: facts.call,
+    caches: world.caches,
+    inputs: facts.config.inputs || null,
+    function: facts.config.function === '' ? null : facts.config.function,
+    turnWaitMs: facts.turnWaitMs ?? null,
+  });
   return {
     phase: { phase: 'placing', facts, decision },
     effects: [
@@ -196,7 +226,9 @@ function placing(
 ): CallStep {
   switch (input.type) {
     case 'recorded':
-      return placed(phase, world);
+      return 'queued' in phase.decision && phase.decision.queued !== null
+        ? enqueued(phase.facts, phase.decision.queued, world)
+        : placed(phase.facts, phase.decision.placement, world);
     case 'record-failed':
       return refuse(phase, input.error);
     default:
@@ -204,10 +236,86 @@ function placing(
   }
 }
 
+/** The call waits in the admission queue, paused, until admitted or gone. */
+function enqueued(facts: CallFacts, why: string, world: CallWorld): CallStep {
+  return {
+    phase: { phase: 'queued', facts, why, held: [], clientEnded: false },
+    effects: [
+      {
+        type: 'queued',
+        requestId: facts.call.requestId,
+        timeoutMs: world.settings.QUEUE_TIMEOUT,
+        why,
+      },
+    ],
+  };
+}
+
+function queued(
+  phase: Extract<CallPhase, { phase: 'queued' }>,
+  input: CallInput,
+  world: CallWorld,
+): CallStep {
+  switch (input.type) {
+    case 'admitted':
+      return prefixed(
+        { type: 'unqueued' },
+        placed(phase.facts, input.placement, world, phase.held, phase.clientEnded),
+      );
+    case 'queue-timeout': {
+      const message = queueTimeoutMessage(world.settings.QUEUE_TIMEOUT, phase.why);
+      return leaveQueue(phase, 'timeout', { code: 'RESOURCE_EXHAUSTED', details: message }, world);
+    }
+    case 'client-gone': {
+      const ending = goneEnding(input, world, phase.facts.clientDeadline);
+      const reason = ending.code === 'DEADLINE_EXCEEDED' ? 'deadline' : 'cancelled';
+      return leaveQueue(phase, reason, ending, world, true);
+    }
+    case 'client-message':
+      return { phase: { ...phase, held: [...phase.held, input.message] }, effects: NOTHING };
+    case 'client-ended':
+      return { phase: { ...phase, clientEnded: true }, effects: NOTHING };
+    default:
+      return { phase, effects: NOTHING };
+  }
+}
+
+/** A queued call leaves the queue unplaced: `CallLeftQueue`, and the client told why. */
+function leaveQueue(
+  phase: Extract<CallPhase, { phase: 'queued' }>,
+  reason: QueueLeaveReason,
+  ending: CallEnding,
+  world: CallWorld,
+  clientGone = false,
+): CallStep {
+  const code = ending.code ?? 'CANCELLED';
+  const { requestId } = phase.facts.call;
+  const decision = decide('leaveQueue', world.state, {
+    requestId,
+    reason,
+    code,
+    message: ending.details,
+  });
+  const error =
+    reason === 'timeout'
+      ? new CallRejectedError(code, ending.details)
+      : new CallAbandonedError(ending.details);
+  return prefixed(
+    { type: 'unqueued' },
+    { type: 'record', decision, failure: 'could not record that the call left the queue' },
+    refuse(phase, error, { clientGone, code }),
+  );
+}
+
 /** Step 4 once the decision is in the log: refuse, or connect to the placed worker first. */
-function placed(phase: Extract<CallPhase, { phase: 'placing' }>, world: CallWorld): CallStep {
-  const { facts } = phase;
-  const decision = phase.decision.placement;
+function placed(
+  facts: CallFacts,
+  decision: PlacementDecision,
+  world: CallWorld,
+  held: readonly ClientMessage[] = [],
+  clientEnded = false,
+): CallStep {
+  const phase = { phase: 'placing', facts } as const;
   if (decision.outcome === 'rejected') {
     const { code, message, retryAfterMs } = decision;
     const trailers = answerTrailers(
@@ -218,7 +326,7 @@ function placed(phase: Extract<CallPhase, { phase: 'placing' }>, world: CallWorl
         routingRevision: decision.routingRevision ?? 0,
       },
       retryAfterMs === null ? undefined : { code, message, retryAfterMs },
-      NOT_STARTED,
+      decision.fit === 'never' ? NEVER_FITS : NOT_STARTED,
     );
     return refuse(phase, new CallRejectedError(code, message), {
       trailers,
@@ -233,8 +341,8 @@ function placed(phase: Extract<CallPhase, { phase: 'placing' }>, world: CallWorl
       facts,
       placed: decision,
       ids: placedIds(requestId, sessionId, decision),
-      held: [],
-      clientEnded: false,
+      held,
+      clientEnded,
     },
     effects: [
       { type: 'placed', placed: decision },
@@ -447,7 +555,11 @@ function complete(
   const effects: CallEffect[] = [
     {
       type: 'record',
-      decision: decide('end', world.state, { requestId, code }),
+      decision: decide('end', world.state, {
+        requestId,
+        code,
+        message: code === null ? null : details,
+      }),
       failure: 'could not record the end of the call',
     },
     { type: 'cancel-worker' },
@@ -479,7 +591,9 @@ function complete(
 
 /** Ends a call that was never placed (or given up while waiting): no `CallFinished`. */
 function refuse(
-  phase: Exclude<CallPhase, { phase: 'relaying' | 'dialing' | 'done' }>,
+  phase:
+    | Extract<CallPhase, { phase: 'awaiting-config' }>
+    | { readonly phase: 'waiting-turn' | 'placing' | 'queued'; readonly facts: CallFacts },
   error: unknown,
   how: {
     clientGone?: boolean;

@@ -7,7 +7,12 @@ import type { CallIds } from '../../proto/gen/readie/v1/call.js';
 import type { CallConfig } from '../../proto/gen/readie/v1/proxy.js';
 import type { CallTrailers } from '../../shared/call-trailers.js';
 import type { Config } from '../../shared/config.js';
-import type { CallToPlace, PlacedDecision, PlacementCaches } from '../placement/index.js';
+import type {
+  CallToPlace,
+  PlacedDecision,
+  PlacementCaches,
+  PlacementDecision,
+} from '../placement/index.js';
 import type { CallDecision, CallEnding } from './call-steps.js';
 import type { DialFailureDecision } from './dial-failure.js';
 import type { ClientMessage, WorkerAnswer } from './relay-messages.js';
@@ -19,6 +24,8 @@ export interface CallFacts {
   readonly call: CallToPlace;
   /** The client's deadline, epoch ms (Infinity when it set none). */
   readonly clientDeadline: number;
+  /** How long it waited for its session's turn, ms (absent: it did not wait). */
+  readonly turnWaitMs?: number;
 }
 
 /** Where a call is in its life, and what it knows there. */
@@ -35,6 +42,18 @@ export type CallPhase =
       readonly facts: CallFacts;
       /** The call's decision, or the decision after a failed dial (placed again, or refused). */
       readonly decision: CallDecision | DialFailureDecision;
+    }
+  | {
+      /**
+       * Waiting in the admission queue (docs/placement.md): the client is paused, so the router
+       * reads no chunk of it; what arrived before the pause took hold is kept for the worker.
+       */
+      readonly phase: 'queued';
+      readonly facts: CallFacts;
+      /** Why it waits (placement's words when it was queued). */
+      readonly why: string;
+      readonly held: readonly ClientMessage[];
+      readonly clientEnded: boolean;
     }
   | {
       /** Placed: connecting to the worker before anything of the call is sent. */
@@ -70,11 +89,16 @@ export type CallInput =
    * broke (`ending`: what the call ends with, in the log too).
    */
   | { readonly type: 'client-gone'; readonly ending?: CallEnding }
-  | { readonly type: 'turn-granted' }
+  /** The session's turn: `waitedMs`, how long the call waited for it (0: at once). */
+  | { readonly type: 'turn-granted'; readonly waitedMs?: number }
   | { readonly type: 'turn-refused'; readonly error: unknown }
   /** The call's decision (a `record-decision` effect) was appended. */
   | { readonly type: 'recorded' }
   | { readonly type: 'record-failed'; readonly error: unknown }
+  /** The queued call was admitted (the shell recorded admission's decision): its placement. */
+  | { readonly type: 'admitted'; readonly placement: PlacementDecision }
+  /** The queued call waited `QUEUE_TIMEOUT`. */
+  | { readonly type: 'queue-timeout' }
   /** The connection to the placed worker is up: the stream can open. */
   | { readonly type: 'worker-dialed' }
   /** The connection to the placed worker could not be made: what went wrong. */

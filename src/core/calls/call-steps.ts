@@ -13,10 +13,13 @@ import {
   type CallTrailers,
 } from '../../shared/call-trailers.js';
 import { grpcCodeName, type GrpcCodeName } from '../../shared/grpc-codes.js';
+import type { Config } from '../../shared/config.js';
+import { queueFull, queuedCount, queueing } from '../admission/index.js';
 import { callFinishedEvents } from '../consequences/index.js';
 import type { Decision } from '../decision.js';
 import {
   place,
+  rejected,
   type CallToPlace,
   type PlaceOptions,
   type PlacedDecision,
@@ -28,13 +31,27 @@ import {
  * names, null without one), then placement's outcome.
  */
 export interface CallDecision extends Decision {
-  /** Placement's decision, whose events follow `CallRequested`. */
+  /** Placement's decision, whose events follow `CallRequested` (unless the call queued). */
   readonly placement: PlacementDecision;
+  /**
+   * Why the call waits in the admission queue (`CallQueued` ends the events instead of
+   * placement's outcome), or null when placement's outcome stands.
+   */
+  readonly queued: string | null;
 }
 
 /** What a call's decision is given: the call, and placement's options (config, caches). */
 export interface CallDecisionInput extends PlaceOptions {
   readonly call: CallToPlace;
+  /**
+   * A batch's input count, recorded on `CallRequested` (null or absent: a plain call). Placement
+   * never reads it: a batch is placed as the one call it is.
+   */
+  readonly inputs?: number | null;
+  /** The function the client named, recorded for the call history (null or absent: none). */
+  readonly function?: string | null;
+  /** How long the call waited for its session's turn, ms (null or absent: it did not wait). */
+  readonly turnWaitMs?: number | null;
 }
 
 /**
@@ -51,12 +68,58 @@ export function decideCall(state: ClusterState, input: CallDecisionInput): CallD
     tenantId: call.tenantId ?? null,
     demand: call.demand,
     retryOf: call.retryOf ?? null,
+    inputs: input.inputs ?? null,
+    function: input.function ?? null,
+    turnWaitMs: input.turnWaitMs ?? null,
   };
-  return {
-    cause: { kind: 'call', requestId: call.requestId },
-    events: [requested, ...placement.events],
-    placement,
+  const cause = { kind: 'call', requestId: call.requestId } as const;
+  const config = input.config ?? state.config;
+  const why = waitsInQueue(state, call, placement, config);
+  if (why === null)
+    return { cause, events: [requested, ...placement.events], placement, queued: null };
+  // Placement's events before its outcome (a dropped pin's `SessionUnpinned`) stand.
+  const before = placement.events.slice(0, -1);
+  const full = queueFull(state, call.tenantId ?? null, config);
+  if (full !== null) {
+    const refusal = rejected(call, before, 'RESOURCE_EXHAUSTED', full, {
+      version: null,
+      routingRevision: null,
+      retryAfterMs: config.ROUTING_RETRY_AFTER,
+    });
+    return { cause, events: [requested, ...refusal.events], placement: refusal, queued: null };
+  }
+  const queued: NewEvent = {
+    type: 'CallQueued',
+    requestId: call.requestId,
+    sessionId: call.sessionId,
+    tenantId: call.tenantId ?? null,
+    demand: call.demand,
+    retryOf: call.retryOf ?? null,
+    why,
   };
+  return { cause, events: [requested, ...before, queued], placement, queued: why };
+}
+
+/**
+ * Why `call` waits in the admission queue, or null when placement's outcome stands: with the
+ * queue in force, a call that does not fit now, and one placement would start in a new container
+ * while calls of its tenant wait (first come, first served within a tenant). A call reusing its
+ * session's container never waits.
+ */
+function waitsInQueue(
+  state: ClusterState,
+  call: CallToPlace,
+  placement: PlacementDecision,
+  config: Config,
+): string | null {
+  if (!queueing(state, config)) return null;
+  if (placement.outcome === 'rejected')
+    return placement.fit === 'not-now' ? placement.message : null;
+  if (placement.containerId !== null || state.queue.size === 0) return null;
+  const ahead = queuedCount(state, call.tenantId ?? null);
+  return ahead === 0
+    ? null
+    : `${ahead} earlier call${ahead === 1 ? '' : 's'} of its tenant wait first`;
 }
 
 /**
@@ -108,13 +171,15 @@ export function decideBound(_state: ClusterState, input: BoundInput): Decision {
 export interface CallEndInput {
   readonly requestId: string;
   readonly code: GrpcCodeName | null;
+  /** What its client was told of a failure (null or absent: nothing, or it succeeded). */
+  readonly message?: string | null;
 }
 
 /** The call ended, however: `CallFinished` and its consequences (`end:REQUEST`). */
 export function decideCallEnd(state: ClusterState, input: CallEndInput): Decision {
   return {
     cause: { kind: 'end', requestId: input.requestId },
-    events: callFinishedEvents(state, input.requestId, input.code),
+    events: callFinishedEvents(state, input.requestId, input.code, input.message ?? null),
   };
 }
 

@@ -28,7 +28,8 @@ export function placedIds(
  * The header of the worker stream: IDs (the container to reuse, empty for a new one; the
  * checkpoint to restore, empty for a cold start), the memory budget reserved, GPU needs, import
  * hints, the packages to install (deduplicated, base-image ones removed), Python version, format,
- * the image (built once per worker and tenant) and the caller's tenant, which scopes it.
+ * for a batch its input count and how many inputs run at once, the image (built once per worker
+ * and tenant) and the caller's tenant, which scopes it.
  */
 export function callHeaderOf(
   ids: CallIds,
@@ -51,6 +52,8 @@ export function callHeaderOf(
     routingRevision: decision.routingRevision ?? 0,
     image: isEmptyImage(config.image) ? undefined : config.image,
     tenantId: tenantId ?? '',
+    ...(config.inputs ? { inputs: config.inputs } : {}),
+    ...(config.maxInputs ? { maxInputs: config.maxInputs } : {}),
   };
 }
 

@@ -136,8 +136,18 @@ function unpinIfCreator(
   return [{ type: 'SessionUnpinned', sessionId: session.sessionId, reason }];
 }
 
+/** The longest failure message a `CallFinished` keeps (UTF-16 units); longer ones are cut. */
+export const MAX_FINISHED_MESSAGE_LENGTH = 1024;
+
+/** `message` cut to {@link MAX_FINISHED_MESSAGE_LENGTH}, saying so. */
+function boundedMessage(message: string): string {
+  if (message.length <= MAX_FINISHED_MESSAGE_LENGTH) return message;
+  return `${message.slice(0, MAX_FINISHED_MESSAGE_LENGTH - 20)}... (cut)`;
+}
+
 /**
- * A call ended: `CallFinished` (`ok` when `code` is null, else the code it ended with), then
+ * A call ended: `CallFinished` (`ok` when `code` is null, else the code it ended with and the
+ * message its client heard), then
  * `SessionUnpinned` (`call_failed`) when it failed and had created its session's pin. Always
  * returns `CallFinished`, even when the reservation was already force-released: every call that
  * was placed finishes exactly once in the log.
@@ -146,10 +156,17 @@ export function callFinishedEvents(
   state: ClusterState,
   requestId: string,
   code: GrpcCodeName | null,
+  message: string | null = null,
 ): NewEvent[] {
   const ok = code === null || code === 'OK';
   return [
-    { type: 'CallFinished', requestId, ok, code: ok ? null : code },
+    {
+      type: 'CallFinished',
+      requestId,
+      ok,
+      code: ok ? null : code,
+      message: ok || message === null ? null : boundedMessage(message),
+    },
     ...(ok ? [] : unpinIfCreator(state, requestId, 'call_failed')),
   ];
 }

@@ -48,7 +48,16 @@ export interface RejectedDecision {
   readonly retryAfterMs: number | null;
   /** Set when the call was refused for naming another tenant's ID. */
   readonly foreign?: ForeignId;
+  /**
+   * Set when no worker could take the call (docs/placement.md, "Never fits and not now"):
+   * `never`, no ready worker could even empty (final: the clients do not retry it); `not-now`,
+   * one could once it has room (the call may wait in the queue).
+   */
+  readonly fit?: Fit;
 }
+
+/** Why a call found no room: it never fits, or it does not fit now. */
+export type Fit = 'never' | 'not-now';
 
 /** Placement's answer for one call. */
 export type PlacementDecision = PlacedDecision | RejectedDecision;

@@ -3,11 +3,27 @@ export { budgetOf, sessionIdOf, type Budget, type CallToPlace } from './call.js'
 export { notCandidateReason } from './candidates.js';
 export { cheapest, costTable, type CostRow } from './checkpoints.js';
 export { explainPlacement, place, type PlaceOptions } from './place.js';
+export { rejected } from './outcome.js';
 export { CandidateIndex, type RankedCandidate } from './candidate-index.js';
 export { PlacementCaches } from './placement-caches.js';
-export { PLACEMENT_RULES_VERSION, recordedRulesVersion } from './rules-version.js';
+export {
+  ADMISSION_RULES_VERSION,
+  decidesAdmission,
+  KEPT_RULES_VERSIONS,
+  keepsRulesVersion,
+  PLACEMENT_RULES_VERSION,
+  recordedRulesVersion,
+  rulesSteps,
+  type RulesSteps,
+} from './rules-version.js';
 export { MAX_SLOTS_PER_WORKER, usableSlots, workerSlots, type SlotCount } from './usable-slots.js';
-export type { ForeignId, PlacedDecision, PlacementDecision, RejectedDecision } from './decision.js';
+export type {
+  Fit,
+  ForeignId,
+  PlacedDecision,
+  PlacementDecision,
+  RejectedDecision,
+} from './decision.js';
 export type {
   CheckpointExplanation,
   FilterVerdict,

@@ -8,7 +8,7 @@ import type { WorkerRecord } from '../../projections/cluster-state.js';
 import type { GrpcCodeName } from '../../shared/grpc-codes.js';
 import { sessionIdOf, type CallToPlace } from './call.js';
 import { flavorCatalogue } from './checkpoints.js';
-import type { ForeignId, PlacementDecision } from './decision.js';
+import type { ForeignId, PlacementDecision, RejectedDecision } from './decision.js';
 import { planPackages } from './packages.js';
 import { explainRouting } from './pinned/explain-routing.js';
 import type { Placing } from './placing.js';
@@ -57,7 +57,7 @@ export function rejected(
   message: string,
   routing: RejectionRouting = NOT_ROUTED_REJECTION,
   foreign?: ForeignId,
-): PlacementDecision {
+): RejectedDecision {
   return {
     outcome: 'rejected',
     code,

@@ -7,6 +7,7 @@
 import type { ClusterState } from '../../projections/cluster-state.js';
 import type { CallToPlace } from './call.js';
 import type { ForeignId } from './decision.js';
+import { rulesSteps } from './rules-version.js';
 
 /**
  * The refusal of a request ID already in use: in flight on this router, or another tenant's call
@@ -18,6 +19,8 @@ export function requestInUseMessage(requestId: string): string {
 
 /** The request ID `call` reuses when another tenant owns it, else null. */
 export function foreignRequest(state: ClusterState, call: CallToPlace): ForeignId | null {
+  // Rules before 4 (a log recorded then): a reused request ID was taken over.
+  if (!rulesSteps(state.rulesVersion).owners) return null;
   const owner = state.routing.calls.get(call.requestId);
   if (owner === undefined || owner.tenantId === (call.tenantId ?? null)) return null;
   return { kind: 'request', id: call.requestId, ownerTenantId: owner.tenantId };

@@ -7,9 +7,12 @@ import type { WorkerRecord } from '../../projections/cluster-state.js';
 import type { RankedCandidate } from './candidate-index.js';
 import { chooseCheckpoint } from './checkpoint-choice.js';
 import { FILTERS } from './filters/index.js';
+import type { Fit, RejectedDecision } from './decision.js';
+import { neverFits } from './never-fits.js';
 import { rejected, reserve } from './outcome.js';
 import type { Placing } from './placing.js';
 import type { Route } from './route.js';
+import { decidesAdmission } from './rules-version.js';
 import { explainScan, scanAll, scanInRankOrder, type Scan } from './scan.js';
 
 /**
@@ -38,6 +41,11 @@ function ruledOut(failures: readonly number[]): string {
     .join(', ');
 }
 
+/** `refusal`, saying whether the call never fits or does not fit now. */
+function withFit(refusal: RejectedDecision, fit: Fit): RejectedDecision {
+  return { ...refusal, fit };
+}
+
 /** The seed rules' route. */
 export const SEED_ROUTE: Route<SeedCandidates, Scan> = {
   reuse: (placing, worker, pin) =>
@@ -56,15 +64,21 @@ export const SEED_ROUTE: Route<SeedCandidates, Scan> = {
   },
 
   unplaced: (placing, scan) => {
-    const { call, before } = placing;
+    const { call, before, state, budget, config, unreachable } = placing;
     if (scan.candidates === 0) return rejected(call, before, 'UNAVAILABLE', unavailable(placing));
+    const admission = decidesAdmission(state.rulesVersion);
+    const never = admission ? neverFits(state.workers.values(), budget, config, unreachable) : null;
+    if (never !== null) {
+      return withFit(rejected(call, before, 'RESOURCE_EXHAUSTED', never), 'never');
+    }
     const candidates = `${scan.candidates} candidate${scan.candidates === 1 ? '' : 's'}`;
-    return rejected(
+    const refusal = rejected(
       call,
       before,
       'RESOURCE_EXHAUSTED',
       `no worker can accept this request (${candidates}: ${ruledOut(scan.failures)})`,
     );
+    return admission ? withFit(refusal, 'not-now') : refusal;
   },
 
   place: (placing, _scan, worker) => {

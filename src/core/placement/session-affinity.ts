@@ -17,6 +17,7 @@ import { isPlaceable } from '../../projections/queries.js';
 import type { GrpcCodeName } from '../../shared/grpc-codes.js';
 import type { ForeignId, PlacementDecision } from './decision.js';
 import { refuse } from './outcome.js';
+import { rulesSteps } from './rules-version.js';
 import type { Placing } from './placing.js';
 import { foreignSessionMessage, ownsSession, sessionExpiredMessage } from './session-owner.js';
 
@@ -77,7 +78,8 @@ export function sessionAffinity(
 ): Affinity {
   const session = state.sessions.get(sessionId);
   if (!session) return { kind: 'new', verdict: 'new session: placed like a new call' };
-  if (!ownsSession(session, tenantId)) {
+  // Rules before 4 (a log recorded then): another tenant's session was used as the caller's own.
+  if (rulesSteps(state.rulesVersion).owners && !ownsSession(session, tenantId)) {
     return {
       kind: 'reject',
       code: 'NOT_FOUND',

@@ -56,6 +56,8 @@ export interface UtilizationReport {
   /** Every container it holds (a full report), or null for a count alone. */
   readonly containers: readonly ContainerEntry[] | null;
   readonly reportSeq: number | null;
+  /** Its ready standbys per checkpoint (none listed: none ready); absent or null: not reported. */
+  readonly standbys?: readonly { readonly checkpointId: string; readonly ready: number }[] | null;
 }
 
 /** A container's change of state. */
@@ -194,6 +196,7 @@ export function utilizationReportEvents(
         type: 'WorkerUtilization',
         ...fields,
         containers: report.containers === null ? null : [...report.containers],
+        standbys: report.standbys?.map((entry) => ({ ...entry })) ?? null,
       },
       ...droppedEvents(state, match.worker, report.containers, report.reportSeq),
     ],

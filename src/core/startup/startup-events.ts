@@ -63,6 +63,20 @@ export function inFlightReleaseEvents(state: ClusterState): NewEvent[] {
   return events;
 }
 
+/**
+ * The calls that waited in the admission queue when the router last stopped: their streams died
+ * with it, so each leaves the queue (`CallLeftQueue`, reason `restart`).
+ */
+export function queuedReleaseEvents(state: ClusterState): NewEvent[] {
+  return [...state.queue.keys()].map((requestId) => ({
+    type: 'CallLeftQueue',
+    requestId,
+    reason: 'restart',
+    code: 'UNAVAILABLE',
+    message: 'the router restarted while the call waited in its queue',
+  }));
+}
+
 /** What the router starts with. */
 export interface StartInput {
   /** The config in force from here on (canonical units). */
@@ -77,7 +91,7 @@ export interface StartInput {
 
 /**
  * The router starts over its log: `RouterStarted`, `CatalogueLoaded` when the catalogue changed,
- * then the release of the calls that were in flight (`start`).
+ * then the release of the calls that were in flight and of those that were queued (`start`).
  */
 export function decideStart(state: ClusterState, input: StartInput): Decision {
   const { catalogue } = input;
@@ -87,6 +101,7 @@ export function decideStart(state: ClusterState, input: StartInput): Decision {
       routerStartedEvent(input.config, input.version, input.router),
       ...(catalogue ? catalogueEvents(state, catalogue.catalogue, catalogue.revision) : []),
       ...inFlightReleaseEvents(state),
+      ...queuedReleaseEvents(state),
     ],
   };
 }

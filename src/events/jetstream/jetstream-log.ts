@@ -21,9 +21,9 @@ import {
   type JetStreamManager,
 } from '@nats-io/jetstream';
 import { Objm, type ObjectStore } from '@nats-io/obj';
-import { encodeEvent, SeqOrder } from '../decode.js';
+import { decodeEvent, encodeEvent, SeqOrder } from '../decode.js';
 import { EventLogError, InvalidEventError } from '../errors.js';
-import type { AppendResult, EventLogBackend } from '../event-log.js';
+import type { AppendResult, EventLogBackend, LogOrigin } from '../event-log.js';
 import { FoldingLog, type FoldingLogOptions } from '../log/folding-log.js';
 import type { ClusterEvent, NewEvent, StoredEvent } from '../types.js';
 import { upcaster } from '../upcast.js';
@@ -39,6 +39,7 @@ import {
   STREAM_SCHEMA_VERSION,
   streamNames,
   type StreamNames,
+  type StreamRecord,
 } from './stream-format.js';
 import { StreamReader, type StreamEvent } from './stream-reader.js';
 
@@ -74,6 +75,20 @@ export interface JetStreamLogOptions<S> extends FoldingLogOptions<S> {
   readonly waitSetting?: string;
 }
 
+/** What a JetStream log keeps: its stream's limits, matching the router's retention. */
+export interface StreamLimits {
+  /** Messages older than this (ms) are dropped by the server; 0 keeps them. */
+  readonly maxAgeMs: number;
+  /** The oldest messages are dropped while the stream holds more bytes than this; 0: no bound. */
+  readonly maxBytes: number;
+}
+
+/**
+ * How much longer than the stream's messages the large snapshots' objects are kept: an object is
+ * stored just before the message that names it, so it must not expire first.
+ */
+const OBJECT_AGE_MARGIN_MS = 3_600_000;
+
 /** How long `open` waits by default for a cluster that is still starting. */
 const OPEN_WAIT_MS = 30_000;
 /** Room left in a message for its headers. */
@@ -88,6 +103,8 @@ export class JetStreamEventLog<S = never> extends FoldingLog<S> implements Event
   private pending: Promise<void> = Promise.resolve();
   private objects: ObjectStore | undefined;
   private following: { stop: () => void; done: Promise<void> } | undefined;
+  /** The first seq the stream held at open, when its limits had dropped the log's start. */
+  private firstHeld: number | undefined;
 
   private constructor(
     readonly where: JetStreamLocation,
@@ -97,6 +114,7 @@ export class JetStreamEventLog<S = never> extends FoldingLog<S> implements Event
     private readonly jsm: JetStreamManager,
     private readonly names: StreamNames,
     private readonly seqOffset: number,
+    private record: StreamRecord,
     private readonly maxPayload: number,
     protected override readonly options: JetStreamLogOptions<S>,
     last: { streamSeq: number; seq: number },
@@ -168,7 +186,7 @@ export class JetStreamEventLog<S = never> extends FoldingLog<S> implements Event
           throw new EventLogError(`${text}: no event log (no stream ${where.stream})`);
         info = await jsm.streams.add({
           name: where.stream,
-          subjects: [names.eventsSubject, names.snapshotsSubject],
+          subjects: [names.eventsSubject, names.snapshotsSubject, names.archivedSubject],
           description: describeStream({
             schemaVersion: STREAM_SCHEMA_VERSION,
             seqOffset: options.seqOffset ?? 0,
@@ -184,10 +202,15 @@ export class JetStreamEventLog<S = never> extends FoldingLog<S> implements Event
       upcaster(record.schemaVersion);
       const lastStreamSeq = info.state.last_seq;
       let lastSeq = record.seqOffset;
+      let firstHeld: number | undefined;
       if (info.state.messages > 0) {
         const last = await jsm.streams.getMessage(where.stream, { seq: lastStreamSeq });
         if (!last) throw new EventLogError(`${text}: cannot read its last message`);
         lastSeq = parseSeqRange(last.header.get(SEQ_HEADER), last.seq).last;
+        if (info.state.first_seq > 1) {
+          const first = await jsm.streams.getMessage(where.stream, { seq: info.state.first_seq });
+          if (first) firstHeld = parseSeqRange(first.header.get(SEQ_HEADER), first.seq).first;
+        }
       }
       const log = new JetStreamEventLog<S>(
         where,
@@ -197,10 +220,12 @@ export class JetStreamEventLog<S = never> extends FoldingLog<S> implements Event
         jsm,
         names,
         record.seqOffset,
+        record,
         nc.info?.max_payload ?? 1024 * 1024,
         options,
         { streamSeq: lastStreamSeq, seq: lastSeq },
       );
+      log.firstHeld = firstHeld;
       if (options.projection) await log.foldCurrent();
       return log;
     } catch (error) {
@@ -215,9 +240,13 @@ export class JetStreamEventLog<S = never> extends FoldingLog<S> implements Event
     return formatJetStreamLocation(this.where);
   }
 
-  /** The seq of the first event, or undefined for an empty log. */
+  /**
+   * The seq of the first event the stream held when opened (its limits may drop more since), or
+   * undefined for an empty log.
+   */
   get firstSeq(): number | undefined {
-    return this.nextSeq - 1 > this.seqOffset ? this.seqOffset + 1 : undefined;
+    if (this.nextSeq - 1 <= this.seqOffset) return undefined;
+    return this.firstHeld ?? this.seqOffset + 1;
   }
 
   /** The NATS connection the log uses (a lease beside it shares it). */
@@ -237,13 +266,18 @@ export class JetStreamEventLog<S = never> extends FoldingLog<S> implements Event
 
   /** Appends one decision's events as one message (see the class comment). */
   append(input: NewEvent | readonly NewEvent[], cause: string | null = null): AppendResult {
-    const { events, at } = this.stamp(input, cause);
+    const { events, at, ms } = this.stamp(input, cause);
     const texts = events.map(encodeEvent);
     this.checkSize(texts, events[0]?.seq);
     for (const event of events) this.fold(event);
     const sent: Promise<void>[] = [];
-    if (events.length > 0) sent.push(this.send(this.names.eventsSubject, events, texts));
-    const snapshot = this.snapshotIfDue(at);
+    // An archive's record has a subject of its own: the newest is one request away.
+    const subject =
+      events.length === 1 && events[0]?.type === 'LogSegmentArchived'
+        ? this.names.archivedSubject
+        : this.names.eventsSubject;
+    if (events.length > 0) sent.push(this.send(subject, events, texts));
+    const snapshot = this.snapshotIfDue(at, ms);
     if (snapshot) {
       events.push(snapshot.event);
       sent.push(this.send(this.names.snapshotsSubject, [snapshot.event], [snapshot.text]));
@@ -304,7 +338,7 @@ export class JetStreamEventLog<S = never> extends FoldingLog<S> implements Event
     );
   }
 
-  /** Events with `fromSeq <= seq <= toSeq`, validated, in order. */
+  /** Events with `fromSeq <= seq <= toSeq`, validated, in order (every snapshot read). */
   async *read(fromSeq = 0, toSeq = Number.MAX_SAFE_INTEGER): AsyncGenerator<ClusterEvent> {
     for await (const stored of this.readStored(fromSeq, toSeq)) yield stored.event;
   }
@@ -387,6 +421,101 @@ export class JetStreamEventLog<S = never> extends FoldingLog<S> implements Event
   /** The seq of the newest `Snapshot` at or before `seq` (default: the newest of all). */
   async snapshotAtOrBefore(seq = Number.MAX_SAFE_INTEGER): Promise<number | undefined> {
     return this.reader.snapshotAtOrBefore(seq);
+  }
+
+  /**
+   * Which log this is: the origin the stream's description records, else (a stream created
+   * before origins were recorded) its first event while the stream still holds it, which a
+   * writer then records.
+   */
+  async origin(): Promise<LogOrigin | undefined> {
+    if (this.record.origin) return this.record.origin;
+    const info = await this.jsm.streams.info(this.where.stream);
+    const fromDescription = readStreamRecord(this.where.stream, info.config.description);
+    if (fromDescription.origin) {
+      this.record = fromDescription;
+      return fromDescription.origin;
+    }
+    if (info.state.messages === 0) return undefined;
+    const message = await this.jsm.streams.getMessage(this.where.stream, {
+      seq: info.state.first_seq,
+    });
+    if (!message) return undefined;
+    const range = parseSeqRange(message.header.get(SEQ_HEADER), message.seq);
+    // The stream no longer holds its first event: its origin cannot be told any more.
+    if (range.first !== this.seqOffset + 1) return undefined;
+    const [text = ''] = message.string().split('\n', 1);
+    const first = decodeEvent(text, { seq: range.first });
+    const origin: LogOrigin = {
+      // A writer records it with an ID of its own; a reader only derives it.
+      id: this.options.readOnly ? null : nuid.next(),
+      seq: first.seq,
+      at: first.at,
+      routerId: first.type === 'RouterStarted' ? first.routerId : null,
+      stream: this.where.stream,
+    };
+    this.record = { ...fromDescription, origin };
+    if (!this.options.readOnly) {
+      await this.jsm.streams.update(this.where.stream, {
+        ...info.config,
+        description: describeStream(this.record),
+      });
+    }
+    return origin;
+  }
+
+  /** The bytes the stream holds. */
+  async liveBytes(): Promise<number> {
+    return (await this.jsm.streams.info(this.where.stream)).state.bytes;
+  }
+
+  /** The seqs of the snapshots with `fromSeq <= seq <= toSeq`. */
+  async snapshotsBetween(fromSeq: number, toSeq: number): Promise<number[]> {
+    return this.reader.snapshotSeqs(fromSeq, toSeq);
+  }
+
+  /** The last seq the newest `LogSegmentArchived` covers (on its own subject). */
+  async archivedThrough(): Promise<number | undefined> {
+    const message = await this.jsm.streams
+      .getMessage(this.where.stream, { last_by_subj: this.names.archivedSubject })
+      .catch(() => null);
+    if (!message) return undefined;
+    const range = parseSeqRange(message.header.get(SEQ_HEADER), message.seq);
+    const event = decodeEvent(message.string(), { seq: range.first });
+    return event.type === 'LogSegmentArchived' ? event.toSeq : undefined;
+  }
+
+  /** Nothing to do: the stream's own limits (`applyLimits`) drop what is archived. */
+  async dropThrough(): Promise<void> {
+    this.assertWritable();
+    return Promise.resolve();
+  }
+
+  /**
+   * Sets the stream's limits (and those of its large snapshots' bucket, an hour longer), and
+   * makes sure the stream takes `LogSegmentArchived` on its own subject (a stream created before
+   * archiving took two subjects).
+   */
+  async applyLimits(limits: StreamLimits): Promise<void> {
+    this.assertWritable();
+    const info = await this.jsm.streams.info(this.where.stream);
+    const subjects = [...new Set([...info.config.subjects, this.names.archivedSubject])];
+    const maxAge = limits.maxAgeMs * 1_000_000;
+    const maxBytes = limits.maxBytes > 0 ? limits.maxBytes : -1;
+    await this.jsm.streams.update(this.where.stream, {
+      ...info.config,
+      subjects,
+      max_age: maxAge,
+      max_bytes: maxBytes,
+    });
+    const bucket = `OBJ_${this.names.snapshotBucket}`;
+    const objects = await this.jsm.streams.info(bucket).catch(() => undefined);
+    if (objects) {
+      await this.jsm.streams.update(bucket, {
+        ...objects.config,
+        max_age: limits.maxAgeMs > 0 ? (limits.maxAgeMs + OBJECT_AGE_MARGIN_MS) * 1_000_000 : 0,
+      });
+    }
   }
 
   /** Resolves when every append so far is acknowledged (stored on a quorum of replicas). */
@@ -490,6 +619,17 @@ export class JetStreamEventLog<S = never> extends FoldingLog<S> implements Event
     }
     const info = await this.jsm.streams.info(this.where.stream);
     const start = snapshot?.seq ?? info.state.first_seq;
+    if (!snapshot) {
+      // Without a snapshot the fold must start at the log's first event: a stream whose limits
+      // dropped its start (and never held a snapshot) cannot be folded.
+      const first = await this.jsm.streams.getMessage(this.where.stream, { seq: start });
+      const range = first && parseSeqRange(first.header.get(SEQ_HEADER), first.seq);
+      if (range && range.first !== this.seqOffset + 1) {
+        throw new EventLogError(
+          `${this.location}: the stream starts at seq ${range.first} and holds no snapshot, so its state cannot be folded (its limits dropped the start of the log): restore it from its archive`,
+        );
+      }
+    }
     // Folding takes what is there now; the next seq follows the events folded.
     this.resetFold(
       snapshot

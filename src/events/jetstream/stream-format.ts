@@ -4,10 +4,13 @@
  * a line, and its `Readie-Seq` header says `FIRST-LAST`, the seqs it holds. `Snapshot` events go to
  * their own subject, so the newest is one "last message by subject" away; a snapshot larger than
  * the server's message limit is kept in the stream's object store bucket and its message carries
- * `Readie-Object`, the object's name. The stream's description records the schema version and the
- * seq offset fixed when the stream was created: its first event's seq is `seqOffset + 1`.
+ * `Readie-Object`, the object's name. `LogSegmentArchived` events go to a third subject, so the
+ * newest archive is one request away too. The stream's description records the schema version,
+ * the seq offset fixed when the stream was created (its first event's seq is `seqOffset + 1`) and,
+ * once known, the log's origin (its first event, which the stream's limits may drop later).
  */
 import { EventLogError } from '../errors.js';
+import type { LogOrigin } from '../event-log.js';
 import { EVENT_SCHEMA_VERSION } from '../schema.js';
 
 /** The header naming the seqs a message holds. */
@@ -20,6 +23,8 @@ export interface StreamNames {
   readonly stream: string;
   readonly eventsSubject: string;
   readonly snapshotsSubject: string;
+  /** The subject of `LogSegmentArchived` events. */
+  readonly archivedSubject: string;
   /** The object store bucket for large snapshots. */
   readonly snapshotBucket: string;
   /** The key-value bucket holding the leader's lease. */
@@ -32,6 +37,7 @@ export function streamNames(stream: string): StreamNames {
     stream,
     eventsSubject: `readie.${stream}.events`,
     snapshotsSubject: `readie.${stream}.snapshots`,
+    archivedSubject: `readie.${stream}.archived`,
     snapshotBucket: `${stream}-snapshots`,
     leaseBucket: `${stream}-leader`,
   };
@@ -41,6 +47,8 @@ export function streamNames(stream: string): StreamNames {
 export interface StreamRecord {
   readonly schemaVersion: number;
   readonly seqOffset: number;
+  /** Which log this is (absent in streams created before origins were recorded, until recorded). */
+  readonly origin?: LogOrigin;
 }
 
 const DESCRIPTION_PREFIX = 'readie event log ';
@@ -61,12 +69,29 @@ export function readStreamRecord(stream: string, description: string | undefined
   try {
     const record = JSON.parse(text.slice(DESCRIPTION_PREFIX.length)) as Partial<StreamRecord>;
     if (Number.isInteger(record.schemaVersion) && Number.isInteger(record.seqOffset)) {
-      return { schemaVersion: Number(record.schemaVersion), seqOffset: Number(record.seqOffset) };
+      return {
+        schemaVersion: Number(record.schemaVersion),
+        seqOffset: Number(record.seqOffset),
+        ...(isOrigin(record.origin) ? { origin: record.origin } : {}),
+      };
     }
   } catch {
     // Refused below.
   }
   throw new EventLogError(`stream ${stream}: its description "${text}" is not readable`);
+}
+
+function isOrigin(value: unknown): value is LogOrigin {
+  const origin = value as Partial<LogOrigin> | undefined;
+  return (
+    typeof origin === 'object' &&
+    origin !== null &&
+    (origin.id === null || typeof origin.id === 'string') &&
+    Number.isInteger(origin.seq) &&
+    typeof origin.at === 'string' &&
+    (origin.routerId === null || typeof origin.routerId === 'string') &&
+    (origin.stream === null || typeof origin.stream === 'string')
+  );
 }
 
 /** The seq range header of a message holding `first`..`last`. */

@@ -107,6 +107,36 @@ export class StreamReader {
     return lo;
   }
 
+  /** The seqs of the `Snapshot` events with `fromSeq <= seq <= toSeq` (their headers alone). */
+  async snapshotSeqs(fromSeq: number, toSeq: number): Promise<number[]> {
+    const last = await this.lastSnapshotMessage();
+    if (!last || toSeq < fromSeq) return [];
+    const info = await this.source.jsm.streams.info(this.stream);
+    if (info.state.messages === 0) return [];
+    const start = await this.streamSeqOf(fromSeq, info.state.first_seq, info.state.last_seq);
+    if (start > last.seq) return [];
+    const consumer = await this.source.js.consumers.get(this.stream, {
+      filter_subjects: this.source.names.snapshotsSubject,
+      deliver_policy: DeliverPolicy.StartSequence,
+      opt_start_seq: start,
+      headers_only: true,
+    });
+    const seqs: number[] = [];
+    const messages = await consumer.consume({ max_messages: 256 });
+    try {
+      for await (const message of messages) {
+        const { first } = parseSeqRange(message.headers?.get(SEQ_HEADER), message.seq);
+        if (first > toSeq) break;
+        if (first >= fromSeq) seqs.push(first);
+        // The newest snapshot when this began is the last one to wait for.
+        if (message.seq >= last.seq) break;
+      }
+    } finally {
+      messages.stop();
+    }
+    return seqs;
+  }
+
   /** The newest `Snapshot` message, if any. */
   async lastSnapshotMessage(): Promise<StoredMsg | undefined> {
     const message = await this.source.jsm.streams

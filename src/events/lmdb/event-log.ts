@@ -1,7 +1,10 @@
 /**
- * The event log over LMDB: in the `events` database one key per `seq`, the value the event's
- * exact JSON text; beside it `snapshots` (the seqs of `Snapshot` events) and `meta` (the schema
- * version).
+ * The event log over LMDB: in the `events` database one key per `seq`, the value the event in the
+ * binary codec (`codec/stored-codec.ts`), or its exact JSON text when the codec would not give
+ * that text back (an imported event in the documented vocabulary, a `Snapshot`); beside it
+ * `snapshots` (the seqs of `Snapshot` events), `archives` (the seq ranges `LogSegmentArchived`
+ * events cover) and `meta` (the schema version, the value format, the log's origin). A log
+ * written before the codec holds JSON text only and reads as it is; its next appends are binary.
  *
  * Durability: `append` returns two promises. `committed` resolves when the LMDB transaction that
  * holds the events has committed: they are visible to every reader, in this process and others,
@@ -9,12 +12,21 @@
  * been flushed to disk (fsync), so it survives a machine crash or power loss. Appends made in the
  * same event-loop turn share one transaction.
  */
-import { chmodSync, existsSync, mkdirSync, readdirSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readdirSync, statSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { open, type Database, type RootDatabase, type RootDatabaseOptionsWithPath } from 'lmdb';
-import { decodeEvent, encodeEvent, SeqOrder } from '../decode.js';
+import { ByteWriter } from '../codec/byte-buffers.js';
+import {
+  decodeLogValue,
+  encodeLogValue,
+  InstantCache,
+  isSnapshotValue,
+  type EncodeMode,
+} from '../codec/stored-codec.js';
+import { SeqOrder } from '../decode.js';
 import { EventLogError, InvalidEventError } from '../errors.js';
-import type { AppendResult, EventLogBackend } from '../event-log.js';
+import type { AppendResult, EventLogBackend, LogOrigin, ReadOptions } from '../event-log.js';
 import { FoldingLog, type FoldingLogOptions } from '../log/folding-log.js';
 import { EVENT_SCHEMA_VERSION } from '../schema.js';
 import type { ClusterEvent, NewEvent, StoredEvent } from '../types.js';
@@ -31,6 +43,15 @@ export interface EventLogOptions<S> extends FoldingLogOptions<S> {
 
 const DATA_FILE = 'events.mdb';
 const META_SCHEMA_VERSION = 'schemaVersion';
+const META_VALUE_FORMAT = 'valueFormat';
+const META_ORIGIN = 'origin';
+/** Events a follower reads in one turn before it hands them out. */
+const FOLLOW_CHUNK = 1024;
+/**
+ * The format of the values this code writes: the binary codec v1, or JSON text (each value says
+ * which by its first byte). A log without the marker was written before the codec: JSON only.
+ */
+export const VALUE_FORMAT = 'readie-binary-v1';
 
 /** The event log of one directory. */
 export class EventLog<S = never> extends FoldingLog<S> implements EventLogBackend<S> {
@@ -40,11 +61,15 @@ export class EventLog<S = never> extends FoldingLog<S> implements EventLogBacken
   private failure: Error | undefined;
   private lastCommit: Promise<void> = Promise.resolve();
 
+  private readonly scratch = new ByteWriter(4096);
+
   private constructor(
     readonly dir: string,
     private readonly root: RootDatabase,
-    private readonly events: Database<string, number>,
+    private readonly events: Database<Buffer, number>,
     private readonly snapshots: Database<boolean, number>,
+    private readonly archives: Database<number, number>,
+    private readonly meta: Database<unknown, string>,
     private readonly lock: WriterLock | undefined,
     protected override readonly options: EventLogOptions<S>,
   ) {
@@ -73,16 +98,19 @@ export class EventLog<S = never> extends FoldingLog<S> implements EventLogBacken
       const root = open({
         path,
         readOnly,
-        maxDbs: 4,
+        maxDbs: 5,
         permissionsMode: 0o600,
       } as RootDatabaseOptionsWithPath);
       if (!readOnly) tightenFiles(dir);
-      const events = root.openDB<string, number>({ name: 'events', encoding: 'string' }) as
-        Database<string, number> | undefined;
+      const events = root.openDB<Buffer, number>({ name: 'events', encoding: 'binary' }) as
+        Database<Buffer, number> | undefined;
       const meta = root.openDB<unknown, string>({ name: 'meta', encoding: 'msgpack' }) as
         Database<unknown, string> | undefined;
       const snapshots = root.openDB<boolean, number>({ name: 'snapshots', encoding: 'msgpack' }) as
         Database<boolean, number> | undefined;
+      // A log written before archiving has no `archives` database: read-only, none is needed.
+      const archives = root.openDB<number, number>({ name: 'archives', encoding: 'msgpack' }) as
+        Database<number, number> | undefined;
       // Read-only, lmdb-js gives no database that does not exist yet: a writer is still
       // creating this log (or it is not one).
       if (!events || !meta || !snapshots) {
@@ -95,7 +123,25 @@ export class EventLog<S = never> extends FoldingLog<S> implements EventLogBacken
       } else {
         upcaster(Number(version));
       }
-      const log = new EventLog<S>(dir, root, events, snapshots, lock, options);
+      const format = meta.get(META_VALUE_FORMAT);
+      if (format !== undefined && format !== VALUE_FORMAT) {
+        void root.close();
+        throw new EventLogError(
+          `event log ${dir} stores its events as ${JSON.stringify(format)}, which this readie cannot read (it reads ${VALUE_FORMAT} and JSON text): use the readie that wrote it`,
+        );
+      }
+      if (format === undefined && !readOnly) meta.putSync(META_VALUE_FORMAT, VALUE_FORMAT);
+      const log = new EventLog<S>(
+        dir,
+        root,
+        events,
+        snapshots,
+        archives ?? emptyIndex(),
+        meta,
+        lock,
+        options,
+      );
+      if (!readOnly) log.recordOrigin();
       if (options.projection) log.foldCurrent();
       return log;
     } catch (error) {
@@ -119,6 +165,68 @@ export class EventLog<S = never> extends FoldingLog<S> implements EventLogBacken
     return firstOf(this.snapshots.getKeys({ start: seq, reverse: true, limit: 1 }));
   }
 
+  /** Which log this is: its first event, as recorded when it was stored. */
+  origin(): LogOrigin | undefined {
+    return this.meta.get(META_ORIGIN) as LogOrigin | undefined;
+  }
+
+  /** The bytes of the pages the events database uses (what `LOG_MAX_BYTES` bounds). */
+  liveBytes(): number {
+    const stats = this.events.getStats() as {
+      pageSize: number;
+      treeBranchPageCount: number;
+      treeLeafPageCount: number;
+      overflowPages: number;
+    };
+    return (
+      stats.pageSize * (stats.treeBranchPageCount + stats.treeLeafPageCount + stats.overflowPages)
+    );
+  }
+
+  /** The bytes the log's data file takes on disk (it does not shrink: freed pages are reused). */
+  diskBytes(): number {
+    const stat = statSync(join(this.dir, DATA_FILE));
+    return stat.blocks * 512;
+  }
+
+  /** The seqs of the snapshots with `fromSeq <= seq <= toSeq`. */
+  snapshotsBetween(fromSeq: number, toSeq: number): number[] {
+    if (toSeq < fromSeq) return [];
+    return [...this.snapshots.getKeys({ start: fromSeq, end: toSeq + 1 })];
+  }
+
+  /** The last seq a `LogSegmentArchived` in this log covers. */
+  archivedThrough(): number | undefined {
+    return firstOf(this.archives.getRange({ reverse: true, limit: 1 }))?.value;
+  }
+
+  /**
+   * Deletes the events up to `seq` (their archive is written and logged), in one transaction:
+   * the log then starts at `seq + 1`, which must be a `Snapshot` before the newest one or it.
+   */
+  async dropThrough(seq: number): Promise<void> {
+    this.assertWritable();
+    const first = this.first;
+    if (first === undefined || seq < first) return;
+    const newest = this.snapshotAtOrBefore();
+    if (newest === undefined || seq >= newest) {
+      throw new EventLogError(
+        `event log ${this.dir}: will not drop seq ${first} to ${seq}: the newest snapshot (${newest ?? 'none'}) and what follows it stay live`,
+      );
+    }
+    if (this.snapshots.get(seq + 1) === undefined) {
+      throw new EventLogError(
+        `event log ${this.dir}: will not drop seq ${first} to ${seq}: seq ${seq + 1} is not a snapshot, so the log would not start at one`,
+      );
+    }
+    const snapshots = this.snapshotsBetween(first, seq);
+    await this.root.transaction(() => {
+      for (let key = first; key <= seq; key += 1) this.events.removeSync(key);
+      for (const key of snapshots) this.snapshots.removeSync(key);
+    });
+    this.first = seq + 1;
+  }
+
   /** The id of the last committed LMDB transaction (a diagnostic: batching shows in it). */
   get lastTransactionId(): number {
     return (this.root.getStats() as { lastTxnId: number }).lastTxnId;
@@ -130,15 +238,15 @@ export class EventLog<S = never> extends FoldingLog<S> implements EventLogBacken
    * of one call shares one `at`, one `cause` and one transaction.
    */
   append(input: NewEvent | readonly NewEvent[], cause: string | null = null): AppendResult {
-    const { events, at } = this.stamp(input, cause);
+    const { events, at, ms } = this.stamp(input, cause);
     let last: Promise<boolean> | undefined;
     for (const event of events) {
-      last = this.store(event, encodeEvent(event));
+      last = this.store(event, undefined, 'append');
       this.fold(event);
     }
-    const snapshot = this.snapshotIfDue(at);
+    const snapshot = this.snapshotIfDue(at, ms);
     if (snapshot) {
-      last = this.store(snapshot.event, snapshot.text);
+      last = this.store(snapshot.event, snapshot.text, 'exact');
       events.push(snapshot.event);
     }
     return this.track(events, last);
@@ -165,7 +273,7 @@ export class EventLog<S = never> extends FoldingLog<S> implements EventLogBacken
     });
     let last: Promise<boolean> | undefined;
     for (const { event, text } of stored) {
-      last = this.store(event, text);
+      last = this.store(event, text, 'exact');
       this.fold(event);
     }
     return this.track(
@@ -175,24 +283,42 @@ export class EventLog<S = never> extends FoldingLog<S> implements EventLogBacken
   }
 
   /** Reads events with `fromSeq <= seq <= toSeq`, validated, in order. */
-  *read(fromSeq = 0, toSeq = Number.MAX_SAFE_INTEGER): Generator<ClusterEvent> {
-    for (const stored of this.readStored(fromSeq, toSeq)) yield stored.event;
+  *read(
+    fromSeq = 0,
+    toSeq = Number.MAX_SAFE_INTEGER,
+    options: ReadOptions = {},
+  ): Generator<ClusterEvent> {
+    for (const stored of this.readStored(fromSeq, toSeq, options)) yield stored.event;
   }
 
-  /** Reads events with their exact stored text, validated, in order. */
-  *readStored(fromSeq = 0, toSeq = Number.MAX_SAFE_INTEGER): Generator<StoredEvent> {
+  /**
+   * Reads events with their exact stored text, validated, in order (`skipSnapshots`: every
+   * `Snapshot` after the first event read is passed over undecoded).
+   */
+  *readStored(
+    fromSeq = 0,
+    toSeq = Number.MAX_SAFE_INTEGER,
+    { skipSnapshots = false }: ReadOptions = {},
+  ): Generator<StoredEvent> {
     const order = new SeqOrder();
+    const instants = new InstantCache();
+    let first = true;
     for (const { key, value } of this.events.getRange({ start: fromSeq, end: toSeq + 1 })) {
-      const event = decodeEvent(value, { seq: key });
-      if (event.seq !== key) {
+      if (skipSnapshots && !first && isSnapshotValue(value)) {
+        order.skip(key);
+        continue;
+      }
+      first = false;
+      const stored = decodeLogValue(value, key, instants);
+      if (stored.event.seq !== key) {
         throw new InvalidEventError(
           { seq: key },
           'seq',
-          `stored under seq ${key} but says ${event.seq}`,
+          `stored under seq ${key} but says ${stored.event.seq}`,
         );
       }
-      order.accept(event);
-      yield { event, text: value };
+      order.accept(stored.event);
+      yield stored;
     }
   }
 
@@ -204,11 +330,20 @@ export class EventLog<S = never> extends FoldingLog<S> implements EventLogBacken
     let next = fromSeq;
     while (!signal?.aborted && !this.closed) {
       if (this.options.readOnly) this.root.resetReadTxn();
+      // A chunk is read at once, in one turn, then handed out: a range cursor held open across
+      // the consumer's turns could meet a renewed read transaction (a reader following another
+      // process's writer saw seq 4 then 7 under load).
+      const chunk: ClusterEvent[] = [];
       for (const event of this.read(next)) {
+        chunk.push(event);
+        if (chunk.length === FOLLOW_CHUNK) break;
+      }
+      for (const event of chunk) {
         yield event;
         next = event.seq + 1;
         if (signal?.aborted) return;
       }
+      if (chunk.length === FOLLOW_CHUNK) continue;
       await this.nextCommit(signal, this.options.pollInterval ?? 100);
     }
   }
@@ -236,12 +371,26 @@ export class EventLog<S = never> extends FoldingLog<S> implements EventLogBacken
     return this.failure && this.failedEarlier(this.failure);
   }
 
-  /** Stores one event (the caller folds it); a `Snapshot` is also indexed by its seq. */
-  private store(event: ClusterEvent, text: string): Promise<boolean> {
-    const write = this.events.put(event.seq, text);
-    if (this.first === undefined) this.first = event.seq;
+  /**
+   * Stores one event (the caller folds it): a `Snapshot` is also indexed by its seq, a
+   * `LogSegmentArchived` by the range it covers, and the log's first event is its origin.
+   */
+  private store(event: ClusterEvent, text: string | undefined, mode: EncodeMode): Promise<boolean> {
+    const write = this.events.put(event.seq, encodeLogValue(event, text, mode, this.scratch));
+    if (this.first === undefined) {
+      this.first = event.seq;
+      if (this.origin() === undefined) void this.meta.put(META_ORIGIN, originOf(event));
+    }
     if (event.type === 'Snapshot') void this.snapshots.put(event.seq, true);
+    if (event.type === 'LogSegmentArchived') void this.archives.put(event.fromSeq, event.toSeq);
     return write;
+  }
+
+  /** Records the origin of a log written before origins were (its first event is still there). */
+  private recordOrigin(): void {
+    if (this.origin() !== undefined || this.first === undefined) return;
+    const [first] = this.read(this.first, this.first);
+    if (first) this.meta.putSync(META_ORIGIN, originOf(first));
   }
 
   private track(events: readonly ClusterEvent[], last: Promise<boolean> | undefined): AppendResult {
@@ -273,6 +422,25 @@ export class EventLog<S = never> extends FoldingLog<S> implements EventLogBacken
     this.resetFold(this.lastSnapshot ?? this.first ?? 1);
     for (const event of this.read(this.lastSnapshot ?? 0)) this.fold(event);
   }
+}
+
+/** The origin a log whose first event is `event` records. */
+function originOf(event: ClusterEvent): LogOrigin {
+  return {
+    id: randomBytes(8).toString('hex'),
+    seq: event.seq,
+    at: event.at,
+    routerId: event.type === 'RouterStarted' ? event.routerId : null,
+    stream: null,
+  };
+}
+
+/** An index with nothing in it, for a read-only log written before it existed. */
+function emptyIndex(): Database<number, number> {
+  return {
+    getRange: () => [],
+    put: () => Promise.resolve(true),
+  } as unknown as Database<number, number>;
 }
 
 function firstOf<T>(iterable: Iterable<T>): T | undefined {

@@ -20,12 +20,19 @@ export interface FoldingLogOptions<S> {
   readonly projection?: LogProjection<S>;
   /** Append a `Snapshot` after this many events since the last one; 0 never. Default 10,000. */
   readonly snapshotEvery?: number;
+  /**
+   * Also append one when this long (ms, by the clock) has passed since the last one (or since
+   * the first event folded), so even a quiet log closes a segment its retention can archive
+   * (`SNAPSHOT_INTERVAL`). 0 or absent: by count alone.
+   */
+  readonly snapshotIntervalMs?: number;
 }
 
-/** One append stamped: its events and the instant they share. */
+/** One append stamped: its events and the instant they share (as text and in epoch ms). */
 export interface StampedAppend {
   readonly events: ClusterEvent[];
   readonly at: string;
+  readonly ms: number;
 }
 
 /** The shared half of an event log; see the module comment. */
@@ -35,6 +42,8 @@ export abstract class FoldingLog<S> {
   private working: S | undefined;
   /** How many events the next snapshot waits at least: the last one's weight (`snapshotDue`). */
   private snapshotSpacing: number | undefined;
+  /** When the last snapshot was taken (epoch ms), or the first event folded before any. */
+  private snapshotAtMs: number | undefined;
   private lastInstant = { ms: NaN, text: '' };
   private readonly followers = new Set<() => void>();
   private isClosed = false;
@@ -115,8 +124,9 @@ export abstract class FoldingLog<S> {
   protected stamp(input: NewEvent | readonly NewEvent[], cause: string | null): StampedAppend {
     this.assertWritable();
     const list: readonly NewEvent[] = Array.isArray(input) ? input : [input as NewEvent];
-    const at = this.instant((this.options.clock ?? Date.now)());
-    return { events: stampEvents(list, this.next, at, cause), at };
+    const ms = (this.options.clock ?? Date.now)();
+    const at = this.instant(ms);
+    return { events: stampEvents(list, this.next, at, cause), at, ms };
   }
 
   /** Starts the fold over: the projection's initial state, the next event `firstSeq`. */
@@ -129,7 +139,12 @@ export abstract class FoldingLog<S> {
   /** Folds one stored event (appended, read at open, followed or imported). */
   protected fold(event: ClusterEvent): void {
     this.next = event.seq + 1;
-    if (event.type === 'Snapshot') this.snapshotSeq = event.seq;
+    if (event.type === 'Snapshot') {
+      this.snapshotSeq = event.seq;
+      this.snapshotAtMs = Date.parse(event.at);
+    } else {
+      this.snapshotAtMs ??= Date.parse(event.at);
+    }
     const { projection } = this.options;
     if (projection) this.working = projection.apply(this.working as S, event);
   }
@@ -139,23 +154,24 @@ export abstract class FoldingLog<S> {
    * already folded (restoring a snapshot of the very state it was taken from would only rebuild
    * that state: the projection just advances its seq). The backend stores it.
    */
-  protected snapshotIfDue(at: string): StoredEvent | undefined {
+  protected snapshotIfDue(at: string, ms: number): StoredEvent | undefined {
     const { projection } = this.options;
     if (!projection) return undefined;
     const every = this.options.snapshotEvery ?? 10_000;
     this.snapshotSpacing ??= projection.weight?.(this.working as S) ?? 0;
-    const due = snapshotDue(
-      this.lastSeq,
-      this.snapshotSeq,
-      this.firstSeq,
-      every,
-      this.snapshotSpacing,
-    );
+    const interval = this.options.snapshotIntervalMs ?? 0;
+    const due =
+      snapshotDue(this.lastSeq, this.snapshotSeq, this.firstSeq, every, this.snapshotSpacing) ||
+      (interval > 0 &&
+        this.snapshotAtMs !== undefined &&
+        ms - this.snapshotAtMs >= interval &&
+        this.lastSeq > (this.snapshotSeq ?? 0));
     if (!due) return undefined;
     this.snapshotSpacing = projection.weight?.(this.working as S) ?? 0;
     const event = snapshotEvent(this.next, at, projection.toSnapshot(this.working as S));
     this.next = event.seq + 1;
     this.snapshotSeq = event.seq;
+    this.snapshotAtMs = ms;
     this.working = projection.advance(this.working as S, event.seq);
     return { event, text: encodeEvent(event) };
   }

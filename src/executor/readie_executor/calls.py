@@ -9,6 +9,7 @@ A user exception is data: it becomes an error envelope and the executor carries 
 """
 
 import importlib
+import inspect
 import json
 import linecache
 import os
@@ -70,21 +71,34 @@ def adopt(fn, namespace, adopted=None):
     return rebound
 
 
-def _from_json_call(payload, namespace):
+def json_call_of(payload):
+    """The JSON object of a json-call payload."""
     try:
         call = json.loads(payload.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as error:
         raise CallError(f"the json-call payload is not UTF-8 JSON: {error}") from None
     if not isinstance(call, dict):
         raise CallError("the json-call payload must be a JSON object")
-    module, source, name = call.get("module"), call.get("source"), call.get("function")
-    args, kwargs = call.get("args", []), call.get("kwargs", {})
+    return call
+
+
+def _from_json_call(payload, namespace):
+    call = json_call_of(payload)
+    name, args, kwargs = call.get("function"), call.get("args", []), call.get("kwargs", {})
     if not isinstance(name, str) or not name:
         raise CallError('the json-call payload needs "function", a non-empty string')
     if not isinstance(args, list):
         raise CallError('"args" must be a JSON array')
     if not isinstance(kwargs, dict):
         raise CallError('"kwargs" must be a JSON object')
+    return json_function(call, namespace), args, kwargs
+
+
+def json_function(call, namespace):
+    """The function a json-call object names: defined by its `source`, or found in its `module`."""
+    module, source, name = call.get("module"), call.get("source"), call.get("function")
+    if not isinstance(name, str) or not name:
+        raise CallError('the json-call payload needs "function", a non-empty string')
     if (module is None) == (source is None):
         raise CallError('the json-call payload needs exactly one of "module" and "source"')
     if source is not None:
@@ -101,7 +115,7 @@ def _from_json_call(payload, namespace):
         fn = importlib.import_module(module)
         for part in name.split("."):
             fn = getattr(fn, part)
-    return fn, args, kwargs
+    return fn
 
 
 def _from_cloudpickle(payload, namespace):
@@ -170,6 +184,23 @@ def _encode_json(envelope):
         return False, json.dumps(failed, ensure_ascii=False).encode("utf-8")
 
 
+def invoke(fn, args, kwargs):
+    """The function's return value; a coroutine it returns (an async function) is run to its end."""
+    value = fn(*args, **kwargs)
+    if inspect.iscoroutine(value):
+        import asyncio
+
+        return asyncio.run(value)
+    return value
+
+
+def encode(fmt, envelope, error=None):
+    """(ok, envelope bytes) in the call's format; a value that does not encode becomes an error."""
+    if fmt == CLOUDPICKLE:
+        return _encode_cloudpickle(envelope, error)
+    return _encode_json(envelope)
+
+
 def run(fmt, payload, namespace=None):
     """Runs one call; returns (ok, envelope bytes). Never raises for the user's errors."""
     if fmt not in FORMATS:
@@ -182,10 +213,8 @@ def run(fmt, payload, namespace=None):
             fn, args, kwargs = _from_cloudpickle(payload, namespace)
         else:
             fn, args, kwargs = _from_json_call(payload, namespace)
-        envelope = {"ok": True, "value": fn(*args, **kwargs)}
+        envelope = {"ok": True, "value": invoke(fn, args, kwargs)}
     except BaseException as raised:  # noqa: BLE001 - SystemExit and KeyboardInterrupt are data too
         error = raised
         envelope = error_envelope(raised)
-    if fmt == CLOUDPICKLE:
-        return _encode_cloudpickle(envelope, error)
-    return _encode_json(envelope)
+    return encode(fmt, envelope, error)

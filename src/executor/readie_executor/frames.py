@@ -23,8 +23,10 @@ LOG = 0x07
 RESULT = 0x08
 RESULT_END = 0x09
 ERROR = 0x0A
-IMAGE = 0x0B
-IMAGE_DONE = 0x0C
+OUTCOME = 0x0B
+INPUT_LOG = 0x0C
+IMAGE = 0x0D
+IMAGE_DONE = 0x0E
 
 NAMES = {
     HELLO: "HELLO",
@@ -37,6 +39,8 @@ NAMES = {
     RESULT: "RESULT",
     RESULT_END: "RESULT_END",
     ERROR: "ERROR",
+    OUTCOME: "OUTCOME",
+    INPUT_LOG: "INPUT_LOG",
     IMAGE: "IMAGE",
     IMAGE_DONE: "IMAGE_DONE",
 }
@@ -47,6 +51,18 @@ STDERR = 2
 SYSTEM = 3
 
 _HEADER = struct.Struct(">IB")
+
+# A batch's outcome record: input index, flags, microseconds in the function, data length.
+RECORD_HEADER = struct.Struct(">IBII")
+# Record flags: the input returned (else it raised), and this record is its outcome's last piece.
+RECORD_OK = 0x01
+RECORD_LAST = 0x02
+# The most data one record carries: a record (and an OUTCOME frame of one) fits one 1 MiB piece.
+MAX_RECORD_DATA = MAX_PIECE - RECORD_HEADER.size
+# The most an input's outcome (its result envelope) may hold; a larger one becomes an error.
+MAX_OUTCOME_BYTES = 64 * 1024 * 1024
+# The most microseconds a record reports (a u32).
+_MAX_MICROS = 0xFFFFFFFF
 
 
 class ProtocolError(Exception):
@@ -69,6 +85,27 @@ def encode_json(kind, value):
 def encode_log(source, text):
     """A LOG frame: one source byte, then the line as UTF-8."""
     return encode(LOG, bytes([source]) + text.encode("utf-8", "replace"))
+
+
+def encode_input_log(index, source, text):
+    """An INPUT_LOG frame: the batch input's index, one source byte, then the line as UTF-8."""
+    return encode(INPUT_LOG, struct.pack(">IB", index, source) + text.encode("utf-8", "replace"))
+
+
+def outcome_records(index, ok, micros, envelope):
+    """An input's outcome as records (bytes): its envelope in pieces of at most MAX_RECORD_DATA,
+    the last flagged; an empty envelope is one empty record."""
+    flags = RECORD_OK if ok else 0
+    micros = max(0, min(int(micros), _MAX_MICROS))
+    view = memoryview(envelope)
+    pieces = []
+    starts = range(0, max(len(view), 1), MAX_RECORD_DATA)
+    last = starts[-1]
+    for start in starts:
+        piece = view[start : start + MAX_RECORD_DATA]
+        piece_flags = flags | (RECORD_LAST if start == last else 0)
+        pieces.append(RECORD_HEADER.pack(index, piece_flags, micros, len(piece)) + piece.tobytes())
+    return pieces
 
 
 def decode_json(body):

@@ -1,10 +1,11 @@
 """The executor's accept loop: one connection at a time, each carrying installs and calls.
 
 Per connection: the executor sends HELLO; then, as often as the worker likes, IMAGE (answered by
-IMAGE_DONE), INSTALL (answered by
-LOG lines and INSTALL_DONE) or CALL, PAYLOAD pieces and PAYLOAD_END (answered by LOG lines while
-the function runs, then RESULT pieces and RESULT_END). When the worker closes the connection, the
-executor accepts the next one. Module state persists from call to call.
+IMAGE_DONE), INSTALL (answered by LOG lines and INSTALL_DONE) or CALL, PAYLOAD pieces and
+PAYLOAD_END (answered by LOG lines while the function runs, then RESULT pieces and RESULT_END; for
+a batch, OUTCOME records and INPUT_LOG lines as its inputs run, then RESULT_END: see batches.py).
+When the worker closes the connection, the executor accepts the next one. Module state persists
+from call to call.
 """
 
 import os
@@ -12,7 +13,7 @@ import platform
 import socket
 import time
 
-from . import PROTOCOL_VERSION, calls, frames, image, install
+from . import PROTOCOL_VERSION, batches, calls, frames, image, install
 from .frames import ProtocolError
 
 
@@ -40,6 +41,11 @@ def dns_status(network="host"):
     if not servers:
         return {"ok": False, "detail": "/etc/resolv.conf names no nameserver"}
     return {"ok": True, "detail": "nameservers " + ", ".join(servers)}
+
+
+# The most inputs a batch carries, and runs at once (the router and the worker check them first).
+MAX_BATCH_INPUTS = 1024
+MAX_INPUTS_AT_ONCE = 256
 
 
 class Executor:
@@ -102,6 +108,10 @@ class Executor:
         fmt = header.get("format")
         if fmt not in calls.FORMATS:
             raise ProtocolError(f"unknown payload format {fmt!r}")
+        inputs, max_inputs = header.get("inputs", 0), header.get("maxInputs", 0)
+        for name, value, bound in (("inputs", inputs, MAX_BATCH_INPUTS), ("maxInputs", max_inputs, MAX_INPUTS_AT_ONCE)):
+            if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= bound:
+                raise ProtocolError(f"{name} must be an integer from 0 to {bound}")
         version = header.get("version")
         held = self._hello.get("checkpoint", "")
         if version is not None and version != held:
@@ -127,6 +137,10 @@ class Executor:
             payload += body
         if not self._dns["ok"]:
             writer.send(frames.encode_log(frames.SYSTEM, "DNS is not usable in this sandbox: " + self._dns["detail"]))
+
+        if inputs > 0:
+            batches.run(writer, self._capture, fmt, inputs, max_inputs, payload)
+            return
 
         def sink(source, text):
             try:

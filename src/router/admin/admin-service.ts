@@ -14,6 +14,7 @@ import { toServiceError } from '../grpc-status.js';
 import type { Logger } from '../observability/logger.js';
 import { pinHandlers, type PinServiceOptions } from '../routing/index.js';
 import { principalLogFields, type RouterCredentials } from '../security/index.js';
+import { adminHistoryHandlers, type HistoryHandlerOptions } from '../history/index.js';
 import { statusOf, type LiveCounts } from './status-view.js';
 
 /** What the admin service reads (and, for pin changes, records). */
@@ -22,6 +23,8 @@ export interface AdminServiceOptions extends PinServiceOptions {
   readonly live: () => LiveCounts;
   readonly credentials: RouterCredentials;
   readonly logger: Logger;
+  /** The call history and the relay of calls' output. */
+  readonly history: Omit<HistoryHandlerOptions, 'credentials' | 'clock'>;
 }
 
 /** The `AdminService` implementation. */
@@ -29,6 +32,7 @@ export function adminService(options: AdminServiceOptions): AdminServiceServer {
   const { credentials, logger } = options;
   return {
     ...pinHandlers(options),
+    ...adminHistoryHandlers({ ...options.history, credentials, clock: options.clock }),
     status(
       call: ServerUnaryCall<StatusRequest, StatusResponse>,
       callback: sendUnaryData<StatusResponse>,

@@ -6,6 +6,7 @@
 import type { ClusterState, SessionRecord, WorkerRecord } from '../../projections/cluster-state.js';
 import { compareText, workersById } from '../../projections/queries.js';
 import type {
+  LogView,
   ReservationView,
   SessionView,
   StatusResponse,
@@ -21,6 +22,8 @@ export interface LiveCounts {
   readonly probeProblems?: ReadonlyMap<string, string>;
   /** The calls that failed on each worker, as this router process saw them end. */
   readonly failures?: { of(workerId: string): WorkerFailureRecord };
+  /** The live log and its archive. */
+  readonly log?: LogView;
 }
 
 /** The state's vocabulary for a session: where it is in its life. */
@@ -126,5 +129,6 @@ export function statusOf(
     reservations,
     callsInFlight: live.callsInFlight,
     callsWaiting: live.callsWaiting,
+    log: live.log,
   };
 }

@@ -18,12 +18,15 @@ import { pinnedSubset } from '../../core/placement/index.js';
 import { SlotsRefusedError } from '../../core/errors.js';
 import { tenantOf, type RouterCredentials } from '../security/index.js';
 import { endSession, type SessionEndDeps } from '../sessions/index.js';
+import { tenantHistoryHandlers, type HistoryHandlerOptions } from '../history/index.js';
 
 /** What the tenant service reads, and what ending a session needs. */
 export interface TenantServiceOptions {
   readonly state: () => ClusterState;
   readonly credentials: RouterCredentials;
   readonly sessions: SessionEndDeps;
+  /** The call history and the relay of calls' output. */
+  readonly history: Omit<HistoryHandlerOptions, 'credentials' | 'clock'>;
 }
 
 /** The workers a tenant's slots are counted on: all of them, or its pinned version's subset. */
@@ -49,6 +52,11 @@ function countedWorkers(
 export function tenantService(options: TenantServiceOptions): TenantServiceServer {
   const { credentials } = options;
   return {
+    ...tenantHistoryHandlers({
+      ...options.history,
+      credentials,
+      clock: options.sessions.clock,
+    }),
     slots(
       call: ServerUnaryCall<SlotsRequest, SlotsResponse>,
       callback: sendUnaryData<SlotsResponse>,

@@ -1,4 +1,5 @@
 /** The calls this router is handling, by request ID: duplicate detection, metrics, shutdown. */
+import type { PlacementDecision } from '../../core/placement/index.js';
 
 /** One call as the registry of active calls sees it. */
 export interface ActiveCall {
@@ -6,6 +7,11 @@ export interface ActiveCall {
   readonly placed: boolean;
   /** Ends the call now with `UNAVAILABLE` (the router is shutting down). */
   shutDown(reason: string): void;
+  /**
+   * The call waited in the admission queue and was admitted (the admission is recorded):
+   * its placement. False when the call no longer waits for it (it left the queue meanwhile).
+   */
+  admitted(placement: PlacementDecision): boolean;
 }
 
 /** Calls from their config until they end. */
@@ -15,6 +21,11 @@ export class ActiveCalls {
   /** Whether a call with this request ID is being handled. */
   has(requestId: string): boolean {
     return this.calls.has(requestId);
+  }
+
+  /** The call handled under this request ID, if any. */
+  get(requestId: string): ActiveCall | undefined {
+    return this.calls.get(requestId);
   }
 
   /** Records a call under its request ID. */

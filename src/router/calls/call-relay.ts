@@ -12,7 +12,11 @@ import { newCall, stepCall } from '../../core/calls/call-machine.js';
 import type { CallInput, CallPhase, CallWorld } from '../../core/calls/call-phases.js';
 import type { ClientAnswer, ClientMessage, WorkerAnswer } from '../../core/calls/relay-messages.js';
 import { CallAbandonedError } from '../../core/errors.js';
-import { explainPlacement, type PlacementCaches } from '../../core/placement/index.js';
+import {
+  explainPlacement,
+  type PlacementCaches,
+  type PlacementDecision,
+} from '../../core/placement/index.js';
 import type { CallTrailers } from '../../shared/call-trailers.js';
 import type { Config } from '../../shared/config.js';
 import { StatusError } from '../../shared/status-error.js';
@@ -77,6 +81,8 @@ export class CallRelay implements ActiveCall {
   private readonly clientLeft = new AbortController();
   private worker: WorkerEnd | undefined;
   private lastAppend: AppendResult | undefined;
+  /** While the call waits in the admission queue: its `QUEUE_TIMEOUT`. */
+  private queueTimer: NodeJS.Timeout | undefined;
   private readonly startedAt = performance.now();
   private bytesToWorker = 0;
   private bytesToClient = 0;
@@ -128,6 +134,13 @@ export class CallRelay implements ActiveCall {
 
   private clientGone(ending?: { readonly code: GrpcCodeName; readonly details: string }): void {
     this.dispatch(ending ? { type: 'client-gone', ending } : { type: 'client-gone' });
+  }
+
+  /** The queued call was admitted: its placement (see `ActiveCall.admitted`). */
+  admitted(placement: PlacementDecision): boolean {
+    if (this.phase.phase !== 'queued') return false;
+    this.dispatch({ type: 'admitted', placement });
+    return true;
   }
 
   /** Ends the call at once with `UNAVAILABLE` (router shutdown). */
@@ -193,6 +206,20 @@ export class CallRelay implements ActiveCall {
           return;
         }
         this.dispatch({ type: 'recorded' });
+        return;
+      case 'queued':
+        metrics.queued.inc();
+        this.queueTimer = setTimeout(
+          () => this.dispatch({ type: 'queue-timeout' }),
+          effect.timeoutMs,
+        );
+        if (this.options.logger.isLevelEnabled('debug')) {
+          this.log.debug({ why: effect.why }, 'call queued');
+        }
+        return;
+      case 'unqueued':
+        clearTimeout(this.queueTimer);
+        this.queueTimer = undefined;
         return;
       case 'record':
         try {
@@ -339,7 +366,7 @@ export class CallRelay implements ActiveCall {
     this.options.turns.acquire(sessionId, request).then(
       (turn) => {
         this.turn = turn;
-        this.dispatch({ type: 'turn-granted' });
+        this.dispatch({ type: 'turn-granted', waitedMs: turn.waitedMs });
       },
       (error: unknown) => this.dispatch({ type: 'turn-refused', error }),
     );

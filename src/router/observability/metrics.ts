@@ -4,6 +4,7 @@
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { ClusterState } from '../../projections/cluster-state.js';
+import type { LogView } from '../../proto/gen/readie/v1/admin.js';
 
 /** Where a relayed chunk went. */
 export type RelayDirection = 'to_worker' | 'to_client';
@@ -13,6 +14,8 @@ export interface MetricsSources {
   state(): ClusterState;
   inFlight(): number;
   sessionsWaiting(): number;
+  /** The live log and its archive, as of the last retention pass. */
+  log?(): LogView | undefined;
 }
 
 /** Every metric the router exports. */
@@ -20,6 +23,8 @@ export class RouterMetrics {
   readonly registry = new Registry();
   /** Calls placed (a reservation made). */
   readonly placements: Counter<string>;
+  /** Calls that found no room now and waited in the admission queue. */
+  readonly queued: Counter<string>;
   /** Calls refused before running, by gRPC code: placement, session busy, malformed stream. */
   readonly rejections: Counter<'code'>;
   /** Calls that ran, by the gRPC code they ended with. */
@@ -39,6 +44,12 @@ export class RouterMetrics {
   readonly unauthenticated: Counter<string>;
   /** Calls refused because the caller's credential does not allow them. */
   readonly permissionDenied: Counter<string>;
+  /** Segment runs of the log moved to the archive. */
+  readonly archivedSegments: Counter<string>;
+  /** Archive files deleted past `ARCHIVE_RETENTION`. */
+  readonly expiredArchives: Counter<string>;
+  /** Retention passes that failed (each is tried again at the next). */
+  readonly archiveFailures: Counter<string>;
 
   constructor(sources: MetricsSources) {
     const registers = [this.registry];
@@ -47,6 +58,26 @@ export class RouterMetrics {
       name: 'readie_router_placements_total',
       help: 'Calls placed on a worker',
       registers,
+    });
+    this.queued = new Counter({
+      name: 'readie_router_calls_queued_total',
+      help: 'Calls that found no room now and waited in the admission queue',
+      registers,
+    });
+    new Gauge({
+      name: 'readie_router_queue_depth',
+      help: 'Calls waiting in the admission queue, by tenant (calls without one: tenant="")',
+      labelNames: ['tenant'],
+      registers,
+      collect() {
+        this.reset();
+        const depth = new Map<string, number>();
+        for (const call of sources.state().queue.values()) {
+          const tenant = call.tenantId ?? '';
+          depth.set(tenant, (depth.get(tenant) ?? 0) + 1);
+        }
+        for (const [tenant, count] of depth) this.set({ tenant }, count);
+      },
     });
     this.rejections = new Counter({
       name: 'readie_router_rejections_total',
@@ -94,6 +125,57 @@ export class RouterMetrics {
       help: "Calls refused because the caller's credential does not allow them",
       registers,
     });
+    this.archivedSegments = new Counter({
+      name: 'readie_router_log_archived_total',
+      help: 'Runs of event log segments moved to the archive (LogSegmentArchived)',
+      registers,
+    });
+    this.expiredArchives = new Counter({
+      name: 'readie_router_archive_expired_total',
+      help: 'Archive files deleted past ARCHIVE_RETENTION (LogArchiveExpired)',
+      registers,
+    });
+    this.archiveFailures = new Counter({
+      name: 'readie_router_archive_failures_total',
+      help: 'Retention passes that failed (tried again at the next pass)',
+      registers,
+    });
+    const logGauge = (name: string, help: string, read: (view: LogView) => number) =>
+      new Gauge({
+        name,
+        help,
+        registers,
+        collect() {
+          const view = sources.log?.();
+          if (view) this.set(read(view));
+        },
+      });
+    logGauge(
+      'readie_router_log_live_bytes',
+      'Bytes the live event log holds (LMDB: pages in use; JetStream: the stream), at the last retention pass',
+      (view) => view.liveBytes,
+    );
+    logGauge(
+      'readie_router_log_first_seq',
+      'The seq of the oldest event still in the live log',
+      (view) => view.firstSeq,
+    );
+    logGauge(
+      'readie_router_log_oldest_event_timestamp_seconds',
+      'When the oldest event still in the live log was appended (Unix time)',
+      (view) => (view.firstAt === '' ? 0 : Date.parse(view.firstAt) / 1000),
+    );
+    logGauge(
+      'readie_router_archive_bytes',
+      "Bytes of the log's archive files",
+      (view) => view.archiveBytes,
+    );
+    logGauge('readie_router_archive_files', "The log's archive files", (view) => view.archiveFiles);
+    logGauge(
+      'readie_router_archive_last_seq',
+      'The last seq the archive holds',
+      (view) => view.archiveLastSeq,
+    );
     new Gauge({
       name: 'readie_router_calls_in_flight',
       help: 'Calls placed and not yet finished on this router',

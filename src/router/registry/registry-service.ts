@@ -187,7 +187,38 @@ export function utilizationReportOf(request: ReportUtilizationRequest): Utilizat
     instanceId: request.instanceId === '' ? null : request.instanceId,
     containers: containersOf(request.containers, reportSeq),
     reportSeq,
+    standbys: standbysOf(request.standbys),
   };
+}
+
+/** The most checkpoints one load report may list standbys of. */
+const MAX_REPORTED_STANDBYS = 256;
+/** The longest checkpoint ID a load report may name. */
+const MAX_CHECKPOINT_ID_LENGTH = 256;
+
+/** A load report's ready standbys per checkpoint, checked: named, listed once, bounded. */
+function standbysOf(
+  entries: readonly { checkpointId: string; ready: number }[],
+): { checkpointId: string; ready: number }[] {
+  if (entries.length > MAX_REPORTED_STANDBYS) {
+    throw new InvalidReportError(
+      `a load report lists standbys of at most ${MAX_REPORTED_STANDBYS} checkpoints, not ${entries.length}`,
+    );
+  }
+  const seen = new Set<string>();
+  return entries.map((entry, index) => {
+    const checkpointId = required(entry.checkpointId, `standbys[${index}].checkpoint_id`);
+    if (checkpointId.length > MAX_CHECKPOINT_ID_LENGTH) {
+      throw new InvalidReportError(
+        `standbys[${index}].checkpoint_id is ${checkpointId.length} characters long: at most ${MAX_CHECKPOINT_ID_LENGTH}`,
+      );
+    }
+    if (seen.has(checkpointId)) {
+      throw new InvalidReportError(`standbys lists checkpoint ${checkpointId} twice`);
+    }
+    seen.add(checkpointId);
+    return { checkpointId, ready: entry.ready };
+  });
 }
 
 const CONTAINER_STATES: Partial<Record<ContainerState, ContainerReport['state']>> = {

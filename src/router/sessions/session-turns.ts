@@ -11,6 +11,8 @@ import { TurnQueue } from '../../core/sessions/turn-queue.js';
 /** A held turn: release it exactly when the call is over (releasing twice is harmless). */
 export interface SessionTurn {
   readonly sessionId: string;
+  /** How long the caller waited for it, ms (0: it had the turn at once). */
+  readonly waitedMs: number;
   release(): void;
 }
 
@@ -35,6 +37,9 @@ function lineOf(sessionId: string, tenantId: string | null | undefined): string 
 export class SessionTurns {
   private readonly queue = new TurnQueue<Ticket>();
 
+  /** `clock`: the router's, in epoch ms (how long a call waited is logged). */
+  constructor(private readonly clock: () => number = Date.now) {}
+
   /** Waits for the session's turn; rejects with `SessionBusyError` or `CallAbandonedError`. */
   acquire(sessionId: string, request: TurnRequest): Promise<SessionTurn> {
     const { timeoutMs, signal } = request;
@@ -45,6 +50,7 @@ export class SessionTurns {
         return;
       }
       const waiting: { timer?: NodeJS.Timeout } = {};
+      const asked = this.clock();
       const onAbort = () => {
         clearTimeout(waiting.timer);
         if (this.queue.withdraw(line, ticket)) {
@@ -57,18 +63,25 @@ export class SessionTurns {
         grant: () => {
           clearTimeout(waiting.timer);
           signal?.removeEventListener('abort', onAbort);
-          resolve(this.turnOf(sessionId, line, ticket));
+          resolve(this.turnOf(sessionId, line, ticket, this.clock() - asked));
         },
       };
       if (this.queue.request(line, ticket)) {
-        ticket.grant();
+        // Its turn at once: it did not wait, however the clock moved meanwhile.
+        resolve(this.turnOf(sessionId, line, ticket));
         return;
       }
       waiting.timer = setTimeout(() => {
         signal?.removeEventListener('abort', onAbort);
         const ahead = this.queue.placeOf(line, ticket);
         if (this.queue.withdraw(line, ticket)) {
-          reject(new SessionBusyError(sessionId, timeoutMs, Math.max(0, ahead)));
+          reject(
+            new SessionBusyError(
+              sessionId,
+              Math.max(timeoutMs, this.clock() - asked),
+              Math.max(0, ahead),
+            ),
+          );
         }
       }, timeoutMs);
       signal?.addEventListener('abort', onAbort, { once: true });
@@ -80,10 +93,11 @@ export class SessionTurns {
     return this.queue.totalWaiting;
   }
 
-  private turnOf(sessionId: string, line: string, ticket: Ticket): SessionTurn {
+  private turnOf(sessionId: string, line: string, ticket: Ticket, waitedMs = 0): SessionTurn {
     let released = false;
     return {
       sessionId,
+      waitedMs,
       release: () => {
         if (released) return;
         released = true;

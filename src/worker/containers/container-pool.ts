@@ -16,6 +16,8 @@ import {
   keptForSession,
   sessionEnd,
   slotsHeld,
+  STANDBY_DEMAND_SPANS,
+  standbyMemoryRoom,
   standbyRoom,
   type SlotCount,
 } from '../core/containers/index.js';
@@ -58,6 +60,14 @@ export interface ContainerPoolOptions extends ContainerFactoryOptions {
   readonly idleTtlMs: number;
   /** Containers kept restored ahead of demand, per held checkpoint (0: restore on demand). */
   readonly standbyPerCheckpoint: number;
+  /** The most standbys per checkpoint that recent demand keeps (`--standby-max`). */
+  readonly standbyMax: number;
+  /** The memory the worker offers (bytes): standbys fill only what its containers leave. */
+  readonly memoryTotal: number;
+  /** How often standbys above demand go (ms; default 5 s). */
+  readonly standbyTrimMs?: number;
+  /** The spans demand is counted over (default: a second, within the last `idleTtlMs`). */
+  readonly standbyDemandSpans?: { readonly burstMs: number; readonly windowMs: number };
   /** The memory limit of a standby container until a call takes it (DEFAULT_MEMORY). */
   readonly standbyMemory: number;
   /** How long a standby's executor may take to answer its first dial (DIAL_TOTAL_TIMEOUT). */
@@ -68,6 +78,8 @@ export interface ContainerPoolOptions extends ContainerFactoryOptions {
 }
 
 const DESTROY_WAIT_MS = 5_000;
+/** How often standbys above what demand keeps go (ms). */
+const STANDBY_TRIM_MS = 5_000;
 /** How long a container whose connection broke before its HELLO gets to show it has exited. */
 const EXIT_WAIT_MS = 2_000;
 
@@ -82,6 +94,8 @@ export class ContainerPool {
   private readonly closed = new AbortController();
   /** Whether idle containers expire (from `startReaper` until `close`). */
   private reaping = false;
+  /** Trims standbys above demand, from `startReaper` until `close`. */
+  private trimTimer: NodeJS.Timeout | null = null;
 
   private readonly factory: ContainerFactory;
   private readonly standbys: StandbyShelf;
@@ -92,9 +106,15 @@ export class ContainerPool {
     this.clock = options.clock ?? Date.now;
     this.standbys = new StandbyShelf({
       perCheckpoint: options.standbyPerCheckpoint,
+      // Demand is remembered as long as an idle session container is kept (EXECUTOR_TTL).
+      demand: {
+        ...(options.standbyDemandSpans ?? { ...STANDBY_DEMAND_SPANS, windowMs: options.idleTtlMs }),
+        cap: options.standbyMax,
+      },
+      clock: this.clock,
       memory: options.standbyMemory,
       held: () => options.backend.held(),
-      room: () => standbyRoom(this.slots()),
+      room: () => Math.min(standbyRoom(this.slots()), this.standbyMemoryRoom()),
       restore: (memory, checkpointId) => this.startAnswering(memory, checkpointId, null),
       destroy: (container) => this.destroy(container),
       log: options.log,
@@ -120,6 +140,20 @@ export class ContainerPool {
   /** Standby containers on the shelf and being restored: the slots they fill. */
   get standbyCount(): number {
     return this.standbys.size;
+  }
+
+  /** The ready standbys per checkpoint, for the load report. */
+  standbyCounts(): { checkpointId: string; ready: number }[] {
+    return this.standbys.readyCounts();
+  }
+
+  /** How many more standbys the memory takes: what held containers' limits and standbys leave. */
+  private standbyMemoryRoom(): number {
+    let committed = this.standbys.size * this.standbys.memoryPerStandby;
+    for (const container of this.containers.values()) {
+      if (container.state !== 'removed') committed += container.memoryLimit;
+    }
+    return standbyMemoryRoom(this.options.memoryTotal - committed, this.standbys.memoryPerStandby);
   }
 
   /** The containers held for calls, in no particular order. */
@@ -164,12 +198,16 @@ export class ContainerPool {
     const admission = admitCall(this.slots());
     if (!admission.admitted) throw admission.refusal;
     this.starting += 1;
+    // Demand for standbys of the checkpoint: the restock after this call keeps up with it.
+    if (checkpointId !== '') this.standbys.started(checkpointId);
     // Standbys fill only free slots: the call takes one of its checkpoint, or one of another
     // checkpoint gives its slot up.
     if (admission.standbyGivesUp) this.standbys.giveUpOne(checkpointId);
     try {
       const standby =
-        checkpointId === '' || layer ? null : await this.standbys.take(checkpointId, memory);
+        checkpointId === '' || layer
+          ? null
+          : await this.standbys.take(checkpointId, memory, signal);
       if (standby) {
         this.adopt(standby.container, sessionId);
         return { ...standby, fallback: null };
@@ -266,6 +304,16 @@ export class ContainerPool {
   /** Drops standbys of checkpoints no longer held, and restocks those that are. */
   refreshStandbys(): void {
     this.standbys.refresh();
+  }
+
+  /** Standbys above what demand keeps now go (done every few seconds once the reaper runs). */
+  trimStandbys(): void {
+    if (!this.closing) this.standbys.trim();
+  }
+
+  /** How many standbys of `checkpointId` the worker keeps now (demand's target, before room). */
+  standbyTarget(checkpointId: string): number {
+    return this.standbys.target(checkpointId);
   }
 
   /** How many standbys of `checkpointId` are on the shelf now. */
@@ -444,6 +492,12 @@ export class ContainerPool {
     for (const container of this.list()) {
       if (container.state === 'ready') this.startIdleTimer(container);
     }
+    // Standbys follow demand down too: those above it go, once it is forgotten.
+    this.trimTimer ??= setInterval(
+      () => this.trimStandbys(),
+      this.options.standbyTrimMs ?? STANDBY_TRIM_MS,
+    );
+    this.trimTimer.unref();
   }
 
   private startIdleTimer(container: Container): void {
@@ -477,6 +531,8 @@ export class ContainerPool {
   /** Destroys every container and standby, waiting for destructions already under way. */
   async close(): Promise<void> {
     this.closing = true;
+    if (this.trimTimer !== null) clearInterval(this.trimTimer);
+    this.trimTimer = null;
     this.closed.abort(new ShuttingDownError('the worker is shutting down'));
     this.reaping = false;
     for (const container of this.list()) this.stopIdleTimer(container);

@@ -39,9 +39,13 @@ import type { ImageStore, ImageUse } from '../images/index.js';
 import type { ImageLayer } from '../sandbox/index.js';
 import { enterImage } from './image-step.js';
 import type { CallRequest } from '../core/execution/call-header.js';
+import type { CallOutputStore, OutputWriter } from '../output/index.js';
 import { abortable, idTrailers } from './call-support.js';
 import { INSTALL_LOG_SOURCE, installPackages } from './install-step.js';
 import type { MessageReader } from './message-reader.js';
+import { BatchRelay } from './batch-relay.js';
+import { FrameProtocolError } from '../core/executor-link/frames.js';
+import { decodeInputLogBody } from '../core/executor-link/outcomes.js';
 
 /** What a call needs from the worker. */
 export interface CallDeps {
@@ -62,6 +66,10 @@ export interface CallDeps {
   readonly versions?: () => VersionResidency | null;
   /** The worker's images (docs/images.md); absent: calls naming an image are refused. */
   readonly images?: () => ImageStore | null;
+  /** Where the call's output is kept for `readie logs` (null or absent: not kept). */
+  readonly output?: CallOutputStore | null;
+  /** The worker's clock, in epoch ms (stamps kept output). Default `Date.now`. */
+  readonly clock?: () => number;
 }
 
 /** The router cancelled the call (or its stream broke): stop, clean up, answer nothing. */
@@ -94,6 +102,9 @@ export class ExecuteCall {
   private started = false;
   private signal: AbortSignal = new AbortController().signal;
   private log: Logger;
+  /** The call's output as it is kept on disk (every line the router is sent, and readie's notes). */
+  private readonly kept: OutputWriter | null;
+  private readonly clock: () => number;
 
   constructor(
     private readonly stream: ExecuteStream,
@@ -110,6 +121,8 @@ export class ExecuteCall {
       version: request.version,
       routingRevision: request.routingRevision,
     };
+    this.clock = deps.clock ?? Date.now;
+    this.kept = deps.output?.begin(request.requestId) ?? null;
     this.log = deps.log.child({
       requestId: request.requestId,
       sessionId: request.sessionId,
@@ -164,6 +177,9 @@ export class ExecuteCall {
     await connection.write(
       encodeJsonFrame(FrameType.CALL, {
         format: this.request.format,
+        ...(this.request.inputs > 0
+          ? { inputs: this.request.inputs, maxInputs: this.request.maxInputs }
+          : {}),
         // A pinned call: the executor refuses it unless its container holds exactly this version.
         ...(this.request.version === '' ? {} : { version: this.request.version }),
       }),
@@ -320,6 +336,12 @@ export class ExecuteCall {
     this.container = container;
     this.ids.containerId = container.id;
     this.ids.checkpointId = container.checkpointId;
+    this.note(
+      `running on worker ${this.deps.workerId} in container ${container.id}` +
+        (container.checkpointId === ''
+          ? ' (a cold start)'
+          : ` (checkpoint ${container.checkpointId})`),
+    );
     this.log = this.log.child({ containerId: container.id, checkpointId: container.checkpointId });
   }
 
@@ -384,12 +406,28 @@ export class ExecuteCall {
     await connection.write(encodeFrame(FrameType.PAYLOAD_END));
   }
 
-  /** Step 6, outbound: the executor's log lines and result pieces to the router. */
+  /**
+   * Step 6, outbound: the executor's log lines and result pieces to the router; for a batch, its
+   * outcome records (checked, and joined into chunks while more wait) and its inputs' lines.
+   */
   private async relay(connection: ExecutorConnection): Promise<void> {
+    const batch =
+      this.request.inputs > 0
+        ? new BatchRelay(this.request.inputs, (data) =>
+            this.send({ $case: 'chunk', value: { data } }),
+          )
+        : null;
     for (;;) {
       const frame = await connection.next();
       if (frame === null) {
         throw new ExecutorLostError('the executor closed the connection before it answered');
+      }
+      if (batch !== null) {
+        if (frame.type === FrameType.OUTCOME) {
+          await batch.outcome(frame.body, connection.buffered > 0);
+          continue;
+        }
+        await batch.flush();
       }
       switch (frame.type) {
         case FrameType.LOG: {
@@ -397,13 +435,22 @@ export class ExecuteCall {
           await this.sendLog(source, text);
           break;
         }
+        case FrameType.INPUT_LOG: {
+          if (batch === null) throw new FrameProtocolError('an INPUT_LOG frame in a plain call');
+          const { input, source, text } = decodeInputLogBody(frame);
+          batch.outcomes.checkInput(input, 'an INPUT_LOG frame');
+          await this.send({ $case: 'log', value: { source, text, input } });
+          break;
+        }
         case FrameType.RESULT:
+          if (batch !== null) throw new FrameProtocolError('a RESULT frame in a batch');
           for (const data of chunksOf(frame.body, MAX_PIECE)) {
             await this.send({ $case: 'chunk', value: { data } });
           }
           break;
         case FrameType.RESULT_END: {
           const end = readFrameBody(frame, ResultEndSchema);
+          batch?.outcomes.checkComplete();
           this.log.debug({ ok: end.ok, functionMs: end.ms }, 'executor answered');
           return;
         }
@@ -422,7 +469,14 @@ export class ExecuteCall {
     }
   }
 
+  /** A note of readie's kept with the call's output (not sent: the client has the answer). */
+  private note(text: string): void {
+    this.kept?.line(LogSource.LOG_SOURCE_SYSTEM, text, this.clock());
+  }
+
   private sendLog(source: LogSource, text: string): Promise<void> {
+    // Kept first: what the client may not live to read survives it.
+    this.kept?.line(source, text, this.clock());
     return this.send({ $case: 'log', value: { source, text } });
   }
 
@@ -432,6 +486,12 @@ export class ExecuteCall {
     }
     const fits = this.stream.write({ ids: { ...this.ids }, message });
     if (!fits) await once(this.stream, 'drain', { signal: this.signal });
+  }
+
+  /** The last note of the call's kept output, and its end. */
+  private endKept(text: string): void {
+    this.note(text);
+    this.kept?.end(this.clock());
   }
 
   /** Turns a dropped executor connection into what happened to the container. */
@@ -465,15 +525,18 @@ export class ExecuteCall {
     else this.connection?.close();
     const ms = Math.round(elapsedMs * 1000) / 1000;
     if (failure instanceof CallCancelledError) {
+      this.endKept(`call cancelled after ${Math.round(ms)} ms: ${failure.message}`);
       this.log.info({ ms, reason: failure.message }, 'call cancelled');
       return;
     }
     if (failure === null) {
+      this.endKept(`call answered in ${Math.round(ms)} ms`);
       this.log.info({ ms, kept: keep }, 'call answered');
       this.stream.end();
       return;
     }
     const error = failure instanceof StatusError ? failure : new ExecutorLostError(failure.message);
+    this.endKept(`call failed after ${Math.round(ms)} ms: ${error.code}: ${error.message}`);
     this.log.info({ ms, code: error.code, error: error.message, kept: keep }, 'call failed');
     const metadata = idTrailers(this.ids);
     const trailers =

@@ -18,9 +18,10 @@ import { readHeader, type HeaderContext } from '../core/execution/call-header.js
 import type { CallTracker } from './call-tracker.js';
 import { ExecuteCall, type CallDeps, type ExecuteStream } from './execute-call.js';
 import { MessageReader } from './message-reader.js';
+import { serveCallOutput, type CallOutputStore } from '../output/index.js';
 
 /** What the service needs beyond a call's own dependencies. */
-export interface ExecutionServiceDeps extends Omit<CallDeps, 'pool'> {
+export interface ExecutionServiceDeps extends Omit<CallDeps, 'pool' | 'output'> {
   /** The container pool; null while the worker cannot run containers. */
   readonly pool: () => ContainerPool | null;
   /** Why the worker refuses calls (its error status), or null when it takes them. */
@@ -29,6 +30,8 @@ export interface ExecutionServiceDeps extends Omit<CallDeps, 'pool'> {
   readonly calls: CallTracker;
   /** Who may call: the router's credential alone (anyone with `--auth none`). */
   readonly credentials: Pick<WorkerCredentials, 'checkRouter'>;
+  /** Where calls' output is kept (null: not kept). */
+  readonly output: () => CallOutputStore | null;
 }
 
 async function execute(stream: ExecuteStream, deps: ExecutionServiceDeps): Promise<void> {
@@ -42,7 +45,7 @@ async function execute(stream: ExecuteStream, deps: ExecutionServiceDeps): Promi
     const reader = new MessageReader<ExecuteRequest>(stream);
     const first = await reader.next();
     const request = readHeader(first ?? undefined, deps.header);
-    await new ExecuteCall(stream, request, reader, { ...deps, pool }).run();
+    await new ExecuteCall(stream, request, reader, { ...deps, pool, output: deps.output() }).run();
   } catch (error) {
     const failure = error instanceof StatusError ? error : null;
     deps.log.info(
@@ -79,6 +82,7 @@ async function destroySessionContainer(
 export function executionService(deps: ExecutionServiceDeps): ExecutionServiceServer {
   return {
     execute: (stream) => void execute(stream, deps),
+    callOutput: (stream) => serveCallOutput(stream, deps),
     destroySessionContainer: (call, callback) => {
       destroySessionContainer(call, deps).then(
         (answer) => callback(null, answer),

@@ -208,6 +208,11 @@ export class ExecutorConnection {
     }
   }
 
+  /** Frames received and not yet taken with `next()`. */
+  get buffered(): number {
+    return this.frames.length;
+  }
+
   /** Whether the connection is still open both ways, with nothing unread (reusable). */
   get usable(): boolean {
     return !this.ended && !this.socket.destroyed && this.frames.length === 0;

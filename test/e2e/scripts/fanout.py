@@ -124,13 +124,40 @@ def spawned():
             "slowDone": slow.done(), "timeout": timeout, "gathered": many}
 
 
-def interrupted(count, seconds, concurrency):
+def interrupted(count, seconds, concurrency, chunk=None):
     print("mapping", flush=True)
     try:
-        list(nap.map([seconds] * count, max_concurrency=concurrency, progress=False))
+        for index, _ in enumerate(nap.map([seconds] * count, max_concurrency=concurrency, chunk_size=chunk, progress=False)):
+            if index == 0:
+                print("first result", flush=True)
         return {"interrupted": False}
     except KeyboardInterrupt as error:
         return {"interrupted": True, "message": str(error)}
+
+
+@readie.remote(memory="256MiB", stream_logs=False)
+def hog_at(x, bad):
+    if x == bad:
+        blocks = []
+        while True:
+            blocks.append(b"x" * (16 * 1024 * 1024))
+    return x
+
+
+def many(count, bad):
+    started = time.monotonic()
+    results = list(fails_at.map(range(count), kwargs={"bad": bad}, return_exceptions=True, progress=False))
+    seconds = time.monotonic() - started
+    failed = [(i, type(r).__name__, r.input_index, r.remote_type) for i, r in enumerate(results) if isinstance(r, BaseException)]
+    intact = all(r == i for i, r in enumerate(results) if i != bad)
+    return {"count": len(results), "failed": failed, "intact": intact, "seconds": round(seconds, 1)}
+
+
+def oom(count, bad, chunk):
+    results = list(hog_at.map(range(count), kwargs={"bad": bad}, chunk_size=chunk, max_concurrency=1, return_exceptions=True, progress=False))
+    failed = [(i, type(r).__name__, r.input_index) for i, r in enumerate(results) if isinstance(r, BaseException)]
+    values = [r if not isinstance(r, BaseException) else None for r in results]
+    return {"failed": failed, "values": values}
 
 
 def asynchronous(count):
@@ -164,7 +191,9 @@ SCENARIOS = {
     "lazy": lambda args: lazy(int(args[0]), int(args[1])),
     "reuse": lambda args: reuse(int(args[0]), int(args[1])),
     "spawn": lambda args: spawned(),
-    "interrupted": lambda args: interrupted(int(args[0]), float(args[1]), int(args[2])),
+    "interrupted": lambda args: interrupted(int(args[0]), float(args[1]), int(args[2]), int(args[3]) if len(args) > 3 else None),
+    "many": lambda args: many(int(args[0]), int(args[1])),
+    "oom": lambda args: oom(int(args[0]), int(args[1]), int(args[2])),
     "aio": lambda args: asynchronous(int(args[0])),
     "session": lambda args: closed_session(),
 }

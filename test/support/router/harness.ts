@@ -116,6 +116,7 @@ export function callConfig(fields: Partial<CallConfig> = {}): CallConfig {
     format: PayloadFormat.PAYLOAD_FORMAT_JSON_CALL,
     pinned: false,
     retryOf: '',
+    function: '',
     ...fields,
   };
 }

@@ -271,6 +271,7 @@ export class ScriptedWorker {
       instanceId: this.identity.instanceId,
       reportSeq: 0,
       containers: [],
+      standbys: [],
       ...fields,
     };
     return new Promise((resolve, reject) =>

@@ -9,6 +9,7 @@ import type { RoutingState } from '../../../projections/routing-state.js';
 import type { GrpcCodeName } from '../../../shared/grpc-codes.js';
 import { sessionIdOf, type CallToPlace } from '../call.js';
 import { foreignSessionMessage } from '../session-owner.js';
+import { rulesSteps } from '../rules-version.js';
 
 /**
  * Where a resolution came from: the table, the retried call, the session, or the call's own
@@ -82,7 +83,14 @@ export function resolvePinned(
       // Session affinity refuses another tenant's session first; should a log still lead here,
       // the answer is the same, naming no owner.
       if (session.tenantId !== tenantId) {
-        return { ok: false, code: 'NOT_FOUND', message: foreignSessionMessage(sessionId) };
+        // Rules before 4 (a log recorded then): the pinned call was refused in other words.
+        return rulesSteps(state.rulesVersion).owners
+          ? { ok: false, code: 'NOT_FOUND', message: foreignSessionMessage(sessionId) }
+          : {
+              ok: false,
+              code: 'PERMISSION_DENIED',
+              message: `session ${sessionId} belongs to another tenant; start a new session`,
+            };
       }
       const resolution = atRevision(routing, session.revision, 'session', sessionId);
       if (resolution !== null) return { ok: true, resolution };

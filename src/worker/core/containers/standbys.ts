@@ -25,17 +25,19 @@ export function keepsStandbys(shelf: StandbyShelfState, checkpointId: string): b
 }
 
 /**
- * How many standbys of `checkpointId` to start restoring now: up to the count kept, counting the
- * `have` on the shelf or being restored, within `room` free slots (may be Infinity).
+ * How many standbys of `checkpointId` to start restoring now: up to `wanted` (its target: the
+ * count kept, or what demand asks, `standby-demand.ts`), counting the `have` on the shelf or being
+ * restored, within `room` free slots and memory (may be Infinity).
  */
 export function standbysToRestore(
   shelf: StandbyShelfState,
   checkpointId: string,
   have: number,
   room: number,
+  wanted: number = shelf.perCheckpoint,
 ): number {
   if (shelf.closed || !keepsStandbys(shelf, checkpointId)) return 0;
-  return Math.max(0, Math.min(shelf.perCheckpoint - have, room));
+  return Math.max(0, Math.min(wanted - have, room));
 }
 
 /** Whether a standby of `checkpointId` that finished restoring goes on the shelf (else destroyed). */

@@ -5,6 +5,7 @@ import { memoryBudget } from '../../../shared/call-budget.js';
 import { InvalidCallError, PythonVersionMismatchError, WrongWorkerError } from '../errors.js';
 import { requirementProblem } from '../packages/install-command.js';
 import type { ImageDeclaration } from '../images/image-identity.js';
+import { MAX_BATCH_INPUTS, MAX_INPUTS_AT_ONCE } from '../executor-link/outcomes.js';
 
 /** The executor's names for the payload formats. */
 export type ExecutorFormat = 'cloudpickle' | 'json-call';
@@ -39,6 +40,10 @@ export interface CallRequest {
   readonly image: ImageDeclaration | null;
   /** The caller's tenant from its credential ('' without one): images are scoped by it. */
   readonly tenantId: string;
+  /** A batch's input count (docs/executor-protocol.md); 0 for a plain call. */
+  readonly inputs: number;
+  /** How many inputs of the batch its container runs at once (1: one at a time). */
+  readonly maxInputs: number;
 }
 
 /** What the header is checked against. */
@@ -113,6 +118,13 @@ export function readHeader(
       `the header names version "${header.version}" but checkpoint "${ids.checkpointId}": a pinned call's container is restored from its version`,
     );
   }
+  const inputs = header.inputs ?? 0;
+  const maxInputs = header.maxInputs ?? 0;
+  if (inputs > MAX_BATCH_INPUTS || maxInputs > MAX_INPUTS_AT_ONCE) {
+    throw new InvalidCallError(
+      `a batch carries at most ${MAX_BATCH_INPUTS} inputs and runs at most ${MAX_INPUTS_AT_ONCE} at once, not ${inputs} and ${maxInputs}`,
+    );
+  }
   return {
     requestId: ids.requestId,
     sessionId: ids.sessionId,
@@ -132,5 +144,7 @@ export function readHeader(
       ? { packages: header.image.packages, imports: header.image.imports, env: header.image.env }
       : null,
     tenantId: header.tenantId,
+    inputs,
+    maxInputs: Math.max(1, maxInputs),
   };
 }

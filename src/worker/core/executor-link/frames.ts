@@ -26,8 +26,10 @@ export const FrameType = {
   RESULT: 0x08,
   RESULT_END: 0x09,
   ERROR: 0x0a,
-  IMAGE: 0x0b,
-  IMAGE_DONE: 0x0c,
+  OUTCOME: 0x0b,
+  INPUT_LOG: 0x0c,
+  IMAGE: 0x0d,
+  IMAGE_DONE: 0x0e,
 } as const;
 
 /** A frame type's number. */

@@ -11,13 +11,16 @@ import {
   type ChannelCredentials,
   Client,
   type ClientOptions,
+  type ClientReadableStream,
   type ClientUnaryCall,
+  type handleServerStreamingCall,
   type handleUnaryCall,
   makeGenericClientConstructor,
   type Metadata,
   type ServiceError,
   type UntypedServiceImplementation,
 } from "@grpc/grpc-js";
+import { CallFilter, CallView, HistoryWindow, OutputLine } from "./history.js";
 import {
   FlipPinRequest,
   FlipPinResponse,
@@ -36,6 +39,52 @@ import {
 export const protobufPackage = "readie.v1";
 
 export const protobufFileName = "readie/v1/admin.proto";
+
+/** Which calls to list. */
+export interface ListCallsRequest {
+  /** The filters. */
+  filter?:
+    | CallFilter
+    | undefined;
+  /** Only this tenant's calls (empty: every tenant's). */
+  tenantId: string;
+}
+
+/** The calls, newest first, and what the history holds. */
+export interface ListCallsResponse {
+  /** The calls that pass the filter. */
+  calls: CallView[];
+  /** The history's window and cost. */
+  window?: HistoryWindow | undefined;
+}
+
+/** The call to show. */
+export interface GetCallRequest {
+  /** Its request ID. */
+  requestId: string;
+}
+
+/** One call. */
+export interface GetCallResponse {
+  /** The call. */
+  call?: CallView | undefined;
+}
+
+/** The call whose output to read. */
+export interface CallLogsRequest {
+  /** Its request ID. */
+  requestId: string;
+  /** Keep the stream open and send new lines until the call ends. */
+  follow: boolean;
+}
+
+/** Some lines of a call's output, in order. */
+export interface CallLogsResponse {
+  /** The lines. */
+  lines: OutputLine[];
+  /** The worker cut the call's output here (OUTPUT_MAX_CALL_BYTES): later lines were not kept. */
+  truncated: boolean;
+}
 
 /** Asks for the live status. */
 export interface StatusRequest {
@@ -63,6 +112,42 @@ export interface StatusResponse {
   callsInFlight: number;
   /** Calls waiting for their session's turn. */
   callsWaiting: number;
+  /**
+   * The event log: the live log and its archive (docs/event-log.md, "Retention and the archive").
+   * Numbered apart from the fields above, which other views extend.
+   */
+  log?: LogView | undefined;
+}
+
+/** The router's event log: what the live log holds, what its archive holds, the retention in force. */
+export interface LogView {
+  /** Where the live log is: a directory, or nats://HOST:PORT/STREAM. */
+  location: string;
+  /** Bytes the live log holds (LMDB: its pages in use; JetStream: the stream's bytes). */
+  liveBytes: number;
+  /** The live log's first seq and the instant of that event (its oldest), and its last seq. */
+  firstSeq: number;
+  firstAt: string;
+  lastSeq: number;
+  /** The archive directory; empty when the router archives nothing (archive_off says why). */
+  archiveDir: string;
+  /** Its files, their bytes, the seqs they hold and the instants of their first and last events. */
+  archiveFiles: number;
+  archiveBytes: number;
+  archiveFirstSeq: number;
+  archiveLastSeq: number;
+  archiveFirstAt: string;
+  archiveLastAt: string;
+  /** The retention in force: LOG_RETENTION and ARCHIVE_RETENTION (ms), LOG_MAX_BYTES (bytes); 0: none. */
+  logRetentionMs: number;
+  logMaxBytes: number;
+  archiveRetentionMs: number;
+  /** Why the router archives nothing, when it does not. */
+  archiveOff: string;
+  /** Why the last archive pass failed, when it did (it is tried again at the next pass). */
+  archiveProblem: string;
+  /** When the last archive pass ended (ISO-8601 UTC); empty before the first. */
+  lastPassAt: string;
 }
 
 /** A worker as the router knows it. */
@@ -185,6 +270,498 @@ export interface ReservationView {
   since: string;
 }
 
+function createBaseListCallsRequest(): ListCallsRequest {
+  return { filter: undefined, tenantId: "" };
+}
+
+export const ListCallsRequest: MessageFns<ListCallsRequest> = {
+  encode(message: ListCallsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.filter !== undefined) {
+      CallFilter.encode(message.filter, writer.uint32(10).fork()).join();
+    }
+    if (message.tenantId !== "") {
+      writer.uint32(18).string(message.tenantId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListCallsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListCallsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.filter = CallFilter.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.tenantId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListCallsRequest {
+    return {
+      filter: isSet(object.filter) ? CallFilter.fromJSON(object.filter) : undefined,
+      tenantId: isSet(object.tenantId)
+        ? globalThis.String(object.tenantId)
+        : isSet(object.tenant_id)
+        ? globalThis.String(object.tenant_id)
+        : "",
+    };
+  },
+
+  toJSON(message: ListCallsRequest): unknown {
+    const obj: any = {};
+    if (message.filter !== undefined) {
+      obj.filter = CallFilter.toJSON(message.filter);
+    }
+    if (message.tenantId !== "") {
+      obj.tenantId = message.tenantId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ListCallsRequest>, I>>(base?: I): ListCallsRequest {
+    return ListCallsRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListCallsRequest>, I>>(object: I): ListCallsRequest {
+    const message = createBaseListCallsRequest();
+    message.filter = (object.filter !== undefined && object.filter !== null)
+      ? CallFilter.fromPartial(object.filter)
+      : undefined;
+    message.tenantId = object.tenantId ?? "";
+    return message;
+  },
+};
+
+function createBaseListCallsResponse(): ListCallsResponse {
+  return { calls: [], window: undefined };
+}
+
+export const ListCallsResponse: MessageFns<ListCallsResponse> = {
+  encode(message: ListCallsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.calls) {
+      CallView.encode(v!, writer.uint32(10).fork()).join();
+    }
+    if (message.window !== undefined) {
+      HistoryWindow.encode(message.window, writer.uint32(18).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListCallsResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListCallsResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.calls.push(CallView.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.window = HistoryWindow.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListCallsResponse {
+    return {
+      calls: globalThis.Array.isArray(object?.calls) ? object.calls.map((e: any) => CallView.fromJSON(e)) : [],
+      window: isSet(object.window) ? HistoryWindow.fromJSON(object.window) : undefined,
+    };
+  },
+
+  toJSON(message: ListCallsResponse): unknown {
+    const obj: any = {};
+    if (message.calls?.length) {
+      obj.calls = message.calls.map((e) => CallView.toJSON(e));
+    }
+    if (message.window !== undefined) {
+      obj.window = HistoryWindow.toJSON(message.window);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ListCallsResponse>, I>>(base?: I): ListCallsResponse {
+    return ListCallsResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListCallsResponse>, I>>(object: I): ListCallsResponse {
+    const message = createBaseListCallsResponse();
+    message.calls = object.calls?.map((e) => CallView.fromPartial(e)) || [];
+    message.window = (object.window !== undefined && object.window !== null)
+      ? HistoryWindow.fromPartial(object.window)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseGetCallRequest(): GetCallRequest {
+  return { requestId: "" };
+}
+
+export const GetCallRequest: MessageFns<GetCallRequest> = {
+  encode(message: GetCallRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.requestId !== "") {
+      writer.uint32(10).string(message.requestId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetCallRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetCallRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.requestId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetCallRequest {
+    return {
+      requestId: isSet(object.requestId)
+        ? globalThis.String(object.requestId)
+        : isSet(object.request_id)
+        ? globalThis.String(object.request_id)
+        : "",
+    };
+  },
+
+  toJSON(message: GetCallRequest): unknown {
+    const obj: any = {};
+    if (message.requestId !== "") {
+      obj.requestId = message.requestId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<GetCallRequest>, I>>(base?: I): GetCallRequest {
+    return GetCallRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<GetCallRequest>, I>>(object: I): GetCallRequest {
+    const message = createBaseGetCallRequest();
+    message.requestId = object.requestId ?? "";
+    return message;
+  },
+};
+
+function createBaseGetCallResponse(): GetCallResponse {
+  return { call: undefined };
+}
+
+export const GetCallResponse: MessageFns<GetCallResponse> = {
+  encode(message: GetCallResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.call !== undefined) {
+      CallView.encode(message.call, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetCallResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetCallResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.call = CallView.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetCallResponse {
+    return { call: isSet(object.call) ? CallView.fromJSON(object.call) : undefined };
+  },
+
+  toJSON(message: GetCallResponse): unknown {
+    const obj: any = {};
+    if (message.call !== undefined) {
+      obj.call = CallView.toJSON(message.call);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<GetCallResponse>, I>>(base?: I): GetCallResponse {
+    return GetCallResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<GetCallResponse>, I>>(object: I): GetCallResponse {
+    const message = createBaseGetCallResponse();
+    message.call = (object.call !== undefined && object.call !== null) ? CallView.fromPartial(object.call) : undefined;
+    return message;
+  },
+};
+
+function createBaseCallLogsRequest(): CallLogsRequest {
+  return { requestId: "", follow: false };
+}
+
+export const CallLogsRequest: MessageFns<CallLogsRequest> = {
+  encode(message: CallLogsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.requestId !== "") {
+      writer.uint32(10).string(message.requestId);
+    }
+    if (message.follow !== false) {
+      writer.uint32(16).bool(message.follow);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CallLogsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCallLogsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.requestId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.follow = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CallLogsRequest {
+    return {
+      requestId: isSet(object.requestId)
+        ? globalThis.String(object.requestId)
+        : isSet(object.request_id)
+        ? globalThis.String(object.request_id)
+        : "",
+      follow: isSet(object.follow) ? globalThis.Boolean(object.follow) : false,
+    };
+  },
+
+  toJSON(message: CallLogsRequest): unknown {
+    const obj: any = {};
+    if (message.requestId !== "") {
+      obj.requestId = message.requestId;
+    }
+    if (message.follow !== false) {
+      obj.follow = message.follow;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<CallLogsRequest>, I>>(base?: I): CallLogsRequest {
+    return CallLogsRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<CallLogsRequest>, I>>(object: I): CallLogsRequest {
+    const message = createBaseCallLogsRequest();
+    message.requestId = object.requestId ?? "";
+    message.follow = object.follow ?? false;
+    return message;
+  },
+};
+
+function createBaseCallLogsResponse(): CallLogsResponse {
+  return { lines: [], truncated: false };
+}
+
+export const CallLogsResponse: MessageFns<CallLogsResponse> = {
+  encode(message: CallLogsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.lines) {
+      OutputLine.encode(v!, writer.uint32(10).fork()).join();
+    }
+    if (message.truncated !== false) {
+      writer.uint32(16).bool(message.truncated);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CallLogsResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCallLogsResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.lines.push(OutputLine.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.truncated = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CallLogsResponse {
+    return {
+      lines: globalThis.Array.isArray(object?.lines) ? object.lines.map((e: any) => OutputLine.fromJSON(e)) : [],
+      truncated: isSet(object.truncated) ? globalThis.Boolean(object.truncated) : false,
+    };
+  },
+
+  toJSON(message: CallLogsResponse): unknown {
+    const obj: any = {};
+    if (message.lines?.length) {
+      obj.lines = message.lines.map((e) => OutputLine.toJSON(e));
+    }
+    if (message.truncated !== false) {
+      obj.truncated = message.truncated;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<CallLogsResponse>, I>>(base?: I): CallLogsResponse {
+    return CallLogsResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<CallLogsResponse>, I>>(object: I): CallLogsResponse {
+    const message = createBaseCallLogsResponse();
+    message.lines = object.lines?.map((e) => OutputLine.fromPartial(e)) || [];
+    message.truncated = object.truncated ?? false;
+    return message;
+  },
+};
+
 function createBaseStatusRequest(): StatusRequest {
   return { includeExpiredSessions: false };
 }
@@ -269,6 +846,7 @@ function createBaseStatusResponse(): StatusResponse {
     reservations: [],
     callsInFlight: 0,
     callsWaiting: 0,
+    log: undefined,
   };
 }
 
@@ -300,6 +878,9 @@ export const StatusResponse: MessageFns<StatusResponse> = {
     }
     if (message.callsWaiting !== 0) {
       writer.uint32(72).uint32(message.callsWaiting);
+    }
+    if (message.log !== undefined) {
+      LogView.encode(message.log, writer.uint32(242).fork()).join();
     }
     return writer;
   },
@@ -389,6 +970,14 @@ export const StatusResponse: MessageFns<StatusResponse> = {
             message.callsWaiting = reader.uint32();
             continue;
           }
+          case 30: {
+            if (tag !== 242) {
+              break;
+            }
+
+            message.log = LogView.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -442,6 +1031,7 @@ export const StatusResponse: MessageFns<StatusResponse> = {
         : isSet(object.calls_waiting)
         ? globalThis.Number(object.calls_waiting)
         : 0,
+      log: isSet(object.log) ? LogView.fromJSON(object.log) : undefined,
     };
   },
 
@@ -474,6 +1064,9 @@ export const StatusResponse: MessageFns<StatusResponse> = {
     if (message.callsWaiting !== 0) {
       obj.callsWaiting = Math.round(message.callsWaiting);
     }
+    if (message.log !== undefined) {
+      obj.log = LogView.toJSON(message.log);
+    }
     return obj;
   },
 
@@ -491,6 +1084,435 @@ export const StatusResponse: MessageFns<StatusResponse> = {
     message.reservations = object.reservations?.map((e) => ReservationView.fromPartial(e)) || [];
     message.callsInFlight = object.callsInFlight ?? 0;
     message.callsWaiting = object.callsWaiting ?? 0;
+    message.log = (object.log !== undefined && object.log !== null) ? LogView.fromPartial(object.log) : undefined;
+    return message;
+  },
+};
+
+function createBaseLogView(): LogView {
+  return {
+    location: "",
+    liveBytes: 0,
+    firstSeq: 0,
+    firstAt: "",
+    lastSeq: 0,
+    archiveDir: "",
+    archiveFiles: 0,
+    archiveBytes: 0,
+    archiveFirstSeq: 0,
+    archiveLastSeq: 0,
+    archiveFirstAt: "",
+    archiveLastAt: "",
+    logRetentionMs: 0,
+    logMaxBytes: 0,
+    archiveRetentionMs: 0,
+    archiveOff: "",
+    archiveProblem: "",
+    lastPassAt: "",
+  };
+}
+
+export const LogView: MessageFns<LogView> = {
+  encode(message: LogView, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.location !== "") {
+      writer.uint32(10).string(message.location);
+    }
+    if (message.liveBytes !== 0) {
+      writer.uint32(16).uint64(message.liveBytes);
+    }
+    if (message.firstSeq !== 0) {
+      writer.uint32(24).uint64(message.firstSeq);
+    }
+    if (message.firstAt !== "") {
+      writer.uint32(34).string(message.firstAt);
+    }
+    if (message.lastSeq !== 0) {
+      writer.uint32(40).uint64(message.lastSeq);
+    }
+    if (message.archiveDir !== "") {
+      writer.uint32(50).string(message.archiveDir);
+    }
+    if (message.archiveFiles !== 0) {
+      writer.uint32(56).uint32(message.archiveFiles);
+    }
+    if (message.archiveBytes !== 0) {
+      writer.uint32(64).uint64(message.archiveBytes);
+    }
+    if (message.archiveFirstSeq !== 0) {
+      writer.uint32(72).uint64(message.archiveFirstSeq);
+    }
+    if (message.archiveLastSeq !== 0) {
+      writer.uint32(80).uint64(message.archiveLastSeq);
+    }
+    if (message.archiveFirstAt !== "") {
+      writer.uint32(90).string(message.archiveFirstAt);
+    }
+    if (message.archiveLastAt !== "") {
+      writer.uint32(98).string(message.archiveLastAt);
+    }
+    if (message.logRetentionMs !== 0) {
+      writer.uint32(104).uint64(message.logRetentionMs);
+    }
+    if (message.logMaxBytes !== 0) {
+      writer.uint32(112).uint64(message.logMaxBytes);
+    }
+    if (message.archiveRetentionMs !== 0) {
+      writer.uint32(120).uint64(message.archiveRetentionMs);
+    }
+    if (message.archiveOff !== "") {
+      writer.uint32(130).string(message.archiveOff);
+    }
+    if (message.archiveProblem !== "") {
+      writer.uint32(138).string(message.archiveProblem);
+    }
+    if (message.lastPassAt !== "") {
+      writer.uint32(146).string(message.lastPassAt);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): LogView {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseLogView();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.location = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.liveBytes = longToNumber(reader.uint64());
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.firstSeq = longToNumber(reader.uint64());
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.firstAt = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.lastSeq = longToNumber(reader.uint64());
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.archiveDir = reader.string();
+            continue;
+          }
+          case 7: {
+            if (tag !== 56) {
+              break;
+            }
+
+            message.archiveFiles = reader.uint32();
+            continue;
+          }
+          case 8: {
+            if (tag !== 64) {
+              break;
+            }
+
+            message.archiveBytes = longToNumber(reader.uint64());
+            continue;
+          }
+          case 9: {
+            if (tag !== 72) {
+              break;
+            }
+
+            message.archiveFirstSeq = longToNumber(reader.uint64());
+            continue;
+          }
+          case 10: {
+            if (tag !== 80) {
+              break;
+            }
+
+            message.archiveLastSeq = longToNumber(reader.uint64());
+            continue;
+          }
+          case 11: {
+            if (tag !== 90) {
+              break;
+            }
+
+            message.archiveFirstAt = reader.string();
+            continue;
+          }
+          case 12: {
+            if (tag !== 98) {
+              break;
+            }
+
+            message.archiveLastAt = reader.string();
+            continue;
+          }
+          case 13: {
+            if (tag !== 104) {
+              break;
+            }
+
+            message.logRetentionMs = longToNumber(reader.uint64());
+            continue;
+          }
+          case 14: {
+            if (tag !== 112) {
+              break;
+            }
+
+            message.logMaxBytes = longToNumber(reader.uint64());
+            continue;
+          }
+          case 15: {
+            if (tag !== 120) {
+              break;
+            }
+
+            message.archiveRetentionMs = longToNumber(reader.uint64());
+            continue;
+          }
+          case 16: {
+            if (tag !== 130) {
+              break;
+            }
+
+            message.archiveOff = reader.string();
+            continue;
+          }
+          case 17: {
+            if (tag !== 138) {
+              break;
+            }
+
+            message.archiveProblem = reader.string();
+            continue;
+          }
+          case 18: {
+            if (tag !== 146) {
+              break;
+            }
+
+            message.lastPassAt = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): LogView {
+    return {
+      location: isSet(object.location) ? globalThis.String(object.location) : "",
+      liveBytes: isSet(object.liveBytes)
+        ? globalThis.Number(object.liveBytes)
+        : isSet(object.live_bytes)
+        ? globalThis.Number(object.live_bytes)
+        : 0,
+      firstSeq: isSet(object.firstSeq)
+        ? globalThis.Number(object.firstSeq)
+        : isSet(object.first_seq)
+        ? globalThis.Number(object.first_seq)
+        : 0,
+      firstAt: isSet(object.firstAt)
+        ? globalThis.String(object.firstAt)
+        : isSet(object.first_at)
+        ? globalThis.String(object.first_at)
+        : "",
+      lastSeq: isSet(object.lastSeq)
+        ? globalThis.Number(object.lastSeq)
+        : isSet(object.last_seq)
+        ? globalThis.Number(object.last_seq)
+        : 0,
+      archiveDir: isSet(object.archiveDir)
+        ? globalThis.String(object.archiveDir)
+        : isSet(object.archive_dir)
+        ? globalThis.String(object.archive_dir)
+        : "",
+      archiveFiles: isSet(object.archiveFiles)
+        ? globalThis.Number(object.archiveFiles)
+        : isSet(object.archive_files)
+        ? globalThis.Number(object.archive_files)
+        : 0,
+      archiveBytes: isSet(object.archiveBytes)
+        ? globalThis.Number(object.archiveBytes)
+        : isSet(object.archive_bytes)
+        ? globalThis.Number(object.archive_bytes)
+        : 0,
+      archiveFirstSeq: isSet(object.archiveFirstSeq)
+        ? globalThis.Number(object.archiveFirstSeq)
+        : isSet(object.archive_first_seq)
+        ? globalThis.Number(object.archive_first_seq)
+        : 0,
+      archiveLastSeq: isSet(object.archiveLastSeq)
+        ? globalThis.Number(object.archiveLastSeq)
+        : isSet(object.archive_last_seq)
+        ? globalThis.Number(object.archive_last_seq)
+        : 0,
+      archiveFirstAt: isSet(object.archiveFirstAt)
+        ? globalThis.String(object.archiveFirstAt)
+        : isSet(object.archive_first_at)
+        ? globalThis.String(object.archive_first_at)
+        : "",
+      archiveLastAt: isSet(object.archiveLastAt)
+        ? globalThis.String(object.archiveLastAt)
+        : isSet(object.archive_last_at)
+        ? globalThis.String(object.archive_last_at)
+        : "",
+      logRetentionMs: isSet(object.logRetentionMs)
+        ? globalThis.Number(object.logRetentionMs)
+        : isSet(object.log_retention_ms)
+        ? globalThis.Number(object.log_retention_ms)
+        : 0,
+      logMaxBytes: isSet(object.logMaxBytes)
+        ? globalThis.Number(object.logMaxBytes)
+        : isSet(object.log_max_bytes)
+        ? globalThis.Number(object.log_max_bytes)
+        : 0,
+      archiveRetentionMs: isSet(object.archiveRetentionMs)
+        ? globalThis.Number(object.archiveRetentionMs)
+        : isSet(object.archive_retention_ms)
+        ? globalThis.Number(object.archive_retention_ms)
+        : 0,
+      archiveOff: isSet(object.archiveOff)
+        ? globalThis.String(object.archiveOff)
+        : isSet(object.archive_off)
+        ? globalThis.String(object.archive_off)
+        : "",
+      archiveProblem: isSet(object.archiveProblem)
+        ? globalThis.String(object.archiveProblem)
+        : isSet(object.archive_problem)
+        ? globalThis.String(object.archive_problem)
+        : "",
+      lastPassAt: isSet(object.lastPassAt)
+        ? globalThis.String(object.lastPassAt)
+        : isSet(object.last_pass_at)
+        ? globalThis.String(object.last_pass_at)
+        : "",
+    };
+  },
+
+  toJSON(message: LogView): unknown {
+    const obj: any = {};
+    if (message.location !== "") {
+      obj.location = message.location;
+    }
+    if (message.liveBytes !== 0) {
+      obj.liveBytes = Math.round(message.liveBytes);
+    }
+    if (message.firstSeq !== 0) {
+      obj.firstSeq = Math.round(message.firstSeq);
+    }
+    if (message.firstAt !== "") {
+      obj.firstAt = message.firstAt;
+    }
+    if (message.lastSeq !== 0) {
+      obj.lastSeq = Math.round(message.lastSeq);
+    }
+    if (message.archiveDir !== "") {
+      obj.archiveDir = message.archiveDir;
+    }
+    if (message.archiveFiles !== 0) {
+      obj.archiveFiles = Math.round(message.archiveFiles);
+    }
+    if (message.archiveBytes !== 0) {
+      obj.archiveBytes = Math.round(message.archiveBytes);
+    }
+    if (message.archiveFirstSeq !== 0) {
+      obj.archiveFirstSeq = Math.round(message.archiveFirstSeq);
+    }
+    if (message.archiveLastSeq !== 0) {
+      obj.archiveLastSeq = Math.round(message.archiveLastSeq);
+    }
+    if (message.archiveFirstAt !== "") {
+      obj.archiveFirstAt = message.archiveFirstAt;
+    }
+    if (message.archiveLastAt !== "") {
+      obj.archiveLastAt = message.archiveLastAt;
+    }
+    if (message.logRetentionMs !== 0) {
+      obj.logRetentionMs = Math.round(message.logRetentionMs);
+    }
+    if (message.logMaxBytes !== 0) {
+      obj.logMaxBytes = Math.round(message.logMaxBytes);
+    }
+    if (message.archiveRetentionMs !== 0) {
+      obj.archiveRetentionMs = Math.round(message.archiveRetentionMs);
+    }
+    if (message.archiveOff !== "") {
+      obj.archiveOff = message.archiveOff;
+    }
+    if (message.archiveProblem !== "") {
+      obj.archiveProblem = message.archiveProblem;
+    }
+    if (message.lastPassAt !== "") {
+      obj.lastPassAt = message.lastPassAt;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<LogView>, I>>(base?: I): LogView {
+    return LogView.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<LogView>, I>>(object: I): LogView {
+    const message = createBaseLogView();
+    message.location = object.location ?? "";
+    message.liveBytes = object.liveBytes ?? 0;
+    message.firstSeq = object.firstSeq ?? 0;
+    message.firstAt = object.firstAt ?? "";
+    message.lastSeq = object.lastSeq ?? 0;
+    message.archiveDir = object.archiveDir ?? "";
+    message.archiveFiles = object.archiveFiles ?? 0;
+    message.archiveBytes = object.archiveBytes ?? 0;
+    message.archiveFirstSeq = object.archiveFirstSeq ?? 0;
+    message.archiveLastSeq = object.archiveLastSeq ?? 0;
+    message.archiveFirstAt = object.archiveFirstAt ?? "";
+    message.archiveLastAt = object.archiveLastAt ?? "";
+    message.logRetentionMs = object.logRetentionMs ?? 0;
+    message.logMaxBytes = object.logMaxBytes ?? 0;
+    message.archiveRetentionMs = object.archiveRetentionMs ?? 0;
+    message.archiveOff = object.archiveOff ?? "";
+    message.archiveProblem = object.archiveProblem ?? "";
+    message.lastPassAt = object.lastPassAt ?? "";
     return message;
   },
 };
@@ -1710,6 +2732,43 @@ export const AdminServiceService = {
     responseSerialize: (value: RemovePinResponse): Buffer => Buffer.from(RemovePinResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): RemovePinResponse => RemovePinResponse.decode(value),
   },
+  /** Recent calls of every tenant, newest first, from the router's call history (docs/calls.md). */
+  listCalls: {
+    path: "/readie.v1.AdminService/ListCalls" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ListCallsRequest): Buffer => Buffer.from(ListCallsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ListCallsRequest => ListCallsRequest.decode(value),
+    responseSerialize: (value: ListCallsResponse): Buffer => Buffer.from(ListCallsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ListCallsResponse => ListCallsResponse.decode(value),
+  },
+  /**
+   * One call's whole story. NOT_FOUND when the history does not hold it (the message names its
+   * window).
+   */
+  getCall: {
+    path: "/readie.v1.AdminService/GetCall" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: GetCallRequest): Buffer => Buffer.from(GetCallRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): GetCallRequest => GetCallRequest.decode(value),
+    responseSerialize: (value: GetCallResponse): Buffer => Buffer.from(GetCallResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): GetCallResponse => GetCallResponse.decode(value),
+  },
+  /**
+   * One call's output (stdout, stderr, readie's notes), fetched from the worker that ran it; with
+   * follow, new lines as they come until the call ends. NOT_FOUND naming why: the call is not in
+   * the history, its worker is gone, or the worker no longer keeps its output.
+   */
+  callLogs: {
+    path: "/readie.v1.AdminService/CallLogs" as const,
+    requestStream: false as const,
+    responseStream: true as const,
+    requestSerialize: (value: CallLogsRequest): Buffer => Buffer.from(CallLogsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): CallLogsRequest => CallLogsRequest.decode(value),
+    responseSerialize: (value: CallLogsResponse): Buffer => Buffer.from(CallLogsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): CallLogsResponse => CallLogsResponse.decode(value),
+  },
 } as const;
 
 export interface AdminServiceServer extends UntypedServiceImplementation {
@@ -1727,6 +2786,19 @@ export interface AdminServiceServer extends UntypedServiceImplementation {
   setPinK: handleUnaryCall<SetPinKRequest, SetPinKResponse>;
   /** Removes a tenant's pin (RoutingRevised with no version). */
   removePin: handleUnaryCall<RemovePinRequest, RemovePinResponse>;
+  /** Recent calls of every tenant, newest first, from the router's call history (docs/calls.md). */
+  listCalls: handleUnaryCall<ListCallsRequest, ListCallsResponse>;
+  /**
+   * One call's whole story. NOT_FOUND when the history does not hold it (the message names its
+   * window).
+   */
+  getCall: handleUnaryCall<GetCallRequest, GetCallResponse>;
+  /**
+   * One call's output (stdout, stderr, readie's notes), fetched from the worker that ran it; with
+   * follow, new lines as they come until the call ends. NOT_FOUND naming why: the call is not in
+   * the history, its worker is gone, or the worker no longer keeps its output.
+   */
+  callLogs: handleServerStreamingCall<CallLogsRequest, CallLogsResponse>;
 }
 
 export interface AdminServiceClient extends Client {
@@ -1842,6 +2914,52 @@ export interface AdminServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: RemovePinResponse) => void,
   ): ClientUnaryCall;
+  /** Recent calls of every tenant, newest first, from the router's call history (docs/calls.md). */
+  listCalls(
+    request: ListCallsRequest,
+    callback: (error: ServiceError | null, response: ListCallsResponse) => void,
+  ): ClientUnaryCall;
+  listCalls(
+    request: ListCallsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ListCallsResponse) => void,
+  ): ClientUnaryCall;
+  listCalls(
+    request: ListCallsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ListCallsResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * One call's whole story. NOT_FOUND when the history does not hold it (the message names its
+   * window).
+   */
+  getCall(
+    request: GetCallRequest,
+    callback: (error: ServiceError | null, response: GetCallResponse) => void,
+  ): ClientUnaryCall;
+  getCall(
+    request: GetCallRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: GetCallResponse) => void,
+  ): ClientUnaryCall;
+  getCall(
+    request: GetCallRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: GetCallResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * One call's output (stdout, stderr, readie's notes), fetched from the worker that ran it; with
+   * follow, new lines as they come until the call ends. NOT_FOUND naming why: the call is not in
+   * the history, its worker is gone, or the worker no longer keeps its output.
+   */
+  callLogs(request: CallLogsRequest, options?: Partial<CallOptions>): ClientReadableStream<CallLogsResponse>;
+  callLogs(
+    request: CallLogsRequest,
+    metadata?: Metadata,
+    options?: Partial<CallOptions>,
+  ): ClientReadableStream<CallLogsResponse>;
 }
 
 export const AdminServiceClient = makeGenericClientConstructor(

@@ -135,6 +135,12 @@ export interface LogLine {
   source: LogSource;
   /** The text, without its line ending. */
   text: string;
+  /**
+   * In a batch: the index of the input (in the batch) that wrote the line; absent when the line
+   * belongs to no one input (readie's own notes, output from native code or a child process while
+   * several inputs ran at once).
+   */
+  input?: number | undefined;
 }
 
 /**
@@ -422,7 +428,7 @@ export const PayloadChunk: MessageFns<PayloadChunk> = {
 };
 
 function createBaseLogLine(): LogLine {
-  return { source: 0, text: "" };
+  return { source: 0, text: "", input: undefined };
 }
 
 export const LogLine: MessageFns<LogLine> = {
@@ -432,6 +438,9 @@ export const LogLine: MessageFns<LogLine> = {
     }
     if (message.text !== "") {
       writer.uint32(18).string(message.text);
+    }
+    if (message.input !== undefined) {
+      writer.uint32(24).uint32(message.input);
     }
     return writer;
   },
@@ -465,6 +474,14 @@ export const LogLine: MessageFns<LogLine> = {
             message.text = reader.string();
             continue;
           }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.input = reader.uint32();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -481,6 +498,7 @@ export const LogLine: MessageFns<LogLine> = {
     return {
       source: isSet(object.source) ? logSourceFromJSON(object.source) : 0,
       text: isSet(object.text) ? globalThis.String(object.text) : "",
+      input: isSet(object.input) ? globalThis.Number(object.input) : undefined,
     };
   },
 
@@ -492,6 +510,9 @@ export const LogLine: MessageFns<LogLine> = {
     if (message.text !== "") {
       obj.text = message.text;
     }
+    if (message.input !== undefined) {
+      obj.input = Math.round(message.input);
+    }
     return obj;
   },
 
@@ -502,6 +523,7 @@ export const LogLine: MessageFns<LogLine> = {
     const message = createBaseLogLine();
     message.source = object.source ?? 0;
     message.text = object.text ?? "";
+    message.input = object.input ?? undefined;
     return message;
   },
 };

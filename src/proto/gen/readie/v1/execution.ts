@@ -12,8 +12,10 @@ import {
   Client,
   type ClientDuplexStream,
   type ClientOptions,
+  type ClientReadableStream,
   type ClientUnaryCall,
   type handleBidiStreamingCall,
+  type handleServerStreamingCall,
   type handleUnaryCall,
   makeGenericClientConstructor,
   type Metadata,
@@ -29,10 +31,27 @@ import {
   payloadFormatFromJSON,
   payloadFormatToJSON,
 } from "./call.js";
+import { OutputLine } from "./history.js";
 
 export const protobufPackage = "readie.v1";
 
 export const protobufFileName = "readie/v1/execution.proto";
+
+/** The call whose output to read. */
+export interface CallOutputRequest {
+  /** Its request ID. */
+  requestId: string;
+  /** Keep the stream open and send new lines until the call ends. */
+  follow: boolean;
+}
+
+/** Some lines of a call's output, in order. */
+export interface CallOutputResponse {
+  /** The lines. */
+  lines: OutputLine[];
+  /** The call's output was cut here (OUTPUT_MAX_CALL_BYTES): later lines were not kept. */
+  truncated: boolean;
+}
 
 /** Everything the worker needs to run a call, decided by the router. */
 export interface CallHeader {
@@ -73,6 +92,17 @@ export interface CallHeader {
   /** The routing table revision the call's version was resolved from (for logs; 0 for none). */
   routingRevision: number;
   /**
+   * A batch of this many inputs (the client's config, checked by the router); absent or 0: a
+   * plain call.
+   */
+  inputs?:
+    | number
+    | undefined;
+  /** How many inputs of the batch the container runs at once; absent, 0 or 1: one at a time. */
+  maxInputs?:
+    | number
+    | undefined;
+  /**
    * The call's image (as the client declared it, validated by the router); absent for none. The
    * worker builds it once for the tenant, then restores it.
    */
@@ -105,7 +135,7 @@ export interface ExecuteResponse {
   /** What it carries. */
   message?:
     | //
-    /** A piece of the result envelope, in order. */
+    /** A piece of the result envelope, in order; for a batch, whole outcome records. */
     { $case: "chunk"; value: PayloadChunk }
     | //
     /** A log line. */
@@ -130,6 +160,180 @@ export interface DestroySessionContainerResponse {
   removed: boolean;
 }
 
+function createBaseCallOutputRequest(): CallOutputRequest {
+  return { requestId: "", follow: false };
+}
+
+export const CallOutputRequest: MessageFns<CallOutputRequest> = {
+  encode(message: CallOutputRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.requestId !== "") {
+      writer.uint32(10).string(message.requestId);
+    }
+    if (message.follow !== false) {
+      writer.uint32(16).bool(message.follow);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CallOutputRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCallOutputRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.requestId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.follow = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CallOutputRequest {
+    return {
+      requestId: isSet(object.requestId)
+        ? globalThis.String(object.requestId)
+        : isSet(object.request_id)
+        ? globalThis.String(object.request_id)
+        : "",
+      follow: isSet(object.follow) ? globalThis.Boolean(object.follow) : false,
+    };
+  },
+
+  toJSON(message: CallOutputRequest): unknown {
+    const obj: any = {};
+    if (message.requestId !== "") {
+      obj.requestId = message.requestId;
+    }
+    if (message.follow !== false) {
+      obj.follow = message.follow;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<CallOutputRequest>, I>>(base?: I): CallOutputRequest {
+    return CallOutputRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<CallOutputRequest>, I>>(object: I): CallOutputRequest {
+    const message = createBaseCallOutputRequest();
+    message.requestId = object.requestId ?? "";
+    message.follow = object.follow ?? false;
+    return message;
+  },
+};
+
+function createBaseCallOutputResponse(): CallOutputResponse {
+  return { lines: [], truncated: false };
+}
+
+export const CallOutputResponse: MessageFns<CallOutputResponse> = {
+  encode(message: CallOutputResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.lines) {
+      OutputLine.encode(v!, writer.uint32(10).fork()).join();
+    }
+    if (message.truncated !== false) {
+      writer.uint32(16).bool(message.truncated);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CallOutputResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCallOutputResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.lines.push(OutputLine.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.truncated = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CallOutputResponse {
+    return {
+      lines: globalThis.Array.isArray(object?.lines) ? object.lines.map((e: any) => OutputLine.fromJSON(e)) : [],
+      truncated: isSet(object.truncated) ? globalThis.Boolean(object.truncated) : false,
+    };
+  },
+
+  toJSON(message: CallOutputResponse): unknown {
+    const obj: any = {};
+    if (message.lines?.length) {
+      obj.lines = message.lines.map((e) => OutputLine.toJSON(e));
+    }
+    if (message.truncated !== false) {
+      obj.truncated = message.truncated;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<CallOutputResponse>, I>>(base?: I): CallOutputResponse {
+    return CallOutputResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<CallOutputResponse>, I>>(object: I): CallOutputResponse {
+    const message = createBaseCallOutputResponse();
+    message.lines = object.lines?.map((e) => OutputLine.fromPartial(e)) || [];
+    message.truncated = object.truncated ?? false;
+    return message;
+  },
+};
+
 function createBaseCallHeader(): CallHeader {
   return {
     ids: undefined,
@@ -143,6 +347,8 @@ function createBaseCallHeader(): CallHeader {
     version: "",
     coldLoad: false,
     routingRevision: 0,
+    inputs: undefined,
+    maxInputs: undefined,
     image: undefined,
     tenantId: "",
   };
@@ -183,11 +389,17 @@ export const CallHeader: MessageFns<CallHeader> = {
     if (message.routingRevision !== 0) {
       writer.uint32(88).uint64(message.routingRevision);
     }
+    if (message.inputs !== undefined) {
+      writer.uint32(96).uint32(message.inputs);
+    }
+    if (message.maxInputs !== undefined) {
+      writer.uint32(104).uint32(message.maxInputs);
+    }
     if (message.image !== undefined) {
-      ImageSpec.encode(message.image, writer.uint32(98).fork()).join();
+      ImageSpec.encode(message.image, writer.uint32(114).fork()).join();
     }
     if (message.tenantId !== "") {
-      writer.uint32(106).string(message.tenantId);
+      writer.uint32(122).string(message.tenantId);
     }
     return writer;
   },
@@ -294,15 +506,31 @@ export const CallHeader: MessageFns<CallHeader> = {
             continue;
           }
           case 12: {
-            if (tag !== 98) {
+            if (tag !== 96) {
+              break;
+            }
+
+            message.inputs = reader.uint32();
+            continue;
+          }
+          case 13: {
+            if (tag !== 104) {
+              break;
+            }
+
+            message.maxInputs = reader.uint32();
+            continue;
+          }
+          case 14: {
+            if (tag !== 114) {
               break;
             }
 
             message.image = ImageSpec.decode(reader, reader.uint32());
             continue;
           }
-          case 13: {
-            if (tag !== 106) {
+          case 15: {
+            if (tag !== 122) {
               break;
             }
 
@@ -350,6 +578,12 @@ export const CallHeader: MessageFns<CallHeader> = {
         : isSet(object.routing_revision)
         ? globalThis.Number(object.routing_revision)
         : 0,
+      inputs: isSet(object.inputs) ? globalThis.Number(object.inputs) : undefined,
+      maxInputs: isSet(object.maxInputs)
+        ? globalThis.Number(object.maxInputs)
+        : isSet(object.max_inputs)
+        ? globalThis.Number(object.max_inputs)
+        : undefined,
       image: isSet(object.image) ? ImageSpec.fromJSON(object.image) : undefined,
       tenantId: isSet(object.tenantId)
         ? globalThis.String(object.tenantId)
@@ -394,6 +628,12 @@ export const CallHeader: MessageFns<CallHeader> = {
     if (message.routingRevision !== 0) {
       obj.routingRevision = Math.round(message.routingRevision);
     }
+    if (message.inputs !== undefined) {
+      obj.inputs = Math.round(message.inputs);
+    }
+    if (message.maxInputs !== undefined) {
+      obj.maxInputs = Math.round(message.maxInputs);
+    }
     if (message.image !== undefined) {
       obj.image = ImageSpec.toJSON(message.image);
     }
@@ -419,6 +659,8 @@ export const CallHeader: MessageFns<CallHeader> = {
     message.version = object.version ?? "";
     message.coldLoad = object.coldLoad ?? false;
     message.routingRevision = object.routingRevision ?? 0;
+    message.inputs = object.inputs ?? undefined;
+    message.maxInputs = object.maxInputs ?? undefined;
     message.image = (object.image !== undefined && object.image !== null)
       ? ImageSpec.fromPartial(object.image)
       : undefined;
@@ -847,6 +1089,20 @@ export const ExecutionServiceService = {
     responseDeserialize: (value: Buffer): DestroySessionContainerResponse =>
       DestroySessionContainerResponse.decode(value),
   },
+  /**
+   * A call's output as this worker kept it (stdout, stderr, readie's notes), written as the call
+   * streamed; with follow, new lines until the call ends. NOT_FOUND naming why when this worker
+   * keeps none for that request (never ran it here, or it aged out or was evicted for room).
+   */
+  callOutput: {
+    path: "/readie.v1.ExecutionService/CallOutput" as const,
+    requestStream: false as const,
+    responseStream: true as const,
+    requestSerialize: (value: CallOutputRequest): Buffer => Buffer.from(CallOutputRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): CallOutputRequest => CallOutputRequest.decode(value),
+    responseSerialize: (value: CallOutputResponse): Buffer => Buffer.from(CallOutputResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): CallOutputResponse => CallOutputResponse.decode(value),
+  },
 } as const;
 
 export interface ExecutionServiceServer extends UntypedServiceImplementation {
@@ -866,6 +1122,12 @@ export interface ExecutionServiceServer extends UntypedServiceImplementation {
    * container this worker does not hold answers removed = false.
    */
   destroySessionContainer: handleUnaryCall<DestroySessionContainerRequest, DestroySessionContainerResponse>;
+  /**
+   * A call's output as this worker kept it (stdout, stderr, readie's notes), written as the call
+   * streamed; with follow, new lines until the call ends. NOT_FOUND naming why when this worker
+   * keeps none for that request (never ran it here, or it aged out or was evicted for room).
+   */
+  callOutput: handleServerStreamingCall<CallOutputRequest, CallOutputResponse>;
 }
 
 export interface ExecutionServiceClient extends Client {
@@ -901,6 +1163,17 @@ export interface ExecutionServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: DestroySessionContainerResponse) => void,
   ): ClientUnaryCall;
+  /**
+   * A call's output as this worker kept it (stdout, stderr, readie's notes), written as the call
+   * streamed; with follow, new lines until the call ends. NOT_FOUND naming why when this worker
+   * keeps none for that request (never ran it here, or it aged out or was evicted for room).
+   */
+  callOutput(request: CallOutputRequest, options?: Partial<CallOptions>): ClientReadableStream<CallOutputResponse>;
+  callOutput(
+    request: CallOutputRequest,
+    metadata?: Metadata,
+    options?: Partial<CallOptions>,
+  ): ClientReadableStream<CallOutputResponse>;
 }
 
 export const ExecutionServiceClient = makeGenericClientConstructor(

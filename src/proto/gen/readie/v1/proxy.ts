@@ -70,6 +70,26 @@ export interface CallConfig {
    */
   retryOf: string;
   /**
+   * A batch: the payload carries this many inputs of one function (docs/clients.md), run one by
+   * one (or max_inputs at once) in one container, each input's outcome streamed back as it
+   * finishes; absent (or 0) for a plain call. At most 1,024.
+   */
+  inputs?:
+    | number
+    | undefined;
+  /**
+   * How many inputs of a batch its container runs at once (threads for a sync function, tasks for
+   * an async one); absent, 0 or 1: one at a time. At most 256.
+   */
+  maxInputs?:
+    | number
+    | undefined;
+  /**
+   * The function's name (module.qualname), kept in the call history so that `readie calls` can
+   * show and filter it; empty: none. At most 256 characters, no control characters.
+   */
+  function: string;
+  /**
    * The image the function runs in (docs/images.md); absent for none. `packages` may still add
    * per-call installs on top.
    */
@@ -98,7 +118,10 @@ export interface RequestExecutionResponse {
   /** What it carries. */
   message?:
     | //
-    /** A piece of the result envelope, in order; the stream ends after the last. */
+    /**
+     * A piece of the result envelope, in order; the stream ends after the last. For a batch,
+     * whole outcome records (docs/clients.md), each input's as it finishes.
+     */
     { $case: "chunk"; value: PayloadChunk }
     | //
     /** A log line (user output, or readie's own notes such as a skipped package). */
@@ -121,6 +144,9 @@ function createBaseCallConfig(): CallConfig {
     format: 0,
     pinned: false,
     retryOf: "",
+    inputs: undefined,
+    maxInputs: undefined,
+    function: "",
     image: undefined,
   };
 }
@@ -166,8 +192,17 @@ export const CallConfig: MessageFns<CallConfig> = {
     if (message.retryOf !== "") {
       writer.uint32(106).string(message.retryOf);
     }
+    if (message.inputs !== undefined) {
+      writer.uint32(112).uint32(message.inputs);
+    }
+    if (message.maxInputs !== undefined) {
+      writer.uint32(120).uint32(message.maxInputs);
+    }
+    if (message.function !== "") {
+      writer.uint32(130).string(message.function);
+    }
     if (message.image !== undefined) {
-      ImageSpec.encode(message.image, writer.uint32(114).fork()).join();
+      ImageSpec.encode(message.image, writer.uint32(138).fork()).join();
     }
     return writer;
   },
@@ -290,7 +325,31 @@ export const CallConfig: MessageFns<CallConfig> = {
             continue;
           }
           case 14: {
-            if (tag !== 114) {
+            if (tag !== 112) {
+              break;
+            }
+
+            message.inputs = reader.uint32();
+            continue;
+          }
+          case 15: {
+            if (tag !== 120) {
+              break;
+            }
+
+            message.maxInputs = reader.uint32();
+            continue;
+          }
+          case 16: {
+            if (tag !== 130) {
+              break;
+            }
+
+            message.function = reader.string();
+            continue;
+          }
+          case 17: {
+            if (tag !== 138) {
               break;
             }
 
@@ -354,6 +413,13 @@ export const CallConfig: MessageFns<CallConfig> = {
         : isSet(object.retry_of)
         ? globalThis.String(object.retry_of)
         : "",
+      inputs: isSet(object.inputs) ? globalThis.Number(object.inputs) : undefined,
+      maxInputs: isSet(object.maxInputs)
+        ? globalThis.Number(object.maxInputs)
+        : isSet(object.max_inputs)
+        ? globalThis.Number(object.max_inputs)
+        : undefined,
+      function: isSet(object.function) ? globalThis.String(object.function) : "",
       image: isSet(object.image) ? ImageSpec.fromJSON(object.image) : undefined,
     };
   },
@@ -399,6 +465,15 @@ export const CallConfig: MessageFns<CallConfig> = {
     if (message.retryOf !== "") {
       obj.retryOf = message.retryOf;
     }
+    if (message.inputs !== undefined) {
+      obj.inputs = Math.round(message.inputs);
+    }
+    if (message.maxInputs !== undefined) {
+      obj.maxInputs = Math.round(message.maxInputs);
+    }
+    if (message.function !== "") {
+      obj.function = message.function;
+    }
     if (message.image !== undefined) {
       obj.image = ImageSpec.toJSON(message.image);
     }
@@ -423,6 +498,9 @@ export const CallConfig: MessageFns<CallConfig> = {
     message.format = object.format ?? 0;
     message.pinned = object.pinned ?? false;
     message.retryOf = object.retryOf ?? "";
+    message.inputs = object.inputs ?? undefined;
+    message.maxInputs = object.maxInputs ?? undefined;
+    message.function = object.function ?? "";
     message.image = (object.image !== undefined && object.image !== null)
       ? ImageSpec.fromPartial(object.image)
       : undefined;

@@ -308,6 +308,19 @@ export interface ReportUtilizationRequest {
   reportSeq: number;
   /** Every container held for calls and sessions (standbys excluded), when report_seq is set. */
   containers: ContainerEntry[];
+  /**
+   * The ready standbys it holds, per checkpoint (those with none left out; at most 256 entries):
+   * what `replay explain` shows of the chosen worker. Placement does not read them.
+   */
+  standbys: StandbyCount[];
+}
+
+/** How many ready standbys of one checkpoint a worker holds. */
+export interface StandbyCount {
+  /** The checkpoint, by catalogue ID. */
+  checkpointId: string;
+  /** Standbys restored from it, answering, not yet taken by a call. */
+  ready: number;
 }
 
 /** The router's answer to a load report. */
@@ -1089,6 +1102,7 @@ function createBaseReportUtilizationRequest(): ReportUtilizationRequest {
     instanceId: "",
     reportSeq: 0,
     containers: [],
+    standbys: [],
   };
 }
 
@@ -1120,6 +1134,9 @@ export const ReportUtilizationRequest: MessageFns<ReportUtilizationRequest> = {
     }
     for (const v of message.containers) {
       ContainerEntry.encode(v!, writer.uint32(74).fork()).join();
+    }
+    for (const v of message.standbys) {
+      StandbyCount.encode(v!, writer.uint32(82).fork()).join();
     }
     return writer;
   },
@@ -1209,6 +1226,14 @@ export const ReportUtilizationRequest: MessageFns<ReportUtilizationRequest> = {
             message.containers.push(ContainerEntry.decode(reader, reader.uint32()));
             continue;
           }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            message.standbys.push(StandbyCount.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1266,6 +1291,9 @@ export const ReportUtilizationRequest: MessageFns<ReportUtilizationRequest> = {
       containers: globalThis.Array.isArray(object?.containers)
         ? object.containers.map((e: any) => ContainerEntry.fromJSON(e))
         : [],
+      standbys: globalThis.Array.isArray(object?.standbys)
+        ? object.standbys.map((e: any) => StandbyCount.fromJSON(e))
+        : [],
     };
   },
 
@@ -1298,6 +1326,9 @@ export const ReportUtilizationRequest: MessageFns<ReportUtilizationRequest> = {
     if (message.containers?.length) {
       obj.containers = message.containers.map((e) => ContainerEntry.toJSON(e));
     }
+    if (message.standbys?.length) {
+      obj.standbys = message.standbys.map((e) => StandbyCount.toJSON(e));
+    }
     return obj;
   },
 
@@ -1315,6 +1346,96 @@ export const ReportUtilizationRequest: MessageFns<ReportUtilizationRequest> = {
     message.instanceId = object.instanceId ?? "";
     message.reportSeq = object.reportSeq ?? 0;
     message.containers = object.containers?.map((e) => ContainerEntry.fromPartial(e)) || [];
+    message.standbys = object.standbys?.map((e) => StandbyCount.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseStandbyCount(): StandbyCount {
+  return { checkpointId: "", ready: 0 };
+}
+
+export const StandbyCount: MessageFns<StandbyCount> = {
+  encode(message: StandbyCount, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.checkpointId !== "") {
+      writer.uint32(10).string(message.checkpointId);
+    }
+    if (message.ready !== 0) {
+      writer.uint32(16).uint32(message.ready);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): StandbyCount {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseStandbyCount();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.checkpointId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.ready = reader.uint32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): StandbyCount {
+    return {
+      checkpointId: isSet(object.checkpointId)
+        ? globalThis.String(object.checkpointId)
+        : isSet(object.checkpoint_id)
+        ? globalThis.String(object.checkpoint_id)
+        : "",
+      ready: isSet(object.ready) ? globalThis.Number(object.ready) : 0,
+    };
+  },
+
+  toJSON(message: StandbyCount): unknown {
+    const obj: any = {};
+    if (message.checkpointId !== "") {
+      obj.checkpointId = message.checkpointId;
+    }
+    if (message.ready !== 0) {
+      obj.ready = Math.round(message.ready);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<StandbyCount>, I>>(base?: I): StandbyCount {
+    return StandbyCount.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<StandbyCount>, I>>(object: I): StandbyCount {
+    const message = createBaseStandbyCount();
+    message.checkpointId = object.checkpointId ?? "";
+    message.ready = object.ready ?? 0;
     return message;
   },
 };

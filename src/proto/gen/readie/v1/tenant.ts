@@ -11,17 +11,60 @@ import {
   type ChannelCredentials,
   Client,
   type ClientOptions,
+  type ClientReadableStream,
   type ClientUnaryCall,
+  type handleServerStreamingCall,
   type handleUnaryCall,
   makeGenericClientConstructor,
   type Metadata,
   type ServiceError,
   type UntypedServiceImplementation,
 } from "@grpc/grpc-js";
+import { CallFilter, CallView, OutputLine } from "./history.js";
 
 export const protobufPackage = "readie.v1";
 
 export const protobufFileName = "readie/v1/tenant.proto";
+
+/** Which of the tenant's calls to list. */
+export interface OwnCallsRequest {
+  /** The filters. */
+  filter?: CallFilter | undefined;
+}
+
+/** The tenant's calls, newest first. */
+export interface OwnCallsResponse {
+  /** The calls that pass the filter. */
+  calls: CallView[];
+}
+
+/** The call to show. */
+export interface OwnCallRequest {
+  /** Its request ID. */
+  requestId: string;
+}
+
+/** One call. */
+export interface OwnCallResponse {
+  /** The call. */
+  call?: CallView | undefined;
+}
+
+/** The call whose output to read. */
+export interface OwnCallLogsRequest {
+  /** Its request ID. */
+  requestId: string;
+  /** Keep the stream open and send new lines until the call ends. */
+  follow: boolean;
+}
+
+/** Some lines of the call's output, in order. */
+export interface OwnCallLogsResponse {
+  /** The lines. */
+  lines: OutputLine[];
+  /** The worker cut the call's output here: later lines were not kept. */
+  truncated: boolean;
+}
 
 /** The budget to count slots for, as a call would ask for it. */
 export interface SlotsRequest {
@@ -80,6 +123,456 @@ export interface EndSessionResponse {
    */
   containerRemoved: boolean;
 }
+
+function createBaseOwnCallsRequest(): OwnCallsRequest {
+  return { filter: undefined };
+}
+
+export const OwnCallsRequest: MessageFns<OwnCallsRequest> = {
+  encode(message: OwnCallsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.filter !== undefined) {
+      CallFilter.encode(message.filter, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): OwnCallsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseOwnCallsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.filter = CallFilter.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): OwnCallsRequest {
+    return { filter: isSet(object.filter) ? CallFilter.fromJSON(object.filter) : undefined };
+  },
+
+  toJSON(message: OwnCallsRequest): unknown {
+    const obj: any = {};
+    if (message.filter !== undefined) {
+      obj.filter = CallFilter.toJSON(message.filter);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<OwnCallsRequest>, I>>(base?: I): OwnCallsRequest {
+    return OwnCallsRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<OwnCallsRequest>, I>>(object: I): OwnCallsRequest {
+    const message = createBaseOwnCallsRequest();
+    message.filter = (object.filter !== undefined && object.filter !== null)
+      ? CallFilter.fromPartial(object.filter)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseOwnCallsResponse(): OwnCallsResponse {
+  return { calls: [] };
+}
+
+export const OwnCallsResponse: MessageFns<OwnCallsResponse> = {
+  encode(message: OwnCallsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.calls) {
+      CallView.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): OwnCallsResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseOwnCallsResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.calls.push(CallView.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): OwnCallsResponse {
+    return { calls: globalThis.Array.isArray(object?.calls) ? object.calls.map((e: any) => CallView.fromJSON(e)) : [] };
+  },
+
+  toJSON(message: OwnCallsResponse): unknown {
+    const obj: any = {};
+    if (message.calls?.length) {
+      obj.calls = message.calls.map((e) => CallView.toJSON(e));
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<OwnCallsResponse>, I>>(base?: I): OwnCallsResponse {
+    return OwnCallsResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<OwnCallsResponse>, I>>(object: I): OwnCallsResponse {
+    const message = createBaseOwnCallsResponse();
+    message.calls = object.calls?.map((e) => CallView.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseOwnCallRequest(): OwnCallRequest {
+  return { requestId: "" };
+}
+
+export const OwnCallRequest: MessageFns<OwnCallRequest> = {
+  encode(message: OwnCallRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.requestId !== "") {
+      writer.uint32(10).string(message.requestId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): OwnCallRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseOwnCallRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.requestId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): OwnCallRequest {
+    return {
+      requestId: isSet(object.requestId)
+        ? globalThis.String(object.requestId)
+        : isSet(object.request_id)
+        ? globalThis.String(object.request_id)
+        : "",
+    };
+  },
+
+  toJSON(message: OwnCallRequest): unknown {
+    const obj: any = {};
+    if (message.requestId !== "") {
+      obj.requestId = message.requestId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<OwnCallRequest>, I>>(base?: I): OwnCallRequest {
+    return OwnCallRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<OwnCallRequest>, I>>(object: I): OwnCallRequest {
+    const message = createBaseOwnCallRequest();
+    message.requestId = object.requestId ?? "";
+    return message;
+  },
+};
+
+function createBaseOwnCallResponse(): OwnCallResponse {
+  return { call: undefined };
+}
+
+export const OwnCallResponse: MessageFns<OwnCallResponse> = {
+  encode(message: OwnCallResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.call !== undefined) {
+      CallView.encode(message.call, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): OwnCallResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseOwnCallResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.call = CallView.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): OwnCallResponse {
+    return { call: isSet(object.call) ? CallView.fromJSON(object.call) : undefined };
+  },
+
+  toJSON(message: OwnCallResponse): unknown {
+    const obj: any = {};
+    if (message.call !== undefined) {
+      obj.call = CallView.toJSON(message.call);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<OwnCallResponse>, I>>(base?: I): OwnCallResponse {
+    return OwnCallResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<OwnCallResponse>, I>>(object: I): OwnCallResponse {
+    const message = createBaseOwnCallResponse();
+    message.call = (object.call !== undefined && object.call !== null) ? CallView.fromPartial(object.call) : undefined;
+    return message;
+  },
+};
+
+function createBaseOwnCallLogsRequest(): OwnCallLogsRequest {
+  return { requestId: "", follow: false };
+}
+
+export const OwnCallLogsRequest: MessageFns<OwnCallLogsRequest> = {
+  encode(message: OwnCallLogsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.requestId !== "") {
+      writer.uint32(10).string(message.requestId);
+    }
+    if (message.follow !== false) {
+      writer.uint32(16).bool(message.follow);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): OwnCallLogsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseOwnCallLogsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.requestId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.follow = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): OwnCallLogsRequest {
+    return {
+      requestId: isSet(object.requestId)
+        ? globalThis.String(object.requestId)
+        : isSet(object.request_id)
+        ? globalThis.String(object.request_id)
+        : "",
+      follow: isSet(object.follow) ? globalThis.Boolean(object.follow) : false,
+    };
+  },
+
+  toJSON(message: OwnCallLogsRequest): unknown {
+    const obj: any = {};
+    if (message.requestId !== "") {
+      obj.requestId = message.requestId;
+    }
+    if (message.follow !== false) {
+      obj.follow = message.follow;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<OwnCallLogsRequest>, I>>(base?: I): OwnCallLogsRequest {
+    return OwnCallLogsRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<OwnCallLogsRequest>, I>>(object: I): OwnCallLogsRequest {
+    const message = createBaseOwnCallLogsRequest();
+    message.requestId = object.requestId ?? "";
+    message.follow = object.follow ?? false;
+    return message;
+  },
+};
+
+function createBaseOwnCallLogsResponse(): OwnCallLogsResponse {
+  return { lines: [], truncated: false };
+}
+
+export const OwnCallLogsResponse: MessageFns<OwnCallLogsResponse> = {
+  encode(message: OwnCallLogsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.lines) {
+      OutputLine.encode(v!, writer.uint32(10).fork()).join();
+    }
+    if (message.truncated !== false) {
+      writer.uint32(16).bool(message.truncated);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): OwnCallLogsResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseOwnCallLogsResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.lines.push(OutputLine.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.truncated = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): OwnCallLogsResponse {
+    return {
+      lines: globalThis.Array.isArray(object?.lines) ? object.lines.map((e: any) => OutputLine.fromJSON(e)) : [],
+      truncated: isSet(object.truncated) ? globalThis.Boolean(object.truncated) : false,
+    };
+  },
+
+  toJSON(message: OwnCallLogsResponse): unknown {
+    const obj: any = {};
+    if (message.lines?.length) {
+      obj.lines = message.lines.map((e) => OutputLine.toJSON(e));
+    }
+    if (message.truncated !== false) {
+      obj.truncated = message.truncated;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<OwnCallLogsResponse>, I>>(base?: I): OwnCallLogsResponse {
+    return OwnCallLogsResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<OwnCallLogsResponse>, I>>(object: I): OwnCallLogsResponse {
+    const message = createBaseOwnCallLogsResponse();
+    message.lines = object.lines?.map((e) => OutputLine.fromPartial(e)) || [];
+    message.truncated = object.truncated ?? false;
+    return message;
+  },
+};
 
 function createBaseSlotsRequest(): SlotsRequest {
   return { memory: undefined, gpuMemory: 0, gpu: false, pinned: false };
@@ -558,6 +1051,46 @@ export const TenantServiceService = {
     responseSerialize: (value: EndSessionResponse): Buffer => Buffer.from(EndSessionResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): EndSessionResponse => EndSessionResponse.decode(value),
   },
+  /**
+   * The tenant's recent calls, newest first, from the router's call history (never another
+   * tenant's).
+   */
+  ownCalls: {
+    path: "/readie.v1.TenantService/OwnCalls" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: OwnCallsRequest): Buffer => Buffer.from(OwnCallsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): OwnCallsRequest => OwnCallsRequest.decode(value),
+    responseSerialize: (value: OwnCallsResponse): Buffer => Buffer.from(OwnCallsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): OwnCallsResponse => OwnCallsResponse.decode(value),
+  },
+  /**
+   * One of the tenant's calls. NOT_FOUND when the history holds no call of this tenant by that ID
+   * (another tenant's call gets exactly this answer).
+   */
+  ownCall: {
+    path: "/readie.v1.TenantService/OwnCall" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: OwnCallRequest): Buffer => Buffer.from(OwnCallRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): OwnCallRequest => OwnCallRequest.decode(value),
+    responseSerialize: (value: OwnCallResponse): Buffer => Buffer.from(OwnCallResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): OwnCallResponse => OwnCallResponse.decode(value),
+  },
+  /**
+   * One of the tenant's calls' output, fetched from the worker that ran it; with follow, new lines
+   * until the call ends. NOT_FOUND as OwnCall, or naming why the output is gone (its worker is
+   * gone, or the worker no longer keeps it).
+   */
+  ownCallLogs: {
+    path: "/readie.v1.TenantService/OwnCallLogs" as const,
+    requestStream: false as const,
+    responseStream: true as const,
+    requestSerialize: (value: OwnCallLogsRequest): Buffer => Buffer.from(OwnCallLogsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): OwnCallLogsRequest => OwnCallLogsRequest.decode(value),
+    responseSerialize: (value: OwnCallLogsResponse): Buffer => Buffer.from(OwnCallLogsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): OwnCallLogsResponse => OwnCallLogsResponse.decode(value),
+  },
 } as const;
 
 export interface TenantServiceServer extends UntypedServiceImplementation {
@@ -572,6 +1105,22 @@ export interface TenantServiceServer extends UntypedServiceImplementation {
    * busy).
    */
   endSession: handleUnaryCall<EndSessionRequest, EndSessionResponse>;
+  /**
+   * The tenant's recent calls, newest first, from the router's call history (never another
+   * tenant's).
+   */
+  ownCalls: handleUnaryCall<OwnCallsRequest, OwnCallsResponse>;
+  /**
+   * One of the tenant's calls. NOT_FOUND when the history holds no call of this tenant by that ID
+   * (another tenant's call gets exactly this answer).
+   */
+  ownCall: handleUnaryCall<OwnCallRequest, OwnCallResponse>;
+  /**
+   * One of the tenant's calls' output, fetched from the worker that ran it; with follow, new lines
+   * until the call ends. NOT_FOUND as OwnCall, or naming why the output is gone (its worker is
+   * gone, or the worker no longer keeps it).
+   */
+  ownCallLogs: handleServerStreamingCall<OwnCallLogsRequest, OwnCallLogsResponse>;
 }
 
 export interface TenantServiceClient extends Client {
@@ -614,6 +1163,55 @@ export interface TenantServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: EndSessionResponse) => void,
   ): ClientUnaryCall;
+  /**
+   * The tenant's recent calls, newest first, from the router's call history (never another
+   * tenant's).
+   */
+  ownCalls(
+    request: OwnCallsRequest,
+    callback: (error: ServiceError | null, response: OwnCallsResponse) => void,
+  ): ClientUnaryCall;
+  ownCalls(
+    request: OwnCallsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: OwnCallsResponse) => void,
+  ): ClientUnaryCall;
+  ownCalls(
+    request: OwnCallsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: OwnCallsResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * One of the tenant's calls. NOT_FOUND when the history holds no call of this tenant by that ID
+   * (another tenant's call gets exactly this answer).
+   */
+  ownCall(
+    request: OwnCallRequest,
+    callback: (error: ServiceError | null, response: OwnCallResponse) => void,
+  ): ClientUnaryCall;
+  ownCall(
+    request: OwnCallRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: OwnCallResponse) => void,
+  ): ClientUnaryCall;
+  ownCall(
+    request: OwnCallRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: OwnCallResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * One of the tenant's calls' output, fetched from the worker that ran it; with follow, new lines
+   * until the call ends. NOT_FOUND as OwnCall, or naming why the output is gone (its worker is
+   * gone, or the worker no longer keeps it).
+   */
+  ownCallLogs(request: OwnCallLogsRequest, options?: Partial<CallOptions>): ClientReadableStream<OwnCallLogsResponse>;
+  ownCallLogs(
+    request: OwnCallLogsRequest,
+    metadata?: Metadata,
+    options?: Partial<CallOptions>,
+  ): ClientReadableStream<OwnCallLogsResponse>;
 }
 
 export const TenantServiceClient = makeGenericClientConstructor(

@@ -1,0 +1,486 @@
+"""The engine under ``fn.map`` and ``fn.starmap``, on an asyncio loop (the caller's for
+``map.aio``, readie's own for the blocking map): inputs go to the cluster in batches, one call
+carrying many inputs, and each input's outcome comes back as it finishes (docs/clients.md).
+
+Each concurrency slot is a session of its own (one warm container) running one batch after
+another. A batch's size adapts to the inputs' measured time (:class:`BatchSizer`): small inputs
+batch, a slow input goes alone; ``chunk_size`` fixes it. Per input, everything keeps its meaning:
+its own outcome and error (``input N: ``), ``retries``, the progress bar, and the order of the
+results. A batch refused before it started for lack of room is waited out (its inputs run
+later); a batch that ran and failed (its container killed, its worker gone) fails the inputs it
+had not finished, each retried while ``retries`` allows."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, AsyncIterator, Deque, Dict, List, Optional, Set, Tuple
+
+import grpc
+
+from readie._batch import MAX_BATCH_INPUTS, OutcomeReader, pack_function, pack_inputs
+from readie._call import failure_of, rpc_of
+from readie._connection import ConnectionSettings, aio_channel_for
+from readie._envelope import decode_cloudpickle
+from readie._ids import CallInfo, new_request_id
+from readie._map_input import indexed
+from readie._map_options import MapOptions
+from readie._progress import ProgressBar
+from readie._retry import backoff, may_retry_ran, needs_new_session, waits_for_room
+from readie._routers import RouterMoves
+from readie._session import Session
+from readie._tenant import end_session_async
+from readie._wire import build_config, request_messages
+from readie.errors import ProtocolError, ReadieError, SessionExpiredError, ShedError
+
+#: A batch aims at this much work (seconds) per input run at once.
+TARGET_BATCH_SECONDS = 1.0
+#: What an input costs beside its function (pickling, framing), in seconds, for the estimate.
+INPUT_OVERHEAD_SECONDS = 20e-6
+#: ... and, sharing out the last inputs evenly, at least this much (seconds per input at once).
+MIN_BATCH_SECONDS = 0.05
+#: A slot's next batch is at most this many times its last.
+GROWTH = 32
+#: Slots a map opens before it knows its inputs' time; then as many as the work left needs.
+INITIAL_SLOTS = 4
+#: A slot (a container) is opened only for at least this much work (seconds of its inputs).
+SLOT_WORK_SECONDS = 0.1
+#: An input's time is the median of this many recent ones.
+RECENT_SAMPLES = 64
+#: Slots beyond INITIAL_SLOTS open only once this many inputs were measured.
+SAMPLES_TO_OPEN_SLOTS = 8
+#: A slot with no input to run for this long gives its container back (seconds); at once when the
+#: inputs are exhausted. Idle, its session container would hold a slot another input (of this map
+#: or another) may be waiting for: two maps could otherwise wait for each other.
+IDLE_RELEASE = 1.0
+
+Output = Tuple[int, Optional[BaseException], Any]
+
+
+@dataclass
+class Item:
+    """One input: its index in the map, its arguments, and the failures it ran into so far."""
+
+    index: int
+    args: tuple
+    kwargs: dict
+    ran_failures: int = 0
+
+
+class BatchSizer:
+    """How many inputs a slot's next batch carries: about TARGET_BATCH_SECONDS of work per input
+    run at once, by the inputs' measured time (the median of the recent ones); a slot's first
+    batch ``max_inputs`` (one, by default: its container may be slow to start); at most GROWTH
+    times the slot's last batch, and, when the total is known, no more than an even share of
+    what is left (unless that share is less than MIN_BATCH_SECONDS of work)."""
+
+    def __init__(self, chunk_size: Optional[int], parallel: int) -> None:
+        self.fixed = chunk_size
+        self.parallel = max(1, parallel)
+        self.largest = 1
+        #: Inputs measured so far.
+        self.samples = 0
+        self._recent: Deque[float] = deque(maxlen=RECENT_SAMPLES)
+
+    def observe(self, seconds: float) -> None:
+        self.samples += 1
+        self._recent.append(max(0.0, seconds))
+
+    @property
+    def estimate(self) -> Optional[float]:
+        """An input's time in the function: the median of the last RECENT_SAMPLES (an input that
+        warmed something up, the first one say, does not make the others look slow)."""
+        if not self._recent:
+            return None
+        ordered = sorted(self._recent)
+        return ordered[len(ordered) // 2]
+
+    def next(self, last: int, remaining: Optional[int], slots: int) -> int:
+        estimate = self.estimate
+        if self.fixed is not None:
+            size = self.fixed
+        elif estimate is None or last == 0:
+            # A slot's first batch is small: its container may be slow to start.
+            size = self.parallel
+        else:
+            per_input = estimate + INPUT_OVERHEAD_SECONDS
+            size = int(TARGET_BATCH_SECONDS * self.parallel / per_input)
+            size = min(size, max(last, self.parallel) * GROWTH)
+            if remaining is not None:
+                # An even share of what is left, so that slots end together; but never a batch
+                # too small to be worth its call.
+                floor = max(self.parallel, int(MIN_BATCH_SECONDS * self.parallel / per_input))
+                size = min(size, max(floor, math.ceil(remaining / max(1, slots))))
+        if remaining is not None and remaining > 0:
+            size = min(size, remaining)
+        size = max(1, min(size, MAX_BATCH_INPUTS))
+        self.largest = max(self.largest, size)
+        return size
+
+
+@dataclass
+class Slot:
+    """One concurrency slot: its session (None: every input in a fresh container), the sessions
+    it used, its last batch's size, and its refusals in a row."""
+
+    session: Optional[Session]
+    sessions: List[Session] = field(default_factory=list)
+    last_size: int = 0
+    refusals: int = 0
+    unavailable: int = 0
+    in_flight: bool = False
+
+    def renew(self) -> None:
+        if self.session is not None:
+            self.session = Session()
+            self.sessions.append(self.session)
+
+
+class MapEngine:
+    """One map's batches, slots and outputs on the running loop. ``outputs()`` gives lists of
+    ``(index, error, value)`` in the order the map hands them out; the consumer calls ``ack(n)``
+    once it took ``n`` of them (inputs are drawn at most a window ahead of what was taken)."""
+
+    def __init__(self, fn: Any, inputs: Any, total: Optional[int], options: MapOptions, settings: ConnectionSettings, count: int, bar: ProgressBar) -> None:
+        self.fn = fn
+        self.options = options
+        self.settings = settings
+        self.total = total
+        self.count = count
+        self.bar = bar
+        self.max_inputs = max(1, getattr(fn.options, "max_inputs", 1))
+        self.sizer = BatchSizer(1 if options.isolate_inputs else options.chunk_size, self.max_inputs)
+        self.slots: List[Slot] = []
+        self._inputs = inputs
+        self._async_inputs = hasattr(inputs, "__anext__")
+        self._draw_lock = asyncio.Lock()
+        self._queue: Deque[Item] = deque()
+        self._drawn = 0
+        self._exhausted = False
+        self.handed = 0
+        self.completed = 0
+        self._ready: Dict[int, Tuple[Optional[BaseException], Any]] = {}
+        self._emitted = 0
+        self._outbox: List[Output] = []
+        self._changed = asyncio.Event()
+        self._tasks: List["asyncio.Task[None]"] = []
+        self._ending: Set["asyncio.Future[Any]"] = set()
+        self._function_part: Optional[bytes] = None
+        self._routers = RouterMoves(settings.addresses(), None)
+        self.stopped = False
+
+    # -- the consumer's side -------------------------------------------------------------------
+
+    async def outputs(self) -> AsyncIterator[List[Output]]:
+        """Lists of outputs as they can be handed out, until every input has one."""
+        self._open_slots()
+        while True:
+            if self._outbox:
+                out, self._outbox = self._outbox, []
+                yield out
+                continue
+            if all(task.done() for task in self._tasks) and not self._outbox:
+                for task in self._tasks:
+                    if not task.cancelled() and task.exception() is not None:
+                        raise task.exception()  # type: ignore[misc]
+                return
+            self._changed.clear()
+            try:
+                await asyncio.wait_for(self._changed.wait(), timeout=0.1)
+            except asyncio.TimeoutError:
+                pass
+            self.bar.draw()
+
+    def ack(self, taken: int) -> None:
+        """The consumer took ``taken`` outputs: inputs may be drawn that much further."""
+        self.handed += taken
+        self._changed.set()
+
+    async def stop(self) -> int:
+        """Cancels every batch in flight (on the cluster too) and ends the map's sessions; the
+        number of calls it cancelled."""
+        self.stopped = True
+        cancelled = sum(1 for slot in self.slots if slot.in_flight)
+        for task in self._tasks:
+            task.cancel()
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self.end_sessions()
+        return cancelled
+
+    async def end_sessions(self) -> None:
+        """Ends every session the map used and has not ended yet (their containers go at once)."""
+        sessions = [s for slot in self.slots for s in slot.sessions if s.used and not s.closed]
+        if self._ending:
+            await asyncio.gather(*self._ending, return_exceptions=True)
+        await asyncio.gather(*(self._end(session) for session in sessions), return_exceptions=True)
+
+    async def _end(self, session: Session) -> None:
+        if session.closed:
+            return
+        session.closed = True
+        try:
+            await end_session_async(self.settings, session.id)
+        except ReadieError:
+            pass  # the worker destroys an idle container after EXECUTOR_TTL anyway
+
+    def _release(self, slot: Slot) -> None:
+        """Gives the slot's container back now (its session ended), and moves it to a new one."""
+        session = slot.session
+        if session is None or not session.used or session.closed:
+            return
+        self._ending.add(asyncio.ensure_future(self._end(session)))
+        slot.renew()
+
+    # -- slots ---------------------------------------------------------------------------------
+
+    def _wanted_slots(self) -> int:
+        """How many slots the work needs: INITIAL_SLOTS until SAMPLES_TO_OPEN_SLOTS inputs were
+        measured, then one per SLOT_WORK_SECONDS of the work left (all of them when the total is unknown); never
+        more than ``count``, the cluster's room."""
+        estimate = self.sizer.estimate
+        if estimate is None or self.sizer.samples < SAMPLES_TO_OPEN_SLOTS:
+            wanted = INITIAL_SLOTS
+        else:
+            remaining = self._remaining()
+            if remaining is None:
+                return self.count
+            per_input = estimate + INPUT_OVERHEAD_SECONDS
+            wanted = math.ceil(remaining * per_input / self.max_inputs / SLOT_WORK_SECONDS)
+        if self.total is not None:
+            wanted = min(wanted, self.total)
+        return max(1, min(self.count, wanted))
+
+    def _open_slots(self) -> None:
+        """Opens slots (each a session, a container) up to what the work needs."""
+        if self.stopped:
+            return
+        wanted = self._wanted_slots()
+        while len(self.slots) < wanted:
+            slot = Slot(None if self.options.isolate_inputs else Session())
+            if slot.session is not None:
+                slot.sessions.append(slot.session)
+            self.slots.append(slot)
+            self._tasks.append(asyncio.ensure_future(self._run_slot(slot)))
+
+    # -- outputs -------------------------------------------------------------------------------
+
+    def _deliver(self, index: int, error: Optional[BaseException], value: Any) -> None:
+        self.completed += 1
+        self.bar.advance(failed=error is not None)
+        if not self.options.order_outputs:
+            self._outbox.append((index, error, value))
+        else:
+            self._ready[index] = (error, value)
+            while self._emitted in self._ready:
+                error_, value_ = self._ready.pop(self._emitted)
+                self._outbox.append((self._emitted, error_, value_))
+                self._emitted += 1
+        self._changed.set()
+
+    # -- drawing inputs ------------------------------------------------------------------------
+
+    @property
+    def _window(self) -> int:
+        return 2 * self.count * self.sizer.largest
+
+    async def _take(self, wanted: int) -> List[Item]:
+        """Draws inputs until ``wanted`` wait or the window is full, and takes up to ``wanted`` of
+        them for a batch (one slot at a time: what one draws, another cannot take first)."""
+        async with self._draw_lock:
+            while len(self._queue) < wanted and not self._exhausted and self._drawn - self.handed < self._window:
+                try:
+                    if self._async_inputs:
+                        args, kwargs = await self._inputs.__anext__()
+                    else:
+                        args, kwargs = next(self._inputs)
+                except (StopIteration, StopAsyncIteration):
+                    self._exhausted = True
+                    break
+                self._queue.append(Item(self._drawn, args, kwargs))
+                self._drawn += 1
+            return [self._queue.popleft() for _ in range(min(wanted, len(self._queue)))]
+
+    def _remaining(self) -> Optional[int]:
+        if self.total is None:
+            return None if not self._exhausted else len(self._queue)
+        return max(0, self.total - self._drawn) + len(self._queue)
+
+    async def _next_batch(self, slot: Slot) -> Optional[List[Item]]:
+        idle_since = time.monotonic()
+        while not self.stopped:
+            # What is left is shared among the slots without a batch now (this one among them).
+            idle = sum(1 for other in self.slots if not other.in_flight)
+            size = self.sizer.next(slot.last_size, self._remaining(), max(1, idle))
+            batch = await self._take(size)
+            if batch:
+                slot.last_size = len(batch)
+                return batch
+            if self._exhausted:
+                return None
+            # Nothing to run now (the results wait for an earlier input, or the inputs come
+            # slowly): after IDLE_RELEASE the slot's container goes back.
+            if time.monotonic() - idle_since >= IDLE_RELEASE:
+                self._release(slot)
+            self._changed.clear()
+            try:
+                await asyncio.wait_for(self._changed.wait(), timeout=0.1)
+            except asyncio.TimeoutError:
+                pass
+        return None
+
+    # -- running batches -----------------------------------------------------------------------
+
+    async def _run_slot(self, slot: Slot) -> None:
+        while True:
+            batch = await self._next_batch(slot)
+            if batch is None:
+                break
+            await self._run_batch(slot, batch)
+            self._open_slots()
+        # No input left for this slot: its container goes back at once.
+        self._release(slot)
+
+    async def _run_batch(self, slot: Slot, items: List[Item]) -> None:
+        retry_of = ""
+        while items and not self.stopped:
+            failure = await self._attempt(slot, items, retry_of)
+            if failure is None:
+                return
+            error, unfinished, request_id = failure
+            items, wait = self._after(slot, error, unfinished)
+            if isinstance(error, ShedError):
+                # Every try of a pinned batch names the first: it keeps the version that resolved.
+                retry_of = retry_of or request_id
+            if items and wait > 0:
+                await asyncio.sleep(wait)
+
+    def _after(self, slot: Slot, error: ReadieError, unfinished: List[Item]) -> Tuple[List[Item], float]:
+        """What a batch's failure means for the inputs it had not finished: those to try again,
+        and how long to wait first."""
+        moved = self._routers.next(error, self.settings.address, time.monotonic())
+        if moved is not None:
+            self.settings = self.settings.at(moved[0])
+            return unfinished, moved[1]
+        if isinstance(error, SessionExpiredError) and error.not_started and slot.session is not None:
+            slot.renew()
+            return unfinished, 0.0
+        if waits_for_room(error, slot.unavailable):
+            if error.code == grpc.StatusCode.UNAVAILABLE:
+                slot.unavailable += 1
+            wait = backoff(slot.refusals, error.retry_after)
+            slot.refusals += 1
+            return unfinished, wait
+        if needs_new_session(error):
+            slot.renew()
+        again = []
+        for item in unfinished:
+            if item.ran_failures < self.options.retries and may_retry_ran(error):
+                item.ran_failures += 1
+                again.append(item)
+            else:
+                self._deliver(item.index, indexed(_copy_error(error), item.index), None)
+        return again, 0.0
+
+    async def _attempt(self, slot: Slot, items: List[Item], retry_of: str) -> Optional[Tuple[ReadieError, List[Item], str]]:
+        """One call carrying ``items``; None when every input got its outcome, else the error and
+        the inputs still without one."""
+        fn = self.fn._fn
+        if self._function_part is None:
+            self._function_part = pack_function(fn)
+        parts = pack_inputs(fn, [(item.args, item.kwargs) for item in items])
+        sent: List[Item] = []
+        for item, part in zip(items, parts):
+            if isinstance(part, BaseException):
+                self._deliver(item.index, indexed(part, item.index), None)
+            else:
+                sent.append(item)
+        if not sent:
+            return None
+        payload = b"".join([self._function_part] + [part for part in parts if not isinstance(part, BaseException)])
+        session = slot.session
+        if session is not None:
+            session.used = True
+        config = build_config(
+            new_request_id(),
+            self.fn.options.demand,
+            self.fn.import_hints(),
+            session_id=session.id if session is not None else "",
+            retry_of=retry_of,
+        )
+        config.inputs = len(sent)
+        if self.max_inputs > 1:
+            config.max_inputs = self.max_inputs
+        info = CallInfo(request_id=config.request_id, session_id=config.session_id, retry_of=retry_of)
+        reader = OutcomeReader(len(sent))
+        on_log = self.fn._log_sink()
+        timeout = self.fn.options.timeout
+        settings = self.settings
+        call = rpc_of(await aio_channel_for(settings))(
+            request_messages(config, payload),
+            metadata=settings.metadata(),
+            timeout=None if timeout is None else timeout * math.ceil(len(sent) / self.max_inputs),
+        )
+        slot.in_flight = True
+        try:
+            async for answer in call:
+                if answer.HasField("ids"):
+                    info = info.updated(answer.ids)
+                kind = answer.WhichOneof("message")
+                if kind == "chunk":
+                    for outcome in reader.feed(answer.chunk.data):
+                        item = sent[outcome.index]
+                        self.sizer.observe(outcome.seconds)
+                        try:
+                            value = decode_cloudpickle(outcome.data, call=info)
+                        except BaseException as error:  # noqa: BLE001 - the input's own error
+                            self._deliver(item.index, indexed(error, item.index), None)
+                        else:
+                            self._deliver(item.index, None, value)
+                    # The inputs' time is known better now: more slots may be worth opening.
+                    if len(self.slots) < self.count:
+                        self._open_slots()
+                elif kind == "log" and on_log is not None:
+                    on_log(answer.log)
+        except grpc.aio.AioRpcError as error:
+            failure = failure_of(error, settings, info.with_trailers(_trailers(error)))
+            self.fn._finished(info)
+            return failure, [item for i, item in enumerate(sent) if not reader.answered(i)], config.request_id
+        except asyncio.CancelledError:
+            call.cancel()
+            raise
+        except ProtocolError as error:
+            call.cancel()
+            error.call = info
+            for i, item in enumerate(sent):
+                if not reader.answered(i):
+                    self._deliver(item.index, indexed(_copy_error(error), item.index), None)
+            return None
+        finally:
+            slot.in_flight = False
+        self.fn._finished(info)
+        slot.refusals = 0
+        slot.unavailable = 0
+        missing = [item for i, item in enumerate(sent) if not reader.answered(i)]
+        for item in missing:
+            error = ProtocolError("the cluster ended the batch without this input's outcome", call=info)
+            self._deliver(item.index, indexed(error, item.index), None)
+        return None
+
+
+def _trailers(error: Any) -> Any:
+    try:
+        return error.trailing_metadata()
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def _copy_error(error: BaseException) -> BaseException:
+    """A copy of a batch's error for one of its inputs (each names its own index)."""
+    clone = type(error).__new__(type(error))
+    clone.__dict__.update(error.__dict__)
+    clone.args = error.args
+    return clone

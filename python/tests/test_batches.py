@@ -1,0 +1,229 @@
+"""A map's batches against a scripted ProxyService on loopback: many inputs per call, each
+input's outcome its own, batch sizes that follow the inputs' time, what a batch's failure means
+for its inputs, and Ctrl-C."""
+
+import _thread
+import io
+import struct
+import threading
+import time
+import unittest
+from contextlib import redirect_stderr
+
+import cloudpickle
+import grpc
+
+import readie
+from readie._map_engine import BatchSizer, GROWTH
+
+from fake_proxy import FakeProxy, batch_parts, envelope_of, outcome_record, run_locally, wait_for_cancel
+from readie._proto import call_pb2, proxy_pb2
+
+
+@readie.remote(stream_logs=False)
+def triple(x):
+    if x == 13:
+        raise ValueError("thirteen")
+    return 3 * x
+
+
+@readie.remote(stream_logs=True)
+def chatty(x):
+    print(f"working on {x}")
+    return x
+
+
+@readie.remote(stream_logs=False, max_inputs=4)
+def parallel(x):
+    return x
+
+
+class Unpicklable:
+    def __reduce__(self):
+        raise TypeError("this input does not pickle")
+
+
+class FailsAfter:
+    """Runs the first ``finish`` inputs of the first batch, then ends it like a worker whose
+    container was OOM-killed; every later batch runs normally."""
+
+    def __init__(self, finish, *, not_started=False):
+        self.finish = finish
+        self.not_started = not_started
+        self.batches = 0
+        self.lock = threading.Lock()
+
+    def __call__(self, received, requests, context):
+        received.read(requests)
+        with self.lock:
+            self.batches += 1
+            first = self.batches == 1
+        parts = batch_parts(received.payload)
+        fn = cloudpickle.loads(parts[0])
+        for index, part in enumerate(parts[1:]):
+            if first and index >= self.finish:
+                trailers = [("readie-not-started", "1")] if self.not_started else [("readie-killed", "out-of-memory"), ("readie-memory-budget", str(256 * 1024 * 1024))]
+                context.set_trailing_metadata(tuple(trailers))
+                context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, "the call ran out of memory (scripted)")
+            args, kwargs = cloudpickle.loads(part)
+            envelope, _ = envelope_of(fn, args, kwargs)
+            yield proxy_pb2.RequestExecutionResponse(ids=received.ids(), chunk=call_pb2.PayloadChunk(data=outcome_record(index, envelope["ok"], cloudpickle.dumps(envelope))))
+
+
+class BatchTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.proxy = FakeProxy()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.proxy.stop()
+
+    def setUp(self):
+        readie.configure(self.proxy.address, insecure=True)
+        self.proxy.calls.clear()
+
+    def tearDown(self):
+        self.proxy.script = run_locally
+        readie.close_channels()
+        readie.configure()
+
+    def batch_sizes(self):
+        return [call.config.inputs for call in self.proxy.calls if call.config is not None]
+
+    def test_many_inputs_go_in_few_calls_and_come_back_in_order(self):
+        results = list(triple.map(range(300), max_concurrency=4, return_exceptions=True, progress=False))
+        self.assertEqual([r for i, r in enumerate(results) if i != 13], [3 * x for x in range(300) if x != 13])
+        self.assertIsInstance(results[13], readie.RemoteExecutionError)
+        self.assertEqual(results[13].input_index, 13)
+        self.assertTrue(str(results[13]).startswith("input 13: ValueError: thirteen"))
+        sizes = self.batch_sizes()
+        self.assertEqual(sum(sizes), 300)
+        self.assertLess(len(sizes), 60)
+        # Fast inputs: the first batches are small, the next ones grow.
+        self.assertEqual(sizes[:4], [1, 1, 1, 1])
+        self.assertGreater(max(sizes), 1)
+
+    def test_the_first_failure_raises_naming_its_input(self):
+        with self.assertRaises(readie.RemoteExecutionError) as raised:
+            list(triple.map(range(20), chunk_size=8, progress=False))
+        self.assertEqual(raised.exception.input_index, 13)
+
+    def test_chunk_size_fixes_the_batch_size(self):
+        self.assertEqual(list(triple.map(range(12), chunk_size=5, max_concurrency=1, progress=False)), [3 * x for x in range(12)])
+        self.assertEqual(self.batch_sizes(), [5, 5, 2])
+        with self.assertRaises(ValueError):
+            triple.map([1], chunk_size=0)
+        with self.assertRaises(ValueError):
+            triple.map([1], chunk_size=1025)
+
+    def test_an_input_that_does_not_pickle_fails_alone(self):
+        results = list(triple.map([1, Unpicklable(), 3], chunk_size=3, return_exceptions=True, progress=False))
+        self.assertEqual(results[0], 3)
+        self.assertEqual(results[2], 9)
+        self.assertIsInstance(results[1], TypeError)
+        self.assertEqual(self.batch_sizes(), [2])
+
+    def test_a_batch_killed_midway_fails_only_the_inputs_it_had_not_finished(self):
+        self.proxy.script = FailsAfter(2)
+        results = list(triple.map(range(5), chunk_size=5, return_exceptions=True, progress=False))
+        self.assertEqual(results[:2], [0, 3])
+        for index in (2, 3, 4):
+            self.assertIsInstance(results[index], readie.RemoteOutOfMemoryError)
+            self.assertEqual(results[index].input_index, index)
+            self.assertTrue(str(results[index]).startswith(f"input {index}: "))
+        # With retries, the unfinished inputs run again (in a batch of their own), and only they.
+        self.proxy.calls.clear()
+        self.proxy.script = FailsAfter(2)
+        self.assertEqual(list(triple.map(range(5), chunk_size=5, retries=1, progress=False)), [0, 3, 6, 9, 12])
+        self.assertEqual(self.batch_sizes(), [5, 3])
+
+    def test_a_batch_refused_before_it_started_is_waited_out(self):
+        self.proxy.script = FailsAfter(0, not_started=True)
+        self.assertEqual(list(triple.map(range(4), chunk_size=4, progress=False)), [0, 3, 6, 9])
+        self.assertEqual(self.batch_sizes(), [4, 4])
+
+    def test_max_inputs_travels_and_sizes_batches_to_it(self):
+        self.assertEqual(list(parallel.map(range(10), max_concurrency=1, progress=False)), list(range(10)))
+        self.assertTrue(all(call.config.max_inputs == 4 for call in self.proxy.calls))
+        self.assertEqual(self.batch_sizes()[0], 4)
+        with self.assertRaises(ValueError):
+            readie.remote(max_inputs=0)(len)
+        with self.assertRaises(ValueError):
+            readie.remote(max_inputs=257)(len)
+
+    def test_each_inputs_lines_are_printed(self):
+        err = io.StringIO()
+        with redirect_stderr(err):
+            self.assertEqual(list(chatty.map(range(3), progress=False)), [0, 1, 2])
+        self.assertEqual(sorted(err.getvalue().splitlines()), ["working on 0", "working on 1", "working on 2"])
+
+    def test_map_aio_batches_too(self):
+        import asyncio
+
+        async def main():
+            return [r async for r in triple.map.aio(range(40), chunk_size=10, return_exceptions=True, progress=False)]
+
+        results = asyncio.run(main())
+        self.assertEqual(results[:13], [3 * x for x in range(13)])
+        self.assertEqual(self.batch_sizes(), [10, 10, 10, 10])
+
+    def test_ctrl_c_cancels_every_batch_on_the_server(self):
+        self.proxy.script = wait_for_cancel
+        timer = threading.Timer(1.0, _thread.interrupt_main)
+        timer.start()
+        err = io.StringIO()
+        try:
+            with redirect_stderr(err), self.assertRaises(KeyboardInterrupt) as raised:
+                list(triple.map(range(10), max_concurrency=3, progress=False))
+        finally:
+            timer.cancel()
+        self.assertEqual(len(self.proxy.calls), 3)
+        for call in self.proxy.calls:
+            self.assertTrue(call.cancelled.wait(5), "every batch was cancelled on the server")
+        self.assertEqual(str(raised.exception), "the map of triple was stopped: 0 of 10 inputs completed, 3 calls in flight cancelled")
+        self.assertIn("[readie] the map of triple was stopped", err.getvalue())
+
+
+class SizerTest(unittest.TestCase):
+    def test_unknown_inputs_and_a_slots_first_batch_start_one_per_input_run_at_once(self):
+        self.assertEqual(BatchSizer(None, 1).next(0, None, 4), 1)
+        self.assertEqual(BatchSizer(None, 8).next(0, None, 4), 8)
+        known = BatchSizer(None, 8)
+        known.observe(1e-5)
+        self.assertEqual(known.next(0, None, 4), 8, "a new slot's container may be slow to start")
+        self.assertEqual(known.next(8, None, 4), 8 * GROWTH)
+
+    def test_fast_inputs_grow_by_at_most_growth_to_the_bound(self):
+        sizer = BatchSizer(None, 1)
+        sizer.observe(1e-6)
+        sizes, last = [], 1
+        for _ in range(6):
+            last = sizer.next(last, None, 4)
+            sizes.append(last)
+        self.assertEqual(sizes[:2], [GROWTH, GROWTH**2])
+        self.assertEqual(sizes[-1], 1024)
+
+    def test_a_slow_input_goes_alone_and_shares_are_even(self):
+        sizer = BatchSizer(None, 1)
+        sizer.observe(2.0)
+        self.assertEqual(sizer.next(100, None, 4), 1)
+        fast = BatchSizer(None, 1)
+        fast.observe(1e-5)
+        # 100 inputs left of 30 us: one batch holds them all (a share would be worth no call).
+        self.assertEqual(fast.next(1024, 100, 4), 100)
+        slow = BatchSizer(None, 1)
+        slow.observe(0.005)
+        # 100 inputs left of 5 ms: an even share each (25), above the floor of 9 (50 ms of them).
+        self.assertEqual(slow.next(1024, 100, 4), 25)
+
+    def test_a_fixed_size_stays(self):
+        sizer = BatchSizer(7, 1)
+        sizer.observe(5.0)
+        self.assertEqual(sizer.next(1, None, 16), 7)
+        # Never more than what is left.
+        self.assertEqual(sizer.next(1, 3, 16), 3)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,260 @@
+/**
+ * Several sources read as one log: the files of a log's archive (each starting at a snapshot or at
+ * the log's first event) and its live log, in seq order, each seq once where they overlap (a
+ * JetStream stream keeps what it archived until its limits drop it). They must be one log's (the
+ * same origin); a seq range no file holds, or a damaged file, is refused naming it, or with
+ * `--skip-damaged` reported on stderr and passed over (the next file starts at a snapshot, so
+ * the replay goes on from there).
+ */
+import { basename } from 'node:path';
+import {
+  ArchiveDirectory,
+  ArchiveFile,
+  DamagedArchiveError,
+  describeOrigin,
+  parseArchiveFileName,
+  readArchiveHeader,
+  sameOrigin,
+  type ArchiveHeader,
+  type ClusterEvent,
+  type LogOrigin,
+  type StoredEvent,
+} from '../../src/events/index.js';
+import { flatten, inBatches } from './batches.js';
+import type { LogSource, OpenOptions } from './source.js';
+import { ReplayInputError } from './replay-input-error.js';
+
+/** One source among several: a live log, a JSONL file, or one archive file. */
+export interface SourcePart {
+  readonly kind: LogSource['kind'];
+  readonly path: string;
+  readonly source: LogSource;
+  readonly range: { readonly first: number; readonly last: number } | undefined;
+  /** Which log it is from, when it says. */
+  readonly origin: (() => Promise<LogOrigin | undefined>) | undefined;
+  close(): Promise<void>;
+}
+
+/** The files of an archive directory (or one archive file) as parts, each read when needed. */
+export async function archiveParts(path: string, options: OpenOptions): Promise<SourcePart[]> {
+  const files = ArchiveDirectory.holdsArchive(path)
+    ? ArchiveDirectory.open(path).entries()
+    : [{ path, file: path, ...rangeOf(path) }];
+  const parts: SourcePart[] = [];
+  for (const entry of files) {
+    let header: ArchiveHeader;
+    try {
+      header = await readArchiveHeader(entry.path, entry.file);
+    } catch (error) {
+      if (!(error instanceof DamagedArchiveError) || !options.skipDamaged) throw error;
+      warn(options, `skipping ${error.message}`);
+      continue;
+    }
+    parts.push(archivePart(entry.path, entry.file, entry, header, options));
+  }
+  return parts;
+}
+
+function rangeOf(path: string): { fromSeq: number; toSeq: number } {
+  const range = parseArchiveFileName(basename(path));
+  if (!range)
+    throw new ReplayInputError(`${path}: an archive file is named events-<from>-<to>.archive`);
+  return range;
+}
+
+function warn(options: OpenOptions, line: string): void {
+  (options.warn ?? ((text: string) => process.stderr.write(`replay: ${text}\n`)))(line);
+}
+
+/** One archive file as a part: opened (and its checksum checked) when its events are read. */
+function archivePart(
+  path: string,
+  name: string,
+  range: { fromSeq: number; toSeq: number },
+  header: ArchiveHeader,
+  options: OpenOptions,
+): SourcePart {
+  const { origin } = header;
+  const stored = async function* (
+    fromSeq = 0,
+    toSeq = Number.MAX_SAFE_INTEGER,
+    skipSnapshots = false,
+  ) {
+    let file: ArchiveFile;
+    try {
+      file = await ArchiveFile.open(path, name);
+    } catch (error) {
+      if (!(error instanceof DamagedArchiveError) || !options.skipDamaged) throw error;
+      warn(options, `skipping ${error.message}`);
+      return;
+    }
+    yield* file.readStored(fromSeq, toSeq, { skipSnapshots });
+  };
+  const source: LogSource = {
+    kind: 'archive',
+    path,
+    size: { unit: 'events', total: range.toSeq - range.fromSeq + 1 },
+    range: { first: range.fromSeq, last: range.toSeq },
+    events(fromSeq = 0, onBytes, skipSnapshots = false) {
+      return flatten(this.batches(fromSeq, onBytes, skipSnapshots));
+    },
+    async *batches(fromSeq = 0, _onBytes, skipSnapshots = false) {
+      let file: ArchiveFile;
+      try {
+        file = await ArchiveFile.open(path, name);
+      } catch (error) {
+        if (!(error instanceof DamagedArchiveError) || !options.skipDamaged) throw error;
+        warn(options, `skipping ${error.message}`);
+        return;
+      }
+      for await (const batch of file.readBlocks(fromSeq, Number.MAX_SAFE_INTEGER, {
+        skipSnapshots,
+      })) {
+        yield batch.map((stored) => stored.event);
+      }
+    },
+    stored: (fromSeq, toSeq) => stored(fromSeq, toSeq),
+    snapshotAtOrBefore: (seq) => {
+      if (seq < range.fromSeq) return undefined;
+      return [range.fromSeq, ...header.snapshots].filter((at) => at <= seq).at(-1);
+    },
+    async locate(requestId) {
+      try {
+        return (await (await ArchiveFile.open(path, name)).holds(Buffer.from(requestId)))
+          ? range.fromSeq
+          : -1;
+      } catch (error) {
+        if (error instanceof DamagedArchiveError && options.skipDamaged) return -1;
+        throw error;
+      }
+    },
+    close: () => Promise.resolve(),
+  };
+  return {
+    kind: 'archive',
+    path,
+    source,
+    range: source.range,
+    origin: () => Promise.resolve(origin),
+    close: () => source.close(),
+  };
+}
+
+/** The parts as one log (checked to be one log's), in seq order. */
+export async function combinedSource(
+  name: string,
+  parts: readonly SourcePart[],
+  options: OpenOptions,
+): Promise<LogSource> {
+  await checkOneLog(parts);
+  const ordered = [...parts].sort((a, b) => {
+    if (a.kind === 'archive' && b.kind !== 'archive') return -1;
+    if (b.kind === 'archive' && a.kind !== 'archive') return 1;
+    return (a.range?.first ?? 0) - (b.range?.first ?? 0);
+  });
+  const live = ordered.find((part) => part.kind !== 'archive');
+  const firsts = ordered.flatMap((part) => (part.range ? [part.range.first] : []));
+  const lasts = ordered.flatMap((part) => (part.range ? [part.range.last] : []));
+  const total = ordered.reduce((sum, part) => sum + part.source.size.total, 0);
+  const onGap = (from: number, to: number) => {
+    const problem = `no file given holds seq ${from} to ${to}`;
+    if (!options.skipDamaged) {
+      throw new ReplayInputError(
+        `${problem} (an archive file missing or deleted?): give it, or pass --skip-damaged to go on from the next snapshot`,
+      );
+    }
+    warn(options, `skipping seq ${from} to ${to}: ${problem}`);
+  };
+  /** Each part's batches from `fromSeq`, each seq once, gaps reported. */
+  async function* walk<T>(
+    fromSeq: number,
+    toSeq: number,
+    read: (part: SourcePart, from: number) => AsyncIterable<readonly T[]>,
+    seqOf: (item: T) => number,
+  ): AsyncGenerator<T[]> {
+    let next: number | undefined;
+    for (const part of ordered) {
+      const from = Math.max(fromSeq, next ?? 0);
+      if (part.range && (part.range.last < from || part.range.first > toSeq)) continue;
+      let first = true;
+      for await (const batch of read(part, from)) {
+        const out: T[] = [];
+        for (const item of batch) {
+          const seq = seqOf(item);
+          if (seq > toSeq) break;
+          if (next !== undefined && seq < next) continue;
+          // Within a part seqs run on (a snapshot passed over is no gap); between parts they must.
+          if (first && next !== undefined && seq > next) onGap(next, seq - 1);
+          first = false;
+          next = seq + 1;
+          out.push(item);
+        }
+        if (out.length > 0) yield out;
+        if (next !== undefined && next > toSeq) return;
+      }
+    }
+  }
+  const combined: LogSource = {
+    kind: live?.kind ?? 'archive',
+    path: name,
+    size: { unit: live?.kind === 'jsonl' ? 'bytes' : 'events', total },
+    range:
+      firsts.length === 0 ? undefined : { first: Math.min(...firsts), last: Math.max(...lasts) },
+    events(fromSeq = 0, onBytes, skipSnapshots) {
+      return flatten(combined.batches(fromSeq, onBytes, skipSnapshots));
+    },
+    batches(fromSeq = 0, onBytes, skipSnapshots) {
+      return walk<ClusterEvent>(
+        fromSeq,
+        Number.MAX_SAFE_INTEGER,
+        (part, from) => part.source.batches(from, onBytes, skipSnapshots),
+        (event) => event.seq,
+      );
+    },
+    stored(fromSeq = 0, toSeq = Number.MAX_SAFE_INTEGER) {
+      return flatten(
+        walk<StoredEvent>(
+          fromSeq,
+          toSeq,
+          (part, from) => inBatches(part.source.stored(from, toSeq)),
+          (stored) => stored.event.seq,
+        ),
+      );
+    },
+    async snapshotAtOrBefore(seq) {
+      for (const part of [...ordered].reverse()) {
+        if (!part.range || part.range.first > seq) continue;
+        const at = await part.source.snapshotAtOrBefore(seq);
+        return at ?? part.range.first;
+      }
+      return undefined;
+    },
+    async locate(requestId) {
+      for (const part of ordered) {
+        if (part.kind !== 'archive') break;
+        const at = await part.source.locate(requestId);
+        if (at >= 0) return at;
+      }
+      return live?.range?.first ?? 0;
+    },
+    close: async () => {
+      await Promise.all(parts.map((part) => part.close()));
+    },
+  };
+  return combined;
+}
+
+/** Refuses parts from more than one log: every origin they name must be the same. */
+async function checkOneLog(parts: readonly SourcePart[]): Promise<void> {
+  let first: { origin: LogOrigin; path: string } | undefined;
+  for (const part of parts) {
+    const origin = await part.origin?.();
+    if (origin === undefined) continue;
+    if (first === undefined) first = { origin, path: part.path };
+    else if (!sameOrigin(first.origin, origin)) {
+      throw new ReplayInputError(
+        `${part.path} is another log's (${describeOrigin(origin)}) than ${first.path} (${describeOrigin(first.origin)}): give the archive of the log you replay`,
+      );
+    }
+  }
+}

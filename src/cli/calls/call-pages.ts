@@ -1,0 +1,139 @@
+/**
+ * The call history as people read it (`readie calls`, `readie call`, `readie logs`): pure
+ * renderers of the router's answers. Every string of an answer is made printable before it is
+ * laid out (`printableData`): tenants chose request IDs, function names, messages and output.
+ */
+import Table from 'cli-table3';
+import type { CallView, HistoryWindow, OutputLine } from '../../proto/gen/readie/v1/history.js';
+import { LogSource } from '../../proto/gen/readie/v1/call.js';
+import { escapedWhole, printable, printableData } from '../../shared/printable.js';
+import { formatDuration } from '../../shared/units.js';
+import { age, roughSize } from '../status/status-sections.js';
+
+function table(head: string[], rows: string[][]): string {
+  const out = new Table({ head, style: { head: [], border: [] } });
+  out.push(...rows);
+  return out.toString();
+}
+
+/** A duration in ms as read at a glance: `850ms`, `1.2s`, `3m 5s`. */
+export function roughDuration(ms: number | undefined): string {
+  if (ms === undefined) return '-';
+  if (ms < 1000) return `${ms}ms`;
+  if (ms < 60_000) return `${(ms / 1000).toFixed(ms < 10_000 ? 1 : 0)}s`;
+  const minutes = Math.floor(ms / 60_000);
+  return `${minutes}m ${Math.round((ms % 60_000) / 1000)}s`;
+}
+
+/** `readie calls`: one line per call, newest first, then what the history holds. */
+export function renderCallList(
+  calls: readonly CallView[],
+  window: HistoryWindow | undefined,
+  now: number,
+): string {
+  const rows = printableData(calls).map((call) => [
+    call.requestId,
+    call.tenantId || '-',
+    call.function || '-',
+    call.state,
+    call.code || '-',
+    age(call.requestedAt, now),
+    roughDuration(call.durationMs),
+    call.workerId || '-',
+    call.attempts.length > 1 ? String(call.attempts.length) : '',
+  ]);
+  const body =
+    calls.length === 0
+      ? 'no calls match\n'
+      : `${table(['REQUEST', 'TENANT', 'FUNCTION', 'STATE', 'CODE', 'AGO', 'TOOK', 'WORKER', 'TRIES'], rows)}\n`;
+  return window === undefined ? body : `${body}${windowLine(window)}\n`;
+}
+
+/** The history's window in one line. */
+export function windowLine(window: HistoryWindow): string {
+  const since =
+    window.oldestRequestedAt === '' ? '' : ` since ${printable(window.oldestRequestedAt)}`;
+  return (
+    `history: ${window.calls} of at most ${window.maxCalls} calls${since}, ` +
+    `kept ${formatDuration(window.retentionMs)}, about ${roughSize(window.approxBytes)}`
+  );
+}
+
+/** `readie call`: one call's whole story, step by step. */
+export function renderCall(raw: CallView): string {
+  const call = printableData(raw);
+  const lines = [
+    `call ${call.requestId}`,
+    `  tenant     ${call.tenantId || '-'}`,
+    `  function   ${call.function || '-'}`,
+    `  session    ${call.sessionId || '-'}`,
+    ...(call.retryOf ? [`  retry of   ${call.retryOf}`] : []),
+    `  state      ${call.state}${call.code ? ` (${call.code})` : ''}`,
+    ...(call.message ? [`  message    ${call.message}`] : []),
+    `  took       ${roughDuration(call.durationMs)}`,
+    `  memory     ${call.memory === undefined ? 'default' : roughSize(call.memory)}${call.gpu ? ', GPU' : ''}`,
+    '',
+    'steps',
+  ];
+  const steps: [string, string, string][] = [
+    ['requested', call.requestedAt, `seq ${call.requestedSeq}`],
+  ];
+  if (call.turnWaitMs !== undefined) {
+    steps.push([
+      'turn waited',
+      call.requestedAt,
+      `${call.turnWaitMs}ms for its session's turn before it was requested`,
+    ]);
+  }
+  if (call.queuedAt) steps.push(['queued', call.queuedAt, '']);
+  if (call.admittedAt) steps.push(['admitted', call.admittedAt, '']);
+  call.attempts.forEach((attempt, index) => {
+    const where = [
+      `worker ${attempt.workerId}`,
+      attempt.containerId ? `container ${attempt.containerId}` : 'a new container',
+      attempt.checkpointId ? `checkpoint ${attempt.checkpointId}` : 'cold start',
+      ...(attempt.version
+        ? [`version ${attempt.version} (revision ${attempt.routingRevision})`]
+        : []),
+      ...(attempt.coldLoad ? ['cold load'] : []),
+    ].join(', ');
+    steps.push([index === 0 ? 'placed' : 'placed again', attempt.placedAt, where]);
+    if (attempt.dialError) steps.push(['dial failed', attempt.dialFailedAt, attempt.dialError]);
+  });
+  if (call.boundAt) {
+    steps.push([
+      'bound',
+      call.boundAt,
+      `container ${call.containerId}${call.checkpointId ? ` (checkpoint ${call.checkpointId})` : ''}`,
+    ]);
+  }
+  if (call.finishedAt) {
+    steps.push([
+      call.state === 'rejected' ? 'refused' : call.state === 'expired' ? 'released' : 'finished',
+      call.finishedAt,
+      [call.code, call.message].filter(Boolean).join(': '),
+    ]);
+  }
+  const first = Date.parse(call.requestedAt);
+  for (const [step, at, detail] of steps) {
+    const offset = Number.isFinite(Date.parse(at))
+      ? `+${roughDuration(Date.parse(at) - first)}`
+      : '';
+    lines.push(`  ${step.padEnd(13)} ${at.padEnd(25)} ${offset.padEnd(8)} ${detail}`.trimEnd());
+  }
+  return `${lines.join('\n')}\n`;
+}
+
+const SOURCE_TAGS: Readonly<Record<number, string>> = {
+  [LogSource.LOG_SOURCE_STDOUT]: 'stdout',
+  [LogSource.LOG_SOURCE_STDERR]: 'stderr',
+  [LogSource.LOG_SOURCE_SYSTEM]: 'readie',
+};
+
+/** One kept line of output, as `readie logs` prints it (escaped: a function's output is hostile). */
+export function renderOutputLine(line: OutputLine, withTimes: boolean): string {
+  const tag = SOURCE_TAGS[line.source] ?? 'output';
+  const text = escapedWhole(line.text);
+  const prefix = withTimes ? `${printable(line.at)} ` : '';
+  return tag === 'stdout' ? `${prefix}${text}\n` : `${prefix}[${tag}] ${text}\n`;
+}

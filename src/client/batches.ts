@@ -1,0 +1,193 @@
+/**
+ * Batches on the wire for the TypeScript client (docs/clients.md, "Batches"): one call carrying
+ * many inputs of one function. The payload is the usual `json-call` object with `inputs`, an
+ * array of argument arrays, and `kwargs` for every input; the answer's chunks hold outcome
+ * records (input index, flags, microseconds in the function, data length, then a piece of the
+ * input's JSON envelope), each whole within its chunk. And how many inputs a batch carries.
+ */
+import { ProtocolError } from './errors.js';
+import { encodeJsonCall, type PythonCall } from './json-call.js';
+
+/** The most inputs one batch carries (the router refuses more). */
+export const MAX_BATCH_INPUTS = 1024;
+/** The most inputs of a batch its container runs at once. */
+export const MAX_INPUTS_AT_ONCE = 256;
+
+const RECORD_HEAD = 13;
+const RECORD_OK = 0x01;
+const RECORD_LAST = 0x02;
+
+/**
+ * A map's input whose arguments do not encode as JSON (a `BigInt`, a cycle): that input's own
+ * failure, in its place (with `returnExceptions`), never its batch's.
+ */
+export class InputEncodingError extends TypeError {
+  override readonly name = 'InputEncodingError';
+
+  constructor(
+    /** The input's index in the map. */
+    readonly inputIndex: number,
+    cause: unknown,
+  ) {
+    super(`input ${inputIndex}: its arguments do not encode as JSON: ${String(cause)}`, { cause });
+  }
+}
+
+/** One input's argument list as JSON, checked alone: InputEncodingError when it does not encode. */
+export function encodeJsonInput(args: readonly unknown[], index: number): string {
+  try {
+    return JSON.stringify(args);
+  } catch (error) {
+    throw new InputEncodingError(index, error instanceof Error ? error.message : error);
+  }
+}
+
+/**
+ * The payload of a json-call batch of `fn` over `inputs`, each already encoded by
+ * {@link encodeJsonInput}. TypeError when the call is malformed.
+ */
+export function encodeJsonBatch(fn: PythonCall, inputs: readonly string[]): Buffer {
+  const call = JSON.parse(encodeJsonCall({ ...fn, args: [] }).toString('utf8')) as Record<
+    string,
+    unknown
+  >;
+  delete call['args'];
+  const head = JSON.stringify(call);
+  return Buffer.from(`${head.slice(0, -1)},"inputs":[${inputs.join(',')}]}`, 'utf8');
+}
+
+/** An input's whole outcome: its index in the batch, whether it returned, its envelope's bytes. */
+export interface Outcome {
+  readonly index: number;
+  readonly ok: boolean;
+  readonly data: Buffer;
+  /** The time it spent in the function, in seconds. */
+  readonly seconds: number;
+}
+
+/** Folds a batch's result chunks into whole outcomes; every record names an input once. */
+export class OutcomeReader {
+  readonly #pieces = new Map<number, Buffer[]>();
+  readonly #answered = new Set<number>();
+
+  constructor(readonly inputs: number) {}
+
+  /** The outcomes a chunk completes (a chunk holds whole records); ProtocolError when malformed. */
+  feed(chunk: Buffer): Outcome[] {
+    const outcomes: Outcome[] = [];
+    let offset = 0;
+    while (offset < chunk.length) {
+      if (chunk.length - offset < RECORD_HEAD) {
+        throw new ProtocolError("a batch's answer ends inside an outcome record");
+      }
+      const index = chunk.readUInt32BE(offset);
+      const flags = chunk[offset + 4]!;
+      const micros = chunk.readUInt32BE(offset + 5);
+      const length = chunk.readUInt32BE(offset + 9);
+      offset += RECORD_HEAD;
+      if (index >= this.inputs || this.#answered.has(index) || length > chunk.length - offset) {
+        throw new ProtocolError(
+          `a batch's answer holds a malformed outcome record (input ${index})`,
+        );
+      }
+      const piece = chunk.subarray(offset, offset + length);
+      offset += length;
+      const pieces = this.#pieces.get(index) ?? [];
+      pieces.push(piece);
+      if ((flags & RECORD_LAST) === 0) {
+        this.#pieces.set(index, pieces);
+        continue;
+      }
+      this.#pieces.delete(index);
+      this.#answered.add(index);
+      outcomes.push({
+        index,
+        ok: (flags & RECORD_OK) !== 0,
+        data: pieces.length === 1 ? pieces[0]! : Buffer.concat(pieces),
+        seconds: micros / 1e6,
+      });
+    }
+    return outcomes;
+  }
+
+  /** Whether input `index` has its whole outcome. */
+  answered(index: number): boolean {
+    return this.#answered.has(index);
+  }
+}
+
+/** A batch aims at this much work (seconds) per input run at once. */
+export const TARGET_BATCH_SECONDS = 1;
+/** ...and, sharing out the last inputs evenly, at least this much. */
+export const MIN_BATCH_SECONDS = 0.05;
+/** What an input costs beside its function, in seconds, for the estimate. */
+export const INPUT_OVERHEAD_SECONDS = 20e-6;
+/** A slot's next batch is at most this many times its last. */
+export const GROWTH = 32;
+/** An input's time is the median of this many recent ones. */
+export const RECENT_SAMPLES = 64;
+
+/**
+ * How many inputs a slot's next batch carries (the Python client's rule): about
+ * TARGET_BATCH_SECONDS of work per input run at once, by the inputs' measured time (the median
+ * of the recent ones); at most
+ * GROWTH times the slot's last batch; when the total is known, no more than an even share of
+ * what is left among the idle slots (unless that share is less than MIN_BATCH_SECONDS of work),
+ * never more than what is left, and at most MAX_BATCH_INPUTS.
+ */
+export class BatchSizer {
+  largest = 1;
+  /** Inputs measured so far. */
+  samples = 0;
+  readonly #recent: number[] = [];
+  readonly #parallel: number;
+
+  constructor(
+    readonly fixed: number | undefined,
+    parallel: number,
+  ) {
+    this.#parallel = Math.max(1, parallel);
+  }
+
+  /** One more input's time in the function, in seconds. */
+  observe(seconds: number): void {
+    this.samples += 1;
+    this.#recent.push(Math.max(0, seconds));
+    if (this.#recent.length > RECENT_SAMPLES) this.#recent.shift();
+  }
+
+  /**
+   * An input's time in the function: the median of the last RECENT_SAMPLES (an input that warmed
+   * something up, the first one say, does not make the others look slow); undefined before any.
+   */
+  get estimate(): number | undefined {
+    if (this.#recent.length === 0) return undefined;
+    const ordered = [...this.#recent].sort((a, b) => a - b);
+    return ordered[Math.floor(ordered.length / 2)];
+  }
+
+  /** The next batch's size for a slot whose last batch held `last`. */
+  next(last: number, remaining: number | undefined, idleSlots: number): number {
+    let size: number;
+    const estimate = this.estimate;
+    if (this.fixed !== undefined) size = this.fixed;
+    // A slot's first batch is small: its container may be slow to start.
+    else if (estimate === undefined || last === 0) size = this.#parallel;
+    else {
+      const perInput = estimate + INPUT_OVERHEAD_SECONDS;
+      size = Math.floor((TARGET_BATCH_SECONDS * this.#parallel) / perInput);
+      size = Math.min(size, Math.max(last, this.#parallel) * GROWTH);
+      if (remaining !== undefined) {
+        const floor = Math.max(
+          this.#parallel,
+          Math.floor((MIN_BATCH_SECONDS * this.#parallel) / perInput),
+        );
+        size = Math.min(size, Math.max(floor, Math.ceil(remaining / Math.max(1, idleSlots))));
+      }
+    }
+    if (remaining !== undefined && remaining > 0) size = Math.min(size, remaining);
+    size = Math.max(1, Math.min(size, MAX_BATCH_INPUTS));
+    this.largest = Math.max(this.largest, size);
+    return size;
+  }
+}

@@ -1,0 +1,433 @@
+/**
+ * The engine under `map` and `starmap` (docs/clients.md, "Batches"), the Python client's rules:
+ * inputs go to the cluster in batches, one call carrying many inputs, each input's outcome coming
+ * back as it finishes. Each concurrency slot is a session (one warm container) running one batch
+ * after another; slots open only for work that needs them (4 at first, then one per
+ * SLOT_WORK_SECONDS of the work left, at most the cluster's room); a batch's size follows the
+ * inputs' measured time (`BatchSizer`). Per input, everything keeps its meaning: its own outcome
+ * and error (`input N: `), `retries`, progress, the order of the results. A batch refused before
+ * it started is waited out; one that ran and failed fails the inputs it had not finished.
+ */
+import { status as Status } from '@grpc/grpc-js';
+import { newSessionId, type CallInfo } from './call-info.js';
+import { BatchSizer, encodeJsonInput, INPUT_OVERHEAD_SECONDS, OutcomeReader } from './batches.js';
+import { ProtocolError, ReadieError, SessionExpiredError } from './errors.js';
+import type { MapOptions, MappedFunction } from './map-options.js';
+import { decodeJsonEnvelope } from './json-call.js';
+import type { MapProgress } from './progress.js';
+import type { RemoteCall } from './remote-call.js';
+import { backoffMs, mayRetryRan, needsNewSession, waitsForRoom } from './retry.js';
+
+/** Slots a map opens before it knows its inputs' time. */
+export const INITIAL_SLOTS = 4;
+/** A slot (a container) is opened only for at least this much work (seconds of its inputs). */
+export const SLOT_WORK_SECONDS = 0.1;
+/** Slots beyond INITIAL_SLOTS open only once this many inputs were measured. */
+export const SAMPLES_TO_OPEN_SLOTS = 8;
+/** A slot with no input to run for this long gives its container back (ms). */
+export const IDLE_RELEASE_MS = 1_000;
+
+/** What the engine needs of the client. */
+export interface BatchDeps {
+  /**
+   * Starts one batch of `fn` over `inputs` (each input's argument list, as JSON) in `sessionId`
+   * ('' outside sessions).
+   */
+  startBatch(
+    fn: MappedFunction,
+    inputs: readonly string[],
+    sessionId: string,
+    options: MapOptions,
+    signal: AbortSignal,
+    onChunk: (data: Buffer, call: CallInfo) => void,
+  ): RemoteCall<unknown>;
+  /** The tenant's usable slots for the budget (null when the router cannot say). */
+  slots(options: MapOptions): Promise<number | null>;
+  /** Ends a session (best effort). */
+  endSession(sessionId: string): Promise<unknown>;
+}
+
+interface Item {
+  readonly index: number;
+  readonly args: readonly unknown[];
+  ranFailures: number;
+}
+
+interface Slot {
+  sessionId: string;
+  /** Sessions a batch ran in and not ended yet. */
+  readonly used: string[];
+  lastSize: number;
+  refusals: number;
+  unavailable: number;
+  inFlight: boolean;
+}
+
+type Output<T> = { readonly index: number } & (
+  { readonly ok: true; readonly value: T } | { readonly ok: false; readonly error: unknown }
+);
+
+/** A copy of a batch's error for one of its inputs (each names its own index). */
+function copyOf(error: unknown): unknown {
+  if (!(error instanceof Error)) return error;
+  return Object.assign(Object.create(Object.getPrototypeOf(error) as object) as Error, error, {
+    message: error.message,
+    stack: error.stack,
+  });
+}
+
+function indexed(error: unknown, index: number): unknown {
+  if (!(error instanceof ReadieError) || error.inputIndex !== undefined) return error;
+  error.inputIndex = index;
+  error.message = `input ${index}: ${error.message}`;
+  return error;
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener('abort', done, { once: true });
+  });
+}
+
+/** One map's slots, batches and outputs. */
+export class MapEngine<T> {
+  readonly #slots: Slot[] = [];
+  readonly #tasks: Promise<void>[] = [];
+  #running = 0;
+  readonly #queue: Item[] = [];
+  #drawn = 0;
+  #exhausted = false;
+  #drawing: Promise<void> | undefined;
+  #handed = 0;
+  #emitted = 0;
+  readonly #ready = new Map<number, Output<T>>();
+  #outbox: Output<T>[] = [];
+  #wake: (() => void)[] = [];
+  #failure: unknown = undefined;
+  readonly #ending: Promise<unknown>[] = [];
+  readonly #sizer: BatchSizer;
+  readonly #parallel: number;
+  completed = 0;
+
+  constructor(
+    private readonly deps: BatchDeps,
+    private readonly fn: MappedFunction,
+    private readonly inputs: Iterator<readonly unknown[]> | AsyncIterator<readonly unknown[]>,
+    private readonly total: number | undefined,
+    private readonly options: MapOptions,
+    private readonly count: number,
+    private readonly progress: MapProgress,
+    private readonly stop: AbortSignal,
+  ) {
+    this.#parallel = Math.max(1, options.maxInputs ?? 1);
+    this.#sizer = new BatchSizer(
+      options.isolateInputs === true ? 1 : options.chunkSize,
+      this.#parallel,
+    );
+  }
+
+  /** Batches in flight now. */
+  get inFlight(): number {
+    return this.#slots.filter((slot) => slot.inFlight).length;
+  }
+
+  /** The outputs in the order the map hands them out, until every input has one. */
+  async *outputs(): AsyncGenerator<Output<T>, void, undefined> {
+    this.#openSlots();
+    for (;;) {
+      if (this.#outbox.length > 0) {
+        const out = this.#outbox;
+        this.#outbox = [];
+        for (const output of out) {
+          this.#handed += 1;
+          yield output;
+        }
+        this.#notify();
+        continue;
+      }
+      if (this.#failure !== undefined) throw this.#failure as Error;
+      if (this.#running === 0) return;
+      await new Promise<void>((resolve) => this.#wake.push(resolve));
+      this.progress.draw(false);
+    }
+  }
+
+  /** Ends every session the map used and has not ended (their containers go at once). */
+  async endSessions(): Promise<void> {
+    await Promise.allSettled(this.#tasks);
+    await Promise.allSettled(this.#ending);
+    const sessions = this.#slots.flatMap((slot) => slot.used.splice(0));
+    await Promise.allSettled(sessions.map((sessionId) => this.deps.endSession(sessionId)));
+  }
+
+  #notify(): void {
+    for (const wake of this.#wake.splice(0)) wake();
+  }
+
+  #wanted(): number {
+    let wanted = INITIAL_SLOTS;
+    const estimate = this.#sizer.estimate;
+    if (estimate !== undefined && this.#sizer.samples >= SAMPLES_TO_OPEN_SLOTS) {
+      const remaining = this.#remaining();
+      if (remaining === undefined) return this.count;
+      const perInput = estimate + INPUT_OVERHEAD_SECONDS;
+      wanted = Math.ceil((remaining * perInput) / this.#parallel / SLOT_WORK_SECONDS);
+    }
+    if (this.total !== undefined) wanted = Math.min(wanted, this.total);
+    return Math.max(1, Math.min(this.count, wanted));
+  }
+
+  #openSlots(): void {
+    if (this.stop.aborted) return;
+    const wanted = this.#wanted();
+    while (this.#slots.length < wanted) {
+      const slot: Slot = {
+        sessionId: this.options.isolateInputs === true ? '' : newSessionId(),
+        used: [],
+        lastSize: 0,
+        refusals: 0,
+        unavailable: 0,
+        inFlight: false,
+      };
+      this.#slots.push(slot);
+      this.#running += 1;
+      this.#tasks.push(
+        this.#runSlot(slot)
+          .catch((error: unknown) => {
+            this.#failure ??= error;
+          })
+          .finally(() => {
+            this.#running -= 1;
+            this.#notify();
+          }),
+      );
+    }
+  }
+
+  #deliver(index: number, output: Output<T>): void {
+    this.completed += 1;
+    this.progress.advance(!output.ok);
+    if (this.options.orderOutputs === false) this.#outbox.push(output);
+    else {
+      this.#ready.set(index, output);
+      for (let next = this.#ready.get(this.#emitted); next; next = this.#ready.get(this.#emitted)) {
+        this.#ready.delete(this.#emitted);
+        this.#outbox.push(next);
+        this.#emitted += 1;
+      }
+    }
+    this.#notify();
+  }
+
+  #fail(item: Item, error: unknown): void {
+    this.#deliver(item.index, { index: item.index, ok: false, error: indexed(error, item.index) });
+  }
+
+  #remaining(): number | undefined {
+    if (this.total === undefined) return this.#exhausted ? this.#queue.length : undefined;
+    return Math.max(0, this.total - this.#drawn) + this.#queue.length;
+  }
+
+  /**
+   * Draws inputs until `wanted` wait or the window is full, and takes up to `wanted` of them for
+   * a batch (one slot at a time: what one draws, another cannot take first).
+   */
+  async #take(wanted: number): Promise<Item[]> {
+    while (this.#drawing) await this.#drawing;
+    const window = 2 * this.count * this.#sizer.largest;
+    let draw: (value?: void) => void = () => undefined;
+    this.#drawing = new Promise<void>((resolve) => (draw = resolve));
+    try {
+      while (
+        this.#queue.length < wanted &&
+        !this.#exhausted &&
+        this.#drawn - this.#handed < window
+      ) {
+        const next = await this.inputs.next();
+        if (next.done === true) this.#exhausted = true;
+        else {
+          this.#queue.push({ index: this.#drawn, args: next.value, ranFailures: 0 });
+          this.#drawn += 1;
+        }
+      }
+      return this.#queue.splice(0, wanted);
+    } finally {
+      this.#drawing = undefined;
+      draw();
+    }
+  }
+
+  async #nextBatch(slot: Slot): Promise<Item[] | null> {
+    const idleSince = performance.now();
+    while (!this.stop.aborted) {
+      const idle = this.#slots.filter((other) => !other.inFlight).length;
+      const size = this.#sizer.next(slot.lastSize, this.#remaining(), Math.max(1, idle));
+      const batch = await this.#take(size);
+      if (batch.length > 0) {
+        slot.lastSize = batch.length;
+        return batch;
+      }
+      if (this.#exhausted) return null;
+      // Nothing to run now (results wait for an earlier input, or inputs come slowly): after
+      // IDLE_RELEASE_MS the slot's container goes back.
+      if (performance.now() - idleSince >= IDLE_RELEASE_MS) this.#release(slot);
+      await this.#changed(100);
+    }
+    return null;
+  }
+
+  /** Resolves when something changed (an output, a stop), or after `ms`. */
+  #changed(ms: number): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.stop.removeEventListener('abort', done);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      this.stop.addEventListener('abort', done, { once: true });
+      this.#wake.push(done);
+    });
+  }
+
+  /** Gives the slot's container back now (its session ended) and moves it to a new session. */
+  #release(slot: Slot): void {
+    const index = slot.used.indexOf(slot.sessionId);
+    if (slot.sessionId === '' || index < 0) return;
+    slot.used.splice(index, 1);
+    this.#ending.push(this.deps.endSession(slot.sessionId).catch(() => undefined));
+    slot.sessionId = newSessionId();
+  }
+
+  #renew(slot: Slot): void {
+    if (slot.sessionId !== '') slot.sessionId = newSessionId();
+  }
+
+  async #runSlot(slot: Slot): Promise<void> {
+    for (;;) {
+      const batch = await this.#nextBatch(slot);
+      if (batch === null) break;
+      let items = batch;
+      while (items.length > 0 && !this.stop.aborted) {
+        const failure = await this.#attempt(slot, items);
+        if (failure === null) break;
+        const [next, waitMs] = this.#after(slot, failure.error, failure.unfinished);
+        items = next;
+        if (items.length > 0 && waitMs > 0) await sleep(waitMs, this.stop);
+      }
+      this.#openSlots();
+    }
+    this.#release(slot);
+  }
+
+  #after(slot: Slot, error: unknown, unfinished: Item[]): [Item[], number] {
+    if (error instanceof SessionExpiredError && error.notStarted && slot.sessionId !== '') {
+      this.#renew(slot);
+      return [unfinished, 0];
+    }
+    if (waitsForRoom(error, slot.unavailable)) {
+      if (error.code === Status.UNAVAILABLE) slot.unavailable += 1;
+      const wait = backoffMs(slot.refusals, error.retryAfterMs);
+      slot.refusals += 1;
+      return [unfinished, wait];
+    }
+    if (needsNewSession(error)) this.#renew(slot);
+    const again: Item[] = [];
+    for (const item of unfinished) {
+      if (item.ranFailures < (this.options.retries ?? 0) && mayRetryRan(error)) {
+        item.ranFailures += 1;
+        again.push(item);
+      } else this.#fail(item, copyOf(error));
+    }
+    return [again, 0];
+  }
+
+  /** One call carrying `items`; null when every input got its outcome. */
+  async #attempt(
+    slot: Slot,
+    batch: Item[],
+  ): Promise<{ error: unknown; unfinished: Item[] } | null> {
+    // An input whose arguments do not encode fails alone; the batch carries the others.
+    const encoded: string[] = [];
+    const items: Item[] = [];
+    for (const item of batch) {
+      try {
+        encoded.push(encodeJsonInput(item.args, item.index));
+        items.push(item);
+      } catch (error) {
+        this.#deliver(item.index, { index: item.index, ok: false, error });
+      }
+    }
+    if (items.length === 0) return null;
+    if (slot.sessionId !== '' && !slot.used.includes(slot.sessionId))
+      slot.used.push(slot.sessionId);
+    const reader = new OutcomeReader(items.length);
+    let broken: ProtocolError | undefined;
+    let call: RemoteCall<unknown> | undefined;
+    const onChunk = (data: Buffer, info: CallInfo) => {
+      if (broken) return;
+      let outcomes;
+      try {
+        outcomes = reader.feed(data);
+      } catch (error) {
+        broken = error as ProtocolError;
+        call?.cancel(broken);
+        return;
+      }
+      for (const outcome of outcomes) {
+        const item = items[outcome.index]!;
+        this.#sizer.observe(outcome.seconds);
+        try {
+          const value = decodeJsonEnvelope(outcome.data, info) as T;
+          this.#deliver(item.index, { index: item.index, ok: true, value });
+        } catch (error) {
+          this.#fail(item, error);
+        }
+      }
+      // The inputs' time is known better now: more slots may be worth opening.
+      if (this.#slots.length < this.count) this.#openSlots();
+    };
+    slot.inFlight = true;
+    try {
+      call = this.deps.startBatch(
+        this.fn,
+        encoded,
+        slot.sessionId,
+        this.options,
+        this.stop,
+        onChunk,
+      );
+      await call.result;
+    } catch (error) {
+      // Stopped: the map ends (its caller says how); nothing more of these inputs.
+      if (this.stop.aborted) return null;
+      const unfinished = items.filter((_, i) => !reader.answered(i));
+      if (broken) {
+        for (const item of unfinished) this.#fail(item, copyOf(broken));
+        return null;
+      }
+      return { error, unfinished };
+    } finally {
+      slot.inFlight = false;
+    }
+    slot.refusals = 0;
+    slot.unavailable = 0;
+    for (const [i, item] of items.entries()) {
+      if (!reader.answered(i)) {
+        this.#fail(
+          item,
+          new ProtocolError("the cluster ended the batch without this input's outcome", {
+            call: call.info,
+          }),
+        );
+      }
+    }
+    return null;
+  }
+}

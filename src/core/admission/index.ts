@@ -1,0 +1,12 @@
+/** Admission: the queue of calls that do not fit now, its fair order, admission and leaving. */
+export { decideAdmit, type AdmitDecision, type AdmitInput } from './admit.js';
+export { fairOrder, slotsHeld, type TenantTurn } from './fair-order.js';
+export { decideLeaveQueue, queueTimeoutMessage, type LeaveInput } from './leave.js';
+export {
+  callOf,
+  MAX_QUEUED,
+  queueFull,
+  queuedCount,
+  queueing,
+  queueTenant,
+} from './queue-rules.js';

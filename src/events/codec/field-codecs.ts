@@ -1,0 +1,161 @@
+/**
+ * The binary codec's view of the vocabulary (pure): each event type's code and, compiled from its
+ * schema (`schema.ts`), how each of its fields is written (a layout pinned by the codec's tests:
+ * changing it needs a new value format, `event-codec.ts`).
+ */
+import { Kind, OptionalKind, type TSchema } from '@sinclair/typebox';
+import { EVENT_FIELDS, type EventType } from '../schema.js';
+
+/**
+ * The code of each event type: its index here. A new type is appended, never inserted, so
+ * values written before it still decode (`test/events/event-codec.test.ts` pins the list).
+ */
+export const CODEC_EVENT_TYPES = [
+  'RouterStarted',
+  'CatalogueLoaded',
+  'WorkerRegistered',
+  'WorkerUtilization',
+  'WorkerLeaving',
+  'WorkerProbeFailed',
+  'WorkerProbeSucceeded',
+  'WorkerEvicted',
+  'ContainerStateChanged',
+  'ContainerForgotten',
+  'CallRequested',
+  'CallPlaced',
+  'CallDialFailed',
+  'CallRejected',
+  'CallBound',
+  'CallFinished',
+  'ReservationExpired',
+  'SessionPinned',
+  'SessionUnpinned',
+  'SessionExpired',
+  'SessionEnded',
+  'PinStaged',
+  'RoutingRevised',
+  'ResidencyChanged',
+  'ResidencyProtected',
+  'ResidencyBudget',
+  'Snapshot',
+  'LogSegmentArchived',
+  'LogArchiveExpired',
+  'CallQueued',
+  'CallAdmitted',
+  'CallLeftQueue',
+  'SessionTurnRefused',
+  'ImageBuilt',
+  'ImageBuildFailed',
+  'ImageRemoved',
+] as const satisfies readonly EventType[];
+
+/** Compiles only while every event type has a code. */
+type _EveryTypeCoded = True<EventType extends (typeof CODEC_EVENT_TYPES)[number] ? true : false>;
+type True<T extends true> = T;
+
+/** How one field is written. */
+export type FieldCodec =
+  | { readonly key: string; readonly nullable: boolean; readonly kind: 'int' | 'num' | 'str' }
+  | { readonly key: string; readonly nullable: boolean; readonly kind: 'bool' | 'strs' | 'json' }
+  | {
+      readonly key: string;
+      readonly nullable: boolean;
+      readonly kind: 'enum';
+      readonly values: readonly string[];
+      readonly index: ReadonlyMap<unknown, number>;
+    }
+  | {
+      readonly key: string;
+      readonly nullable: boolean;
+      readonly kind: 'obj' | 'objs';
+      readonly fields: readonly FieldCodec[];
+    };
+
+export const ENVELOPE_KEYS = ['seq', 'at', 'cause', 'type'] as const;
+
+function kindOf(schema: TSchema): string {
+  return (schema as { [Kind]?: string })[Kind] ?? '';
+}
+
+/** The literal strings of a union of literals, or undefined for anything else. */
+function literalValues(schema: TSchema): string[] | undefined {
+  if (kindOf(schema) !== 'Union') return undefined;
+  const members = (schema as unknown as { anyOf: TSchema[] }).anyOf;
+  const values: string[] = [];
+  for (const member of members) {
+    const constant = (member as { const?: unknown }).const;
+    if (kindOf(member) !== 'Literal' || typeof constant !== 'string') return undefined;
+    values.push(constant);
+  }
+  return values;
+}
+
+/** The field codec of one property (a union with null is its member, nullable). */
+function fieldCodec(key: string, property: TSchema, depth: number): FieldCodec {
+  let schema = property;
+  let nullable = false;
+  if (kindOf(schema) === 'Union') {
+    const members = (schema as unknown as { anyOf: TSchema[] }).anyOf;
+    const others = members.filter((member) => kindOf(member) !== 'Null');
+    if (others.length === 1 && others.length < members.length) {
+      nullable = true;
+      schema = others[0] as TSchema;
+    }
+  }
+  const values = literalValues(schema);
+  if (values) {
+    return { key, nullable, kind: 'enum', values, index: new Map(values.map((v, i) => [v, i])) };
+  }
+  switch (kindOf(schema)) {
+    case 'Integer':
+      return { key, nullable, kind: 'int' };
+    case 'Number':
+      return { key, nullable, kind: 'num' };
+    case 'String':
+      return { key, nullable, kind: 'str' };
+    case 'Boolean':
+      return { key, nullable, kind: 'bool' };
+    case 'Array': {
+      const items = (schema as unknown as { items: TSchema }).items;
+      if (kindOf(items) === 'String') return { key, nullable, kind: 'strs' };
+      const fields = depth < 2 ? objectFields(items, depth + 1) : undefined;
+      return fields ? { key, nullable, kind: 'objs', fields } : { key, nullable, kind: 'json' };
+    }
+    case 'Object': {
+      const fields = depth < 2 ? objectFields(schema, depth + 1) : undefined;
+      return fields ? { key, nullable, kind: 'obj', fields } : { key, nullable, kind: 'json' };
+    }
+    default:
+      return { key, nullable, kind: 'json' };
+  }
+}
+
+/**
+ * The fields of an object schema whose every property is required or nullable (as events write
+ * them): a property that may be absent yet not null cannot be told apart once encoded, so such an
+ * object is JSON text instead (undefined here).
+ */
+function objectFields(schema: TSchema, depth: number): FieldCodec[] | undefined {
+  if (kindOf(schema) !== 'Object') return undefined;
+  const properties = (schema as unknown as { properties: Record<string, TSchema> }).properties;
+  const fields: FieldCodec[] = [];
+  for (const [key, property] of Object.entries(properties)) {
+    const field = fieldCodec(key, property, depth);
+    if (property[OptionalKind] === 'Optional' && !field.nullable) return undefined;
+    fields.push(field);
+  }
+  return fields;
+}
+
+/** Each event type's fields, in the schema's order; `Snapshot` is always JSON text. */
+export const TYPE_FIELDS: ReadonlyMap<string, readonly FieldCodec[]> = new Map(
+  CODEC_EVENT_TYPES.filter((type) => type !== 'Snapshot').map((type) => [
+    type,
+    Object.entries(EVENT_FIELDS[type] as Record<string, TSchema>).map(([key, schema]) =>
+      fieldCodec(key, schema, 0),
+    ),
+  ]),
+);
+export const TYPE_CODES: ReadonlyMap<unknown, number> = new Map(
+  CODEC_EVENT_TYPES.map((type, code) => [type, code]),
+);

@@ -1,0 +1,69 @@
+/**
+ * The steps in which the released placement rules versions differ (docs/placement.md, "Rules
+ * versions"), kept so that a log replays by the rules it was recorded under: every decision and
+ * fold reads the version in force (`ClusterState.rulesVersion`, from the log's last
+ * `RouterStarted`) and takes the branch that version took, as a workflow engine keeps the patched
+ * branches of its code. The live router records today's version, so it always takes today's
+ * branches. The fold's own steps (forgetting, residency) live here, beside the fold; placement's
+ * read the same table. A new version adds its row and its fixtures.
+ */
+
+/** The placement rules this code decides by (today's). */
+export const PLACEMENT_RULES_VERSION = 5;
+
+/**
+ * The versions this code can decide by, each as released. Version 1's steps (container-count,
+ * session checkpoints and failed dials as they were before 2) are not kept: a log recorded under
+ * it replays by today's rules, and a divergence in it is reported as a change of the rules.
+ */
+export const KEPT_RULES_VERSIONS: readonly number[] = [2, 3, 4, 5];
+
+/**
+ * The rules version a log's decisions were made under: the one its last `RouterStarted` recorded;
+ * a log from before routers recorded it was decided by the first versioned rules, version 1.
+ */
+export function recordedRulesVersion(recorded: number | null): number {
+  return recorded ?? 1;
+}
+
+/** Whether this code keeps `version`'s rules (so a divergence under them is an incident). */
+export function keepsRulesVersion(version: number): boolean {
+  return KEPT_RULES_VERSIONS.includes(version);
+}
+
+/** What the rules in force do, step by step, for the version a state records. */
+export interface RulesSteps {
+  readonly version: number;
+  /**
+   * 3 on: a status report from the same worker process keeps its residency (under 2 every
+   * registration forgot it).
+   */
+  readonly sameProcessKeepsResidency: boolean;
+  /**
+   * 4 on: sessions and request IDs have owners (another tenant's is refused NOT_FOUND /
+   * ALREADY_EXISTS before anything else); under 3 an unpinned call was placed in another tenant's
+   * session, a pinned one refused PERMISSION_DENIED, and a reused request ID taken over.
+   */
+  readonly owners: boolean;
+  /**
+   * 4 on: ended sessions are forgotten SESSION_RETENTION after they ended, and tenant calls
+   * PIN_RETENTION after they were requested, as of any event; under 3 sessions were never
+   * forgotten and tenant calls only as of the next tenant's call.
+   */
+  readonly forgetsAsOfAnyEvent: boolean;
+}
+
+/**
+ * The steps of the rules `state` records. A version this code does not keep (1, or one newer than
+ * it) takes today's steps.
+ */
+export function rulesSteps(recorded: number | null): RulesSteps {
+  const recordedVersion = recordedRulesVersion(recorded);
+  const version = keepsRulesVersion(recordedVersion) ? recordedVersion : PLACEMENT_RULES_VERSION;
+  return {
+    version,
+    sameProcessKeepsResidency: version >= 3,
+    owners: version >= 4,
+    forgetsAsOfAnyEvent: version >= 4,
+  };
+}

@@ -1,0 +1,2 @@
+/** Admission's shell: the admission queue's admissions, after every change of capacity. */
+export { Admitter, type AdmitterOptions } from './admitter.js';

@@ -1,0 +1,268 @@
+/** The TypeScript client's map in batches, against a scripted ProxyService on loopback. */
+import { status as Status } from '@grpc/grpc-js';
+import { expect } from 'chai';
+import {
+  CallCancelledError,
+  InputEncodingError,
+  ReadieClient,
+  ReadieError,
+  RemoteExecutionError,
+  type RemoteLogLine,
+} from '../../src/client/index.js';
+import { BatchSizer, GROWTH, OutcomeReader } from '../../src/client/batches.js';
+import { FakeProxy, LogSource, type ScriptedCall } from '../support/fake-proxy.js';
+
+/** One outcome record holding a whole JSON envelope. */
+function record(index: number, envelope: unknown, micros = 5): Buffer {
+  const data = Buffer.from(JSON.stringify(envelope), 'utf8');
+  const ok = (envelope as { ok: boolean }).ok;
+  const head = Buffer.alloc(13);
+  head.writeUInt32BE(index, 0);
+  head[4] = (ok ? 1 : 0) | 2;
+  head.writeUInt32BE(micros, 5);
+  head.writeUInt32BE(data.length, 9);
+  return Buffer.concat([head, data]);
+}
+
+interface BatchRequest {
+  inputs: number[][];
+  kwargs: Record<string, unknown>;
+}
+
+/** Runs a batch here: `value(n)` for each input (an error envelope when it throws). */
+function answer(call: ScriptedCall, upTo = Infinity): void {
+  const { inputs } = JSON.parse(call.payload.toString('utf8')) as BatchRequest;
+  inputs.forEach(([n], index) => {
+    if (index >= upTo) return;
+    call.inputLog(index, LogSource.LOG_SOURCE_STDOUT, `doubling ${n}`);
+    const envelope =
+      n === 13
+        ? {
+            ok: false,
+            error: { type: 'ValueError', module: 'builtins', message: 'thirteen', traceback: '' },
+          }
+        : { ok: true, value: n! * 2 };
+    call.chunk(record(index, envelope));
+  });
+}
+
+async function collect<T>(results: AsyncIterable<T>): Promise<T[]> {
+  const all: T[] = [];
+  for await (const result of results) all.push(result);
+  return all;
+}
+
+const FN = { source: 'def double(n):\n    return n * 2\n', function: 'double' };
+
+describe('TypeScript client: a map in batches', function () {
+  this.timeout(30_000);
+  let proxy: FakeProxy;
+  let client: ReadieClient;
+  before(async () => {
+    proxy = await FakeProxy.start();
+  });
+  after(async () => {
+    await proxy.stop();
+  });
+  beforeEach(() => {
+    proxy.calls.length = 0;
+    proxy.script = async (call) => {
+      await call.read();
+      answer(call);
+      call.end();
+    };
+    client = new ReadieClient({ address: proxy.address, insecure: true, env: {} });
+  });
+  afterEach(() => client.close());
+
+  const sizes = () => proxy.calls.map((call) => call.config?.inputs ?? 0);
+
+  it('sends many inputs in few calls and gives each its own result, in order', async () => {
+    const lines: RemoteLogLine[] = [];
+    const results = await collect(
+      client.map(
+        FN,
+        Array.from({ length: 300 }, (_, n) => n),
+        {
+          maxConcurrency: 4,
+          returnExceptions: true,
+          progress: false,
+          onLog: (line) => lines.push(line),
+        },
+      ),
+    );
+    expect(results.filter((_, n) => n !== 13)).to.deep.equal(
+      Array.from({ length: 300 }, (_, n) => n * 2).filter((_, n) => n !== 13),
+    );
+    const failed = results[13] as RemoteExecutionError;
+    expect(failed).to.be.instanceOf(RemoteExecutionError);
+    expect(failed.inputIndex).to.equal(13);
+    expect(failed.message).to.match(/^input 13: /);
+    expect(sizes().reduce((a, b) => a + b, 0)).to.equal(300);
+    expect(sizes().length).to.be.below(60);
+    expect(sizes().slice(0, 4)).to.deep.equal([1, 1, 1, 1]);
+    expect(proxy.calls[0]?.request()).to.include({ function: 'double' });
+    expect(JSON.parse(proxy.calls[0]!.payload.toString('utf8'))).to.have.property('inputs');
+    expect(lines.filter((line) => line.input !== undefined)).to.have.length(300);
+  });
+
+  it('chunkSize fixes the batch size, maxInputs travels, and bad values are refused', async () => {
+    const results = await collect(
+      client.map(
+        FN,
+        Array.from({ length: 12 }, (_, n) => n),
+        {
+          chunkSize: 5,
+          maxConcurrency: 1,
+          maxInputs: 4,
+          progress: false,
+        },
+      ),
+    );
+    expect(results).to.deep.equal(Array.from({ length: 12 }, (_, n) => n * 2));
+    expect(sizes()).to.deep.equal([5, 5, 2]);
+    expect(proxy.calls.every((call) => call.config?.maxInputs === 4)).to.equal(true);
+    for (const options of [{ chunkSize: 0 }, { chunkSize: 1025 }, { maxInputs: 257 }]) {
+      const error = await collect(client.map(FN, [1], options)).catch((e: unknown) => e);
+      expect(error).to.be.instanceOf(RangeError);
+    }
+  });
+
+  it('a batch killed midway fails only the inputs it had not finished; retries run them again', async () => {
+    let batches = 0;
+    proxy.script = async (call) => {
+      await call.read();
+      batches += 1;
+      if (batches > 1) {
+        answer(call);
+        return call.end();
+      }
+      answer(call, 2);
+      call.fail(Status.RESOURCE_EXHAUSTED, 'the call ran out of memory (scripted)', {
+        'readie-killed': 'out-of-memory',
+        'readie-memory-budget': String(256 * 1024 * 1024),
+      });
+    };
+    const results = await collect(
+      client.map(FN, [0, 1, 2, 3, 4], { chunkSize: 5, returnExceptions: true, progress: false }),
+    );
+    expect(results.slice(0, 2)).to.deep.equal([0, 2]);
+    for (const index of [2, 3, 4]) {
+      const error = results[index] as ReadieError;
+      expect(error).to.be.instanceOf(ReadieError);
+      expect(error.inputIndex).to.equal(index);
+      expect(error.message).to.match(new RegExp(`^input ${index}: `));
+    }
+    batches = 0;
+    proxy.calls.length = 0;
+    const retried = await collect(
+      client.map(FN, [0, 1, 2, 3, 4], { chunkSize: 5, retries: 1, progress: false }),
+    );
+    expect(retried).to.deep.equal([0, 2, 4, 6, 8]);
+    expect(sizes()).to.deep.equal([5, 3]);
+  });
+
+  it('an input whose arguments do not encode as JSON fails alone; its batch runs the others', async () => {
+    const results = await collect(
+      client.map(FN, [0, 1n, 2, 3], { chunkSize: 4, returnExceptions: true, progress: false }),
+    );
+    expect([results[0], results[2], results[3]]).to.deep.equal([0, 4, 6]);
+    const failed = results[1] as InputEncodingError;
+    expect(failed).to.be.instanceOf(InputEncodingError).and.to.be.instanceOf(TypeError);
+    expect(failed.inputIndex).to.equal(1);
+    expect(failed.message).to.match(/^input 1: its arguments do not encode as JSON: /);
+    // One call, carrying the three inputs that encode.
+    expect(sizes()).to.deep.equal([3]);
+    expect(
+      (JSON.parse(proxy.calls[0]!.payload.toString('utf8')) as BatchRequest).inputs,
+    ).to.deep.equal([[0], [2], [3]]);
+    // Without returnExceptions the map rejects with it, at its place.
+    const error = await collect(client.map(FN, [0, 1n], { progress: false })).catch(
+      (reason: unknown) => reason,
+    );
+    expect((error as { inputIndex?: number }).inputIndex).to.equal(1);
+  });
+
+  it('a batch refused before it started is waited out, all its inputs with it', async () => {
+    let batches = 0;
+    proxy.script = async (call) => {
+      await call.read();
+      batches += 1;
+      if (batches === 1) {
+        return call.fail(Status.RESOURCE_EXHAUSTED, 'no worker can accept this request', {
+          'readie-not-started': '1',
+        });
+      }
+      answer(call);
+      call.end();
+    };
+    expect(
+      await collect(client.map(FN, [1, 2, 3, 4], { chunkSize: 4, progress: false })),
+    ).to.deep.equal([2, 4, 6, 8]);
+    expect(sizes()).to.deep.equal([4, 4]);
+  });
+
+  it('aborting the signal mid-map cancels every batch on the server', async () => {
+    proxy.script = async (call) => {
+      await call.read();
+      await call.cancelled;
+    };
+    const controller = new AbortController();
+    const running = collect(
+      client.map(
+        FN,
+        Array.from({ length: 10 }, (_, n) => n),
+        {
+          maxConcurrency: 3,
+          signal: controller.signal,
+          progress: false,
+        },
+      ),
+    );
+    while (proxy.calls.filter((call) => call.config !== undefined).length < 3) {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    controller.abort();
+    const error = await running.catch((e: unknown) => e);
+    expect(error).to.be.instanceOf(CallCancelledError);
+    expect((error as Error).message).to.equal(
+      'the map of double was cancelled: 0 of 10 inputs completed, 3 calls in flight cancelled',
+    );
+    await Promise.all(proxy.calls.map((call) => call.cancelled));
+  });
+});
+
+describe('TypeScript client: batch pieces', () => {
+  it('reads outcome records, an outcome in several pieces, and refuses a malformed one', () => {
+    const reader = new OutcomeReader(2);
+    const whole = record(1, { ok: true, value: 7 }, 1500);
+    const [outcome] = reader.feed(whole);
+    expect(outcome).to.deep.include({ index: 1, ok: true, seconds: 0.0015 });
+    expect(JSON.parse(outcome!.data.toString('utf8'))).to.deep.equal({ ok: true, value: 7 });
+    const first = Buffer.from(whole);
+    first[4] = 1; // not the last piece
+    const pieces = new OutcomeReader(2);
+    expect(pieces.feed(first)).to.deep.equal([]);
+    expect(pieces.answered(1)).to.equal(false);
+    expect(() => reader.feed(whole)).to.throw('malformed outcome record (input 1)');
+    expect(() => new OutcomeReader(1).feed(record(3, { ok: true }))).to.throw('input 3');
+    expect(() => new OutcomeReader(1).feed(whole.subarray(0, 10))).to.throw(
+      'inside an outcome record',
+    );
+  });
+
+  it('sizes batches by the inputs measured time: growth, a slow input alone, even shares', () => {
+    const fresh = new BatchSizer(undefined, 1);
+    expect(fresh.next(0, undefined, 4)).to.equal(1);
+    fresh.observe(1e-6);
+    expect(fresh.next(1, undefined, 4)).to.equal(GROWTH);
+    expect(fresh.next(GROWTH, undefined, 4)).to.equal(1024);
+    const slow = new BatchSizer(undefined, 1);
+    slow.observe(2);
+    expect(slow.next(100, undefined, 4)).to.equal(1);
+    const share = new BatchSizer(undefined, 1);
+    share.observe(0.005);
+    expect(share.next(1024, 100, 4)).to.equal(25);
+    expect(new BatchSizer(7, 1).next(1, 3, 16)).to.equal(3);
+  });
+});

@@ -1,0 +1,140 @@
+/**
+ * Every released rules version decides as it did: the steps in which versions 2, 3 and 4 differ
+ * are kept in the core and taken by the version a log's `RouterStarted` recorded (today's router
+ * records today's).
+ */
+import { expect } from 'chai';
+import {
+  KEPT_RULES_VERSIONS,
+  PLACEMENT_RULES_VERSION,
+  place,
+  PlacementCaches,
+  rulesSteps,
+  type CallToPlace,
+} from '../../src/core/placement/index.js';
+import { EVENT_SCHEMA_VERSION, type NewEvent } from '../../src/events/index.js';
+import {
+  container,
+  demand,
+  history,
+  pinned,
+  placed,
+  registered,
+  requested,
+} from '../support/events.js';
+
+/**
+ * A router start recording rules `version`, with retentions of 10 s (events are 1 s apart). Rules
+ * before 4 were only ever written in event schema v1 (v2 came with rules 4 in force).
+ */
+function startedUnder(version: number): NewEvent {
+  return {
+    type: 'RouterStarted',
+    config: { SESSION_RETENTION: 10_000, PIN_RETENTION: 10_000 },
+    version: 'test',
+    rulesVersion: version,
+    routerId: null,
+    takeoverFrom: null,
+    schemaVersion: version >= 4 ? EVENT_SCHEMA_VERSION : null,
+  };
+}
+
+function callOf(tenantId: string, requestId: string, sessionId: string | null = null): CallToPlace {
+  return { requestId, sessionId, tenantId, retryOf: null, demand: demand() };
+}
+
+/** A's session S in container c1 on w1, its call finished. */
+function sessionOfA(): NewEvent[] {
+  return [
+    registered('w1'),
+    requested('a1', { tenantId: 'tenant-a', sessionId: 'S' }),
+    placed('a1', 'w1', { sessionId: 'S' }),
+    { type: 'CallBound', requestId: 'a1', containerId: 'c1', checkpointId: null },
+    pinned('S', 'w1', 'c1', 'a1'),
+    { type: 'CallFinished', requestId: 'a1', ok: true, code: null, message: null },
+  ];
+}
+
+describe('core: each released rules version decides as it did', () => {
+  it("keeps versions 2 to today, and a version it does not keep (1, or a newer one) takes today's steps", () => {
+    expect(KEPT_RULES_VERSIONS).to.deep.equal([2, 3, 4, PLACEMENT_RULES_VERSION]);
+    expect(rulesSteps(null).version).to.equal(PLACEMENT_RULES_VERSION);
+    expect(rulesSteps(9).version).to.equal(PLACEMENT_RULES_VERSION);
+    expect(rulesSteps(2)).to.deep.include({ sameProcessKeepsResidency: false, owners: false });
+  });
+
+  it("given another tenant's session, then under 4 the call is refused NOT_FOUND, and under 3 it is placed in it", () => {
+    for (const [version, outcome] of [
+      [4, 'rejected'],
+      [3, 'placed'],
+    ] as const) {
+      const state = history(startedUnder(version), ...sessionOfA()).state();
+      const decision = place(state, callOf('tenant-b', 'b1', 'S'), {
+        config: state.config,
+        caches: new PlacementCaches(),
+      });
+      expect(decision.outcome, `v${version}`).to.equal(outcome);
+      if (decision.outcome === 'rejected') expect(decision.code).to.equal('NOT_FOUND');
+      else expect(decision).to.deep.include({ workerId: 'w1', containerId: 'c1' });
+    }
+  });
+
+  it("given another tenant's remembered request ID, then under 4 it is refused, and under 3 taken over", () => {
+    for (const [version, outcome] of [
+      [4, 'rejected'],
+      [3, 'placed'],
+    ] as const) {
+      const state = history(
+        startedUnder(version),
+        registered('w1'),
+        requested('r1', { tenantId: 'tenant-a' }),
+        placed('r1', 'w1'),
+        { type: 'CallFinished', requestId: 'r1', ok: true, code: null, message: null },
+      ).state();
+      const decision = place(state, callOf('tenant-b', 'r1'), {
+        config: state.config,
+        caches: new PlacementCaches(),
+      });
+      expect(decision.outcome, `v${version}`).to.equal(outcome);
+    }
+  });
+
+  it('given an ended session long past SESSION_RETENTION, then under 4 it is forgotten, and under 3 still refused as expired', () => {
+    for (const [version, remembered] of [
+      [4, false],
+      [3, true],
+    ] as const) {
+      const given = history(startedUnder(version), ...sessionOfA(), {
+        type: 'SessionEnded',
+        sessionId: 'S',
+        tenantId: 'tenant-a',
+        workerId: 'w1',
+        containerId: 'c1',
+      });
+      for (let i = 0; i < 20; i += 1) given.add(container('w1', `c${i + 2}`, 'ready'));
+      expect(given.state().sessions.has('S'), `v${version}`).to.equal(remembered);
+    }
+  });
+
+  it('given a status report from the same worker process, then under 3 its residency is kept, and under 2 forgotten', () => {
+    for (const [version, kept] of [
+      [3, true],
+      [2, false],
+    ] as const) {
+      const state = history(
+        startedUnder(version),
+        registered('w1', { instanceId: 'i-1' }),
+        {
+          type: 'ResidencyChanged',
+          workerId: 'w1',
+          checkpointId: 'v1',
+          state: 'resident',
+          error: null,
+        },
+        registered('w1', { instanceId: 'i-1' }),
+      ).state();
+      const versions = state.routing.workers.get('w1')?.versions;
+      expect(versions?.has('v1') ?? false, `v${version}`).to.equal(kept);
+    }
+  });
+});

@@ -1,0 +1,289 @@
+/**
+ * The binary event codec: every event of real and generated logs comes back as it went in, an
+ * event the codec would not give back exactly is kept as its text, the bytes of a value are pinned
+ * (a log written today must decode tomorrow), and damaged bytes are refused naming the seq.
+ */
+import { expect } from 'chai';
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import {
+  encodeEvent,
+  EVENT_TYPES,
+  InvalidEventError,
+  validateEvent,
+  type ClusterEvent,
+  type StoredEvent,
+} from '../../src/events/index.js';
+import { createHash } from 'node:crypto';
+import {
+  CODEC_EVENT_TYPES,
+  TYPE_FIELDS,
+  type FieldCodec,
+} from '../../src/events/codec/field-codecs.js';
+import {
+  BINARY_VALUE_V1,
+  ByteReader,
+  ByteWriter,
+  decodeBlockEvent,
+  decodeLogValue,
+  DecodeContext,
+  EncodeContext,
+  encodeBlockEvent,
+  encodeLogValue,
+  isSnapshotValue,
+  SNAPSHOT_VALUE_V1,
+  TEXT_EVENT_CODE,
+} from '../../src/events/codec/stored-codec.js';
+import { readEvents, ROOT } from '../support/replay.js';
+import { stamped, syntheticLog } from '../support/synthetic-log.js';
+
+/** A generated history's events, stamped and validated as a log reads them. */
+function generated(seed: number, events: number): ClusterEvent[] {
+  // As a log writes them: the envelope first, then the type and the fields.
+  return [...stamped(syntheticLog({ seed, events, workers: 20 }))].map(({ seq, at, ...rest }) =>
+    validateEvent({ seq, at, cause: null, ...rest }),
+  );
+}
+
+/** Every event of every recorded fixture. */
+function fixtureEvents(): ClusterEvent[] {
+  const dir = join(ROOT, 'fixtures');
+  return readdirSync(dir)
+    .filter((name) => name.endsWith('.jsonl') && !name.endsWith('.expected.jsonl'))
+    .flatMap((name) => readEvents(join(dir, name)));
+}
+
+const scratch = new ByteWriter();
+
+/** A field's place in the binary layout: its key, kind, nullability and what is inside it. */
+function layoutOf(field: FieldCodec): string {
+  const inner =
+    field.kind === 'enum'
+      ? `(${field.values.join('|')})`
+      : field.kind === 'obj' || field.kind === 'objs'
+        ? `{${field.fields.map(layoutOf).join(',')}}`
+        : '';
+  return `${field.key}:${field.kind}${field.nullable ? '?' : ''}${inner}`;
+}
+
+describe('events: the binary codec', () => {
+  it('gives every type a code, in an order that only ever grows at the end', () => {
+    expect([...CODEC_EVENT_TYPES]).to.have.members(EVENT_TYPES);
+    // Values already written name types by these codes: a new type goes last, none moves.
+    expect(CODEC_EVENT_TYPES.slice(0, 27).join(' ')).to.equal(
+      'RouterStarted CatalogueLoaded WorkerRegistered WorkerUtilization WorkerLeaving ' +
+        'WorkerProbeFailed WorkerProbeSucceeded WorkerEvicted ContainerStateChanged ' +
+        'ContainerForgotten CallRequested CallPlaced CallDialFailed CallRejected CallBound ' +
+        'CallFinished ReservationExpired SessionPinned SessionUnpinned SessionExpired ' +
+        'SessionEnded PinStaged RoutingRevised ResidencyChanged ResidencyProtected ' +
+        'ResidencyBudget Snapshot',
+    );
+    expect(CODEC_EVENT_TYPES.length).to.be.below(TEXT_EVENT_CODE);
+  });
+
+  it('lays out every type as the schemas did when the value format was made (v2 schemas)', () => {
+    // The codec is positional: a field added to, removed from or moved in a schema (or a word
+    // added to a closed list) changes how values already on disk decode. Such a change needs a
+    // new value format (and the reader of the old one), not a new pin here.
+    const layout = [...TYPE_FIELDS]
+      .map(([type, fields]) => `${type}[${fields.map(layoutOf).join(',')}]`)
+      .join('\n');
+    expect(layout).to.contain('SessionExpired[sessionId:str,reason:enum');
+    expect(layout).to.match(/SessionExpired\[[^\n]*causeSeq:int\?\]/);
+    expect(layout).to.match(/RouterStarted\[[^\n]*schemaVersion:int\?\]/);
+    // Types appended later extend the layout at its end; the layout before them never changes.
+    const beforeImages = layout.slice(0, layout.indexOf('\nImageBuilt['));
+    expect(createHash('sha256').update(beforeImages).digest('hex')).to.equal(
+      '7dafc0cbcdecf1d72b9ff18b6931f95c105a8c54b4df29b4300f1349bf7db581',
+    );
+    expect(createHash('sha256').update(layout).digest('hex'), layout).to.equal(
+      '3444374dd9ef9ceb053724c14237be5760a705e6783317030f0bd562fc36d56d',
+    );
+  });
+
+  it('given the fields schema v2 added, stores them in the codec and gives them back', () => {
+    const events = [
+      validateEvent({
+        seq: 1,
+        at: '2026-11-30T10:00:00.000Z',
+        cause: 'start',
+        type: 'RouterStarted',
+        config: {},
+        version: '1.0.0',
+        rulesVersion: 3,
+        routerId: 'r1',
+        takeoverFrom: null,
+        schemaVersion: 2,
+      }),
+      validateEvent({
+        seq: 2,
+        at: '2026-11-30T10:00:01.000Z',
+        cause: 'probe:w1',
+        type: 'SessionExpired',
+        sessionId: 's1',
+        reason: 'worker_evicted',
+        causeSeq: 41,
+      }),
+    ];
+    for (const event of events) {
+      const value = encodeLogValue(event, undefined, 'append', scratch);
+      expect(value[0]).to.equal(BINARY_VALUE_V1);
+      expect(decodeLogValue(value, event.seq).event).to.deep.equal(event);
+    }
+  });
+
+  it('given the image events (appended codes), stores them in the codec and gives them back', () => {
+    const base = { at: '2026-12-05T10:00:00.000Z', cause: 'report:w1', workerId: 'w1' };
+    const imageId = 'ab'.repeat(32);
+    const events = [
+      {
+        ...base,
+        seq: 1,
+        type: 'ImageBuilt',
+        tenantId: 't1',
+        imageId,
+        bytes: 27_000,
+        buildMs: 12_054,
+      },
+      { ...base, seq: 2, type: 'ImageBuildFailed', tenantId: null, error: 'ERROR: no wheel' },
+      { ...base, seq: 3, type: 'ImageRemoved', tenantId: 't1', imageId, reason: 'evicted' },
+    ].map((event) => validateEvent(event));
+    for (const event of events) {
+      const value = encodeLogValue(event, undefined, 'append', scratch);
+      expect(value[0], event.type).to.equal(BINARY_VALUE_V1);
+      expect(decodeLogValue(value, event.seq).event).to.deep.equal(event);
+    }
+  });
+
+  it('given the events of every fixture and a generated history, each LMDB value decodes to the same event and text', () => {
+    const events = [...fixtureEvents(), ...generated(11, 3_000)];
+    let binary = 0;
+    for (const event of events) {
+      const text = encodeEvent(event);
+      const value = encodeLogValue(event, text, 'canonical', scratch);
+      if (value[0] === BINARY_VALUE_V1) binary += 1;
+      const back = decodeLogValue(value, event.seq);
+      expect(back.event, text).to.deep.equal(event);
+      expect(JSON.parse(back.text)).to.deep.equal(JSON.parse(text));
+      expect(value.length).to.be.at.most(Buffer.byteLength(text));
+    }
+    // Snapshots are compressed text; everything else the codec takes.
+    const snapshots = events.filter((event) => event.type === 'Snapshot').length;
+    expect(binary).to.equal(events.length - snapshots);
+  });
+
+  it('keeps a Snapshot as its JSON text compressed, a fraction of its size, and gives the text back', () => {
+    const state = {
+      workers: Object.fromEntries(
+        Array.from({ length: 200 }, (_, i) => [`w${i}`, { memoryUsed: i, status: 'ready' }]),
+      ),
+    };
+    const snapshot = validateEvent({
+      seq: 40,
+      at: '2026-11-30T10:00:00.000Z',
+      cause: null,
+      type: 'Snapshot',
+      schemaVersion: 1,
+      state,
+    });
+    const text = encodeEvent(snapshot);
+    const value = encodeLogValue(snapshot, text, 'exact', scratch);
+    expect(value[0]).to.equal(SNAPSHOT_VALUE_V1);
+    expect(value.length).to.be.below(Buffer.byteLength(text) / 5);
+    expect(isSnapshotValue(value)).to.equal(true);
+    const back = decodeLogValue(value, 40);
+    expect(back.text).to.equal(text);
+    expect(back.event).to.deep.equal(snapshot);
+    expect(() => decodeLogValue(Buffer.concat([value.subarray(0, 20)]), 40)).to.throw(
+      InvalidEventError,
+      /^seq 40: not a readable snapshot/,
+    );
+  });
+
+  it('given a block of events sharing strings and instants, decodes them in order and smaller than alone', () => {
+    const events = generated(12, 5_000);
+    const block = new ByteWriter();
+    const context = new EncodeContext();
+    let alone = 0;
+    for (const event of events) {
+      encodeBlockEvent({ event, text: encodeEvent(event) }, block, context, 'canonical');
+      alone += encodeLogValue(event, undefined, 'append', scratch).length;
+    }
+    const reader = new ByteReader(block.view());
+    const decode = new DecodeContext();
+    const back: ClusterEvent[] = [];
+    while (!reader.done) {
+      const seq = (events[back.length] as ClusterEvent).seq;
+      back.push((decodeBlockEvent(reader, seq, decode) as StoredEvent).event);
+    }
+    expect(back).to.deep.equal(events);
+    expect(block.length).to.be.below(alone / 1.5);
+  });
+
+  it('keeps an event as its text when the codec would not give that text back', () => {
+    const base = generated(13, 1).find((e) => e.type === 'RouterStarted') as ClusterEvent;
+    const text = encodeEvent(base);
+    const { type, ...rest } = base;
+    const cases: [string, string][] = [
+      // The documented vocabulary leaves optional fields out: reading adds them as null.
+      ['a field left out', text.replace(/,"takeoverFrom":null/, '')],
+      ['spaces', text.replace(/,/g, ', ')],
+      ['another key order', JSON.stringify({ type, ...rest })],
+      ['an unknown field', text.replace(/}$/, ',"extra":1}')],
+    ];
+    for (const [what, stored] of cases) {
+      const parsed = validateEvent(JSON.parse(stored));
+      const value = encodeLogValue(parsed, stored, 'exact', scratch);
+      expect(value.toString('utf8'), what).to.equal(stored);
+      expect(decodeLogValue(value, base.seq).text, what).to.equal(stored);
+    }
+    // In the schema's order, the same fields in the canonical text are the codec's.
+    expect(encodeLogValue(validateEvent(JSON.parse(text)), text, 'exact', scratch)[0]).to.equal(
+      BINARY_VALUE_V1,
+    );
+    // A string that is not well-formed UTF-16 would not survive UTF-8: text, even when appended.
+    const broken = { ...base, version: 'v\ud800' } as ClusterEvent;
+    expect(encodeLogValue(broken, undefined, 'append', scratch)[0]).to.equal(0x7b);
+    // An instant that parses to another day is not the codec's either.
+    const strange = { ...base, at: '2026-02-30T10:00:00.000Z' };
+    expect(encodeLogValue(strange, undefined, 'append', scratch)[0]).to.equal(0x7b);
+  });
+
+  it('writes the bytes it always wrote (the format of logs on disk)', () => {
+    const event = validateEvent({
+      seq: 7,
+      at: '2026-11-30T10:00:01.500Z',
+      cause: 'report:w1',
+      type: 'WorkerUtilization',
+      workerId: 'w1',
+      memoryUsed: 3 * 1024 ** 3,
+      containerCount: 2,
+      cpuUsed: 1.25,
+      cpuTotal: 8,
+      gpuMemoryUsed: null,
+      containers: [{ containerId: 'c1', state: 'busy', checkpointId: null }],
+      reportSeq: 4,
+    });
+    const value = encodeLogValue(event, undefined, 'append', scratch);
+    expect(value.toString('hex')).to.equal(
+      '0103b8abadbec56801097265706f72743a773101027731818080800c0302000000000000f43f01080002010102633101000500',
+    );
+    expect(decodeLogValue(value, 7).event).to.deep.equal(event);
+  });
+
+  it('refuses damaged bytes, naming the seq', () => {
+    const [event] = generated(14, 30).filter((e) => e.type === 'WorkerRegistered');
+    const value = encodeLogValue(event as ClusterEvent, undefined, 'append', scratch);
+    for (const damaged of [
+      value.subarray(0, value.length - 3),
+      Buffer.concat([value, Buffer.from([1, 2])]),
+      Buffer.from([BINARY_VALUE_V1, 99]),
+      Buffer.from([0x02, 1, 2, 3]),
+    ]) {
+      expect(() => decodeLogValue(damaged, 42), damaged.toString('hex')).to.throw(
+        InvalidEventError,
+        /^seq 42: /,
+      );
+    }
+  });
+});

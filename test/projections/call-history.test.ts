@@ -1,0 +1,208 @@
+import { expect } from 'chai';
+import type { NewEvent } from '../../src/events/index.js';
+import { CallHistory, type HistoryBounds } from '../../src/projections/index.js';
+import { atOf, history, placed, registered, requested, START_MS } from '../support/events.js';
+
+const ROOMY: HistoryBounds = { maxCalls: 100, retentionMs: 3_600_000 };
+
+/** A history fed `events`, stamped one second apart from seq 1. */
+function fed(events: NewEvent[], bounds: HistoryBounds = ROOMY): CallHistory {
+  const calls = new CallHistory(bounds);
+  for (const event of history(...events).events) calls.observe(event);
+  return calls;
+}
+
+const bound = (requestId: string, containerId: string): NewEvent => ({
+  type: 'CallBound',
+  requestId,
+  containerId,
+  checkpointId: 'ckpt',
+});
+const finished = (
+  requestId: string,
+  code: 'UNAVAILABLE' | null,
+  message: string | null = null,
+): NewEvent => ({
+  type: 'CallFinished',
+  requestId,
+  ok: code === null,
+  code,
+  message,
+});
+
+describe('projection: the call history', () => {
+  it('given a call requested, placed, bound and finished, then it holds every step with its time, where it ran and how long it took', () => {
+    const calls = fed([
+      registered('w1'),
+      requested('r1', { tenantId: 'acme', function: 'jobs.score', sessionId: 's1' }),
+      placed('r1', 'w1', { sessionId: 's1', checkpointId: 'ckpt' }),
+      bound('r1', 'c9'),
+      finished('r1', null),
+    ]);
+    const call = calls.get('r1');
+    expect(call).to.include({
+      requestId: 'r1',
+      tenantId: 'acme',
+      function: 'jobs.score',
+      sessionId: 's1',
+      state: 'succeeded',
+      code: 'OK',
+      requestedAt: atOf(2),
+      requestedSeq: 2,
+      boundAt: atOf(4),
+      boundContainerId: 'c9',
+      finishedAt: atOf(5),
+      durationMs: 3000,
+      queuedAt: null,
+      admittedAt: null,
+    });
+    expect(call?.attempts).to.have.length(1);
+    expect(call?.attempts[0]).to.include({
+      workerId: 'w1',
+      checkpointId: 'ckpt',
+      placedAt: atOf(3),
+    });
+  });
+
+  it('given a call whose first worker could not be dialed, then each placement is an attempt, the failed one with its error', () => {
+    const calls = fed([
+      registered('w1'),
+      registered('w2'),
+      requested('r1'),
+      placed('r1', 'w1'),
+      { type: 'CallDialFailed', requestId: 'r1', workerId: 'w1', error: 'connection refused' },
+      placed('r1', 'w2'),
+      bound('r1', 'c1'),
+      finished('r1', 'UNAVAILABLE', 'worker w2: the executor went away'),
+    ]);
+    const call = calls.get('r1');
+    expect(call?.state).to.equal('failed');
+    expect(call?.code).to.equal('UNAVAILABLE');
+    expect(call?.message).to.equal('worker w2: the executor went away');
+    expect(call?.attempts.map((a) => [a.workerId, a.dialError])).to.deep.equal([
+      ['w1', 'connection refused'],
+      ['w2', null],
+    ]);
+    expect(call?.attempts[0]?.dialFailedAt).to.equal(atOf(5));
+  });
+
+  it('given a refused call and a force-released one, then they are rejected (with the code and message) and expired', () => {
+    const calls = fed([
+      requested('r1'),
+      {
+        type: 'CallRejected',
+        requestId: 'r1',
+        sessionId: null,
+        code: 'UNAVAILABLE',
+        message: 'no worker',
+        version: null,
+        routingRevision: null,
+        retryAfterMs: null,
+      },
+      registered('w1'),
+      requested('r2'),
+      placed('r2', 'w1'),
+      { type: 'ReservationExpired', requestId: 'r2' },
+    ]);
+    expect(calls.get('r1')).to.include({
+      state: 'rejected',
+      code: 'UNAVAILABLE',
+      message: 'no worker',
+    });
+    expect(calls.get('r2')?.state).to.equal('expired');
+    expect(calls.list({ failed: true }).map((c) => c.requestId)).to.deep.equal(['r2', 'r1']);
+  });
+
+  it('given more calls than HISTORY_MAX_CALLS, then the oldest are forgotten first and the count never passes the bound', () => {
+    const events: NewEvent[] = [registered('w1')];
+    for (let i = 0; i < 10; i += 1) events.push(requested(`r${i}`), placed(`r${i}`, 'w1'));
+    const calls = fed(events, { maxCalls: 4, retentionMs: 3_600_000 });
+    expect(calls.size).to.equal(4);
+    expect(calls.list().map((c) => c.requestId)).to.deep.equal(['r9', 'r8', 'r7', 'r6']);
+    expect(calls.get('r5')).to.equal(undefined);
+  });
+
+  it('given calls older than HISTORY_RETENTION, then a later event or a query forgets them, and the window says what is left', () => {
+    const calls = fed([requested('r1'), requested('r2'), requested('r3')], {
+      maxCalls: 100,
+      retentionMs: 1_500,
+    });
+    // r1 (at 1 s) is past 1.5 s when r3 (at 3 s) arrives; r2 (at 2 s) is not.
+    expect(calls.list().map((c) => c.requestId)).to.deep.equal(['r3', 'r2']);
+    calls.forgetDue(new Date(START_MS + 10_000).toISOString());
+    expect(calls.size).to.equal(0);
+    expect(calls.window()).to.include({ calls: 0, oldestRequestedAt: null, maxCalls: 100 });
+  });
+
+  it('given calls of two tenants and functions, then a query narrows by tenant, function, time and count, newest first', () => {
+    const calls = fed([
+      requested('a1', { tenantId: 'acme', function: 'f' }),
+      requested('b1', { tenantId: 'bolt', function: 'f' }),
+      requested('a2', { tenantId: 'acme', function: 'g' }),
+      requested('a3', { tenantId: 'acme', function: 'f' }),
+    ]);
+    expect(calls.list({ tenantId: 'acme' }).map((c) => c.requestId)).to.deep.equal([
+      'a3',
+      'a2',
+      'a1',
+    ]);
+    expect(calls.list({ tenantId: 'acme', function: 'f' }).map((c) => c.requestId)).to.deep.equal([
+      'a3',
+      'a1',
+    ]);
+    expect(calls.list({ sinceMs: START_MS + 2_000 }).map((c) => c.requestId)).to.deep.equal([
+      'a3',
+      'a2',
+      'b1',
+    ]);
+    expect(calls.list({ limit: 1 }).map((c) => c.requestId)).to.deep.equal(['a3']);
+  });
+
+  it('given events of calls it never saw requested (before its window), then it ignores them', () => {
+    const calls = fed([
+      registered('w1'),
+      placed('old', 'w1'),
+      bound('old', 'c1'),
+      finished('old', null),
+    ]);
+    expect(calls.size).to.equal(0);
+  });
+
+  it('given a request ID used again after its call ended, then the history holds the newer call', () => {
+    const calls = fed([requested('r1', { function: 'old' }), requested('r1', { function: 'new' })]);
+    expect(calls.size).to.equal(1);
+    expect(calls.get('r1')?.function).to.equal('new');
+  });
+
+  it('reports an estimate of its memory that grows with what it holds', () => {
+    const small = fed([requested('r1')]).window().approxBytes;
+    const large = fed([requested('r1'), requested('r2', { function: 'x'.repeat(200) })]).window()
+      .approxBytes;
+    expect(small).to.be.greaterThan(0);
+    expect(large).to.be.greaterThan(2 * small);
+  });
+
+  it('given a session call that waited for its turn, and one refused "session is busy", then each shows its wait, the refused one as rejected', () => {
+    const calls = fed([
+      requested('waited', { sessionId: 's1', turnWaitMs: 1200 }),
+      {
+        type: 'SessionTurnRefused',
+        requestId: 'busy',
+        sessionId: 's1',
+        tenantId: 'acme',
+        waitedMs: 60_000,
+        ahead: 1,
+      },
+    ]);
+    expect(calls.get('waited')?.turnWaitMs).to.equal(1200);
+    expect(calls.get('busy')).to.include({
+      state: 'rejected',
+      code: 'RESOURCE_EXHAUSTED',
+      tenantId: 'acme',
+      turnWaitMs: 60_000,
+      durationMs: 60_000,
+      finishedAt: atOf(2),
+    });
+    expect(calls.get('busy')?.message).to.match(/^session is busy/);
+  });
+});

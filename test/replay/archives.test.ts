@@ -1,0 +1,261 @@
+/**
+ * Replay over a log's archive and its live log, read as one log: every command gives the answer
+ * the unarchived log gives; a request is found across them, starting at the archive file that
+ * names it; one archive file replays alone (it starts at a snapshot); every fixture archived
+ * replays as its expected file says; a damaged or missing file is refused by name and seq range,
+ * or skipped with --skip-damaged; another log's archive is refused.
+ */
+import { expect } from 'chai';
+import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import {
+  ArchiveDirectory,
+  ArchiveFile,
+  ArchiveWriter,
+  EventLog,
+  readJsonl,
+  type ClusterEvent,
+  type NewEvent,
+  type StoredEvent,
+} from '../../src/events/index.js';
+import {
+  clusterProjection,
+  fold,
+  stateToJson,
+  type ClusterState,
+} from '../../src/projections/index.js';
+import { simulatedLog } from '../../bench/simulated-log.js';
+import { exportCommand } from '../../replay/commands/export.js';
+import { openLogSource, type OpenOptions } from '../../replay/io/log-source.js';
+import { appendHistory, archiverFor, HOUR, testClock } from '../support/archive.js';
+import { readEvents, replayCli, ROOT, runLines } from '../support/replay.js';
+import { cleanTempDirs, tempDir } from '../support/temp.js';
+
+/**
+ * A router's log of a simulated cluster (every decision placement's own), appended a decision at a
+ * time 20 s apart with snapshots every 500 events, its whole text exported, then the part older
+ * than 12 hours archived.
+ */
+async function archivedCluster(
+  seed: number,
+): Promise<{ log: string; archive: string; full: string }> {
+  const dir = tempDir('archived-');
+  const log = join(dir, 'log');
+  const archive = join(dir, 'archive');
+  const full = join(dir, 'full.jsonl');
+  const clock = testClock();
+  const writer = EventLog.open<ClusterState>(log, {
+    projection: clusterProjection,
+    clock: clock.now,
+    snapshotEvery: 500,
+  });
+  let group: NewEvent[] = [];
+  let cause: string | null = null;
+  const flush = () => {
+    if (group.length > 0) writer.append(group, cause);
+    clock.advance(20_000);
+    group = [];
+  };
+  for (const event of simulatedLog({ seed, events: 8_000, workers: 60 })) {
+    const { seq: _seq, at: _at, cause: eventCause, ...fields } = event;
+    if (eventCause !== cause) flush();
+    cause = eventCause;
+    group.push(fields);
+  }
+  flush();
+  await writer.flushed();
+  writeFileSync(full, [...writer.readStored()].map((s) => `${s.text}\n`).join(''));
+  await archiverFor(
+    writer,
+    archive,
+    clock,
+    { logRetentionMs: 12 * HOUR },
+    {
+      fileEvents: 1_500,
+    },
+  ).pass();
+  await writer.close();
+  return { log, archive, full };
+}
+
+/** Every event of `paths` read as one log. */
+async function read(paths: string[], options: OpenOptions = {}): Promise<ClusterEvent[]> {
+  const source = await openLogSource(paths, options);
+  const events: ClusterEvent[] = [];
+  try {
+    for await (const event of source.events()) events.push(event);
+  } finally {
+    await source.close();
+  }
+  return events;
+}
+
+describe('replay over an archive and the live log', function () {
+  this.timeout(120_000);
+  let cluster: { log: string; archive: string; full: string };
+  before(async function () {
+    this.timeout(120_000);
+    cluster = await archivedCluster(21);
+  });
+  after(cleanTempDirs);
+
+  it('verify, run, state and export give the answers of the unarchived log', async () => {
+    const files = ArchiveDirectory.open(cluster.archive).entries();
+    expect(files.length, 'archived in several files').to.be.at.least(3);
+    const whole = replayCli('verify', cluster.full);
+    const split = replayCli('verify', cluster.archive, cluster.log);
+    expect(split.status, split.stdout + split.stderr).to.equal(0);
+    expect(split.stdout).to.equal(whole.stdout);
+    expect(whole.stdout).to.match(/verified: [1-9]\d* recorded decisions/);
+    // The live log alone holds only the window; with the archive, every call.
+    const runWhole = runLines(readEvents(cluster.full));
+    expect(runLines(await read([cluster.archive, cluster.log]))).to.deep.equal(runWhole);
+    expect(runLines(await read([cluster.log])).length).to.be.below(runWhole.length);
+    const seq = Math.floor(((files[1]?.fromSeq ?? 0) + (files[1]?.toSeq ?? 0)) / 2);
+    const state = replayCli('state', '--json', '--at', String(seq), cluster.archive, cluster.log);
+    expect(state.status, state.stderr).to.equal(0);
+    expect(state.stdout).to.equal(
+      `${JSON.stringify(stateToJson(fold(readEvents(cluster.full).filter((e) => e.seq <= seq))))}\n`,
+    );
+    const back = join(tempDir(), 'back.jsonl');
+    expect(await exportCommand([cluster.archive, cluster.log], { output: back })).to.equal(0);
+    const original = readFileSync(cluster.full, 'utf8');
+    // The same text, then what the archiving appended to the live log after it.
+    expect(readFileSync(back, 'utf8').startsWith(original)).to.equal(true);
+  });
+
+  it('finds a request across them, from the archive file that names it, explained as in the whole log', () => {
+    const files = ArchiveDirectory.open(cluster.archive).entries();
+    const second = files[1];
+    const request = readEvents(cluster.full).find(
+      (e): e is Extract<ClusterEvent, { type: 'CallRequested' }> =>
+        e.type === 'CallRequested' && e.seq > (second?.fromSeq ?? 0) + 50,
+    );
+    if (!request) throw new Error('no request');
+    const whole = replayCli('explain', cluster.full, request.requestId);
+    const split = replayCli('explain', cluster.archive, cluster.log, request.requestId);
+    expect(split.status, split.stderr).to.equal(0);
+    expect(split.stdout).to.equal(whole.stdout);
+    expect(split.stdout).to.include(request.requestId);
+  });
+
+  it('replays one archive file alone: a window that starts at an archived snapshot', async () => {
+    const files = ArchiveDirectory.open(cluster.archive).entries();
+    const file = files[1]?.path as string;
+    const source = await openLogSource(file);
+    const events: ClusterEvent[] = [];
+    for await (const event of source.events()) events.push(event);
+    await source.close();
+    expect(events[0]?.type).to.equal('Snapshot');
+    const alone = replayCli('verify', file);
+    expect(alone.status, alone.stdout + alone.stderr).to.equal(0);
+    expect(alone.stdout).to.match(/verified: [1-9]\d* recorded decisions/);
+  });
+
+  it('archives every fixture and replays it as its expected file says', async () => {
+    const fixtures = join(ROOT, 'fixtures');
+    const names = readdirSync(fixtures).filter(
+      (name) => name.endsWith('.jsonl') && !name.endsWith('.expected.jsonl'),
+    );
+    const dir = tempDir('fixture-archives-');
+    for (const name of names) {
+      const stored: StoredEvent[] = [];
+      for await (const line of readJsonl(join(fixtures, name))) stored.push(line);
+      const first = stored[0]?.event as ClusterEvent;
+      const writer = new ArchiveWriter({
+        id: 'fixture',
+        seq: first.seq,
+        at: first.at,
+        routerId: null,
+        stream: null,
+      });
+      for (const line of stored) writer.add(line);
+      const written = await writer.write(dir);
+      // Recorded in the v1 vocabulary: read through the upcaster.
+      expect((await ArchiveFile.open(written.path)).header.schemaVersions, name).to.deep.equal([1]);
+      const source = await openLogSource(written.path);
+      const events: ClusterEvent[] = [];
+      for await (const stored of source.stored()) events.push(stored.event);
+      await source.close();
+      const expected = readFileSync(
+        join(fixtures, name.replace(/\.jsonl$/, '.expected.jsonl')),
+        'utf8',
+      )
+        .split('\n')
+        .filter(Boolean)
+        .map((line) => JSON.parse(line) as unknown);
+      expect(runLines(events), name).to.deep.equal(expected);
+      rmSync(written.path);
+    }
+    // And one through the real command, from its archive file alone.
+    const name = 'session-pin-and-reuse.jsonl';
+    const stored: StoredEvent[] = [];
+    for await (const line of readJsonl(join(fixtures, name))) stored.push(line);
+    const first = stored[0]?.event as ClusterEvent;
+    const writer = new ArchiveWriter({
+      id: 'fixture',
+      seq: first.seq,
+      at: first.at,
+      routerId: null,
+      stream: null,
+    });
+    for (const line of stored) writer.add(line);
+    const written = await writer.write(dir);
+    const verified = replayCli('verify', written.path);
+    expect(verified.status, verified.stdout + verified.stderr).to.equal(0);
+    const back = join(dir, 'back.jsonl');
+    expect(replayCli('export', written.path, '-o', back).status).to.equal(0);
+    expect(readFileSync(back, 'utf8')).to.equal(readFileSync(join(fixtures, name), 'utf8'));
+  });
+
+  it('refuses a damaged or missing file by name and seq range, or skips it with --skip-damaged', async () => {
+    const copy = tempDir('damaged-');
+    const files = ArchiveDirectory.open(cluster.archive).entries();
+    for (const entry of files) writeFileSync(join(copy, entry.file), readFileSync(entry.path));
+    const damaged = files[1];
+    if (!damaged) throw new Error('no second file');
+    const bytes = readFileSync(join(copy, damaged.file));
+    bytes.writeUInt8((bytes.at(-10) ?? 0) ^ 0x5a, bytes.length - 10);
+    writeFileSync(join(copy, damaged.file), bytes);
+    const refused = replayCli('verify', copy, cluster.log);
+    expect(refused.status, refused.stdout + refused.stderr).to.equal(2);
+    expect(refused.stderr).to.equal(
+      `replay: archive file ${damaged.file} (seq ${damaged.fromSeq} to ${damaged.toSeq}) is damaged: its body fails its SHA-256\n`,
+    );
+    const skipped = replayCli('verify', '--skip-damaged', copy, cluster.log);
+    expect(skipped.status, skipped.stdout + skipped.stderr).to.equal(0);
+    expect(skipped.stderr).to.include(
+      `skipping archive file ${damaged.file} (seq ${damaged.fromSeq} to ${damaged.toSeq})`,
+    );
+    // A file missing from the middle: its range is named.
+    rmSync(join(copy, damaged.file));
+    const missing = replayCli('verify', copy, cluster.log);
+    expect(missing.status).to.equal(2);
+    expect(missing.stderr).to.match(
+      new RegExp(`no file given holds seq ${damaged.fromSeq} to ${damaged.toSeq}\\b`),
+    );
+    const warnings: string[] = [];
+    const events = await read([copy, cluster.log], {
+      skipDamaged: true,
+      warn: (line) => warnings.push(line),
+    });
+    expect(warnings).to.deep.equal([
+      `skipping seq ${damaged.fromSeq} to ${damaged.toSeq}: no file given holds seq ${damaged.fromSeq} to ${damaged.toSeq}`,
+    ]);
+    expect(events.some((e) => e.seq >= damaged.fromSeq && e.seq <= damaged.toSeq)).to.equal(false);
+    // Another cluster's archive with this live log.
+    const otherArchive = join(tempDir(), 'archive');
+    const clock = testClock();
+    const other = EventLog.open<ClusterState>(tempDir(), {
+      projection: clusterProjection,
+      clock: clock.now,
+      snapshotEvery: 40,
+    });
+    await appendHistory(other, clock, { hours: 30 });
+    await archiverFor(other, otherArchive, clock, { logRetentionMs: 12 * HOUR }).pass();
+    await other.close();
+    let mixed: unknown;
+    await openLogSource([otherArchive, cluster.log]).catch((error: unknown) => (mixed = error));
+    expect((mixed as Error).message).to.match(/is another log's \(first event seq 1 at .*\) than/);
+  });
+});

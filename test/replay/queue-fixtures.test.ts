@@ -1,0 +1,52 @@
+/**
+ * The queue and the fixtures (docs/placement.md, "The admission queue"): every fixture replays as
+ * recorded with the queue present (they record no `QUEUE_TIMEOUT` and older rules), even when
+ * asked to queue; and every fixture's log restarted under this code's rules with
+ * `QUEUE_TIMEOUT=0` decides exactly as recorded, but for a call that never fits, refused with the
+ * same code in words that name the largest offer.
+ */
+import { expect } from 'chai';
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import type { ClusterEvent } from '../../src/events/index.js';
+import { PLACEMENT_RULES_VERSION } from '../../src/core/placement/index.js';
+import { readEvents, replayEvents, ROOT } from '../support/replay.js';
+
+const FIXTURES = join(ROOT, 'fixtures');
+const names = readdirSync(FIXTURES)
+  .filter((file) => file.endsWith('.jsonl') && !file.endsWith('.expected.jsonl'))
+  .map((file) => file.slice(0, -'.jsonl'.length));
+
+/** `events` with every `RouterStarted` under this code's rules and `QUEUE_TIMEOUT` 0 recorded. */
+function underAdmissionRules(events: readonly ClusterEvent[]): ClusterEvent[] {
+  return events.map((event) =>
+    event.type === 'RouterStarted'
+      ? {
+          ...event,
+          rulesVersion: PLACEMENT_RULES_VERSION,
+          config: { ...event.config, QUEUE_TIMEOUT: 0 },
+        }
+      : event,
+  );
+}
+
+describe('the admission queue and every fixture', () => {
+  for (const name of names) {
+    it(`${name}: as recorded, even asked to queue (--set QUEUE_TIMEOUT=10m); and with QUEUE_TIMEOUT=0 under rules ${PLACEMENT_RULES_VERSION}`, () => {
+      const events = readEvents(join(FIXTURES, `${name}.jsonl`));
+      for (const result of replayEvents(events, { overrides: { QUEUE_TIMEOUT: 600_000 } })) {
+        expect(result.recorded, `${result.requestId}: ${result.divergence ?? ''}`).to.not.equal(
+          'diverged',
+        );
+        expect(result.decision.events.some((e) => e.type === 'CallQueued')).to.equal(false);
+      }
+      for (const result of replayEvents(underAdmissionRules(events))) {
+        if (result.recorded !== 'diverged') continue;
+        // Only a never-fit refusal's words may differ: same code, the largest offer named.
+        expect(result.decision.outcome, result.divergence ?? '').to.equal('rejected');
+        expect(result.divergence).to.match(/^CallRejected\.message: recorded no worker can accept/);
+        expect(result.divergence).to.contain('now no worker can ever accept this request');
+      }
+    });
+  }
+});
