@@ -10,6 +10,7 @@ const BENCHMARKS: Record<string, () => Promise<unknown>> = {
   e2e: async () => (await import('./e2e.js')).run(),
   router: async () => (await import('./router.js')).run(),
   worker: async () => (await import('./worker.js')).run(),
+  images: async () => (await import('./images.js')).run(),
   fanout: async () => (await import('./fanout.js')).run(),
   'fanout-peers': async () => (await import('./fanout-peers.js')).run(),
   failover: async () => (await import('./failover.js')).run(),

@@ -128,6 +128,7 @@ function directPath(name: 'direct' | 'nginx', address: string): Path & { close()
           version: '',
           coldLoad: false,
           routingRevision: 0,
+          tenantId: '',
         },
       },
     }),

@@ -63,6 +63,7 @@ const front = await FrontServer.listen(
                     version: '',
                     coldLoad: false,
                     routingRevision: 0,
+                    tenantId: '',
                   },
                   {
                     answer: (answer) => {

@@ -47,6 +47,7 @@ server.addService(RelayProxyService, {
                 version: '',
                 coldLoad: false,
                 routingRevision: 0,
+                tenantId: '',
               },
             })
           : message.kind === 'chunk'

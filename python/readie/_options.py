@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Optional, Tuple
 
+from readie._image import Image
 from readie._sizes import Size, parse_optional_size
 from readie._wire import CallDemand
 
@@ -51,6 +52,7 @@ class RemoteOptions:
         pinned: bool = False,
         shed_retries: int = 3,
         timeout: Optional[float] = None,
+        image: Optional[Image] = None,
         max_inputs: int = 1,
     ) -> "RemoteOptions":
         """Validates the decorator's arguments (so mistakes show at definition, not at call)."""
@@ -62,6 +64,10 @@ class RemoteOptions:
             raise ValueError(f"timeout must be a number of seconds > 0, not {timeout!r}")
         if isinstance(max_inputs, bool) or not isinstance(max_inputs, int) or not 1 <= max_inputs <= MAX_INPUTS_AT_ONCE:
             raise ValueError(f"max_inputs must be a whole number from 1 to {MAX_INPUTS_AT_ONCE}, not {max_inputs!r}")
+        if image is not None and not isinstance(image, Image):
+            raise TypeError(f"image must be a readie.Image, not {image!r}")
+        if image is not None and pinned:
+            raise ValueError("pinned runs on the tenant's version: it cannot also name an image")
         if pinned and disable_optimized_execution:
             raise ValueError("pinned runs on the tenant's version, a checkpoint: it contradicts disable_optimized_execution")
         demand = CallDemand(
@@ -72,6 +78,7 @@ class RemoteOptions:
             disable_optimized_execution=bool(disable_optimized_execution),
             packages=_strings(packages, "packages"),
             pinned=bool(pinned),
+            image=image,
         )
         return RemoteOptions(
             demand,

@@ -25,6 +25,7 @@ from readie._call import PreparedCall, pack_call, run, run_async
 from readie._connection import current_settings
 from readie._hints import import_hints, static_imports
 from readie._ids import CallInfo, new_request_id
+from readie._image import Image
 from readie._logs import LogPrinter
 from readie._map_async import run_map_async
 from readie._map_options import MapOptions
@@ -291,6 +292,7 @@ def remote(
     pinned: bool = False,
     shed_retries: int = 3,
     timeout: Optional[float] = None,
+    image: Optional[Image] = None,
     max_inputs: int = 1,
 ) -> Callable[[Callable[..., R]], RemoteFunction[R]]: ...
 
@@ -309,6 +311,7 @@ def remote(
     pinned: bool = False,
     shed_retries: int = 3,
     timeout: Optional[float] = None,
+    image: Optional[Image] = None,
     max_inputs: int = 1,
 ) -> Union[RemoteFunction[R], Callable[[Callable[..., R]], RemoteFunction[R]]]:
     """Makes a function run on the cluster; use as ``@remote`` or ``@remote(memory="2GiB", ...)``.
@@ -318,7 +321,10 @@ def remote(
     - ``gpu``: run on a GPU worker; ``gpu_memory``: GPU memory budget (a budget implies ``gpu``).
     - ``checkpoint_id``: restore exactly this checkpoint; ``disable_optimized_execution``: never
       restore one, start the container cold.
-    - ``packages``: PEP 508 requirements installed into the container before the call.
+    - ``image``: a :class:`readie.Image`, the environment the function runs in: built once per
+      worker and tenant, then every call there starts from it (docs/images.md).
+    - ``packages``: PEP 508 requirements installed into the container before each call (an
+      ``Image(packages=...)`` installs them once instead).
     - ``imports``: import hints added to those derived from the function's code.
     - ``stream_logs``: print the call's output and readie's notes to stderr as they arrive.
     - ``pinned``: run on the version your tenant pinned (the tenant comes from your token): the
@@ -344,6 +350,7 @@ def remote(
         pinned=pinned,
         shed_retries=shed_retries,
         timeout=timeout,
+        image=image,
         max_inputs=max_inputs,
     )
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterator, List, Optional, Sequence
 
 from readie._ids import CallInfo
+from readie._image import Image
 from readie._proto import call_pb2, proxy_pb2
 from readie.errors import ProtocolError
 
@@ -40,6 +41,8 @@ class CallDemand:
     packages: Sequence[str] = field(default_factory=tuple)
     #: Run on the tenant's pinned version (the tenant comes from the token).
     pinned: bool = False
+    #: The image the function runs in (readie.Image), or None.
+    image: Optional[Image] = None
 
 
 def build_config(
@@ -68,6 +71,11 @@ def build_config(
         function=function[:256],
     )
     # Optional fields: absent means "the router's default", which is not the same as zero.
+    if demand.image is not None:
+        config.image.packages.extend(demand.image.packages)
+        config.image.imports.extend(demand.image.imports)
+        for name, value in demand.image.env:
+            config.image.env[name] = value
     if demand.memory is not None:
         config.memory = demand.memory
     if demand.gpu_memory is not None:

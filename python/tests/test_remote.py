@@ -134,3 +134,32 @@ class PackingTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class ImageTest(unittest.TestCase):
+    def test_an_image_travels_in_the_config(self):
+        from readie._wire import build_config
+
+        image = readie.Image(packages=["tomli==2.0.1"], imports=["tomli"], env={"MODE": "x"})
+
+        @readie.remote(image=image)
+        def f():
+            return 1
+
+        config = build_config("req-1", f.options.demand, [])
+        self.assertEqual(list(config.image.packages), ["tomli==2.0.1"])
+        self.assertEqual(list(config.image.imports), ["tomli"])
+        self.assertEqual(dict(config.image.env), {"MODE": "x"})
+        self.assertFalse(build_config("req-2", readie.remote(lambda: 1).options.demand, []).HasField("image"))
+
+    def test_bad_images_are_refused_where_they_are_declared(self):
+        with self.assertRaises(TypeError):
+            readie.Image(packages="tomli")
+        with self.assertRaises(ValueError):
+            readie.Image(imports=["not a module"])
+        with self.assertRaises(ValueError):
+            readie.Image(env={"READIE_WORKER_ID": "x"})
+        with self.assertRaises(TypeError):
+            readie.remote(image=["tomli"])
+        with self.assertRaises(ValueError):
+            readie.remote(image=readie.Image(packages=["tomli"]), pinned=True)

@@ -141,6 +141,9 @@ function causeOfPlain(event: NewEvent): Cause | null {
       return { kind: 'session', sessionId: event.sessionId };
     case 'ResidencyChanged':
     case 'ResidencyBudget':
+    case 'ImageBuilt':
+    case 'ImageBuildFailed':
+    case 'ImageRemoved':
       return { kind: 'report', workerId: event.workerId };
     case 'PinStaged':
     case 'RoutingRevised':

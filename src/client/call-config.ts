@@ -1,5 +1,5 @@
 /** A call's options, validated, and the config message that carries them first on the stream. */
-import { PayloadFormat } from '../proto/gen/readie/v1/call.js';
+import { PayloadFormat, type ImageSpec } from '../proto/gen/readie/v1/call.js';
 import type { CallConfig } from '../proto/gen/readie/v1/proxy.js';
 import { parseSize } from '../shared/units.js';
 import type { PythonCall } from './json-call.js';
@@ -31,6 +31,35 @@ export interface CallDemandOptions {
    * the credential's tenant pinned and routes to the workers that hold it.
    */
   readonly pinned?: boolean;
+  /**
+   * The image the call runs in (docs/images.md): requirements installed once per worker and
+   * tenant, modules imported, variables set; later calls on that worker start from it.
+   */
+  readonly image?: ImageOptions;
+}
+
+/** An image, as `Image(packages=..., imports=..., env=...)` declares it in Python. */
+export interface ImageOptions {
+  /** PEP 508 requirements, resolved to wheels only. */
+  readonly packages?: readonly string[];
+  /** Modules imported once installed (a failed import fails the build). */
+  readonly imports?: readonly string[];
+  /** Environment variables set in every container of the image. */
+  readonly env?: Readonly<Record<string, string>>;
+}
+
+function imageOf(image: ImageOptions | undefined): ImageSpec | undefined {
+  if (image === undefined) return undefined;
+  const env: Record<string, string> = {};
+  for (const [name, value] of Object.entries(image.env ?? {})) {
+    if (typeof value !== 'string') throw new TypeError(`image.env.${name} must be a string`);
+    env[name] = value;
+  }
+  return {
+    packages: strings(image.packages, 'image.packages'),
+    imports: strings(image.imports, 'image.imports'),
+    env,
+  };
 }
 
 /** A size option in bytes (a number or `'2GiB'`); RangeError when it is not one. */
@@ -111,6 +140,7 @@ export function buildCallConfig(
     pinned: options.pinned ?? false,
     retryOf: '',
     function: functionName(call),
+    ...(options.image === undefined ? {} : { image: imageOf(options.image) }),
   };
 }
 

@@ -14,7 +14,7 @@ export {
 export type { CallAttemptView, CallView, OutputLine } from '../proto/gen/readie/v1/history.js';
 export { RemoteCall, type LogLineSource, type RemoteLogLine } from './remote-call.js';
 export type { CallInfo } from './call-info.js';
-export type { CallDemandOptions } from './call-config.js';
+export type { CallDemandOptions, ImageOptions } from './call-config.js';
 export type { Connection, ConnectionOptions } from './connection.js';
 export type { ModuleFunction, PythonCall, SourceFunction } from './json-call.js';
 export { MAX_CHUNK_BYTES as CHUNK_SIZE } from '../shared/chunks.js';

@@ -27,6 +27,7 @@ import {
 } from './pins/pin-changes.js';
 import { decideProtection } from './pins/protection.js';
 import { decideResidencyReport } from './pins/residency-report.js';
+import { decideImageReport } from './registry/image-report.js';
 import { decideArchiveRecord } from './retention/archive-record.js';
 import { decideSessionEnd } from './sessions/session-end.js';
 import { decideTurnRefusal } from './sessions/turn-refusal.js';
@@ -56,6 +57,8 @@ export const DECISIONS = {
   containerReport: decideContainerReport,
   /** A worker's report of its versions and resident budget (`report:WORKER`). */
   residencyReport: decideResidencyReport,
+  /** A worker's report of a tenant's image: built, failed, removed (`report:WORKER`). */
+  imageReport: decideImageReport,
   /** A health probe failed (`probe:WORKER`). */
   probeFailure: decideProbeFailure,
   /** A health probe answered after failures (`probe:WORKER`). */

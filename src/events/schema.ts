@@ -139,6 +139,11 @@ const Instant = T.String({ pattern: ISO_INSTANT_PATTERN });
 /** A seq, in a field. */
 const Seq = T.Integer({ minimum: 0 });
 
+/** Why a worker no longer holds an image (`ImageRemoved.reason`, docs/images.md). */
+export const IMAGE_REMOVAL_REASONS = ['evicted', 'removed'] as const;
+/** An image's identity: the SHA-256 of its wheels, imports, environment, Python and flavor. */
+const ImageId = T.String({ pattern: '^[0-9a-f]{64}$' });
+
 /** A call's resource and placement demand, exactly as the client sent it. */
 export const DemandSchema = T.Object({
   memory: opt(Bytes),
@@ -312,6 +317,20 @@ export const EVENT_FIELDS = {
   },
   ResidencyProtected: { workerId: Id, checkpointIds: T.Array(Id) },
   ResidencyBudget: { workerId: Id, residentMemory: opt(Bytes) },
+  ImageBuilt: {
+    workerId: Id,
+    tenantId: opt(Id),
+    imageId: ImageId,
+    bytes: Bytes,
+    buildMs: T.Integer({ minimum: 0 }),
+  },
+  ImageBuildFailed: { workerId: Id, tenantId: opt(Id), error: Text },
+  ImageRemoved: {
+    workerId: Id,
+    tenantId: opt(Id),
+    imageId: ImageId,
+    reason: literals(IMAGE_REMOVAL_REASONS),
+  },
   Snapshot: {
     schemaVersion: opt(T.Integer({ minimum: 1 })),
     state: T.Record(T.String(), T.Unknown()),

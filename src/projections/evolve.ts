@@ -174,6 +174,11 @@ function applyToCluster(state: State, event: ClusterEvent, changes: WorkerChange
     case 'ResidencyProtected':
     case 'ResidencyBudget':
       break;
+    // Images are facts for operators (docs/images.md): placement does not read them yet.
+    case 'ImageBuilt':
+    case 'ImageBuildFailed':
+    case 'ImageRemoved':
+      break;
     case 'CallPlaced':
       reserve(state, event, changes);
       break;

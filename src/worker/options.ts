@@ -57,6 +57,8 @@ export interface WorkerOptions {
   readonly standbyPerCheckpoint: number;
   /** The most standbys per held checkpoint that recent demand keeps (`--standby-max`). */
   readonly standbyMax: number;
+  /** Bytes tenants' images may take on disk (--image-cache-size); 0: no bound. */
+  readonly imageCacheSize: number;
   readonly packageIndex: string | null;
   readonly wheelDir: string | null;
   readonly installer: 'auto' | 'pip' | 'uv';
@@ -232,6 +234,10 @@ export function resolveWorkerOptions(
     criu: get('criu') !== undefined ? resolve(get('criu')!) : null,
     standbyPerCheckpoint: get('standby') !== undefined ? count(get('standby')!, '--standby') : 1,
     standbyMax: get('standbyMax') !== undefined ? count(get('standbyMax')!, '--standby-max') : 8,
+    imageCacheSize:
+      get('imageCacheSize') !== undefined
+        ? size(get('imageCacheSize')!, '--image-cache-size')
+        : DEFAULT_IMAGE_CACHE_SIZE,
     packageIndex: get('packageIndex') ?? null,
     wheelDir: get('wheelDir') !== undefined ? resolve(get('wheelDir')!) : null,
     installer: oneOf(get('installer') ?? 'auto', ['auto', 'pip', 'uv'], '--installer'),
@@ -242,6 +248,9 @@ export function resolveWorkerOptions(
     config,
   };
 }
+
+/** The default of --image-cache-size: 10 GiB. */
+export const DEFAULT_IMAGE_CACHE_SIZE = 10 * 1024 * 1024 * 1024;
 
 /** The first 8 hex digits of the SHA-256 of a state directory's absolute path. */
 export function stateDirTag(stateDir: string): string {

@@ -10,6 +10,7 @@ import type {
   ReportStatusRequest,
   ReportUtilizationRequest,
 } from '../proto/gen/readie/v1/registry.js';
+import type { ReportImageRequest } from '../proto/gen/readie/v1/registry.js';
 import type { ReportResidencyRequest } from '../proto/gen/readie/v1/residency.js';
 import type { RegistryClient } from './registry/index.js';
 
@@ -49,6 +50,11 @@ export class RouterLink {
   async register(): Promise<void> {
     await this.registry.register(this.sources.status());
     this.reportAllResidency();
+  }
+
+  /** Queues a report of a tenant's image (built, failed, removed). */
+  image(report: ReportImageRequest): void {
+    if (!this.leaving) this.registry.reportImage(report);
   }
 
   /** Queues a residency report of changed versions. */

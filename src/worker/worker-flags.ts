@@ -45,6 +45,7 @@ export interface WorkerFlagValues {
   hide?: string;
   standby?: string;
   standbyMax?: string;
+  imageCacheSize?: string;
   insecure?: boolean | string;
   tlsCa?: string;
   tlsCert?: string;
@@ -139,6 +140,12 @@ export const WORKER_FLAGS: readonly WorkerFlag[] = [
     flag: '--standby-max <n>',
     env: 'WORKER_STANDBY_MAX',
     help: 'the most standbys per checkpoint kept for recent demand: as many as calls started new containers of it within any second of the last EXECUTOR_TTL (default 8)',
+  },
+  {
+    key: 'imageCacheSize',
+    flag: '--image-cache-size <size>',
+    env: 'WORKER_IMAGE_CACHE_SIZE',
+    help: "disk for tenants' images (docs/images.md): a build past it evicts the least recently used idle images; an image larger than it is refused; 0: no bound (default 10GiB)",
   },
   {
     key: 'restoreBackend',

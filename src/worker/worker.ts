@@ -48,6 +48,7 @@ import type { CheckpointSpec } from '../events/catalogue.js';
 import type { ResidencyState as ResidencyStateName } from '../events/schema.js';
 import { residencyService, VersionResidency, type VersionState } from './residency/index.js';
 import { RouterLink } from './router-link.js';
+import { ImageStore, imageReportOf, type ImageEvent } from './images/index.js';
 import {
   SharedIdentity,
   socketPathProblem,
@@ -150,6 +151,7 @@ export class Worker {
   private versionResidency: VersionResidency | null = null;
   /** Calls' output kept for `readie logs` (null until the state directory is ready). */
   private output: CallOutputStore | null = null;
+  private imageStore: ImageStore | null = null;
 
   /** The worker's clock (WorkerTuning.clock). */
   private get clock(): () => number {
@@ -267,7 +269,11 @@ export class Worker {
         checkpointsFor(catalogue, options.flavor),
       );
       if ('problem' in prepared) problems.push(prepared.problem);
-      else if (this.tuning.sandboxSelfTest) {
+      else {
+        const images = await this.prepareImages(prepared.pool, installer);
+        if (images) problems.push(images);
+      }
+      if (!('problem' in prepared) && this.tuning.sandboxSelfTest) {
         const failure = await sandboxSelfTest(prepared.pool, log);
         if (failure) problems.push(failure);
       }
@@ -341,6 +347,43 @@ export class Worker {
     this.locks.push(await lockCgroupParent(options.cgroupParent, options.workerId));
     const stateLock = await lockStateDir(options.stateDir);
     if (stateLock !== null) this.locks.push(stateLock);
+  }
+
+  /** Opens the image store (tenants' images on disk); returns what is wrong, or null. */
+  private async prepareImages(pool: ContainerPool, installer: Installer): Promise<string | null> {
+    const { options, log } = this;
+    const store = new ImageStore({
+      dir: join(options.stateDir, 'images'),
+      pool,
+      python: options.python,
+      pythonVersion: this.pythonVersion,
+      flavor: options.flavor,
+      installer,
+      source: { indexUrl: options.packageIndex, wheelDir: options.wheelDir },
+      cacheDir: join(options.stateDir, 'package-cache'),
+      memory: options.config.DEFAULT_MEMORY,
+      capacity: options.imageCacheSize,
+      buildTimeoutMs: options.config.EXECUTION_TIMEOUT,
+      log,
+      clock: this.clock,
+      onEvent: (event) => this.onImageEvent(event),
+    });
+    try {
+      await store.load();
+    } catch (error) {
+      return `cannot read the images under ${options.stateDir}: ${(error as Error).message}`;
+    }
+    this.imageStore = store;
+    return null;
+  }
+
+  /** The worker's images, once the pool exists. */
+  get images(): ImageStore | null {
+    return this.imageStore;
+  }
+
+  private onImageEvent(event: ImageEvent): void {
+    this.router?.image(imageReportOf(this.options.workerId, event));
   }
 
   /**
@@ -508,6 +551,7 @@ export class Worker {
           versions: () => this.versions,
           output: () => this.output,
           clock: this.clock,
+          images: () => this.imageStore,
         }),
       ),
     );

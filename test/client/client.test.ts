@@ -105,6 +105,8 @@ describe('TypeScript client', function () {
       maxInputs: undefined,
       // The call history shows the function by this name.
       function: 'numpy.linalg.norm',
+      // No image declared: absent on the wire.
+      image: undefined,
     });
     expect(call.requestId).to.match(/^req-[0-9a-f]{32}$/);
     expect(call.info).to.deep.equal({

@@ -86,6 +86,33 @@ describe('TypeScript client parts', () => {
       });
     });
 
+    it('carries an image as declared, and refuses one that is not a list of strings', () => {
+      const config = buildCallConfig(
+        'req-1',
+        '',
+        { module: 'm', function: 'f' },
+        { image: { packages: ['tomli==2.0.1'], imports: ['tomli'], env: { MODE: 'x' } } },
+      );
+      expect(config.image).to.deep.equal({
+        packages: ['tomli==2.0.1'],
+        imports: ['tomli'],
+        env: { MODE: 'x' },
+      });
+      expect(buildCallConfig('req-1', '', { module: 'm', function: 'f' })).to.not.have.property(
+        'image',
+      );
+      expect(() =>
+        buildCallConfig(
+          'req-1',
+          '',
+          { module: 'm', function: 'f' },
+          {
+            image: { packages: 'tomli' as unknown as string[] },
+          },
+        ),
+      ).to.throw(TypeError, 'image.packages must be an array of strings');
+    });
+
     it('leaves unset budgets absent', () => {
       const config = buildCallConfig('req-1', '', { module: 'm', function: 'f' });
       expect(config.memory).to.equal(undefined);

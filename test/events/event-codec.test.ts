@@ -91,8 +91,13 @@ describe('events: the binary codec', () => {
     expect(layout).to.contain('SessionExpired[sessionId:str,reason:enum');
     expect(layout).to.match(/SessionExpired\[[^\n]*causeSeq:int\?\]/);
     expect(layout).to.match(/RouterStarted\[[^\n]*schemaVersion:int\?\]/);
-    expect(createHash('sha256').update(layout).digest('hex'), layout).to.equal(
+    // Types appended later extend the layout at its end; the layout before them never changes.
+    const beforeImages = layout.slice(0, layout.indexOf('\nImageBuilt['));
+    expect(createHash('sha256').update(beforeImages).digest('hex')).to.equal(
       '7dafc0cbcdecf1d72b9ff18b6931f95c105a8c54b4df29b4300f1349bf7db581',
+    );
+    expect(createHash('sha256').update(layout).digest('hex'), layout).to.equal(
+      '3444374dd9ef9ceb053724c14237be5760a705e6783317030f0bd562fc36d56d',
     );
   });
 
@@ -123,6 +128,29 @@ describe('events: the binary codec', () => {
     for (const event of events) {
       const value = encodeLogValue(event, undefined, 'append', scratch);
       expect(value[0]).to.equal(BINARY_VALUE_V1);
+      expect(decodeLogValue(value, event.seq).event).to.deep.equal(event);
+    }
+  });
+
+  it('given the image events (appended codes), stores them in the codec and gives them back', () => {
+    const base = { at: '2026-12-05T10:00:00.000Z', cause: 'report:w1', workerId: 'w1' };
+    const imageId = 'ab'.repeat(32);
+    const events = [
+      {
+        ...base,
+        seq: 1,
+        type: 'ImageBuilt',
+        tenantId: 't1',
+        imageId,
+        bytes: 27_000,
+        buildMs: 12_054,
+      },
+      { ...base, seq: 2, type: 'ImageBuildFailed', tenantId: null, error: 'ERROR: no wheel' },
+      { ...base, seq: 3, type: 'ImageRemoved', tenantId: 't1', imageId, reason: 'evicted' },
+    ].map((event) => validateEvent(event));
+    for (const event of events) {
+      const value = encodeLogValue(event, undefined, 'append', scratch);
+      expect(value[0], event.type).to.equal(BINARY_VALUE_V1);
       expect(decodeLogValue(value, event.seq).event).to.deep.equal(event);
     }
   });

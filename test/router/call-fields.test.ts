@@ -129,6 +129,25 @@ describe("router: what a call's config may carry (IDs, import hints, package ent
     expect(await refused({ packages: ['numpy\n'] })).to.match(/^packages\[0\] holds U\+000A/);
   });
 
+  it('refuses an image whose requirements, imports or environment are outside their bounds, naming the field', async () => {
+    const image = (fields: Partial<NonNullable<CallConfig['image']>>) => ({
+      image: { packages: [], imports: [], env: {}, ...fields },
+    });
+    expect(await refused(image({ packages: ['tomli\n'] }))).to.match(
+      /^image\.packages\[0\] holds U\+000A/,
+    );
+    expect(await refused(image({ imports: ['not a module'] }))).to.match(
+      /^image\.imports\[0\] is not a module name/,
+    );
+    expect(await refused(image({ env: { PATH: '/evil' } }))).to.match(
+      /^image\.env may not set PATH/,
+    );
+    expect(await refused(image({ env: { 'A B': 'x' } }))).to.match(/^image\.env holds a name/);
+    expect(await refused(image({ env: { MODE: '\x1b[2J' } }))).to.match(
+      /^image\.env\.MODE is not a value/,
+    );
+  });
+
   it('refuses a python_version that is not a version', async () => {
     expect(await refused({ pythonVersion: '3.11\x1b[0m' })).to.match(/^python_version/);
   });

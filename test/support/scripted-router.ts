@@ -7,6 +7,7 @@ import {
   RegistryServiceService,
   type RegistryServiceServer,
   type ReportContainerStateRequest,
+  type ReportImageRequest,
   type ReportStatusRequest,
   type ReportUtilizationRequest,
 } from '../../src/proto/gen/readie/v1/registry.js';
@@ -17,7 +18,8 @@ export type Report =
   | { kind: 'status'; request: ReportStatusRequest; authorization: string }
   | { kind: 'utilization'; request: ReportUtilizationRequest; authorization: string }
   | { kind: 'container'; request: ReportContainerStateRequest; authorization: string }
-  | { kind: 'residency'; request: ReportResidencyRequest; authorization: string };
+  | { kind: 'residency'; request: ReportResidencyRequest; authorization: string }
+  | { kind: 'image'; request: ReportImageRequest; authorization: string };
 
 function authorizationOf(metadata: Metadata): string {
   const value = metadata.get('authorization')[0];
@@ -78,6 +80,14 @@ export class ScriptedRouter {
       reportResidency: (call, callback) => {
         record({
           kind: 'residency',
+          request: call.request,
+          authorization: authorizationOf(call.metadata),
+        });
+        callback(null, { registered: router!.registered });
+      },
+      reportImage: (call, callback) => {
+        record({
+          kind: 'image',
           request: call.request,
           authorization: authorizationOf(call.metadata),
         });

@@ -125,6 +125,9 @@ export function applyEventV1(
     case 'ResidencyChanged':
     case 'ResidencyProtected':
     case 'ResidencyBudget':
+    case 'ImageBuilt':
+    case 'ImageBuildFailed':
+    case 'ImageRemoved':
       break;
     // The log's own bookkeeping (retention) changes no state.
     case 'LogSegmentArchived':

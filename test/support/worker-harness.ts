@@ -177,6 +177,7 @@ export function header(
     version: '',
     coldLoad: false,
     routingRevision: 0,
+    tenantId: '',
     ...fields,
     ids: {
       requestId: `req-${Math.random().toString(16).slice(2, 10)}`,

@@ -167,6 +167,7 @@ describe('worker units', () => {
           version: '',
           coldLoad: false,
           routingRevision: 0,
+          tenantId: '',
           ...fields,
         },
       },

@@ -13,21 +13,27 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x14readie/v1/call.proto\x12\treadie.v1\"\x9c\x01\n\x07\x43\x61llIds\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x12\n\nsession_id\x18\x02 \x01(\t\x12\x11\n\tworker_id\x18\x03 \x01(\t\x12\x14\n\x0c\x63ontainer_id\x18\x04 \x01(\t\x12\x15\n\rcheckpoint_id\x18\x05 \x01(\t\x12\x0f\n\x07version\x18\x06 \x01(\t\x12\x18\n\x10routing_revision\x18\x07 \x01(\x04\"\x1c\n\x0cPayloadChunk\x12\x0c\n\x04\x64\x61ta\x18\x01 \x01(\x0c\"[\n\x07LogLine\x12$\n\x06source\x18\x01 \x01(\x0e\x32\x14.readie.v1.LogSource\x12\x0c\n\x04text\x18\x02 \x01(\t\x12\x12\n\x05input\x18\x03 \x01(\rH\x00\x88\x01\x01\x42\x08\n\x06_input*m\n\rPayloadFormat\x12\x1e\n\x1aPAYLOAD_FORMAT_UNSPECIFIED\x10\x00\x12\x1e\n\x1aPAYLOAD_FORMAT_CLOUDPICKLE\x10\x01\x12\x1c\n\x18PAYLOAD_FORMAT_JSON_CALL\x10\x02*l\n\tLogSource\x12\x1a\n\x16LOG_SOURCE_UNSPECIFIED\x10\x00\x12\x15\n\x11LOG_SOURCE_STDOUT\x10\x01\x12\x15\n\x11LOG_SOURCE_STDERR\x10\x02\x12\x15\n\x11LOG_SOURCE_SYSTEM\x10\x03\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x14readie/v1/call.proto\x12\treadie.v1\"\x9c\x01\n\x07\x43\x61llIds\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x12\n\nsession_id\x18\x02 \x01(\t\x12\x11\n\tworker_id\x18\x03 \x01(\t\x12\x14\n\x0c\x63ontainer_id\x18\x04 \x01(\t\x12\x15\n\rcheckpoint_id\x18\x05 \x01(\t\x12\x0f\n\x07version\x18\x06 \x01(\t\x12\x18\n\x10routing_revision\x18\x07 \x01(\x04\"\x1c\n\x0cPayloadChunk\x12\x0c\n\x04\x64\x61ta\x18\x01 \x01(\x0c\"[\n\x07LogLine\x12$\n\x06source\x18\x01 \x01(\x0e\x32\x14.readie.v1.LogSource\x12\x0c\n\x04text\x18\x02 \x01(\t\x12\x12\n\x05input\x18\x03 \x01(\rH\x00\x88\x01\x01\x42\x08\n\x06_input\"\x86\x01\n\tImageSpec\x12\x10\n\x08packages\x18\x01 \x03(\t\x12\x0f\n\x07imports\x18\x02 \x03(\t\x12*\n\x03\x65nv\x18\x03 \x03(\x0b\x32\x1d.readie.v1.ImageSpec.EnvEntry\x1a*\n\x08\x45nvEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01*m\n\rPayloadFormat\x12\x1e\n\x1aPAYLOAD_FORMAT_UNSPECIFIED\x10\x00\x12\x1e\n\x1aPAYLOAD_FORMAT_CLOUDPICKLE\x10\x01\x12\x1c\n\x18PAYLOAD_FORMAT_JSON_CALL\x10\x02*l\n\tLogSource\x12\x1a\n\x16LOG_SOURCE_UNSPECIFIED\x10\x00\x12\x15\n\x11LOG_SOURCE_STDOUT\x10\x01\x12\x15\n\x11LOG_SOURCE_STDERR\x10\x02\x12\x15\n\x11LOG_SOURCE_SYSTEM\x10\x03\x62\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'readie._proto.call_pb2', globals())
 if _descriptor._USE_C_DESCRIPTORS == False:
 
   DESCRIPTOR._options = None
-  _PAYLOADFORMAT._serialized_start=317
-  _PAYLOADFORMAT._serialized_end=426
-  _LOGSOURCE._serialized_start=428
-  _LOGSOURCE._serialized_end=536
+  _IMAGESPEC_ENVENTRY._options = None
+  _IMAGESPEC_ENVENTRY._serialized_options = b'8\001'
+  _PAYLOADFORMAT._serialized_start=454
+  _PAYLOADFORMAT._serialized_end=563
+  _LOGSOURCE._serialized_start=565
+  _LOGSOURCE._serialized_end=673
   _CALLIDS._serialized_start=36
   _CALLIDS._serialized_end=192
   _PAYLOADCHUNK._serialized_start=194
   _PAYLOADCHUNK._serialized_end=222
   _LOGLINE._serialized_start=224
   _LOGLINE._serialized_end=315
+  _IMAGESPEC._serialized_start=318
+  _IMAGESPEC._serialized_end=452
+  _IMAGESPEC_ENVENTRY._serialized_start=410
+  _IMAGESPEC_ENVENTRY._serialized_end=452
 # @@protoc_insertion_point(module_scope)

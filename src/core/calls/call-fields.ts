@@ -8,6 +8,7 @@
  */
 import type { CallConfig } from '../../proto/gen/readie/v1/proxy.js';
 import { InvalidStreamError } from '../errors.js';
+import { checkImageEnv } from './image-fields.js';
 
 /** The longest request, session, retry or checkpoint ID the router accepts. */
 export const MAX_ID_LENGTH = 256;
@@ -75,42 +76,42 @@ export function checkId(field: string, id: string): void {
   }
 }
 
-function checkImports(imports: readonly string[]): void {
+function checkImports(imports: readonly string[], field = 'imports'): void {
   if (imports.length > MAX_IMPORT_HINTS) {
     throw new InvalidStreamError(
-      `imports carries ${imports.length} import hints: a call carries at most ${MAX_IMPORT_HINTS}`,
+      `${field} carries ${imports.length} import hints: a call carries at most ${MAX_IMPORT_HINTS}`,
     );
   }
   imports.forEach((hint, index) => {
     if (hint.length > MAX_IMPORT_HINT_LENGTH) {
       throw new InvalidStreamError(
-        `imports[${index}] is ${hint.length} characters long: an import hint has at most ${MAX_IMPORT_HINT_LENGTH}`,
+        `${field}[${index}] is ${hint.length} characters long: an import hint has at most ${MAX_IMPORT_HINT_LENGTH}`,
       );
     }
     if (!IMPORT_HINT.test(hint)) {
       throw new InvalidStreamError(
-        `imports[${index}] is not a module name: an import hint is ASCII letters, digits and _, dotted (numpy, torch.nn)`,
+        `${field}[${index}] is not a module name: an import hint is ASCII letters, digits and _, dotted (numpy, torch.nn)`,
       );
     }
   });
 }
 
-function checkPackages(packages: readonly string[]): void {
+function checkPackages(packages: readonly string[], field = 'packages'): void {
   if (packages.length > MAX_PACKAGES) {
     throw new InvalidStreamError(
-      `packages carries ${packages.length} entries: a call carries at most ${MAX_PACKAGES}`,
+      `${field} carries ${packages.length} entries: a call carries at most ${MAX_PACKAGES}`,
     );
   }
   packages.forEach((entry, index) => {
     if (entry.length > MAX_PACKAGE_LENGTH) {
       throw new InvalidStreamError(
-        `packages[${index}] is ${entry.length} characters long: a package entry has at most ${MAX_PACKAGE_LENGTH}`,
+        `${field}[${index}] is ${entry.length} characters long: a package entry has at most ${MAX_PACKAGE_LENGTH}`,
       );
     }
     const refused = firstRefused(entry, PACKAGE_CHARACTER);
     if (refused !== null) {
       throw new InvalidStreamError(
-        `packages[${index}] holds ${codePoint(refused.character)} at character ${refused.at}: a package entry holds printable ASCII only`,
+        `${field}[${index}] holds ${codePoint(refused.character)} at character ${refused.at}: a package entry holds printable ASCII only`,
       );
     }
   });
@@ -162,4 +163,9 @@ export function checkCallFields(config: CallConfig): void {
   checkPythonVersion(config.pythonVersion);
   checkBatch(config.inputs ?? 0, config.maxInputs ?? 0);
   checkFunction(config.function);
+  if (config.image) {
+    checkImports(config.image.imports, 'image.imports');
+    checkPackages(config.image.packages, 'image.packages');
+    checkImageEnv(config.image.env);
+  }
 }

@@ -429,7 +429,13 @@ function openWorker(phase: Extract<CallPhase, { phase: 'dialing' }>, world: Call
       workerId: decision.workerId,
       address: worker?.address ?? '',
       deadline: Math.min(world.now + world.settings.EXECUTION_TIMEOUT, facts.clientDeadline),
-      header: callHeaderOf(ids, facts.config, facts.call.demand, decision),
+      header: callHeaderOf(
+        ids,
+        facts.config,
+        facts.call.demand,
+        decision,
+        facts.call.tenantId ?? null,
+      ),
     },
   ];
   for (const entry of decision.skippedPackages) {

@@ -5,6 +5,7 @@ import type { CallHeader } from '../../proto/gen/readie/v1/execution.js';
 import type { CallConfig } from '../../proto/gen/readie/v1/proxy.js';
 import { isGpuCall } from '../../shared/call-budget.js';
 import type { PlacedDecision } from '../placement/index.js';
+import { isEmptyImage } from './image-fields.js';
 
 /** The IDs known once the call is placed (the container when reusing a session's). */
 export function placedIds(
@@ -27,13 +28,15 @@ export function placedIds(
  * The header of the worker stream: IDs (the container to reuse, empty for a new one; the
  * checkpoint to restore, empty for a cold start), the memory budget reserved, GPU needs, import
  * hints, the packages to install (deduplicated, base-image ones removed), Python version, format,
- * and for a batch its input count and how many inputs run at once.
+ * for a batch its input count and how many inputs run at once, the image (built once per worker
+ * and tenant) and the caller's tenant, which scopes it.
  */
 export function callHeaderOf(
   ids: CallIds,
   config: CallConfig,
   demand: Demand,
   decision: PlacedDecision,
+  tenantId: string | null,
 ): CallHeader {
   return {
     ids,
@@ -47,6 +50,8 @@ export function callHeaderOf(
     version: decision.version ?? '',
     coldLoad: decision.coldLoad,
     routingRevision: decision.routingRevision ?? 0,
+    image: isEmptyImage(config.image) ? undefined : config.image,
+    tenantId: tenantId ?? '',
     ...(config.inputs ? { inputs: config.inputs } : {}),
     ...(config.maxInputs ? { maxInputs: config.maxInputs } : {}),
   };

@@ -1,2 +1,3 @@
 /** Worker reports as events. */
 export * from './report-events.js';
+export * from './image-report.js';

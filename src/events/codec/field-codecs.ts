@@ -44,6 +44,9 @@ export const CODEC_EVENT_TYPES = [
   'CallAdmitted',
   'CallLeftQueue',
   'SessionTurnRefused',
+  'ImageBuilt',
+  'ImageBuildFailed',
+  'ImageRemoved',
 ] as const satisfies readonly EventType[];
 
 /** Compiles only while every event type has a code. */

@@ -25,6 +25,8 @@ RESULT_END = 0x09
 ERROR = 0x0A
 OUTCOME = 0x0B
 INPUT_LOG = 0x0C
+IMAGE = 0x0D
+IMAGE_DONE = 0x0E
 
 NAMES = {
     HELLO: "HELLO",
@@ -39,6 +41,8 @@ NAMES = {
     ERROR: "ERROR",
     OUTCOME: "OUTCOME",
     INPUT_LOG: "INPUT_LOG",
+    IMAGE: "IMAGE",
+    IMAGE_DONE: "IMAGE_DONE",
 }
 
 # Log sources, as in readie.v1.LogSource.

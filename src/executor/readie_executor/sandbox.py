@@ -214,7 +214,9 @@ def _bind_read_only(fd, bind):
         else:
             os.close(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o644))
     mount(f"/proc/self/fd/{fd}", target, None, MS_BIND | MS_REC)
-    mount(None, target, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
+    # Only an image's build writes through its bind (into a directory the worker made for it).
+    read_only = 0 if bind.get("writable") is True else MS_RDONLY
+    mount(None, target, None, MS_REMOUNT | MS_BIND | read_only | MS_NOSUID | MS_NODEV)
     os.close(fd)
 
 

@@ -1,10 +1,11 @@
 """The executor's accept loop: one connection at a time, each carrying installs and calls.
 
-Per connection: the executor sends HELLO; then, as often as the worker likes, INSTALL (answered by
-LOG lines and INSTALL_DONE) or CALL, PAYLOAD pieces and PAYLOAD_END (answered by LOG lines while
-the function runs, then RESULT pieces and RESULT_END; for a batch, OUTCOME records and INPUT_LOG
-lines as its inputs run, then RESULT_END: see batches.py). When the worker closes the connection, the
-executor accepts the next one. Module state persists from call to call.
+Per connection: the executor sends HELLO; then, as often as the worker likes, IMAGE (answered by
+IMAGE_DONE), INSTALL (answered by LOG lines and INSTALL_DONE) or CALL, PAYLOAD pieces and
+PAYLOAD_END (answered by LOG lines while the function runs, then RESULT pieces and RESULT_END; for
+a batch, OUTCOME records and INPUT_LOG lines as its inputs run, then RESULT_END: see batches.py).
+When the worker closes the connection, the executor accepts the next one. Module state persists
+from call to call.
 """
 
 import os
@@ -12,7 +13,7 @@ import platform
 import socket
 import time
 
-from . import PROTOCOL_VERSION, batches, calls, frames, install
+from . import PROTOCOL_VERSION, batches, calls, frames, image, install
 from .frames import ProtocolError
 
 
@@ -86,6 +87,9 @@ class Executor:
             kind, body = frame
             if kind == frames.INSTALL:
                 self._install(writer, frames.decode_json(body))
+            elif kind == frames.IMAGE:
+                done = image.enter_image(frames.decode_json(body))
+                writer.send(frames.encode_json(frames.IMAGE_DONE, done))
             elif kind == frames.CALL:
                 self._call(writer, reader, frames.decode_json(body))
             else:

@@ -14,6 +14,7 @@ import {
   type RegistryServiceServer,
   type ReportContainerStateRequest,
   type ReportContainerStateResponse,
+  type ReportImageResponse,
   type ReportStatusRequest,
   type ReportStatusResponse,
   type ReportUtilizationRequest,
@@ -28,6 +29,7 @@ import {
 import type { ResidencyReport, VersionReport } from '../../core/pins/residency-report.js';
 import type { ResidencyState as ResidencyStateName } from '../../events/schema.js';
 import { toServiceError } from '../grpc-status.js';
+import { imageReportOf } from './image-reports.js';
 import type { Journal } from '../journal/index.js';
 import type { Logger } from '../observability/logger.js';
 import {
@@ -424,6 +426,13 @@ export function registryService(options: RegistryServiceOptions): RegistryServic
             );
           }
         }
+        return { registered: outcome.registered };
+      });
+    },
+    reportImage(call, callback) {
+      answer(options, call, callback, (request): ReportImageResponse => {
+        const outcome = decide('imageReport', journal.state, imageReportOf(request));
+        journal.record(outcome);
         return { registered: outcome.registered };
       });
     },

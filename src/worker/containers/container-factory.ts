@@ -2,7 +2,7 @@
  * Making a container: its files, its identity, its cgroups, its spec, its first process (restored
  * from a checkpoint or started cold) and, in the egress mode, its network stack.
  */
-import { chmod, mkdir, rm, writeFile } from 'node:fs/promises';
+import { chmod, chown, mkdir, rm, writeFile } from 'node:fs/promises';
 import type { Logger } from 'pino';
 import type { RestoreBackend } from '../checkpoints/restore-backend.js';
 import {
@@ -18,6 +18,7 @@ import {
   type ContainerProcess,
   type EgressLink,
   type IdentitySource,
+  type ImageLayer,
   type SandboxIdentity,
   type SandboxPolicy,
 } from '../sandbox/index.js';
@@ -55,9 +56,15 @@ export class ContainerFactory {
   /**
    * Makes a container with `memory` as its limit (and its /tmp quota's base): restored from
    * `checkpointId` when it is not empty (throwing the restore's error if that fails), else cold.
-   * Falling back to a cold start is the pool's decision (ContainerPool.create).
+   * Falling back to a cold start is the pool's decision (ContainerPool.create). `layer`: the
+   * call's image, bound into it (writable in its build, whose prefix then belongs to the
+   * container's uid).
    */
-  async make(memory: number, checkpointId: string): Promise<Container> {
+  async make(
+    memory: number,
+    checkpointId: string,
+    layer: ImageLayer | null = null,
+  ): Promise<Container> {
     const { options } = this;
     const { policy, identities } = options.sandbox;
     const egress = policy.hardened && policy.network === 'egress';
@@ -76,6 +83,7 @@ export class ContainerFactory {
         await chmod(paths.resolvConf, 0o644);
       }
       identity = await identities.claim(id);
+      if (layer?.writable) await chown(layer.prefix, identity.uid, identity.gid);
       cgroup = await options.cgroups.create(id, {
         memory,
         pids: policy.hardened ? policy.pidsLimit : null,
@@ -93,6 +101,7 @@ export class ContainerFactory {
         tmpSize: tmpSize(policy.tmpQuota, memory),
         hide: policy.hide,
         wheelDir: options.wheelDir,
+        layer,
       });
       const started: ContainerProcess =
         checkpointId !== ''

@@ -23,6 +23,7 @@ import {
 } from '../core/containers/index.js';
 import { ContainerUnavailableError, ShuttingDownError } from '../core/errors.js';
 import { ExecutorConnection } from '../executor-link/index.js';
+import type { ImageLayer } from '../sandbox/index.js';
 import type { Container } from './container.js';
 import { ContainerFactory, type ContainerFactoryOptions } from './container-factory.js';
 import { StandbyShelf } from './standby-shelf.js';
@@ -182,7 +183,8 @@ export class ContainerPool {
    * for its executor's HELLO: a standby of `checkpointId`, else one restored from it, else (no
    * checkpoint, a restore that fails or dies before it answers) a cold one. `signal` abandons
    * it (the container is destroyed). `exact`: never fall back to a cold start (a pinned call's
-   * version): a failed restore throws.
+   * version): a failed restore throws. `layer`: the call's image, bound in (never a standby: a
+   * standby was made before anyone knew the image).
    */
   async create(
     memory: number,
@@ -190,6 +192,7 @@ export class ContainerPool {
     signal?: AbortSignal,
     sessionId = '',
     exact = false,
+    layer: ImageLayer | null = null,
   ): Promise<AnsweringContainer> {
     if (this.closing) throw new ShuttingDownError('the worker is shutting down');
     const admission = admitCall(this.slots());
@@ -202,17 +205,19 @@ export class ContainerPool {
     if (admission.standbyGivesUp) this.standbys.giveUpOne(checkpointId);
     try {
       const standby =
-        checkpointId === '' ? null : await this.standbys.take(checkpointId, memory, signal);
+        checkpointId === '' || layer
+          ? null
+          : await this.standbys.take(checkpointId, memory, signal);
       if (standby) {
         this.adopt(standby.container, sessionId);
         return { ...standby, fallback: null };
       }
       const creation = exact
-        ? this.startAnswering(memory, checkpointId, signal ?? null).then((made) => ({
+        ? this.startAnswering(memory, checkpointId, signal ?? null, layer).then((made) => ({
             ...made,
             fallback: null,
           }))
-        : this.startWithFallback(memory, checkpointId, signal ?? null);
+        : this.startWithFallback(memory, checkpointId, signal ?? null, layer);
       this.creations.add(creation);
       const created = await creation.finally(() => this.creations.delete(creation));
       if (this.closing) {
@@ -250,11 +255,12 @@ export class ContainerPool {
     memory: number,
     checkpointId: string,
     signal: AbortSignal | null,
+    layer: ImageLayer | null,
   ): Promise<AnsweringContainer> {
     let fallback: string | null = null;
     if (checkpointId !== '') {
       try {
-        return { ...(await this.startAnswering(memory, checkpointId, signal)), fallback };
+        return { ...(await this.startAnswering(memory, checkpointId, signal, layer)), fallback };
       } catch (error) {
         signal?.throwIfAborted();
         this.closed.signal.throwIfAborted();
@@ -262,7 +268,7 @@ export class ContainerPool {
         this.options.log.warn({ checkpointId, err: fallback }, 'a restore failed; starting cold');
       }
     }
-    return { ...(await this.startAnswering(memory, '', signal)), fallback };
+    return { ...(await this.startAnswering(memory, '', signal, layer)), fallback };
   }
 
   /**
@@ -273,8 +279,9 @@ export class ContainerPool {
     memory: number,
     checkpointId: string,
     signal: AbortSignal | null,
+    layer: ImageLayer | null = null,
   ): Promise<Omit<AnsweringContainer, 'fallback'>> {
-    const container = await this.factory.make(memory, checkpointId);
+    const container = await this.factory.make(memory, checkpointId, layer);
     void container.process.exited.then(() => this.onExit(container));
     const abandon = [this.closed.signal, ...(signal ? [signal] : [])];
     try {

@@ -42,6 +42,8 @@ export class Container {
   reported = false;
   /** Its session was ended while a call ran in it: destroyed when that call ends, never kept. */
   sessionEnded = false;
+  /** The image the container entered (its identity), or null: a session keeps its image. */
+  imageId: string | null = null;
 
   constructor(
     /** Unique on this worker. */

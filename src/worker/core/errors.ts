@@ -128,3 +128,19 @@ export class VersionMismatchError extends StatusError {
   override readonly name = 'VersionMismatchError';
   readonly code = 'FAILED_PRECONDITION';
 }
+
+/**
+ * An image could not be built: a requirement did not resolve to wheels, the install failed, or a
+ * listed module did not import (the message names it, with its traceback). Nothing of the image
+ * is kept; the next call for it builds again.
+ */
+export class ImageBuildError extends StatusError {
+  override readonly name = 'ImageBuildError';
+  readonly code = 'FAILED_PRECONDITION';
+}
+
+/** An image is larger than the worker's whole image cache (--image-cache-size): never kept. */
+export class ImageTooLargeError extends StatusError {
+  override readonly name = 'ImageTooLargeError';
+  readonly code = 'FAILED_PRECONDITION';
+}

@@ -34,6 +34,10 @@ import {
 } from '../executor-link/index.js';
 import type { Installer, PackageSource } from '../packages/index.js';
 import type { VersionResidency } from '../residency/index.js';
+import { imageName } from '../core/images/index.js';
+import type { ImageStore, ImageUse } from '../images/index.js';
+import type { ImageLayer } from '../sandbox/index.js';
+import { enterImage } from './image-step.js';
 import type { CallRequest } from '../core/execution/call-header.js';
 import type { CallOutputStore, OutputWriter } from '../output/index.js';
 import { abortable, idTrailers } from './call-support.js';
@@ -60,6 +64,8 @@ export interface CallDeps {
   readonly log: Logger;
   /** The worker's versions (loads for pinned calls); null: it holds none. */
   readonly versions?: () => VersionResidency | null;
+  /** The worker's images (docs/images.md); absent: calls naming an image are refused. */
+  readonly images?: () => ImageStore | null;
   /** Where the call's output is kept for `readie logs` (null or absent: not kept). */
   readonly output?: CallOutputStore | null;
   /** The worker's clock, in epoch ms (stamps kept output). Default `Date.now`. */
@@ -85,6 +91,8 @@ export class ExecuteCall {
   private connection: ExecutorConnection | null = null;
   /** Releases the pinned call's hold on its version (never evicted while running). */
   private releaseVersion: () => void = () => undefined;
+  /** The call's image, held until the call ends (never evicted while in use). */
+  private image: ImageUse | null = null;
   /** Set once a failure already says what happened to the executor (no need to look again). */
   private diagnosed = false;
   /**
@@ -159,9 +167,11 @@ export class ExecuteCall {
   }
 
   private async steps(signal: AbortSignal): Promise<Outcome> {
+    await this.obtainImage(signal);
     const connection = await this.acquire(signal);
     this.connection = connection;
     signal.throwIfAborted();
+    await this.enter(connection, signal);
     if (this.request.packages.length > 0) await this.install(connection, signal);
     this.started = true;
     await connection.write(
@@ -187,6 +197,56 @@ export class ExecuteCall {
       signal.removeEventListener('abort', stop);
     }
     return 'answered';
+  }
+
+  /** The call's image: held here, or built now (docs/images.md). */
+  private async obtainImage(signal: AbortSignal): Promise<void> {
+    const { request, deps } = this;
+    if (!request.image) return;
+    if (request.version !== '') {
+      throw new InvalidCallError('a pinned call runs in its version: it cannot name an image');
+    }
+    const images = deps.images?.() ?? null;
+    if (!images) throw new InvalidCallError('this worker keeps no images');
+    this.image = await images.obtain(request.tenantId, request.image, signal, (line) =>
+      this.sendLog(LogSource.LOG_SOURCE_SYSTEM, line),
+    );
+  }
+
+  /** The image's layer for a new container, or null. */
+  private layer(): ImageLayer | null {
+    const images = this.deps.images?.() ?? null;
+    if (!this.image || !images) return null;
+    return { prefix: images.prefixOf(this.image.image), wheels: null, writable: false };
+  }
+
+  /**
+   * A container made for the image enters it (imports its modules); a session's container
+   * already did, and keeps the image it entered: another image there is refused.
+   */
+  private async enter(connection: ExecutorConnection, signal: AbortSignal): Promise<void> {
+    const container = this.container!;
+    const use = this.image;
+    if (!use) {
+      if (container.imageId !== null) this.ids.checkpointId = imageName(container.imageId);
+      return;
+    }
+    const { id } = use.image.manifest;
+    this.ids.checkpointId = imageName(id);
+    if (container.imageId === id) return;
+    if (this.request.containerId !== '') {
+      throw new InvalidCallError(
+        `the session's container runs ${container.imageId === null ? 'no image' : imageName(container.imageId)}, not ${imageName(id)}: a session keeps the image of its first call`,
+      );
+    }
+    const entered = await enterImage(connection, use.image.manifest, signal);
+    if (!entered.ok) {
+      this.diagnosed = true;
+      throw new ExecutorLostError(
+        `the container could not enter ${imageName(id)}: ${entered.message}`,
+      );
+    }
+    container.imageId = id;
   }
 
   /**
@@ -216,6 +276,8 @@ export class ExecuteCall {
       request.checkpointId,
       signal,
       request.sessionId,
+      false,
+      this.layer(),
     );
     this.adopt(created.container);
     if (created.fallback !== null) {
@@ -452,6 +514,7 @@ export class ExecuteCall {
   /** Step 7 and the end of the stream: release the container, then answer the status. */
   private finish(outcome: Outcome, failure: Error | null, elapsedMs: number): void {
     this.releaseVersion();
+    this.image?.release();
     const keep = outcome !== 'failed' && this.request.sessionId !== '';
     const container = this.container;
     if (container) this.deps.pool.release(container, keep);

@@ -14,6 +14,7 @@ import {
   InstallDoneSchema,
   readFrameBody,
   type ExecutorConnection,
+  type InstallDone,
 } from '../executor-link/index.js';
 import {
   clearFetched,
@@ -22,6 +23,7 @@ import {
   installCommand,
   runFetch,
   shareFetched,
+  type InstallCommand,
   type Installer,
   type PackageSource,
 } from '../packages/index.js';
@@ -81,22 +83,41 @@ async function installInside(
   step: InstallStep,
   command: ReturnType<typeof installCommand>,
 ): Promise<void> {
-  const { connection, packages } = step;
+  const done = await runInstallFrame(
+    step.connection,
+    command,
+    PACKAGE_PREFIX,
+    step.say,
+    step.signal,
+  );
+  if (done.ok) return;
+  throw new PackageInstallError(
+    `installing ${step.packages.join(', ')} failed: ${done.message} (the installer's output came as log lines); the container is unchanged`,
+  );
+}
+
+/**
+ * Sends INSTALL (the installer's `command`, into `prefix`) and relays the executor's LOG lines to
+ * `say` until its INSTALL_DONE, which it returns.
+ */
+export async function runInstallFrame(
+  connection: ExecutorConnection,
+  command: InstallCommand,
+  prefix: string,
+  say: (text: string) => Promise<void>,
+  signal: AbortSignal,
+): Promise<InstallDone> {
   await connection.write(
-    encodeJsonFrame(FrameType.INSTALL, {
-      argv: command.argv,
-      env: command.env,
-      prefix: PACKAGE_PREFIX,
-    }),
+    encodeJsonFrame(FrameType.INSTALL, { argv: command.argv, env: command.env, prefix }),
   );
   for (;;) {
-    step.signal.throwIfAborted();
+    signal.throwIfAborted();
     const frame = await connection.next();
     if (frame === null) {
       throw new ExecutorLostError('the executor closed the connection during the install');
     }
     if (frame.type === FrameType.LOG) {
-      await step.say(decodeLogBody(frame).text);
+      await say(decodeLogBody(frame).text);
       continue;
     }
     if (frame.type !== FrameType.INSTALL_DONE) {
@@ -104,11 +125,7 @@ async function installInside(
         `the executor sent ${frameTypeName(frame.type)} during the install`,
       );
     }
-    const done = readFrameBody(frame, InstallDoneSchema);
-    if (done.ok) return;
-    throw new PackageInstallError(
-      `installing ${packages.join(', ')} failed: ${done.message} (the installer's output came as log lines); the container is unchanged`,
-    );
+    return readFrameBody(frame, InstallDoneSchema);
   }
 }
 

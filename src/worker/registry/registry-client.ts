@@ -20,6 +20,7 @@ import {
   type ReportStatusRequest,
   type ReportUtilizationRequest,
 } from '../../proto/gen/readie/v1/registry.js';
+import type { ReportImageRequest } from '../../proto/gen/readie/v1/registry.js';
 import type { ReportResidencyRequest } from '../../proto/gen/readie/v1/residency.js';
 import type { WorkerCredentials } from '../credentials.js';
 import {
@@ -308,6 +309,37 @@ export class RegistryClient {
             this.options.log.warn(
               { versions: request.versions.map((v) => v.checkpointId), error: error.details },
               'residency report failed',
+            );
+          } else if (response && !response.registered) {
+            this.onUnregistered();
+          }
+          resolve();
+        },
+      );
+    });
+  }
+
+  /** Queues an image report, in order with the container reports. */
+  reportImage(request: ReportImageRequest): void {
+    this.containerReports = this.containerReports.then(
+      () =>
+        new Promise<void>((resolve) =>
+          setImmediate(() => void this.sendImage(request).then(resolve)),
+        ),
+    );
+  }
+
+  private sendImage(request: ReportImageRequest): Promise<void> {
+    return new Promise((resolve) => {
+      this.reporter().reportImage(
+        request,
+        this.options.identity.reportMetadata(),
+        { deadline: this.deadline() },
+        (error, response) => {
+          if (error) {
+            this.options.log.warn(
+              { imageId: request.imageId, error: error.details },
+              'image report failed',
             );
           } else if (response && !response.registered) {
             this.onUnregistered();

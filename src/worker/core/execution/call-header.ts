@@ -4,6 +4,7 @@ import type { ExecuteRequest } from '../../../proto/gen/readie/v1/execution.js';
 import { memoryBudget } from '../../../shared/call-budget.js';
 import { InvalidCallError, PythonVersionMismatchError, WrongWorkerError } from '../errors.js';
 import { requirementProblem } from '../packages/install-command.js';
+import type { ImageDeclaration } from '../images/image-identity.js';
 import { MAX_BATCH_INPUTS, MAX_INPUTS_AT_ONCE } from '../executor-link/outcomes.js';
 
 /** The executor's names for the payload formats. */
@@ -35,6 +36,10 @@ export interface CallRequest {
   readonly coldLoad: boolean;
   /** The routing revision the version was resolved from (0: none), for logs. */
   readonly routingRevision: number;
+  /** The call's image (docs/images.md), or null. */
+  readonly image: ImageDeclaration | null;
+  /** The caller's tenant from its credential ('' without one): images are scoped by it. */
+  readonly tenantId: string;
   /** A batch's input count (docs/executor-protocol.md); 0 for a plain call. */
   readonly inputs: number;
   /** How many inputs of the batch its container runs at once (1: one at a time). */
@@ -102,6 +107,10 @@ export function readHeader(
     const problem = requirementProblem(requirement);
     if (problem) throw new InvalidCallError(`cannot install packages: ${problem}`);
   }
+  for (const requirement of header.image?.packages ?? []) {
+    const problem = requirementProblem(requirement);
+    if (problem) throw new InvalidCallError(`cannot build the image: ${problem}`);
+  }
   const mismatch = pythonVersionProblem(header.pythonVersion, context.sandboxPython);
   if (mismatch) throw new PythonVersionMismatchError(mismatch);
   if (header.version !== '' && ids.containerId === '' && ids.checkpointId !== header.version) {
@@ -131,6 +140,10 @@ export function readHeader(
     version: header.version,
     coldLoad: header.coldLoad,
     routingRevision: header.routingRevision,
+    image: header.image
+      ? { packages: header.image.packages, imports: header.image.imports, env: header.image.env }
+      : null,
+    tenantId: header.tenantId,
     inputs,
     maxInputs: Math.max(1, maxInputs),
   };

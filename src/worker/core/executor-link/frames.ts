@@ -28,6 +28,8 @@ export const FrameType = {
   ERROR: 0x0a,
   OUTCOME: 0x0b,
   INPUT_LOG: 0x0c,
+  IMAGE: 0x0d,
+  IMAGE_DONE: 0x0e,
 } as const;
 
 /** A frame type's number. */

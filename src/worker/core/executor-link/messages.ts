@@ -22,6 +22,13 @@ export const ExecutorHelloSchema = T.Object({
 /** INSTALL_DONE: whether the install succeeded, and in words. */
 export const InstallDoneSchema = T.Object({ ok: T.Boolean(), message: T.String() });
 
+/** IMAGE_DONE: whether the image was entered; a failed import names its module and traceback. */
+export const ImageDoneSchema = T.Object({
+  ok: T.Boolean(),
+  message: T.String(),
+  module: T.Union([T.String(), T.Null()]),
+});
+
 /** RESULT_END: whether the function returned, and how long it ran. */
 export const ResultEndSchema = T.Object({ ok: T.Boolean(), ms: T.Number({ minimum: 0 }) });
 
@@ -36,16 +43,21 @@ export const ExecutorErrorSchema = T.Object({
 export type ExecutorHello = Static<typeof ExecutorHelloSchema>;
 /** The end of an install. */
 export type InstallDone = Static<typeof InstallDoneSchema>;
+/** The end of an IMAGE step. */
+export type ImageDone = Static<typeof ImageDoneSchema>;
 /** The end of a result. */
 export type ResultEnd = Static<typeof ResultEndSchema>;
 /** The executor's refusal. */
 export type ExecutorError = Static<typeof ExecutorErrorSchema>;
 
 const CHECKS: ReadonlyMap<TSchema, TypeCheck<TSchema>> = new Map(
-  [ExecutorHelloSchema, InstallDoneSchema, ResultEndSchema, ExecutorErrorSchema].map((schema) => [
-    schema,
-    TypeCompiler.Compile(schema),
-  ]),
+  [
+    ExecutorHelloSchema,
+    InstallDoneSchema,
+    ImageDoneSchema,
+    ResultEndSchema,
+    ExecutorErrorSchema,
+  ].map((schema) => [schema, TypeCompiler.Compile(schema)]),
 );
 
 /** A control frame's body, checked against `schema`; a `FrameProtocolError` says what is wrong. */

@@ -34,6 +34,12 @@ export const SANDBOX_WHEEL_DIR = `${SANDBOX_READIE_DIR}/wheels`;
 /** Inside the container: where the packages the worker fetched for it appear, read-only. */
 export const SANDBOX_DOWNLOADS_DIR = `${SANDBOX_READIE_DIR}/downloads`;
 
+/** Inside the container: an image's installed prefix (docs/images.md), read-only but in its build. */
+export const SANDBOX_IMAGE_PREFIX = `${SANDBOX_READIE_DIR}/image`;
+
+/** Inside the container: the wheels an image's build installs from, read-only. */
+export const SANDBOX_IMAGE_WHEELS = `${SANDBOX_READIE_DIR}/image-wheels`;
+
 /** slirp4netns's DNS forwarder, as the container sees it in the egress mode. */
 export const EGRESS_NAMESERVER = '10.0.2.3';
 
@@ -57,10 +63,22 @@ export function socketPathProblem(stateDir: string, sampleContainerId: string): 
   return `container sockets under ${stateDir} would be ${length} bytes long, over the ${MAX_SOCKET_PATH}-byte unix socket limit: use a shorter --state-dir`;
 }
 
-/** A host path bound read-only at a path inside the container. */
+/** A host path bound at a path inside the container: read-only unless `writable`. */
 export interface SandboxBind {
   readonly source: string;
   readonly target: string;
+  /** Only an image's build writes through a bind, into the prefix the worker made for it. */
+  readonly writable?: boolean;
+}
+
+/** An image's files in a container: its prefix, and in its build the wheels it installs. */
+export interface ImageLayer {
+  /** The host directory bound at SANDBOX_IMAGE_PREFIX. */
+  readonly prefix: string;
+  /** The build's wheels, bound read-only at SANDBOX_IMAGE_WHEELS; null once built. */
+  readonly wheels: string | null;
+  /** True in the build alone (the container's own uid owns the prefix then). */
+  readonly writable: boolean;
 }
 
 /** Everything the sandbox needs, as the executor's zygote reads it (see zygote.py). */
@@ -104,6 +122,8 @@ export interface ContainerSpecInput {
   readonly shmSize?: number;
   /** The worker's wheel directory, bound read-only at SANDBOX_WHEEL_DIR. */
   readonly wheelDir?: string | null;
+  /** The call's image, if any. */
+  readonly layer?: ImageLayer | null;
 }
 
 /**
@@ -116,6 +136,15 @@ export function containerSpec(input: ContainerSpecInput): ContainerSpec {
   const paths = containerPaths(input.stateDir, input.containerId);
   const binds: SandboxBind[] = [{ source: paths.downloads, target: SANDBOX_DOWNLOADS_DIR }];
   if (input.wheelDir) binds.push({ source: input.wheelDir, target: SANDBOX_WHEEL_DIR });
+  if (input.layer) {
+    binds.push({
+      source: input.layer.prefix,
+      target: SANDBOX_IMAGE_PREFIX,
+      ...(input.layer.writable ? { writable: true } : {}),
+    });
+    if (input.layer.wheels)
+      binds.push({ source: input.layer.wheels, target: SANDBOX_IMAGE_WHEELS });
+  }
   if (input.hardened && input.network === 'egress') {
     binds.push({ source: paths.resolvConf, target: '/etc/resolv.conf' });
   }

@@ -143,6 +143,26 @@ export interface LogLine {
   input?: number | undefined;
 }
 
+/**
+ * An environment a function runs in (docs/images.md): requirements installed once per worker and
+ * tenant, the listed modules imported, the variables set. Its identity is a content hash of the
+ * wheels its requirements resolve to, the imports, the environment, the Python version and the
+ * flavor, worked out on the worker that builds it.
+ */
+export interface ImageSpec {
+  /** PEP 508 requirements, resolved to wheels only (never an sdist). */
+  packages: string[];
+  /** Modules imported once the packages are installed (a failed import fails the build). */
+  imports: string[];
+  /** Environment variables set in every container of the image. */
+  env: { [key: string]: string };
+}
+
+export interface ImageSpec_EnvEntry {
+  key: string;
+  value: string;
+}
+
 function createBaseCallIds(): CallIds {
   return {
     requestId: "",
@@ -508,6 +528,222 @@ export const LogLine: MessageFns<LogLine> = {
   },
 };
 
+function createBaseImageSpec(): ImageSpec {
+  return { packages: [], imports: [], env: {} };
+}
+
+export const ImageSpec: MessageFns<ImageSpec> = {
+  encode(message: ImageSpec, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.packages) {
+      writer.uint32(10).string(v!);
+    }
+    for (const v of message.imports) {
+      writer.uint32(18).string(v!);
+    }
+    globalThis.Object.entries(message.env).forEach(([key, value]: [string, string]) => {
+      ImageSpec_EnvEntry.encode({ key: key as any, value }, writer.uint32(26).fork()).join();
+    });
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ImageSpec {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseImageSpec();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.packages.push(reader.string());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.imports.push(reader.string());
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            const entry3 = ImageSpec_EnvEntry.decode(reader, reader.uint32());
+            if (entry3.value !== undefined) {
+              message.env[entry3.key] = entry3.value;
+            }
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ImageSpec {
+    return {
+      packages: globalThis.Array.isArray(object?.packages) ? object.packages.map((e: any) => globalThis.String(e)) : [],
+      imports: globalThis.Array.isArray(object?.imports) ? object.imports.map((e: any) => globalThis.String(e)) : [],
+      env: isObject(object.env)
+        ? (globalThis.Object.entries(object.env) as [string, any][]).reduce(
+          (acc: { [key: string]: string }, [key, value]: [string, any]) => {
+            globalThis.Object.defineProperty(acc, key, {
+              value: globalThis.String(value),
+              enumerable: true,
+              configurable: true,
+              writable: true,
+            });
+            return acc;
+          },
+          {},
+        )
+        : {},
+    };
+  },
+
+  toJSON(message: ImageSpec): unknown {
+    const obj: any = {};
+    if (message.packages?.length) {
+      obj.packages = message.packages;
+    }
+    if (message.imports?.length) {
+      obj.imports = message.imports;
+    }
+    if (message.env) {
+      const entries = globalThis.Object.entries(message.env) as [string, string][];
+      if (entries.length > 0) {
+        obj.env = {};
+        entries.forEach(([k, v]) => {
+          obj.env[k] = v;
+        });
+      }
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ImageSpec>, I>>(base?: I): ImageSpec {
+    return ImageSpec.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ImageSpec>, I>>(object: I): ImageSpec {
+    const message = createBaseImageSpec();
+    message.packages = object.packages?.map((e) => e) || [];
+    message.imports = object.imports?.map((e) => e) || [];
+    message.env = (globalThis.Object.entries(object.env ?? {}) as [string, string][]).reduce(
+      (acc: { [key: string]: string }, [key, value]: [string, string]) => {
+        if (value !== undefined) {
+          acc[key] = globalThis.String(value);
+        }
+        return acc;
+      },
+      {},
+    );
+    return message;
+  },
+};
+
+function createBaseImageSpec_EnvEntry(): ImageSpec_EnvEntry {
+  return { key: "", value: "" };
+}
+
+export const ImageSpec_EnvEntry: MessageFns<ImageSpec_EnvEntry> = {
+  encode(message: ImageSpec_EnvEntry, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== "") {
+      writer.uint32(10).string(message.key);
+    }
+    if (message.value !== "") {
+      writer.uint32(18).string(message.value);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ImageSpec_EnvEntry {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseImageSpec_EnvEntry();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.value = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ImageSpec_EnvEntry {
+    return {
+      key: isSet(object.key) ? globalThis.String(object.key) : "",
+      value: isSet(object.value) ? globalThis.String(object.value) : "",
+    };
+  },
+
+  toJSON(message: ImageSpec_EnvEntry): unknown {
+    const obj: any = {};
+    if (message.key !== "") {
+      obj.key = message.key;
+    }
+    if (message.value !== "") {
+      obj.value = message.value;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ImageSpec_EnvEntry>, I>>(base?: I): ImageSpec_EnvEntry {
+    return ImageSpec_EnvEntry.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ImageSpec_EnvEntry>, I>>(object: I): ImageSpec_EnvEntry {
+    const message = createBaseImageSpec_EnvEntry();
+    message.key = object.key ?? "";
+    message.value = object.value ?? "";
+    return message;
+  },
+};
+
 function bytesFromBase64(b64: string): Uint8Array {
   return Uint8Array.from(globalThis.Buffer.from(b64, "base64"));
 }
@@ -538,6 +774,10 @@ function longToNumber(int64: { toString(): string }): number {
     throw new globalThis.Error("Value is smaller than Number.MIN_SAFE_INTEGER");
   }
   return num;
+}
+
+function isObject(value: any): boolean {
+  return typeof value === "object" && value !== null;
 }
 
 function isSet(value: any): boolean {

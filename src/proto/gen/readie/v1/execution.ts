@@ -22,7 +22,15 @@ import {
   type ServiceError,
   type UntypedServiceImplementation,
 } from "@grpc/grpc-js";
-import { CallIds, LogLine, PayloadChunk, PayloadFormat, payloadFormatFromJSON, payloadFormatToJSON } from "./call.js";
+import {
+  CallIds,
+  ImageSpec,
+  LogLine,
+  PayloadChunk,
+  PayloadFormat,
+  payloadFormatFromJSON,
+  payloadFormatToJSON,
+} from "./call.js";
 import { OutputLine } from "./history.js";
 
 export const protobufPackage = "readie.v1";
@@ -91,7 +99,18 @@ export interface CallHeader {
     | number
     | undefined;
   /** How many inputs of the batch the container runs at once; absent, 0 or 1: one at a time. */
-  maxInputs?: number | undefined;
+  maxInputs?:
+    | number
+    | undefined;
+  /**
+   * The call's image (as the client declared it, validated by the router); absent for none. The
+   * worker builds it once for the tenant, then restores it.
+   */
+  image?:
+    | ImageSpec
+    | undefined;
+  /** The caller's tenant, from its credential; empty without one. Images are scoped by it. */
+  tenantId: string;
 }
 
 /** A message from the router: the header first, then payload chunks; never both. */
@@ -330,6 +349,8 @@ function createBaseCallHeader(): CallHeader {
     routingRevision: 0,
     inputs: undefined,
     maxInputs: undefined,
+    image: undefined,
+    tenantId: "",
   };
 }
 
@@ -373,6 +394,12 @@ export const CallHeader: MessageFns<CallHeader> = {
     }
     if (message.maxInputs !== undefined) {
       writer.uint32(104).uint32(message.maxInputs);
+    }
+    if (message.image !== undefined) {
+      ImageSpec.encode(message.image, writer.uint32(114).fork()).join();
+    }
+    if (message.tenantId !== "") {
+      writer.uint32(122).string(message.tenantId);
     }
     return writer;
   },
@@ -494,6 +521,22 @@ export const CallHeader: MessageFns<CallHeader> = {
             message.maxInputs = reader.uint32();
             continue;
           }
+          case 14: {
+            if (tag !== 114) {
+              break;
+            }
+
+            message.image = ImageSpec.decode(reader, reader.uint32());
+            continue;
+          }
+          case 15: {
+            if (tag !== 122) {
+              break;
+            }
+
+            message.tenantId = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -541,6 +584,12 @@ export const CallHeader: MessageFns<CallHeader> = {
         : isSet(object.max_inputs)
         ? globalThis.Number(object.max_inputs)
         : undefined,
+      image: isSet(object.image) ? ImageSpec.fromJSON(object.image) : undefined,
+      tenantId: isSet(object.tenantId)
+        ? globalThis.String(object.tenantId)
+        : isSet(object.tenant_id)
+        ? globalThis.String(object.tenant_id)
+        : "",
     };
   },
 
@@ -585,6 +634,12 @@ export const CallHeader: MessageFns<CallHeader> = {
     if (message.maxInputs !== undefined) {
       obj.maxInputs = Math.round(message.maxInputs);
     }
+    if (message.image !== undefined) {
+      obj.image = ImageSpec.toJSON(message.image);
+    }
+    if (message.tenantId !== "") {
+      obj.tenantId = message.tenantId;
+    }
     return obj;
   },
 
@@ -606,6 +661,10 @@ export const CallHeader: MessageFns<CallHeader> = {
     message.routingRevision = object.routingRevision ?? 0;
     message.inputs = object.inputs ?? undefined;
     message.maxInputs = object.maxInputs ?? undefined;
+    message.image = (object.image !== undefined && object.image !== null)
+      ? ImageSpec.fromPartial(object.image)
+      : undefined;
+    message.tenantId = object.tenantId ?? "";
     return message;
   },
 };

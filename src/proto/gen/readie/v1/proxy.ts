@@ -17,7 +17,15 @@ import {
   type Metadata,
   type UntypedServiceImplementation,
 } from "@grpc/grpc-js";
-import { CallIds, LogLine, PayloadChunk, PayloadFormat, payloadFormatFromJSON, payloadFormatToJSON } from "./call.js";
+import {
+  CallIds,
+  ImageSpec,
+  LogLine,
+  PayloadChunk,
+  PayloadFormat,
+  payloadFormatFromJSON,
+  payloadFormatToJSON,
+} from "./call.js";
 
 export const protobufPackage = "readie.v1";
 
@@ -81,6 +89,11 @@ export interface CallConfig {
    * show and filter it; empty: none. At most 256 characters, no control characters.
    */
   function: string;
+  /**
+   * The image the function runs in (docs/images.md); absent for none. `packages` may still add
+   * per-call installs on top.
+   */
+  image?: ImageSpec | undefined;
 }
 
 /** A message from the client: the config first, then payload chunks; never both in one message. */
@@ -134,6 +147,7 @@ function createBaseCallConfig(): CallConfig {
     inputs: undefined,
     maxInputs: undefined,
     function: "",
+    image: undefined,
   };
 }
 
@@ -186,6 +200,9 @@ export const CallConfig: MessageFns<CallConfig> = {
     }
     if (message.function !== "") {
       writer.uint32(130).string(message.function);
+    }
+    if (message.image !== undefined) {
+      ImageSpec.encode(message.image, writer.uint32(138).fork()).join();
     }
     return writer;
   },
@@ -331,6 +348,14 @@ export const CallConfig: MessageFns<CallConfig> = {
             message.function = reader.string();
             continue;
           }
+          case 17: {
+            if (tag !== 138) {
+              break;
+            }
+
+            message.image = ImageSpec.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -395,6 +420,7 @@ export const CallConfig: MessageFns<CallConfig> = {
         ? globalThis.Number(object.max_inputs)
         : undefined,
       function: isSet(object.function) ? globalThis.String(object.function) : "",
+      image: isSet(object.image) ? ImageSpec.fromJSON(object.image) : undefined,
     };
   },
 
@@ -448,6 +474,9 @@ export const CallConfig: MessageFns<CallConfig> = {
     if (message.function !== "") {
       obj.function = message.function;
     }
+    if (message.image !== undefined) {
+      obj.image = ImageSpec.toJSON(message.image);
+    }
     return obj;
   },
 
@@ -472,6 +501,9 @@ export const CallConfig: MessageFns<CallConfig> = {
     message.inputs = object.inputs ?? undefined;
     message.maxInputs = object.maxInputs ?? undefined;
     message.function = object.function ?? "";
+    message.image = (object.image !== undefined && object.image !== null)
+      ? ImageSpec.fromPartial(object.image)
+      : undefined;
     return message;
   },
 };

@@ -24,6 +24,59 @@ export const protobufPackage = "readie.v1";
 
 export const protobufFileName = "readie/v1/registry.proto";
 
+/** What happened to an image. */
+export enum ImageOutcome {
+  /** IMAGE_OUTCOME_UNSPECIFIED - Not set: refused. */
+  IMAGE_OUTCOME_UNSPECIFIED = 0,
+  /** IMAGE_OUTCOME_BUILT - Built: `image_id`, `bytes` and `build_ms` say what and how long. */
+  IMAGE_OUTCOME_BUILT = 1,
+  /** IMAGE_OUTCOME_BUILD_FAILED - The build failed: `error` is the installer's or the import's error. */
+  IMAGE_OUTCOME_BUILD_FAILED = 2,
+  /** IMAGE_OUTCOME_EVICTED - Evicted: the cache needed its room. */
+  IMAGE_OUTCOME_EVICTED = 3,
+  /** IMAGE_OUTCOME_REMOVED - Removed by an operator. */
+  IMAGE_OUTCOME_REMOVED = 4,
+}
+
+export function imageOutcomeFromJSON(object: any): ImageOutcome {
+  switch (object) {
+    case 0:
+    case "IMAGE_OUTCOME_UNSPECIFIED":
+      return ImageOutcome.IMAGE_OUTCOME_UNSPECIFIED;
+    case 1:
+    case "IMAGE_OUTCOME_BUILT":
+      return ImageOutcome.IMAGE_OUTCOME_BUILT;
+    case 2:
+    case "IMAGE_OUTCOME_BUILD_FAILED":
+      return ImageOutcome.IMAGE_OUTCOME_BUILD_FAILED;
+    case 3:
+    case "IMAGE_OUTCOME_EVICTED":
+      return ImageOutcome.IMAGE_OUTCOME_EVICTED;
+    case 4:
+    case "IMAGE_OUTCOME_REMOVED":
+      return ImageOutcome.IMAGE_OUTCOME_REMOVED;
+    default:
+      throw new globalThis.Error("Unrecognized enum value " + object + " for enum ImageOutcome");
+  }
+}
+
+export function imageOutcomeToJSON(object: ImageOutcome): string {
+  switch (object) {
+    case ImageOutcome.IMAGE_OUTCOME_UNSPECIFIED:
+      return "IMAGE_OUTCOME_UNSPECIFIED";
+    case ImageOutcome.IMAGE_OUTCOME_BUILT:
+      return "IMAGE_OUTCOME_BUILT";
+    case ImageOutcome.IMAGE_OUTCOME_BUILD_FAILED:
+      return "IMAGE_OUTCOME_BUILD_FAILED";
+    case ImageOutcome.IMAGE_OUTCOME_EVICTED:
+      return "IMAGE_OUTCOME_EVICTED";
+    case ImageOutcome.IMAGE_OUTCOME_REMOVED:
+      return "IMAGE_OUTCOME_REMOVED";
+    default:
+      throw new globalThis.Error("Unrecognized enum value " + object + " for enum ImageOutcome");
+  }
+}
+
 /** A worker's status. */
 export enum WorkerStatus {
   /** WORKER_STATUS_UNSPECIFIED - Not set: refused. */
@@ -162,6 +215,30 @@ export function containerStateToJSON(object: ContainerState): string {
   }
 }
 
+/** One image report. */
+export interface ReportImageRequest {
+  /** The worker's ID. */
+  workerId: string;
+  /** The image's tenant (empty: calls without a tenant). */
+  tenantId: string;
+  /** The image's identity (64 hex digits); empty for a failed build. */
+  imageId: string;
+  /** What happened. */
+  outcome: ImageOutcome;
+  /** The image's size on disk, in bytes. */
+  bytes: number;
+  /** How long the build took, in milliseconds. */
+  buildMs: number;
+  /** Why a build failed. */
+  error: string;
+}
+
+/** The router's answer to an image report. */
+export interface ReportImageResponse {
+  /** False when the router does not know this worker: it must report its status again. */
+  registered: boolean;
+}
+
 /** A worker's registration or status change. */
 export interface ReportStatusRequest {
   /** The worker's ID, unique in the cluster. */
@@ -276,6 +353,254 @@ export interface ReportContainerStateResponse {
   /** False when the router does not know this worker: it must report its status again. */
   registered: boolean;
 }
+
+function createBaseReportImageRequest(): ReportImageRequest {
+  return { workerId: "", tenantId: "", imageId: "", outcome: 0, bytes: 0, buildMs: 0, error: "" };
+}
+
+export const ReportImageRequest: MessageFns<ReportImageRequest> = {
+  encode(message: ReportImageRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.workerId !== "") {
+      writer.uint32(10).string(message.workerId);
+    }
+    if (message.tenantId !== "") {
+      writer.uint32(18).string(message.tenantId);
+    }
+    if (message.imageId !== "") {
+      writer.uint32(26).string(message.imageId);
+    }
+    if (message.outcome !== 0) {
+      writer.uint32(32).int32(message.outcome);
+    }
+    if (message.bytes !== 0) {
+      writer.uint32(40).uint64(message.bytes);
+    }
+    if (message.buildMs !== 0) {
+      writer.uint32(48).uint64(message.buildMs);
+    }
+    if (message.error !== "") {
+      writer.uint32(58).string(message.error);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ReportImageRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseReportImageRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.workerId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.tenantId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.imageId = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.outcome = reader.int32() as any;
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.bytes = longToNumber(reader.uint64());
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.buildMs = longToNumber(reader.uint64());
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.error = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ReportImageRequest {
+    return {
+      workerId: isSet(object.workerId)
+        ? globalThis.String(object.workerId)
+        : isSet(object.worker_id)
+        ? globalThis.String(object.worker_id)
+        : "",
+      tenantId: isSet(object.tenantId)
+        ? globalThis.String(object.tenantId)
+        : isSet(object.tenant_id)
+        ? globalThis.String(object.tenant_id)
+        : "",
+      imageId: isSet(object.imageId)
+        ? globalThis.String(object.imageId)
+        : isSet(object.image_id)
+        ? globalThis.String(object.image_id)
+        : "",
+      outcome: isSet(object.outcome) ? imageOutcomeFromJSON(object.outcome) : 0,
+      bytes: isSet(object.bytes) ? globalThis.Number(object.bytes) : 0,
+      buildMs: isSet(object.buildMs)
+        ? globalThis.Number(object.buildMs)
+        : isSet(object.build_ms)
+        ? globalThis.Number(object.build_ms)
+        : 0,
+      error: isSet(object.error) ? globalThis.String(object.error) : "",
+    };
+  },
+
+  toJSON(message: ReportImageRequest): unknown {
+    const obj: any = {};
+    if (message.workerId !== "") {
+      obj.workerId = message.workerId;
+    }
+    if (message.tenantId !== "") {
+      obj.tenantId = message.tenantId;
+    }
+    if (message.imageId !== "") {
+      obj.imageId = message.imageId;
+    }
+    if (message.outcome !== 0) {
+      obj.outcome = imageOutcomeToJSON(message.outcome);
+    }
+    if (message.bytes !== 0) {
+      obj.bytes = Math.round(message.bytes);
+    }
+    if (message.buildMs !== 0) {
+      obj.buildMs = Math.round(message.buildMs);
+    }
+    if (message.error !== "") {
+      obj.error = message.error;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ReportImageRequest>, I>>(base?: I): ReportImageRequest {
+    return ReportImageRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ReportImageRequest>, I>>(object: I): ReportImageRequest {
+    const message = createBaseReportImageRequest();
+    message.workerId = object.workerId ?? "";
+    message.tenantId = object.tenantId ?? "";
+    message.imageId = object.imageId ?? "";
+    message.outcome = object.outcome ?? 0;
+    message.bytes = object.bytes ?? 0;
+    message.buildMs = object.buildMs ?? 0;
+    message.error = object.error ?? "";
+    return message;
+  },
+};
+
+function createBaseReportImageResponse(): ReportImageResponse {
+  return { registered: false };
+}
+
+export const ReportImageResponse: MessageFns<ReportImageResponse> = {
+  encode(message: ReportImageResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.registered !== false) {
+      writer.uint32(8).bool(message.registered);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ReportImageResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseReportImageResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.registered = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ReportImageResponse {
+    return { registered: isSet(object.registered) ? globalThis.Boolean(object.registered) : false };
+  },
+
+  toJSON(message: ReportImageResponse): unknown {
+    const obj: any = {};
+    if (message.registered !== false) {
+      obj.registered = message.registered;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ReportImageResponse>, I>>(base?: I): ReportImageResponse {
+    return ReportImageResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ReportImageResponse>, I>>(object: I): ReportImageResponse {
+    const message = createBaseReportImageResponse();
+    message.registered = object.registered ?? false;
+    return message;
+  },
+};
 
 function createBaseReportStatusRequest(): ReportStatusRequest {
   return {
@@ -1487,6 +1812,16 @@ export const RegistryServiceService = {
       Buffer.from(ReportResidencyResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): ReportResidencyResponse => ReportResidencyResponse.decode(value),
   },
+  /** A tenant's image was built, failed to build, or was removed on this worker (docs/images.md). */
+  reportImage: {
+    path: "/readie.v1.RegistryService/ReportImage" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ReportImageRequest): Buffer => Buffer.from(ReportImageRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ReportImageRequest => ReportImageRequest.decode(value),
+    responseSerialize: (value: ReportImageResponse): Buffer => Buffer.from(ReportImageResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ReportImageResponse => ReportImageResponse.decode(value),
+  },
 } as const;
 
 export interface RegistryServiceServer extends UntypedServiceImplementation {
@@ -1509,6 +1844,8 @@ export interface RegistryServiceServer extends UntypedServiceImplementation {
    * report in full, then each change as it happens.
    */
   reportResidency: handleUnaryCall<ReportResidencyRequest, ReportResidencyResponse>;
+  /** A tenant's image was built, failed to build, or was removed on this worker (docs/images.md). */
+  reportImage: handleUnaryCall<ReportImageRequest, ReportImageResponse>;
 }
 
 export interface RegistryServiceClient extends Client {
@@ -1586,6 +1923,22 @@ export interface RegistryServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: ReportResidencyResponse) => void,
+  ): ClientUnaryCall;
+  /** A tenant's image was built, failed to build, or was removed on this worker (docs/images.md). */
+  reportImage(
+    request: ReportImageRequest,
+    callback: (error: ServiceError | null, response: ReportImageResponse) => void,
+  ): ClientUnaryCall;
+  reportImage(
+    request: ReportImageRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ReportImageResponse) => void,
+  ): ClientUnaryCall;
+  reportImage(
+    request: ReportImageRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ReportImageResponse) => void,
   ): ClientUnaryCall;
 }
 

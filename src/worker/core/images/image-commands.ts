@@ -1,0 +1,46 @@
+/**
+ * The host-side resolution of an image's requirements: `pip download` of wheels only (never an
+ * sdist: building one would run a package's code on the host) into the build's wheel directory.
+ * Unlike a per-call install, an image resolves even when the wheel directory is the only source
+ * (from it alone, `--no-index`), since its identity is the hash of the wheels it resolved to.
+ * Pure.
+ */
+import {
+  fetchCommand,
+  type InstallCommand,
+  type PackageSource,
+} from '../packages/install-command.js';
+
+/** The command that resolves `requirements` to wheels in `dest`. */
+export function imageFetchCommand(
+  python: string,
+  source: PackageSource,
+  dest: string,
+  cacheDir: string,
+  requirements: readonly string[],
+): InstallCommand {
+  const fetch = fetchCommand(python, source, dest, cacheDir, requirements);
+  if (fetch) return fetch;
+  const wheelDir = source.wheelDir ?? '';
+  return {
+    argv: [
+      python,
+      '-m',
+      'pip',
+      'download',
+      '--dest',
+      dest,
+      '--only-binary=:all:',
+      '--no-input',
+      '--disable-pip-version-check',
+      '--progress-bar',
+      'off',
+      '--no-index',
+      '--find-links',
+      wheelDir,
+      '--',
+      ...requirements,
+    ],
+    env: { PIP_CONFIG_FILE: '/dev/null' },
+  };
+}

@@ -1,0 +1,4 @@
+/** Images: their names, the cache's bookkeeping. */
+export * from './image-identity.js';
+export * from './image-cache.js';
+export * from './image-commands.js';

@@ -1,0 +1,345 @@
+/**
+ * The images a worker holds (docs/images.md), per tenant: looking a call's image up by its
+ * declaration, building it once (concurrent calls wait for that one build, each bounded by its
+ * own deadline), keeping the cache within `--image-cache-size` (least recently used first, never
+ * an image in use), listing and removing them. A tenant's images are its own: a lookup never
+ * crosses tenants, even for the same identity (a build runs code).
+ */
+import { randomUUID } from 'node:crypto';
+import { chmod, mkdir, readdir, rename, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Logger } from 'pino';
+import { ImageOutcome, type ReportImageRequest } from '../../proto/gen/readie/v1/registry.js';
+import { ImageBuildError, ImageTooLargeError } from '../core/errors.js';
+import {
+  declarationKey,
+  imageName,
+  majorMinor,
+  planImageRoom,
+  tenantTag,
+  type ImageDeclaration,
+} from '../core/images/index.js';
+import { abortable } from '../execution/call-support.js';
+import { installImage, resolveImage, type BuildContext } from './image-build.js';
+import {
+  prefixOf,
+  readManifest,
+  removeTree,
+  writeManifest,
+  type ImageManifest,
+} from './image-files.js';
+
+/** What the store reports (the worker relays it to the router). */
+export type ImageEvent =
+  | {
+      readonly type: 'built';
+      readonly tenantId: string;
+      readonly imageId: string;
+      readonly bytes: number;
+      readonly buildMs: number;
+    }
+  | { readonly type: 'build-failed'; readonly tenantId: string; readonly error: string }
+  | {
+      readonly type: 'removed';
+      readonly tenantId: string;
+      readonly imageId: string;
+      readonly reason: 'evicted' | 'removed';
+    };
+
+/** One image on this worker. */
+export interface HeldImage {
+  readonly manifest: ImageManifest;
+  readonly dir: string;
+  lastUsedMs: number;
+  inUse: number;
+}
+
+/** How the store runs. */
+export interface ImageStoreOptions extends BuildContext {
+  /** `<state-dir>/images`. */
+  readonly dir: string;
+  /** Bytes the images may take on disk (`--image-cache-size`); 0 for no bound. */
+  readonly capacity: number;
+  /** How long one build may take before it is abandoned. */
+  readonly buildTimeoutMs: number;
+  readonly log: Logger;
+  readonly clock: () => number;
+  readonly onEvent: (event: ImageEvent) => void;
+}
+
+/** An image a call holds until it ends (never evicted meanwhile). */
+export interface ImageUse {
+  readonly image: HeldImage;
+  /** True when this call waited for (or ran) the image's build. */
+  readonly built: boolean;
+  release(): void;
+}
+
+/** The worker's images. */
+export class ImageStore {
+  /** By tenant tag, then identity. */
+  private readonly images = new Map<string, Map<string, HeldImage>>();
+  /** Declaration key -> the image it resolved to. */
+  private readonly declared = new Map<string, HeldImage>();
+  private readonly builds = new Map<string, Promise<HeldImage>>();
+
+  constructor(private readonly options: ImageStoreOptions) {}
+
+  /**
+   * Reads the images an earlier run left (a directory whose manifest names it, for this Python
+   * and flavor), and removes everything else: leftovers of killed builds, stale images.
+   */
+  async load(): Promise<void> {
+    await mkdir(this.options.dir, { recursive: true, mode: 0o700 });
+    for (const tag of await readdir(this.options.dir)) {
+      const tenantDir = join(this.options.dir, tag);
+      for (const name of await readdir(tenantDir).catch(() => [] as string[])) {
+        const dir = join(tenantDir, name);
+        const manifest = name.startsWith('+') ? null : await readManifest(dir);
+        const usable =
+          manifest !== null &&
+          manifest.id === name &&
+          tenantTag(manifest.tenantId) === tag &&
+          manifest.python === majorMinor(this.options.pythonVersion) &&
+          manifest.flavor === this.options.flavor;
+        if (!usable) {
+          this.options.log.info({ dir }, 'removing an incomplete or stale image');
+          await removeTree(dir);
+          continue;
+        }
+        this.adopt({ manifest, dir, lastUsedMs: this.options.clock(), inUse: 0 });
+      }
+    }
+  }
+
+  private adopt(image: HeldImage): void {
+    const tag = tenantTag(image.manifest.tenantId);
+    let tenant = this.images.get(tag);
+    if (!tenant) this.images.set(tag, (tenant = new Map<string, HeldImage>()));
+    tenant.set(image.manifest.id, image);
+    for (const key of image.manifest.declarations) this.declared.set(key, image);
+  }
+
+  /** Every image held, for listings. */
+  list(): HeldImage[] {
+    return [...this.images.values()].flatMap((tenant) => [...tenant.values()]);
+  }
+
+  /** Bytes the images take on disk. */
+  get bytes(): number {
+    return this.list().reduce((sum, image) => sum + image.manifest.bytes, 0);
+  }
+
+  /**
+   * The call's image for `tenantId`, built now if this worker has none (or waiting for the build
+   * already running); the call holds it until `release`. `say` hears the build's output.
+   */
+  async obtain(
+    tenantId: string,
+    image: ImageDeclaration,
+    signal: AbortSignal,
+    say: (line: string) => Promise<void>,
+  ): Promise<ImageUse> {
+    const key = declarationKey(tenantId, image);
+    let built = false;
+    let held = this.declared.get(key);
+    if (!held) {
+      built = true;
+      let build = this.builds.get(key);
+      if (build) await say('image: waiting for its build on this worker');
+      else {
+        build = this.build(tenantId, image, key, say).finally(() => this.builds.delete(key));
+        this.builds.set(key, build);
+      }
+      held = await abortable(build, signal);
+    }
+    const use = held;
+    use.inUse += 1;
+    use.lastUsedMs = this.options.clock();
+    let released = false;
+    return {
+      image: use,
+      built,
+      release: () => {
+        if (released) return;
+        released = true;
+        use.inUse -= 1;
+        use.lastUsedMs = this.options.clock();
+      },
+    };
+  }
+
+  private async build(
+    tenantId: string,
+    image: ImageDeclaration,
+    key: string,
+    say: (line: string) => Promise<void>,
+  ): Promise<HeldImage> {
+    const started = performance.now();
+    // The first caller hears the build; it may leave meanwhile, the build goes on for the others.
+    const tell = (line: string) => say(line).catch(() => undefined);
+    const signal = AbortSignal.timeout(this.options.buildTimeoutMs);
+    const tenantDir = join(this.options.dir, tenantTag(tenantId));
+    await mkdir(tenantDir, { recursive: true, mode: 0o700 });
+    // '+' never starts an identity: a leftover is never taken for an image.
+    const dir = join(tenantDir, `+building-${randomUUID().slice(0, 8)}`);
+    await mkdir(dir, { mode: 0o700 });
+    try {
+      const { id, wheels } = await resolveImage(this.options, dir, image, tell, signal);
+      const existing = this.images.get(tenantTag(tenantId))?.get(id);
+      if (existing) {
+        // Another declaration of the same image: it is one image.
+        await removeTree(dir);
+        await this.declare(existing, key);
+        return existing;
+      }
+      const bytes = await installImage(this.options, dir, image, tell, signal);
+      this.makeRoom(bytes);
+      const buildMs = Math.round(performance.now() - started);
+      const manifest: ImageManifest = {
+        format: 1,
+        id,
+        tenantId,
+        declarations: [key],
+        packages: [...image.packages],
+        imports: [...image.imports],
+        env: { ...image.env },
+        wheels,
+        bytes,
+        buildMs,
+        builtAt: new Date(this.options.clock()).toISOString(),
+        python: majorMinor(this.options.pythonVersion),
+        flavor: this.options.flavor,
+      };
+      await writeManifest(dir, manifest);
+      const final = join(tenantDir, id);
+      await removeTree(final);
+      await rename(dir, final);
+      const held: HeldImage = { manifest, dir: final, lastUsedMs: this.options.clock(), inUse: 0 };
+      this.adopt(held);
+      this.options.log.info(
+        { tenant: tenantTag(tenantId), image: imageName(id), bytes, buildMs },
+        'image built',
+      );
+      this.options.onEvent({ type: 'built', tenantId, imageId: id, bytes, buildMs });
+      await tell(`image: built ${imageName(id)} (${bytes} bytes) in ${buildMs} ms`);
+      return held;
+    } catch (error) {
+      await removeTree(dir).catch(() => undefined);
+      const failure =
+        error instanceof ImageBuildError || error instanceof ImageTooLargeError
+          ? error
+          : signal.aborted
+            ? new ImageBuildError(
+                `the image's build took longer than ${this.options.buildTimeoutMs} ms and was abandoned`,
+              )
+            : new ImageBuildError(`the image's build failed: ${(error as Error).message}`);
+      this.options.log.warn(
+        { tenant: tenantTag(tenantId), err: failure.message },
+        'image build failed',
+      );
+      this.options.onEvent({ type: 'build-failed', tenantId, error: failure.message });
+      throw failure;
+    }
+  }
+
+  private async declare(image: HeldImage, key: string): Promise<void> {
+    if (image.manifest.declarations.includes(key)) return;
+    const manifest = { ...image.manifest, declarations: [...image.manifest.declarations, key] };
+    // The manifest is rewritten beside the image and renamed over the old one.
+    const next = join(image.dir, 'manifest.json+next');
+    await rm(next, { force: true });
+    await writeFile(next, `${JSON.stringify(manifest, null, 2)}\n`, { mode: 0o444 });
+    await chmod(next, 0o444);
+    await rename(next, join(image.dir, 'manifest.json'));
+    Object.assign(image, { manifest });
+    this.declared.set(key, image);
+  }
+
+  /** Evicts least recently used idle images so `bytes` more fit; refuses an image too large. */
+  private makeRoom(bytes: number): void {
+    const held = this.list();
+    const plan = planImageRoom(
+      held.map((image) => ({
+        key: image.dir,
+        bytes: image.manifest.bytes,
+        lastUsedMs: image.lastUsedMs,
+        inUse: image.inUse,
+      })),
+      bytes,
+      this.options.capacity,
+    );
+    if (!plan.fits) throw new ImageTooLargeError(plan.reason);
+    for (const dir of plan.evict) {
+      const image = held.find((candidate) => candidate.dir === dir);
+      if (image) void this.drop(image, 'evicted');
+    }
+  }
+
+  private async drop(image: HeldImage, reason: 'evicted' | 'removed'): Promise<void> {
+    const { id, tenantId } = image.manifest;
+    this.images.get(tenantTag(tenantId))?.delete(id);
+    for (const key of image.manifest.declarations) {
+      if (this.declared.get(key) === image) this.declared.delete(key);
+    }
+    await removeTree(image.dir);
+    this.options.log.info(
+      { tenant: tenantTag(tenantId), image: imageName(id), reason },
+      'image removed',
+    );
+    this.options.onEvent({ type: 'removed', tenantId, imageId: id, reason });
+  }
+
+  /**
+   * Removes the image named `name` (`image:` and a prefix of its identity) of `tenantId` (null:
+   * any tenant's); refused while a call uses it. Returns how many images it removed.
+   */
+  async remove(tenantId: string | null, name: string): Promise<number> {
+    const prefix = name.startsWith('image:') ? name.slice('image:'.length) : name;
+    const matches = this.list().filter(
+      (image) =>
+        (tenantId === null || image.manifest.tenantId === tenantId) &&
+        prefix.length >= 8 &&
+        image.manifest.id.startsWith(prefix),
+    );
+    const busy = matches.find((image) => image.inUse > 0);
+    if (busy) {
+      throw new ImageBuildError(
+        `image ${imageName(busy.manifest.id)} is in use: try again when its calls end`,
+      );
+    }
+    for (const image of matches) await this.drop(image, 'removed');
+    return matches.length;
+  }
+
+  /** The prefix to bind into a container of `image`. */
+  prefixOf(image: HeldImage): string {
+    return prefixOf(image.dir);
+  }
+}
+
+/** An image event as the router hears it (RegistryService.ReportImage). */
+export function imageReportOf(workerId: string, event: ImageEvent): ReportImageRequest {
+  const base = { workerId, tenantId: event.tenantId, bytes: 0, buildMs: 0, error: '', imageId: '' };
+  switch (event.type) {
+    case 'built':
+      return {
+        ...base,
+        outcome: ImageOutcome.IMAGE_OUTCOME_BUILT,
+        imageId: event.imageId,
+        bytes: event.bytes,
+        buildMs: event.buildMs,
+      };
+    case 'build-failed':
+      return { ...base, outcome: ImageOutcome.IMAGE_OUTCOME_BUILD_FAILED, error: event.error };
+    case 'removed':
+      return {
+        ...base,
+        outcome:
+          event.reason === 'evicted'
+            ? ImageOutcome.IMAGE_OUTCOME_EVICTED
+            : ImageOutcome.IMAGE_OUTCOME_REMOVED,
+        imageId: event.imageId,
+      };
+  }
+}

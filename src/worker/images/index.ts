@@ -1,0 +1,3 @@
+/** Tenants' images: building them once, keeping them on disk, listing and removing them. */
+export * from './image-store.js';
+export * from './image-files.js';

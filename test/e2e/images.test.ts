@@ -1,0 +1,156 @@
+import { expect } from 'chai';
+import { execFile } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { ReadieClient } from '../../src/client/index.js';
+import { tokenDigest } from '../../src/shared/bearer-token.js';
+import {
+  eventually,
+  readLog,
+  startTestRouter,
+  type TestRouter,
+} from '../support/router/harness.js';
+import { PYTHON } from '../support/python.js';
+import type { ScriptedRouter } from '../support/scripted-router.js';
+import { cleanTempDirs, tempDir } from '../support/temp.js';
+import { startHarness, type Harness } from '../support/worker-harness.js';
+
+const PYTHON_ROOT = fileURLToPath(new URL('../../python/', import.meta.url));
+const ACME = 'acme-token-for-images-0123456789';
+const GLOBEX = 'globex-token-for-images-0123456789';
+const W1 = 'worker-token-for-images-0123456789';
+const ROUTER = 'router-token-for-images-0123456789';
+
+/**
+ * A tiny pure-Python wheel (tomli_w, about 7 KB, no dependencies, absent from Debian's Python),
+ * fetched through pip's own configuration on this host, as a worker without --package-index does.
+ */
+const IMAGE = { packages: ['tomli-w==1.2.0'], imports: ['tomli_w'] };
+
+/** Two calls of one function with an image, through the Python client; their CallInfo. */
+const PYTHON_CLIENT = `
+import json, readie
+
+image = readie.Image(packages=["tomli-w==1.2.0"], imports=["tomli_w"], env={"IMAGE_MODE": "e2e"})
+
+@readie.remote(image=image, stream_logs=False)
+def dump(value):
+    import os, sys, tomli_w
+    return [tomli_w.dumps(value), tomli_w.__file__, os.environ["IMAGE_MODE"], "tomli_w" in sys.modules]
+
+for _ in range(2):
+    result = dump({"a": 1})
+    info = readie.last_call()
+    print(json.dumps({"result": result, "worker": info.worker_id, "checkpoint": info.checkpoint_id}))
+`;
+
+function secret(dir: string, name: string, text: string): string {
+  const path = join(dir, name);
+  writeFileSync(path, `${text}\n`, { mode: 0o600 });
+  return path;
+}
+
+describe('images end to end: built once per worker and tenant, from the host package source', function () {
+  this.timeout(240_000);
+  let test: TestRouter;
+  let worker: Harness;
+
+  before(async () => {
+    const dir = tempDir('readie-images-e2e-');
+    test = await startTestRouter({
+      auth: {
+        mode: 'tokens',
+        tokensFile: secret(
+          dir,
+          'tokens',
+          `tenant acme ${ACME}\ntenant globex ${GLOBEX}\nworker img-w1 ${W1}`,
+        ),
+        routerTokenFile: secret(dir, 'router.token', ROUTER),
+      },
+    });
+    worker = await startHarness({
+      router: { address: test.address } as ScriptedRouter,
+      flags: {
+        id: 'img-w1',
+        auth: 'tokens',
+        tokenFile: secret(dir, 'w1.token', W1),
+        routerTokenFile: secret(dir, 'router.sha256', tokenDigest(ROUTER)),
+      },
+    });
+  });
+
+  after(async () => {
+    await worker?.stop();
+    await test?.close();
+    cleanTempDirs();
+  });
+
+  it('first call builds, the second restores it (checkpoint_id names the image), a second tenant builds its own', async () => {
+    const output = await new Promise<string>((resolve, reject) =>
+      execFile(
+        PYTHON,
+        ['-c', PYTHON_CLIENT],
+        {
+          env: {
+            PATH: process.env['PATH'] ?? '/usr/bin:/bin',
+            PYTHONPATH: PYTHON_ROOT,
+            READIE_ADDRESS: test.address,
+            READIE_INSECURE: '1',
+            READIE_AUTH_TOKEN: ACME,
+          },
+        },
+        (error, stdout, stderr) =>
+          error ? reject(new Error(stderr || error.message)) : resolve(stdout),
+      ),
+    );
+    const [first, second] = output
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { result: unknown[]; worker: string; checkpoint: string });
+    expect(first!.result).to.deep.equal([
+      'a = 1\n',
+      '/tmp/.readie/image/local/lib/python3.11/dist-packages/tomli_w/__init__.py',
+      'e2e',
+      true,
+    ]);
+    expect(first!.checkpoint).to.match(/^image:[0-9a-f]{16}$/);
+    expect(second!.checkpoint).to.equal(first!.checkpoint);
+    expect(second!.worker).to.equal('img-w1');
+    const acme = worker.worker.images!.list();
+    expect(acme).to.have.length(1);
+    expect(acme[0]!.manifest.tenantId).to.equal('acme');
+    expect(acme[0]!.manifest.wheels.map((wheel) => wheel.file)).to.deep.equal([
+      'tomli_w-1.2.0-py3-none-any.whl',
+    ]);
+
+    // Another tenant, the same declaration (without the variable: another image), its own build.
+    const globex = new ReadieClient({ address: test.address, insecure: true, token: GLOBEX });
+    try {
+      const call = globex.start<string>(
+        { source: 'import tomli_w\ndef f():\n    return tomli_w.dumps({"b": 2})\n', function: 'f' },
+        { image: IMAGE },
+      );
+      expect(await call.result).to.equal('b = 2\n');
+      expect(call.info.checkpointId).to.match(/^image:[0-9a-f]{16}$/);
+    } finally {
+      globex.close();
+    }
+    const tenants = worker.worker
+      .images!.list()
+      .map((image) => image.manifest.tenantId)
+      .sort();
+    expect(tenants).to.deep.equal(['acme', 'globex']);
+
+    // The router's log holds each build, as the worker reported it.
+    const builtEvents = () =>
+      readLog(test.logDir).flatMap((event) => (event.type === 'ImageBuilt' ? [event] : []));
+    await eventually(() => builtEvents().length === 2, 'both builds in the log');
+    const built = builtEvents();
+    expect(built.map((event) => [event.workerId, event.tenantId, event.cause])).to.deep.equal([
+      ['img-w1', 'acme', 'report:img-w1'],
+      ['img-w1', 'globex', 'report:img-w1'],
+    ]);
+    expect(built[0]!.imageId.slice(0, 16)).to.equal(first!.checkpoint.slice('image:'.length));
+  });
+});
