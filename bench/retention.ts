@@ -15,8 +15,9 @@
  *   the fold rate reading each back (read, decode, validate, fold), alternating rounds;
  * - `routerStartMs`: a real router (in this process) started on the live log at day 3, 10 and the
  *   last, beside one started on the before-format log holding every day (wall clock and CPU);
- * - `verify1MArchiveMs`: `replay verify` of 1,000,000 events from the archive (its first files)
- *   beside the same events as JSONL (today's verify path), alternating rounds (a shorter run
+ * - `verify1MArchiveMs`: `replay verify` of 1,000,000 events from the archive (its first files;
+ *   every call and every other decision of the core made again and compared, as the command
+ *   does) beside the same events as JSONL (today's verify path), alternating rounds (a shorter run
  *   archives fewer: `verifyArchiveMs` of what it has, `verify1MArchiveMs` null).
  */
 import { readdirSync, statSync } from 'node:fs';
@@ -480,7 +481,7 @@ async function compareEncodings(dir: string, beforeDir: string, archiveFiles: re
 
 /**
  * `replay verify` of the archive's first 1,000,000 events: from the archive files (read, checksum,
- * decompress, decode, validate, fold, decide every call) beside the same events as JSONL.
+ * decompress, decode, validate, fold, make every decision again) beside the same events as JSONL.
  */
 async function compareVerify(dir: string, archiveFiles: readonly string[]) {
   const jsonl = join(dir, 'verify.jsonl');
@@ -497,11 +498,18 @@ async function compareVerify(dir: string, archiveFiles: readonly string[]) {
   await source.close();
   const verifyOnce = async (events: AsyncIterable<readonly ClusterEvent[]>) => {
     let calls = 0;
+    let decisions = 0;
     let diverged = 0;
     let count = 0;
+    // As `replay verify` does: every call placed again, every other decision of the core made
+    // again, each compared with what the log recorded.
     const replayer = new Replayer({
       onCall: (result) => {
         calls += 1;
+        if (result.recorded === 'diverged') diverged += 1;
+      },
+      onDecision: (result) => {
+        decisions += 1;
         if (result.recorded === 'diverged') diverged += 1;
       },
     });
@@ -518,12 +526,13 @@ async function compareVerify(dir: string, archiveFiles: readonly string[]) {
     replayer.end();
     const ms = performance.now() - start;
     const used = process.cpuUsage(cpu);
-    if (diverged > 0) throw new Error(`${diverged} calls diverged`);
-    return { ms, cpuMs: (used.user + used.system) / 1000, calls, count };
+    if (diverged > 0) throw new Error(`${diverged} decisions diverged`);
+    return { ms, cpuMs: (used.user + used.system) / 1000, calls, decisions, count };
   };
   const archive: { ms: number; cpuMs: number }[] = [];
   const jsonlRuns: { ms: number; cpuMs: number }[] = [];
   let calls = 0;
+  let decisions = 0;
   let count = 0;
   for (let round = 0; round < 2; round += 1) {
     // Today's path: a JSONL file, every line parsed and every event (snapshots too) folded.
@@ -540,6 +549,7 @@ async function compareVerify(dir: string, archiveFiles: readonly string[]) {
     await files.close();
     archive.push(fromArchive);
     calls = fromArchive.calls;
+    decisions = fromArchive.decisions;
     count = fromArchive.count;
   }
   // Reading alone (no fold), once each: what the encoding itself costs.
@@ -574,13 +584,14 @@ async function compareVerify(dir: string, archiveFiles: readonly string[]) {
     verify: {
       events: count,
       callsReproduced: calls,
+      otherDecisionsReproduced: decisions,
       cpuMs: { archive: Math.round(best.cpuMs), jsonl: Math.round(baseline.cpuMs) },
       readOnlyMs: { archive: readArchiveMs, jsonl: readJsonlMs },
       rounds: {
         archiveMs: archive.map((run) => Math.round(run.ms)),
         jsonlMs: jsonlRuns.map((run) => Math.round(run.ms)),
       },
-      note: 'read, check, decompress, decode, validate, fold and decide every call, in this process; the best of two alternating rounds (cpuMs: the CPU this process used in it, which other load on the machine does not inflate)',
+      note: 'read, check, decompress, decode, validate, fold, and make every decision again (calls and every other decision of the core, as replay verify does), in this process; the best of two alternating rounds (cpuMs: the CPU this process used in it, which other load on the machine does not inflate)',
     },
   };
 }

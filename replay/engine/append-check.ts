@@ -24,7 +24,7 @@ import { CONSEQUENCES_LOGGED } from '../../src/events/upcast.js';
 import type { ClusterState } from '../../src/projections/cluster-state.js';
 import { decide } from '../../src/core/decisions.js';
 import { PlacementCaches, type PlacedDecision } from '../../src/core/placement/index.js';
-import { decisionFields, firstDifference } from './compare.js';
+import { decisionFields, eventsDifference } from './compare.js';
 
 /** The version a scenario recorder writes in `RouterStarted` (replay/engine/scenario.ts). */
 const SCRIPTED_VERSION = 'fixture';
@@ -120,6 +120,28 @@ export interface ReopenContext {
 
 const NO_CONTEXT: ReopenContext = { placementOf: () => undefined };
 
+/** The event that opens a check, and the state before it (no function is made per event). */
+class Opening {
+  constructor(
+    private readonly state: ClusterState,
+    private readonly event: ClusterEvent,
+    private readonly cause: string,
+  ) {}
+
+  open(trigger: CheckedTrigger, computed: readonly NewEvent[], deferred?: Deferred): OpenCheck {
+    return {
+      trigger,
+      cause: this.cause,
+      seq: this.event.seq,
+      at: this.event.at,
+      computed,
+      recorded: [],
+      ...(deferred ? { deferred } : {}),
+      ...(this.state.schemaVersion < CONSEQUENCES_LOGGED ? { consequencesImplied: true } : {}),
+    };
+  }
+}
+
 /** The events of a pin change again: the change the recorded `RoutingRevised` describes. */
 function pinChangeEvents(state: ClusterState, event: ClusterEvent & { type: 'RoutingRevised' }) {
   const now = Date.parse(event.at);
@@ -163,34 +185,22 @@ export function reopen(
 ): OpenCheck | undefined {
   const cause = event.cause;
   if (cause === null) return undefined;
-  const opened = (
-    trigger: CheckedTrigger,
-    computed: readonly NewEvent[],
-    deferred?: Deferred,
-  ): OpenCheck => ({
-    trigger,
-    cause,
-    seq: event.seq,
-    at: event.at,
-    computed,
-    recorded: [],
-    ...(deferred ? { deferred } : {}),
-    ...(state.schemaVersion < CONSEQUENCES_LOGGED ? { consequencesImplied: true } : {}),
-  });
+  const opening = new Opening(state, event, cause);
   const now = Date.parse(event.at);
-  const kind = cause.split(':', 1)[0];
+  const colon = cause.indexOf(':');
+  const kind = colon < 0 ? cause : cause.slice(0, colon);
   switch (kind) {
     case 'start':
       // A scripted fixture writes its start by hand (a catalogue again, releases as a reaper's):
       // folded as recorded, like its reaper passes.
       return event.type === 'RouterStarted' && event.version !== SCRIPTED_VERSION
-        ? opened('start', [], START)
+        ? opening.open('start', [], START)
         : undefined;
     case 'answer':
-      return event.type === 'CallBound' ? reopenAnswer(state, event, context, opened) : undefined;
+      return event.type === 'CallBound' ? reopenAnswer(state, event, context, opening) : undefined;
     case 'call':
       return event.type === 'SessionTurnRefused'
-        ? opened(
+        ? opening.open(
             'turnRefusal',
             decide('turnRefusal', state, {
               requestId: event.requestId,
@@ -206,20 +216,20 @@ export function reopen(
       // by hand, with no pass behind them at their time: they are folded as recorded.
       return state.routerVersion === SCRIPTED_VERSION
         ? undefined
-        : opened('reaper', decide('reaper', state, { now }).events);
+        : opening.open('reaper', decide('reaper', state, { now }).events);
     case 'routing':
       return event.type === 'ResidencyProtected'
-        ? opened('protection', decide('protection', state, { now }).events)
+        ? opening.open('protection', decide('protection', state, { now }).events)
         : undefined;
     case 'probe':
       if (event.type === 'WorkerProbeFailed') {
-        return opened(
+        return opening.open(
           'probeFailure',
           decide('probeFailure', state, { workerId: event.workerId, error: event.error }).events,
         );
       }
       if (event.type === 'WorkerProbeSucceeded') {
-        return opened(
+        return opening.open(
           'probeSuccess',
           decide('probeSuccess', state, { workerId: event.workerId }).events,
         );
@@ -227,7 +237,7 @@ export function reopen(
       return undefined;
     case 'end':
       return event.type === 'CallFinished'
-        ? opened(
+        ? opening.open(
             'end',
             decide('end', state, {
               requestId: event.requestId,
@@ -238,7 +248,7 @@ export function reopen(
         : undefined;
     case 'session':
       return event.type === 'SessionEnded'
-        ? opened(
+        ? opening.open(
             'sessionEnd',
             decide('sessionEnd', state, { sessionId: event.sessionId, tenantId: event.tenantId })
               .events,
@@ -246,13 +256,13 @@ export function reopen(
         : undefined;
     case 'admin':
       try {
-        return reopenPinChange(state, event, now, opened);
+        return reopenPinChange(state, event, now, opening);
       } catch {
         // Refused now (a pin change the core would not make against this state): nothing made.
-        return opened(event.type === 'PinStaged' ? 'stage' : 'pinChange', []);
+        return opening.open(event.type === 'PinStaged' ? 'stage' : 'pinChange', []);
       }
     case 'report':
-      return reopenReport(state, event, opened);
+      return reopenReport(state, event, opening);
     default:
       return undefined;
   }
@@ -262,11 +272,11 @@ function reopenPinChange(
   state: ClusterState,
   event: ClusterEvent,
   now: number,
-  opened: (trigger: CheckedTrigger, computed: readonly NewEvent[]) => OpenCheck,
+  opening: Opening,
 ): OpenCheck | undefined {
   {
     if (event.type === 'PinStaged') {
-      return opened(
+      return opening.open(
         'stage',
         decide('stage', state, {
           tenantId: event.tenantId,
@@ -279,7 +289,7 @@ function reopenPinChange(
       );
     }
     return event.type === 'RoutingRevised'
-      ? opened('pinChange', pinChangeEvents(state, event).events)
+      ? opening.open('pinChange', pinChangeEvents(state, event).events)
       : undefined;
   }
 }
@@ -337,7 +347,7 @@ function reopenAnswer(
   state: ClusterState,
   event: ClusterEvent & { type: 'CallBound' },
   context: ReopenContext,
-  opened: (trigger: CheckedTrigger, computed: readonly NewEvent[]) => OpenCheck,
+  opening: Opening,
 ): OpenCheck | undefined {
   const placement = context.placementOf(event.requestId);
   // A log that begins after the call was placed: its placement is not in it.
@@ -358,7 +368,7 @@ function reopenAnswer(
     routingRevision: null,
     coldLoad: false,
   };
-  return opened(
+  return opening.open(
     'answer',
     decide('answer', state, {
       requestId,
@@ -380,16 +390,12 @@ function reopenAnswer(
 function reopenReport(
   state: ClusterState,
   event: ClusterEvent,
-  opened: (
-    trigger: CheckedTrigger,
-    computed: readonly NewEvent[],
-    deferred?: Deferred,
-  ) => OpenCheck,
+  opening: Opening,
 ): OpenCheck | undefined {
   switch (event.type) {
     case 'ResidencyBudget':
     case 'ResidencyChanged':
-      return opened('residencyReport', [], residencyDeferred(event.workerId));
+      return opening.open('residencyReport', [], residencyDeferred(event.workerId));
     case 'WorkerRegistered':
     case 'WorkerLeaving':
     case 'WorkerEvicted': {
@@ -415,13 +421,13 @@ function reopenReport(
       // first (`restarted`): its holder did not answer. That decision is checked from its
       // registration, which the eviction's group holds.
       if (event.type === 'WorkerEvicted') return undefined;
-      return opened(
+      return opening.open(
         'statusReport',
         decide('statusReport', state, { report, holderAnswers: false }).events,
       );
     }
     case 'WorkerUtilization':
-      return opened(
+      return opening.open(
         'utilizationReport',
         decide('utilizationReport', state, {
           workerId: event.workerId,
@@ -437,7 +443,7 @@ function reopenReport(
         }).events,
       );
     case 'ContainerStateChanged':
-      return opened(
+      return opening.open(
         'containerReport',
         decide('containerReport', state, {
           workerId: event.workerId,
@@ -475,17 +481,26 @@ export function settleCheck(
   // A log that ends inside an append (an exported range cut there) holds its first events only:
   // they are compared with as many of the decision's.
   const computed = logEnded ? made.slice(0, Math.max(1, check.recorded.length)) : made;
-  const recordedEvents = check.recorded.map(decisionFields);
-  const computedEvents = computed.map(decisionFields);
-  const divergence = firstDifference(recordedEvents, computedEvents);
+  const divergence = eventsDifference(check.recorded, computed);
+  // The events' fields are made when a listener reads them (a divergence's report), not for every
+  // decision.
+  let recordedEvents: readonly Record<string, unknown>[] | undefined;
+  let computedEvents: readonly Record<string, unknown>[] | undefined;
+  const { recorded } = check;
   return {
     seq: check.seq,
     at: check.at,
     trigger: check.trigger,
     cause: check.cause,
     recorded: divergence === null ? 'match' : 'diverged',
-    recordedEvents,
-    computedEvents,
+    get recordedEvents() {
+      recordedEvents ??= recorded.map(decisionFields);
+      return recordedEvents;
+    },
+    get computedEvents() {
+      computedEvents ??= computed.map(decisionFields);
+      return computedEvents;
+    },
     divergence,
   };
 }

@@ -10,20 +10,62 @@ const ABSENT_MEANS: Partial<Record<string, Readonly<Record<string, unknown>>>> =
   CallPlaced: { coldLoad: false },
 };
 
+/** Each event type's fields, in schema order (a constant table, read only). */
+const FIELD_NAMES: Readonly<Record<string, readonly string[]>> = Object.fromEntries(
+  Object.entries(EVENT_FIELDS).map(([type, fields]) => [type, Object.keys(fields)]),
+);
+
+const NO_ABSENT: Readonly<Record<string, unknown>> = {};
+
 /** An event without its envelope, keeping only the fields of its type (in schema order). */
 export function decisionFields(event: ClusterEvent | NewEvent): Record<string, unknown> {
   const fields: Record<string, unknown> = { type: event.type };
   if (!isEventType(event.type)) return fields;
   const source = event as unknown as Record<string, unknown>;
-  const absent = ABSENT_MEANS[event.type] ?? {};
-  for (const name of Object.keys(EVENT_FIELDS[event.type])) {
+  const absent = ABSENT_MEANS[event.type] ?? NO_ABSENT;
+  for (const name of FIELD_NAMES[event.type] ?? []) {
     fields[name] = source[name] ?? absent[name] ?? null;
   }
   return fields;
 }
 
+/**
+ * Whether `a` and `b` are certainly the same JSON: plain objects with the same keys in the same
+ * order and arrays, down to equal strings, booleans, finite numbers and nulls. False when unsure
+ * (anything else): the caller then compares their JSON text.
+ */
+function sameJsonShape(a: unknown, b: unknown, depth = 0): boolean {
+  if (a === b) return a !== undefined && (typeof a !== 'number' || Number.isFinite(a));
+  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null || depth > 32) {
+    return false;
+  }
+  if (Array.isArray(a)) {
+    if (!Array.isArray(b) || a.length !== b.length) return false;
+    for (let i = 0; i < a.length; i += 1) {
+      if (!sameJsonShape(a[i], b[i], depth + 1)) return false;
+    }
+    return true;
+  }
+  if (Array.isArray(b) || !isPlainObject(a) || !isPlainObject(b)) return false;
+  const keys = Object.keys(a);
+  const otherKeys = Object.keys(b);
+  if (keys.length !== otherKeys.length) return false;
+  for (let i = 0; i < keys.length; i += 1) {
+    const key = keys[i] as string;
+    if (key !== otherKeys[i]) return false;
+    if (!sameJsonShape(a[key], b[key], depth + 1)) return false;
+  }
+  return true;
+}
+
+function isPlainObject(value: object): value is Record<string, unknown> {
+  const prototype: unknown = Object.getPrototypeOf(value);
+  return prototype === Object.prototype || prototype === null;
+}
+
+/** Whether two field values are the same JSON (the cheap exact check first, then the text). */
 function same(a: unknown, b: unknown): boolean {
-  return a === b || JSON.stringify(a) === JSON.stringify(b);
+  return a === b || sameJsonShape(a, b) || JSON.stringify(a) === JSON.stringify(b);
 }
 
 function show(value: unknown): string {
@@ -39,6 +81,40 @@ function leftOut(type: unknown, field: string, recorded: unknown): boolean {
   if (recorded !== null || !isEventType(type)) return false;
   const added: readonly string[] = FIELDS_ADDED_TO_V1[type] ?? [];
   return added.includes(field);
+}
+
+/**
+ * What `firstDifference` says of the events' `decisionFields`, read from the events themselves
+ * (no copy of their fields is made for a decision that matches, as nearly all do).
+ */
+export function eventsDifference(
+  recorded: readonly (ClusterEvent | NewEvent)[],
+  computed: readonly (ClusterEvent | NewEvent)[],
+): string | null {
+  const length = Math.max(recorded.length, computed.length);
+  for (let i = 0; i < length; i += 1) {
+    const was = recorded[i];
+    const now = computed[i];
+    if (!was || !now) {
+      return was
+        ? `recorded a ${String(was.type)} that placement no longer makes`
+        : `placement now also makes a ${String((now as NewEvent).type)} the log does not record`;
+    }
+    if (was.type !== now.type) return `recorded ${String(was.type)}, now ${String(now.type)}`;
+    if (!isEventType(now.type)) continue;
+    const wasFields = was as unknown as Record<string, unknown>;
+    const nowFields = now as unknown as Record<string, unknown>;
+    const absent = ABSENT_MEANS[now.type] ?? NO_ABSENT;
+    for (const field of FIELD_NAMES[now.type] ?? []) {
+      const before = wasFields[field] ?? absent[field] ?? null;
+      const after = nowFields[field] ?? absent[field] ?? null;
+      if (leftOut(was.type, field, before)) continue;
+      if (!same(before, after)) {
+        return `${String(now.type)}.${field}: recorded ${show(before)}, now ${show(after)}`;
+      }
+    }
+  }
+  return null;
 }
 
 /**

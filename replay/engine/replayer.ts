@@ -30,7 +30,7 @@ import {
 import type { Config } from '../../src/shared/config.js';
 import { callOf as callOfQueued } from '../../src/core/admission/index.js';
 import type { CallResult } from './call-result.js';
-import { decisionFields, firstDifference } from './compare.js';
+import { decisionFields, eventsDifference } from './compare.js';
 import {
   belongsTo,
   reopen,
@@ -338,15 +338,16 @@ export class Replayer {
     for (const recordedEvent of recorded) this.apply(recordedEvent);
     const hasOutcome =
       event.cause !== null ? recorded.length > 0 : recorded.some((e) => OUTCOMES.has(e.type));
-    let recordedEvents: Record<string, unknown>[] | null = null;
     let divergence: string | null = null;
     if (hasOutcome) {
-      recordedEvents = recorded.map(decisionFields);
-      divergence = firstDifference(recordedEvents, computed.map(decisionFields));
+      divergence = eventsDifference(recorded, computed);
     } else {
       for (const computedEvent of computed) this.apply(stampLike(computedEvent, event));
     }
-    this.options.onCall?.({
+    if (!this.options.onCall) return;
+    // The recorded events' fields are made when a listener reads them, not for every call.
+    let recordedEvents: Record<string, unknown>[] | null | undefined;
+    this.options.onCall({
       seq: event.seq,
       at: event.at,
       requestId: event.requestId,
@@ -354,7 +355,10 @@ export class Replayer {
       tenantId: pending.call.tenantId ?? null,
       decision,
       recorded: !hasOutcome ? 'none' : divergence === null ? 'match' : 'diverged',
-      recordedEvents,
+      get recordedEvents() {
+        recordedEvents ??= hasOutcome ? recorded.map(decisionFields) : null;
+        return recordedEvents;
+      },
       divergence,
       rulesVersion: pending.rulesVersion,
     });

@@ -32,6 +32,11 @@ export interface SourcePart {
   readonly range: { readonly first: number; readonly last: number } | undefined;
   /** Which log it is from, when it says. */
   readonly origin: (() => Promise<LogOrigin | undefined>) | undefined;
+  /**
+   * Whether its first event is a `Snapshot` (an archive file's header says so): a fold that read
+   * the part before it up to that seq passes it over, as it does the snapshots inside a part.
+   */
+  readonly startsAtSnapshot?: () => Promise<boolean>;
   close(): Promise<void>;
 }
 
@@ -136,6 +141,7 @@ function archivePart(
     source,
     range: source.range,
     origin: () => Promise.resolve(origin),
+    startsAtSnapshot: () => Promise.resolve(header.snapshots[0] === range.fromSeq),
     close: () => source.close(),
   };
 }
@@ -165,15 +171,29 @@ export async function combinedSource(
     }
     warn(options, `skipping seq ${from} to ${to}: ${problem}`);
   };
-  /** Each part's batches from `fromSeq`, each seq once, gaps reported. */
+  /**
+   * Each part's batches from `fromSeq`, each seq once, gaps reported. `skipSnapshots`: the reader
+   * folds every event, so a part that starts at a snapshot right after the events read before it
+   * starts after that snapshot (its state is the fold's already).
+   */
   async function* walk<T>(
     fromSeq: number,
     toSeq: number,
     read: (part: SourcePart, from: number) => AsyncIterable<readonly T[]>,
     seqOf: (item: T) => number,
+    skipSnapshots = false,
   ): AsyncGenerator<T[]> {
     let next: number | undefined;
     for (const part of ordered) {
+      if (
+        skipSnapshots &&
+        next !== undefined &&
+        next === part.range?.first &&
+        next < toSeq &&
+        (await part.startsAtSnapshot?.()) === true
+      ) {
+        next += 1;
+      }
       const from = Math.max(fromSeq, next ?? 0);
       if (part.range && (part.range.last < from || part.range.first > toSeq)) continue;
       let first = true;
@@ -209,6 +229,7 @@ export async function combinedSource(
         Number.MAX_SAFE_INTEGER,
         (part, from) => part.source.batches(from, onBytes, skipSnapshots),
         (event) => event.seq,
+        skipSnapshots,
       );
     },
     stored(fromSeq = 0, toSeq = Number.MAX_SAFE_INTEGER) {

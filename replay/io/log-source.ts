@@ -136,6 +136,8 @@ function livePart(log: EventLogBackend, kind: 'lmdb' | 'jetstream'): SourcePart 
     source,
     range: source.range,
     origin: () => Promise.resolve(log.origin()),
+    startsAtSnapshot: async () =>
+      first !== undefined && (await log.snapshotAtOrBefore(first)) === first,
     close: () => log.close(),
   };
 }

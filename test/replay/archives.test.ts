@@ -152,6 +152,40 @@ describe('replay over an archive and the live log', function () {
     expect(alone.stdout).to.match(/verified: [1-9]\d* recorded decisions/);
   });
 
+  it('a fold reading on passes over the snapshot each next file starts at, not one after a gap', async () => {
+    const files = ArchiveDirectory.open(cluster.archive).entries();
+    const folded = async (paths: string[], options: OpenOptions = {}) => {
+      const source = await openLogSource(paths, options);
+      const events: ClusterEvent[] = [];
+      for await (const batch of source.batches(0, undefined, true)) events.push(...batch);
+      await source.close();
+      return events;
+    };
+    const events = await folded([cluster.archive, cluster.log]);
+    // Every seq once, in order, but the snapshots after the first event (and after the whole
+    // text, what the archiving appended).
+    const all = readEvents(cluster.full);
+    const last = all.at(-1)?.seq ?? 0;
+    expect(events.filter((e) => e.seq <= last).map((e) => e.seq)).to.deep.equal(
+      all.filter((e, i) => i === 0 || e.type !== 'Snapshot').map((e) => e.seq),
+    );
+    for (const file of files.slice(1)) {
+      expect(all.find((e) => e.seq === file.fromSeq)?.type).to.equal('Snapshot');
+      expect(events.some((e) => e.seq === file.fromSeq)).to.equal(false);
+    }
+    // After a file missing from the middle, the next starts the fold again from its snapshot.
+    const copy = tempDir('gap-');
+    const missing = files[1];
+    const after = files[2];
+    if (!missing || !after) throw new Error('fewer than three files');
+    for (const entry of files) {
+      if (entry !== missing) writeFileSync(join(copy, entry.file), readFileSync(entry.path));
+    }
+    const resumed = await folded([copy, cluster.log], { skipDamaged: true, warn: () => undefined });
+    expect(resumed.find((e) => e.seq === after.fromSeq)?.type).to.equal('Snapshot');
+    expect(resumed.some((e) => e.seq >= missing.fromSeq && e.seq <= missing.toSeq)).to.equal(false);
+  });
+
   it('archives every fixture and replays it as its expected file says', async () => {
     const fixtures = join(ROOT, 'fixtures');
     const names = readdirSync(fixtures).filter(
