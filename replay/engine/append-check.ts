@@ -45,7 +45,8 @@ export type CheckedTrigger =
   | 'protection'
   | 'turnRefusal'
   | 'stage'
-  | 'pinChange';
+  | 'pinChange'
+  | 'quotaChange';
 
 /** One decision made again, and how it compares with the log. */
 export interface DecisionResult {
@@ -119,6 +120,24 @@ export interface ReopenContext {
 }
 
 const NO_CONTEXT: ReopenContext = { placementOf: () => undefined };
+
+/** The events of a quota change again: the change the recorded event describes, whole. */
+function quotaChangeEvents(
+  state: ClusterState,
+  event: ClusterEvent & { type: 'QuotaChanged' | 'QuotaRemoved' },
+): readonly NewEvent[] {
+  const { tenantId } = event;
+  if (event.type === 'QuotaRemoved') {
+    return decide('quotaRemove', state, { tenantId, expectRevision: null }).events;
+  }
+  return decide('quotaSet', state, {
+    tenantId,
+    weight: event.weight,
+    maxSlots: event.maxSlots ?? 'none',
+    maxQueued: event.maxQueued,
+    expectRevision: null,
+  }).events;
+}
 
 /** The events of a pin change again: the change the recorded `RoutingRevised` describes. */
 function pinChangeEvents(state: ClusterState, event: ClusterEvent & { type: 'RoutingRevised' }) {
@@ -245,6 +264,14 @@ export function reopen(
           )
         : undefined;
     case 'admin':
+      if (event.type === 'QuotaChanged' || event.type === 'QuotaRemoved') {
+        try {
+          return opened('quotaChange', quotaChangeEvents(state, event));
+        } catch {
+          // Refused now (a quota change the core would not make against this state).
+          return opened('quotaChange', []);
+        }
+      }
       try {
         return reopenPinChange(state, event, now, opened);
       } catch {

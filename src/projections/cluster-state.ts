@@ -8,6 +8,7 @@ import type {
   SessionExpiryReason,
 } from '../events/schema.js';
 import { DEFAULT_CONFIG, type Config } from '../shared/config.js';
+import { initialQuotas, type QuotaTable } from './quota-state.js';
 import { initialRouting, type RoutingState } from './routing-state.js';
 
 /** A worker's lifecycle as the router knows it: placeable only when `ready` (with an address). */
@@ -232,6 +233,8 @@ export interface ClusterState {
   readonly queue: ReadonlyMap<string, QueuedCall>;
   /** Tenants' pinned versions and the workers' residency (docs/tenant-routing.md). */
   readonly routing: RoutingState;
+  /** Tenants' quotas: weights, slot caps, queue caps (docs/quotas.md). */
+  readonly quotas: QuotaTable;
 }
 
 /** The state before any event. */
@@ -251,5 +254,6 @@ export function initialState(): ClusterState {
     pendingCalls: new Map(),
     queue: new Map(),
     routing: initialRouting(),
+    quotas: initialQuotas(),
   };
 }

@@ -31,6 +31,7 @@ import type {
 import { isLive } from './queries.js';
 import { isStaleContainerReport, reconcile, type ContainerEntry } from './reconcile.js';
 import { forgetDue, scheduleForgetting } from './forget.js';
+import { applyQuotaEvent } from './quota-state.js';
 import { applyRoutingEvent } from './routing-fold.js';
 import { restoreSnapshot } from './snapshot.js';
 import { V1_READING } from './v1-reading.js';
@@ -214,6 +215,10 @@ function applyToCluster(state: State, event: ClusterEvent, changes: WorkerChange
       break;
     case 'SessionTurnRefused':
       // A call refused before it reached placement ("session is busy"): nothing was reserved.
+      break;
+    case 'QuotaChanged':
+    case 'QuotaRemoved':
+      applyQuotaEvent(state.quotas, event);
       break;
     // Where the log keeps its old segments is no part of the cluster's state.
     case 'LogSegmentArchived':

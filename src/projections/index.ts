@@ -4,6 +4,7 @@ export * from './evolve.js';
 export * from './fold.js';
 export * from './queries.js';
 export * from './reconcile.js';
+export * from './quota-state.js';
 export * from './routing-state.js';
 export * from './snapshot.js';
 export * from './worker-changes.js';

@@ -20,6 +20,7 @@ import { explainMismatch } from '../events/schema-errors.js';
 import type { Demand, EventOf } from '../events/types.js';
 import { configInForce } from '../shared/config.js';
 import { CONTAINER_RECORD_STATES, WORKER_STATUSES, type ClusterState } from './cluster-state.js';
+import type { QuotaTable } from './quota-state.js';
 import { initialRouting, type RoutingState } from './routing-state.js';
 
 const Nullable = <S extends TSchema>(schema: S) => T.Union([schema, T.Null()]);
@@ -154,6 +155,19 @@ const RoutingSchema = T.Object({
   sessions: T.Record(T.String(), T.Object({ tenantId: Text, revision: Count })),
 });
 
+const QuotasSchema = T.Object({
+  revision: Count,
+  entries: T.Record(
+    T.String(),
+    T.Object({
+      weight: T.Number({ exclusiveMinimum: 0 }),
+      maxSlots: Nullable(T.Integer({ minimum: 1 })),
+      maxQueued: T.Integer({ minimum: 1 }),
+      revision: T.Integer({ minimum: 1 }),
+    }),
+  ),
+});
+
 /** The JSON schema of a snapshot's `state`. */
 export const ClusterStateSchema = T.Object({
   schemaVersion: T.Integer({ minimum: 1, maximum: EVENT_SCHEMA_VERSION }),
@@ -172,6 +186,8 @@ export const ClusterStateSchema = T.Object({
   queue: T.Optional(T.Record(T.String(), QueuedCallSchema)),
   // Absent in snapshots written before routing existed.
   routing: T.Optional(RoutingSchema),
+  // Absent in snapshots written before quotas existed.
+  quotas: T.Optional(QuotasSchema),
 });
 
 /** A state as JSON: what a `Snapshot` event carries (Maps become objects keyed by ID). */
@@ -189,13 +205,19 @@ type Jsonified<T> =
 // The schema and the `ClusterState` interface must describe the same thing.
 type SameShape<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
 const schemaMatchesState: SameShape<
-  Omit<ClusterStateJson, 'config' | 'rulesVersion' | 'routing' | 'queue'>,
-  Omit<Jsonified<ClusterState>, 'config' | 'rulesVersion' | 'routing' | 'sessionExpiries' | 'queue'>
+  Omit<ClusterStateJson, 'config' | 'rulesVersion' | 'routing' | 'queue' | 'quotas'>,
+  Omit<
+    Jsonified<ClusterState>,
+    'config' | 'rulesVersion' | 'routing' | 'sessionExpiries' | 'queue' | 'quotas'
+  >
 > = true;
 void schemaMatchesState;
 
 const routingMatchesState: SameShape<Static<typeof RoutingSchema>, Jsonified<RoutingState>> = true;
 void routingMatchesState;
+
+const quotasMatchState: SameShape<Static<typeof QuotasSchema>, Jsonified<QuotaTable>> = true;
+void quotasMatchState;
 
 const checkState = TypeCompiler.Compile(ClusterStateSchema);
 
@@ -251,6 +273,10 @@ export function stateFromJson(json: ClusterStateJson): ClusterState {
         .map((call) => [call.requestId, { ...call, demand: demandOf(call.demand) }]),
     ),
     routing: copy.routing ? routingFromJson(copy.routing) : initialRouting(),
+    quotas: {
+      revision: copy.quotas?.revision ?? 0,
+      entries: mapOf(copy.quotas?.entries ?? {}, (entry) => entry),
+    },
   };
 }
 
@@ -401,8 +427,9 @@ function withDefaults(state: unknown): unknown {
 /** A detached JSON copy of a state, as a `Snapshot` event carries it and `replay state` prints it. */
 export function stateToJson(state: ClusterState): ClusterStateJson {
   // Derived from the session records when a snapshot is read (`stateFromJson`).
-  const { sessionExpiries, ...recorded } = state;
+  const { sessionExpiries, quotas, ...recorded } = state;
   void sessionExpiries;
+  void quotas;
   return structuredClone({
     ...recorded,
     workers: recordOf(state.workers, (worker) => ({
@@ -422,6 +449,15 @@ export function stateToJson(state: ClusterState): ClusterStateJson {
     })),
     queue: recordOf(state.queue, (call) => ({ ...call, demand: structuredClone(call.demand) })),
     routing: routingToJson(state.routing),
+    // Left out before any quota event, so a log without quotas snapshots as it did before them.
+    ...(state.quotas.revision === 0
+      ? {}
+      : {
+          quotas: {
+            revision: state.quotas.revision,
+            entries: recordOf(state.quotas.entries, (entry) => ({ ...entry })),
+          },
+        }),
   });
 }
 

@@ -91,12 +91,16 @@ describe('events: the binary codec', () => {
     expect(layout).to.contain('SessionExpired[sessionId:str,reason:enum');
     expect(layout).to.match(/SessionExpired\[[^\n]*causeSeq:int\?\]/);
     expect(layout).to.match(/RouterStarted\[[^\n]*schemaVersion:int\?\]/);
+    // Types added later go last and lay out their own fields (the quota table's two events).
+    expect(layout).to.contain(
+      'QuotaChanged[revision:int,tenantId:str,weight:num,maxSlots:int?,maxQueued:int]',
+    );
     expect(createHash('sha256').update(layout).digest('hex'), layout).to.equal(
-      '7dafc0cbcdecf1d72b9ff18b6931f95c105a8c54b4df29b4300f1349bf7db581',
+      '195b9df85f5f08a734c4250cb993184f9d48a338429c92c2495638d4c87fdbf5',
     );
   });
 
-  it('given the fields schema v2 added, stores them in the codec and gives them back', () => {
+  it('given the fields schema v2 added and the quota events, stores them in the codec and gives them back', () => {
     const events = [
       validateEvent({
         seq: 1,
@@ -118,6 +122,25 @@ describe('events: the binary codec', () => {
         sessionId: 's1',
         reason: 'worker_evicted',
         causeSeq: 41,
+      }),
+      validateEvent({
+        seq: 3,
+        at: '2026-11-30T10:00:02.000Z',
+        cause: 'admin:acme',
+        type: 'QuotaChanged',
+        revision: 1,
+        tenantId: 'acme',
+        weight: 2.5,
+        maxSlots: 12,
+        maxQueued: 500,
+      }),
+      validateEvent({
+        seq: 4,
+        at: '2026-11-30T10:00:03.000Z',
+        cause: 'admin:acme',
+        type: 'QuotaRemoved',
+        revision: 2,
+        tenantId: 'acme',
       }),
     ];
     for (const event of events) {

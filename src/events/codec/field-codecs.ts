@@ -44,6 +44,8 @@ export const CODEC_EVENT_TYPES = [
   'CallAdmitted',
   'CallLeftQueue',
   'SessionTurnRefused',
+  'QuotaChanged',
+  'QuotaRemoved',
 ] as const satisfies readonly EventType[];
 
 /** Compiles only while every event type has a code. */
