@@ -2,7 +2,7 @@
  * Admission's shell (docs/placement.md, "The admission queue"): after every recorded decision
  * that can have freed capacity or changed where a call fits (a call ending, a container removed
  * or forgotten, a worker registering, reporting or leaving, a session ending or expiring, a pin
- * change, a call leaving the queue), while calls wait, it records the core's admission decision
+ * or quota change, a call leaving the queue), while calls wait, it records the core's admission decision
  * again and again until it admits nothing, and hands each admitted call its placement. Reads no
  * clock and makes no rule: the order and the fit are the core's (`decideAdmit`).
  */
@@ -32,6 +32,8 @@ const FREES: ReadonlySet<EventType> = new Set<EventType>([
   'SessionEnded',
   'SessionUnpinned',
   'RoutingRevised',
+  'QuotaChanged',
+  'QuotaRemoved',
   'CatalogueLoaded',
   'RouterStarted',
 ]);
