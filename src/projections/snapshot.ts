@@ -20,6 +20,7 @@ import { explainMismatch } from '../events/schema-errors.js';
 import type { Demand, EventOf } from '../events/types.js';
 import { configInForce } from '../shared/config.js';
 import { CONTAINER_RECORD_STATES, WORKER_STATUSES, type ClusterState } from './cluster-state.js';
+import { admissionIndexOf } from './admission-index.js';
 import { initialRouting, type RoutingState } from './routing-state.js';
 
 const Nullable = <S extends TSchema>(schema: S) => T.Union([schema, T.Null()]);
@@ -190,7 +191,10 @@ type Jsonified<T> =
 type SameShape<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
 const schemaMatchesState: SameShape<
   Omit<ClusterStateJson, 'config' | 'rulesVersion' | 'routing' | 'queue'>,
-  Omit<Jsonified<ClusterState>, 'config' | 'rulesVersion' | 'routing' | 'sessionExpiries' | 'queue'>
+  Omit<
+    Jsonified<ClusterState>,
+    'config' | 'rulesVersion' | 'routing' | 'sessionExpiries' | 'queue' | 'admission'
+  >
 > = true;
 void schemaMatchesState;
 
@@ -223,7 +227,7 @@ export function stateFromJson(json: ClusterStateJson): ClusterState {
     callContainers.set(reservation.workerId, calls);
   }
   for (const calls of callContainers.values()) for (const ids of calls.values()) ids.sort();
-  return {
+  const state = {
     ...copy,
     config: configInForce(copy.config),
     rulesVersion: copy.rulesVersion ?? null,
@@ -252,6 +256,7 @@ export function stateFromJson(json: ClusterStateJson): ClusterState {
     ),
     routing: copy.routing ? routingFromJson(copy.routing) : initialRouting(),
   };
+  return { ...state, admission: admissionIndexOf(state) };
 }
 
 /** A demand as a snapshot holds it, its absent parts null (as a read event's). */
@@ -400,9 +405,10 @@ function withDefaults(state: unknown): unknown {
 
 /** A detached JSON copy of a state, as a `Snapshot` event carries it and `replay state` prints it. */
 export function stateToJson(state: ClusterState): ClusterStateJson {
-  // Derived from the session records when a snapshot is read (`stateFromJson`).
-  const { sessionExpiries, ...recorded } = state;
+  // Derived from the records when a snapshot is read (`stateFromJson`).
+  const { sessionExpiries, admission, ...recorded } = state;
   void sessionExpiries;
+  void admission;
   return structuredClone({
     ...recorded,
     workers: recordOf(state.workers, (worker) => ({
