@@ -1,4 +1,5 @@
 /** Pure folds of the event log into cluster state, and read-only queries over it. */
+export * from './admission-index.js';
 export * from './cluster-state.js';
 export * from './evolve.js';
 export * from './fold.js';

@@ -20,6 +20,7 @@ import { explainMismatch } from '../events/schema-errors.js';
 import type { Demand, EventOf } from '../events/types.js';
 import { configInForce } from '../shared/config.js';
 import { CONTAINER_RECORD_STATES, WORKER_STATUSES, type ClusterState } from './cluster-state.js';
+import { admissionIndexOf } from './admission-index.js';
 import type { QuotaTable } from './quota-state.js';
 import { initialRouting, type RoutingState } from './routing-state.js';
 
@@ -208,7 +209,7 @@ const schemaMatchesState: SameShape<
   Omit<ClusterStateJson, 'config' | 'rulesVersion' | 'routing' | 'queue' | 'quotas'>,
   Omit<
     Jsonified<ClusterState>,
-    'config' | 'rulesVersion' | 'routing' | 'sessionExpiries' | 'queue' | 'quotas'
+    'config' | 'rulesVersion' | 'routing' | 'sessionExpiries' | 'queue' | 'admission' | 'quotas'
   >
 > = true;
 void schemaMatchesState;
@@ -245,7 +246,7 @@ export function stateFromJson(json: ClusterStateJson): ClusterState {
     callContainers.set(reservation.workerId, calls);
   }
   for (const calls of callContainers.values()) for (const ids of calls.values()) ids.sort();
-  return {
+  const state = {
     ...copy,
     config: configInForce(copy.config),
     rulesVersion: copy.rulesVersion ?? null,
@@ -278,6 +279,7 @@ export function stateFromJson(json: ClusterStateJson): ClusterState {
       entries: mapOf(copy.quotas?.entries ?? {}, (entry) => entry),
     },
   };
+  return { ...state, admission: admissionIndexOf(state) };
 }
 
 /** A demand as a snapshot holds it, its absent parts null (as a read event's). */
@@ -426,9 +428,10 @@ function withDefaults(state: unknown): unknown {
 
 /** A detached JSON copy of a state, as a `Snapshot` event carries it and `replay state` prints it. */
 export function stateToJson(state: ClusterState): ClusterStateJson {
-  // Derived from the session records when a snapshot is read (`stateFromJson`).
-  const { sessionExpiries, quotas, ...recorded } = state;
+  // Derived from the records when a snapshot is read (`stateFromJson`); the quotas are below.
+  const { sessionExpiries, admission, quotas, ...recorded } = state;
   void sessionExpiries;
+  void admission;
   void quotas;
   return structuredClone({
     ...recorded,

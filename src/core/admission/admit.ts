@@ -11,7 +11,12 @@
 import type { ClusterState } from '../../projections/cluster-state.js';
 import type { Config } from '../../shared/config.js';
 import type { Decision } from '../decision.js';
-import { place, type PlacementCaches, type PlacementDecision } from '../placement/index.js';
+import {
+  place,
+  type PlacementCaches,
+  type PlacementDecision,
+  type ScanMemo,
+} from '../placement/index.js';
 import { fairOrder } from './fair-order.js';
 import { callOf } from './queue-rules.js';
 
@@ -35,9 +40,11 @@ export interface AdmitDecision extends Decision {
 export function decideAdmit(state: ClusterState, input: AdmitInput = {}): AdmitDecision {
   if (state.queue.size > 0) {
     const config = input.config ?? state.config;
+    // Heads of one budget walk the candidates once: the state does not change in between.
+    const scans: ScanMemo = new Map();
     for (const turn of fairOrder(state)) {
       const { requestId } = turn.head;
-      const placement = place(state, callOf(turn.head), { config, caches: input.caches });
+      const placement = place(state, callOf(turn.head), { config, caches: input.caches, scans });
       if (placement.outcome === 'rejected' && placement.fit === 'not-now') continue;
       return {
         cause: { kind: 'admit', requestId },

@@ -4,6 +4,7 @@
  * A log recorded before the queue existed records no `QUEUE_TIMEOUT` (which reads as 0) or an
  * older rules version: it replays with no queue, every call that finds no room refused at once.
  */
+import { queueTenant } from '../../projections/admission-index.js';
 import type { ClusterState, QueuedCall } from '../../projections/cluster-state.js';
 import type { Config } from '../../shared/config.js';
 import { decidesAdmission, type CallToPlace } from '../placement/index.js';
@@ -13,18 +14,11 @@ export function queueing(state: ClusterState, config: Config): boolean {
   return config.QUEUE_TIMEOUT > 0 && decidesAdmission(state.rulesVersion);
 }
 
-/** The tenant a queued call waits as: its own, or `` for calls without one. */
-export function queueTenant(tenantId: string | null | undefined): string {
-  return tenantId ?? '';
-}
+export { queueTenant };
 
-/** How many calls of `tenantId` (calls without a tenant: null) wait in the queue. */
+/** How many calls of `tenantId` (calls without a tenant: null) wait in the queue (O(1)). */
 export function queuedCount(state: ClusterState, tenantId: string | null): number {
-  if (state.queue.size === 0) return 0;
-  const tenant = queueTenant(tenantId);
-  let count = 0;
-  for (const call of state.queue.values()) if (queueTenant(call.tenantId) === tenant) count += 1;
-  return count;
+  return state.admission.queues.get(queueTenant(tenantId))?.count ?? 0;
 }
 
 /** The calls one tenant may have waiting in the queue (`maxQueued`'s default). */
