@@ -201,3 +201,123 @@ describe('quotas: the table', () => {
     expect([...restored.quotas.entries]).to.deep.equal([...state.quotas.entries]);
   });
 });
+
+function finish(given: History, requestId: string): void {
+  given.add({ type: 'CallFinished', requestId, ok: true, code: null, message: null });
+}
+
+/** Frees `requestId`'s slot and records the next admission; the call admitted (or `none`). */
+function freeAndAdmit(given: History, requestId: string): string {
+  finish(given, requestId);
+  const admitted = decide('admit', given.state(), {});
+  record(given, admitted.events);
+  return admitted.requestId ?? 'none';
+}
+
+describe('quotas: admission', () => {
+  it('given weights 2:1, when slots free, then the tenant with the lowest held / weight goes first (ties by tenant ID)', () => {
+    const given = cluster(6);
+    setQuota(given, { tenantId: 'b', weight: 2 });
+    // a holds 2, b holds 4; both have calls waiting.
+    for (const id of ['a1', 'a2']) call(given, id, 'a');
+    for (const id of ['b1', 'b2', 'b3', 'b4']) call(given, id, 'b');
+    for (const id of ['aq1', 'aq2', 'aq3']) call(given, id, 'a');
+    for (const id of ['bq1', 'bq2', 'bq3']) call(given, id, 'b');
+    // Each turnover: shares a 2/1 vs b 3/2 -> b; a 2 vs b 4/2 = 2: tie, a by ID; ...
+    const order = ['b1', 'a1', 'b2', 'b3', 'a2', 'b4'].map((id) => freeAndAdmit(given, id));
+    expect(order).to.deep.equal(['bq1', 'aq1', 'bq2', 'bq3', 'aq2', 'aq3']);
+    // Unweighted (no quota events), the same log admits by slots held alone.
+    const plain = cluster(6);
+    for (const id of ['a1', 'a2']) call(plain, id, 'a');
+    for (const id of ['b1', 'b2', 'b3', 'b4']) call(plain, id, 'b');
+    call(plain, 'aq1', 'a');
+    call(plain, 'bq1', 'b');
+    expect(freeAndAdmit(plain, 'b1')).to.equal('aq1');
+  });
+
+  it('given maxSlots, when its tenant holds that many, then its next call waits although the cluster has room, and others run at once', () => {
+    const given = cluster(16);
+    setQuota(given, { tenantId: 'a', maxSlots: 12 });
+    for (let i = 0; i < 12; i += 1) call(given, `a${i}`, 'a');
+    const capped = call(given, 'a-over', 'a');
+    expect(capped.queued).to.equal("tenant a holds 12 slots, its quota's maxSlots 12");
+    expect(capped.events.at(-1)).to.deep.include({ type: 'CallQueued' });
+    expect(call(given, 'b1', 'b').placement.outcome).to.equal('placed');
+    // Room is left, but admission passes a over while it holds its cap.
+    expect(decide('admit', given.state(), {}).requestId).to.equal(null);
+    expect(freeAndAdmit(given, 'a0')).to.equal('a-over');
+  });
+
+  it("given maxSlots, sessions' idle containers count: a tenant whose sessions hold its cap waits, and a session call reusing its container does not", () => {
+    const given = cluster(4);
+    setQuota(given, { tenantId: 'a', maxSlots: 2 });
+    for (const id of ['s1', 's2']) {
+      const made = call(given, `${id}-c1`, 'a', {}, id);
+      expect(made.placement.outcome).to.equal('placed');
+      given.add(
+        { type: 'CallBound', requestId: `${id}-c1`, containerId: `k-${id}`, checkpointId: null },
+        {
+          type: 'SessionPinned',
+          sessionId: id,
+          workerId: 'w1',
+          containerId: `k-${id}`,
+          requestId: `${id}-c1`,
+          checkpointId: null,
+        },
+        {
+          type: 'ContainerStateChanged',
+          workerId: 'w1',
+          containerId: `k-${id}`,
+          state: 'busy',
+          checkpointId: null,
+          reportSeq: null,
+        },
+      );
+      finish(given, `${id}-c1`);
+    }
+    expect(given.state().admission.held.get('a')).to.equal(2);
+    expect(call(given, 'plain', 'a').queued).to.contain('holds 2 slots');
+    const again = call(given, 's1-c2', 'a', {}, 's1');
+    expect(again.queued).to.equal(null);
+    expect(again.placement).to.deep.include({ outcome: 'placed', containerId: 'k-s1' });
+  });
+
+  it('given no queue (QUEUE_TIMEOUT=0), a call beyond maxSlots is refused at once, RESOURCE_EXHAUSTED', () => {
+    const given = cluster(4, { QUEUE_TIMEOUT: 0 });
+    setQuota(given, { tenantId: 'a', maxSlots: 1 });
+    call(given, 'a1', 'a');
+    const refused = call(given, 'a2', 'a');
+    expect(refused.events.at(-1)).to.deep.include({
+      type: 'CallRejected',
+      code: 'RESOURCE_EXHAUSTED',
+      message: "tenant a holds 1 slot, its quota's maxSlots 1",
+    });
+  });
+
+  it('given maxQueued, when that many of its calls wait, then one more is refused at once with a retry-after; other tenants still queue', () => {
+    const given = cluster(1);
+    setQuota(given, { tenantId: 't', maxQueued: 2 });
+    call(given, 'x', 'x');
+    expect(call(given, 't1', 't').queued).to.not.equal(null);
+    expect(call(given, 't2', 't').queued).to.not.equal(null);
+    const full = call(given, 't3', 't');
+    expect(full.events.at(-1)).to.deep.include({
+      type: 'CallRejected',
+      code: 'RESOURCE_EXHAUSTED',
+      retryAfterMs: 2_000,
+      message:
+        'the admission queue holds 2 calls of tenant t, the most it keeps (maxQueued 2): retry in 2000ms',
+    });
+    expect(call(given, 'u1', 'u').queued).to.not.equal(null);
+  });
+
+  it('when a cap is raised, admission lets the waiting call in (the change is a capacity change)', () => {
+    const given = cluster(4);
+    setQuota(given, { tenantId: 'a', maxSlots: 1 });
+    call(given, 'a1', 'a');
+    call(given, 'a2', 'a');
+    expect(decide('admit', given.state(), {}).requestId).to.equal(null);
+    setQuota(given, { tenantId: 'a', maxSlots: 2 });
+    expect(decide('admit', given.state(), {}).requestId).to.equal('a2');
+  });
+});

@@ -18,7 +18,7 @@ import {
   type ScanMemo,
 } from '../placement/index.js';
 import { fairOrder } from './fair-order.js';
-import { callOf } from './queue-rules.js';
+import { callOf, slotCapReached } from './queue-rules.js';
 
 /** What admission is given besides the state. */
 export interface AdmitInput {
@@ -44,6 +44,9 @@ export function decideAdmit(state: ClusterState, input: AdmitInput = {}): AdmitD
     const scans: ScanMemo = new Map();
     for (const turn of fairOrder(state)) {
       const { requestId } = turn.head;
+      // A tenant at its slot cap waits (a queued call always needs a new slot: one reusing its
+      // session's container never queues).
+      if (slotCapReached(state, turn.head.tenantId) !== null) continue;
       const placement = place(state, callOf(turn.head), { config, caches: input.caches, scans });
       if (placement.outcome === 'rejected' && placement.fit === 'not-now') continue;
       return {

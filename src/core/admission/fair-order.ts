@@ -2,9 +2,10 @@
  * The fair order of admission (docs/placement.md, "The admission queue"): within a tenant, first
  * come first served; across tenants, the head of the tenant whose usage share is lowest first:
  * slots held (calls in flight plus idle containers kept for its sessions) divided by its weight
- * (1 for every tenant until quotas give weights), ties by tenant ID (as text).
+ * (its quota's, 1 by default: docs/quotas.md), ties by tenant ID (as text).
  */
 import type { ClusterState, QueuedCall } from '../../projections/cluster-state.js';
+import { quotaOf } from '../../projections/quota-state.js';
 
 /** A tenant with queued calls: its head, and its share when the order was taken. */
 export interface TenantTurn {
@@ -37,7 +38,8 @@ export function fairOrder(state: ClusterState): TenantTurn[] {
     const head = state.queue.get(queue.head);
     if (head === undefined) continue;
     const slots = held.get(tenant) ?? 0;
-    turns.push({ tenant, head, held: slots, share: slots, queued: queue.count });
+    const { weight } = quotaOf(state.quotas, tenant);
+    turns.push({ tenant, head, held: slots, share: slots / weight, queued: queue.count });
   }
   return turns.sort(byShare);
 }

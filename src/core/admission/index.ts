@@ -9,4 +9,5 @@ export {
   queuedCount,
   queueing,
   queueTenant,
+  slotCapReached,
 } from './queue-rules.js';
