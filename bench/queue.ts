@@ -4,14 +4,15 @@
  * - admissions per second with 10,000 calls queued over 1,000 full workers (8 slots each): a call
  *   finishes, admission admits the next in fair order, a new call arrives and queues, beside the
  *   same loop with no queue (a call finishes, a new call is placed at once) in the same run;
- * - fairness: two backlogged tenants of weight 1 sharing the cluster, the slots each holds at the
- *   end and Jain's index over them;
+ * - fairness: two backlogged tenants with weights 1:1 and 2:1 (quotas) sharing the cluster, the
+ *   slot-seconds each gets, their ratio beside the weights' and Jain's index over the weighted
+ *   shares; and one call of a third tenant behind another's 10,000 queued: the slots that must
+ *   free before it is admitted;
  * - the heap each queued call costs (10,000 queued beside none, after full GCs).
  */
 import type { NewEvent } from '../src/events/index.js';
 import { applyInPlace, initialState, type ClusterState } from '../src/projections/index.js';
 import { decide } from '../src/core/decisions.js';
-import { slotsHeld } from '../src/core/admission/index.js';
 import { PlacementCaches } from '../src/core/placement/index.js';
 import { validateEvent } from '../src/events/index.js';
 import { demand, GiB, registered, started } from '../test/support/events.js';
@@ -105,20 +106,41 @@ function placements(): number {
   return perSecond(ROUNDS, performance.now() - start);
 }
 
-/** Two backlogged tenants sharing 100 workers: the slots each holds after 4,000 turnovers. */
-function fairness(): { held: Record<string, number>; jainIndex: number } {
+/** A cluster of 100 workers (800 slots) with the queue on, and weights by tenant. */
+function weightedCluster(weights: Record<string, number>): Folding {
   const folding = new Folding();
   folding.add([started({ QUEUE_TIMEOUT: 600_000 })]);
   for (let w = 0; w < 100; w += 1) {
     folding.add([registered(`w${w}`, { memoryTotal: 64 * GiB, maxContainers: SLOTS })]);
   }
+  for (const [tenantId, weight] of Object.entries(weights)) {
+    const made = decide('quotaSet', folding.state, {
+      tenantId,
+      weight,
+      maxSlots: null,
+      maxQueued: null,
+      expectRevision: null,
+    });
+    folding.add(made.events);
+  }
+  return folding;
+}
+
+/**
+ * Two backlogged tenants sharing 100 workers with weights a:b: the slot-seconds each gets over
+ * 4,000 turnovers after 2,000 to settle (one turnover a time unit), their ratio beside the
+ * weights', and Jain's index over the slot-seconds divided by the weights (1.0: exactly fair).
+ */
+function fairness(weightA: number, weightB: number) {
+  const folding = weightedCluster(weightA === 1 && weightB === 1 ? {} : { a: weightA, b: weightB });
   // A arrives first and takes every slot; both keep 2,000 calls waiting.
   for (let i = 0; i < 800 + 2_000; i += 1) folding.call(`a-${i}`, 'a');
   for (let i = 0; i < 2_000; i += 1) folding.call(`b-${i}`, 'b');
   const running = [...folding.state.reservations.keys()];
   let a = 2_800;
   let b = 2_000;
-  for (let round = 0; round < 4_000; round += 1) {
+  const slotSeconds = { a: 0, b: 0 };
+  for (let round = 0; round < 6_000; round += 1) {
     const index = round % running.length;
     folding.add([
       {
@@ -136,12 +158,54 @@ function fairness(): { held: Record<string, number>; jainIndex: number } {
     // The admitted call's tenant queues one more, so both stay backlogged.
     if (tenant === 'a') folding.call(`a-${(a += 1)}`, 'a');
     else folding.call(`b-${(b += 1)}`, 'b');
+    if (round < 2_000) continue;
+    const held = folding.state.admission.held;
+    slotSeconds.a += held.get('a') ?? 0;
+    slotSeconds.b += held.get('b') ?? 0;
   }
-  const held = slotsHeld(folding.state);
-  const x = [held.get('a') ?? 0, held.get('b') ?? 0];
+  const x = [slotSeconds.a / weightA, slotSeconds.b / weightB];
   const sum = x[0]! + x[1]!;
   const jainIndex = (sum * sum) / (2 * (x[0]! ** 2 + x[1]! ** 2));
-  return { held: { a: x[0]!, b: x[1]! }, jainIndex: Math.round(jainIndex * 10_000) / 10_000 };
+  const measured = slotSeconds.a / slotSeconds.b;
+  const target = weightA / weightB;
+  return {
+    weights: `${weightA}:${weightB}`,
+    slotSeconds,
+    ratio: Math.round(measured * 10_000) / 10_000,
+    targetRatio: target,
+    offByPercent: Math.round((Math.abs(measured - target) / target) * 10_000) / 100,
+    targetOffByPercentAtMost: 5,
+    jainIndexWeighted: Math.round(jainIndex * 10_000) / 10_000,
+    targetJainIndexAtLeast: 0.95,
+  };
+}
+
+/**
+ * One call of tenant c waiting behind a's 10,000 queued calls on a full cluster: how many slots
+ * must free before it is admitted (target 1: the first one).
+ */
+function smallTenantBehindBacklog() {
+  const folding = weightedCluster({});
+  for (let i = 0; i < 800 + QUEUED; i += 1) folding.call(`a-${i}`, 'a');
+  folding.call('c-1', 'c');
+  const running = [...folding.state.reservations.keys()];
+  let freed = 0;
+  let admittedC = false;
+  while (!admittedC && freed < running.length) {
+    folding.add([
+      { type: 'CallFinished', requestId: running[freed]!, ok: true, code: null, message: null },
+    ]);
+    freed += 1;
+    const made = decide('admit', folding.state, { caches: folding.caches });
+    folding.add(made.events);
+    admittedC = made.requestId === 'c-1';
+  }
+  return {
+    queuedAhead: QUEUED,
+    slotsFreedUntilAdmitted: admittedC ? freed : null,
+    targetAtMost: 1,
+    baselineFifoSlots: QUEUED + 1,
+  };
 }
 
 /** Heap bytes per queued call: 10,000 queued beside none. */
@@ -181,7 +245,8 @@ export async function run(): Promise<unknown> {
       baselineRuns: placed,
       ratio: ratio(best(admitted), best(placed)),
     },
-    fairness: fairness(),
+    fairness: { equal: fairness(1, 1), weighted: fairness(2, 1) },
+    smallTenantBehindBacklog: smallTenantBehindBacklog(),
     bytesPerQueuedCall: memoryPerQueuedCall(),
   };
 }
