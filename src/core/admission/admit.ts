@@ -44,7 +44,12 @@ export function decideAdmit(state: ClusterState, input: AdmitInput = {}): AdmitD
     const scans: ScanMemo = new Map();
     for (const turn of fairOrder(state)) {
       const { requestId } = turn.head;
-      const placement = place(state, callOf(turn.head), { config, caches: input.caches, scans });
+      const placement = place(state, callOf(turn.head), {
+        config,
+        caches: input.caches,
+        scans,
+        fitOnly: true,
+      });
       if (placement.outcome === 'rejected' && placement.fit === 'not-now') continue;
       return {
         cause: { kind: 'admit', requestId },

@@ -10,3 +10,4 @@ export {
   queueing,
   queueTenant,
 } from './queue-rules.js';
+export { mayAdmitAfter, reportOpensRoom, type RoomDecision, type RoomReport } from './room.js';
