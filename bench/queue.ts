@@ -1,9 +1,12 @@
 /**
- * The admission queue (docs/placement.md, "The admission queue"), in memory (decide, then fold
- * the decision's events into the state, as the router's journal does, without the disk):
- * - admissions per second with 10,000 calls queued over 1,000 full workers (8 slots each): a call
- *   finishes, admission admits the next in fair order, a new call arrives and queues, beside the
- *   same loop with no queue (a call finishes, a new call is placed at once) in the same run;
+ * The admission queue (docs/placement.md, "The admission queue"):
+ * - admissions per second with 10,000 calls queued over 1,000 full workers (8 slots each), each
+ *   round as the router runs it: a call finishes, admission is decided again and again until it
+ *   admits nothing (as the router's admitter does: the last decision finds no head that fits), a
+ *   new call arrives and queues; every decision's events appended to a real LMDB event log (its
+ *   fold and placement's caches in step, a commit awaited every 100 rounds), and the same in
+ *   memory (fold only); beside the same loop with no queue (a call finishes, a new call is
+ *   placed at once) in the same run;
  * - fairness: two backlogged tenants with weights 1:1 and 2:1 (quotas) sharing the cluster, the
  *   slot-seconds each gets, their ratio beside the weights' and Jain's index over the weighted
  *   shares; and one call of a third tenant behind another's 10,000 queued: the slots that must
@@ -11,20 +14,37 @@
  * - the heap each queued call costs (10,000 queued beside none, after full GCs).
  */
 import type { NewEvent } from '../src/events/index.js';
-import { applyInPlace, initialState, type ClusterState } from '../src/projections/index.js';
+import { EventLog } from '../src/events/index.js';
+import {
+  applyInPlace,
+  clusterProjectionTelling,
+  initialState,
+  type ClusterState,
+} from '../src/projections/index.js';
 import { decide } from '../src/core/decisions.js';
 import { PlacementCaches } from '../src/core/placement/index.js';
 import { validateEvent } from '../src/events/index.js';
 import { demand, GiB, registered, started } from '../test/support/events.js';
-import { collectGarbage, perSecond, ratio } from './support.js';
+import { collectGarbage, perSecond, ratio, withTempDir } from './support.js';
 
 const WORKERS = 1_000;
 const SLOTS = 8;
 const QUEUED = 10_000;
 const ROUNDS = 2_000;
+const COMMIT_EVERY = 100;
+
+/** Where a loop's decisions go: folded in memory, or appended to a log that folds them. */
+interface Cluster {
+  readonly state: ClusterState;
+  readonly caches: PlacementCaches;
+  /** Appends (or folds) one decision's events; a log's commit is awaited every `COMMIT_EVERY`. */
+  add(events: readonly NewEvent[]): void;
+  /** Awaits what was appended. */
+  settle(): Promise<void>;
+}
 
 /** A folding state with placement's caches, stamping events as a log would. */
-class Folding {
+class Folding implements Cluster {
   state: ClusterState = initialState();
   readonly caches = new PlacementCaches();
   private seq = 0;
@@ -41,69 +61,151 @@ class Folding {
     }
   }
 
-  /** A call of `tenant` decided and folded; true when it was placed. */
-  call(requestId: string, tenant: string): void {
-    const made = decide('call', this.state, {
-      call: { requestId, sessionId: null, tenantId: tenant, demand: demand({ memory: GiB }) },
-      caches: this.caches,
-    });
-    this.add(made.events);
+  settle(): Promise<void> {
+    return Promise.resolve();
   }
 }
 
-/** 1,000 full workers (every slot held by a call of t0..t9), the queue on or off. */
-function fullCluster(queueTimeout: number): { folding: Folding; running: string[] } {
-  const folding = new Folding();
-  folding.add([started({ QUEUE_TIMEOUT: queueTimeout })]);
+/** An LMDB event log whose fold keeps placement's caches in step, as the router's does. */
+class Logged implements Cluster {
+  private appends = 0;
+  private pending: Promise<unknown> = Promise.resolve();
+
+  private constructor(
+    private readonly log: EventLog<ClusterState>,
+    readonly caches: PlacementCaches,
+  ) {}
+
+  static open(dir: string): Logged {
+    const caches = new PlacementCaches();
+    const projection = clusterProjectionTelling(caches);
+    return new Logged(EventLog.open<ClusterState>(dir, { projection, snapshotEvery: 0 }), caches);
+  }
+
+  get state(): ClusterState {
+    return this.log.state;
+  }
+
+  add(events: readonly NewEvent[]): void {
+    if (events.length === 0) return;
+    const result = this.log.append([...events]);
+    this.appends += 1;
+    if (this.appends % COMMIT_EVERY === 0) this.pending = result.committed;
+  }
+
+  async settle(): Promise<void> {
+    await this.pending;
+    await this.log.flushed();
+  }
+
+  close(): Promise<void> {
+    return this.log.close();
+  }
+}
+
+/** Decides a call of `tenant` and adds its events. */
+function arrive(cluster: Cluster, requestId: string, tenant: string): void {
+  const made = decide('call', cluster.state, {
+    call: { requestId, sessionId: null, tenantId: tenant, demand: demand({ memory: GiB }) },
+    caches: cluster.caches,
+  });
+  cluster.add(made.events);
+}
+
+/** Fills `cluster`: 1,000 full workers (every slot held by a call of t0..t9), the queue on or off. */
+function fill(cluster: Cluster, queueTimeout: number): string[] {
+  cluster.add([started({ QUEUE_TIMEOUT: queueTimeout })]);
   for (let w = 0; w < WORKERS; w += 1) {
-    folding.add([registered(`w${w}`, { memoryTotal: 64 * GiB, maxContainers: SLOTS })]);
+    cluster.add([registered(`w${w}`, { memoryTotal: 64 * GiB, maxContainers: SLOTS })]);
   }
   const running: string[] = [];
   for (let i = 0; i < WORKERS * SLOTS; i += 1) {
-    folding.call(`run-${i}`, `t${i % 10}`);
+    arrive(cluster, `run-${i}`, `t${i % 10}`);
     running.push(`run-${i}`);
   }
-  return { folding, running };
+  return running;
 }
 
-/** Admissions per second: finish one, admit the next in fair order, one more arrives and queues. */
-function admissions(): { perSecond: number; queued: number } {
-  const { folding, running } = fullCluster(600_000);
-  for (let i = 0; i < QUEUED; i += 1) folding.call(`q-${i}`, `t${i % 10}`);
-  const queued = folding.state.queue.size;
-  let next = 0;
+function finish(cluster: Cluster, requestId: string): void {
+  cluster.add([{ type: 'CallFinished', requestId, ok: true, code: null, message: null }]);
+}
+
+/** What one admission loop measured. */
+interface AdmissionRun {
+  /** Calls admitted per second of admission (every decision, the last fruitless one included). */
+  readonly perSecond: number;
+  /** Admission decisions per second (each admitted call's, and each round's last, admitting none). */
+  readonly decisionsPerSecond: number;
+  /** Whole rounds per second: a call finishes, admission, a new call arrives and queues. */
+  readonly roundsPerSecond: number;
+  readonly queued: number;
+}
+
+/**
+ * Each round: finish one, admit until nothing is admitted (as the router's admitter does), one
+ * more arrives and queues.
+ */
+async function admissions(cluster: Cluster): Promise<AdmissionRun> {
+  const running = fill(cluster, 600_000);
+  for (let i = 0; i < QUEUED; i += 1) arrive(cluster, `q-${i}`, `t${i % 10}`);
+  await cluster.settle();
+  const queued = cluster.state.queue.size;
   let admitted = 0;
+  let decisions = 0;
+  let admittingMs = 0;
   const start = performance.now();
   for (let round = 0; round < ROUNDS; round += 1) {
-    const done = running[round % running.length] as string;
-    folding.add([{ type: 'CallFinished', requestId: done, ok: true, code: null, message: null }]);
-    const made = decide('admit', folding.state, { caches: folding.caches });
-    folding.add(made.events);
-    if (made.requestId !== null) {
+    finish(cluster, running[round % running.length] as string);
+    const admitting = performance.now();
+    for (;;) {
+      const made = decide('admit', cluster.state, { caches: cluster.caches });
+      decisions += 1;
+      cluster.add(made.events);
+      if (made.requestId === null) break;
       admitted += 1;
       running[round % running.length] = made.requestId;
     }
-    folding.call(`n-${next}`, `t${next % 10}`);
-    next += 1;
+    admittingMs += performance.now() - admitting;
+    arrive(cluster, `n-${round}`, `t${round % 10}`);
   }
+  await cluster.settle();
   const ms = performance.now() - start;
   if (admitted !== ROUNDS) throw new Error(`admitted ${admitted} of ${ROUNDS}`);
-  return { perSecond: perSecond(ROUNDS, ms), queued };
+  if (cluster.state.queue.size !== queued) throw new Error('the queue did not stay at its depth');
+  return {
+    perSecond: perSecond(admitted, admittingMs),
+    decisionsPerSecond: perSecond(decisions, admittingMs),
+    roundsPerSecond: perSecond(ROUNDS, ms),
+    queued,
+  };
 }
 
 /** The same loop with no queue: finish one, a new call is placed at once. */
-function placements(): number {
-  const { folding, running } = fullCluster(0);
+async function placements(cluster: Cluster): Promise<number> {
+  const running = fill(cluster, 0);
+  await cluster.settle();
   const start = performance.now();
   for (let round = 0; round < ROUNDS; round += 1) {
-    const done = running[round % running.length] as string;
-    folding.add([{ type: 'CallFinished', requestId: done, ok: true, code: null, message: null }]);
+    finish(cluster, running[round % running.length] as string);
     const requestId = `p-${round}`;
-    folding.call(requestId, `t${round % 10}`);
-    if (!folding.state.reservations.has(requestId)) throw new Error('not placed');
+    arrive(cluster, requestId, `t${round % 10}`);
+    if (!cluster.state.reservations.has(requestId)) throw new Error('not placed');
     running[round % running.length] = requestId;
   }
+  await cluster.settle();
   return perSecond(ROUNDS, performance.now() - start);
+}
+
+/** `body` on a fresh LMDB log in a temporary directory. */
+async function onLog<T>(body: (cluster: Cluster) => Promise<T>): Promise<T> {
+  return withTempDir(async (dir) => {
+    const logged = Logged.open(dir);
+    try {
+      return await body(logged);
+    } finally {
+      await logged.close();
+    }
+  });
 }
 
 /** A cluster of 100 workers (800 slots) with the queue on, and weights by tenant. */
@@ -134,8 +236,8 @@ function weightedCluster(weights: Record<string, number>): Folding {
 function fairness(weightA: number, weightB: number) {
   const folding = weightedCluster(weightA === 1 && weightB === 1 ? {} : { a: weightA, b: weightB });
   // A arrives first and takes every slot; both keep 2,000 calls waiting.
-  for (let i = 0; i < 800 + 2_000; i += 1) folding.call(`a-${i}`, 'a');
-  for (let i = 0; i < 2_000; i += 1) folding.call(`b-${i}`, 'b');
+  for (let i = 0; i < 800 + 2_000; i += 1) arrive(folding, `a-${i}`, 'a');
+  for (let i = 0; i < 2_000; i += 1) arrive(folding, `b-${i}`, 'b');
   const running = [...folding.state.reservations.keys()];
   let a = 2_800;
   let b = 2_000;
@@ -156,8 +258,8 @@ function fairness(weightA: number, weightB: number) {
     if (made.requestId !== null) running[index] = made.requestId;
     const tenant = made.requestId?.startsWith('a-') ? 'a' : 'b';
     // The admitted call's tenant queues one more, so both stay backlogged.
-    if (tenant === 'a') folding.call(`a-${(a += 1)}`, 'a');
-    else folding.call(`b-${(b += 1)}`, 'b');
+    if (tenant === 'a') arrive(folding, `a-${(a += 1)}`, 'a');
+    else arrive(folding, `b-${(b += 1)}`, 'b');
     if (round < 2_000) continue;
     const held = folding.state.admission.held;
     slotSeconds.a += held.get('a') ?? 0;
@@ -186,8 +288,8 @@ function fairness(weightA: number, weightB: number) {
  */
 function smallTenantBehindBacklog() {
   const folding = weightedCluster({});
-  for (let i = 0; i < 800 + QUEUED; i += 1) folding.call(`a-${i}`, 'a');
-  folding.call('c-1', 'c');
+  for (let i = 0; i < 800 + QUEUED; i += 1) arrive(folding, `a-${i}`, 'a');
+  arrive(folding, 'c-1', 'c');
   const running = [...folding.state.reservations.keys()];
   let freed = 0;
   let admittedC = false;
@@ -210,10 +312,11 @@ function smallTenantBehindBacklog() {
 
 /** Heap bytes per queued call: 10,000 queued beside none. */
 function memoryPerQueuedCall(): number {
-  const { folding } = fullCluster(600_000);
+  const folding = new Folding();
+  fill(folding, 600_000);
   collectGarbage();
   const before = process.memoryUsage().heapUsed;
-  for (let i = 0; i < QUEUED; i += 1) folding.call(`m-${i}`, `t${i % 10}`);
+  for (let i = 0; i < QUEUED; i += 1) arrive(folding, `m-${i}`, `t${i % 10}`);
   collectGarbage();
   const after = process.memoryUsage().heapUsed;
   if (folding.state.queue.size !== QUEUED) throw new Error('not all queued');
@@ -223,27 +326,37 @@ function memoryPerQueuedCall(): number {
 
 /** Runs the queue benchmarks. */
 export async function run(): Promise<unknown> {
-  // Alternate the figure and its baseline: this machine's speed drifts.
-  const admitted: number[] = [];
-  const placed: number[] = [];
-  let queued = 0;
+  // Alternate each figure and its baseline: this machine's speed drifts.
+  const logged: AdmissionRun[] = [];
+  const loggedBaseline: number[] = [];
+  const memory: AdmissionRun[] = [];
+  const memoryBaseline: number[] = [];
   for (let i = 0; i < 2; i += 1) {
-    const figure = admissions();
-    queued = figure.queued;
-    admitted.push(figure.perSecond);
-    placed.push(placements());
+    logged.push(await onLog(admissions));
+    loggedBaseline.push(await onLog(placements));
+    memory.push(await admissions(new Folding()));
+    memoryBaseline.push(await placements(new Folding()));
   }
   const best = (values: number[]) => Math.max(...values);
-  await Promise.resolve();
+  const figures = (runs: AdmissionRun[], baseline: number[]) => {
+    const rate = best(runs.map((r) => r.perSecond));
+    return {
+      perSecond: rate,
+      runs: runs.map((r) => r.perSecond),
+      decisionsPerSecond: best(runs.map((r) => r.decisionsPerSecond)),
+      roundsPerSecond: best(runs.map((r) => r.roundsPerSecond)),
+      baselineNoQueuePerSecond: best(baseline),
+      baselineRuns: baseline,
+      ratio: ratio(rate, best(baseline)),
+    };
+  };
   return {
     admissions: {
       workers: WORKERS,
-      queued,
-      perSecond: best(admitted),
-      runs: admitted,
-      baselineNoQueuePerSecond: best(placed),
-      baselineRuns: placed,
-      ratio: ratio(best(admitted), best(placed)),
+      queued: logged[0]?.queued,
+      target: 20_000,
+      withLog: figures(logged, loggedBaseline),
+      inMemory: figures(memory, memoryBaseline),
     },
     fairness: { equal: fairness(1, 1), weighted: fairness(2, 1) },
     smallTenantBehindBacklog: smallTenantBehindBacklog(),

@@ -47,7 +47,12 @@ export function decideAdmit(state: ClusterState, input: AdmitInput = {}): AdmitD
       // A tenant at its slot cap waits (a queued call always needs a new slot: one reusing its
       // session's container never queues).
       if (slotCapReached(state, turn.head.tenantId) !== null) continue;
-      const placement = place(state, callOf(turn.head), { config, caches: input.caches, scans });
+      const placement = place(state, callOf(turn.head), {
+        config,
+        caches: input.caches,
+        scans,
+        fitOnly: true,
+      });
       if (placement.outcome === 'rejected' && placement.fit === 'not-now') continue;
       return {
         cause: { kind: 'admit', requestId },

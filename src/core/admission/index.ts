@@ -11,3 +11,4 @@ export {
   queueTenant,
   slotCapReached,
 } from './queue-rules.js';
+export { mayAdmitAfter, reportOpensRoom, type RoomDecision, type RoomReport } from './room.js';

@@ -38,6 +38,13 @@ export interface PlaceOptions {
    * the candidates and the budget, so the answer is the same with or without it.
    */
   readonly scans?: ScanMemo;
+  /**
+   * The caller reads only whether the call is placed, and the words of a refusal that is not
+   * "not now" (admission, which passes over a head that does not fit now): a walk that knows no
+   * candidate has a free container slot stops there, and the words of its "not now" name no
+   * filter's count.
+   */
+  readonly fitOnly?: boolean;
 }
 
 /** Scans of the candidates by budget, for one state (see `PlaceOptions.scans`). */
@@ -66,6 +73,8 @@ export interface Placing {
   readonly dialError: string | undefined;
   /** Scans already made against this state, by budget (`PlaceOptions.scans`). */
   readonly scans: ScanMemo | undefined;
+  /** Whether the caller reads only the fit (`PlaceOptions.fitOnly`). */
+  readonly fitOnly: boolean;
   /** The explanation being built; undefined on the hot path. */
   readonly explain: ExplanationBuilder | undefined;
   /** The call's packages, once validation parsed them. */
@@ -94,6 +103,7 @@ export function placingOf(
     unreachable: options.unreachable ?? state.pendingCalls.get(call.requestId)?.unreachable ?? [],
     dialError: options.dialError,
     scans: options.scans,
+    fitOnly: options.fitOnly === true,
     explain,
     requirements: [],
     before: [],

@@ -59,7 +59,11 @@ export const SEED_ROUTE: Route<SeedCandidates, Scan> = {
   scan: (placing, candidates) => {
     const { budget, config, explain, unreachable } = placing;
     if (candidates.walk === 'ranked') {
-      const { scans } = placing;
+      const { scans, caches, state } = placing;
+      // No free container slot anywhere: nothing fits now, whatever the budget.
+      if (placing.fitOnly && caches?.candidates.withRoom(state.workers) === 0) {
+        return { best: undefined, candidates: candidates.sorted.length, failures: [] };
+      }
       if (scans === undefined) return scanInRankOrder(candidates.sorted, budget, config);
       const key = scanKey(budget);
       const known = scans.get(key);
