@@ -46,6 +46,7 @@ const TRIGGER_WORDS: Readonly<Record<DecisionResult['trigger'], string>> = {
   turnRefusal: "session-busy refusal (a session call's wait for its turn)",
   stage: 'pin stage',
   pinChange: 'pin change',
+  quotaChange: 'quota change',
 };
 
 function eventsText(events: readonly Record<string, unknown>[]): string {

@@ -45,7 +45,8 @@ export type CheckedTrigger =
   | 'protection'
   | 'turnRefusal'
   | 'stage'
-  | 'pinChange';
+  | 'pinChange'
+  | 'quotaChange';
 
 /** One decision made again, and how it compares with the log. */
 export interface DecisionResult {
@@ -140,6 +141,24 @@ class Opening {
       ...(this.state.schemaVersion < CONSEQUENCES_LOGGED ? { consequencesImplied: true } : {}),
     };
   }
+}
+
+/** The events of a quota change again: the change the recorded event describes, whole. */
+function quotaChangeEvents(
+  state: ClusterState,
+  event: ClusterEvent & { type: 'QuotaChanged' | 'QuotaRemoved' },
+): readonly NewEvent[] {
+  const { tenantId } = event;
+  if (event.type === 'QuotaRemoved') {
+    return decide('quotaRemove', state, { tenantId, expectRevision: null }).events;
+  }
+  return decide('quotaSet', state, {
+    tenantId,
+    weight: event.weight,
+    maxSlots: event.maxSlots ?? 'none',
+    maxQueued: event.maxQueued,
+    expectRevision: null,
+  }).events;
 }
 
 /** The events of a pin change again: the change the recorded `RoutingRevised` describes. */
@@ -255,6 +274,14 @@ export function reopen(
           )
         : undefined;
     case 'admin':
+      if (event.type === 'QuotaChanged' || event.type === 'QuotaRemoved') {
+        try {
+          return opening.open('quotaChange', quotaChangeEvents(state, event));
+        } catch {
+          // Refused now (a quota change the core would not make against this state).
+          return opening.open('quotaChange', []);
+        }
+      }
       try {
         return reopenPinChange(state, event, now, opening);
       } catch {

@@ -147,6 +147,8 @@ function causeOfPlain(event: NewEvent): Cause | null {
       return { kind: 'report', workerId: event.workerId };
     case 'PinStaged':
     case 'RoutingRevised':
+    case 'QuotaChanged':
+    case 'QuotaRemoved':
       return { kind: 'admin', tenantId: event.tenantId };
     case 'ResidencyProtected':
       return { kind: 'routing' };

@@ -4,46 +4,23 @@
  * did (or `--json`); a refusal prints its code and the router's message and exits 1.
  */
 import { Option, type Command } from 'commander';
-import { ReadieError } from '../client/errors.js';
-import {
-  adminConnection,
-  credentialHint,
-  ROUTER_FLAG_HELP,
-  TOKEN_FILE_FLAG_HELP,
-  type AdminConnectionFlags,
-} from './admin-connection.js';
-import { adminFailure, AdminRouters, type AdminCall } from './admin-routers.js';
 import type { PinChange, PinStatusResponse } from '../proto/gen/readie/v1/pins.js';
+import { printableData } from '../shared/printable.js';
+import {
+  adminAction,
+  AdminUsageError,
+  revisionOf,
+  runAdmin,
+  withConnection,
+  type AdminCommandFlags as ConnectFlags,
+  type Send,
+} from './admin-command.js';
 import { renderPins } from './status/pin-sections.js';
-import { printableData, printableLines } from '../shared/printable.js';
-
-/** Options every pin command takes. */
-interface ConnectFlags extends AdminConnectionFlags {
-  readonly json?: boolean;
-}
-
-/** A usage or input error: exit status 2. */
-class PinUsageError extends Error {
-  override readonly name = 'PinUsageError';
-}
-
-/** How long the router has to answer a pin command. */
-const PIN_TIMEOUT_MS = 30_000;
-
-/** Sends one call to the router that leads (following the router list); the answer. */
-type Send = <Res>(call: AdminCall<Res>) => Promise<Res>;
 
 function positive(text: string, flag: string): number {
   if (!/^\d+$/.test(text) || Number(text) < 1) {
-    throw new PinUsageError(`${flag} ${text}: expected a whole number >= 1`);
+    throw new AdminUsageError(`${flag} ${text}: expected a whole number >= 1`);
   }
-  return Number(text);
-}
-
-function revisionOf(text: string | undefined): number | undefined {
-  if (text === undefined) return undefined;
-  if (!/^\d+$/.test(text))
-    throw new PinUsageError(`--expect-revision ${text}: expected a revision number`);
   return Number(text);
 }
 
@@ -73,59 +50,12 @@ function printChange(what: string, answer: PinChange | undefined, json: boolean)
   process.stdout.write(`${lines.join('\n')}\n`);
 }
 
-/** Runs one command; the exit status. */
-async function run(flags: ConnectFlags, act: (send: Send) => Promise<void>): Promise<number> {
-  let routers: AdminRouters;
-  try {
-    routers = new AdminRouters(adminConnection(flags, process.env));
-  } catch (error) {
-    process.stderr.write(`readie pin: ${(error as Error).message}\n`);
-    return 2;
-  }
-  const send: Send = async (call) => (await routers.leader(call, PIN_TIMEOUT_MS)).answer;
-  try {
-    await act(send);
-    return 0;
-  } catch (error) {
-    if (error instanceof PinUsageError) {
-      process.stderr.write(`readie pin: ${error.message}\n`);
-      return 2;
-    }
-    if (!(error instanceof ReadieError)) throw error;
-    const hint = credentialHint(flags, routers.connection, process.env);
-    process.stderr.write(
-      `readie pin: ${printableLines(adminFailure('readie pin', error, routers.lastAsked, hint))}\n`,
-    );
-    return 1;
-  } finally {
-    routers.close();
-  }
-}
+/** Runs one `readie pin` command; the exit status. */
+const run = (flags: ConnectFlags, act: (send: Send) => Promise<void>) =>
+  runAdmin('readie pin', flags, act);
 
-function withConnection(command: Command): Command {
-  return command
-    .option('--router <host:port>', ROUTER_FLAG_HELP)
-    .option('--token-file <file>', TOKEN_FILE_FLAG_HELP)
-    .option('--insecure', 'plaintext gRPC (default: READIE_INSECURE; TLS otherwise)')
-    .option(
-      '--ca-file <file>',
-      "CA certificates to trust (default: READIE_CA_FILE, else the system's)",
-    )
-    .option('--state-dir <dir>', "a local cluster's state directory (readie up)", '.readie')
-    .option('--json', 'print the answer as JSON');
-}
-
-const action =
-  <A extends unknown[]>(handler: (...args: A) => Promise<number>) =>
-  async (...args: A) => {
-    try {
-      process.exitCode = await handler(...args);
-    } catch (error) {
-      if (!(error instanceof PinUsageError)) throw error;
-      process.stderr.write(`readie pin: ${error.message}\n`);
-      process.exitCode = 2;
-    }
-  };
+const action = <A extends unknown[]>(handler: (...args: A) => Promise<number>) =>
+  adminAction('readie pin', handler);
 
 /** Adds `readie pin` and its subcommands to `program`. */
 export function addPinCommand(program: Command): void {

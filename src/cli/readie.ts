@@ -1,6 +1,6 @@
 /**
  * The `readie` command: the router, a worker, a whole local cluster, the cluster's status, pin
- * changes and certificates.
+ * and quota changes and certificates.
  */
 import { Command } from 'commander';
 import { quietNodeWarnings } from './node-warnings.js';
@@ -25,6 +25,7 @@ const COMMANDS: Readonly<Record<string, () => Promise<AddCommand>>> = {
   worker: async () => (await import('./worker-command.js')).addWorkerCommand,
   status: async () => (await import('./status/status-command.js')).addStatusCommand,
   pin: async () => (await import('./pin-command.js')).addPinCommand,
+  quota: async () => (await import('./quota-command.js')).addQuotaCommand,
   calls: async () => (await import('./calls/calls-command.js')).addCallsCommands,
   call: async () => (await import('./calls/calls-command.js')).addCallsCommands,
   logs: async () => (await import('./calls/calls-command.js')).addCallsCommands,

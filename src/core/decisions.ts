@@ -26,6 +26,7 @@ import {
   decideStage,
 } from './pins/pin-changes.js';
 import { decideProtection } from './pins/protection.js';
+import { decideQuotaRemove, decideQuotaSet } from './quotas/quota-changes.js';
 import { decideResidencyReport } from './pins/residency-report.js';
 import { decideImageReport } from './registry/image-report.js';
 import { decideArchiveRecord } from './retention/archive-record.js';
@@ -79,6 +80,10 @@ export const DECISIONS = {
   setK: decideSetK,
   /** `readie pin remove` (`admin:TENANT`). */
   remove: decideRemove,
+  /** `readie quota set` (`admin:TENANT`). */
+  quotaSet: decideQuotaSet,
+  /** `readie quota remove` (`admin:TENANT`). */
+  quotaRemove: decideQuotaRemove,
   /** What every worker must keep, after the table or the fleet changed (`routing`). */
   protection: decideProtection,
   /** A segment of the log moved to the archive, or an archive file expired (`archive`). */

@@ -162,6 +162,9 @@ const Revision = T.Integer({ minimum: 1 });
 /** How many workers a tenant's version is kept on. */
 const SubsetSize = T.Integer({ minimum: 1 });
 
+/** A quota table revision: global, from 1, one more with every `QuotaChanged` or `QuotaRemoved`. */
+const QuotaRevision = T.Integer({ minimum: 1 });
+
 /** A configuration value as recorded by `RouterStarted`. */
 const ConfigValue = T.Union([T.Number(), T.String(), T.Boolean(), T.Null()]);
 
@@ -309,6 +312,17 @@ export const EVENT_FIELDS = {
     k: opt(SubsetSize),
     previousVersion: opt(Id),
   },
+  QuotaChanged: {
+    revision: QuotaRevision,
+    tenantId: Id,
+    /** Its weight in the fair order: its slots held are divided by it (above 0). */
+    weight: T.Number({ exclusiveMinimum: 0 }),
+    /** The most slots it may hold, sessions included; null: no cap. */
+    maxSlots: opt(T.Integer({ minimum: 1 })),
+    /** The most calls it may have waiting in the admission queue. */
+    maxQueued: T.Integer({ minimum: 1 }),
+  },
+  QuotaRemoved: { revision: QuotaRevision, tenantId: Id },
   ResidencyChanged: {
     workerId: Id,
     checkpointId: Id,

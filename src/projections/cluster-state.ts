@@ -8,6 +8,8 @@ import type {
   SessionExpiryReason,
 } from '../events/schema.js';
 import { DEFAULT_CONFIG, type Config } from '../shared/config.js';
+import { emptyAdmissionIndex, type AdmissionIndex } from './admission-state.js';
+import { initialQuotas, type QuotaTable } from './quota-state.js';
 import { initialRouting, type RoutingState } from './routing-state.js';
 
 /** A worker's lifecycle as the router knows it: placeable only when `ready` (with an address). */
@@ -230,8 +232,16 @@ export interface ClusterState {
    * they were queued (each also pending until admitted or gone).
    */
   readonly queue: ReadonlyMap<string, QueuedCall>;
+  /**
+   * Each tenant's queued calls in order and the slots each holds, kept by the fold
+   * (`admission-index.ts`). Derived from the queue, the reservations and the sessions, so a
+   * snapshot does not carry it.
+   */
+  readonly admission: AdmissionIndex;
   /** Tenants' pinned versions and the workers' residency (docs/tenant-routing.md). */
   readonly routing: RoutingState;
+  /** Tenants' quotas: weights, slot caps, queue caps (docs/quotas.md). */
+  readonly quotas: QuotaTable;
 }
 
 /** The state before any event. */
@@ -250,6 +260,8 @@ export function initialState(): ClusterState {
     reservations: new Map(),
     pendingCalls: new Map(),
     queue: new Map(),
+    admission: emptyAdmissionIndex(),
     routing: initialRouting(),
+    quotas: initialQuotas(),
   };
 }

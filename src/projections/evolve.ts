@@ -28,9 +28,17 @@ import type {
   SessionRecord,
   WorkerRecord,
 } from './cluster-state.js';
+import {
+  changeSession,
+  indexQueued,
+  indexReservation,
+  queueTenant,
+  unindexQueued,
+} from './admission-index.js';
 import { isLive } from './queries.js';
 import { isStaleContainerReport, reconcile, type ContainerEntry } from './reconcile.js';
 import { forgetDue, scheduleForgetting } from './forget.js';
+import { applyQuotaEvent } from './quota-state.js';
 import { applyRoutingEvent } from './routing-fold.js';
 import { restoreSnapshot } from './snapshot.js';
 import { V1_READING } from './v1-reading.js';
@@ -149,21 +157,15 @@ function applyToCluster(state: State, event: ClusterEvent, changes: WorkerChange
       state.pendingCalls.delete(event.requestId);
       break;
     case 'CallQueued':
-      state.queue.set(event.requestId, {
-        requestId: event.requestId,
-        sessionId: event.sessionId === '' ? null : event.sessionId,
-        tenantId: event.tenantId,
-        demand: event.demand,
-        retryOf: event.retryOf,
-        seq: event.seq,
-        at: event.at,
-      });
+      enqueue(state, event);
       break;
     case 'CallAdmitted':
       // Still pending: its `CallPlaced` follows in the same append.
+      unindexQueued(state, state.queue.get(event.requestId));
       state.queue.delete(event.requestId);
       break;
     case 'CallLeftQueue':
+      unindexQueued(state, state.queue.get(event.requestId));
       state.queue.delete(event.requestId);
       state.pendingCalls.delete(event.requestId);
       break;
@@ -220,6 +222,10 @@ function applyToCluster(state: State, event: ClusterEvent, changes: WorkerChange
     case 'SessionTurnRefused':
       // A call refused before it reached placement ("session is busy"): nothing was reserved.
       break;
+    case 'QuotaChanged':
+    case 'QuotaRemoved':
+      applyQuotaEvent(state.quotas, event);
+      break;
     // Where the log keeps its old segments is no part of the cluster's state.
     case 'LogSegmentArchived':
     case 'LogArchiveExpired':
@@ -227,6 +233,28 @@ function applyToCluster(state: State, event: ClusterEvent, changes: WorkerChange
     default:
       assertNever(event, 'event type');
   }
+}
+
+/**
+ * A call joins the admission queue (at the back of its tenant's; one queued again keeps its place,
+ * as the queue's map keeps its key's).
+ */
+function enqueue(state: State, event: EventOf<'CallQueued'>): void {
+  const known = state.queue.get(event.requestId);
+  const call = {
+    requestId: event.requestId,
+    sessionId: event.sessionId === '' ? null : event.sessionId,
+    tenantId: event.tenantId,
+    demand: event.demand,
+    retryOf: event.retryOf,
+    seq: event.seq,
+    at: event.at,
+  };
+  const sameTenant =
+    known !== undefined && queueTenant(known.tenantId) === queueTenant(call.tenantId);
+  if (known !== undefined && !sameTenant) unindexQueued(state, known);
+  state.queue.set(event.requestId, call);
+  if (!sameTenant) indexQueued(state, call);
 }
 
 /** The worker's record, ready to be changed (reported to `changes`), if it exists. */
@@ -483,6 +511,7 @@ function reserve(state: State, event: EventOf<'CallPlaced'>, changes: WorkerChan
     since: event.at,
     unreachable: [...(pending?.unreachable ?? [])],
   });
+  indexReservation(state, { tenantId, sessionId }, 1);
   const worker = workerToChange(state, event.workerId, changes);
   if (worker) {
     worker.inFlight += 1;
@@ -537,6 +566,7 @@ function takeReservation(
   const reservation = state.reservations.get(requestId);
   if (!reservation) return undefined;
   state.reservations.delete(requestId);
+  indexReservation(state, reservation, -1);
   const worker = workerToChange(state, reservation.workerId, changes);
   if (worker) {
     worker.inFlight = Math.max(0, worker.inFlight - 1);
@@ -611,11 +641,13 @@ function pinSession(
     return;
   }
   unpin(state, session, changes);
-  session.pin = {
-    workerId: event.workerId,
-    containerId: event.containerId,
-    checkpointId: event.checkpointId,
-  };
+  changeSession(state, session, () => {
+    session.pin = {
+      workerId: event.workerId,
+      containerId: event.containerId,
+      checkpointId: event.checkpointId,
+    };
+  });
   // A log in the documented vocabulary names no request: the call running in the container made it.
   session.pinnedBy =
     event.requestId ??
@@ -638,7 +670,9 @@ function unpin(state: State, session: Draft<SessionRecord>, changes: WorkerChang
       recount(worker);
     }
   }
-  session.pin = null;
+  changeSession(state, session, () => {
+    session.pin = null;
+  });
   session.pinnedBy = null;
 }
 
@@ -654,7 +688,9 @@ function expireSession(
   const session = sessionRecord(state, sessionId);
   if (session.expired) return;
   unpin(state, session, changes);
-  session.expired = { reason, at, seq };
+  changeSession(state, session, () => {
+    session.expired = { reason, at, seq };
+  });
   scheduleForgetting(state, sessionId, at);
 }
 

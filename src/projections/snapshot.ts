@@ -20,6 +20,8 @@ import { explainMismatch } from '../events/schema-errors.js';
 import type { Demand, EventOf } from '../events/types.js';
 import { configInForce } from '../shared/config.js';
 import { CONTAINER_RECORD_STATES, WORKER_STATUSES, type ClusterState } from './cluster-state.js';
+import { admissionIndexOf } from './admission-index.js';
+import type { QuotaTable } from './quota-state.js';
 import { initialRouting, type RoutingState } from './routing-state.js';
 
 const Nullable = <S extends TSchema>(schema: S) => T.Union([schema, T.Null()]);
@@ -154,6 +156,19 @@ const RoutingSchema = T.Object({
   sessions: T.Record(T.String(), T.Object({ tenantId: Text, revision: Count })),
 });
 
+const QuotasSchema = T.Object({
+  revision: Count,
+  entries: T.Record(
+    T.String(),
+    T.Object({
+      weight: T.Number({ exclusiveMinimum: 0 }),
+      maxSlots: Nullable(T.Integer({ minimum: 1 })),
+      maxQueued: T.Integer({ minimum: 1 }),
+      revision: T.Integer({ minimum: 1 }),
+    }),
+  ),
+});
+
 /** The JSON schema of a snapshot's `state`. */
 export const ClusterStateSchema = T.Object({
   schemaVersion: T.Integer({ minimum: 1, maximum: EVENT_SCHEMA_VERSION }),
@@ -172,6 +187,8 @@ export const ClusterStateSchema = T.Object({
   queue: T.Optional(T.Record(T.String(), QueuedCallSchema)),
   // Absent in snapshots written before routing existed.
   routing: T.Optional(RoutingSchema),
+  // Absent in snapshots written before quotas existed.
+  quotas: T.Optional(QuotasSchema),
 });
 
 /** A state as JSON: what a `Snapshot` event carries (Maps become objects keyed by ID). */
@@ -189,13 +206,19 @@ type Jsonified<T> =
 // The schema and the `ClusterState` interface must describe the same thing.
 type SameShape<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
 const schemaMatchesState: SameShape<
-  Omit<ClusterStateJson, 'config' | 'rulesVersion' | 'routing' | 'queue'>,
-  Omit<Jsonified<ClusterState>, 'config' | 'rulesVersion' | 'routing' | 'sessionExpiries' | 'queue'>
+  Omit<ClusterStateJson, 'config' | 'rulesVersion' | 'routing' | 'queue' | 'quotas'>,
+  Omit<
+    Jsonified<ClusterState>,
+    'config' | 'rulesVersion' | 'routing' | 'sessionExpiries' | 'queue' | 'admission' | 'quotas'
+  >
 > = true;
 void schemaMatchesState;
 
 const routingMatchesState: SameShape<Static<typeof RoutingSchema>, Jsonified<RoutingState>> = true;
 void routingMatchesState;
+
+const quotasMatchState: SameShape<Static<typeof QuotasSchema>, Jsonified<QuotaTable>> = true;
+void quotasMatchState;
 
 const checkState = TypeCompiler.Compile(ClusterStateSchema);
 
@@ -223,7 +246,7 @@ export function stateFromJson(json: ClusterStateJson): ClusterState {
     callContainers.set(reservation.workerId, calls);
   }
   for (const calls of callContainers.values()) for (const ids of calls.values()) ids.sort();
-  return {
+  const state = {
     ...copy,
     config: configInForce(copy.config),
     rulesVersion: copy.rulesVersion ?? null,
@@ -251,7 +274,12 @@ export function stateFromJson(json: ClusterStateJson): ClusterState {
         .map((call) => [call.requestId, { ...call, demand: demandOf(call.demand) }]),
     ),
     routing: copy.routing ? routingFromJson(copy.routing) : initialRouting(),
+    quotas: {
+      revision: copy.quotas?.revision ?? 0,
+      entries: mapOf(copy.quotas?.entries ?? {}, (entry) => entry),
+    },
   };
+  return { ...state, admission: admissionIndexOf(state) };
 }
 
 /** A demand as a snapshot holds it, its absent parts null (as a read event's). */
@@ -400,9 +428,11 @@ function withDefaults(state: unknown): unknown {
 
 /** A detached JSON copy of a state, as a `Snapshot` event carries it and `replay state` prints it. */
 export function stateToJson(state: ClusterState): ClusterStateJson {
-  // Derived from the session records when a snapshot is read (`stateFromJson`).
-  const { sessionExpiries, ...recorded } = state;
+  // Derived from the records when a snapshot is read (`stateFromJson`); the quotas are below.
+  const { sessionExpiries, admission, quotas, ...recorded } = state;
   void sessionExpiries;
+  void admission;
+  void quotas;
   return structuredClone({
     ...recorded,
     workers: recordOf(state.workers, (worker) => ({
@@ -422,6 +452,15 @@ export function stateToJson(state: ClusterState): ClusterStateJson {
     })),
     queue: recordOf(state.queue, (call) => ({ ...call, demand: structuredClone(call.demand) })),
     routing: routingToJson(state.routing),
+    // Left out before any quota event, so a log without quotas snapshots as it did before them.
+    ...(state.quotas.revision === 0
+      ? {}
+      : {
+          quotas: {
+            revision: state.quotas.revision,
+            entries: recordOf(state.quotas.entries, (entry) => ({ ...entry })),
+          },
+        }),
   });
 }
 

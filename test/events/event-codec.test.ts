@@ -96,12 +96,16 @@ describe('events: the binary codec', () => {
     expect(createHash('sha256').update(beforeImages).digest('hex')).to.equal(
       '7dafc0cbcdecf1d72b9ff18b6931f95c105a8c54b4df29b4300f1349bf7db581',
     );
+    // The quota table's two events come after the images' and lay out their own fields.
+    expect(layout).to.contain(
+      'QuotaChanged[revision:int,tenantId:str,weight:num,maxSlots:int?,maxQueued:int]',
+    );
     expect(createHash('sha256').update(layout).digest('hex'), layout).to.equal(
-      '3444374dd9ef9ceb053724c14237be5760a705e6783317030f0bd562fc36d56d',
+      '35100feecfacc26282aac1ac7ce0930afe714cac1b65aeac30a38c82cccedf01',
     );
   });
 
-  it('given the fields schema v2 added, stores them in the codec and gives them back', () => {
+  it('given the fields schema v2 added and the quota events, stores them in the codec and gives them back', () => {
     const events = [
       validateEvent({
         seq: 1,
@@ -123,6 +127,25 @@ describe('events: the binary codec', () => {
         sessionId: 's1',
         reason: 'worker_evicted',
         causeSeq: 41,
+      }),
+      validateEvent({
+        seq: 3,
+        at: '2026-11-30T10:00:02.000Z',
+        cause: 'admin:acme',
+        type: 'QuotaChanged',
+        revision: 1,
+        tenantId: 'acme',
+        weight: 2.5,
+        maxSlots: 12,
+        maxQueued: 500,
+      }),
+      validateEvent({
+        seq: 4,
+        at: '2026-11-30T10:00:03.000Z',
+        cause: 'admin:acme',
+        type: 'QuotaRemoved',
+        revision: 2,
+        tenantId: 'acme',
       }),
     ];
     for (const event of events) {

@@ -166,7 +166,9 @@ export function applyEventV1(
     case 'CallQueued':
     case 'CallAdmitted':
     case 'CallLeftQueue':
-      // Never in a v1 log (the queue came with schema v2).
+    case 'QuotaChanged':
+    case 'QuotaRemoved':
+      // Never in a v1 log (the queue and quotas came with schema v2).
       break;
     case 'SessionTurnRefused':
       break;

@@ -11,9 +11,14 @@
 import type { ClusterState } from '../../projections/cluster-state.js';
 import type { Config } from '../../shared/config.js';
 import type { Decision } from '../decision.js';
-import { place, type PlacementCaches, type PlacementDecision } from '../placement/index.js';
+import {
+  place,
+  type PlacementCaches,
+  type PlacementDecision,
+  type ScanMemo,
+} from '../placement/index.js';
 import { fairOrder } from './fair-order.js';
-import { callOf } from './queue-rules.js';
+import { callOf, slotCapReached } from './queue-rules.js';
 
 /** What admission is given besides the state. */
 export interface AdmitInput {
@@ -35,9 +40,19 @@ export interface AdmitDecision extends Decision {
 export function decideAdmit(state: ClusterState, input: AdmitInput = {}): AdmitDecision {
   if (state.queue.size > 0) {
     const config = input.config ?? state.config;
+    // Heads of one budget walk the candidates once: the state does not change in between.
+    const scans: ScanMemo = new Map();
     for (const turn of fairOrder(state)) {
       const { requestId } = turn.head;
-      const placement = place(state, callOf(turn.head), { config, caches: input.caches });
+      // A tenant at its slot cap waits (a queued call always needs a new slot: one reusing its
+      // session's container never queues).
+      if (slotCapReached(state, turn.head.tenantId) !== null) continue;
+      const placement = place(state, callOf(turn.head), {
+        config,
+        caches: input.caches,
+        scans,
+        fitOnly: true,
+      });
       if (placement.outcome === 'rejected' && placement.fit === 'not-now') continue;
       return {
         cause: { kind: 'admit', requestId },

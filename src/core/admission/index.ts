@@ -9,4 +9,6 @@ export {
   queuedCount,
   queueing,
   queueTenant,
+  slotCapReached,
 } from './queue-rules.js';
+export { mayAdmitAfter, reportOpensRoom, type RoomDecision, type RoomReport } from './room.js';

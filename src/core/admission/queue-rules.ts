@@ -4,7 +4,9 @@
  * A log recorded before the queue existed records no `QUEUE_TIMEOUT` (which reads as 0) or an
  * older rules version: it replays with no queue, every call that finds no room refused at once.
  */
+import { queueTenant } from '../../projections/admission-index.js';
 import type { ClusterState, QueuedCall } from '../../projections/cluster-state.js';
+import { DEFAULT_MAX_QUEUED, quotaOf } from '../../projections/quota-state.js';
 import type { Config } from '../../shared/config.js';
 import { decidesAdmission, type CallToPlace } from '../placement/index.js';
 
@@ -13,26 +15,20 @@ export function queueing(state: ClusterState, config: Config): boolean {
   return config.QUEUE_TIMEOUT > 0 && decidesAdmission(state.rulesVersion);
 }
 
-/** The tenant a queued call waits as: its own, or `` for calls without one. */
-export function queueTenant(tenantId: string | null | undefined): string {
-  return tenantId ?? '';
-}
+export { queueTenant };
 
-/** How many calls of `tenantId` (calls without a tenant: null) wait in the queue. */
+/** How many calls of `tenantId` (calls without a tenant: null) wait in the queue (O(1)). */
 export function queuedCount(state: ClusterState, tenantId: string | null): number {
-  if (state.queue.size === 0) return 0;
-  const tenant = queueTenant(tenantId);
-  let count = 0;
-  for (const call of state.queue.values()) if (queueTenant(call.tenantId) === tenant) count += 1;
-  return count;
+  return state.admission.queues.get(queueTenant(tenantId))?.count ?? 0;
 }
 
-/** The calls one tenant may have waiting in the queue (`maxQueued`'s default). */
-export const MAX_QUEUED = 2_000;
+/** The calls one tenant may have waiting in the queue unless its quota says otherwise. */
+export const MAX_QUEUED = DEFAULT_MAX_QUEUED;
 
 /**
- * Why a call of `tenantId` may not wait (its tenant's queue holds `MAX_QUEUED` calls), or null
- * when it may: refused at once, `RESOURCE_EXHAUSTED` with a retry-after hint.
+ * Why a call of `tenantId` may not wait (its tenant's queue holds its quota's `maxQueued` calls,
+ * 2,000 by default), or null when it may: refused at once, `RESOURCE_EXHAUSTED` with a
+ * retry-after hint.
  */
 export function queueFull(
   state: ClusterState,
@@ -40,12 +36,25 @@ export function queueFull(
   config: Config,
 ): string | null {
   const waiting = queuedCount(state, tenantId);
-  if (waiting < MAX_QUEUED) return null;
+  const { maxQueued } = quotaOf(state.quotas, tenantId);
+  if (waiting < maxQueued) return null;
   const who = tenantId === null ? 'calls without a tenant' : `tenant ${tenantId}`;
   return (
-    `the admission queue holds ${waiting} calls of ${who}, the most it keeps (maxQueued ${MAX_QUEUED}): ` +
+    `the admission queue holds ${waiting} call${waiting === 1 ? '' : 's'} of ${who}, the most it keeps (maxQueued ${maxQueued}): ` +
     `retry in ${config.ROUTING_RETRY_AFTER}ms`
   );
+}
+
+/**
+ * Why a call of `tenantId` that needs a new slot must wait for its tenant's slot cap (it holds
+ * its quota's `maxSlots`), or null when it may take one.
+ */
+export function slotCapReached(state: ClusterState, tenantId: string | null): string | null {
+  const { maxSlots } = quotaOf(state.quotas, tenantId);
+  if (maxSlots === null) return null;
+  const held = state.admission.held.get(queueTenant(tenantId)) ?? 0;
+  if (held < maxSlots) return null;
+  return `tenant ${tenantId ?? ''} holds ${held} slot${held === 1 ? '' : 's'}, its quota's maxSlots ${maxSlots}`;
 }
 
 /** A queued call as placement sees it. */

@@ -14,7 +14,7 @@ import {
 } from '../../shared/call-trailers.js';
 import { grpcCodeName, type GrpcCodeName } from '../../shared/grpc-codes.js';
 import type { Config } from '../../shared/config.js';
-import { queueFull, queuedCount, queueing } from '../admission/index.js';
+import { queueFull, queuedCount, queueing, slotCapReached } from '../admission/index.js';
 import { callFinishedEvents } from '../consequences/index.js';
 import type { Decision } from '../decision.js';
 import {
@@ -75,10 +75,20 @@ export function decideCall(state: ClusterState, input: CallDecisionInput): CallD
   const cause = { kind: 'call', requestId: call.requestId } as const;
   const config = input.config ?? state.config;
   const why = waitsInQueue(state, call, placement, config);
-  if (why === null)
-    return { cause, events: [requested, ...placement.events], placement, queued: null };
   // Placement's events before its outcome (a dropped pin's `SessionUnpinned`) stand.
   const before = placement.events.slice(0, -1);
+  if (why === null) {
+    const capped = placement.outcome === 'placed' ? capOf(state, call, placement) : null;
+    if (capped === null)
+      return { cause, events: [requested, ...placement.events], placement, queued: null };
+    // No queue in force: a call beyond its tenant's cap is refused like one that finds no room.
+    const refusal = rejected(call, before, 'RESOURCE_EXHAUSTED', capped, {
+      version: null,
+      routingRevision: null,
+      retryAfterMs: null,
+    });
+    return { cause, events: [requested, ...refusal.events], placement: refusal, queued: null };
+  }
   const full = queueFull(state, call.tenantId ?? null, config);
   if (full !== null) {
     const refusal = rejected(call, before, 'RESOURCE_EXHAUSTED', full, {
@@ -101,6 +111,15 @@ export function decideCall(state: ClusterState, input: CallDecisionInput): CallD
 }
 
 /**
+ * Why a call placement placed may not take its slot: it needs a new one (it does not reuse its
+ * session's container) and its tenant holds its quota's `maxSlots`. Null when it may.
+ */
+function capOf(state: ClusterState, call: CallToPlace, placement: PlacedDecision): string | null {
+  if (placement.containerId !== null) return null;
+  return slotCapReached(state, call.tenantId ?? null);
+}
+
+/**
  * Why `call` waits in the admission queue, or null when placement's outcome stands: with the
  * queue in force, a call that does not fit now, and one placement would start in a new container
  * while calls of its tenant wait (first come, first served within a tenant). A call reusing its
@@ -115,6 +134,8 @@ function waitsInQueue(
   if (!queueing(state, config)) return null;
   if (placement.outcome === 'rejected')
     return placement.fit === 'not-now' ? placement.message : null;
+  const capped = capOf(state, call, placement);
+  if (capped !== null) return capped;
   if (placement.containerId !== null || state.queue.size === 0) return null;
   const ahead = queuedCount(state, call.tenantId ?? null);
   return ahead === 0

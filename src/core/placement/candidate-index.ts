@@ -17,6 +17,9 @@ import { compareText, isPlaceable } from '../../projections/queries.js';
 import type { WorkerChangeSink } from '../../projections/worker-changes.js';
 import type { Budget } from './call.js';
 import { RANK_TERMS } from './ranking/index.js';
+import { containerCount } from './filters/container-count.js';
+import { Verdict } from './filter.js';
+import { DEFAULT_CONFIG } from '../../shared/config.js';
 
 /** The ranking of a CPU call: every order below is this one (see `rankingKey`). */
 const CPU_CALL: Budget = { memory: 0, gpuMemory: 0, gpuCall: false };
@@ -26,6 +29,8 @@ export interface RankedCandidate {
   readonly worker: WorkerRecord;
   /** The ranking terms' values for a CPU call, as they were when the worker last changed. */
   readonly key: readonly number[];
+  /** Whether it passed the container-count filter (which no budget changes) when it last changed. */
+  readonly room: boolean;
 }
 
 /**
@@ -35,6 +40,11 @@ export interface RankedCandidate {
  */
 function rankingKey(worker: WorkerRecord): number[] {
   return RANK_TERMS.map((term) => term.value(worker, CPU_CALL));
+}
+
+/** Whether `worker` passes the container-count filter (it reads no budget). */
+function hasRoom(worker: WorkerRecord): boolean {
+  return containerCount.check(worker, CPU_CALL, DEFAULT_CONFIG) !== Verdict.fail;
 }
 
 /** Negative when `a` ranks before `b`: their keys left to right, then their IDs as text. */
@@ -80,6 +90,8 @@ export class CandidateIndex implements WorkerChangeSink {
   private sorted: RankedCandidate[] = [];
   /** Workers the fold changed since the index last looked. */
   private readonly changed = new Set<string>();
+  /** How many candidates pass the container-count filter. */
+  private roomy = 0;
 
   /** The fold changed (or added) a worker of the map the index serves. */
   workerChanged(workerId: string): void {
@@ -92,6 +104,15 @@ export class CandidateIndex implements WorkerChangeSink {
     // Another map, or one holding workers the fold never reported: start over.
     if (workers !== this.source || this.entries.size !== workers.size) this.rebuild(workers);
     return this.sorted;
+  }
+
+  /**
+   * How many candidates of `workers` have a free container slot (pass the container-count
+   * filter, whatever the budget): with none, no call that needs a new container fits now.
+   */
+  withRoom(workers: ReadonlyMap<string, WorkerRecord>): number {
+    this.candidates(workers);
+    return this.roomy;
   }
 
   /** Moves the workers the fold reported since the index last looked. */
@@ -108,7 +129,7 @@ export class CandidateIndex implements WorkerChangeSink {
   }
 
   private entryOf(worker: WorkerRecord): RankedCandidate {
-    return { worker, key: rankingKey(worker) };
+    return { worker, key: rankingKey(worker), room: hasRoom(worker) };
   }
 
   /**
@@ -117,6 +138,8 @@ export class CandidateIndex implements WorkerChangeSink {
    */
   private move(previous: RankedCandidate | null, next: RankedCandidate | null): void {
     const sorted = this.sorted;
+    if (previous?.room === true) this.roomy -= 1;
+    if (next?.room === true) this.roomy += 1;
     if (previous === null) {
       if (next !== null) sorted.splice(lowerBound(sorted, next), 0, next);
       return;
@@ -141,10 +164,12 @@ export class CandidateIndex implements WorkerChangeSink {
     this.changed.clear();
     this.entries = new Map();
     this.sorted = [];
+    this.roomy = 0;
     for (const [workerId, worker] of workers) {
       const entry = isPlaceable(worker) ? this.entryOf(worker) : null;
       this.entries.set(workerId, entry);
       if (entry !== null) this.sorted.push(entry);
+      if (entry?.room === true) this.roomy += 1;
     }
     this.sorted.sort(compareCandidates);
   }

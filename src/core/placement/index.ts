@@ -3,6 +3,7 @@ export { budgetOf, sessionIdOf, type Budget, type CallToPlace } from './call.js'
 export { notCandidateReason } from './candidates.js';
 export { cheapest, costTable, type CostRow } from './checkpoints.js';
 export { explainPlacement, place, type PlaceOptions } from './place.js';
+export type { ScanMemo } from './placing.js';
 export { rejected } from './outcome.js';
 export { CandidateIndex, type RankedCandidate } from './candidate-index.js';
 export { PlacementCaches } from './placement-caches.js';

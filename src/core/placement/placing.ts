@@ -11,6 +11,7 @@ import { budgetOf, sessionIdOf, type Budget, type CallToPlace } from './call.js'
 import type { ExplanationBuilder } from './explanation.js';
 import type { PackageRequirement } from './packages.js';
 import type { PlacementCaches } from './placement-caches.js';
+import type { Scan } from './scan.js';
 
 /** What a decision may be given besides the state and the call. */
 export interface PlaceOptions {
@@ -30,6 +31,28 @@ export interface PlaceOptions {
   readonly unreachable?: readonly string[];
   /** Why the last of them could not be reached: said when no other worker is left. */
   readonly dialError?: string;
+  /**
+   * Scans already made against this very state, by budget: the caller's, for one state only (a
+   * decision that places several calls against one state, as admission offers each tenant's head
+   * a slot, passes one so calls of one budget walk the candidates once). A scan is a function of
+   * the candidates and the budget, so the answer is the same with or without it.
+   */
+  readonly scans?: ScanMemo;
+  /**
+   * The caller reads only whether the call is placed, and the words of a refusal that is not
+   * "not now" (admission, which passes over a head that does not fit now): a walk that knows no
+   * candidate has a free container slot stops there, and the words of its "not now" name no
+   * filter's count.
+   */
+  readonly fitOnly?: boolean;
+}
+
+/** Scans of the candidates by budget, for one state (see `PlaceOptions.scans`). */
+export type ScanMemo = Map<string, Scan>;
+
+/** The key of `budget` in a `ScanMemo`. */
+export function scanKey(budget: Budget): string {
+  return `${budget.memory}/${budget.gpuMemory}/${budget.gpuCall ? 'gpu' : 'cpu'}`;
 }
 
 /** The call being placed, and what the steps so far decided. */
@@ -48,6 +71,10 @@ export interface Placing {
   /** Workers earlier attempts of this call could not reach (its stream could not be opened). */
   readonly unreachable: readonly string[];
   readonly dialError: string | undefined;
+  /** Scans already made against this state, by budget (`PlaceOptions.scans`). */
+  readonly scans: ScanMemo | undefined;
+  /** Whether the caller reads only the fit (`PlaceOptions.fitOnly`). */
+  readonly fitOnly: boolean;
   /** The explanation being built; undefined on the hot path. */
   readonly explain: ExplanationBuilder | undefined;
   /** The call's packages, once validation parsed them. */
@@ -75,6 +102,8 @@ export function placingOf(
     caches: options.caches,
     unreachable: options.unreachable ?? state.pendingCalls.get(call.requestId)?.unreachable ?? [],
     dialError: options.dialError,
+    scans: options.scans,
+    fitOnly: options.fitOnly === true,
     explain,
     requirements: [],
     before: [],

@@ -10,7 +10,7 @@ import { FILTERS } from './filters/index.js';
 import type { Fit, RejectedDecision } from './decision.js';
 import { neverFits } from './never-fits.js';
 import { rejected, reserve } from './outcome.js';
-import type { Placing } from './placing.js';
+import { scanKey, type Placing } from './placing.js';
 import type { Route } from './route.js';
 import { decidesAdmission } from './rules-version.js';
 import { explainScan, scanAll, scanInRankOrder, type Scan } from './scan.js';
@@ -58,7 +58,20 @@ export const SEED_ROUTE: Route<SeedCandidates, Scan> = {
 
   scan: (placing, candidates) => {
     const { budget, config, explain, unreachable } = placing;
-    if (candidates.walk === 'ranked') return scanInRankOrder(candidates.sorted, budget, config);
+    if (candidates.walk === 'ranked') {
+      const { scans, caches, state } = placing;
+      // No free container slot anywhere: nothing fits now, whatever the budget.
+      if (placing.fitOnly && caches?.candidates.withRoom(state.workers) === 0) {
+        return { best: undefined, candidates: candidates.sorted.length, failures: [] };
+      }
+      if (scans === undefined) return scanInRankOrder(candidates.sorted, budget, config);
+      const key = scanKey(budget);
+      const known = scans.get(key);
+      if (known !== undefined) return known;
+      const scan = scanInRankOrder(candidates.sorted, budget, config);
+      scans.set(key, scan);
+      return scan;
+    }
     if (explain) return explainScan(candidates.workers, budget, config, explain, unreachable);
     return scanAll(candidates.workers, budget, config, unreachable);
   },

@@ -16,6 +16,7 @@ import {
   reconcile,
   type ContainerEntry,
 } from '../../projections/reconcile.js';
+import { reportOpensRoom, type RoomDecision } from '../admission/room.js';
 import { containerRemovedEvents, evictionEvents, seqAfter } from '../consequences/index.js';
 import type { Decision } from '../decision.js';
 import { WorkerIdTakenError } from '../errors.js';
@@ -268,10 +269,13 @@ export function decideStatusReport(state: ClusterState, input: StatusReportInput
 export function decideUtilizationReport(
   state: ClusterState,
   report: UtilizationReport,
-): ReportDecision {
+): ReportDecision & RoomDecision {
+  const outcome = utilizationReportEvents(state, report);
   return {
     cause: { kind: 'report', workerId: report.workerId },
-    ...utilizationReportEvents(state, report),
+    ...outcome,
+    // Read by the admitter: a report that makes no room is no reason to decide admission again.
+    opensRoom: outcome.registered && reportOpensRoom(state.workers.get(report.workerId), report),
   };
 }
 

@@ -47,6 +47,8 @@ export const CODEC_EVENT_TYPES = [
   'ImageBuilt',
   'ImageBuildFailed',
   'ImageRemoved',
+  'QuotaChanged',
+  'QuotaRemoved',
 ] as const satisfies readonly EventType[];
 
 /** Compiles only while every event type has a code. */

@@ -15,6 +15,7 @@ import type { Logger } from '../observability/logger.js';
 import { pinHandlers, type PinServiceOptions } from '../routing/index.js';
 import { principalLogFields, type RouterCredentials } from '../security/index.js';
 import { adminHistoryHandlers, type HistoryHandlerOptions } from '../history/index.js';
+import { quotaHandlers } from './quota-service.js';
 import { statusOf, type LiveCounts } from './status-view.js';
 
 /** What the admin service reads (and, for pin changes, records). */
@@ -32,6 +33,7 @@ export function adminService(options: AdminServiceOptions): AdminServiceServer {
   const { credentials, logger } = options;
   return {
     ...pinHandlers(options),
+    ...quotaHandlers(options),
     ...adminHistoryHandlers({ ...options.history, credentials, clock: options.clock }),
     status(
       call: ServerUnaryCall<StatusRequest, StatusResponse>,

@@ -1,40 +1,18 @@
 /**
  * Admission's shell (docs/placement.md, "The admission queue"): after every recorded decision
- * that can have freed capacity or changed where a call fits (a call ending, a container removed
- * or forgotten, a worker registering, reporting or leaving, a session ending or expiring, a pin
- * change, a call leaving the queue), while calls wait, it records the core's admission decision
- * again and again until it admits nothing, and hands each admitted call its placement. Reads no
- * clock and makes no rule: the order and the fit are the core's (`decideAdmit`).
+ * the core says can open room (`mayAdmitAfter`: a call ending, a container removed or forgotten,
+ * a worker registering or leaving, a load report that makes room, a session ending or expiring, a
+ * pin or quota change, a call leaving the queue), while calls wait, it records the core's admission
+ * decision again and again until it admits nothing, and hands each admitted call its placement.
+ * Reads no clock and makes no rule: the order, the fit and when to ask are the core's.
  */
+import { mayAdmitAfter } from '../../core/admission/index.js';
 import { decide } from '../../core/decisions.js';
 import type { Decision } from '../../core/decision.js';
 import type { PlacementCaches } from '../../core/placement/index.js';
-import type { EventType } from '../../events/schema.js';
 import type { ActiveCalls } from '../calls/active-calls.js';
 import type { Journal } from '../journal/index.js';
 import type { Logger } from '../observability/logger.js';
-
-/** Events after which a queued call may fit where it did not. */
-const FREES: ReadonlySet<EventType> = new Set<EventType>([
-  'CallFinished',
-  'ReservationExpired',
-  'CallRejected',
-  'CallLeftQueue',
-  'CallDialFailed',
-  'ContainerStateChanged',
-  'ContainerForgotten',
-  'WorkerRegistered',
-  'WorkerUtilization',
-  'WorkerEvicted',
-  'WorkerLeaving',
-  'WorkerProbeSucceeded',
-  'SessionExpired',
-  'SessionEnded',
-  'SessionUnpinned',
-  'RoutingRevised',
-  'CatalogueLoaded',
-  'RouterStarted',
-]);
 
 /** Most calls admitted in one turn of the event loop (then it yields, and goes on). */
 const BATCH = 256;
@@ -63,7 +41,7 @@ export class Admitter {
 
   private recorded(decision: Decision): void {
     if (this.scheduled || this.options.journal.state.queue.size === 0) return;
-    if (!decision.events.some((event) => FREES.has(event.type))) return;
+    if (!mayAdmitAfter(decision)) return;
     this.scheduled = true;
     setImmediate(() => this.admit());
   }

@@ -140,6 +140,15 @@ export class RouterCredentials {
     };
   }
 
+  /** The tenants the tokens file names, sorted (none in the development modes). */
+  tenants(): string[] {
+    const names = new Set<string>();
+    for (const principal of this.loaded?.table.principals.values() ?? []) {
+      if (principal.kind === 'tenant') names.add(principal.tenantId);
+    }
+    return [...names].sort();
+  }
+
   /**
    * Whether a credential in force names tenant `tenantId` (never in the development modes, where
    * no call has a tenant).

@@ -35,6 +35,14 @@ import {
   StagePinRequest,
   StagePinResponse,
 } from "./pins.js";
+import {
+  QuotaStatusRequest,
+  QuotaStatusResponse,
+  RemoveQuotaRequest,
+  RemoveQuotaResponse,
+  SetQuotaRequest,
+  SetQuotaResponse,
+} from "./quotas.js";
 
 export const protobufPackage = "readie.v1";
 
@@ -2732,6 +2740,36 @@ export const AdminServiceService = {
     responseSerialize: (value: RemovePinResponse): Buffer => Buffer.from(RemovePinResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): RemovePinResponse => RemovePinResponse.decode(value),
   },
+  /** Tenants' quotas (docs/quotas.md): the table, its revision, each tenant's use now. */
+  quotaStatus: {
+    path: "/readie.v1.AdminService/QuotaStatus" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: QuotaStatusRequest): Buffer => Buffer.from(QuotaStatusRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): QuotaStatusRequest => QuotaStatusRequest.decode(value),
+    responseSerialize: (value: QuotaStatusResponse): Buffer => Buffer.from(QuotaStatusResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): QuotaStatusResponse => QuotaStatusResponse.decode(value),
+  },
+  /** Sets fields of a tenant's quota (QuotaChanged). */
+  setQuota: {
+    path: "/readie.v1.AdminService/SetQuota" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: SetQuotaRequest): Buffer => Buffer.from(SetQuotaRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): SetQuotaRequest => SetQuotaRequest.decode(value),
+    responseSerialize: (value: SetQuotaResponse): Buffer => Buffer.from(SetQuotaResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): SetQuotaResponse => SetQuotaResponse.decode(value),
+  },
+  /** Removes a tenant's quota: it gets the defaults (QuotaRemoved). */
+  removeQuota: {
+    path: "/readie.v1.AdminService/RemoveQuota" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: RemoveQuotaRequest): Buffer => Buffer.from(RemoveQuotaRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): RemoveQuotaRequest => RemoveQuotaRequest.decode(value),
+    responseSerialize: (value: RemoveQuotaResponse): Buffer => Buffer.from(RemoveQuotaResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): RemoveQuotaResponse => RemoveQuotaResponse.decode(value),
+  },
   /** Recent calls of every tenant, newest first, from the router's call history (docs/calls.md). */
   listCalls: {
     path: "/readie.v1.AdminService/ListCalls" as const,
@@ -2786,6 +2824,12 @@ export interface AdminServiceServer extends UntypedServiceImplementation {
   setPinK: handleUnaryCall<SetPinKRequest, SetPinKResponse>;
   /** Removes a tenant's pin (RoutingRevised with no version). */
   removePin: handleUnaryCall<RemovePinRequest, RemovePinResponse>;
+  /** Tenants' quotas (docs/quotas.md): the table, its revision, each tenant's use now. */
+  quotaStatus: handleUnaryCall<QuotaStatusRequest, QuotaStatusResponse>;
+  /** Sets fields of a tenant's quota (QuotaChanged). */
+  setQuota: handleUnaryCall<SetQuotaRequest, SetQuotaResponse>;
+  /** Removes a tenant's quota: it gets the defaults (QuotaRemoved). */
+  removeQuota: handleUnaryCall<RemoveQuotaRequest, RemoveQuotaResponse>;
   /** Recent calls of every tenant, newest first, from the router's call history (docs/calls.md). */
   listCalls: handleUnaryCall<ListCallsRequest, ListCallsResponse>;
   /**
@@ -2913,6 +2957,54 @@ export interface AdminServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: RemovePinResponse) => void,
+  ): ClientUnaryCall;
+  /** Tenants' quotas (docs/quotas.md): the table, its revision, each tenant's use now. */
+  quotaStatus(
+    request: QuotaStatusRequest,
+    callback: (error: ServiceError | null, response: QuotaStatusResponse) => void,
+  ): ClientUnaryCall;
+  quotaStatus(
+    request: QuotaStatusRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: QuotaStatusResponse) => void,
+  ): ClientUnaryCall;
+  quotaStatus(
+    request: QuotaStatusRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: QuotaStatusResponse) => void,
+  ): ClientUnaryCall;
+  /** Sets fields of a tenant's quota (QuotaChanged). */
+  setQuota(
+    request: SetQuotaRequest,
+    callback: (error: ServiceError | null, response: SetQuotaResponse) => void,
+  ): ClientUnaryCall;
+  setQuota(
+    request: SetQuotaRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: SetQuotaResponse) => void,
+  ): ClientUnaryCall;
+  setQuota(
+    request: SetQuotaRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: SetQuotaResponse) => void,
+  ): ClientUnaryCall;
+  /** Removes a tenant's quota: it gets the defaults (QuotaRemoved). */
+  removeQuota(
+    request: RemoveQuotaRequest,
+    callback: (error: ServiceError | null, response: RemoveQuotaResponse) => void,
+  ): ClientUnaryCall;
+  removeQuota(
+    request: RemoveQuotaRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: RemoveQuotaResponse) => void,
+  ): ClientUnaryCall;
+  removeQuota(
+    request: RemoveQuotaRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: RemoveQuotaResponse) => void,
   ): ClientUnaryCall;
   /** Recent calls of every tenant, newest first, from the router's call history (docs/calls.md). */
   listCalls(
