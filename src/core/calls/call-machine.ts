@@ -24,7 +24,12 @@
  *    says so (`readie-not-started`), and the worker's trailers about the function are relayed.
  */
 import type { CallConfig } from '../../proto/gen/readie/v1/proxy.js';
-import { NEVER_FITS, NO_TRAILERS, NOT_STARTED } from '../../shared/call-trailers.js';
+import {
+  NEVER_FITS,
+  NO_TRAILERS,
+  NOT_STARTED,
+  QUEUE_TIMED_OUT,
+} from '../../shared/call-trailers.js';
 import type { GrpcCodeName } from '../../shared/grpc-codes.js';
 import {
   CallAbandonedError,
@@ -326,10 +331,12 @@ function leaveQueue(
     reason === 'timeout'
       ? new CallRejectedError(code, ending.details)
       : new CallAbandonedError(ending.details);
+  const trailers =
+    reason === 'timeout' ? answerTrailers({ requestId }, undefined, QUEUE_TIMED_OUT) : undefined;
   return prefixed(
     { type: 'unqueued', outcome: reason },
     { type: 'record', decision, failure: 'could not record that the call left the queue' },
-    refuse(phase, error, { clientGone, code }),
+    refuse(phase, error, { clientGone, code, ...(trailers ? { trailers } : {}) }),
   );
 }
 
