@@ -171,6 +171,8 @@ class MapEngine:
         self._function_part: Optional[bytes] = None
         self._routers = RouterMoves(settings.addresses(), None)
         self.stopped = False
+        #: This map's calls waiting in the router's admission queue now.
+        self.queued_batches = 0
 
     # -- the consumer's side -------------------------------------------------------------------
 
@@ -334,12 +336,22 @@ class MapEngine:
 
     # -- running batches -----------------------------------------------------------------------
 
+    def _queued(self, change: int) -> None:
+        """Inputs of this map that wait in the router's admission queue changed by ``change``."""
+        self.queued_batches += 1 if change > 0 else -1
+        self.bar.queued += change
+        self.bar.draw()
+
     async def _run_slot(self, slot: Slot) -> None:
         while True:
             batch = await self._next_batch(slot)
             if batch is None:
                 break
             await self._run_batch(slot, batch)
+            if self.queued_batches > 0:
+                # Calls wait in the router's queue (this map's, so others' may too): an idle
+                # container kept for this slot's session would hold a slot they wait for.
+                self._release(slot)
             self._open_slots()
         # No input left for this slot: its container goes back at once.
         self._release(slot)
@@ -425,12 +437,17 @@ class MapEngine:
             timeout=None if timeout is None else timeout * math.ceil(len(sent) / self.max_inputs),
         )
         slot.in_flight = True
+        waiting = False
         try:
             async for answer in call:
                 if answer.HasField("ids"):
                     info = info.updated(answer.ids)
                 kind = answer.WhichOneof("message")
-                if kind == "chunk":
+                if kind == "queue" and answer.queue.queued != waiting:
+                    # The batch waits in the router's admission queue (or was just admitted).
+                    waiting = answer.queue.queued
+                    self._queued(len(sent) if waiting else -len(sent))
+                elif kind == "chunk":
                     for outcome in reader.feed(answer.chunk.data):
                         item = sent[outcome.index]
                         self.sizer.observe(outcome.seconds)
@@ -461,6 +478,8 @@ class MapEngine:
             return None
         finally:
             slot.in_flight = False
+            if waiting:
+                self._queued(-len(sent))
         self.fn._finished(info)
         slot.refusals = 0
         slot.unavailable = 0

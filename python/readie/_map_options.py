@@ -8,7 +8,7 @@ from typing import Any, Optional
 
 from readie._batch import batch_size_problem
 from readie._connection import ConnectionSettings
-from readie._tenant import usable_slots, usable_slots_async
+from readie._tenant import map_room, map_room_async
 from readie.errors import ReadieError
 from readie._target import RemoteTarget
 
@@ -63,10 +63,11 @@ def bounded(slots: Optional[int], options: MapOptions, total: Optional[int]) -> 
 def concurrency(
     settings: ConnectionSettings, fn: "RemoteTarget[Any]", options: MapOptions, total: Optional[int]
 ) -> int:
-    """Calls in flight for a map: the tenant's usable slots for the function's budget, at most
+    """Calls in flight for a map: the tenant's usable slots for the function's budget (plus the
+    calls the router's admission queue keeps waiting, ``max_queued``, when it queues), at most
     ``max_concurrency`` (else at most ``MAX_DEFAULT_CONCURRENCY``) and the number of inputs."""
     try:
-        slots: Optional[int] = usable_slots(settings, fn.options.demand)
+        slots: Optional[int] = map_room(settings, fn.options.demand)
     except ReadieError:
         slots = None
     return bounded(slots, options, total)
@@ -77,7 +78,7 @@ async def concurrency_async(
 ) -> int:
     """:func:`concurrency` on the running loop."""
     try:
-        slots: Optional[int] = await usable_slots_async(settings, fn.options.demand)
+        slots: Optional[int] = await map_room_async(settings, fn.options.demand)
     except ReadieError:
         slots = None
     return bounded(slots, options, total)

@@ -24,8 +24,9 @@ def wants_progress(progress: Optional[bool], stream: Optional[TextIO] = None) ->
         return False
 
 
-def render(label: str, done: int, total: Optional[int], errors: int, elapsed: float) -> str:
-    """The bar's text: ``label  37/1000 [###.....]  120.3/s  2 errors  0:03``."""
+def render(label: str, done: int, total: Optional[int], errors: int, elapsed: float, queued: int = 0) -> str:
+    """The bar's text: ``label  37/1000 [###.....]  120.3/s  2 errors  0:03``, with ``  5 queued``
+    while inputs wait in the router's admission queue."""
     rate = done / elapsed if elapsed > 0 else 0.0
     minutes, seconds = divmod(int(elapsed), 60)
     if total:
@@ -35,7 +36,8 @@ def render(label: str, done: int, total: Optional[int], errors: int, elapsed: fl
     else:
         bar, count = "", f"{done}"
     noun = "error" if errors == 1 else "errors"
-    return f"{label} {count}{bar} {rate:.1f}/s {errors} {noun} {minutes}:{seconds:02d}"
+    waiting = f" {queued} queued" if queued > 0 else ""
+    return f"{label} {count}{bar} {rate:.1f}/s {errors} {noun}{waiting} {minutes}:{seconds:02d}"
 
 
 class ProgressBar:
@@ -59,6 +61,8 @@ class ProgressBar:
         self._drawn_at = float("-inf")
         self.done = 0
         self.errors = 0
+        #: Inputs waiting in the router's admission queue now.
+        self.queued = 0
 
     def advance(self, failed: bool = False) -> None:
         """One more input completed (``failed``: with an error)."""
@@ -76,7 +80,7 @@ class ProgressBar:
             return
         self._drawn_at = now
         stream = self._stream if self._stream is not None else sys.stderr
-        text = render(self._label, self.done, self._total, self.errors, now - self._started)
+        text = render(self._label, self.done, self._total, self.errors, now - self._started, self.queued)
         stream.write("\r\x1b[K" + text)
         stream.flush()
 

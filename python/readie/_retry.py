@@ -3,7 +3,9 @@
 A refusal for lack of room before the function started (``not_started`` with RESOURCE_EXHAUSTED:
 no worker has room, the session is busy, a shed) and a refusal before the function started with
 UNAVAILABLE (no worker right now, the chosen worker unreachable) are waited out and retried,
-never a call that never fits (``NeverFitsError``: no wait makes room for it), with
+never a call that never fits (``NeverFitsError``: no wait makes room for it) nor one that waited
+the router's ``QUEUE_TIMEOUT`` in its admission queue (``queue_timed_out``: the router waited
+already; a router that queues sends no other "no room" refusal), with
 exponential backoff (50 ms doubling to 2 s, with jitter) or the wait the cluster asked for
 (``retry_after``), whichever is longer. They do not count against ``retries``. A call that may
 have run (the function raised, was killed for its memory, its worker failed mid-call, a
@@ -56,6 +58,9 @@ def waits_for_room(error: BaseException, unavailable_retries: int = 0) -> bool:
         return False
     # No wait makes room for a call that never fits: final.
     if isinstance(error, NeverFitsError):
+        return False
+    # The router waited for room already (QUEUE_TIMEOUT in its admission queue): final.
+    if getattr(error, "queue_timed_out", False):
         return False
     if error.code == grpc.StatusCode.RESOURCE_EXHAUSTED:
         return True

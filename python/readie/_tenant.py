@@ -119,6 +119,38 @@ def usable_slots(settings: ConnectionSettings, demand: CallDemand) -> int:
     return int(answer.slots)
 
 
+def _room(answer: tenant_pb2.SlotsResponse) -> int:
+    # A router that queues keeps up to max_queued calls waiting beside the slots free now.
+    return int(answer.slots) + (int(answer.max_queued) if answer.queue_timeout_ms > 0 else 0)
+
+
+def map_room(settings: ConnectionSettings, demand: CallDemand) -> int:
+    """How many calls of ``demand``'s budget a map may have in flight: the usable slots, plus the
+    calls the router's admission queue keeps waiting when it queues (``max_queued``)."""
+    return _room(
+        _unary(
+            settings,
+            SLOTS_METHOD,
+            _slots_request(demand),
+            tenant_pb2.SlotsRequest.SerializeToString,
+            tenant_pb2.SlotsResponse.FromString,
+        )
+    )
+
+
+async def map_room_async(settings: ConnectionSettings, demand: CallDemand) -> int:
+    """:func:`map_room` on the running event loop."""
+    return _room(
+        await _unary_async(
+            settings,
+            SLOTS_METHOD,
+            _slots_request(demand),
+            tenant_pb2.SlotsRequest.SerializeToString,
+            tenant_pb2.SlotsResponse.FromString,
+        )
+    )
+
+
 async def usable_slots_async(settings: ConnectionSettings, demand: CallDemand) -> int:
     """:func:`usable_slots` on the running event loop."""
     answer = await _unary_async(

@@ -48,6 +48,10 @@ class ReadieError(Exception):
         self.standby = False
         #: The leading router's address a standby named (``readie-leader``), else ``None``.
         self.leader: Optional[str] = None
+        #: True when the call waited the router's ``QUEUE_TIMEOUT`` in its admission queue and
+        #: left it unplaced (``readie-queued``): the router waited for room already, so the client
+        #: does not retry it by itself.
+        self.queue_timed_out = False
         #: In a map, the index of the input whose call failed (0 is the first); else ``None``.
         self.input_index: Optional[int] = None
 
@@ -274,6 +278,7 @@ def error_for_status(
     error.retry_after = retry_after
     error.standby = trailers.get("readie-standby") == "1"
     error.leader = (trailers.get("readie-leader") or "").strip() or None
+    error.queue_timed_out = trailers.get("readie-queued") == "1"
     if isinstance(error, RemoteOutOfMemoryError):
         error.memory_budget = cause.budget
     return error

@@ -152,6 +152,22 @@ class PureTest(unittest.TestCase):
         self.assertFalse(may_retry_ran(never))
         self.assertIn("the client does not retry it", str(never))
 
+    def test_a_call_that_waited_queue_timeout_is_final(self):
+        waited = error_for_status(
+            grpc.StatusCode.RESOURCE_EXHAUSTED,
+            "queued for 10m: no worker can accept this request (...) (QUEUE_TIMEOUT)",
+            trailers={"readie-not-started": "1", "readie-queued": "1"},
+        )
+        self.assertTrue(waited.not_started)
+        self.assertTrue(waited.queue_timed_out)
+        self.assertFalse(waits_for_room(waited))
+        # A router that does not queue refuses "no room" at once: waited out and retried.
+        refused = error_for_status(
+            grpc.StatusCode.RESOURCE_EXHAUSTED, "no worker can accept this request (...)", trailers={"readie-not-started": "1"}
+        )
+        self.assertFalse(refused.queue_timed_out)
+        self.assertTrue(waits_for_room(refused))
+
     def test_backoff_grows_to_its_cap_and_honours_a_longer_hint(self):
         rng = random.Random(1)
         waits = [backoff(attempt, rng=rng) for attempt in range(12)]
@@ -170,6 +186,7 @@ class PureTest(unittest.TestCase):
     def test_progress_line(self):
         self.assertEqual(render("readie map f", 37, 100, 2, 10.0), "readie map f 37/100 [########................] 3.7/s 2 errors 0:10")
         self.assertEqual(render("m", 5, None, 1, 65.0), "m 5 0.1/s 1 error 1:05")
+        self.assertEqual(render("m", 5, None, 1, 65.0, queued=3), "m 5 0.1/s 1 error 3 queued 1:05")
         with open("/dev/null", "w") as sink:
             self.assertFalse(wants_progress(None, stream=sink))
         self.assertTrue(wants_progress(True))

@@ -12,6 +12,7 @@ import type { StateAtCall } from '../format/explain-screen.js';
 import { Replayer } from '../engine/replayer.js';
 import type { LogSource } from '../io/log-source.js';
 import { forEachEvent } from '../io/read-log.js';
+import { QueueWaitTracker, type QueueWait } from '../engine/queue-wait.js';
 
 /** A placement of the call again after one of its streams could not be opened. */
 export interface Replacement {
@@ -32,10 +33,17 @@ export interface ExplainedCall {
   readonly replacements: readonly Replacement[];
   /** Its whole story as the call history tells it: every step with its time, to its end. */
   readonly lifecycle: CallViewData | undefined;
+  /** Its wait in the admission queue; null when it was not queued. */
+  readonly queueWait: QueueWait | null;
 }
 
 /** Events after which a call is decided no more. */
-const ENDS: ReadonlySet<string> = new Set(['CallFinished', 'CallRejected', 'ReservationExpired']);
+const ENDS: ReadonlySet<string> = new Set([
+  'CallFinished',
+  'CallRejected',
+  'ReservationExpired',
+  'CallLeftQueue',
+]);
 
 function endsCall(event: ClusterEvent, requestId: string): boolean {
   return ENDS.has(event.type) && 'requestId' in event && event.requestId === requestId;
@@ -52,7 +60,7 @@ export async function explainCall(
   fromSeq = 0,
   rules: 'recorded' | 'current' = 'recorded',
 ): Promise<ExplainedCall | undefined> {
-  let found: Omit<ExplainedCall, 'result' | 'replacements' | 'lifecycle'> | undefined;
+  let found: Omit<ExplainedCall, 'result' | 'replacements' | 'lifecycle' | 'queueWait'> | undefined;
   const results = new Map<number, CallResult>();
   const replacements: Omit<Replacement, 'result'>[] = [];
   // A request ID as recorded, or as the screens print it (escaped: src/shared/printable.ts), so
@@ -98,6 +106,9 @@ export async function explainCall(
       if (found && settled.requestId === found.request.requestId) results.set(settled.seq, settled);
     },
   });
+  const wait = new QueueWaitTracker((requestId) =>
+    found ? requestId === found.request.requestId : matches(requestId, -1),
+  );
   let ended = false;
   const history = new CallHistory({
     maxCalls: Number.MAX_SAFE_INTEGER,
@@ -107,6 +118,7 @@ export async function explainCall(
     source,
     (event) => {
       history.observe(event);
+      wait.observe(event);
       replayer.push(event);
       if (found && endsCall(event, found.request.requestId)) ended = true;
       return !ended;
@@ -120,6 +132,7 @@ export async function explainCall(
   return {
     ...found,
     lifecycle: record === undefined ? undefined : callView(record),
+    queueWait: wait.result(),
     result: results.get(found.request.seq),
     replacements: replacements.map((part) => ({ ...part, result: results.get(part.dial.seq) })),
   };

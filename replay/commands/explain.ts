@@ -70,6 +70,7 @@ export async function explainCommand(
         JSON.stringify({
           request: explained.request,
           lifecycle: explained.lifecycle ?? null,
+          queueWait: explained.queueWait,
           explanation: explained.explanation,
           session: explained.atCall.session,
           reservations: explained.atCall.reservations,
@@ -96,6 +97,7 @@ export async function explainCommand(
           explained.atCall,
           explained.replacements,
           explained.lifecycle,
+          explained.queueWait,
         ),
       );
     }

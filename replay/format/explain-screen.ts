@@ -1,4 +1,6 @@
 /** The screen `replay explain` prints: the one an operator reads during an incident. */
+import type { QueueWait } from '../engine/queue-wait.js';
+import { queueWaitSection } from './queue-wait-screen.js';
 import type { ClusterEvent } from '../../src/events/index.js';
 import type { Reservation, SessionRecord } from '../../src/projections/index.js';
 import type { PlacementExplanation, WorkerExplanation } from '../../src/core/placement/index.js';
@@ -286,14 +288,16 @@ export function explainScreen(
   state: StateAtCall,
   placedAgain: readonly ReplacementView[] = [],
   story?: CallViewData,
+  queueWait: QueueWait | null = null,
 ): string {
-  const [request, explanation, result, atCall, replacements, lifecycle] = printableData([
+  const [request, explanation, result, atCall, replacements, lifecycle, wait] = printableData([
     requested,
     explained,
     recorded,
     state,
     placedAgain,
     story,
+    queueWait,
   ] as const);
   const { demand } = request;
   const { budget, config } = explanation;
@@ -310,6 +314,7 @@ export function explainScreen(
     recordedLine(result),
     '',
     ...(lifecycle ? [...lifecycleSection(lifecycle), ''] : []),
+    ...(wait ? [...queueWaitSection(wait), ''] : []),
   ];
   if (explanation.session)
     lines.push(`Session ${explanation.session.sessionId}: ${explanation.session.verdict}`, '');

@@ -173,6 +173,14 @@ export class ReadieClient {
    * `pinned`, on its pinned version's subset only).
    */
   slots(options: CallDemandOptions = {}): Promise<number> {
+    return this.#slotsAnswer(options, false);
+  }
+
+  /**
+   * The usable slots, and with `withQueue` plus the calls the router's admission queue keeps
+   * waiting (`maxQueued`) when it queues: how many calls a map may have in flight.
+   */
+  #slotsAnswer(options: CallDemandOptions, withQueue: boolean): Promise<number> {
     const memory = sizeOf(options.memory, 'memory');
     const gpuMemory = sizeOf(options.gpuMemory, 'gpuMemory') ?? 0;
     const request = {
@@ -183,7 +191,12 @@ export class ReadieClient {
     };
     return this.#tenantCall<number>((tenant, done) =>
       tenant.slots(request, callMetadata(this.connection), (error, answer) =>
-        done(error, answer?.slots),
+        done(
+          error,
+          answer === undefined
+            ? undefined
+            : answer.slots + (withQueue && answer.queueTimeoutMs > 0 ? answer.maxQueued : 0),
+        ),
       ),
     );
   }
@@ -303,10 +316,10 @@ export class ReadieClient {
   readonly #fanOut: FanOutDeps = {
     start: (fn, args, sessionId, options, signal) =>
       this.#start({ ...fn, args }, { ...options, signal }, sessionId, undefined),
-    slots: (options) => this.slots(options),
+    slots: (options) => this.#slotsAnswer(options, true),
     endSession: (sessionId) => this.endSession(sessionId),
-    startBatch: (fn, inputs, sessionId, options, signal, onChunk) =>
-      this.#startBatch(fn, inputs, sessionId, { ...options, signal }, onChunk),
+    startBatch: (fn, inputs, sessionId, options, signal, onChunk, onQueue) =>
+      this.#startBatch(fn, inputs, sessionId, { ...options, signal }, onChunk, onQueue),
   };
 
   /** One batch of a map: `fn` over `inputs`, its outcomes handed to `onChunk` as they come. */
@@ -316,6 +329,7 @@ export class ReadieClient {
     sessionId: string,
     options: MapOptions,
     onChunk: (data: Buffer, call: CallInfo) => void,
+    onQueue?: (queued: boolean) => void,
   ): RemoteCall<unknown> {
     const config = {
       ...buildCallConfig(newRequestId(), sessionId, fn, options),
@@ -332,6 +346,7 @@ export class ReadieClient {
       payload: encodeJsonBatch(fn, inputs),
       decode: () => undefined,
       onChunk,
+      onQueue,
       signal: options.signal,
       onLog: options.onLog,
       shedRetries: shedRetries ?? 3,

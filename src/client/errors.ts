@@ -9,6 +9,7 @@ import {
   STANDBY_TRAILER,
   neverStarted,
   type CallTrailers,
+  queueTimedOutTrailer,
 } from '../shared/call-trailers.js';
 import type { CallInfo } from './call-info.js';
 import { causeOf, hintFor, missingModuleHint, neverSent } from './error-hints.js';
@@ -27,6 +28,8 @@ export interface ReadieErrorFields {
   readonly standby?: boolean;
   /** The leading router's address a standby named (`readie-leader`). */
   readonly leader?: string | undefined;
+  /** The call waited `QUEUE_TIMEOUT` in the router's admission queue (`readie-queued`). */
+  readonly queueTimedOut?: boolean;
 }
 
 /** The trailer of a refusal that says how long to wait before retrying (a shed), in ms. */
@@ -63,6 +66,11 @@ export class ReadieError extends Error {
   readonly standby: boolean;
   /** The address of the router that leads, as a standby named it (`readie-leader`). */
   readonly leader: string | undefined;
+  /**
+   * True when the call waited the router's `QUEUE_TIMEOUT` in its admission queue and left it
+   * unplaced: the router waited for room already, so the clients do not retry it by themselves.
+   */
+  readonly queueTimedOut: boolean;
   /** In a map, the index of the input whose call failed (0 is the first). */
   inputIndex: number | undefined;
 
@@ -75,6 +83,7 @@ export class ReadieError extends Error {
     this.retryAfterMs = fields.retryAfterMs;
     this.standby = fields.standby ?? false;
     this.leader = fields.leader;
+    this.queueTimedOut = fields.queueTimedOut ?? false;
   }
 
   /** The status code's name (`UNAVAILABLE`), if the error has one. */
@@ -319,6 +328,7 @@ export function errorFromStatus(
     retryAfterMs: context.retryAfterMs ?? retryAfterOf(trailers),
     standby: trailers[STANDBY_TRAILER] === '1',
     leader: trailers[LEADER_TRAILER]?.trim() || undefined,
+    queueTimedOut: queueTimedOutTrailer(trailers),
   };
   if (cause.kind === 'shed') {
     return new ShedError(message.replace(summary, 'the call was shed'), {

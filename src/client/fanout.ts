@@ -36,7 +36,10 @@ export interface FanOutDeps {
     options: MapOptions,
     signal: AbortSignal,
   ): RemoteCall<T>;
-  /** The tenant's usable slots for the budget (null when the router cannot say). */
+  /**
+   * How many calls a map may have in flight for the budget: the usable slots, plus the calls the
+   * router's admission queue keeps waiting when it queues (null when the router cannot say).
+   */
   slots(options: CallDemandOptions): Promise<number | null>;
   /** Ends a session (best effort). */
   endSession(sessionId: string): Promise<unknown>;

@@ -40,6 +40,8 @@ export interface BatchDeps {
     options: MapOptions,
     signal: AbortSignal,
     onChunk: (data: Buffer, call: CallInfo) => void,
+    /** The batch was queued in the router's admission queue (true), or admitted (false). */
+    onQueue?: (queued: boolean) => void,
   ): RemoteCall<unknown>;
   /** The tenant's usable slots for the budget (null when the router cannot say). */
   slots(options: MapOptions): Promise<number | null>;
@@ -98,6 +100,8 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
 /** One map's slots, batches and outputs. */
 export class MapEngine<T> {
   readonly #slots: Slot[] = [];
+  /** This map's calls waiting in the router's admission queue now. */
+  #queuedBatches = 0;
   readonly #tasks: Promise<void>[] = [];
   #running = 0;
   readonly #queue: Item[] = [];
@@ -321,9 +325,19 @@ export class MapEngine<T> {
         items = next;
         if (items.length > 0 && waitMs > 0) await sleep(waitMs, this.stop);
       }
+      // Calls wait in the router's queue (this map's, so others' may too): an idle container
+      // kept for this slot's session would hold a slot they wait for.
+      if (this.#queuedBatches > 0) this.#release(slot);
       this.#openSlots();
     }
     this.#release(slot);
+  }
+
+  /** Inputs of this map waiting in the router's admission queue changed by `change`. */
+  #queuedChange(change: number): void {
+    this.#queuedBatches += change > 0 ? 1 : -1;
+    this.progress.queued += change;
+    this.progress.draw(false);
   }
 
   #after(slot: Slot, error: unknown, unfinished: Item[]): [Item[], number] {
@@ -393,6 +407,12 @@ export class MapEngine<T> {
       // The inputs' time is known better now: more slots may be worth opening.
       if (this.#slots.length < this.count) this.#openSlots();
     };
+    let waiting = false;
+    const onQueue = (queued: boolean) => {
+      if (queued === waiting) return;
+      waiting = queued;
+      this.#queuedChange(queued ? items.length : -items.length);
+    };
     slot.inFlight = true;
     try {
       call = this.deps.startBatch(
@@ -402,6 +422,7 @@ export class MapEngine<T> {
         this.options,
         this.stop,
         onChunk,
+        onQueue,
       );
       await call.result;
     } catch (error) {
@@ -415,6 +436,7 @@ export class MapEngine<T> {
       return { error, unfinished };
     } finally {
       slot.inFlight = false;
+      if (waiting) onQueue(false);
     }
     slot.refusals = 0;
     slot.unavailable = 0;

@@ -4,13 +4,17 @@
 export const REDRAW_EVERY_MS = 100;
 const WIDTH = 24;
 
-/** The bar's text: `label 37/1000 [###.....] 120.3/s 2 errors 0:03`. */
+/**
+ * The bar's text: `label 37/1000 [###.....] 120.3/s 2 errors 0:03`, with ` 5 queued` while inputs
+ * wait in the router's admission queue.
+ */
 export function renderProgress(
   label: string,
   done: number,
   total: number | undefined,
   errors: number,
   elapsedMs: number,
+  queued = 0,
 ): string {
   const seconds = elapsedMs / 1000;
   const rate = seconds > 0 ? done / seconds : 0;
@@ -22,7 +26,8 @@ export function renderProgress(
     bar = ` [${'#'.repeat(filled)}${'.'.repeat(WIDTH - filled)}]`;
     count = `${done}/${total}`;
   }
-  return `${label} ${count}${bar} ${rate.toFixed(1)}/s ${errors} ${errors === 1 ? 'error' : 'errors'} ${clock}`;
+  const waiting = queued > 0 ? ` ${queued} queued` : '';
+  return `${label} ${count}${bar} ${rate.toFixed(1)}/s ${errors} ${errors === 1 ? 'error' : 'errors'}${waiting} ${clock}`;
 }
 
 /** Draws a map's progress on stderr; a no-op when off. */
@@ -30,6 +35,8 @@ export class MapProgress {
   readonly enabled: boolean;
   done = 0;
   errors = 0;
+  /** Inputs waiting in the router's admission queue now. */
+  queued = 0;
   readonly #started = performance.now();
   #drawnAt = -Infinity;
 
@@ -60,6 +67,7 @@ export class MapProgress {
       this.total,
       this.errors,
       now - this.#started,
+      this.queued,
     );
     process.stderr.write(`\r\x1b[K${text}`);
   }

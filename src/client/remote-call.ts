@@ -87,6 +87,8 @@ export interface RemoteCallStart {
    * result and resolves with what `decode` makes of nothing once it ends well.
    */
   readonly onChunk?: ((data: Buffer, call: CallInfo) => void) | undefined;
+  /** The call was queued in the router's admission queue (true), or admitted from it (false). */
+  readonly onQueue?: ((queued: boolean) => void) | undefined;
   readonly signal?: AbortSignal | undefined;
   readonly onLog?: ((line: RemoteLogLine) => void) | undefined;
   readonly onSettled?: ((call: CallInfo) => void) | undefined;
@@ -252,6 +254,8 @@ export class RemoteCall<T = unknown> implements AsyncIterable<RemoteLogLine> {
             hasResult = true;
             if (start.onChunk === undefined) chunks.push(message.value.data);
             else start.onChunk(Buffer.from(message.value.data), this.#info);
+          } else if (message?.$case === 'queue') {
+            start.onQueue?.(message.value.queued);
           } else if (message?.$case === 'log') {
             this.#log(
               {

@@ -37,6 +37,8 @@ export function waitsForRoom(error: unknown, unavailableRetries = 0): error is R
   if (!(error instanceof ReadieError) || !error.notStarted) return false;
   // No wait makes room for a call that never fits: final.
   if (error instanceof NeverFitsError) return false;
+  // The router waited for room already (QUEUE_TIMEOUT in its admission queue): final.
+  if (error.queueTimedOut) return false;
   if (error.code === Status.RESOURCE_EXHAUSTED) return true;
   if (error.code !== Status.UNAVAILABLE || unavailableRetries >= MAX_UNAVAILABLE_RETRIES)
     return false;

@@ -8,6 +8,9 @@
  *   refused the call before running it). A client may retry exactly these calls.
  * - `readie-killed: out-of-memory`: the function ran and was killed, here for exceeding its memory
  *   budget (`readie-memory-budget`, in bytes); the status is `RESOURCE_EXHAUSTED`.
+ * - `readie-queued: 1` (with `readie-not-started: 1`): the call waited in the router's admission
+ *   queue for `QUEUE_TIMEOUT` and left it unplaced (`RESOURCE_EXHAUSTED`). Final: the router
+ *   waited already, so a client does not retry it by itself.
  * - `readie-never-fits: 1` (with `readie-not-started: 1`): no ready worker could ever take the
  *   call (`RESOURCE_EXHAUSTED`, the message naming the largest offer). Final: waiting cures
  *   nothing, so a client never retries it.
@@ -21,6 +24,8 @@ export const LEADER_TRAILER = 'readie-leader';
 export const STANDBY_TRAILER = 'readie-standby';
 /** The trailer of a refusal no wait can cure: no ready worker could ever take the call. */
 export const NEVER_FITS_TRAILER = 'readie-never-fits';
+/** The trailer of a call that waited `QUEUE_TIMEOUT` in the admission queue (final). */
+export const QUEUED_TRAILER = 'readie-queued';
 /** The trailer of a call whose function ran and was killed; its value says why. */
 export const KILLED_TRAILER = 'readie-killed';
 /** The memory budget, in bytes, of a call killed for exceeding it. */
@@ -39,6 +44,14 @@ export const NOT_STARTED: CallTrailers = { [NOT_STARTED_TRAILER]: '1' };
 
 /** The trailers of a refusal of a call that never fits: not started, and final. */
 export const NEVER_FITS: CallTrailers = { [NOT_STARTED_TRAILER]: '1', [NEVER_FITS_TRAILER]: '1' };
+
+/** The trailers of a call that waited `QUEUE_TIMEOUT` in the admission queue: not started, final. */
+export const QUEUE_TIMED_OUT: CallTrailers = { [NOT_STARTED_TRAILER]: '1', [QUEUED_TRAILER]: '1' };
+
+/** Whether `trailers` say the call waited `QUEUE_TIMEOUT` in the queue (final: not retried). */
+export function queueTimedOutTrailer(trailers: CallTrailers): boolean {
+  return trailers[QUEUED_TRAILER] === '1';
+}
 
 /** Whether `trailers` say no worker could ever take the call (final: never retried). */
 export function neverFitsTrailer(trailers: CallTrailers): boolean {

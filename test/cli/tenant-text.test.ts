@@ -150,7 +150,7 @@ describe('tenant text in what a person reads: status and replay of a log holding
     expect(page.stdout).to.include(printable(SESSION));
   });
 
-  it('readie status shows every string of an answer escaped, Recent failures and reservations too', () => {
+  it('readie status shows every string of an answer escaped, Recent failures, reservations and the queue too', () => {
     const answer = (text: (name: string) => string) =>
       StatusResponse.fromPartial({
         routerVersion: text('version'),
@@ -187,6 +187,8 @@ describe('tenant text in what a person reads: status and replay of a log holding
             memory: 1,
           },
         ],
+        queueTimeoutMs: 600_000,
+        queue: [{ tenantId: text('acme'), depth: 2, oldestQueuedAt: text('2026-01-01T00:00:00Z') }],
       });
     const hostile = HOSTILE.map(([, text]) => text);
     let i = 0;
@@ -201,6 +203,7 @@ describe('tenant text in what a person reads: status and replay of a log holding
     );
     expect(page.split('\n').length).to.equal(plain.split('\n').length);
     expect(page).to.include('Recent failures');
+    expect(page).to.include('Admission queue\nQUEUE_TIMEOUT 10m; 2 calls waiting');
   });
 
   describe('readie status of a router recovered from that log', () => {

@@ -183,6 +183,32 @@ describe('TypeScript client: one hint per cause', function () {
     expect(mayRetryRan(error)).to.equal(false);
   });
 
+  it('a call that waited QUEUE_TIMEOUT in the admission queue (readie-queued) is not retried; "no room" without it is', async () => {
+    proxy.script = async (call) => {
+      await call.read();
+      call.fail(
+        Status.RESOURCE_EXHAUSTED,
+        'queued for 10m: no worker can accept this request (1 candidate: container-count ruled out 1) (QUEUE_TIMEOUT)',
+        { 'readie-not-started': '1', 'readie-queued': '1' },
+      );
+    };
+    const waited = await failure(client);
+    expect(waited).to.be.instanceOf(ResourceExhaustedError);
+    expect(waited.notStarted).to.equal(true);
+    expect(waited.queueTimedOut).to.equal(true);
+    expect(waitsForRoom(waited)).to.equal(false);
+    // A router that does not queue (QUEUE_TIMEOUT=0) refuses "no room" at once: waited out.
+    proxy.script = async (call) => {
+      await call.read();
+      call.fail(Status.RESOURCE_EXHAUSTED, 'no worker can accept this request (...)', {
+        'readie-not-started': '1',
+      });
+    };
+    const refused = await failure(client);
+    expect(refused.queueTimedOut).to.equal(false);
+    expect(waitsForRoom(refused)).to.equal(true);
+  });
+
   it('nothing listening: names the address and READIE_ADDRESS', async () => {
     const address = `127.0.0.1:${await freePort()}`;
     const nowhere = new ReadieClient({ address, insecure: true, env: {} });

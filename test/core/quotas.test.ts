@@ -11,6 +11,7 @@ import type { Demand, NewEvent } from '../../src/events/index.js';
 import { validateEvent } from '../../src/events/index.js';
 import { evolve, quotaOf, type ClusterState } from '../../src/projections/index.js';
 import { snapshotOf } from '../../src/projections/snapshot.js';
+import { queueViews } from '../../src/router/admin/queue-view.js';
 import { atOf, demand, history, registered, started, type History } from '../support/events.js';
 
 const QUEUE = { QUEUE_TIMEOUT: 600_000 };
@@ -319,5 +320,20 @@ describe('quotas: admission', () => {
     expect(decide('admit', given.state(), {}).requestId).to.equal(null);
     setQuota(given, { tenantId: 'a', maxSlots: 2 });
     expect(decide('admit', given.state(), {}).requestId).to.equal('a2');
+  });
+
+  it('given quotas, the status view shows each tenant its weight, caps and a fair share by weight', () => {
+    const given = cluster(12);
+    setQuota(given, { tenantId: 'a', weight: 2, maxSlots: 10, maxQueued: 50 });
+    call(given, 'a1', 'a');
+    call(given, 'b1', 'b');
+    const rows = queueViews(given.state());
+    expect(
+      rows.map((row) => [row.tenantId, row.weight, row.maxSlots, row.maxQueued]),
+    ).to.deep.equal([
+      ['a', 2, 10, 50],
+      ['b', 1, undefined, 2_000],
+    ]);
+    expect(rows.map((row) => row.fairShare)).to.deep.equal([8, 4]);
   });
 });

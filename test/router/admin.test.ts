@@ -194,7 +194,15 @@ describe('router: the admin service and the tenant service', function () {
     // The tenant asks how many more containers it may start: placement's own filters decide.
     // 16 GiB x 0.9 headroom = 14.4 GiB; 2 GiB in use and 3 GiB reserved leave 9.4 GiB.
     const four = await slots(tenant, TENANT, { memory: 4 * GiB });
-    expect(four).to.deep.equal({ tenantId: 'acme', slots: 2, memory: 4 * GiB, workers: 1 });
+    expect(four).to.deep.equal({
+      tenantId: 'acme',
+      slots: 2,
+      memory: 4 * GiB,
+      workers: 1,
+      // This router does not queue (QUEUE_TIMEOUT 0): a map stays under the slots.
+      queueTimeoutMs: 0,
+      maxQueued: 0,
+    });
     // With the default 1 GiB budget, the container limit binds first: 8 minus the session's
     // container minus the call in flight.
     const small = await slots(tenant, TENANT);

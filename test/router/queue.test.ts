@@ -104,6 +104,8 @@ describe('router: the admission queue', function () {
       'queued for 1500ms: no worker can accept this request (1 candidate: container-count ruled out 1) (QUEUE_TIMEOUT)',
     );
     expect(outcome.error?.metadata.get('readie-not-started')).to.deep.equal(['1']);
+    // Final for the clients: the router waited for room already.
+    expect(outcome.error?.metadata.get('readie-queued')).to.deep.equal(['1']);
     const left = await leftQueue(config.requestId);
     expect(left).to.deep.include({ reason: 'timeout', code: 'RESOURCE_EXHAUSTED' });
     await first.done;

@@ -14,7 +14,7 @@ _sym_db = _symbol_database.Default()
 from readie._proto import call_pb2 as readie_dot_v1_dot_call__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15readie/v1/proxy.proto\x12\treadie.v1\x1a\x14readie/v1/call.proto\"\xcb\x03\n\nCallConfig\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x12\n\nsession_id\x18\x02 \x01(\t\x12\x0f\n\x07imports\x18\x03 \x03(\t\x12\x13\n\x06memory\x18\x04 \x01(\x04H\x00\x88\x01\x01\x12\x17\n\ngpu_memory\x18\x05 \x01(\x04H\x01\x88\x01\x01\x12\x0b\n\x03gpu\x18\x06 \x01(\x08\x12#\n\x1b\x64isable_optimized_execution\x18\x07 \x01(\x08\x12\x10\n\x08packages\x18\x08 \x03(\t\x12\x15\n\rcheckpoint_id\x18\t \x01(\t\x12\x16\n\x0epython_version\x18\n \x01(\t\x12(\n\x06\x66ormat\x18\x0b \x01(\x0e\x32\x18.readie.v1.PayloadFormat\x12\x0e\n\x06pinned\x18\x0c \x01(\x08\x12\x10\n\x08retry_of\x18\r \x01(\t\x12\x13\n\x06inputs\x18\x0e \x01(\rH\x02\x88\x01\x01\x12\x17\n\nmax_inputs\x18\x0f \x01(\rH\x03\x88\x01\x01\x12\x10\n\x08\x66unction\x18\x10 \x01(\t\x12#\n\x05image\x18\x11 \x01(\x0b\x32\x14.readie.v1.ImageSpecB\t\n\x07_memoryB\r\n\x0b_gpu_memoryB\t\n\x07_inputsB\r\n\x0b_max_inputs\"w\n\x17RequestExecutionRequest\x12\'\n\x06\x63onfig\x18\x01 \x01(\x0b\x32\x15.readie.v1.CallConfigH\x00\x12(\n\x05\x63hunk\x18\x02 \x01(\x0b\x32\x17.readie.v1.PayloadChunkH\x00\x42\t\n\x07message\"\x93\x01\n\x18RequestExecutionResponse\x12\x1f\n\x03ids\x18\x01 \x01(\x0b\x32\x12.readie.v1.CallIds\x12(\n\x05\x63hunk\x18\x02 \x01(\x0b\x32\x17.readie.v1.PayloadChunkH\x00\x12!\n\x03log\x18\x03 \x01(\x0b\x32\x12.readie.v1.LogLineH\x00\x42\t\n\x07message2o\n\x0cProxyService\x12_\n\x10RequestExecution\x12\".readie.v1.RequestExecutionRequest\x1a#.readie.v1.RequestExecutionResponse(\x01\x30\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15readie/v1/proxy.proto\x12\treadie.v1\x1a\x14readie/v1/call.proto\"\xcb\x03\n\nCallConfig\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x12\n\nsession_id\x18\x02 \x01(\t\x12\x0f\n\x07imports\x18\x03 \x03(\t\x12\x13\n\x06memory\x18\x04 \x01(\x04H\x00\x88\x01\x01\x12\x17\n\ngpu_memory\x18\x05 \x01(\x04H\x01\x88\x01\x01\x12\x0b\n\x03gpu\x18\x06 \x01(\x08\x12#\n\x1b\x64isable_optimized_execution\x18\x07 \x01(\x08\x12\x10\n\x08packages\x18\x08 \x03(\t\x12\x15\n\rcheckpoint_id\x18\t \x01(\t\x12\x16\n\x0epython_version\x18\n \x01(\t\x12(\n\x06\x66ormat\x18\x0b \x01(\x0e\x32\x18.readie.v1.PayloadFormat\x12\x0e\n\x06pinned\x18\x0c \x01(\x08\x12\x10\n\x08retry_of\x18\r \x01(\t\x12\x13\n\x06inputs\x18\x0e \x01(\rH\x02\x88\x01\x01\x12\x17\n\nmax_inputs\x18\x0f \x01(\rH\x03\x88\x01\x01\x12\x10\n\x08\x66unction\x18\x10 \x01(\t\x12#\n\x05image\x18\x11 \x01(\x0b\x32\x14.readie.v1.ImageSpecB\t\n\x07_memoryB\r\n\x0b_gpu_memoryB\t\n\x07_inputsB\r\n\x0b_max_inputs\"w\n\x17RequestExecutionRequest\x12\'\n\x06\x63onfig\x18\x01 \x01(\x0b\x32\x15.readie.v1.CallConfigH\x00\x12(\n\x05\x63hunk\x18\x02 \x01(\x0b\x32\x17.readie.v1.PayloadChunkH\x00\x42\t\n\x07message\"\xbc\x01\n\x18RequestExecutionResponse\x12\x1f\n\x03ids\x18\x01 \x01(\x0b\x32\x12.readie.v1.CallIds\x12(\n\x05\x63hunk\x18\x02 \x01(\x0b\x32\x17.readie.v1.PayloadChunkH\x00\x12!\n\x03log\x18\x03 \x01(\x0b\x32\x12.readie.v1.LogLineH\x00\x12\'\n\x05queue\x18\x04 \x01(\x0b\x32\x16.readie.v1.QueueNoticeH\x00\x42\t\n\x07message\",\n\x0bQueueNotice\x12\x0e\n\x06queued\x18\x01 \x01(\x08\x12\r\n\x05\x61head\x18\x02 \x01(\r2o\n\x0cProxyService\x12_\n\x10RequestExecution\x12\".readie.v1.RequestExecutionRequest\x1a#.readie.v1.RequestExecutionResponse(\x01\x30\x01\x62\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'readie._proto.proxy_pb2', globals())
@@ -26,7 +26,9 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   _REQUESTEXECUTIONREQUEST._serialized_start=520
   _REQUESTEXECUTIONREQUEST._serialized_end=639
   _REQUESTEXECUTIONRESPONSE._serialized_start=642
-  _REQUESTEXECUTIONRESPONSE._serialized_end=789
-  _PROXYSERVICE._serialized_start=791
-  _PROXYSERVICE._serialized_end=902
+  _REQUESTEXECUTIONRESPONSE._serialized_end=830
+  _QUEUENOTICE._serialized_start=832
+  _QUEUENOTICE._serialized_end=876
+  _PROXYSERVICE._serialized_start=878
+  _PROXYSERVICE._serialized_end=989
 # @@protoc_insertion_point(module_scope)

@@ -159,7 +159,7 @@ export function addStatusCommand(program: Command): void {
   program
     .command('status')
     .description(
-      "the live cluster from the router that leads (with several routers listed, which leads and which stand by): workers (status, address, load, containers, in flight, last report, probe failures), the calls that failed on each worker, sessions, reservations, the catalogue revision and the log's seq; then tenant-pinned versions (the table, staged pins, residency: as readie pin status)",
+      "the live cluster from the router that leads (with several routers listed, which leads and which stand by): workers (status, address, load, containers, in flight, last report, probe failures), the admission queue per tenant (calls waiting, oldest wait, slots held beside fair share, weight, cap), the calls that failed on each worker, sessions, reservations, the catalogue revision and the log's seq; then tenant-pinned versions (the table, staged pins, residency: as readie pin status)",
     )
     .option('--router <host:port>', ROUTER_FLAG_HELP)
     .option(

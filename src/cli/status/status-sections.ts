@@ -14,6 +14,7 @@ import type {
 } from '../../proto/gen/readie/v1/admin.js';
 import { printableData } from '../../shared/printable.js';
 import { logSection } from './log-section.js';
+import { queueSection } from './queue-section.js';
 import { age, roughSize } from './readable-units.js';
 
 export { age, roughSize } from './readable-units.js';
@@ -161,6 +162,7 @@ export const STATUS_SECTIONS: readonly StatusSection[] = [
   routerSection,
   logSection,
   workersSection,
+  queueSection,
   failuresSection,
   sessionsSection,
   reservationsSection,

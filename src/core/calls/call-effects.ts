@@ -1,4 +1,5 @@
 /** What the call's state machine (`call-machine.ts`) asks its shell to do, in order. */
+import type { QueueLeaveReason } from '../../events/schema.js';
 import type { CallIds } from '../../proto/gen/readie/v1/call.js';
 import type { CallHeader } from '../../proto/gen/readie/v1/execution.js';
 import type { GrpcCodeName } from '../../shared/grpc-codes.js';
@@ -43,8 +44,8 @@ export type CallEffect =
       readonly timeoutMs: number;
       readonly why: string;
     }
-  /** The call left the queue (admitted or not): stop its `queue-timeout`. */
-  | { readonly type: 'unqueued' }
+  /** The call left the queue (admitted, or why not): stop its `queue-timeout`. */
+  | { readonly type: 'unqueued'; readonly outcome: 'admitted' | QueueLeaveReason }
   /** Append a decision; a failure is only reported (`failure` says what was not recorded). */
   | { readonly type: 'record'; readonly decision: Decision; readonly failure: string }
   /**

@@ -24,7 +24,12 @@
  *    says so (`readie-not-started`), and the worker's trailers about the function are relayed.
  */
 import type { CallConfig } from '../../proto/gen/readie/v1/proxy.js';
-import { NEVER_FITS, NO_TRAILERS, NOT_STARTED } from '../../shared/call-trailers.js';
+import {
+  NEVER_FITS,
+  NO_TRAILERS,
+  NOT_STARTED,
+  QUEUE_TIMED_OUT,
+} from '../../shared/call-trailers.js';
 import type { GrpcCodeName } from '../../shared/grpc-codes.js';
 import {
   CallAbandonedError,
@@ -38,7 +43,7 @@ import { answerTrailers, type TrailerEntry } from './answer-trailers.js';
 import type { CallEffect } from './call-effects.js';
 import type { CallFacts, CallInput, CallPhase, CallWorld } from './call-phases.js';
 import type { QueueLeaveReason } from '../../events/schema.js';
-import { queueTimeoutMessage } from '../admission/index.js';
+import { queuedCount, queueTimeoutMessage } from '../admission/index.js';
 import type { PlacementDecision } from '../placement/index.js';
 import { demandOf, firstConfigOf, payloadChunkOf, sessionIdOf } from './call-config.js';
 import { decide } from '../decisions.js';
@@ -236,6 +241,30 @@ function placing(
   }
 }
 
+/**
+ * The client told where its call stands in the admission queue: queued, with the calls of its own
+ * tenant ahead of it (its `CallQueued` is folded already), or admitted.
+ */
+function queueNotice(facts: CallFacts, queued: boolean, world: CallWorld): CallEffect {
+  const ahead = queued ? Math.max(0, queuedCount(world.state, facts.call.tenantId ?? null) - 1) : 0;
+  const ids = {
+    requestId: facts.call.requestId,
+    sessionId: facts.call.sessionId ?? '',
+    workerId: '',
+    containerId: '',
+    checkpointId: '',
+    version: '',
+    routingRevision: 0,
+  };
+  return {
+    type: 'to-client',
+    answer: {
+      kind: 'message',
+      message: { ids, message: { $case: 'queue', value: { queued, ahead } } },
+    },
+  };
+}
+
 /** The call waits in the admission queue, paused, until admitted or gone. */
 function enqueued(facts: CallFacts, why: string, world: CallWorld): CallStep {
   return {
@@ -247,6 +276,7 @@ function enqueued(facts: CallFacts, why: string, world: CallWorld): CallStep {
         timeoutMs: world.settings.QUEUE_TIMEOUT,
         why,
       },
+      queueNotice(facts, true, world),
     ],
   };
 }
@@ -259,7 +289,8 @@ function queued(
   switch (input.type) {
     case 'admitted':
       return prefixed(
-        { type: 'unqueued' },
+        { type: 'unqueued', outcome: 'admitted' },
+        queueNotice(phase.facts, false, world),
         placed(phase.facts, input.placement, world, phase.held, phase.clientEnded),
       );
     case 'queue-timeout': {
@@ -300,10 +331,12 @@ function leaveQueue(
     reason === 'timeout'
       ? new CallRejectedError(code, ending.details)
       : new CallAbandonedError(ending.details);
+  const trailers =
+    reason === 'timeout' ? answerTrailers({ requestId }, undefined, QUEUE_TIMED_OUT) : undefined;
   return prefixed(
-    { type: 'unqueued' },
+    { type: 'unqueued', outcome: reason },
     { type: 'record', decision, failure: 'could not record that the call left the queue' },
-    refuse(phase, error, { clientGone, code }),
+    refuse(phase, error, { clientGone, code, ...(trailers ? { trailers } : {}) }),
   );
 }
 

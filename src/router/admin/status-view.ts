@@ -12,6 +12,7 @@ import type {
   StatusResponse,
   WorkerView,
 } from '../../proto/gen/readie/v1/admin.js';
+import { queueTimeoutMs, queueViews } from './queue-view.js';
 import type { WorkerFailureRecord } from './worker-failures.js';
 
 /** What the router process knows beyond the state. */
@@ -130,5 +131,7 @@ export function statusOf(
     callsInFlight: live.callsInFlight,
     callsWaiting: live.callsWaiting,
     log: live.log,
+    queue: queueViews(state),
+    queueTimeoutMs: queueTimeoutMs(state),
   };
 }

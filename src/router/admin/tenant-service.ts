@@ -1,5 +1,6 @@
 /**
- * `TenantService` (shell): what a tenant may ask about itself (its usable slots), and the end of
+ * `TenantService` (shell): what a tenant may ask about itself (its usable slots, its calls waiting
+ * in the admission queue), and the end of
  * one of its sessions. The tenant is the one its credential names; no request carries a tenant ID,
  * so a tenant cannot ask about another.
  */
@@ -8,6 +9,8 @@ import type { ClusterState, WorkerRecord } from '../../projections/cluster-state
 import type {
   EndSessionRequest,
   EndSessionResponse,
+  OwnQueueRequest,
+  OwnQueueResponse,
   SlotsRequest,
   SlotsResponse,
   TenantServiceServer,
@@ -19,6 +22,8 @@ import { SlotsRefusedError } from '../../core/errors.js';
 import { tenantOf, type RouterCredentials } from '../security/index.js';
 import { endSession, type SessionEndDeps } from '../sessions/index.js';
 import { tenantHistoryHandlers, type HistoryHandlerOptions } from '../history/index.js';
+import { quotaOf } from '../../projections/quota-state.js';
+import { ownQueue, queueTimeoutMs } from './queue-view.js';
 
 /** What the tenant service reads, and what ending a session needs. */
 export interface TenantServiceOptions {
@@ -89,7 +94,20 @@ export function tenantService(options: TenantServiceOptions): TenantServiceServe
           slots: count.slots,
           memory: budget.memory,
           workers: count.workers,
+          queueTimeoutMs: queueTimeoutMs(state),
+          maxQueued: queueTimeoutMs(state) > 0 ? quotaOf(state.quotas, tenantId).maxQueued : 0,
         });
+      } catch (error) {
+        callback(toServiceError(error));
+      }
+    },
+    ownQueue(
+      call: ServerUnaryCall<OwnQueueRequest, OwnQueueResponse>,
+      callback: sendUnaryData<OwnQueueResponse>,
+    ) {
+      try {
+        const tenantId = tenantOf(credentials.authorize(call.metadata, call.getPath())) ?? null;
+        callback(null, ownQueue(options.state(), tenantId, call.request.requestId));
       } catch (error) {
         callback(toServiceError(error));
       }

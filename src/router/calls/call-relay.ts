@@ -83,6 +83,8 @@ export class CallRelay implements ActiveCall {
   private lastAppend: AppendResult | undefined;
   /** While the call waits in the admission queue: its `QUEUE_TIMEOUT`. */
   private queueTimer: NodeJS.Timeout | undefined;
+  /** When the call was queued (performance.now()), for the wait histogram. */
+  private queuedAt = 0;
   private readonly startedAt = performance.now();
   private bytesToWorker = 0;
   private bytesToClient = 0;
@@ -209,6 +211,7 @@ export class CallRelay implements ActiveCall {
         return;
       case 'queued':
         metrics.queued.inc();
+        this.queuedAt = performance.now();
         this.queueTimer = setTimeout(
           () => this.dispatch({ type: 'queue-timeout' }),
           effect.timeoutMs,
@@ -218,6 +221,10 @@ export class CallRelay implements ActiveCall {
         }
         return;
       case 'unqueued':
+        metrics.queueWait.observe(
+          { tenant: this.tenantId ?? '', outcome: effect.outcome },
+          (performance.now() - this.queuedAt) / 1000,
+        );
         clearTimeout(this.queueTimer);
         this.queueTimer = undefined;
         return;

@@ -25,6 +25,8 @@ export class RouterMetrics {
   readonly placements: Counter<string>;
   /** Calls that found no room now and waited in the admission queue. */
   readonly queued: Counter<string>;
+  /** Seconds a call waited in the admission queue, by tenant and how it left (admitted or why not). */
+  readonly queueWait: Histogram<'tenant' | 'outcome'>;
   /** Calls refused before running, by gRPC code: placement, session busy, malformed stream. */
   readonly rejections: Counter<'code'>;
   /** Calls that ran, by the gRPC code they ended with. */
@@ -62,6 +64,13 @@ export class RouterMetrics {
     this.queued = new Counter({
       name: 'readie_router_calls_queued_total',
       help: 'Calls that found no room now and waited in the admission queue',
+      registers,
+    });
+    this.queueWait = new Histogram({
+      name: 'readie_router_queue_wait_seconds',
+      help: 'Time calls waited in the admission queue, by tenant (calls without one: tenant="") and outcome (admitted, timeout, deadline, cancelled, restart)',
+      labelNames: ['tenant', 'outcome'],
+      buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600],
       registers,
     });
     new Gauge({

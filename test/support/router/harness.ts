@@ -21,6 +21,7 @@ import {
   ProxyServiceClient,
   type CallConfig,
   type RequestExecutionRequest,
+  type QueueNotice,
   type RequestExecutionResponse,
 } from '../../../src/proto/gen/readie/v1/proxy.js';
 import {
@@ -94,6 +95,8 @@ export interface CallOutcome {
   readonly logs: LogLine[];
   /** The IDs of every answer, in order. */
   readonly ids: CallIds[];
+  /** The admission queue's notices, in order (queued, then admitted). */
+  readonly queue: QueueNotice[];
   /** The error status, or undefined for OK. */
   readonly error: ServiceError | undefined;
   /** The payload answered, concatenated. */
@@ -148,18 +151,27 @@ export function collect(
   const chunks: Buffer[] = [];
   const logs: LogLine[] = [];
   const ids: CallIds[] = [];
+  const queue: QueueNotice[] = [];
   return new Promise((resolve) => {
     let error: ServiceError | undefined;
     stream.on('data', (answer: RequestExecutionResponse) => {
       if (answer.ids) ids.push(answer.ids);
       if (answer.message?.$case === 'chunk') chunks.push(answer.message.value.data);
       if (answer.message?.$case === 'log') logs.push(answer.message.value);
+      if (answer.message?.$case === 'queue') queue.push(answer.message.value);
     });
     stream.on('error', (e: ServiceError) => (error = e));
     stream.on('status', () => {
       // 'status' comes after the last answer and any 'error'.
       setImmediate(() =>
-        resolve({ chunks, logs, ids, error, payload: Buffer.concat(chunks).toString('utf8') }),
+        resolve({
+          chunks,
+          logs,
+          ids,
+          queue,
+          error,
+          payload: Buffer.concat(chunks).toString('utf8'),
+        }),
       );
     });
   });

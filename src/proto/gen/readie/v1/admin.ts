@@ -124,7 +124,43 @@ export interface StatusResponse {
    * The event log: the live log and its archive (docs/event-log.md, "Retention and the archive").
    * Numbered apart from the fields above, which other views extend.
    */
-  log?: LogView | undefined;
+  log?:
+    | LogView
+    | undefined;
+  /**
+   * The admission queue, one entry per tenant with calls waiting or slots held, by tenant ID
+   * (docs/placement.md, "The admission queue").
+   */
+  queue: TenantQueueView[];
+  /** The router's QUEUE_TIMEOUT in ms; 0: it does not queue (a call that finds no room is refused). */
+  queueTimeoutMs: number;
+}
+
+/** One tenant in the admission queue: what waits, and what it holds beside its fair share. */
+export interface TenantQueueView {
+  /** The tenant ID; empty for calls without a tenant (development modes). */
+  tenantId: string;
+  /** Calls of the tenant waiting in the queue. */
+  depth: number;
+  /** When its oldest waiting call was queued (ISO-8601 UTC); empty when none waits. */
+  oldestQueuedAt: string;
+  /** Slots it holds: calls in flight plus idle containers kept for its sessions. */
+  slotsHeld: number;
+  /** Its weight in the fair order (1 until quotas give weights). */
+  weight: number;
+  /**
+   * Its fair share of the cluster's container slots now: the ready workers' container limits
+   * divided among the tenants listed, by weight; unset when a ready worker reported no limit.
+   */
+  fairShare?:
+    | number
+    | undefined;
+  /** Its cap on slots held (maxSlots); unset: no cap. */
+  maxSlots?:
+    | number
+    | undefined;
+  /** The most calls it may have waiting (maxQueued). */
+  maxQueued: number;
 }
 
 /** The router's event log: what the live log holds, what its archive holds, the retention in force. */
@@ -855,6 +891,8 @@ function createBaseStatusResponse(): StatusResponse {
     callsInFlight: 0,
     callsWaiting: 0,
     log: undefined,
+    queue: [],
+    queueTimeoutMs: 0,
   };
 }
 
@@ -889,6 +927,12 @@ export const StatusResponse: MessageFns<StatusResponse> = {
     }
     if (message.log !== undefined) {
       LogView.encode(message.log, writer.uint32(242).fork()).join();
+    }
+    for (const v of message.queue) {
+      TenantQueueView.encode(v!, writer.uint32(250).fork()).join();
+    }
+    if (message.queueTimeoutMs !== 0) {
+      writer.uint32(256).uint64(message.queueTimeoutMs);
     }
     return writer;
   },
@@ -986,6 +1030,22 @@ export const StatusResponse: MessageFns<StatusResponse> = {
             message.log = LogView.decode(reader, reader.uint32());
             continue;
           }
+          case 31: {
+            if (tag !== 250) {
+              break;
+            }
+
+            message.queue.push(TenantQueueView.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 32: {
+            if (tag !== 256) {
+              break;
+            }
+
+            message.queueTimeoutMs = longToNumber(reader.uint64());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1040,6 +1100,14 @@ export const StatusResponse: MessageFns<StatusResponse> = {
         ? globalThis.Number(object.calls_waiting)
         : 0,
       log: isSet(object.log) ? LogView.fromJSON(object.log) : undefined,
+      queue: globalThis.Array.isArray(object?.queue)
+        ? object.queue.map((e: any) => TenantQueueView.fromJSON(e))
+        : [],
+      queueTimeoutMs: isSet(object.queueTimeoutMs)
+        ? globalThis.Number(object.queueTimeoutMs)
+        : isSet(object.queue_timeout_ms)
+        ? globalThis.Number(object.queue_timeout_ms)
+        : 0,
     };
   },
 
@@ -1075,6 +1143,12 @@ export const StatusResponse: MessageFns<StatusResponse> = {
     if (message.log !== undefined) {
       obj.log = LogView.toJSON(message.log);
     }
+    if (message.queue?.length) {
+      obj.queue = message.queue.map((e) => TenantQueueView.toJSON(e));
+    }
+    if (message.queueTimeoutMs !== 0) {
+      obj.queueTimeoutMs = Math.round(message.queueTimeoutMs);
+    }
     return obj;
   },
 
@@ -1093,6 +1167,222 @@ export const StatusResponse: MessageFns<StatusResponse> = {
     message.callsInFlight = object.callsInFlight ?? 0;
     message.callsWaiting = object.callsWaiting ?? 0;
     message.log = (object.log !== undefined && object.log !== null) ? LogView.fromPartial(object.log) : undefined;
+    message.queue = object.queue?.map((e) => TenantQueueView.fromPartial(e)) || [];
+    message.queueTimeoutMs = object.queueTimeoutMs ?? 0;
+    return message;
+  },
+};
+
+function createBaseTenantQueueView(): TenantQueueView {
+  return {
+    tenantId: "",
+    depth: 0,
+    oldestQueuedAt: "",
+    slotsHeld: 0,
+    weight: 0,
+    fairShare: undefined,
+    maxSlots: undefined,
+    maxQueued: 0,
+  };
+}
+
+export const TenantQueueView: MessageFns<TenantQueueView> = {
+  encode(message: TenantQueueView, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.tenantId !== "") {
+      writer.uint32(10).string(message.tenantId);
+    }
+    if (message.depth !== 0) {
+      writer.uint32(16).uint32(message.depth);
+    }
+    if (message.oldestQueuedAt !== "") {
+      writer.uint32(26).string(message.oldestQueuedAt);
+    }
+    if (message.slotsHeld !== 0) {
+      writer.uint32(32).uint32(message.slotsHeld);
+    }
+    if (message.weight !== 0) {
+      writer.uint32(41).double(message.weight);
+    }
+    if (message.fairShare !== undefined) {
+      writer.uint32(49).double(message.fairShare);
+    }
+    if (message.maxSlots !== undefined) {
+      writer.uint32(56).uint32(message.maxSlots);
+    }
+    if (message.maxQueued !== 0) {
+      writer.uint32(64).uint32(message.maxQueued);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): TenantQueueView {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseTenantQueueView();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.tenantId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.depth = reader.uint32();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.oldestQueuedAt = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.slotsHeld = reader.uint32();
+            continue;
+          }
+          case 5: {
+            if (tag !== 41) {
+              break;
+            }
+
+            message.weight = reader.double();
+            continue;
+          }
+          case 6: {
+            if (tag !== 49) {
+              break;
+            }
+
+            message.fairShare = reader.double();
+            continue;
+          }
+          case 7: {
+            if (tag !== 56) {
+              break;
+            }
+
+            message.maxSlots = reader.uint32();
+            continue;
+          }
+          case 8: {
+            if (tag !== 64) {
+              break;
+            }
+
+            message.maxQueued = reader.uint32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): TenantQueueView {
+    return {
+      tenantId: isSet(object.tenantId)
+        ? globalThis.String(object.tenantId)
+        : isSet(object.tenant_id)
+        ? globalThis.String(object.tenant_id)
+        : "",
+      depth: isSet(object.depth) ? globalThis.Number(object.depth) : 0,
+      oldestQueuedAt: isSet(object.oldestQueuedAt)
+        ? globalThis.String(object.oldestQueuedAt)
+        : isSet(object.oldest_queued_at)
+        ? globalThis.String(object.oldest_queued_at)
+        : "",
+      slotsHeld: isSet(object.slotsHeld)
+        ? globalThis.Number(object.slotsHeld)
+        : isSet(object.slots_held)
+        ? globalThis.Number(object.slots_held)
+        : 0,
+      weight: isSet(object.weight) ? globalThis.Number(object.weight) : 0,
+      fairShare: isSet(object.fairShare)
+        ? globalThis.Number(object.fairShare)
+        : isSet(object.fair_share)
+        ? globalThis.Number(object.fair_share)
+        : undefined,
+      maxSlots: isSet(object.maxSlots)
+        ? globalThis.Number(object.maxSlots)
+        : isSet(object.max_slots)
+        ? globalThis.Number(object.max_slots)
+        : undefined,
+      maxQueued: isSet(object.maxQueued)
+        ? globalThis.Number(object.maxQueued)
+        : isSet(object.max_queued)
+        ? globalThis.Number(object.max_queued)
+        : 0,
+    };
+  },
+
+  toJSON(message: TenantQueueView): unknown {
+    const obj: any = {};
+    if (message.tenantId !== "") {
+      obj.tenantId = message.tenantId;
+    }
+    if (message.depth !== 0) {
+      obj.depth = Math.round(message.depth);
+    }
+    if (message.oldestQueuedAt !== "") {
+      obj.oldestQueuedAt = message.oldestQueuedAt;
+    }
+    if (message.slotsHeld !== 0) {
+      obj.slotsHeld = Math.round(message.slotsHeld);
+    }
+    if (message.weight !== 0) {
+      obj.weight = floatToJson(message.weight);
+    }
+    if (message.fairShare !== undefined) {
+      obj.fairShare = floatToJson(message.fairShare);
+    }
+    if (message.maxSlots !== undefined) {
+      obj.maxSlots = Math.round(message.maxSlots);
+    }
+    if (message.maxQueued !== 0) {
+      obj.maxQueued = Math.round(message.maxQueued);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<TenantQueueView>, I>>(base?: I): TenantQueueView {
+    return TenantQueueView.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<TenantQueueView>, I>>(object: I): TenantQueueView {
+    const message = createBaseTenantQueueView();
+    message.tenantId = object.tenantId ?? "";
+    message.depth = object.depth ?? 0;
+    message.oldestQueuedAt = object.oldestQueuedAt ?? "";
+    message.slotsHeld = object.slotsHeld ?? 0;
+    message.weight = object.weight ?? 0;
+    message.fairShare = object.fairShare ?? undefined;
+    message.maxSlots = object.maxSlots ?? undefined;
+    message.maxQueued = object.maxQueued ?? 0;
     return message;
   },
 };

@@ -126,7 +126,25 @@ export interface RequestExecutionResponse {
     | //
     /** A log line (user output, or readie's own notes such as a skipped package). */
     { $case: "log"; value: LogLine }
+    | //
+    /**
+     * The call waits in the router's admission queue (sent when it is queued), or has left it
+     * (sent when it is admitted: answers of the placed call follow). Clients older than the
+     * queue read it as a message that carries only IDs.
+     */
+    { $case: "queue"; value: QueueNotice }
     | undefined;
+}
+
+/** Where a call stands in the router's admission queue (docs/placement.md, "The admission queue"). */
+export interface QueueNotice {
+  /** True when the call was queued; false when it was admitted. */
+  queued: boolean;
+  /**
+   * When queued: how many calls of the caller's own tenant wait ahead of it (0: it is its
+   * tenant's next). Nothing of other tenants is told.
+   */
+  ahead: number;
 }
 
 function createBaseCallConfig(): CallConfig {
@@ -625,6 +643,9 @@ export const RequestExecutionResponse: MessageFns<RequestExecutionResponse> = {
       case "log":
         LogLine.encode(message.message.value, writer.uint32(26).fork()).join();
         break;
+      case "queue":
+        QueueNotice.encode(message.message.value, writer.uint32(34).fork()).join();
+        break;
     }
     return writer;
   },
@@ -666,6 +687,14 @@ export const RequestExecutionResponse: MessageFns<RequestExecutionResponse> = {
             message.message = { $case: "log", value: LogLine.decode(reader, reader.uint32()) };
             continue;
           }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.message = { $case: "queue", value: QueueNotice.decode(reader, reader.uint32()) };
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -685,6 +714,8 @@ export const RequestExecutionResponse: MessageFns<RequestExecutionResponse> = {
         ? { $case: "chunk", value: PayloadChunk.fromJSON(object.chunk) }
         : isSet(object.log)
         ? { $case: "log", value: LogLine.fromJSON(object.log) }
+        : isSet(object.queue)
+        ? { $case: "queue", value: QueueNotice.fromJSON(object.queue) }
         : undefined,
     };
   },
@@ -698,6 +729,8 @@ export const RequestExecutionResponse: MessageFns<RequestExecutionResponse> = {
       obj.chunk = PayloadChunk.toJSON(message.message.value);
     } else if (message.message?.$case === "log") {
       obj.log = LogLine.toJSON(message.message.value);
+    } else if (message.message?.$case === "queue") {
+      obj.queue = QueueNotice.toJSON(message.message.value);
     }
     return obj;
   },
@@ -721,7 +754,98 @@ export const RequestExecutionResponse: MessageFns<RequestExecutionResponse> = {
         }
         break;
       }
+      case "queue": {
+        if (object.message?.value !== undefined && object.message?.value !== null) {
+          message.message = { $case: "queue", value: QueueNotice.fromPartial(object.message.value) };
+        }
+        break;
+      }
     }
+    return message;
+  },
+};
+
+function createBaseQueueNotice(): QueueNotice {
+  return { queued: false, ahead: 0 };
+}
+
+export const QueueNotice: MessageFns<QueueNotice> = {
+  encode(message: QueueNotice, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.queued !== false) {
+      writer.uint32(8).bool(message.queued);
+    }
+    if (message.ahead !== 0) {
+      writer.uint32(16).uint32(message.ahead);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): QueueNotice {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseQueueNotice();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.queued = reader.bool();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.ahead = reader.uint32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): QueueNotice {
+    return {
+      queued: isSet(object.queued) ? globalThis.Boolean(object.queued) : false,
+      ahead: isSet(object.ahead) ? globalThis.Number(object.ahead) : 0,
+    };
+  },
+
+  toJSON(message: QueueNotice): unknown {
+    const obj: any = {};
+    if (message.queued !== false) {
+      obj.queued = message.queued;
+    }
+    if (message.ahead !== 0) {
+      obj.ahead = Math.round(message.ahead);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<QueueNotice>, I>>(base?: I): QueueNotice {
+    return QueueNotice.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<QueueNotice>, I>>(object: I): QueueNotice {
+    const message = createBaseQueueNotice();
+    message.queued = object.queued ?? false;
+    message.ahead = object.ahead ?? 0;
     return message;
   },
 };

@@ -26,6 +26,46 @@ export const protobufPackage = "readie.v1";
 
 export const protobufFileName = "readie/v1/tenant.proto";
 
+/** Which of the tenant's queued calls to show. */
+export interface OwnQueueRequest {
+  /**
+   * One call by its request ID; empty: every queued call of the tenant. A call that is not queued
+   * (admitted, ended, never seen, or another tenant's) is simply not listed.
+   */
+  requestId: string;
+}
+
+/** One of the tenant's queued calls. */
+export interface OwnQueuedCall {
+  /** Its request ID. */
+  requestId: string;
+  /** Its session; empty outside sessions. */
+  sessionId: string;
+  /** When it was queued (ISO-8601 UTC). */
+  queuedAt: string;
+  /** Calls of the same tenant ahead of it (0: it is its tenant's next). */
+  position: number;
+}
+
+/** The tenant's place in the admission queue. */
+export interface OwnQueueResponse {
+  /** The tenant the credential names; empty in the development modes (no tenants). */
+  tenantId: string;
+  /** The calls asked for, oldest first. */
+  calls: OwnQueuedCall[];
+  /** How many calls of the tenant wait in all. */
+  depth: number;
+  /** Slots the tenant holds now (calls in flight plus idle containers kept for its sessions). */
+  slotsHeld: number;
+  /** The most calls the tenant may have waiting (maxQueued). */
+  maxQueued: number;
+  /**
+   * The router's QUEUE_TIMEOUT in ms; 0: the router does not queue (a call that finds no room is
+   * refused at once).
+   */
+  queueTimeoutMs: number;
+}
+
 /** Which of the tenant's calls to list. */
 export interface OwnCallsRequest {
   /** The filters. */
@@ -98,6 +138,13 @@ export interface SlotsResponse {
   memory: number;
   /** How many workers have at least one slot. */
   workers: number;
+  /**
+   * The router's QUEUE_TIMEOUT in ms: above 0, a call that finds no room waits in the router's
+   * admission queue (a map may send more calls than slots); 0, it is refused at once.
+   */
+  queueTimeoutMs: number;
+  /** The most calls of the tenant the queue keeps waiting (maxQueued); 0 when it does not queue. */
+  maxQueued: number;
 }
 
 /** The session to end. */
@@ -123,6 +170,373 @@ export interface EndSessionResponse {
    */
   containerRemoved: boolean;
 }
+
+function createBaseOwnQueueRequest(): OwnQueueRequest {
+  return { requestId: "" };
+}
+
+export const OwnQueueRequest: MessageFns<OwnQueueRequest> = {
+  encode(message: OwnQueueRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.requestId !== "") {
+      writer.uint32(10).string(message.requestId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): OwnQueueRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseOwnQueueRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.requestId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): OwnQueueRequest {
+    return {
+      requestId: isSet(object.requestId)
+        ? globalThis.String(object.requestId)
+        : isSet(object.request_id)
+        ? globalThis.String(object.request_id)
+        : "",
+    };
+  },
+
+  toJSON(message: OwnQueueRequest): unknown {
+    const obj: any = {};
+    if (message.requestId !== "") {
+      obj.requestId = message.requestId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<OwnQueueRequest>, I>>(base?: I): OwnQueueRequest {
+    return OwnQueueRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<OwnQueueRequest>, I>>(object: I): OwnQueueRequest {
+    const message = createBaseOwnQueueRequest();
+    message.requestId = object.requestId ?? "";
+    return message;
+  },
+};
+
+function createBaseOwnQueuedCall(): OwnQueuedCall {
+  return { requestId: "", sessionId: "", queuedAt: "", position: 0 };
+}
+
+export const OwnQueuedCall: MessageFns<OwnQueuedCall> = {
+  encode(message: OwnQueuedCall, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.requestId !== "") {
+      writer.uint32(10).string(message.requestId);
+    }
+    if (message.sessionId !== "") {
+      writer.uint32(18).string(message.sessionId);
+    }
+    if (message.queuedAt !== "") {
+      writer.uint32(26).string(message.queuedAt);
+    }
+    if (message.position !== 0) {
+      writer.uint32(32).uint32(message.position);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): OwnQueuedCall {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseOwnQueuedCall();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.requestId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.sessionId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.queuedAt = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.position = reader.uint32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): OwnQueuedCall {
+    return {
+      requestId: isSet(object.requestId)
+        ? globalThis.String(object.requestId)
+        : isSet(object.request_id)
+        ? globalThis.String(object.request_id)
+        : "",
+      sessionId: isSet(object.sessionId)
+        ? globalThis.String(object.sessionId)
+        : isSet(object.session_id)
+        ? globalThis.String(object.session_id)
+        : "",
+      queuedAt: isSet(object.queuedAt)
+        ? globalThis.String(object.queuedAt)
+        : isSet(object.queued_at)
+        ? globalThis.String(object.queued_at)
+        : "",
+      position: isSet(object.position) ? globalThis.Number(object.position) : 0,
+    };
+  },
+
+  toJSON(message: OwnQueuedCall): unknown {
+    const obj: any = {};
+    if (message.requestId !== "") {
+      obj.requestId = message.requestId;
+    }
+    if (message.sessionId !== "") {
+      obj.sessionId = message.sessionId;
+    }
+    if (message.queuedAt !== "") {
+      obj.queuedAt = message.queuedAt;
+    }
+    if (message.position !== 0) {
+      obj.position = Math.round(message.position);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<OwnQueuedCall>, I>>(base?: I): OwnQueuedCall {
+    return OwnQueuedCall.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<OwnQueuedCall>, I>>(object: I): OwnQueuedCall {
+    const message = createBaseOwnQueuedCall();
+    message.requestId = object.requestId ?? "";
+    message.sessionId = object.sessionId ?? "";
+    message.queuedAt = object.queuedAt ?? "";
+    message.position = object.position ?? 0;
+    return message;
+  },
+};
+
+function createBaseOwnQueueResponse(): OwnQueueResponse {
+  return { tenantId: "", calls: [], depth: 0, slotsHeld: 0, maxQueued: 0, queueTimeoutMs: 0 };
+}
+
+export const OwnQueueResponse: MessageFns<OwnQueueResponse> = {
+  encode(message: OwnQueueResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.tenantId !== "") {
+      writer.uint32(10).string(message.tenantId);
+    }
+    for (const v of message.calls) {
+      OwnQueuedCall.encode(v!, writer.uint32(18).fork()).join();
+    }
+    if (message.depth !== 0) {
+      writer.uint32(24).uint32(message.depth);
+    }
+    if (message.slotsHeld !== 0) {
+      writer.uint32(32).uint32(message.slotsHeld);
+    }
+    if (message.maxQueued !== 0) {
+      writer.uint32(40).uint32(message.maxQueued);
+    }
+    if (message.queueTimeoutMs !== 0) {
+      writer.uint32(48).uint64(message.queueTimeoutMs);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): OwnQueueResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseOwnQueueResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.tenantId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.calls.push(OwnQueuedCall.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.depth = reader.uint32();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.slotsHeld = reader.uint32();
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.maxQueued = reader.uint32();
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.queueTimeoutMs = longToNumber(reader.uint64());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): OwnQueueResponse {
+    return {
+      tenantId: isSet(object.tenantId)
+        ? globalThis.String(object.tenantId)
+        : isSet(object.tenant_id)
+        ? globalThis.String(object.tenant_id)
+        : "",
+      calls: globalThis.Array.isArray(object?.calls) ? object.calls.map((e: any) => OwnQueuedCall.fromJSON(e)) : [],
+      depth: isSet(object.depth) ? globalThis.Number(object.depth) : 0,
+      slotsHeld: isSet(object.slotsHeld)
+        ? globalThis.Number(object.slotsHeld)
+        : isSet(object.slots_held)
+        ? globalThis.Number(object.slots_held)
+        : 0,
+      maxQueued: isSet(object.maxQueued)
+        ? globalThis.Number(object.maxQueued)
+        : isSet(object.max_queued)
+        ? globalThis.Number(object.max_queued)
+        : 0,
+      queueTimeoutMs: isSet(object.queueTimeoutMs)
+        ? globalThis.Number(object.queueTimeoutMs)
+        : isSet(object.queue_timeout_ms)
+        ? globalThis.Number(object.queue_timeout_ms)
+        : 0,
+    };
+  },
+
+  toJSON(message: OwnQueueResponse): unknown {
+    const obj: any = {};
+    if (message.tenantId !== "") {
+      obj.tenantId = message.tenantId;
+    }
+    if (message.calls?.length) {
+      obj.calls = message.calls.map((e) => OwnQueuedCall.toJSON(e));
+    }
+    if (message.depth !== 0) {
+      obj.depth = Math.round(message.depth);
+    }
+    if (message.slotsHeld !== 0) {
+      obj.slotsHeld = Math.round(message.slotsHeld);
+    }
+    if (message.maxQueued !== 0) {
+      obj.maxQueued = Math.round(message.maxQueued);
+    }
+    if (message.queueTimeoutMs !== 0) {
+      obj.queueTimeoutMs = Math.round(message.queueTimeoutMs);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<OwnQueueResponse>, I>>(base?: I): OwnQueueResponse {
+    return OwnQueueResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<OwnQueueResponse>, I>>(object: I): OwnQueueResponse {
+    const message = createBaseOwnQueueResponse();
+    message.tenantId = object.tenantId ?? "";
+    message.calls = object.calls?.map((e) => OwnQueuedCall.fromPartial(e)) || [];
+    message.depth = object.depth ?? 0;
+    message.slotsHeld = object.slotsHeld ?? 0;
+    message.maxQueued = object.maxQueued ?? 0;
+    message.queueTimeoutMs = object.queueTimeoutMs ?? 0;
+    return message;
+  },
+};
 
 function createBaseOwnCallsRequest(): OwnCallsRequest {
   return { filter: undefined };
@@ -696,7 +1110,7 @@ export const SlotsRequest: MessageFns<SlotsRequest> = {
 };
 
 function createBaseSlotsResponse(): SlotsResponse {
-  return { tenantId: "", slots: 0, memory: 0, workers: 0 };
+  return { tenantId: "", slots: 0, memory: 0, workers: 0, queueTimeoutMs: 0, maxQueued: 0 };
 }
 
 export const SlotsResponse: MessageFns<SlotsResponse> = {
@@ -712,6 +1126,12 @@ export const SlotsResponse: MessageFns<SlotsResponse> = {
     }
     if (message.workers !== 0) {
       writer.uint32(32).uint32(message.workers);
+    }
+    if (message.queueTimeoutMs !== 0) {
+      writer.uint32(40).uint64(message.queueTimeoutMs);
+    }
+    if (message.maxQueued !== 0) {
+      writer.uint32(48).uint32(message.maxQueued);
     }
     return writer;
   },
@@ -761,6 +1181,22 @@ export const SlotsResponse: MessageFns<SlotsResponse> = {
             message.workers = reader.uint32();
             continue;
           }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.queueTimeoutMs = longToNumber(reader.uint64());
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.maxQueued = reader.uint32();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -783,6 +1219,16 @@ export const SlotsResponse: MessageFns<SlotsResponse> = {
       slots: isSet(object.slots) ? globalThis.Number(object.slots) : 0,
       memory: isSet(object.memory) ? globalThis.Number(object.memory) : 0,
       workers: isSet(object.workers) ? globalThis.Number(object.workers) : 0,
+      queueTimeoutMs: isSet(object.queueTimeoutMs)
+        ? globalThis.Number(object.queueTimeoutMs)
+        : isSet(object.queue_timeout_ms)
+        ? globalThis.Number(object.queue_timeout_ms)
+        : 0,
+      maxQueued: isSet(object.maxQueued)
+        ? globalThis.Number(object.maxQueued)
+        : isSet(object.max_queued)
+        ? globalThis.Number(object.max_queued)
+        : 0,
     };
   },
 
@@ -800,6 +1246,12 @@ export const SlotsResponse: MessageFns<SlotsResponse> = {
     if (message.workers !== 0) {
       obj.workers = Math.round(message.workers);
     }
+    if (message.queueTimeoutMs !== 0) {
+      obj.queueTimeoutMs = Math.round(message.queueTimeoutMs);
+    }
+    if (message.maxQueued !== 0) {
+      obj.maxQueued = Math.round(message.maxQueued);
+    }
     return obj;
   },
 
@@ -812,6 +1264,8 @@ export const SlotsResponse: MessageFns<SlotsResponse> = {
     message.slots = object.slots ?? 0;
     message.memory = object.memory ?? 0;
     message.workers = object.workers ?? 0;
+    message.queueTimeoutMs = object.queueTimeoutMs ?? 0;
+    message.maxQueued = object.maxQueued ?? 0;
     return message;
   },
 };
@@ -1091,6 +1545,19 @@ export const TenantServiceService = {
     responseSerialize: (value: OwnCallLogsResponse): Buffer => Buffer.from(OwnCallLogsResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): OwnCallLogsResponse => OwnCallLogsResponse.decode(value),
   },
+  /**
+   * The tenant's own calls waiting in the admission queue, oldest first, with each one's position
+   * in its tenant's line (never anything of another tenant's calls).
+   */
+  ownQueue: {
+    path: "/readie.v1.TenantService/OwnQueue" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: OwnQueueRequest): Buffer => Buffer.from(OwnQueueRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): OwnQueueRequest => OwnQueueRequest.decode(value),
+    responseSerialize: (value: OwnQueueResponse): Buffer => Buffer.from(OwnQueueResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): OwnQueueResponse => OwnQueueResponse.decode(value),
+  },
 } as const;
 
 export interface TenantServiceServer extends UntypedServiceImplementation {
@@ -1121,6 +1588,11 @@ export interface TenantServiceServer extends UntypedServiceImplementation {
    * gone, or the worker no longer keeps it).
    */
   ownCallLogs: handleServerStreamingCall<OwnCallLogsRequest, OwnCallLogsResponse>;
+  /**
+   * The tenant's own calls waiting in the admission queue, oldest first, with each one's position
+   * in its tenant's line (never anything of another tenant's calls).
+   */
+  ownQueue: handleUnaryCall<OwnQueueRequest, OwnQueueResponse>;
 }
 
 export interface TenantServiceClient extends Client {
@@ -1212,6 +1684,25 @@ export interface TenantServiceClient extends Client {
     metadata?: Metadata,
     options?: Partial<CallOptions>,
   ): ClientReadableStream<OwnCallLogsResponse>;
+  /**
+   * The tenant's own calls waiting in the admission queue, oldest first, with each one's position
+   * in its tenant's line (never anything of another tenant's calls).
+   */
+  ownQueue(
+    request: OwnQueueRequest,
+    callback: (error: ServiceError | null, response: OwnQueueResponse) => void,
+  ): ClientUnaryCall;
+  ownQueue(
+    request: OwnQueueRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: OwnQueueResponse) => void,
+  ): ClientUnaryCall;
+  ownQueue(
+    request: OwnQueueRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: OwnQueueResponse) => void,
+  ): ClientUnaryCall;
 }
 
 export const TenantServiceClient = makeGenericClientConstructor(

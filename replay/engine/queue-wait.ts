@@ -1,0 +1,139 @@
+/**
+ * A call's wait in the admission queue as `replay explain` tells it: when it was queued and why,
+ * when it was admitted (or left, and why), and every call admitted before it meanwhile with the
+ * reason the fair order gave that call its turn first (docs/placement.md, "The admission
+ * queue"): its tenant's share (slots held / weight) against this call's tenant's, at that
+ * admission. Folds its own working copy of the state, so it sees each admission against the state
+ * just before it, as admission decided it.
+ */
+import { queueTenant, slotsHeld } from '../../src/core/admission/index.js';
+import type { ClusterEvent } from '../../src/events/types.js';
+import { applyInPlace, initialState, type ClusterState } from '../../src/projections/index.js';
+
+/** The most admissions before the call a wait lists (the rest are counted). */
+export const ADMISSIONS_LISTED = 20;
+
+/** A call admitted while the explained call waited, and why it went first. */
+export interface AdmittedBefore {
+  readonly seq: number;
+  readonly at: string;
+  readonly requestId: string;
+  /** Its tenant (`` for calls without one). */
+  readonly tenantId: string;
+  /** Slots its tenant held just before its admission (its share: weight 1 until quotas). */
+  readonly held: number;
+  /** Slots the explained call's tenant held then. */
+  readonly ownHeld: number;
+  /** Why it went first, in the fair order's words. */
+  readonly why: string;
+}
+
+/** The explained call's wait. */
+export interface QueueWait {
+  readonly queuedSeq: number;
+  readonly queuedAt: string;
+  /** Why it did not fit when it was queued (placement's words, as recorded). */
+  readonly why: string;
+  /** Its admission; null when it left the queue unadmitted (or the log ends first). */
+  readonly admitted: { readonly seq: number; readonly at: string } | null;
+  /** How it left unadmitted; null when admitted or still waiting at the log's end. */
+  readonly left: {
+    readonly seq: number;
+    readonly at: string;
+    readonly reason: string;
+    readonly code: string;
+  } | null;
+  /** The calls admitted before it while it waited, the first `ADMISSIONS_LISTED`. */
+  readonly before: readonly AdmittedBefore[];
+  /** How many calls were admitted before it in all. */
+  readonly admittedBefore: number;
+}
+
+/** Why `other` (of `tenant`, holding `held`) was admitted before a call of `own` holding `ownHeld`. */
+function reasonOf(tenant: string, held: number, own: string, ownHeld: number): string {
+  if (tenant === own) return 'same tenant, queued earlier (first come, first served)';
+  if (held < ownHeld) return `its tenant held fewer slots (${held} < ${ownHeld})`;
+  if (held === ownHeld) {
+    return `tie at ${held} slots held, its tenant ID first`;
+  }
+  return `this call's tenant came first (${ownHeld} < ${held} slots held) but this call did not fit then`;
+}
+
+/** Watches a log, event by event, for one call's wait in the admission queue. */
+export class QueueWaitTracker {
+  private state: ClusterState = initialState();
+  private wait:
+    | (Omit<QueueWait, 'before' | 'admittedBefore' | 'admitted' | 'left'> & {
+        admitted: QueueWait['admitted'];
+        left: QueueWait['left'];
+        before: AdmittedBefore[];
+        admittedBefore: number;
+        tenant: string;
+      })
+    | null = null;
+  private done = false;
+  private requestId = '';
+
+  /** `isCall` tells the explained call's request ID. */
+  constructor(private readonly isCall: (requestId: string) => boolean) {}
+
+  /** Takes the next event of the log in. */
+  observe(event: ClusterEvent): void {
+    if (!this.done) this.note(event);
+    this.state = applyInPlace(this.state, event);
+  }
+
+  private note(event: ClusterEvent): void {
+    if (event.type === 'CallQueued' && this.wait === null && this.isCall(event.requestId)) {
+      this.requestId = event.requestId;
+      this.wait = {
+        queuedSeq: event.seq,
+        queuedAt: event.at,
+        why: event.why,
+        admitted: null,
+        left: null,
+        before: [],
+        admittedBefore: 0,
+        tenant: queueTenant(event.tenantId),
+      };
+      return;
+    }
+    const { wait, requestId } = this;
+    if (wait === null) return;
+    if (event.type === 'CallLeftQueue' && event.requestId === requestId) {
+      wait.left = { seq: event.seq, at: event.at, reason: event.reason, code: event.code };
+      this.done = true;
+      return;
+    }
+    if (event.type !== 'CallAdmitted') return;
+    if (event.requestId === requestId) {
+      wait.admitted = { seq: event.seq, at: event.at };
+      this.done = true;
+      return;
+    }
+    const queued = this.state.queue.get(event.requestId);
+    if (queued === undefined) return;
+    wait.admittedBefore += 1;
+    if (wait.before.length >= ADMISSIONS_LISTED) return;
+    const held = slotsHeld(this.state);
+    const tenantId = queueTenant(queued.tenantId);
+    const other = held.get(tenantId) ?? 0;
+    const own = held.get(wait.tenant) ?? 0;
+    wait.before.push({
+      seq: event.seq,
+      at: event.at,
+      requestId: event.requestId,
+      tenantId,
+      held: other,
+      ownHeld: own,
+      why: reasonOf(tenantId, other, wait.tenant, own),
+    });
+  }
+
+  /** The call's wait; null when it was never queued. */
+  result(): QueueWait | null {
+    if (this.wait === null) return null;
+    const { tenant: _tenant, ...wait } = this.wait;
+    return wait;
+  }
+}
