@@ -43,10 +43,10 @@ describe('router relay codec: chunks and answers pass through as wire bytes', ()
     const message = decodeClientMessage(
       clientWire({ message: { $case: 'config', value: config } }),
     );
-    // A plain call: the batch fields are absent on the wire, undefined once read.
+    // A plain call: the batch and image fields are absent on the wire, undefined once read.
     expect(message).to.deep.equal({
       kind: 'config',
-      config: { ...config, inputs: undefined, maxInputs: undefined },
+      config: { ...config, inputs: undefined, maxInputs: undefined, image: undefined },
     });
   });
 
