@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import { CATALOGUE } from '../support/catalogues.js';
+import { eventually } from '../support/router/harness.js';
 import { cleanTempDirs } from '../support/temp.js';
 import {
   envelopeOf,
@@ -55,8 +56,8 @@ describe('standbys sized to demand, and the load report that lists them', functi
     expect(most, 'containers held, starting and standing by').to.be.at.most(12);
     expect(pool.standbyTarget('checkpoint_0'), 'capped by --standby-max').to.equal(4);
     expect(pool.standbyTarget('ckpt-numpy'), 'no demand for it').to.equal(1);
-    await pool.settled();
-    expect(pool.standbysOf('checkpoint_0')).to.equal(4);
+    // A restore that fails under load is restocked by the next trim (every 5 s).
+    await eventually(() => pool.standbysOf('checkpoint_0') === 4, 'four standbys', 30_000);
     expect(pool.count + pool.standbyCount, 'within the slots').to.be.at.most(12);
     await pool.settled();
     // The load report tells the router how many are ready, per checkpoint.
