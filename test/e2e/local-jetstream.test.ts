@@ -181,8 +181,11 @@ describe('readie up --log jetstream (real NATS cluster, two routers, real worker
       // The next run finds its NATS cluster and stream again: the same location, the log goes on.
       const firstRun = events.length;
       client.close();
+      // A fresh port: the first run's may have gone to another process's connection meanwhile
+      // (`readie up` takes --port and the three after it; a worker's was seen taken once).
+      const againPort = await freePort();
       const again = runReadie(
-        ['up', '--log', 'jetstream', '--state-dir', stateDir, '--port', String(port)],
+        ['up', '--log', 'jetstream', '--state-dir', stateDir, '--port', String(againPort)],
         { LEADER_LEASE: '2s', PROBE_INTERVAL: '1s' },
         { detached: true },
       );
@@ -193,8 +196,12 @@ describe('readie up --log jetstream (real NATS cluster, two routers, real worker
         expect(again.lines.join('\n')).to.contain(`log on NATS ${location}`);
         // Every run makes new credentials: the client takes this run's token.
         const token = again.lines.find((line) => line.startsWith('export READIE_AUTH_TOKEN='));
+        const address = again.lines.find((line) => line.startsWith('export READIE_ADDRESS='));
+        expect(address).to.equal(
+          `export READIE_ADDRESS=127.0.0.1:${againPort},127.0.0.1:${againPort + 1}`,
+        );
         client = new ReadieClient({
-          address: exports.READIE_ADDRESS,
+          address: address?.split('=')[1],
           insecure: true,
           token: token?.split('=')[1],
         });
