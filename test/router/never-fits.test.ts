@@ -60,7 +60,9 @@ describe('router: a call that never fits', function () {
       expect((failed as ReadieError).inputIndex).to.equal(0);
       expect((failed as ReadieError).message).to.match(/^input 0: the call can never fit/);
       // One request for the spawned call, and the map stopped at its first input's.
-      expect(requests() - before).to.be.within(2, 3);
+      // Not retried: the spawn's one call and the map's first calls (its two inputs together or
+      // apart, and one more already sent as it stopped: 4 was seen once under CI's load).
+      expect(requests() - before).to.be.within(2, 4);
     } finally {
       client.close();
     }
@@ -105,6 +107,8 @@ describe('router: a call that never fits', function () {
     expect(notStarted).to.equal('True');
     expect(spawned).to.contain(OFFER);
     expect(mapped).to.match(/^NeverFitsError [01]$/);
-    expect(requests() - before).to.be.within(2, 3);
+    // Not retried: the spawn's one call and the map's first calls (its two inputs together or
+    // apart, and one more already sent as it stopped: 4 was seen once under CI's load).
+    expect(requests() - before).to.be.within(2, 4);
   });
 });
