@@ -6,7 +6,7 @@
  * admission. Folds its own working copy of the state, so it sees each admission against the state
  * just before it, as admission decided it.
  */
-import { queueTenant, slotsHeld } from '../../src/core/admission/index.js';
+import { queueTenant, slotsHeldBy } from '../../src/core/admission/index.js';
 import type { ClusterEvent } from '../../src/events/types.js';
 import { applyInPlace, initialState, type ClusterState } from '../../src/projections/index.js';
 
@@ -115,10 +115,9 @@ export class QueueWaitTracker {
     if (queued === undefined) return;
     wait.admittedBefore += 1;
     if (wait.before.length >= ADMISSIONS_LISTED) return;
-    const held = slotsHeld(this.state);
     const tenantId = queueTenant(queued.tenantId);
-    const other = held.get(tenantId) ?? 0;
-    const own = held.get(wait.tenant) ?? 0;
+    const other = slotsHeldBy(this.state, tenantId);
+    const own = slotsHeldBy(this.state, wait.tenant);
     wait.before.push({
       seq: event.seq,
       at: event.at,

@@ -5,6 +5,7 @@
  * (its quota's, 1 by default: docs/quotas.md), ties by tenant ID (as text).
  */
 import type { ClusterState, QueuedCall } from '../../projections/cluster-state.js';
+import { queueTenant } from '../../projections/admission-index.js';
 import { quotaOf } from '../../projections/quota-state.js';
 
 /** A tenant with queued calls: its head, and its share when the order was taken. */
@@ -21,9 +22,14 @@ export interface TenantTurn {
   readonly queued: number;
 }
 
-/** Slots each tenant holds: its calls in flight, and its sessions' idle containers (a copy). */
-export function slotsHeld(state: ClusterState): Map<string, number> {
-  return new Map(state.admission.held);
+/** Slots each tenant holds: its calls in flight, and its sessions' idle containers. */
+export function slotsHeld(state: ClusterState): ReadonlyMap<string, number> {
+  return state.admission.held;
+}
+
+/** Slots `tenantId` holds (calls without a tenant: null), O(1). */
+export function slotsHeldBy(state: ClusterState, tenantId: string | null): number {
+  return state.admission.held.get(queueTenant(tenantId)) ?? 0;
 }
 
 /**

@@ -9,6 +9,7 @@ import type { ClusterState, QueuedCall } from '../../projections/cluster-state.j
 import { DEFAULT_MAX_QUEUED, quotaOf } from '../../projections/quota-state.js';
 import type { Config } from '../../shared/config.js';
 import { decidesAdmission, type CallToPlace } from '../placement/index.js';
+import { slotsHeldBy } from './fair-order.js';
 
 /** Whether a call that does not fit now waits in the queue (else it is refused at once). */
 export function queueing(state: ClusterState, config: Config): boolean {
@@ -52,7 +53,7 @@ export function queueFull(
 export function slotCapReached(state: ClusterState, tenantId: string | null): string | null {
   const { maxSlots } = quotaOf(state.quotas, tenantId);
   if (maxSlots === null) return null;
-  const held = state.admission.held.get(queueTenant(tenantId)) ?? 0;
+  const held = slotsHeldBy(state, tenantId);
   if (held < maxSlots) return null;
   return `tenant ${tenantId ?? ''} holds ${held} slot${held === 1 ? '' : 's'}, its quota's maxSlots ${maxSlots}`;
 }

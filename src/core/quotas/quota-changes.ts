@@ -10,7 +10,7 @@ import type { ClusterState } from '../../projections/cluster-state.js';
 import { quotaOf, type Quota } from '../../projections/quota-state.js';
 import type { Decision } from '../decision.js';
 import { MAX_TENANT_ID_LENGTH } from '../pins/pin-changes.js';
-import { slotsHeld } from '../admission/fair-order.js';
+import { slotsHeldBy } from '../admission/fair-order.js';
 import { queuedCount } from '../admission/queue-rules.js';
 import { QuotaChangeRefusedError } from './quota-errors.js';
 
@@ -107,7 +107,7 @@ function sameQuota(a: Quota, b: Quota): boolean {
 
 /** What the new quota means for what the tenant holds and has queued now. */
 function effectNotes(state: ClusterState, tenantId: string, quota: Quota, notes: string[]): void {
-  const held = slotsHeld(state).get(tenantId) ?? 0;
+  const held = slotsHeldBy(state, tenantId);
   if (quota.maxSlots !== null && held >= quota.maxSlots) {
     notes.push(
       `tenant ${tenantId} holds ${held} slot${held === 1 ? '' : 's'} now, maxSlots ${quota.maxSlots}: ` +

@@ -3,7 +3,7 @@
  * the folded state). Per tenant: the calls waiting, the oldest one's time, the slots it holds
  * beside its fair share (the capacity divided by the listed tenants' weights) and its quota's caps.
  */
-import { queueing, queueTenant, slotsHeld } from '../../core/admission/index.js';
+import { queueing, queueTenant, slotsHeld, slotsHeldBy } from '../../core/admission/index.js';
 import type { ClusterState } from '../../projections/cluster-state.js';
 import { compareText, isPlaceable } from '../../projections/queries.js';
 import { quotaOf } from '../../projections/quota-state.js';
@@ -81,7 +81,7 @@ export function ownQueue(
     tenantId: tenantId ?? '',
     calls,
     depth: position,
-    slotsHeld: slotsHeld(state).get(tenant) ?? 0,
+    slotsHeld: slotsHeldBy(state, tenantId),
     maxQueued: quotaOf(state.quotas, tenantId).maxQueued,
     queueTimeoutMs: queueTimeoutMs(state),
   };

@@ -6,8 +6,7 @@
  * after a recorded change (a weight or a cap can let a queued call in).
  */
 import type { Metadata, ServerUnaryCall, sendUnaryData } from '@grpc/grpc-js';
-import { slotsHeld } from '../../core/admission/index.js';
-import { queuedCount } from '../../core/admission/index.js';
+import { queuedCount, slotsHeldBy } from '../../core/admission/index.js';
 import { decide } from '../../core/decisions.js';
 import { QuotaChangeRefusedError, type QuotaChangeDecision } from '../../core/quotas/index.js';
 import type { ClusterState } from '../../projections/cluster-state.js';
@@ -80,7 +79,6 @@ export function unknownTenantNote(credentials: RouterCredentials, tenantId: stri
 
 /** The quota table as the status answers it. */
 export function quotaStatusOf(state: ClusterState, tenantId: string): QuotaStatusResponse {
-  const held = slotsHeld(state);
   const tenants = tenantId === '' ? [...state.quotas.entries.keys()].sort() : [tenantId];
   return {
     revision: state.quotas.revision,
@@ -88,7 +86,7 @@ export function quotaStatusOf(state: ClusterState, tenantId: string): QuotaStatu
       tenantId: tenant,
       quota: quotaMessage(quotaOf(state.quotas, tenant)),
       revision: state.quotas.entries.get(tenant)?.revision ?? 0,
-      slotsHeld: held.get(tenant) ?? 0,
+      slotsHeld: slotsHeldBy(state, tenant),
       queued: queuedCount(state, tenant),
     })),
     defaults: quotaMessage(DEFAULT_QUOTA),
