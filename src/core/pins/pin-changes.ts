@@ -20,6 +20,7 @@ import { PinChangeRefusedError } from './pin-errors.js';
 import { describeBudget, fleetBudget } from './resident-budget.js';
 import type { SubsetCache } from '../placement/pinned/subset-cache.js';
 import { flavorsListing } from '../placement/pinned/version-flavor.js';
+import { tenantIdProblem } from '../tenant-id.js';
 
 /** Names that are aliases, never versions: the table names exact checkpoint IDs. */
 export const VERSION_ALIASES: readonly string[] = [
@@ -31,9 +32,6 @@ export const VERSION_ALIASES: readonly string[] = [
   'default',
   'head',
 ];
-
-/** The longest tenant ID a pin may name. */
-export const MAX_TENANT_ID_LENGTH = 256;
 
 /** What a pin change did, for the operator. */
 export interface PinChangeSummary {
@@ -101,14 +99,8 @@ function refuse(
 }
 
 function checkTenant(tenantId: string): void {
-  if (tenantId === '') refuse('INVALID_ARGUMENT', 'a pin needs a tenant (--tenant)');
-  if (tenantId.length > MAX_TENANT_ID_LENGTH) {
-    refuse('INVALID_ARGUMENT', `a tenant ID has at most ${MAX_TENANT_ID_LENGTH} characters`);
-  }
-  // Control characters could make two keys hash alike ("\n" separates the hash's parts).
-  if (/\p{Cc}/u.test(tenantId)) {
-    refuse('INVALID_ARGUMENT', 'a tenant ID may not hold control characters');
-  }
+  const problem = tenantIdProblem(tenantId, 'pin');
+  if (problem !== null) refuse('INVALID_ARGUMENT', problem);
 }
 
 function checkK(k: number): void {

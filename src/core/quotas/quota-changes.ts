@@ -9,7 +9,7 @@ import type { NewEvent } from '../../events/types.js';
 import type { ClusterState } from '../../projections/cluster-state.js';
 import { quotaOf, type Quota } from '../../projections/quota-state.js';
 import type { Decision } from '../decision.js';
-import { MAX_TENANT_ID_LENGTH } from '../pins/pin-changes.js';
+import { tenantIdProblem } from '../tenant-id.js';
 import { slotsHeldBy } from '../admission/fair-order.js';
 import { queuedCount } from '../admission/queue-rules.js';
 import { QuotaChangeRefusedError } from './quota-errors.js';
@@ -64,13 +64,8 @@ function refuse(
 }
 
 function checkTenant(tenantId: string): void {
-  if (tenantId === '') refuse('INVALID_ARGUMENT', 'a quota needs a tenant (--tenant)');
-  if (tenantId.length > MAX_TENANT_ID_LENGTH) {
-    refuse('INVALID_ARGUMENT', `a tenant ID has at most ${MAX_TENANT_ID_LENGTH} characters`);
-  }
-  if (/\p{Cc}/u.test(tenantId)) {
-    refuse('INVALID_ARGUMENT', 'a tenant ID may not hold control characters');
-  }
+  const problem = tenantIdProblem(tenantId, 'quota');
+  if (problem !== null) refuse('INVALID_ARGUMENT', problem);
 }
 
 function checkWeight(weight: number): void {
