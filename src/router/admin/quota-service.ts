@@ -20,7 +20,8 @@ import type {
 import { toServiceError } from '../grpc-status.js';
 import type { Journal } from '../journal/index.js';
 import type { Logger } from '../observability/logger.js';
-import { principalLogFields, type RouterCredentials } from '../security/index.js';
+import type { RouterCredentials } from '../security/index.js';
+import { adminChangeRunner } from './admin-change.js';
 
 /** What the quota handlers need. */
 export interface QuotaServiceOptions {
@@ -101,39 +102,20 @@ export function quotaHandlers(options: QuotaServiceOptions): QuotaHandlers {
   const { journal, credentials, logger } = options;
   const authorize = (metadata: Metadata, path: string) => credentials.authorize(metadata, path);
 
-  /** Runs a change: decide, record, answer once durable. */
+  const run = adminChangeRunner({ journal, credentials, logger, subject: 'quota' });
+  /** Runs a change and answers it, with the unknown-tenant note for a set. */
   function change<Req>(
     what: string,
     call: ServerUnaryCall<Req, { change: QuotaChange | undefined }>,
     callback: sendUnaryData<{ change: QuotaChange | undefined }>,
     decideChange: (request: Req) => QuotaChangeDecision,
   ): void {
-    let decision: QuotaChangeDecision;
-    let principal;
-    try {
-      principal = authorize(call.metadata, call.getPath());
-      decision = decideChange(call.request);
-    } catch (error) {
-      const refusal = toServiceError(error);
-      logger.info({ change: what, problem: refusal.details }, 'quota change refused');
-      callback(refusal);
-      return;
-    }
-    const answer = () => {
-      logger.info(
-        { ...principalLogFields(principal), change: what, ...decision.change },
-        decision.events.length > 0 ? 'quota changed' : 'quota change: nothing to change',
-      );
-      const notes = what === 'set' ? unknownTenantNote(credentials, decision.change.tenantId) : [];
-      callback(null, { change: changeOf(decision, notes) });
-    };
-    try {
-      journal
-        .record(decision)
-        .committed.then(answer, (error: Error) => callback(toServiceError(error)));
-    } catch (error) {
-      callback(toServiceError(error));
-    }
+    run(what, call, callback, decideChange, (decision) => ({
+      change: changeOf(
+        decision,
+        what === 'set' ? unknownTenantNote(credentials, decision.change.tenantId) : [],
+      ),
+    }));
   }
 
   return {

@@ -14,7 +14,8 @@ import type { PinChange } from '../../proto/gen/readie/v1/pins.js';
 import { toServiceError } from '../grpc-status.js';
 import type { Journal } from '../journal/index.js';
 import type { Logger } from '../observability/logger.js';
-import { principalLogFields, type RouterCredentials } from '../security/index.js';
+import type { RouterCredentials } from '../security/index.js';
+import { adminChangeRunner } from '../admin/admin-change.js';
 import { pinStatusOf } from './pin-status-view.js';
 
 /** What the pin handlers need. */
@@ -66,39 +67,26 @@ export function pinHandlers(options: PinServiceOptions): PinHandlers {
   const { journal, placement, credentials, clock, logger } = options;
   const authorize = (metadata: Metadata, path: string) => credentials.authorize(metadata, path);
 
-  /** Runs a change: decide, record, answer once durable. */
+  const run = adminChangeRunner({ journal, credentials, logger, subject: 'pin' });
+  /** Runs a change decided at the clock's now and answers it, with the tenant note for a stage. */
   function change<Req>(
     what: string,
     call: ServerUnaryCall<Req, { change: PinChange | undefined }>,
     callback: sendUnaryData<{ change: PinChange | undefined }>,
     decide: (request: Req, now: number) => PinChangeDecision,
   ): void {
-    let decision: PinChangeDecision;
-    let principal;
-    try {
-      principal = authorize(call.metadata, call.getPath());
-      decision = decide(call.request, clock());
-    } catch (error) {
-      const refusal = toServiceError(error);
-      logger.info({ change: what, problem: refusal.details }, 'pin change refused');
-      callback(refusal);
-      return;
-    }
-    const answer = () => {
-      logger.info(
-        { ...principalLogFields(principal), change: what, ...decision.change },
-        decision.events.length > 0 ? 'pin changed' : 'pin change: nothing to change',
-      );
-      const notes = what === 'stage' ? tenantNote(credentials, decision.change.tenantId) : [];
-      callback(null, { change: changeOf(decision, notes) });
-    };
-    try {
-      journal
-        .record(decision)
-        .committed.then(answer, (error: Error) => callback(toServiceError(error)));
-    } catch (error) {
-      callback(toServiceError(error));
-    }
+    run(
+      what,
+      call,
+      callback,
+      (request) => decide(request, clock()),
+      (decision) => ({
+        change: changeOf(
+          decision,
+          what === 'stage' ? tenantNote(credentials, decision.change.tenantId) : [],
+        ),
+      }),
+    );
   }
 
   const expected = (revision: number | undefined) => (revision === undefined ? null : revision);
