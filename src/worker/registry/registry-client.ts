@@ -8,7 +8,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import {
   connectivityState,
   status,
+  type CallOptions,
   type ChannelCredentials,
+  type Metadata,
   type ServiceError,
 } from '@grpc/grpc-js';
 import type { Logger } from 'pino';
@@ -280,102 +282,79 @@ export class RegistryClient {
    * current turn of the event loop so the call that caused it is not kept waiting.
    */
   reportContainerState(request: ReportContainerStateRequest): void {
-    this.containerReports = this.containerReports.then(
-      () =>
-        new Promise<void>((resolve) =>
-          setImmediate(() => void this.sendContainerState(request).then(resolve)),
-        ),
+    this.enqueue(
+      (answered) =>
+        this.reporter().reportContainerState(request, ...this.reportOptions(), answered),
+      (error) => {
+        this.moveOn(error);
+        this.options.log.warn(
+          {
+            containerId: request.containerId,
+            state: containerStateToJSON(request.state),
+            error: error.details,
+          },
+          'container state report failed',
+        );
+      },
     );
   }
 
   /** Queues a residency report, in order with the container reports. */
   reportResidency(request: ReportResidencyRequest): void {
-    this.containerReports = this.containerReports.then(
-      () =>
-        new Promise<void>((resolve) =>
-          setImmediate(() => void this.sendResidency(request).then(resolve)),
+    this.enqueue(
+      (answered) => this.reporter().reportResidency(request, ...this.reportOptions(), answered),
+      (error) =>
+        this.options.log.warn(
+          { versions: request.versions.map((v) => v.checkpointId), error: error.details },
+          'residency report failed',
         ),
     );
-  }
-
-  private sendResidency(request: ReportResidencyRequest): Promise<void> {
-    return new Promise((resolve) => {
-      this.reporter().reportResidency(
-        request,
-        this.options.identity.reportMetadata(),
-        { deadline: this.deadline() },
-        (error, response) => {
-          if (error) {
-            this.options.log.warn(
-              { versions: request.versions.map((v) => v.checkpointId), error: error.details },
-              'residency report failed',
-            );
-          } else if (response && !response.registered) {
-            this.onUnregistered();
-          }
-          resolve();
-        },
-      );
-    });
   }
 
   /** Queues an image report, in order with the container reports. */
   reportImage(request: ReportImageRequest): void {
-    this.containerReports = this.containerReports.then(
-      () =>
-        new Promise<void>((resolve) =>
-          setImmediate(() => void this.sendImage(request).then(resolve)),
+    this.enqueue(
+      (answered) => this.reporter().reportImage(request, ...this.reportOptions(), answered),
+      (error) =>
+        this.options.log.warn(
+          { imageId: request.imageId, error: error.details },
+          'image report failed',
         ),
     );
   }
 
-  private sendImage(request: ReportImageRequest): Promise<void> {
-    return new Promise((resolve) => {
-      this.reporter().reportImage(
-        request,
-        this.options.identity.reportMetadata(),
-        { deadline: this.deadline() },
-        (error, response) => {
-          if (error) {
-            this.options.log.warn(
-              { imageId: request.imageId, error: error.details },
-              'image report failed',
-            );
-          } else if (response && !response.registered) {
-            this.onUnregistered();
-          }
-          resolve();
-        },
-      );
-    });
+  /** A queued report's metadata and call options. */
+  private reportOptions(): [Metadata, CallOptions] {
+    return [this.options.identity.reportMetadata(), { deadline: this.deadline() }];
+  }
+
+  /**
+   * Sends a report after those queued before it, after the current turn: a failure goes to
+   * `failed`, an answer that the router no longer knows this worker to `onUnregistered`.
+   */
+  private enqueue(
+    send: (
+      answered: (error: ServiceError | null, response?: { registered: boolean }) => void,
+    ) => void,
+    failed: (error: ServiceError) => void,
+  ): void {
+    this.containerReports = this.containerReports.then(
+      () =>
+        new Promise<void>((resolve) =>
+          setImmediate(() =>
+            send((error, response) => {
+              if (error) failed(error);
+              else if (response && !response.registered) this.onUnregistered();
+              resolve();
+            }),
+          ),
+        ),
+    );
   }
 
   /** Resolves once every queued container report has been sent (or failed). */
   flush(): Promise<void> {
     return this.containerReports;
-  }
-
-  private sendContainerState(request: ReportContainerStateRequest): Promise<void> {
-    return new Promise((resolve) => {
-      this.reporter().reportContainerState(
-        request,
-        this.options.identity.reportMetadata(),
-        { deadline: this.deadline() },
-        (error, response) => {
-          const state = containerStateToJSON(request.state);
-          if (error) {
-            this.moveOn(error);
-            this.options.log.warn(
-              { containerId: request.containerId, state, error: error.details },
-              'container state report failed',
-            );
-          } else if (response && !response.registered) {
-            this.onUnregistered();
-          }
-          resolve();
-        },
-      );
-    });
   }
 
   /** Closes the channel. */
