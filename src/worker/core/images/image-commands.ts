@@ -7,6 +7,7 @@
  */
 import {
   fetchCommand,
+  pipDownload,
   type InstallCommand,
   type PackageSource,
 } from '../packages/install-command.js';
@@ -24,17 +25,7 @@ export function imageFetchCommand(
   const wheelDir = source.wheelDir ?? '';
   return {
     argv: [
-      python,
-      '-m',
-      'pip',
-      'download',
-      '--dest',
-      dest,
-      '--only-binary=:all:',
-      '--no-input',
-      '--disable-pip-version-check',
-      '--progress-bar',
-      'off',
+      ...pipDownload(python, dest),
       '--no-index',
       '--find-links',
       wheelDir,

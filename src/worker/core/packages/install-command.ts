@@ -39,6 +39,23 @@ export function fetches(source: PackageSource): boolean {
   return source.indexUrl !== null || source.wheelDir === null;
 }
 
+/** `pip download` into `dest`, wheels only, quietly: the start of every host-side fetch. */
+export function pipDownload(python: string, dest: string): string[] {
+  return [
+    python,
+    '-m',
+    'pip',
+    'download',
+    '--dest',
+    dest,
+    '--only-binary=:all:',
+    '--no-input',
+    '--disable-pip-version-check',
+    '--progress-bar',
+    'off',
+  ];
+}
+
 /**
  * The host-side fetch: `pip download` of `requirements` and their dependencies into `dest`, as
  * wheels only (building an sdist would run a package's code on the host), or null when the wheel
@@ -52,21 +69,7 @@ export function fetchCommand(
   requirements: readonly string[],
 ): InstallCommand | null {
   if (!fetches(source)) return null;
-  const args = [
-    python,
-    '-m',
-    'pip',
-    'download',
-    '--dest',
-    dest,
-    '--only-binary=:all:',
-    '--no-input',
-    '--disable-pip-version-check',
-    '--progress-bar',
-    'off',
-    '--cache-dir',
-    cacheDir,
-  ];
+  const args = [...pipDownload(python, dest), '--cache-dir', cacheDir];
   if (source.indexUrl) args.push('--index-url', source.indexUrl);
   if (source.wheelDir) args.push('--find-links', source.wheelDir);
   const configured = source.indexUrl !== null || source.wheelDir !== null;
