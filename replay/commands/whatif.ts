@@ -3,7 +3,7 @@
  * against the recorded state, and list the calls whose outcome would change.
  */
 import { place, type PlacementDecision } from '../../src/core/placement/index.js';
-import { decisionFields, firstDifference } from '../engine/compare.js';
+import { decisionFields, eventsDifference } from '../engine/compare.js';
 import { Replayer } from '../engine/replayer.js';
 import { describeDecision, describeRecorded } from '../format/decision.js';
 import { table } from '../format/table.js';
@@ -61,7 +61,7 @@ export async function whatifCommand(
       const after = alternatives.get(result.seq) as PlacementDecision;
       alternatives.delete(result.seq);
       const baseline = result.recordedEvents ?? result.decision.events.map(decisionFields);
-      const difference = firstDifference(baseline, after.events.map(decisionFields));
+      const difference = eventsDifference(baseline, after.events);
       if (difference === null) return;
       const outcome = baseline.find((e) => e.type === 'CallPlaced' || e.type === 'CallRejected');
       const kind = kindOf(outcome, after);

@@ -83,13 +83,18 @@ function leftOut(type: unknown, field: string, recorded: unknown): boolean {
   return added.includes(field);
 }
 
+/** An event, or its `decisionFields`: either is compared the same. */
+export type Compared = ClusterEvent | NewEvent | Readonly<Record<string, unknown>>;
+
 /**
- * What `firstDifference` says of the events' `decisionFields`, read from the events themselves
- * (no copy of their fields is made for a decision that matches, as nearly all do).
+ * The first difference between the recorded decision events and the computed ones, in words,
+ * or null when their `decisionFields` are the same JSON; read from the events themselves (no copy
+ * of their fields is made for a decision that matches, as nearly all do). A field added to the v1
+ * vocabulary that the log does not record is not compared.
  */
 export function eventsDifference(
-  recorded: readonly (ClusterEvent | NewEvent)[],
-  computed: readonly (ClusterEvent | NewEvent)[],
+  recorded: readonly Compared[],
+  computed: readonly Compared[],
 ): string | null {
   const length = Math.max(recorded.length, computed.length);
   for (let i = 0; i < length; i += 1) {
@@ -98,7 +103,7 @@ export function eventsDifference(
     if (!was || !now) {
       return was
         ? `recorded a ${String(was.type)} that placement no longer makes`
-        : `placement now also makes a ${String((now as NewEvent).type)} the log does not record`;
+        : `placement now also makes a ${String(now!.type)} the log does not record`;
     }
     if (was.type !== now.type) return `recorded ${String(was.type)}, now ${String(now.type)}`;
     if (!isEventType(now.type)) continue;
@@ -111,36 +116,6 @@ export function eventsDifference(
       if (leftOut(was.type, field, before)) continue;
       if (!same(before, after)) {
         return `${String(now.type)}.${field}: recorded ${show(before)}, now ${show(after)}`;
-      }
-    }
-  }
-  return null;
-}
-
-/**
- * The first difference between the recorded decision events and the computed ones, in words,
- * or null when they are the same. A field added to the v1 vocabulary that the log does not record
- * is not compared.
- */
-export function firstDifference(
-  recorded: readonly Record<string, unknown>[],
-  computed: readonly Record<string, unknown>[],
-): string | null {
-  const length = Math.max(recorded.length, computed.length);
-  for (let i = 0; i < length; i += 1) {
-    const was = recorded[i];
-    const now = computed[i];
-    if (!was || !now) {
-      const extra = (was ?? now) as Record<string, unknown>;
-      return was
-        ? `recorded a ${String(extra.type)} that placement no longer makes`
-        : `placement now also makes a ${String(extra.type)} the log does not record`;
-    }
-    if (was.type !== now.type) return `recorded ${String(was.type)}, now ${String(now.type)}`;
-    for (const field of Object.keys(now)) {
-      if (leftOut(was.type, field, was[field])) continue;
-      if (!same(was[field], now[field])) {
-        return `${String(now.type)}.${field}: recorded ${show(was[field])}, now ${show(now[field])}`;
       }
     }
   }
