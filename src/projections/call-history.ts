@@ -288,16 +288,7 @@ export class CallHistory {
     record.requestedMs = Date.parse(event.at);
     record.requestedSeq = event.seq;
     record.turnWaitMs = event.turnWaitMs;
-    record.queuedAt = null;
-    record.admittedAt = null;
-    record.boundAt = null;
-    record.boundContainerId = null;
-    record.boundCheckpointId = null;
-    record.finishedAt = null;
-    record.durationMs = null;
-    record.code = null;
-    record.message = null;
-    record.retryAfterMs = null;
+    clearProgress(record);
     record.lastSeq = event.seq;
     this.forgetBefore(record.requestedMs - this.bounds.retentionMs);
   }
@@ -317,16 +308,11 @@ export class CallHistory {
     record.requestedMs = at - event.waitedMs;
     record.requestedSeq = event.seq;
     record.turnWaitMs = event.waitedMs;
-    record.queuedAt = null;
-    record.admittedAt = null;
-    record.boundAt = null;
-    record.boundContainerId = null;
-    record.boundCheckpointId = null;
+    clearProgress(record);
     record.finishedAt = event.at;
     record.durationMs = event.waitedMs;
     record.code = 'RESOURCE_EXHAUSTED';
     record.message = `session is busy: session ${event.sessionId} still had a call running (and ${event.ahead} waiting ahead) after ${event.waitedMs} ms`;
-    record.retryAfterMs = null;
     record.lastSeq = event.seq;
     this.forgetBefore(at - this.bounds.retentionMs);
   }
@@ -411,6 +397,20 @@ function end(record: Kept, at: string, seq: number): void {
  * is made with room for one attempt (a literal of one, emptied): a first placement then fills it
  * without growing it (`[]` grows to 17 slots on its first push, which a reused record keeps).
  */
+/** A record's progress after its request, none yet: a new call's, also in a reused record. */
+function clearProgress(record: Kept): void {
+  record.queuedAt = null;
+  record.admittedAt = null;
+  record.boundAt = null;
+  record.boundContainerId = null;
+  record.boundCheckpointId = null;
+  record.finishedAt = null;
+  record.durationMs = null;
+  record.code = null;
+  record.message = null;
+  record.retryAfterMs = null;
+}
+
 function blankRecord(): Kept {
   const attempts: Mutable<CallAttempt>[] = [blankAttempt()];
   attempts.pop();
