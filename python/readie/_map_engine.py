@@ -34,7 +34,7 @@ from readie._routers import RouterMoves
 from readie._session import Session
 from readie._tenant import end_session_async
 from readie._wire import build_config, request_messages
-from readie.errors import ProtocolError, ReadieError, SessionExpiredError, ShedError
+from readie.errors import NeverFitsError, ProtocolError, ReadieError, SessionExpiredError, ShedError
 
 #: A batch aims at this much work (seconds) per input run at once.
 TARGET_BATCH_SECONDS = 1.0
@@ -171,6 +171,9 @@ class MapEngine:
         self._function_part: Optional[bytes] = None
         self._routers = RouterMoves(settings.addresses(), None)
         self.stopped = False
+        #: A call of this function that can never fit (its budget is above every worker's):
+        #: every input left gets this outcome without a call of its own.
+        self._never_fits: Optional[NeverFitsError] = None
         #: This map's calls waiting in the router's admission queue now.
         self.queued_batches = 0
 
@@ -388,6 +391,8 @@ class MapEngine:
             return unfinished, wait
         if needs_new_session(error):
             slot.renew()
+        if isinstance(error, NeverFitsError):
+            self._never_fits = error
         again = []
         for item in unfinished:
             if item.ran_failures < self.options.retries and may_retry_ran(error):
@@ -400,6 +405,11 @@ class MapEngine:
     async def _attempt(self, slot: Slot, items: List[Item], retry_of: str) -> Optional[Tuple[ReadieError, List[Item], str]]:
         """One call carrying ``items``; None when every input got its outcome, else the error and
         the inputs still without one."""
+        if self._never_fits is not None:
+            # The same budget never fits for any input: none is sent again.
+            for item in items:
+                self._deliver(item.index, indexed(_copy_error(self._never_fits), item.index), None)
+            return None
         fn = self.fn._fn
         if self._function_part is None:
             self._function_part = pack_function(fn)

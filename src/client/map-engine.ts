@@ -11,7 +11,7 @@
 import { status as Status } from '@grpc/grpc-js';
 import { newSessionId, type CallInfo } from './call-info.js';
 import { BatchSizer, encodeJsonInput, INPUT_OVERHEAD_SECONDS, OutcomeReader } from './batches.js';
-import { ProtocolError, ReadieError, SessionExpiredError } from './errors.js';
+import { NeverFitsError, ProtocolError, ReadieError, SessionExpiredError } from './errors.js';
 import type { MapOptions, MappedFunction } from './map-options.js';
 import { decodeJsonEnvelope } from './json-call.js';
 import type { MapProgress } from './progress.js';
@@ -102,6 +102,11 @@ export class MapEngine<T> {
   readonly #slots: Slot[] = [];
   /** This map's calls waiting in the router's admission queue now. */
   #queuedBatches = 0;
+  /**
+   * A call of this function that can never fit (its budget is above every worker's): every input
+   * left gets this outcome without a call of its own.
+   */
+  #neverFits: NeverFitsError | undefined;
   readonly #tasks: Promise<void>[] = [];
   #running = 0;
   readonly #queue: Item[] = [];
@@ -352,6 +357,7 @@ export class MapEngine<T> {
       return [unfinished, wait];
     }
     if (needsNewSession(error)) this.#renew(slot);
+    if (error instanceof NeverFitsError) this.#neverFits = error;
     const again: Item[] = [];
     for (const item of unfinished) {
       if (item.ranFailures < (this.options.retries ?? 0) && mayRetryRan(error)) {
@@ -367,6 +373,11 @@ export class MapEngine<T> {
     slot: Slot,
     batch: Item[],
   ): Promise<{ error: unknown; unfinished: Item[] } | null> {
+    if (this.#neverFits !== undefined) {
+      // The same budget never fits for any input: none is sent again.
+      for (const item of batch) this.#fail(item, copyOf(this.#neverFits));
+      return null;
+    }
     // An input whose arguments do not encode fails alone; the batch carries the others.
     const encoded: string[] = [];
     const items: Item[] = [];
