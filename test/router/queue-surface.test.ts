@@ -97,7 +97,8 @@ describe('router: the admission queue seen and explained', function () {
   it('tells the client, the operator and the tenant where a queued call stands, and explains its wait', async () => {
     // acme holds the only slot; then acme and beta each queue a call.
     const holder = callConfig();
-    const held = run(test.client, 'sleep 1500', holder, { metadata: bearer(ACME) });
+    // It holds the slot until the test opens its gate: nothing below races a timer.
+    const held = run(test.client, 'gate holder', holder, { metadata: bearer(ACME) });
     await eventually(() => test.router.state.reservations.has(holder.requestId), 'the slot held');
     const acme2 = callConfig();
     const acmeSecond = run(test.client, 'echo acme', acme2, { metadata: bearer(ACME) });
@@ -106,23 +107,38 @@ describe('router: the admission queue seen and explained', function () {
     const betaFirst = run(test.client, 'echo beta', beta1, { metadata: bearer(BETA) });
     await eventually(() => test.router.state.queue.has(beta1.requestId), 'beta1 queued');
 
-    // The operator sees the queue per tenant, slots held beside the fair share.
+    // beta's quota: weight 3, at most 50 queued (its share is 3 of the 4 weights listed).
+    await new Promise((resolve, reject) =>
+      admin.setQuota(
+        { tenantId: 'beta', weight: 3, maxQueued: 50, noMaxSlots: false },
+        bearer(OPERATOR),
+        (error, answer) => (error ? reject(error) : resolve(answer)),
+      ),
+    );
+
+    // The operator sees the queue per tenant, slots held beside the fair share and the quota.
     const answer = await status();
     expect(answer.queueTimeoutMs).to.equal(20_000);
     const byTenant = new Map(answer.queue.map((view) => [view.tenantId, view]));
     expect(byTenant.get('acme')).to.deep.include({ depth: 1, slotsHeld: 1, weight: 1 });
-    expect(byTenant.get('beta')).to.deep.include({ depth: 1, slotsHeld: 0, maxQueued: 2000 });
-    expect(byTenant.get('beta')?.fairShare).to.equal(0.5);
+    expect(byTenant.get('acme')?.fairShare).to.equal(0.25);
+    expect(byTenant.get('beta')).to.deep.include({
+      depth: 1,
+      slotsHeld: 0,
+      weight: 3,
+      maxQueued: 50,
+    });
+    expect(byTenant.get('beta')?.fairShare).to.equal(0.75);
     expect(byTenant.get('beta')?.oldestQueuedAt).to.equal(
       test.router.state.queue.get(beta1.requestId)?.at,
     );
     const page = renderStatus(answer, Date.now());
     expect(page).to.include('Admission queue\nQUEUE_TIMEOUT 20s; 2 calls waiting');
-    expect(page).to.match(/│ beta +│ 1 \/ 2000 +│/);
+    expect(page).to.match(/│ beta +│ 1 \/ 50 +│/);
 
     // Each tenant sees its own queued calls only.
     const betaView = await ownQueue(BETA);
-    expect(betaView).to.deep.include({ tenantId: 'beta', depth: 1, slotsHeld: 0 });
+    expect(betaView).to.deep.include({ tenantId: 'beta', depth: 1, slotsHeld: 0, maxQueued: 50 });
     expect(betaView.calls.map((call) => [call.requestId, call.position])).to.deep.equal([
       [beta1.requestId, 0],
     ]);
@@ -137,6 +153,7 @@ describe('router: the admission queue seen and explained', function () {
     expect(queuedMetrics).to.include('readie_router_queue_depth{tenant="acme"} 1');
 
     // Both run once the slot frees (ties at 0 slots held go by tenant ID: acme first).
+    worker.open('holder');
     const [acmeOutcome, betaOutcome] = await Promise.all([acmeSecond, betaFirst]);
     expect(codeOf(await held)).to.equal('OK');
     expect(codeOf(acmeOutcome)).to.equal('OK');

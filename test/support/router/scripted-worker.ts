@@ -13,6 +13,7 @@
  * - `hold`: answer a chunk `hold` at once, then never finish (until cancelled);
  * - `logs N`: N stdout log lines, then a chunk `done`;
  * - `sleep MS`: wait, then a chunk `slept`;
+ * - `gate NAME`: wait until the test calls `open(NAME)`, then a chunk `opened`;
  * - `count`: count the payload bytes (never holding them), answer the count as text;
  * - `stream N SIZE`: answer N chunks of SIZE bytes.
  *
@@ -115,6 +116,9 @@ export class ScriptedWorker {
   private registryMetadata = new Metadata();
   /** The number of its last numbered report. */
   private reportSeq = 0;
+  /** Calls waiting at a gate, by its name; gates opened before a call reached them. */
+  private readonly gates = new Map<string, () => void>();
+  private readonly opened = new Set<string>();
 
   private constructor(
     readonly workerId: string,
@@ -206,6 +210,14 @@ export class ScriptedWorker {
   }
 
   /** Turns the health status to SERVING or NOT_SERVING. */
+  /** Lets the call waiting at gate `name` finish (or the next to reach it, at once). */
+  open(name: string): void {
+    const waiting = this.gates.get(name);
+    this.gates.delete(name);
+    if (waiting) waiting();
+    else this.opened.add(name);
+  }
+
   setServing(serving: boolean): void {
     this.health.setStatus('', serving ? 'SERVING' : 'NOT_SERVING');
   }
@@ -458,6 +470,16 @@ export class ScriptedWorker {
       case 'partial':
         answer({ $case: 'chunk', value: { data: Buffer.from(command[0] ?? '') } });
         return;
+      case 'gate': {
+        const name = command[1] ?? '';
+        const pass = () => {
+          answer({ $case: 'chunk', value: { data: Buffer.from('opened') } });
+          finish();
+        };
+        if (this.opened.delete(name)) pass();
+        else this.gates.set(name, pass);
+        return;
+      }
       case 'sleep':
         setTimeout(
           () => {
