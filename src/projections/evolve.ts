@@ -35,7 +35,7 @@ import {
   queueTenant,
   unindexQueued,
 } from './admission-index.js';
-import { isLive } from './queries.js';
+import { holdsIdleSlot, isLive } from './queries.js';
 import { isStaleContainerReport, reconcile, type ContainerEntry } from './reconcile.js';
 import { forgetDue, scheduleForgetting } from './forget.js';
 import { applyQuotaEvent } from './quota-state.js';
@@ -409,16 +409,11 @@ function setContainer(
   worker.containers.set(containerId, { containerId, state, checkpointId, since: at, reportSeq });
 }
 
-/**
- * Counts the container records that hold a slot with no call in flight in them: idle ones, and
- * those kept for a pinned session. A record whose call ended and that no session keeps is one
- * its worker is destroying (or one a dead router never heard the end of): it holds nothing.
- */
+/** Counts the container records that hold a slot with no call in flight in them. */
 function recount(worker: Worker): void {
   let idle = 0;
   for (const record of worker.containers.values()) {
-    if (worker.callContainers.has(record.containerId)) continue;
-    if (record.state === 'ready' || worker.pinnedSessions.has(record.containerId)) idle += 1;
+    if (holdsIdleSlot(worker, record.containerId, record.state)) idle += 1;
   }
   worker.idleContainers = idle;
 }

@@ -32,6 +32,21 @@ export function slotsSeen(worker: Pick<WorkerRecord, 'inFlight' | 'idleContainer
 }
 
 /**
+ * Whether the container `containerId`, in `state`, holds a slot with no call in flight in it:
+ * idle, or kept for a pinned session. A record whose call ended and that no session keeps is one
+ * its worker is destroying (or one a dead router never heard the end of): it holds nothing. The
+ * one rule the fold's count (`idleContainers`), a snapshot's and admission's look-ahead share.
+ */
+export function holdsIdleSlot(
+  worker: Pick<WorkerRecord, 'callContainers' | 'pinnedSessions'>,
+  containerId: string,
+  state: string,
+): boolean {
+  if (worker.callContainers.has(containerId)) return false;
+  return state === 'ready' || worker.pinnedSessions.has(containerId);
+}
+
+/**
  * Container slots the container-count filter counts: what the router sees, never less than what
  * the worker's own last count (a report that listed no containers) comes to with what the router
  * learned since.

@@ -21,6 +21,7 @@ import type { Demand, EventOf } from '../events/types.js';
 import { configInForce } from '../shared/config.js';
 import { CONTAINER_RECORD_STATES, WORKER_STATUSES, type ClusterState } from './cluster-state.js';
 import { admissionIndexOf } from './admission-index.js';
+import { holdsIdleSlot } from './queries.js';
 import type { QuotaTable } from './quota-state.js';
 import { initialRouting, type RoutingState } from './routing-state.js';
 
@@ -254,12 +255,10 @@ export function stateFromJson(json: ClusterStateJson): ClusterState {
       const calls = callContainers.get(worker.workerId) ?? new Map<string, string[]>();
       const containers = mapOf(worker.containers, (container) => container);
       const pinnedSessions = mapOf(worker.pinnedSessions, (sessionId) => sessionId);
+      const holders = { callContainers: calls, pinnedSessions };
       let idleContainers = 0;
       for (const container of containers.values()) {
-        if (calls.has(container.containerId)) continue;
-        if (container.state === 'ready' || pinnedSessions.has(container.containerId)) {
-          idleContainers += 1;
-        }
+        if (holdsIdleSlot(holders, container.containerId, container.state)) idleContainers += 1;
       }
       return { ...worker, containers, pinnedSessions, callContainers: calls, idleContainers };
     }),

@@ -10,7 +10,7 @@ import type { EventType } from '../../events/schema.js';
 import type { ContainerEntry } from '../../projections/reconcile.js';
 import { reconcile } from '../../projections/reconcile.js';
 import type { WorkerRecord } from '../../projections/cluster-state.js';
-import { isPlaceable, slotsCounted } from '../../projections/queries.js';
+import { holdsIdleSlot, isPlaceable, slotsCounted } from '../../projections/queries.js';
 import type { Decision } from '../decision.js';
 
 /** Events after which a queued call may fit, or be refused outright, where it did not. */
@@ -93,8 +93,7 @@ function slotsAfter(worker: WorkerRecord, report: RoomReport): number {
   for (const entry of kept) states.set(entry.containerId, entry.state);
   let idle = 0;
   for (const [containerId, state] of states) {
-    if (worker.callContainers.has(containerId)) continue;
-    if (state === 'ready' || worker.pinnedSessions.has(containerId)) idle += 1;
+    if (holdsIdleSlot(worker, containerId, state)) idle += 1;
   }
   return slotsCounted({ inFlight: worker.inFlight, idleContainers: idle, reportedSlots: null });
 }

@@ -274,8 +274,12 @@ export function decideUtilizationReport(
   return {
     cause: { kind: 'report', workerId: report.workerId },
     ...outcome,
-    // Read by the admitter: a report that makes no room is no reason to decide admission again.
-    opensRoom: outcome.registered && reportOpensRoom(state.workers.get(report.workerId), report),
+    // Read by the admitter: a report that makes no room is no reason to decide admission again
+    // (and with nothing queued there is nothing to admit: not worked out).
+    opensRoom:
+      outcome.registered &&
+      state.queue.size > 0 &&
+      reportOpensRoom(state.workers.get(report.workerId), report),
   };
 }
 
