@@ -300,8 +300,14 @@ export class StandbyShelf {
       const shelf = this.shelves.get(checkpointId) ?? [];
       shelf.push(container);
       this.shelves.set(checkpointId, shelf);
-      const used = await container.cgroup.usage().catch(() => 0);
-      if (used > this.memoryPerStandby) this.memoryPerStandby = used;
+      // Measured without waiting: on the shelf, it is no longer being restored (awaited here,
+      // it would count twice, on the shelf and being restored, until the measurement came).
+      void container.cgroup
+        .usage()
+        .then((used) => {
+          if (used > this.memoryPerStandby) this.memoryPerStandby = used;
+        })
+        .catch(() => undefined);
     } catch (error) {
       this.nextClaim(checkpointId)?.(null);
       this.options.log.warn(
