@@ -170,10 +170,14 @@ describe('router: tenant-pinned versions', function () {
     }
     const outsider = WORKERS.find((id) => !subset.includes(id)) as string;
     expect(byId(outsider).prewarms).to.deep.equal([]);
+    // Ready once every worker of the subset reports it resident (under load one lags).
     await eventually(
       () =>
-        test.router.state.routing.workers.get(subset[1] as string)?.versions.get('screen-v1')
-          ?.state === 'resident',
+        subset.every(
+          (id) =>
+            test.router.state.routing.workers.get(id)?.versions.get('screen-v1')?.state ===
+            'resident',
+        ),
       'the subset reports resident',
     );
     const status = await pinStatus('acme');
