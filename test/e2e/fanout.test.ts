@@ -356,22 +356,8 @@ describe('end to end: fan-out (fn.map, fn.spawn) on a real cluster', function ()
   });
 
   it('Ctrl-C (SIGINT) cancels the calls in flight on the workers and reports how many completed', async () => {
-    // The map opens as many calls as the router says fit now: an earlier test's sessions still
-    // ending (under load) would make it fewer than four, so this waits until four fit.
-    const probe = new ReadieClient({
-      address: `127.0.0.1:${cluster.routerPort}`,
-      insecure: true,
-      token: cluster.token,
-    });
-    try {
-      const deadline = Date.now() + 60_000;
-      while ((await probe.slots({ memory: '256MiB' })) < 4) {
-        if (Date.now() > deadline) throw new Error('timed out waiting for four free slots');
-        await new Promise((resolve) => setTimeout(resolve, 100));
-      }
-    } finally {
-      probe.close();
-    }
+    // The script waits until four calls fit before it maps (the map opens no more than fit as it
+    // starts): an earlier test's sessions may still be ending under load.
     const before = lastSeq();
     // One input per call (chunk_size=1): four calls in flight whatever the adaptive chunking
     // would make of eight inputs on a cluster whose slots an earlier test is still freeing.
@@ -394,7 +380,10 @@ describe('end to end: fan-out (fn.map, fn.spawn) on a real cluster', function ()
         ofType(since(before), 'ContainerStateChanged').filter((event) => event.state === 'busy');
       await eventually(
         () => ofType(since(before), 'CallPlaced').length >= 4 && busy().length >= 4,
-        'the four calls to start',
+        () =>
+          `the four calls to start (requested ${ofType(since(before), 'CallRequested').length}, ` +
+          `placed ${ofType(since(before), 'CallPlaced').length}, refused ` +
+          `${ofType(since(before), 'CallRejected').length}, busy ${busy().length})`,
         60_000,
       );
       const placed = ofType(since(before), 'CallPlaced');

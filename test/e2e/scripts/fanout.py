@@ -124,7 +124,21 @@ def spawned():
             "slowDone": slow.done(), "timeout": timeout, "gathered": many}
 
 
+def room_for(fn, calls, within=60.0):
+    """Waits until ``calls`` calls of ``fn`` fit now, as a map starting sees the room (it opens no
+    more calls than that, for its whole run): an earlier test's containers may still be going."""
+    from readie._connection import current_settings
+    from readie._tenant import map_room
+
+    deadline = time.monotonic() + within
+    while map_room(current_settings(), fn.options.demand) < calls:
+        if time.monotonic() > deadline:
+            raise SystemExit(f"timed out waiting for room for {calls} calls")
+        time.sleep(0.1)
+
+
 def interrupted(count, seconds, concurrency, chunk=None):
+    room_for(nap, concurrency)
     print("mapping", flush=True)
     try:
         for index, _ in enumerate(nap.map([seconds] * count, max_concurrency=concurrency, chunk_size=chunk, progress=False)):

@@ -236,15 +236,20 @@ export function foldLog(dir: string): ClusterState {
   return fold(readLog(dir));
 }
 
-/** Waits until `check` holds, polling; fails with `what` after `timeoutMs`. */
+/**
+ * Waits until `check` holds, polling; fails with `what` after `timeoutMs` (a function: worked out
+ * then, to say what was seen instead).
+ */
 export async function eventually(
   check: () => boolean,
-  what: string,
+  what: string | (() => string),
   timeoutMs = 15_000,
 ): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    if (Date.now() > deadline) {
+      throw new Error(`timed out waiting for ${typeof what === 'string' ? what : what()}`);
+    }
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
 }
