@@ -8,7 +8,8 @@
  *
  * - the live log's bytes day by day (`liveLogFlat`: whether it stops growing after the retention
  *   window) beside the same events in a log as readie kept it before (JSON text values, nothing
- *   ever removed), fed every event as it is appended;
+ *   ever removed), fed every event the cluster appends as it is appended, and after each pass
+ *   and each router start what they appended (a router started on it reads its tail back);
  * - the archive's bytes per simulated day, and per day at the cluster's full rate (the bytes an
  *   archived event takes times the events of a full day);
  * - bytes per event on disk before (JSON text) and after (the binary codec), by kind of event, and
@@ -73,12 +74,17 @@ function daysOf(args: readonly string[]): number {
   return days;
 }
 
-/** A log as readie kept it before the codec and retention: JSON text values, snapshots indexed. */
+/**
+ * A log as readie kept it before the codec and retention: JSON text values, snapshots indexed.
+ * It holds every event of the live log, each seq once and in order (a router started on it reads
+ * its tail back, and a gap there is a corrupt log).
+ */
 class JsonLog {
   readonly root: RootDatabase;
   private readonly events: Database<string, number>;
   private readonly snapshots: Database<boolean, number>;
   count = 0;
+  lastSeq = 0;
 
   constructor(readonly dir: string) {
     this.root = openLmdb({ path: join(dir, 'events.mdb'), maxDbs: 4 });
@@ -90,9 +96,23 @@ class JsonLog {
   }
 
   put(event: ClusterEvent, text: string): void {
+    if (this.count > 0 && event.seq !== this.lastSeq + 1) {
+      throw new Error(
+        `retention: the before-format log got seq ${event.seq} after ${this.lastSeq}`,
+      );
+    }
     void this.events.put(event.seq, text);
     if (event.type === 'Snapshot') void this.snapshots.put(event.seq, true);
     this.count += 1;
+    this.lastSeq = event.seq;
+  }
+
+  /**
+   * Copies what `log` holds past this log's last event: what was appended beside the tee (the
+   * archiver's `LogSegmentArchived`, a router's own start).
+   */
+  catchUp(log: EventLog<ClusterState>): void {
+    for (const { event, text } of log.readStored(this.lastSeq + 1)) this.put(event, text);
   }
 
   pagesBytes(): number {
@@ -228,6 +248,7 @@ export async function run() {
       const archiveStart = performance.now();
       await archiver.pass();
       archiveMs += performance.now() - archiveStart;
+      json.catchUp(live);
       days.push({
         day,
         liveBytes: live.liveBytes(),
@@ -245,8 +266,14 @@ export async function run() {
         caches = new PlacementCaches();
         live = openLive(caches);
         archiver = archiverOf(live);
+        json.catchUp(live);
         cluster.reattach(teeTo(live, json), caches);
       }
+    }
+    if (json.lastSeq !== live.lastSeq) {
+      throw new Error(
+        `retention: the before-format log ends at ${json.lastSeq}, the live log at ${live.lastSeq}`,
+      );
     }
     await live.close();
     await json.close();
