@@ -229,7 +229,7 @@ program
   .addOption(
     new Option(
       '--quota <tenant=ID,weight=N,max-slots=N|none,max-queued=N>',
-      "one tenant's quota in the table to decide under (repeatable; fields not named take the defaults: weight 1, no slot cap, max-queued 2000). The given table replaces the log's quota changes from the start",
+      "one tenant's quota in the table to decide under (repeatable; fields not named take the defaults: weight 1, no slot cap, max-queued 2000); none alone: the empty table. The given table replaces the log's quota changes from the start",
     ).argParser(collect),
   )
   .option(

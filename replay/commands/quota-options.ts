@@ -1,8 +1,9 @@
 /**
  * The quota table `replay whatif` decides under (docs/quotas.md): `--quota
  * tenant=ID,weight=N,max-slots=N|none,max-queued=N` (repeatable) and `--quota-file FILE` (what
- * `readie quota status --json` prints). Fields a tenant's entry does not name take the defaults:
- * the table replaces the recorded one from the start, so there is nothing to keep.
+ * `readie quota status --json` prints); `--quota none` alone: an empty table, every tenant on the
+ * defaults. Fields a tenant's entry does not name take the defaults: the table replaces the
+ * recorded one from the start, so there is nothing to keep.
  */
 import { readFileSync } from 'node:fs';
 import { capProblem, weightProblem } from '../../src/core/quotas/index.js';
@@ -165,6 +166,14 @@ export function parseQuotaTable(
 ): QuotaTable | null {
   if (flags.length === 0 && file === undefined) return null;
   const entries = new Map<string, QuotaEntry>();
+  if (flags.includes('none')) {
+    if (flags.length > 1 || file !== undefined) {
+      throw new ReplayInputError(
+        '--quota none is the empty table (every tenant on the defaults): give it alone',
+      );
+    }
+    return { revision: 0, entries };
+  }
   const given = [...(file === undefined ? [] : parseQuotaFile(file)), ...flags.map(parseQuotaFlag)];
   for (const [tenantId, quota] of given) {
     if (entries.has(tenantId)) {

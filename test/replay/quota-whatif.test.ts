@@ -171,7 +171,7 @@ describe('replay whatif --quota', () => {
     quota(given, 'a', null);
     const admission = given.events.find((e) => e.type === 'CallAdmitted');
     expect(admission).to.deep.include({ requestId: 'a2' });
-    const { changes } = whatif(given, 'tenant=b,weight=1');
+    const { changes } = whatif(given, 'none');
     expect(changes.map(brief)).to.deep.equal([
       {
         kind: 'admitted-earlier',
@@ -193,7 +193,7 @@ describe('replay whatif --quota', () => {
     call(given, 'a1', 'a');
     call(given, 'a2', 'a');
     expect(given.state().queue.has('a2')).to.equal(true);
-    const { changes } = whatif(given, 'tenant=b,weight=1');
+    const { changes } = whatif(given, 'none');
     expect(changes.map(brief)).to.deep.equal([
       {
         kind: 'queued-to-placed',
@@ -256,6 +256,10 @@ describe('replay whatif --quota', () => {
         '--quota: tenant b is given twice',
       );
       expect(parseQuotaTable([])).to.equal(null);
+      expect(parseQuotaTable(['none'])?.entries.size).to.equal(0);
+      expect(refused(['none', 'tenant=b'])).to.equal(
+        '--quota none is the empty table (every tenant on the defaults): give it alone',
+      );
       const table = parseQuotaTable(['tenant=b,weight=3,max-slots=none']);
       expect(table?.entries.get('b')).to.deep.include({
         weight: 3,
