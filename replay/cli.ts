@@ -222,15 +222,43 @@ program
 program
   .command('whatif')
   .description(
-    'decide every call again under a changed config, against the recorded state; list the calls that would change',
+    'decide every call again under a changed config (--set), or every admission under another quota table (--quota, --quota-file), against the recorded state; list what would change',
   )
   .argument('<log...>', LOG_ARGUMENT)
-  .addOption(setOption().makeOptionMandatory())
-  .option('--json', 'print one JSON line per changed call and a summary line')
+  .addOption(setOption())
+  .addOption(
+    new Option(
+      '--quota <tenant=ID,weight=N,max-slots=N|none,max-queued=N>',
+      "one tenant's quota in the table to decide under (repeatable; fields not named take the defaults: weight 1, no slot cap, max-queued 2000); none alone: the empty table. The given table replaces the log's quota changes from the start",
+    ).argParser(collect),
+  )
+  .option(
+    '--quota-file <file>',
+    'the quota table to decide under, as `readie quota status --json` prints it (with --quota: both, a tenant named once)',
+  )
+  .option('--json', 'print one JSON line per change and a summary line')
   .addOption(skipDamagedOption())
+  .addHelpText(
+    'after',
+    '\nWith --quota or --quota-file, the recorded QuotaChanged and QuotaRemoved are replaced by the given\n' +
+      'table from the start, and every call, every admission and every point where the router decides\n' +
+      'admission is decided again under it against the recorded state (each point apart, as --set does:\n' +
+      'not a new history). The output lists each decision that changes: a call placed, queued or refused\n' +
+      'otherwise, another call admitted first, none admitted, or a call admitted earlier; and which calls\n' +
+      'would wait longer, wait less or be refused. --set and --quota are not combined.',
+  )
   .action(
-    action((logs: string[], options: { set?: string[]; json?: boolean; skipDamaged?: boolean }) =>
-      whatifCommand(logs, options),
+    action(
+      (
+        logs: string[],
+        options: {
+          set?: string[];
+          quota?: string[];
+          quotaFile?: string;
+          json?: boolean;
+          skipDamaged?: boolean;
+        },
+      ) => whatifCommand(logs, options),
     ),
   );
 

@@ -1,6 +1,7 @@
 /**
  * `replay whatif <log> --set NAME=VALUE ...`: decide every call again under a changed config,
- * against the recorded state, and list the calls whose outcome would change.
+ * against the recorded state, and list the calls whose outcome would change. With `--quota` or
+ * `--quota-file`, admission is decided again under another quota table instead (whatif-quota.ts).
  */
 import { place, type PlacementDecision } from '../../src/core/placement/index.js';
 import { decisionFields, eventsDifference } from '../engine/compare.js';
@@ -11,10 +12,16 @@ import { openLogSource } from '../io/log-source.js';
 import { forEachEvent } from '../io/read-log.js';
 import { ReplayInputError } from '../io/replay-input-error.js';
 import { out, parseOverrides, type SourceOptions } from './options.js';
+import { parseQuotaTable } from './quota-options.js';
+import { whatifQuotaCommand } from './whatif-quota.js';
 
 /** Options of `replay whatif`. */
 export interface WhatifOptions extends SourceOptions {
   readonly set?: readonly string[];
+  /** `tenant=ID,weight=N,max-slots=N|none,max-queued=N`, one per tenant. */
+  readonly quota?: readonly string[];
+  /** A quota table as `readie quota status --json` prints it. */
+  readonly quotaFile?: string;
   readonly json?: boolean;
 }
 
@@ -38,8 +45,19 @@ export async function whatifCommand(
   options: WhatifOptions,
 ): Promise<number> {
   const overrides = parseOverrides(options.set);
+  const quotas = parseQuotaTable(options.quota, options.quotaFile);
+  if (quotas !== null) {
+    if (Object.keys(overrides).length > 0) {
+      throw new ReplayInputError(
+        'whatif decides either a changed config (--set) or another quota table (--quota, --quota-file), not both at once: run them apart',
+      );
+    }
+    return whatifQuotaCommand(logPaths, quotas, options);
+  }
   if (Object.keys(overrides).length === 0)
-    throw new ReplayInputError('whatif needs at least one --set NAME=VALUE');
+    throw new ReplayInputError(
+      'whatif needs at least one --set NAME=VALUE, or a quota table (--quota, --quota-file)',
+    );
   const source = await openLogSource(logPaths, options);
   const alternatives = new Map<number, PlacementDecision>();
   const counts: Record<Kind, number> = {

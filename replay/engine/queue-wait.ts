@@ -6,9 +6,14 @@
  * admission. Folds its own working copy of the state, so it sees each admission against the state
  * just before it, as admission decided it.
  */
-import { queueTenant, slotsHeldBy } from '../../src/core/admission/index.js';
+import { queueTenant, slotCapReached, slotsHeldBy } from '../../src/core/admission/index.js';
 import type { ClusterEvent } from '../../src/events/types.js';
-import { applyInPlace, initialState, type ClusterState } from '../../src/projections/index.js';
+import {
+  applyInPlace,
+  initialState,
+  quotaOf,
+  type ClusterState,
+} from '../../src/projections/index.js';
 
 /** The most admissions before the call a wait lists (the rest are counted). */
 export const ADMISSIONS_LISTED = 20;
@@ -25,6 +30,20 @@ export interface AdmittedBefore {
   /** Slots the explained call's tenant held then. */
   readonly ownHeld: number;
   /** Why it went first, in the fair order's words. */
+  readonly why: string;
+}
+
+/** A call of another tenant, queued before the explained call, that it was admitted ahead of. */
+export interface AdmittedAhead {
+  /** The seq of its `CallQueued`. */
+  readonly queuedSeq: number;
+  readonly requestId: string;
+  readonly tenantId: string;
+  /** Slots its tenant held at the explained call's admission. */
+  readonly held: number;
+  /** Slots the explained call's tenant held then. */
+  readonly ownHeld: number;
+  /** Why the explained call went first, naming both tenants' slots held. */
   readonly why: string;
 }
 
@@ -47,6 +66,13 @@ export interface QueueWait {
   readonly before: readonly AdmittedBefore[];
   /** How many calls were admitted before it in all. */
   readonly admittedBefore: number;
+  /**
+   * Calls of other tenants queued before it and still waiting when it was admitted (the first
+   * `ADMISSIONS_LISTED`), each with why it went first.
+   */
+  readonly ahead: readonly AdmittedAhead[];
+  /** How many such calls there were in all. */
+  readonly admittedAhead: number;
 }
 
 /** Why `other` (of `tenant`, holding `held`) was admitted before a call of `own` holding `ownHeld`. */
@@ -59,6 +85,34 @@ function reasonOf(tenant: string, held: number, own: string, ownHeld: number): s
   return `this call's tenant came first (${ownHeld} < ${held} slots held) but this call did not fit then`;
 }
 
+/** A tenant as the screens name it. */
+function tenantName(tenant: string): string {
+  return tenant === '' ? '(no tenant)' : tenant;
+}
+
+/** Slots held, with the weight when a quota gives one other than 1: `2` or `2 / weight 3`. */
+function shareText(state: ClusterState, tenant: string, held: number): string {
+  const { weight } = quotaOf(state.quotas, tenant);
+  return weight === 1 ? String(held) : `${held} / weight ${weight}`;
+}
+
+/**
+ * Why a call of `own` was admitted ahead of `other`'s earlier call, against the state just
+ * before its admission: the fair order's words, with both tenants' slots held.
+ */
+function reasonAhead(state: ClusterState, own: string, other: string): string {
+  const ownHeld = slotsHeldBy(state, own);
+  const otherHeld = slotsHeldBy(state, other);
+  const ownShare = ownHeld / quotaOf(state.quotas, own).weight;
+  const otherShare = otherHeld / quotaOf(state.quotas, other).weight;
+  const both = `${tenantName(own)} ${shareText(state, own, ownHeld)}, ${tenantName(other)} ${shareText(state, other, otherHeld)}`;
+  const capped = slotCapReached(state, other);
+  if (capped !== null) return `the other tenant was at its slot cap: ${capped}`;
+  if (ownShare < otherShare) return `its tenant held fewer slots (${both})`;
+  if (ownShare === otherShare) return `tie (${both}), its tenant ID first`;
+  return `the other tenant's call did not fit then, though its tenant held fewer slots (${both})`;
+}
+
 /** Watches a log, event by event, for one call's wait in the admission queue. */
 export class QueueWaitTracker {
   private state: ClusterState = initialState();
@@ -68,6 +122,8 @@ export class QueueWaitTracker {
         left: QueueWait['left'];
         before: AdmittedBefore[];
         admittedBefore: number;
+        ahead: AdmittedAhead[];
+        admittedAhead: number;
         tenant: string;
       })
     | null = null;
@@ -94,6 +150,8 @@ export class QueueWaitTracker {
         left: null,
         before: [],
         admittedBefore: 0,
+        ahead: [],
+        admittedAhead: 0,
         tenant: queueTenant(event.tenantId),
       };
       return;
@@ -108,6 +166,7 @@ export class QueueWaitTracker {
     if (event.type !== 'CallAdmitted') return;
     if (event.requestId === requestId) {
       wait.admitted = { seq: event.seq, at: event.at };
+      this.noteAhead(wait);
       this.done = true;
       return;
     }
@@ -127,6 +186,29 @@ export class QueueWaitTracker {
       ownHeld: own,
       why: reasonOf(tenantId, other, wait.tenant, own),
     });
+  }
+
+  /** At the call's admission: the earlier calls of other tenants it went ahead of, and why. */
+  private noteAhead(wait: {
+    queuedSeq: number;
+    tenant: string;
+    ahead: AdmittedAhead[];
+    admittedAhead: number;
+  }): void {
+    for (const queued of this.state.queue.values()) {
+      const tenantId = queueTenant(queued.tenantId);
+      if (queued.seq >= wait.queuedSeq || tenantId === wait.tenant) continue;
+      wait.admittedAhead += 1;
+      if (wait.ahead.length >= ADMISSIONS_LISTED) continue;
+      wait.ahead.push({
+        queuedSeq: queued.seq,
+        requestId: queued.requestId,
+        tenantId,
+        held: slotsHeldBy(this.state, tenantId),
+        ownHeld: slotsHeldBy(this.state, wait.tenant),
+        why: reasonAhead(this.state, wait.tenant, tenantId),
+      });
+    }
   }
 
   /** The call's wait; null when it was never queued. */

@@ -1,6 +1,7 @@
 /**
  * The "Waited in the admission queue" part of `replay explain`: queued at, admitted at (or how it
- * left), and who was admitted before it and why (their tenant's slots held beside its own). The
+ * left), the earlier calls of other tenants it was admitted ahead of and why, and who was
+ * admitted before it and why (their tenant's slots held beside its own). The
  * wait's strings are printable already (the caller escapes them with the rest of the screen).
  */
 import { formatDuration } from '../../src/shared/units.js';
@@ -27,6 +28,18 @@ export function queueWaitSection(wait: QueueWait): string[] {
     );
   } else {
     lines.push('  still waiting when the log ends');
+  }
+  if (wait.admittedAhead > 0) {
+    lines.push(
+      `  admitted ahead of ${wait.admittedAhead} ${wait.admittedAhead === 1 ? 'call of another tenant' : 'calls of other tenants'} queued before it (fair order: fewest slots held first, ties by tenant ID):`,
+    );
+    for (const other of wait.ahead) {
+      lines.push(
+        `    ${other.requestId} of ${other.tenantId === '' ? '(no tenant)' : `tenant ${other.tenantId}`}, queued at seq ${other.queuedSeq}: ${other.why}`,
+      );
+    }
+    const unlisted = wait.admittedAhead - wait.ahead.length;
+    if (unlisted > 0) lines.push(`    ... and ${unlisted} more`);
   }
   if (wait.admittedBefore === 0) {
     lines.push('  no call was admitted before it while it waited');

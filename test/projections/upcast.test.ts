@@ -26,9 +26,18 @@ import { applyEventV1 } from '../support/v1-fold.js';
 import { isV1Event, toV1 } from '../support/v1-vocabulary.js';
 
 const FIXTURES = join(ROOT, 'fixtures');
+/**
+ * The fixtures recorded under schema v1 (their `RouterStarted` records no `schemaVersion`): a log
+ * a router of schema v2 wrote (those recorded from a real run) has no v1 fold to compare with.
+ */
 const fixtures = readdirSync(FIXTURES)
   .filter((file) => file.endsWith('.jsonl') && !file.endsWith('.expected.jsonl'))
   .map((file) => file.slice(0, -'.jsonl'.length))
+  .filter((name) =>
+    readEvents(join(FIXTURES, `${name}.jsonl`)).every(
+      (event) => event.type !== 'RouterStarted' || (event.schemaVersion ?? 1) === 1,
+    ),
+  )
   .sort();
 
 /**
@@ -83,6 +92,11 @@ function causesAlone(events: readonly ClusterEvent[]): ClusterEvent[] {
 }
 
 describe('v1 logs through the upcaster: the state after every event is the v1 fold’s', () => {
+  it('compares every fixture recorded under schema v1, and only those', () => {
+    expect(fixtures).to.include('session-expired-after-eviction');
+    expect(fixtures).to.not.include('admission-fewer-slots-first');
+  });
+
   for (const name of fixtures) {
     it(`fixture ${name}: as recorded, in the v1 vocabulary, and with its causes alone`, () => {
       const events = readEvents(join(FIXTURES, `${name}.jsonl`));

@@ -84,17 +84,21 @@ describe('regression fixtures', () => {
       });
 
       // Logs written before events recorded their cause are grouped by order, to the same result.
-      it('prints the same without causes (a log from before events recorded them)', () => {
-        expect(
-          events.every((e) => e.cause !== null),
-          'every event records its cause',
-        ).to.equal(true);
-        const expected = readFileSync(join(FIXTURES, `${name}.expected.jsonl`), 'utf8')
-          .split('\n')
-          .filter(Boolean)
-          .map((line) => JSON.parse(line) as unknown);
-        expect(runLines(events.map((e) => ({ ...e, cause: null })))).to.deep.equal(expected);
-      });
+      // The queue came after causes: a log that queued calls always records them, so it has no
+      // such form to compare.
+      const queued = events.some((e) => e.type === 'CallQueued');
+      if (!queued)
+        it('prints the same without causes (a log from before events recorded them)', () => {
+          expect(
+            events.every((e) => e.cause !== null),
+            'every event records its cause',
+          ).to.equal(true);
+          const expected = readFileSync(join(FIXTURES, `${name}.expected.jsonl`), 'utf8')
+            .split('\n')
+            .filter(Boolean)
+            .map((line) => JSON.parse(line) as unknown);
+          expect(runLines(events.map((e) => ({ ...e, cause: null })))).to.deep.equal(expected);
+        });
     });
   }
 

@@ -1,9 +1,10 @@
 /**
- * The queue and the fixtures (docs/placement.md, "The admission queue"): every fixture replays as
- * recorded with the queue present (they record no `QUEUE_TIMEOUT` and older rules), even when
- * asked to queue; and every fixture's log restarted under this code's rules with
- * `QUEUE_TIMEOUT=0` decides exactly as recorded, but for a call that never fits, refused with the
- * same code in words that name the largest offer.
+ * The queue and the fixtures (docs/placement.md, "The admission queue"): every fixture recorded
+ * before the queue replays as recorded with the queue present (they record no `QUEUE_TIMEOUT` and
+ * older rules), even when asked to queue; and every such fixture's log restarted under this code's
+ * rules with `QUEUE_TIMEOUT=0` decides exactly as recorded, but for a call that never fits,
+ * refused with the same code in words that name the largest offer. The fixtures recorded with the
+ * queue in force pin the queue itself (queue-incident-fixtures.test.ts).
  */
 import { expect } from 'chai';
 import { readdirSync } from 'node:fs';
@@ -15,7 +16,15 @@ import { readEvents, replayEvents, ROOT } from '../support/replay.js';
 const FIXTURES = join(ROOT, 'fixtures');
 const names = readdirSync(FIXTURES)
   .filter((file) => file.endsWith('.jsonl') && !file.endsWith('.expected.jsonl'))
-  .map((file) => file.slice(0, -'.jsonl'.length));
+  .map((file) => file.slice(0, -'.jsonl'.length))
+  .filter((name) => !recordsQueue(readEvents(join(FIXTURES, `${name}.jsonl`))));
+
+/** Whether a log was recorded with the admission queue in force (a `QUEUE_TIMEOUT` above 0). */
+export function recordsQueue(events: readonly ClusterEvent[]): boolean {
+  return events.some(
+    (event) => event.type === 'RouterStarted' && Number(event.config.QUEUE_TIMEOUT ?? 0) > 0,
+  );
+}
 
 /** `events` with every `RouterStarted` under this code's rules and `QUEUE_TIMEOUT` 0 recorded. */
 function underAdmissionRules(events: readonly ClusterEvent[]): ClusterEvent[] {
@@ -30,7 +39,12 @@ function underAdmissionRules(events: readonly ClusterEvent[]): ClusterEvent[] {
   );
 }
 
-describe('the admission queue and every fixture', () => {
+describe('the admission queue and every fixture recorded before it', () => {
+  it('leaves out only the fixtures recorded with the queue', () => {
+    expect(names).to.include('memory-headroom-boundary');
+    expect(names).to.not.include('admission-fewer-slots-first');
+  });
+
   for (const name of names) {
     it(`${name}: as recorded, even asked to queue (--set QUEUE_TIMEOUT=10m); and with QUEUE_TIMEOUT=0 under rules ${PLACEMENT_RULES_VERSION}`, () => {
       const events = readEvents(join(FIXTURES, `${name}.jsonl`));

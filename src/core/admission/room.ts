@@ -45,7 +45,7 @@ export interface RoomDecision extends Decision {
  * events can open room (a container report opens room unless it reports a container `ready`,
  * which only adds an idle one; a load report only when it makes room on its worker).
  */
-export function mayAdmitAfter(decision: RoomDecision): boolean {
+export function mayAdmitAfter(decision: Pick<RoomDecision, 'events' | 'opensRoom'>): boolean {
   for (const event of decision.events) {
     if (event.type === 'WorkerUtilization') {
       if (decision.opensRoom !== false) return true;

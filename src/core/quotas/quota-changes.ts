@@ -68,22 +68,32 @@ function checkTenant(tenantId: string): void {
   if (problem !== null) refuse('INVALID_ARGUMENT', problem);
 }
 
+/**
+ * Why `weight` is not a valid weight (a number above 0 and at most `MAX_WEIGHT`), or null when it
+ * is: the one rule for a quota's weight, for the router and for `replay whatif --quota`.
+ */
+export function weightProblem(weight: number): string | null {
+  if (Number.isFinite(weight) && weight > 0 && weight <= MAX_WEIGHT) return null;
+  return `weight must be a number above 0 and at most ${MAX_WEIGHT} (got ${String(weight)})`;
+}
+
+/**
+ * Why `value` is not a valid `maxSlots` or `maxQueued` (a whole number, at least 1 and at most
+ * `MAX_QUOTA_CAP`), or null when it is.
+ */
+export function capProblem(field: 'maxSlots' | 'maxQueued', value: number): string | null {
+  if (Number.isInteger(value) && value >= 1 && value <= MAX_QUOTA_CAP) return null;
+  return `${field} must be a whole number, at least 1 and at most ${MAX_QUOTA_CAP} (got ${String(value)})`;
+}
+
 function checkWeight(weight: number): void {
-  if (!Number.isFinite(weight) || weight <= 0 || weight > MAX_WEIGHT) {
-    refuse(
-      'INVALID_ARGUMENT',
-      `weight must be a number above 0 and at most ${MAX_WEIGHT} (got ${String(weight)})`,
-    );
-  }
+  const problem = weightProblem(weight);
+  if (problem !== null) refuse('INVALID_ARGUMENT', problem);
 }
 
 function checkCap(field: 'maxSlots' | 'maxQueued', value: number): void {
-  if (!Number.isInteger(value) || value < 1 || value > MAX_QUOTA_CAP) {
-    refuse(
-      'INVALID_ARGUMENT',
-      `${field} must be a whole number, at least 1 and at most ${MAX_QUOTA_CAP} (got ${String(value)})`,
-    );
-  }
+  const problem = capProblem(field, value);
+  if (problem !== null) refuse('INVALID_ARGUMENT', problem);
 }
 
 function checkRevision(state: ClusterState, expected: number | null): void {
