@@ -8,6 +8,7 @@
  * out (`retry.ts`); the first failure rejects (its message and `inputIndex` name the input)
  * unless `returnExceptions` puts it in place. A spawned call runs alone (`runInput`).
  */
+import { setMaxListeners } from 'node:events';
 import { newSessionId } from './call-info.js';
 import type { CallDemandOptions } from './call-config.js';
 import { CallCancelledError, ReadieError, SessionExpiredError } from './errors.js';
@@ -171,6 +172,9 @@ export async function* runMap<T>(
   checkedBatchOptions(options);
   const count = bounded(await deps.slots(options).catch(() => null), options, total);
   const stop = new AbortController();
+  // Every call in flight listens on it (removed when the call ends): a map against a router that
+  // queues may have hundreds at once, which is no leak; Node would warn past 10.
+  setMaxListeners(0, stop.signal);
   const onAbort = () => stop.abort(options.signal?.reason);
   options.signal?.addEventListener('abort', onAbort, { once: true });
   if (options.signal?.aborted) stop.abort(options.signal.reason);

@@ -230,6 +230,42 @@ describe('TypeScript client: a map in batches', function () {
     );
     await Promise.all(proxy.calls.map((call) => call.cancelled));
   });
+
+  it('many calls in flight at once (a router that queues lets a map have hundreds) warn of no listener leak', async () => {
+    // The first 8 inputs are answered at once (measured, so the map opens all its slots); later
+    // calls wait until 12 are open together.
+    let held = 0;
+    let release: () => void = () => undefined;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    proxy.script = async (call) => {
+      await call.read();
+      if (proxy.calls.length > 8) {
+        held += 1;
+        if (held >= 12) release();
+        await gate;
+      }
+      answer(call);
+      call.end();
+    };
+    const warnings: Error[] = [];
+    const onWarning = (warning: Error) => warnings.push(warning);
+    process.on('warning', onWarning);
+    try {
+      // A generator: its length unknown, the map opens every slot it may once 8 were measured.
+      const inputs = (function* () {
+        for (let n = 100; n < 140; n += 1) yield n;
+      })();
+      const options = { chunkSize: 1, maxConcurrency: 20, progress: false };
+      const results = await collect(client.map(FN, inputs, options));
+      expect(results).to.deep.equal(Array.from({ length: 40 }, (_, n) => (100 + n) * 2));
+      // A warning is emitted on a later tick.
+      await new Promise((resolve) => setImmediate(resolve));
+    } finally {
+      process.off('warning', onWarning);
+    }
+    expect(held).to.be.at.least(12);
+    expect(warnings.map((warning) => warning.name)).to.not.include('MaxListenersExceededWarning');
+  });
 });
 
 describe('TypeScript client: batch pieces', () => {
