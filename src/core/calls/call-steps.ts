@@ -71,6 +71,7 @@ export function decideCall(state: ClusterState, input: CallDecisionInput): CallD
     inputs: input.inputs ?? null,
     function: input.function ?? null,
     turnWaitMs: input.turnWaitMs ?? null,
+    deadlineMs: call.deadlineMs ?? null,
   };
   const cause = { kind: 'call', requestId: call.requestId } as const;
   const config = input.config ?? state.config;
