@@ -278,6 +278,15 @@ export function workerEnding(
   };
 }
 
+/**
+ * How long a client's deadline (epoch ms, Infinity: none) leaves a call at `now`, whole ms, never
+ * below 0; null without a deadline (`CallRequested.deadlineMs`).
+ */
+export function deadlineLeft(clientDeadline: number, now: number): number | null {
+  if (!Number.isFinite(clientDeadline)) return null;
+  return Math.max(0, Math.floor(clientDeadline - now));
+}
+
 /** How close to its deadline a client's reset counts as the deadline passing, in ms. */
 export const DEADLINE_SLACK_MS = 250;
 
