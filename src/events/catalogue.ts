@@ -47,7 +47,7 @@ export const CheckpointSpecSchema = T.Object({
     T.Integer({
       minimum: 0,
       description:
-        "ms a worker holding nothing of it takes to load it (a cold load of a pinned version: build, imports and setup); a pinned call whose caller's deadline leaves no more is shed instead of loading it",
+        "ms a worker holding nothing of it takes to load it (a cold load of a pinned version: build, imports and setup); a pinned call whose caller's deadline leaves no more is shed instead of loading it (absent: the worker's last measured load)",
     }),
   ),
 });

@@ -1,9 +1,9 @@
 /**
  * Given / when / then tests of deadlines in admission (docs/tenant-routing.md, "Deadlines";
- * placement rules v6): given a pinned version whose catalogue `loadCost` is 5 s, when a pinned
- * call arrives with what its caller's deadline leaves it (`CallRequested.deadlineMs`), then a
- * cold load it would not wait for is shed with the retry-after hint, and everything else is
- * placed as before.
+ * placement rules v6): given a pinned version whose catalogue `loadCost` is 5 s (or one whose
+ * loads were measured), when a pinned call arrives with what its caller's deadline leaves it
+ * (`CallRequested.deadlineMs`), then a cold load it would not wait for is shed with the
+ * retry-after hint, and everything else is placed as before.
  */
 import { expect } from 'chai';
 import { decide } from '../../src/core/decisions.js';
@@ -114,8 +114,41 @@ describe('core: deadlines in admission (a cold load the caller would not wait fo
     expect(expectPlaced(place(given(6), pinnedCall('r1', 't1'))).coldLoad).to.equal(true);
   });
 
-  it('given a version whose catalogue entry declares no load cost, then the call cold-loads whatever its deadline', () => {
+  it('given a version whose catalogue entry declares no load cost and no load of it measured, then the call cold-loads whatever its deadline', () => {
     expect(expectPlaced(place(given(6, 'policy-v2'), callWith(1))).coldLoad).to.equal(true);
+  });
+
+  it("given a version without a loadCost that its loader loaded in 1 s before, then the worker's measured load decides", () => {
+    const members = subsetOf('t1', 'policy-v2', WORKERS, 2);
+    // Each member loaded it once (loading, then resident a second later), then let it go.
+    const measured = members.flatMap((id) => [
+      residency(id, 'policy-v2', 'loading'),
+      residency(id, 'policy-v2', 'resident'),
+      residency(id, 'policy-v2', 'evicted'),
+    ]);
+    const state = given(6, 'policy-v2', ...measured);
+    for (const id of members) {
+      expect(state.routing.workers.get(id)?.versions.get('policy-v2')).to.deep.include({
+        state: 'evicted',
+        loadMs: 1000,
+      });
+    }
+    const shed = expectShed(place(state, callWith(1000)));
+    expect(shed.message).to.match(
+      /a cold load on w\d takes 1s \(its last load there, measured\), but the caller's deadline leaves only 1s/,
+    );
+    expect(expectPlaced(place(state, callWith(1001))).coldLoad).to.equal(true);
+  });
+
+  it("given a loadCost in the catalogue and a faster measured load, then the catalogue's word decides", () => {
+    const members = subsetOf('t1', 'policy-v1', WORKERS, 2);
+    const measured = members.flatMap((id) => [
+      residency(id, 'policy-v1', 'loading'),
+      residency(id, 'policy-v1', 'resident'),
+      residency(id, 'policy-v1', 'evicted'),
+    ]);
+    const shed = expectShed(place(given(6, 'policy-v1', ...measured), callWith(2000)));
+    expect(shed.message).to.contain('takes 5s (its catalogue loadCost)');
   });
 
   it('given a log recorded under rules 5, then a short deadline starts the load as it did', () => {

@@ -80,7 +80,7 @@ export function loadVersion(
   const { version } = resolution;
   const { flavor, subset } = scan;
   const warm = worker === scan.holder;
-  const late = warm ? null : lateLoad(placing, version, flavor);
+  const late = warm ? null : lateLoad(placing, version, flavor, worker.workerId);
   if (late !== null) {
     return shed(
       placing,
