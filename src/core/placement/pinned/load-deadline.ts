@@ -5,17 +5,14 @@
  * the version's catalogue `loadCost`, else what the worker's last load of it took (from its
  * `loading` report to its `resident` report); the time left is the call's
  * `CallRequested.deadlineMs`, how long the deadline left it as of that event. All of it is in the
- * log, so replay decides the same; no clock is read. A worker that holds the version takes the call whatever its deadline (no load
- * to wait for).
+ * log, so replay decides the same; no clock is read. A worker that holds the version takes the
+ * call whatever its deadline (no load to wait for).
  */
 import type { Flavor } from '../../../events/schema.js';
 import { rulesSteps } from '../../../projections/rules-steps.js';
 import { formatDuration } from '../../../shared/units.js';
 import type { Placing } from '../placing.js';
 import { versionSpec } from './version-flavor.js';
-
-/** The name of this rule, as explanations and docs say it. */
-export const name = 'load-deadline';
 
 /** A cold load that would not finish inside the caller's deadline. */
 export interface LateLoad {
@@ -52,9 +49,11 @@ export function lateLoad(
 
 /** Why the call is shed: the reason `replay explain` and the caller read. */
 export function lateLoadReason(version: string, workerId: string, late: LateLoad): string {
+  const cost =
+    late.source === 'catalogue' ? 'its catalogue loadCost' : 'its last load there, measured';
   return (
     `version "${version}" is not resident on its subset and a cold load on ${workerId} takes ` +
-    `${formatDuration(late.loadMs)} (${late.source === 'catalogue' ? 'its catalogue loadCost' : 'its last load there, measured'}), but the caller's deadline leaves ` +
+    `${formatDuration(late.loadMs)} (${cost}), but the caller's deadline leaves ` +
     `only ${formatDuration(late.deadlineMs)} (a load it would not wait for is not started)`
   );
 }
