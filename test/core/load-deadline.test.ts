@@ -80,6 +80,8 @@ describe('core: deadlines in admission (a cold load the caller would not wait fo
         "(its catalogue loadCost), but the caller's deadline leaves only 2s (a load it would not " +
         'wait for is not started): retry in 2s (ROUTING_RETRY_AFTER)',
     );
+    // The load is not started for this call, but its loader is asked to pre-warm the version.
+    expect(shed.prewarm).to.deep.equal({ workerId: second, version: 'policy-v1' });
     expect(shed.events).to.deep.equal([
       {
         type: 'CallRejected',

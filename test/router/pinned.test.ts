@@ -370,6 +370,8 @@ describe('router: tenant-pinned versions', function () {
         'evicted',
       'the eviction reported',
     );
+    const prewarmsOf = () => loader.prewarms.filter((version) => version === 'screen-v3').length;
+    const askedBefore = prewarmsOf();
     const shed = await pinnedCall(INITECH, 'echo x', { requestId: 'initech-late' });
     expect(shed.error?.code, shed.error?.details).to.equal(8);
     expect(shed.error?.details).to.match(
@@ -389,11 +391,9 @@ describe('router: tenant-pinned versions', function () {
     const requested = logged[0] as Extract<ClusterEvent, { type: 'CallRequested' }>;
     expect(requested.deadlineMs).to.be.within(10_000, 20_000);
     expect(logged[1]).to.deep.include({ retryAfterMs: 2000, version: 'screen-v3' });
-    // Once the member holds the version again, the same deadline is no obstacle.
-    await loader.reportResidency(
-      [{ checkpointId: 'screen-v3', state: ResidencyState.RESIDENCY_STATE_RESIDENT, error: '' }],
-      4 * GiB,
-    );
+    // The call did not wait for a load, but the member is asked to pre-warm the version (it
+    // reports loading, then resident), and then the same deadline is no obstacle.
+    await eventually(() => prewarmsOf() > askedBefore, 'the pre-warm asked');
     await eventually(
       () =>
         test.router.state.routing.workers.get(member)?.versions.get('screen-v3')?.state ===

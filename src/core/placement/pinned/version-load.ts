@@ -82,13 +82,10 @@ export function loadVersion(
   const warm = worker === scan.holder;
   const late = warm ? null : lateLoad(placing, version, flavor, worker.workerId);
   if (late !== null) {
-    return shed(
-      placing,
-      resolution,
-      lateLoadReason(version, worker.workerId, late),
-      flavor,
-      subset,
-    );
+    const why = lateLoadReason(version, worker.workerId, late);
+    // Not loaded for this call; loaded all the same for the calls that follow (a pre-warm).
+    const prewarm = { workerId: worker.workerId, version };
+    return { ...shed(placing, resolution, why, flavor, subset), prewarm };
   }
   if (placing.explain !== undefined) {
     const verdict = warm
