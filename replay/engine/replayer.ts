@@ -226,6 +226,7 @@ export class Replayer {
           tenantId: event.tenantId,
           retryOf: event.retryOf,
           demand: event.demand,
+          deadlineMs: event.deadlineMs,
         };
         const config = this.config;
         this.options.onDecide?.(call, this.working, config, event, this.caches);

@@ -30,6 +30,8 @@ export interface CallStep {
   readonly tenantId?: string | null;
   /** The request this call retries (default none). */
   readonly retryOf?: string | null;
+  /** What its caller's deadline leaves it, ms (`CallRequested.deadlineMs`; default none). */
+  readonly deadlineMs?: number | null;
   /**
    * What the call is meant to get: the worker it is placed on, or the code it is rejected with
    * (`'w2'`, `'RESOURCE_EXHAUSTED'`). Recording throws when placement decides otherwise, so a
@@ -247,6 +249,7 @@ export function recordScenario(
           demand,
           tenantId: step.tenantId ?? null,
           retryOf: step.retryOf ?? null,
+          deadlineMs: step.deadlineMs ?? null,
         };
         calls.set(step.requestId, call);
         const made = decide('call', state, { call });

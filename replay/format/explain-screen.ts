@@ -5,7 +5,7 @@ import type { ClusterEvent } from '../../src/events/index.js';
 import type { Reservation, SessionRecord } from '../../src/projections/index.js';
 import type { PlacementExplanation, WorkerExplanation } from '../../src/core/placement/index.js';
 import { printableData } from '../../src/shared/printable.js';
-import { formatSize } from '../../src/shared/units.js';
+import { formatDuration, formatSize } from '../../src/shared/units.js';
 import type { CallViewData } from '../../src/projections/index.js';
 import type { CallResult } from '../engine/call-result.js';
 import { describeDecision, describeRecorded } from './decision.js';
@@ -303,7 +303,8 @@ export function explainScreen(
   const { budget, config } = explanation;
   const lines = [
     `Request ${request.requestId}${request.sessionId ? ` in session ${request.sessionId}` : ''}, seq ${request.seq}, ${request.at}` +
-      `${request.tenantId ? `, tenant ${request.tenantId}` : ''}${request.retryOf ? `, retry of ${request.retryOf}` : ''}`,
+      `${request.tenantId ? `, tenant ${request.tenantId}` : ''}${request.retryOf ? `, retry of ${request.retryOf}` : ''}` +
+      `${request.deadlineMs === null ? '' : `, its caller's deadline ${formatDuration(request.deadlineMs)} away`}`,
     `Demand: memory ${demand.memory === null ? `none (default ${formatSize(config.DEFAULT_MEMORY)})` : formatSize(demand.memory)}, ` +
       `${budget.gpuCall ? `GPU call (GPU memory ${formatSize(budget.gpuMemory)})` : 'CPU call'}, imports ${cell(demand.imports)}, ` +
       `checkpoint ${cell(demand.checkpointId)}, disable_optimized_execution ${demand.disableOptimizedExecution === true ? 'yes' : 'no'}` +

@@ -43,6 +43,13 @@ export const CheckpointSpecSchema = T.Object({
         "Python source run once when the checkpoint is built, after its imports (e.g. loading a version's weights); calls reach its names with `import readie_checkpoint`",
     }),
   ),
+  loadCost: T.Optional(
+    T.Integer({
+      minimum: 0,
+      description:
+        "ms a worker holding nothing of it takes to load it (a cold load of a pinned version: build, imports and setup); a pinned call whose caller's deadline leaves no more is shed instead of loading it (absent: the worker's last measured load)",
+    }),
+  ),
 });
 
 /** What a flavor's workers offer: checkpoints, the base image's distributions, cold-start cost. */

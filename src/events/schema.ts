@@ -228,6 +228,12 @@ export const EVENT_FIELDS = {
     function: opt(Text),
     /** How long the call waited for its session's turn, ms; null: it did not wait. */
     turnWaitMs: opt(Count),
+    /**
+     * How long its caller's deadline left it as of this event, ms (the caller's gRPC deadline as
+     * the router saw it); null: the caller set none. Placement rules v6 shed a pinned call whose
+     * version's cold load would not finish inside it.
+     */
+    deadlineMs: opt(Count),
   },
   CallPlaced: {
     requestId: Id,
@@ -379,7 +385,7 @@ export const FIELDS_ADDED_TO_V1: {
   WorkerUtilization: ['containers', 'reportSeq', 'standbys'],
   WorkerProbeFailed: ['error'],
   ContainerStateChanged: ['reportSeq'],
-  CallRequested: ['tenantId', 'inputs', 'function', 'turnWaitMs'],
+  CallRequested: ['tenantId', 'inputs', 'function', 'turnWaitMs', 'deadlineMs'],
   CallPlaced: ['sessionId', 'memory'],
   CallRejected: ['sessionId'],
   CallBound: ['checkpointId'],

@@ -8,7 +8,7 @@ import type { Draft } from 'immer';
 import type { ClusterEvent, EventOf } from '../events/types.js';
 import type { ClusterState, WorkerRecord } from './cluster-state.js';
 import { isLive } from './queries.js';
-import { retainedKey, type ColdLoad, type RoutingState } from './routing-state.js';
+import { retainedKey, type ColdLoad, type Residency, type RoutingState } from './routing-state.js';
 
 type State = Draft<ClusterState>;
 type Routing = Draft<RoutingState>;
@@ -145,10 +145,12 @@ function revise(routing: Routing, event: EventOf<'RoutingRevised'>, retentionMs:
 
 function residencyChanged(routing: Routing, event: EventOf<'ResidencyChanged'>): void {
   const part = workerPart(routing, event.workerId);
+  const before = part.versions.get(event.checkpointId);
   part.versions.set(event.checkpointId, {
     state: event.state,
     error: event.error,
     since: event.at,
+    loadMs: measuredLoad(before, event),
   });
   // Any report ends a reported load of that version; any but `loading` ends a call's load too.
   endLoad(
@@ -161,6 +163,18 @@ function residencyChanged(routing: Routing, event: EventOf<'ResidencyChanged'>):
   if (event.state === 'loading') {
     part.loads.push({ requestId: null, checkpointId: event.checkpointId, since: event.at });
   }
+}
+
+/** A load measured by `event` (`loading` then `resident`), else the one measured before. */
+function measuredLoad(
+  before: Residency | undefined,
+  event: EventOf<'ResidencyChanged'>,
+): number | null {
+  if (before?.state === 'loading' && event.state === 'resident') {
+    const ms = Date.parse(event.at) - Date.parse(before.since);
+    if (Number.isSafeInteger(ms) && ms >= 0) return ms;
+  }
+  return before?.loadMs ?? null;
 }
 
 function endLoad(routing: Routing, workerId: string, ends: (load: ColdLoad) => boolean): void {

@@ -52,6 +52,13 @@ export interface Residency {
   readonly state: ResidencyState;
   readonly error: string | null;
   readonly since: string;
+  /**
+   * How long its last load of the version took, ms: from a `loading` report to the `resident`
+   * report that followed it (both the log's instants); null: no load of it measured there yet.
+   * Kept across later reports (an evicted version keeps what loading it cost). Absent (as null)
+   * in a state restored from a snapshot written before loads were measured.
+   */
+  readonly loadMs?: number | null;
 }
 
 /**

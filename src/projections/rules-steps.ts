@@ -9,14 +9,14 @@
  */
 
 /** The placement rules this code decides by (today's). */
-export const PLACEMENT_RULES_VERSION = 5;
+export const PLACEMENT_RULES_VERSION = 6;
 
 /**
  * The versions this code can decide by, each as released. Version 1's steps (container-count,
  * session checkpoints and failed dials as they were before 2) are not kept: a log recorded under
  * it replays by today's rules, and a divergence in it is reported as a change of the rules.
  */
-export const KEPT_RULES_VERSIONS: readonly number[] = [2, 3, 4, 5];
+export const KEPT_RULES_VERSIONS: readonly number[] = [2, 3, 4, 5, 6];
 
 /**
  * The rules version a log's decisions were made under: the one its last `RouterStarted` recorded;
@@ -51,6 +51,12 @@ export interface RulesSteps {
    * forgotten and tenant calls only as of the next tenant's call.
    */
   readonly forgetsAsOfAnyEvent: boolean;
+  /**
+   * 6 on: a pinned call whose version must be cold-loaded is shed when the load would not finish
+   * inside the deadline its `CallRequested` records (`deadlineMs`); under 5 the load started
+   * whatever the deadline.
+   */
+  readonly shedsLoadsPastDeadline: boolean;
 }
 
 /**
@@ -65,5 +71,6 @@ export function rulesSteps(recorded: number | null): RulesSteps {
     sameProcessKeepsResidency: version >= 3,
     owners: version >= 4,
     forgetsAsOfAnyEvent: version >= 4,
+    shedsLoadsPastDeadline: version >= 6,
   };
 }

@@ -146,7 +146,13 @@ const RoutingSchema = T.Object({
     T.Object({
       versions: T.Record(
         T.String(),
-        T.Object({ state: literals(RESIDENCY_STATES), error: Nullable(Text), since: Text }),
+        T.Object({
+          state: literals(RESIDENCY_STATES),
+          error: Nullable(Text),
+          since: Text,
+          // Absent in snapshots written before loads were measured.
+          loadMs: T.Optional(Nullable(Count)),
+        }),
       ),
       loads: T.Array(T.Object({ requestId: Nullable(Text), checkpointId: Text, since: Text })),
       protectedIds: Nullable(T.Array(Text)),

@@ -162,6 +162,8 @@ describe('the call state machine (pure)', () => {
       'resume-client',
     ]);
     expect(given.recorded.map((e) => e.type)).to.deep.equal(['CallRequested', 'CallPlaced']);
+    // What the client's deadline leaves as the call is requested, recorded for placement.
+    expect(given.recorded[0]).to.deep.include({ deadlineMs: 30_000 });
     const decision = find(effects, 'record-decision')!.decision;
     expect(decision.cause).to.deep.equal({ kind: 'call', requestId: 'r1' });
     const open = find(effects, 'open-worker')!;
@@ -171,6 +173,16 @@ describe('the call state machine (pure)', () => {
     );
     expect(open.header).to.deep.include({ memory: 2 * GiB, packages: ['numpy'], gpu: false });
     expect(given.phase.phase).to.equal('relaying');
+  });
+
+  it('records no deadline for a client that set none, and what is left of one in whole ms (never below 0)', () => {
+    const none = new Given([registered('w1')]);
+    none.config({});
+    expect(none.recorded[0]).to.deep.include({ type: 'CallRequested', deadlineMs: null });
+    const late = new Given([registered('w1')], START_MS + 10_000);
+    late.now = START_MS + 9_999.6;
+    late.config({});
+    expect(late.recorded[0]).to.deep.include({ deadlineMs: 0 });
   });
 
   it('makes a session call wait for its turn, and places it when granted', () => {

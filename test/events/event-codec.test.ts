@@ -17,11 +17,13 @@ import {
 import { createHash } from 'node:crypto';
 import {
   CODEC_EVENT_TYPES,
-  TYPE_FIELDS,
+  FORMAT_FIELDS,
   type FieldCodec,
+  type ValueFormat,
 } from '../../src/events/codec/field-codecs.js';
 import {
   BINARY_VALUE_V1,
+  BINARY_VALUE_V2,
   ByteReader,
   ByteWriter,
   decodeBlockEvent,
@@ -66,6 +68,13 @@ function layoutOf(field: FieldCodec): string {
   return `${field.key}:${field.kind}${field.nullable ? '?' : ''}${inner}`;
 }
 
+/** Every type's layout in a value format, a line each. */
+function layoutIn(format: ValueFormat): string {
+  return [...(FORMAT_FIELDS.get(format) ?? [])]
+    .map(([type, fields]) => `${type}[${fields.map(layoutOf).join(',')}]`)
+    .join('\n');
+}
+
 describe('events: the binary codec', () => {
   it('gives every type a code, in an order that only ever grows at the end', () => {
     expect([...CODEC_EVENT_TYPES]).to.have.members(EVENT_TYPES);
@@ -81,13 +90,11 @@ describe('events: the binary codec', () => {
     expect(CODEC_EVENT_TYPES.length).to.be.below(TEXT_EVENT_CODE);
   });
 
-  it('lays out every type as the schemas did when the value format was made (v2 schemas)', () => {
+  it('lays out every type in value format 1 as the schemas did when it was made (v2 schemas)', () => {
     // The codec is positional: a field added to, removed from or moved in a schema (or a word
     // added to a closed list) changes how values already on disk decode. Such a change needs a
     // new value format (and the reader of the old one), not a new pin here.
-    const layout = [...TYPE_FIELDS]
-      .map(([type, fields]) => `${type}[${fields.map(layoutOf).join(',')}]`)
-      .join('\n');
+    const layout = layoutIn(1);
     expect(layout).to.contain('SessionExpired[sessionId:str,reason:enum');
     expect(layout).to.match(/SessionExpired\[[^\n]*causeSeq:int\?\]/);
     expect(layout).to.match(/RouterStarted\[[^\n]*schemaVersion:int\?\]/);
@@ -103,6 +110,61 @@ describe('events: the binary codec', () => {
     expect(createHash('sha256').update(layout).digest('hex'), layout).to.equal(
       '35100feecfacc26282aac1ac7ce0930afe714cac1b65aeac30a38c82cccedf01',
     );
+  });
+
+  it('lays out value format 2 as format 1 with CallRequested.deadlineMs at its end', () => {
+    const before = layoutIn(1).split('\n');
+    const after = layoutIn(2).split('\n');
+    expect(after).to.have.length(before.length);
+    const changed = after.filter((line, i) => line !== before[i]);
+    expect(changed).to.have.length(1);
+    const previous = before.find((line) => line.startsWith('CallRequested[')) as string;
+    expect(changed[0]).to.equal(`${previous.slice(0, -1)},deadlineMs:int?]`);
+    expect(createHash('sha256').update(layoutIn(2)).digest('hex')).to.equal(
+      'ea6db149dd8633657fb5f826fee1003c0d666e32537f02d1fd4f7fd76b6e7061',
+    );
+  });
+
+  it('given a CallRequested written in format 1 (before deadlines), reads it with no deadline; format 2 keeps its deadline', () => {
+    const fields = {
+      seq: 9,
+      at: '2026-12-05T10:00:00.250Z',
+      cause: 'call:r1',
+      type: 'CallRequested',
+      requestId: 'r1',
+      sessionId: null,
+      tenantId: 'acme',
+      demand: {
+        memory: null,
+        gpuMemory: null,
+        gpu: null,
+        disableOptimizedExecution: null,
+        checkpointId: null,
+        imports: null,
+        packages: null,
+        pinned: true,
+      },
+      retryOf: null,
+      inputs: null,
+      function: 'm.f',
+      turnWaitMs: null,
+    };
+    // The bytes a readie before format 2 wrote for this call (a log on disk today).
+    const v1 = Buffer.from(
+      '010af4c7abdac868010763616c6c3a72310102723100010461636d65010000000000000002000001036d2e6600',
+      'hex',
+    );
+    const read = decodeLogValue(v1, 9).event;
+    expect(read).to.deep.equal(validateEvent({ ...fields, deadlineMs: null }));
+    const withDeadline = validateEvent({ ...fields, deadlineMs: 1500 });
+    const value = encodeLogValue(withDeadline, undefined, 'append', scratch);
+    expect(value.toString('hex')).to.equal(`03${v1.subarray(1).toString('hex')}dd0b`);
+    expect(decodeLogValue(value, 9).event).to.deep.equal(withDeadline);
+    // An archive block written in format 1 reads by format 1's layout.
+    const reader = new ByteReader(v1.subarray(1));
+    const back = decodeBlockEvent(reader, 9, new DecodeContext(undefined, 1)) as StoredEvent;
+    expect(back.event).to.deep.equal(read);
+    expect(reader.done).to.equal(true);
   });
 
   it('given the fields schema v2 added and the quota events, stores them in the codec and gives them back', () => {
@@ -150,7 +212,7 @@ describe('events: the binary codec', () => {
     ];
     for (const event of events) {
       const value = encodeLogValue(event, undefined, 'append', scratch);
-      expect(value[0]).to.equal(BINARY_VALUE_V1);
+      expect(value[0]).to.equal(BINARY_VALUE_V2);
       expect(decodeLogValue(value, event.seq).event).to.deep.equal(event);
     }
   });
@@ -173,7 +235,7 @@ describe('events: the binary codec', () => {
     ].map((event) => validateEvent(event));
     for (const event of events) {
       const value = encodeLogValue(event, undefined, 'append', scratch);
-      expect(value[0], event.type).to.equal(BINARY_VALUE_V1);
+      expect(value[0], event.type).to.equal(BINARY_VALUE_V2);
       expect(decodeLogValue(value, event.seq).event).to.deep.equal(event);
     }
   });
@@ -184,7 +246,7 @@ describe('events: the binary codec', () => {
     for (const event of events) {
       const text = encodeEvent(event);
       const value = encodeLogValue(event, text, 'canonical', scratch);
-      if (value[0] === BINARY_VALUE_V1) binary += 1;
+      if (value[0] === BINARY_VALUE_V2) binary += 1;
       const back = decodeLogValue(value, event.seq);
       expect(back.event, text).to.deep.equal(event);
       expect(JSON.parse(back.text)).to.deep.equal(JSON.parse(text));
@@ -262,7 +324,7 @@ describe('events: the binary codec', () => {
     }
     // In the schema's order, the same fields in the canonical text are the codec's.
     expect(encodeLogValue(validateEvent(JSON.parse(text)), text, 'exact', scratch)[0]).to.equal(
-      BINARY_VALUE_V1,
+      BINARY_VALUE_V2,
     );
     // A string that is not well-formed UTF-16 would not survive UTF-8: text, even when appended.
     const broken = { ...base, version: 'v\ud800' } as ClusterEvent;
@@ -288,10 +350,12 @@ describe('events: the binary codec', () => {
       reportSeq: 4,
     });
     const value = encodeLogValue(event, undefined, 'append', scratch);
-    expect(value.toString('hex')).to.equal(
-      '0103b8abadbec56801097265706f72743a773101027731818080800c0302000000000000f43f01080002010102633101000500',
-    );
+    // Format 2 (0x03) lays a load report out as format 1 (0x01) did: the same bytes after the first.
+    const body =
+      '03b8abadbec56801097265706f72743a773101027731818080800c0302000000000000f43f01080002010102633101000500';
+    expect(value.toString('hex')).to.equal(`03${body}`);
     expect(decodeLogValue(value, 7).event).to.deep.equal(event);
+    expect(decodeLogValue(Buffer.from(`01${body}`, 'hex'), 7).event).to.deep.equal(event);
   });
 
   it('refuses damaged bytes, naming the seq', () => {
@@ -301,6 +365,8 @@ describe('events: the binary codec', () => {
       value.subarray(0, value.length - 3),
       Buffer.concat([value, Buffer.from([1, 2])]),
       Buffer.from([BINARY_VALUE_V1, 99]),
+      Buffer.from([BINARY_VALUE_V2, 99]),
+      Buffer.from([0x04, 1, 2, 3]),
       Buffer.from([0x02, 1, 2, 3]),
     ]) {
       expect(() => decodeLogValue(damaged, 42), damaged.toString('hex')).to.throw(

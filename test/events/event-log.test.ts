@@ -365,8 +365,8 @@ describe('EventLog (LMDB)', () => {
       const meta = raw.openDB<unknown, string>({ name: 'meta', encoding: 'msgpack' });
       // The old values stay text, the new one is binary, and the log says it may hold both.
       expect(values.get(1)?.toString('utf8')).to.equal(texts[0]);
-      expect(values.get(3)?.[0]).to.equal(1);
-      expect(meta.get('valueFormat')).to.equal('readie-binary-v1');
+      expect(values.get(3)?.[0]).to.equal(3);
+      expect(meta.get('valueFormat')).to.equal('readie-binary-v2');
       await raw.close();
       const reader = EventLog.open(dir, { readOnly: true });
       expect([...reader.read()].map((e) => e.type)).to.deep.equal([
@@ -386,6 +386,37 @@ describe('EventLog (LMDB)', () => {
       expect(value?.length).to.be.below(Buffer.byteLength(stored?.text ?? '') / 2);
       await raw.close();
       await log.close();
+    });
+
+    it('reads a log of value format 1 as written, appends in format 2 and marks the log so', async () => {
+      const dir = tempDir();
+      const first = EventLog.open(dir, { clock: () => START });
+      await first.append(leaving('a'), 'report:a').committed;
+      await first.close();
+      // As a readie before format 2 left it: its marker, and a format-1 value (a load report's
+      // layout is the same in both formats, so its bytes after the first are too).
+      let raw = open({ path: join(dir, 'events.mdb'), maxDbs: 5 });
+      const values = raw.openDB<Buffer, number>({ name: 'events', encoding: 'binary' });
+      const value = values.get(1) as Buffer;
+      await values.put(1, Buffer.concat([Buffer.of(1), value.subarray(1)]));
+      await raw.openDB({ name: 'meta' }).put('valueFormat', 'readie-binary-v1');
+      await raw.close();
+      const reader = EventLog.open(dir, { readOnly: true });
+      expect([...reader.read()].map((e) => e.type)).to.deep.equal(['WorkerLeaving']);
+      await reader.close();
+      const writer = EventLog.open(dir, { clock: () => START });
+      await writer.append(leaving('b'), 'report:b').committed;
+      expect(
+        [...writer.read()].map((e) => (e.type === 'WorkerLeaving' ? e.workerId : '')),
+      ).to.deep.equal(['a', 'b']);
+      await writer.close();
+      raw = open({ path: join(dir, 'events.mdb'), maxDbs: 5, readOnly: true });
+      const after = raw.openDB<Buffer, number>({ name: 'events', encoding: 'binary' });
+      expect([after.get(1)?.[0], after.get(2)?.[0]]).to.deep.equal([1, 3]);
+      expect(
+        raw.openDB<unknown, string>({ name: 'meta', encoding: 'msgpack' }).get('valueFormat'),
+      ).to.equal('readie-binary-v2');
+      await raw.close();
     });
 
     it('refuses a log written in a value format it does not know', async () => {

@@ -21,6 +21,7 @@ import {
   requested,
   utilization,
 } from '../support/events.js';
+import { residency } from '../support/routing.js';
 
 /** The state after the history, also checking that one fold agrees with evolving event by event. */
 function stateOf(h: ReturnType<typeof history>): ClusterState {
@@ -542,6 +543,31 @@ describe('evolve: the effect of each event', () => {
         history(registered('other'), { type: 'Snapshot', schemaVersion: 1, state: old }),
       );
       expect(state).to.deep.equal({ ...before, rulesVersion: null, lastSeq: 2 });
+    });
+
+    it("keeps a worker's measured load of a version through a snapshot, and reads one written before loads were measured", () => {
+      const before = history(
+        registered('w1'),
+        residency('w1', 'v1', 'loading'),
+        residency('w1', 'v1', 'resident'),
+      ).state();
+      expect(before.routing.workers.get('w1')?.versions.get('v1')?.loadMs).to.equal(1000);
+      const restored = stateOf(
+        history(registered('other'), {
+          type: 'Snapshot',
+          schemaVersion: 1,
+          state: snapshotOf(before),
+        }),
+      );
+      expect(restored.routing.workers.get('w1')?.versions.get('v1')?.loadMs).to.equal(1000);
+      const old = snapshotOf(before) as {
+        routing: { workers: Record<string, { versions: Record<string, { loadMs?: number }> }> };
+      };
+      delete old.routing.workers.w1?.versions.v1?.loadMs;
+      const older = stateOf(
+        history(registered('other'), { type: 'Snapshot', schemaVersion: 1, state: old }),
+      );
+      expect(older.routing.workers.get('w1')?.versions.get('v1')?.loadMs ?? null).to.equal(null);
     });
 
     it('refuses a snapshot whose state is malformed, naming the seq and the field', () => {

@@ -205,9 +205,9 @@ describe('replay over an archive and the live log', function () {
       });
       for (const line of stored) writer.add(line);
       const written = await writer.write(dir);
-      // The scenarios were recorded in the v1 vocabulary (read through the upcaster), the
-      // fixtures recorded from a real run by a router of schema v2.
-      const schema = first.type === 'RouterStarted' ? (first.schemaVersion ?? 1) : 1;
+      // Most were recorded in the v1 vocabulary (read through the upcaster); later ones in v2.
+      const started = stored.find((line) => line.event.type === 'RouterStarted')?.event;
+      const schema = started?.type === 'RouterStarted' ? (started.schemaVersion ?? 1) : 1;
       expect((await ArchiveFile.open(written.path)).header.schemaVersions, name).to.deep.equal([
         schema,
       ]);

@@ -150,6 +150,28 @@ describe('the replay CLI', function () {
     expect(replayCli('verify', '--rules', 'current', good).status).to.equal(0);
   });
 
+  it("decides a pinned call's deadline shed from the log: verify reproduces it, a call recorded without its deadline diverges, explain names the reason", () => {
+    const name = 'pinned-deadline-sheds-cold-load';
+    expect(replayCli('verify', fixture(name)).status).to.equal(0);
+    // The same call with no deadline in its CallRequested would have cold-loaded instead.
+    const noDeadline = altered(name, (line) =>
+      line.includes('"type":"CallRequested","requestId":"short"')
+        ? line.replace('"deadlineMs":2000', '"deadlineMs":null')
+        : line,
+    );
+    const diverged = replayCli('verify', noDeadline);
+    expect(diverged.status).to.equal(1);
+    expect(diverged.stdout).to.contain('DIVERGED at seq 16, request short');
+    const explained = replayCli('explain', fixture(name), 'short');
+    expect(explained.status).to.equal(0);
+    expect(explained.stdout).to.contain(
+      "Request short, seq 16, 2026-11-30T10:00:16.000Z, tenant acme, its caller's deadline 2s away",
+    );
+    expect(explained.stdout).to.match(
+      /shed: version "screen-v1" is not resident on its subset and a cold load on w\d takes 5s \(its catalogue loadCost\), but the caller's deadline leaves only 2s/,
+    );
+  });
+
   it('verify says the rules changed, naming both versions, on a divergence in a log of a version this build does not keep', () => {
     const otherRules = altered('fresh-cluster-picks-first-id', (line) =>
       line
@@ -163,7 +185,7 @@ describe('the replay CLI', function () {
     expect(changed.status).to.equal(3);
     expect(changed.stdout).to.contain(
       'RULES CHANGED at seq 6, request r1: the log was recorded under placement rules v7, which ' +
-        `this build does not keep (it keeps v2, v3, v4, v5); it decides by v${PLACEMENT_RULES_VERSION}`,
+        `this build does not keep (it keeps v2, v3, v4, v5, v6); it decides by v${PLACEMENT_RULES_VERSION}`,
     );
     expect(changed.stdout).to.contain('not an incident');
     expect(changed.stdout).to.not.contain('DIVERGED');

@@ -40,6 +40,7 @@ import { cleanTempDirs, tempDir } from '../support/temp.js';
 const GiB = 1024 ** 3;
 const ACME = 'tenant-acme-0123456789abcdef';
 const GLOBEX = 'tenant-globex-0123456789abcdef';
+const INITECH = 'tenant-initech-0123456789abcdef';
 const OPERATOR = 'operator-token-0123456789abcdef';
 const ROUTER = 'router-token-0123456789abcdef';
 const WORKERS = ['w1', 'w2', 'w3'];
@@ -54,6 +55,15 @@ const CATALOGUE = {
         { id: 'checkpoint_0', modules: [], restoreCost: 60 },
         { id: 'screen-v1', modules: [], restoreCost: 10, onDemand: true, residentMemory: GiB },
         { id: 'screen-v2', modules: [], restoreCost: 10, onDemand: true, residentMemory: GiB },
+        // A load that takes a minute: longer than the 20 s deadline of every call here.
+        {
+          id: 'screen-v3',
+          modules: [],
+          restoreCost: 10,
+          onDemand: true,
+          residentMemory: GiB,
+          loadCost: 60_000,
+        },
       ],
     },
   },
@@ -121,6 +131,7 @@ describe('router: tenant-pinned versions', function () {
       [
         `tenant acme ${ACME}`,
         `tenant globex ${GLOBEX}`,
+        `tenant initech ${INITECH}`,
         `operator ops ${OPERATOR}`,
         ...WORKERS.map((id) => `worker ${id} ${workerToken(id)}`),
       ].join('\n') + '\n',
@@ -339,5 +350,62 @@ describe('router: tenant-pinned versions', function () {
     ]);
     expect(status.budget).to.deep.include({ offered: 12 * GiB, fits: true });
     expect(status.workers.map((worker) => worker.workerId)).to.deep.equal(WORKERS);
+  });
+
+  it("sheds a call whose version's cold load would outlast its deadline (RESOURCE_EXHAUSTED, retry-after-ms), and places it warm on a holder", async () => {
+    await stage('initech', 'screen-v3', 1);
+    const [member] = rendezvousSubset('initech', 'screen-v3', WORKERS, 1) as [string];
+    const loader = byId(member);
+    await eventually(
+      () =>
+        test.router.state.routing.workers.get(member)?.versions.get('screen-v3')?.state ===
+        'resident',
+      "the stage's pre-warm done",
+    );
+    await flip('initech', undefined, true);
+    // The version leaves the member's memory: the next call would have to load it again.
+    await loader.reportResidency(
+      [{ checkpointId: 'screen-v3', state: ResidencyState.RESIDENCY_STATE_EVICTED, error: '' }],
+      4 * GiB,
+    );
+    await eventually(
+      () =>
+        test.router.state.routing.workers.get(member)?.versions.get('screen-v3')?.state ===
+        'evicted',
+      'the eviction reported',
+    );
+    const prewarmsOf = () => loader.prewarms.filter((version) => version === 'screen-v3').length;
+    const askedBefore = prewarmsOf();
+    const shed = await pinnedCall(INITECH, 'echo x', { requestId: 'initech-late' });
+    expect(shed.error?.code, shed.error?.details).to.equal(8);
+    expect(shed.error?.details).to.match(
+      /^version "screen-v3" is not resident on its subset and a cold load on w\d takes 1m \(its catalogue loadCost\), but the caller's deadline leaves only \d+m?s \(a load it would not wait for is not started\): retry in 2s \(ROUTING_RETRY_AFTER\)$/,
+    );
+    expect(shed.error?.metadata.get('retry-after-ms')).to.deep.equal(['2000']);
+    expect(shed.error?.metadata.get('readie-version')).to.deep.equal(['screen-v3']);
+    const isLate = (event: ClusterEvent) =>
+      event.type === 'CallRejected' && event.requestId === 'initech-late';
+    await eventually(() => events().some(isLate), 'the shed on disk');
+    const logged = events().filter(
+      (event): event is Extract<ClusterEvent, { type: 'CallRequested' | 'CallRejected' }> =>
+        (event.type === 'CallRequested' || event.type === 'CallRejected') &&
+        event.requestId === 'initech-late',
+    );
+    expect(logged.map((event) => event.type)).to.deep.equal(['CallRequested', 'CallRejected']);
+    const requested = logged[0] as Extract<ClusterEvent, { type: 'CallRequested' }>;
+    expect(requested.deadlineMs).to.be.within(10_000, 20_000);
+    expect(logged[1]).to.deep.include({ retryAfterMs: 2000, version: 'screen-v3' });
+    // The call did not wait for a load, but the member is asked to pre-warm the version (it
+    // reports loading, then resident), and then the same deadline is no obstacle.
+    await eventually(() => prewarmsOf() > askedBefore, 'the pre-warm asked');
+    await eventually(
+      () =>
+        test.router.state.routing.workers.get(member)?.versions.get('screen-v3')?.state ===
+        'resident',
+      'the version resident again',
+    );
+    const warm = await pinnedCall(INITECH, 'echo warm', { requestId: 'initech-warm' });
+    expect(warm.error).to.equal(undefined);
+    expect(warm.ids.at(-1)).to.deep.include({ version: 'screen-v3', workerId: member });
   });
 });

@@ -111,6 +111,7 @@ export function requested(
     inputs: null,
     function: null,
     turnWaitMs: null,
+    deadlineMs: null,
     ...fields,
   };
 }

@@ -208,6 +208,7 @@ export function* syntheticLog(options: SyntheticLogOptions): Generator<NewEvent>
         inputs: null,
         function: null,
         turnWaitMs: null,
+        deadlineMs: null,
       });
       if (random() < 0.1) {
         yield* emit({

@@ -47,7 +47,13 @@ import { queuedCount, queueTimeoutMessage } from '../admission/index.js';
 import type { PlacementDecision } from '../placement/index.js';
 import { demandOf, firstConfigOf, payloadChunkOf, sessionIdOf } from './call-config.js';
 import { decide } from '../decisions.js';
-import { answerIds, departureOf, workerEnding, type CallEnding } from './call-steps.js';
+import {
+  answerIds,
+  deadlineLeft,
+  departureOf,
+  workerEnding,
+  type CallEnding,
+} from './call-steps.js';
 import type { ForeignId } from '../placement/index.js';
 import type { ClientMessage, WorkerAnswer } from './relay-messages.js';
 import { callHeaderOf, placedIds, skippedPackageLine } from './worker-header.js';
@@ -208,8 +214,10 @@ function waitingTurn(
 
 /** Step 3: the call's decision, to be recorded before anything else happens. */
 function place(facts: CallFacts, world: CallWorld): CallStep {
+  // What the caller's deadline leaves as the call is requested: recorded, and read by placement.
+  const call = { ...facts.call, deadlineMs: deadlineLeft(facts.clientDeadline, world.now) };
   const decision = decide('call', world.state, {
-    call: facts.call,
+    call,
     caches: world.caches,
     inputs: facts.config.inputs || null,
     function: facts.config.function === '' ? null : facts.config.function,
@@ -218,7 +226,7 @@ function place(facts: CallFacts, world: CallWorld): CallStep {
   return {
     phase: { phase: 'placing', facts, decision },
     effects: [
-      { type: 'explain', call: facts.call },
+      { type: 'explain', call },
       { type: 'record-decision', decision },
     ],
   };

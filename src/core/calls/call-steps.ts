@@ -71,6 +71,7 @@ export function decideCall(state: ClusterState, input: CallDecisionInput): CallD
     inputs: input.inputs ?? null,
     function: input.function ?? null,
     turnWaitMs: input.turnWaitMs ?? null,
+    deadlineMs: call.deadlineMs ?? null,
   };
   const cause = { kind: 'call', requestId: call.requestId } as const;
   const config = input.config ?? state.config;
@@ -275,6 +276,15 @@ export function workerEnding(
     details: `worker ${workerId}: ${details}`,
     trailers: relayedTrailers(trailers),
   };
+}
+
+/**
+ * How long a client's deadline (epoch ms, Infinity: none) leaves a call at `now`, whole ms, never
+ * below 0; null without a deadline (`CallRequested.deadlineMs`).
+ */
+export function deadlineLeft(clientDeadline: number, now: number): number | null {
+  if (!Number.isFinite(clientDeadline)) return null;
+  return Math.max(0, Math.floor(clientDeadline - now));
 }
 
 /** How close to its deadline a client's reset counts as the deadline passing, in ms. */

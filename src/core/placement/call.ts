@@ -13,6 +13,11 @@ export interface CallToPlace {
   readonly tenantId?: string | null;
   /** The request ID this call retries; null (or absent) for a first try. */
   readonly retryOf?: string | null;
+  /**
+   * How long the caller's deadline leaves it as the call is requested, ms (`CallRequested`'s
+   * `deadlineMs`); null (or absent): no deadline.
+   */
+  readonly deadlineMs?: number | null;
 }
 
 /** What a call needs from a worker, with defaults applied. */

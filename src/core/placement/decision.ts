@@ -49,6 +49,13 @@ export interface RejectedDecision {
   /** Set when the call was refused for naming another tenant's ID. */
   readonly foreign?: ForeignId;
   /**
+   * Set when a pinned call was shed because the cold load it needed would outlast its deadline
+   * (docs/tenant-routing.md, "Deadlines"): the worker that would have loaded the version, which
+   * the router asks to pre-warm it in the background, so the calls that follow find it resident.
+   * Not an event: the load shows in the log as the worker's residency reports.
+   */
+  readonly prewarm?: { readonly workerId: string; readonly version: string };
+  /**
    * Set when no worker could take the call (docs/placement.md, "Never fits and not now"):
    * `never`, no ready worker could even empty (final: the clients do not retry it); `not-now`,
    * one could once it has room (the call may wait in the queue).

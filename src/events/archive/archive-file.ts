@@ -22,6 +22,7 @@ import type { LogOrigin } from '../event-log.js';
 import type { StoredEvent } from '../types.js';
 import {
   ARCHIVE_CODEC,
+  ARCHIVE_CODECS,
   ARCHIVE_COMPRESSION,
   ARCHIVE_MAGIC,
   archiveFileName,
@@ -350,7 +351,7 @@ export class ArchiveFile {
     taken: boolean,
   ): StoredEvent[] {
     const reader = new ByteReader(raw);
-    const context = new DecodeContext();
+    const context = new DecodeContext(undefined, ARCHIVE_CODECS[this.header.codec]);
     const end = block.firstSeq + block.events - 1;
     const out: StoredEvent[] = [];
     let skip = skipSnapshots && taken;

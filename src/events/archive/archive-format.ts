@@ -13,8 +13,15 @@ import { EVENT_SCHEMA_VERSION } from '../schema.js';
 
 /** The first line of every archive file. */
 export const ARCHIVE_MAGIC = 'READIE-ARCHIVE 1';
-/** How an archive's events are encoded. */
-export const ARCHIVE_CODEC = 'readie-binary-v1';
+/**
+ * How an archive's events are encoded: the binary codec's value format (`codec/field-codecs.ts`).
+ * Files are written in the newest; a file of an older format is read by its layout.
+ */
+export const ARCHIVE_CODECS = { 'readie-binary-v1': 1, 'readie-binary-v2': 2 } as const;
+/** An archive's codec name. */
+export type ArchiveCodec = keyof typeof ARCHIVE_CODECS;
+/** The codec new archive files are written in. */
+export const ARCHIVE_CODEC: ArchiveCodec = 'readie-binary-v2';
 /** How an archive's blocks are compressed. */
 export const ARCHIVE_COMPRESSION = 'brotli';
 
@@ -48,7 +55,7 @@ export interface ArchiveHeader {
   readonly rulesVersions: readonly number[];
   /** The seqs of the `Snapshot` events it holds: where a replay of a part of it may start. */
   readonly snapshots: readonly number[];
-  readonly codec: typeof ARCHIVE_CODEC;
+  readonly codec: ArchiveCodec;
   readonly compression: typeof ARCHIVE_COMPRESSION;
   readonly blocks: readonly ArchiveBlock[];
   readonly bodyBytes: number;
@@ -106,7 +113,11 @@ export function parseArchiveHeader(
   if (header.fromSeq !== range.fromSeq || header.toSeq !== range.toSeq) {
     throw damaged(`its header says seq ${header.fromSeq} to ${header.toSeq}`);
   }
-  if (header.codec !== ARCHIVE_CODEC || header.compression !== ARCHIVE_COMPRESSION) {
+  if (
+    header.codec === undefined ||
+    !Object.hasOwn(ARCHIVE_CODECS, header.codec) ||
+    header.compression !== ARCHIVE_COMPRESSION
+  ) {
     throw damaged(
       `it is encoded as ${header.codec}/${header.compression}, which this readie cannot read`,
     );

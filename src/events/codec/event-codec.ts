@@ -1,9 +1,10 @@
 /**
- * The binary event codec (v1): an event in a few dozen bytes instead of a line of JSON, derived
- * from the vocabulary's own schemas (`schema.ts`, as of event schema v2). The layout is
- * positional, so a schema change (a field added, a word added to a closed list) changes how the
- * values already on disk decode: `test/events/event-codec.test.ts` pins the layout, and such a
- * change needs a new value format beside this one. Each event is its type's code, its instant, its cause, then its fields in
+ * The binary event codec: an event in a few dozen bytes instead of a line of JSON, derived
+ * from the vocabulary's own schemas (`schema.ts`). The layout is positional, so a schema change
+ * (a field added, a word added to a closed list) changes how the values already on disk decode:
+ * `test/events/event-codec.test.ts` pins each value format's layout, and a field added to a type
+ * is laid out from a new value format on (`field-codecs.ts`), values of the older formats read
+ * by their own layouts. Events are written in the newest format. Each event is its type's code, its instant, its cause, then its fields in
  * the schema's order, each by its kind: integers as varints, numbers as a varint or a double,
  * strings as UTF-8 or a back-reference to a string said before in the same context, the closed
  * lists of words as their index, nested objects field by field; records and anything the schemas
@@ -22,9 +23,13 @@ import type { ByteReader, ByteWriter } from './byte-buffers.js';
 import {
   CODEC_EVENT_TYPES,
   ENVELOPE_KEYS,
+  FORMAT_FIELDS,
+  NEWEST_VALUE_FORMAT,
   TYPE_CODES,
   TYPE_FIELDS,
+  VALUE_FORMATS,
   type FieldCodec,
+  type ValueFormat,
 } from './field-codecs.js';
 
 /**
@@ -50,14 +55,20 @@ export class InstantCache {
   dayText = '';
 }
 
-/** What a decoder remembers between the events of one context. */
+/**
+ * What a decoder remembers between the events of one context, and the value format the context
+ * was written in (`field-codecs.ts`: each format lays the types out as they were then).
+ */
 export class DecodeContext {
   readonly strings: string[] = [];
   /** The last instant of this context, which the next is stored as a difference from. */
   lastAtMs = 0;
   lastAtText = '';
 
-  constructor(readonly instants: InstantCache = new InstantCache()) {}
+  constructor(
+    readonly instants: InstantCache = new InstantCache(),
+    readonly format: ValueFormat = NEWEST_VALUE_FORMAT,
+  ) {}
 }
 
 /** The value cannot be encoded exactly (caught below: the event is kept as text). */
@@ -118,7 +129,7 @@ export function decodeEventOfCode(
   seq: number,
   context: DecodeContext,
 ): Record<string, unknown> {
-  const decode = DECODERS[code];
+  const decode = (DECODERS.get(context.format) as readonly (EventReader | undefined)[])[code];
   if (decode === undefined) throw new CodecError(`unknown event type code ${code}`);
   return decode(reader, seq, context);
 }
@@ -419,8 +430,17 @@ function generated(body: string, parameters: string, constants: readonly unknown
   return factory(READ, constants);
 }
 
-/** Each type's reader, by code (`Snapshot` has none: it is always stored as JSON text). */
-const DECODERS: readonly (EventReader | undefined)[] = CODEC_EVENT_TYPES.map((type) => {
-  const fields = TYPE_FIELDS.get(type);
-  return fields === undefined ? undefined : eventReader(type, fields);
-});
+/**
+ * Each format's readers of each type, by code (`Snapshot` has none: it is always stored as JSON
+ * text). A field a format does not lay out is read as absent.
+ */
+const DECODERS: ReadonlyMap<ValueFormat, readonly (EventReader | undefined)[]> = new Map(
+  VALUE_FORMATS.map((format) => {
+    const layout = FORMAT_FIELDS.get(format) as ReadonlyMap<string, readonly FieldCodec[]>;
+    const readers = CODEC_EVENT_TYPES.map((type) => {
+      const fields = layout.get(type);
+      return fields === undefined ? undefined : eventReader(type, fields);
+    });
+    return [format, readers];
+  }),
+);

@@ -149,15 +149,61 @@ function objectFields(schema: TSchema, depth: number): FieldCodec[] | undefined 
   return fields;
 }
 
-/** Each event type's fields, in the schema's order; `Snapshot` is always JSON text. */
-export const TYPE_FIELDS: ReadonlyMap<string, readonly FieldCodec[]> = new Map(
-  CODEC_EVENT_TYPES.filter((type) => type !== 'Snapshot').map((type) => [
-    type,
-    Object.entries(EVENT_FIELDS[type] as Record<string, TSchema>).map(([key, schema]) =>
-      fieldCodec(key, schema, 0),
-    ),
-  ]),
-);
+/**
+ * The value formats of the binary codec, oldest first: a format is a layout of every type, and a
+ * value says which it is written in (an LMDB value by its first byte, an archive file by its
+ * header's `codec`). A field added to a schema is written from the format that added it on;
+ * older formats lay the type out without it, so values already on disk decode as they were
+ * written (the fields they lack read as absent: null). The newest format is the one written.
+ */
+export const VALUE_FORMATS = [1, 2] as const;
+/** A value format of the binary codec. */
+export type ValueFormat = (typeof VALUE_FORMATS)[number];
+/** The format new values are written in. */
+export const NEWEST_VALUE_FORMAT: ValueFormat = 2;
+
+/**
+ * The fields each format added to the schemas' types (format 1 laid out every type as the v2
+ * schemas had it). 2: `CallRequested.deadlineMs` (placement rules v6: deadlines in admission).
+ */
+const FIELDS_ADDED_BY_FORMAT: Readonly<
+  Record<ValueFormat, Partial<Record<EventType, readonly string[]>>>
+> = {
+  1: {},
+  2: { CallRequested: ['deadlineMs'] },
+};
+
+/** Whether `key` of `type` is laid out in `format` (added by it or by an older one). */
+function laidOut(type: EventType, key: string, format: ValueFormat): boolean {
+  for (const later of VALUE_FORMATS) {
+    if (later > format && FIELDS_ADDED_BY_FORMAT[later][type]?.includes(key) === true) return false;
+  }
+  return true;
+}
+
+/** Each event type's fields in `format`, in the schema's order; `Snapshot` is always JSON text. */
+function typeFields(format: ValueFormat): ReadonlyMap<string, readonly FieldCodec[]> {
+  return new Map(
+    CODEC_EVENT_TYPES.filter((type) => type !== 'Snapshot').map((type) => [
+      type,
+      Object.entries(EVENT_FIELDS[type] as Record<string, TSchema>)
+        .filter(([key]) => laidOut(type, key, format))
+        .map(([key, schema]) => fieldCodec(key, schema, 0)),
+    ]),
+  );
+}
+
+/** Each event type's fields in each value format. */
+export const FORMAT_FIELDS: ReadonlyMap<
+  ValueFormat,
+  ReadonlyMap<string, readonly FieldCodec[]>
+> = new Map(VALUE_FORMATS.map((format) => [format, typeFields(format)]));
+
+/** Each event type's fields in the format new values are written in. */
+export const TYPE_FIELDS = FORMAT_FIELDS.get(NEWEST_VALUE_FORMAT) as ReadonlyMap<
+  string,
+  readonly FieldCodec[]
+>;
 export const TYPE_CODES: ReadonlyMap<unknown, number> = new Map(
   CODEC_EVENT_TYPES.map((type, code) => [type, code]),
 );

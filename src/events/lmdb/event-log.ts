@@ -48,10 +48,15 @@ const META_ORIGIN = 'origin';
 /** Events a follower reads in one turn before it hands them out. */
 const FOLLOW_CHUNK = 1024;
 /**
- * The format of the values this code writes: the binary codec v1, or JSON text (each value says
- * which by its first byte). A log without the marker was written before the codec: JSON only.
+ * The format of the values this code writes: the binary codec's value format 2, or JSON text
+ * (each value says which by its first byte). A log without the marker was written before the
+ * codec: JSON only. A log marked with the codec's format 1 is read as it is (its values say their
+ * format) and marked format 2 once this code may write to it, so a readie that reads only format
+ * 1 refuses it by name instead of failing at its first new value.
  */
-export const VALUE_FORMAT = 'readie-binary-v1';
+export const VALUE_FORMAT = 'readie-binary-v2';
+/** The value formats this code reads (each value's first byte says which codec format it is in). */
+const READ_VALUE_FORMATS: readonly unknown[] = ['readie-binary-v1', VALUE_FORMAT];
 
 /** The event log of one directory. */
 export class EventLog<S = never> extends FoldingLog<S> implements EventLogBackend<S> {
@@ -124,13 +129,13 @@ export class EventLog<S = never> extends FoldingLog<S> implements EventLogBacken
         upcaster(Number(version));
       }
       const format = meta.get(META_VALUE_FORMAT);
-      if (format !== undefined && format !== VALUE_FORMAT) {
+      if (format !== undefined && !READ_VALUE_FORMATS.includes(format)) {
         void root.close();
         throw new EventLogError(
-          `event log ${dir} stores its events as ${JSON.stringify(format)}, which this readie cannot read (it reads ${VALUE_FORMAT} and JSON text): use the readie that wrote it`,
+          `event log ${dir} stores its events as ${JSON.stringify(format)}, which this readie cannot read (it reads ${READ_VALUE_FORMATS.join(', ')} and JSON text): use the readie that wrote it`,
         );
       }
-      if (format === undefined && !readOnly) meta.putSync(META_VALUE_FORMAT, VALUE_FORMAT);
+      if (format !== VALUE_FORMAT && !readOnly) meta.putSync(META_VALUE_FORMAT, VALUE_FORMAT);
       const log = new EventLog<S>(
         dir,
         root,

@@ -5,13 +5,15 @@
  * decision (`ResidencyProtected` for each worker whose set changed) and sends each such worker its
  * set through the worker's `ResidencyService`. A worker that registers is sent its set even when
  * unchanged (it may have restarted). A staged pin, a flip, a rollback or a new k asks the members
- * of the version's subset that do not hold it to pre-warm it. Sends that fail are retried on the
- * next interval. No worker reads the table: this is the only way it learns what to keep.
+ * of the version's subset that do not hold it to pre-warm it, and a pinned call shed because its
+ * cold load would outlast its deadline asks the worker that would have loaded it (placement's
+ * `prewarm`). Sends that fail are retried on the next interval. No worker reads the table: this
+ * is the only way it learns what to keep.
  */
 import type { Metadata, ServiceError } from '@grpc/grpc-js';
 import type { Decision } from '../../core/decision.js';
 import { decide } from '../../core/decisions.js';
-import type { PlacementCaches } from '../../core/placement/index.js';
+import type { PlacementCaches, PlacementDecision } from '../../core/placement/index.js';
 import { CHANGES_PROTECTION, keptOn } from '../../core/pins/index.js';
 import { hasAddress, holdsVersion, isLive, type ClusterState } from '../../projections/index.js';
 import type { Config } from '../../shared/config.js';
@@ -114,6 +116,12 @@ export class ResidencyKeeper {
         for (const workerId of members) this.owePrewarm(state, workerId, event.version);
       }
       if (CHANGES_PROTECTION.has(event.type)) changed = true;
+    }
+    // A pinned call shed because its cold load would outlast its deadline: the load starts all
+    // the same, as a pre-warm, for the calls that follow (a call's or an admission's decision).
+    const { placement } = decision as { placement?: PlacementDecision | null };
+    if (placement?.outcome === 'rejected' && placement.prewarm !== undefined) {
+      this.owePrewarm(state, placement.prewarm.workerId, placement.prewarm.version);
     }
     if (changed || this.owed.size > 0 || this.prewarms.size > 0) this.schedule();
   }

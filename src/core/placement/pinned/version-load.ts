@@ -1,8 +1,8 @@
 /**
  * Rules 5 to 7 of a pinned call on its subset (docs/tenant-routing.md): a holder takes the call
  * warm; else the best member that passes the filters loads the version first (a cold load), one
- * load in flight per worker; a call that can go nowhere now is shed with a retry-after hint.
- * Never another version.
+ * load in flight per worker, and none the caller's deadline would not wait for; a call that can go
+ * nowhere now is shed with a retry-after hint. Never another version.
  */
 import type { WorkerRecord } from '../../../projections/cluster-state.js';
 import type { PlacementDecision } from '../decision.js';
@@ -12,6 +12,7 @@ import type { SubsetScan } from './holders.js';
 import type { Resolution } from './resolution.js';
 import { explainRouting, routingCandidates } from './explain-routing.js';
 import { refuseVersion, shed } from './version-refusal.js';
+import { lateLoad, lateLoadReason } from './load-deadline.js';
 
 /**
  * No subset member can take the call: no candidate at all (refused), or none this call can use
@@ -66,7 +67,10 @@ export function noMember(
   );
 }
 
-/** The call on `worker`: warm on a holder, else it loads the version first (a cold load). */
+/**
+ * The call on `worker`: warm on a holder, else it loads the version first (a cold load), unless
+ * the load would not finish inside the caller's deadline (shed: `load-deadline.ts`).
+ */
 export function loadVersion(
   placing: Placing,
   resolution: Resolution,
@@ -76,6 +80,13 @@ export function loadVersion(
   const { version } = resolution;
   const { flavor, subset } = scan;
   const warm = worker === scan.holder;
+  const late = warm ? null : lateLoad(placing, version, flavor, worker.workerId);
+  if (late !== null) {
+    const why = lateLoadReason(version, worker.workerId, late);
+    // Not loaded for this call; loaded all the same for the calls that follow (a pre-warm).
+    const prewarm = { workerId: worker.workerId, version };
+    return { ...shed(placing, resolution, why, flavor, subset), prewarm };
+  }
   if (placing.explain !== undefined) {
     const verdict = warm
       ? `placed on ${worker.workerId}: it holds version "${version}" and ranks first among the subset's holders`

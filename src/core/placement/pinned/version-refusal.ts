@@ -6,7 +6,7 @@
 import type { Flavor } from '../../../events/schema.js';
 import type { GrpcCodeName } from '../../../shared/grpc-codes.js';
 import { formatDuration } from '../../../shared/units.js';
-import type { PlacementDecision } from '../decision.js';
+import type { PlacementDecision, RejectedDecision } from '../decision.js';
 import { rejected } from '../outcome.js';
 import type { Placing } from '../placing.js';
 import type { Resolution } from './resolution.js';
@@ -38,7 +38,7 @@ export function shed(
   why: string,
   flavor: Flavor,
   subset: readonly string[],
-): PlacementDecision {
+): RejectedDecision {
   const retryAfterMs = placing.config.ROUTING_RETRY_AFTER;
   const message = `${why}: retry in ${formatDuration(retryAfterMs)} (ROUTING_RETRY_AFTER)`;
   if (placing.explain !== undefined) {
