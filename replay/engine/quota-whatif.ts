@@ -17,7 +17,7 @@
  */
 import { mayAdmitAfter, slotCapReached } from '../../src/core/admission/index.js';
 import { decide } from '../../src/core/decisions.js';
-import { PlacementCaches, type CallToPlace } from '../../src/core/placement/index.js';
+import { callOfRequested, PlacementCaches } from '../../src/core/placement/index.js';
 import type { ClusterEvent, EventOf, NewEvent } from '../../src/events/types.js';
 import {
   applyInPlace,
@@ -134,14 +134,7 @@ export class QuotaWhatif {
 
   private compareCall(event: EventOf<'CallRequested'>): void {
     this.calls += 1;
-    const call: CallToPlace = {
-      requestId: event.requestId,
-      sessionId: event.sessionId,
-      tenantId: event.tenantId,
-      retryOf: event.retryOf,
-      demand: event.demand,
-    };
-    const input = { call, config: this.config, caches: this.caches };
+    const input = { call: callOfRequested(event), config: this.config, caches: this.caches };
     const recorded = decide('call', this.state, input).events;
     const given = decide('call', this.underTable(), input).events;
     const before = outcomeOf(recorded);

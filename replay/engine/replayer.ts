@@ -20,6 +20,7 @@ import type { ClusterEvent, EventOf, NewEvent } from '../../src/events/types.js'
 import { applyInPlace, initialState, type ClusterState } from '../../src/projections/index.js';
 import { decide, type DecisionOf } from '../../src/core/decisions.js';
 import {
+  callOfRequested,
   PlacementCaches,
   PLACEMENT_RULES_VERSION,
   recordedRulesVersion,
@@ -220,14 +221,7 @@ export class Replayer {
   private redecide(event: ClusterEvent): Redecided | undefined {
     switch (event.type) {
       case 'CallRequested': {
-        const call: CallToPlace = {
-          requestId: event.requestId,
-          sessionId: event.sessionId,
-          tenantId: event.tenantId,
-          retryOf: event.retryOf,
-          demand: event.demand,
-          deadlineMs: event.deadlineMs,
-        };
+        const call = callOfRequested(event);
         const config = this.config;
         this.options.onDecide?.(call, this.working, config, event, this.caches);
         const made = decide('call', this.working, { call, config, caches: this.caches });

@@ -1,5 +1,5 @@
 /** A call as placement sees it, and the budget it asks for once defaults are applied. */
-import type { Demand } from '../../events/types.js';
+import type { Demand, EventOf } from '../../events/types.js';
 import { isGpuCall, memoryBudget } from '../../shared/call-budget.js';
 import type { Config } from '../../shared/config.js';
 
@@ -18,6 +18,18 @@ export interface CallToPlace {
    * `deadlineMs`); null (or absent): no deadline.
    */
   readonly deadlineMs?: number | null;
+}
+
+/** The call a `CallRequested` asked placement for: the decision's whole input from the log. */
+export function callOfRequested(event: EventOf<'CallRequested'>): CallToPlace {
+  return {
+    requestId: event.requestId,
+    sessionId: event.sessionId,
+    tenantId: event.tenantId,
+    retryOf: event.retryOf,
+    demand: event.demand,
+    deadlineMs: event.deadlineMs,
+  };
 }
 
 /** What a call needs from a worker, with defaults applied. */

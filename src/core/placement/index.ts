@@ -1,5 +1,5 @@
 /** Placement: the router's pure, explainable decision. See docs/placement.md. */
-export { budgetOf, sessionIdOf, type Budget, type CallToPlace } from './call.js';
+export { budgetOf, callOfRequested, sessionIdOf, type Budget, type CallToPlace } from './call.js';
 export { notCandidateReason } from './candidates.js';
 export { cheapest, costTable, type CostRow } from './checkpoints.js';
 export { explainPlacement, place, type PlaceOptions } from './place.js';
