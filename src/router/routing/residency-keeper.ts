@@ -128,6 +128,8 @@ export class ResidencyKeeper {
 
   private owePrewarm(state: ClusterState, workerId: string, version: string): void {
     if (holdsVersion(state.routing, workerId, version)) return;
+    // Already loading there (a pre-warm asked by an earlier shed call, say): not asked again.
+    if (state.routing.workers.get(workerId)?.versions.get(version)?.state === 'loading') return;
     const versions = this.prewarms.get(workerId) ?? new Set<string>();
     versions.add(version);
     this.prewarms.set(workerId, versions);
