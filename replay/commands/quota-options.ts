@@ -8,6 +8,7 @@
 import { readFileSync } from 'node:fs';
 import { capProblem, weightProblem } from '../../src/core/quotas/index.js';
 import { tenantIdProblem } from '../../src/core/tenant-id.js';
+import { parseNumber } from '../../src/shared/units.js';
 import {
   DEFAULT_QUOTA,
   type Quota,
@@ -24,10 +25,11 @@ const FILE_QUOTA_FIELDS = ['weight', 'maxSlots', 'maxQueued'];
 
 /** A number as typed, or an error naming `where`. */
 function numberOf(text: string, where: string): number {
-  if (!/^[+-]?(\d+(\.\d*)?|\.\d+)(e[+-]?\d+)?$/i.test(text.trim())) {
+  try {
+    return parseNumber(text);
+  } catch {
     throw new ReplayInputError(`${where}: expected a number, got ${JSON.stringify(text)}`);
   }
-  return Number(text);
 }
 
 /** A quota's values checked by the router's own rules; throws naming `where`. */

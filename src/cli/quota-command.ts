@@ -6,6 +6,7 @@
 import type { Command } from 'commander';
 import type { Quota, QuotaChange, QuotaStatusResponse } from '../proto/gen/readie/v1/quotas.js';
 import { printableData } from '../shared/printable.js';
+import { parseNumber } from '../shared/units.js';
 import {
   adminAction,
   AdminUsageError,
@@ -21,10 +22,11 @@ const NAME = 'readie quota';
 /** A number as typed (the router says whether it is a valid weight or cap). */
 function numberOf(text: string | undefined, flag: string): number | undefined {
   if (text === undefined) return undefined;
-  if (!/^[+-]?(\d+(\.\d*)?|\.\d+)(e[+-]?\d+)?$/i.test(text.trim())) {
+  try {
+    return parseNumber(text);
+  } catch {
     throw new AdminUsageError(`${flag} ${text}: expected a number`);
   }
-  return Number(text);
 }
 
 function quotaText(quota: Quota | undefined): string {

@@ -59,6 +59,17 @@ export function parseSize(text: string): number {
   return Math.round(bytes);
 }
 
+/**
+ * Parses a number as typed (`3`, `-1.5`, `2e3`): a sign, digits with an optional fraction, an
+ * optional exponent. What it means (a weight, a cap) is checked by its owner.
+ */
+export function parseNumber(text: string): number {
+  if (!/^[+-]?(\d+(\.\d*)?|\.\d+)(e[+-]?\d+)?$/i.test(text.trim())) {
+    throw new UnitParseError(`${JSON.stringify(text)} is not a number`);
+  }
+  return Number(text);
+}
+
 /** Parses a whole number of things (`0`, `8`). */
 export function parseCount(text: string): number {
   const value = Number(text);
