@@ -5,11 +5,7 @@
  */
 import type { Metadata } from '@grpc/grpc-js';
 import { status, type ClientDuplexStream, type StatusObject } from '@grpc/grpc-js';
-import {
-  NOT_STARTED,
-  RELAYED_TRAILERS,
-  type CallTrailers,
-} from '../../src/shared/call-trailers.js';
+import { NOT_STARTED, WORKER_TRAILERS, type CallTrailers } from '../../src/shared/call-trailers.js';
 import type { RelayExecutionClient } from '../../src/router/calls/relay-codec.js';
 import type { WorkerAnswer, WorkerMessage } from '../../src/core/calls/relay-messages.js';
 import type { WorkerEnd, WorkerEndEvents } from '../../src/router/calls/call-ends.js';
@@ -96,7 +92,7 @@ export class WorkerLeg implements WorkerEnd {
  */
 export function readieTrailersOf(final: StatusObject): CallTrailers {
   const trailers: Record<string, string> = {};
-  for (const name of RELAYED_TRAILERS) {
+  for (const name of WORKER_TRAILERS) {
     const value = final.metadata.get(name)[0];
     if (value !== undefined) trailers[name] = String(value);
   }

@@ -15,6 +15,7 @@
  *   call (`RESOURCE_EXHAUSTED`, the message naming the largest offer). Final: waiting cures
  *   nothing, so a client never retries it.
  */
+import { RAISED_MESSAGE_TRAILER, RAISED_TRAILER } from './raised.js';
 
 /** The trailer that marks a refusal before the user's function started. */
 export const NOT_STARTED_TRAILER = 'readie-not-started';
@@ -68,6 +69,17 @@ export const RELAYED_TRAILERS: readonly string[] = [
   NOT_STARTED_TRAILER,
   KILLED_TRAILER,
   MEMORY_BUDGET_TRAILER,
+];
+
+/**
+ * The trailers a router reads from a worker's status: those it relays, and what the worker
+ * reports of the function (`readie-raised`, `readie-raised-message`: src/shared/raised.ts), which
+ * the router records and never relays (the caller has the exception itself).
+ */
+export const WORKER_TRAILERS: readonly string[] = [
+  ...RELAYED_TRAILERS,
+  RAISED_TRAILER,
+  RAISED_MESSAGE_TRAILER,
 ];
 
 /** Whether `trailers` say the call never started. */

@@ -47,6 +47,24 @@ class JsonCallTest(unittest.TestCase):
         self.assertIn("json.loads('{')", error["traceback"])
         self.assertNotIn("readie_executor", error["traceback"])
 
+    def test_the_summary_of_what_was_raised_is_bounded_and_one_line(self):
+        source = "class Boom(Exception):\n    pass\ndef f():\n    raise Boom('x' * 10000 + '\\n' + 'y')\n"
+        ok, _body, raised = calls.execute(calls.JSON_CALL, json_payload(source=source), {})
+        self.assertFalse(ok)
+        self.assertEqual(raised["type"], "Boom")
+        self.assertEqual(len(raised["message"]), calls.MAX_RAISED_MESSAGE)
+        self.assertTrue(raised["message"].endswith("... (cut)"))
+        self.assertNotIn("\n", raised["message"])
+        self.assertTrue(raised["traceback"].startswith("... (cut)"))
+        self.assertLessEqual(len(raised["traceback"]), calls.MAX_RAISED_TRACEBACK)
+        # A type outside builtins is named with its module; a value raises nothing.
+        ok, _body, raised = calls.execute(calls.JSON_CALL, json_payload(source="import json\ndef f():\n    json.loads('{')\n"), {})
+        self.assertEqual(raised["type"], "json.decoder.JSONDecodeError")
+        self.assertIsNone(calls.execute(calls.JSON_CALL, json_payload(source="def f():\n    return 1\n"), {})[2])
+        # Astral characters count two UTF-16 units, as the worker counts them.
+        ok, _body, raised = calls.execute(calls.JSON_CALL, json_payload(source="def f():\n    raise ValueError('\\U0001f600' * 800)\n"), {})
+        self.assertLessEqual(len(raised["message"].encode("utf-16-le")) // 2, calls.MAX_RAISED_MESSAGE)
+
     def test_unserializable_value_becomes_a_type_error(self):
         ok, envelope = run_json(source="def f():\n    return object()\n")
         self.assertFalse(ok)

@@ -93,6 +93,18 @@ class ServerTest(unittest.TestCase):
         self.assertEqual(end["ok"], True)
         self.assertIn((frames.STDOUT, "working on 21"), logs)
 
+    def test_a_function_that_raises_says_so_in_result_end(self):
+        source = "def f():\n    raise ValueError('bad input\\nsecond line')\n"
+        payload = json.dumps({"module": None, "source": source, "function": "f"}).encode()
+        _hello, _logs, result, end = self.call("json-call", payload)
+        self.assertEqual(json.loads(result)["error"]["type"], "ValueError")
+        self.assertFalse(end["ok"])
+        self.assertEqual(end["raised"]["type"], "ValueError")
+        self.assertEqual(end["raised"]["message"], "bad input ...")
+        self.assertIn("raise ValueError", end["raised"]["traceback"])
+        ok_payload = json.dumps({"module": None, "source": "def f():\n    return 1\n", "function": "f"}).encode()
+        self.assertNotIn("raised", self.call("json-call", ok_payload)[3])
+
     def test_state_persists_from_connection_to_connection(self):
         source = "def f():\n    global seen\n    seen = globals().get('seen', 0) + 1\n    return seen\n"
         payload = json.dumps({"module": None, "source": source, "function": "f"}).encode()

@@ -94,6 +94,24 @@ describe('worker units', () => {
       expect(() =>
         readFrameBody(frame(FrameType.RESULT_END, { ok: 'yes', ms: 1 }), ResultEndSchema),
       ).to.throw(FrameProtocolError, 'the RESULT_END frame does not fit the protocol: field "ok"');
+      // What the function raised is bounded: the executor runs beside the tenant's code.
+      const raised = { type: 'ValueError', message: 'bad', traceback: 'Traceback ...' };
+      expect(
+        readFrameBody(frame(FrameType.RESULT_END, { ok: false, ms: 2, raised }), ResultEndSchema),
+      ).to.deep.equal({ ok: false, ms: 2, raised });
+      for (const [field, hostile] of [
+        ['type', { ...raised, type: '' }],
+        ['message', { ...raised, message: 'x'.repeat(1025) }],
+        ['traceback', { ...raised, traceback: 'x'.repeat(8193) }],
+        ['type', { ...raised, type: 'T'.repeat(257) }],
+      ] as const) {
+        expect(() =>
+          readFrameBody(
+            frame(FrameType.RESULT_END, { ok: false, ms: 1, raised: hostile }),
+            ResultEndSchema,
+          ),
+        ).to.throw(FrameProtocolError, `field "raised.${field}"`);
+      }
       expect(() =>
         readFrameBody(frame(FrameType.INSTALL_DONE, { ok: false }), InstallDoneSchema),
       ).to.throw(FrameProtocolError, 'field "message" is required but missing');

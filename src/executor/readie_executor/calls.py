@@ -201,8 +201,54 @@ def encode(fmt, envelope, error=None):
     return _encode_json(envelope)
 
 
+# The bounds of what RESULT_END says of an exception (UTF-16 units, as the worker counts them).
+MAX_RAISED_TYPE = 256
+MAX_RAISED_MESSAGE = 1024
+MAX_RAISED_TRACEBACK = 8192
+_CUT = "... (cut)"
+
+
+def _utf16_units(text):
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
+
+
+def _bounded(text, limit, keep_end=False):
+    """`text` in at most `limit` UTF-16 units; a longer one cut, saying so (its end kept on request)."""
+    if _utf16_units(text) <= limit:
+        return text
+    units = (limit - len(_CUT)) * 2
+    data = text.encode("utf-16-le", "surrogatepass")
+    if keep_end:
+        return _CUT + data[len(data) - units :].decode("utf-16-le", "ignore")
+    return data[:units].decode("utf-16-le", "ignore") + _CUT
+
+
+def raised_summary(envelope):
+    """What RESULT_END says of an error envelope: the exception's type name, its message's first
+    line and its traceback (each bounded; the traceback keeps its end); None for a value."""
+    if envelope.get("ok"):
+        return None
+    error = envelope.get("error") or {}
+    qualname, module = str(error.get("type", "")), str(error.get("module", ""))
+    name = qualname if module in ("builtins", "__main__", "") else f"{module}.{qualname}"
+    lines = str(error.get("message", "")).splitlines()
+    message = (lines[0] if lines else "") + (" ..." if len(lines) > 1 else "")
+    return {
+        "type": _bounded("".join(name.split()) or "Exception", MAX_RAISED_TYPE),
+        "message": _bounded(message, MAX_RAISED_MESSAGE),
+        "traceback": _bounded(str(error.get("traceback", "")), MAX_RAISED_TRACEBACK, keep_end=True),
+    }
+
+
 def run(fmt, payload, namespace=None):
     """Runs one call; returns (ok, envelope bytes). Never raises for the user's errors."""
+    ok, body, _raised = execute(fmt, payload, namespace)
+    return ok, body
+
+
+def execute(fmt, payload, namespace=None):
+    """Runs one call; returns (ok, envelope bytes, what it raised: `raised_summary`, or None).
+    Never raises for the user's errors."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown payload format {fmt!r}")
     if namespace is None:
@@ -217,4 +263,17 @@ def run(fmt, payload, namespace=None):
     except BaseException as raised:  # noqa: BLE001 - SystemExit and KeyboardInterrupt are data too
         error = raised
         envelope = error_envelope(raised)
-    return encode(fmt, envelope, error)
+    ok, body = encode(fmt, envelope, error)
+    if ok or error is not None:
+        return ok, body, raised_summary(envelope)
+    # The value did not encode: the envelope sent is the encoding error's.
+    return ok, body, raised_summary(_decoded(fmt, body))
+
+
+def _decoded(fmt, body):
+    """The envelope `encode` made of an encoding failure (small: an error envelope)."""
+    if fmt == CLOUDPICKLE:
+        import cloudpickle
+
+        return cloudpickle.loads(body)
+    return json.loads(body)

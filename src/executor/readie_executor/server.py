@@ -151,7 +151,7 @@ class Executor:
         started = time.perf_counter()
         self._capture.begin(sink)
         try:
-            ok, envelope = calls.run(fmt, payload)
+            ok, envelope, raised = calls.execute(fmt, payload)
         finally:
             self._capture.drain()
             self._capture.end()
@@ -159,4 +159,7 @@ class Executor:
         view = memoryview(envelope)
         for start in range(0, len(view), frames.MAX_PIECE):
             writer.send(frames.encode(frames.RESULT, view[start : start + frames.MAX_PIECE].tobytes()))
-        writer.send(frames.encode_json(frames.RESULT_END, {"ok": ok, "ms": round(elapsed_ms, 3)}))
+        end = {"ok": ok, "ms": round(elapsed_ms, 3)}
+        if raised is not None:
+            end["raised"] = raised
+        writer.send(frames.encode_json(frames.RESULT_END, end))

@@ -7,7 +7,7 @@
  */
 import { constants, type ClientHttp2Stream, type IncomingHttpHeaders } from 'node:http2';
 import { status } from '@grpc/grpc-js';
-import { NOT_STARTED, RELAYED_TRAILERS, type CallTrailers } from '../../shared/call-trailers.js';
+import { NOT_STARTED, WORKER_TRAILERS, type CallTrailers } from '../../shared/call-trailers.js';
 import type { WorkerMessage } from '../../core/calls/relay-messages.js';
 import type { WorkerEnd, WorkerEndEvents } from '../calls/call-ends.js';
 import { decodeWorkerAnswer, encodeWorkerMessage } from '../calls/relay-codec.js';
@@ -37,7 +37,7 @@ function resetCode(rstCode: number): number {
 /** The worker's readie trailers (src/shared/call-trailers.ts) among its trailing headers. */
 function readieTrailersOf(headers: IncomingHttpHeaders): CallTrailers {
   const trailers: Record<string, string> = {};
-  for (const name of RELAYED_TRAILERS) {
+  for (const name of WORKER_TRAILERS) {
     const value = headerText(headers, name);
     if (value !== undefined) trailers[name] = value;
   }

@@ -3,7 +3,7 @@
  * packages, stream the payload in and the answers out, then release the container.
  */
 import { once } from 'node:events';
-import { status, type ServerDuplexStream } from '@grpc/grpc-js';
+import { Metadata, status, type ServerDuplexStream } from '@grpc/grpc-js';
 import type { Logger } from 'pino';
 import { LogSource, type CallIds } from '../../proto/gen/readie/v1/call.js';
 import type { ExecuteRequest, ExecuteResponse } from '../../proto/gen/readie/v1/execution.js';
@@ -46,6 +46,7 @@ import type { MessageReader } from './message-reader.js';
 import { BatchRelay } from './batch-relay.js';
 import { FrameProtocolError } from '../core/executor-link/frames.js';
 import { decodeInputLogBody } from '../core/executor-link/outcomes.js';
+import { boundedRaised, raisedLine, raisedTrailers, type Raised } from '../../shared/raised.js';
 
 /** What a call needs from the worker. */
 export interface CallDeps {
@@ -105,6 +106,8 @@ export class ExecuteCall {
   /** The call's output as it is kept on disk (every line the router is sent, and readie's notes). */
   private readonly kept: OutputWriter | null;
   private readonly clock: () => number;
+  /** What the function raised, as the executor's RESULT_END said (checked); null: it returned. */
+  private raised: { readonly raised: Raised; readonly traceback: string } | null = null;
 
   constructor(
     private readonly stream: ExecuteStream,
@@ -451,6 +454,17 @@ export class ExecuteCall {
         case FrameType.RESULT_END: {
           const end = readFrameBody(frame, ResultEndSchema);
           batch?.outcomes.checkComplete();
+          if (end.raised !== undefined) {
+            if (batch !== null || end.ok) {
+              throw new FrameProtocolError(
+                batch !== null
+                  ? 'a RESULT_END of a batch names an exception'
+                  : 'a RESULT_END says the function both returned and raised',
+              );
+            }
+            const { traceback, ...raised } = end.raised;
+            this.raised = { raised: boundedRaised(raised), traceback };
+          }
           this.log.debug({ ok: end.ok, functionMs: end.ms }, 'executor answered');
           return;
         }
@@ -486,6 +500,17 @@ export class ExecuteCall {
     }
     const fits = this.stream.write({ ids: { ...this.ids }, message });
     if (!fits) await once(this.stream, 'drain', { signal: this.signal });
+  }
+
+  /**
+   * The function raised: its traceback a line each (as the executor bounded it), then a note
+   * saying what it raised, kept with the call's output (not sent: the client has the exception).
+   */
+  private keepTraceback(raised: Raised): void {
+    for (const line of this.raised?.traceback.split(/\r?\n/u) ?? []) {
+      if (line !== '') this.note(line);
+    }
+    this.note(`the function ${raisedLine(raised)}`);
   }
 
   /** The last note of the call's kept output, and its end. */
@@ -530,9 +555,20 @@ export class ExecuteCall {
       return;
     }
     if (failure === null) {
-      this.endKept(`call answered in ${Math.round(ms)} ms`);
-      this.log.info({ ms, kept: keep }, 'call answered');
-      this.stream.end();
+      const raised = this.raised?.raised ?? null;
+      if (raised === null) {
+        this.endKept(`call answered in ${Math.round(ms)} ms`);
+        this.log.info({ ms, kept: keep }, 'call answered');
+        this.stream.end();
+        return;
+      }
+      this.keepTraceback(raised);
+      this.endKept(`call answered in ${Math.round(ms)} ms (the function raised ${raised.type})`);
+      this.log.info({ ms, kept: keep, raised: raised.type }, 'call answered: the function raised');
+      // The caller gets the exception in the result; the router hears of it in the trailers.
+      const metadata = new Metadata();
+      for (const [name, value] of Object.entries(raisedTrailers(raised))) metadata.set(name, value);
+      this.stream.end(metadata);
       return;
     }
     const error = failure instanceof StatusError ? failure : new ExecutorLostError(failure.message);

@@ -7,6 +7,7 @@
 import { Type as T, type Static, type TSchema } from '@sinclair/typebox';
 import { TypeCompiler, type TypeCheck } from '@sinclair/typebox/compiler';
 import { explainMismatch } from '../../../events/schema-errors.js';
+import { MAX_RAISED_MESSAGE_LENGTH, MAX_RAISED_TYPE_LENGTH } from '../../../shared/raised.js';
 import { decodeJsonBody, FrameProtocolError, frameTypeName, type Frame } from './frames.js';
 
 /** HELLO: who the executor is, on every connection. */
@@ -29,8 +30,25 @@ export const ImageDoneSchema = T.Object({
   module: T.Union([T.String(), T.Null()]),
 });
 
-/** RESULT_END: whether the function returned, and how long it ran. */
-export const ResultEndSchema = T.Object({ ok: T.Boolean(), ms: T.Number({ minimum: 0 }) });
+/** The longest traceback a RESULT_END carries (UTF-16 units: the executor keeps its end). */
+export const MAX_RAISED_TRACEBACK_LENGTH = 8192;
+
+/**
+ * RESULT_END: whether the function returned, and how long it ran; for a plain call whose function
+ * raised, what it raised: the type name, the first line of its message and the traceback, each
+ * bounded (docs/executor-protocol.md).
+ */
+export const ResultEndSchema = T.Object({
+  ok: T.Boolean(),
+  ms: T.Number({ minimum: 0 }),
+  raised: T.Optional(
+    T.Object({
+      type: T.String({ minLength: 1, maxLength: MAX_RAISED_TYPE_LENGTH }),
+      message: T.String({ maxLength: MAX_RAISED_MESSAGE_LENGTH }),
+      traceback: T.String({ maxLength: MAX_RAISED_TRACEBACK_LENGTH }),
+    }),
+  ),
+});
 
 /** ERROR: the executor refused what the worker sent. */
 export const ExecutorErrorSchema = T.Object({
