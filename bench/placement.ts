@@ -75,7 +75,14 @@ function withFinish(events: readonly NewEvent[], i: number, workers: number): Ne
     ? [...events]
     : [
         ...events,
-        { type: 'CallFinished', requestId: `req-${done}`, ok: true, code: null, message: null },
+        {
+          type: 'CallFinished',
+          requestId: `req-${done}`,
+          ok: true,
+          code: null,
+          message: null,
+          raised: null,
+        },
       ];
 }
 

@@ -127,7 +127,9 @@ function fill(cluster: Cluster, queueTimeout: number): string[] {
 }
 
 function finish(cluster: Cluster, requestId: string): void {
-  cluster.add([{ type: 'CallFinished', requestId, ok: true, code: null, message: null }]);
+  cluster.add([
+    { type: 'CallFinished', requestId, ok: true, code: null, message: null, raised: null },
+  ]);
 }
 
 /** What one admission loop measured. */
@@ -251,6 +253,7 @@ function fairness(weightA: number, weightB: number) {
         ok: true,
         code: null,
         message: null,
+        raised: null,
       },
     ]);
     const made = decide('admit', folding.state, { caches: folding.caches });
@@ -295,7 +298,14 @@ function smallTenantBehindBacklog() {
   let admittedC = false;
   while (!admittedC && freed < running.length) {
     folding.add([
-      { type: 'CallFinished', requestId: running[freed]!, ok: true, code: null, message: null },
+      {
+        type: 'CallFinished',
+        requestId: running[freed]!,
+        ok: true,
+        code: null,
+        message: null,
+        raised: null,
+      },
     ]);
     freed += 1;
     const made = decide('admit', folding.state, { caches: folding.caches });

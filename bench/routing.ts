@@ -136,7 +136,14 @@ function withFinish(events: readonly NewEvent[], i: number): NewEvent[] {
     ? [...events]
     : [
         ...events,
-        { type: 'CallFinished', requestId: `req-${done}`, ok: true, code: null, message: null },
+        {
+          type: 'CallFinished',
+          requestId: `req-${done}`,
+          ok: true,
+          code: null,
+          message: null,
+          raised: null,
+        },
       ];
 }
 

@@ -14,9 +14,10 @@ __all__ = ["OutputLine", "call_record", "calls", "logs"]
 
 def calls(*, since: Any = None, failed: bool = False, function: str = "", limit: int = 0) -> list:
     """This tenant's recent calls, newest first (``readie.v1.CallView`` messages: request_id,
-    function, state, code, message, requested_at, finished_at, duration_ms, worker_id, attempts,
-    ...). ``since`` is seconds or a duration with its unit (``"10m"``); ``failed`` keeps calls that
-    failed, were refused or expired; ``function`` keeps one function (``module.qualname``)."""
+    function, state, code, message, raised_type, raised_message, requested_at, finished_at,
+    duration_ms, worker_id, attempts, ...). ``since`` is seconds or a duration with its unit
+    (``"10m"``); ``failed`` keeps calls that failed, whose function raised (state ``raised``),
+    were refused or expired; ``function`` keeps one function (``module.qualname``)."""
     return own_calls(current_settings(), since=since, failed=failed, function=function, limit=limit)
 
 

@@ -262,6 +262,7 @@ export function reopen(
               requestId: event.requestId,
               code: event.ok ? null : event.code,
               message: event.message,
+              raised: event.raised ?? null,
             }).events,
           )
         : undefined;

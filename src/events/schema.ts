@@ -289,6 +289,12 @@ export const EVENT_FIELDS = {
     code: opt(literals(GRPC_CODE_NAMES)),
     /** Why a failed call failed, in the words its client heard (bounded); null for one that succeeded. */
     message: opt(Text),
+    /**
+     * An OK call whose function raised: the exception's type name and the first line of its
+     * message, as its worker reported them (bounded); null when it returned, or failed. History
+     * only: no decision reads it.
+     */
+    raised: opt(T.Object({ type: Id, message: Text })),
   },
   ReservationExpired: { requestId: Id },
   SessionPinned: {
@@ -389,7 +395,7 @@ export const FIELDS_ADDED_TO_V1: {
   CallPlaced: ['sessionId', 'memory'],
   CallRejected: ['sessionId'],
   CallBound: ['checkpointId'],
-  CallFinished: ['code', 'message'],
+  CallFinished: ['code', 'message', 'raised'],
   SessionPinned: ['requestId', 'checkpointId'],
   SessionExpired: ['causeSeq'],
   Snapshot: ['schemaVersion'],

@@ -9,6 +9,7 @@
  * of times per event for the age bound (oldest first, so a pass costs what it forgets).
  */
 import type { ClusterEvent, EventOf } from '../events/types.js';
+import { raisedLine, type Raised } from '../shared/raised.js';
 
 /** Where a call is in its life, as the history tells it. */
 export const CALL_STATES = [
@@ -16,6 +17,7 @@ export const CALL_STATES = [
   'placed',
   'running',
   'succeeded',
+  'raised',
   'failed',
   'rejected',
   'expired',
@@ -23,8 +25,16 @@ export const CALL_STATES = [
 /** A call's state in the history. */
 export type CallState = (typeof CALL_STATES)[number];
 
-/** The states of a call that ended badly: what `--failed` lists. */
-export const FAILED_STATES: ReadonlySet<CallState> = new Set(['failed', 'rejected', 'expired']);
+/**
+ * The states of a call that ended badly: what `--failed` lists. A call whose function raised
+ * (`raised`) ended OK at the gRPC level (its caller got the exception) but failed all the same.
+ */
+export const FAILED_STATES: ReadonlySet<CallState> = new Set([
+  'raised',
+  'failed',
+  'rejected',
+  'expired',
+]);
 
 /** One placement of a call: its first, or again after a failed dial. */
 export interface CallAttempt {
@@ -68,7 +78,10 @@ export interface CallRecord {
   readonly durationMs: number | null;
   /** The gRPC code's name it ended with (`OK` for success); null while it runs. */
   readonly code: string | null;
+  /** Why it failed, or for a call whose function raised `raised TYPE: MESSAGE`; null otherwise. */
   readonly message: string | null;
+  /** What its function raised (state `raised`); null when it returned, failed or runs. */
+  readonly raised: Raised | null;
   readonly retryAfterMs: number | null;
   readonly attempts: readonly CallAttempt[];
   /** The seq of the last event that told of it. */
@@ -369,9 +382,11 @@ export class CallHistory {
     const record = this.calls.get(event.requestId);
     if (!record) return;
     // A force-released call that later ends keeps the end the reaper gave it, with the real code.
-    record.state = event.ok ? 'succeeded' : 'failed';
+    const raised = event.ok ? (event.raised ?? null) : null;
+    record.state = raised !== null ? 'raised' : event.ok ? 'succeeded' : 'failed';
     record.code = event.ok ? 'OK' : (event.code ?? 'UNKNOWN');
-    record.message = event.message;
+    record.message = raised !== null ? raisedLine(raised) : event.message;
+    record.raised = raised;
     end(record, event.at, event.seq);
   }
 
@@ -408,6 +423,7 @@ function clearProgress(record: Kept): void {
   record.durationMs = null;
   record.code = null;
   record.message = null;
+  record.raised = null;
   record.retryAfterMs = null;
 }
 
@@ -435,6 +451,7 @@ function blankRecord(): Kept {
     durationMs: null,
     code: null,
     message: null,
+    raised: null,
     retryAfterMs: null,
     attempts,
     lastSeq: 0,
@@ -467,7 +484,8 @@ function approxRecordBytes(record: CallRecord): number {
     (record.function?.length ?? 0) +
     (record.sessionId?.length ?? 0) +
     (record.retryOf?.length ?? 0) +
-    (record.message?.length ?? 0);
+    (record.message?.length ?? 0) +
+    (record.raised === null ? 0 : record.raised.type.length + record.raised.message.length);
   for (const attempt of record.attempts) {
     length +=
       attempt.workerId.length +

@@ -47,6 +47,8 @@ export interface CallViewData {
   requestedSeq: number;
   retryAfterMs?: number | undefined;
   turnWaitMs?: number | undefined;
+  raisedType: string;
+  raisedMessage: string;
 }
 
 /** The history's window as the wire shows it (`readie.v1.HistoryWindow`). */
@@ -98,6 +100,8 @@ export function callView(record: CallRecord): CallViewData {
     requestedSeq: record.requestedSeq,
     retryAfterMs: record.retryAfterMs ?? undefined,
     turnWaitMs: record.turnWaitMs ?? undefined,
+    raisedType: record.raised?.type ?? '',
+    raisedMessage: record.raised?.message ?? '',
   };
 }
 

@@ -123,7 +123,16 @@ describe('admission: when to decide again', () => {
     expect(
       mayAdmitAfter({
         ...end,
-        events: [{ type: 'CallFinished', requestId: 'r', ok: true, code: null, message: null }],
+        events: [
+          {
+            type: 'CallFinished',
+            requestId: 'r',
+            ok: true,
+            code: null,
+            message: null,
+            raised: null,
+          },
+        ],
       }),
     ).to.equal(true);
     for (const [state, asks] of [

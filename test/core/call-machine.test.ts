@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { raisedTrailers } from '../../src/shared/raised.js';
 import type { TrailerEntry } from '../../src/core/calls/answer-trailers.js';
 import type { CallEffect } from '../../src/core/calls/call-effects.js';
 import { newCall, stepCall } from '../../src/core/calls/call-machine.js';
@@ -319,8 +320,33 @@ describe('the call state machine (pure)', () => {
         code: 'INVALID_ARGUMENT',
         // The words the client was told, kept for the call history.
         message: 'a second config: only the first message may carry the config',
+        raised: null,
       },
     ]);
+  });
+
+  it('given a worker ending OK with what the function raised, then CallFinished records it and the client hears only OK', () => {
+    const given = new Given([registered('w1')]);
+    given.config();
+    given.when(answer({ containerId: 'c1' }));
+    const ended = given.when({
+      type: 'worker-ended',
+      code: 0,
+      details: 'OK',
+      trailers: raisedTrailers({ type: 'ValueError', message: 'bad input' }),
+    });
+    expect(given.recorded.at(-1)).to.deep.include({
+      type: 'CallFinished',
+      ok: true,
+      code: null,
+      raised: { type: 'ValueError', message: 'bad input' },
+    });
+    const keys = find(ended, 'end-client')?.trailers.map((entry) => entry.key) ?? [];
+    expect(keys).to.include('readie-request-id').and.not.include('readie-raised');
+    expect(find(ended, 'finished')).to.deep.include({
+      code: null,
+      raised: { type: 'ValueError', message: 'bad input' },
+    });
   });
 
   it('counts a departure at the deadline as DEADLINE_EXCEEDED and tells the gone client nothing', () => {

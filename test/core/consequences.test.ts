@@ -201,7 +201,7 @@ describe('the core: consequences are events', () => {
     // Idle containers the worker never reported removed are forgotten 2 s after they went idle.
     const config = { EXECUTOR_TTL: 1_000, WORKER_UTILIZATION_INTERVAL: 1_000 };
     const log = withSession(config).append([
-      { type: 'CallFinished', requestId: 'r1', ok: true, code: null, message: null },
+      { type: 'CallFinished', requestId: 'r1', ok: true, code: null, message: null, raised: null },
     ]);
     log.append([container('w1', 'c1', 'ready')]);
     const made = decide('reaper', log.state, { now: Date.parse(atOf(log.lastSeq)) + 3_000 });

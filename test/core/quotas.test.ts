@@ -204,7 +204,7 @@ describe('quotas: the table', () => {
 });
 
 function finish(given: History, requestId: string): void {
-  given.add({ type: 'CallFinished', requestId, ok: true, code: null, message: null });
+  given.add({ type: 'CallFinished', requestId, ok: true, code: null, message: null, raised: null });
 }
 
 /** Frees `requestId`'s slot and records the next admission; the call admitted (or `none`). */

@@ -270,6 +270,7 @@ describe('pinned placement', () => {
           ok: false,
           code: 'UNAVAILABLE' as const,
           message: null,
+          raised: null,
         },
         { type: 'ReservationExpired' as const, requestId: 'load' },
       ];
@@ -360,7 +361,14 @@ describe('pinned placement', () => {
           routingRevision: 1,
           coldLoad: true,
         }),
-        { type: 'CallFinished', requestId: 's1', ok: true, code: null, message: null },
+        {
+          type: 'CallFinished',
+          requestId: 's1',
+          ok: true,
+          code: null,
+          message: null,
+          raised: null,
+        },
         revised(2, 't1', 'policy-v2', 2, 'policy-v1'),
       );
       const later = expectPlaced(place(given.state(), pinnedCall('s2', 't1', { sessionId: 'S' })));
@@ -389,7 +397,14 @@ describe('pinned placement', () => {
           requestId: 's1',
           checkpointId: 'policy-v1',
         },
-        { type: 'CallFinished', requestId: 's1', ok: true, code: null, message: null },
+        {
+          type: 'CallFinished',
+          requestId: 's1',
+          ok: true,
+          code: null,
+          message: null,
+          raised: null,
+        },
       );
       const decision = expectPlaced(
         place(given.state(), pinnedCall('s2', 't1', { sessionId: 'S' })),

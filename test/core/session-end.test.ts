@@ -19,7 +19,7 @@ describe('core: a client ends its session', () => {
       placed('r1', 'w1', { sessionId: 's1' }),
       container('w1', 'c1', 'ready'),
       pinned('s1', 'w1', 'c1'),
-      { type: 'CallFinished', requestId: 'r1', ok: true, code: null, message: null },
+      { type: 'CallFinished', requestId: 'r1', ok: true, code: null, message: null, raised: null },
     );
     const decision = decideSessionEnd(given.state(), { sessionId: 's1', tenantId: 'acme' });
     expect(decision.cause).to.deep.equal({ kind: 'session', sessionId: 's1' });

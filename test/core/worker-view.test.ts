@@ -69,6 +69,7 @@ const finished = (requestId: string, ok = true): NewEvent => ({
   ok,
   code: ok ? null : 'INTERNAL',
   message: null,
+  raised: null,
 });
 
 function worker(state: ClusterState, workerId = 'w1') {

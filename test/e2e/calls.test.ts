@@ -9,7 +9,7 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ReadieClient, ReadieError } from '../../src/client/index.js';
+import { ReadieClient, ReadieError, RemoteExecutionError } from '../../src/client/index.js';
 import type { CallView } from '../../src/proto/gen/readie/v1/history.js';
 import { LogSource } from '../../src/proto/gen/readie/v1/call.js';
 import { tokenDigest } from '../../src/shared/bearer-token.js';
@@ -56,6 +56,11 @@ const KEEP = {
   function: 'keep',
 };
 const READ = { source: 'def read():\n    return KEPT\n', function: 'read' };
+const RAISES = {
+  source:
+    'def check(n):\n    print("checking", n)\n    if n < 0:\n        raise ValueError(f"n must be positive, got {n}\\nsecond line")\n    return n\n',
+  function: 'check',
+};
 
 describe('the call history and calls output, end to end', function () {
   this.timeout(180_000);
@@ -180,6 +185,46 @@ describe('the call history and calls output, end to end', function () {
     expect(explained.stdout).to.match(/Lifecycle:\n/);
     expect(explained.stdout).to.match(/\nbound\s+\S+\s+\+\d+ms\s+container /);
     expect(explained.stdout).to.match(/\nfinished\s+\S+\s+\+\d+ms\s+UNAVAILABLE: .* after \d+ms/);
+  });
+
+  it('a call whose function raised: raised (code OK) in readie calls --failed and readie call, with its traceback in readie logs', async () => {
+    const running = tenantA.start({ ...RAISES, args: [-3] });
+    const failure = await running.result.then(
+      () => null,
+      (error: unknown) => error,
+    );
+    expect(failure).to.be.instanceOf(RemoteExecutionError);
+    const requestId = running.requestId;
+
+    const call = await callJson(requestId);
+    expect(call).to.include({
+      state: 'raised',
+      code: 'OK',
+      raisedType: 'ValueError',
+      raisedMessage: 'n must be positive, got -3 ...',
+      message: 'raised ValueError: n must be positive, got -3 ...',
+    });
+    // The tenant's own list says the same (TenantService.OwnCalls).
+    const own = await tenantA.calls({ failed: true });
+    expect(own.find((c) => c.requestId === requestId)).to.include({ state: 'raised' });
+
+    const page = await readie('call', requestId);
+    expect(page.out).to.match(/state\s+raised \(OK\)/);
+    expect(page.out).to.match(/raised\s+ValueError: n must be positive, got -3 \.\.\./);
+    expect(page.out).to.match(/finished\s+\S+\s+\+\S+\s+OK: raised ValueError: n must be positive/);
+    const table = await readie('calls', '--failed');
+    expect(table.out).to.match(new RegExp(`${requestId}.*check.*raised.*OK`));
+
+    const logs = await readie('logs', requestId);
+    expect(logs.code, logs.err).to.equal(0);
+    expect(logs.out).to.include('checking -3');
+    expect(logs.out).to.include('[readie] Traceback (most recent call last):');
+    expect(logs.out).to.match(
+      /\[readie\] the function raised ValueError: n must be positive, got -3 \.\.\.\n/,
+    );
+    expect(logs.out).to.match(
+      /\[readie\] call answered in \d+ ms \(the function raised ValueError\)\n?$/,
+    );
   });
 
   it("a session's calls: each shows its session and the container the session kept", async () => {
@@ -333,6 +378,15 @@ describe('the call history and calls output, end to end', function () {
     expect(mine.listed).to.include(mine.requestId);
     expect(mine).to.include({ function: '__main__.greet', state: 'succeeded' });
     expect(mine.lines).to.deep.include(['stdout', 'hello py']);
+    // A function that raised: the caller got the exception; the history lists it as failed.
+    expect(mine.raised).to.deep.include({
+      state: 'raised',
+      code: 'OK',
+      raisedType: 'KeyError',
+      raisedMessage: "'missing'",
+      caught: 'KeyError',
+    });
+    expect(mine.failedListed).to.include(mine.raised && (mine.raised as { id: string }).id);
     const theirs = await run(TENANT_B, String(mine.requestId));
     expect(theirs.listed).to.not.include(mine.requestId);
     expect(theirs.record).to.match(/^NOT_FOUND: no call .* of yours/);

@@ -24,6 +24,7 @@ import {
 import {
   BINARY_VALUE_V1,
   BINARY_VALUE_V2,
+  BINARY_VALUE_V3,
   ByteReader,
   ByteWriter,
   decodeBlockEvent,
@@ -125,6 +126,51 @@ describe('events: the binary codec', () => {
     );
   });
 
+  it('lays out value format 3 as format 2 with CallFinished.raised at its end', () => {
+    const before = layoutIn(2).split('\n');
+    const after = layoutIn(3).split('\n');
+    expect(after).to.have.length(before.length);
+    const changed = after.filter((line, i) => line !== before[i]);
+    expect(changed).to.have.length(1);
+    const previous = before.find((line) => line.startsWith('CallFinished[')) as string;
+    expect(changed[0]).to.equal(`${previous.slice(0, -1)},raised:obj?{type:str,message:str}]`);
+    expect(createHash('sha256').update(layoutIn(3)).digest('hex')).to.equal(
+      'e2280ee6354d23919e3ffdae745dc3842dd133947bdfe414e6c41c05a78c738f',
+    );
+  });
+
+  it('given a CallFinished written in format 2 (before raised), reads it with raised null; format 3 keeps what was raised', () => {
+    const fields = {
+      seq: 12,
+      at: '2026-12-05T10:00:01.000Z',
+      cause: 'end:r1',
+      type: 'CallFinished',
+      requestId: 'r1',
+      ok: true,
+      code: null,
+      message: null,
+    };
+    // The bytes a readie before format 3 wrote for this end (a log on disk today).
+    const v2 = Buffer.from('030fd0d3abdac8680106656e643a723101027231020000', 'hex');
+    const read = decodeLogValue(v2, 12).event;
+    expect(read).to.deep.equal(validateEvent({ ...fields, raised: null }));
+    const raised = validateEvent({
+      ...fields,
+      raised: { type: 'ValueError', message: 'bad input: ünïcode 😀' },
+    });
+    const value = encodeLogValue(raised, undefined, 'append', scratch);
+    expect(value[0]).to.equal(BINARY_VALUE_V3);
+    expect(value.subarray(1, v2.length).toString('hex')).to.equal(v2.subarray(1).toString('hex'));
+    expect(decodeLogValue(value, 12).event).to.deep.equal(raised);
+    // A format-3 value without it, and an archive block of format 2, read alike.
+    const none = encodeLogValue(read, undefined, 'append', scratch);
+    expect(none.toString('hex')).to.equal(`04${v2.subarray(1).toString('hex')}00`);
+    const reader = new ByteReader(v2.subarray(1));
+    const back = decodeBlockEvent(reader, 12, new DecodeContext(undefined, 2)) as StoredEvent;
+    expect(back.event).to.deep.equal(read);
+    expect(reader.done).to.equal(true);
+  });
+
   it('given a CallRequested written in format 1 (before deadlines), reads it with no deadline; format 2 keeps its deadline', () => {
     const fields = {
       seq: 9,
@@ -158,7 +204,11 @@ describe('events: the binary codec', () => {
     expect(read).to.deep.equal(validateEvent({ ...fields, deadlineMs: null }));
     const withDeadline = validateEvent({ ...fields, deadlineMs: 1500 });
     const value = encodeLogValue(withDeadline, undefined, 'append', scratch);
-    expect(value.toString('hex')).to.equal(`03${v1.subarray(1).toString('hex')}dd0b`);
+    expect(value.toString('hex')).to.equal(`04${v1.subarray(1).toString('hex')}dd0b`);
+    // Format 2 wrote the same layout of a CallRequested.
+    expect(
+      decodeLogValue(Buffer.concat([Buffer.of(BINARY_VALUE_V2), value.subarray(1)]), 9).event,
+    ).to.deep.equal(withDeadline);
     expect(decodeLogValue(value, 9).event).to.deep.equal(withDeadline);
     // An archive block written in format 1 reads by format 1's layout.
     const reader = new ByteReader(v1.subarray(1));
@@ -212,7 +262,7 @@ describe('events: the binary codec', () => {
     ];
     for (const event of events) {
       const value = encodeLogValue(event, undefined, 'append', scratch);
-      expect(value[0]).to.equal(BINARY_VALUE_V2);
+      expect(value[0]).to.equal(BINARY_VALUE_V3);
       expect(decodeLogValue(value, event.seq).event).to.deep.equal(event);
     }
   });
@@ -235,7 +285,7 @@ describe('events: the binary codec', () => {
     ].map((event) => validateEvent(event));
     for (const event of events) {
       const value = encodeLogValue(event, undefined, 'append', scratch);
-      expect(value[0], event.type).to.equal(BINARY_VALUE_V2);
+      expect(value[0], event.type).to.equal(BINARY_VALUE_V3);
       expect(decodeLogValue(value, event.seq).event).to.deep.equal(event);
     }
   });
@@ -246,7 +296,7 @@ describe('events: the binary codec', () => {
     for (const event of events) {
       const text = encodeEvent(event);
       const value = encodeLogValue(event, text, 'canonical', scratch);
-      if (value[0] === BINARY_VALUE_V2) binary += 1;
+      if (value[0] === BINARY_VALUE_V3) binary += 1;
       const back = decodeLogValue(value, event.seq);
       expect(back.event, text).to.deep.equal(event);
       expect(JSON.parse(back.text)).to.deep.equal(JSON.parse(text));
@@ -324,7 +374,7 @@ describe('events: the binary codec', () => {
     }
     // In the schema's order, the same fields in the canonical text are the codec's.
     expect(encodeLogValue(validateEvent(JSON.parse(text)), text, 'exact', scratch)[0]).to.equal(
-      BINARY_VALUE_V2,
+      BINARY_VALUE_V3,
     );
     // A string that is not well-formed UTF-16 would not survive UTF-8: text, even when appended.
     const broken = { ...base, version: 'v\ud800' } as ClusterEvent;
@@ -350,11 +400,13 @@ describe('events: the binary codec', () => {
       reportSeq: 4,
     });
     const value = encodeLogValue(event, undefined, 'append', scratch);
-    // Format 2 (0x03) lays a load report out as format 1 (0x01) did: the same bytes after the first.
+    // Format 3 (0x04) lays a load report out as formats 2 (0x03) and 1 (0x01) did: the same bytes
+    // after the first.
     const body =
       '03b8abadbec56801097265706f72743a773101027731818080800c0302000000000000f43f01080002010102633101000500';
-    expect(value.toString('hex')).to.equal(`03${body}`);
+    expect(value.toString('hex')).to.equal(`04${body}`);
     expect(decodeLogValue(value, 7).event).to.deep.equal(event);
+    expect(decodeLogValue(Buffer.from(`03${body}`, 'hex'), 7).event).to.deep.equal(event);
     expect(decodeLogValue(Buffer.from(`01${body}`, 'hex'), 7).event).to.deep.equal(event);
   });
 
@@ -366,7 +418,8 @@ describe('events: the binary codec', () => {
       Buffer.concat([value, Buffer.from([1, 2])]),
       Buffer.from([BINARY_VALUE_V1, 99]),
       Buffer.from([BINARY_VALUE_V2, 99]),
-      Buffer.from([0x04, 1, 2, 3]),
+      Buffer.from([BINARY_VALUE_V3, 99]),
+      Buffer.from([0x05, 1, 2, 3]),
       Buffer.from([0x02, 1, 2, 3]),
     ]) {
       expect(() => decodeLogValue(damaged, 42), damaged.toString('hex')).to.throw(

@@ -68,7 +68,7 @@ describe('EventLog (LMDB)', () => {
     await log.append({ type: 'CallFinished', requestId: 'r1', ok: true } as NewEvent).committed;
     const [stored] = [...log.readStored()];
     expect(stored?.text).to.equal(
-      '{"seq":1,"at":"2026-11-30T10:00:00.000Z","cause":null,"type":"CallFinished","requestId":"r1","ok":true,"code":null,"message":null}',
+      '{"seq":1,"at":"2026-11-30T10:00:00.000Z","cause":null,"type":"CallFinished","requestId":"r1","ok":true,"code":null,"message":null,"raised":null}',
     );
     await log.close();
   });
@@ -365,8 +365,8 @@ describe('EventLog (LMDB)', () => {
       const meta = raw.openDB<unknown, string>({ name: 'meta', encoding: 'msgpack' });
       // The old values stay text, the new one is binary, and the log says it may hold both.
       expect(values.get(1)?.toString('utf8')).to.equal(texts[0]);
-      expect(values.get(3)?.[0]).to.equal(3);
-      expect(meta.get('valueFormat')).to.equal('readie-binary-v2');
+      expect(values.get(3)?.[0]).to.equal(4);
+      expect(meta.get('valueFormat')).to.equal('readie-binary-v3');
       await raw.close();
       const reader = EventLog.open(dir, { readOnly: true });
       expect([...reader.read()].map((e) => e.type)).to.deep.equal([
@@ -388,36 +388,41 @@ describe('EventLog (LMDB)', () => {
       await log.close();
     });
 
-    it('reads a log of value format 1 as written, appends in format 2 and marks the log so', async () => {
-      const dir = tempDir();
-      const first = EventLog.open(dir, { clock: () => START });
-      await first.append(leaving('a'), 'report:a').committed;
-      await first.close();
-      // As a readie before format 2 left it: its marker, and a format-1 value (a load report's
-      // layout is the same in both formats, so its bytes after the first are too).
-      let raw = open({ path: join(dir, 'events.mdb'), maxDbs: 5 });
-      const values = raw.openDB<Buffer, number>({ name: 'events', encoding: 'binary' });
-      const value = values.get(1) as Buffer;
-      await values.put(1, Buffer.concat([Buffer.of(1), value.subarray(1)]));
-      await raw.openDB({ name: 'meta' }).put('valueFormat', 'readie-binary-v1');
-      await raw.close();
-      const reader = EventLog.open(dir, { readOnly: true });
-      expect([...reader.read()].map((e) => e.type)).to.deep.equal(['WorkerLeaving']);
-      await reader.close();
-      const writer = EventLog.open(dir, { clock: () => START });
-      await writer.append(leaving('b'), 'report:b').committed;
-      expect(
-        [...writer.read()].map((e) => (e.type === 'WorkerLeaving' ? e.workerId : '')),
-      ).to.deep.equal(['a', 'b']);
-      await writer.close();
-      raw = open({ path: join(dir, 'events.mdb'), maxDbs: 5, readOnly: true });
-      const after = raw.openDB<Buffer, number>({ name: 'events', encoding: 'binary' });
-      expect([after.get(1)?.[0], after.get(2)?.[0]]).to.deep.equal([1, 3]);
-      expect(
-        raw.openDB<unknown, string>({ name: 'meta', encoding: 'msgpack' }).get('valueFormat'),
-      ).to.equal('readie-binary-v2');
-      await raw.close();
-    });
+    for (const [marker, first] of [
+      ['readie-binary-v1', 1],
+      ['readie-binary-v2', 3],
+    ] as const) {
+      it(`reads a log marked ${marker} as written, appends in format 3 and marks the log so`, async () => {
+        const dir = tempDir();
+        const opened = EventLog.open(dir, { clock: () => START });
+        await opened.append(leaving('a'), 'report:a').committed;
+        await opened.close();
+        // As an older readie left it: its marker, and a value of its format (a load report's
+        // layout is the same in every format, so its bytes after the first are too).
+        let raw = open({ path: join(dir, 'events.mdb'), maxDbs: 5 });
+        const values = raw.openDB<Buffer, number>({ name: 'events', encoding: 'binary' });
+        const value = values.get(1) as Buffer;
+        await values.put(1, Buffer.concat([Buffer.of(first), value.subarray(1)]));
+        await raw.openDB({ name: 'meta' }).put('valueFormat', marker);
+        await raw.close();
+        const reader = EventLog.open(dir, { readOnly: true });
+        expect([...reader.read()].map((e) => e.type)).to.deep.equal(['WorkerLeaving']);
+        await reader.close();
+        const writer = EventLog.open(dir, { clock: () => START });
+        await writer.append(leaving('b'), 'report:b').committed;
+        expect(
+          [...writer.read()].map((e) => (e.type === 'WorkerLeaving' ? e.workerId : '')),
+        ).to.deep.equal(['a', 'b']);
+        await writer.close();
+        raw = open({ path: join(dir, 'events.mdb'), maxDbs: 5, readOnly: true });
+        const after = raw.openDB<Buffer, number>({ name: 'events', encoding: 'binary' });
+        expect([after.get(1)?.[0], after.get(2)?.[0]]).to.deep.equal([first, 4]);
+        expect(
+          raw.openDB<unknown, string>({ name: 'meta', encoding: 'msgpack' }).get('valueFormat'),
+        ).to.equal('readie-binary-v3');
+        await raw.close();
+      });
+    }
 
     it('refuses a log written in a value format it does not know', async () => {
       const dir = tempDir();

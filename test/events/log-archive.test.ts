@@ -138,7 +138,14 @@ describe('log retention (LMDB)', () => {
     expect(first).to.be.below(request?.seq ?? 0);
     // Once it ends, its segment goes too (the newest snapshot still stays).
     log.append(
-      { type: 'CallFinished', requestId: inFlight as string, ok: true, code: null, message: null },
+      {
+        type: 'CallFinished',
+        requestId: inFlight as string,
+        ok: true,
+        code: null,
+        message: null,
+        raised: null,
+      },
       'end:x',
     );
     await archiver.pass();

@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import type { NewEvent } from '../../src/events/index.js';
 import { CallHistory, type HistoryBounds } from '../../src/projections/index.js';
+import { callView } from '../../src/projections/call-view.js';
 import { atOf, history, placed, registered, requested, START_MS } from '../support/events.js';
 
 const ROOMY: HistoryBounds = { maxCalls: 100, retentionMs: 3_600_000 };
@@ -28,6 +29,7 @@ const finished = (
   ok: code === null,
   code,
   message,
+  raised: null,
 });
 
 describe('projection: the call history', () => {
@@ -84,6 +86,32 @@ describe('projection: the call history', () => {
       ['w2', null],
     ]);
     expect(call?.attempts[0]?.dialFailedAt).to.equal(atOf(5));
+  });
+
+  it('given a call that ended OK but whose function raised, then it is raised (code OK), says what, and --failed lists it', () => {
+    const calls = fed([
+      registered('w1'),
+      requested('ok'),
+      placed('ok', 'w1'),
+      finished('ok', null),
+      requested('r1', { function: 'jobs.score' }),
+      placed('r1', 'w1'),
+      bound('r1', 'c1'),
+      { ...finished('r1', null), raised: { type: 'ValueError', message: 'bad input' } } as NewEvent,
+    ]);
+    expect(calls.get('r1')).to.deep.include({
+      state: 'raised',
+      code: 'OK',
+      message: 'raised ValueError: bad input',
+      raised: { type: 'ValueError', message: 'bad input' },
+    });
+    expect(calls.get('ok')).to.include({ state: 'succeeded', raised: null, message: null });
+    expect(calls.list({ failed: true }).map((c) => c.requestId)).to.deep.equal(['r1']);
+    expect(callView(calls.get('r1')!)).to.include({
+      state: 'raised',
+      raisedType: 'ValueError',
+      raisedMessage: 'bad input',
+    });
   });
 
   it('given a refused call and a force-released one, then they are rejected (with the code and message) and expired', () => {

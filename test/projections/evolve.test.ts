@@ -338,6 +338,7 @@ describe('evolve: the effect of each event', () => {
           ok: true,
           code: null,
           message: null,
+          raised: null,
         }),
       );
       expect(state.reservations).to.deep.equal(new Map());
@@ -356,6 +357,7 @@ describe('evolve: the effect of each event', () => {
         ok: false,
         code: 'UNAVAILABLE',
         message: null,
+        raised: null,
       });
       const state = stateOf(failed);
       expect(state.sessions.get('s1')).to.deep.include({
@@ -373,10 +375,24 @@ describe('evolve: the effect of each event', () => {
     it('keeps the pin when a later call of the session fails', () => {
       const state = stateOf(
         pinnedByFirstCall().add(
-          { type: 'CallFinished', requestId: 'r1', ok: true, code: null, message: null },
+          {
+            type: 'CallFinished',
+            requestId: 'r1',
+            ok: true,
+            code: null,
+            message: null,
+            raised: null,
+          },
           placed('r2', 'w1', { sessionId: 's1', containerId: 'c1' }),
           pinned('s1', 'w1', 'c1', 'r2'),
-          { type: 'CallFinished', requestId: 'r2', ok: false, code: 'INTERNAL', message: null },
+          {
+            type: 'CallFinished',
+            requestId: 'r2',
+            ok: false,
+            code: 'INTERNAL',
+            message: null,
+            raised: null,
+          },
         ),
       );
       expect(state.sessions.get('s1')).to.deep.include({
@@ -393,12 +409,27 @@ describe('evolve: the effect of each event', () => {
           ok: true,
           code: null,
           message: null,
+          raised: null,
         }),
       );
       const twice = stateOf(
         pinnedByFirstCall().add(
-          { type: 'CallFinished', requestId: 'r1', ok: true, code: null, message: null },
-          { type: 'CallFinished', requestId: 'r1', ok: false, code: null, message: null },
+          {
+            type: 'CallFinished',
+            requestId: 'r1',
+            ok: true,
+            code: null,
+            message: null,
+            raised: null,
+          },
+          {
+            type: 'CallFinished',
+            requestId: 'r1',
+            ok: false,
+            code: null,
+            message: null,
+            raised: null,
+          },
         ),
       );
       expect({ ...twice, lastSeq: 0 }).to.deep.equal({ ...once, lastSeq: 0 });
@@ -589,7 +620,14 @@ describe('evolve: the effect of each event', () => {
     const after = evolve(
       before,
       h
-        .add({ type: 'CallFinished', requestId: 'r1', ok: true, code: null, message: null })
+        .add({
+          type: 'CallFinished',
+          requestId: 'r1',
+          ok: true,
+          code: null,
+          message: null,
+          raised: null,
+        })
         .events.at(-1)!,
     );
     expect(before).to.deep.equal(copy);

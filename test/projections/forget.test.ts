@@ -93,7 +93,14 @@ describe('projection: forgetting what no rule needs', () => {
       registered('w1'),
       requested('done', { tenantId: 'acme' }),
       placed('done', 'w1'),
-      { type: 'CallFinished', requestId: 'done', ok: true, code: null, message: null },
+      {
+        type: 'CallFinished',
+        requestId: 'done',
+        ok: true,
+        code: null,
+        message: null,
+        raised: null,
+      },
       requested('running', { tenantId: 'acme' }),
       placed('running', 'w1'),
     );

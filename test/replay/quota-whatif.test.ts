@@ -44,7 +44,7 @@ function admit(given: History): void {
 
 function finish(given: History, requestId: string): void {
   append(given, { kind: 'end', requestId }, [
-    { type: 'CallFinished', requestId, ok: true, code: null, message: null },
+    { type: 'CallFinished', requestId, ok: true, code: null, message: null, raised: null },
   ]);
   admit(given);
 }

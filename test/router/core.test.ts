@@ -3,9 +3,16 @@ import { EVENT_SCHEMA_VERSION, type NewEvent } from '../../src/events/index.js';
 import {
   answerIds,
   boundEvents,
+  decideCallEnd,
   departureOf,
   workerEnding,
 } from '../../src/core/calls/call-steps.js';
+import {
+  boundedRaised,
+  MAX_RAISED_MESSAGE_LENGTH,
+  raisedOfTrailers,
+  raisedTrailers,
+} from '../../src/shared/raised.js';
 import {
   callFinishedEvents,
   evictionEvents,
@@ -72,11 +79,25 @@ describe('router core (pure)', () => {
         pinned('s1', 'w1', 'c1', 'r1'),
       );
       expect(callFinishedEvents(given.state(), 'r1', 'UNAVAILABLE')).to.deep.equal([
-        { type: 'CallFinished', requestId: 'r1', ok: false, code: 'UNAVAILABLE', message: null },
+        {
+          type: 'CallFinished',
+          requestId: 'r1',
+          ok: false,
+          code: 'UNAVAILABLE',
+          message: null,
+          raised: null,
+        },
         { type: 'SessionUnpinned', sessionId: 's1', reason: 'call_failed' },
       ]);
       expect(callFinishedEvents(given.state(), 'r1', null)).to.deep.equal([
-        { type: 'CallFinished', requestId: 'r1', ok: true, code: null, message: null },
+        {
+          type: 'CallFinished',
+          requestId: 'r1',
+          ok: true,
+          code: null,
+          message: null,
+          raised: null,
+        },
       ]);
     });
 
@@ -89,7 +110,14 @@ describe('router core (pure)', () => {
         pinned('s1', 'w1', 'c1', 'r1'),
       );
       expect(callFinishedEvents(given.state(), 'r1', 'INTERNAL')).to.deep.equal([
-        { type: 'CallFinished', requestId: 'r1', ok: false, code: 'INTERNAL', message: null },
+        {
+          type: 'CallFinished',
+          requestId: 'r1',
+          ok: false,
+          code: 'INTERNAL',
+          message: null,
+          raised: null,
+        },
       ]);
     });
 
@@ -99,7 +127,14 @@ describe('router core (pure)', () => {
         requestId: 'r1',
       });
       expect(callFinishedEvents(given.state(), 'r1', 'CANCELLED')).to.deep.equal([
-        { type: 'CallFinished', requestId: 'r1', ok: false, code: 'CANCELLED', message: null },
+        {
+          type: 'CallFinished',
+          requestId: 'r1',
+          ok: false,
+          code: 'CANCELLED',
+          message: null,
+          raised: null,
+        },
       ]);
       expect(reservationExpiredEvents(given.state(), 'r1')).to.deep.equal([]);
     });
@@ -340,7 +375,14 @@ describe('router core (pure)', () => {
         placed('r0', 'w1', { sessionId: 's0' }),
         bound('r0', 'c0'),
         pinned('s0', 'w1', 'c0', 'r0'),
-        { type: 'CallFinished', requestId: 'r0', ok: true, code: null, message: null },
+        {
+          type: 'CallFinished',
+          requestId: 'r0',
+          ok: true,
+          code: null,
+          message: null,
+          raised: null,
+        },
         placed('r1', 'w1', { sessionId: 's0', containerId: 'c0' }),
         placed('r2', 'w1', { sessionId: 's2' }),
         bound('r2', 'c2'),
@@ -419,7 +461,11 @@ describe('router core (pure)', () => {
     });
 
     it("passes the worker's codes through, except a refusal of the router's credentials", () => {
-      expect(workerEnding('w1', 0, 'OK')).to.deep.equal({ code: null, details: 'OK' });
+      expect(workerEnding('w1', 0, 'OK')).to.deep.equal({
+        code: null,
+        details: 'OK',
+        raised: null,
+      });
       expect(workerEnding('w1', 9, 'pip failed', { 'readie-not-started': '1' })).to.deep.equal({
         code: 'FAILED_PRECONDITION',
         details: 'worker w1: pip failed',
@@ -427,6 +473,44 @@ describe('router core (pure)', () => {
       });
       expect(workerEnding('w1', 16, 'bad token').code).to.equal('INTERNAL');
       expect(workerEnding('w1', 99, '?').code).to.equal('UNKNOWN');
+    });
+
+    it('an OK ending whose worker says the function raised: CallFinished names it, bounded, whatever the worker sent', () => {
+      const trailers = raisedTrailers({ type: 'pkg.Error', message: 'bad ünïcode 😀' });
+      const ending = workerEnding('w1', 0, 'OK', trailers);
+      expect(ending.raised).to.deep.equal({ type: 'pkg.Error', message: 'bad ünïcode 😀' });
+      const given = history(registered('w1'), placed('r1', 'w1'));
+      const finished = decideCallEnd(given.state(), {
+        requestId: 'r1',
+        code: null,
+        raised: ending.raised ?? null,
+      });
+      expect(finished.events).to.deep.equal([
+        {
+          type: 'CallFinished',
+          requestId: 'r1',
+          ok: true,
+          code: null,
+          message: null,
+          raised: { type: 'pkg.Error', message: 'bad ünïcode 😀' },
+        },
+      ]);
+      // A hostile worker: malformed percent-encoding, line breaks, a lone surrogate, no bounds.
+      expect(raisedOfTrailers({ 'readie-raised': '%E0%A4%A' })).to.equal(null);
+      const hostile = raisedOfTrailers({
+        'readie-raised': encodeURIComponent('Bad Type\n'),
+        'readie-raised-message': encodeURIComponent(`one\r\nforged line ${'x'.repeat(5000)}`),
+      });
+      expect(hostile?.type).to.equal('BadType');
+      expect(hostile?.message).to.match(/^one forged line x+\.\.\. \(cut\)$/);
+      expect(hostile?.message).to.have.length(MAX_RAISED_MESSAGE_LENGTH);
+      expect(boundedRaised({ type: 'E', message: 'a\ud800b' }).message).to.equal('a\ufffdb');
+      // A failed call never says it raised; the router never relays these trailers to the client.
+      expect(workerEnding('w1', 14, 'gone', trailers)).to.not.have.property('raised');
+      expect(workerEnding('w1', 14, 'gone', trailers).trailers).to.deep.equal({});
+      expect(
+        callFinishedEvents(given.state(), 'r1', 'UNAVAILABLE', 'gone', ending.raised ?? null)[0],
+      ).to.include({ raised: null });
     });
 
     it('a client leaving at its deadline is DEADLINE_EXCEEDED, earlier CANCELLED', () => {

@@ -87,7 +87,7 @@ function pinnedSession(checkpointId: string | null = null, extra: NewEvent[] = [
     placed('r0', 'w1', { sessionId: 's1', checkpointId }),
     { type: 'CallBound', requestId: 'r0', containerId: 'c1', checkpointId },
     pinned('s1', 'w1', 'c1', 'r0', checkpointId),
-    { type: 'CallFinished', requestId: 'r0', ok: true, code: null, message: null },
+    { type: 'CallFinished', requestId: 'r0', ok: true, code: null, message: null, raised: null },
     ...extra,
   );
 }
@@ -582,6 +582,7 @@ describe('placement', () => {
         ok: false,
         code: 'UNAVAILABLE',
         message: null,
+        raised: null,
       });
       const state = given.state();
       expect(state.sessions.get('s1')?.pin).to.equal(null);

@@ -79,6 +79,7 @@ export async function appendHistory(
           ok: true,
           code: null,
           message: null,
+          raised: null,
         };
         log.append(end, `end:${requestId}`);
       }

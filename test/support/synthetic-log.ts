@@ -291,6 +291,7 @@ export function* syntheticLog(options: SyntheticLogOptions): Generator<NewEvent>
           ok,
           code: ok ? null : 'UNAVAILABLE',
           message: null,
+          raised: null,
         });
       if (call.containerId !== null) {
         const keep = ok && call.sessionId !== null;

@@ -69,7 +69,11 @@ export function renderCall(raw: CallView): string {
     `  session    ${call.sessionId || '-'}`,
     ...(call.retryOf ? [`  retry of   ${call.retryOf}`] : []),
     `  state      ${call.state}${call.code ? ` (${call.code})` : ''}`,
-    ...(call.message ? [`  message    ${call.message}`] : []),
+    ...(call.raisedType
+      ? [`  raised     ${call.raisedType}${call.raisedMessage ? `: ${call.raisedMessage}` : ''}`]
+      : call.message
+        ? [`  message    ${call.message}`]
+        : []),
     `  took       ${roughDuration(call.durationMs)}`,
     `  memory     ${call.memory === undefined ? 'default' : roughSize(call.memory)}${call.gpu ? ', GPU' : ''}`,
     '',

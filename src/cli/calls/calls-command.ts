@@ -218,7 +218,10 @@ export function addCallsCommands(program: Command): void {
         '--since <duration>',
         'only calls requested within this long (10m, 2h; a unit is needed)',
       )
-      .option('--failed', 'only calls that failed, were refused or expired')
+      .option(
+        '--failed',
+        'only calls that failed (a code other than OK), whose function raised (state raised), were refused or expired',
+      )
       .option('--function <name>', 'only calls of this function (module.qualname)')
       .option('--limit <n>', 'at most this many calls (default 100, at most 1000)')
       .option('--json', 'print the answer as JSON (AdminService.ListCalls)'),
@@ -230,7 +233,7 @@ export function addCallsCommands(program: Command): void {
       .command('call')
       .argument('<request-id>', 'the call to show')
       .description(
-        "one call's whole story from the call history: requested, placed (each attempt, a failed dial's error), bound, finished with its code, message and duration",
+        "one call's whole story from the call history: requested, placed (each attempt, a failed dial's error), bound, finished with its code, message (or the exception its function raised) and duration",
       )
       .option('--json', 'print the answer as JSON (AdminService.GetCall)'),
   ).action(async (requestId: string, flags: CallsFlags) => {
@@ -241,7 +244,7 @@ export function addCallsCommands(program: Command): void {
       .command('logs')
       .argument('<request-id>', 'the call whose output to show')
       .description(
-        "a call's output (stdout, stderr as [stderr], readie's notes as [readie]), as the worker that ran it kept it; escaped for the terminal",
+        "a call's output (stdout, stderr as [stderr], readie's notes as [readie], with the traceback of an exception its function raised), as the worker that ran it kept it; escaped for the terminal",
       )
       .option('-f, --follow', 'keep printing new lines until the call ends')
       .option('--timestamps', 'print when the worker received each line')

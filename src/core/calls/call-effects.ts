@@ -3,6 +3,7 @@ import type { QueueLeaveReason } from '../../events/schema.js';
 import type { CallIds } from '../../proto/gen/readie/v1/call.js';
 import type { CallHeader } from '../../proto/gen/readie/v1/execution.js';
 import type { GrpcCodeName } from '../../shared/grpc-codes.js';
+import type { Raised } from '../../shared/raised.js';
 import type { Decision } from '../decision.js';
 import type { CallToPlace, ForeignId, PlacedDecision } from '../placement/index.js';
 import type { TrailerEntry } from './answer-trailers.js';
@@ -109,6 +110,8 @@ export type CallEffect =
       readonly type: 'finished';
       readonly code: GrpcCodeName | null;
       readonly details: string;
+      /** What the function raised (an OK call's), as its worker reported; null: nothing. */
+      readonly raised: Raised | null;
       readonly ids: CallIds;
       readonly createdPin: boolean;
       readonly placed: PlacedDecision;

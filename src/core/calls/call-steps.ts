@@ -13,6 +13,7 @@ import {
   type CallTrailers,
 } from '../../shared/call-trailers.js';
 import { grpcCodeName, type GrpcCodeName } from '../../shared/grpc-codes.js';
+import { raisedOfTrailers, type Raised } from '../../shared/raised.js';
 import type { Config } from '../../shared/config.js';
 import { queueFull, queuedCount, queueing, slotCapReached } from '../admission/index.js';
 import { callFinishedEvents } from '../consequences/index.js';
@@ -195,13 +196,21 @@ export interface CallEndInput {
   readonly code: GrpcCodeName | null;
   /** What its client was told of a failure (null or absent: nothing, or it succeeded). */
   readonly message?: string | null;
+  /** What the function raised, as its worker reported (null or absent: it returned, or failed). */
+  readonly raised?: Raised | null;
 }
 
 /** The call ended, however: `CallFinished` and its consequences (`end:REQUEST`). */
 export function decideCallEnd(state: ClusterState, input: CallEndInput): Decision {
   return {
     cause: { kind: 'end', requestId: input.requestId },
-    events: callFinishedEvents(state, input.requestId, input.code, input.message ?? null),
+    events: callFinishedEvents(
+      state,
+      input.requestId,
+      input.code,
+      input.message ?? null,
+      input.raised ?? null,
+    ),
   };
 }
 
@@ -230,6 +239,8 @@ export interface CallEnding {
   readonly details: string;
   /** What the client is told about the function besides the code (none: nothing to say). */
   readonly trailers?: CallTrailers;
+  /** An OK ending whose function raised, as its worker reported (none: it returned). */
+  readonly raised?: Raised | null;
 }
 
 /** The worker's trailers the client hears: those readie relays (src/shared/call-trailers.ts). */
@@ -259,7 +270,7 @@ export function workerEnding(
   trailers: CallTrailers = NO_TRAILERS,
 ): CallEnding {
   const name = grpcCodeName(code);
-  if (name === 'OK') return { code: null, details: 'OK' };
+  if (name === 'OK') return { code: null, details: 'OK', raised: raisedOfTrailers(trailers) };
   if (ROUTER_CREDENTIAL_CODES.has(name)) {
     return {
       code: 'INTERNAL',

@@ -21,6 +21,7 @@ import type { NewEvent } from '../../events/types.js';
 import type { ClusterState, WorkerRecord } from '../../projections/cluster-state.js';
 import { isLive } from '../../projections/queries.js';
 import type { GrpcCodeName } from '../../shared/grpc-codes.js';
+import { boundedRaised, type Raised } from '../../shared/raised.js';
 
 /**
  * The seq the next event of a decision takes, when `before` are the decision's events before it:
@@ -147,7 +148,7 @@ function boundedMessage(message: string): string {
 
 /**
  * A call ended: `CallFinished` (`ok` when `code` is null, else the code it ended with and the
- * message its client heard), then
+ * message its client heard; an OK call whose function raised names what, bounded), then
  * `SessionUnpinned` (`call_failed`) when it failed and had created its session's pin. Always
  * returns `CallFinished`, even when the reservation was already force-released: every call that
  * was placed finishes exactly once in the log.
@@ -157,6 +158,7 @@ export function callFinishedEvents(
   requestId: string,
   code: GrpcCodeName | null,
   message: string | null = null,
+  raised: Raised | null = null,
 ): NewEvent[] {
   const ok = code === null || code === 'OK';
   return [
@@ -166,6 +168,7 @@ export function callFinishedEvents(
       ok,
       code: ok ? null : code,
       message: ok || message === null ? null : boundedMessage(message),
+      raised: ok && raised !== null ? boundedRaised(raised) : null,
     },
     ...(ok ? [] : unpinIfCreator(state, requestId, 'call_failed')),
   ];

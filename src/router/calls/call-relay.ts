@@ -329,6 +329,7 @@ export class CallRelay implements ActiveCall {
           {
             code: effect.code ?? 'OK',
             details: effect.code === null ? undefined : effect.details,
+            raised: effect.raised?.type,
             containerId: effect.ids.containerId || null,
             checkpointId: effect.ids.checkpointId || null,
             pinned: effect.createdPin,

@@ -13,6 +13,11 @@ def greet(name):
     return name.upper()
 
 
+@readie.remote(memory="256MiB")
+def lookup(key):
+    return {}[key]
+
+
 def refusal(read):
     try:
         read()
@@ -34,10 +39,26 @@ else:
     mine = readie.calls(function=f"{greet.__module__}.greet", since="10m")
     record = readie.call_record(request_id)
     lines = readie.logs(request_id)
+    try:
+        lookup("missing")
+        caught = None
+    except readie.RemoteExecutionError as error:
+        caught = error.remote_type
+    raised = readie.call_record(lookup.last_call.request_id)
+    failed = readie.calls(failed=True, since="10m")
     print(json.dumps({
         "requestId": request_id,
         "listed": [c.request_id for c in mine],
         "function": record.function,
         "state": record.state,
         "lines": [[line.source, line.text] for line in lines],
+        "raised": {
+            "id": raised.request_id,
+            "state": raised.state,
+            "code": raised.code,
+            "raisedType": raised.raised_type,
+            "raisedMessage": raised.raised_message,
+            "caught": caught,
+        },
+        "failedListed": [c.request_id for c in failed],
     }))

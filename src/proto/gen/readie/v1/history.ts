@@ -48,7 +48,10 @@ export interface CallView {
   sessionId: string;
   /** The request it retries; empty for a first try. */
   retryOf: string;
-  /** "queued", "placed", "running", "succeeded", "failed", "rejected" or "expired". */
+  /**
+   * "queued", "placed", "running", "succeeded", "raised" (it ended OK, but its function raised:
+   * the caller got the exception), "failed", "rejected" or "expired".
+   */
   state: string;
   /** Its memory budget as asked, in bytes (unset: the router's DEFAULT_MEMORY). */
   memory?:
@@ -72,7 +75,10 @@ export interface CallView {
     | undefined;
   /** How it ended: the gRPC code's name ("OK", "UNAVAILABLE", ...); empty while it runs. */
   code: string;
-  /** Why it failed or was refused, in the words its client heard; empty otherwise. */
+  /**
+   * Why it failed or was refused, in the words its client heard; for a call whose function
+   * raised, "raised TYPE: MESSAGE"; empty otherwise.
+   */
   message: string;
   /** Where it ran at last: its worker, container and checkpoint. */
   workerId: string;
@@ -93,14 +99,22 @@ export interface CallView {
    * How long it waited for its session's turn before placement, in milliseconds (unset: it did
    * not wait). A call refused "session is busy" waited SESSION_WAIT_TIMEOUT.
    */
-  turnWaitMs?: number | undefined;
+  turnWaitMs?:
+    | number
+    | undefined;
+  /**
+   * A call whose function raised (state "raised"): the exception's type name (its module named
+   * unless builtins) and the first line of its message (at most 1,024 characters); empty otherwise.
+   */
+  raisedType: string;
+  raisedMessage: string;
 }
 
 /** Which calls to list; every field narrows. */
 export interface CallFilter {
   /** Only calls requested this many milliseconds before now or later (0: the whole history). */
   sinceMs: number;
-  /** Only calls that failed, were refused or expired. */
+  /** Only calls that failed, whose function raised, were refused or expired. */
   failed: boolean;
   /** Only calls of this function (exact match; empty: any). */
   function: string;
@@ -398,6 +412,8 @@ function createBaseCallView(): CallView {
     requestedSeq: 0,
     retryAfterMs: undefined,
     turnWaitMs: undefined,
+    raisedType: "",
+    raisedMessage: "",
   };
 }
 
@@ -480,6 +496,12 @@ export const CallView: MessageFns<CallView> = {
     }
     if (message.turnWaitMs !== undefined) {
       writer.uint32(208).uint64(message.turnWaitMs);
+    }
+    if (message.raisedType !== "") {
+      writer.uint32(218).string(message.raisedType);
+    }
+    if (message.raisedMessage !== "") {
+      writer.uint32(226).string(message.raisedMessage);
     }
     return writer;
   },
@@ -705,6 +727,22 @@ export const CallView: MessageFns<CallView> = {
             message.turnWaitMs = longToNumber(reader.uint64());
             continue;
           }
+          case 27: {
+            if (tag !== 218) {
+              break;
+            }
+
+            message.raisedType = reader.string();
+            continue;
+          }
+          case 28: {
+            if (tag !== 226) {
+              break;
+            }
+
+            message.raisedMessage = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -819,6 +857,16 @@ export const CallView: MessageFns<CallView> = {
         : isSet(object.turn_wait_ms)
         ? globalThis.Number(object.turn_wait_ms)
         : undefined,
+      raisedType: isSet(object.raisedType)
+        ? globalThis.String(object.raisedType)
+        : isSet(object.raised_type)
+        ? globalThis.String(object.raised_type)
+        : "",
+      raisedMessage: isSet(object.raisedMessage)
+        ? globalThis.String(object.raisedMessage)
+        : isSet(object.raised_message)
+        ? globalThis.String(object.raised_message)
+        : "",
     };
   },
 
@@ -902,6 +950,12 @@ export const CallView: MessageFns<CallView> = {
     if (message.turnWaitMs !== undefined) {
       obj.turnWaitMs = Math.round(message.turnWaitMs);
     }
+    if (message.raisedType !== "") {
+      obj.raisedType = message.raisedType;
+    }
+    if (message.raisedMessage !== "") {
+      obj.raisedMessage = message.raisedMessage;
+    }
     return obj;
   },
 
@@ -936,6 +990,8 @@ export const CallView: MessageFns<CallView> = {
     message.requestedSeq = object.requestedSeq ?? 0;
     message.retryAfterMs = object.retryAfterMs ?? undefined;
     message.turnWaitMs = object.turnWaitMs ?? undefined;
+    message.raisedType = object.raisedType ?? "";
+    message.raisedMessage = object.raisedMessage ?? "";
     return message;
   },
 };
