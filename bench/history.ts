@@ -108,7 +108,9 @@ function callEvents(calls: number): ClusterEvent[] {
       containerId: `c-${i.toString(16)}`,
       checkpointId: 'ckpt-numpy',
     });
-    stamp({ type: 'CallFinished', requestId, ok: true, code: null, message: null });
+    // One call in 10 ends OK with its function having raised (the history's `raised` state).
+    const raised = i % 10 === 9 ? { type: 'ValueError', message: `bad input ${i}` } : null;
+    stamp({ type: 'CallFinished', requestId, ok: true, code: null, message: null, raised });
     if (i % 4 === 3) {
       stamp({
         type: 'WorkerUtilization',
