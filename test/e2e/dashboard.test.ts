@@ -216,12 +216,21 @@ describe('the dashboard and the HTML report in a headless browser', function () 
     expect(await page.locator('main img').count()).to.equal(0);
     expect(await page.title()).to.equal('readie');
 
-    // It updates live: a new call shows up without a reload.
+    // It updates live: a new call shows up without a reload; this one's function raised.
     const config = callConfig({ function: 'jobs.later' });
-    await exchange(test.client, [configMessage(config), chunk('echo')], {
+    await exchange(test.client, [configMessage(config), chunk('raise KeyError missing key')], {
       metadata: bearer(TENANT),
     });
-    await page.locator(`#calls tr[data-request="${config.requestId}"]`).waitFor();
+    const raisedRow = page.locator(`#calls tr[data-request="${config.requestId}"]`);
+    await raisedRow.waitFor();
+    expect(await raisedRow.getAttribute('class')).to.match(/\braised\b/);
+    expect(await raisedRow.locator('td').nth(3).textContent()).to.equal('raised');
+    await raisedRow.click();
+    await page.locator('[data-field="message"]').waitFor();
+    expect(await page.locator('[data-field="state"]').textContent()).to.equal('raised (OK)');
+    expect(await page.locator('[data-field="message"]').textContent()).to.equal(
+      'raised KeyError: missing key',
+    );
 
     await page.screenshot({ path: join(ARTIFACTS, 'dashboard.png'), fullPage: true });
     expect(errors).to.deep.equal([]);

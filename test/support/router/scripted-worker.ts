@@ -4,6 +4,8 @@
  * router. What a call does is read from the first payload chunk, a command line:
  *
  * - `echo`: answer every chunk with the same bytes, then OK;
+ * - `raise TYPE MESSAGE...`: answer one chunk, then OK with `readie-raised` trailers (the function
+ *   raised TYPE: MESSAGE);
  * - `fail CODE [message]`: read the payload, then end with that gRPC status;
  * - `oom BYTES`: read the payload, then end as a real worker does for a call killed for exceeding
  *   its memory budget of BYTES (RESOURCE_EXHAUSTED and its trailers);
@@ -35,6 +37,7 @@ import {
   type ServerUnaryCall,
 } from '@grpc/grpc-js';
 import { HealthImplementation } from 'grpc-health-check';
+import { raisedTrailers } from '../../../src/shared/raised.js';
 import { LogSource, type CallIds } from '../../../src/proto/gen/readie/v1/call.js';
 import {
   ExecutionServiceService,
@@ -351,13 +354,16 @@ export class ScriptedWorker {
     let count = 0;
     const answer = (message: ExecuteResponse['message']): boolean =>
       received?.cancelled === true || call.write({ ids, message });
-    const finish = (error?: { code: status; details: string; metadata?: Metadata }) => {
+    const finish = (
+      error?: { code: status; details: string; metadata?: Metadata },
+      trailers?: Metadata,
+    ) => {
       if (!received || received.finished) return;
       received.finished = true;
       this.running.set(sessionKey, (this.running.get(sessionKey) ?? 1) - 1);
       if (received.cancelled) return;
       if (error) call.emit('error', error);
-      else call.end();
+      else call.end(trailers);
     };
     call.on('cancelled', () => {
       if (received) {
@@ -419,7 +425,17 @@ export class ScriptedWorker {
     call.on('end', () => {
       const verb = command?.[0];
       if (verb === 'echo') finish();
-      else if (verb === 'count') {
+      else if (verb === 'raise') {
+        // OK, with what the function raised in the trailers, as a worker ends such a call.
+        answer({ $case: 'chunk', value: { data: Buffer.from('an error envelope') } });
+        const trailers = new Metadata();
+        const said = raisedTrailers({
+          type: command?.[1] ?? 'ValueError',
+          message: command?.slice(2).join(' ') ?? '',
+        });
+        for (const [name, value] of Object.entries(said)) trailers.set(name, value);
+        finish(undefined, trailers);
+      } else if (verb === 'count') {
         answer({ $case: 'chunk', value: { data: Buffer.from(String(count)) } });
         finish();
       } else if (verb === 'fail' || verb === 'partial') {
