@@ -8,6 +8,7 @@
  */
 import { expect } from 'chai';
 import { reportOpensRoom } from '../../src/core/admission/room.js';
+import { decide } from '../../src/core/decisions.js';
 import { place, PlacementCaches, type CallToPlace } from '../../src/core/placement/index.js';
 import { EVENT_SCHEMA_VERSION, type NewEvent } from '../../src/events/index.js';
 import type { ClusterState } from '../../src/projections/cluster-state.js';
@@ -161,6 +162,33 @@ describe('core: a session container holds its slot until its worker reports it g
     const listed = sessionCallBound(7).add(finished('a1'), ended, full(10, false), full(20, true));
     expect(placeBeta(listed.state())).to.equal('rejected');
     expect(listed.state().workers.get('w1')!.containers.get('c1')?.state).to.equal('ready');
+  });
+
+  it("given a session container whose earlier reports a full report overtook, when the worker's removal report arrives, older than that full report, then under 7 it is recorded and frees the slot (under 6 it was not recorded)", () => {
+    for (const version of [7, 6]) {
+      // The full report (numbered 10) was taken after the container was made and destroyed; the
+      // container's own reports (busy 4, removed 5) arrive after it.
+      const given = sessionCallBound(version).add(
+        finished('a1'),
+        ended,
+        utilization('w1', { containerCount: 0, containers: [], reportSeq: 10 }),
+      );
+      const removal = decide('containerReport', given.state(), {
+        workerId: 'w1',
+        containerId: 'c1',
+        state: 'removed',
+        checkpointId: null,
+        instanceId: 'i1',
+        reportSeq: 5,
+      });
+      if (version === 6) {
+        expect(removal.events, 'v6').to.deep.equal([]);
+        continue;
+      }
+      expect(placeBeta(given.state())).to.equal('rejected');
+      expect(removal.events.map((event) => event.type)).to.deep.equal(['ContainerStateChanged']);
+      expect(placeBeta(given.add(...removal.events).state())).to.equal('placed');
+    }
   });
 
   it('given a worker evicted or restarted, then its session containers hold nothing', () => {
