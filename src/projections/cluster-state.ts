@@ -55,6 +55,20 @@ export interface ContainerRecord {
   readonly reportSeq: number | null;
 }
 
+/**
+ * A container made or used for a session's call (rules 7 on): the worker may keep it for its
+ * session, so it holds a slot, with no call in it, until the worker reports it gone.
+ */
+export interface SessionContainer {
+  /** The session whose call made or used it. */
+  readonly sessionId: string;
+  /**
+   * A full report left it out while the worker had reported nothing of it (the report may have
+   * been taken before the container was made); the next full report that leaves it out drops it.
+   */
+  readonly unlisted: boolean;
+}
+
 /** A worker as the router knows it. */
 export interface WorkerRecord {
   readonly workerId: string;
@@ -91,8 +105,17 @@ export interface WorkerRecord {
    */
   readonly callContainers: ReadonlyMap<string, readonly string[]>;
   /**
-   * Container records that hold a slot with no call in flight in them: idle (`ready`) or kept for
-   * a pinned session. Derived, kept by the fold; the container-count filter reads it.
+   * The containers made or used for a session's call (rules 7 on; empty under earlier rules), by
+   * container ID: each holds a slot until its worker reports it `removed` or `error` (or a full
+   * report drops it, the reaper forgets it, the worker is evicted or restarts), reported or not,
+   * whether its session ended or not, since the worker keeps a session's container after a call
+   * that succeeded until told to destroy it (docs/cluster-state.md, "Container slots").
+   */
+  readonly sessionContainers: ReadonlyMap<string, SessionContainer>;
+  /**
+   * Containers that hold a slot with no call in flight in them: `ready` records, records kept for
+   * a pinned session, and session containers (`sessionContainers`) not reported gone. Derived,
+   * kept by the fold; the container-count filter reads it.
    */
   readonly idleContainers: number;
   /**

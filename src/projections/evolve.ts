@@ -35,11 +35,17 @@ import {
   queueTenant,
   unindexQueued,
 } from './admission-index.js';
-import { holdsIdleSlot, isLive } from './queries.js';
-import { isStaleContainerReport, reconcile, type ContainerEntry } from './reconcile.js';
+import { idleSlots, isLive } from './queries.js';
+import {
+  isStaleContainerReport,
+  reconcile,
+  sessionContainersAfter,
+  type ContainerEntry,
+} from './reconcile.js';
 import { forgetDue, scheduleForgetting } from './forget.js';
 import { applyQuotaEvent } from './quota-state.js';
 import { applyRoutingEvent } from './routing-fold.js';
+import { rulesSteps } from './rules-steps.js';
 import { restoreSnapshot } from './snapshot.js';
 import { V1_READING } from './v1-reading.js';
 import { IGNORE_CHANGES, type WorkerChangeSink } from './worker-changes.js';
@@ -313,6 +319,7 @@ function registerWorker(
     if (restarted) {
       known.containers.clear();
       known.pinnedSessions.clear();
+      known.sessionContainers.clear();
       known.reportedSlots = null;
       known.lastFullReportSeq = null;
     }
@@ -328,6 +335,7 @@ function registerWorker(
       containers: new Map(),
       pinnedSessions: new Map(),
       callContainers: new Map(),
+      sessionContainers: new Map(),
       idleContainers: 0,
       reportedSlots: null,
       lastFullReportSeq: null,
@@ -379,9 +387,12 @@ function applyFullReport(
 ): void {
   const { stale, dropped, kept } = reconcile(worker, entries, reportSeq);
   if (stale) return;
+  const sessionContainers =
+    worker.sessionContainers.size === 0 ? null : sessionContainersAfter(worker, entries, dropped);
   for (const containerId of dropped) {
     dropContainer(worker, containerId);
   }
+  if (sessionContainers !== null) worker.sessionContainers = sessionContainers;
   for (const entry of kept) {
     setContainer(worker, entry.containerId, entry.state, entry.checkpointId, reportSeq, cause.at);
   }
@@ -409,13 +420,25 @@ function setContainer(
   worker.containers.set(containerId, { containerId, state, checkpointId, since: at, reportSeq });
 }
 
-/** Counts the container records that hold a slot with no call in flight in them. */
+/** Counts the containers that hold a slot with no call in flight in them. */
 function recount(worker: Worker): void {
-  let idle = 0;
-  for (const record of worker.containers.values()) {
-    if (holdsIdleSlot(worker, record.containerId, record.state)) idle += 1;
-  }
-  worker.idleContainers = idle;
+  worker.idleContainers = idleSlots(worker, worker.containers);
+}
+
+/**
+ * Rules 7 on: the container `containerId` was made or used for `sessionId`'s call, so it holds a
+ * slot until its worker reports it gone (`WorkerRecord.sessionContainers`).
+ */
+function noteSessionContainer(
+  state: State,
+  worker: Worker,
+  containerId: string,
+  sessionId: string,
+): void {
+  if (!isLive(worker) || !rulesSteps(state.rulesVersion).sessionContainersHoldSlots) return;
+  const known = worker.sessionContainers.get(containerId);
+  if (known?.sessionId === sessionId && !known.unlisted) return;
+  worker.sessionContainers.set(containerId, { sessionId, unlisted: false });
 }
 
 /** Moves the worker's reported slot count (when it has one) by `delta`, never below 0. */
@@ -444,6 +467,7 @@ function endContainers(worker: Worker, changes: WorkerChangeSink): void {
   changes.workerChanged(worker.workerId);
   worker.containers.clear();
   worker.pinnedSessions.clear();
+  worker.sessionContainers.clear();
   worker.reportedSlots = null;
   recount(worker);
 }
@@ -456,6 +480,10 @@ function changeContainer(
   const worker = liveWorker(state, event.workerId, changes);
   if (!worker) return;
   worker.lastHeardAt = event.at;
+  if (event.state === 'removed' || event.state === 'error') {
+    // Gone (or dying, its slot already free on the worker), however late the report.
+    if (worker.sessionContainers.delete(event.containerId)) recount(worker);
+  }
   if (isStaleContainerReport(worker, event.containerId, event.reportSeq)) return;
   if (event.state === 'removed') {
     dropContainer(worker, event.containerId);
@@ -482,6 +510,7 @@ function dropContainer(worker: Worker, containerId: string): void {
     moveReportedSlots(worker, -1);
   }
   worker.containers.delete(containerId);
+  worker.sessionContainers.delete(containerId);
   recount(worker);
 }
 
@@ -512,7 +541,10 @@ function reserve(state: State, event: EventOf<'CallPlaced'>, changes: WorkerChan
     worker.inFlight += 1;
     worker.reservedMemory += memory;
     if (event.containerId === null) moveReportedSlots(worker, 1);
-    else bindCall(worker, event.containerId, event.requestId);
+    else {
+      bindCall(worker, event.containerId, event.requestId);
+      if (sessionId !== null) noteSessionContainer(state, worker, event.containerId, sessionId);
+    }
     recount(worker);
   }
 }
@@ -525,6 +557,9 @@ function bind(state: State, event: EventOf<'CallBound'>, changes: WorkerChangeSi
   if (worker) {
     unbindCall(worker, reservation.containerId, reservation.requestId);
     bindCall(worker, event.containerId, event.requestId);
+    if (reservation.sessionId !== null) {
+      noteSessionContainer(state, worker, event.containerId, reservation.sessionId);
+    }
   }
   reservation.containerId = event.containerId;
   if (worker) recount(worker);
@@ -651,6 +686,7 @@ function pinSession(
   const worker = workerToChange(state, event.workerId, changes);
   if (worker) {
     worker.pinnedSessions.set(event.containerId, event.sessionId);
+    noteSessionContainer(state, worker, event.containerId, event.sessionId);
     recount(worker);
   }
 }

@@ -33,17 +33,39 @@ export function slotsSeen(worker: Pick<WorkerRecord, 'inFlight' | 'idleContainer
 
 /**
  * Whether the container `containerId`, in `state`, holds a slot with no call in flight in it:
- * idle, or kept for a pinned session. A record whose call ended and that no session keeps is one
- * its worker is destroying (or one a dead router never heard the end of): it holds nothing. The
- * one rule the fold's count (`idleContainers`), a snapshot's and admission's look-ahead share.
+ * idle (`ready`), kept for a pinned session, or a session's container its worker has not reported
+ * gone (`busy` after its call ended: the worker keeps it, or destroys it and says so). A record
+ * whose call ended and that no session keeps or made is one its worker is destroying (or one a
+ * dead router never heard the end of): it holds nothing. One rule the fold's count
+ * (`idleContainers`), a snapshot's and admission's look-ahead share (`idleSlots`).
  */
 export function holdsIdleSlot(
-  worker: Pick<WorkerRecord, 'callContainers' | 'pinnedSessions'>,
+  worker: Pick<WorkerRecord, 'callContainers' | 'pinnedSessions' | 'sessionContainers'>,
   containerId: string,
   state: string,
 ): boolean {
   if (worker.callContainers.has(containerId)) return false;
-  return state === 'ready' || worker.pinnedSessions.has(containerId);
+  if (state === 'ready' || worker.pinnedSessions.has(containerId)) return true;
+  return state === 'busy' && worker.sessionContainers.has(containerId);
+}
+
+/**
+ * The slots held with no call in flight in them, given the worker's container records' states
+ * (`states`, by container ID): the records that hold one (`holdsIdleSlot`), and each session
+ * container the worker has not reported at all (no record yet) with no call in it.
+ */
+export function idleSlots(
+  worker: Pick<WorkerRecord, 'callContainers' | 'pinnedSessions' | 'sessionContainers'>,
+  states: ReadonlyMap<string, { readonly state: string }>,
+): number {
+  let idle = 0;
+  for (const [containerId, { state }] of states) {
+    if (holdsIdleSlot(worker, containerId, state)) idle += 1;
+  }
+  for (const containerId of worker.sessionContainers.keys()) {
+    if (!states.has(containerId) && !worker.callContainers.has(containerId)) idle += 1;
+  }
+  return idle;
 }
 
 /**

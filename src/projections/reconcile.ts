@@ -8,7 +8,7 @@
  * their consequences (docs/cluster-state.md).
  */
 import type { EventOf } from '../events/types.js';
-import type { ContainerRecord, WorkerRecord } from './cluster-state.js';
+import type { ContainerRecord, SessionContainer, WorkerRecord } from './cluster-state.js';
 
 /** A container as a full report lists it. */
 export type ContainerEntry = NonNullable<EventOf<'WorkerUtilization'>['containers']>[number];
@@ -73,4 +73,31 @@ export function reconcile(
     return known === undefined || !toldAfter(known, reportSeq);
   });
   return { stale: false, dropped, kept };
+}
+
+/**
+ * The worker's session containers (rules 7 on) once the full report `entries` is folded, its
+ * records `dropped` gone: a dropped record's goes with it; one with a record, or listed, stays;
+ * one the worker has reported nothing of and the report leaves out stays once (the report may
+ * have been taken before the container was made) and goes with the next report that leaves it
+ * out, so a container whose removal report was lost holds its slot one report interval at most.
+ */
+export function sessionContainersAfter(
+  worker: Pick<WorkerRecord, 'containers' | 'sessionContainers'>,
+  entries: readonly ContainerEntry[],
+  dropped: readonly string[],
+): Map<string, SessionContainer> {
+  const after = new Map<string, SessionContainer>();
+  if (worker.sessionContainers.size === 0) return after;
+  const gone = new Set(dropped);
+  const listed = new Set(entries.map((entry) => entry.containerId));
+  for (const [containerId, held] of worker.sessionContainers) {
+    if (gone.has(containerId)) continue;
+    if (worker.containers.has(containerId) || listed.has(containerId)) {
+      after.set(containerId, held.unlisted ? { ...held, unlisted: false } : held);
+    } else if (!held.unlisted) {
+      after.set(containerId, { ...held, unlisted: true });
+    }
+  }
+  return after;
 }

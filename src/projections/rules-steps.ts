@@ -9,14 +9,14 @@
  */
 
 /** The placement rules this code decides by (today's). */
-export const PLACEMENT_RULES_VERSION = 6;
+export const PLACEMENT_RULES_VERSION = 7;
 
 /**
  * The versions this code can decide by, each as released. Version 1's steps (container-count,
  * session checkpoints and failed dials as they were before 2) are not kept: a log recorded under
  * it replays by today's rules, and a divergence in it is reported as a change of the rules.
  */
-export const KEPT_RULES_VERSIONS: readonly number[] = [2, 3, 4, 5, 6];
+export const KEPT_RULES_VERSIONS: readonly number[] = [2, 3, 4, 5, 6, 7];
 
 /**
  * The rules version a log's decisions were made under: the one its last `RouterStarted` recorded;
@@ -57,6 +57,16 @@ export interface RulesSteps {
    * whatever the deadline.
    */
   readonly shedsLoadsPastDeadline: boolean;
+  /**
+   * 7 on: a container made or used for a session's call holds its slot until its worker reports
+   * it gone (`removed`, `error`), whatever the session or the router's record of it says
+   * (`WorkerRecord.sessionContainers`); under 6 it held none once its session ended while the
+   * record still said `busy`, or once its call ended before the worker reported it at all, and a
+   * call placed into that slot was refused by the worker for its container limit. It reads the
+   * version the log recorded (as the words of 5 do): a log that recorded none counts as it was
+   * recorded.
+   */
+  readonly sessionContainersHoldSlots: boolean;
 }
 
 /**
@@ -72,5 +82,6 @@ export function rulesSteps(recorded: number | null): RulesSteps {
     owners: version >= 4,
     forgetsAsOfAnyEvent: version >= 4,
     shedsLoadsPastDeadline: version >= 6,
+    sessionContainersHoldSlots: recordedVersion >= 7,
   };
 }

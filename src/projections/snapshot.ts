@@ -21,7 +21,7 @@ import type { Demand, EventOf } from '../events/types.js';
 import { configInForce } from '../shared/config.js';
 import { CONTAINER_RECORD_STATES, WORKER_STATUSES, type ClusterState } from './cluster-state.js';
 import { admissionIndexOf } from './admission-index.js';
-import { holdsIdleSlot } from './queries.js';
+import { idleSlots } from './queries.js';
 import type { QuotaTable } from './quota-state.js';
 import { initialRouting, type RoutingState } from './routing-state.js';
 
@@ -67,6 +67,7 @@ const WorkerSchema = T.Object({
   pinnedSessions: T.Record(T.String(), Text),
   instanceId: Nullable(Text),
   callContainers: T.Record(T.String(), T.Array(Text)),
+  sessionContainers: T.Record(T.String(), T.Object({ sessionId: Text, unlisted: T.Boolean() })),
   idleContainers: Count,
   reportedSlots: Nullable(Count),
   lastFullReportSeq: Nullable(Count),
@@ -261,12 +262,17 @@ export function stateFromJson(json: ClusterStateJson): ClusterState {
       const calls = callContainers.get(worker.workerId) ?? new Map<string, string[]>();
       const containers = mapOf(worker.containers, (container) => container);
       const pinnedSessions = mapOf(worker.pinnedSessions, (sessionId) => sessionId);
-      const holders = { callContainers: calls, pinnedSessions };
-      let idleContainers = 0;
-      for (const container of containers.values()) {
-        if (holdsIdleSlot(holders, container.containerId, container.state)) idleContainers += 1;
-      }
-      return { ...worker, containers, pinnedSessions, callContainers: calls, idleContainers };
+      const sessionContainers = mapOf(worker.sessionContainers, (held) => held);
+      const holders = { callContainers: calls, pinnedSessions, sessionContainers };
+      const idleContainers = idleSlots(holders, containers);
+      return {
+        ...worker,
+        containers,
+        pinnedSessions,
+        callContainers: calls,
+        sessionContainers,
+        idleContainers,
+      };
     }),
     sessions: mapOf(copy.sessions, (session) => session),
     sessionExpiries: expiriesOf(copy.sessions),
@@ -413,6 +419,8 @@ function withDefaults(state: unknown): unknown {
       // Derived again from the reservations when read; earlier versions wrote one call a container.
       record.callContainers = oneCallEach(record.callContainers ?? {});
       record.idleContainers ??= 0;
+      // Rules 7 on; a snapshot written before them holds none.
+      record.sessionContainers ??= {};
       record.reportedSlots ??= null;
       record.lastFullReportSeq ??= null;
       const containers = record.containers;
@@ -445,6 +453,7 @@ export function stateToJson(state: ClusterState): ClusterStateJson {
       containers: recordOf(worker.containers, (container) => container),
       pinnedSessions: recordOf(worker.pinnedSessions, (sessionId) => sessionId),
       callContainers: recordOf(worker.callContainers, (requestIds) => [...requestIds]),
+      sessionContainers: recordOf(worker.sessionContainers, (held) => ({ ...held })),
     })),
     sessions: recordOf(state.sessions, (session) => session),
     reservations: recordOf(state.reservations, (reservation) => ({

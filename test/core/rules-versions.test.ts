@@ -57,12 +57,16 @@ function sessionOfA(): NewEvent[] {
 
 describe('core: each released rules version decides as it did', () => {
   it("keeps versions 2 to today, and a version it does not keep (1, or a newer one) takes today's steps", () => {
-    expect(KEPT_RULES_VERSIONS).to.deep.equal([2, 3, 4, 5, PLACEMENT_RULES_VERSION]);
+    expect(KEPT_RULES_VERSIONS).to.deep.equal([2, 3, 4, 5, 6, PLACEMENT_RULES_VERSION]);
     expect(rulesSteps(null).version).to.equal(PLACEMENT_RULES_VERSION);
     expect(rulesSteps(9).version).to.equal(PLACEMENT_RULES_VERSION);
     expect(rulesSteps(2)).to.deep.include({ sameProcessKeepsResidency: false, owners: false });
     expect(rulesSteps(5).shedsLoadsPastDeadline).to.equal(false);
     expect(rulesSteps(6).shedsLoadsPastDeadline).to.equal(true);
+    expect(rulesSteps(6).sessionContainersHoldSlots).to.equal(false);
+    expect(rulesSteps(7).sessionContainersHoldSlots).to.equal(true);
+    // This step reads the version the log recorded: a log that recorded none counts as recorded.
+    expect(rulesSteps(null).sessionContainersHoldSlots).to.equal(false);
   });
 
   it("given another tenant's session, then under 4 the call is refused NOT_FOUND, and under 3 it is placed in it", () => {

@@ -1,7 +1,9 @@
 /**
  * The queue and the fixtures (docs/placement.md, "The admission queue"): every fixture recorded
  * before the queue replays as recorded with the queue present (they record no `QUEUE_TIMEOUT` and
- * older rules), even when asked to queue; and every such fixture's log restarted under this code's
+ * older rules), even when asked to queue (a fixture recorded with the queue off under rules that
+ * queue, 5 on, queues when asked: it is asked only to replay as recorded); and every fixture
+ * recorded without the queue, its log restarted under this code's
  * rules with `QUEUE_TIMEOUT=0` decides exactly as recorded, but for a call that never fits,
  * refused with the same code in words that name the largest offer. The fixtures recorded with the
  * queue in force pin the queue itself (queue-incident-fixtures.test.ts).
@@ -10,7 +12,7 @@ import { expect } from 'chai';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ClusterEvent } from '../../src/events/index.js';
-import { PLACEMENT_RULES_VERSION } from '../../src/core/placement/index.js';
+import { decidesAdmission, PLACEMENT_RULES_VERSION } from '../../src/core/placement/index.js';
 import { readEvents, replayEvents, ROOT } from '../support/replay.js';
 
 const FIXTURES = join(ROOT, 'fixtures');
@@ -46,9 +48,17 @@ describe('the admission queue and every fixture recorded before it', () => {
   });
 
   for (const name of names) {
-    it(`${name}: as recorded, even asked to queue (--set QUEUE_TIMEOUT=10m); and with QUEUE_TIMEOUT=0 under rules ${PLACEMENT_RULES_VERSION}`, () => {
-      const events = readEvents(join(FIXTURES, `${name}.jsonl`));
-      for (const result of replayEvents(events, { overrides: { QUEUE_TIMEOUT: 600_000 } })) {
+    const events = readEvents(join(FIXTURES, `${name}.jsonl`));
+    const started = events.find((event) => event.type === 'RouterStarted');
+    const beforeQueue = !decidesAdmission(
+      started?.type === 'RouterStarted' ? started.rulesVersion : null,
+    );
+    const asked = beforeQueue ? { QUEUE_TIMEOUT: 600_000 } : {};
+    const how = beforeQueue
+      ? 'even asked to queue (--set QUEUE_TIMEOUT=10m)'
+      : 'with the queue off';
+    it(`${name}: as recorded, ${how}; and with QUEUE_TIMEOUT=0 under rules ${PLACEMENT_RULES_VERSION}`, () => {
+      for (const result of replayEvents(events, { overrides: asked })) {
         expect(result.recorded, `${result.requestId}: ${result.divergence ?? ''}`).to.not.equal(
           'diverged',
         );

@@ -250,6 +250,7 @@ function registerWorker(
       containers: new Map(),
       pinnedSessions: new Map(),
       callContainers: new Map(),
+      sessionContainers: new Map(),
       idleContainers: 0,
       reportedSlots: null,
       lastFullReportSeq: null,

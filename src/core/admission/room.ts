@@ -8,9 +8,9 @@
  */
 import type { EventType } from '../../events/schema.js';
 import type { ContainerEntry } from '../../projections/reconcile.js';
-import { reconcile } from '../../projections/reconcile.js';
+import { reconcile, sessionContainersAfter } from '../../projections/reconcile.js';
 import type { WorkerRecord } from '../../projections/cluster-state.js';
-import { holdsIdleSlot, isPlaceable, slotsCounted } from '../../projections/queries.js';
+import { idleSlots, isPlaceable, slotsCounted } from '../../projections/queries.js';
 import type { Decision } from '../decision.js';
 
 /** Events after which a queued call may fit, or be refused outright, where it did not. */
@@ -87,13 +87,10 @@ function slotsAfter(worker: WorkerRecord, report: RoomReport): number {
   }
   const { stale, dropped, kept } = reconcile(worker, report.containers, report.reportSeq);
   if (stale) return slotsCounted(worker);
-  const states = new Map<string, string>();
-  for (const record of worker.containers.values()) states.set(record.containerId, record.state);
+  const states = new Map<string, { state: string }>(worker.containers);
   for (const containerId of dropped) states.delete(containerId);
-  for (const entry of kept) states.set(entry.containerId, entry.state);
-  let idle = 0;
-  for (const [containerId, state] of states) {
-    if (holdsIdleSlot(worker, containerId, state)) idle += 1;
-  }
+  for (const entry of kept) states.set(entry.containerId, entry);
+  const sessionContainers = sessionContainersAfter(worker, report.containers, dropped);
+  const idle = idleSlots({ ...worker, sessionContainers }, states);
   return slotsCounted({ inFlight: worker.inFlight, idleContainers: idle, reportedSlots: null });
 }

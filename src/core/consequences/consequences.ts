@@ -88,7 +88,14 @@ export function containerRemovedEvents(
 ): NewEvent[] {
   const worker = liveWorkerOf(state, workerId);
   if (!worker) return [];
-  if (!worker.containers.has(containerId) && !worker.pinnedSessions.has(containerId)) return [];
+  // A session container never reported (rules 7 on) holds a slot: its removal frees it.
+  if (
+    !worker.containers.has(containerId) &&
+    !worker.pinnedSessions.has(containerId) &&
+    !worker.sessionContainers.has(containerId)
+  ) {
+    return [];
+  }
   return [
     {
       type: 'ContainerStateChanged',

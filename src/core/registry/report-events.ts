@@ -213,7 +213,10 @@ export function utilizationReportEvents(
 export function containerReportEvents(state: ClusterState, report: ContainerReport): ReportOutcome {
   const match = instanceMatch(state, report.workerId, report.instanceId);
   if (match.kind !== 'same') return { registered: false, events: [] };
-  if (isStaleContainerReport(match.worker, report.containerId, report.reportSeq)) {
+  if (
+    isStaleContainerReport(match.worker, report.containerId, report.reportSeq) &&
+    !endsUnreportedSessionContainer(match.worker, report)
+  ) {
     return { registered: true, events: [] };
   }
   if (report.state === 'removed') {
@@ -231,6 +234,20 @@ export function containerReportEvents(state: ClusterState, report: ContainerRepo
   }
   const { instanceId: _instance, ...fields } = report;
   return { registered: true, events: [{ type: 'ContainerStateChanged', ...fields }] };
+}
+
+/**
+ * Whether `report` says a session container the worker had reported nothing of (rules 7 on:
+ * `sessionContainers`, no record) is gone: however old, it is recorded, since only it (or a
+ * second full report leaving the container out) frees the slot the container holds. Its earlier
+ * reports may have been judged out of date behind a full report that overtook them.
+ */
+function endsUnreportedSessionContainer(worker: WorkerRecord, report: ContainerReport): boolean {
+  return (
+    (report.state === 'removed' || report.state === 'error') &&
+    worker.sessionContainers.has(report.containerId) &&
+    !worker.containers.has(report.containerId)
+  );
 }
 
 /** A report's decision: its events, and whether the router knows the worker. */

@@ -22,6 +22,9 @@
  * Every answer carries the call's IDs with the container used (the header's, or a new `c<n>`)
  * and the checkpoint used (the header's, unless `checkpointUsed` says otherwise).
  *
+ * With `containerSlots`, it counts its containers as a real worker does and reports them
+ * (`scripted-slots.ts`): a new container at the limit is refused.
+ *
  * It also serves `ResidencyService`, recording what the router tells it to keep and to pre-warm;
  * with `prewarmLoads`, a pre-warm reports `loading` then `resident` as a real worker would.
  */
@@ -48,6 +51,7 @@ import {
   type ExecuteResponse,
 } from '../../../src/proto/gen/readie/v1/execution.js';
 import type { ContainerState } from '../../../src/proto/gen/readie/v1/registry.js';
+import { ScriptedSlots } from './scripted-slots.js';
 import { bearerMetadata } from '../../../src/router/security/index.js';
 import {
   ResidencyServiceService,
@@ -92,6 +96,8 @@ export interface ScriptedWorkerOptions {
   readonly advertise?: string;
   /** On a pre-warm, report the version loading, then resident (after `prewarmLoads` ms). */
   readonly prewarmLoads?: number;
+  /** Count containers against this limit and report them, as a real worker does. */
+  readonly containerSlots?: number;
 }
 
 type WorkerCall = ServerDuplexStream<ExecuteRequest, ExecuteResponse>;
@@ -113,6 +119,8 @@ export class ScriptedWorker {
   readonly prewarms: string[] = [];
   /** On a pre-warm, report loading then resident after this many ms; undefined: report nothing. */
   prewarmLoads: number | undefined;
+  /** Its container slots, with `containerSlots`. */
+  slots: ScriptedSlots | undefined;
   private containers = 0;
   private residentMemory: number | undefined;
   private registry: RegistryServiceClient | undefined;
@@ -168,6 +176,11 @@ export class ScriptedWorker {
       advertise: options.advertise ?? address,
     });
     worker.prewarmLoads = options.prewarmLoads;
+    if (options.containerSlots !== undefined) {
+      worker.slots = new ScriptedSlots(options.containerSlots, (containerId, state) =>
+        worker.reportContainer(containerId, state, '', worker.nextReportSeq()),
+      );
+    }
     server.addService(ExecutionServiceService, {
       execute: (call: WorkerCall) => worker.execute(call, options),
       destroySessionContainer: (
@@ -176,7 +189,8 @@ export class ScriptedWorker {
       ) => {
         const [authorization] = call.metadata.get('authorization');
         worker.sessionEnds.push({ ...call.request, authorization: String(authorization ?? '') });
-        callback(null, { removed: true });
+        const removed = worker.slots?.endSession(call.request.containerId) ?? true;
+        callback(null, { removed });
       },
     });
     const residency: ResidencyServiceServer = {
@@ -361,6 +375,8 @@ export class ScriptedWorker {
       if (!received || received.finished) return;
       received.finished = true;
       this.running.set(sessionKey, (this.running.get(sessionKey) ?? 1) - 1);
+      // As a real worker: the container is kept or destroyed before the stream ends.
+      this.slots?.release(received.containerId, !error && !received.cancelled);
       if (received.cancelled) return;
       if (error) call.emit('error', error);
       else call.end(trailers);
@@ -376,6 +392,15 @@ export class ScriptedWorker {
       if (message?.$case === 'header') {
         const header = message.value;
         const containerId = header.ids?.containerId || `c${++this.containers}`;
+        const refusal = this.slots?.take(
+          containerId,
+          header.ids?.sessionId ?? '',
+          Boolean(header.ids?.containerId),
+        );
+        if (refusal) {
+          call.emit('error', { code: status.RESOURCE_EXHAUSTED, details: refusal });
+          return;
+        }
         const checkpointId = header.ids?.containerId
           ? (header.ids.checkpointId ?? '')
           : (options.checkpointUsed?.(header) ?? header.ids?.checkpointId ?? '');
