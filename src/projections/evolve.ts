@@ -38,6 +38,7 @@ import {
 import { holdsIdleSlot, isLive } from './queries.js';
 import { isStaleContainerReport, reconcile, type ContainerEntry } from './reconcile.js';
 import { forgetDue, scheduleForgetting } from './forget.js';
+import { applyImageEvent } from './image-holdings.js';
 import { applyQuotaEvent } from './quota-state.js';
 import { applyRoutingEvent } from './routing-fold.js';
 import { restoreSnapshot } from './snapshot.js';
@@ -176,10 +177,12 @@ function applyToCluster(state: State, event: ClusterEvent, changes: WorkerChange
     case 'ResidencyProtected':
     case 'ResidencyBudget':
       break;
-    // Images are facts for operators (docs/images.md): placement does not read them yet.
+    // The images each worker holds (image-holdings.ts): placement rules v9 read them.
     case 'ImageBuilt':
-    case 'ImageBuildFailed':
     case 'ImageRemoved':
+      applyImageEvent(state.images, event);
+      break;
+    case 'ImageBuildFailed':
       break;
     case 'CallPlaced':
       reserve(state, event, changes);

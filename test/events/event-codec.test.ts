@@ -24,6 +24,7 @@ import {
 import {
   BINARY_VALUE_V1,
   BINARY_VALUE_V2,
+  BINARY_VALUE_V3,
   ByteReader,
   ByteWriter,
   decodeBlockEvent,
@@ -125,6 +126,21 @@ describe('events: the binary codec', () => {
     );
   });
 
+  it('lays out value format 3 as format 2 with CallRequested.imageKey and ImageBuilt.declarations at their ends', () => {
+    const before = layoutIn(2).split('\n');
+    const after = layoutIn(3).split('\n');
+    expect(after).to.have.length(before.length);
+    const changed = after.filter((line, i) => line !== before[i]);
+    const previous = (type: string) => before.find((line) => line.startsWith(`${type}[`)) as string;
+    expect(changed).to.deep.equal([
+      `${previous('CallRequested').slice(0, -1)},imageKey:str?]`,
+      `${previous('ImageBuilt').slice(0, -1)},declarations:strs?]`,
+    ]);
+    expect(createHash('sha256').update(layoutIn(3)).digest('hex')).to.equal(
+      'bda03707fdeec615b466cc9958876326110e834e2e16d834eb56469054b98b74',
+    );
+  });
+
   it('given a CallRequested written in format 1 (before deadlines), reads it with no deadline; format 2 keeps its deadline', () => {
     const fields = {
       seq: 9,
@@ -158,8 +174,12 @@ describe('events: the binary codec', () => {
     expect(read).to.deep.equal(validateEvent({ ...fields, deadlineMs: null }));
     const withDeadline = validateEvent({ ...fields, deadlineMs: 1500 });
     const value = encodeLogValue(withDeadline, undefined, 'append', scratch);
-    expect(value.toString('hex')).to.equal(`03${v1.subarray(1).toString('hex')}dd0b`);
-    expect(decodeLogValue(value, 9).event).to.deep.equal(withDeadline);
+    // Written today in format 3: format 2's bytes, then the image key (none: a null's 00).
+    expect(value.toString('hex')).to.equal(`04${v1.subarray(1).toString('hex')}dd0b00`);
+    expect(decodeLogValue(value, 9).event).to.deep.equal({ ...withDeadline, imageKey: null });
+    // The bytes a readie of format 2 wrote for it read as they were, with no image key.
+    const v2 = Buffer.from(`03${v1.subarray(1).toString('hex')}dd0b`, 'hex');
+    expect(decodeLogValue(v2, 9).event).to.deep.equal({ ...withDeadline, imageKey: null });
     // An archive block written in format 1 reads by format 1's layout.
     const reader = new ByteReader(v1.subarray(1));
     const back = decodeBlockEvent(reader, 9, new DecodeContext(undefined, 1)) as StoredEvent;
@@ -212,7 +232,7 @@ describe('events: the binary codec', () => {
     ];
     for (const event of events) {
       const value = encodeLogValue(event, undefined, 'append', scratch);
-      expect(value[0]).to.equal(BINARY_VALUE_V2);
+      expect(value[0]).to.equal(BINARY_VALUE_V3);
       expect(decodeLogValue(value, event.seq).event).to.deep.equal(event);
     }
   });
@@ -229,13 +249,14 @@ describe('events: the binary codec', () => {
         imageId,
         bytes: 27_000,
         buildMs: 12_054,
+        declarations: ['cd'.repeat(32), 'ef'.repeat(32)],
       },
       { ...base, seq: 2, type: 'ImageBuildFailed', tenantId: null, error: 'ERROR: no wheel' },
       { ...base, seq: 3, type: 'ImageRemoved', tenantId: 't1', imageId, reason: 'evicted' },
     ].map((event) => validateEvent(event));
     for (const event of events) {
       const value = encodeLogValue(event, undefined, 'append', scratch);
-      expect(value[0], event.type).to.equal(BINARY_VALUE_V2);
+      expect(value[0], event.type).to.equal(BINARY_VALUE_V3);
       expect(decodeLogValue(value, event.seq).event).to.deep.equal(event);
     }
   });
@@ -246,7 +267,7 @@ describe('events: the binary codec', () => {
     for (const event of events) {
       const text = encodeEvent(event);
       const value = encodeLogValue(event, text, 'canonical', scratch);
-      if (value[0] === BINARY_VALUE_V2) binary += 1;
+      if (value[0] === BINARY_VALUE_V3) binary += 1;
       const back = decodeLogValue(value, event.seq);
       expect(back.event, text).to.deep.equal(event);
       expect(JSON.parse(back.text)).to.deep.equal(JSON.parse(text));
@@ -324,7 +345,7 @@ describe('events: the binary codec', () => {
     }
     // In the schema's order, the same fields in the canonical text are the codec's.
     expect(encodeLogValue(validateEvent(JSON.parse(text)), text, 'exact', scratch)[0]).to.equal(
-      BINARY_VALUE_V2,
+      BINARY_VALUE_V3,
     );
     // A string that is not well-formed UTF-16 would not survive UTF-8: text, even when appended.
     const broken = { ...base, version: 'v\ud800' } as ClusterEvent;
@@ -350,11 +371,13 @@ describe('events: the binary codec', () => {
       reportSeq: 4,
     });
     const value = encodeLogValue(event, undefined, 'append', scratch);
-    // Format 2 (0x03) lays a load report out as format 1 (0x01) did: the same bytes after the first.
+    // Formats 3 (0x04) and 2 (0x03) lay a load report out as format 1 (0x01) did: the same bytes
+    // after the first.
     const body =
       '03b8abadbec56801097265706f72743a773101027731818080800c0302000000000000f43f01080002010102633101000500';
-    expect(value.toString('hex')).to.equal(`03${body}`);
+    expect(value.toString('hex')).to.equal(`04${body}`);
     expect(decodeLogValue(value, 7).event).to.deep.equal(event);
+    expect(decodeLogValue(Buffer.from(`03${body}`, 'hex'), 7).event).to.deep.equal(event);
     expect(decodeLogValue(Buffer.from(`01${body}`, 'hex'), 7).event).to.deep.equal(event);
   });
 
@@ -366,7 +389,8 @@ describe('events: the binary codec', () => {
       Buffer.concat([value, Buffer.from([1, 2])]),
       Buffer.from([BINARY_VALUE_V1, 99]),
       Buffer.from([BINARY_VALUE_V2, 99]),
-      Buffer.from([0x04, 1, 2, 3]),
+      Buffer.from([BINARY_VALUE_V3, 99]),
+      Buffer.from([0x05, 1, 2, 3]),
       Buffer.from([0x02, 1, 2, 3]),
     ]) {
       expect(() => decodeLogValue(damaged, 42), damaged.toString('hex')).to.throw(

@@ -365,8 +365,8 @@ describe('EventLog (LMDB)', () => {
       const meta = raw.openDB<unknown, string>({ name: 'meta', encoding: 'msgpack' });
       // The old values stay text, the new one is binary, and the log says it may hold both.
       expect(values.get(1)?.toString('utf8')).to.equal(texts[0]);
-      expect(values.get(3)?.[0]).to.equal(3);
-      expect(meta.get('valueFormat')).to.equal('readie-binary-v2');
+      expect(values.get(3)?.[0]).to.equal(4);
+      expect(meta.get('valueFormat')).to.equal('readie-binary-v3');
       await raw.close();
       const reader = EventLog.open(dir, { readOnly: true });
       expect([...reader.read()].map((e) => e.type)).to.deep.equal([
@@ -388,7 +388,7 @@ describe('EventLog (LMDB)', () => {
       await log.close();
     });
 
-    it('reads a log of value format 1 as written, appends in format 2 and marks the log so', async () => {
+    it("reads a log of value format 1 as written, appends in today's format (3) and marks the log so", async () => {
       const dir = tempDir();
       const first = EventLog.open(dir, { clock: () => START });
       await first.append(leaving('a'), 'report:a').committed;
@@ -412,10 +412,10 @@ describe('EventLog (LMDB)', () => {
       await writer.close();
       raw = open({ path: join(dir, 'events.mdb'), maxDbs: 5, readOnly: true });
       const after = raw.openDB<Buffer, number>({ name: 'events', encoding: 'binary' });
-      expect([after.get(1)?.[0], after.get(2)?.[0]]).to.deep.equal([1, 3]);
+      expect([after.get(1)?.[0], after.get(2)?.[0]]).to.deep.equal([1, 4]);
       expect(
         raw.openDB<unknown, string>({ name: 'meta', encoding: 'msgpack' }).get('valueFormat'),
-      ).to.equal('readie-binary-v2');
+      ).to.equal('readie-binary-v3');
       await raw.close();
     });
 

@@ -17,11 +17,15 @@ export const ARCHIVE_MAGIC = 'READIE-ARCHIVE 1';
  * How an archive's events are encoded: the binary codec's value format (`codec/field-codecs.ts`).
  * Files are written in the newest; a file of an older format is read by its layout.
  */
-export const ARCHIVE_CODECS = { 'readie-binary-v1': 1, 'readie-binary-v2': 2 } as const;
+export const ARCHIVE_CODECS = {
+  'readie-binary-v1': 1,
+  'readie-binary-v2': 2,
+  'readie-binary-v3': 3,
+} as const;
 /** An archive's codec name. */
 export type ArchiveCodec = keyof typeof ARCHIVE_CODECS;
 /** The codec new archive files are written in. */
-export const ARCHIVE_CODEC: ArchiveCodec = 'readie-binary-v2';
+export const ARCHIVE_CODEC: ArchiveCodec = 'readie-binary-v3';
 /** How an archive's blocks are compressed. */
 export const ARCHIVE_COMPRESSION = 'brotli';
 

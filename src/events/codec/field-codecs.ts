@@ -156,21 +156,23 @@ function objectFields(schema: TSchema, depth: number): FieldCodec[] | undefined 
  * older formats lay the type out without it, so values already on disk decode as they were
  * written (the fields they lack read as absent: null). The newest format is the one written.
  */
-export const VALUE_FORMATS = [1, 2] as const;
+export const VALUE_FORMATS = [1, 2, 3] as const;
 /** A value format of the binary codec. */
 export type ValueFormat = (typeof VALUE_FORMATS)[number];
 /** The format new values are written in. */
-export const NEWEST_VALUE_FORMAT: ValueFormat = 2;
+export const NEWEST_VALUE_FORMAT: ValueFormat = 3;
 
 /**
  * The fields each format added to the schemas' types (format 1 laid out every type as the v2
  * schemas had it). 2: `CallRequested.deadlineMs` (placement rules v6: deadlines in admission).
+ * 3: `CallRequested.imageKey` and `ImageBuilt.declarations` (placement rules v9: images).
  */
 const FIELDS_ADDED_BY_FORMAT: Readonly<
   Record<ValueFormat, Partial<Record<EventType, readonly string[]>>>
 > = {
   1: {},
   2: { CallRequested: ['deadlineMs'] },
+  3: { CallRequested: ['imageKey'], ImageBuilt: ['declarations'] },
 };
 
 /** Whether `key` of `type` is laid out in `format` (added by it or by an older one). */

@@ -1,7 +1,8 @@
 /**
  * Stored events in bytes (pure): an event in the binary codec when that gives it back exactly,
- * else its JSON text. Two containers use it: an LMDB value (one event: the byte 0x03 then the
- * binary event in value format 2, or 0x01 then one in format 1, as values were written before; a `Snapshot`, the byte 0x02 then its JSON text compressed with brotli, a tenth of
+ * else its JSON text. Two containers use it: an LMDB value (one event: the byte 0x04 then the
+ * binary event in value format 3, or 0x03 then one in format 2, or 0x01 then one in format 1, as
+ * values were written before; a `Snapshot`, the byte 0x02 then its JSON text compressed with brotli, a tenth of
  * its size; or the UTF-8 JSON text itself, which starts with `{`, so a log written before the
  * codec reads as it is) and an archive block (events one after the other, sharing their strings
  * and instants; an event kept as text is `TEXT_EVENT_CODE` then its text). Decoding validates
@@ -25,8 +26,10 @@ import {
 
 /** The first byte of an LMDB value in the binary codec's value format 1 (read, no longer written). */
 export const BINARY_VALUE_V1 = 0x01;
-/** The first byte of an LMDB value in the binary codec's value format 2 (what is written). */
+/** The first byte of an LMDB value in the binary codec's value format 2 (read, no longer written). */
 export const BINARY_VALUE_V2 = 0x03;
+/** The first byte of an LMDB value in the binary codec's value format 3 (what is written). */
+export const BINARY_VALUE_V3 = 0x04;
 /** The first byte of an LMDB value holding a `Snapshot`'s JSON text, brotli-compressed. */
 export const SNAPSHOT_VALUE_V1 = 0x02;
 /** The first byte of an LMDB value that is JSON text. */
@@ -96,7 +99,7 @@ export function encodeLogValue(
   }
   if (binaryMayStand(event, text, mode)) {
     scratch.reset();
-    scratch.byte(BINARY_VALUE_V2);
+    scratch.byte(BINARY_VALUE_V3);
     if (encodeEventBinary(event, scratch, new EncodeContext(), mode === 'exact')) {
       return scratch.bytes();
     }
@@ -127,7 +130,14 @@ export function decodeLogValue(value: Buffer, seq: number, instants?: InstantCac
     }
     return { event: decodeEvent(text, { seq }), text };
   }
-  const format = first === BINARY_VALUE_V2 ? 2 : first === BINARY_VALUE_V1 ? 1 : undefined;
+  const format =
+    first === BINARY_VALUE_V3
+      ? 3
+      : first === BINARY_VALUE_V2
+        ? 2
+        : first === BINARY_VALUE_V1
+          ? 1
+          : undefined;
   if (format === undefined) {
     throw new InvalidEventError(
       { seq },

@@ -48,15 +48,19 @@ const META_ORIGIN = 'origin';
 /** Events a follower reads in one turn before it hands them out. */
 const FOLLOW_CHUNK = 1024;
 /**
- * The format of the values this code writes: the binary codec's value format 2, or JSON text
+ * The format of the values this code writes: the binary codec's value format 3, or JSON text
  * (each value says which by its first byte). A log without the marker was written before the
- * codec: JSON only. A log marked with the codec's format 1 is read as it is (its values say their
- * format) and marked format 2 once this code may write to it, so a readie that reads only format
- * 1 refuses it by name instead of failing at its first new value.
+ * codec: JSON only. A log marked with an older format (1, 2) is read as it is (its values say
+ * their format) and marked format 3 once this code may write to it, so a readie that reads only
+ * older formats refuses it by name instead of failing at its first new value.
  */
-export const VALUE_FORMAT = 'readie-binary-v2';
+export const VALUE_FORMAT = 'readie-binary-v3';
 /** The value formats this code reads (each value's first byte says which codec format it is in). */
-const READ_VALUE_FORMATS: readonly unknown[] = ['readie-binary-v1', VALUE_FORMAT];
+const READ_VALUE_FORMATS: readonly unknown[] = [
+  'readie-binary-v1',
+  'readie-binary-v2',
+  VALUE_FORMAT,
+];
 
 /** The event log of one directory. */
 export class EventLog<S = never> extends FoldingLog<S> implements EventLogBackend<S> {

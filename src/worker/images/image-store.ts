@@ -43,6 +43,8 @@ export type ImageEvent =
       readonly imageId: string;
       readonly bytes: number;
       readonly buildMs: number;
+      /** The declaration keys that resolved to it. */
+      readonly declarations: readonly string[];
     }
   | { readonly type: 'build-failed'; readonly tenantId: string; readonly error: string }
   | {
@@ -227,7 +229,14 @@ export class ImageStore {
         { tenant: tenantTag(tenantId), image: imageName(id), bytes, buildMs },
         'image built',
       );
-      this.options.onEvent({ type: 'built', tenantId, imageId: id, bytes, buildMs });
+      this.options.onEvent({
+        type: 'built',
+        tenantId,
+        imageId: id,
+        bytes,
+        buildMs,
+        declarations: manifest.declarations,
+      });
       await tell(`image: built ${imageName(id)} (${bytes} bytes) in ${buildMs} ms`);
       return held;
     } catch (error) {
@@ -260,6 +269,15 @@ export class ImageStore {
     await rename(next, join(image.dir, 'manifest.json'));
     Object.assign(image, { manifest });
     this.declared.set(key, image);
+    // The router learns the new key as it learnt the first: placement prefers this worker for it.
+    this.options.onEvent({
+      type: 'built',
+      tenantId: manifest.tenantId,
+      imageId: manifest.id,
+      bytes: manifest.bytes,
+      buildMs: 0,
+      declarations: manifest.declarations,
+    });
   }
 
   /** Evicts least recently used idle images so `bytes` more fit; refuses an image too large. */
@@ -353,7 +371,15 @@ export class ImageStore {
 
 /** An image event as the router hears it (RegistryService.ReportImage). */
 export function imageReportOf(workerId: string, event: ImageEvent): ReportImageRequest {
-  const base = { workerId, tenantId: event.tenantId, bytes: 0, buildMs: 0, error: '', imageId: '' };
+  const base = {
+    workerId,
+    tenantId: event.tenantId,
+    bytes: 0,
+    buildMs: 0,
+    error: '',
+    imageId: '',
+    declarations: [] as string[],
+  };
   switch (event.type) {
     case 'built':
       return {
@@ -362,6 +388,7 @@ export function imageReportOf(workerId: string, event: ImageEvent): ReportImageR
         imageId: event.imageId,
         bytes: event.bytes,
         buildMs: event.buildMs,
+        declarations: [...event.declarations],
       };
     case 'build-failed':
       return { ...base, outcome: ImageOutcome.IMAGE_OUTCOME_BUILD_FAILED, error: event.error };
