@@ -26,7 +26,7 @@ _os.environ.setdefault("GRPC_VERBOSITY", "NONE")
 from readie._call import last_call  # noqa: E402
 from readie._connection import aclose_channels, close_channels, configure
 from readie._ids import CallInfo
-from readie._image import Image
+from readie._image import Image, ImageStatus
 from readie._spawn import FunctionCall, gather
 from readie._remote import RemoteFunction, remote
 from readie._session import Session, current_session
@@ -60,6 +60,7 @@ __all__ = [
     "CallCancelledError",
     "CallInfo",
     "Image",
+    "ImageStatus",
     "ClusterUnavailableError",
     "ConfigurationError",
     "ConflictError",

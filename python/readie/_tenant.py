@@ -5,18 +5,18 @@ client's router list (:mod:`readie._routers`)."""
 
 from __future__ import annotations
 
-import asyncio
-import time
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 import grpc
 
-from readie._connection import ConnectionSettings, aio_channel_for, channel_for
+from readie._connection import ConnectionSettings, channel_for
 from readie._proto import history_pb2, tenant_pb2
-from readie._routers import RouterMoves
+from readie._tenant_rpc import TENANT_TIMEOUT
+from readie._tenant_rpc import status_error as _error
+from readie._tenant_rpc import unary as _unary
+from readie._tenant_rpc import unary_async as _unary_async
 from readie._wire import CallDemand
-from readie.errors import ReadieError, error_for_status
 
 #: The gRPC methods of the tenant service.
 SLOTS_METHOD = "/readie.v1.TenantService/Slots"
@@ -25,8 +25,6 @@ OWN_CALL_METHOD = "/readie.v1.TenantService/OwnCall"
 OWN_CALL_LOGS_METHOD = "/readie.v1.TenantService/OwnCallLogs"
 END_SESSION_METHOD = "/readie.v1.TenantService/EndSession"
 
-#: How long a tenant-service request may take before the client gives up on it (seconds).
-TENANT_TIMEOUT = 30.0
 
 
 @dataclass(frozen=True)
@@ -47,63 +45,6 @@ def _slots_request(demand: CallDemand) -> tenant_pb2.SlotsRequest:
     if demand.memory is not None:
         request.memory = demand.memory
     return request
-
-
-def _error(error: Any, settings: ConnectionSettings) -> ReadieError:
-    trailers = {}
-    try:
-        for key, value in error.trailing_metadata() or ():
-            if key.startswith("readie-"):
-                trailers[key] = value.decode() if isinstance(value, bytes) else str(value)
-    except Exception:  # noqa: BLE001 - an error that is no call carries none
-        pass
-    return error_for_status(error.code(), error.details(), address=settings.address, trailers=trailers)
-
-
-def _unary(
-    settings: ConnectionSettings,
-    path: str,
-    request: Any,
-    serializer: Callable[[Any], bytes],
-    deserializer: Callable[[bytes], Any],
-) -> Any:
-    moves = RouterMoves(settings.addresses(), None)
-    while True:
-        method = channel_for(settings).unary_unary(
-            path, request_serializer=serializer, response_deserializer=deserializer
-        )
-        try:
-            return method(request, metadata=settings.metadata(), timeout=TENANT_TIMEOUT)
-        except grpc.RpcError as error:
-            failure = _error(error, settings)
-        moved = moves.next(failure, settings.address, time.monotonic())
-        if moved is None:
-            raise failure
-        time.sleep(moved[1])
-        settings = settings.at(moved[0])
-
-
-async def _unary_async(
-    settings: ConnectionSettings,
-    path: str,
-    request: Any,
-    serializer: Callable[[Any], bytes],
-    deserializer: Callable[[bytes], Any],
-) -> Any:
-    moves = RouterMoves(settings.addresses(), None)
-    while True:
-        method = (await aio_channel_for(settings)).unary_unary(
-            path, request_serializer=serializer, response_deserializer=deserializer
-        )
-        try:
-            return await method(request, metadata=settings.metadata(), timeout=TENANT_TIMEOUT)
-        except grpc.aio.AioRpcError as error:
-            failure = _error(error, settings)
-        moved = moves.next(failure, settings.address, time.monotonic())
-        if moved is None:
-            raise failure
-        await asyncio.sleep(moved[1])
-        settings = settings.at(moved[0])
 
 
 def usable_slots(settings: ConnectionSettings, demand: CallDemand) -> int:

@@ -85,14 +85,19 @@ function workersSection(explanation: PlacementExplanation): string[] {
   const eligible = workers.filter((w) => w.eligible).length;
   const lines = [
     `Workers: ${workers.length} known, ${candidates} candidate${candidates === 1 ? '' : 's'}, ${eligible} passing every filter`,
-    'ranking key: (flavor-penalty, memory-pressure, cpu-pressure, in-flight, worker ID), lowest wins',
+    explanation.image === undefined
+      ? 'ranking key: (flavor-penalty, memory-pressure, cpu-pressure, in-flight, worker ID), lowest wins'
+      : "ranking key: a holder of the call's image first, then (flavor-penalty, memory-pressure, cpu-pressure, in-flight, worker ID), lowest wins",
+    ...imageLines(explanation),
     '',
   ];
   for (const worker of workers) {
     const rank =
       worker.rank === null ? '' : `  rank ${worker.rank}${worker.rank === 1 ? ' (chosen)' : ''}`;
+    const image =
+      worker.holdsImage === undefined ? '' : `  image ${worker.holdsImage ? 'held' : '-'}`;
     lines.push(
-      `${worker.workerId}  ${worker.status} ${worker.flavor}${rank}  key ${rankKeyText(worker)}`,
+      `${worker.workerId}  ${worker.status} ${worker.flavor}${rank}${image}  key ${rankKeyText(worker)}`,
     );
     if (worker.notCandidate !== null) {
       lines.push(`    not a candidate: ${worker.notCandidate}`);
@@ -106,6 +111,15 @@ function workersSection(explanation: PlacementExplanation): string[] {
     lines.push(table(['    FILTER', 'VERDICT', 'REASON'], rows));
   }
   return lines;
+}
+
+/** The call's image (rules v8): who holds it, and what that decided. */
+function imageLines(explanation: PlacementExplanation): string[] {
+  const image = explanation.image;
+  if (image === undefined) return [];
+  return [
+    `image ${image.imageKey.slice(0, 16)}: held by ${image.holders.join(', ') || 'no worker'}; ${image.reason}`,
+  ];
 }
 
 function checkpointSection(explanation: PlacementExplanation): string[] {

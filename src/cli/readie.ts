@@ -26,6 +26,8 @@ const COMMANDS: Readonly<Record<string, () => Promise<AddCommand>>> = {
   status: async () => (await import('./status/status-command.js')).addStatusCommand,
   pin: async () => (await import('./pin-command.js')).addPinCommand,
   quota: async () => (await import('./quota-command.js')).addQuotaCommand,
+  images: async () => (await import('./image-command.js')).addImageCommands,
+  image: async () => (await import('./image-command.js')).addImageCommands,
   calls: async () => (await import('./calls/calls-command.js')).addCallsCommands,
   call: async () => (await import('./calls/calls-command.js')).addCallsCommands,
   logs: async () => (await import('./calls/calls-command.js')).addCallsCommands,

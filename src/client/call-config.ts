@@ -48,7 +48,8 @@ export interface ImageOptions {
   readonly env?: Readonly<Record<string, string>>;
 }
 
-function imageOf(image: ImageOptions | undefined): ImageSpec | undefined {
+/** An image declaration as the wire carries it; TypeError for a value of the wrong type. */
+export function imageOf(image: ImageOptions | undefined): ImageSpec | undefined {
   if (image === undefined) return undefined;
   const env: Record<string, string> = {};
   for (const [name, value] of Object.entries(image.env ?? {})) {

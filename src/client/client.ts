@@ -3,8 +3,9 @@ import type { ChannelOptions, ServiceError } from '@grpc/grpc-js';
 import { ProxyServiceClient } from '../proto/gen/readie/v1/proxy.js';
 import { TenantServiceClient, type OwnCallLogsResponse } from '../proto/gen/readie/v1/tenant.js';
 import type { CallView, OutputLine } from '../proto/gen/readie/v1/history.js';
+import type { HeldImageView } from '../proto/gen/readie/v1/images.js';
 import { parseDuration } from '../shared/units.js';
-import { sizeOf } from './call-config.js';
+import { imageOf, sizeOf, type ImageOptions } from './call-config.js';
 import {
   runInput,
   runMap,
@@ -268,6 +269,20 @@ export class ReadieClient {
         else done(error, undefined);
       });
     });
+  }
+
+  /**
+   * Where this tenant's images are built (docs/images.md): one entry per worker that is up and
+   * holds one, with its size and last use; with `image`, only what that declaration resolved to
+   * (none before a call has built it). Never another tenant's image.
+   */
+  imageStatus(image?: ImageOptions): Promise<HeldImageView[]> {
+    const request = { image: imageOf(image) };
+    return this.#tenantCall<HeldImageView[]>((tenant, done) =>
+      tenant.ownImages(request, callMetadata(this.connection), (error, answer) =>
+        done(error, answer?.images),
+      ),
+    );
   }
 
   /** Closes the channels; calls in flight are cancelled. */

@@ -12,6 +12,7 @@ export {
   type ReadieClientOptions,
 } from './client.js';
 export type { CallAttemptView, CallView, OutputLine } from '../proto/gen/readie/v1/history.js';
+export type { HeldImageView } from '../proto/gen/readie/v1/images.js';
 export { RemoteCall, type LogLineSource, type RemoteLogLine } from './remote-call.js';
 export type { CallInfo } from './call-info.js';
 export type { CallDemandOptions, ImageOptions } from './call-config.js';

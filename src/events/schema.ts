@@ -234,6 +234,13 @@ export const EVENT_FIELDS = {
      * version's cold load would not finish inside it.
      */
     deadlineMs: opt(Count),
+    /**
+     * The key of the call's image declaration for its tenant (SHA-256 hex of the tenant, the
+     * requirements, imports and environment as the client declared them: what a worker looks its
+     * built images up by); null: the call names no image. Placement rules v8 prefer a worker that
+     * holds it.
+     */
+    imageKey: opt(ImageId),
   },
   CallPlaced: {
     requestId: Id,
@@ -349,6 +356,11 @@ export const EVENT_FIELDS = {
     imageId: ImageId,
     bytes: Bytes,
     buildMs: T.Integer({ minimum: 0 }),
+    /**
+     * The keys of the tenant's declarations that resolved to the image on this worker (see
+     * `CallRequested.imageKey`); null: a report from before workers sent them.
+     */
+    declarations: opt(T.Array(ImageId)),
   },
   ImageBuildFailed: { workerId: Id, tenantId: opt(Id), error: Text },
   ImageRemoved: {
@@ -391,7 +403,7 @@ export const FIELDS_ADDED_TO_V1: {
   WorkerUtilization: ['containers', 'reportSeq', 'standbys'],
   WorkerProbeFailed: ['error'],
   ContainerStateChanged: ['reportSeq'],
-  CallRequested: ['tenantId', 'inputs', 'function', 'turnWaitMs', 'deadlineMs'],
+  CallRequested: ['tenantId', 'inputs', 'function', 'turnWaitMs', 'deadlineMs', 'imageKey'],
   CallPlaced: ['sessionId', 'memory'],
   CallRejected: ['sessionId'],
   CallBound: ['checkpointId'],

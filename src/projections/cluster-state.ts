@@ -9,6 +9,7 @@ import type {
 } from '../events/schema.js';
 import { DEFAULT_CONFIG, type Config } from '../shared/config.js';
 import { emptyAdmissionIndex, type AdmissionIndex } from './admission-state.js';
+import { initialImageHoldings, type ImageHoldings } from './image-holdings.js';
 import { initialQuotas, type QuotaTable } from './quota-state.js';
 import { initialRouting, type RoutingState } from './routing-state.js';
 
@@ -265,6 +266,8 @@ export interface ClusterState {
   readonly routing: RoutingState;
   /** Tenants' quotas: weights, slot caps, queue caps (docs/quotas.md). */
   readonly quotas: QuotaTable;
+  /** Tenants' images on each worker, as the workers reported them (docs/images.md). */
+  readonly images: ImageHoldings;
 }
 
 /** The state before any event. */
@@ -286,5 +289,6 @@ export function initialState(): ClusterState {
     admission: emptyAdmissionIndex(),
     routing: initialRouting(),
     quotas: initialQuotas(),
+    images: initialImageHoldings(),
   };
 }

@@ -43,6 +43,7 @@ import {
   type ContainerEntry,
 } from './reconcile.js';
 import { forgetDue, scheduleForgetting } from './forget.js';
+import { applyImageEvent } from './image-holdings.js';
 import { applyQuotaEvent } from './quota-state.js';
 import { applyRoutingEvent } from './routing-fold.js';
 import { rulesSteps } from './rules-steps.js';
@@ -182,10 +183,12 @@ function applyToCluster(state: State, event: ClusterEvent, changes: WorkerChange
     case 'ResidencyProtected':
     case 'ResidencyBudget':
       break;
-    // Images are facts for operators (docs/images.md): placement does not read them yet.
+    // The images each worker holds (image-holdings.ts): placement rules v8 read them.
     case 'ImageBuilt':
-    case 'ImageBuildFailed':
     case 'ImageRemoved':
+      applyImageEvent(state.images, event);
+      break;
+    case 'ImageBuildFailed':
       break;
     case 'CallPlaced':
       reserve(state, event, changes);

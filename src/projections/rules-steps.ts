@@ -8,15 +8,22 @@
  * read the same table. A new version adds its row and its fixtures.
  */
 
+/**
+ * The first rules version under which placement prefers a worker that already holds the call's
+ * image (docs/placement.md, "Images"). Its one definition: the gate, today's version and the kept
+ * list below all read it, so renumbering it (when versions are merged) is a change of this line.
+ */
+export const IMAGE_RULES_VERSION = 8;
+
 /** The placement rules this code decides by (today's). */
-export const PLACEMENT_RULES_VERSION = 7;
+export const PLACEMENT_RULES_VERSION = IMAGE_RULES_VERSION;
 
 /**
  * The versions this code can decide by, each as released. Version 1's steps (container-count,
  * session checkpoints and failed dials as they were before 2) are not kept: a log recorded under
  * it replays by today's rules, and a divergence in it is reported as a change of the rules.
  */
-export const KEPT_RULES_VERSIONS: readonly number[] = [2, 3, 4, 5, 6, 7];
+export const KEPT_RULES_VERSIONS: readonly number[] = [2, 3, 4, 5, 6, 7, IMAGE_RULES_VERSION];
 
 /**
  * The rules version a log's decisions were made under: the one its last `RouterStarted` recorded;
@@ -67,6 +74,12 @@ export interface RulesSteps {
    * recorded.
    */
   readonly sessionContainersHoldSlots: boolean;
+  /**
+   * 8 on: a call naming an image (`CallRequested.imageKey`) goes to the best-ranked worker that
+   * holds that image and passes every filter, before any other; under 7 and earlier images did
+   * not count.
+   */
+  readonly prefersImageHolders: boolean;
 }
 
 /**
@@ -83,5 +96,6 @@ export function rulesSteps(recorded: number | null): RulesSteps {
     forgetsAsOfAnyEvent: version >= 4,
     shedsLoadsPastDeadline: version >= 6,
     sessionContainersHoldSlots: recordedVersion >= 7,
+    prefersImageHolders: version >= IMAGE_RULES_VERSION,
   };
 }

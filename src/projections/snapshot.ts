@@ -177,6 +177,18 @@ const QuotasSchema = T.Object({
   ),
 });
 
+const ImagesSchema = T.Record(
+  T.String(),
+  T.Array(
+    T.Object({
+      tenantId: Nullable(Text),
+      imageId: Text,
+      bytes: Count,
+      declarations: T.Array(Text),
+    }),
+  ),
+);
+
 /** The JSON schema of a snapshot's `state`. */
 export const ClusterStateSchema = T.Object({
   schemaVersion: T.Integer({ minimum: 1, maximum: EVENT_SCHEMA_VERSION }),
@@ -197,6 +209,8 @@ export const ClusterStateSchema = T.Object({
   routing: T.Optional(RoutingSchema),
   // Absent in snapshots written before quotas existed.
   quotas: T.Optional(QuotasSchema),
+  // Absent in snapshots written before workers' images were folded, and when none is held.
+  images: T.Optional(ImagesSchema),
 });
 
 /** A state as JSON: what a `Snapshot` event carries (Maps become objects keyed by ID). */
@@ -214,10 +228,17 @@ type Jsonified<T> =
 // The schema and the `ClusterState` interface must describe the same thing.
 type SameShape<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
 const schemaMatchesState: SameShape<
-  Omit<ClusterStateJson, 'config' | 'rulesVersion' | 'routing' | 'queue' | 'quotas'>,
+  Omit<ClusterStateJson, 'config' | 'rulesVersion' | 'routing' | 'queue' | 'quotas' | 'images'>,
   Omit<
     Jsonified<ClusterState>,
-    'config' | 'rulesVersion' | 'routing' | 'sessionExpiries' | 'queue' | 'admission' | 'quotas'
+    | 'config'
+    | 'rulesVersion'
+    | 'routing'
+    | 'sessionExpiries'
+    | 'queue'
+    | 'admission'
+    | 'quotas'
+    | 'images'
   >
 > = true;
 void schemaMatchesState;
@@ -289,6 +310,11 @@ export function stateFromJson(json: ClusterStateJson): ClusterState {
       revision: copy.quotas?.revision ?? 0,
       entries: mapOf(copy.quotas?.entries ?? {}, (entry) => entry),
     },
+    images: mapOf(
+      copy.images ?? {},
+      (images) =>
+        new Map(images.map((image) => [`${image.tenantId ?? ''}\n${image.imageId}`, image])),
+    ),
   };
   return { ...state, admission: admissionIndexOf(state) };
 }
@@ -442,7 +468,7 @@ function withDefaults(state: unknown): unknown {
 /** A detached JSON copy of a state, as a `Snapshot` event carries it and `replay state` prints it. */
 export function stateToJson(state: ClusterState): ClusterStateJson {
   // Derived from the records when a snapshot is read (`stateFromJson`); the quotas are below.
-  const { sessionExpiries, admission, quotas, ...recorded } = state;
+  const { sessionExpiries, admission, quotas, images, ...recorded } = state;
   void sessionExpiries;
   void admission;
   void quotas;
@@ -474,6 +500,17 @@ export function stateToJson(state: ClusterState): ClusterStateJson {
             revision: state.quotas.revision,
             entries: recordOf(state.quotas.entries, (entry) => ({ ...entry })),
           },
+        }),
+    // Left out while no worker holds an image, so a log without images snapshots as before them.
+    ...(images.size === 0
+      ? {}
+      : {
+          images: recordOf(images, (held) =>
+            [...held.values()].map((image) => ({
+              ...image,
+              declarations: [...image.declarations],
+            })),
+          ),
         }),
   });
 }

@@ -378,6 +378,12 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
         answersProbe: (holder) => probes.answers(holder),
       }),
     );
+    const imageAsking = {
+      state: () => log.state,
+      connections,
+      workerMetadata: credentials.workerMetadata,
+      clock,
+    };
     serve(
       AdminServiceService,
       adminService({
@@ -395,6 +401,7 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
         placement,
         clock,
         history,
+        images: imageAsking,
       }),
     );
     serve(
@@ -412,6 +419,7 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
           workerMetadata: credentials.workerMetadata,
         },
         history,
+        images: imageAsking,
       }),
     );
     health.addToServer({ addService: serve });

@@ -39,6 +39,7 @@ import { lockCgroupParent, lockStateDir, type ProcessLock } from './process-lock
 import { advertisedAddress, type WorkerOptions } from './options.js';
 import { findInstaller, type Installer } from './packages/index.js';
 import { RegistryClient } from './registry/index.js';
+import { ImageServiceService } from '../proto/gen/readie/v1/images.js';
 import {
   ResidencyState,
   ResidencyServiceService,
@@ -48,7 +49,7 @@ import type { CheckpointSpec } from '../events/catalogue.js';
 import type { ResidencyState as ResidencyStateName } from '../events/schema.js';
 import { residencyService, VersionResidency, type VersionState } from './residency/index.js';
 import { RouterLink } from './router-link.js';
-import { ImageStore, imageReportOf, type ImageEvent } from './images/index.js';
+import { ImageStore, imageReportOf, imageService, type ImageEvent } from './images/index.js';
 import {
   SharedIdentity,
   socketPathProblem,
@@ -560,6 +561,17 @@ export class Worker {
         ResidencyServiceService,
         residencyService({
           residency: () => this.versions,
+          credentials: this.credentials,
+          log: this.log,
+        }),
+      ),
+    );
+    server.addService(
+      ...decodingService(
+        ImageServiceService,
+        imageService({
+          workerId: options.workerId,
+          images: () => this.imageStore,
           credentials: this.credentials,
           log: this.log,
         }),

@@ -1,12 +1,15 @@
 import { expect } from 'chai';
 import { decideImageReport } from '../../src/core/registry/index.js';
 import { validateEvent } from '../../src/events/decode.js';
+import { imageHolders } from '../../src/projections/image-holdings.js';
 import { history, registered } from '../support/events.js';
 
 const ID = 'ab'.repeat(32);
+const KEY = 'cd'.repeat(32);
+const OTHER_KEY = 'ef'.repeat(32);
 
 describe("core: a worker's report of a tenant's image", () => {
-  it('given a registered worker, when it reports a build, then ImageBuilt names worker, tenant, image, size and time, and the state is unchanged', () => {
+  it('given a registered worker, when it reports a build, then ImageBuilt names worker, tenant, image, size, time and declarations, and the state holds it there', () => {
     const given = history(registered('w1'));
     const decision = decideImageReport(given.state(), {
       workerId: 'w1',
@@ -15,6 +18,7 @@ describe("core: a worker's report of a tenant's image", () => {
       imageId: ID,
       bytes: 27_132,
       buildMs: 12_054,
+      declarations: [KEY],
     });
     expect(decision.cause).to.deep.equal({ kind: 'report', workerId: 'w1' });
     expect(decision.registered).to.equal(true);
@@ -26,11 +30,26 @@ describe("core: a worker's report of a tenant's image", () => {
         imageId: ID,
         bytes: 27_132,
         buildMs: 12_054,
+        declarations: [KEY],
       },
     ]);
     const before = given.state();
     const after = given.add(...decision.events).state();
     expect(after.workers.get('w1')).to.deep.equal(before.workers.get('w1'));
+    expect(imageHolders(after.images, KEY)).to.deep.equal(['w1']);
+    // Another tenant's declaration key is another key: it is not held.
+    expect(imageHolders(after.images, OTHER_KEY)).to.deep.equal([]);
+    const removed = given
+      .add(...decision.events, {
+        type: 'ImageRemoved',
+        workerId: 'w1',
+        tenantId: 'acme',
+        imageId: ID,
+        reason: 'removed',
+      })
+      .state();
+    expect(imageHolders(removed.images, KEY)).to.deep.equal([]);
+    expect(removed.images.size).to.equal(0);
   });
 
   it('given a registered worker, when a build fails or an image goes, then ImageBuildFailed (error bounded) or ImageRemoved', () => {
@@ -67,6 +86,7 @@ describe("core: a worker's report of a tenant's image", () => {
       imageId: ID,
       bytes: 1,
       buildMs: 1,
+      declarations: [],
     });
     expect(decision).to.include({ registered: false });
     expect(decision.events).to.deep.equal([]);

@@ -11,6 +11,7 @@ import {
   startTestRouter,
   type TestRouter,
 } from '../support/router/harness.js';
+import { runReadie } from '../support/processes.js';
 import { PYTHON } from '../support/python.js';
 import type { ScriptedRouter } from '../support/scripted-router.js';
 import { cleanTempDirs, tempDir } from '../support/temp.js';
@@ -21,6 +22,7 @@ const ACME = 'acme-token-for-images-0123456789';
 const GLOBEX = 'globex-token-for-images-0123456789';
 const W1 = 'worker-token-for-images-0123456789';
 const ROUTER = 'router-token-for-images-0123456789';
+const OPERATOR = 'operator-token-for-images-0123456789';
 
 /**
  * A tiny pure-Python wheel (tomli_w, about 7 KB, no dependencies, absent from Debian's Python),
@@ -55,16 +57,20 @@ describe('images end to end: built once per worker and tenant, from the host pac
   this.timeout(240_000);
   let test: TestRouter;
   let worker: Harness;
+  let operatorFile: string;
+  /** The name (`image:` + 16 hex) of acme's image, once the first case built it. */
+  let acmeImage = '';
 
   before(async () => {
     const dir = tempDir('readie-images-e2e-');
+    operatorFile = secret(dir, 'operator.token', OPERATOR);
     test = await startTestRouter({
       auth: {
         mode: 'tokens',
         tokensFile: secret(
           dir,
           'tokens',
-          `tenant acme ${ACME}\ntenant globex ${GLOBEX}\nworker img-w1 ${W1}`,
+          `tenant acme ${ACME}\ntenant globex ${GLOBEX}\noperator ops ${OPERATOR}\nworker img-w1 ${W1}`,
         ),
         routerTokenFile: secret(dir, 'router.token', ROUTER),
       },
@@ -152,5 +158,133 @@ describe('images end to end: built once per worker and tenant, from the host pac
       ['img-w1', 'globex', 'report:img-w1'],
     ]);
     expect(built[0]!.imageId.slice(0, 16)).to.equal(first!.checkpoint.slice('image:'.length));
+    acmeImage = first!.checkpoint;
+  });
+
+  /** `readie ARGS` against the router with the operator's token: exit code, stdout, stderr. */
+  async function readie(
+    ...args: string[]
+  ): Promise<{ code: number | null; out: string; err: string }> {
+    const child = runReadie([
+      ...args,
+      '--router',
+      test.address,
+      '--insecure',
+      '--token-file',
+      operatorFile,
+    ]);
+    const { code } = await child.exited;
+    return { code, out: child.lines.join('\n'), err: child.stderr() };
+  }
+
+  /** `Image.status()` of the Python client for a tenant's token: its entries. */
+  function pythonStatus(
+    token: string,
+    env: string,
+  ): Promise<{ worker_id: string; name: string; bytes: number }[]> {
+    const script = `
+import dataclasses, json, readie
+image = readie.Image(packages=["tomli-w==1.2.0"], imports=["tomli_w"], env=${env})
+print(json.dumps([dataclasses.asdict(entry) for entry in image.status()]))
+`;
+    return new Promise((resolve, reject) =>
+      execFile(
+        PYTHON,
+        ['-c', script],
+        {
+          env: {
+            PATH: process.env['PATH'] ?? '/usr/bin:/bin',
+            PYTHONPATH: PYTHON_ROOT,
+            READIE_ADDRESS: test.address,
+            READIE_INSECURE: '1',
+            READIE_AUTH_TOKEN: token,
+          },
+        },
+        (error, stdout, stderr) =>
+          error ? reject(new Error(stderr || error.message)) : resolve(JSON.parse(stdout) as never),
+      ),
+    );
+  }
+
+  it('seen and managed: readie images and status (operator), Image.status() (a tenant sees its own alone), readie image rm', async () => {
+    expect(acmeImage, "the first case built acme's image").to.not.equal('');
+    const held = worker.worker.images!.list();
+    const acmeHeld = held.find((image) => image.manifest.tenantId === 'acme')!;
+
+    // The operator sees every tenant's image, where it is, its size, and each worker's cache.
+    const listing = await readie('images');
+    expect(listing.code, listing.err).to.equal(0);
+    const rows = listing.out.split('\n');
+    expect(rows[0]).to.match(/^IMAGE\s+TENANT\s+WORKER\s+SIZE\s+LAST USE\s+IN USE$/);
+    expect(rows.filter((row) => row.startsWith('image:'))).to.have.length(2);
+    expect(listing.out).to.match(
+      new RegExp(`${acmeImage}\\s+"acme"\\s+img-w1\\s+\\d+KiB\\s+\\d+s ago\\s+0`),
+    );
+    expect(listing.out).to.match(/image caches:\n\s+img-w1\s+2 images, \d+KiB of 10GiB/);
+    const onlyGlobex = await readie('images', '--tenant', 'globex', '--json');
+    expect(onlyGlobex.code, onlyGlobex.err).to.equal(0);
+    const globexImages = (
+      JSON.parse(onlyGlobex.out) as { images: { tenantId: string; bytes: number }[] }
+    ).images;
+    expect(globexImages.map((image) => image.tenantId)).to.deep.equal(['globex']);
+    expect(globexImages[0]!.bytes).to.be.greaterThan(0);
+    const status = await readie('status');
+    expect(status.code, status.err).to.equal(0);
+    expect(status.out).to.match(/image caches:\n\s+img-w1\s+2 images/);
+
+    // A tenant sees where its own declaration is built; the same declaration under another
+    // tenant's credential finds nothing (its build is its own), and a listing never crosses.
+    const acmeStatus = await pythonStatus(ACME, '{"IMAGE_MODE": "e2e"}');
+    expect(acmeStatus.map((entry) => [entry.worker_id, entry.name, entry.bytes])).to.deep.equal([
+      ['img-w1', acmeImage, acmeHeld.manifest.bytes],
+    ]);
+    expect(await pythonStatus(GLOBEX, '{"IMAGE_MODE": "e2e"}')).to.deep.equal([]);
+    const globex = new ReadieClient({ address: test.address, insecure: true, token: GLOBEX });
+    try {
+      const own = await globex.imageStatus(IMAGE);
+      expect(own.map((image) => [image.tenantId, image.workerId])).to.deep.equal([
+        ['globex', 'img-w1'],
+      ]);
+      expect((await globex.imageStatus()).map((image) => image.tenantId)).to.deep.equal(['globex']);
+    } finally {
+      globex.close();
+    }
+
+    // Removal: bad input is named; another tenant's image is not found; then it is removed.
+    const bad = await readie('image', 'rm', 'not-a-hash');
+    expect([bad.code, bad.err]).to.satisfy(
+      ([code, err]: [number, string]) =>
+        code === 1 && /INVALID_ARGUMENT/.test(err) && /64 hex digits/.test(err),
+    );
+    const unknown = await readie('image', 'rm', 'image:0000000000000000');
+    expect(unknown.code).to.equal(1);
+    expect(unknown.err).to.match(
+      /NOT_FOUND.*no worker that is up holds image image:0000000000000000/,
+    );
+    const crossed = await readie('image', 'rm', acmeImage, '--tenant', 'globex');
+    expect(crossed.code).to.equal(1);
+    expect(crossed.err).to.match(/NOT_FOUND.*of tenant "globex"/);
+    const noWorker = await readie('image', 'rm', acmeImage, '--worker', 'nope');
+    expect(noWorker.code).to.equal(1);
+    expect(noWorker.err).to.match(/NOT_FOUND.*no worker nope is up \(workers up: img-w1\)/);
+    const removed = await readie('image', 'rm', acmeImage, '--tenant', 'acme');
+    expect(removed.code, removed.err).to.equal(0);
+    expect(removed.out).to.match(
+      new RegExp(`^removed ${acmeImage} of tenant "acme" from img-w1 \\(\\d+KiB\\)$`),
+    );
+    expect(worker.worker.images!.list().map((image) => image.manifest.tenantId)).to.deep.equal([
+      'globex',
+    ]);
+    await eventually(
+      () =>
+        readLog(test.logDir).some(
+          (event) =>
+            event.type === 'ImageRemoved' &&
+            event.tenantId === 'acme' &&
+            event.reason === 'removed',
+        ),
+      'the removal in the log',
+    );
+    expect(await pythonStatus(ACME, '{"IMAGE_MODE": "e2e"}')).to.deep.equal([]);
   });
 });

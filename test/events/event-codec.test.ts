@@ -126,16 +126,19 @@ describe('events: the binary codec', () => {
     );
   });
 
-  it('lays out value format 3 as format 2 with CallFinished.raised at its end', () => {
+  it('lays out value format 3 as format 2 with CallFinished.raised, CallRequested.imageKey and ImageBuilt.declarations at their ends', () => {
     const before = layoutIn(2).split('\n');
     const after = layoutIn(3).split('\n');
     expect(after).to.have.length(before.length);
     const changed = after.filter((line, i) => line !== before[i]);
-    expect(changed).to.have.length(1);
-    const previous = before.find((line) => line.startsWith('CallFinished[')) as string;
-    expect(changed[0]).to.equal(`${previous.slice(0, -1)},raised:obj?{type:str,message:str}]`);
+    const previous = (type: string) => before.find((line) => line.startsWith(`${type}[`)) as string;
+    expect(changed).to.deep.equal([
+      `${previous('CallRequested').slice(0, -1)},imageKey:str?]`,
+      `${previous('CallFinished').slice(0, -1)},raised:obj?{type:str,message:str}]`,
+      `${previous('ImageBuilt').slice(0, -1)},declarations:strs?]`,
+    ]);
     expect(createHash('sha256').update(layoutIn(3)).digest('hex')).to.equal(
-      'e2280ee6354d23919e3ffdae745dc3842dd133947bdfe414e6c41c05a78c738f',
+      '23ebb22372b05570b6cbd35fd059940cda5d49bec90895d24f1f60a83a3b70aa',
     );
   });
 
@@ -204,12 +207,12 @@ describe('events: the binary codec', () => {
     expect(read).to.deep.equal(validateEvent({ ...fields, deadlineMs: null }));
     const withDeadline = validateEvent({ ...fields, deadlineMs: 1500 });
     const value = encodeLogValue(withDeadline, undefined, 'append', scratch);
-    expect(value.toString('hex')).to.equal(`04${v1.subarray(1).toString('hex')}dd0b`);
-    // Format 2 wrote the same layout of a CallRequested.
-    expect(
-      decodeLogValue(Buffer.concat([Buffer.of(BINARY_VALUE_V2), value.subarray(1)]), 9).event,
-    ).to.deep.equal(withDeadline);
-    expect(decodeLogValue(value, 9).event).to.deep.equal(withDeadline);
+    // Written today in format 3: format 2's bytes, then the image key (none: a null's 00).
+    expect(value.toString('hex')).to.equal(`04${v1.subarray(1).toString('hex')}dd0b00`);
+    expect(decodeLogValue(value, 9).event).to.deep.equal({ ...withDeadline, imageKey: null });
+    // The bytes a readie of format 2 wrote for it read as they were, with no image key.
+    const v2 = Buffer.from(`03${v1.subarray(1).toString('hex')}dd0b`, 'hex');
+    expect(decodeLogValue(v2, 9).event).to.deep.equal({ ...withDeadline, imageKey: null });
     // An archive block written in format 1 reads by format 1's layout.
     const reader = new ByteReader(v1.subarray(1));
     const back = decodeBlockEvent(reader, 9, new DecodeContext(undefined, 1)) as StoredEvent;
@@ -279,6 +282,7 @@ describe('events: the binary codec', () => {
         imageId,
         bytes: 27_000,
         buildMs: 12_054,
+        declarations: ['cd'.repeat(32), 'ef'.repeat(32)],
       },
       { ...base, seq: 2, type: 'ImageBuildFailed', tenantId: null, error: 'ERROR: no wheel' },
       { ...base, seq: 3, type: 'ImageRemoved', tenantId: 't1', imageId, reason: 'evicted' },

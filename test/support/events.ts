@@ -112,6 +112,7 @@ export function requested(
     function: null,
     turnWaitMs: null,
     deadlineMs: null,
+    imageKey: null,
     ...fields,
   };
 }

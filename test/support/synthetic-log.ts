@@ -209,6 +209,7 @@ export function* syntheticLog(options: SyntheticLogOptions): Generator<NewEvent>
         function: null,
         turnWaitMs: null,
         deadlineMs: null,
+        imageKey: null,
       });
       if (random() < 0.1) {
         yield* emit({

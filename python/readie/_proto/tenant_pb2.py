@@ -11,42 +11,48 @@ from google.protobuf import symbol_database as _symbol_database
 _sym_db = _symbol_database.Default()
 
 
+from readie._proto import call_pb2 as readie_dot_v1_dot_call__pb2
 from readie._proto import history_pb2 as readie_dot_v1_dot_history__pb2
+from readie._proto import images_pb2 as readie_dot_v1_dot_images__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16readie/v1/tenant.proto\x12\treadie.v1\x1a\x17readie/v1/history.proto\"%\n\x0fOwnQueueRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\"\\\n\rOwnQueuedCall\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x12\n\nsession_id\x18\x02 \x01(\t\x12\x11\n\tqueued_at\x18\x03 \x01(\t\x12\x10\n\x08position\x18\x04 \x01(\r\"\x9f\x01\n\x10OwnQueueResponse\x12\x11\n\ttenant_id\x18\x01 \x01(\t\x12\'\n\x05\x63\x61lls\x18\x02 \x03(\x0b\x32\x18.readie.v1.OwnQueuedCall\x12\r\n\x05\x64\x65pth\x18\x03 \x01(\r\x12\x12\n\nslots_held\x18\x04 \x01(\r\x12\x12\n\nmax_queued\x18\x05 \x01(\r\x12\x18\n\x10queue_timeout_ms\x18\x06 \x01(\x04\"8\n\x0fOwnCallsRequest\x12%\n\x06\x66ilter\x18\x01 \x01(\x0b\x32\x15.readie.v1.CallFilter\"6\n\x10OwnCallsResponse\x12\"\n\x05\x63\x61lls\x18\x01 \x03(\x0b\x32\x13.readie.v1.CallView\"$\n\x0eOwnCallRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\"4\n\x0fOwnCallResponse\x12!\n\x04\x63\x61ll\x18\x01 \x01(\x0b\x32\x13.readie.v1.CallView\"8\n\x12OwnCallLogsRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x0e\n\x06\x66ollow\x18\x02 \x01(\x08\"N\n\x13OwnCallLogsResponse\x12$\n\x05lines\x18\x01 \x03(\x0b\x32\x15.readie.v1.OutputLine\x12\x11\n\ttruncated\x18\x02 \x01(\x08\"_\n\x0cSlotsRequest\x12\x13\n\x06memory\x18\x01 \x01(\x04H\x00\x88\x01\x01\x12\x12\n\ngpu_memory\x18\x02 \x01(\x04\x12\x0b\n\x03gpu\x18\x03 \x01(\x08\x12\x0e\n\x06pinned\x18\x04 \x01(\x08\x42\t\n\x07_memory\"\x80\x01\n\rSlotsResponse\x12\x11\n\ttenant_id\x18\x01 \x01(\t\x12\r\n\x05slots\x18\x02 \x01(\r\x12\x0e\n\x06memory\x18\x03 \x01(\x04\x12\x0f\n\x07workers\x18\x04 \x01(\r\x12\x18\n\x10queue_timeout_ms\x18\x05 \x01(\x04\x12\x12\n\nmax_queued\x18\x06 \x01(\r\"\'\n\x11\x45ndSessionRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\"g\n\x12\x45ndSessionResponse\x12\r\n\x05\x65nded\x18\x01 \x01(\x08\x12\x11\n\tworker_id\x18\x02 \x01(\t\x12\x14\n\x0c\x63ontainer_id\x18\x03 \x01(\t\x12\x19\n\x11\x63ontainer_removed\x18\x04 \x01(\x08\x32\xb2\x03\n\rTenantService\x12:\n\x05Slots\x12\x17.readie.v1.SlotsRequest\x1a\x18.readie.v1.SlotsResponse\x12I\n\nEndSession\x12\x1c.readie.v1.EndSessionRequest\x1a\x1d.readie.v1.EndSessionResponse\x12\x43\n\x08OwnCalls\x12\x1a.readie.v1.OwnCallsRequest\x1a\x1b.readie.v1.OwnCallsResponse\x12@\n\x07OwnCall\x12\x19.readie.v1.OwnCallRequest\x1a\x1a.readie.v1.OwnCallResponse\x12N\n\x0bOwnCallLogs\x12\x1d.readie.v1.OwnCallLogsRequest\x1a\x1e.readie.v1.OwnCallLogsResponse0\x01\x12\x43\n\x08OwnQueue\x12\x1a.readie.v1.OwnQueueRequest\x1a\x1b.readie.v1.OwnQueueResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16readie/v1/tenant.proto\x12\treadie.v1\x1a\x14readie/v1/call.proto\x1a\x17readie/v1/history.proto\x1a\x16readie/v1/images.proto\"F\n\x10OwnImagesRequest\x12(\n\x05image\x18\x01 \x01(\x0b\x32\x14.readie.v1.ImageSpecH\x00\x88\x01\x01\x42\x08\n\x06_image\"P\n\x11OwnImagesResponse\x12\x11\n\ttenant_id\x18\x01 \x01(\t\x12(\n\x06images\x18\x02 \x03(\x0b\x32\x18.readie.v1.HeldImageView\"%\n\x0fOwnQueueRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\"\\\n\rOwnQueuedCall\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x12\n\nsession_id\x18\x02 \x01(\t\x12\x11\n\tqueued_at\x18\x03 \x01(\t\x12\x10\n\x08position\x18\x04 \x01(\r\"\x9f\x01\n\x10OwnQueueResponse\x12\x11\n\ttenant_id\x18\x01 \x01(\t\x12\'\n\x05\x63\x61lls\x18\x02 \x03(\x0b\x32\x18.readie.v1.OwnQueuedCall\x12\r\n\x05\x64\x65pth\x18\x03 \x01(\r\x12\x12\n\nslots_held\x18\x04 \x01(\r\x12\x12\n\nmax_queued\x18\x05 \x01(\r\x12\x18\n\x10queue_timeout_ms\x18\x06 \x01(\x04\"8\n\x0fOwnCallsRequest\x12%\n\x06\x66ilter\x18\x01 \x01(\x0b\x32\x15.readie.v1.CallFilter\"6\n\x10OwnCallsResponse\x12\"\n\x05\x63\x61lls\x18\x01 \x03(\x0b\x32\x13.readie.v1.CallView\"$\n\x0eOwnCallRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\"4\n\x0fOwnCallResponse\x12!\n\x04\x63\x61ll\x18\x01 \x01(\x0b\x32\x13.readie.v1.CallView\"8\n\x12OwnCallLogsRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x0e\n\x06\x66ollow\x18\x02 \x01(\x08\"N\n\x13OwnCallLogsResponse\x12$\n\x05lines\x18\x01 \x03(\x0b\x32\x15.readie.v1.OutputLine\x12\x11\n\ttruncated\x18\x02 \x01(\x08\"_\n\x0cSlotsRequest\x12\x13\n\x06memory\x18\x01 \x01(\x04H\x00\x88\x01\x01\x12\x12\n\ngpu_memory\x18\x02 \x01(\x04\x12\x0b\n\x03gpu\x18\x03 \x01(\x08\x12\x0e\n\x06pinned\x18\x04 \x01(\x08\x42\t\n\x07_memory\"\x80\x01\n\rSlotsResponse\x12\x11\n\ttenant_id\x18\x01 \x01(\t\x12\r\n\x05slots\x18\x02 \x01(\r\x12\x0e\n\x06memory\x18\x03 \x01(\x04\x12\x0f\n\x07workers\x18\x04 \x01(\r\x12\x18\n\x10queue_timeout_ms\x18\x05 \x01(\x04\x12\x12\n\nmax_queued\x18\x06 \x01(\r\"\'\n\x11\x45ndSessionRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\"g\n\x12\x45ndSessionResponse\x12\r\n\x05\x65nded\x18\x01 \x01(\x08\x12\x11\n\tworker_id\x18\x02 \x01(\t\x12\x14\n\x0c\x63ontainer_id\x18\x03 \x01(\t\x12\x19\n\x11\x63ontainer_removed\x18\x04 \x01(\x08\x32\xfa\x03\n\rTenantService\x12:\n\x05Slots\x12\x17.readie.v1.SlotsRequest\x1a\x18.readie.v1.SlotsResponse\x12I\n\nEndSession\x12\x1c.readie.v1.EndSessionRequest\x1a\x1d.readie.v1.EndSessionResponse\x12\x43\n\x08OwnCalls\x12\x1a.readie.v1.OwnCallsRequest\x1a\x1b.readie.v1.OwnCallsResponse\x12@\n\x07OwnCall\x12\x19.readie.v1.OwnCallRequest\x1a\x1a.readie.v1.OwnCallResponse\x12N\n\x0bOwnCallLogs\x12\x1d.readie.v1.OwnCallLogsRequest\x1a\x1e.readie.v1.OwnCallLogsResponse0\x01\x12\x43\n\x08OwnQueue\x12\x1a.readie.v1.OwnQueueRequest\x1a\x1b.readie.v1.OwnQueueResponse\x12\x46\n\tOwnImages\x12\x1b.readie.v1.OwnImagesRequest\x1a\x1c.readie.v1.OwnImagesResponseb\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'readie._proto.tenant_pb2', globals())
 if _descriptor._USE_C_DESCRIPTORS == False:
 
   DESCRIPTOR._options = None
-  _OWNQUEUEREQUEST._serialized_start=62
-  _OWNQUEUEREQUEST._serialized_end=99
-  _OWNQUEUEDCALL._serialized_start=101
-  _OWNQUEUEDCALL._serialized_end=193
-  _OWNQUEUERESPONSE._serialized_start=196
-  _OWNQUEUERESPONSE._serialized_end=355
-  _OWNCALLSREQUEST._serialized_start=357
-  _OWNCALLSREQUEST._serialized_end=413
-  _OWNCALLSRESPONSE._serialized_start=415
-  _OWNCALLSRESPONSE._serialized_end=469
-  _OWNCALLREQUEST._serialized_start=471
-  _OWNCALLREQUEST._serialized_end=507
-  _OWNCALLRESPONSE._serialized_start=509
-  _OWNCALLRESPONSE._serialized_end=561
-  _OWNCALLLOGSREQUEST._serialized_start=563
-  _OWNCALLLOGSREQUEST._serialized_end=619
-  _OWNCALLLOGSRESPONSE._serialized_start=621
-  _OWNCALLLOGSRESPONSE._serialized_end=699
-  _SLOTSREQUEST._serialized_start=701
-  _SLOTSREQUEST._serialized_end=796
-  _SLOTSRESPONSE._serialized_start=799
-  _SLOTSRESPONSE._serialized_end=927
-  _ENDSESSIONREQUEST._serialized_start=929
-  _ENDSESSIONREQUEST._serialized_end=968
-  _ENDSESSIONRESPONSE._serialized_start=970
-  _ENDSESSIONRESPONSE._serialized_end=1073
-  _TENANTSERVICE._serialized_start=1076
-  _TENANTSERVICE._serialized_end=1510
+  _OWNIMAGESREQUEST._serialized_start=108
+  _OWNIMAGESREQUEST._serialized_end=178
+  _OWNIMAGESRESPONSE._serialized_start=180
+  _OWNIMAGESRESPONSE._serialized_end=260
+  _OWNQUEUEREQUEST._serialized_start=262
+  _OWNQUEUEREQUEST._serialized_end=299
+  _OWNQUEUEDCALL._serialized_start=301
+  _OWNQUEUEDCALL._serialized_end=393
+  _OWNQUEUERESPONSE._serialized_start=396
+  _OWNQUEUERESPONSE._serialized_end=555
+  _OWNCALLSREQUEST._serialized_start=557
+  _OWNCALLSREQUEST._serialized_end=613
+  _OWNCALLSRESPONSE._serialized_start=615
+  _OWNCALLSRESPONSE._serialized_end=669
+  _OWNCALLREQUEST._serialized_start=671
+  _OWNCALLREQUEST._serialized_end=707
+  _OWNCALLRESPONSE._serialized_start=709
+  _OWNCALLRESPONSE._serialized_end=761
+  _OWNCALLLOGSREQUEST._serialized_start=763
+  _OWNCALLLOGSREQUEST._serialized_end=819
+  _OWNCALLLOGSRESPONSE._serialized_start=821
+  _OWNCALLLOGSRESPONSE._serialized_end=899
+  _SLOTSREQUEST._serialized_start=901
+  _SLOTSREQUEST._serialized_end=996
+  _SLOTSRESPONSE._serialized_start=999
+  _SLOTSRESPONSE._serialized_end=1127
+  _ENDSESSIONREQUEST._serialized_start=1129
+  _ENDSESSIONREQUEST._serialized_end=1168
+  _ENDSESSIONRESPONSE._serialized_start=1170
+  _ENDSESSIONRESPONSE._serialized_end=1273
+  _TENANTSERVICE._serialized_start=1276
+  _TENANTSERVICE._serialized_end=1782
 # @@protoc_insertion_point(module_scope)

@@ -7,7 +7,7 @@
 import { Option, type Command } from 'commander';
 import { status as Status } from '@grpc/grpc-js';
 import { ConfigurationError, ReadieError } from '../../client/errors.js';
-import type { StatusResponse } from '../../proto/gen/readie/v1/admin.js';
+import type { ImagesResponse, StatusResponse } from '../../proto/gen/readie/v1/admin.js';
 import type { PinStatusResponse } from '../../proto/gen/readie/v1/pins.js';
 import { printableLines } from '../../shared/printable.js';
 import { parseDuration, UnitParseError } from '../../shared/units.js';
@@ -20,6 +20,7 @@ import {
   type AdminConnectionFlags,
 } from '../admin-connection.js';
 import { adminFailure, AdminRouters, type RouterReply } from '../admin-routers.js';
+import { renderImageCaches } from '../image-command.js';
 import { renderPins } from './pin-sections.js';
 import { renderRouters, routersJson } from './router-sections.js';
 import { renderStatus } from './status-sections.js';
@@ -41,6 +42,8 @@ interface StatusAnswer {
   readonly status: StatusResponse;
   /** The routing view; null from a router that has no such RPC (a newer CLI, an older router). */
   readonly pins: PinStatusResponse | null;
+  /** Each worker's image cache; null from a router without the RPC (an older router). */
+  readonly images: Pick<ImagesResponse, 'workers'> | null;
 }
 
 /** The command's failure, already in words. */
@@ -85,7 +88,38 @@ async function ask(
     }
     pins = null;
   }
-  return { routers: replies, status: leading.answer, pins };
+  return {
+    routers: replies,
+    status: leading.answer,
+    pins,
+    images: await imageCaches(routers, leading.address),
+  };
+}
+
+/**
+ * Each worker's image cache (`AdminService.Images`, the same numbers as `readie images`); null
+ * from a router that has no such RPC. A refusal here does not hide the rest of the page: it is
+ * shown in place of the caches.
+ */
+async function imageCaches(
+  routers: AdminRouters,
+  address: string,
+): Promise<Pick<ImagesResponse, 'workers'> | null> {
+  try {
+    const answer = await routers.call<ImagesResponse>(
+      address,
+      (client, metadata, options, callback) => client.images({}, metadata, options, callback),
+      ASK_TIMEOUT_MS,
+    );
+    // The images themselves are `readie images`'s page; the status page shows the caches.
+    return { workers: answer.workers };
+  } catch (error) {
+    if (!(error instanceof ReadieError)) throw error;
+    if (error.code === Status.UNIMPLEMENTED) return null;
+    return {
+      workers: [{ workerId: '(all)', count: 0, bytes: 0, capacity: 0, error: error.message }],
+    };
+  }
 }
 
 /**
@@ -107,13 +141,14 @@ function noAnswer(replies: readonly RouterReply<StatusResponse>[], hint: string)
  * One answer, as the flags want it printed. JSON keeps every field, defaults included (an empty
  * list, a 0), so scripts can rely on the keys; field names are the proto's in camelCase.
  */
-function printed({ routers, status, pins }: StatusAnswer, json: boolean): string {
+function printed({ routers, status, pins, images }: StatusAnswer, json: boolean): string {
   if (json) {
-    return `${JSON.stringify({ ...status, ...(pins === null ? {} : { pins }), routers: routersJson(routers) })}\n`;
+    return `${JSON.stringify({ ...status, ...(pins === null ? {} : { pins }), ...(images === null ? {} : { imageCaches: images.workers }), routers: routersJson(routers) })}\n`;
   }
   // One router on its own (an LMDB log) needs no line saying so.
   const routerPage = routers.length > 1 ? `Routers\n${renderRouters(routers)}\n` : '';
-  const page = `${routerPage}${renderStatus(status, Date.now())}`;
+  const caches = images === null ? '' : `\n${renderImageCaches(images).join('\n')}\n`;
+  const page = `${routerPage}${renderStatus(status, Date.now())}${caches}`;
   return pins === null ? page : `${page}\nTenant-pinned versions\n${renderPins(pins)}`;
 }
 
@@ -159,12 +194,12 @@ export function addStatusCommand(program: Command): void {
   program
     .command('status')
     .description(
-      "the live cluster from the router that leads (with several routers listed, which leads and which stand by): workers (status, address, load, containers, in flight, last report, probe failures), the admission queue per tenant (calls waiting, oldest wait, slots held beside fair share, weight, cap), the calls that failed on each worker, sessions, reservations, the catalogue revision and the log's seq; then tenant-pinned versions (the table, staged pins, residency: as readie pin status)",
+      "the live cluster from the router that leads (with several routers listed, which leads and which stand by): workers (status, address, load, containers, in flight, last report, probe failures), the admission queue per tenant (calls waiting, oldest wait, slots held beside fair share, weight, cap), the calls that failed on each worker, sessions, reservations, the catalogue revision and the log's seq; each worker's image cache (images, bytes of --image-cache-size: as readie images); then tenant-pinned versions (the table, staged pins, residency: as readie pin status)",
     )
     .option('--router <host:port>', ROUTER_FLAG_HELP)
     .option(
       '--json',
-      'print the answer as JSON (AdminService.Status with the PinStatus answer under "pins" and each listed router\'s role under "routers", one object a line)',
+      'print the answer as JSON (AdminService.Status with the PinStatus answer under "pins", each worker\'s image cache under "imageCaches" and each listed router\'s role under "routers", one object a line)',
     )
     .option('--watch', 'ask again every --interval until interrupted')
     .option('--interval <duration>', 'how often --watch asks', '2s')

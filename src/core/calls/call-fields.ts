@@ -6,6 +6,7 @@
  * status page or a replay screen holds a control character. Each refusal is `INVALID_ARGUMENT`
  * naming the field and the bound; it never repeats the value (it may be kilobytes, or escapes).
  */
+import type { ImageSpec } from '../../proto/gen/readie/v1/call.js';
 import type { CallConfig } from '../../proto/gen/readie/v1/proxy.js';
 import { InvalidStreamError } from '../errors.js';
 import { checkImageEnv } from './image-fields.js';
@@ -163,9 +164,12 @@ export function checkCallFields(config: CallConfig): void {
   checkPythonVersion(config.pythonVersion);
   checkBatch(config.inputs ?? 0, config.maxInputs ?? 0);
   checkFunction(config.function);
-  if (config.image) {
-    checkImports(config.image.imports, 'image.imports');
-    checkPackages(config.image.packages, 'image.packages');
-    checkImageEnv(config.image.env);
-  }
+  if (config.image) checkImageSpec(config.image);
+}
+
+/** Checks an image declaration against the bounds of a call's (a call's image, or a listing's). */
+export function checkImageSpec(image: ImageSpec): void {
+  checkImports(image.imports, 'image.imports');
+  checkPackages(image.packages, 'image.packages');
+  checkImageEnv(image.env);
 }

@@ -31,6 +31,9 @@ import {
   QUEUE_TIMED_OUT,
 } from '../../shared/call-trailers.js';
 import type { GrpcCodeName } from '../../shared/grpc-codes.js';
+import { declarationKey } from '../../shared/image-declaration.js';
+import type { ImageSpec } from '../../proto/gen/readie/v1/call.js';
+import { isEmptyImage } from './image-fields.js';
 import {
   CallAbandonedError,
   CallRejectedError,
@@ -144,6 +147,9 @@ function begin(
       tenantId: phase.tenantId,
       demand: demandOf(config),
       retryOf: config.retryOf === '' ? null : config.retryOf,
+      imageKey: isEmptyImage(config.image)
+        ? null
+        : declarationKey(phase.tenantId ?? '', config.image as ImageSpec),
     },
     clientDeadline: phase.clientDeadline,
   };

@@ -73,6 +73,7 @@ export function decideCall(state: ClusterState, input: CallDecisionInput): CallD
     function: input.function ?? null,
     turnWaitMs: input.turnWaitMs ?? null,
     deadlineMs: call.deadlineMs ?? null,
+    imageKey: call.imageKey ?? null,
   };
   const cause = { kind: 'call', requestId: call.requestId } as const;
   const config = input.config ?? state.config;

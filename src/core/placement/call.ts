@@ -18,6 +18,11 @@ export interface CallToPlace {
    * `deadlineMs`); null (or absent): no deadline.
    */
   readonly deadlineMs?: number | null;
+  /**
+   * The key of the call's image declaration for its tenant (`CallRequested.imageKey`); null (or
+   * absent): no image.
+   */
+  readonly imageKey?: string | null;
 }
 
 /** The call a `CallRequested` asked placement for: the decision's whole input from the log. */
@@ -29,6 +34,7 @@ export function callOfRequested(event: EventOf<'CallRequested'>): CallToPlace {
     retryOf: event.retryOf,
     demand: event.demand,
     deadlineMs: event.deadlineMs,
+    imageKey: event.imageKey,
   };
 }
 

@@ -35,6 +35,22 @@ export interface WorkerExplanation {
   readonly rankKey: RankKey | null;
   /** 1 for the chosen worker, 2 for the next, ...; null when not eligible. */
   readonly rank: number | null;
+  /**
+   * Whether it holds the call's image (rules v8 prefer a holder); absent when the call names no
+   * image or the rules in force do not read images.
+   */
+  readonly holdsImage?: boolean;
+}
+
+/** How the call's image counted (rules v8). */
+export interface ImageExplanation {
+  /** The call's image key (`CallRequested.imageKey`). */
+  readonly imageKey: string;
+  /** The workers that hold it, by ID. */
+  readonly holders: readonly string[];
+  /** The holder the call went to; null: none passed, the ranking chose. */
+  readonly chosen: string | null;
+  readonly reason: string;
 }
 
 /** The session's part in the decision. */
@@ -75,6 +91,8 @@ export interface PlacementExplanation {
   readonly packages: PackagesExplanation;
   /** A pinned call's routing (docs/tenant-routing.md); null for any other call. */
   readonly routing: RoutingExplanation | null;
+  /** How the call's image counted; absent when it names none or the rules do not read images. */
+  readonly image?: ImageExplanation;
   readonly decision: PlacementDecision;
 }
 
@@ -84,6 +102,7 @@ export class ExplanationBuilder implements RoutingExplainSink {
   private routingPart: RoutingExplanation | null = null;
   private readonly workerParts = new Map<string, Omit<WorkerExplanation, 'rank'>>();
   private checkpointPart: CheckpointExplanation | null = null;
+  private imagePart: ImageExplanation | null = null;
   private rankedIds: readonly string[] = [];
   private packagesPart: PackagesExplanation = {
     requested: [],
@@ -143,6 +162,11 @@ export class ExplanationBuilder implements RoutingExplainSink {
     this.checkpointPart = part;
   }
 
+  /** Records how the call's image counted. */
+  image(part: ImageExplanation): void {
+    this.imagePart = part;
+  }
+
   /** Records a pinned call's routing. */
   routing(part: RoutingExplanation): void {
     this.routingPart = part;
@@ -159,12 +183,22 @@ export class ExplanationBuilder implements RoutingExplainSink {
     sessionId: string | null,
     decision: PlacementDecision,
   ): PlacementExplanation {
-    const ranked =
-      decision.outcome === 'placed' && decision.containerId === null ? this.rankedIds : [];
+    const image = this.imagePart;
+    // A holder chosen for the call's image goes first; the others keep the ranking's order.
+    const chosenHolder = image?.chosen ?? null;
+    const order =
+      chosenHolder === null
+        ? this.rankedIds
+        : [chosenHolder, ...this.rankedIds.filter((id) => id !== chosenHolder)];
+    const ranked = decision.outcome === 'placed' && decision.containerId === null ? order : [];
     const ranks = new Map(ranked.map((id, index) => [id, index + 1]));
     const workers = [...this.workerParts.values()]
       .sort((a, b) => compareText(a.workerId, b.workerId))
-      .map((part) => ({ ...part, rank: ranks.get(part.workerId) ?? null }));
+      .map((part) => ({
+        ...part,
+        rank: ranks.get(part.workerId) ?? null,
+        ...(image === null ? {} : { holdsImage: image.holders.includes(part.workerId) }),
+      }));
     return {
       requestId,
       sessionId,
@@ -179,6 +213,7 @@ export class ExplanationBuilder implements RoutingExplainSink {
       checkpoint: this.checkpointPart,
       packages: this.packagesPart,
       routing: this.routingPart,
+      ...(image === null ? {} : { image }),
       decision,
     };
   }

@@ -10,6 +10,7 @@ export { PlacementCaches } from './placement-caches.js';
 export {
   ADMISSION_RULES_VERSION,
   decidesAdmission,
+  IMAGE_RULES_VERSION,
   KEPT_RULES_VERSIONS,
   keepsRulesVersion,
   PLACEMENT_RULES_VERSION,

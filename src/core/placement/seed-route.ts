@@ -14,6 +14,7 @@ import { scanKey, type Placing } from './placing.js';
 import type { Route } from './route.js';
 import { decidesAdmission } from './rules-version.js';
 import { explainScan, scanAll, scanInRankOrder, type Scan } from './scan.js';
+import { preferImageHolder } from './image-preference.js';
 
 /**
  * Rule 2's candidates, as the fastest walk the caller allows reads them (every walk gives the
@@ -46,6 +47,27 @@ function withFit(refusal: RejectedDecision, fit: Fit): RejectedDecision {
   return { ...refusal, fit };
 }
 
+/** Rules 2 to 4 over the candidates, by the walk they came in. */
+function seedScan(placing: Placing, candidates: SeedCandidates): Scan {
+  const { budget, config, explain, unreachable } = placing;
+  if (candidates.walk === 'ranked') {
+    const { scans, caches, state } = placing;
+    // No free container slot anywhere: nothing fits now, whatever the budget.
+    if (placing.fitOnly && caches?.candidates.withRoom(state.workers) === 0) {
+      return { best: undefined, candidates: candidates.sorted.length, failures: [] };
+    }
+    if (scans === undefined) return scanInRankOrder(candidates.sorted, budget, config);
+    const key = scanKey(budget);
+    const known = scans.get(key);
+    if (known !== undefined) return known;
+    const scan = scanInRankOrder(candidates.sorted, budget, config);
+    scans.set(key, scan);
+    return scan;
+  }
+  if (explain) return explainScan(candidates.workers, budget, config, explain, unreachable);
+  return scanAll(candidates.workers, budget, config, unreachable);
+}
+
 /** The seed rules' route. */
 export const SEED_ROUTE: Route<SeedCandidates, Scan> = {
   reuse: (placing, worker, pin) =>
@@ -56,25 +78,7 @@ export const SEED_ROUTE: Route<SeedCandidates, Scan> = {
       ? { walk: 'ranked', sorted: placing.caches.candidates.candidates(placing.state.workers) }
       : { walk: 'all', workers: placing.state.workers.values() },
 
-  scan: (placing, candidates) => {
-    const { budget, config, explain, unreachable } = placing;
-    if (candidates.walk === 'ranked') {
-      const { scans, caches, state } = placing;
-      // No free container slot anywhere: nothing fits now, whatever the budget.
-      if (placing.fitOnly && caches?.candidates.withRoom(state.workers) === 0) {
-        return { best: undefined, candidates: candidates.sorted.length, failures: [] };
-      }
-      if (scans === undefined) return scanInRankOrder(candidates.sorted, budget, config);
-      const key = scanKey(budget);
-      const known = scans.get(key);
-      if (known !== undefined) return known;
-      const scan = scanInRankOrder(candidates.sorted, budget, config);
-      scans.set(key, scan);
-      return scan;
-    }
-    if (explain) return explainScan(candidates.workers, budget, config, explain, unreachable);
-    return scanAll(candidates.workers, budget, config, unreachable);
-  },
+  scan: (placing, candidates) => preferImageHolder(placing, seedScan(placing, candidates)),
 
   unplaced: (placing, scan) => {
     const { call, before, state, budget, config, unreachable } = placing;

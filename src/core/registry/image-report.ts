@@ -21,6 +21,8 @@ export type ImageReport =
       readonly imageId: string;
       readonly bytes: number;
       readonly buildMs: number;
+      /** The keys of the declarations that resolved to it (`CallRequested.imageKey`). */
+      readonly declarations: readonly string[];
     }
   | {
       readonly workerId: string;
@@ -56,6 +58,7 @@ export function decideImageReport(state: ClusterState, report: ImageReport): Ima
         imageId: report.imageId,
         bytes: report.bytes,
         buildMs: report.buildMs,
+        declarations: report.declarations.length === 0 ? null : [...report.declarations],
       };
       break;
     case 'build-failed':

@@ -165,14 +165,15 @@ export const NEWEST_VALUE_FORMAT: ValueFormat = 3;
 /**
  * The fields each format added to the schemas' types (format 1 laid out every type as the v2
  * schemas had it). 2: `CallRequested.deadlineMs` (placement rules v6: deadlines in admission).
- * 3: `CallFinished.raised` (what an OK call's function raised, for the call history).
+ * 3: `CallFinished.raised` (what an OK call's function raised, for the call history),
+ * `CallRequested.imageKey` and `ImageBuilt.declarations` (placement rules v8: images).
  */
 const FIELDS_ADDED_BY_FORMAT: Readonly<
   Record<ValueFormat, Partial<Record<EventType, readonly string[]>>>
 > = {
   1: {},
   2: { CallRequested: ['deadlineMs'] },
-  3: { CallFinished: ['raised'] },
+  3: { CallFinished: ['raised'], CallRequested: ['imageKey'], ImageBuilt: ['declarations'] },
 };
 
 /** Whether `key` of `type` is laid out in `format` (added by it or by an older one). */

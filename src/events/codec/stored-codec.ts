@@ -1,7 +1,7 @@
 /**
  * Stored events in bytes (pure): an event in the binary codec when that gives it back exactly,
  * else its JSON text. Two containers use it: an LMDB value (one event: the byte 0x04 then the
- * binary event in value format 3, or 0x03 then one in format 2 or 0x01 then one in format 1, as
+ * binary event in value format 3, or 0x03 then one in format 2, or 0x01 then one in format 1, as
  * values were written before; a `Snapshot`, the byte 0x02 then its JSON text compressed with brotli, a tenth of
  * its size; or the UTF-8 JSON text itself, which starts with `{`, so a log written before the
  * codec reads as it is) and an archive block (events one after the other, sharing their strings

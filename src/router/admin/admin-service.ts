@@ -15,6 +15,7 @@ import type { Logger } from '../observability/logger.js';
 import { pinHandlers, type PinServiceOptions } from '../routing/index.js';
 import { principalLogFields, type RouterCredentials } from '../security/index.js';
 import { adminHistoryHandlers, type HistoryHandlerOptions } from '../history/index.js';
+import { adminImageHandlers, type ImageHandlerOptions } from '../images/index.js';
 import { quotaHandlers } from './quota-service.js';
 import { statusOf, type LiveCounts } from './status-view.js';
 
@@ -26,6 +27,8 @@ export interface AdminServiceOptions extends PinServiceOptions {
   readonly logger: Logger;
   /** The call history and the relay of calls' output. */
   readonly history: Omit<HistoryHandlerOptions, 'credentials' | 'clock'>;
+  /** Asking the workers about their images. */
+  readonly images: Omit<ImageHandlerOptions, 'credentials' | 'logger'>;
 }
 
 /** The `AdminService` implementation. */
@@ -34,6 +37,7 @@ export function adminService(options: AdminServiceOptions): AdminServiceServer {
   return {
     ...pinHandlers(options),
     ...quotaHandlers(options),
+    ...adminImageHandlers({ ...options.images, credentials, logger }),
     ...adminHistoryHandlers({ ...options.history, credentials, clock: options.clock }),
     status(
       call: ServerUnaryCall<StatusRequest, StatusResponse>,

@@ -1,6 +1,6 @@
 /**
  * `TenantService` (shell): what a tenant may ask about itself (its usable slots, its calls waiting
- * in the admission queue), and the end of
+ * in the admission queue, its images), and the end of
  * one of its sessions. The tenant is the one its credential names; no request carries a tenant ID,
  * so a tenant cannot ask about another.
  */
@@ -22,6 +22,7 @@ import { SlotsRefusedError } from '../../core/errors.js';
 import { tenantOf, type RouterCredentials } from '../security/index.js';
 import { endSession, type SessionEndDeps } from '../sessions/index.js';
 import { tenantHistoryHandlers, type HistoryHandlerOptions } from '../history/index.js';
+import { tenantImageHandlers, type ImageHandlerOptions } from '../images/index.js';
 import { quotaOf } from '../../projections/quota-state.js';
 import { ownQueue, queueTimeoutMs } from './queue-view.js';
 
@@ -32,6 +33,8 @@ export interface TenantServiceOptions {
   readonly sessions: SessionEndDeps;
   /** The call history and the relay of calls' output. */
   readonly history: Omit<HistoryHandlerOptions, 'credentials' | 'clock'>;
+  /** Asking the workers about the tenant's images. */
+  readonly images: Omit<ImageHandlerOptions, 'credentials' | 'logger'>;
 }
 
 /** The workers a tenant's slots are counted on: all of them, or its pinned version's subset. */
@@ -62,6 +65,7 @@ export function tenantService(options: TenantServiceOptions): TenantServiceServe
       credentials,
       clock: options.sessions.clock,
     }),
+    ...tenantImageHandlers({ ...options.images, credentials, logger: options.sessions.logger }),
     slots(
       call: ServerUnaryCall<SlotsRequest, SlotsResponse>,
       callback: sendUnaryData<SlotsResponse>,

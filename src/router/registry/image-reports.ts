@@ -6,6 +6,18 @@ import { ImageOutcome, type ReportImageRequest } from '../../proto/gen/readie/v1
 const IMAGE_ID = /^[0-9a-f]{64}$/;
 /** The longest tenant ID a worker may name (the router's own IDs are no longer). */
 const MAX_TENANT_LENGTH = 256;
+/** The most declaration keys one report may carry. */
+const MAX_DECLARATIONS = 256;
+
+function declarationsOf(request: ReportImageRequest): string[] {
+  if (request.declarations.length > MAX_DECLARATIONS) {
+    throw new InvalidReportError(`declarations has at most ${MAX_DECLARATIONS} keys`);
+  }
+  if (!request.declarations.every((key) => IMAGE_ID.test(key))) {
+    throw new InvalidReportError('each of declarations must be 64 lowercase hex digits');
+  }
+  return [...new Set(request.declarations)].sort();
+}
 
 function imageIdOf(request: ReportImageRequest): string {
   if (!IMAGE_ID.test(request.imageId)) {
@@ -28,6 +40,7 @@ export function imageReportOf(request: ReportImageRequest): ImageReport {
         imageId: imageIdOf(request),
         bytes: request.bytes,
         buildMs: request.buildMs,
+        declarations: declarationsOf(request),
       };
     case ImageOutcome.IMAGE_OUTCOME_BUILD_FAILED:
       return { ...base, outcome: 'build-failed', error: request.error || 'no reason given' };

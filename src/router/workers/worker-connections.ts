@@ -16,6 +16,7 @@ import {
   type ServiceError,
 } from '@grpc/grpc-js';
 import { service as healthService } from 'grpc-health-check';
+import { ImageServiceClient } from '../../proto/gen/readie/v1/images.js';
 import { ResidencyServiceClient } from '../../proto/gen/readie/v1/residency.js';
 import { RelayExecutionClient } from '../calls/relay-codec.js';
 import { ExecutionServiceClient } from '../../proto/gen/readie/v1/execution.js';
@@ -68,6 +69,7 @@ interface Connection {
   /** The plain `ExecutionService` client, for its unary methods (a session's end). */
   readonly sessions: ExecutionServiceClient;
   readonly residency: ResidencyServiceClient;
+  readonly images: ImageServiceClient;
 }
 
 /** The router's cache of worker connections, by address. */
@@ -137,6 +139,11 @@ export class WorkerConnections {
     return this.connection(address).residency;
   }
 
+  /** The `ImageService` client for a worker address (same channel as its execution client). */
+  images(address: string): ImageServiceClient {
+    return this.connection(address).images;
+  }
+
   /** Closes the channels of every cached address not in `inUse`. */
   retain(inUse: ReadonlySet<string>): void {
     for (const [address, connection] of this.byAddress) {
@@ -182,7 +189,10 @@ export class WorkerConnections {
       const residency = new ResidencyServiceClient(address, this.credentials, {
         channelOverride: execution.getChannel(),
       });
-      connection = { execution, health, sessions, residency };
+      const images = new ImageServiceClient(address, this.credentials, {
+        channelOverride: execution.getChannel(),
+      });
+      connection = { execution, health, sessions, residency, images };
       this.byAddress.set(address, connection);
     }
     return connection;

@@ -144,3 +144,21 @@ export class ImageTooLargeError extends StatusError {
   override readonly name = 'ImageTooLargeError';
   readonly code = 'FAILED_PRECONDITION';
 }
+
+/** An image removal names no image this worker holds for the tenant. */
+export class ImageNotFoundError extends StatusError {
+  override readonly name = 'ImageNotFoundError';
+  readonly code = 'NOT_FOUND';
+}
+
+/** An image is named badly: not hex, too short a prefix, or a prefix of several images. */
+export class ImageNameError extends StatusError {
+  override readonly name = 'ImageNameError';
+  readonly code = 'INVALID_ARGUMENT';
+}
+
+/** An image cannot be removed while a call uses it. */
+export class ImageInUseError extends StatusError {
+  override readonly name = 'ImageInUseError';
+  readonly code = 'FAILED_PRECONDITION';
+}

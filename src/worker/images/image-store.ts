@@ -10,7 +10,13 @@ import { chmod, mkdir, readdir, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { ImageOutcome, type ReportImageRequest } from '../../proto/gen/readie/v1/registry.js';
-import { ImageBuildError, ImageTooLargeError } from '../core/errors.js';
+import {
+  ImageBuildError,
+  ImageInUseError,
+  ImageNameError,
+  ImageNotFoundError,
+  ImageTooLargeError,
+} from '../core/errors.js';
 import {
   declarationKey,
   imageName,
@@ -37,6 +43,8 @@ export type ImageEvent =
       readonly imageId: string;
       readonly bytes: number;
       readonly buildMs: number;
+      /** The declaration keys that resolved to it. */
+      readonly declarations: readonly string[];
     }
   | { readonly type: 'build-failed'; readonly tenantId: string; readonly error: string }
   | {
@@ -221,7 +229,14 @@ export class ImageStore {
         { tenant: tenantTag(tenantId), image: imageName(id), bytes, buildMs },
         'image built',
       );
-      this.options.onEvent({ type: 'built', tenantId, imageId: id, bytes, buildMs });
+      this.options.onEvent({
+        type: 'built',
+        tenantId,
+        imageId: id,
+        bytes,
+        buildMs,
+        declarations: manifest.declarations,
+      });
       await tell(`image: built ${imageName(id)} (${bytes} bytes) in ${buildMs} ms`);
       return held;
     } catch (error) {
@@ -254,6 +269,15 @@ export class ImageStore {
     await rename(next, join(image.dir, 'manifest.json'));
     Object.assign(image, { manifest });
     this.declared.set(key, image);
+    // The router learns the new key as it learnt the first: placement prefers this worker for it.
+    this.options.onEvent({
+      type: 'built',
+      tenantId: manifest.tenantId,
+      imageId: manifest.id,
+      bytes: manifest.bytes,
+      buildMs: 0,
+      declarations: manifest.declarations,
+    });
   }
 
   /** Evicts least recently used idle images so `bytes` more fit; refuses an image too large. */
@@ -290,26 +314,53 @@ export class ImageStore {
     this.options.onEvent({ type: 'removed', tenantId, imageId: id, reason });
   }
 
+  /** The cache size in bytes (`--image-cache-size`); 0 for no bound. */
+  get capacity(): number {
+    return this.options.capacity;
+  }
+
   /**
-   * Removes the image named `name` (`image:` and a prefix of its identity) of `tenantId` (null:
-   * any tenant's); refused while a call uses it. Returns how many images it removed.
+   * The images held for `tenantId` (null: every tenant's); with `image`, only the one that
+   * declaration of that tenant resolved to on this worker (none before its first build).
    */
-  async remove(tenantId: string | null, name: string): Promise<number> {
+  held(tenantId: string | null, image: ImageDeclaration | null = null): HeldImage[] {
+    if (image !== null) {
+      if (tenantId === null) return [];
+      const found = this.declared.get(declarationKey(tenantId, image));
+      return found && found.manifest.tenantId === tenantId ? [found] : [];
+    }
+    return this.list().filter((held) => tenantId === null || held.manifest.tenantId === tenantId);
+  }
+
+  /**
+   * Removes the image named `name` (its identity, or `image:` and a prefix of at least 8 hex
+   * digits) of `tenantId` (null: any tenant's), and returns it. Refused while a call uses it, and
+   * when the prefix names several images (of the tenants asked about).
+   */
+  async remove(tenantId: string | null, name: string): Promise<HeldImage[]> {
     const prefix = name.startsWith('image:') ? name.slice('image:'.length) : name;
-    const matches = this.list().filter(
-      (image) =>
-        (tenantId === null || image.manifest.tenantId === tenantId) &&
-        prefix.length >= 8 &&
-        image.manifest.id.startsWith(prefix),
-    );
+    if (!/^[0-9a-f]{8,64}$/.test(prefix)) {
+      throw new ImageNameError(
+        'an image is named by its identity (64 hex digits) or image: and at least 8 of them',
+      );
+    }
+    const matches = this.held(tenantId).filter((image) => image.manifest.id.startsWith(prefix));
+    if (matches.length === 0) {
+      throw new ImageNotFoundError(`this worker holds no image ${name} of that tenant`);
+    }
+    if (new Set(matches.map((image) => image.manifest.id)).size > 1) {
+      throw new ImageNameError(
+        `${name} names ${matches.length} images on this worker: give more of its identity`,
+      );
+    }
     const busy = matches.find((image) => image.inUse > 0);
     if (busy) {
-      throw new ImageBuildError(
-        `image ${imageName(busy.manifest.id)} is in use: try again when its calls end`,
+      throw new ImageInUseError(
+        `image ${imageName(busy.manifest.id)} is in use by ${busy.inUse} call(s): try again when they end`,
       );
     }
     for (const image of matches) await this.drop(image, 'removed');
-    return matches.length;
+    return matches;
   }
 
   /** The prefix to bind into a container of `image`. */
@@ -320,7 +371,15 @@ export class ImageStore {
 
 /** An image event as the router hears it (RegistryService.ReportImage). */
 export function imageReportOf(workerId: string, event: ImageEvent): ReportImageRequest {
-  const base = { workerId, tenantId: event.tenantId, bytes: 0, buildMs: 0, error: '', imageId: '' };
+  const base = {
+    workerId,
+    tenantId: event.tenantId,
+    bytes: 0,
+    buildMs: 0,
+    error: '',
+    imageId: '',
+    declarations: [] as string[],
+  };
   switch (event.type) {
     case 'built':
       return {
@@ -329,6 +388,7 @@ export function imageReportOf(workerId: string, event: ImageEvent): ReportImageR
         imageId: event.imageId,
         bytes: event.bytes,
         buildMs: event.buildMs,
+        declarations: [...event.declarations],
       };
     case 'build-failed':
       return { ...base, outcome: ImageOutcome.IMAGE_OUTCOME_BUILD_FAILED, error: event.error };

@@ -9,13 +9,13 @@
  * Pure: hashing only.
  */
 import { createHash } from 'node:crypto';
+import {
+  declarationKey,
+  sortedEnv,
+  type ImageDeclaration,
+} from '../../../shared/image-declaration.js';
 
-/** An image as the client declares it. */
-export interface ImageDeclaration {
-  readonly packages: readonly string[];
-  readonly imports: readonly string[];
-  readonly env: Readonly<Record<string, string>>;
-}
+export { declarationKey, type ImageDeclaration };
 
 /** A wheel an image's requirements resolved to. */
 export interface ResolvedWheel {
@@ -29,25 +29,9 @@ function sha256(text: string): string {
   return createHash('sha256').update(text, 'utf8').digest('hex');
 }
 
-function sortedEnv(env: Readonly<Record<string, string>>): [string, string][] {
-  return Object.entries(env).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-}
-
 /** The directory name a tenant's images live under: never the tenant's own text. */
 export function tenantTag(tenantId: string): string {
   return sha256(`readie-image-tenant\n${tenantId}`).slice(0, 32);
-}
-
-/** The key of a tenant's declaration (order of imports kept: they import in that order). */
-export function declarationKey(tenantId: string, image: ImageDeclaration): string {
-  return sha256(
-    JSON.stringify({
-      tenant: tenantId,
-      packages: [...image.packages].sort(),
-      imports: image.imports,
-      env: sortedEnv(image.env),
-    }),
-  );
 }
 
 /** An image's identity: the content hash of its wheels, imports, environment, Python and flavor. */

@@ -21,6 +21,7 @@ import {
   type UntypedServiceImplementation,
 } from "@grpc/grpc-js";
 import { CallFilter, CallView, HistoryWindow, OutputLine } from "./history.js";
+import { HeldImageView } from "./images.js";
 import {
   FlipPinRequest,
   FlipPinResponse,
@@ -47,6 +48,57 @@ import {
 export const protobufPackage = "readie.v1";
 
 export const protobufFileName = "readie/v1/admin.proto";
+
+/** Whose images to list. */
+export interface ImagesRequest {
+  /** One tenant's ("" for calls without a tenant); unset: every tenant's. */
+  tenantId?: string | undefined;
+}
+
+/** One worker's image cache, as it answered (or why it did not). */
+export interface WorkerImageCache {
+  /** The worker. */
+  workerId: string;
+  /** How many images it holds (every tenant's). */
+  count: number;
+  /** Bytes they take on disk. */
+  bytes: number;
+  /** Its cache size (--image-cache-size); 0: no bound. */
+  capacity: number;
+  /** Why the worker did not answer; empty when it did. */
+  error: string;
+}
+
+/** The images, and each worker's cache. */
+export interface ImagesResponse {
+  /** The images, sorted by tenant, identity, then worker. */
+  images: HeldImageView[];
+  /** Every worker that is up (ready or leaving, with an address), by worker ID. */
+  workers: WorkerImageCache[];
+}
+
+/** An image to remove. */
+export interface AdminServiceRemoveImageRequest {
+  /** Its identity, or `image:` and a prefix of it (at least 8 hex digits). */
+  imageId: string;
+  /** The tenant whose image it is ("" for calls without a tenant); unset: any tenant's. */
+  tenantId?:
+    | string
+    | undefined;
+  /** Only from this worker; empty: from every worker that holds it. */
+  workerId: string;
+}
+
+/** What was removed. */
+export interface AdminServiceRemoveImageResponse {
+  /** The images removed, one per worker that held it. */
+  removed: HeldImageView[];
+  /**
+   * Workers that hold it and did not remove it, each with why ("worker W: ..."): in use there, or
+   * no answer.
+   */
+  refusals: string[];
+}
 
 /** Which calls to list. */
 export interface ListCallsRequest {
@@ -313,6 +365,507 @@ export interface ReservationView {
   /** When it was placed (ISO-8601 UTC). */
   since: string;
 }
+
+function createBaseImagesRequest(): ImagesRequest {
+  return { tenantId: undefined };
+}
+
+export const ImagesRequest: MessageFns<ImagesRequest> = {
+  encode(message: ImagesRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.tenantId !== undefined) {
+      writer.uint32(10).string(message.tenantId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ImagesRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseImagesRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.tenantId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ImagesRequest {
+    return {
+      tenantId: isSet(object.tenantId)
+        ? globalThis.String(object.tenantId)
+        : isSet(object.tenant_id)
+        ? globalThis.String(object.tenant_id)
+        : undefined,
+    };
+  },
+
+  toJSON(message: ImagesRequest): unknown {
+    const obj: any = {};
+    if (message.tenantId !== undefined) {
+      obj.tenantId = message.tenantId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ImagesRequest>, I>>(base?: I): ImagesRequest {
+    return ImagesRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ImagesRequest>, I>>(object: I): ImagesRequest {
+    const message = createBaseImagesRequest();
+    message.tenantId = object.tenantId ?? undefined;
+    return message;
+  },
+};
+
+function createBaseWorkerImageCache(): WorkerImageCache {
+  return { workerId: "", count: 0, bytes: 0, capacity: 0, error: "" };
+}
+
+export const WorkerImageCache: MessageFns<WorkerImageCache> = {
+  encode(message: WorkerImageCache, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.workerId !== "") {
+      writer.uint32(10).string(message.workerId);
+    }
+    if (message.count !== 0) {
+      writer.uint32(16).uint32(message.count);
+    }
+    if (message.bytes !== 0) {
+      writer.uint32(24).uint64(message.bytes);
+    }
+    if (message.capacity !== 0) {
+      writer.uint32(32).uint64(message.capacity);
+    }
+    if (message.error !== "") {
+      writer.uint32(42).string(message.error);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): WorkerImageCache {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseWorkerImageCache();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.workerId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.count = reader.uint32();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.bytes = longToNumber(reader.uint64());
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.capacity = longToNumber(reader.uint64());
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.error = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): WorkerImageCache {
+    return {
+      workerId: isSet(object.workerId)
+        ? globalThis.String(object.workerId)
+        : isSet(object.worker_id)
+        ? globalThis.String(object.worker_id)
+        : "",
+      count: isSet(object.count) ? globalThis.Number(object.count) : 0,
+      bytes: isSet(object.bytes) ? globalThis.Number(object.bytes) : 0,
+      capacity: isSet(object.capacity) ? globalThis.Number(object.capacity) : 0,
+      error: isSet(object.error) ? globalThis.String(object.error) : "",
+    };
+  },
+
+  toJSON(message: WorkerImageCache): unknown {
+    const obj: any = {};
+    if (message.workerId !== "") {
+      obj.workerId = message.workerId;
+    }
+    if (message.count !== 0) {
+      obj.count = Math.round(message.count);
+    }
+    if (message.bytes !== 0) {
+      obj.bytes = Math.round(message.bytes);
+    }
+    if (message.capacity !== 0) {
+      obj.capacity = Math.round(message.capacity);
+    }
+    if (message.error !== "") {
+      obj.error = message.error;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<WorkerImageCache>, I>>(base?: I): WorkerImageCache {
+    return WorkerImageCache.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<WorkerImageCache>, I>>(object: I): WorkerImageCache {
+    const message = createBaseWorkerImageCache();
+    message.workerId = object.workerId ?? "";
+    message.count = object.count ?? 0;
+    message.bytes = object.bytes ?? 0;
+    message.capacity = object.capacity ?? 0;
+    message.error = object.error ?? "";
+    return message;
+  },
+};
+
+function createBaseImagesResponse(): ImagesResponse {
+  return { images: [], workers: [] };
+}
+
+export const ImagesResponse: MessageFns<ImagesResponse> = {
+  encode(message: ImagesResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.images) {
+      HeldImageView.encode(v!, writer.uint32(10).fork()).join();
+    }
+    for (const v of message.workers) {
+      WorkerImageCache.encode(v!, writer.uint32(18).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ImagesResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseImagesResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.images.push(HeldImageView.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.workers.push(WorkerImageCache.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ImagesResponse {
+    return {
+      images: globalThis.Array.isArray(object?.images) ? object.images.map((e: any) => HeldImageView.fromJSON(e)) : [],
+      workers: globalThis.Array.isArray(object?.workers)
+        ? object.workers.map((e: any) => WorkerImageCache.fromJSON(e))
+        : [],
+    };
+  },
+
+  toJSON(message: ImagesResponse): unknown {
+    const obj: any = {};
+    if (message.images?.length) {
+      obj.images = message.images.map((e) => HeldImageView.toJSON(e));
+    }
+    if (message.workers?.length) {
+      obj.workers = message.workers.map((e) => WorkerImageCache.toJSON(e));
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ImagesResponse>, I>>(base?: I): ImagesResponse {
+    return ImagesResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ImagesResponse>, I>>(object: I): ImagesResponse {
+    const message = createBaseImagesResponse();
+    message.images = object.images?.map((e) => HeldImageView.fromPartial(e)) || [];
+    message.workers = object.workers?.map((e) => WorkerImageCache.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseAdminServiceRemoveImageRequest(): AdminServiceRemoveImageRequest {
+  return { imageId: "", tenantId: undefined, workerId: "" };
+}
+
+export const AdminServiceRemoveImageRequest: MessageFns<AdminServiceRemoveImageRequest> = {
+  encode(message: AdminServiceRemoveImageRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.imageId !== "") {
+      writer.uint32(10).string(message.imageId);
+    }
+    if (message.tenantId !== undefined) {
+      writer.uint32(18).string(message.tenantId);
+    }
+    if (message.workerId !== "") {
+      writer.uint32(26).string(message.workerId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): AdminServiceRemoveImageRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseAdminServiceRemoveImageRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.imageId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.tenantId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.workerId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): AdminServiceRemoveImageRequest {
+    return {
+      imageId: isSet(object.imageId)
+        ? globalThis.String(object.imageId)
+        : isSet(object.image_id)
+        ? globalThis.String(object.image_id)
+        : "",
+      tenantId: isSet(object.tenantId)
+        ? globalThis.String(object.tenantId)
+        : isSet(object.tenant_id)
+        ? globalThis.String(object.tenant_id)
+        : undefined,
+      workerId: isSet(object.workerId)
+        ? globalThis.String(object.workerId)
+        : isSet(object.worker_id)
+        ? globalThis.String(object.worker_id)
+        : "",
+    };
+  },
+
+  toJSON(message: AdminServiceRemoveImageRequest): unknown {
+    const obj: any = {};
+    if (message.imageId !== "") {
+      obj.imageId = message.imageId;
+    }
+    if (message.tenantId !== undefined) {
+      obj.tenantId = message.tenantId;
+    }
+    if (message.workerId !== "") {
+      obj.workerId = message.workerId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<AdminServiceRemoveImageRequest>, I>>(base?: I): AdminServiceRemoveImageRequest {
+    return AdminServiceRemoveImageRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<AdminServiceRemoveImageRequest>, I>>(
+    object: I,
+  ): AdminServiceRemoveImageRequest {
+    const message = createBaseAdminServiceRemoveImageRequest();
+    message.imageId = object.imageId ?? "";
+    message.tenantId = object.tenantId ?? undefined;
+    message.workerId = object.workerId ?? "";
+    return message;
+  },
+};
+
+function createBaseAdminServiceRemoveImageResponse(): AdminServiceRemoveImageResponse {
+  return { removed: [], refusals: [] };
+}
+
+export const AdminServiceRemoveImageResponse: MessageFns<AdminServiceRemoveImageResponse> = {
+  encode(message: AdminServiceRemoveImageResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.removed) {
+      HeldImageView.encode(v!, writer.uint32(10).fork()).join();
+    }
+    for (const v of message.refusals) {
+      writer.uint32(18).string(v!);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): AdminServiceRemoveImageResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseAdminServiceRemoveImageResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.removed.push(HeldImageView.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.refusals.push(reader.string());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): AdminServiceRemoveImageResponse {
+    return {
+      removed: globalThis.Array.isArray(object?.removed)
+        ? object.removed.map((e: any) => HeldImageView.fromJSON(e))
+        : [],
+      refusals: globalThis.Array.isArray(object?.refusals) ? object.refusals.map((e: any) => globalThis.String(e)) : [],
+    };
+  },
+
+  toJSON(message: AdminServiceRemoveImageResponse): unknown {
+    const obj: any = {};
+    if (message.removed?.length) {
+      obj.removed = message.removed.map((e) => HeldImageView.toJSON(e));
+    }
+    if (message.refusals?.length) {
+      obj.refusals = message.refusals;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<AdminServiceRemoveImageResponse>, I>>(base?: I): AdminServiceRemoveImageResponse {
+    return AdminServiceRemoveImageResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<AdminServiceRemoveImageResponse>, I>>(
+    object: I,
+  ): AdminServiceRemoveImageResponse {
+    const message = createBaseAdminServiceRemoveImageResponse();
+    message.removed = object.removed?.map((e) => HeldImageView.fromPartial(e)) || [];
+    message.refusals = object.refusals?.map((e) => e) || [];
+    return message;
+  },
+};
 
 function createBaseListCallsRequest(): ListCallsRequest {
   return { filter: undefined, tenantId: "" };
@@ -3097,6 +3650,36 @@ export const AdminServiceService = {
     responseSerialize: (value: CallLogsResponse): Buffer => Buffer.from(CallLogsResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): CallLogsResponse => CallLogsResponse.decode(value),
   },
+  /**
+   * Tenants' images (docs/images.md): where each is built, its size and last use, asked of every
+   * worker that is up now; and each worker's image cache.
+   */
+  images: {
+    path: "/readie.v1.AdminService/Images" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ImagesRequest): Buffer => Buffer.from(ImagesRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ImagesRequest => ImagesRequest.decode(value),
+    responseSerialize: (value: ImagesResponse): Buffer => Buffer.from(ImagesResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ImagesResponse => ImagesResponse.decode(value),
+  },
+  /**
+   * Removes an image from the workers that hold it (each reports ImageRemoved). NOT_FOUND when no
+   * worker holds an image of that tenant by that identity; FAILED_PRECONDITION while a call uses
+   * it; INVALID_ARGUMENT for a malformed identity, tenant or worker.
+   */
+  removeImage: {
+    path: "/readie.v1.AdminService/RemoveImage" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: AdminServiceRemoveImageRequest): Buffer =>
+      Buffer.from(AdminServiceRemoveImageRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): AdminServiceRemoveImageRequest => AdminServiceRemoveImageRequest.decode(value),
+    responseSerialize: (value: AdminServiceRemoveImageResponse): Buffer =>
+      Buffer.from(AdminServiceRemoveImageResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): AdminServiceRemoveImageResponse =>
+      AdminServiceRemoveImageResponse.decode(value),
+  },
 } as const;
 
 export interface AdminServiceServer extends UntypedServiceImplementation {
@@ -3133,6 +3716,17 @@ export interface AdminServiceServer extends UntypedServiceImplementation {
    * the history, its worker is gone, or the worker no longer keeps its output.
    */
   callLogs: handleServerStreamingCall<CallLogsRequest, CallLogsResponse>;
+  /**
+   * Tenants' images (docs/images.md): where each is built, its size and last use, asked of every
+   * worker that is up now; and each worker's image cache.
+   */
+  images: handleUnaryCall<ImagesRequest, ImagesResponse>;
+  /**
+   * Removes an image from the workers that hold it (each reports ImageRemoved). NOT_FOUND when no
+   * worker holds an image of that tenant by that identity; FAILED_PRECONDITION while a call uses
+   * it; INVALID_ARGUMENT for a malformed identity, tenant or worker.
+   */
+  removeImage: handleUnaryCall<AdminServiceRemoveImageRequest, AdminServiceRemoveImageResponse>;
 }
 
 export interface AdminServiceClient extends Client {
@@ -3342,6 +3936,45 @@ export interface AdminServiceClient extends Client {
     metadata?: Metadata,
     options?: Partial<CallOptions>,
   ): ClientReadableStream<CallLogsResponse>;
+  /**
+   * Tenants' images (docs/images.md): where each is built, its size and last use, asked of every
+   * worker that is up now; and each worker's image cache.
+   */
+  images(
+    request: ImagesRequest,
+    callback: (error: ServiceError | null, response: ImagesResponse) => void,
+  ): ClientUnaryCall;
+  images(
+    request: ImagesRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ImagesResponse) => void,
+  ): ClientUnaryCall;
+  images(
+    request: ImagesRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ImagesResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Removes an image from the workers that hold it (each reports ImageRemoved). NOT_FOUND when no
+   * worker holds an image of that tenant by that identity; FAILED_PRECONDITION while a call uses
+   * it; INVALID_ARGUMENT for a malformed identity, tenant or worker.
+   */
+  removeImage(
+    request: AdminServiceRemoveImageRequest,
+    callback: (error: ServiceError | null, response: AdminServiceRemoveImageResponse) => void,
+  ): ClientUnaryCall;
+  removeImage(
+    request: AdminServiceRemoveImageRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: AdminServiceRemoveImageResponse) => void,
+  ): ClientUnaryCall;
+  removeImage(
+    request: AdminServiceRemoveImageRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: AdminServiceRemoveImageResponse) => void,
+  ): ClientUnaryCall;
 }
 
 export const AdminServiceClient = makeGenericClientConstructor(

@@ -231,6 +231,12 @@ export interface ReportImageRequest {
   buildMs: number;
   /** Why a build failed. */
   error: string;
+  /**
+   * BUILT: the keys of the tenant's declarations that resolved to the image (SHA-256 hex of the
+   * tenant, requirements, imports and environment as declared; docs/images.md). Sent again, with
+   * the new key, when another declaration resolves to an image already built.
+   */
+  declarations: string[];
 }
 
 /** The router's answer to an image report. */
@@ -355,7 +361,7 @@ export interface ReportContainerStateResponse {
 }
 
 function createBaseReportImageRequest(): ReportImageRequest {
-  return { workerId: "", tenantId: "", imageId: "", outcome: 0, bytes: 0, buildMs: 0, error: "" };
+  return { workerId: "", tenantId: "", imageId: "", outcome: 0, bytes: 0, buildMs: 0, error: "", declarations: [] };
 }
 
 export const ReportImageRequest: MessageFns<ReportImageRequest> = {
@@ -380,6 +386,9 @@ export const ReportImageRequest: MessageFns<ReportImageRequest> = {
     }
     if (message.error !== "") {
       writer.uint32(58).string(message.error);
+    }
+    for (const v of message.declarations) {
+      writer.uint32(66).string(v!);
     }
     return writer;
   },
@@ -453,6 +462,14 @@ export const ReportImageRequest: MessageFns<ReportImageRequest> = {
             message.error = reader.string();
             continue;
           }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.declarations.push(reader.string());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -490,6 +507,9 @@ export const ReportImageRequest: MessageFns<ReportImageRequest> = {
         ? globalThis.Number(object.build_ms)
         : 0,
       error: isSet(object.error) ? globalThis.String(object.error) : "",
+      declarations: globalThis.Array.isArray(object?.declarations)
+        ? object.declarations.map((e: any) => globalThis.String(e))
+        : [],
     };
   },
 
@@ -516,6 +536,9 @@ export const ReportImageRequest: MessageFns<ReportImageRequest> = {
     if (message.error !== "") {
       obj.error = message.error;
     }
+    if (message.declarations?.length) {
+      obj.declarations = message.declarations;
+    }
     return obj;
   },
 
@@ -531,6 +554,7 @@ export const ReportImageRequest: MessageFns<ReportImageRequest> = {
     message.bytes = object.bytes ?? 0;
     message.buildMs = object.buildMs ?? 0;
     message.error = object.error ?? "";
+    message.declarations = object.declarations?.map((e) => e) || [];
     return message;
   },
 };

@@ -20,11 +20,27 @@ import {
   type ServiceError,
   type UntypedServiceImplementation,
 } from "@grpc/grpc-js";
+import { ImageSpec } from "./call.js";
 import { CallFilter, CallView, OutputLine } from "./history.js";
+import { HeldImageView } from "./images.js";
 
 export const protobufPackage = "readie.v1";
 
 export const protobufFileName = "readie/v1/tenant.proto";
+
+/** Which of the tenant's images to list. */
+export interface OwnImagesRequest {
+  /** Only the images this declaration resolved to; unset: every image of the tenant. */
+  image?: ImageSpec | undefined;
+}
+
+/** The tenant's images. */
+export interface OwnImagesResponse {
+  /** The tenant the credential names; empty in the development modes (no tenants). */
+  tenantId: string;
+  /** Its images, sorted by identity, then worker. */
+  images: HeldImageView[];
+}
 
 /** Which of the tenant's queued calls to show. */
 export interface OwnQueueRequest {
@@ -170,6 +186,164 @@ export interface EndSessionResponse {
    */
   containerRemoved: boolean;
 }
+
+function createBaseOwnImagesRequest(): OwnImagesRequest {
+  return { image: undefined };
+}
+
+export const OwnImagesRequest: MessageFns<OwnImagesRequest> = {
+  encode(message: OwnImagesRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.image !== undefined) {
+      ImageSpec.encode(message.image, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): OwnImagesRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseOwnImagesRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.image = ImageSpec.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): OwnImagesRequest {
+    return { image: isSet(object.image) ? ImageSpec.fromJSON(object.image) : undefined };
+  },
+
+  toJSON(message: OwnImagesRequest): unknown {
+    const obj: any = {};
+    if (message.image !== undefined) {
+      obj.image = ImageSpec.toJSON(message.image);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<OwnImagesRequest>, I>>(base?: I): OwnImagesRequest {
+    return OwnImagesRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<OwnImagesRequest>, I>>(object: I): OwnImagesRequest {
+    const message = createBaseOwnImagesRequest();
+    message.image = (object.image !== undefined && object.image !== null)
+      ? ImageSpec.fromPartial(object.image)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseOwnImagesResponse(): OwnImagesResponse {
+  return { tenantId: "", images: [] };
+}
+
+export const OwnImagesResponse: MessageFns<OwnImagesResponse> = {
+  encode(message: OwnImagesResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.tenantId !== "") {
+      writer.uint32(10).string(message.tenantId);
+    }
+    for (const v of message.images) {
+      HeldImageView.encode(v!, writer.uint32(18).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): OwnImagesResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseOwnImagesResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.tenantId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.images.push(HeldImageView.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): OwnImagesResponse {
+    return {
+      tenantId: isSet(object.tenantId)
+        ? globalThis.String(object.tenantId)
+        : isSet(object.tenant_id)
+        ? globalThis.String(object.tenant_id)
+        : "",
+      images: globalThis.Array.isArray(object?.images) ? object.images.map((e: any) => HeldImageView.fromJSON(e)) : [],
+    };
+  },
+
+  toJSON(message: OwnImagesResponse): unknown {
+    const obj: any = {};
+    if (message.tenantId !== "") {
+      obj.tenantId = message.tenantId;
+    }
+    if (message.images?.length) {
+      obj.images = message.images.map((e) => HeldImageView.toJSON(e));
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<OwnImagesResponse>, I>>(base?: I): OwnImagesResponse {
+    return OwnImagesResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<OwnImagesResponse>, I>>(object: I): OwnImagesResponse {
+    const message = createBaseOwnImagesResponse();
+    message.tenantId = object.tenantId ?? "";
+    message.images = object.images?.map((e) => HeldImageView.fromPartial(e)) || [];
+    return message;
+  },
+};
 
 function createBaseOwnQueueRequest(): OwnQueueRequest {
   return { requestId: "" };
@@ -1558,6 +1732,20 @@ export const TenantServiceService = {
     responseSerialize: (value: OwnQueueResponse): Buffer => Buffer.from(OwnQueueResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): OwnQueueResponse => OwnQueueResponse.decode(value),
   },
+  /**
+   * The tenant's own images (docs/images.md): where each is built, its size and last use, asked
+   * of every worker that is up now (never another tenant's image, even one with the same
+   * identity).
+   */
+  ownImages: {
+    path: "/readie.v1.TenantService/OwnImages" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: OwnImagesRequest): Buffer => Buffer.from(OwnImagesRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): OwnImagesRequest => OwnImagesRequest.decode(value),
+    responseSerialize: (value: OwnImagesResponse): Buffer => Buffer.from(OwnImagesResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): OwnImagesResponse => OwnImagesResponse.decode(value),
+  },
 } as const;
 
 export interface TenantServiceServer extends UntypedServiceImplementation {
@@ -1593,6 +1781,12 @@ export interface TenantServiceServer extends UntypedServiceImplementation {
    * in its tenant's line (never anything of another tenant's calls).
    */
   ownQueue: handleUnaryCall<OwnQueueRequest, OwnQueueResponse>;
+  /**
+   * The tenant's own images (docs/images.md): where each is built, its size and last use, asked
+   * of every worker that is up now (never another tenant's image, even one with the same
+   * identity).
+   */
+  ownImages: handleUnaryCall<OwnImagesRequest, OwnImagesResponse>;
 }
 
 export interface TenantServiceClient extends Client {
@@ -1702,6 +1896,26 @@ export interface TenantServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: OwnQueueResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * The tenant's own images (docs/images.md): where each is built, its size and last use, asked
+   * of every worker that is up now (never another tenant's image, even one with the same
+   * identity).
+   */
+  ownImages(
+    request: OwnImagesRequest,
+    callback: (error: ServiceError | null, response: OwnImagesResponse) => void,
+  ): ClientUnaryCall;
+  ownImages(
+    request: OwnImagesRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: OwnImagesResponse) => void,
+  ): ClientUnaryCall;
+  ownImages(
+    request: OwnImagesRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: OwnImagesResponse) => void,
   ): ClientUnaryCall;
 }
 
