@@ -25,7 +25,7 @@ import {
   type EncodeMode,
 } from '../codec/stored-codec.js';
 import { SeqOrder } from '../decode.js';
-import { EventLogError, InvalidEventError } from '../errors.js';
+import { EventLogError, InvalidEventError, LogGapError } from '../errors.js';
 import type { AppendResult, EventLogBackend, LogOrigin, ReadOptions } from '../event-log.js';
 import { FoldingLog, type FoldingLogOptions } from '../log/folding-log.js';
 import { EVENT_SCHEMA_VERSION } from '../schema.js';
@@ -349,6 +349,8 @@ export class EventLog<S = never> extends FoldingLog<S> implements EventLogBacken
         continue;
       }
       first = false;
+      const before = order.lastSeq;
+      if (before !== undefined && key > before + 1) throw new LogGapError(this.dir, before, key);
       const stored = decodeLogValue(value, key, instants);
       if (stored.event.seq !== key) {
         throw new InvalidEventError(
