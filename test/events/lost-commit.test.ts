@@ -81,4 +81,27 @@ describe('EventLog: a commit LMDB forgets is not lost', function () {
     expect(reports.map((r) => [r.fromSeq, r.toSeq, r.count])).to.deep.equal([[6, 10, 5]]);
     expect(reports[0]?.dir).to.equal(dir);
   });
+
+  it('given a forgotten commit larger than the events the writer keeps, when it commits again, then it stops writing and says why', async () => {
+    // Given: one commit of 5,000 events (more than the 4,096 kept), then forgotten.
+    const dir = tempDir();
+    const log = EventLog.open(dir, { onLostCommit: () => undefined });
+    const lock = lockFile(dir);
+    try {
+      await log.append(batch(1, 1)).committed;
+      const before = lock.txnid();
+      await log.append(batch(2, 5000)).committed;
+      lock.setTxnid(before);
+      // When: the writer commits again.
+      await log.append(batch(5002, 1)).committed;
+      await new Promise((r) => setImmediate(r));
+      // Then: the next append is refused, naming the log and the loss.
+      expect(() => log.append(batch(5003, 1))).to.throw(
+        /failed to write earlier: .*lost committed events up to seq \d+, which this writer no longer holds/,
+      );
+    } finally {
+      lock.close();
+      await log.close();
+    }
+  });
 });
