@@ -19,11 +19,14 @@ const BENCHMARKS: Record<string, () => Promise<unknown>> = {
   queue: async () => (await import('./queue.js')).run(),
   history: async () => (await import('./history.js')).run(),
   retention: async () => (await import('./retention.js')).run(),
+  'live-readers': async () => (await import('./live-readers.js')).run(),
 };
 
 // Flags (`--...`, and the value after `--days`) are the benchmarks' own (each reads process.argv).
 const args = process.argv.slice(2);
-const names = args.filter((arg, i) => !arg.startsWith('--') && args[i - 1] !== '--days');
+const names = args.filter(
+  (arg, i) => !arg.startsWith('--') && args[i - 1] !== '--days' && args[i - 1] !== '--events',
+);
 if (names.length === 0 || names.some((name) => !(name in BENCHMARKS))) {
   process.stderr.write(`usage: npm run bench -- <${Object.keys(BENCHMARKS).join('|')}> ...\n`);
   process.exit(2);

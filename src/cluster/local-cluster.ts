@@ -201,13 +201,12 @@ export async function waitForWorkers(
   const deadline = Date.now() + timeoutMs;
   const abort = new AbortController();
   let log: EventLogBackend | undefined;
-  // Open the log only once the router has written to it: a log it is still creating may lack
-  // its databases.
+  // Open the log once the router has created it (one still being created may lack its
+  // databases), then keep that one handle: `follow` picks up what the router writes. Opening a
+  // log again and again while it is written can make LMDB forget a commit (docs/event-log.md).
   while (!log) {
     try {
-      const opened = await openEventLog(logDir, { readOnly: true, pollInterval: 100 });
-      if (opened.lastSeq > 0) log = opened;
-      else await opened.close();
+      log = await openEventLog(logDir, { readOnly: true, pollInterval: 100 });
     } catch (error) {
       if (!(error instanceof EventLogError) || Date.now() > deadline) throw error;
     }

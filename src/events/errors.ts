@@ -42,3 +42,24 @@ export class EventLogError extends Error {
 export class LogLockedError extends EventLogError {
   override readonly name = 'LogLockedError';
 }
+
+/**
+ * An LMDB log with events missing: its seqs jump from `after` to `next`. The message names the
+ * log, the missing seqs and what the operator can do.
+ */
+export class LogGapError extends EventLogError {
+  override readonly name = 'LogGapError';
+
+  constructor(
+    readonly dir: string,
+    readonly after: number,
+    readonly next: number,
+  ) {
+    const missing =
+      next - 1 === after + 1 ? `seq ${after + 1} is` : `seqs ${after + 1} to ${next - 1} are`;
+    super(
+      `event log ${dir} has a hole: ${missing} missing (seq ${after} is followed by ${next}), so it cannot be read past seq ${after}. ` +
+        `To go on from what is whole: replay export ${dir} --to ${after} -o kept.jsonl, then replay import kept.jsonl NEW_DIR, and start the router with --log NEW_DIR (what follows the hole stays in ${dir}); or restore ${dir} from a backup`,
+    );
+  }
+}

@@ -10,7 +10,7 @@ export * from './schema-errors.js';
 export * from './stamp.js';
 export * from './types.js';
 export * from './upcast.js';
-export { EventLog, VALUE_FORMAT, type EventLogOptions } from './lmdb/event-log.js';
+export { EventLog, VALUE_FORMAT, type EventLogOptions, type LostCommit } from './lmdb/event-log.js';
 export {
   JetStreamEventLog,
   LogFencedError,

@@ -3,6 +3,8 @@ import { generateKeyPairSync } from 'node:crypto';
 import { createServer, type Server } from 'node:net';
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { open as openLmdb } from 'lmdb';
+import { EventLog } from '../../src/events/index.js';
 import { readLog, startTestRouter } from '../support/router/harness.js';
 import { runReadie } from '../support/processes.js';
 import { ROOT } from '../support/replay.js';
@@ -168,5 +170,34 @@ describe('readie router: start failures', function () {
       result,
       /LOG_RETENTION 30m is shorter than what the live log must keep: the snapshot spacing \(SNAPSHOT_INTERVAL 1h\) and the longest call's lifetime \(EXECUTION_TIMEOUT 1h\); give LOG_RETENTION at least 1h/,
     );
+  });
+
+  it('a log with a hole in its tail: exit 2, naming the log, the missing seqs and what to do', async () => {
+    // Given: a log of 10 events from which seqs 5 and 6 went missing (a lost commit).
+    const dir = tempDir();
+    const log = EventLog.open(dir);
+    const leaving = (n: number) => ({ type: 'WorkerLeaving' as const, workerId: `w${n}` });
+    await log.append(Array.from({ length: 10 }, (_, i) => leaving(i))).committed;
+    await log.close();
+    const raw = openLmdb({ path: join(dir, 'events.mdb'), maxDbs: 5 });
+    const events = raw.openDB<Buffer, number>({ name: 'events', encoding: 'binary' });
+    await events.remove(5);
+    await events.remove(6);
+    await raw.close();
+    // When: a router starts on it.
+    const result = await failedStart([
+      '--insecure',
+      '--auth',
+      'none',
+      '--log',
+      dir,
+      '--listen',
+      '127.0.0.1:0',
+    ]);
+    // Then: one line names the log, the hole, and the way on.
+    expectOneLine(result, new RegExp(`event log ${dir} has a hole: seqs 5 to 6 are missing`));
+    expect(result.stderr).to.include('seq 4 is followed by 7');
+    expect(result.stderr).to.include(`replay export ${dir} --to 4 -o kept.jsonl`);
+    expect(result.stderr).to.include('restore');
   });
 });

@@ -88,7 +88,13 @@ export interface E2eCluster {
  * nginx listens.
  */
 export async function startE2eCluster(
-  options: { readonly externalWorkerIds?: readonly string[] } = {},
+  options: {
+    readonly externalWorkerIds?: readonly string[];
+    /** More settings for the router and workers (by env name), over the quick probes'. */
+    readonly env?: Readonly<Record<string, string>>;
+    /** More `KIND NAME TOKEN-DIGEST` lines for the router's tokens file (more tenants). */
+    readonly extraTokens?: string;
+  } = {},
 ): Promise<E2eCluster> {
   const dir = tempDir('readie-e2e-');
   const wheels = buildWheel(
@@ -116,7 +122,9 @@ export async function startE2eCluster(
       REAPER_INTERVAL: '500ms',
       WORKER_UTILIZATION_INTERVAL: '1s',
       WORKER_TTL: '10s',
+      ...options.env,
     },
+    ...(options.extraTokens === undefined ? {} : { extraTokens: options.extraTokens }),
   });
   // The client token this run of the cluster made (tenant "local").
   const token = local.credentials.clientToken;

@@ -25,12 +25,13 @@ import {
   type EncodeMode,
 } from '../codec/stored-codec.js';
 import { SeqOrder } from '../decode.js';
-import { EventLogError, InvalidEventError } from '../errors.js';
+import { EventLogError, InvalidEventError, LogGapError } from '../errors.js';
 import type { AppendResult, EventLogBackend, LogOrigin, ReadOptions } from '../event-log.js';
 import { FoldingLog, type FoldingLogOptions } from '../log/folding-log.js';
 import { EVENT_SCHEMA_VERSION } from '../schema.js';
 import type { ClusterEvent, NewEvent, StoredEvent } from '../types.js';
 import { upcaster } from '../upcast.js';
+import { RecentWrites } from './recent-writes.js';
 import { WriterLock } from './writer-lock.js';
 
 /** How to open a log. */
@@ -39,6 +40,26 @@ export interface EventLogOptions<S> extends FoldingLogOptions<S> {
   readonly readOnly?: boolean;
   /** How often `follow` looks for events written by another process, in ms. Default 100. */
   readonly pollInterval?: number;
+  /**
+   * Told when events whose commit had succeeded were found missing from the log and stored
+   * again (see `recent-writes.ts`). Default: a process warning naming the log and the seqs.
+   */
+  readonly onLostCommit?: (lost: LostCommit) => void;
+}
+
+/** Events found missing after their commit and stored again. */
+export interface LostCommit {
+  readonly dir: string;
+  readonly fromSeq: number;
+  readonly toSeq: number;
+  readonly count: number;
+}
+
+/** What the writer needs to store an event again. */
+interface Rewrite {
+  readonly event: ClusterEvent;
+  readonly text: string | undefined;
+  readonly mode: EncodeMode;
 }
 
 const DATA_FILE = 'events.mdb';
@@ -69,6 +90,10 @@ export class EventLog<S = never> extends FoldingLog<S> implements EventLogBacken
   private first: number | undefined;
   private failure: Error | undefined;
   private lastCommit: Promise<void> = Promise.resolve();
+  /** The newest appends, checked after each commit: see `recent-writes.ts`. */
+  private readonly recent = new RecentWrites<Rewrite>();
+  private committedThrough = 0;
+  private checkQueued = false;
 
   private readonly scratch = new ByteWriter(4096);
 
@@ -234,6 +259,7 @@ export class EventLog<S = never> extends FoldingLog<S> implements EventLogBacken
       for (const key of snapshots) this.snapshots.removeSync(key);
     });
     this.first = seq + 1;
+    this.recent.forgetThrough(seq);
   }
 
   /** The id of the last committed LMDB transaction (a diagnostic: batching shows in it). */
@@ -291,6 +317,15 @@ export class EventLog<S = never> extends FoldingLog<S> implements EventLogBacken
     );
   }
 
+  /**
+   * Read-only: later reads see every commit made so far by the writer (a handle keeps the
+   * snapshot it last read otherwise). Keep one handle per reading process and refresh it rather
+   * than opening the log again and again: see docs/event-log.md.
+   */
+  refresh(): void {
+    if (this.options.readOnly) this.root.resetReadTxn();
+  }
+
   /** Reads events with `fromSeq <= seq <= toSeq`, validated, in order. */
   *read(
     fromSeq = 0,
@@ -318,6 +353,8 @@ export class EventLog<S = never> extends FoldingLog<S> implements EventLogBacken
         continue;
       }
       first = false;
+      const before = order.lastSeq;
+      if (before !== undefined && key > before + 1) throw new LogGapError(this.dir, before, key);
       const stored = decodeLogValue(value, key, instants);
       if (stored.event.seq !== key) {
         throw new InvalidEventError(
@@ -384,8 +421,14 @@ export class EventLog<S = never> extends FoldingLog<S> implements EventLogBacken
    * Stores one event (the caller folds it): a `Snapshot` is also indexed by its seq, a
    * `LogSegmentArchived` by the range it covers, and the log's first event is its origin.
    */
-  private store(event: ClusterEvent, text: string | undefined, mode: EncodeMode): Promise<boolean> {
+  private store(
+    event: ClusterEvent,
+    text: string | undefined,
+    mode: EncodeMode,
+    again = false,
+  ): Promise<boolean> {
     const write = this.events.put(event.seq, encodeLogValue(event, text, mode, this.scratch));
+    if (!again) this.recent.add(event.seq, { event, text, mode });
     if (this.first === undefined) {
       this.first = event.seq;
       if (this.origin() === undefined) void this.meta.put(META_ORIGIN, originOf(event));
@@ -403,8 +446,12 @@ export class EventLog<S = never> extends FoldingLog<S> implements EventLogBacken
   }
 
   private track(events: readonly ClusterEvent[], last: Promise<boolean> | undefined): AppendResult {
+    const through = events.at(-1)?.seq;
     const committed = (last ?? this.lastCommit).then(
-      () => this.wakeFollowers(),
+      () => {
+        if (through !== undefined) this.checkCommitted(through);
+        this.wakeFollowers();
+      },
       (error: Error) => {
         this.failure ??= error;
         throw new EventLogError(`event log ${this.dir} failed to commit: ${error.message}`);
@@ -426,6 +473,55 @@ export class EventLog<S = never> extends FoldingLog<S> implements EventLogBacken
     };
   }
 
+  /**
+   * After a commit through `seq`: checks (once per turn) that every event kept in `recent` up to
+   * the newest commit is still in the log, stores the missing ones again, and stops the log
+   * writing when one is missing that it no longer holds. See `recent-writes.ts`.
+   */
+  private checkCommitted(seq: number): void {
+    this.committedThrough = Math.max(this.committedThrough, seq);
+    if (this.checkQueued) return;
+    this.checkQueued = true;
+    queueMicrotask(() => {
+      this.checkQueued = false;
+      if (this.closed || this.failure) return;
+      const through = this.committedThrough;
+      const lost = this.recent.missing(through, (from, to) =>
+        this.events.getKeys({ start: from, end: to + 1 }),
+      );
+      // The event before the ones kept was committed earlier: it must still be there too.
+      const kept = this.recent.firstKept;
+      const before = kept === undefined || kept > through ? undefined : kept - 1;
+      if (
+        before !== undefined &&
+        before >= (this.first ?? Infinity) &&
+        !this.events.doesExist(before)
+      ) {
+        this.failure = new EventLogError(
+          `event log ${this.dir} lost committed events up to seq ${before}, which this writer no longer holds: another process that opened the log while it was written (a read-only open repeated over and over) can make LMDB forget a commit; stop the writer and keep one read-only handle per reading process`,
+        );
+        return;
+      }
+      if (lost.length > 0) this.storeAgain(lost.map((held) => held.write));
+    });
+  }
+
+  /** Stores again events whose commit was lost, and says so. */
+  private storeAgain(lost: readonly Rewrite[]): void {
+    const fromSeq = lost[0]?.event.seq ?? 0;
+    const toSeq = lost.at(-1)?.event.seq ?? 0;
+    let last: Promise<boolean> | undefined;
+    for (const { event, text, mode } of lost) last = this.store(event, text, mode, true);
+    const report: LostCommit = { dir: this.dir, fromSeq, toSeq, count: lost.length };
+    (this.options.onLostCommit ?? warnLostCommit)(report);
+    void last?.then(
+      () => this.checkCommitted(toSeq),
+      (error: Error) => {
+        this.failure ??= error;
+      },
+    );
+  }
+
   /** Folds the log from its newest snapshot (or its start) to its end. */
   private foldCurrent(): void {
     this.resetFold(this.lastSnapshot ?? this.first ?? 1);
@@ -442,6 +538,14 @@ function originOf(event: ClusterEvent): LogOrigin {
     routerId: event.type === 'RouterStarted' ? event.routerId : null,
     stream: null,
   };
+}
+
+/** The default report of a lost commit: a process warning (the router prints it). */
+function warnLostCommit(lost: LostCommit): void {
+  process.emitWarning(
+    `event log ${lost.dir}: ${lost.count} events (seq ${lost.fromSeq} to ${lost.toSeq}) had committed and then were missing from the log; they were stored again. Another process opening the log over and over while it is written causes this: keep one read-only handle per reading process.`,
+    { code: 'READIE_LOST_COMMIT' },
+  );
 }
 
 /** An index with nothing in it, for a read-only log written before it existed. */

@@ -33,6 +33,7 @@ import {
 import { codeName } from '../../../src/router/grpc-status.js';
 import { bearerMetadata } from '../../../src/router/security/index.js';
 import { DEFAULT_CONFIG, type Config } from '../../../src/shared/config.js';
+import { readLiveLog } from '../live-log.js';
 import { tempDir } from '../temp.js';
 
 /** Settings for tests: timers slow enough to stay out of the way unless a test shortens them. */
@@ -214,8 +215,14 @@ export function systemLines(outcome: CallOutcome): string[] {
     .map((line) => line.text);
 }
 
-/** Every event of a (closed, or committed) log directory, read from disk. */
+/**
+ * Every event of a log directory, read from disk: through one kept handle when another process
+ * is writing it (`readLiveLog`), else opened and closed (a writer in this process shares its
+ * environment, and a closed log has no writer to race).
+ */
 export function readLog(dir: string): ClusterEvent[] {
+  const live = readLiveLog(dir);
+  if (live) return live;
   const log = EventLog.open(dir, { readOnly: true });
   try {
     return [...log.read()];
