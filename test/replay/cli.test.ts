@@ -175,7 +175,7 @@ describe('the replay CLI', function () {
   it('verify says the rules changed, naming both versions, on a divergence in a log of a version this build does not keep', () => {
     const otherRules = altered('fresh-cluster-picks-first-id', (line) =>
       line
-        .replace('"rulesVersion":2', '"rulesVersion":7')
+        .replace('"rulesVersion":2', '"rulesVersion":9')
         .replace(
           '"type":"CallPlaced","requestId":"r1","sessionId":null,"workerId":"w10"',
           '"type":"CallPlaced","requestId":"r1","sessionId":null,"workerId":"w3"',
@@ -184,8 +184,8 @@ describe('the replay CLI', function () {
     const changed = replayCli('verify', otherRules);
     expect(changed.status).to.equal(3);
     expect(changed.stdout).to.contain(
-      'RULES CHANGED at seq 6, request r1: the log was recorded under placement rules v7, which ' +
-        `this build does not keep (it keeps v2, v3, v4, v5, v6); it decides by v${PLACEMENT_RULES_VERSION}`,
+      'RULES CHANGED at seq 6, request r1: the log was recorded under placement rules v9, which ' +
+        `this build does not keep (it keeps v2, v3, v4, v5, v6, v8); it decides by v${PLACEMENT_RULES_VERSION}`,
     );
     expect(changed.stdout).to.contain('not an incident');
     expect(changed.stdout).to.not.contain('DIVERGED');

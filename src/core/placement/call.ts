@@ -18,6 +18,11 @@ export interface CallToPlace {
    * `deadlineMs`); null (or absent): no deadline.
    */
   readonly deadlineMs?: number | null;
+  /**
+   * For a pinned call admitted from the queue (rules 8): the revision of its tenant's table entry
+   * when it was queued, which it keeps; null (or absent): the entry in force.
+   */
+  readonly queuedRevision?: number | null;
 }
 
 /** The call a `CallRequested` asked placement for: the decision's whole input from the log. */
