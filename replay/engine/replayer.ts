@@ -232,7 +232,7 @@ export class Replayer {
         const queued = this.working.queue.get(event.requestId);
         const made = decide('admit', this.working, { config: this.config, caches: this.caches });
         const call: CallToPlace = queued
-          ? callOfQueued(queued)
+          ? callOfQueued(this.working, queued)
           : (this.calls.get(event.requestId) ?? {
               requestId: event.requestId,
               sessionId: null,

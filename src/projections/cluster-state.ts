@@ -190,6 +190,8 @@ export interface PendingCall {
   readonly memory: number;
   /** Workers earlier attempts of this call could not reach: placement leaves them out. */
   readonly unreachable: readonly string[];
+  /** What its caller's deadline left it as requested, ms (`CallRequested.deadlineMs`); absent: none. */
+  readonly deadlineMs?: number | null;
 }
 
 /**
@@ -208,6 +210,13 @@ export interface QueuedCall {
   readonly seq: number;
   /** When it was queued (its `CallQueued`'s `at`). */
   readonly at: string;
+  /**
+   * For a pinned call of a tenant: the revision of its tenant's table entry in force when it was
+   * queued (absent: not pinned, or no entry). Rules 8 admit it by that entry's version.
+   */
+  readonly revision?: number;
+  /** What its caller's deadline left it as requested, ms (absent: no deadline). */
+  readonly deadlineMs?: number;
 }
 
 /** The catalogue in force and its revision. */

@@ -158,6 +158,7 @@ function applyToCluster(state: State, event: ClusterEvent, changes: WorkerChange
         tenantId: event.tenantId,
         memory: memoryBudget(event.demand.memory, state.config.DEFAULT_MEMORY),
         unreachable: [],
+        ...(event.deadlineMs === null ? {} : { deadlineMs: event.deadlineMs }),
       });
       break;
     case 'CallRejected':
@@ -183,7 +184,7 @@ function applyToCluster(state: State, event: ClusterEvent, changes: WorkerChange
     case 'ResidencyProtected':
     case 'ResidencyBudget':
       break;
-    // The images each worker holds (image-holdings.ts): placement rules v8 read them.
+    // The images each worker holds (image-holdings.ts): placement rules v9 read them.
     case 'ImageBuilt':
     case 'ImageRemoved':
       applyImageEvent(state.images, event);
@@ -245,6 +246,26 @@ function applyToCluster(state: State, event: ClusterEvent, changes: WorkerChange
 }
 
 /**
+ * What a queued call keeps beyond its event (set only when there is something to keep): a pinned
+ * call's table revision in force as it queues, and its caller's deadline as requested (from the
+ * `CallRequested` before it).
+ */
+function queuedExtras(
+  state: State,
+  event: EventOf<'CallQueued'>,
+): { revision?: number; deadlineMs?: number } {
+  const entry =
+    event.demand.pinned === true && event.tenantId !== null
+      ? state.routing.entries.get(event.tenantId)
+      : undefined;
+  const deadlineMs = state.pendingCalls.get(event.requestId)?.deadlineMs ?? null;
+  return {
+    ...(entry === undefined ? {} : { revision: entry.revision }),
+    ...(deadlineMs === null ? {} : { deadlineMs }),
+  };
+}
+
+/**
  * A call joins the admission queue (at the back of its tenant's; one queued again keeps its place,
  * as the queue's map keeps its key's).
  */
@@ -258,6 +279,7 @@ function enqueue(state: State, event: EventOf<'CallQueued'>): void {
     retryOf: event.retryOf,
     seq: event.seq,
     at: event.at,
+    ...queuedExtras(state, event),
   };
   const sameTenant =
     known !== undefined && queueTenant(known.tenantId) === queueTenant(call.tenantId);

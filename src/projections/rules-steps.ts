@@ -15,15 +15,30 @@
  */
 export const IMAGE_RULES_VERSION = 8;
 
+/**
+ * The first rules version under which a pinned call that finds no room on its subset waits in the
+ * admission queue (docs/tenant-routing.md, "When the subset has no room").
+ */
+export const PINNED_QUEUE_RULES_VERSION = 9;
+
 /** The placement rules this code decides by (today's). */
-export const PLACEMENT_RULES_VERSION = IMAGE_RULES_VERSION;
+export const PLACEMENT_RULES_VERSION = PINNED_QUEUE_RULES_VERSION;
 
 /**
  * The versions this code can decide by, each as released. Version 1's steps (container-count,
  * session checkpoints and failed dials as they were before 2) are not kept: a log recorded under
  * it replays by today's rules, and a divergence in it is reported as a change of the rules.
  */
-export const KEPT_RULES_VERSIONS: readonly number[] = [2, 3, 4, 5, 6, 7, IMAGE_RULES_VERSION];
+export const KEPT_RULES_VERSIONS: readonly number[] = [
+  2,
+  3,
+  4,
+  5,
+  6,
+  7,
+  IMAGE_RULES_VERSION,
+  PINNED_QUEUE_RULES_VERSION,
+];
 
 /**
  * The rules version a log's decisions were made under: the one its last `RouterStarted` recorded;
@@ -80,6 +95,14 @@ export interface RulesSteps {
    * not count.
    */
   readonly prefersImageHolders: boolean;
+  /**
+   * 9 on (`PINNED_QUEUE_RULES_VERSION`): with the queue in force, a pinned call no member of its
+   * version's subset can take now waits in the admission queue (and is admitted on its subset
+   * only, by the version it was queued under, its deadline checked against a cold load as at its
+   * request), and one no member could take even empty is refused as never fitting; under 8 and earlier both
+   * were shed with the retry-after hint.
+   */
+  readonly queuesPinnedCalls: boolean;
 }
 
 /**
@@ -97,5 +120,6 @@ export function rulesSteps(recorded: number | null): RulesSteps {
     shedsLoadsPastDeadline: version >= 6,
     sessionContainersHoldSlots: recordedVersion >= 7,
     prefersImageHolders: version >= IMAGE_RULES_VERSION,
+    queuesPinnedCalls: version >= PINNED_QUEUE_RULES_VERSION,
   };
 }

@@ -99,6 +99,7 @@ const PendingCallSchema = T.Object({
   tenantId: Nullable(Text),
   memory: Count,
   unreachable: T.Array(Text),
+  deadlineMs: T.Optional(Nullable(Count)),
 });
 
 const QueuedCallSchema = T.Object({
@@ -109,6 +110,8 @@ const QueuedCallSchema = T.Object({
   retryOf: Nullable(Text),
   seq: Count,
   at: Text,
+  revision: T.Optional(Count),
+  deadlineMs: T.Optional(Count),
 });
 
 const RoutingSchema = T.Object({

@@ -106,7 +106,7 @@ export const SETTINGS = {
   },
   QUEUE_TIMEOUT: {
     kind: 'duration',
-    default: 0,
+    default: 600_000,
     unrecorded: 0,
     help: 'how long a call that finds no room now waits in the admission queue before RESOURCE_EXHAUSTED; 0: refused at once, with no queue',
   },

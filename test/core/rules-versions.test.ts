@@ -57,7 +57,10 @@ function sessionOfA(): NewEvent[] {
 
 describe('core: each released rules version decides as it did', () => {
   it("keeps versions 2 to today, and a version it does not keep (1, or a newer one) takes today's steps", () => {
-    expect(KEPT_RULES_VERSIONS).to.deep.equal([2, 3, 4, 5, 6, 7, PLACEMENT_RULES_VERSION]);
+    expect(KEPT_RULES_VERSIONS).to.deep.equal([2, 3, 4, 5, 6, 7, 8, PLACEMENT_RULES_VERSION]);
+    expect(PLACEMENT_RULES_VERSION).to.equal(9);
+    expect(rulesSteps(8).queuesPinnedCalls).to.equal(false);
+    expect(rulesSteps(9).queuesPinnedCalls).to.equal(true);
     expect(rulesSteps(null).version).to.equal(PLACEMENT_RULES_VERSION);
     expect(rulesSteps(PLACEMENT_RULES_VERSION + 1).version).to.equal(PLACEMENT_RULES_VERSION);
     expect(rulesSteps(7).prefersImageHolders).to.equal(false);

@@ -104,6 +104,8 @@ async function checkCredentials(stateDir: string, clientToken: string, address: 
     WORKERS.map((id) => [id, 'ready']),
   );
   expect(answer.lastSeq).to.be.greaterThan(0);
+  // Started with no QUEUE_TIMEOUT in its environment, the router queues (10 min by default).
+  expect(answer.queueTimeoutMs).to.equal(600_000);
 }
 
 /** A log in `logDir` holding ready registrations of `workerIds`, as a previous run leaves it. */
@@ -181,6 +183,46 @@ describe('the local cluster (readie up, what npm start runs)', function () {
     expect(example.stdout).to.contain('add(2, 3) = 5');
     expect(example.stdout).to.contain('a session keeps its Python state: [1, 2, 3]');
     expect(example.stdout).to.contain('remote error: ZeroDivisionError - division by zero');
+    // The queue is on by default: with tenant local capped at one slot, the second of two
+    // calls waits in the admission queue and runs once the first is done.
+    const quota = runReadie([
+      'quota',
+      'set',
+      '--tenant',
+      'local',
+      '--max-slots',
+      '1',
+      '--router',
+      `127.0.0.1:${port}`,
+      '--insecure',
+      '--token-file',
+      join(stateDir, 'credentials', 'operator.token'),
+    ]);
+    expect((await quota.exited).code, quota.stderr()).to.equal(0);
+    const beforeQueue = readLog(join(stateDir, 'log')).at(-1)!.seq;
+    const script = [
+      'import readie',
+      '@readie.remote',
+      'def nap(x):',
+      '    import time',
+      '    time.sleep(1)',
+      '    return x',
+      'calls = [nap.spawn(1), nap.spawn(2)]',
+      'print(*[c.get() for c in calls])',
+    ].join('\n');
+    const queued = spawnSync(PYTHON, ['-c', script], {
+      cwd: tempDir(),
+      encoding: 'utf8',
+      env: { PATH: process.env['PATH'] ?? '', ...exports },
+      timeout: 120_000,
+    });
+    expect(queued.status, queued.stderr).to.equal(0);
+    expect(queued.stdout.trim()).to.equal('1 2');
+    const types = readLog(join(stateDir, 'log'))
+      .filter((e) => e.seq > beforeQueue)
+      .map((e) => e.type);
+    expect(types.filter((type) => type === 'CallQueued')).to.have.length(1);
+    expect(types.filter((type) => type === 'CallAdmitted')).to.have.length(1);
     const beforeCtrlC = readLog(join(stateDir, 'log')).at(-1)!.seq;
     // A terminal's Ctrl-C: SIGINT to the whole foreground process group.
     process.kill(-up.process.pid!, 'SIGINT');

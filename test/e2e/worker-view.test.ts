@@ -61,7 +61,8 @@ describe('the router counts container slots as its workers do (real workers)', f
   });
 
   it('runs 16 concurrent calls on two 8-container workers, and 16 more right after', async () => {
-    router = await startTestRouter();
+    // No queue: the 17th call's refusal shows what the router counted (queued, it would wait).
+    router = await startTestRouter({ config: { QUEUE_TIMEOUT: 0 } });
     for (let i = 0; i < 2; i += 1) {
       workers.push(await startRealWorker(router.address, { flags: { maxContainers: '8' } }));
     }

@@ -43,7 +43,14 @@ describe('evolve: the effect of each event', () => {
         schemaVersion: null,
       }),
     );
-    expect(state.config).to.deep.equal({ ...DEFAULT_CONFIG, MEMORY_HEADROOM: 0.8 });
+    // A config recorded before the admission queue existed names no QUEUE_TIMEOUT: it ran with
+    // no queue, so it reads as 0 (the setting's `unrecorded`), not today's default of 10 min.
+    expect(DEFAULT_CONFIG.QUEUE_TIMEOUT).to.equal(600_000);
+    expect(state.config).to.deep.equal({
+      ...DEFAULT_CONFIG,
+      MEMORY_HEADROOM: 0.8,
+      QUEUE_TIMEOUT: 0,
+    });
     expect(state.rulesVersion).to.equal(1);
     expect(state.routerVersion).to.equal('1.2.3');
     expect(state.routerStartedAt).to.equal(atOf(1));

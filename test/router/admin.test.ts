@@ -199,9 +199,10 @@ describe('router: the admin service and the tenant service', function () {
       slots: 2,
       memory: 4 * GiB,
       workers: 1,
-      // This router does not queue (QUEUE_TIMEOUT 0): a map stays under the slots.
-      queueTimeoutMs: 0,
-      maxQueued: 0,
+      // This router queues (QUEUE_TIMEOUT by default 10 min): a map may send the slots plus
+      // the calls its tenant may have waiting.
+      queueTimeoutMs: 600_000,
+      maxQueued: 2_000,
     });
     // With the default 1 GiB budget, the container limit binds first: 8 minus the session's
     // container minus the call in flight.

@@ -408,4 +408,49 @@ describe('router: tenant-pinned versions', function () {
     expect(warm.error).to.equal(undefined);
     expect(warm.ids.at(-1)).to.deep.include({ version: 'screen-v3', workerId: member });
   });
+
+  // Last: it fills initech's one-worker subset (screen-v3, resident since the test above).
+  it('queues a pinned call its full subset has no room for (rules 9), though other workers are idle, and runs it there once a slot frees', async () => {
+    const [member] = rendezvousSubset('initech', 'screen-v3', WORKERS, 1) as [string];
+    const state = () => test.router.state;
+    // Eight calls hold the member's eight container slots (some may wait themselves).
+    const holding = Array.from({ length: 8 }, (_, i) =>
+      pinnedCall(INITECH, 'sleep 1500', { requestId: `initech-hold-${i}` }),
+    );
+    await eventually(
+      () =>
+        [...state().reservations.values()].filter((r) => r.workerId === member).length +
+          state().queue.size >=
+        8,
+      'the subset full',
+    );
+    const queued = pinnedCall(INITECH, 'echo waited', { requestId: 'initech-queued' });
+    await eventually(() => state().queue.has('initech-queued'), 'the pinned call queued');
+    const outcome = await queued;
+    expect(outcome.error).to.equal(undefined);
+    expect(outcome.payload).to.equal('echo waited');
+    expect(outcome.queue.map((notice) => notice.queued)).to.deep.equal([true, false]);
+    expect(outcome.ids.at(-1)).to.deep.include({ version: 'screen-v3', workerId: member });
+    for (const held of await Promise.all(holding)) expect(held.error).to.equal(undefined);
+    // Nothing of initech ran outside its subset, though the other workers had room throughout.
+    for (const worker of workers.filter((w) => w.workerId !== member)) {
+      const ids = worker.calls.map((c) => c.header.ids?.requestId ?? '');
+      expect(ids.filter((id) => id.startsWith('initech-'))).to.deep.equal([]);
+    }
+    let story: string[] = [];
+    await eventually(() => {
+      story = events()
+        .filter((e) => 'requestId' in e && e.requestId === 'initech-queued')
+        .map((e) => e.type);
+      return story.includes('CallFinished');
+    }, 'the queued call finished on disk');
+    expect(story.slice(0, 4)).to.deep.equal([
+      'CallRequested',
+      'CallQueued',
+      'CallAdmitted',
+      'CallPlaced',
+    ]);
+    const started = events().find((e) => e.type === 'RouterStarted');
+    expect(started?.type === 'RouterStarted' && started.rulesVersion).to.equal(9);
+  });
 });

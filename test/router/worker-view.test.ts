@@ -105,7 +105,8 @@ describe('router: its view of the workers (scripted workers)', function () {
   });
 
   it('a worker full by its own report (no container records) is not placed on', async () => {
-    test = await startTestRouter();
+    // No queue: the refusal names what placement saw (a queued call would wait with these words).
+    test = await startTestRouter({ config: { QUEUE_TIMEOUT: 0 } });
     const full = await worker('a-full', test);
     await full.reportStatus({ maxContainers: 2 });
     await worker('b-room', test);

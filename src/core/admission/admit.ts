@@ -47,7 +47,7 @@ export function decideAdmit(state: ClusterState, input: AdmitInput = {}): AdmitD
       // A tenant at its slot cap waits (a queued call always needs a new slot: one reusing its
       // session's container never queues).
       if (slotCapReached(state, turn.head.tenantId) !== null) continue;
-      const placement = place(state, callOf(turn.head), {
+      const placement = place(state, callOf(state, turn.head), {
         config,
         caches: input.caches,
         scans,

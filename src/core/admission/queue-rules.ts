@@ -8,7 +8,7 @@ import { queueTenant } from '../../projections/admission-index.js';
 import type { ClusterState, QueuedCall } from '../../projections/cluster-state.js';
 import { DEFAULT_MAX_QUEUED, quotaOf } from '../../projections/quota-state.js';
 import type { Config } from '../../shared/config.js';
-import { decidesAdmission, type CallToPlace } from '../placement/index.js';
+import { decidesAdmission, rulesSteps, type CallToPlace } from '../placement/index.js';
 import { slotsHeldBy } from './fair-order.js';
 
 /** Whether a call that does not fit now waits in the queue (else it is refused at once). */
@@ -58,13 +58,24 @@ export function slotCapReached(state: ClusterState, tenantId: string | null): st
   return `tenant ${tenantId ?? ''} holds ${held} slot${held === 1 ? '' : 's'}, its quota's maxSlots ${maxSlots}`;
 }
 
-/** A queued call as placement sees it. */
-export function callOf(queued: QueuedCall): CallToPlace {
-  return {
+/**
+ * A queued call as placement sees it. Under rules 9 (`queuesPinnedCalls`) also with its caller's
+ * deadline as requested (a cold load it would not wait for is shed at admission as at its
+ * request) and, for a pinned call, the table revision it was queued under (it is admitted by that
+ * version, whatever flips came while it waited); under earlier rules as they decided it.
+ */
+export function callOf(state: ClusterState, queued: QueuedCall): CallToPlace {
+  const call = {
     requestId: queued.requestId,
     sessionId: queued.sessionId,
     tenantId: queued.tenantId,
     demand: queued.demand,
     retryOf: queued.retryOf,
+  };
+  if (!rulesSteps(state.rulesVersion).queuesPinnedCalls) return call;
+  return {
+    ...call,
+    deadlineMs: queued.deadlineMs ?? null,
+    queuedRevision: queued.revision ?? null,
   };
 }

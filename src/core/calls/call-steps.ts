@@ -136,7 +136,7 @@ function waitsInQueue(
 ): string | null {
   if (!queueing(state, config)) return null;
   if (placement.outcome === 'rejected')
-    return placement.fit === 'not-now' ? placement.message : null;
+    return placement.fit === 'not-now' ? (placement.waitsWith ?? placement.message) : null;
   const capped = capOf(state, call, placement);
   if (capped !== null) return capped;
   if (placement.containerId !== null || state.queue.size === 0) return null;

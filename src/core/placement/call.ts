@@ -23,6 +23,11 @@ export interface CallToPlace {
    * absent): no image.
    */
   readonly imageKey?: string | null;
+  /**
+   * For a pinned call admitted from the queue (rules 9): the revision of its tenant's table entry
+   * when it was queued, which it keeps; null (or absent): the entry in force.
+   */
+  readonly queuedRevision?: number | null;
 }
 
 /** The call a `CallRequested` asked placement for: the decision's whole input from the log. */

@@ -61,6 +61,12 @@ export interface RejectedDecision {
    * one could once it has room (the call may wait in the queue).
    */
   readonly fit?: Fit;
+  /**
+   * For a call that does not fit now: the words it waits with in the admission queue when the
+   * queue is in force (absent: its `message`); a pinned call's shed names a retry hint it does
+   * not need while it waits.
+   */
+  readonly waitsWith?: string;
 }
 
 /** Why a call found no room: it never fits, or it does not fit now. */

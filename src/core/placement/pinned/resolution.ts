@@ -104,6 +104,14 @@ export function resolvePinned(
       if (resolution !== null && resolution.tenantId === tenantId) return { ok: true, resolution };
     }
   }
+  const queued = call.queuedRevision ?? null;
+  if (queued !== null) {
+    // Admitted from the queue: the entry it was queued under, whatever flipped meanwhile.
+    const kept = atRevision(routing, queued, 'table', tenantId);
+    if (kept !== null && kept.tenantId === tenantId) {
+      return { ok: true, resolution: { ...kept, from: null } };
+    }
+  }
   const entry = routing.entries.get(tenantId);
   if (entry === undefined) {
     return {

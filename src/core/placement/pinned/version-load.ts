@@ -13,6 +13,8 @@ import type { Resolution } from './resolution.js';
 import { explainRouting, routingCandidates } from './explain-routing.js';
 import { refuseVersion, shed } from './version-refusal.js';
 import { lateLoad, lateLoadReason } from './load-deadline.js';
+import { neverFits } from '../never-fits.js';
+import { rulesSteps } from '../rules-version.js';
 
 /**
  * No subset member can take the call: no candidate at all (refused), or none this call can use
@@ -58,13 +60,36 @@ export function noMember(
     cut.length === 0
       ? 'its filters ruled them all out'
       : `unreachable for this call: ${cut.join(', ')}; the filters ruled out the rest`;
-  return shed(
-    placing,
-    resolution,
-    `no worker of version "${version}"'s subset (${subset.join(', ')}) can take the call now (${ruledOut})`,
-    flavor,
-    subset,
-  );
+  const why = `no worker of version "${version}"'s subset (${subset.join(', ')}) can take the call now (${ruledOut})`;
+  if (!rulesSteps(placing.state.rulesVersion).queuesPinnedCalls) {
+    return shed(placing, resolution, why, flavor, subset);
+  }
+  return notNow(placing, resolution, why, scan);
+}
+
+/**
+ * Rules 8: no subset member can take the call now. One that no member could take even empty is
+ * refused as never fitting (final); else the shed is marked "not now", so that with the queue in
+ * force the call waits in it (in `why`'s words) instead, on its subset only.
+ */
+function notNow(
+  placing: Placing,
+  resolution: Resolution,
+  why: string,
+  scan: SubsetScan,
+): PlacementDecision {
+  const { state, budget, config, unreachable } = placing;
+  const members: WorkerRecord[] = [];
+  for (const workerId of scan.subset) {
+    const worker = state.workers.get(workerId);
+    if (worker !== undefined) members.push(worker);
+  }
+  const never = neverFits(members, budget, config, unreachable);
+  if (never !== null) {
+    return { ...refuseVersion(placing, resolution, 'RESOURCE_EXHAUSTED', never), fit: 'never' };
+  }
+  const shedding = shed(placing, resolution, why, scan.flavor, scan.subset);
+  return { ...shedding, fit: 'not-now', waitsWith: why };
 }
 
 /**

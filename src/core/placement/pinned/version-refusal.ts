@@ -6,7 +6,7 @@
 import type { Flavor } from '../../../events/schema.js';
 import type { GrpcCodeName } from '../../../shared/grpc-codes.js';
 import { formatDuration } from '../../../shared/units.js';
-import type { PlacementDecision, RejectedDecision } from '../decision.js';
+import type { RejectedDecision } from '../decision.js';
 import { rejected } from '../outcome.js';
 import type { Placing } from '../placing.js';
 import type { Resolution } from './resolution.js';
@@ -18,7 +18,7 @@ export function refuseVersion(
   resolution: Resolution,
   code: GrpcCodeName,
   message: string,
-): PlacementDecision {
+): RejectedDecision {
   explainRouting(placing, resolution, `refused: ${message}`);
   const routing = {
     version: resolution.version,
