@@ -49,18 +49,22 @@ export class RecentWrites<T> {
   /**
    * After a commit through `committed`: forgets the writes older than the last `limit` committed,
    * then returns those up to `committed` whose seq `present` says is not in the log (it lists the
-   * seqs in the log from `from` to `to`). Empty when none is missing.
+   * seqs in the log from `from` to `to`). Empty when none is missing. `count` (how many seqs the
+   * log holds from `from` to `to`), when given, answers the usual case, nothing missing, without
+   * listing the seqs.
    */
   missing(
     committed: number,
     present: (from: number, to: number) => Iterable<number>,
+    count?: (from: number, to: number) => number,
   ): HeldWrite<T>[] {
     this.forgetBefore(committed - this.limit + 1);
     const first = this.firstKept;
     if (first === undefined || committed < first) return [];
-    let count = 0;
-    for (const _ of present(first, committed)) count += 1;
-    if (count === committed - first + 1) return [];
+    let held = 0;
+    if (count) held = count(first, committed);
+    else for (const _ of present(first, committed)) held += 1;
+    if (held === committed - first + 1) return [];
     const found = new Set(present(first, committed));
     const lost: HeldWrite<T>[] = [];
     for (let i = this.head; i < this.held.length; i += 1) {
