@@ -192,6 +192,8 @@ export interface PendingCall {
   readonly unreachable: readonly string[];
   /** What its caller's deadline left it as requested, ms (`CallRequested.deadlineMs`); absent: none. */
   readonly deadlineMs?: number | null;
+  /** The key of its image declaration (`CallRequested.imageKey`); absent: it names no image. */
+  readonly imageKey?: string;
 }
 
 /**
@@ -217,6 +219,11 @@ export interface QueuedCall {
   readonly revision?: number;
   /** What its caller's deadline left it as requested, ms (absent: no deadline). */
   readonly deadlineMs?: number;
+  /**
+   * The key of its image declaration as requested (absent: none): rules 8 admit it to a worker
+   * that holds the image, as they would have placed it at its request.
+   */
+  readonly imageKey?: string;
 }
 
 /** The catalogue in force and its revision. */

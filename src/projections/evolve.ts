@@ -159,6 +159,9 @@ function applyToCluster(state: State, event: ClusterEvent, changes: WorkerChange
         memory: memoryBudget(event.demand.memory, state.config.DEFAULT_MEMORY),
         unreachable: [],
         ...(event.deadlineMs === null ? {} : { deadlineMs: event.deadlineMs }),
+        ...(event.imageKey === null || event.imageKey === undefined
+          ? {}
+          : { imageKey: event.imageKey }),
       });
       break;
     case 'CallRejected':
@@ -247,21 +250,24 @@ function applyToCluster(state: State, event: ClusterEvent, changes: WorkerChange
 
 /**
  * What a queued call keeps beyond its event (set only when there is something to keep): a pinned
- * call's table revision in force as it queues, and its caller's deadline as requested (from the
- * `CallRequested` before it).
+ * call's table revision in force as it queues, and its caller's deadline and image key as
+ * requested (from the `CallRequested` before it).
  */
 function queuedExtras(
   state: State,
   event: EventOf<'CallQueued'>,
-): { revision?: number; deadlineMs?: number } {
+): { revision?: number; deadlineMs?: number; imageKey?: string } {
   const entry =
     event.demand.pinned === true && event.tenantId !== null
       ? state.routing.entries.get(event.tenantId)
       : undefined;
-  const deadlineMs = state.pendingCalls.get(event.requestId)?.deadlineMs ?? null;
+  const pending = state.pendingCalls.get(event.requestId);
+  const deadlineMs = pending?.deadlineMs ?? null;
+  const imageKey = pending?.imageKey;
   return {
     ...(entry === undefined ? {} : { revision: entry.revision }),
     ...(deadlineMs === null ? {} : { deadlineMs }),
+    ...(imageKey === undefined ? {} : { imageKey }),
   };
 }
 

@@ -100,6 +100,7 @@ const PendingCallSchema = T.Object({
   memory: Count,
   unreachable: T.Array(Text),
   deadlineMs: T.Optional(Nullable(Count)),
+  imageKey: T.Optional(Text),
 });
 
 const QueuedCallSchema = T.Object({
@@ -112,6 +113,7 @@ const QueuedCallSchema = T.Object({
   at: Text,
   revision: T.Optional(Count),
   deadlineMs: T.Optional(Count),
+  imageKey: T.Optional(Text),
 });
 
 const RoutingSchema = T.Object({

@@ -15,6 +15,7 @@ import {
   type PlacedDecision,
   type PlacementDecision,
 } from '../../src/core/placement/index.js';
+import { decide } from '../../src/core/decisions.js';
 import type { NewEvent } from '../../src/events/index.js';
 import { applyInPlace } from '../../src/projections/fold.js';
 import { demand, GiB, history, registered, started } from '../support/events.js';
@@ -148,5 +149,40 @@ describe("core: placement prefers a worker that holds the call's image (rules v8
       ['w2', false, 3],
       ['w3', true, 1],
     ]);
+  });
+
+  it('given every worker full and a call naming the image queued, when the slots free, then admission gives it to the holder as placement would have', () => {
+    for (const [version, expected] of [
+      [IMAGE_RULES_VERSION, 'w3'],
+      [7, 'w1'],
+    ] as const) {
+      const log = history(
+        started({ QUEUE_TIMEOUT: 600_000 }, version),
+        ...['w1', 'w2', 'w3'].map((id) => registered(id, { maxContainers: 1 })),
+        built('w3', [KEY]),
+      );
+      const arrive = (requestId: string, imageKey: string | null) => {
+        const made = decide('call', log.state(), { call: { ...call(imageKey), requestId } });
+        log.add(...made.events);
+        return made;
+      };
+      for (const busy of ['b1', 'b2', 'b3']) arrive(busy, null);
+      expect(arrive('r1', KEY).queued, `rules ${version}`).to.be.a('string');
+      for (const busy of ['b1', 'b2', 'b3']) {
+        log.add({
+          type: 'CallFinished',
+          requestId: busy,
+          ok: true,
+          code: null,
+          message: null,
+          raised: null,
+        });
+      }
+      const admitted = decide('admit', log.state(), {});
+      expect(admitted.requestId).to.equal('r1');
+      expect(workerOf(admitted.placement as PlacementDecision), `rules ${version}`).to.equal(
+        expected,
+      );
+    }
   });
 });

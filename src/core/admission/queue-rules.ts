@@ -59,20 +59,24 @@ export function slotCapReached(state: ClusterState, tenantId: string | null): st
 }
 
 /**
- * A queued call as placement sees it. Under rules 9 (`queuesPinnedCalls`) also with its caller's
- * deadline as requested (a cold load it would not wait for is shed at admission as at its
- * request) and, for a pinned call, the table revision it was queued under (it is admitted by that
- * version, whatever flips came while it waited); under earlier rules as they decided it.
+ * A queued call as placement sees it. Under rules 8 (`prefersImageHolders`) with its image key as
+ * requested (it is admitted to a worker that holds its image, as it would have been placed at its
+ * request). Under rules 9 (`queuesPinnedCalls`) also with its caller's deadline as requested (a
+ * cold load it would not wait for is shed at admission as at its request) and, for a pinned call,
+ * the table revision it was queued under (it is admitted by that version, whatever flips came
+ * while it waited); under earlier rules as they decided it.
  */
 export function callOf(state: ClusterState, queued: QueuedCall): CallToPlace {
+  const steps = rulesSteps(state.rulesVersion);
   const call = {
     requestId: queued.requestId,
     sessionId: queued.sessionId,
     tenantId: queued.tenantId,
     demand: queued.demand,
     retryOf: queued.retryOf,
+    ...(steps.prefersImageHolders ? { imageKey: queued.imageKey ?? null } : {}),
   };
-  if (!rulesSteps(state.rulesVersion).queuesPinnedCalls) return call;
+  if (!steps.queuesPinnedCalls) return call;
   return {
     ...call,
     deadlineMs: queued.deadlineMs ?? null,
