@@ -3,7 +3,8 @@
  *
  * - Hot path: the router folds every appended event into its cluster state; with the history, each
  *   event also goes to `CallHistory.observe`. The same stream of calls (request, placement, bound,
- *   end, and a load report every 4 calls, as a busy worker sends) is folded with and without the
+ *   end, one call in 10 queued and admitted first, one in 10 raised, and a load report every 4
+ *   calls, as a busy worker sends) is folded with and without the
  *   history, in alternating rounds; the cost per call is the difference, beside the fold's own cost
  *   per call (the baseline): the median of the rounds' paired differences. The history alone
  *   (`observe` of the same events) is measured too. Each figure is on the clock, and beside it the
@@ -88,6 +89,28 @@ function callEvents(calls: number): ClusterEvent[] {
       function: 'jobs.scoring.score_batch',
       turnWaitMs: null,
     });
+    // One call in 10 waits in the admission queue first (the history's `queued` state).
+    if (i % 10 === 4) {
+      stamp({
+        type: 'CallQueued',
+        requestId,
+        sessionId: null,
+        tenantId: `tenant-${i % 100}`,
+        demand: {
+          memory: null,
+          gpuMemory: null,
+          gpu: null,
+          disableOptimizedExecution: null,
+          checkpointId: null,
+          imports: ['numpy'],
+          packages: null,
+          pinned: null,
+        },
+        retryOf: null,
+        why: `tenant tenant-${i % 100} holds its quota's 4 slots (max-slots)`,
+      });
+      stamp({ type: 'CallAdmitted', requestId });
+    }
     stamp({
       type: 'CallPlaced',
       requestId,

@@ -242,8 +242,11 @@ export function lifecycleSection(call: CallViewData): string[] {
       `${call.turnWaitMs}ms for its session's turn before it was requested`,
     ]);
   }
-  if (call.queuedAt) rows.push(['queued', call.queuedAt, offset(call.queuedAt), '']);
-  if (call.admittedAt) rows.push(['admitted', call.admittedAt, offset(call.admittedAt), '']);
+  if (call.queuedAt) rows.push(['queued', call.queuedAt, offset(call.queuedAt), call.queuedWhy]);
+  if (call.admittedAt) {
+    const wait = call.queueWaitMs === undefined ? '' : `after ${call.queueWaitMs}ms in the queue`;
+    rows.push(['admitted', call.admittedAt, offset(call.admittedAt), wait]);
+  }
   call.attempts.forEach((attempt, index) => {
     const where = [
       `worker ${attempt.workerId}`,

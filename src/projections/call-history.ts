@@ -10,6 +10,7 @@
  */
 import type { ClusterEvent, EventOf } from '../events/types.js';
 import { raisedLine, type Raised } from '../shared/raised.js';
+import { roughDuration } from '../shared/units.js';
 
 /** Where a call is in its life, as the history tells it. */
 export const CALL_STATES = [
@@ -66,9 +67,16 @@ export interface CallRecord {
   readonly requestedSeq: number;
   /** How long it waited for its session's turn before it was requested, ms (null: it did not). */
   readonly turnWaitMs: number | null;
-  /** When an admission queue held it, and let it go (null: never queued). */
+  /** When an admission queue held it, and let it go (null: never queued; not admitted). */
   readonly queuedAt: string | null;
   readonly admittedAt: string | null;
+  /** Why it waited in the queue, as its `CallQueued` said (at most 256 characters); null: never queued. */
+  readonly queuedWhy: string | null;
+  /**
+   * How long it waited in the queue, in ms: from `queuedAt` to its admission, or to its leaving the
+   * queue unplaced; null while it waits, or never queued.
+   */
+  readonly queueWaitMs: number | null;
   readonly boundAt: string | null;
   /** The container and checkpoint its worker named when it bound (null before). */
   readonly boundContainerId: string | null;
@@ -124,6 +132,9 @@ type Kept = Omit<Mutable<CallRecord>, 'attempts'> & {
   live: boolean;
 };
 
+/** The most characters of a queued call's reason the history keeps. */
+const MAX_WHY_LENGTH = 256;
+
 /** How many forgotten records, and their attempts, the history keeps for reuse. */
 const SPARE_RECORDS = 256;
 
@@ -169,6 +180,15 @@ export class CallHistory {
     switch (event.type) {
       case 'CallRequested':
         this.requested(event);
+        break;
+      case 'CallQueued':
+        this.queued(event);
+        break;
+      case 'CallAdmitted':
+        this.admitted(event);
+        break;
+      case 'CallLeftQueue':
+        this.leftQueue(event);
         break;
       case 'CallPlaced':
         this.placed(event);
@@ -330,6 +350,38 @@ export class CallHistory {
     this.forgetBefore(at - this.bounds.retentionMs);
   }
 
+  /** The call did not fit now: it waits in the admission queue (after its `CallRequested`). */
+  private queued(event: EventOf<'CallQueued'>): void {
+    const record = this.calls.get(event.requestId);
+    if (!record || record.finishedAt !== null) return;
+    record.state = 'queued';
+    record.queuedAt = event.at;
+    record.queuedWhy =
+      event.why.length > MAX_WHY_LENGTH ? `${event.why.slice(0, MAX_WHY_LENGTH - 1)}…` : event.why;
+    record.lastSeq = event.seq;
+  }
+
+  /** The queue let it go: its placement (or refusal) follows in the same append. */
+  private admitted(event: EventOf<'CallAdmitted'>): void {
+    const record = this.calls.get(event.requestId);
+    if (!record) return;
+    record.admittedAt = event.at;
+    record.queueWaitMs = waitedSince(record.queuedAt, event.at);
+    record.lastSeq = event.seq;
+  }
+
+  /** It left the queue unplaced: its deadline passed, its client went, it timed out, a restart. */
+  private leftQueue(event: EventOf<'CallLeftQueue'>): void {
+    const record = this.calls.get(event.requestId);
+    if (!record || record.finishedAt !== null) return;
+    const waited = waitedSince(record.queuedAt, event.at);
+    record.state = 'rejected';
+    record.queueWaitMs = waited;
+    record.code = event.code;
+    record.message = leftQueueMessage(event, waited ?? 0);
+    end(record, event.at, event.seq);
+  }
+
   private placed(event: EventOf<'CallPlaced'>): void {
     const record = this.calls.get(event.requestId);
     if (!record) return;
@@ -400,6 +452,29 @@ export class CallHistory {
   }
 }
 
+/**
+ * What the history says of a call that left the queue after `waitedMs`: a timeout's words as its
+ * client heard them (they tell the wait), a restart's with the wait, the others with why too.
+ */
+function leftQueueMessage(event: EventOf<'CallLeftQueue'>, waitedMs: number): string {
+  const after = `left the queue after ${roughDuration(waitedMs)}`;
+  switch (event.reason) {
+    case 'timeout':
+      return event.message;
+    case 'restart':
+      return `${after}: ${event.message}`;
+    case 'deadline':
+      return `${after} (its client's deadline passed): ${event.message}`;
+    case 'cancelled':
+      return `${after} (its client cancelled it): ${event.message}`;
+  }
+}
+
+/** Milliseconds from `since` to `at` (never negative); null without `since`. */
+function waitedSince(since: string | null, at: string): number | null {
+  return since === null ? null : Math.max(0, Date.parse(at) - Date.parse(since));
+}
+
 /** Ends `record` at `at` (its time from request to end, parsed once here). */
 function end(record: Kept, at: string, seq: number): void {
   record.finishedAt = at;
@@ -416,6 +491,8 @@ function end(record: Kept, at: string, seq: number): void {
 function clearProgress(record: Kept): void {
   record.queuedAt = null;
   record.admittedAt = null;
+  record.queuedWhy = null;
+  record.queueWaitMs = null;
   record.boundAt = null;
   record.boundContainerId = null;
   record.boundCheckpointId = null;
@@ -444,6 +521,8 @@ function blankRecord(): Kept {
     turnWaitMs: null,
     queuedAt: null,
     admittedAt: null,
+    queuedWhy: null,
+    queueWaitMs: null,
     boundAt: null,
     boundContainerId: null,
     boundCheckpointId: null,
@@ -485,6 +564,7 @@ function approxRecordBytes(record: CallRecord): number {
     (record.sessionId?.length ?? 0) +
     (record.retryOf?.length ?? 0) +
     (record.message?.length ?? 0) +
+    (record.queuedWhy?.length ?? 0) +
     (record.raised === null ? 0 : record.raised.type.length + record.raised.message.length);
   for (const attempt of record.attempts) {
     length +=

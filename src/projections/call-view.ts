@@ -49,6 +49,8 @@ export interface CallViewData {
   turnWaitMs?: number | undefined;
   raisedType: string;
   raisedMessage: string;
+  queuedWhy: string;
+  queueWaitMs?: number | undefined;
 }
 
 /** The history's window as the wire shows it (`readie.v1.HistoryWindow`). */
@@ -102,6 +104,8 @@ export function callView(record: CallRecord): CallViewData {
     turnWaitMs: record.turnWaitMs ?? undefined,
     raisedType: record.raised?.type ?? '',
     raisedMessage: record.raised?.message ?? '',
+    queuedWhy: record.queuedWhy ?? '',
+    queueWaitMs: record.queueWaitMs ?? undefined,
   };
 }
 

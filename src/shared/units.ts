@@ -92,6 +92,15 @@ export function formatDuration(ms: number): string {
   return `${ms}ms`;
 }
 
+/** A duration in ms as read at a glance: `850ms`, `1.2s`, `3m 5s`; `-` for none. */
+export function roughDuration(ms: number | undefined): string {
+  if (ms === undefined) return '-';
+  if (ms < 1000) return `${ms}ms`;
+  if (ms < 60_000) return `${(ms / 1000).toFixed(ms < 10_000 ? 1 : 0)}s`;
+  const minutes = Math.floor(ms / 60_000);
+  return `${minutes}m ${Math.round((ms % 60_000) / 1000)}s`;
+}
+
 /**
  * Formats bytes in the largest binary unit they reach (`1GiB`, `512MiB`, `1000B`), whole when
  * exact and with two decimals otherwise (`100.03GiB`): never a smaller unit because the value is

@@ -151,6 +151,19 @@ describe('end to end: the admission queue on a real cluster of 16 slots', functi
     expect(rows.get('alpha')).to.deep.include({ slotsHeld: SLOTS, depth: 0 });
     expect(settled, 'the call waits while no slot frees').to.equal(false);
     expect(of('CallAdmitted', call.requestId, before)).to.equal(undefined);
+    // The call history lists it as queued, with why it waits.
+    const waiting = JSON.parse(await readie('call', call.requestId, '--json')) as {
+      state: string;
+      queuedWhy: string;
+      admittedAt?: string;
+    };
+    expect(waiting).to.include({ state: 'queued' });
+    expect(waiting.queuedWhy).to.equal(of('CallQueued', call.requestId, before)!.why);
+    expect(waiting.queuedWhy).not.to.equal('');
+    expect(waiting.admittedAt ?? '').to.equal('');
+    expect(await readie('calls', '--tenant', 'beta')).to.match(
+      new RegExp(`${call.requestId}.*queued`),
+    );
 
     // Alpha lets one session go: its container is removed, and on that beta's call is admitted.
     await readyOnRouter(sessions[0]!);
@@ -167,6 +180,21 @@ describe('end to end: the admission queue on a real cluster of 16 slots', functi
     expect(removed.filter((e) => e.seq < admitted.seq)).to.have.length(1);
     expect(ofType(events, 'CallAdmitted')[0]?.requestId).to.equal(call.requestId);
     expect(of('CallPlaced', call.requestId, before)!.seq).to.be.greaterThan(admitted.seq);
+    // readie call tells the wait: requested, queued (why), admitted (after how long), placed.
+    const page = await readie('call', call.requestId);
+    const steps = page
+      .slice(page.indexOf('steps'))
+      .split('\n')
+      .map((line) => line.trim().split(/\s+/)[0]);
+    expect(steps).to.include.ordered.members([
+      'steps',
+      'requested',
+      'queued',
+      'admitted',
+      'placed',
+    ]);
+    expect(page).to.match(/admitted .* after \S+ in the queue/);
+    expect(page).to.match(/state +succeeded \(OK\)/);
   });
 
   it('with maxSlots 12 for alpha (readie quota set), its 13th session queues while beta runs at once', async () => {

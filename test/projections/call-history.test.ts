@@ -2,7 +2,17 @@ import { expect } from 'chai';
 import type { NewEvent } from '../../src/events/index.js';
 import { CallHistory, type HistoryBounds } from '../../src/projections/index.js';
 import { callView } from '../../src/projections/call-view.js';
-import { atOf, history, placed, registered, requested, START_MS } from '../support/events.js';
+import { decodeLogValue, encodeLogValue } from '../../src/events/codec/stored-codec.js';
+import { ByteWriter } from '../../src/events/codec/byte-buffers.js';
+import {
+  atOf,
+  demand,
+  history,
+  placed,
+  registered,
+  requested,
+  START_MS,
+} from '../support/events.js';
 
 const ROOMY: HistoryBounds = { maxCalls: 100, retentionMs: 3_600_000 };
 
@@ -283,5 +293,180 @@ describe('projection: the call history', () => {
       finishedAt: atOf(2),
     });
     expect(calls.get('busy')?.message).to.match(/^session is busy/);
+  });
+
+  describe('the admission queue', () => {
+    const queued = (requestId: string, why = 'no worker has 2 free slots'): NewEvent => ({
+      type: 'CallQueued',
+      requestId,
+      sessionId: null,
+      tenantId: 'acme',
+      demand: demand(),
+      retryOf: null,
+      why,
+    });
+    const admitted = (requestId: string): NewEvent => ({ type: 'CallAdmitted', requestId });
+    const left = (
+      requestId: string,
+      reason: 'deadline' | 'cancelled' | 'timeout' | 'restart',
+      code: 'DEADLINE_EXCEEDED' | 'CANCELLED' | 'RESOURCE_EXHAUSTED' | 'UNAVAILABLE',
+      message: string,
+    ): NewEvent => ({ type: 'CallLeftQueue', requestId, reason, code, message });
+
+    it('given a call queued, then admitted, placed, bound and finished, then it shows queued with why, and the wait once admitted', () => {
+      const calls = fed([registered('w1'), requested('r1', { tenantId: 'acme' }), queued('r1')]);
+      expect(calls.get('r1')).to.include({
+        state: 'queued',
+        queuedAt: atOf(3),
+        queuedWhy: 'no worker has 2 free slots',
+        admittedAt: null,
+        queueWaitMs: null,
+        finishedAt: null,
+      });
+      expect(calls.list({ failed: true })).to.have.length(0);
+      const done = fed([
+        registered('w1'),
+        requested('r1', { tenantId: 'acme' }),
+        queued('r1'),
+        requested('other'),
+        admitted('r1'),
+        placed('r1', 'w1'),
+        bound('r1', 'c1'),
+        finished('r1', null),
+      ]);
+      expect(done.get('r1')).to.include({
+        state: 'succeeded',
+        queuedAt: atOf(3),
+        admittedAt: atOf(5),
+        queueWaitMs: 2000,
+        durationMs: 6000,
+        code: 'OK',
+      });
+      expect(callView(done.get('r1')!)).to.include({
+        state: 'succeeded',
+        queuedAt: atOf(3),
+        admittedAt: atOf(5),
+        queuedWhy: 'no worker has 2 free slots',
+        queueWaitMs: 2000,
+        placedAt: atOf(6),
+      });
+    });
+
+    it('given queued calls that left the queue for each reason, then each is rejected with its code, says why and how long it waited, and --failed lists it', () => {
+      const calls = fed([
+        requested('late'),
+        queued('late'),
+        requested('gone'),
+        queued('gone'),
+        requested('slow'),
+        queued('slow'),
+        requested('restarted'),
+        queued('restarted'),
+        left('late', 'deadline', 'DEADLINE_EXCEEDED', 'the deadline passed'),
+        left('gone', 'cancelled', 'CANCELLED', 'the client cancelled the call'),
+        left('slow', 'timeout', 'RESOURCE_EXHAUSTED', 'queued for 10m: no room (QUEUE_TIMEOUT)'),
+        left(
+          'restarted',
+          'restart',
+          'UNAVAILABLE',
+          'the router restarted while the call waited in its queue',
+        ),
+      ]);
+      expect(calls.get('late')).to.include({
+        state: 'rejected',
+        code: 'DEADLINE_EXCEEDED',
+        queueWaitMs: 7000,
+        finishedAt: atOf(9),
+        durationMs: 8000,
+        admittedAt: null,
+        message: "left the queue after 7.0s (its client's deadline passed): the deadline passed",
+      });
+      expect(calls.get('gone')).to.include({
+        code: 'CANCELLED',
+        message:
+          'left the queue after 6.0s (its client cancelled it): the client cancelled the call',
+      });
+      // A timeout's words already tell the wait, as its client heard them.
+      expect(calls.get('slow')).to.include({
+        code: 'RESOURCE_EXHAUSTED',
+        message: 'queued for 10m: no room (QUEUE_TIMEOUT)',
+        queueWaitMs: 5000,
+      });
+      expect(calls.get('restarted')?.message).to.equal(
+        'left the queue after 4.0s: the router restarted while the call waited in its queue',
+      );
+      expect(calls.list({ failed: true }).map((c) => c.requestId)).to.have.members([
+        'late',
+        'gone',
+        'slow',
+        'restarted',
+      ]);
+    });
+
+    it('given a queued reason longer than the history keeps, then it keeps a bounded prefix', () => {
+      const calls = fed([requested('r1'), queued('r1', 'x'.repeat(10_000))]);
+      const why = calls.get('r1')!.queuedWhy!;
+      expect(why.length).to.equal(256);
+      expect(why.endsWith('…')).to.equal(true);
+    });
+
+    it('given a bounded history full of queued calls, then the oldest is forgotten though it still waits, and a reused record carries no queue of the call before', () => {
+      const calls = fed(
+        [
+          requested('q1'),
+          queued('q1'),
+          admitted('q1'),
+          requested('q2'),
+          queued('q2'),
+          requested('q3'),
+          queued('q3'),
+          requested('fresh'),
+          admitted('q2'),
+        ],
+        { maxCalls: 2, retentionMs: 3_600_000 },
+      );
+      expect(calls.size).to.equal(2);
+      expect(calls.get('q1')).to.equal(undefined);
+      expect(calls.get('q2')).to.equal(undefined);
+      expect(calls.list().map((c) => [c.requestId, c.state])).to.deep.equal([
+        ['fresh', 'placed'],
+        ['q3', 'queued'],
+      ]);
+      expect(calls.get('fresh')).to.include({
+        queuedAt: null,
+        admittedAt: null,
+        queuedWhy: null,
+        queueWaitMs: null,
+      });
+    });
+
+    it('given the events of queued calls written to a log and read back, then the history read from the log is the one folded live', () => {
+      const events = history(
+        registered('w1'),
+        requested('a', { tenantId: 'acme' }),
+        queued('a'),
+        requested('b', { tenantId: 'acme' }),
+        queued('b', '1 earlier call of its tenant wait first'),
+        admitted('a'),
+        placed('a', 'w1'),
+        left('b', 'timeout', 'RESOURCE_EXHAUSTED', 'queued for 10m: no room (QUEUE_TIMEOUT)'),
+        bound('a', 'c1'),
+        finished('a', null),
+      ).events;
+      const live = new CallHistory(ROOMY);
+      const read = new CallHistory(ROOMY);
+      const scratch = new ByteWriter();
+      for (const event of events) {
+        live.observe(event);
+        const value = encodeLogValue(event, undefined, 'append', scratch);
+        read.observe(decodeLogValue(Buffer.from(value), event.seq).event);
+      }
+      const views = (calls: CallHistory) => calls.list().map(callView);
+      expect(views(read)).to.deep.equal(views(live));
+      expect(views(live).map((c) => [c.requestId, c.state, c.queueWaitMs])).to.deep.equal([
+        ['b', 'rejected', 3000],
+        ['a', 'succeeded', 3000],
+      ]);
+    });
   });
 });

@@ -93,7 +93,20 @@ describe('fixtures recorded with the admission queue', function () {
         why: 'its tenant held fewer slots (beta 0, alpha 2)',
       },
     ]);
+    // The call history read from the log tells its wait as the router's did.
+    const lifecycle = (JSON.parse(explain.stdout) as { lifecycle: Record<string, unknown> })
+      .lifecycle;
+    const events = readEvents(INCIDENT);
+    const queued = events.find((e) => e.type === 'CallQueued' && e.requestId === 'beta-late')!;
+    const admitted = events.find((e) => e.type === 'CallAdmitted' && e.requestId === 'beta-late')!;
+    expect(lifecycle).to.include({
+      queuedAt: queued.at,
+      admittedAt: admitted.at,
+      queuedWhy: queued.type === 'CallQueued' ? queued.why : '',
+      queueWaitMs: Date.parse(admitted.at) - Date.parse(queued.at),
+    });
     const screen = replayCli('explain', INCIDENT, 'beta-late');
+    expect(screen.stdout).to.match(/admitted +\S+ +\+\d+ms +after \d+ms in the queue/);
     expect(screen.stdout).to.contain('admitted ahead of 1 call of another tenant queued before it');
     expect(screen.stdout).to.match(
       /alpha-early of tenant alpha, queued at seq \d+: its tenant held fewer slots \(beta 0, alpha 2\)/,

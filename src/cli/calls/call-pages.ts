@@ -7,22 +7,15 @@ import Table from 'cli-table3';
 import type { CallView, HistoryWindow, OutputLine } from '../../proto/gen/readie/v1/history.js';
 import { LogSource } from '../../proto/gen/readie/v1/call.js';
 import { escapedWhole, printable, printableData } from '../../shared/printable.js';
-import { formatDuration } from '../../shared/units.js';
+import { formatDuration, roughDuration } from '../../shared/units.js';
 import { age, roughSize } from '../status/status-sections.js';
+
+export { roughDuration };
 
 function table(head: string[], rows: string[][]): string {
   const out = new Table({ head, style: { head: [], border: [] } });
   out.push(...rows);
   return out.toString();
-}
-
-/** A duration in ms as read at a glance: `850ms`, `1.2s`, `3m 5s`. */
-export function roughDuration(ms: number | undefined): string {
-  if (ms === undefined) return '-';
-  if (ms < 1000) return `${ms}ms`;
-  if (ms < 60_000) return `${(ms / 1000).toFixed(ms < 10_000 ? 1 : 0)}s`;
-  const minutes = Math.floor(ms / 60_000);
-  return `${minutes}m ${Math.round((ms % 60_000) / 1000)}s`;
 }
 
 /** `readie calls`: one line per call, newest first, then what the history holds. */
@@ -39,14 +32,26 @@ export function renderCallList(
     call.code || '-',
     age(call.requestedAt, now),
     roughDuration(call.durationMs),
+    waited(call, now),
     call.workerId || '-',
     call.attempts.length > 1 ? String(call.attempts.length) : '',
   ]);
   const body =
     calls.length === 0
       ? 'no calls match\n'
-      : `${table(['REQUEST', 'TENANT', 'FUNCTION', 'STATE', 'CODE', 'AGO', 'TOOK', 'WORKER', 'TRIES'], rows)}\n`;
+      : `${table(['REQUEST', 'TENANT', 'FUNCTION', 'STATE', 'CODE', 'AGO', 'TOOK', 'QUEUED', 'WORKER', 'TRIES'], rows)}\n`;
   return window === undefined ? body : `${body}${windowLine(window)}\n`;
+}
+
+/**
+ * How long a call waited in the admission queue: its wait, or for one still waiting the wait so
+ * far (`12s…`); empty for a call that never waited.
+ */
+function waited(call: CallView, now: number): string {
+  if (call.queueWaitMs !== undefined) return roughDuration(call.queueWaitMs);
+  const since = Date.parse(call.queuedAt);
+  if (!call.queuedAt || !Number.isFinite(since)) return '';
+  return `${roughDuration(Math.max(0, now - since))}…`;
 }
 
 /** The history's window in one line. */
@@ -75,6 +80,13 @@ export function renderCall(raw: CallView): string {
         ? [`  message    ${call.message}`]
         : []),
     `  took       ${roughDuration(call.durationMs)}`,
+    ...(call.queuedAt
+      ? [
+          `  queued     ${
+            call.queueWaitMs === undefined ? 'waiting' : roughDuration(call.queueWaitMs)
+          }${call.queuedWhy ? `: ${call.queuedWhy}` : ''}`,
+        ]
+      : []),
     `  memory     ${call.memory === undefined ? 'default' : roughSize(call.memory)}${call.gpu ? ', GPU' : ''}`,
     '',
     'steps',
@@ -89,8 +101,14 @@ export function renderCall(raw: CallView): string {
       `${call.turnWaitMs}ms for its session's turn before it was requested`,
     ]);
   }
-  if (call.queuedAt) steps.push(['queued', call.queuedAt, '']);
-  if (call.admittedAt) steps.push(['admitted', call.admittedAt, '']);
+  if (call.queuedAt) steps.push(['queued', call.queuedAt, call.queuedWhy]);
+  if (call.admittedAt) {
+    steps.push([
+      'admitted',
+      call.admittedAt,
+      `after ${roughDuration(call.queueWaitMs)} in the queue`,
+    ]);
+  }
   call.attempts.forEach((attempt, index) => {
     const where = [
       `worker ${attempt.workerId}`,
@@ -113,7 +131,7 @@ export function renderCall(raw: CallView): string {
   }
   if (call.finishedAt) {
     steps.push([
-      call.state === 'rejected' ? 'refused' : call.state === 'expired' ? 'released' : 'finished',
+      endStep(call),
       call.finishedAt,
       [call.code, call.message].filter(Boolean).join(': '),
     ]);
@@ -126,6 +144,13 @@ export function renderCall(raw: CallView): string {
     lines.push(`  ${step.padEnd(13)} ${at.padEnd(25)} ${offset.padEnd(8)} ${detail}`.trimEnd());
   }
   return `${lines.join('\n')}\n`;
+}
+
+/** How a call's last step is named: it finished, was refused, left the queue or was released. */
+function endStep(call: CallView): string {
+  if (call.state === 'expired') return 'released';
+  if (call.state !== 'rejected') return 'finished';
+  return call.queuedAt && !call.admittedAt ? 'left queue' : 'refused';
 }
 
 const SOURCE_TAGS: Readonly<Record<number, string>> = {

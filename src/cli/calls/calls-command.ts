@@ -211,7 +211,7 @@ export function addCallsCommands(program: Command): void {
     program
       .command('calls')
       .description(
-        "recent calls from the router's call history, newest first: request, tenant, function, state, code, when, how long, where (HISTORY_MAX_CALLS, HISTORY_RETENTION)",
+        "recent calls from the router's call history, newest first: request, tenant, function, state (queued, placed, running, succeeded, raised, failed, rejected, expired), code, when, how long, how long it waited in the admission queue, where (HISTORY_MAX_CALLS, HISTORY_RETENTION)",
       )
       .option('--tenant <tenant>', "only this tenant's calls")
       .option(
@@ -220,7 +220,7 @@ export function addCallsCommands(program: Command): void {
       )
       .option(
         '--failed',
-        'only calls that failed (a code other than OK), whose function raised (state raised), were refused or expired',
+        'only calls that failed (a code other than OK), whose function raised (state raised), were refused (or left the admission queue unplaced) or expired',
       )
       .option('--function <name>', 'only calls of this function (module.qualname)')
       .option('--limit <n>', 'at most this many calls (default 100, at most 1000)')
@@ -233,7 +233,7 @@ export function addCallsCommands(program: Command): void {
       .command('call')
       .argument('<request-id>', 'the call to show')
       .description(
-        "one call's whole story from the call history: requested, placed (each attempt, a failed dial's error), bound, finished with its code, message (or the exception its function raised) and duration",
+        "one call's whole story from the call history: requested, queued (why) and admitted (after how long) when the admission queue held it, placed (each attempt, a failed dial's error), bound, finished (or left the queue) with its code, message (or the exception its function raised) and duration",
       )
       .option('--json', 'print the answer as JSON (AdminService.GetCall)'),
   ).action(async (requestId: string, flags: CallsFlags) => {

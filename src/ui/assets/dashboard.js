@@ -153,6 +153,7 @@
           el('td', {}, call.code || '-'),
           el('td', {}, ago(call.requestedAt)),
           el('td', {}, call.durationMs === undefined ? '-' : call.durationMs + ' ms'),
+          el('td', {}, waited(call)),
           el('td', {}, call.workerId || '-'),
         );
         row.addEventListener('click', function () {
@@ -175,6 +176,39 @@
         ', about ' +
         bytes(w.approxBytes);
     }
+  }
+
+  /** How long a call waited in the admission queue (so far, for one still waiting); '' for none. */
+  function waited(call) {
+    if (call.queueWaitMs !== undefined) return call.queueWaitMs + ' ms';
+    if (!call.queuedAt) return '';
+    return Math.max(0, Date.now() - Date.parse(call.queuedAt)) + ' ms so far';
+  }
+
+  /** The calls the admission queue holds now, of those the call history lists. */
+  function renderQueue(answer, failedOnly) {
+    const waiting = answer.calls.filter(function (call) {
+      return call.state === 'queued';
+    });
+    fill(
+      document.querySelector('#queue tbody'),
+      waiting.map(function (call) {
+        return el(
+          'tr',
+          { class: 'queued' },
+          el('td', {}, call.requestId),
+          el('td', {}, call.tenantId || '-'),
+          el('td', {}, call.function || '-'),
+          el('td', {}, waited(call)),
+          el('td', {}, call.queuedWhy || '-'),
+        );
+      }),
+    );
+    document.getElementById('queue-note').textContent = failedOnly
+      ? 'Failed only is ticked: queued calls are not listed.'
+      : waiting.length === 0
+        ? 'No call of those listed below waits in the admission queue.'
+        : waiting.length + ' of the calls listed below wait in the admission queue.';
   }
 
   async function renderChosen() {
@@ -206,6 +240,7 @@
       renderStatus(status.status);
       renderPins(status.pins);
       renderCalls(calls);
+      renderQueue(calls, Boolean(new FormData(document.getElementById('filters')).get('failed')));
       await renderChosen();
       document.getElementById('updated').textContent = 'updated ' + new Date().toLocaleTimeString();
     } catch (error) {

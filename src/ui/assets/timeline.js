@@ -35,8 +35,15 @@
         detail: call.turnWaitMs + "ms for its session's turn before it was requested",
       });
     }
-    if (call.queuedAt) steps.push({ step: 'queued', at: call.queuedAt, detail: '' });
-    if (call.admittedAt) steps.push({ step: 'admitted', at: call.admittedAt, detail: '' });
+    if (call.queuedAt)
+      steps.push({ step: 'queued', at: call.queuedAt, detail: call.queuedWhy || '' });
+    if (call.admittedAt) {
+      steps.push({
+        step: 'admitted',
+        at: call.admittedAt,
+        detail: 'after ' + call.queueWaitMs + ' ms in the queue',
+      });
+    }
     (call.attempts || []).forEach(function (attempt, index) {
       const where = [
         'worker ' + attempt.workerId,
@@ -65,8 +72,14 @@
       });
     }
     if (call.finishedAt) {
-      const word =
-        call.state === 'rejected' ? 'refused' : call.state === 'expired' ? 'released' : 'finished';
+      const left = call.state === 'rejected' && call.queuedAt && !call.admittedAt;
+      const word = left
+        ? 'left queue'
+        : call.state === 'rejected'
+          ? 'refused'
+          : call.state === 'expired'
+            ? 'released'
+            : 'finished';
       steps.push({
         step: word,
         at: call.finishedAt,
@@ -83,7 +96,14 @@
     const phases = [];
     const attempts = call.attempts || [];
     const firstPlaced = attempts.length > 0 ? t(attempts[0].placedAt) : end;
-    phases.push({ phase: 'placing', start: t(call.requestedAt), end: firstPlaced });
+    if (call.queuedAt) {
+      const admitted = t(call.admittedAt) || (attempts.length > 0 ? firstPlaced : end);
+      phases.push({ phase: 'placing', start: t(call.requestedAt), end: t(call.queuedAt) });
+      phases.push({ phase: 'queued', start: t(call.queuedAt), end: admitted });
+      phases.push({ phase: 'placing', start: admitted, end: firstPlaced });
+    } else {
+      phases.push({ phase: 'placing', start: t(call.requestedAt), end: firstPlaced });
+    }
     attempts.forEach(function (attempt, index) {
       const next = attempt.dialError ? t(attempt.dialFailedAt) : t(call.boundAt) || end;
       phases.push({
@@ -194,15 +214,17 @@
         x: { type: 'time', label: null },
         y: {
           label: null,
-          domain: ['placing', 'dial failed', 'starting', 'running'].filter(function (name) {
-            return phases.some(function (p) {
-              return p.phase === name;
-            });
-          }),
+          domain: ['placing', 'queued', 'dial failed', 'starting', 'running'].filter(
+            function (name) {
+              return phases.some(function (p) {
+                return p.phase === name;
+              });
+            },
+          ),
         },
         color: {
-          domain: ['placing', 'dial failed', 'starting', 'running'],
-          range: ['#9aa5b1', '#d64545', '#e8a33d', '#3c9d5d'],
+          domain: ['placing', 'queued', 'dial failed', 'starting', 'running'],
+          range: ['#9aa5b1', '#b8860b', '#d64545', '#e8a33d', '#3c9d5d'],
         },
         marks: [
           Plot.barX(phases, {

@@ -108,6 +108,16 @@ export interface CallView {
    */
   raisedType: string;
   raisedMessage: string;
+  /**
+   * A call the admission queue held: why it waited, as the router said when it queued it (at most
+   * 256 characters); empty when it never waited.
+   */
+  queuedWhy: string;
+  /**
+   * How long it waited in the queue, in milliseconds: to its admission, or to its leaving the
+   * queue unplaced (unset while it waits, or when it never waited).
+   */
+  queueWaitMs?: number | undefined;
 }
 
 /** Which calls to list; every field narrows. */
@@ -414,6 +424,8 @@ function createBaseCallView(): CallView {
     turnWaitMs: undefined,
     raisedType: "",
     raisedMessage: "",
+    queuedWhy: "",
+    queueWaitMs: undefined,
   };
 }
 
@@ -502,6 +514,12 @@ export const CallView: MessageFns<CallView> = {
     }
     if (message.raisedMessage !== "") {
       writer.uint32(226).string(message.raisedMessage);
+    }
+    if (message.queuedWhy !== "") {
+      writer.uint32(234).string(message.queuedWhy);
+    }
+    if (message.queueWaitMs !== undefined) {
+      writer.uint32(240).uint64(message.queueWaitMs);
     }
     return writer;
   },
@@ -743,6 +761,22 @@ export const CallView: MessageFns<CallView> = {
             message.raisedMessage = reader.string();
             continue;
           }
+          case 29: {
+            if (tag !== 234) {
+              break;
+            }
+
+            message.queuedWhy = reader.string();
+            continue;
+          }
+          case 30: {
+            if (tag !== 240) {
+              break;
+            }
+
+            message.queueWaitMs = longToNumber(reader.uint64());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -867,6 +901,16 @@ export const CallView: MessageFns<CallView> = {
         : isSet(object.raised_message)
         ? globalThis.String(object.raised_message)
         : "",
+      queuedWhy: isSet(object.queuedWhy)
+        ? globalThis.String(object.queuedWhy)
+        : isSet(object.queued_why)
+        ? globalThis.String(object.queued_why)
+        : "",
+      queueWaitMs: isSet(object.queueWaitMs)
+        ? globalThis.Number(object.queueWaitMs)
+        : isSet(object.queue_wait_ms)
+        ? globalThis.Number(object.queue_wait_ms)
+        : undefined,
     };
   },
 
@@ -956,6 +1000,12 @@ export const CallView: MessageFns<CallView> = {
     if (message.raisedMessage !== "") {
       obj.raisedMessage = message.raisedMessage;
     }
+    if (message.queuedWhy !== "") {
+      obj.queuedWhy = message.queuedWhy;
+    }
+    if (message.queueWaitMs !== undefined) {
+      obj.queueWaitMs = Math.round(message.queueWaitMs);
+    }
     return obj;
   },
 
@@ -992,6 +1042,8 @@ export const CallView: MessageFns<CallView> = {
     message.turnWaitMs = object.turnWaitMs ?? undefined;
     message.raisedType = object.raisedType ?? "";
     message.raisedMessage = object.raisedMessage ?? "";
+    message.queuedWhy = object.queuedWhy ?? "";
+    message.queueWaitMs = object.queueWaitMs ?? undefined;
     return message;
   },
 };
