@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import type { ClusterEvent } from '../../src/events/index.js';
 import { keepsRulesVersion, recordedRulesVersion } from '../../src/core/placement/index.js';
 import { fold } from '../../src/projections/index.js';
+import { Replayer } from '../../replay/engine/replayer.js';
 import { recordScenario } from '../../replay/engine/scenario.js';
 import { SCENARIOS } from '../../fixtures/scenarios/index.js';
 import { readEvents, replayEvents, ROOT, runLines } from '../support/replay.js';
@@ -53,6 +54,25 @@ describe('regression fixtures', () => {
           .filter(Boolean)
           .map((line) => JSON.parse(line) as unknown);
         expect(runLines(events)).to.deep.equal(expected);
+      });
+
+      // As `replay verify` checks it: every decision of the core made again (reports, ends,
+      // reaper passes, session turns, ...), not only placements, matches the log.
+      it('verifies whole: every decision the core makes again matches what it recorded', () => {
+        const diverged: string[] = [];
+        let decisions = 0;
+        const replayer = new Replayer({
+          onDecision: (result) => {
+            decisions += 1;
+            if (result.recorded === 'diverged') {
+              diverged.push(`seq ${result.seq} ${result.trigger}: ${result.divergence ?? ''}`);
+            }
+          },
+        });
+        for (const event of events) replayer.push(event);
+        replayer.end();
+        expect(decisions).to.be.above(0);
+        expect(diverged).to.deep.equal([]);
       });
 
       // Every rules version replays by its own rules: a fixture stays at the version it was
