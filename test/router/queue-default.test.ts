@@ -74,26 +74,37 @@ describe('router: the admission queue by default (no QUEUE_TIMEOUT set)', functi
     return found as ClusterEvent;
   }
 
-  /** Starts a call holding the only slot for `ms`; resolves once it is placed, with its end. */
-  async function holdSlot(ms: number): Promise<{ readonly done: Promise<unknown> }> {
+  /**
+   * Starts a call holding the only slot until `release()` (a gate of the scripted worker, not a
+   * time: a loaded machine cannot free the slot before the test has its call queued); resolves
+   * once it is placed.
+   */
+  let gates = 0;
+  async function holdSlot(): Promise<{ readonly release: () => Promise<unknown> }> {
     const config = callConfig();
-    const done = run(client, `sleep ${ms}`, config);
+    const gate = `hold-${++gates}`;
+    const done = run(client, `gate ${gate}`, config);
     await logged(config.requestId, 'CallPlaced');
-    return { done };
+    return {
+      release: async () => {
+        worker.open(gate);
+        expect(codeOf(await done)).to.equal('OK');
+      },
+    };
   }
 
   it('records QUEUE_TIMEOUT 10 min, queues a call that finds no room and runs it when the slot frees', async () => {
     const started = events().find((e) => e.type === 'RouterStarted');
     expect(started?.type === 'RouterStarted' && started.config.QUEUE_TIMEOUT).to.equal(600_000);
-    const first = await holdSlot(1_000);
+    const first = await holdSlot();
     const config = callConfig();
     const second = run(client, 'echo waited', config);
     await logged(config.requestId, 'CallQueued');
+    await first.release();
     const outcome = await second;
     expect(codeOf(outcome)).to.equal('OK');
     expect(outcome.payload).to.equal('echo waited');
     expect(outcome.queue.map((notice) => notice.queued)).to.deep.equal([true, false]);
-    await first.done;
     await logged(config.requestId, 'CallFinished');
     expect(storyOf(events(), config.requestId).slice(0, 4)).to.deep.equal([
       'CallRequested',
@@ -104,7 +115,7 @@ describe('router: the admission queue by default (no QUEUE_TIMEOUT set)', functi
   });
 
   it('the TypeScript client: aborting a queued call makes it leave the queue, cancelled', async () => {
-    const first = await holdSlot(3_000);
+    const first = await holdSlot();
     const readie = new ReadieClient({ address, insecure: true });
     const abort = new AbortController();
     try {
@@ -138,11 +149,11 @@ describe('router: the admission queue by default (no QUEUE_TIMEOUT set)', functi
     } finally {
       readie.close();
     }
-    await first.done;
+    await first.release();
   });
 
   it('the Python client: Ctrl-C on a queued call makes it leave the queue, cancelled', async () => {
-    const first = await holdSlot(5_000);
+    const first = await holdSlot();
     const before = events().length;
     const python = spawn(
       PYTHON,
@@ -182,6 +193,6 @@ describe('router: the admission queue by default (no QUEUE_TIMEOUT set)', functi
     } finally {
       python.kill('SIGKILL');
     }
-    await first.done;
+    await first.release();
   });
 });
