@@ -413,9 +413,10 @@ describe('router: tenant-pinned versions', function () {
   it('queues a pinned call its full subset has no room for (rules 9), though other workers are idle, and runs it there once a slot frees', async () => {
     const [member] = rendezvousSubset('initech', 'screen-v3', WORKERS, 1) as [string];
     const state = () => test.router.state;
-    // Eight calls hold the member's eight container slots (some may wait themselves).
+    // Eight calls hold the member's eight container slots (some may wait themselves) until the
+    // test opens their gates: the slots cannot free before the ninth call is queued.
     const holding = Array.from({ length: 8 }, (_, i) =>
-      pinnedCall(INITECH, 'sleep 1500', { requestId: `initech-hold-${i}` }),
+      pinnedCall(INITECH, `gate initech-hold-${i}`, { requestId: `initech-hold-${i}` }),
     );
     await eventually(
       () =>
@@ -426,6 +427,7 @@ describe('router: tenant-pinned versions', function () {
     );
     const queued = pinnedCall(INITECH, 'echo waited', { requestId: 'initech-queued' });
     await eventually(() => state().queue.has('initech-queued'), 'the pinned call queued');
+    for (let i = 0; i < 8; i += 1) byId(member).open(`initech-hold-${i}`);
     const outcome = await queued;
     expect(outcome.error).to.equal(undefined);
     expect(outcome.payload).to.equal('echo waited');
