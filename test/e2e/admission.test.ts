@@ -14,6 +14,7 @@ import { tokenDigest } from '../../src/shared/bearer-token.js';
 import { startE2eCluster, type E2eCluster } from '../support/e2e-cluster.js';
 import { runReadie } from '../support/processes.js';
 import { PYTHON } from '../support/python.js';
+import { eventuallyAsync } from '../support/jetstream-routers.js';
 import { eventually, readLog } from '../support/router/harness.js';
 
 const SLOTS = 16;
@@ -24,15 +25,6 @@ const NAP = {
   function: 'nap',
 };
 type Of<T extends ClusterEvent['type']> = Extract<ClusterEvent, { type: T }>;
-
-/** Waits until `check` resolves true, polling; fails with `what` after `timeoutMs`. */
-async function until(check: () => Promise<boolean>, what: string, timeoutMs = 60_000) {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
 
 describe('end to end: the admission queue on a real cluster of 16 slots', function () {
   this.timeout(120_000);
@@ -101,7 +93,7 @@ describe('end to end: the admission queue on a real cluster of 16 slots', functi
 
   /** Every slot free: beta (holding none) may place 16 calls now. */
   const allSlotsFree = () =>
-    until(async () => (await beta.slots(SMALL)) === SLOTS, 'all 16 slots free');
+    eventuallyAsync(async () => (await beta.slots(SMALL)) === SLOTS, 'all 16 slots free', 60_000);
 
   /** Alpha's sessions a case opened; each case ends every one, whatever happened. */
   const opened: Session[] = [];
