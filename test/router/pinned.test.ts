@@ -31,6 +31,7 @@ import {
   eventually,
   readLog,
   startTestRouter,
+  storyOf,
   type CallOutcome,
   type TestRouter,
 } from '../support/router/harness.js';
@@ -441,9 +442,7 @@ describe('router: tenant-pinned versions', function () {
     }
     let story: string[] = [];
     await eventually(() => {
-      story = events()
-        .filter((e) => 'requestId' in e && e.requestId === 'initech-queued')
-        .map((e) => e.type);
+      story = storyOf(events(), 'initech-queued');
       return story.includes('CallFinished');
     }, 'the queued call finished on disk');
     expect(story.slice(0, 4)).to.deep.equal([
