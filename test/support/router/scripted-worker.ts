@@ -398,7 +398,10 @@ export class ScriptedWorker {
           Boolean(header.ids?.containerId),
         );
         if (refusal) {
-          call.emit('error', { code: status.RESOURCE_EXHAUSTED, details: refusal });
+          // As a real worker refuses a container at its limit: before the function started.
+          const metadata = new Metadata();
+          metadata.set('readie-not-started', '1');
+          call.emit('error', { code: status.RESOURCE_EXHAUSTED, details: refusal, metadata });
           return;
         }
         const checkpointId = header.ids?.containerId
