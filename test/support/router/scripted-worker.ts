@@ -226,7 +226,6 @@ export class ScriptedWorker {
     return worker;
   }
 
-  /** Turns the health status to SERVING or NOT_SERVING. */
   /** Lets the call waiting at gate `name` finish (or the next to reach it, at once). */
   open(name: string): void {
     const waiting = this.gates.get(name);
@@ -235,6 +234,7 @@ export class ScriptedWorker {
     else this.opened.add(name);
   }
 
+  /** Turns the health status to SERVING or NOT_SERVING. */
   setServing(serving: boolean): void {
     this.health.setStatus('', serving ? 'SERVING' : 'NOT_SERVING');
   }
