@@ -15,7 +15,7 @@ import { startE2eCluster, type E2eCluster } from '../support/e2e-cluster.js';
 import { runReadie } from '../support/processes.js';
 import { PYTHON } from '../support/python.js';
 import { eventuallyAsync } from '../support/jetstream-routers.js';
-import { eventually, readLog } from '../support/router/harness.js';
+import { eventually, ofType, readLog } from '../support/router/harness.js';
 
 const SLOTS = 16;
 /** Every call's budget: 16 of them fill the cluster's container slots (8 a worker), not its memory. */
@@ -24,7 +24,6 @@ const NAP = {
   source: 'import time\ndef nap(s):\n    time.sleep(s)\n    return s\n',
   function: 'nap',
 };
-type Of<T extends ClusterEvent['type']> = Extract<ClusterEvent, { type: T }>;
 
 describe('end to end: the admission queue on a real cluster of 16 slots', function () {
   this.timeout(120_000);
@@ -55,8 +54,6 @@ describe('end to end: the admission queue on a real cluster of 16 slots', functi
 
   const log = () => readLog(cluster.logDir);
   const lastSeq = () => log().at(-1)?.seq ?? 0;
-  const ofType = <T extends ClusterEvent['type']>(events: readonly ClusterEvent[], type: T) =>
-    events.filter((event): event is Of<T> => event.type === type);
   const of = <T extends ClusterEvent['type']>(type: T, requestId: string, after = 0) =>
     ofType(log(), type).find(
       (event) => event.seq > after && 'requestId' in event && event.requestId === requestId,

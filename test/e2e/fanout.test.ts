@@ -12,7 +12,7 @@ import {
 } from '../../src/client/index.js';
 import { startE2eCluster, type E2eCluster } from '../support/e2e-cluster.js';
 import { PYTHON } from '../support/python.js';
-import { eventually, readLog } from '../support/router/harness.js';
+import { eventually, ofType, readLog } from '../support/router/harness.js';
 import { ROOT } from '../support/replay.js';
 
 const SCRIPT = join(ROOT, 'test', 'e2e', 'scripts', 'fanout.py');
@@ -57,8 +57,6 @@ describe('end to end: fan-out (fn.map, fn.spawn) on a real cluster', function ()
 
   const since = (seq: number) => readLog(cluster.logDir).filter((event) => event.seq > seq);
   const lastSeq = () => readLog(cluster.logDir).at(-1)?.seq ?? 0;
-  const ofType = <T extends ClusterEvent['type']>(events: ClusterEvent[], type: T) =>
-    events.filter((event): event is Extract<ClusterEvent, { type: T }> => event.type === type);
   /** The distinct containers among `containers` the log says were removed. */
   const removedOf = (events: ClusterEvent[], containers: ReadonlySet<string>) =>
     new Set(

@@ -231,6 +231,14 @@ export function readLog(dir: string): ClusterEvent[] {
   }
 }
 
+/** The events of `type` among `events`, typed as such. */
+export function ofType<T extends ClusterEvent['type']>(
+  events: readonly ClusterEvent[],
+  type: T,
+): Extract<ClusterEvent, { type: T }>[] {
+  return events.filter((event): event is Extract<ClusterEvent, { type: T }> => event.type === type);
+}
+
 /** The events of one request, by type, from a log on disk. */
 export function storyOf(events: readonly ClusterEvent[], requestId: string): string[] {
   return events
