@@ -9,92 +9,28 @@
  * of times per event for the age bound (oldest first, so a pass costs what it forgets).
  */
 import type { ClusterEvent, EventOf } from '../events/types.js';
-import { raisedLine, type Raised } from '../shared/raised.js';
+import { raisedLine } from '../shared/raised.js';
 import { roughDuration } from '../shared/units.js';
+import {
+  approxRecordBytes,
+  blankAttempt,
+  blankRecord,
+  clearProgress,
+  end,
+  FAILED_STATES,
+  type CallAttempt,
+  type CallRecord,
+  type Kept,
+  type Mutable,
+} from './call-record.js';
 
-/** Where a call is in its life, as the history tells it. */
-export const CALL_STATES = [
-  'queued',
-  'placed',
-  'running',
-  'succeeded',
-  'raised',
-  'failed',
-  'rejected',
-  'expired',
-] as const;
-/** A call's state in the history. */
-export type CallState = (typeof CALL_STATES)[number];
-
-/**
- * The states of a call that ended badly: what `--failed` lists. A call whose function raised
- * (`raised`) ended OK at the gRPC level (its caller got the exception) but failed all the same.
- */
-export const FAILED_STATES: ReadonlySet<CallState> = new Set([
-  'raised',
-  'failed',
-  'rejected',
-  'expired',
-]);
-
-/** One placement of a call: its first, or again after a failed dial. */
-export interface CallAttempt {
-  readonly workerId: string;
-  readonly containerId: string | null;
-  readonly checkpointId: string | null;
-  readonly version: string | null;
-  readonly routingRevision: number | null;
-  readonly coldLoad: boolean;
-  readonly placedAt: string;
-  readonly placedSeq: number;
-  /** Why the router could not open the call's stream to the worker; null when it could. */
-  readonly dialError: string | null;
-  readonly dialFailedAt: string | null;
-}
-
-/** A call as the history remembers it. */
-export interface CallRecord {
-  readonly requestId: string;
-  readonly tenantId: string | null;
-  readonly function: string | null;
-  readonly sessionId: string | null;
-  readonly retryOf: string | null;
-  /** The memory budget as asked (null: the default). */
-  readonly memory: number | null;
-  readonly gpu: boolean;
-  readonly state: CallState;
-  readonly requestedAt: string;
-  readonly requestedSeq: number;
-  /** How long it waited for its session's turn before it was requested, ms (null: it did not). */
-  readonly turnWaitMs: number | null;
-  /** When an admission queue held it, and let it go (null: never queued; not admitted). */
-  readonly queuedAt: string | null;
-  readonly admittedAt: string | null;
-  /** Why it waited in the queue, as its `CallQueued` said (at most 256 characters); null: never queued. */
-  readonly queuedWhy: string | null;
-  /**
-   * How long it waited in the queue, in ms: from `queuedAt` to its admission, or to its leaving the
-   * queue unplaced; null while it waits, or never queued.
-   */
-  readonly queueWaitMs: number | null;
-  readonly boundAt: string | null;
-  /** The container and checkpoint its worker named when it bound (null before). */
-  readonly boundContainerId: string | null;
-  readonly boundCheckpointId: string | null;
-  readonly finishedAt: string | null;
-  /** From request to end, in ms (null while it runs). */
-  readonly durationMs: number | null;
-  /** The gRPC code's name it ended with (`OK` for success); null while it runs. */
-  readonly code: string | null;
-  /** Why it failed, or for a call whose function raised `raised TYPE: MESSAGE`; null otherwise. */
-  readonly message: string | null;
-  /** What its function raised (state `raised`); null when it returned, failed or runs. */
-  readonly raised: Raised | null;
-  readonly retryAfterMs: number | null;
-  readonly attempts: readonly CallAttempt[];
-  /** The seq of the last event that told of it. */
-  readonly lastSeq: number;
-}
+export {
+  CALL_STATES,
+  FAILED_STATES,
+  type CallAttempt,
+  type CallRecord,
+  type CallState,
+} from './call-record.js';
 
 /** Which calls to list; every field narrows. */
 export interface CallQuery {
@@ -123,25 +59,11 @@ export interface HistoryWindowView extends HistoryBounds {
   readonly approxBytes: number;
 }
 
-/** A record as the history keeps it: mutable inside, read-only outside. */
-type Mutable<T> = { -readonly [K in keyof T]: T[K] };
-type Kept = Omit<Mutable<CallRecord>, 'attempts'> & {
-  attempts: Mutable<CallAttempt>[];
-  requestedMs: number;
-  /** Whether `calls` names it: false once a newer call took its request ID, or it was forgotten. */
-  live: boolean;
-};
-
 /** The most characters of a queued call's reason the history keeps. */
 const MAX_WHY_LENGTH = 256;
 
 /** How many forgotten records, and their attempts, the history keeps for reuse. */
 const SPARE_RECORDS = 256;
-
-/** Heap an empty record costs (its object, its attempts array, map entry), by measurement. */
-const RECORD_OVERHEAD_BYTES = 172;
-/** Heap one attempt costs beyond its strings. */
-const ATTEMPT_OVERHEAD_BYTES = 120;
 
 /**
  * The recent calls; see the module comment. Owned by its caller (the router's history feed).
@@ -473,104 +395,4 @@ function leftQueueMessage(event: EventOf<'CallLeftQueue'>, waitedMs: number): st
 /** Milliseconds from `since` to `at` (never negative); null without `since`. */
 function waitedSince(since: string | null, at: string): number | null {
   return since === null ? null : Math.max(0, Date.parse(at) - Date.parse(since));
-}
-
-/** Ends `record` at `at` (its time from request to end, parsed once here). */
-function end(record: Kept, at: string, seq: number): void {
-  record.finishedAt = at;
-  record.durationMs = Math.max(0, Date.parse(at) - record.requestedMs);
-  record.lastSeq = seq;
-}
-
-/**
- * A record with every field, in one order, so all records share one shape. Its attempts array
- * is made with room for one attempt (a literal of one, emptied): a first placement then fills it
- * without growing it (`[]` grows to 17 slots on its first push, which a reused record keeps).
- */
-/** A record's progress after its request, none yet: a new call's, also in a reused record. */
-function clearProgress(record: Kept): void {
-  record.queuedAt = null;
-  record.admittedAt = null;
-  record.queuedWhy = null;
-  record.queueWaitMs = null;
-  record.boundAt = null;
-  record.boundContainerId = null;
-  record.boundCheckpointId = null;
-  record.finishedAt = null;
-  record.durationMs = null;
-  record.code = null;
-  record.message = null;
-  record.raised = null;
-  record.retryAfterMs = null;
-}
-
-function blankRecord(): Kept {
-  const attempts: Mutable<CallAttempt>[] = [blankAttempt()];
-  attempts.pop();
-  return {
-    requestId: '',
-    tenantId: null,
-    function: null,
-    sessionId: null,
-    retryOf: null,
-    memory: null,
-    gpu: false,
-    state: 'placed',
-    requestedAt: '',
-    requestedSeq: 0,
-    turnWaitMs: null,
-    queuedAt: null,
-    admittedAt: null,
-    queuedWhy: null,
-    queueWaitMs: null,
-    boundAt: null,
-    boundContainerId: null,
-    boundCheckpointId: null,
-    finishedAt: null,
-    durationMs: null,
-    code: null,
-    message: null,
-    raised: null,
-    retryAfterMs: null,
-    attempts,
-    lastSeq: 0,
-    requestedMs: 0,
-    live: false,
-  };
-}
-
-/** An attempt with every field, in one order (see `blankRecord`). */
-function blankAttempt(): Mutable<CallAttempt> {
-  return {
-    workerId: '',
-    containerId: null,
-    checkpointId: null,
-    version: null,
-    routingRevision: null,
-    coldLoad: false,
-    placedAt: '',
-    placedSeq: 0,
-    dialError: null,
-    dialFailedAt: null,
-  };
-}
-
-/** About the heap one record holds: its objects, and its strings at two bytes a character. */
-function approxRecordBytes(record: CallRecord): number {
-  let length =
-    record.requestId.length +
-    (record.tenantId?.length ?? 0) +
-    (record.function?.length ?? 0) +
-    (record.sessionId?.length ?? 0) +
-    (record.retryOf?.length ?? 0) +
-    (record.message?.length ?? 0) +
-    (record.queuedWhy?.length ?? 0) +
-    (record.raised === null ? 0 : record.raised.type.length + record.raised.message.length);
-  for (const attempt of record.attempts) {
-    length +=
-      attempt.workerId.length +
-      (attempt.containerId?.length ?? 0) +
-      (attempt.dialError?.length ?? 0);
-  }
-  return RECORD_OVERHEAD_BYTES + record.attempts.length * ATTEMPT_OVERHEAD_BYTES + length * 2;
 }

@@ -214,7 +214,7 @@ export interface QueuedCall {
   readonly at: string;
   /**
    * For a pinned call of a tenant: the revision of its tenant's table entry in force when it was
-   * queued (absent: not pinned, or no entry). Rules 8 admit it by that entry's version.
+   * queued (absent: not pinned, or no entry). Rules 9 admit it by that entry's version.
    */
   readonly revision?: number;
   /** What its caller's deadline left it as requested, ms (absent: no deadline). */

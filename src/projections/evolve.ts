@@ -187,7 +187,7 @@ function applyToCluster(state: State, event: ClusterEvent, changes: WorkerChange
     case 'ResidencyProtected':
     case 'ResidencyBudget':
       break;
-    // The images each worker holds (image-holdings.ts): placement rules v9 read them.
+    // The images each worker holds (image-holdings.ts): placement rules v8 read them.
     case 'ImageBuilt':
     case 'ImageRemoved':
       applyImageEvent(state.images, event);

@@ -25,7 +25,8 @@ export function initialImageHoldings(): ImageHoldings {
   return new Map();
 }
 
-function slot(tenantId: string | null, imageId: string): string {
+/** An image's key among its worker's: `tenant "\n" identity` (the fold's and a snapshot's). */
+export function imageSlot(tenantId: string | null, imageId: string): string {
   return `${tenantId ?? ''}\n${imageId}`;
 }
 
@@ -34,7 +35,7 @@ export function applyImageEvent(
   holdings: Map<string, Map<string, HeldImageRecord>>,
   event: EventOf<'ImageBuilt'> | EventOf<'ImageRemoved'>,
 ): void {
-  const key = slot(event.tenantId, event.imageId);
+  const key = imageSlot(event.tenantId, event.imageId);
   if (event.type === 'ImageRemoved') {
     const images = holdings.get(event.workerId);
     images?.delete(key);

@@ -105,14 +105,10 @@ export interface RulesSteps {
   readonly queuesPinnedCalls: boolean;
 }
 
-/**
- * The steps of the rules `state` records. A version this code does not keep (1, or one newer than
- * it) takes today's steps.
- */
-export function rulesSteps(recorded: number | null): RulesSteps {
-  const recordedVersion = recordedRulesVersion(recorded);
+/** The steps of the rules a log recorded as `recordedVersion` (see `rulesSteps`). */
+function stepsOf(recordedVersion: number): RulesSteps {
   const version = keepsRulesVersion(recordedVersion) ? recordedVersion : PLACEMENT_RULES_VERSION;
-  return {
+  return Object.freeze({
     version,
     sameProcessKeepsResidency: version >= 3,
     owners: version >= 4,
@@ -121,5 +117,23 @@ export function rulesSteps(recorded: number | null): RulesSteps {
     sessionContainersHoldSlots: recordedVersion >= 7,
     prefersImageHolders: version >= IMAGE_RULES_VERSION,
     queuesPinnedCalls: version >= PINNED_QUEUE_RULES_VERSION,
-  };
+  });
+}
+
+/**
+ * The steps of every version up to today's, by recorded version, made once: placement reads them
+ * for every call and the fold for every event.
+ */
+const STEPS_BY_VERSION: readonly RulesSteps[] = Array.from(
+  { length: PLACEMENT_RULES_VERSION + 1 },
+  (_, recordedVersion) => stepsOf(recordedVersion),
+);
+
+/**
+ * The steps of the rules `state` records. A version this code does not keep (1, or one newer than
+ * it) takes today's steps.
+ */
+export function rulesSteps(recorded: number | null): RulesSteps {
+  const recordedVersion = recordedRulesVersion(recorded);
+  return STEPS_BY_VERSION[recordedVersion] ?? stepsOf(recordedVersion);
 }

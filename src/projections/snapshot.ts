@@ -21,6 +21,7 @@ import type { Demand, EventOf } from '../events/types.js';
 import { configInForce } from '../shared/config.js';
 import { CONTAINER_RECORD_STATES, WORKER_STATUSES, type ClusterState } from './cluster-state.js';
 import { admissionIndexOf } from './admission-index.js';
+import { imageSlot } from './image-holdings.js';
 import { idleSlots } from './queries.js';
 import type { QuotaTable } from './quota-state.js';
 import { initialRouting, type RoutingState } from './routing-state.js';
@@ -317,8 +318,7 @@ export function stateFromJson(json: ClusterStateJson): ClusterState {
     },
     images: mapOf(
       copy.images ?? {},
-      (images) =>
-        new Map(images.map((image) => [`${image.tenantId ?? ''}\n${image.imageId}`, image])),
+      (images) => new Map(images.map((image) => [imageSlot(image.tenantId, image.imageId), image])),
     ),
   };
   return { ...state, admission: admissionIndexOf(state) };

@@ -17,7 +17,8 @@ import {
 } from '../../src/core/placement/index.js';
 import { decide } from '../../src/core/decisions.js';
 import type { NewEvent } from '../../src/events/index.js';
-import { applyInPlace } from '../../src/projections/fold.js';
+import { applyInPlace, fold } from '../../src/projections/fold.js';
+import { stateFromJson, stateToJson } from '../../src/projections/snapshot.js';
 import { demand, GiB, history, registered, started } from '../support/events.js';
 
 const KEY = 'cd'.repeat(32);
@@ -126,6 +127,29 @@ describe("core: placement prefers a worker that holds the call's image (rules v8
       reason: 'evicted',
     });
     expect(workerOf(place(state, call(KEY)))).to.equal('w1');
+  });
+
+  it("given a snapshot of the holdings, then the restored state prefers the holder, and the holder's removal report, folded after, frees it", () => {
+    const removed: NewEvent = {
+      type: 'ImageRemoved',
+      workerId: 'w3',
+      tenantId: 'acme',
+      imageId: IMAGE,
+      reason: 'evicted',
+    };
+    const log = history(
+      started({}, IMAGE_RULES_VERSION),
+      registered('w1'),
+      registered('w2'),
+      registered('w3'),
+      built('w3', [KEY]),
+      removed,
+    );
+    const events = log.events;
+    const restored = stateFromJson(stateToJson(fold(events.slice(0, -1))));
+    expect(workerOf(place(restored, call(KEY)))).to.equal('w3');
+    // The restored holdings are keyed as the fold keys them, so the removal finds the image.
+    expect(workerOf(place(fold(events.slice(-1), restored), call(KEY)))).to.equal('w1');
   });
 
   it('given a log recorded under rules 6, when a call names an image, then images do not count', () => {

@@ -72,6 +72,13 @@ describe('core: each released rules version decides as it did', () => {
     expect(rulesSteps(7).sessionContainersHoldSlots).to.equal(true);
     // This step reads the version the log recorded: a log that recorded none counts as recorded.
     expect(rulesSteps(null).sessionContainersHoldSlots).to.equal(false);
+    // A newer version than this code keeps decides by today's steps, all of them.
+    expect(rulesSteps(PLACEMENT_RULES_VERSION + 1)).to.deep.equal(
+      rulesSteps(PLACEMENT_RULES_VERSION),
+    );
+    // Read for every call and event: made once per version, and no reader can change them.
+    expect(rulesSteps(7)).to.equal(rulesSteps(7));
+    expect(Object.isFrozen(rulesSteps(7))).to.equal(true);
   });
 
   it("given another tenant's session, then under 4 the call is refused NOT_FOUND, and under 3 it is placed in it", () => {

@@ -1,8 +1,9 @@
 /**
  * Rules 5 to 7 of a pinned call on its subset (docs/tenant-routing.md): a holder takes the call
  * warm; else the best member that passes the filters loads the version first (a cold load), one
- * load in flight per worker, and none the caller's deadline would not wait for; a call that can go
- * nowhere now is shed with a retry-after hint. Never another version.
+ * load in flight per worker, and none the caller's deadline would not wait for (rules 6 on); a call
+ * that can go nowhere now is shed with a retry-after hint, or from rules 9 on waits in the
+ * admission queue when it is in force. Never another version.
  */
 import type { WorkerRecord } from '../../../projections/cluster-state.js';
 import type { PlacementDecision } from '../decision.js';
@@ -68,7 +69,7 @@ export function noMember(
 }
 
 /**
- * Rules 8: no subset member can take the call now. One that no member could take even empty is
+ * Rules 9: no subset member can take the call now. One that no member could take even empty is
  * refused as never fitting (final); else the shed is marked "not now", so that with the queue in
  * force the call waits in it (in `why`'s words) instead, on its subset only.
  */
