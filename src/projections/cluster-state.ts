@@ -9,7 +9,7 @@ import type {
 } from '../events/schema.js';
 import { DEFAULT_CONFIG, type Config } from '../shared/config.js';
 import { emptyAdmissionIndex, type AdmissionIndex } from './admission-state.js';
-import { initialImageHoldings, type ImageHoldings } from './image-holdings.js';
+import { initialImageHoldings, type ImageHoldings, type ImageKeyIndex } from './image-holdings.js';
 import { initialQuotas, type QuotaTable } from './quota-state.js';
 import { initialRouting, type RoutingState } from './routing-state.js';
 
@@ -284,6 +284,8 @@ export interface ClusterState {
   readonly quotas: QuotaTable;
   /** Tenants' images on each worker, as the workers reported them (docs/images.md). */
   readonly images: ImageHoldings;
+  /** Which workers hold an image of each declaration key: derived from `images`, kept with it. */
+  readonly imageKeys: ImageKeyIndex;
 }
 
 /** The state before any event. */
@@ -306,5 +308,6 @@ export function initialState(): ClusterState {
     routing: initialRouting(),
     quotas: initialQuotas(),
     images: initialImageHoldings(),
+    imageKeys: new Map(),
   };
 }

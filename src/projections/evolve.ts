@@ -190,7 +190,7 @@ function applyToCluster(state: State, event: ClusterEvent, changes: WorkerChange
     // The images each worker holds (image-holdings.ts): placement rules v8 read them.
     case 'ImageBuilt':
     case 'ImageRemoved':
-      applyImageEvent(state.images, event);
+      applyImageEvent(state.images, state.imageKeys, event);
       break;
     case 'ImageBuildFailed':
       break;

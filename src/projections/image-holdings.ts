@@ -30,41 +30,68 @@ export function imageSlot(tenantId: string | null, imageId: string): string {
   return `${tenantId ?? ''}\n${imageId}`;
 }
 
-/** Applies an image event to the holdings (the fold's part for images; changed in place). */
+/**
+ * Which workers hold an image of each declaration key: key, then worker ID, to how many of that
+ * worker's images the key resolved to. Derived from the holdings (kept in step by
+ * `applyImageEvent`, rebuilt from them by `imageKeyIndexOf`): placement looks a call's key up here
+ * instead of walking every worker's images.
+ */
+export type ImageKeyIndex = ReadonlyMap<string, ReadonlyMap<string, number>>;
+
+/** The index of `holdings` (a snapshot's restore). */
+export function imageKeyIndexOf(holdings: ImageHoldings): Map<string, Map<string, number>> {
+  const index = new Map<string, Map<string, number>>();
+  for (const [workerId, images] of holdings) {
+    for (const image of images.values()) countKeys(index, workerId, image.declarations, 1);
+  }
+  return index;
+}
+
+function countKeys(
+  index: Map<string, Map<string, number>>,
+  workerId: string,
+  keys: readonly string[],
+  by: 1 | -1,
+): void {
+  for (const key of keys) {
+    let workers = index.get(key);
+    if (!workers) index.set(key, (workers = new Map<string, number>()));
+    const count = (workers.get(workerId) ?? 0) + by;
+    if (count > 0) workers.set(workerId, count);
+    else workers.delete(workerId);
+    if (workers.size === 0) index.delete(key);
+  }
+}
+
+/** Applies an image event to the holdings and their index (the fold's part; changed in place). */
 export function applyImageEvent(
   holdings: Map<string, Map<string, HeldImageRecord>>,
+  index: Map<string, Map<string, number>>,
   event: EventOf<'ImageBuilt'> | EventOf<'ImageRemoved'>,
 ): void {
   const key = imageSlot(event.tenantId, event.imageId);
+  let images = holdings.get(event.workerId);
+  const before = images?.get(key);
+  if (before) countKeys(index, event.workerId, before.declarations, -1);
   if (event.type === 'ImageRemoved') {
-    const images = holdings.get(event.workerId);
     images?.delete(key);
     if (images?.size === 0) holdings.delete(event.workerId);
     return;
   }
-  let images = holdings.get(event.workerId);
   if (!images) holdings.set(event.workerId, (images = new Map<string, HeldImageRecord>()));
+  const declarations = [...(event.declarations ?? [])].sort();
   images.set(key, {
     tenantId: event.tenantId,
     imageId: event.imageId,
     bytes: event.bytes,
-    declarations: [...(event.declarations ?? [])].sort(),
+    declarations,
   });
-}
-
-/** Whether `workerId` holds the image a declaration with `imageKey` resolved to. */
-export function holdsImage(holdings: ImageHoldings, workerId: string, imageKey: string): boolean {
-  const images = holdings.get(workerId);
-  if (!images) return false;
-  for (const image of images.values()) {
-    if (image.declarations.includes(imageKey)) return true;
-  }
-  return false;
+  countKeys(index, event.workerId, declarations, 1);
 }
 
 /** The workers that hold the image of `imageKey`, by worker ID as text. */
-export function imageHolders(holdings: ImageHoldings, imageKey: string): string[] {
-  return [...holdings.keys()]
-    .filter((workerId) => holdsImage(holdings, workerId, imageKey))
-    .sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+export function imageHolders(index: ImageKeyIndex, imageKey: string): string[] {
+  const workers = index.get(imageKey);
+  if (!workers) return [];
+  return [...workers.keys()].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
 }

@@ -21,7 +21,7 @@ import type { Demand, EventOf } from '../events/types.js';
 import { configInForce } from '../shared/config.js';
 import { CONTAINER_RECORD_STATES, WORKER_STATUSES, type ClusterState } from './cluster-state.js';
 import { admissionIndexOf } from './admission-index.js';
-import { imageSlot } from './image-holdings.js';
+import { imageKeyIndexOf, imageSlot } from './image-holdings.js';
 import { idleSlots } from './queries.js';
 import type { QuotaTable } from './quota-state.js';
 import { initialRouting, type RoutingState } from './routing-state.js';
@@ -245,6 +245,7 @@ const schemaMatchesState: SameShape<
     | 'admission'
     | 'quotas'
     | 'images'
+    | 'imageKeys'
   >
 > = true;
 void schemaMatchesState;
@@ -321,7 +322,11 @@ export function stateFromJson(json: ClusterStateJson): ClusterState {
       (images) => new Map(images.map((image) => [imageSlot(image.tenantId, image.imageId), image])),
     ),
   };
-  return { ...state, admission: admissionIndexOf(state) };
+  return {
+    ...state,
+    admission: admissionIndexOf(state),
+    imageKeys: imageKeyIndexOf(state.images),
+  };
 }
 
 /** A demand as a snapshot holds it, its absent parts null (as a read event's). */
@@ -473,9 +478,10 @@ function withDefaults(state: unknown): unknown {
 /** A detached JSON copy of a state, as a `Snapshot` event carries it and `replay state` prints it. */
 export function stateToJson(state: ClusterState): ClusterStateJson {
   // Derived from the records when a snapshot is read (`stateFromJson`); the quotas are below.
-  const { sessionExpiries, admission, quotas, images, ...recorded } = state;
+  const { sessionExpiries, admission, quotas, images, imageKeys, ...recorded } = state;
   void sessionExpiries;
   void admission;
+  void imageKeys;
   void quotas;
   return structuredClone({
     ...recorded,

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { decideImageReport } from '../../src/core/registry/index.js';
 import { validateEvent } from '../../src/events/decode.js';
-import { imageHolders } from '../../src/projections/image-holdings.js';
+import { imageHolders, imageKeyIndexOf } from '../../src/projections/image-holdings.js';
 import { history, registered } from '../support/events.js';
 
 const ID = 'ab'.repeat(32);
@@ -36,9 +36,9 @@ describe("core: a worker's report of a tenant's image", () => {
     const before = given.state();
     const after = given.add(...decision.events).state();
     expect(after.workers.get('w1')).to.deep.equal(before.workers.get('w1'));
-    expect(imageHolders(after.images, KEY)).to.deep.equal(['w1']);
+    expect(imageHolders(after.imageKeys, KEY)).to.deep.equal(['w1']);
     // Another tenant's declaration key is another key: it is not held.
-    expect(imageHolders(after.images, OTHER_KEY)).to.deep.equal([]);
+    expect(imageHolders(after.imageKeys, OTHER_KEY)).to.deep.equal([]);
     const removed = given
       .add(...decision.events, {
         type: 'ImageRemoved',
@@ -48,8 +48,24 @@ describe("core: a worker's report of a tenant's image", () => {
         reason: 'removed',
       })
       .state();
-    expect(imageHolders(removed.images, KEY)).to.deep.equal([]);
+    expect(imageHolders(removed.imageKeys, KEY)).to.deep.equal([]);
     expect(removed.images.size).to.equal(0);
+    expect(removed.imageKeys.size).to.equal(0);
+    // The same image reported again with another declaration's key: the index follows the record.
+    const again = given
+      .add(...decision.events, {
+        type: 'ImageBuilt',
+        workerId: 'w1',
+        tenantId: 'acme',
+        imageId: ID,
+        bytes: 27_132,
+        buildMs: 0,
+        declarations: [OTHER_KEY],
+      })
+      .state();
+    expect(imageHolders(again.imageKeys, KEY)).to.deep.equal([]);
+    expect(imageHolders(again.imageKeys, OTHER_KEY)).to.deep.equal(['w1']);
+    expect(again.imageKeys).to.deep.equal(imageKeyIndexOf(again.images));
   });
 
   it('given a registered worker, when a build fails or an image goes, then ImageBuildFailed (error bounded) or ImageRemoved', () => {

@@ -22,7 +22,7 @@ export function preferImageHolder(placing: Placing, scan: Scan): Scan {
     return scan;
   }
   const { state, budget, config, unreachable, explain } = placing;
-  const holders = imageHolders(state.images, imageKey);
+  const holders = imageHolders(state.imageKeys, imageKey);
   let best: WorkerRecord | undefined;
   // A holder is a candidate that passed every filter (the scan found one only if any did).
   if (scan.best !== undefined) {
