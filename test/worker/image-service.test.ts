@@ -1,127 +1,51 @@
 import { expect } from 'chai';
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import {
-  credentials as grpcCredentials,
-  Metadata,
-  Server,
-  ServerCredentials,
-  status,
-  type ServiceError,
-} from '@grpc/grpc-js';
+import { credentials as grpcCredentials, Metadata, status, type ServiceError } from '@grpc/grpc-js';
 import {
   ImageServiceClient,
-  ImageServiceService,
   type ListImagesResponse,
   type RemoveImageResponse,
 } from '../../src/proto/gen/readie/v1/images.js';
-import { declarationKey, type ImageDeclaration } from '../../src/shared/image-declaration.js';
-import { WorkerCredentials } from '../../src/worker/credentials.js';
+import { declarationKey } from '../../src/shared/image-declaration.js';
 import { tenantTag } from '../../src/worker/core/images/index.js';
-import { imageService } from '../../src/worker/images/image-service.js';
-import { ImageStore, type ImageEvent } from '../../src/worker/images/image-store.js';
-import type { ImageManifest } from '../../src/worker/images/image-files.js';
-import { cleanTempDirs, tempDir } from '../support/temp.js';
-import { testLogger } from '../support/worker-harness.js';
+import type { ImageEvent, ImageStore } from '../../src/worker/images/image-store.js';
+import {
+  A1,
+  A2,
+  DECLARED,
+  G1,
+  manifest,
+  OWN,
+  ROUTER,
+  SHARED,
+  startImageWorker,
+  TENANT,
+  type ImageWorker,
+} from '../support/image-worker.js';
+import { cleanTempDirs } from '../support/temp.js';
 
-const ROUTER = 'router-token-for-image-service-0123';
-const OWN = 'worker-token-for-image-service-0123';
-const TENANT = 'tenant-token-for-image-service-0123';
-
-/** Two images of acme whose identities share their first 8 hex digits, and one of globex. */
-const SHARED = 'abcdef12';
-const A1 = `${SHARED}${'1'.repeat(56)}`;
-const A2 = `${SHARED}${'2'.repeat(56)}`;
-const G1 = 'c'.repeat(64);
-const DECLARED: ImageDeclaration = { packages: ['tomli-w==1.2.0'], imports: [], env: {} };
-
-function manifest(id: string, tenantId: string, declarations: string[] = []): ImageManifest {
-  return {
-    format: 1,
-    id,
-    tenantId,
-    declarations,
-    packages: [],
-    imports: [],
-    env: {},
-    wheels: [],
-    bytes: 1024,
-    buildMs: 1,
-    builtAt: '2026-12-05T12:00:00.000Z',
-    python: '3.11',
-    flavor: 'cpu',
-  };
-}
-
-/**
- * A worker's ImageService as the router reaches it: real gRPC over loopback, real token files,
- * the image store reading images an earlier run left on disk (no build is needed to list or
- * remove one, so the store's builder is never reached).
- */
 describe("the worker's ImageService: the router's credential alone; removal refusals", function () {
   this.timeout(20_000);
-  let server: Server;
-  let client: InstanceType<typeof ImageServiceClient>;
+  let worker: ImageWorker;
   let store: ImageStore;
   let imagesDir: string;
-  const events: ImageEvent[] = [];
+  let events: ImageEvent[];
+  let client: InstanceType<typeof ImageServiceClient>;
 
   before(async () => {
-    const dir = tempDir('image-service-');
-    writeFileSync(join(dir, 'own'), `${OWN}\n`, { mode: 0o600 });
-    writeFileSync(join(dir, 'router'), `${ROUTER}\n`, { mode: 0o600 });
-    imagesDir = join(dir, 'images');
-    const held: [string, ImageManifest][] = [
+    worker = await startImageWorker('w1', [
       ['acme', manifest(A1, 'acme', [declarationKey('acme', DECLARED)])],
       ['acme', manifest(A2, 'acme')],
       ['globex', manifest(G1, 'globex')],
-    ];
-    for (const [tenant, image] of held) {
-      const imageDir = join(imagesDir, tenantTag(tenant), image.id);
-      mkdirSync(join(imageDir, 'prefix'), { recursive: true });
-      writeFileSync(join(imageDir, 'manifest.json'), JSON.stringify(image));
-    }
-    store = new ImageStore({
-      dir: imagesDir,
-      capacity: 0,
-      buildTimeoutMs: 1000,
-      log: testLogger(),
-      clock: () => Date.parse('2026-12-05T12:00:00.000Z'),
-      onEvent: (event: ImageEvent) => events.push(event),
-      python: '/usr/bin/python3',
-      pythonVersion: '3.11.2',
-      flavor: 'cpu',
-      cacheDir: join(dir, 'pip'),
-      memory: 1024 ** 3,
-    } as unknown as ConstructorParameters<typeof ImageStore>[0]);
-    await store.load();
-    expect(store.list()).to.have.length(3);
-
-    server = new Server();
-    server.addService(
-      ImageServiceService,
-      imageService({
-        workerId: 'w1',
-        images: () => store,
-        credentials: new WorkerCredentials({
-          mode: 'tokens',
-          tokenFile: join(dir, 'own'),
-          routerTokenFile: join(dir, 'router'),
-        }),
-        log: testLogger(),
-      }),
-    );
-    const port = await new Promise<number>((resolve, reject) =>
-      server.bindAsync('127.0.0.1:0', ServerCredentials.createInsecure(), (error, bound) =>
-        error ? reject(error) : resolve(bound),
-      ),
-    );
-    client = new ImageServiceClient(`127.0.0.1:${port}`, grpcCredentials.createInsecure());
+    ]);
+    ({ store, imagesDir, events } = worker);
+    client = new ImageServiceClient(worker.address, grpcCredentials.createInsecure());
   });
 
   after(() => {
     client?.close();
-    server?.forceShutdown();
+    worker?.close();
     cleanTempDirs();
   });
 
