@@ -2,7 +2,15 @@ import { expect } from 'chai';
 import { credentials as grpcCredentials, Metadata } from '@grpc/grpc-js';
 import type { ClusterState } from '../../src/projections/cluster-state.js';
 import { ImageServiceClient } from '../../src/proto/gen/readie/v1/images.js';
-import { ImageRemovalRefusedError } from '../../src/router/images/image-errors.js';
+import {
+  ImageRemovalRefusedError,
+  ImageRequestError,
+} from '../../src/router/images/image-errors.js';
+import {
+  checkedImageName,
+  checkedTenant,
+  checkedWorkerId,
+} from '../../src/router/images/image-requests.js';
 import { removeWorkerImage, type ImageFanoutDeps } from '../../src/router/images/image-fanout.js';
 import {
   A1,
@@ -83,5 +91,31 @@ describe("the router's image removal across workers (image-fanout)", function ()
       ['w2', A2],
     ]);
     expect(workers[1]!.store.list().map((image) => image.manifest.id)).to.deep.equal([G1]);
+  });
+});
+
+describe('image requests: what a listing or removal may name (pure)', () => {
+  it('takes "" (calls without a tenant) and a plain tenant; refuses a long one or one with control characters, as pins and quotas do', () => {
+    expect(checkedTenant(undefined)).to.equal(undefined);
+    expect(checkedTenant('')).to.equal('');
+    expect(checkedTenant('acme')).to.equal('acme');
+    expect(() => checkedTenant('a'.repeat(257))).to.throw(
+      ImageRequestError,
+      'a tenant ID has at most 256 characters',
+    );
+    expect(() => checkedTenant('acme\nglobex')).to.throw(
+      ImageRequestError,
+      'a tenant ID may not hold control characters',
+    );
+  });
+
+  it('takes an identity or image: and 8 or more hex digits (read as lower case); refuses anything else', () => {
+    expect(checkedImageName(` IMAGE:${SHARED.toUpperCase()} `)).to.equal(`image:${SHARED}`);
+    expect(checkedImageName(A1)).to.equal(A1);
+    for (const bad of ['image:abcdef1', 'image:abcdefgh', `${A1}0`, 'image:']) {
+      expect(() => checkedImageName(bad), bad).to.throw(ImageRequestError, /64 hex digits/);
+    }
+    expect(checkedWorkerId('')).to.equal('');
+    expect(() => checkedWorkerId('w\u001b[2J')).to.throw(ImageRequestError);
   });
 });
