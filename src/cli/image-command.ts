@@ -10,23 +10,12 @@ import type {
 } from '../proto/gen/readie/v1/admin.js';
 import { printableData } from '../shared/printable.js';
 import { age, roughSize } from './status/readable-units.js';
+import { table } from './text-table.js';
 import { adminAction, runAdmin, withConnection, type AdminCommandFlags } from './admin-command.js';
 
 /** A tenant (already made printable) as a person reads it: quoted; calls without one: `(none)`. */
 function tenantText(tenantId: string): string {
   return tenantId === '' ? '(none)' : `"${tenantId}"`;
-}
-
-function table(rows: string[][]): string[] {
-  const widths = rows[0]!.map((_, column) =>
-    Math.max(...rows.map((row) => (row[column] ?? '').length)),
-  );
-  return rows.map((row) =>
-    row
-      .map((cell, column) => (column === row.length - 1 ? cell : cell.padEnd(widths[column]!)))
-      .join('  ')
-      .trimEnd(),
-  );
 }
 
 /** The images and the workers' caches as text (`now`: epoch ms, for the ages). */
@@ -37,9 +26,9 @@ export function renderImages(answer: ImagesResponse, now: number): string {
     lines.push('no images on the workers that are up');
   } else {
     lines.push(
-      ...table([
+      table(
         ['IMAGE', 'TENANT', 'WORKER', 'SIZE', 'LAST USE', 'IN USE'],
-        ...shown.images.map((image) => [
+        shown.images.map((image) => [
           image.name,
           tenantText(image.tenantId),
           image.workerId,
@@ -47,7 +36,7 @@ export function renderImages(answer: ImagesResponse, now: number): string {
           `${age(image.lastUsedAt, now)} ago`,
           String(image.inUse),
         ]),
-      ]),
+      ),
     );
   }
   lines.push('', ...renderImageCaches(answer));
@@ -58,19 +47,18 @@ export function renderImages(answer: ImagesResponse, now: number): string {
 export function renderImageCaches(answer: Pick<ImagesResponse, 'workers'>): string[] {
   const shown = printableData(answer);
   if (shown.workers.length === 0) return ['image caches: no worker is up'];
+  const width = Math.max(...shown.workers.map((worker) => worker.workerId.length));
   return [
     'image caches:',
-    ...table(
-      shown.workers.map((worker) => [
-        `  ${worker.workerId}`,
-        worker.error !== ''
-          ? `did not answer: ${worker.error}`
-          : `${worker.count} image${worker.count === 1 ? '' : 's'}, ${roughSize(worker.bytes)} of ${
-              worker.capacity === 0 ? 'no bound' : roughSize(worker.capacity)
-            }`,
-      ]),
-    ),
+    ...shown.workers.map((worker) => `  ${worker.workerId.padEnd(width)}  ${cacheText(worker)}`),
   ];
+}
+
+/** One worker's cache (already printable): `3 images, 1.2GiB of 10GiB`, or why it is unknown. */
+function cacheText(worker: ImagesResponse['workers'][number]): string {
+  if (worker.error !== '') return `did not answer: ${worker.error}`;
+  const bound = worker.capacity === 0 ? 'no bound' : roughSize(worker.capacity);
+  return `${worker.count} image${worker.count === 1 ? '' : 's'}, ${roughSize(worker.bytes)} of ${bound}`;
 }
 
 function printRemoved(answer: AdminServiceRemoveImageResponse): void {

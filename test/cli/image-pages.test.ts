@@ -29,9 +29,13 @@ describe('readie images: the page an operator reads', () => {
       ],
     };
     expect(renderImages(answer, NOW).split('\n')).to.deep.equal([
-      'IMAGE                   TENANT  WORKER  SIZE   LAST USE  IN USE',
-      'image:abababababababab  (none)  w1      27KiB  30s ago   1',
-      'image:abababababababab  "acme"  w2      27KiB  30s ago   1',
+      '┌────────────────────────┬────────┬────────┬───────┬──────────┬────────┐',
+      '│ IMAGE                  │ TENANT │ WORKER │ SIZE  │ LAST USE │ IN USE │',
+      '├────────────────────────┼────────┼────────┼───────┼──────────┼────────┤',
+      '│ image:abababababababab │ (none) │ w1     │ 27KiB │ 30s ago  │ 1      │',
+      '├────────────────────────┼────────┼────────┼───────┼──────────┼────────┤',
+      '│ image:abababababababab │ "acme" │ w2     │ 27KiB │ 30s ago  │ 1      │',
+      '└────────────────────────┴────────┴────────┴───────┴──────────┴────────┘',
       '',
       'image caches:',
       '  w1  1 image, 27KiB of 10GiB',

@@ -16,7 +16,8 @@ import {
   type PlacementDecision,
 } from '../../src/core/placement/index.js';
 import { decide } from '../../src/core/decisions.js';
-import type { NewEvent } from '../../src/events/index.js';
+import type { ClusterEvent, NewEvent } from '../../src/events/index.js';
+import { explainScreen } from '../../replay/format/explain-screen.js';
 import { applyInPlace, fold } from '../../src/projections/fold.js';
 import { stateFromJson, stateToJson } from '../../src/projections/snapshot.js';
 import { demand, GiB, history, registered, started } from '../support/events.js';
@@ -172,6 +173,43 @@ describe("core: placement prefers a worker that holds the call's image (rules v8
       ['w1', false, 2],
       ['w2', false, 3],
       ['w3', true, 1],
+    ]);
+  });
+
+  it("the explain page prints the image: its holders and what they decided, and each worker's image column", () => {
+    const log = history(
+      started({}, IMAGE_RULES_VERSION),
+      registered('w1'),
+      registered('w2'),
+      registered('w3'),
+      built('w3', [KEY]),
+    );
+    const before = log.state();
+    const explanation = explainPlacement(before, call(KEY));
+    log.add(...decide('call', before, { call: call(KEY) }).events);
+    const requested = log.events.find((event) => event.type === 'CallRequested');
+    expect(requested, 'the call was requested').to.not.equal(undefined);
+    const page = explainScreen(
+      requested as Extract<ClusterEvent, { type: 'CallRequested' }>,
+      explanation,
+      undefined,
+      { session: null, reservations: [] },
+    ).split('\n');
+    expect(page).to.include(
+      "ranking key: a holder of the call's image first, then (flavor-penalty, memory-pressure, cpu-pressure, in-flight, worker ID), lowest wins",
+    );
+    expect(page).to.include(
+      `image ${KEY.slice(0, 16)}: held by w3; w3 holds the image: restored there, not built`,
+    );
+    const rows = page.filter((line) => /^w\d {2}/.test(line));
+    expect(
+      rows.map((line) =>
+        /^(w\d) .*rank (\d)(?: \(chosen\))? {2}image (held|-) {2}key/.exec(line)?.slice(1),
+      ),
+    ).to.deep.equal([
+      ['w1', '2', '-'],
+      ['w2', '3', '-'],
+      ['w3', '1', 'held'],
     ]);
   });
 

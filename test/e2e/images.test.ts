@@ -215,10 +215,12 @@ print(json.dumps([dataclasses.asdict(entry) for entry in image.status()]))
     const listing = await readie('images');
     expect(listing.code, listing.err).to.equal(0);
     const rows = listing.out.split('\n');
-    expect(rows[0]).to.match(/^IMAGE\s+TENANT\s+WORKER\s+SIZE\s+LAST USE\s+IN USE$/);
-    expect(rows.filter((row) => row.startsWith('image:'))).to.have.length(2);
+    expect(rows[1]).to.match(
+      /^│ IMAGE\s+│ TENANT\s+│ WORKER\s+│ SIZE\s+│ LAST USE\s+│ IN USE\s+│$/,
+    );
+    expect(rows.filter((row) => row.startsWith('│ image:'))).to.have.length(2);
     expect(listing.out).to.match(
-      new RegExp(`${acmeImage}\\s+"acme"\\s+img-w1\\s+\\d+KiB\\s+\\d+s ago\\s+0`),
+      new RegExp(`${acmeImage} │ "acme"\\s+│ img-w1\\s+│ \\d+KiB\\s+│ \\d+s ago\\s+│ 0 `),
     );
     expect(listing.out).to.match(/image caches:\n\s+img-w1\s+2 images, \d+KiB of 10GiB/);
     const onlyGlobex = await readie('images', '--tenant', 'globex', '--json');

@@ -3,20 +3,14 @@
  * renderers of the router's answers. Every string of an answer is made printable before it is
  * laid out (`printableData`): tenants chose request IDs, function names, messages and output.
  */
-import Table from 'cli-table3';
 import type { CallView, HistoryWindow, OutputLine } from '../../proto/gen/readie/v1/history.js';
 import { LogSource } from '../../proto/gen/readie/v1/call.js';
 import { escapedWhole, printable, printableData } from '../../shared/printable.js';
 import { formatDuration, roughDuration } from '../../shared/units.js';
+import { table } from '../text-table.js';
 import { age, roughSize } from '../status/status-sections.js';
 
 export { roughDuration };
-
-function table(head: string[], rows: string[][]): string {
-  const out = new Table({ head, style: { head: [], border: [] } });
-  out.push(...rows);
-  return out.toString();
-}
 
 /** `readie calls`: one line per call, newest first, then what the history holds. */
 export function renderCallList(

@@ -5,7 +5,6 @@
  * string of the answer is made printable before a section sees it (`src/shared/printable.ts`):
  * tenants chose many of them (session and request IDs, checkpoints, messages).
  */
-import Table from 'cli-table3';
 import type {
   ReservationView,
   SessionView,
@@ -13,6 +12,7 @@ import type {
   WorkerView,
 } from '../../proto/gen/readie/v1/admin.js';
 import { printableData } from '../../shared/printable.js';
+import { table } from '../text-table.js';
 import { logSection } from './log-section.js';
 import { queueSection } from './queue-section.js';
 import { age, roughSize } from './readable-units.js';
@@ -24,12 +24,6 @@ export interface StatusSection {
   readonly title: string;
   /** The body of an answer whose strings are printable already (see `renderStatus`). */
   render(status: StatusResponse, now: number): string | null;
-}
-
-function table(head: string[], rows: string[][]): string {
-  const out = new Table({ head, style: { head: [], border: [] } });
-  out.push(...rows);
-  return out.toString();
 }
 
 function memory(worker: WorkerView): string {

@@ -58,13 +58,22 @@ function why(error: ServiceError): string {
 }
 
 /** Every worker's images of `tenantId` (undefined: every tenant's), narrowed to `image`. */
-export async function listWorkerImages(
+export function listWorkerImages(
   deps: ImageFanoutDeps,
   tenantId: string | undefined,
   image: ImageSpec | undefined,
 ): Promise<WorkerListing[]> {
+  return listOn(deps, workersUp(deps.state()), tenantId, image);
+}
+
+function listOn(
+  deps: ImageFanoutDeps,
+  workers: readonly WorkerRecord[],
+  tenantId: string | undefined,
+  image: ImageSpec | undefined,
+): Promise<WorkerListing[]> {
   return Promise.all(
-    workersUp(deps.state()).map(
+    workers.map(
       (worker) =>
         new Promise<WorkerListing>((resolve) => {
           deps.connections
@@ -126,6 +135,37 @@ function removeOn(
   });
 }
 
+/** An image's whole identity: 64 hex digits. */
+const IDENTITY = /^[0-9a-f]{64}$/;
+
+/**
+ * The identity a removal names: the name itself when it is whole; for a prefix, the one identity
+ * the targets hold for the tenant asked about (each worker refuses a prefix naming several of its
+ * own images, but two workers may each hold one). INVALID_ARGUMENT when it names several; the
+ * name as given when the targets hold none (their removals then answer NOT_FOUND).
+ */
+async function identityOf(
+  deps: ImageFanoutDeps,
+  targets: readonly WorkerRecord[],
+  request: { imageId: string; tenantId: string | undefined },
+): Promise<string> {
+  const prefix = request.imageId.replace(/^image:/, '');
+  if (IDENTITY.test(prefix)) return prefix;
+  const matching = imagesOf(await listOn(deps, targets, request.tenantId, undefined)).filter(
+    (image) => image.imageId.startsWith(prefix),
+  );
+  const names = new Map(matching.map((image) => [image.imageId, image.name]));
+  if (names.size > 1) {
+    throw new ImageRemovalRefusedError(
+      'INVALID_ARGUMENT',
+      `${request.imageId} names ${names.size} images on the workers that are up (${[
+        ...names.values(),
+      ].join(', ')}): give more of its identity`,
+    );
+  }
+  return [...names.keys()][0] ?? request.imageId;
+}
+
 /**
  * Removes the image from the workers that hold it (or from `workerId` alone): the images removed,
  * and each other worker's refusal. NOT_FOUND when none held it; a refusal's code when every
@@ -148,8 +188,9 @@ export async function removeWorkerImage(
           })`,
     );
   }
+  const imageId = await identityOf(deps, targets, request);
   const outcomes = await Promise.all(
-    targets.map((worker) => removeOn(deps, worker, request.imageId, request.tenantId)),
+    targets.map((worker) => removeOn(deps, worker, imageId, request.tenantId)),
   );
   const removed = outcomes.flatMap((outcome) => ('removed' in outcome ? outcome.removed : []));
   const refused = outcomes.filter(

@@ -4,7 +4,7 @@
  * 8 hex digits of it), a worker ID. Each refusal is `INVALID_ARGUMENT` naming the field, never
  * repeating a tenant's text.
  */
-import { MAX_TENANT_ID_LENGTH } from '../../core/tenant-id.js';
+import { tenantIdProblem } from '../../core/tenant-id.js';
 import { ImageRequestError } from './image-errors.js';
 
 /** An image as an operator may name it: its identity or `image:` and a prefix of it. */
@@ -14,13 +14,10 @@ const MAX_WORKER_ID_LENGTH = 256;
 
 /** The tenant a request names, checked (undefined: none named). */
 export function checkedTenant(tenantId: string | undefined): string | undefined {
-  if (tenantId === undefined) return undefined;
-  if (tenantId.length > MAX_TENANT_ID_LENGTH) {
-    throw new ImageRequestError(`a tenant ID has at most ${MAX_TENANT_ID_LENGTH} characters`);
-  }
-  if (/\p{Cc}/u.test(tenantId)) {
-    throw new ImageRequestError('a tenant ID may not hold control characters');
-  }
+  // "" names the calls without a tenant here, which a pin or quota table may not.
+  if (tenantId === undefined || tenantId === '') return tenantId;
+  const problem = tenantIdProblem(tenantId, 'image request');
+  if (problem !== null) throw new ImageRequestError(problem);
   return tenantId;
 }
 
