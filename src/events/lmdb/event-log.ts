@@ -475,8 +475,9 @@ export class EventLog<S = never> extends FoldingLog<S> implements EventLogBacken
 
   /**
    * After a commit through `seq`: checks (once per turn) that every event kept in `recent` up to
-   * the newest commit is still in the log, stores the missing ones again, and stops the log
-   * writing when one is missing that it no longer holds. See `recent-writes.ts`.
+   * the newest commit, and the one before them, is still in the log; stores the missing ones
+   * again, and stops the log writing when the one before them is missing (it holds that one no
+   * longer). See `recent-writes.ts`.
    */
   private checkCommitted(seq: number): void {
     this.committedThrough = Math.max(this.committedThrough, seq);
@@ -486,13 +487,8 @@ export class EventLog<S = never> extends FoldingLog<S> implements EventLogBacken
       this.checkQueued = false;
       if (this.closed || this.failure) return;
       const through = this.committedThrough;
-      const lost = this.recent.missing(
-        through,
-        (from, to) => this.events.getKeys({ start: from, end: to + 1 }),
-        // Counted in LMDB, not listed: a few times cheaper, and this runs after every commit.
-        (from, to) => this.events.getKeysCount({ start: from, end: to + 1 }),
-      );
-      // The event before the ones kept was committed earlier: it must still be there too.
+      // The event just before the ones kept was checked by the checks before: it cannot have
+      // been lost as a commit is, and if it is gone anyway the writer cannot store it again.
       const kept = this.recent.firstKept;
       const before = kept === undefined || kept > through ? undefined : kept - 1;
       if (
@@ -505,6 +501,12 @@ export class EventLog<S = never> extends FoldingLog<S> implements EventLogBacken
         );
         return;
       }
+      const lost = this.recent.missing(
+        through,
+        // Counted in LMDB, not listed: a few times cheaper, and this runs after every commit.
+        (from, to) => this.events.getKeysCount({ start: from, end: to + 1 }),
+        (from, to) => this.events.getKeys({ start: from, end: to + 1 }),
+      );
       if (lost.length > 0) this.storeAgain(lost.map((held) => held.write));
     });
   }
