@@ -1,32 +1,11 @@
 import { expect } from 'chai';
-import { closeSync, openSync, readSync, writeSync } from 'node:fs';
-import { join } from 'node:path';
 import { EventLog, type LostCommit, type NewEvent } from '../../src/events/index.js';
+import { lockFile } from '../support/lmdb-lock.js';
 import { cleanTempDirs, tempDir } from '../support/temp.js';
 
 const leaving = (n: number): NewEvent => ({ type: 'WorkerLeaving', workerId: `w${n}` });
 const batch = (from: number, count: number): NewEvent[] =>
   Array.from({ length: count }, (_, i) => leaving(from + i));
-
-/** Where LMDB's lock file keeps the id of the last committed transaction (after magic, format). */
-const TXNID_OFFSET = 8;
-
-/** The shared lock file of a log, read and written as another process's LMDB does. */
-function lockFile(dir: string) {
-  const fd = openSync(join(dir, 'events.mdb-lock'), 'r+');
-  const bytes = Buffer.alloc(8);
-  return {
-    txnid: (): bigint => {
-      readSync(fd, bytes, 0, 8, TXNID_OFFSET);
-      return bytes.readBigUInt64LE();
-    },
-    setTxnid: (id: bigint): void => {
-      bytes.writeBigUInt64LE(id);
-      writeSync(fd, bytes, 0, 8, TXNID_OFFSET);
-    },
-    close: () => closeSync(fd),
-  };
-}
 
 /** The seqs missing between the first and the last of a log's events. */
 function holes(seqs: readonly number[]): number[] {
