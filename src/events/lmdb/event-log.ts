@@ -18,6 +18,12 @@ import { join } from 'node:path';
 import { open, type Database, type RootDatabase, type RootDatabaseOptionsWithPath } from 'lmdb';
 import { ByteWriter } from '../codec/byte-buffers.js';
 import {
+  isValueFormatName,
+  NEWEST_VALUE_FORMAT_NAME,
+  VALUE_FORMAT_NAMES,
+  type ValueFormatName,
+} from '../codec/field-codecs.js';
+import {
   decodeLogValue,
   encodeLogValue,
   InstantCache,
@@ -75,13 +81,7 @@ const FOLLOW_CHUNK = 1024;
  * values say their format) and marked format 3 once this code may write to it, so a readie that
  * reads only older formats refuses it by name instead of failing at its first new value.
  */
-export const VALUE_FORMAT = 'readie-binary-v3';
-/** The value formats this code reads (each value's first byte says which codec format it is in). */
-const READ_VALUE_FORMATS: readonly unknown[] = [
-  'readie-binary-v1',
-  'readie-binary-v2',
-  VALUE_FORMAT,
-];
+export const VALUE_FORMAT: ValueFormatName = NEWEST_VALUE_FORMAT_NAME;
 
 /** The event log of one directory. */
 export class EventLog<S = never> extends FoldingLog<S> implements EventLogBackend<S> {
@@ -158,10 +158,10 @@ export class EventLog<S = never> extends FoldingLog<S> implements EventLogBacken
         upcaster(Number(version));
       }
       const format = meta.get(META_VALUE_FORMAT);
-      if (format !== undefined && !READ_VALUE_FORMATS.includes(format)) {
+      if (format !== undefined && !isValueFormatName(format)) {
         void root.close();
         throw new EventLogError(
-          `event log ${dir} stores its events as ${JSON.stringify(format)}, which this readie cannot read (it reads ${READ_VALUE_FORMATS.join(', ')} and JSON text): use the readie that wrote it`,
+          `event log ${dir} stores its events as ${JSON.stringify(format)}, which this readie cannot read (it reads ${Object.keys(VALUE_FORMAT_NAMES).join(', ')} and JSON text): use the readie that wrote it`,
         );
       }
       if (format !== VALUE_FORMAT && !readOnly) meta.putSync(META_VALUE_FORMAT, VALUE_FORMAT);
