@@ -20,6 +20,7 @@ const BENCHMARKS: Record<string, () => Promise<unknown>> = {
   history: async () => (await import('./history.js')).run(),
   retention: async () => (await import('./retention.js')).run(),
   'live-readers': async () => (await import('./live-readers.js')).run(),
+  'append-guard': async () => (await import('./append-guard.js')).run(),
 };
 
 // Flags (`--...`, and the value after `--days`) are the benchmarks' own (each reads process.argv).

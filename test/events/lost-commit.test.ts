@@ -1,32 +1,11 @@
 import { expect } from 'chai';
-import { closeSync, openSync, readSync, writeSync } from 'node:fs';
-import { join } from 'node:path';
 import { EventLog, type LostCommit, type NewEvent } from '../../src/events/index.js';
+import { lockFile } from '../support/lmdb-lock.js';
 import { cleanTempDirs, tempDir } from '../support/temp.js';
 
 const leaving = (n: number): NewEvent => ({ type: 'WorkerLeaving', workerId: `w${n}` });
 const batch = (from: number, count: number): NewEvent[] =>
   Array.from({ length: count }, (_, i) => leaving(from + i));
-
-/** Where LMDB's lock file keeps the id of the last committed transaction (after magic, format). */
-const TXNID_OFFSET = 8;
-
-/** The shared lock file of a log, read and written as another process's LMDB does. */
-function lockFile(dir: string) {
-  const fd = openSync(join(dir, 'events.mdb-lock'), 'r+');
-  const bytes = Buffer.alloc(8);
-  return {
-    txnid: (): bigint => {
-      readSync(fd, bytes, 0, 8, TXNID_OFFSET);
-      return bytes.readBigUInt64LE();
-    },
-    setTxnid: (id: bigint): void => {
-      bytes.writeBigUInt64LE(id);
-      writeSync(fd, bytes, 0, 8, TXNID_OFFSET);
-    },
-    close: () => closeSync(fd),
-  };
-}
 
 /** The seqs missing between the first and the last of a log's events. */
 function holes(seqs: readonly number[]): number[] {
@@ -82,10 +61,11 @@ describe('EventLog: a commit LMDB forgets is not lost', function () {
     expect(reports[0]?.dir).to.equal(dir);
   });
 
-  it('given a forgotten commit larger than the events the writer keeps, when it commits again, then it stops writing and says why', async () => {
-    // Given: one commit of 5,000 events (more than the 4,096 kept), then forgotten.
+  it('given a forgotten commit of 5,000 events, when the writer commits again, then all of them are stored again', async () => {
+    // Given: one commit of 5,000 events, then forgotten.
     const dir = tempDir();
-    const log = EventLog.open(dir, { onLostCommit: () => undefined });
+    const reports: LostCommit[] = [];
+    const log = EventLog.open(dir, { onLostCommit: (lost) => reports.push(lost) });
     const lock = lockFile(dir);
     try {
       await log.append(batch(1, 1)).committed;
@@ -94,13 +74,36 @@ describe('EventLog: a commit LMDB forgets is not lost', function () {
       lock.setTxnid(before);
       // When: the writer commits again.
       await log.append(batch(5002, 1)).committed;
-      await new Promise((r) => setImmediate(r));
-      // Then: the next append is refused, naming the log and the loss.
-      expect(() => log.append(batch(5003, 1))).to.throw(
-        /failed to write earlier: .*lost committed events up to seq \d+, which this writer no longer holds/,
-      );
+      await log.append(batch(5003, 1)).committed;
     } finally {
       lock.close();
+      await log.close();
+    }
+    // Then: nothing is missing.
+    const seqs = storedSeqs(dir);
+    expect(holes(seqs)).to.deep.equal([]);
+    expect(seqs).to.have.length(5003);
+    expect(reports.map((r) => [r.fromSeq, r.toSeq, r.count])).to.deep.equal([[2, 5001, 5000]]);
+  });
+
+  it('given a committed event gone from before the events the writer keeps, when it commits again, then it stops writing and says why', async () => {
+    // Given: three checked commits, then the newest event the writer no longer keeps (its
+    // checks covered it) removed behind its back.
+    const dir = tempDir();
+    const log = EventLog.open(dir, { onLostCommit: () => undefined });
+    try {
+      await log.append(batch(1, 5)).committed;
+      await log.append(batch(6, 1)).committed;
+      await log.append(batch(7, 1)).committed;
+      (log as unknown as { events: { removeSync(key: number): void } }).events.removeSync(6);
+      // When: the writer commits again.
+      await log.append(batch(8, 1)).committed;
+      await new Promise((r) => setImmediate(r));
+      // Then: the next append is refused, naming the log and the loss.
+      expect(() => log.append(batch(9, 1))).to.throw(
+        /failed to write earlier: .*lost committed events up to seq 6, which this writer no longer holds/,
+      );
+    } finally {
       await log.close();
     }
   });

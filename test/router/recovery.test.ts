@@ -11,7 +11,6 @@ import {
   storyOf,
   type CallOutcome,
 } from '../support/router/harness.js';
-import { closeLiveLogs } from '../support/live-log.js';
 import { ScriptedWorker } from '../support/router/scripted-worker.js';
 import { runReadie, type Child } from '../support/processes.js';
 import { cleanTempDirs, tempDir } from '../support/temp.js';
@@ -102,11 +101,6 @@ describe('router: a restart after SIGKILL loses nothing', function () {
         'the worker calls to end with the router',
       );
 
-      // The handle kept while the router wrote holds the log's lock file open, so a fresh open
-      // would not set it up again: LMDB would show the last transaction id the killed writer
-      // published there, not its last commit (the next writer's open publishes that). Closed,
-      // the next open reads the commits on disk.
-      await closeLiveLogs();
       const before = readLog(logDir);
       const lastBefore = before.at(-1)?.seq ?? 0;
       const stateBefore = fold(before);

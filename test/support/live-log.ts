@@ -28,7 +28,16 @@ function writtenElsewhere(dir: string): boolean {
  * kept for it; undefined when no other process writes it (the caller opens it as it likes).
  */
 export function readLiveLog(dir: string): ClusterEvent[] | undefined {
-  if (!writtenElsewhere(dir)) return undefined;
+  if (!writtenElsewhere(dir)) {
+    // The writer is gone: the kept handle goes too. While one is open, an open in this process
+    // shares its environment, whose lock file shows the transaction id the writer last
+    // published: a writer killed (SIGKILL) right after a commit may not have published it yet.
+    // Opened anew, LMDB reads the newest commit from the data file. (A read-only close lets go
+    // of the environment at once, before its promise settles.)
+    void held.get(dir)?.log.close();
+    held.delete(dir);
+    return undefined;
+  }
   const inode = statSync(join(dir, 'events.mdb')).ino;
   let kept = held.get(dir);
   if (kept && kept.inode !== inode) {

@@ -7,6 +7,12 @@
  * repeats its seq range (`events-<from>-<to>.archive`, 16 digits each, so names sort by seq),
  * which a damaged file can still be reported by.
  */
+import {
+  isValueFormatName,
+  NEWEST_VALUE_FORMAT_NAME,
+  VALUE_FORMAT_NAMES,
+  type ValueFormatName,
+} from '../codec/field-codecs.js';
 import { EventLogError } from '../errors.js';
 import type { LogOrigin } from '../event-log.js';
 import { EVENT_SCHEMA_VERSION } from '../schema.js';
@@ -14,18 +20,15 @@ import { EVENT_SCHEMA_VERSION } from '../schema.js';
 /** The first line of every archive file. */
 export const ARCHIVE_MAGIC = 'READIE-ARCHIVE 1';
 /**
- * How an archive's events are encoded: the binary codec's value format (`codec/field-codecs.ts`).
- * Files are written in the newest; a file of an older format is read by its layout.
+ * How an archive's events are encoded: the binary codec's value format by its name
+ * (`codec/field-codecs.ts`). Files are written in the newest; a file of an older format is read
+ * by its layout.
  */
-export const ARCHIVE_CODECS = {
-  'readie-binary-v1': 1,
-  'readie-binary-v2': 2,
-  'readie-binary-v3': 3,
-} as const;
+export const ARCHIVE_CODECS = VALUE_FORMAT_NAMES;
 /** An archive's codec name. */
-export type ArchiveCodec = keyof typeof ARCHIVE_CODECS;
+export type ArchiveCodec = ValueFormatName;
 /** The codec new archive files are written in. */
-export const ARCHIVE_CODEC: ArchiveCodec = 'readie-binary-v3';
+export const ARCHIVE_CODEC: ArchiveCodec = NEWEST_VALUE_FORMAT_NAME;
 /** How an archive's blocks are compressed. */
 export const ARCHIVE_COMPRESSION = 'brotli';
 
@@ -117,11 +120,7 @@ export function parseArchiveHeader(
   if (header.fromSeq !== range.fromSeq || header.toSeq !== range.toSeq) {
     throw damaged(`its header says seq ${header.fromSeq} to ${header.toSeq}`);
   }
-  if (
-    header.codec === undefined ||
-    !Object.hasOwn(ARCHIVE_CODECS, header.codec) ||
-    header.compression !== ARCHIVE_COMPRESSION
-  ) {
+  if (!isValueFormatName(header.codec) || header.compression !== ARCHIVE_COMPRESSION) {
     throw damaged(
       `it is encoded as ${header.codec}/${header.compression}, which this readie cannot read`,
     );

@@ -161,6 +161,21 @@ export const VALUE_FORMATS = [1, 2, 3] as const;
 export type ValueFormat = (typeof VALUE_FORMATS)[number];
 /** The format new values are written in. */
 export const NEWEST_VALUE_FORMAT: ValueFormat = 3;
+/** A value format's name: what a log's `valueFormat` marker and an archive header's `codec` say. */
+export type ValueFormatName = `readie-binary-v${ValueFormat}`;
+/** Each value format by its name. */
+export const VALUE_FORMAT_NAMES: Readonly<Record<ValueFormatName, ValueFormat>> =
+  Object.fromEntries(VALUE_FORMATS.map((format) => [`readie-binary-v${format}`, format])) as Record<
+    ValueFormatName,
+    ValueFormat
+  >;
+/** The name of the format new values are written in. */
+export const NEWEST_VALUE_FORMAT_NAME: ValueFormatName = `readie-binary-v${NEWEST_VALUE_FORMAT}`;
+
+/** Whether `name` (read from a log or a file) names a value format this code reads. */
+export function isValueFormatName(name: unknown): name is ValueFormatName {
+  return typeof name === 'string' && Object.hasOwn(VALUE_FORMAT_NAMES, name);
+}
 
 /**
  * The fields each format added to the schemas' types (format 1 laid out every type as the v2

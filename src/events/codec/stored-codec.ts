@@ -14,6 +14,7 @@ import { decodeEvent, encodeEvent, validateEvent } from '../decode.js';
 import { InvalidEventError } from '../errors.js';
 import type { ClusterEvent, StoredEvent } from '../types.js';
 import { ByteReader, ByteWriter, TruncatedBytesError } from './byte-buffers.js';
+import type { ValueFormat } from './field-codecs.js';
 import {
   CodecError,
   DecodeContext,
@@ -30,6 +31,12 @@ export const BINARY_VALUE_V1 = 0x01;
 export const BINARY_VALUE_V2 = 0x03;
 /** The first byte of an LMDB value in the binary codec's value format 3 (what is written). */
 export const BINARY_VALUE_V3 = 0x04;
+/** Each binary value format by an LMDB value's first byte. */
+const BINARY_VALUE_FORMATS: ReadonlyMap<number | undefined, ValueFormat> = new Map([
+  [BINARY_VALUE_V1, 1],
+  [BINARY_VALUE_V2, 2],
+  [BINARY_VALUE_V3, 3],
+]);
 /** The first byte of an LMDB value holding a `Snapshot`'s JSON text, brotli-compressed. */
 export const SNAPSHOT_VALUE_V1 = 0x02;
 /** The first byte of an LMDB value that is JSON text. */
@@ -130,14 +137,7 @@ export function decodeLogValue(value: Buffer, seq: number, instants?: InstantCac
     }
     return { event: decodeEvent(text, { seq }), text };
   }
-  const format =
-    first === BINARY_VALUE_V3
-      ? 3
-      : first === BINARY_VALUE_V2
-        ? 2
-        : first === BINARY_VALUE_V1
-          ? 1
-          : undefined;
+  const format = BINARY_VALUE_FORMATS.get(first);
   if (format === undefined) {
     throw new InvalidEventError(
       { seq },

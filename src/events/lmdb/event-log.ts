@@ -18,6 +18,12 @@ import { join } from 'node:path';
 import { open, type Database, type RootDatabase, type RootDatabaseOptionsWithPath } from 'lmdb';
 import { ByteWriter } from '../codec/byte-buffers.js';
 import {
+  isValueFormatName,
+  NEWEST_VALUE_FORMAT_NAME,
+  VALUE_FORMAT_NAMES,
+  type ValueFormatName,
+} from '../codec/field-codecs.js';
+import {
   decodeLogValue,
   encodeLogValue,
   InstantCache,
@@ -75,13 +81,7 @@ const FOLLOW_CHUNK = 1024;
  * values say their format) and marked format 3 once this code may write to it, so a readie that
  * reads only older formats refuses it by name instead of failing at its first new value.
  */
-export const VALUE_FORMAT = 'readie-binary-v3';
-/** The value formats this code reads (each value's first byte says which codec format it is in). */
-const READ_VALUE_FORMATS: readonly unknown[] = [
-  'readie-binary-v1',
-  'readie-binary-v2',
-  VALUE_FORMAT,
-];
+export const VALUE_FORMAT: ValueFormatName = NEWEST_VALUE_FORMAT_NAME;
 
 /** The event log of one directory. */
 export class EventLog<S = never> extends FoldingLog<S> implements EventLogBackend<S> {
@@ -158,10 +158,10 @@ export class EventLog<S = never> extends FoldingLog<S> implements EventLogBacken
         upcaster(Number(version));
       }
       const format = meta.get(META_VALUE_FORMAT);
-      if (format !== undefined && !READ_VALUE_FORMATS.includes(format)) {
+      if (format !== undefined && !isValueFormatName(format)) {
         void root.close();
         throw new EventLogError(
-          `event log ${dir} stores its events as ${JSON.stringify(format)}, which this readie cannot read (it reads ${READ_VALUE_FORMATS.join(', ')} and JSON text): use the readie that wrote it`,
+          `event log ${dir} stores its events as ${JSON.stringify(format)}, which this readie cannot read (it reads ${Object.keys(VALUE_FORMAT_NAMES).join(', ')} and JSON text): use the readie that wrote it`,
         );
       }
       if (format !== VALUE_FORMAT && !readOnly) meta.putSync(META_VALUE_FORMAT, VALUE_FORMAT);
@@ -475,8 +475,9 @@ export class EventLog<S = never> extends FoldingLog<S> implements EventLogBacken
 
   /**
    * After a commit through `seq`: checks (once per turn) that every event kept in `recent` up to
-   * the newest commit is still in the log, stores the missing ones again, and stops the log
-   * writing when one is missing that it no longer holds. See `recent-writes.ts`.
+   * the newest commit, and the one before them, is still in the log; stores the missing ones
+   * again, and stops the log writing when the one before them is missing (it holds that one no
+   * longer). See `recent-writes.ts`.
    */
   private checkCommitted(seq: number): void {
     this.committedThrough = Math.max(this.committedThrough, seq);
@@ -486,13 +487,8 @@ export class EventLog<S = never> extends FoldingLog<S> implements EventLogBacken
       this.checkQueued = false;
       if (this.closed || this.failure) return;
       const through = this.committedThrough;
-      const lost = this.recent.missing(
-        through,
-        (from, to) => this.events.getKeys({ start: from, end: to + 1 }),
-        // Counted in LMDB, not listed: a few times cheaper, and this runs after every commit.
-        (from, to) => this.events.getKeysCount({ start: from, end: to + 1 }),
-      );
-      // The event before the ones kept was committed earlier: it must still be there too.
+      // The event just before the ones kept was checked by the checks before: it cannot have
+      // been lost as a commit is, and if it is gone anyway the writer cannot store it again.
       const kept = this.recent.firstKept;
       const before = kept === undefined || kept > through ? undefined : kept - 1;
       if (
@@ -505,6 +501,12 @@ export class EventLog<S = never> extends FoldingLog<S> implements EventLogBacken
         );
         return;
       }
+      const lost = this.recent.missing(
+        through,
+        // Counted in LMDB, not listed: a few times cheaper, and this runs after every commit.
+        (from, to) => this.events.getKeysCount({ start: from, end: to + 1 }),
+        (from, to) => this.events.getKeys({ start: from, end: to + 1 }),
+      );
       if (lost.length > 0) this.storeAgain(lost.map((held) => held.write));
     });
   }

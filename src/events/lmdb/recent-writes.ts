@@ -9,6 +9,13 @@
  * that commit's meta page. The events of the lost transaction vanish from the log although their
  * commit succeeded. A reader that opens rarely makes this rare; a reader that opens and closes
  * over and over while the writer writes makes it happen within seconds.
+ *
+ * What can be lost is the writer's last commit before the one that replaces it (LMDB keeps two
+ * meta pages, and the stale id picks the one before the newest). The check after a commit
+ * therefore covers what committed since the previous check and what that check covered: the
+ * replaced commit is among them, since every commit is checked at once (its events together,
+ * as lmdb resolves a transaction's writes together). A write is forgotten once a check found
+ * everything present and a later check covered what followed it.
  */
 
 /** One stored event as the writer can store it again. */
@@ -17,19 +24,13 @@ export interface HeldWrite<T> {
   readonly write: T;
 }
 
-/** How many events the writer keeps to store again (older ones, if lost, stop the writer). */
-export const HELD_EVENTS = 4096;
-
-/**
- * The writes not yet seen committed, and the last `limit` seen committed, by contiguous seq; see
- * the module comment.
- */
+/** The writes of the last two checks' commits and those not yet checked, by contiguous seq. */
 export class RecentWrites<T> {
   private held: HeldWrite<T>[] = [];
   /** Index of the first write still kept (the ones before are forgotten). */
   private head = 0;
-
-  constructor(private readonly limit = HELD_EVENTS) {}
+  /** The newest seq the last check that found nothing missing covered. */
+  private checked = 0;
 
   /** Keeps `write` (its seq follows the last one kept). */
   add(seq: number, write: T): void {
@@ -47,24 +48,22 @@ export class RecentWrites<T> {
   }
 
   /**
-   * After a commit through `committed`: forgets the writes older than the last `limit` committed,
-   * then returns those up to `committed` whose seq `present` says is not in the log (it lists the
-   * seqs in the log from `from` to `to`). Empty when none is missing. `count` (how many seqs the
-   * log holds from `from` to `to`), when given, answers the usual case, nothing missing, without
-   * listing the seqs.
+   * After a commit through `committed`: the kept writes up to `committed` that the log lacks
+   * (`count` says how many seqs it holds from `from` to `to`, `present` lists them); empty when
+   * none is. When none is, the writes the previous such check covered are forgotten.
    */
   missing(
     committed: number,
+    count: (from: number, to: number) => number,
     present: (from: number, to: number) => Iterable<number>,
-    count?: (from: number, to: number) => number,
   ): HeldWrite<T>[] {
-    this.forgetBefore(committed - this.limit + 1);
     const first = this.firstKept;
     if (first === undefined || committed < first) return [];
-    let held = 0;
-    if (count) held = count(first, committed);
-    else for (const _ of present(first, committed)) held += 1;
-    if (held === committed - first + 1) return [];
+    if (count(first, committed) === committed - first + 1) {
+      this.forgetBefore(this.checked + 1);
+      this.checked = committed;
+      return [];
+    }
     const found = new Set(present(first, committed));
     const lost: HeldWrite<T>[] = [];
     for (let i = this.head; i < this.held.length; i += 1) {
@@ -79,7 +78,8 @@ export class RecentWrites<T> {
     while (this.head < this.held.length && (this.held[this.head] as HeldWrite<T>).seq < seq) {
       this.head += 1;
     }
-    if (this.head > this.limit) {
+    // The array is cut now and then, not at each forget: most checks forget a few writes.
+    if (this.head > 1024 && this.head * 2 > this.held.length) {
       this.held = this.held.slice(this.head);
       this.head = 0;
     }
