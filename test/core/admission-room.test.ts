@@ -11,12 +11,13 @@ import type { ClusterState } from '../../src/projections/index.js';
 import {
   container,
   demand,
+  finished,
   GiB,
   history,
+  type History,
   registered,
   started,
   utilization,
-  type History,
 } from '../support/events.js';
 
 function report(state: ClusterState, fields: Record<string, unknown>) {
@@ -123,16 +124,7 @@ describe('admission: when to decide again', () => {
     expect(
       mayAdmitAfter({
         ...end,
-        events: [
-          {
-            type: 'CallFinished',
-            requestId: 'r',
-            ok: true,
-            code: null,
-            message: null,
-            raised: null,
-          },
-        ],
+        events: [finished('r')],
       }),
     ).to.equal(true);
     for (const [state, asks] of [

@@ -14,12 +14,13 @@ import { validateEvent } from '../../src/events/index.js';
 import {
   atOf,
   demand,
+  finished,
   GiB,
   history,
+  type History,
   registered,
   requested,
   started,
-  type History,
 } from '../support/events.js';
 
 const QUEUE = { QUEUE_TIMEOUT: 600_000 };
@@ -93,14 +94,7 @@ describe('admission queue', () => {
     call(given, 'a1', 'a');
     call(given, 'b1', 'b');
     expect(decide('admit', given.state(), {}).events).to.deep.equal([]);
-    given.add({
-      type: 'CallFinished',
-      requestId: 'a1',
-      ok: true,
-      code: null,
-      message: null,
-      raised: null,
-    });
+    given.add(finished('a1'));
     const admitted = decide('admit', given.state(), {});
     expect(admitted.requestId).to.equal('b1');
     expect(admitted.cause).to.deep.equal({ kind: 'admit', requestId: 'b1' });
@@ -136,15 +130,8 @@ describe('admission queue', () => {
     call(given, 'b1', 'b');
     expect([...given.state().queue.keys()]).to.deep.equal(['a4', 'c2', 'b1']);
     const order: string[] = [];
-    for (const finished of ['a1', 'a2', 'a3']) {
-      given.add({
-        type: 'CallFinished',
-        requestId: finished,
-        ok: true,
-        code: null,
-        message: null,
-        raised: null,
-      });
+    for (const requestId of ['a1', 'a2', 'a3']) {
+      given.add(finished(requestId));
       const admitted = decide('admit', given.state(), {});
       order.push(admitted.requestId ?? 'none');
       record(given, admitted.events);
@@ -163,14 +150,7 @@ describe('admission queue', () => {
     call(given, 'x2', 'x', { memory: 4 * GiB });
     call(given, 'a-big', 'a', { memory: 8 * GiB });
     call(given, 'b-small', 'b', { memory: GiB });
-    given.add({
-      type: 'CallFinished',
-      requestId: 'x1',
-      ok: true,
-      code: null,
-      message: null,
-      raised: null,
-    });
+    given.add(finished('x1'));
     // 4 GiB in use of 9 GiB allowed: a's 8 GiB head waits, b's 1 GiB head goes.
     const admitted = decide('admit', given.state(), {});
     expect(admitted.requestId).to.equal('b-small');

@@ -17,7 +17,15 @@ import {
   snapshotOf,
   type ClusterState,
 } from '../../src/projections/index.js';
-import { atOf, container, pinned, placed, registered, requested } from '../support/events.js';
+import {
+  atOf,
+  container,
+  finished,
+  pinned,
+  placed,
+  registered,
+  requested,
+} from '../support/events.js';
 import { applyEventV1 } from '../support/v1-fold.js';
 
 /** A state as text, its maps as their entries in order (the schema version in force aside). */
@@ -200,9 +208,7 @@ describe('the core: consequences are events', () => {
   it('given the reaper forgets a session container, then its session ends at the ContainerForgotten', () => {
     // Idle containers the worker never reported removed are forgotten 2 s after they went idle.
     const config = { EXECUTOR_TTL: 1_000, WORKER_UTILIZATION_INTERVAL: 1_000 };
-    const log = withSession(config).append([
-      { type: 'CallFinished', requestId: 'r1', ok: true, code: null, message: null, raised: null },
-    ]);
+    const log = withSession(config).append([finished('r1')]);
     log.append([container('w1', 'c1', 'ready')]);
     const made = decide('reaper', log.state, { now: Date.parse(atOf(log.lastSeq)) + 3_000 });
     expect(made.events.map((event) => event.type)).to.include.members([

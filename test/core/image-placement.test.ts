@@ -20,7 +20,7 @@ import type { ClusterEvent, NewEvent } from '../../src/events/index.js';
 import { explainScreen } from '../../replay/format/explain-screen.js';
 import { applyInPlace, fold } from '../../src/projections/fold.js';
 import { stateFromJson, stateToJson } from '../../src/projections/snapshot.js';
-import { demand, GiB, history, registered, started } from '../support/events.js';
+import { demand, finished, GiB, history, registered, started } from '../support/events.js';
 
 const KEY = 'cd'.repeat(32);
 const OTHER_KEY = 'ef'.repeat(32);
@@ -231,14 +231,7 @@ describe("core: placement prefers a worker that holds the call's image (rules v8
       for (const busy of ['b1', 'b2', 'b3']) arrive(busy, null);
       expect(arrive('r1', KEY).queued, `rules ${version}`).to.be.a('string');
       for (const busy of ['b1', 'b2', 'b3']) {
-        log.add({
-          type: 'CallFinished',
-          requestId: busy,
-          ok: true,
-          code: null,
-          message: null,
-          raised: null,
-        });
+        log.add(finished(busy));
       }
       const admitted = decide('admit', log.state(), {});
       expect(admitted.requestId).to.equal('r1');

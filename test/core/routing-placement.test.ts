@@ -17,6 +17,7 @@ import { DEFAULT_CONFIG } from '../../src/shared/config.js';
 import {
   atOf,
   demand,
+  finished,
   GiB,
   history,
   placed,
@@ -361,14 +362,7 @@ describe('pinned placement', () => {
           routingRevision: 1,
           coldLoad: true,
         }),
-        {
-          type: 'CallFinished',
-          requestId: 's1',
-          ok: true,
-          code: null,
-          message: null,
-          raised: null,
-        },
+        finished('s1'),
         revised(2, 't1', 'policy-v2', 2, 'policy-v1'),
       );
       const later = expectPlaced(place(given.state(), pinnedCall('s2', 't1', { sessionId: 'S' })));
@@ -397,14 +391,7 @@ describe('pinned placement', () => {
           requestId: 's1',
           checkpointId: 'policy-v1',
         },
-        {
-          type: 'CallFinished',
-          requestId: 's1',
-          ok: true,
-          code: null,
-          message: null,
-          raised: null,
-        },
+        finished('s1'),
       );
       const decision = expectPlaced(
         place(given.state(), pinnedCall('s2', 't1', { sessionId: 'S' })),

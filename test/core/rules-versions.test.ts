@@ -16,6 +16,7 @@ import { EVENT_SCHEMA_VERSION, type NewEvent } from '../../src/events/index.js';
 import {
   container,
   demand,
+  finished,
   history,
   pinned,
   placed,
@@ -51,7 +52,7 @@ function sessionOfA(): NewEvent[] {
     placed('a1', 'w1', { sessionId: 'S' }),
     { type: 'CallBound', requestId: 'a1', containerId: 'c1', checkpointId: null },
     pinned('S', 'w1', 'c1', 'a1'),
-    { type: 'CallFinished', requestId: 'a1', ok: true, code: null, message: null, raised: null },
+    finished('a1'),
   ];
 }
 
@@ -107,14 +108,7 @@ describe('core: each released rules version decides as it did', () => {
         registered('w1'),
         requested('r1', { tenantId: 'tenant-a' }),
         placed('r1', 'w1'),
-        {
-          type: 'CallFinished',
-          requestId: 'r1',
-          ok: true,
-          code: null,
-          message: null,
-          raised: null,
-        },
+        finished('r1'),
       ).state();
       const decision = place(state, callOf('tenant-b', 'r1'), {
         config: state.config,

@@ -4,6 +4,7 @@ import { place, PlacementCaches } from '../../src/core/placement/index.js';
 import {
   container,
   demand,
+  finished,
   history,
   pinned,
   placed,
@@ -19,7 +20,7 @@ describe('core: a client ends its session', () => {
       placed('r1', 'w1', { sessionId: 's1' }),
       container('w1', 'c1', 'ready'),
       pinned('s1', 'w1', 'c1'),
-      { type: 'CallFinished', requestId: 'r1', ok: true, code: null, message: null, raised: null },
+      finished('r1'),
     );
     const decision = decideSessionEnd(given.state(), { sessionId: 's1', tenantId: 'acme' });
     expect(decision.cause).to.deep.equal({ kind: 'session', sessionId: 's1' });

@@ -27,7 +27,7 @@ import {
   liveEvents,
   testClock,
 } from '../support/archive.js';
-import { foldWithoutSnapshots } from '../support/events.js';
+import { finished, foldWithoutSnapshots } from '../support/events.js';
 import { cleanTempDirs, tempDir } from '../support/temp.js';
 
 function openLog(dir: string, clock: { now: () => number }) {
@@ -137,17 +137,7 @@ describe('log retention (LMDB)', () => {
     expect(log.snapshotsBetween(request?.seq ?? 0, log.lastSeq).length).to.be.greaterThan(2);
     expect(first).to.be.below(request?.seq ?? 0);
     // Once it ends, its segment goes too (the newest snapshot still stays).
-    log.append(
-      {
-        type: 'CallFinished',
-        requestId: inFlight as string,
-        ok: true,
-        code: null,
-        message: null,
-        raised: null,
-      },
-      'end:x',
-    );
+    log.append(finished(inFlight as string), 'end:x');
     await archiver.pass();
     expect(log.firstSeq).to.equal(log.snapshotAtOrBefore());
     await log.close();

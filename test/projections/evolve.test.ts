@@ -13,6 +13,7 @@ import { DEFAULT_CONFIG } from '../../src/shared/config.js';
 import {
   atOf,
   container,
+  finished,
   GiB,
   history,
   pinned,
@@ -338,16 +339,7 @@ describe('evolve: the effect of each event', () => {
       );
 
     it('releases the reservation and keeps the pin of a call that succeeded', () => {
-      const state = stateOf(
-        pinnedByFirstCall().add({
-          type: 'CallFinished',
-          requestId: 'r1',
-          ok: true,
-          code: null,
-          message: null,
-          raised: null,
-        }),
-      );
+      const state = stateOf(pinnedByFirstCall().add(finished('r1')));
       expect(state.reservations).to.deep.equal(new Map());
       expect(state.workers.get('w1')).to.deep.include({ inFlight: 0, reservedMemory: 0 });
       expect(state.sessions.get('s1')?.pin).to.deep.equal({
@@ -382,14 +374,7 @@ describe('evolve: the effect of each event', () => {
     it('keeps the pin when a later call of the session fails', () => {
       const state = stateOf(
         pinnedByFirstCall().add(
-          {
-            type: 'CallFinished',
-            requestId: 'r1',
-            ok: true,
-            code: null,
-            message: null,
-            raised: null,
-          },
+          finished('r1'),
           placed('r2', 'w1', { sessionId: 's1', containerId: 'c1' }),
           pinned('s1', 'w1', 'c1', 'r2'),
           {
@@ -409,35 +394,16 @@ describe('evolve: the effect of each event', () => {
     });
 
     it('is idempotent: a second finish of the same call changes nothing', () => {
-      const once = stateOf(
-        pinnedByFirstCall().add({
+      const once = stateOf(pinnedByFirstCall().add(finished('r1')));
+      const twice = stateOf(
+        pinnedByFirstCall().add(finished('r1'), {
           type: 'CallFinished',
           requestId: 'r1',
-          ok: true,
+          ok: false,
           code: null,
           message: null,
           raised: null,
         }),
-      );
-      const twice = stateOf(
-        pinnedByFirstCall().add(
-          {
-            type: 'CallFinished',
-            requestId: 'r1',
-            ok: true,
-            code: null,
-            message: null,
-            raised: null,
-          },
-          {
-            type: 'CallFinished',
-            requestId: 'r1',
-            ok: false,
-            code: null,
-            message: null,
-            raised: null,
-          },
-        ),
       );
       expect({ ...twice, lastSeq: 0 }).to.deep.equal({ ...once, lastSeq: 0 });
     });
@@ -624,19 +590,7 @@ describe('evolve: the effect of each event', () => {
     const h = history(registered('w1'), placed('r1', 'w1'));
     const before = h.state();
     const copy = structuredClone(before);
-    const after = evolve(
-      before,
-      h
-        .add({
-          type: 'CallFinished',
-          requestId: 'r1',
-          ok: true,
-          code: null,
-          message: null,
-          raised: null,
-        })
-        .events.at(-1)!,
-    );
+    const after = evolve(before, h.add(finished('r1')).events.at(-1)!);
     expect(before).to.deep.equal(copy);
     expect(Object.isFrozen(after)).to.equal(true);
     expect(Object.isFrozen(fold(h.events).workers.get('w1'))).to.equal(true);

@@ -6,13 +6,14 @@ import { validateEvent } from '../../src/events/index.js';
 import {
   atOf,
   demand,
+  finished,
   history,
+  type History,
   pinned,
   placed,
   registered,
   requested,
   utilization,
-  type History,
 } from '../support/events.js';
 
 /** A router start whose retentions are 10 s (events in a `history` are 1 s apart). */
@@ -93,14 +94,7 @@ describe('projection: forgetting what no rule needs', () => {
       registered('w1'),
       requested('done', { tenantId: 'acme' }),
       placed('done', 'w1'),
-      {
-        type: 'CallFinished',
-        requestId: 'done',
-        ok: true,
-        code: null,
-        message: null,
-        raised: null,
-      },
+      finished('done'),
       requested('running', { tenantId: 'acme' }),
       placed('running', 'w1'),
     );

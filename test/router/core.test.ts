@@ -39,7 +39,15 @@ import {
   routerStartedEvent,
 } from '../../src/core/startup/startup-events.js';
 import { DEFAULT_CONFIG } from '../../src/shared/config.js';
-import { container, history, pinned, placed, registered, utilization } from '../support/events.js';
+import {
+  container,
+  finished,
+  history,
+  pinned,
+  placed,
+  registered,
+  utilization,
+} from '../support/events.js';
 
 const bound = (requestId: string, containerId: string): NewEvent => ({
   type: 'CallBound',
@@ -89,16 +97,7 @@ describe('router core (pure)', () => {
         },
         { type: 'SessionUnpinned', sessionId: 's1', reason: 'call_failed' },
       ]);
-      expect(callFinishedEvents(given.state(), 'r1', null)).to.deep.equal([
-        {
-          type: 'CallFinished',
-          requestId: 'r1',
-          ok: true,
-          code: null,
-          message: null,
-          raised: null,
-        },
-      ]);
+      expect(callFinishedEvents(given.state(), 'r1', null)).to.deep.equal([finished('r1')]);
     });
 
     it('a failed call reusing the session container leaves the pin to its creator', () => {
@@ -375,14 +374,7 @@ describe('router core (pure)', () => {
         placed('r0', 'w1', { sessionId: 's0' }),
         bound('r0', 'c0'),
         pinned('s0', 'w1', 'c0', 'r0'),
-        {
-          type: 'CallFinished',
-          requestId: 'r0',
-          ok: true,
-          code: null,
-          message: null,
-          raised: null,
-        },
+        finished('r0'),
         placed('r1', 'w1', { sessionId: 's0', containerId: 'c0' }),
         placed('r2', 'w1', { sessionId: 's2' }),
         bound('r2', 'c2'),

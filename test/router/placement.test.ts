@@ -12,13 +12,14 @@ import { DEFAULT_CONFIG } from '../../src/shared/config.js';
 import {
   container,
   demand,
+  finished,
   GiB,
   history,
+  type History,
   pinned,
   placed,
   registered,
   utilization,
-  type History,
 } from '../support/events.js';
 
 const CATALOGUE: Catalogue = {
@@ -87,7 +88,7 @@ function pinnedSession(checkpointId: string | null = null, extra: NewEvent[] = [
     placed('r0', 'w1', { sessionId: 's1', checkpointId }),
     { type: 'CallBound', requestId: 'r0', containerId: 'c1', checkpointId },
     pinned('s1', 'w1', 'c1', 'r0', checkpointId),
-    { type: 'CallFinished', requestId: 'r0', ok: true, code: null, message: null, raised: null },
+    finished('r0'),
     ...extra,
   );
 }

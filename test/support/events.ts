@@ -140,6 +140,11 @@ export function placed(
   };
 }
 
+/** A call that finished well (no error, nothing raised). */
+export function finished(requestId: string): NewEvent {
+  return { type: 'CallFinished', requestId, ok: true, code: null, message: null, raised: null };
+}
+
 /** A container report. */
 export function container(
   workerId: string,
