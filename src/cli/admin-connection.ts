@@ -1,14 +1,16 @@
 /**
  * How the operator commands (`readie status`, `readie pin`) reach the router's AdminService: the
- * routers' addresses (`--router`, else READIE_ADDRESS, else the local cluster's 127.0.0.1:50051;
- * a comma-separated list follows the leader), TLS or plaintext (`--insecure`, `--ca-file`, else
- * the clients' variables) and an operator credential: `--token-file`, else READIE_OPERATOR_TOKEN,
+ * routers' addresses (`--router`, else READIE_ADDRESS, else those `readie up` recorded under
+ * `--state-dir`, else 127.0.0.1:50051; a comma-separated list follows the leader), TLS or
+ * plaintext (`--insecure`, `--ca-file`, else the clients' variables; a local cluster's recorded
+ * routers are plaintext on loopback) and an operator credential: `--token-file`, else READIE_OPERATOR_TOKEN,
  * else `<state-dir>/credentials/operator.token` of a cluster `readie up` started. The tenant's
  * READIE_AUTH_TOKEN is never sent: it names a tenant, and `readie up` prints it for clients.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { resolveConnection, type Connection } from '../client/connection.js';
 import { ConfigurationError } from '../client/errors.js';
+import { readLocalAddress } from '../cluster/local-address.js';
 import { localOperatorTokenPath } from '../cluster/local-credentials.js';
 
 /** The variable an operator token may come from. */
@@ -95,9 +97,14 @@ export function adminConnection(
   const { token, source } = operatorToken(flags, env);
   // The clients' variables, but never the tenant's token (resolveConnection would fall back to it).
   const clientEnv = { ...env, READIE_AUTH_TOKEN: undefined };
+  const given = flags.router ?? env.READIE_ADDRESS;
+  // A local cluster's routers (readie up) listen in plaintext on loopback.
+  const local = given === undefined ? readLocalAddress(flags.stateDir) : null;
   const connection = resolveConnection({
-    address: flags.router ?? env.READIE_ADDRESS ?? '127.0.0.1:50051',
-    ...(flags.insecure ? { insecure: true } : {}),
+    address: given ?? local ?? '127.0.0.1:50051',
+    ...(flags.insecure || (local !== null && env.READIE_INSECURE === undefined)
+      ? { insecure: true }
+      : {}),
     ...(flags.caFile === undefined ? {} : { caFile: flags.caFile }),
     ...(token === undefined ? {} : { token }),
     env: clientEnv,
@@ -107,7 +114,7 @@ export function adminConnection(
 
 /** `--router`'s help, the same for every operator command. */
 export const ROUTER_FLAG_HELP =
-  "the router's address, or nginx's in front of it; a comma-separated list follows the one that leads (default: READIE_ADDRESS, else 127.0.0.1:50051)";
+  "the router's address, or nginx's in front of it; a comma-separated list follows the one that leads (default: READIE_ADDRESS, else the routers of a local cluster under --state-dir, else 127.0.0.1:50051)";
 
 /** `--token-file`'s help, the same for every operator command. */
 export const TOKEN_FILE_FLAG_HELP =

@@ -29,6 +29,7 @@ import {
 } from '../events/index.js';
 import type { Catalogue } from '../events/catalogue.js';
 import { defaultCatalogue } from './default-catalogue.js';
+import { writeLocalAddress } from './local-address.js';
 import { writeLocalCredentials, type LocalCredentials } from './local-credentials.js';
 import { LOCAL_STREAM, startLocalNats } from './local-nats.js';
 import type { NatsCluster } from './nats-cluster.js';
@@ -282,6 +283,7 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
     [...workerIds, ...(options.externalWorkerIds ?? [])],
     options.extraTokens,
   );
+  writeLocalAddress(stateDir, addresses);
   const routerArgs = (i: number): string[] => [
     'router',
     '--listen',

@@ -184,7 +184,8 @@ describe('the local cluster (readie up, what npm start runs)', function () {
     expect(example.stdout).to.contain('a session keeps its Python state: [1, 2, 3]');
     expect(example.stdout).to.contain('remote error: ZeroDivisionError - division by zero');
     // The queue is on by default: with tenant local capped at one slot, the second of two
-    // calls waits in the admission queue and runs once the first is done.
+    // calls waits in the admission queue and runs once the first is done. The operator command
+    // is given the state directory alone: it finds the cluster's port and operator token there.
     const quota = runReadie([
       'quota',
       'set',
@@ -192,11 +193,8 @@ describe('the local cluster (readie up, what npm start runs)', function () {
       'local',
       '--max-slots',
       '1',
-      '--router',
-      `127.0.0.1:${port}`,
-      '--insecure',
-      '--token-file',
-      join(stateDir, 'credentials', 'operator.token'),
+      '--state-dir',
+      stateDir,
     ]);
     expect((await quota.exited).code, quota.stderr()).to.equal(0);
     const beforeQueue = readLog(join(stateDir, 'log')).at(-1)!.seq;
