@@ -16,6 +16,11 @@ export interface CallResult {
   readonly tenantId: string | null;
   /** What placement decides now. */
   readonly decision: PlacementDecision;
+  /**
+   * Why the call waits in the admission queue when it is queued now (its `CallQueued`; the
+   * decision is then placement's refusal the queue stands in for), else null.
+   */
+  readonly queued: string | null;
   readonly recorded: RecordedStatus;
   /** The recorded decision events (without seq and at), when the log has them. */
   readonly recordedEvents: readonly Record<string, unknown>[] | null;
@@ -33,7 +38,8 @@ export interface CallLine {
   readonly requestId: string;
   /** Its tenant; null without one. */
   readonly tenantId: string | null;
-  readonly outcome: 'placed' | 'rejected';
+  /** `queued`: it waits in the admission queue (`message` says why; its admission is a later line). */
+  readonly outcome: CallOutcome;
   readonly workerId: string | null;
   readonly containerId: string | null;
   readonly checkpointId: string | null;
@@ -52,24 +58,34 @@ export interface CallLine {
   readonly recorded: RecordedStatus;
 }
 
+/** What became of a call at its decision. */
+export type CallOutcome = 'placed' | 'queued' | 'rejected';
+
+/** A call result's outcome: placed, queued (placement's refusal with the queue on) or rejected. */
+export function outcomeOf(result: CallResult): CallOutcome {
+  return result.queued !== null ? 'queued' : result.decision.outcome;
+}
+
 /** The `--json` line of a call result. */
 export function callLine(result: CallResult): CallLine {
   const { decision } = result;
-  const placed = decision.outcome === 'placed' ? decision : null;
-  const rejected = decision.outcome === 'rejected' ? decision : null;
+  // A queued call's placement (a worker its tenant's cap kept it from) is not where it runs.
+  const queued = result.queued !== null;
+  const placed = decision.outcome === 'placed' && !queued ? decision : null;
+  const rejected = decision.outcome === 'rejected' && !queued ? decision : null;
   return {
     seq: result.seq,
     at: result.at,
     requestId: result.requestId,
     tenantId: result.tenantId,
-    outcome: decision.outcome,
+    outcome: outcomeOf(result),
     workerId: placed?.workerId ?? null,
     containerId: placed?.containerId ?? null,
     checkpointId: placed?.checkpointId ?? null,
     packages: placed?.packages ?? null,
     skippedPackages: placed?.skippedPackages ?? null,
     code: rejected?.code ?? null,
-    message: rejected?.message ?? null,
+    message: rejected?.message ?? result.queued,
     version: decision.version,
     routingRevision: decision.routingRevision,
     coldLoad: placed?.coldLoad ?? null,

@@ -349,6 +349,7 @@ export class Replayer {
       sessionId: pending.call.sessionId,
       tenantId: pending.call.tenantId ?? null,
       decision,
+      queued: queuedWhy(computed),
       recorded: !hasOutcome ? 'none' : divergence === null ? 'match' : 'diverged',
       get recordedEvents() {
         recordedEvents ??= hasOutcome ? recorded.map(decisionFields) : null;
@@ -358,6 +359,12 @@ export class Replayer {
       rulesVersion: pending.rulesVersion,
     });
   }
+}
+
+/** Why a decision's call waits in the admission queue (its `CallQueued`), or null. */
+function queuedWhy(events: readonly NewEvent[]): string | null {
+  for (const event of events) if (event.type === 'CallQueued') return event.why;
+  return null;
 }
 
 /**

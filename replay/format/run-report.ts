@@ -1,11 +1,13 @@
 /** The readable report of `replay run`: a table of calls and a summary line. */
-import type { CallResult } from '../engine/call-result.js';
+import { outcomeOf, type CallResult } from '../engine/call-result.js';
 import { cell, table } from './table.js';
 
 /** Counts of a replay, for the summary line. */
 export interface RunSummary {
   calls: number;
   placed: number;
+  /** Calls that wait in the admission queue at their decision (each admission is a later call). */
+  queued: number;
   rejected: number;
   match: number;
   diverged: number;
@@ -14,36 +16,40 @@ export interface RunSummary {
 
 /** An empty summary. */
 export function emptySummary(): RunSummary {
-  return { calls: 0, placed: 0, rejected: 0, match: 0, diverged: 0, none: 0 };
+  return { calls: 0, placed: 0, queued: 0, rejected: 0, match: 0, diverged: 0, none: 0 };
 }
 
 /** Counts one call into the summary. */
 export function countCall(summary: RunSummary, result: CallResult): void {
   summary.calls += 1;
-  summary[result.decision.outcome] += 1;
+  summary[outcomeOf(result)] += 1;
   summary[result.recorded] += 1;
 }
 
 /** One table row of a call. */
 export function callRow(result: CallResult): string[] {
   const { decision } = result;
-  const placed = decision.outcome === 'placed' ? decision : null;
+  const outcome = outcomeOf(result);
+  // A queued call's placement (a worker its tenant's cap kept it from) is not where it runs.
+  const placed = decision.outcome === 'placed' && outcome === 'placed' ? decision : null;
   return [
     String(result.seq),
     result.at,
     result.requestId,
     cell(result.tenantId),
     cell(result.sessionId),
-    decision.outcome,
+    outcome,
     cell(placed?.workerId),
     cell(placed?.containerId),
     cell(placed?.checkpointId),
     decision.version === null
       ? '-'
-      : `${decision.version}@${decision.routingRevision ?? '-'}${placed?.coldLoad ? ' cold load' : ''}${decision.outcome === 'rejected' && decision.retryAfterMs !== null ? ` retry ${decision.retryAfterMs}ms` : ''}`,
-    decision.outcome === 'rejected'
-      ? `${decision.code}: ${decision.message}`
-      : cell(placed?.packages),
+      : `${decision.version}@${decision.routingRevision ?? '-'}${placed?.coldLoad ? ' cold load' : ''}${outcome === 'rejected' && decision.outcome === 'rejected' && decision.retryAfterMs !== null ? ` retry ${decision.retryAfterMs}ms` : ''}`,
+    outcome === 'queued'
+      ? cell(result.queued)
+      : decision.outcome === 'rejected'
+        ? `${decision.code}: ${cell(decision.message)}`
+        : cell(placed?.packages),
     result.recorded,
   ];
 }
@@ -69,7 +75,11 @@ export function callTable(rows: readonly string[][]): string {
   );
 }
 
-/** "12 calls: 10 placed, 2 rejected; recorded: 9 match, 0 diverged, 3 none". */
+/**
+ * "12 calls: 10 placed, 2 rejected; recorded: 9 match, 0 diverged, 3 none" ("..., 3 queued, ..."
+ * when any call waited in the admission queue).
+ */
 export function summaryLine(summary: RunSummary): string {
-  return `${summary.calls} call${summary.calls === 1 ? '' : 's'}: ${summary.placed} placed, ${summary.rejected} rejected; recorded: ${summary.match} match, ${summary.diverged} diverged, ${summary.none} none`;
+  const queued = summary.queued > 0 ? `${summary.queued} queued, ` : '';
+  return `${summary.calls} call${summary.calls === 1 ? '' : 's'}: ${summary.placed} placed, ${queued}${summary.rejected} rejected; recorded: ${summary.match} match, ${summary.diverged} diverged, ${summary.none} none`;
 }

@@ -101,6 +101,20 @@ describe('the replay CLI', function () {
     );
   });
 
+  it('run names a call that waits in the admission queue queued, with why, apart from refusals', () => {
+    const run = replayCli('run', fixture('quota-cap-queues-then-lifted'));
+    const capped = run.stdout.split('\n').filter((line) => /\balpha-capped\b/.test(line));
+    expect(capped).to.have.length(2);
+    // Queued where its tenant's cap stopped it (not on the worker placement found), then placed.
+    expect(capped[0]).to.match(
+      /\balpha-capped\s+alpha\s+-\s+queued\s+-\s+.*tenant alpha holds 1 slot, its quota's maxSlots 1\s+match$/,
+    );
+    expect(capped[1]).to.match(/\balpha-capped\s+alpha\s+-\s+placed\s+w1\s/);
+    expect(run.stdout.trimEnd().split('\n').at(-1)).to.equal(
+      '4 calls: 3 placed, 1 queued, 0 rejected; recorded: 4 match, 0 diverged, 0 none',
+    );
+  });
+
   it('verify exits 0 on a good log and 1 at the first divergence, saying where and why', () => {
     const good = replayCli('verify', fixture('fresh-cluster-picks-first-id'));
     expect(good.status).to.equal(0);
