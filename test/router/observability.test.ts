@@ -43,7 +43,9 @@ describe('router: logs and metrics', function () {
       const metrics = await response.text();
       expect(response.status).to.equal(200);
       expect(metrics).to.match(/^readie_router_placements_total 1$/m);
-      expect(metrics).to.match(/^readie_router_calls_finished_total\{code="OK"\} 1$/m);
+      expect(metrics).to.match(
+        /^readie_router_calls_finished_total\{code="OK",raised="false"\} 1$/m,
+      );
       expect(metrics).to.match(/^readie_router_calls_in_flight 0$/m);
       expect(metrics).to.match(/^readie_router_workers\{status="ready"\} 1$/m);
       expect(metrics).to.match(/^readie_router_sessions\{state="pinned"\} 1$/m);
@@ -52,6 +54,18 @@ describe('router: logs and metrics', function () {
       expect(metrics).to.match(/^readie_router_log_append_seconds_count [1-9]/m);
       expect(metrics).to.match(/^readie_router_unauthenticated_total 1$/m);
       expect(metrics).to.match(/^readie_router_rejections_total\{code="RESOURCE_EXHAUSTED"\} 1$/m);
+      expect(metrics).not.to.match(/raised="true"/);
+      // A call whose function raised ends OK, counted apart.
+      const raised = await run(
+        test.client,
+        'raise ValueError age must be >= 0',
+        { requestId: 'r-raised' },
+        { metadata: bearer(TOKEN) },
+      );
+      expect(codeOf(raised)).to.equal('OK');
+      const after = await (await fetch(`http://${test.router.metricsAddress}/metrics`)).text();
+      expect(after).to.match(/^readie_router_calls_finished_total\{code="OK",raised="false"\} 1$/m);
+      expect(after).to.match(/^readie_router_calls_finished_total\{code="OK",raised="true"\} 1$/m);
       expect((await fetch(`http://${test.router.metricsAddress}/other`)).status).to.equal(404);
 
       const callLines = log.lines().filter((line) => line.requestId === 'r-logged');

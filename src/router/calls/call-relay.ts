@@ -316,7 +316,10 @@ export class CallRelay implements ActiveCall {
         this.log.warn({ problem: effect.problem }, 'malformed client stream: call ended');
         return;
       case 'finished':
-        metrics.finished.inc({ code: effect.code ?? 'OK' });
+        metrics.finished.inc({
+          code: effect.code ?? 'OK',
+          raised: effect.raised ? 'true' : 'false',
+        });
         if (effect.code !== null) {
           this.options.failures?.record(effect.placed.workerId, {
             at: new Date(this.options.clock()).toISOString(),

@@ -30,7 +30,7 @@ export class RouterMetrics {
   /** Calls refused before running, by gRPC code: placement, session busy, malformed stream. */
   readonly rejections: Counter<'code'>;
   /** Calls that ran, by the gRPC code they ended with. */
-  readonly finished: Counter<'code'>;
+  readonly finished: Counter<'code' | 'raised'>;
   /** Seconds from an append to its commit. */
   readonly appendLatency: Histogram<string>;
   /** Payload bytes relayed, by direction. */
@@ -96,8 +96,8 @@ export class RouterMetrics {
     });
     this.finished = new Counter({
       name: 'readie_router_calls_finished_total',
-      help: 'Placed calls that ended, by gRPC status code',
-      labelNames: ['code'],
+      help: 'Placed calls that ended, by gRPC status code and whether the function raised (code OK)',
+      labelNames: ['code', 'raised'],
       registers,
     });
     this.appendLatency = new Histogram({
