@@ -10,3 +10,8 @@ export const MAX_HELD_IMAGES = 4096;
 export const MAX_IMAGE_DECLARATIONS = 256;
 /** The most declaration keys one report may carry in all. */
 export const MAX_HELD_IMAGE_DECLARATIONS = 16_384;
+/**
+ * The most bytes a worker puts in one report (its images' tenant IDs, identities and keys): below
+ * the 4 MiB the router receives in one message, whatever the tenant IDs' characters.
+ */
+export const MAX_HELD_IMAGES_REPORT_BYTES = 3 * 1024 * 1024;

@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { ReportHeldImagesRequest } from '../../../src/proto/gen/readie/v1/registry.js';
 import {
   declarationKey,
   firstErrorLine,
@@ -101,5 +102,22 @@ describe("the worker core: images' names and their cache", () => {
     expect(keyed.complete).to.equal(false);
     expect(keyed.images).to.have.length(64);
     expect(keyed.images.every((entry) => entry.declarations.length === 256)).to.equal(true);
+    // Tenant IDs of many-byte characters: the report stays under the router's 4 MiB a message.
+    const wide = heldImagesList(
+      Array.from({ length: 4096 }, (_, i) => ({ ...image(i), tenantId: '漢'.repeat(256) })),
+    );
+    expect(wide.complete).to.equal(false);
+    const encoded = ReportHeldImagesRequest.encode({
+      workerId: 'w1',
+      complete: false,
+      images: wide.images.map(({ tenantId, imageId, bytes, declarations }) => ({
+        tenantId,
+        imageId,
+        bytes,
+        declarations: [...declarations],
+      })),
+    }).finish();
+    expect(encoded.length).to.be.below(3 * 1024 * 1024);
+    expect(wide.images.length).to.be.above(3000);
   });
 });
