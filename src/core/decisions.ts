@@ -28,6 +28,7 @@ import {
 import { decideProtection } from './pins/protection.js';
 import { decideQuotaRemove, decideQuotaSet } from './quotas/quota-changes.js';
 import { decideResidencyReport } from './pins/residency-report.js';
+import { decideHeldImagesReport } from './registry/held-images-report.js';
 import { decideImageReport } from './registry/image-report.js';
 import { decideArchiveRecord } from './retention/archive-record.js';
 import { decideSessionEnd } from './sessions/session-end.js';
@@ -60,6 +61,8 @@ export const DECISIONS = {
   residencyReport: decideResidencyReport,
   /** A worker's report of a tenant's image: built, failed, removed (`report:WORKER`). */
   imageReport: decideImageReport,
+  /** A worker's report of every image it holds, after its status report (`report:WORKER`). */
+  heldImagesReport: decideHeldImagesReport,
   /** A health probe failed (`probe:WORKER`). */
   probeFailure: decideProbeFailure,
   /** A health probe answered after failures (`probe:WORKER`). */

@@ -139,8 +139,13 @@ const Instant = T.String({ pattern: ISO_INSTANT_PATTERN });
 /** A seq, in a field. */
 const Seq = T.Integer({ minimum: 0 });
 
-/** Why a worker no longer holds an image (`ImageRemoved.reason`, docs/images.md). */
-export const IMAGE_REMOVAL_REASONS = ['evicted', 'removed'] as const;
+/**
+ * Why a worker no longer holds an image (`ImageRemoved.reason`, docs/images.md): `evicted` (its
+ * cache needed the room), `removed` (an operator removed it), `absent` (the worker's report of
+ * every image it holds, after its registration, does not list it). `absent` came with the
+ * codec's value format 4.
+ */
+export const IMAGE_REMOVAL_REASONS = ['evicted', 'removed', 'absent'] as const;
 /** An image's identity: the SHA-256 of its wheels, imports, environment, Python and flavor. */
 const ImageId = T.String({ pattern: '^[0-9a-f]{64}$' });
 

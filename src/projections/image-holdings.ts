@@ -4,7 +4,8 @@
  * keys of the tenant's declarations that resolved to it (`CallRequested.imageKey`). Placement
  * rules v8 read it to prefer a worker that holds a call's image. A worker's images outlive its
  * eviction (they stay on its disk and a restarted worker keeps them); an evicted worker is no
- * candidate anyway. Pure.
+ * candidate anyway, and the report of every image it holds that follows each of its status
+ * reports makes its record agree with its disk (`core/registry/held-images-report.ts`). Pure.
  */
 import type { EventOf } from '../events/types.js';
 

@@ -10,7 +10,10 @@ import type {
   ReportStatusRequest,
   ReportUtilizationRequest,
 } from '../proto/gen/readie/v1/registry.js';
-import type { ReportImageRequest } from '../proto/gen/readie/v1/registry.js';
+import type {
+  ReportHeldImagesRequest,
+  ReportImageRequest,
+} from '../proto/gen/readie/v1/registry.js';
 import type { ReportResidencyRequest } from '../proto/gen/readie/v1/residency.js';
 import type { RegistryClient } from './registry/index.js';
 
@@ -30,6 +33,12 @@ export interface RouterLinkSources {
    * each status report: a registration makes the router forget what it knew. Null: none to send.
    */
   readonly residency: () => ReportResidencyRequest | null;
+  /**
+   * The report of every image held as of now, sent after each status report (queued with the
+   * image reports, so it is read in order with builds and removals): the router makes its
+   * holdings for this worker agree with it. Null: none to send.
+   */
+  readonly heldImages: () => ReportHeldImagesRequest | null;
 }
 
 /** Reports to the router, in order. */
@@ -50,6 +59,7 @@ export class RouterLink {
   async register(): Promise<void> {
     await this.registry.register(this.sources.status());
     this.reportAllResidency();
+    this.reportAllImages();
   }
 
   /** Queues a report of a tenant's image (built, failed, removed). */
@@ -67,6 +77,11 @@ export class RouterLink {
     if (report) this.registry.reportResidency(report);
   }
 
+  private reportAllImages(): void {
+    const report = this.sources.heldImages();
+    if (report) this.registry.reportHeldImages(report);
+  }
+
   /** Reports the status again, after any status report still under way. */
   reportStatusAgain(why: string): void {
     this.statusReports = this.statusReports.then(async () => {
@@ -75,6 +90,7 @@ export class RouterLink {
         const status = this.sources.status();
         await this.registry.reportStatus(status);
         this.reportAllResidency();
+        this.reportAllImages();
         this.log.info({ why, checkpoints: status.checkpoints }, 'reported status again');
       } catch (error) {
         if ((error as ServiceError).code === grpcStatus.ALREADY_EXISTS) {

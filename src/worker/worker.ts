@@ -49,7 +49,13 @@ import type { CheckpointSpec } from '../events/catalogue.js';
 import type { ResidencyState as ResidencyStateName } from '../events/schema.js';
 import { residencyService, VersionResidency, type VersionState } from './residency/index.js';
 import { RouterLink } from './router-link.js';
-import { ImageStore, imageReportOf, imageService, type ImageEvent } from './images/index.js';
+import {
+  heldImagesRequest,
+  ImageStore,
+  imageReportOf,
+  imageService,
+  type ImageEvent,
+} from './images/index.js';
 import {
   SharedIdentity,
   socketPathProblem,
@@ -626,6 +632,10 @@ export class Worker {
         residency: () =>
           this.status === WorkerStatus.WORKER_STATUS_READY && this.versions
             ? this.residencyReport(this.versions.all())
+            : null,
+        heldImages: () =>
+          this.status === WorkerStatus.WORKER_STATUS_READY && this.imageStore
+            ? heldImagesRequest(options.workerId, this.imageStore.list())
             : null,
       },
       this.log,

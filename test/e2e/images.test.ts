@@ -14,6 +14,7 @@ import {
 import { runReadie } from '../support/processes.js';
 import { PYTHON } from '../support/python.js';
 import type { ScriptedRouter } from '../support/scripted-router.js';
+import { ScriptedWorker } from '../support/router/scripted-worker.js';
 import { cleanTempDirs, tempDir } from '../support/temp.js';
 import { startHarness, type Harness } from '../support/worker-harness.js';
 
@@ -21,6 +22,7 @@ const PYTHON_ROOT = fileURLToPath(new URL('../../python/', import.meta.url));
 const ACME = 'acme-token-for-images-0123456789';
 const GLOBEX = 'globex-token-for-images-0123456789';
 const W1 = 'worker-token-for-images-0123456789';
+const A0 = 'worker-a0-token-for-images-0123456789';
 const ROUTER = 'router-token-for-images-0123456789';
 const OPERATOR = 'operator-token-for-images-0123456789';
 
@@ -58,33 +60,41 @@ describe('images end to end: built once per worker and tenant, from the host pac
   let test: TestRouter;
   let worker: Harness;
   let operatorFile: string;
+  let tokensFile: string;
+  let routerTokenFile: string;
+  let workerTokenFile: string;
+  let routerDigestFile: string;
   /** The name (`image:` + 16 hex) of acme's image, once the first case built it. */
   let acmeImage = '';
 
   before(async () => {
     const dir = tempDir('readie-images-e2e-');
     operatorFile = secret(dir, 'operator.token', OPERATOR);
-    test = await startTestRouter({
-      auth: {
-        mode: 'tokens',
-        tokensFile: secret(
-          dir,
-          'tokens',
-          `tenant acme ${ACME}\ntenant globex ${GLOBEX}\noperator ops ${OPERATOR}\nworker img-w1 ${W1}`,
-        ),
-        routerTokenFile: secret(dir, 'router.token', ROUTER),
-      },
-    });
-    worker = await startHarness({
+    tokensFile = secret(
+      dir,
+      'tokens',
+      `tenant acme ${ACME}\ntenant globex ${GLOBEX}\noperator ops ${OPERATOR}\nworker img-w1 ${W1}\nworker img-a0 ${A0}`,
+    );
+    routerTokenFile = secret(dir, 'router.token', ROUTER);
+    workerTokenFile = secret(dir, 'w1.token', W1);
+    routerDigestFile = secret(dir, 'router.sha256', tokenDigest(ROUTER));
+    test = await startTestRouter({ auth: { mode: 'tokens', tokensFile, routerTokenFile } });
+    worker = await startImageWorker();
+  });
+
+  /** img-w1 reporting to `test` (a restart keeps `stateDir`, its images on disk). */
+  function startImageWorker(stateDir?: string): Promise<Harness> {
+    return startHarness({
       router: { address: test.address } as ScriptedRouter,
+      ...(stateDir === undefined ? {} : { stateDir }),
       flags: {
         id: 'img-w1',
         auth: 'tokens',
-        tokenFile: secret(dir, 'w1.token', W1),
-        routerTokenFile: secret(dir, 'router.sha256', tokenDigest(ROUTER)),
+        tokenFile: workerTokenFile,
+        routerTokenFile: routerDigestFile,
       },
     });
-  });
+  }
 
   after(async () => {
     await worker?.stop();
@@ -288,5 +298,69 @@ print(json.dumps([dataclasses.asdict(entry) for entry in image.status()]))
       'the removal in the log',
     );
     expect(await pythonStatus(ACME, '{"IMAGE_MODE": "e2e"}')).to.deep.equal([]);
+  });
+
+  it('a restarted worker reports the images it found: a router that lost them lists them again and places their calls on it', async () => {
+    const held = worker.worker.images!.list().map((image) => image.manifest);
+    expect(held.map((image) => image.tenantId)).to.deep.equal(['globex']);
+    const globexBuild = readLog(test.logDir).flatMap((event) =>
+      event.type === 'ImageBuilt' && event.tenantId === 'globex' ? [event] : [],
+    );
+    expect(globexBuild).to.have.length(1);
+    await worker.stop();
+    // The router loses everything it knew (a new log), then the worker starts again on its disk.
+    await test.close();
+    test = await startTestRouter({ auth: { mode: 'tokens', tokensFile, routerTokenFile } });
+    // A worker that ranks first without images: as empty, more memory, its ID sorts first.
+    const other = await ScriptedWorker.start({ workerId: 'img-a0' });
+    try {
+      other.connect(test.address, { token: A0 });
+      await other.reportStatus();
+      worker = await startImageWorker(worker.stateDir);
+      await eventually(
+        () => readLog(test.logDir).some((event) => event.type === 'ImageBuilt'),
+        'the images the worker found, in the new log',
+      );
+      const found = readLog(test.logDir).flatMap((event) =>
+        event.type === 'ImageBuilt' ? [event] : [],
+      );
+      expect(
+        found.map((event) => [event.workerId, event.tenantId, event.imageId, event.cause]),
+      ).to.deep.equal([['img-w1', 'globex', held[0]!.id, 'report:img-w1']]);
+      expect(found[0]!.declarations).to.deep.equal(globexBuild[0]!.declarations);
+
+      const listing = await readie('images', '--tenant', 'globex', '--json');
+      expect(listing.code, listing.err).to.equal(0);
+      const listed = (JSON.parse(listing.out) as { images: { workerId: string; name: string }[] })
+        .images;
+      expect(listed.map((image) => [image.workerId, image.name])).to.deep.equal([
+        ['img-w1', `image:${held[0]!.id.slice(0, 16)}`],
+      ]);
+
+      // globex's call goes to the worker holding its image (the ranking alone picks img-a0).
+      const globex = new ReadieClient({ address: test.address, insecure: true, token: GLOBEX });
+      try {
+        const call = globex.start<string>(
+          {
+            source: 'import tomli_w\ndef f():\n    return tomli_w.dumps({"c": 3})\n',
+            function: 'f',
+          },
+          { image: IMAGE },
+        );
+        expect(await call.result).to.equal('c = 3\n');
+        expect(call.info.workerId).to.equal('img-w1');
+        expect(call.info.checkpointId).to.equal(`image:${held[0]!.id.slice(0, 16)}`);
+      } finally {
+        globex.close();
+      }
+      expect(other.calls).to.have.length(0);
+      // Found, not built: the worker's log of this call says no build ran.
+      expect(
+        readLog(test.logDir).filter((event) => event.type === 'ImageBuilt'),
+        'no second build',
+      ).to.have.length(1);
+    } finally {
+      other.stop();
+    }
   });
 });

@@ -25,6 +25,7 @@ import {
   BINARY_VALUE_V1,
   BINARY_VALUE_V2,
   BINARY_VALUE_V3,
+  BINARY_VALUE_V4,
   ByteReader,
   ByteWriter,
   decodeBlockEvent,
@@ -142,6 +143,44 @@ describe('events: the binary codec', () => {
     );
   });
 
+  it('lays out value format 4 as format 3 with the word absent added to ImageRemoved.reason', () => {
+    const before = layoutIn(3).split('\n');
+    const after = layoutIn(4).split('\n');
+    expect(after).to.have.length(before.length);
+    const changed = after.filter((line, i) => line !== before[i]);
+    const previous = before.find((line) => line.startsWith('ImageRemoved[')) as string;
+    expect(previous).to.contain('reason:enum(evicted|removed)');
+    expect(changed).to.deep.equal([
+      previous.replace('reason:enum(evicted|removed)', 'reason:enum(evicted|removed|absent)'),
+    ]);
+  });
+
+  it('given an ImageRemoved written in format 3, reads it; absent is written in format 4 and no older format takes it', () => {
+    const imageId = 'ab'.repeat(32);
+    const removed = (reason: 'evicted' | 'absent') =>
+      validateEvent({
+        seq: 4,
+        at: '2026-12-01T10:00:00.000Z',
+        cause: 'report:w1',
+        type: 'ImageRemoved',
+        workerId: 'w1',
+        tenantId: 'acme',
+        imageId,
+        reason,
+      });
+    const evicted = encodeLogValue(removed('evicted'), undefined, 'append', scratch);
+    expect(evicted[0]).to.equal(BINARY_VALUE_V4);
+    // The same word keeps its index: a format-3 value of it is the same bytes after the first.
+    const v3 = Buffer.concat([Buffer.of(BINARY_VALUE_V3), evicted.subarray(1)]);
+    expect(decodeLogValue(v3, 4).event).to.deep.equal(removed('evicted'));
+    const absent = encodeLogValue(removed('absent'), undefined, 'append', scratch);
+    expect(absent[0]).to.equal(BINARY_VALUE_V4);
+    expect(decodeLogValue(absent, 4).event).to.deep.equal(removed('absent'));
+    // Format 3 never had the word: its bytes as a format-3 value are refused, not misread.
+    const misread = Buffer.concat([Buffer.of(BINARY_VALUE_V3), absent.subarray(1)]);
+    expect(() => decodeLogValue(misread, 4)).to.throw(/seq 4/);
+  });
+
   it('given a CallFinished written in format 2 (before raised), reads it with raised null; format 3 keeps what was raised', () => {
     const fields = {
       seq: 12,
@@ -162,12 +201,12 @@ describe('events: the binary codec', () => {
       raised: { type: 'ValueError', message: 'bad input: ünïcode 😀' },
     });
     const value = encodeLogValue(raised, undefined, 'append', scratch);
-    expect(value[0]).to.equal(BINARY_VALUE_V3);
+    expect(value[0]).to.equal(BINARY_VALUE_V4);
     expect(value.subarray(1, v2.length).toString('hex')).to.equal(v2.subarray(1).toString('hex'));
     expect(decodeLogValue(value, 12).event).to.deep.equal(raised);
-    // A format-3 value without it, and an archive block of format 2, read alike.
+    // A format-4 value without it, and an archive block of format 2, read alike.
     const none = encodeLogValue(read, undefined, 'append', scratch);
-    expect(none.toString('hex')).to.equal(`04${v2.subarray(1).toString('hex')}00`);
+    expect(none.toString('hex')).to.equal(`05${v2.subarray(1).toString('hex')}00`);
     const reader = new ByteReader(v2.subarray(1));
     const back = decodeBlockEvent(reader, 12, new DecodeContext(undefined, 2)) as StoredEvent;
     expect(back.event).to.deep.equal(read);
@@ -207,8 +246,8 @@ describe('events: the binary codec', () => {
     expect(read).to.deep.equal(validateEvent({ ...fields, deadlineMs: null }));
     const withDeadline = validateEvent({ ...fields, deadlineMs: 1500 });
     const value = encodeLogValue(withDeadline, undefined, 'append', scratch);
-    // Written today in format 3: format 2's bytes, then the image key (none: a null's 00).
-    expect(value.toString('hex')).to.equal(`04${v1.subarray(1).toString('hex')}dd0b00`);
+    // Written today in format 4 (laid out as format 3 for this type): format 2's bytes, then the image key (none: a null's 00).
+    expect(value.toString('hex')).to.equal(`05${v1.subarray(1).toString('hex')}dd0b00`);
     expect(decodeLogValue(value, 9).event).to.deep.equal({ ...withDeadline, imageKey: null });
     // The bytes a readie of format 2 wrote for it read as they were, with no image key.
     const v2 = Buffer.from(`03${v1.subarray(1).toString('hex')}dd0b`, 'hex');
@@ -265,7 +304,7 @@ describe('events: the binary codec', () => {
     ];
     for (const event of events) {
       const value = encodeLogValue(event, undefined, 'append', scratch);
-      expect(value[0]).to.equal(BINARY_VALUE_V3);
+      expect(value[0]).to.equal(BINARY_VALUE_V4);
       expect(decodeLogValue(value, event.seq).event).to.deep.equal(event);
     }
   });
@@ -289,7 +328,7 @@ describe('events: the binary codec', () => {
     ].map((event) => validateEvent(event));
     for (const event of events) {
       const value = encodeLogValue(event, undefined, 'append', scratch);
-      expect(value[0], event.type).to.equal(BINARY_VALUE_V3);
+      expect(value[0], event.type).to.equal(BINARY_VALUE_V4);
       expect(decodeLogValue(value, event.seq).event).to.deep.equal(event);
     }
   });
@@ -300,7 +339,7 @@ describe('events: the binary codec', () => {
     for (const event of events) {
       const text = encodeEvent(event);
       const value = encodeLogValue(event, text, 'canonical', scratch);
-      if (value[0] === BINARY_VALUE_V3) binary += 1;
+      if (value[0] === BINARY_VALUE_V4) binary += 1;
       const back = decodeLogValue(value, event.seq);
       expect(back.event, text).to.deep.equal(event);
       expect(JSON.parse(back.text)).to.deep.equal(JSON.parse(text));
@@ -378,7 +417,7 @@ describe('events: the binary codec', () => {
     }
     // In the schema's order, the same fields in the canonical text are the codec's.
     expect(encodeLogValue(validateEvent(JSON.parse(text)), text, 'exact', scratch)[0]).to.equal(
-      BINARY_VALUE_V3,
+      BINARY_VALUE_V4,
     );
     // A string that is not well-formed UTF-16 would not survive UTF-8: text, even when appended.
     const broken = { ...base, version: 'v\ud800' } as ClusterEvent;
@@ -404,11 +443,11 @@ describe('events: the binary codec', () => {
       reportSeq: 4,
     });
     const value = encodeLogValue(event, undefined, 'append', scratch);
-    // Format 3 (0x04) lays a load report out as formats 2 (0x03) and 1 (0x01) did: the same bytes
+    // Format 4 (0x05) lays a load report out as formats 3 (0x04), 2 (0x03) and 1 (0x01) did: the same bytes
     // after the first.
     const body =
       '03b8abadbec56801097265706f72743a773101027731818080800c0302000000000000f43f01080002010102633101000500';
-    expect(value.toString('hex')).to.equal(`04${body}`);
+    expect(value.toString('hex')).to.equal(`05${body}`);
     expect(decodeLogValue(value, 7).event).to.deep.equal(event);
     expect(decodeLogValue(Buffer.from(`03${body}`, 'hex'), 7).event).to.deep.equal(event);
     expect(decodeLogValue(Buffer.from(`01${body}`, 'hex'), 7).event).to.deep.equal(event);

@@ -190,4 +190,52 @@ describe('router: RegistryService', function () {
     );
     expect(missing?.details).to.match(/address/);
   });
+
+  it("reconciles a worker's images with its report of every image it holds, and refuses a hostile one before logging", async () => {
+    const w = await worker('w-img');
+    await w.reportStatus();
+    const image = (imageId: string, tenantId = 'acme') => ({
+      tenantId,
+      imageId,
+      bytes: 27_000,
+      declarations: ['cd'.repeat(32)],
+    });
+    const imageEvents = () =>
+      readLog(test.logDir).filter(
+        (event) => event.type === 'ImageBuilt' || event.type === 'ImageRemoved',
+      );
+    expect(await w.reportHeldImages([image('ab'.repeat(32)), image('12'.repeat(32))])).to.equal(
+      true,
+    );
+    await eventually(() => imageEvents().length === 2, 'both images found');
+    // The same list again: nothing new. Then one is gone.
+    expect(await w.reportHeldImages([image('ab'.repeat(32)), image('12'.repeat(32))])).to.equal(
+      true,
+    );
+    expect(await w.reportHeldImages([image('ab'.repeat(32))])).to.equal(true);
+    await eventually(() => imageEvents().length === 3, 'the absent image removed');
+    expect(imageEvents().map((event) => [event.type, event.cause])).to.deep.equal([
+      ['ImageBuilt', 'report:w-img'],
+      ['ImageBuilt', 'report:w-img'],
+      ['ImageRemoved', 'report:w-img'],
+    ]);
+    const removed = imageEvents()[2];
+    expect(removed?.type === 'ImageRemoved' && [removed.imageId, removed.reason]).to.deep.equal([
+      '12'.repeat(32),
+      'absent',
+    ]);
+    // A tenant ID with a control character, an identity that is not one: refused, nothing logged.
+    for (const hostile of [image('ab'.repeat(32), 'acme\nother'), image('../../etc')]) {
+      const error = await w.reportHeldImages([hostile]).then(
+        () => undefined,
+        (e: ServiceError) => e,
+      );
+      expect(error?.code).to.equal(3);
+      expect(error?.details).to.match(/images\[0\]\.(tenant_id|image_id)/);
+    }
+    expect(imageEvents()).to.have.length(3);
+    // An unknown worker is asked to register.
+    const stranger = await worker('w-unknown');
+    expect(await stranger.reportHeldImages([image('ab'.repeat(32))])).to.equal(false);
+  });
 });

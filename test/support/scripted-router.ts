@@ -7,6 +7,7 @@ import {
   RegistryServiceService,
   type RegistryServiceServer,
   type ReportContainerStateRequest,
+  type ReportHeldImagesRequest,
   type ReportImageRequest,
   type ReportStatusRequest,
   type ReportUtilizationRequest,
@@ -19,7 +20,8 @@ export type Report =
   | { kind: 'utilization'; request: ReportUtilizationRequest; authorization: string }
   | { kind: 'container'; request: ReportContainerStateRequest; authorization: string }
   | { kind: 'residency'; request: ReportResidencyRequest; authorization: string }
-  | { kind: 'image'; request: ReportImageRequest; authorization: string };
+  | { kind: 'image'; request: ReportImageRequest; authorization: string }
+  | { kind: 'held-images'; request: ReportHeldImagesRequest; authorization: string };
 
 function authorizationOf(metadata: Metadata): string {
   const value = metadata.get('authorization')[0];
@@ -88,6 +90,14 @@ export class ScriptedRouter {
       reportImage: (call, callback) => {
         record({
           kind: 'image',
+          request: call.request,
+          authorization: authorizationOf(call.metadata),
+        });
+        callback(null, { registered: router!.registered });
+      },
+      reportHeldImages: (call, callback) => {
+        record({
+          kind: 'held-images',
           request: call.request,
           authorization: authorizationOf(call.metadata),
         });

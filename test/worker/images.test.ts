@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { status } from '@grpc/grpc-js';
-import { existsSync, mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { LogSource } from '../../src/proto/gen/readie/v1/call.js';
 import { ImageOutcome } from '../../src/proto/gen/readie/v1/registry.js';
@@ -185,15 +185,40 @@ describe('images on a worker', function () {
     expect(failed.details).to.include('Traceback (most recent call last)');
   });
 
-  it('a restarted worker keeps whole images and removes a killed build', async () => {
+  it('a restarted worker keeps whole images, removes a killed build, and reports every image it found after its status', async () => {
     const stateDir = harness.stateDir;
     const tenantDir = join(stateDir, 'state', 'images', tenantTag('tenant-a'));
     const leftover = join(tenantDir, '+building-deadbeef');
     mkdirSync(join(leftover, 'prefix'), { recursive: true });
     writeFileSync(join(leftover, 'prefix', 'half.py'), 'x = 1\n');
+    const kept = harness.worker
+      .images!.list()
+      .filter((image) => image.manifest.tenantId !== 'tenant-b')
+      .map(({ manifest }) => ({
+        tenantId: manifest.tenantId,
+        imageId: manifest.id,
+        bytes: manifest.bytes,
+        declarations: manifest.declarations,
+      }));
+    expect(kept.map((image) => image.tenantId)).to.include('tenant-a');
     await harness.stop();
+    // Deleted while the worker was down: its report must not list it.
+    rmSync(join(stateDir, 'state', 'images', tenantTag('tenant-b')), { recursive: true });
     harness = await startHarness({ flags: { wheelDir: wheels }, stateDir });
     expect(existsSync(leftover)).to.equal(false);
+    const held = await harness.router.waitFor((report) => report.kind === 'held-images');
+    const request = held.kind === 'held-images' ? held.request : undefined;
+    expect(request?.workerId).to.equal(harness.workerId);
+    expect(request?.complete).to.equal(true);
+    const byId = (
+      a: { imageId: string; tenantId: string },
+      b: { imageId: string; tenantId: string },
+    ) => (`${a.tenantId}/${a.imageId}` < `${b.tenantId}/${b.imageId}` ? -1 : 1);
+    expect([...(request?.images ?? [])].sort(byId)).to.deep.equal([...kept].sort(byId));
+    const kinds = harness.router.reports.map((report) => report.kind);
+    expect(kinds.indexOf('status'), 'after the status report').to.be.below(
+      kinds.indexOf('held-images'),
+    );
     const again = await execute(
       harness.client,
       header({ image: IMAGE, tenantId: 'tenant-a' }),

@@ -80,7 +80,9 @@ describe('container slots (WORKER_MAX_EXECUTORS) and the reports that list them'
     // Numbered in the order they were taken, container reports and load reports together
     // (residency and image reports, about versions and images rather than containers, are not numbered).
     const numbers = harness.router.reports
-      .flatMap((r) => (r.kind === 'residency' || r.kind === 'image' ? [] : [r]))
+      .flatMap((r) =>
+        r.kind === 'residency' || r.kind === 'image' || r.kind === 'held-images' ? [] : [r],
+      )
       .filter((r) => r.kind !== 'status' || r.request.reportSeq > 0)
       .map((r) => r.request.reportSeq)
       .filter((n) => n > 0);

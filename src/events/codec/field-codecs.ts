@@ -156,11 +156,11 @@ function objectFields(schema: TSchema, depth: number): FieldCodec[] | undefined 
  * older formats lay the type out without it, so values already on disk decode as they were
  * written (the fields they lack read as absent: null). The newest format is the one written.
  */
-export const VALUE_FORMATS = [1, 2, 3] as const;
+export const VALUE_FORMATS = [1, 2, 3, 4] as const;
 /** A value format of the binary codec. */
 export type ValueFormat = (typeof VALUE_FORMATS)[number];
 /** The format new values are written in. */
-export const NEWEST_VALUE_FORMAT: ValueFormat = 3;
+export const NEWEST_VALUE_FORMAT: ValueFormat = 4;
 /** A value format's name: what a log's `valueFormat` marker and an archive header's `codec` say. */
 export type ValueFormatName = `readie-binary-v${ValueFormat}`;
 /** Each value format by its name. */
@@ -181,7 +181,8 @@ export function isValueFormatName(name: unknown): name is ValueFormatName {
  * The fields each format added to the schemas' types (format 1 laid out every type as the v2
  * schemas had it). 2: `CallRequested.deadlineMs` (placement rules v6: deadlines in admission).
  * 3: `CallFinished.raised` (what an OK call's function raised, for the call history),
- * `CallRequested.imageKey` and `ImageBuilt.declarations` (placement rules v8: images).
+ * `CallRequested.imageKey` and `ImageBuilt.declarations` (placement rules v8: images). 4: no
+ * field, a word (`WORDS_ADDED_BY_FORMAT`).
  */
 const FIELDS_ADDED_BY_FORMAT: Readonly<
   Record<ValueFormat, Partial<Record<EventType, readonly string[]>>>
@@ -189,7 +190,34 @@ const FIELDS_ADDED_BY_FORMAT: Readonly<
   1: {},
   2: { CallRequested: ['deadlineMs'] },
   3: { CallFinished: ['raised'], CallRequested: ['imageKey'], ImageBuilt: ['declarations'] },
+  4: {},
 };
+
+/**
+ * The words each format added to a closed list (a field's enum), by type and field: a format
+ * lays out the list without the words later formats added, so its values keep their indices and
+ * a word it never knew is refused when writing it (the event then stays JSON text). 4:
+ * `ImageRemoved.reason` `absent` (a worker's report of every image it holds).
+ */
+const WORDS_ADDED_BY_FORMAT: Readonly<
+  Record<ValueFormat, Partial<Record<EventType, Readonly<Record<string, readonly string[]>>>>>
+> = {
+  1: {},
+  2: {},
+  3: {},
+  4: { ImageRemoved: { reason: ['absent'] } },
+};
+
+/** `field` as `format` lays it out: an enum without the words later formats added. */
+function inFormat(type: EventType, field: FieldCodec, format: ValueFormat): FieldCodec {
+  if (field.kind !== 'enum') return field;
+  const later = VALUE_FORMATS.filter((other) => other > format).flatMap(
+    (other) => WORDS_ADDED_BY_FORMAT[other][type]?.[field.key] ?? [],
+  );
+  if (later.length === 0) return field;
+  const values = field.values.filter((word) => !later.includes(word));
+  return { ...field, values, index: new Map(values.map((v, i) => [v, i])) };
+}
 
 /** Whether `key` of `type` is laid out in `format` (added by it or by an older one). */
 function laidOut(type: EventType, key: string, format: ValueFormat): boolean {
@@ -206,7 +234,7 @@ function typeFields(format: ValueFormat): ReadonlyMap<string, readonly FieldCode
       type,
       Object.entries(EVENT_FIELDS[type] as Record<string, TSchema>)
         .filter(([key]) => laidOut(type, key, format))
-        .map(([key, schema]) => fieldCodec(key, schema, 0)),
+        .map(([key, schema]) => inFormat(type, fieldCodec(key, schema, 0), format)),
     ]),
   );
 }

@@ -1,8 +1,8 @@
 /**
  * Stored events in bytes (pure): an event in the binary codec when that gives it back exactly,
- * else its JSON text. Two containers use it: an LMDB value (one event: the byte 0x04 then the
- * binary event in value format 3, or 0x03 then one in format 2, or 0x01 then one in format 1, as
- * values were written before; a `Snapshot`, the byte 0x02 then its JSON text compressed with brotli, a tenth of
+ * else its JSON text. Two containers use it: an LMDB value (one event: the byte 0x05 then the
+ * binary event in value format 4, or 0x04 then one in format 3, 0x03 then one in format 2, or
+ * 0x01 then one in format 1, as values were written before; a `Snapshot`, the byte 0x02 then its JSON text compressed with brotli, a tenth of
  * its size; or the UTF-8 JSON text itself, which starts with `{`, so a log written before the
  * codec reads as it is) and an archive block (events one after the other, sharing their strings
  * and instants; an event kept as text is `TEXT_EVENT_CODE` then its text). Decoding validates
@@ -29,13 +29,16 @@ import {
 export const BINARY_VALUE_V1 = 0x01;
 /** The first byte of an LMDB value in the binary codec's value format 2 (read, no longer written). */
 export const BINARY_VALUE_V2 = 0x03;
-/** The first byte of an LMDB value in the binary codec's value format 3 (what is written). */
+/** The first byte of an LMDB value in the binary codec's value format 3 (read, no longer written). */
 export const BINARY_VALUE_V3 = 0x04;
+/** The first byte of an LMDB value in the binary codec's value format 4 (what is written). */
+export const BINARY_VALUE_V4 = 0x05;
 /** Each binary value format by an LMDB value's first byte. */
 const BINARY_VALUE_FORMATS: ReadonlyMap<number | undefined, ValueFormat> = new Map([
   [BINARY_VALUE_V1, 1],
   [BINARY_VALUE_V2, 2],
   [BINARY_VALUE_V3, 3],
+  [BINARY_VALUE_V4, 4],
 ]);
 /** The first byte of an LMDB value holding a `Snapshot`'s JSON text, brotli-compressed. */
 export const SNAPSHOT_VALUE_V1 = 0x02;
@@ -106,7 +109,7 @@ export function encodeLogValue(
   }
   if (binaryMayStand(event, text, mode)) {
     scratch.reset();
-    scratch.byte(BINARY_VALUE_V3);
+    scratch.byte(BINARY_VALUE_V4);
     if (encodeEventBinary(event, scratch, new EncodeContext(), mode === 'exact')) {
       return scratch.bytes();
     }

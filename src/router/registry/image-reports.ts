@@ -1,13 +1,23 @@
-/** A worker's image report (RegistryService.ReportImage) from the wire, checked. */
+/**
+ * A worker's image reports from the wire, checked: one image (RegistryService.ReportImage) and
+ * every image it holds (ReportHeldImages).
+ */
 import { InvalidReportError } from '../../core/errors.js';
-import type { ImageReport } from '../../core/registry/index.js';
-import { ImageOutcome, type ReportImageRequest } from '../../proto/gen/readie/v1/registry.js';
+import {
+  heldImagesProblem,
+  imageTenantProblem,
+  type HeldImagesReport,
+  type ImageReport,
+} from '../../core/registry/index.js';
+import {
+  ImageOutcome,
+  type ReportHeldImagesRequest,
+  type ReportImageRequest,
+} from '../../proto/gen/readie/v1/registry.js';
+
+import { MAX_IMAGE_DECLARATIONS as MAX_DECLARATIONS } from '../../shared/held-image-bounds.js';
 
 const IMAGE_ID = /^[0-9a-f]{64}$/;
-/** The longest tenant ID a worker may name (the router's own IDs are no longer). */
-const MAX_TENANT_LENGTH = 256;
-/** The most declaration keys one report may carry. */
-const MAX_DECLARATIONS = 256;
 
 function declarationsOf(request: ReportImageRequest): string[] {
   if (request.declarations.length > MAX_DECLARATIONS) {
@@ -28,9 +38,8 @@ function imageIdOf(request: ReportImageRequest): string {
 
 /** The report a request makes; InvalidReportError names what is wrong. */
 export function imageReportOf(request: ReportImageRequest): ImageReport {
-  if (request.tenantId.length > MAX_TENANT_LENGTH) {
-    throw new InvalidReportError(`tenant_id has at most ${MAX_TENANT_LENGTH} characters`);
-  }
+  const tenant = imageTenantProblem(request.tenantId || null);
+  if (tenant !== null) throw new InvalidReportError(`tenant_id: ${tenant}`);
   const base = { workerId: request.workerId, tenantId: request.tenantId || null };
   switch (request.outcome) {
     case ImageOutcome.IMAGE_OUTCOME_BUILT:
@@ -52,4 +61,22 @@ export function imageReportOf(request: ReportImageRequest): ImageReport {
       break;
   }
   throw new InvalidReportError('outcome is required: BUILT, BUILD_FAILED, EVICTED or REMOVED');
+}
+
+/** A report of every image a worker holds, from the wire; InvalidReportError names what is wrong. */
+export function heldImagesReportOf(request: ReportHeldImagesRequest): HeldImagesReport {
+  if (request.workerId === '') throw new InvalidReportError('worker_id is required');
+  const report: HeldImagesReport = {
+    workerId: request.workerId,
+    complete: request.complete,
+    images: request.images.map((image) => ({
+      tenantId: image.tenantId || null,
+      imageId: image.imageId,
+      bytes: image.bytes,
+      declarations: image.declarations,
+    })),
+  };
+  const problem = heldImagesProblem(report);
+  if (problem !== null) throw new InvalidReportError(problem);
+  return report;
 }

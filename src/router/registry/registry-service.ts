@@ -14,6 +14,7 @@ import {
   type RegistryServiceServer,
   type ReportContainerStateRequest,
   type ReportContainerStateResponse,
+  type ReportHeldImagesResponse,
   type ReportImageResponse,
   type ReportStatusRequest,
   type ReportStatusResponse,
@@ -29,7 +30,7 @@ import {
 import type { ResidencyReport, VersionReport } from '../../core/pins/residency-report.js';
 import type { ResidencyState as ResidencyStateName } from '../../events/schema.js';
 import { toServiceError } from '../grpc-status.js';
-import { imageReportOf } from './image-reports.js';
+import { heldImagesReportOf, imageReportOf } from './image-reports.js';
 import type { Journal } from '../journal/index.js';
 import type { Logger } from '../observability/logger.js';
 import {
@@ -433,6 +434,22 @@ export function registryService(options: RegistryServiceOptions): RegistryServic
       answer(options, call, callback, (request): ReportImageResponse => {
         const outcome = decide('imageReport', journal.state, imageReportOf(request));
         journal.record(outcome);
+        return { registered: outcome.registered };
+      });
+    },
+    reportHeldImages(call, callback) {
+      answer(options, call, callback, (request): ReportHeldImagesResponse => {
+        const report = heldImagesReportOf(request);
+        const outcome = decide('heldImagesReport', journal.state, report);
+        journal.record(outcome);
+        const found = outcome.events.filter((event) => event.type === 'ImageBuilt').length;
+        const absent = outcome.events.length - found;
+        if (outcome.events.length > 0) {
+          logger.info(
+            { workerId: report.workerId, held: report.images.length, found, absent },
+            "a worker's images reconciled with its report of every image it holds",
+          );
+        }
         return { registered: outcome.registered };
       });
     },

@@ -2,3 +2,4 @@
 export * from './image-store.js';
 export * from './image-files.js';
 export * from './image-service.js';
+export * from './held-images.js';

@@ -1,6 +1,6 @@
 /**
  * The worker's side of readie.v1.RegistryService: registration (with retries), the utilization
- * heartbeat, and container state and residency reports sent in order. When to retry and which
+ * heartbeat, and container state, residency and image reports sent in order. When to retry and which
  * router to report to are the worker core's rules (src/worker/core/registry); this shell sends
  * the reports, sleeps and logs.
  */
@@ -22,7 +22,10 @@ import {
   type ReportStatusRequest,
   type ReportUtilizationRequest,
 } from '../../proto/gen/readie/v1/registry.js';
-import type { ReportImageRequest } from '../../proto/gen/readie/v1/registry.js';
+import type {
+  ReportHeldImagesRequest,
+  ReportImageRequest,
+} from '../../proto/gen/readie/v1/registry.js';
 import type { ReportResidencyRequest } from '../../proto/gen/readie/v1/residency.js';
 import type { WorkerCredentials } from '../credentials.js';
 import {
@@ -319,6 +322,18 @@ export class RegistryClient {
         this.options.log.warn(
           { imageId: request.imageId, error: error.details },
           'image report failed',
+        ),
+    );
+  }
+
+  /** Queues the report of every image held, in order with the image reports. */
+  reportHeldImages(request: ReportHeldImagesRequest): void {
+    this.enqueue(
+      (answered) => this.reporter().reportHeldImages(request, ...this.reportOptions(), answered),
+      (error) =>
+        this.options.log.warn(
+          { images: request.images.length, error: error.details },
+          'report of the images held failed',
         ),
     );
   }

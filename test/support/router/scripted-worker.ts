@@ -50,7 +50,7 @@ import {
   type ExecuteRequest,
   type ExecuteResponse,
 } from '../../../src/proto/gen/readie/v1/execution.js';
-import type { ContainerState } from '../../../src/proto/gen/readie/v1/registry.js';
+import type { ContainerState, HeldImageEntry } from '../../../src/proto/gen/readie/v1/registry.js';
 import { ScriptedSlots } from './scripted-slots.js';
 import { bearerMetadata } from '../../../src/router/security/index.js';
 import {
@@ -342,6 +342,17 @@ export class ScriptedWorker {
           instanceId: this.identity.instanceId,
           reportSeq,
         },
+        this.registryMetadata,
+        (error, response) => (error ? reject(error) : resolve(response.registered)),
+      ),
+    );
+  }
+
+  /** Reports every image it holds; resolves with whether the router knows this worker. */
+  reportHeldImages(images: HeldImageEntry[], complete = true): Promise<boolean> {
+    return new Promise((resolve, reject) =>
+      this.client().reportHeldImages(
+        { workerId: this.workerId, images, complete },
         this.registryMetadata,
         (error, response) => (error ? reject(error) : resolve(response.registered)),
       ),

@@ -1,7 +1,9 @@
 import { expect } from 'chai';
+import { ReportHeldImagesRequest } from '../../../src/proto/gen/readie/v1/registry.js';
 import {
   declarationKey,
   firstErrorLine,
+  heldImagesList,
   imageIdentity,
   imageName,
   planImageRoom,
@@ -78,5 +80,44 @@ describe("the worker core: images' names and their cache", () => {
       reason:
         "the image is 12.0 MiB, larger than this worker's image cache of 10.0 MiB (--image-cache-size)",
     });
+  });
+
+  it('given more images than a report carries, when the held images are listed, then the most recently used that fit, and the list says it is not complete', () => {
+    const image = (i: number, keys = 1) => ({
+      tenantId: 't',
+      imageId: i.toString(16).padStart(64, '0'),
+      bytes: 1,
+      declarations: Array.from({ length: keys }, () => 'c'.repeat(64)),
+      lastUsedMs: i,
+    });
+    const few = heldImagesList([image(1), image(2)]);
+    expect(few.complete).to.equal(true);
+    expect(few.images.map((entry) => entry.lastUsedMs)).to.deep.equal([2, 1]);
+    const many = heldImagesList(Array.from({ length: 4100 }, (_, i) => image(i)));
+    expect(many.complete).to.equal(false);
+    expect(many.images).to.have.length(4096);
+    expect(many.images.at(-1)?.lastUsedMs).to.equal(4);
+    // Declaration keys are bounded per image (256) and per report (16384).
+    const keyed = heldImagesList(Array.from({ length: 70 }, (_, i) => image(i, 300)));
+    expect(keyed.complete).to.equal(false);
+    expect(keyed.images).to.have.length(64);
+    expect(keyed.images.every((entry) => entry.declarations.length === 256)).to.equal(true);
+    // Tenant IDs of many-byte characters: the report stays under the router's 4 MiB a message.
+    const wide = heldImagesList(
+      Array.from({ length: 4096 }, (_, i) => ({ ...image(i), tenantId: '漢'.repeat(256) })),
+    );
+    expect(wide.complete).to.equal(false);
+    const encoded = ReportHeldImagesRequest.encode({
+      workerId: 'w1',
+      complete: false,
+      images: wide.images.map(({ tenantId, imageId, bytes, declarations }) => ({
+        tenantId,
+        imageId,
+        bytes,
+        declarations: [...declarations],
+      })),
+    }).finish();
+    expect(encoded.length).to.be.below(3 * 1024 * 1024);
+    expect(wide.images.length).to.be.above(3000);
   });
 });

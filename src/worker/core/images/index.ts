@@ -2,3 +2,4 @@
 export * from './image-identity.js';
 export * from './image-cache.js';
 export * from './image-commands.js';
+export * from './held-images.js';

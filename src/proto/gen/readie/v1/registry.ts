@@ -245,6 +245,37 @@ export interface ReportImageResponse {
   registered: boolean;
 }
 
+/** One image a worker holds, as a full report lists it. */
+export interface HeldImageEntry {
+  /** The image's tenant (empty: calls without a tenant). */
+  tenantId: string;
+  /** The image's identity (64 hex digits). */
+  imageId: string;
+  /** Its size on disk, in bytes. */
+  bytes: number;
+  /** The keys of the tenant's declarations that resolved to it (64 hex digits each; at most 256). */
+  declarations: string[];
+}
+
+/** Every image a worker holds, after a status report. */
+export interface ReportHeldImagesRequest {
+  /** The worker's ID. */
+  workerId: string;
+  /** Its images (at most 4096, with at most 16384 declaration keys in all). */
+  images: HeldImageEntry[];
+  /**
+   * True when `images` lists every image the worker holds: the router then forgets the ones it
+   * leaves out. False (a worker holding more than a report may carry): only additions count.
+   */
+  complete: boolean;
+}
+
+/** The router's answer to a report of held images. */
+export interface ReportHeldImagesResponse {
+  /** False when the router does not know this worker: it must report its status again. */
+  registered: boolean;
+}
+
 /** A worker's registration or status change. */
 export interface ReportStatusRequest {
   /** The worker's ID, unique in the cluster. */
@@ -621,6 +652,305 @@ export const ReportImageResponse: MessageFns<ReportImageResponse> = {
   },
   fromPartial<I extends Exact<DeepPartial<ReportImageResponse>, I>>(object: I): ReportImageResponse {
     const message = createBaseReportImageResponse();
+    message.registered = object.registered ?? false;
+    return message;
+  },
+};
+
+function createBaseHeldImageEntry(): HeldImageEntry {
+  return { tenantId: "", imageId: "", bytes: 0, declarations: [] };
+}
+
+export const HeldImageEntry: MessageFns<HeldImageEntry> = {
+  encode(message: HeldImageEntry, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.tenantId !== "") {
+      writer.uint32(10).string(message.tenantId);
+    }
+    if (message.imageId !== "") {
+      writer.uint32(18).string(message.imageId);
+    }
+    if (message.bytes !== 0) {
+      writer.uint32(24).uint64(message.bytes);
+    }
+    for (const v of message.declarations) {
+      writer.uint32(34).string(v!);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): HeldImageEntry {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseHeldImageEntry();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.tenantId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.imageId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.bytes = longToNumber(reader.uint64());
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.declarations.push(reader.string());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): HeldImageEntry {
+    return {
+      tenantId: isSet(object.tenantId)
+        ? globalThis.String(object.tenantId)
+        : isSet(object.tenant_id)
+        ? globalThis.String(object.tenant_id)
+        : "",
+      imageId: isSet(object.imageId)
+        ? globalThis.String(object.imageId)
+        : isSet(object.image_id)
+        ? globalThis.String(object.image_id)
+        : "",
+      bytes: isSet(object.bytes) ? globalThis.Number(object.bytes) : 0,
+      declarations: globalThis.Array.isArray(object?.declarations)
+        ? object.declarations.map((e: any) => globalThis.String(e))
+        : [],
+    };
+  },
+
+  toJSON(message: HeldImageEntry): unknown {
+    const obj: any = {};
+    if (message.tenantId !== "") {
+      obj.tenantId = message.tenantId;
+    }
+    if (message.imageId !== "") {
+      obj.imageId = message.imageId;
+    }
+    if (message.bytes !== 0) {
+      obj.bytes = Math.round(message.bytes);
+    }
+    if (message.declarations?.length) {
+      obj.declarations = message.declarations;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<HeldImageEntry>, I>>(base?: I): HeldImageEntry {
+    return HeldImageEntry.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<HeldImageEntry>, I>>(object: I): HeldImageEntry {
+    const message = createBaseHeldImageEntry();
+    message.tenantId = object.tenantId ?? "";
+    message.imageId = object.imageId ?? "";
+    message.bytes = object.bytes ?? 0;
+    message.declarations = object.declarations?.map((e) => e) || [];
+    return message;
+  },
+};
+
+function createBaseReportHeldImagesRequest(): ReportHeldImagesRequest {
+  return { workerId: "", images: [], complete: false };
+}
+
+export const ReportHeldImagesRequest: MessageFns<ReportHeldImagesRequest> = {
+  encode(message: ReportHeldImagesRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.workerId !== "") {
+      writer.uint32(10).string(message.workerId);
+    }
+    for (const v of message.images) {
+      HeldImageEntry.encode(v!, writer.uint32(18).fork()).join();
+    }
+    if (message.complete !== false) {
+      writer.uint32(24).bool(message.complete);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ReportHeldImagesRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseReportHeldImagesRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.workerId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.images.push(HeldImageEntry.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.complete = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ReportHeldImagesRequest {
+    return {
+      workerId: isSet(object.workerId)
+        ? globalThis.String(object.workerId)
+        : isSet(object.worker_id)
+        ? globalThis.String(object.worker_id)
+        : "",
+      images: globalThis.Array.isArray(object?.images) ? object.images.map((e: any) => HeldImageEntry.fromJSON(e)) : [],
+      complete: isSet(object.complete) ? globalThis.Boolean(object.complete) : false,
+    };
+  },
+
+  toJSON(message: ReportHeldImagesRequest): unknown {
+    const obj: any = {};
+    if (message.workerId !== "") {
+      obj.workerId = message.workerId;
+    }
+    if (message.images?.length) {
+      obj.images = message.images.map((e) => HeldImageEntry.toJSON(e));
+    }
+    if (message.complete !== false) {
+      obj.complete = message.complete;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ReportHeldImagesRequest>, I>>(base?: I): ReportHeldImagesRequest {
+    return ReportHeldImagesRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ReportHeldImagesRequest>, I>>(object: I): ReportHeldImagesRequest {
+    const message = createBaseReportHeldImagesRequest();
+    message.workerId = object.workerId ?? "";
+    message.images = object.images?.map((e) => HeldImageEntry.fromPartial(e)) || [];
+    message.complete = object.complete ?? false;
+    return message;
+  },
+};
+
+function createBaseReportHeldImagesResponse(): ReportHeldImagesResponse {
+  return { registered: false };
+}
+
+export const ReportHeldImagesResponse: MessageFns<ReportHeldImagesResponse> = {
+  encode(message: ReportHeldImagesResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.registered !== false) {
+      writer.uint32(8).bool(message.registered);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ReportHeldImagesResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseReportHeldImagesResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.registered = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ReportHeldImagesResponse {
+    return { registered: isSet(object.registered) ? globalThis.Boolean(object.registered) : false };
+  },
+
+  toJSON(message: ReportHeldImagesResponse): unknown {
+    const obj: any = {};
+    if (message.registered !== false) {
+      obj.registered = message.registered;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ReportHeldImagesResponse>, I>>(base?: I): ReportHeldImagesResponse {
+    return ReportHeldImagesResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ReportHeldImagesResponse>, I>>(object: I): ReportHeldImagesResponse {
+    const message = createBaseReportHeldImagesResponse();
     message.registered = object.registered ?? false;
     return message;
   },
@@ -1846,6 +2176,23 @@ export const RegistryServiceService = {
     responseSerialize: (value: ReportImageResponse): Buffer => Buffer.from(ReportImageResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): ReportImageResponse => ReportImageResponse.decode(value),
   },
+  /**
+   * Every image the worker holds (docs/images.md): sent after each status report, in order with
+   * the image reports. The router records each listed image it did not know this worker to hold
+   * (ImageBuilt) and, when the list is complete, each it did that the list leaves out
+   * (ImageRemoved, reason absent).
+   */
+  reportHeldImages: {
+    path: "/readie.v1.RegistryService/ReportHeldImages" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ReportHeldImagesRequest): Buffer =>
+      Buffer.from(ReportHeldImagesRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ReportHeldImagesRequest => ReportHeldImagesRequest.decode(value),
+    responseSerialize: (value: ReportHeldImagesResponse): Buffer =>
+      Buffer.from(ReportHeldImagesResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ReportHeldImagesResponse => ReportHeldImagesResponse.decode(value),
+  },
 } as const;
 
 export interface RegistryServiceServer extends UntypedServiceImplementation {
@@ -1870,6 +2217,13 @@ export interface RegistryServiceServer extends UntypedServiceImplementation {
   reportResidency: handleUnaryCall<ReportResidencyRequest, ReportResidencyResponse>;
   /** A tenant's image was built, failed to build, or was removed on this worker (docs/images.md). */
   reportImage: handleUnaryCall<ReportImageRequest, ReportImageResponse>;
+  /**
+   * Every image the worker holds (docs/images.md): sent after each status report, in order with
+   * the image reports. The router records each listed image it did not know this worker to hold
+   * (ImageBuilt) and, when the list is complete, each it did that the list leaves out
+   * (ImageRemoved, reason absent).
+   */
+  reportHeldImages: handleUnaryCall<ReportHeldImagesRequest, ReportHeldImagesResponse>;
 }
 
 export interface RegistryServiceClient extends Client {
@@ -1963,6 +2317,27 @@ export interface RegistryServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: ReportImageResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Every image the worker holds (docs/images.md): sent after each status report, in order with
+   * the image reports. The router records each listed image it did not know this worker to hold
+   * (ImageBuilt) and, when the list is complete, each it did that the list leaves out
+   * (ImageRemoved, reason absent).
+   */
+  reportHeldImages(
+    request: ReportHeldImagesRequest,
+    callback: (error: ServiceError | null, response: ReportHeldImagesResponse) => void,
+  ): ClientUnaryCall;
+  reportHeldImages(
+    request: ReportHeldImagesRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ReportHeldImagesResponse) => void,
+  ): ClientUnaryCall;
+  reportHeldImages(
+    request: ReportHeldImagesRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ReportHeldImagesResponse) => void,
   ): ClientUnaryCall;
 }
 
