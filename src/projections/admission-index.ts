@@ -8,7 +8,7 @@
  * whole queue and every reservation.
  */
 import type { Draft } from 'immer';
-import { emptyAdmissionIndex, type AdmissionIndex, type QueueLink } from './admission-state.js';
+import { emptyAdmissionIndex, type AdmissionIndex } from './admission-state.js';
 import type { ClusterState, QueuedCall, Reservation, SessionRecord } from './cluster-state.js';
 
 export * from './admission-state.js';
@@ -57,8 +57,8 @@ export function unindexQueued(state: State, call: QueuedCall | undefined): void 
     return;
   }
   const { previous, next } = link;
-  if (previous !== null) relink(index, previous, { next });
-  if (next !== null) relink(index, next, { previous });
+  if (previous !== null) linkNext(index, previous, next);
+  if (next !== null) linkPrevious(index, next, previous);
   index.queues.set(tenant, {
     head: previous === null ? (next as string) : queue.head,
     tail: next === null ? (previous as string) : queue.tail,
@@ -118,14 +118,21 @@ function linkQueued(index: Index, call: QueuedCall): void {
     index.links.set(call.requestId, { previous: null, next: null });
     return;
   }
-  relink(index, queue.tail, { next: call.requestId });
+  linkNext(index, queue.tail, call.requestId);
   index.links.set(call.requestId, { previous: queue.tail, next: null });
   index.queues.set(tenant, { head: queue.head, tail: call.requestId, count: queue.count + 1 });
 }
 
-function relink(index: Index, requestId: string, change: Partial<QueueLink>): void {
+// A new link, field by field: the fold relinks on every call queued or admitted, and a spread
+// followed by more fields costs V8 microseconds.
+function linkNext(index: Index, requestId: string, next: string | null): void {
   const link = index.links.get(requestId);
-  if (link !== undefined) index.links.set(requestId, { ...link, ...change });
+  if (link !== undefined) index.links.set(requestId, { previous: link.previous, next });
+}
+
+function linkPrevious(index: Index, requestId: string, previous: string | null): void {
+  const link = index.links.get(requestId);
+  if (link !== undefined) index.links.set(requestId, { previous, next: link.next });
 }
 
 function moveHeld(index: Index, tenant: string, delta: number): void {

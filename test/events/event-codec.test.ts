@@ -21,6 +21,7 @@ import {
   type FieldCodec,
   type ValueFormat,
 } from '../../src/events/codec/field-codecs.js';
+import { CanonicalInstant } from '../../src/events/codec/event-codec.js';
 import {
   BINARY_VALUE_V1,
   BINARY_VALUE_V2,
@@ -396,6 +397,21 @@ describe('events: the binary codec', () => {
     }
     expect(back).to.deep.equal(events);
     expect(block.length).to.be.below(alone / 1.5);
+  });
+
+  it('given an instant kept as canonical across values, writes each value as without it, and still keeps a non-canonical instant as text', () => {
+    const canonical = new CanonicalInstant();
+    for (const event of generated(14, 2_000)) {
+      const plain = encodeLogValue(event, undefined, 'append', scratch);
+      expect(encodeLogValue(event, undefined, 'append', scratch, canonical)).to.deep.equal(plain);
+    }
+    const event = generated(15, 1)[0] as ClusterEvent;
+    // The same millisecond without its fraction: valid, but not the text `isoInstant` gives.
+    const bare = { ...event, at: `${event.at.slice(0, 19)}Z` };
+    canonical.text = `${bare.at.slice(0, 19)}.000Z`;
+    canonical.ms = Date.parse(bare.at);
+    const value = encodeLogValue(bare, undefined, 'append', scratch, canonical);
+    expect(value.toString('utf8')).to.equal(encodeEvent(bare));
   });
 
   it('keeps an event as its text when the codec would not give that text back', () => {

@@ -140,6 +140,19 @@ describe('EventLog (LMDB)', () => {
     await log.close();
   });
 
+  it('gives the appends of one transaction one committed, and an append after it its own', async () => {
+    const log = EventLog.open(tempDir());
+    const a = log.append(leaving('a'));
+    const b = log.append([leaving('b'), leaving('c')]);
+    expect(b.committed).to.equal(a.committed);
+    await b.committed;
+    const c = log.append(leaving('d'));
+    expect(c.committed).to.not.equal(a.committed);
+    await Promise.all([c.committed, a.durable, c.durable]);
+    expect([...log.read()].map((e) => e.seq)).to.deep.equal([1, 2, 3, 4]);
+    await log.close();
+  });
+
   it('resolves durable after committed, and both mean the events can be read', async () => {
     const dir = tempDir();
     const log = EventLog.open(dir);

@@ -68,18 +68,18 @@ export function slotCapReached(state: ClusterState, tenantId: string | null): st
  */
 export function callOf(state: ClusterState, queued: QueuedCall): CallToPlace {
   const steps = rulesSteps(state.rulesVersion);
-  const call = {
-    requestId: queued.requestId,
-    sessionId: queued.sessionId,
-    tenantId: queued.tenantId,
-    demand: queued.demand,
-    retryOf: queued.retryOf,
-    ...(steps.prefersImageHolders ? { imageKey: queued.imageKey ?? null } : {}),
-  };
-  if (!steps.queuesPinnedCalls) return call;
-  return {
-    ...call,
-    deadlineMs: queued.deadlineMs ?? null,
-    queuedRevision: queued.revision ?? null,
-  };
+  // Written out field by field (the same fields, in the same order, as a spread gave): an object
+  // spread followed by more fields costs V8 microseconds, and admission makes one per head.
+  const { requestId, sessionId, tenantId, demand, retryOf } = queued;
+  const imageKey = queued.imageKey ?? null;
+  if (!steps.queuesPinnedCalls) {
+    return steps.prefersImageHolders
+      ? { requestId, sessionId, tenantId, demand, retryOf, imageKey }
+      : { requestId, sessionId, tenantId, demand, retryOf };
+  }
+  const deadlineMs = queued.deadlineMs ?? null;
+  const queuedRevision = queued.revision ?? null;
+  return steps.prefersImageHolders
+    ? { requestId, sessionId, tenantId, demand, retryOf, imageKey, deadlineMs, queuedRevision }
+    : { requestId, sessionId, tenantId, demand, retryOf, deadlineMs, queuedRevision };
 }

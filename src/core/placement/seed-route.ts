@@ -42,9 +42,13 @@ function ruledOut(failures: readonly number[]): string {
     .join(', ');
 }
 
-/** `refusal`, saying whether the call never fits or does not fit now. */
+/**
+ * `refusal` (made just now, held by no one else), saying whether the call never fits or does not
+ * fit now. Set on it rather than copied: a spread followed by a field costs V8 microseconds, and
+ * admission asks this of every tenant's head that does not fit.
+ */
 function withFit(refusal: RejectedDecision, fit: Fit): RejectedDecision {
-  return { ...refusal, fit };
+  return Object.assign(refusal, { fit });
 }
 
 /** Rules 2 to 4 over the candidates, by the walk they came in. */

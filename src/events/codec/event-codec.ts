@@ -37,11 +37,25 @@ import {
  * block): the strings said so far and the last instant. A decoder keeps the same, in order.
  */
 export class EncodeContext {
+  /** The caller's record of the last instant found canonical, if it keeps one. */
+  constructor(readonly canonical?: CanonicalInstant) {}
+
   readonly strings = new Map<string, number>();
   lastAtMs = 0;
   lastAtText = '';
   /** Strings added during the event being encoded (taken back if it is refused). */
   readonly added: string[] = [];
+}
+
+/**
+ * The last instant text an encoder found canonical (the text `isoInstant` gives for its epoch
+ * ms, so a decoder gives it back) and its ms. A writer that encodes value after value, each its
+ * own context, with one `at` per append passes one to each context: the text is parsed and
+ * checked once, not for every value. The caller's, like every cache.
+ */
+export class CanonicalInstant {
+  text = '';
+  ms = NaN;
 }
 
 /**
@@ -162,8 +176,17 @@ function envelopeFirst(value: Record<string, unknown>): boolean {
 function writeInstant(at: string, out: ByteWriter, context: EncodeContext): void {
   let ms = context.lastAtMs;
   if (at !== context.lastAtText) {
-    ms = Date.parse(at);
-    if (!Number.isSafeInteger(ms) || isoInstant(ms) !== at) throw new Refused();
+    const known = context.canonical;
+    if (known !== undefined && at === known.text && at !== '') {
+      ms = known.ms;
+    } else {
+      ms = Date.parse(at);
+      if (!Number.isSafeInteger(ms) || isoInstant(ms) !== at) throw new Refused();
+      if (known !== undefined) {
+        known.text = at;
+        known.ms = ms;
+      }
+    }
   }
   // Zigzag: a clock may step back.
   const delta = ms - context.lastAtMs;

@@ -17,6 +17,7 @@ import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { open, type Database, type RootDatabase, type RootDatabaseOptionsWithPath } from 'lmdb';
 import { ByteWriter } from '../codec/byte-buffers.js';
+import { CanonicalInstant } from '../codec/event-codec.js';
 import {
   isValueFormatName,
   NEWEST_VALUE_FORMAT_NAME,
@@ -96,6 +97,10 @@ export class EventLog<S = never> extends FoldingLog<S> implements EventLogBacken
   private checkQueued = false;
 
   private readonly scratch = new ByteWriter(4096);
+  /** The instant of the last append, checked canonical once for all its events. */
+  private readonly canonical = new CanonicalInstant();
+  /** The commit the appends of this LMDB transaction share (see `track`). */
+  private batch: CommitBatch | undefined;
 
   private constructor(
     readonly dir: string,
@@ -427,7 +432,8 @@ export class EventLog<S = never> extends FoldingLog<S> implements EventLogBacken
     mode: EncodeMode,
     again = false,
   ): Promise<boolean> {
-    const write = this.events.put(event.seq, encodeLogValue(event, text, mode, this.scratch));
+    const value = encodeLogValue(event, text, mode, this.scratch, this.canonical);
+    const write = this.events.put(event.seq, value);
     if (!again) this.recent.add(event.seq, { event, text, mode });
     if (this.first === undefined) {
       this.first = event.seq;
@@ -445,32 +451,36 @@ export class EventLog<S = never> extends FoldingLog<S> implements EventLogBacken
     if (first) this.meta.putSync(META_ORIGIN, originOf(first));
   }
 
+  /**
+   * The append's result. lmdb-js gives every write of one transaction the same promise, so the
+   * appends of one transaction share one `committed` (made for the first of them) until it
+   * resolves: then the guard checks through the last of them and followers wake, once per
+   * commit instead of once per append (a write that gives an earlier promise again, already
+   * resolved, starts a new batch).
+   */
   private track(events: readonly ClusterEvent[], last: Promise<boolean> | undefined): AppendResult {
     const through = events.at(-1)?.seq;
-    const committed = (last ?? this.lastCommit).then(
+    const batch = this.batch;
+    if (last !== undefined && batch !== undefined && batch.write === last && !batch.settled) {
+      if (through !== undefined) batch.through = through;
+      return new Appended(events, batch.committed, this.root);
+    }
+    const next: CommitBatch = { write: last, through, settled: false, committed: LATER };
+    next.committed = (last ?? this.lastCommit).then(
       () => {
-        if (through !== undefined) this.checkCommitted(through);
+        next.settled = true;
+        if (next.through !== undefined) this.checkCommitted(next.through);
         this.wakeFollowers();
       },
       (error: Error) => {
+        next.settled = true;
         this.failure ??= error;
         throw new EventLogError(`event log ${this.dir} failed to commit: ${error.message}`);
       },
     );
-    const settled = committed.catch(() => undefined);
-    this.lastCommit = settled;
-    // Most appenders never wait for the flush: its promise is made when first asked for.
-    let durable: Promise<void> | undefined;
-    const root = this.root;
-    return {
-      events,
-      committed,
-      get durable() {
-        durable ??= committed.then(() => root.flushed).then(() => undefined);
-        durable.catch(() => undefined);
-        return durable;
-      },
-    };
+    this.batch = last === undefined ? undefined : next;
+    this.lastCommit = next.committed.catch(() => undefined);
+    return new Appended(events, next.committed, this.root);
   }
 
   /**
@@ -531,6 +541,41 @@ export class EventLog<S = never> extends FoldingLog<S> implements EventLogBacken
   private foldCurrent(): void {
     this.resetFold(this.lastSnapshot ?? this.first ?? 1);
     for (const event of this.read(this.lastSnapshot ?? 0)) this.fold(event);
+  }
+}
+
+/** The appends of one LMDB transaction: its write promise, the last seq, their `committed`. */
+interface CommitBatch {
+  readonly write: Promise<boolean> | undefined;
+  through: number | undefined;
+  /** Whether its commit has resolved (or failed): later appends start a new batch. */
+  settled: boolean;
+  committed: Promise<void>;
+}
+
+/** A placeholder `committed` until the batch's own is made. */
+const LATER: Promise<void> = Promise.resolve();
+
+/**
+ * What an append gave back. Most appenders never wait for the flush: `durable` is made when first
+ * asked for.
+ */
+class Appended implements AppendResult {
+  private flush: Promise<void> | undefined;
+
+  constructor(
+    readonly events: readonly ClusterEvent[],
+    readonly committed: Promise<void>,
+    private readonly root: RootDatabase,
+  ) {}
+
+  get durable(): Promise<void> {
+    if (this.flush === undefined) {
+      const root = this.root;
+      this.flush = this.committed.then(() => root.flushed).then(() => undefined);
+      this.flush.catch(() => undefined);
+    }
+    return this.flush;
   }
 }
 
