@@ -142,7 +142,9 @@ describe('router: its view of the workers (scripted workers)', function () {
 
   describe('worker identity', () => {
     it('refuses a second live instance of a worker ID at another address, naming the holder; the holder keeps working', async () => {
-      test = await startTestRouter({ config: { PROBE_TIMEOUT: 500 } });
+      // Long enough for a loaded machine to connect to a live worker (500 ms was not: a call was
+      // refused UNAVAILABLE); a stopped one refuses the connection at once.
+      test = await startTestRouter({ config: { PROBE_TIMEOUT: 5_000 } });
       const holder = await worker('w1', test, { instanceId: 'i-holder' });
       const second = await ScriptedWorker.start({ workerId: 'w1', instanceId: 'i-second' });
       workers.push(second);
@@ -172,7 +174,7 @@ describe('router: its view of the workers (scripted workers)', function () {
     });
 
     it('takes a new instance whose holder no longer answers, or at the same address, as a restart: the old containers and sessions end', async () => {
-      test = await startTestRouter({ config: { PROBE_TIMEOUT: 500 } });
+      test = await startTestRouter({ config: { PROBE_TIMEOUT: 5_000 } });
       const router = test;
       const old = await worker('w1', router, { instanceId: 'i-old' });
       const pinned = await run(router.client, 'echo', { sessionId: 's-old' });
