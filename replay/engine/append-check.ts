@@ -514,26 +514,41 @@ export function settleCheck(
   // A log that ends inside an append (an exported range cut there) holds its first events only:
   // they are compared with as many of the decision's.
   const computed = logEnded ? made.slice(0, Math.max(1, check.recorded.length)) : made;
-  const divergence = eventsDifference(check.recorded, computed);
-  // The events' fields are made when a listener reads them (a divergence's report), not for every
-  // decision.
-  let recordedEvents: readonly Record<string, unknown>[] | undefined;
-  let computedEvents: readonly Record<string, unknown>[] | undefined;
-  const { recorded } = check;
-  return {
-    seq: check.seq,
-    at: check.at,
-    trigger: check.trigger,
-    cause: check.cause,
-    recorded: divergence === null ? 'match' : 'diverged',
-    get recordedEvents() {
-      recordedEvents ??= recorded.map(decisionFields);
-      return recordedEvents;
-    },
-    get computedEvents() {
-      computedEvents ??= computed.map(decisionFields);
-      return computedEvents;
-    },
-    divergence,
-  };
+  return new SettledCheck(check, computed, eventsDifference(check.recorded, computed));
+}
+
+/**
+ * A settled check as a `DecisionResult`: the events' fields are made when a listener reads them (a
+ * divergence's report), not for every decision; a class, so no function is made per decision.
+ */
+class SettledCheck implements DecisionResult {
+  readonly seq: number;
+  readonly at: string;
+  readonly trigger: CheckedTrigger;
+  readonly cause: string;
+  readonly recorded: 'match' | 'diverged';
+  private recordedFields: readonly Record<string, unknown>[] | undefined;
+  private computedFields: readonly Record<string, unknown>[] | undefined;
+
+  constructor(
+    private readonly check: OpenCheck,
+    private readonly computed: readonly NewEvent[],
+    readonly divergence: string | null,
+  ) {
+    this.seq = check.seq;
+    this.at = check.at;
+    this.trigger = check.trigger;
+    this.cause = check.cause;
+    this.recorded = divergence === null ? 'match' : 'diverged';
+  }
+
+  get recordedEvents(): readonly Record<string, unknown>[] {
+    this.recordedFields ??= this.check.recorded.map(decisionFields);
+    return this.recordedFields;
+  }
+
+  get computedEvents(): readonly Record<string, unknown>[] {
+    this.computedFields ??= this.computed.map(decisionFields);
+    return this.computedFields;
+  }
 }

@@ -329,7 +329,7 @@ export class Replayer {
 
   private settle(pending: PendingCall): void {
     this.pending = undefined;
-    const { event, decision, computed, recorded } = pending;
+    const { event, computed, recorded } = pending;
     for (const recordedEvent of recorded) this.apply(recordedEvent);
     const hasOutcome =
       event.cause !== null ? recorded.length > 0 : recorded.some((e) => OUTCOMES.has(e.type));
@@ -340,23 +340,44 @@ export class Replayer {
       for (const computedEvent of computed) this.apply(stampLike(computedEvent, event));
     }
     if (!this.options.onCall) return;
-    // The recorded events' fields are made when a listener reads them, not for every call.
-    let recordedEvents: Record<string, unknown>[] | null | undefined;
-    this.options.onCall({
-      seq: event.seq,
-      at: event.at,
-      requestId: event.requestId,
-      sessionId: pending.call.sessionId,
-      tenantId: pending.call.tenantId ?? null,
-      decision,
-      recorded: !hasOutcome ? 'none' : divergence === null ? 'match' : 'diverged',
-      get recordedEvents() {
-        recordedEvents ??= hasOutcome ? recorded.map(decisionFields) : null;
-        return recordedEvents;
-      },
-      divergence,
-      rulesVersion: pending.rulesVersion,
-    });
+    this.options.onCall(new SettledCall(pending, hasOutcome, divergence));
+  }
+}
+
+/**
+ * A settled call as a `CallResult`: the recorded events' fields are made when a listener reads
+ * them, not for every call; a class, so no function is made per call.
+ */
+class SettledCall implements CallResult {
+  readonly seq: number;
+  readonly at: string;
+  readonly requestId: string;
+  readonly sessionId: string | null;
+  readonly tenantId: string | null;
+  readonly decision: PlacementDecision;
+  readonly recorded: CallResult['recorded'];
+  readonly rulesVersion: number;
+  private recordedFields: Record<string, unknown>[] | null | undefined;
+
+  constructor(
+    private readonly pending: PendingCall,
+    private readonly hasOutcome: boolean,
+    readonly divergence: string | null,
+  ) {
+    const { event, call } = pending;
+    this.seq = event.seq;
+    this.at = event.at;
+    this.requestId = event.requestId;
+    this.sessionId = call.sessionId;
+    this.tenantId = call.tenantId ?? null;
+    this.decision = pending.decision;
+    this.recorded = !hasOutcome ? 'none' : divergence === null ? 'match' : 'diverged';
+    this.rulesVersion = pending.rulesVersion;
+  }
+
+  get recordedEvents(): Record<string, unknown>[] | null {
+    this.recordedFields ??= this.hasOutcome ? this.pending.recorded.map(decisionFields) : null;
+    return this.recordedFields;
   }
 }
 
