@@ -142,8 +142,8 @@ class Opening {
       at: this.event.at,
       computed,
       recorded: [],
-      ...(deferred ? { deferred } : {}),
-      ...(this.state.schemaVersion < CONSEQUENCES_LOGGED ? { consequencesImplied: true } : {}),
+      deferred,
+      consequencesImplied: this.state.schemaVersion < CONSEQUENCES_LOGGED,
     };
   }
 }
@@ -210,7 +210,6 @@ export function reopen(
   const cause = event.cause;
   if (cause === null) return undefined;
   const opening = new Opening(state, event, cause);
-  const now = Date.parse(event.at);
   const colon = cause.indexOf(':');
   const kind = colon < 0 ? cause : cause.slice(0, colon);
   switch (kind) {
@@ -240,10 +239,13 @@ export function reopen(
       // by hand, with no pass behind them at their time: they are folded as recorded.
       return state.routerVersion === SCRIPTED_VERSION
         ? undefined
-        : opening.open('reaper', decide('reaper', state, { now }).events);
+        : opening.open('reaper', decide('reaper', state, { now: Date.parse(event.at) }).events);
     case 'routing':
       return event.type === 'ResidencyProtected'
-        ? opening.open('protection', decide('protection', state, { now }).events)
+        ? opening.open(
+            'protection',
+            decide('protection', state, { now: Date.parse(event.at) }).events,
+          )
         : undefined;
     case 'probe':
       if (event.type === 'WorkerProbeFailed') {
@@ -289,7 +291,7 @@ export function reopen(
         }
       }
       try {
-        return reopenPinChange(state, event, now, opening);
+        return reopenPinChange(state, event, Date.parse(event.at), opening);
       } catch {
         // Refused now (a pin change the core would not make against this state): nothing made.
         return opening.open(event.type === 'PinStaged' ? 'stage' : 'pinChange', []);
