@@ -157,10 +157,21 @@ export class Replayer {
     return recordedRulesVersion(this.recordedVersion);
   }
 
-  /** The config placement uses at the next decision: the config in force plus the overrides. */
+  /**
+   * The config placement uses at the next decision: the config in force plus the overrides, made
+   * again only when the fold replaced the config in force (a start, a snapshot), not per call.
+   */
   get config(): Config {
-    return { ...this.working.config, ...this.options.overrides };
+    if (this.configInForce === undefined || this.configFrom !== this.working.config) {
+      this.configFrom = this.working.config;
+      this.configInForce = { ...this.working.config, ...this.options.overrides };
+    }
+    return this.configInForce;
   }
+
+  /** The config in force the last `config` was made from (the fold replaces it, never changes it). */
+  private configFrom: Config | undefined;
+  private configInForce: Config | undefined;
 
   /** The rules version the log recorded last (before any `--rules current`). */
   private recordedVersion: number | null = null;
