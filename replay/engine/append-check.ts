@@ -142,8 +142,8 @@ class Opening {
       at: this.event.at,
       computed,
       recorded: [],
-      ...(deferred ? { deferred } : {}),
-      ...(this.state.schemaVersion < CONSEQUENCES_LOGGED ? { consequencesImplied: true } : {}),
+      deferred,
+      consequencesImplied: this.state.schemaVersion < CONSEQUENCES_LOGGED,
     };
   }
 }
@@ -210,7 +210,6 @@ export function reopen(
   const cause = event.cause;
   if (cause === null) return undefined;
   const opening = new Opening(state, event, cause);
-  const now = Date.parse(event.at);
   const colon = cause.indexOf(':');
   const kind = colon < 0 ? cause : cause.slice(0, colon);
   switch (kind) {
@@ -240,10 +239,13 @@ export function reopen(
       // by hand, with no pass behind them at their time: they are folded as recorded.
       return state.routerVersion === SCRIPTED_VERSION
         ? undefined
-        : opening.open('reaper', decide('reaper', state, { now }).events);
+        : opening.open('reaper', decide('reaper', state, { now: Date.parse(event.at) }).events);
     case 'routing':
       return event.type === 'ResidencyProtected'
-        ? opening.open('protection', decide('protection', state, { now }).events)
+        ? opening.open(
+            'protection',
+            decide('protection', state, { now: Date.parse(event.at) }).events,
+          )
         : undefined;
     case 'probe':
       if (event.type === 'WorkerProbeFailed') {
@@ -289,7 +291,7 @@ export function reopen(
         }
       }
       try {
-        return reopenPinChange(state, event, now, opening);
+        return reopenPinChange(state, event, Date.parse(event.at), opening);
       } catch {
         // Refused now (a pin change the core would not make against this state): nothing made.
         return opening.open(event.type === 'PinStaged' ? 'stage' : 'pinChange', []);
@@ -514,26 +516,41 @@ export function settleCheck(
   // A log that ends inside an append (an exported range cut there) holds its first events only:
   // they are compared with as many of the decision's.
   const computed = logEnded ? made.slice(0, Math.max(1, check.recorded.length)) : made;
-  const divergence = eventsDifference(check.recorded, computed);
-  // The events' fields are made when a listener reads them (a divergence's report), not for every
-  // decision.
-  let recordedEvents: readonly Record<string, unknown>[] | undefined;
-  let computedEvents: readonly Record<string, unknown>[] | undefined;
-  const { recorded } = check;
-  return {
-    seq: check.seq,
-    at: check.at,
-    trigger: check.trigger,
-    cause: check.cause,
-    recorded: divergence === null ? 'match' : 'diverged',
-    get recordedEvents() {
-      recordedEvents ??= recorded.map(decisionFields);
-      return recordedEvents;
-    },
-    get computedEvents() {
-      computedEvents ??= computed.map(decisionFields);
-      return computedEvents;
-    },
-    divergence,
-  };
+  return new SettledCheck(check, computed, eventsDifference(check.recorded, computed));
+}
+
+/**
+ * A settled check as a `DecisionResult`: the events' fields are made when a listener reads them (a
+ * divergence's report), not for every decision; a class, so no function is made per decision.
+ */
+class SettledCheck implements DecisionResult {
+  readonly seq: number;
+  readonly at: string;
+  readonly trigger: CheckedTrigger;
+  readonly cause: string;
+  readonly recorded: 'match' | 'diverged';
+  private recordedFields: readonly Record<string, unknown>[] | undefined;
+  private computedFields: readonly Record<string, unknown>[] | undefined;
+
+  constructor(
+    private readonly check: OpenCheck,
+    private readonly computed: readonly NewEvent[],
+    readonly divergence: string | null,
+  ) {
+    this.seq = check.seq;
+    this.at = check.at;
+    this.trigger = check.trigger;
+    this.cause = check.cause;
+    this.recorded = divergence === null ? 'match' : 'diverged';
+  }
+
+  get recordedEvents(): readonly Record<string, unknown>[] {
+    this.recordedFields ??= this.check.recorded.map(decisionFields);
+    return this.recordedFields;
+  }
+
+  get computedEvents(): readonly Record<string, unknown>[] {
+    this.computedFields ??= this.computed.map(decisionFields);
+    return this.computedFields;
+  }
 }

@@ -157,10 +157,21 @@ export class Replayer {
     return recordedRulesVersion(this.recordedVersion);
   }
 
-  /** The config placement uses at the next decision: the config in force plus the overrides. */
+  /**
+   * The config placement uses at the next decision: the config in force plus the overrides, made
+   * again only when the fold replaced the config in force (a start, a snapshot), not per call.
+   */
   get config(): Config {
-    return { ...this.working.config, ...this.options.overrides };
+    if (this.configInForce === undefined || this.configFrom !== this.working.config) {
+      this.configFrom = this.working.config;
+      this.configInForce = { ...this.working.config, ...this.options.overrides };
+    }
+    return this.configInForce;
   }
+
+  /** The config in force the last `config` was made from (the fold replaces it, never changes it). */
+  private configFrom: Config | undefined;
+  private configInForce: Config | undefined;
 
   /** The rules version the log recorded last (before any `--rules current`). */
   private recordedVersion: number | null = null;
@@ -329,7 +340,7 @@ export class Replayer {
 
   private settle(pending: PendingCall): void {
     this.pending = undefined;
-    const { event, decision, computed, recorded } = pending;
+    const { event, computed, recorded } = pending;
     for (const recordedEvent of recorded) this.apply(recordedEvent);
     const hasOutcome =
       event.cause !== null ? recorded.length > 0 : recorded.some((e) => OUTCOMES.has(e.type));
@@ -340,24 +351,46 @@ export class Replayer {
       for (const computedEvent of computed) this.apply(stampLike(computedEvent, event));
     }
     if (!this.options.onCall) return;
-    // The recorded events' fields are made when a listener reads them, not for every call.
-    let recordedEvents: Record<string, unknown>[] | null | undefined;
-    this.options.onCall({
-      seq: event.seq,
-      at: event.at,
-      requestId: event.requestId,
-      sessionId: pending.call.sessionId,
-      tenantId: pending.call.tenantId ?? null,
-      decision,
-      queued: queuedWhy(computed),
-      recorded: !hasOutcome ? 'none' : divergence === null ? 'match' : 'diverged',
-      get recordedEvents() {
-        recordedEvents ??= hasOutcome ? recorded.map(decisionFields) : null;
-        return recordedEvents;
-      },
-      divergence,
-      rulesVersion: pending.rulesVersion,
-    });
+    this.options.onCall(new SettledCall(pending, hasOutcome, divergence));
+  }
+}
+
+/**
+ * A settled call as a `CallResult`: the recorded events' fields are made when a listener reads
+ * them, not for every call; a class, so no function is made per call.
+ */
+class SettledCall implements CallResult {
+  readonly seq: number;
+  readonly at: string;
+  readonly requestId: string;
+  readonly sessionId: string | null;
+  readonly tenantId: string | null;
+  readonly decision: PlacementDecision;
+  readonly queued: string | null;
+  readonly recorded: CallResult['recorded'];
+  readonly rulesVersion: number;
+  private recordedFields: Record<string, unknown>[] | null | undefined;
+
+  constructor(
+    private readonly pending: PendingCall,
+    private readonly hasOutcome: boolean,
+    readonly divergence: string | null,
+  ) {
+    const { event, call } = pending;
+    this.seq = event.seq;
+    this.at = event.at;
+    this.requestId = event.requestId;
+    this.sessionId = call.sessionId;
+    this.tenantId = call.tenantId ?? null;
+    this.decision = pending.decision;
+    this.queued = queuedWhy(pending.computed);
+    this.recorded = !hasOutcome ? 'none' : divergence === null ? 'match' : 'diverged';
+    this.rulesVersion = pending.rulesVersion;
+  }
+
+  get recordedEvents(): Record<string, unknown>[] | null {
+    this.recordedFields ??= this.hasOutcome ? this.pending.recorded.map(decisionFields) : null;
+    return this.recordedFields;
   }
 }
 

@@ -14,6 +14,7 @@
 import type { Draft } from 'immer';
 import type { ClusterEvent } from '../events/types.js';
 import type { ClusterState } from './cluster-state.js';
+import { instantMs } from '../shared/instant.js';
 import { rulesSteps } from './rules-steps.js';
 import type { TenantCall } from './routing-state.js';
 
@@ -26,7 +27,7 @@ type State = Draft<ClusterState>;
  */
 export function forgetDue(state: State, event: ClusterEvent): void {
   const { at } = event;
-  const now = Date.parse(at);
+  const now = instantMs(at);
   if (Number.isNaN(now)) return;
   if (!rulesSteps(state.rulesVersion).forgetsAsOfAnyEvent) {
     if (event.type === 'CallRequested' && event.tenantId !== null) {
@@ -54,7 +55,7 @@ function forgetCalls(state: State, cutoff: number, at: string): void {
   const calls = state.routing.calls;
   const kept: [string, TenantCall][] = [];
   for (const [requestId, call] of calls) {
-    if (Date.parse(call.at) >= cutoff) break;
+    if (instantMs(call.at) >= cutoff) break;
     calls.delete(requestId);
     if (state.reservations.has(requestId)) kept.push([requestId, { ...call, at }]);
   }
@@ -64,5 +65,5 @@ function forgetCalls(state: State, cutoff: number, at: string): void {
 /** Notes that `sessionId` ended at `at`: it is forgotten `SESSION_RETENTION` later. */
 export function scheduleForgetting(state: State, sessionId: string, at: string): void {
   state.sessionExpiries.delete(sessionId);
-  state.sessionExpiries.set(sessionId, Date.parse(at));
+  state.sessionExpiries.set(sessionId, instantMs(at));
 }

@@ -47,11 +47,18 @@ function hasRoom(worker: WorkerRecord): boolean {
   return containerCount.check(worker, CPU_CALL, DEFAULT_CONFIG) !== Verdict.fail;
 }
 
-/** Negative when `a` ranks before `b`: their keys left to right, then their IDs as text. */
+/**
+ * Negative when `a` ranks before `b`: their keys left to right, then their IDs as text. -1 or 1,
+ * not the keys' difference: a fraction returned from a call not inlined is a heap number made for
+ * every comparison.
+ */
 function compareCandidates(a: RankedCandidate, b: RankedCandidate): number {
   for (let i = 0; i < a.key.length; i += 1) {
     const difference = (a.key[i] as number) - (b.key[i] as number);
-    if (difference !== 0) return difference;
+    if (difference < 0) return -1;
+    if (difference > 0) return 1;
+    // A key that is not a number (none is): its comparison says so, as its difference did.
+    if (difference !== 0) return Number.NaN;
   }
   return compareText(a.worker.workerId, b.worker.workerId);
 }

@@ -38,6 +38,8 @@ const decompress = promisify(brotliDecompress);
 
 /** Raw bytes a block holds at most before the next event starts a new one. */
 const BLOCK_BYTES = 256 * 1024;
+/** Events a reader decodes at a time (one step of the event loop a slice). */
+const SLICE = 1024;
 /** Brotli's quality: 5 compresses these blocks about as small as 9 at a fifth of its cost. */
 const QUALITY = 5;
 
@@ -306,7 +308,7 @@ export class ArchiveFile {
     for await (const batch of this.readBlocks(fromSeq, toSeq, options)) yield* batch;
   }
 
-  /** The same, a block's events at a time (one step of the event loop a block, not an event). */
+  /** The same, a slice of a block's events at a time (one step of the event loop a slice). */
   async *readBlocks(
     fromSeq = 0,
     toSeq = Number.MAX_SAFE_INTEGER,
@@ -324,9 +326,10 @@ export class ArchiveFile {
       next = following ? this.rawBlock(following.index) : undefined;
       // A block read ahead that fails is reported when its turn comes, not as an unhandled one.
       next?.catch(() => undefined);
-      const batch = this.decodeBlock(raw, block, fromSeq, toSeq, skipSnapshots, skip);
-      if (batch.length > 0) skip = true;
-      yield batch;
+      for (const batch of this.decodeBlock(raw, block, fromSeq, toSeq, skipSnapshots, skip)) {
+        skip = true;
+        yield batch;
+      }
     }
   }
 
@@ -339,21 +342,24 @@ export class ArchiveFile {
   }
 
   /**
-   * A block's events in the range; with `skipSnapshots`, every `Snapshot` after the first event
-   * taken is passed over (`taken`: an event was taken before this block).
+   * A block's events in the range, `SLICE` at a time, each slice decoded when the one before it
+   * has been taken (a block holds about 9,000 events: decoded at once they would all outlive
+   * the young generation of the heap, to be copied and promoted); with `skipSnapshots`, every
+   * `Snapshot` after the first event taken is passed over (`taken`: an event was taken before
+   * this block).
    */
-  private decodeBlock(
+  private *decodeBlock(
     raw: Buffer,
     block: ArchiveBlock,
     fromSeq: number,
     toSeq: number,
     skipSnapshots: boolean,
     taken: boolean,
-  ): StoredEvent[] {
+  ): Generator<StoredEvent[]> {
     const reader = new ByteReader(raw);
     const context = new DecodeContext(undefined, ARCHIVE_CODECS[this.header.codec]);
     const end = block.firstSeq + block.events - 1;
-    const out: StoredEvent[] = [];
+    let out: StoredEvent[] = [];
     let skip = skipSnapshots && taken;
     for (let seq = block.firstSeq; seq <= end; seq += 1) {
       let stored: StoredEvent | undefined;
@@ -369,10 +375,14 @@ export class ArchiveFile {
       if (stored !== undefined) {
         out.push(stored);
         skip = skipSnapshots;
+        if (out.length >= SLICE) {
+          yield out;
+          out = [];
+        }
       }
     }
     if (!reader.done) throw this.damaged(`bytes follow seq ${end} in its block`);
-    return out;
+    if (out.length > 0) yield out;
   }
 
   private damaged(problem: string): DamagedArchiveError {

@@ -153,12 +153,15 @@ export function decodeLogValue(value: Buffer, seq: number, instants?: InstantCac
       `not a stored event: it starts with byte ${first ?? 'none'} (a log written by a newer readie?)`,
     );
   }
-  return binaryEvent(seq, () => {
+  let raw: Record<string, unknown>;
+  try {
     const reader = new ByteReader(value, 1);
-    const raw = decodeEventBinary(reader, seq, new DecodeContext(instants, format));
+    raw = decodeEventBinary(reader, seq, new DecodeContext(instants, format));
     if (!reader.done) throw new CodecError('bytes follow the event');
-    return raw;
-  });
+  } catch (error) {
+    throw unreadable(seq, error);
+  }
+  return binaryEvent(seq, raw);
 }
 
 /** Appends one event to an archive block (binary when `mode` allows and the codec takes it). */
@@ -202,17 +205,17 @@ export function decodeBlockEvent(
   } catch (error) {
     throw unreadable(seq, error);
   }
-  return binaryEvent(seq, () => decodeEventOfCode(code, reader, seq, context));
-}
-
-/** Decodes and validates a binary event, turning a codec failure into an `InvalidEventError`. */
-function binaryEvent(seq: number, decode: () => Record<string, unknown>): StoredEvent {
   let raw: Record<string, unknown>;
   try {
-    raw = decode();
+    raw = decodeEventOfCode(code, reader, seq, context);
   } catch (error) {
     throw unreadable(seq, error);
   }
+  return binaryEvent(seq, raw);
+}
+
+/** A decoded binary event, validated. */
+function binaryEvent(seq: number, raw: Record<string, unknown>): StoredEvent {
   return new BinaryStoredEvent(validateEvent(raw, { seq }));
 }
 
