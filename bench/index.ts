@@ -11,6 +11,7 @@ const BENCHMARKS: Record<string, () => Promise<unknown>> = {
   router: async () => (await import('./router.js')).run(),
   worker: async () => (await import('./worker.js')).run(),
   images: async () => (await import('./images.js')).run(),
+  'image-placement': async () => (await import('./image-placement.js')).run(),
   fanout: async () => (await import('./fanout.js')).run(),
   'fanout-peers': async () => (await import('./fanout-peers.js')).run(),
   failover: async () => (await import('./failover.js')).run(),
