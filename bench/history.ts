@@ -20,7 +20,11 @@ import { EVENT_SCHEMA_VERSION } from '../src/events/schema.js';
 import { PLACEMENT_RULES_VERSION } from '../src/core/placement/index.js';
 import { CallHistory } from '../src/projections/call-history.js';
 import { applyInPlace, initialState, type ClusterState } from '../src/projections/index.js';
+import { demand } from '../test/support/events.js';
 import { collectGarbage, median, ratio } from './support.js';
+
+/** Every call's demand: numpy, nothing else asked. */
+const NUMPY_DEMAND = demand({ imports: ['numpy'] });
 
 const CALLS = 100_000;
 const WORKERS = 50;
@@ -75,16 +79,7 @@ function callEvents(calls: number): ClusterEvent[] {
       requestId,
       sessionId: null,
       tenantId: `tenant-${i % 100}`,
-      demand: {
-        memory: null,
-        gpuMemory: null,
-        gpu: null,
-        disableOptimizedExecution: null,
-        checkpointId: null,
-        imports: ['numpy'],
-        packages: null,
-        pinned: null,
-      },
+      demand: NUMPY_DEMAND,
       retryOf: null,
       function: 'jobs.scoring.score_batch',
       turnWaitMs: null,
@@ -96,16 +91,7 @@ function callEvents(calls: number): ClusterEvent[] {
         requestId,
         sessionId: null,
         tenantId: `tenant-${i % 100}`,
-        demand: {
-          memory: null,
-          gpuMemory: null,
-          gpu: null,
-          disableOptimizedExecution: null,
-          checkpointId: null,
-          imports: ['numpy'],
-          packages: null,
-          pinned: null,
-        },
+        demand: NUMPY_DEMAND,
         retryOf: null,
         why: `tenant tenant-${i % 100} holds its quota's 4 slots (max-slots)`,
       });

@@ -39,7 +39,8 @@ function built(workerId: string, declarations: string[], tenantId = 'acme'): New
 }
 
 /** w1, w2, w3, all empty (the ranking puts w1 first), w3 holding the image of KEY. */
-function given(rulesVersion: number, ...more: NewEvent[]) {
+/** Three workers under `rulesVersion`, w3 holding acme's image of KEY, then `more`. */
+function holderLog(rulesVersion: number, ...more: NewEvent[]) {
   return history(
     started({}, rulesVersion),
     registered('w1'),
@@ -47,7 +48,11 @@ function given(rulesVersion: number, ...more: NewEvent[]) {
     registered('w3'),
     built('w3', [KEY]),
     ...more,
-  ).state();
+  );
+}
+
+function given(rulesVersion: number, ...more: NewEvent[]) {
+  return holderLog(rulesVersion, ...more).state();
 }
 
 function call(imageKey: string | null, memory: number | null = null): CallToPlace {
@@ -138,15 +143,7 @@ describe("core: placement prefers a worker that holds the call's image (rules v8
       imageId: IMAGE,
       reason: 'evicted',
     };
-    const log = history(
-      started({}, IMAGE_RULES_VERSION),
-      registered('w1'),
-      registered('w2'),
-      registered('w3'),
-      built('w3', [KEY]),
-      removed,
-    );
-    const events = log.events;
+    const events = holderLog(IMAGE_RULES_VERSION, removed).events;
     const restored = stateFromJson(stateToJson(fold(events.slice(0, -1))));
     expect(workerOf(place(restored, call(KEY)))).to.equal('w3');
     // The restored holdings are keyed as the fold keys them, so the removal finds the image.
@@ -177,13 +174,7 @@ describe("core: placement prefers a worker that holds the call's image (rules v8
   });
 
   it("the explain page prints the image: its holders and what they decided, and each worker's image column", () => {
-    const log = history(
-      started({}, IMAGE_RULES_VERSION),
-      registered('w1'),
-      registered('w2'),
-      registered('w3'),
-      built('w3', [KEY]),
-    );
+    const log = holderLog(IMAGE_RULES_VERSION);
     const before = log.state();
     const explanation = explainPlacement(before, call(KEY));
     log.add(...decide('call', before, { call: call(KEY) }).events);
