@@ -32,6 +32,8 @@ export interface CallStep {
   readonly retryOf?: string | null;
   /** What its caller's deadline leaves it, ms (`CallRequested.deadlineMs`; default none). */
   readonly deadlineMs?: number | null;
+  /** The key of its image declaration (`CallRequested.imageKey`; default none). */
+  readonly imageKey?: string | null;
   /**
    * What the call is meant to get: the worker it is placed on, or the code it is rejected with
    * (`'w2'`, `'RESOURCE_EXHAUSTED'`). Recording throws when placement decides otherwise, so a
@@ -250,6 +252,8 @@ export function recordScenario(
           tenantId: step.tenantId ?? null,
           retryOf: step.retryOf ?? null,
           deadlineMs: step.deadlineMs ?? null,
+          // Written only when named, so scenarios without images record as they did.
+          ...(step.imageKey ? { imageKey: step.imageKey } : {}),
         };
         calls.set(step.requestId, call);
         const made = decide('call', state, { call });

@@ -3,7 +3,11 @@ import type { QueueWait } from '../engine/queue-wait.js';
 import { queueWaitSection } from './queue-wait-screen.js';
 import type { ClusterEvent } from '../../src/events/index.js';
 import type { Reservation, SessionRecord } from '../../src/projections/index.js';
-import type { PlacementExplanation, WorkerExplanation } from '../../src/core/placement/index.js';
+import {
+  costText,
+  type PlacementExplanation,
+  type WorkerExplanation,
+} from '../../src/core/placement/index.js';
 import { printableData } from '../../src/shared/printable.js';
 import { formatDuration, formatSize } from '../../src/shared/units.js';
 import type { CallViewData } from '../../src/projections/index.js';
@@ -87,15 +91,16 @@ function workersSection(explanation: PlacementExplanation): string[] {
     `Workers: ${workers.length} known, ${candidates} candidate${candidates === 1 ? '' : 's'}, ${eligible} passing every filter`,
     explanation.image === undefined
       ? 'ranking key: (flavor-penalty, memory-pressure, cpu-pressure, in-flight, worker ID), lowest wins'
-      : "ranking key: a holder of the call's image first, then (flavor-penalty, memory-pressure, cpu-pressure, in-flight, worker ID), lowest wins",
+      : explanation.image.buildCost === undefined
+        ? "ranking key: a holder of the call's image first, then (flavor-penalty, memory-pressure, cpu-pressure, in-flight, worker ID), lowest wins"
+        : "ranking key: the lowest image cost first (cover, plus the image's build where it is not held), then (flavor-penalty, memory-pressure, cpu-pressure, in-flight, worker ID), lowest wins",
     ...imageLines(explanation),
     '',
   ];
   for (const worker of workers) {
     const rank =
       worker.rank === null ? '' : `  rank ${worker.rank}${worker.rank === 1 ? ' (chosen)' : ''}`;
-    const image =
-      worker.holdsImage === undefined ? '' : `  image ${worker.holdsImage ? 'held' : '-'}`;
+    const image = imageColumn(worker);
     lines.push(
       `${worker.workerId}  ${worker.status} ${worker.flavor}${rank}${image}  key ${rankKeyText(worker)}`,
     );
@@ -113,7 +118,23 @@ function workersSection(explanation: PlacementExplanation): string[] {
   return lines;
 }
 
-/** The call's image (rules v8): who holds it, and what that decided. */
+/**
+ * A worker's image column: under rules 10 its image cost in parts (held, or the build it would
+ * pay), under 8 and 9 whether it holds the image; empty when the call names none.
+ */
+function imageColumn(worker: WorkerExplanation): string {
+  const cost = worker.imageCost;
+  if (cost === undefined) {
+    return worker.holdsImage === undefined ? '' : `  image ${worker.holdsImage ? 'held' : '-'}`;
+  }
+  const cover = costText(cost.cover);
+  if (cost.held) return `  image held: cost ${cover} (cover ${cover})`;
+  return cost.build === null || cost.total === null
+    ? `  image build: cost unknown (cover ${cover} + a build of unknown cost)`
+    : `  image build: cost ${costText(cost.total)} (cover ${cover} + build ${costText(cost.build)})`;
+}
+
+/** The call's image (rules v8, v10): who holds it, and what that decided. */
 function imageLines(explanation: PlacementExplanation): string[] {
   const image = explanation.image;
   if (image === undefined) return [];

@@ -14,6 +14,12 @@ export interface HeldImageRecord {
   readonly tenantId: string | null;
   readonly imageId: string;
   readonly bytes: number;
+  /**
+   * How long its build took on that worker, ms, as its `ImageBuilt` said; 0: not known (found on
+   * disk by a held-images report with no build before it). Rules 10 read it as the image's build
+   * cost.
+   */
+  readonly buildMs: number;
   /** The declaration keys that resolved to it on that worker (sorted). */
   readonly declarations: readonly string[];
 }
@@ -85,9 +91,34 @@ export function applyImageEvent(
     tenantId: event.tenantId,
     imageId: event.imageId,
     bytes: event.bytes,
+    // A held-images report's `ImageBuilt` (buildMs 0: found on disk) keeps the build time the
+    // router knew.
+    buildMs: event.buildMs > 0 ? event.buildMs : (before?.buildMs ?? 0),
     declarations,
   });
   countKeys(index, event.workerId, declarations, 1);
+}
+
+/**
+ * What building the image of `imageKey` costs, ms: the longest build any of its holders recorded
+ * (`ImageBuilt.buildMs`); null when none recorded one above 0 (unknown).
+ */
+export function imageBuildCost(
+  holdings: ImageHoldings,
+  index: ImageKeyIndex,
+  imageKey: string,
+): number | null {
+  let longest = 0;
+  const workers = index.get(imageKey);
+  if (!workers) return null;
+  for (const workerId of workers.keys()) {
+    const images = holdings.get(workerId);
+    if (!images) continue;
+    for (const image of images.values()) {
+      if (image.buildMs > longest && image.declarations.includes(imageKey)) longest = image.buildMs;
+    }
+  }
+  return longest > 0 ? longest : null;
 }
 
 /** The workers that hold the image of `imageKey`, by worker ID as text. */

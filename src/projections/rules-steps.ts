@@ -21,8 +21,15 @@ export const IMAGE_RULES_VERSION = 8;
  */
 export const PINNED_QUEUE_RULES_VERSION = 9;
 
+/**
+ * The first rules version under which a call naming an image goes to the worker of lowest image
+ * cost: its flavor's cheapest checkpoint for the call's imports, plus the image's build cost where
+ * the worker does not hold it (docs/placement.md, "Images").
+ */
+export const IMAGE_COST_RULES_VERSION = 10;
+
 /** The placement rules this code decides by (today's). */
-export const PLACEMENT_RULES_VERSION = PINNED_QUEUE_RULES_VERSION;
+export const PLACEMENT_RULES_VERSION = IMAGE_COST_RULES_VERSION;
 
 /**
  * The versions this code can decide by, each as released. Version 1's steps (container-count,
@@ -38,6 +45,7 @@ export const KEPT_RULES_VERSIONS: readonly number[] = [
   7,
   IMAGE_RULES_VERSION,
   PINNED_QUEUE_RULES_VERSION,
+  IMAGE_COST_RULES_VERSION,
 ];
 
 /**
@@ -103,6 +111,12 @@ export interface RulesSteps {
    * were shed with the retry-after hint.
    */
   readonly queuesPinnedCalls: boolean;
+  /**
+   * 10 on (`IMAGE_COST_RULES_VERSION`): a call naming an image goes to the filter-passing worker
+   * of lowest image cost, `cover(flavor) + (holds the image ? 0 : build cost)`, ties to the
+   * ranking; under 8 and 9 to the best-ranked holder, else the ranking's choice.
+   */
+  readonly costsImages: boolean;
 }
 
 /** The steps of the rules a log recorded as `recordedVersion` (see `rulesSteps`). */
@@ -117,6 +131,7 @@ function stepsOf(recordedVersion: number): RulesSteps {
     sessionContainersHoldSlots: recordedVersion >= 7,
     prefersImageHolders: version >= IMAGE_RULES_VERSION,
     queuesPinnedCalls: version >= PINNED_QUEUE_RULES_VERSION,
+    costsImages: version >= IMAGE_COST_RULES_VERSION,
   });
 }
 

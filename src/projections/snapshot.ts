@@ -190,6 +190,8 @@ const ImagesSchema = T.Record(
       tenantId: Nullable(Text),
       imageId: Text,
       bytes: Count,
+      // Absent in snapshots written before the fold kept build times: 0, not known.
+      buildMs: T.Optional(Count),
       declarations: T.Array(Text),
     }),
   ),
@@ -319,7 +321,13 @@ export function stateFromJson(json: ClusterStateJson): ClusterState {
     },
     images: mapOf(
       copy.images ?? {},
-      (images) => new Map(images.map((image) => [imageSlot(image.tenantId, image.imageId), image])),
+      (images) =>
+        new Map(
+          images.map((image) => [
+            imageSlot(image.tenantId, image.imageId),
+            { ...image, buildMs: image.buildMs ?? 0 },
+          ]),
+        ),
     ),
   };
   return {

@@ -58,8 +58,10 @@ function sessionOfA(): NewEvent[] {
 
 describe('core: each released rules version decides as it did', () => {
   it("keeps versions 2 to today, and a version it does not keep (1, or a newer one) takes today's steps", () => {
-    expect(KEPT_RULES_VERSIONS).to.deep.equal([2, 3, 4, 5, 6, 7, 8, PLACEMENT_RULES_VERSION]);
-    expect(PLACEMENT_RULES_VERSION).to.equal(9);
+    expect(KEPT_RULES_VERSIONS).to.deep.equal([2, 3, 4, 5, 6, 7, 8, 9, PLACEMENT_RULES_VERSION]);
+    expect(PLACEMENT_RULES_VERSION).to.equal(10);
+    expect(rulesSteps(9).costsImages).to.equal(false);
+    expect(rulesSteps(10).costsImages).to.equal(true);
     expect(rulesSteps(8).queuesPinnedCalls).to.equal(false);
     expect(rulesSteps(9).queuesPinnedCalls).to.equal(true);
     expect(rulesSteps(null).version).to.equal(PLACEMENT_RULES_VERSION);

@@ -193,6 +193,18 @@ describe('regression fixtures', () => {
       );
     });
 
+    it('the image-cost fixture replayed by rules 9 (no image cost) diverges at each call the cost moved', () => {
+      const events = readEvents(join(FIXTURES, 'image-cost-placement.jsonl'));
+      const nine = changed(events, 1, (e) => (e.rulesVersion = 9));
+      const diverged = replayEvents(nine).filter((result) => result.recorded === 'diverged');
+      const seqOf = (requestId: string) =>
+        events.find((e) => e.type === 'CallRequested' && e.requestId === requestId)?.seq;
+      expect(diverged.map((result) => [result.seq, result.divergence])).to.deep.equal([
+        [seqOf('held-nowhere'), 'CallPlaced.workerId: recorded g1, now w1'],
+        [seqOf('cheap-build-beats-holder'), 'CallPlaced.workerId: recorded g1, now w1'],
+      ]);
+    });
+
     it('a changed eviction is caught at the next call of the session it expired', () => {
       const events = readEvents(join(FIXTURES, 'session-expired-after-eviction.jsonl'));
       const eviction = events.find((e) => e.type === 'WorkerEvicted')!;

@@ -62,7 +62,10 @@ export function chooseCheckpoint(placing: Placing, worker: WorkerRecord): Checkp
     );
     return { ok: true, checkpointId: null };
   }
-  const rows = costTable(catalogue.catalogue, flavor, demand.imports);
+  // The image step may have made this flavor's table for this call already.
+  const rows =
+    placing.costTables?.get(worker.flavor) ??
+    costTable(catalogue.catalogue, flavor, demand.imports);
   const winner = cheapest(rows);
   const chosen = winner?.checkpointId ?? null;
   record(chosen, chosen === null ? 'a cold start is cheapest' : `"${chosen}" is cheapest`, rows);

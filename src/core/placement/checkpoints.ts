@@ -27,7 +27,8 @@ export function flavorCatalogue(
   return catalogue?.catalogue.flavors[flavor];
 }
 
-function importCost(catalogue: Catalogue, module: string): number {
+/** What importing `module` costs by the catalogue (its `importCosts` entry, else the default). */
+export function importCost(catalogue: Catalogue, module: string): number {
   return catalogue.importCosts[module] ?? catalogue.defaultImportCost;
 }
 

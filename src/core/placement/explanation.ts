@@ -40,16 +40,41 @@ export interface WorkerExplanation {
    * image or the rules in force do not read images.
    */
   readonly holdsImage?: boolean;
+  /**
+   * Its image cost, when it passed every filter (rules v10: the lowest wins); absent otherwise and
+   * under earlier rules.
+   */
+  readonly imageCost?: WorkerImageCost;
 }
 
-/** How the call's image counted (rules v8). */
+/** A filter-passing worker's image cost in parts (rules v10). */
+export interface WorkerImageCost {
+  /** Whether it holds the image (nothing to build). */
+  readonly held: boolean;
+  /** Its flavor's cheapest start for the call's import hints (0 without a catalogue). */
+  readonly cover: number;
+  /** The build it would pay: 0 when held; null when no holder recorded one (unknown). */
+  readonly build: number | null;
+  /** `cover + build`; null when the build is unknown. */
+  readonly total: number | null;
+}
+
+/** How the call's image counted (rules v8, v10). */
 export interface ImageExplanation {
   /** The call's image key (`CallRequested.imageKey`). */
   readonly imageKey: string;
   /** The workers that hold it, by ID. */
   readonly holders: readonly string[];
-  /** The holder the call went to; null: none passed, the ranking chose. */
+  /**
+   * The worker the image step chose: under rules 8 the holder the call went to (null: none
+   * passed, the ranking chose); under 10 the worker of lowest image cost (null: none passed).
+   */
   readonly chosen: string | null;
+  /**
+   * Rules v10: the image's build cost (the longest build its holders recorded); null: unknown.
+   * Absent under rules 8 and 9.
+   */
+  readonly buildCost?: number | null;
   readonly reason: string;
 }
 
@@ -96,6 +121,15 @@ export interface PlacementExplanation {
   readonly decision: PlacementDecision;
 }
 
+/** A worker's image cost as its explanation carries it (nothing when it has none). */
+function imageCostOf(
+  costs: ReadonlyMap<string, WorkerImageCost>,
+  workerId: string,
+): { imageCost?: WorkerImageCost } {
+  const imageCost = costs.get(workerId);
+  return imageCost === undefined ? {} : { imageCost };
+}
+
 /** Collects the explanation while placement decides. */
 export class ExplanationBuilder implements RoutingExplainSink {
   private sessionPart: SessionExplanation | null = null;
@@ -103,6 +137,7 @@ export class ExplanationBuilder implements RoutingExplainSink {
   private readonly workerParts = new Map<string, Omit<WorkerExplanation, 'rank'>>();
   private checkpointPart: CheckpointExplanation | null = null;
   private imagePart: ImageExplanation | null = null;
+  private imageCostParts: ReadonlyMap<string, WorkerImageCost> = new Map();
   private rankedIds: readonly string[] = [];
   private packagesPart: PackagesExplanation = {
     requested: [],
@@ -167,6 +202,11 @@ export class ExplanationBuilder implements RoutingExplainSink {
     this.imagePart = part;
   }
 
+  /** Records every filter-passing worker's image cost, by worker ID (rules v10). */
+  imageCosts(costs: ReadonlyMap<string, WorkerImageCost>): void {
+    this.imageCostParts = costs;
+  }
+
   /** Records a pinned call's routing. */
   routing(part: RoutingExplanation): void {
     this.routingPart = part;
@@ -184,7 +224,7 @@ export class ExplanationBuilder implements RoutingExplainSink {
     decision: PlacementDecision,
   ): PlacementExplanation {
     const image = this.imagePart;
-    // A holder chosen for the call's image goes first; the others keep the ranking's order.
+    // The worker the image step chose goes first; the others keep the ranking's order.
     const chosenHolder = image?.chosen ?? null;
     const order =
       chosenHolder === null
@@ -198,6 +238,7 @@ export class ExplanationBuilder implements RoutingExplainSink {
         ...part,
         rank: ranks.get(part.workerId) ?? null,
         ...(image === null ? {} : { holdsImage: image.holders.includes(part.workerId) }),
+        ...imageCostOf(this.imageCostParts, part.workerId),
       }));
     return {
       requestId,

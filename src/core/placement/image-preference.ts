@@ -1,5 +1,6 @@
 /**
- * Placement rules v8's image step (docs/placement.md, "Images"): a call that names an image
+ * Placement rules v8's image step, kept for logs recorded under 8 and 9 (10's is `image-cost.ts`;
+ * docs/placement.md, "Images"): a call that names an image
  * (`CallRequested.imageKey`, its tenant's declaration) goes to the best-ranked worker that holds
  * that image and passes every filter, ahead of the ranking's own choice: restoring a built image
  * costs a container's start, building one costs the install (seconds to minutes), which no
@@ -10,17 +11,28 @@ import { imageHolders } from '../../projections/image-holdings.js';
 import { isPlaceable } from '../../projections/queries.js';
 import type { WorkerRecord } from '../../projections/cluster-state.js';
 import { firstFailure } from './filters/index.js';
+import type { RankedCandidate } from './candidate-index.js';
+import { chooseByImageCost } from './image-cost.js';
 import type { Placing } from './placing.js';
 import { compareWorkers } from './ranking/index.js';
 import { rulesSteps } from './rules-version.js';
 import type { Scan } from './scan.js';
 
-/** `scan` with the call's image holder first, when the rules in force prefer one. */
-export function preferImageHolder(placing: Placing, scan: Scan): Scan {
+/**
+ * `scan` with the worker the call's image makes best: under rules 10 the one of lowest image cost
+ * (`image-cost.ts`), under 8 and 9 the best-ranked holder. `sorted`: the candidates in rank order
+ * when the scan walked the index, else null.
+ */
+export function preferImageHolder(
+  placing: Placing,
+  sorted: readonly RankedCandidate[] | null,
+  scan: Scan,
+): Scan {
   const imageKey = placing.call.imageKey ?? null;
-  if (imageKey === null || !rulesSteps(placing.state.rulesVersion).prefersImageHolders) {
-    return scan;
-  }
+  if (imageKey === null) return scan;
+  const steps = rulesSteps(placing.state.rulesVersion);
+  if (steps.costsImages) return chooseByImageCost(placing, imageKey, sorted, scan);
+  if (!steps.prefersImageHolders) return scan;
   const { state, budget, config, unreachable, explain } = placing;
   const holders = imageHolders(state.imageKeys, imageKey);
   let best: WorkerRecord | undefined;

@@ -10,6 +10,7 @@ export { PlacementCaches } from './placement-caches.js';
 export {
   ADMISSION_RULES_VERSION,
   decidesAdmission,
+  IMAGE_COST_RULES_VERSION,
   IMAGE_RULES_VERSION,
   KEPT_RULES_VERSIONS,
   keepsRulesVersion,
@@ -31,9 +32,12 @@ export type {
   FilterVerdict,
   PackagesExplanation,
   PlacementExplanation,
+  ImageExplanation,
   SessionExplanation,
   WorkerExplanation,
+  WorkerImageCost,
 } from './explanation.js';
+export { costText } from './image-cost-words.js';
 export { Verdict, type Filter, type FilterStatus } from './filter.js';
 export { FILTERS } from './filters/index.js';
 export {

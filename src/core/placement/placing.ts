@@ -8,6 +8,7 @@ import type { NewEvent } from '../../events/types.js';
 import type { ClusterState } from '../../projections/cluster-state.js';
 import type { Config } from '../../shared/config.js';
 import { budgetOf, sessionIdOf, type Budget, type CallToPlace } from './call.js';
+import type { CostRow } from './checkpoints.js';
 import type { ExplanationBuilder } from './explanation.js';
 import type { PackageRequirement } from './packages.js';
 import type { PlacementCaches } from './placement-caches.js';
@@ -79,6 +80,11 @@ export interface Placing {
   readonly explain: ExplanationBuilder | undefined;
   /** The call's packages, once validation parsed them. */
   requirements: readonly PackageRequirement[];
+  /**
+   * The cost tables worked out for the call's import hints, by flavor (rules 10's image step
+   * makes them, the checkpoint step reads the chosen worker's); undefined until one is made.
+   */
+  costTables: Map<string, readonly CostRow[]> | undefined;
   /** Events decided before the outcome (a dropped pin's `SessionUnpinned`), in order. */
   readonly before: NewEvent[];
 }
@@ -106,6 +112,7 @@ export function placingOf(
     fitOnly: options.fitOnly === true,
     explain,
     requirements: [],
+    costTables: undefined,
     before: [],
   };
 }

@@ -8,6 +8,7 @@
 import { recordedRulesVersion } from '../../projections/rules-steps.js';
 
 export {
+  IMAGE_COST_RULES_VERSION,
   IMAGE_RULES_VERSION,
   KEPT_RULES_VERSIONS,
   keepsRulesVersion,

@@ -82,7 +82,12 @@ export const SEED_ROUTE: Route<SeedCandidates, Scan> = {
       ? { walk: 'ranked', sorted: placing.caches.candidates.candidates(placing.state.workers) }
       : { walk: 'all', workers: placing.state.workers.values() },
 
-  scan: (placing, candidates) => preferImageHolder(placing, seedScan(placing, candidates)),
+  scan: (placing, candidates) =>
+    preferImageHolder(
+      placing,
+      candidates.walk === 'ranked' ? candidates.sorted : null,
+      seedScan(placing, candidates),
+    ),
 
   unplaced: (placing, scan) => {
     const { call, before, state, budget, config, unreachable } = placing;
