@@ -176,6 +176,20 @@ describe('core: placement weighs the image cost of each worker (rules v10)', () 
     expect(everyWalk(clusterLog(IMAGE_COST_RULES_VERSION, null, built('g1', 0)))).to.equal('g1');
   });
 
+  it('given a call that pins its checkpoint or disables optimized execution, then every cover is 0 (the cost model chooses nothing for it): the holder, else the ranking, as under 9', () => {
+    const pinned = { ...call(), demand: demand({ imports: ['torch'], checkpointId: 'ckpt-base' }) };
+    const cold = {
+      ...call(),
+      demand: demand({ imports: ['torch'], disableOptimizedExecution: true }),
+    };
+    // g1's flavor does not list ckpt-base: the cover must not send the call where it is refused.
+    expect(everyWalk(clusterLog(IMAGE_COST_RULES_VERSION, COSTS), pinned)).to.equal('w1');
+    expect(everyWalk(clusterLog(IMAGE_COST_RULES_VERSION, COSTS), cold)).to.equal('w1');
+    expect(
+      everyWalk(clusterLog(IMAGE_COST_RULES_VERSION, COSTS, built('g1', 1000)), cold),
+    ).to.equal('g1');
+  });
+
   it('given a flavor the catalogue does not list, then its cover is the dearest listed cold start plus every import: never cheaper than a listed flavor', () => {
     const gpuOnly: Catalogue = { ...COSTS, flavors: { gpu: COSTS.flavors.gpu! } };
     // cpu: 2,000 + 3,000 against gpu's 90.

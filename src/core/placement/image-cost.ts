@@ -4,8 +4,9 @@
  * `cover(flavor) + (holds the image ? 0 : build cost)`, ties to the ranking. `cover` is the total
  * of the cheapest row of the cost table for the call's import hints on the worker's flavor (the
  * checkpoint step's own table); the build cost is the longest build a holder of the image recorded,
- * unknown (larger than any cover) when none did. Without a catalogue every cover is 0: the best
- * holder, else the ranking's choice, as under 8.
+ * unknown (larger than any cover) when none did. Without a catalogue, or for a call that pins its
+ * checkpoint or disables optimized execution (the cost model chooses nothing for it), every cover
+ * is 0: the best holder, else the ranking's choice, as under 8.
  *
  * Every walk gives the same answer: the best holder comes from the holders' index; the best
  * non-holder from the candidates in rank order (the first that passes in each flavor's run, cpu
@@ -60,8 +61,12 @@ function unlistedCover(catalogue: Catalogue, hints: readonly string[]): number {
 /** What the cheapest start of the call on a worker of `flavor` costs, worked out. */
 function workOutCover(placing: Placing, flavor: Flavor): number {
   const catalogue = placing.state.catalogue;
-  if (catalogue === null) return 0;
-  const hints = placing.call.demand.imports;
+  const { demand } = placing.call;
+  // The cost model chooses nothing for a call that pins its checkpoint or starts cold (under 9
+  // a pinned checkpoint a flavor does not list refused the call there: no cover may send it there).
+  if (catalogue === null || demand.disableOptimizedExecution === true) return 0;
+  if ((demand.checkpointId ?? '') !== '') return 0;
+  const hints = demand.imports;
   const listed = flavorCatalogue(catalogue, flavor);
   if (!listed) return unlistedCover(catalogue.catalogue, [...new Set(hints ?? [])]);
   const rows = costTable(catalogue.catalogue, listed, hints);
