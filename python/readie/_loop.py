@@ -1,7 +1,7 @@
 """readie's own event loop, on a daemon thread: what the synchronous API runs asyncio work on (a
 map's batches; the asyncio channel underneath a blocking call), so that neither starts a thread
-per call. One per process (a forked child starts its own); at exit its channels are closed and
-it stops."""
+per call. One per process (a forked child starts its own); at exit it finishes its background
+work (a finished map's sessions being ended), its channels are closed and it stops."""
 
 from __future__ import annotations
 
@@ -50,6 +50,29 @@ def on_loop(coroutine: Coroutine[Any, Any, T]) -> "asyncio.Future[T]":
     return asyncio.run_coroutine_threadsafe(coroutine, readie_loop())  # type: ignore[return-value]
 
 
+#: Work left to finish in the background (a finished map's sessions being ended): the loop
+#: waits for it at exit.
+_background: "set[asyncio.Future[Any]]" = set()
+
+
+def in_background(coroutine: Coroutine[Any, Any, Any]) -> None:
+    """Runs ``coroutine`` on the background loop without waiting for it; at exit the process
+    waits for it (a while) before the loop stops."""
+    future = on_loop(coroutine)
+    _background.add(future)
+    future.add_done_callback(_background.discard)
+
+
+def settle_background(timeout: float) -> None:
+    """Waits (at most ``timeout`` seconds each) for the background work started so far: a map
+    that starts after another counts the slots whose containers that one was giving back."""
+    for future in list(_background):
+        try:
+            future.result(timeout=timeout)
+        except Exception:  # noqa: BLE001 - best effort, as the work itself
+            pass
+
+
 @atexit.register
 def _stop() -> None:
     loop, thread = _loop, _thread
@@ -57,6 +80,7 @@ def _stop() -> None:
         return
     from readie._connection import aclose_channels
 
+    settle_background(2)
     try:
         asyncio.run_coroutine_threadsafe(aclose_channels(), loop).result(timeout=2)
     except Exception:  # noqa: BLE001 - best effort at exit

@@ -27,12 +27,12 @@ from readie._connection import ConnectionSettings, aio_channel_for
 from readie._envelope import decode_cloudpickle
 from readie._ids import CallInfo, new_request_id
 from readie._map_input import indexed
-from readie._map_options import MapOptions
+from readie._map_options import MapOptions, bounded, room_for
 from readie._progress import ProgressBar
 from readie._retry import backoff, may_retry_ran, needs_new_session, waits_for_room
 from readie._routers import RouterMoves
 from readie._session import Session
-from readie._tenant import end_session_async
+from readie._tenant import end_session_async, map_room_async
 from readie._wire import build_config, request_messages
 from readie.errors import NeverFitsError, ProtocolError, ReadieError, SessionExpiredError, ShedError
 
@@ -40,8 +40,12 @@ from readie.errors import NeverFitsError, ProtocolError, ReadieError, SessionExp
 TARGET_BATCH_SECONDS = 1.0
 #: What an input costs beside its function (pickling, framing), in seconds, for the estimate.
 INPUT_OVERHEAD_SECONDS = 20e-6
-#: ... and, sharing out the last inputs evenly, at least this much (seconds per input at once).
+#: ... and, sharing out the last inputs, at least this much (seconds per input at once).
 MIN_BATCH_SECONDS = 0.05
+#: A batch takes at most this share of the inputs left per slot: batches shrink as the map nears
+#: its end (the first ones take half the work, the next a quarter, ...), so slots that opened late
+#: or ran slowly are not left with the last long batch while the others idle.
+SHARE_PER_SLOT = 0.5
 #: A slot's next batch is at most this many times its last.
 GROWTH = 32
 #: Slots a map opens before it knows its inputs' time; then as many as the work left needs.
@@ -50,8 +54,15 @@ INITIAL_SLOTS = 4
 SLOT_WORK_SECONDS = 0.1
 #: An input's time is the median of this many recent ones.
 RECENT_SAMPLES = 64
-#: Slots beyond INITIAL_SLOTS open only once this many inputs were measured.
-SAMPLES_TO_OPEN_SLOTS = 8
+#: Slots beyond INITIAL_SLOTS open only once this many inputs were measured (the first input of
+#: each of them).
+SAMPLES_TO_OPEN_SLOTS = INITIAL_SLOTS
+#: While a map runs it asks the router again, this often (seconds), how much room it has and
+#: whether other tenants' calls wait (:func:`readie._tenant.map_room`) ...
+ROOM_REFRESH = 1.0
+#: ... and this often while its work wants more slots than the room it was told (containers that
+#: were given back a moment ago count as free once their workers report them gone).
+ROOM_REFRESH_WANTING = 0.2
 #: A slot with no input to run for this long gives its container back (seconds); at once when the
 #: inputs are exhausted. Idle, its session container would hold a slot another input (of this map
 #: or another) may be waiting for: two maps could otherwise wait for each other.
@@ -73,9 +84,9 @@ class Item:
 class BatchSizer:
     """How many inputs a slot's next batch carries: about TARGET_BATCH_SECONDS of work per input
     run at once, by the inputs' measured time (the median of the recent ones); a slot's first
-    batch ``max_inputs`` (one, by default: its container may be slow to start); at most GROWTH
-    times the slot's last batch, and, when the total is known, no more than an even share of
-    what is left (unless that share is less than MIN_BATCH_SECONDS of work)."""
+    batch ``max_inputs`` (one, by default) until an input was measured; at most GROWTH times the
+    slot's last batch, and, when the total is known, no more than SHARE_PER_SLOT of an even share
+    of what is left among the map's slots (unless that is less than MIN_BATCH_SECONDS of work)."""
 
     def __init__(self, chunk_size: Optional[int], parallel: int) -> None:
         self.fixed = chunk_size
@@ -102,18 +113,19 @@ class BatchSizer:
         estimate = self.estimate
         if self.fixed is not None:
             size = self.fixed
-        elif estimate is None or last == 0:
-            # A slot's first batch is small: its container may be slow to start.
+        elif estimate is None:
+            # Before any input was measured: as many as run at once.
             size = self.parallel
         else:
             per_input = estimate + INPUT_OVERHEAD_SECONDS
             size = int(TARGET_BATCH_SECONDS * self.parallel / per_input)
             size = min(size, max(last, self.parallel) * GROWTH)
             if remaining is not None:
-                # An even share of what is left, so that slots end together; but never a batch
-                # too small to be worth its call.
+                # A part of an even share of what is left, so that slots end together; but never
+                # a batch too small to be worth its call.
                 floor = max(self.parallel, int(MIN_BATCH_SECONDS * self.parallel / per_input))
-                size = min(size, max(floor, math.ceil(remaining / max(1, slots))))
+                share = math.ceil(SHARE_PER_SLOT * remaining / max(1, slots))
+                size = min(size, max(floor, share))
         if remaining is not None and remaining > 0:
             size = min(size, remaining)
         size = max(1, min(size, MAX_BATCH_INPUTS))
@@ -176,12 +188,23 @@ class MapEngine:
         self._never_fits: Optional[NeverFitsError] = None
         #: This map's calls waiting in the router's admission queue now.
         self.queued_batches = 0
+        #: Whether other tenants' calls waited in the router's queue when it was last asked.
+        self.others_waiting = False
+        self._room_watch: Optional["asyncio.Task[None]"] = None
 
     # -- the consumer's side -------------------------------------------------------------------
 
     async def outputs(self) -> AsyncIterator[List[Output]]:
         """Lists of outputs as they can be handed out, until every input has one."""
         self._open_slots()
+        self._room_watch = asyncio.ensure_future(self._watch_room())
+        try:
+            async for out in self._outputs():
+                yield out
+        finally:
+            self._room_watch.cancel()
+
+    async def _outputs(self) -> AsyncIterator[List[Output]]:
         while True:
             if self._outbox:
                 out, self._outbox = self._outbox, []
@@ -208,6 +231,8 @@ class MapEngine:
         """Cancels every batch in flight (on the cluster too) and ends the map's sessions; the
         number of calls it cancelled."""
         self.stopped = True
+        if self._room_watch is not None:
+            self._room_watch.cancel()
         cancelled = sum(1 for slot in self.slots if slot.in_flight)
         for task in self._tasks:
             task.cancel()
@@ -242,7 +267,29 @@ class MapEngine:
 
     # -- slots ---------------------------------------------------------------------------------
 
-    def _wanted_slots(self) -> int:
+    async def _watch_room(self) -> None:
+        """Asks the router every ROOM_REFRESH how much room the map has: room freed since its start
+        lets it open more slots (within its bounds), and other tenants' calls waiting make its
+        slots give their containers back between batches."""
+        demand = self.fn.options.demand
+        while not self.stopped:
+            wanting = self.count < self._wanted_slots(unbounded=True)
+            await asyncio.sleep(ROOM_REFRESH_WANTING if wanting else ROOM_REFRESH)
+            try:
+                room = await map_room_async(self.settings, demand)
+            except ReadieError:
+                continue
+            self.others_waiting = room.others_waiting
+            held = len(self.slots) if not self.options.isolate_inputs else self._in_flight()
+            count = bounded(held + (room_for(room, self.options) or 0), self.options, self.total)
+            if count > self.count:
+                self.count = count
+                self._open_slots()
+
+    def _in_flight(self) -> int:
+        return sum(1 for slot in self.slots if slot.in_flight)
+
+    def _wanted_slots(self, unbounded: bool = False) -> int:
         """How many slots the work needs: INITIAL_SLOTS until SAMPLES_TO_OPEN_SLOTS inputs were
         measured, then one per SLOT_WORK_SECONDS of the work left (all of them when the total is unknown); never
         more than ``count``, the cluster's room."""
@@ -257,7 +304,7 @@ class MapEngine:
             wanted = math.ceil(remaining * per_input / self.max_inputs / SLOT_WORK_SECONDS)
         if self.total is not None:
             wanted = min(wanted, self.total)
-        return max(1, min(self.count, wanted))
+        return max(1, wanted if unbounded else min(self.count, wanted))
 
     def _open_slots(self) -> None:
         """Opens slots (each a session, a container) up to what the work needs."""
@@ -318,8 +365,8 @@ class MapEngine:
         idle_since = time.monotonic()
         while not self.stopped:
             # What is left is shared among the slots without a batch now (this one among them).
-            idle = sum(1 for other in self.slots if not other.in_flight)
-            size = self.sizer.next(slot.last_size, self._remaining(), max(1, idle))
+            slots = max(len(self.slots), self._wanted_slots())
+            size = self.sizer.next(slot.last_size, self._remaining(), slots)
             batch = await self._take(size)
             if batch:
                 slot.last_size = len(batch)
@@ -351,8 +398,8 @@ class MapEngine:
             if batch is None:
                 break
             await self._run_batch(slot, batch)
-            if self.queued_batches > 0:
-                # Calls wait in the router's queue (this map's, so others' may too): an idle
+            if self.queued_batches > 0 or self.others_waiting:
+                # Calls wait in the router's queue (this map's or other tenants'): an idle
                 # container kept for this slot's session would hold a slot they wait for.
                 self._release(slot)
             self._open_slots()

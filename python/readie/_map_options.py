@@ -8,7 +8,7 @@ from typing import Any, Optional
 
 from readie._batch import batch_size_problem
 from readie._connection import ConnectionSettings
-from readie._tenant import map_room, map_room_async
+from readie._tenant import Room, map_room, map_room_async
 from readie.errors import ReadieError
 from readie._target import RemoteTarget
 
@@ -49,6 +49,17 @@ class MapOptions:
 
 
 
+def room_for(room: Optional[Room], options: MapOptions) -> Optional[int]:
+    """The calls a map may have in flight by the router's answer (None: it could not say). Its
+    slots are sessions, each keeping one container across its batches, so a map opens no more of
+    them than the free slots: more would only wait for containers that each batch gives back. A
+    map of ``isolate_inputs`` (a fresh container per input, none kept) may also fill the router's
+    admission queue (``max_queued``), where its calls wait their fair turn."""
+    if room is None:
+        return None
+    return room.slots + (room.queued if options.isolate_inputs else 0)
+
+
 def bounded(slots: Optional[int], options: MapOptions, total: Optional[int]) -> int:
     if slots is None:
         wanted = options.max_concurrency or CONCURRENCY_WHEN_UNKNOWN
@@ -63,14 +74,13 @@ def bounded(slots: Optional[int], options: MapOptions, total: Optional[int]) -> 
 def concurrency(
     settings: ConnectionSettings, fn: "RemoteTarget[Any]", options: MapOptions, total: Optional[int]
 ) -> int:
-    """Calls in flight for a map: the tenant's usable slots for the function's budget (plus the
-    calls the router's admission queue keeps waiting, ``max_queued``, when it queues), at most
+    """Calls in flight for a map at its start (:func:`room_for` the router's answer), at most
     ``max_concurrency`` (else at most ``MAX_DEFAULT_CONCURRENCY``) and the number of inputs."""
     try:
-        slots: Optional[int] = map_room(settings, fn.options.demand)
+        room: Optional[Room] = map_room(settings, fn.options.demand)
     except ReadieError:
-        slots = None
-    return bounded(slots, options, total)
+        room = None
+    return bounded(room_for(room, options), options, total)
 
 
 async def concurrency_async(
@@ -78,8 +88,7 @@ async def concurrency_async(
 ) -> int:
     """:func:`concurrency` on the running loop."""
     try:
-        slots: Optional[int] = await map_room_async(settings, fn.options.demand)
+        room: Optional[Room] = await map_room_async(settings, fn.options.demand)
     except ReadieError:
-        slots = None
-    return bounded(slots, options, total)
-
+        room = None
+    return bounded(room_for(room, options), options, total)

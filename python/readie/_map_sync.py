@@ -15,7 +15,7 @@ import sys
 from typing import Any, Iterator, Optional, TypeVar, Union
 
 from readie._connection import current_settings
-from readie._loop import on_loop, readie_loop
+from readie._loop import in_background, on_loop, readie_loop
 from readie._map_engine import MapEngine
 from readie._map_input import Input, label, stopped_message
 from readie._map_options import MapOptions, concurrency
@@ -82,7 +82,9 @@ def run_map(
         if not completed:
             _stop(engine)
         else:
-            _settle(on_loop(engine.end_sessions()))
+            # The map's results are all out: its sessions end in the background (their
+            # containers go within a round trip; the process waits for it at exit).
+            in_background(engine.end_sessions())
         bar.close()
 
 
@@ -92,10 +94,3 @@ def _stop(engine: MapEngine) -> int:
         return on_loop(engine.stop()).result(timeout=CANCEL_GRACE)
     except Exception:  # noqa: BLE001 - the map is being abandoned anyway
         return 0
-
-
-def _settle(future: Any) -> None:
-    try:
-        future.result(timeout=CANCEL_GRACE)
-    except Exception:  # noqa: BLE001 - ending sessions is best effort
-        pass

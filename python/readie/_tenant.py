@@ -60,14 +60,27 @@ def usable_slots(settings: ConnectionSettings, demand: CallDemand) -> int:
     return int(answer.slots)
 
 
-def _room(answer: tenant_pb2.SlotsResponse) -> int:
-    # A router that queues keeps up to max_queued calls waiting beside the slots free now.
-    return int(answer.slots) + (int(answer.max_queued) if answer.queue_timeout_ms > 0 else 0)
+@dataclass(frozen=True)
+class Room:
+    """What the router says a map may use now: its free ``slots`` for the budget, the calls its
+    admission queue keeps waiting beside them (``queued``; 0 when it does not queue), and whether
+    other tenants' calls wait in that queue now (``others_waiting``)."""
+
+    slots: int
+    queued: int = 0
+    others_waiting: bool = False
 
 
-def map_room(settings: ConnectionSettings, demand: CallDemand) -> int:
-    """How many calls of ``demand``'s budget a map may have in flight: the usable slots, plus the
-    calls the router's admission queue keeps waiting when it queues (``max_queued``)."""
+def _room(answer: tenant_pb2.SlotsResponse) -> Room:
+    return Room(
+        slots=int(answer.slots),
+        queued=int(answer.max_queued) if answer.queue_timeout_ms > 0 else 0,
+        others_waiting=bool(answer.others_waiting),
+    )
+
+
+def map_room(settings: ConnectionSettings, demand: CallDemand) -> Room:
+    """What a map of ``demand``'s budget may use now (:class:`Room`)."""
     return _room(
         _unary(
             settings,
@@ -79,7 +92,7 @@ def map_room(settings: ConnectionSettings, demand: CallDemand) -> int:
     )
 
 
-async def map_room_async(settings: ConnectionSettings, demand: CallDemand) -> int:
+async def map_room_async(settings: ConnectionSettings, demand: CallDemand) -> Room:
     """:func:`map_room` on the running event loop."""
     return _room(
         await _unary_async(

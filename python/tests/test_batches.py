@@ -186,12 +186,12 @@ class BatchTest(unittest.TestCase):
 
 
 class SizerTest(unittest.TestCase):
-    def test_unknown_inputs_and_a_slots_first_batch_start_one_per_input_run_at_once(self):
+    def test_unknown_inputs_start_one_per_input_run_at_once_and_a_new_slot_follows_the_estimate(self):
         self.assertEqual(BatchSizer(None, 1).next(0, None, 4), 1)
         self.assertEqual(BatchSizer(None, 8).next(0, None, 4), 8)
         known = BatchSizer(None, 8)
         known.observe(1e-5)
-        self.assertEqual(known.next(0, None, 4), 8, "a new slot's container may be slow to start")
+        self.assertEqual(known.next(0, None, 4), 8 * GROWTH, "at most GROWTH times one at once")
         self.assertEqual(known.next(8, None, 4), 8 * GROWTH)
 
     def test_fast_inputs_grow_by_at_most_growth_to_the_bound(self):
@@ -204,7 +204,7 @@ class SizerTest(unittest.TestCase):
         self.assertEqual(sizes[:2], [GROWTH, GROWTH**2])
         self.assertEqual(sizes[-1], 1024)
 
-    def test_a_slow_input_goes_alone_and_shares_are_even(self):
+    def test_a_slow_input_goes_alone_and_shares_shrink(self):
         sizer = BatchSizer(None, 1)
         sizer.observe(2.0)
         self.assertEqual(sizer.next(100, None, 4), 1)
@@ -214,8 +214,10 @@ class SizerTest(unittest.TestCase):
         self.assertEqual(fast.next(1024, 100, 4), 100)
         slow = BatchSizer(None, 1)
         slow.observe(0.005)
-        # 100 inputs left of 5 ms: an even share each (25), above the floor of 9 (50 ms of them).
-        self.assertEqual(slow.next(1024, 100, 4), 25)
+        # 100 inputs left of 5 ms among 4 slots: half an even share (13), above the floor of 9
+        # (50 ms of them); near the end the shares shrink to that floor.
+        self.assertEqual(slow.next(1024, 100, 4), 13)
+        self.assertEqual(slow.next(1024, 20, 4), 9)
 
     def test_a_fixed_size_stays(self):
         sizer = BatchSizer(7, 1)

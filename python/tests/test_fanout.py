@@ -9,7 +9,9 @@ import unittest
 import grpc
 
 import readie
+from readie import _map_engine, _map_options
 from readie._progress import render, wants_progress
+from readie._tenant import Room
 from readie._retry import MAX_BACKOFF, backoff, may_retry_ran, waits_for_room
 from readie.errors import error_for_status
 
@@ -125,6 +127,104 @@ class MapTest(unittest.TestCase):
             double.map([1], retries=-1)
         with self.assertRaises(TypeError):
             double.starmap([(1,)], [(2,)])
+
+
+class Recording(Refusing):
+    """Runs every call here (after ``delay`` seconds), recording each call's session."""
+
+    def __init__(self, delay=0.02):
+        super().__init__(0)
+        self.delay = delay
+        self.sessions = []
+
+    def __call__(self, received, requests, context):
+        received.read(requests)
+        with self.lock:
+            self.sessions.append(received.config.session_id)
+            self.running += 1
+            self.most_running = max(self.most_running, self.running)
+        try:
+            time.sleep(self.delay)
+            yield from batch_answers(received)
+        finally:
+            with self.lock:
+                self.running -= 1
+
+
+class MapRoomTest(unittest.TestCase):
+    """How much a map uses of what the router says (``TenantService.Slots``, scripted here: the
+    scripted server has no TenantService)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.proxy = FakeProxy()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.proxy.stop()
+
+    def setUp(self):
+        readie.configure(self.proxy.address, insecure=True)
+        self.saved = (
+            _map_options.map_room,
+            _map_engine.map_room_async,
+            _map_engine.ROOM_REFRESH,
+            _map_engine.ROOM_REFRESH_WANTING,
+        )
+        _map_engine.ROOM_REFRESH = _map_engine.ROOM_REFRESH_WANTING = 0.01
+
+    def tearDown(self):
+        (
+            _map_options.map_room,
+            _map_engine.map_room_async,
+            _map_engine.ROOM_REFRESH,
+            _map_engine.ROOM_REFRESH_WANTING,
+        ) = self.saved
+        self.proxy.script = run_locally
+        readie.close_channels()
+        readie.configure()
+
+    def room(self, first, later=None):
+        _map_options.map_room = lambda settings, demand: first
+
+        async def refreshed(settings, demand):
+            return later or first
+
+        _map_engine.map_room_async = refreshed
+
+    def test_sessions_stay_within_the_free_slots_even_when_the_router_queues(self):
+        # Asked again, the router counts the map's own containers as held: none is free.
+        self.room(Room(slots=2, queued=2000), Room(slots=0, queued=2000))
+        script = self.proxy.script = Recording()
+        self.assertEqual(list(double.map(range(30), chunk_size=1, progress=False)), [2 * x for x in range(30)])
+        self.assertEqual(script.most_running, 2)
+        # Each slot keeps its session (its container) from batch to batch.
+        self.assertEqual(len(set(script.sessions)), 2)
+
+    def test_isolated_inputs_may_fill_the_queue_too(self):
+        self.room(Room(slots=2, queued=2000), Room(slots=0, queued=2000))
+        script = self.proxy.script = Recording(delay=0.2)
+        self.assertEqual(list(double.map(range(12), isolate_inputs=True, progress=False)), [2 * x for x in range(12)])
+        self.assertGreater(script.most_running, 2)
+
+    def test_room_freed_later_opens_more_slots(self):
+        self.room(Room(slots=1), Room(slots=3))
+        script = self.proxy.script = Recording()
+        self.assertEqual(list(double.map(range(40), chunk_size=1, progress=False)), [2 * x for x in range(40)])
+        self.assertGreater(script.most_running, 1)
+
+    def test_other_tenants_waiting_make_each_batch_give_its_container_back(self):
+        self.room(Room(slots=1), Room(slots=0, others_waiting=True))
+        script = self.proxy.script = Recording()
+        list(double.map(range(20), chunk_size=1, progress=False))
+        # The slot's first batch may run before the router was asked again; after that, every
+        # batch starts in a new session.
+        self.assertGreaterEqual(len(set(script.sessions)), 15)
+
+        self.room(Room(slots=1), Room(slots=0, others_waiting=False))
+        script = self.proxy.script = Recording()
+        list(double.map(range(20), chunk_size=1, progress=False))
+        self.assertEqual(len(set(script.sessions)), 1)
 
 
 class PureTest(unittest.TestCase):

@@ -118,8 +118,14 @@ export class OutcomeReader {
 
 /** A batch aims at this much work (seconds) per input run at once. */
 export const TARGET_BATCH_SECONDS = 1;
-/** ...and, sharing out the last inputs evenly, at least this much. */
+/** ...and, sharing out the last inputs, at least this much. */
 export const MIN_BATCH_SECONDS = 0.05;
+/**
+ * A batch takes at most this share of the inputs left per slot: batches shrink as the map nears
+ * its end (the first take half the work, the next a quarter, ...), so slots that opened late or
+ * ran slowly are not left with the last long batch while the others idle.
+ */
+export const SHARE_PER_SLOT = 0.5;
 /** What an input costs beside its function, in seconds, for the estimate. */
 export const INPUT_OVERHEAD_SECONDS = 20e-6;
 /** A slot's next batch is at most this many times its last. */
@@ -130,10 +136,10 @@ export const RECENT_SAMPLES = 64;
 /**
  * How many inputs a slot's next batch carries (the Python client's rule): about
  * TARGET_BATCH_SECONDS of work per input run at once, by the inputs' measured time (the median
- * of the recent ones); at most
- * GROWTH times the slot's last batch; when the total is known, no more than an even share of
- * what is left among the idle slots (unless that share is less than MIN_BATCH_SECONDS of work),
- * never more than what is left, and at most MAX_BATCH_INPUTS.
+ * of the recent ones), or as many as run at once before any input was measured; at most GROWTH
+ * times the slot's last batch; when the total is known, no more than SHARE_PER_SLOT of an even
+ * share of what is left among the map's slots (unless that is less than MIN_BATCH_SECONDS of
+ * work), never more than what is left, and at most MAX_BATCH_INPUTS.
  */
 export class BatchSizer {
   largest = 1;
@@ -167,12 +173,12 @@ export class BatchSizer {
   }
 
   /** The next batch's size for a slot whose last batch held `last`. */
-  next(last: number, remaining: number | undefined, idleSlots: number): number {
+  next(last: number, remaining: number | undefined, slots: number): number {
     let size: number;
     const estimate = this.estimate;
     if (this.fixed !== undefined) size = this.fixed;
-    // A slot's first batch is small: its container may be slow to start.
-    else if (estimate === undefined || last === 0) size = this.#parallel;
+    // Before any input was measured: as many as run at once.
+    else if (estimate === undefined) size = this.#parallel;
     else {
       const perInput = estimate + INPUT_OVERHEAD_SECONDS;
       size = Math.floor((TARGET_BATCH_SECONDS * this.#parallel) / perInput);
@@ -182,7 +188,8 @@ export class BatchSizer {
           this.#parallel,
           Math.floor((MIN_BATCH_SECONDS * this.#parallel) / perInput),
         );
-        size = Math.min(size, Math.max(floor, Math.ceil(remaining / Math.max(1, idleSlots))));
+        const share = Math.ceil((SHARE_PER_SLOT * remaining) / Math.max(1, slots));
+        size = Math.min(size, Math.max(floor, share));
       }
     }
     if (remaining !== undefined && remaining > 0) size = Math.min(size, remaining);

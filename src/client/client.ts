@@ -13,6 +13,7 @@ import {
   type FanOutDeps,
   type FanOutSlot,
   type MapOptions,
+  type MapRoom,
   type MappedFunction,
 } from './fanout.js';
 import { errorFromStatus, type ReadieError } from './errors.js';
@@ -173,15 +174,12 @@ export class ReadieClient {
    * How many more calls of this budget the cluster would place now for this client's tenant (with
    * `pinned`, on its pinned version's subset only).
    */
-  slots(options: CallDemandOptions = {}): Promise<number> {
-    return this.#slotsAnswer(options, false);
+  async slots(options: CallDemandOptions = {}): Promise<number> {
+    return (await this.#room(options)).slots;
   }
 
-  /**
-   * The usable slots, and with `withQueue` plus the calls the router's admission queue keeps
-   * waiting (`maxQueued`) when it queues: how many calls a map may have in flight.
-   */
-  #slotsAnswer(options: CallDemandOptions, withQueue: boolean): Promise<number> {
+  /** What a map of this budget may use now (`MapRoom`: the free slots, the queue beside them). */
+  #room(options: CallDemandOptions): Promise<MapRoom> {
     const memory = sizeOf(options.memory, 'memory');
     const gpuMemory = sizeOf(options.gpuMemory, 'gpuMemory') ?? 0;
     const request = {
@@ -190,13 +188,17 @@ export class ReadieClient {
       gpu: (options.gpu ?? false) || gpuMemory > 0,
       pinned: options.pinned ?? false,
     };
-    return this.#tenantCall<number>((tenant, done) =>
+    return this.#tenantCall<MapRoom>((tenant, done) =>
       tenant.slots(request, callMetadata(this.connection), (error, answer) =>
         done(
           error,
           answer === undefined
             ? undefined
-            : answer.slots + (withQueue && answer.queueTimeoutMs > 0 ? answer.maxQueued : 0),
+            : {
+                slots: answer.slots,
+                queued: answer.queueTimeoutMs > 0 ? answer.maxQueued : 0,
+                othersWaiting: answer.othersWaiting,
+              },
         ),
       ),
     );
@@ -331,7 +333,7 @@ export class ReadieClient {
   readonly #fanOut: FanOutDeps = {
     start: (fn, args, sessionId, options, signal) =>
       this.#start({ ...fn, args }, { ...options, signal }, sessionId, undefined),
-    slots: (options) => this.#slotsAnswer(options, true),
+    room: (options) => this.#room(options),
     endSession: (sessionId) => this.endSession(sessionId),
     startBatch: (fn, inputs, sessionId, options, signal, onChunk, onQueue) =>
       this.#startBatch(fn, inputs, sessionId, { ...options, signal }, onChunk, onQueue),

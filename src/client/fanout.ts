@@ -10,7 +10,6 @@
  */
 import { setMaxListeners } from 'node:events';
 import { newSessionId } from './call-info.js';
-import type { CallDemandOptions } from './call-config.js';
 import { CallCancelledError, ReadieError, SessionExpiredError } from './errors.js';
 import { MapProgress } from './progress.js';
 import type { RemoteCall } from './remote-call.js';
@@ -19,10 +18,8 @@ import { status as Status } from '@grpc/grpc-js';
 import { InputEncodingError, MAX_BATCH_INPUTS, MAX_INPUTS_AT_ONCE } from './batches.js';
 import { MapEngine, type BatchDeps } from './map-engine.js';
 
-/** The most calls a map keeps in flight when `maxConcurrency` does not say. */
-export const MAX_DEFAULT_CONCURRENCY = 256;
-/** Calls in flight when the router cannot say how many slots the tenant has (an older router). */
-export const CONCURRENCY_WHEN_UNKNOWN = 4;
+import { bounded, roomFor } from './map-room.js';
+export { CONCURRENCY_WHEN_UNKNOWN, MAX_DEFAULT_CONCURRENCY, type MapRoom } from './map-room.js';
 
 import type { MapOptions, MappedFunction } from './map-options.js';
 export type { MapOptions, MappedFunction } from './map-options.js';
@@ -37,11 +34,8 @@ export interface FanOutDeps {
     options: MapOptions,
     signal: AbortSignal,
   ): RemoteCall<T>;
-  /**
-   * How many calls a map may have in flight for the budget: the usable slots, plus the calls the
-   * router's admission queue keeps waiting when it queues (null when the router cannot say).
-   */
-  slots(options: CallDemandOptions): Promise<number | null>;
+  /** What a map of the budget may use now (rejects when the router cannot say). */
+  room: BatchDeps['room'];
   /** Ends a session (best effort). */
   endSession(sessionId: string): Promise<unknown>;
   /** Starts one batch of `fn` over `inputs` (argument lists) in `sessionId`. */
@@ -124,19 +118,6 @@ export async function runInput<T>(
   }
 }
 
-function bounded(slots: number | null, options: MapOptions, total: number | undefined): number {
-  const limit = options.maxConcurrency;
-  if (limit !== undefined && (!Number.isInteger(limit) || limit < 1)) {
-    throw new RangeError(`maxConcurrency must be a positive integer, not ${String(limit)}`);
-  }
-  let wanted =
-    slots === null
-      ? (limit ?? CONCURRENCY_WHEN_UNKNOWN)
-      : Math.min(Math.max(1, slots), limit ?? MAX_DEFAULT_CONCURRENCY);
-  if (total !== undefined) wanted = Math.min(wanted, Math.max(1, total));
-  return Math.max(1, wanted);
-}
-
 function checkedBatchOptions(options: MapOptions): void {
   const { chunkSize, maxInputs } = options;
   if (
@@ -170,7 +151,8 @@ export async function* runMap<T>(
     throw new RangeError(`retries must be a non-negative integer, not ${String(retries)}`);
   }
   checkedBatchOptions(options);
-  const count = bounded(await deps.slots(options).catch(() => null), options, total);
+  const room = await deps.room(options).catch(() => null);
+  const count = bounded(roomFor(room, options), options, total);
   const stop = new AbortController();
   // Every call in flight listens on it (removed when the call ends): a map against a router that
   // queues may have hundreds at once, which is no leak; Node would warn past 10.
@@ -206,7 +188,11 @@ export async function* runMap<T>(
   } finally {
     options.signal?.removeEventListener('abort', onAbort);
     if (!completedAll) stop.abort(new CallCancelledError('the map ended early'));
-    await engine.endSessions();
+    if (completedAll) {
+      // Every result is out: the map's sessions end in the background (their containers go
+      // within a round trip; Node keeps running until they did).
+      void engine.endSessions();
+    } else await engine.endSessions();
     progress.close();
     if (typeof iterator.return === 'function' && !completedAll) await iterator.return();
   }

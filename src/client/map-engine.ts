@@ -17,13 +17,24 @@ import { decodeJsonEnvelope } from './json-call.js';
 import type { MapProgress } from './progress.js';
 import type { RemoteCall } from './remote-call.js';
 import { backoffMs, mayRetryRan, needsNewSession, waitsForRoom } from './retry.js';
+import { bounded, roomFor, type MapRoom } from './map-room.js';
 
 /** Slots a map opens before it knows its inputs' time. */
 export const INITIAL_SLOTS = 4;
 /** A slot (a container) is opened only for at least this much work (seconds of its inputs). */
 export const SLOT_WORK_SECONDS = 0.1;
-/** Slots beyond INITIAL_SLOTS open only once this many inputs were measured. */
-export const SAMPLES_TO_OPEN_SLOTS = 8;
+/** Slots beyond INITIAL_SLOTS open only once this many inputs were measured (each one's first). */
+export const SAMPLES_TO_OPEN_SLOTS = INITIAL_SLOTS;
+/**
+ * While a map runs it asks the router again, this often (ms), how much room it has and whether
+ * other tenants' calls wait ...
+ */
+export const ROOM_REFRESH_MS = 1_000;
+/**
+ * ... and this often while its work wants more slots than the room it was told (containers given
+ * back a moment ago count as free once their workers report them gone).
+ */
+export const ROOM_REFRESH_WANTING_MS = 200;
 /** A slot with no input to run for this long gives its container back (ms). */
 export const IDLE_RELEASE_MS = 1_000;
 
@@ -43,8 +54,8 @@ export interface BatchDeps {
     /** The batch was queued in the router's admission queue (true), or admitted (false). */
     onQueue?: (queued: boolean) => void,
   ): RemoteCall<unknown>;
-  /** The tenant's usable slots for the budget (null when the router cannot say). */
-  slots(options: MapOptions): Promise<number | null>;
+  /** What a map of the budget may use now (rejects when the router cannot say). */
+  room(options: MapOptions): Promise<MapRoom>;
   /** Ends a session (best effort). */
   endSession(sessionId: string): Promise<unknown>;
 }
@@ -102,6 +113,8 @@ export class MapEngine<T> {
   readonly #slots: Slot[] = [];
   /** This map's calls waiting in the router's admission queue now. */
   #queuedBatches = 0;
+  /** Whether other tenants' calls waited in the router's queue when it was last asked. */
+  #othersWaiting = false;
   /**
    * A call of this function that can never fit (its budget is above every worker's): every input
    * left gets this outcome without a call of its own.
@@ -130,7 +143,7 @@ export class MapEngine<T> {
     private readonly inputs: Iterator<readonly unknown[]> | AsyncIterator<readonly unknown[]>,
     private readonly total: number | undefined,
     private readonly options: MapOptions,
-    private readonly count: number,
+    private count: number,
     private readonly progress: MapProgress,
     private readonly stop: AbortSignal,
   ) {
@@ -149,6 +162,16 @@ export class MapEngine<T> {
   /** The outputs in the order the map hands them out, until every input has one. */
   async *outputs(): AsyncGenerator<Output<T>, void, undefined> {
     this.#openSlots();
+    const watching = new AbortController();
+    void this.#watchRoom(watching.signal);
+    try {
+      yield* this.#outputs();
+    } finally {
+      watching.abort();
+    }
+  }
+
+  async *#outputs(): AsyncGenerator<Output<T>, void, undefined> {
     for (;;) {
       if (this.#outbox.length > 0) {
         const out = this.#outbox;
@@ -179,7 +202,33 @@ export class MapEngine<T> {
     for (const wake of this.#wake.splice(0)) wake();
   }
 
-  #wanted(): number {
+  /**
+   * Asks the router every ROOM_REFRESH_MS how much room the map has: room freed since its start
+   * lets it open more slots (within its bounds), and other tenants' calls waiting make its slots
+   * give their containers back between batches.
+   */
+  async #watchRoom(done: AbortSignal): Promise<void> {
+    while (!done.aborted && !this.stop.aborted) {
+      const wanting = this.count < this.#wanted(true);
+      await sleep(wanting ? ROOM_REFRESH_WANTING_MS : ROOM_REFRESH_MS, done);
+      if (done.aborted || this.stop.aborted) return;
+      let room: MapRoom;
+      try {
+        room = await this.deps.room(this.options);
+      } catch {
+        continue;
+      }
+      this.#othersWaiting = room.othersWaiting;
+      const held = this.options.isolateInputs === true ? this.inFlight : this.#slots.length;
+      const count = bounded(held + (roomFor(room, this.options) ?? 0), this.options, this.total);
+      if (count > this.count) {
+        this.count = count;
+        this.#openSlots();
+      }
+    }
+  }
+
+  #wanted(unbounded = false): number {
     let wanted = INITIAL_SLOTS;
     const estimate = this.#sizer.estimate;
     if (estimate !== undefined && this.#sizer.samples >= SAMPLES_TO_OPEN_SLOTS) {
@@ -189,7 +238,7 @@ export class MapEngine<T> {
       wanted = Math.ceil((remaining * perInput) / this.#parallel / SLOT_WORK_SECONDS);
     }
     if (this.total !== undefined) wanted = Math.min(wanted, this.total);
-    return Math.max(1, Math.min(this.count, wanted));
+    return Math.max(1, unbounded ? wanted : Math.min(this.count, wanted));
   }
 
   #openSlots(): void {
@@ -275,8 +324,8 @@ export class MapEngine<T> {
   async #nextBatch(slot: Slot): Promise<Item[] | null> {
     const idleSince = performance.now();
     while (!this.stop.aborted) {
-      const idle = this.#slots.filter((other) => !other.inFlight).length;
-      const size = this.#sizer.next(slot.lastSize, this.#remaining(), Math.max(1, idle));
+      const slots = Math.max(this.#slots.length, this.#wanted());
+      const size = this.#sizer.next(slot.lastSize, this.#remaining(), slots);
       const batch = await this.#take(size);
       if (batch.length > 0) {
         slot.lastSize = batch.length;
@@ -330,9 +379,9 @@ export class MapEngine<T> {
         items = next;
         if (items.length > 0 && waitMs > 0) await sleep(waitMs, this.stop);
       }
-      // Calls wait in the router's queue (this map's, so others' may too): an idle container
-      // kept for this slot's session would hold a slot they wait for.
-      if (this.#queuedBatches > 0) this.#release(slot);
+      // Calls wait in the router's queue (this map's or other tenants'): an idle container kept
+      // for this slot's session would hold a slot they wait for.
+      if (this.#queuedBatches > 0 || this.#othersWaiting) this.#release(slot);
       this.#openSlots();
     }
     this.#release(slot);

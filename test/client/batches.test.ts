@@ -231,6 +231,74 @@ describe('TypeScript client: a map in batches', function () {
     await Promise.all(proxy.calls.map((call) => call.cancelled));
   });
 
+  describe('how much of the cluster a map uses (TenantService.Slots, scripted)', () => {
+    afterEach(() => proxy.answerRooms());
+
+    /** Runs calls after `delayMs`; counts the most at once and each call's session. */
+    function recording(delayMs: number): { most: number; sessions: string[] } {
+      const seen = { most: 0, sessions: [] as string[] };
+      let running = 0;
+      proxy.script = async (call) => {
+        await call.read();
+        seen.sessions.push(call.config?.sessionId ?? '');
+        running += 1;
+        seen.most = Math.max(seen.most, running);
+        await new Promise((resolve) => setTimeout(resolve, delayMs));
+        running -= 1;
+        answer(call);
+        call.end();
+      };
+      return seen;
+    }
+
+    const inputs = (count: number) => Array.from({ length: count }, (_, n) => n);
+
+    it('opens sessions within the free slots even when the router queues, each kept', async () => {
+      // Asked again, the router counts the map's own containers as held: none is free.
+      proxy.answerRooms(
+        { slots: 2, queueTimeoutMs: 60_000, maxQueued: 2000 },
+        { slots: 0, queueTimeoutMs: 60_000, maxQueued: 2000 },
+      );
+      const seen = recording(20);
+      const options = { chunkSize: 1, returnExceptions: true, progress: false };
+      expect(await collect(client.map(FN, inputs(30), options))).to.have.length(30);
+      expect(seen.most).to.equal(2);
+      expect(new Set(seen.sessions).size).to.equal(2);
+    });
+
+    it('isolated inputs may fill the queue as well', async () => {
+      proxy.answerRooms(
+        { slots: 2, queueTimeoutMs: 60_000, maxQueued: 2000 },
+        { slots: 0, queueTimeoutMs: 60_000, maxQueued: 2000 },
+      );
+      const seen = recording(200);
+      const options = { isolateInputs: true, returnExceptions: true, progress: false };
+      expect(await collect(client.map(FN, inputs(12), options))).to.have.length(12);
+      expect(seen.most).to.be.above(2);
+    });
+
+    it('room freed after the start opens more slots', async () => {
+      proxy.answerRooms({ slots: 1 }, { slots: 3 });
+      const seen = recording(40);
+      const options = { chunkSize: 1, returnExceptions: true, progress: false };
+      expect(await collect(client.map(FN, inputs(40), options))).to.have.length(40);
+      expect(seen.most).to.be.above(1);
+    });
+
+    it("other tenants' calls waiting make each batch give its container back", async () => {
+      proxy.answerRooms({ slots: 1 }, { slots: 0, othersWaiting: true });
+      const seen = recording(100);
+      const options = { chunkSize: 1, returnExceptions: true, progress: false };
+      await collect(client.map(FN, inputs(20), options));
+      // The router is asked again after a second: from then on every batch has a new session.
+      expect(new Set(seen.sessions).size).to.be.at.least(5);
+      proxy.answerRooms({ slots: 1 }, { slots: 0, othersWaiting: false });
+      const alone = recording(100);
+      await collect(client.map(FN, inputs(20), options));
+      expect(new Set(alone.sessions).size).to.equal(1);
+    });
+  });
+
   it('many calls in flight at once (a router that queues lets a map have hundreds) warn of no listener leak', async () => {
     // The first 8 inputs are answered at once (measured, so the map opens all its slots); later
     // calls wait until 12 are open together.
@@ -287,7 +355,7 @@ describe('TypeScript client: batch pieces', () => {
     );
   });
 
-  it('sizes batches by the inputs measured time: growth, a slow input alone, even shares', () => {
+  it('sizes batches by the inputs measured time: growth, a slow input alone, shrinking shares', () => {
     const fresh = new BatchSizer(undefined, 1);
     expect(fresh.next(0, undefined, 4)).to.equal(1);
     fresh.observe(1e-6);
@@ -296,9 +364,14 @@ describe('TypeScript client: batch pieces', () => {
     const slow = new BatchSizer(undefined, 1);
     slow.observe(2);
     expect(slow.next(100, undefined, 4)).to.equal(1);
+    // A new slot once inputs were measured: by the estimate, at most GROWTH times one at once.
+    expect(fresh.next(0, undefined, 4)).to.equal(GROWTH);
     const share = new BatchSizer(undefined, 1);
     share.observe(0.005);
-    expect(share.next(1024, 100, 4)).to.equal(25);
+    // 100 inputs left of 5 ms among 4 slots: half an even share (13), above the floor of 9.
+    expect(share.next(1024, 100, 4)).to.equal(13);
+    // Near the end the shares shrink to the floor (50 ms of inputs).
+    expect(share.next(1024, 20, 4)).to.equal(9);
     expect(new BatchSizer(7, 1).next(1, 3, 16)).to.equal(3);
   });
 });

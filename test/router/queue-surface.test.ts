@@ -13,6 +13,7 @@ import { AdminServiceClient, type StatusResponse } from '../../src/proto/gen/rea
 import {
   TenantServiceClient,
   type OwnQueueResponse,
+  type SlotsResponse,
 } from '../../src/proto/gen/readie/v1/tenant.js';
 import { explainCall } from '../../replay/commands/explain-call.js';
 import { openLogSource } from '../../replay/io/log-source.js';
@@ -90,6 +91,16 @@ describe('router: the admission queue seen and explained', function () {
     );
   }
 
+  function slots(token: string): Promise<SlotsResponse> {
+    return new Promise((resolve, reject) =>
+      tenants.slots(
+        { memory: 0, gpuMemory: 0, gpu: false, pinned: false },
+        bearer(token),
+        (error: ServiceError | null, answer) => (error ? reject(error) : resolve(answer)),
+      ),
+    );
+  }
+
   async function metrics(): Promise<string> {
     return (await fetch(`http://${test.router.metricsAddress}/metrics`)).text();
   }
@@ -103,6 +114,9 @@ describe('router: the admission queue seen and explained', function () {
     const acme2 = callConfig();
     const acmeSecond = run(test.client, 'echo acme', acme2, { metadata: bearer(ACME) });
     await eventually(() => test.router.state.queue.has(acme2.requestId), 'acme2 queued');
+    // One bit of the others' queue: beta hears that another tenant's call waits, acme does not.
+    expect((await slots(BETA)).othersWaiting).to.equal(true);
+    expect((await slots(ACME)).othersWaiting).to.equal(false);
     const beta1 = callConfig();
     const betaFirst = run(test.client, 'echo beta', beta1, { metadata: bearer(BETA) });
     await eventually(() => test.router.state.queue.has(beta1.requestId), 'beta1 queued');

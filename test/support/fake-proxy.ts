@@ -9,7 +9,9 @@ import {
   ServerCredentials,
   Metadata,
   status as Status,
+  type sendUnaryData,
   type ServerDuplexStream,
+  type ServerUnaryCall,
 } from '@grpc/grpc-js';
 import { LogSource, type CallIds } from '../../src/proto/gen/readie/v1/call.js';
 import {
@@ -18,6 +20,11 @@ import {
   type RequestExecutionRequest,
   type RequestExecutionResponse,
 } from '../../src/proto/gen/readie/v1/proxy.js';
+import {
+  TenantServiceService,
+  type SlotsRequest,
+  type SlotsResponse,
+} from '../../src/proto/gen/readie/v1/tenant.js';
 
 const MiB = 1024 * 1024;
 
@@ -158,6 +165,12 @@ export class FakeProxy {
   script: Script = echoRequest;
   readonly calls: ScriptedCall[] = [];
   readonly failures: unknown[] = [];
+  /**
+   * `TenantService.Slots`'s answers in turn (the last repeats); empty: the service answers
+   * UNIMPLEMENTED, as a router that cannot say.
+   */
+  rooms: Partial<SlotsResponse>[] = [];
+  #roomsAsked = 0;
   readonly #server = new Server();
   address = '';
 
@@ -172,6 +185,35 @@ export class FakeProxy {
         });
       },
     });
+    this.#server.addService(TenantServiceService, {
+      slots: (
+        _call: ServerUnaryCall<SlotsRequest, SlotsResponse>,
+        callback: sendUnaryData<SlotsResponse>,
+      ) => {
+        const room = this.rooms[Math.min(this.#roomsAsked, this.rooms.length - 1)];
+        this.#roomsAsked += 1;
+        if (room === undefined) {
+          callback({ code: Status.UNIMPLEMENTED, details: 'no rooms scripted' });
+          return;
+        }
+        callback(null, {
+          tenantId: '',
+          slots: 0,
+          memory: 0,
+          workers: 1,
+          queueTimeoutMs: 0,
+          maxQueued: 0,
+          othersWaiting: false,
+          ...room,
+        });
+      },
+    });
+  }
+
+  /** Scripts `Slots`'s answers from now on (see `rooms`). */
+  answerRooms(...rooms: Partial<SlotsResponse>[]): void {
+    this.rooms = rooms;
+    this.#roomsAsked = 0;
   }
 
   /** Starts a server on a free loopback port, plaintext or with the test certificate. */

@@ -87,6 +87,19 @@ export function ownQueue(
   };
 }
 
+/**
+ * Whether calls of any tenant but `tenantId` (or of no tenant, for a tenant) wait in the admission
+ * queue now: one bit of the others' state, so a map can give its slots' containers back between
+ * batches while they wait (docs/clients.md, "Concurrency follows the cluster").
+ */
+export function othersWaiting(state: ClusterState, tenantId: string | null): boolean {
+  const own = queueTenant(tenantId);
+  for (const [tenant, queue] of state.admission.queues) {
+    if (tenant !== own && queue.count > 0) return true;
+  }
+  return false;
+}
+
 /** The `QUEUE_TIMEOUT` in force, in ms; 0 when the router does not queue. */
 export function queueTimeoutMs(state: ClusterState): number {
   return queueing(state, state.config) ? state.config.QUEUE_TIMEOUT : 0;

@@ -24,7 +24,7 @@ import { endSession, type SessionEndDeps } from '../sessions/index.js';
 import { tenantHistoryHandlers, type HistoryHandlerOptions } from '../history/index.js';
 import { tenantImageHandlers, type ImageHandlerOptions } from '../images/index.js';
 import { quotaOf } from '../../projections/quota-state.js';
-import { ownQueue, queueTimeoutMs } from './queue-view.js';
+import { othersWaiting, ownQueue, queueTimeoutMs } from './queue-view.js';
 
 /** What the tenant service reads, and what ending a session needs. */
 export interface TenantServiceOptions {
@@ -100,6 +100,7 @@ export function tenantService(options: TenantServiceOptions): TenantServiceServe
           workers: count.workers,
           queueTimeoutMs: queueTimeoutMs(state),
           maxQueued: queueTimeoutMs(state) > 0 ? quotaOf(state.quotas, tenantId).maxQueued : 0,
+          othersWaiting: othersWaiting(state, tenantId),
         });
       } catch (error) {
         callback(toServiceError(error));

@@ -131,7 +131,7 @@ def room_for(fn, calls, within=60.0):
     from readie._tenant import map_room
 
     deadline = time.monotonic() + within
-    while map_room(current_settings(), fn.options.demand) < calls:
+    while map_room(current_settings(), fn.options.demand).slots < calls:
         if time.monotonic() > deadline:
             raise SystemExit(f"timed out waiting for room for {calls} calls")
         time.sleep(0.1)

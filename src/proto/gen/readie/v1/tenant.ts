@@ -161,6 +161,11 @@ export interface SlotsResponse {
   queueTimeoutMs: number;
   /** The most calls of the tenant the queue keeps waiting (maxQueued); 0 when it does not queue. */
   maxQueued: number;
+  /**
+   * Whether calls of other tenants (or of no tenant) wait in the admission queue now: a map
+   * then gives each slot's container back after its batch, so that they are served.
+   */
+  othersWaiting: boolean;
 }
 
 /** The session to end. */
@@ -1284,7 +1289,7 @@ export const SlotsRequest: MessageFns<SlotsRequest> = {
 };
 
 function createBaseSlotsResponse(): SlotsResponse {
-  return { tenantId: "", slots: 0, memory: 0, workers: 0, queueTimeoutMs: 0, maxQueued: 0 };
+  return { tenantId: "", slots: 0, memory: 0, workers: 0, queueTimeoutMs: 0, maxQueued: 0, othersWaiting: false };
 }
 
 export const SlotsResponse: MessageFns<SlotsResponse> = {
@@ -1306,6 +1311,9 @@ export const SlotsResponse: MessageFns<SlotsResponse> = {
     }
     if (message.maxQueued !== 0) {
       writer.uint32(48).uint32(message.maxQueued);
+    }
+    if (message.othersWaiting !== false) {
+      writer.uint32(56).bool(message.othersWaiting);
     }
     return writer;
   },
@@ -1371,6 +1379,14 @@ export const SlotsResponse: MessageFns<SlotsResponse> = {
             message.maxQueued = reader.uint32();
             continue;
           }
+          case 7: {
+            if (tag !== 56) {
+              break;
+            }
+
+            message.othersWaiting = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1403,6 +1419,11 @@ export const SlotsResponse: MessageFns<SlotsResponse> = {
         : isSet(object.max_queued)
         ? globalThis.Number(object.max_queued)
         : 0,
+      othersWaiting: isSet(object.othersWaiting)
+        ? globalThis.Boolean(object.othersWaiting)
+        : isSet(object.others_waiting)
+        ? globalThis.Boolean(object.others_waiting)
+        : false,
     };
   },
 
@@ -1426,6 +1447,9 @@ export const SlotsResponse: MessageFns<SlotsResponse> = {
     if (message.maxQueued !== 0) {
       obj.maxQueued = Math.round(message.maxQueued);
     }
+    if (message.othersWaiting !== false) {
+      obj.othersWaiting = message.othersWaiting;
+    }
     return obj;
   },
 
@@ -1440,6 +1464,7 @@ export const SlotsResponse: MessageFns<SlotsResponse> = {
     message.workers = object.workers ?? 0;
     message.queueTimeoutMs = object.queueTimeoutMs ?? 0;
     message.maxQueued = object.maxQueued ?? 0;
+    message.othersWaiting = object.othersWaiting ?? false;
     return message;
   },
 };
