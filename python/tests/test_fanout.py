@@ -67,7 +67,9 @@ class Refusing:
                 self.running -= 1
 
 
-class MapTest(unittest.TestCase):
+class ProxyCase(unittest.TestCase):
+    """A scripted server for the class; each test starts configured for it and ends closed."""
+
     @classmethod
     def setUpClass(cls):
         cls.proxy = FakeProxy()
@@ -83,6 +85,9 @@ class MapTest(unittest.TestCase):
         self.proxy.script = run_locally
         readie.close_channels()
         readie.configure()
+
+
+class MapTest(ProxyCase):
 
     def test_waits_out_refusals_for_room_honouring_the_retry_after_hint(self):
         script = Refusing(3, retry_after_ms=300)
@@ -151,20 +156,12 @@ class Recording(Refusing):
                 self.running -= 1
 
 
-class MapRoomTest(unittest.TestCase):
+class MapRoomTest(ProxyCase):
     """How much a map uses of what the router says (``TenantService.Slots``, scripted here: the
     scripted server has no TenantService)."""
 
-    @classmethod
-    def setUpClass(cls):
-        cls.proxy = FakeProxy()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.proxy.stop()
-
     def setUp(self):
-        readie.configure(self.proxy.address, insecure=True)
+        super().setUp()
         self.saved = (
             _map_options.map_room,
             _map_engine.map_room_async,
@@ -180,9 +177,7 @@ class MapRoomTest(unittest.TestCase):
             _map_engine.ROOM_REFRESH,
             _map_engine.ROOM_REFRESH_WANTING,
         ) = self.saved
-        self.proxy.script = run_locally
-        readie.close_channels()
-        readie.configure()
+        super().tearDown()
 
     def room(self, first, later=None):
         _map_options.map_room = lambda settings, demand: first

@@ -29,30 +29,11 @@ import {
   requested,
   started,
 } from '../support/events.js';
+import { IMAGE_COSTS as COSTS } from '../../fixtures/scenarios/steps.js';
 
 const KEY = 'cd'.repeat(32);
 const IMAGE = 'ab'.repeat(32);
 const NINE = IMAGE_COST_RULES_VERSION - 1;
-
-/**
- * cpu: a base checkpoint without torch (cover 60 + 3,000 for torch); gpu: one with it (cover 90).
- */
-const COSTS: Catalogue = {
-  flavors: {
-    cpu: {
-      coldStartCost: 900,
-      basePackages: [],
-      checkpoints: [{ id: 'ckpt-base', modules: [], restoreCost: 60 }],
-    },
-    gpu: {
-      coldStartCost: 2000,
-      basePackages: [],
-      checkpoints: [{ id: 'ckpt-torch', modules: ['torch'], restoreCost: 90 }],
-    },
-  },
-  importCosts: { torch: 3000 },
-  defaultImportCost: 100,
-};
 
 function built(workerId: string, buildMs: number, bytes = 27_000): NewEvent {
   return {
