@@ -212,12 +212,13 @@ describe('end to end: the admission queue on a real cluster of 16 slots', functi
     }
   });
 
-  it("beta's single calls wait at most alpha's next Slots ask and one of its batches while alpha maps 1,000 sleeping inputs", async () => {
+  it("beta's single calls wait at most alpha's next Slots ask and one of its batches while alpha maps 3,000 sleeping inputs", async () => {
     await allSlotsFree();
     const before = lastSeq();
-    // 1,000 inputs of 10 ms in batches of 25 (0.25 s of work each): 40 batches for 16 slots; the
-    // map opens a session on every free slot and runs its batches in them one after another.
-    const inputs = Array.from({ length: 1000 }, () => 0.01);
+    // 3,000 inputs of 10 ms in batches of 25 (0.25 s of work each): 120 batches for 16 slots; the
+    // map opens a session on every free slot and runs its batches in them one after another
+    // (enough of them that most run after the map heard, at its next Slots ask, that beta waits).
+    const inputs = Array.from({ length: 3000 }, () => 0.01);
     let mapped = false;
     const mapping = (async () => {
       let count = 0;
@@ -255,7 +256,7 @@ describe('end to end: the admission queue on a real cluster of 16 slots', functi
       }
     };
     await Promise.all([calling(), calling()]);
-    expect(await mapping).to.equal(1000);
+    expect(await mapping).to.equal(3000);
     const events = log().filter((event) => event.seq > before);
     const alphaCalls = requestsOf('alpha');
     const betaCalls = requestsOf('beta');
