@@ -11,6 +11,19 @@ import { EventLog, type ClusterEvent } from '../../src/events/index.js';
 /** The kept handles by directory, with the data file's inode (a log made anew is opened anew). */
 const held = new Map<string, { inode: number; log: EventLog }>();
 
+/**
+ * Closes of handles not awaited where they were made (a sync read): awaited after each test, so
+ * no environment is still closing when the test's directories are removed or the next opens.
+ */
+const closing = new Set<Promise<void>>();
+
+/** Closes `log` without waiting here; `closeLiveLogs` waits for it. */
+export function closeLater(log: EventLog): void {
+  const closed = log.close().catch(() => undefined);
+  closing.add(closed);
+  void closed.finally(() => closing.delete(closed));
+}
+
 /** Whether another live process holds the writer lock of `dir`. */
 function writtenElsewhere(dir: string): boolean {
   try {
@@ -34,14 +47,15 @@ export function readLiveLog(dir: string): ClusterEvent[] | undefined {
     // published: a writer killed (SIGKILL) right after a commit may not have published it yet.
     // Opened anew, LMDB reads the newest commit from the data file. (A read-only close lets go
     // of the environment at once, before its promise settles.)
-    void held.get(dir)?.log.close();
+    const kept = held.get(dir);
+    if (kept) closeLater(kept.log);
     held.delete(dir);
     return undefined;
   }
   const inode = statSync(join(dir, 'events.mdb')).ino;
   let kept = held.get(dir);
   if (kept && kept.inode !== inode) {
-    void kept.log.close();
+    closeLater(kept.log);
     kept = undefined;
   }
   if (!kept) {
@@ -52,9 +66,9 @@ export function readLiveLog(dir: string): ClusterEvent[] | undefined {
   return [...kept.log.read()];
 }
 
-/** Closes the kept handles (after each test). */
+/** Closes the kept handles, and waits for every close begun elsewhere (after each test). */
 export async function closeLiveLogs(): Promise<void> {
   const logs = [...held.values()];
   held.clear();
-  await Promise.all(logs.map(({ log }) => log.close()));
+  await Promise.all([...logs.map(({ log }) => log.close()), ...closing]);
 }

@@ -33,7 +33,7 @@ import {
 import { codeName } from '../../../src/router/grpc-status.js';
 import { bearerMetadata } from '../../../src/router/security/index.js';
 import { DEFAULT_CONFIG, type Config } from '../../../src/shared/config.js';
-import { readLiveLog } from '../live-log.js';
+import { closeLater, readLiveLog } from '../live-log.js';
 import { tempDir } from '../temp.js';
 
 /** Settings for tests: timers slow enough to stay out of the way unless a test shortens them. */
@@ -227,7 +227,7 @@ export function readLog(dir: string): ClusterEvent[] {
   try {
     return [...log.read()];
   } finally {
-    void log.close();
+    closeLater(log);
   }
 }
 
