@@ -122,8 +122,9 @@ def outcome_record(index: int, ok: bool, data: bytes, micros: int = 5) -> bytes:
     return struct.pack(">IBII", index, (1 if ok else 0) | 2, micros, len(data)) + data
 
 
-def batch_answers(received: ReceivedCall) -> Iterator[proxy_pb2.RequestExecutionResponse]:
-    """Runs a batch here, input by input: each outcome in its own chunk, its lines tagged."""
+def batch_answers(received: ReceivedCall, micros: int = 5) -> Iterator[proxy_pb2.RequestExecutionResponse]:
+    """Runs a batch here, input by input: each outcome in its own chunk, its lines tagged, each
+    saying its input took ``micros``."""
     parts = batch_parts(received.payload)
     fn = cloudpickle.loads(parts[0])
     for index, part in enumerate(parts[1:]):
@@ -133,7 +134,7 @@ def batch_answers(received: ReceivedCall) -> Iterator[proxy_pb2.RequestExecution
             yield proxy_pb2.RequestExecutionResponse(
                 ids=received.ids(), log=call_pb2.LogLine(source=call_pb2.LOG_SOURCE_STDOUT, text=line, input=index)
             )
-        record = outcome_record(index, envelope["ok"], cloudpickle.dumps(envelope))
+        record = outcome_record(index, envelope["ok"], cloudpickle.dumps(envelope), micros)
         yield proxy_pb2.RequestExecutionResponse(ids=received.ids(), chunk=call_pb2.PayloadChunk(data=record))
 
 

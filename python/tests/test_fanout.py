@@ -135,7 +135,8 @@ class MapTest(ProxyCase):
 
 
 class Recording(Refusing):
-    """Runs every call here (after ``delay`` seconds), recording each call's session."""
+    """Runs every call here (after ``delay`` seconds, which its inputs' outcomes say they took:
+    the map sizes its slots by them), recording each call's session."""
 
     def __init__(self, delay=0.02):
         super().__init__(0)
@@ -150,7 +151,7 @@ class Recording(Refusing):
             self.most_running = max(self.most_running, self.running)
         try:
             time.sleep(self.delay)
-            yield from batch_answers(received)
+            yield from batch_answers(received, micros=int(self.delay * 1e6))
         finally:
             with self.lock:
                 self.running -= 1

@@ -30,7 +30,7 @@ interface BatchRequest {
 }
 
 /** Runs a batch here: `value(n)` for each input (an error envelope when it throws). */
-function answer(call: ScriptedCall, upTo = Infinity): void {
+function answer(call: ScriptedCall, upTo = Infinity, micros = 5): void {
   const { inputs } = JSON.parse(call.payload.toString('utf8')) as BatchRequest;
   inputs.forEach(([n], index) => {
     if (index >= upTo) return;
@@ -42,7 +42,7 @@ function answer(call: ScriptedCall, upTo = Infinity): void {
             error: { type: 'ValueError', module: 'builtins', message: 'thirteen', traceback: '' },
           }
         : { ok: true, value: n! * 2 };
-    call.chunk(record(index, envelope));
+    call.chunk(record(index, envelope, micros));
   });
 }
 
@@ -234,7 +234,10 @@ describe('TypeScript client: a map in batches', function () {
   describe('how much of the cluster a map uses (TenantService.Slots, scripted)', () => {
     afterEach(() => proxy.answerRooms());
 
-    /** Runs calls after `delayMs`; counts the most at once and each call's session. */
+    /**
+     * Runs calls after `delayMs`, which their inputs' outcomes say they took (the map sizes its
+     * slots by them); counts the most at once and each call's session.
+     */
     function recording(delayMs: number): { most: number; sessions: string[] } {
       const seen = { most: 0, sessions: [] as string[] };
       let running = 0;
@@ -245,7 +248,7 @@ describe('TypeScript client: a map in batches', function () {
         seen.most = Math.max(seen.most, running);
         await new Promise((resolve) => setTimeout(resolve, delayMs));
         running -= 1;
-        answer(call);
+        answer(call, Infinity, delayMs * 1000);
         call.end();
       };
       return seen;
