@@ -199,10 +199,11 @@ describe('router: the admin service and the tenant service', function () {
       slots: 2,
       memory: 4 * GiB,
       workers: 1,
-      // This router queues (QUEUE_TIMEOUT by default 10 min): a map may send the slots plus
-      // the calls its tenant may have waiting.
+      // This router queues (QUEUE_TIMEOUT by default 10 min): a map of isolated inputs may send
+      // the slots plus the calls its tenant may have waiting; no other tenant's call waits.
       queueTimeoutMs: 600_000,
       maxQueued: 2_000,
+      othersWaiting: false,
     });
     // With the default 1 GiB budget, the container limit binds first: 8 minus the session's
     // container minus the call in flight.
