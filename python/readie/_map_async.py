@@ -26,9 +26,9 @@ async def run_map_async(
 ) -> AsyncIterator[Union[R, BaseException]]:
     """The map on the running loop: ``async for result in fn.map.aio(...)``."""
     settings = current_settings()
-    count = await concurrency_async(settings, fn, options, total)
+    count, others_waiting = await concurrency_async(settings, fn, options, total)
     bar = ProgressBar(label(fn), total, enabled=wants_progress(options.progress))
-    engine = MapEngine(fn, inputs, total, options, settings, count, bar)
+    engine = MapEngine(fn, inputs, total, options, settings, count, bar, others_waiting)
     completed = False
     try:
         async for outputs in engine.outputs():

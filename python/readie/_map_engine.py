@@ -156,7 +156,7 @@ class MapEngine:
     ``(index, error, value)`` in the order the map hands them out; the consumer calls ``ack(n)``
     once it took ``n`` of them (inputs are drawn at most a window ahead of what was taken)."""
 
-    def __init__(self, fn: Any, inputs: Any, total: Optional[int], options: MapOptions, settings: ConnectionSettings, count: int, bar: ProgressBar) -> None:
+    def __init__(self, fn: Any, inputs: Any, total: Optional[int], options: MapOptions, settings: ConnectionSettings, count: int, bar: ProgressBar, others_waiting: bool = False) -> None:
         self.fn = fn
         self.options = options
         self.settings = settings
@@ -189,7 +189,7 @@ class MapEngine:
         #: This map's calls waiting in the router's admission queue now.
         self.queued_batches = 0
         #: Whether other tenants' calls waited in the router's queue when it was last asked.
-        self.others_waiting = False
+        self.others_waiting = others_waiting
         self._room_watch: Optional["asyncio.Task[None]"] = None
 
     # -- the consumer's side -------------------------------------------------------------------

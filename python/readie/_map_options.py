@@ -4,7 +4,7 @@ function's budget, at most ``max_concurrency``)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, Optional, Tuple
 
 from readie._batch import batch_size_problem
 from readie._connection import ConnectionSettings
@@ -73,22 +73,28 @@ def bounded(slots: Optional[int], options: MapOptions, total: Optional[int]) -> 
 
 def concurrency(
     settings: ConnectionSettings, fn: "RemoteTarget[Any]", options: MapOptions, total: Optional[int]
-) -> int:
+) -> Tuple[int, bool]:
     """Calls in flight for a map at its start (:func:`room_for` the router's answer), at most
-    ``max_concurrency`` (else at most ``MAX_DEFAULT_CONCURRENCY``) and the number of inputs."""
+    ``max_concurrency`` (else at most ``MAX_DEFAULT_CONCURRENCY``) and the number of inputs; and
+    whether other tenants' calls wait in the router's queue now."""
     try:
         room: Optional[Room] = map_room(settings, fn.options.demand)
     except ReadieError:
         room = None
-    return bounded(room_for(room, options), options, total)
+    return _start(room, options, total)
+
+
+def _start(room: Optional[Room], options: MapOptions, total: Optional[int]) -> Tuple[int, bool]:
+    count = bounded(room_for(room, options), options, total)
+    return count, room is not None and room.others_waiting
 
 
 async def concurrency_async(
     settings: ConnectionSettings, fn: "RemoteTarget[Any]", options: MapOptions, total: Optional[int]
-) -> int:
+) -> Tuple[int, bool]:
     """:func:`concurrency` on the running loop."""
     try:
         room: Optional[Room] = await map_room_async(settings, fn.options.demand)
     except ReadieError:
         room = None
-    return bounded(room_for(room, options), options, total)
+    return _start(room, options, total)

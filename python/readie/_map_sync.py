@@ -32,9 +32,9 @@ def run_map(
 ) -> Iterator[Union[R, BaseException]]:
     """The results of ``fn`` over ``inputs`` (a generator: nothing runs until it is iterated)."""
     settings = current_settings()
-    count = concurrency(settings, fn, options, total)
+    count, others_waiting = concurrency(settings, fn, options, total)
     bar = ProgressBar(label(fn), total, enabled=wants_progress(options.progress))
-    engine = MapEngine(fn, inputs, total, options, settings, count, bar)
+    engine = MapEngine(fn, inputs, total, options, settings, count, bar, others_waiting)
     # A queue.Queue, not a SimpleQueue: its wait is Python code, so an interrupt is raised inside
     # it and caught below (CPython 3.11 can raise one at a loop's back edge outside the try).
     handoff: "queue.Queue[Any]" = queue.Queue()

@@ -163,7 +163,17 @@ export async function* runMap<T>(
   const progress = new MapProgress(`readie map ${fn.function}`, total, options.progress);
   const iterator =
     Symbol.asyncIterator in inputs ? inputs[Symbol.asyncIterator]() : inputs[Symbol.iterator]();
-  const engine = new MapEngine<T>(deps, fn, iterator, total, options, count, progress, stop.signal);
+  const engine = new MapEngine<T>(
+    deps,
+    fn,
+    iterator,
+    total,
+    options,
+    count,
+    progress,
+    stop.signal,
+    room?.othersWaiting ?? false,
+  );
   let completedAll = false;
   const stopped = aborted(stop.signal);
   try {

@@ -146,7 +146,9 @@ export class MapEngine<T> {
     private count: number,
     private readonly progress: MapProgress,
     private readonly stop: AbortSignal,
+    othersWaiting = false,
   ) {
+    this.#othersWaiting = othersWaiting;
     this.#parallel = Math.max(1, options.maxInputs ?? 1);
     this.#sizer = new BatchSizer(
       options.isolateInputs === true ? 1 : options.chunkSize,
