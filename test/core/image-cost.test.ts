@@ -6,7 +6,7 @@
  * decides as it did (the best holder, else the ranking).
  */
 import { expect } from 'chai';
-import type { Catalogue, ClusterEvent, NewEvent } from '../../src/events/index.js';
+import type { Catalogue, NewEvent } from '../../src/events/index.js';
 import {
   explainPlacement,
   IMAGE_COST_RULES_VERSION,
@@ -17,7 +17,6 @@ import {
   type PlacementDecision,
 } from '../../src/core/placement/index.js';
 import { decide } from '../../src/core/decisions.js';
-import { explainScreen } from '../../replay/format/explain-screen.js';
 import { applyInPlace, initialState, type ClusterState } from '../../src/projections/index.js';
 import { stateFromJson, stateToJson } from '../../src/projections/snapshot.js';
 import {
@@ -30,6 +29,7 @@ import {
   started,
 } from '../support/events.js';
 import { IMAGE_COSTS as COSTS } from '../../fixtures/scenarios/steps.js';
+import { explainPageLines } from '../support/explain-page.js';
 
 const KEY = 'cd'.repeat(32);
 const IMAGE = 'ab'.repeat(32);
@@ -261,16 +261,7 @@ describe('core: placement weighs the image cost of each worker (rules v10)', () 
 
   it("the explain page prints the image line and each worker's image cost", () => {
     const log = history(...clusterLog(IMAGE_COST_RULES_VERSION, COSTS, built('w1', 12_000)));
-    const before = log.state();
-    const explanation = explainPlacement(before, call());
-    log.add(...decide('call', before, { call: call() }).events);
-    const requested = log.events.find((event) => event.type === 'CallRequested');
-    const page = explainScreen(
-      requested as Extract<ClusterEvent, { type: 'CallRequested' }>,
-      explanation,
-      undefined,
-      { session: null, reservations: [] },
-    ).split('\n');
+    const page = explainPageLines(log, call());
     expect(page).to.include(
       `image ${KEY.slice(0, 16)}: held by w1; w1 holds the image: cost 3,060 (cover 3,060); the best build elsewhere, on g1, costs 12,090 (cover 90 + build 12,000)`,
     );

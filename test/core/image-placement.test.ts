@@ -16,11 +16,11 @@ import {
   type PlacementDecision,
 } from '../../src/core/placement/index.js';
 import { decide } from '../../src/core/decisions.js';
-import type { ClusterEvent, NewEvent } from '../../src/events/index.js';
-import { explainScreen } from '../../replay/format/explain-screen.js';
+import type { NewEvent } from '../../src/events/index.js';
 import { applyInPlace, fold } from '../../src/projections/fold.js';
 import { stateFromJson, stateToJson } from '../../src/projections/snapshot.js';
 import { demand, finished, GiB, history, registered, started } from '../support/events.js';
+import { explainPageLines } from '../support/explain-page.js';
 
 const KEY = 'cd'.repeat(32);
 const OTHER_KEY = 'ef'.repeat(32);
@@ -175,17 +175,7 @@ describe("core: placement prefers a worker that holds the call's image (rules v8
 
   it("the explain page prints the image: its holders and what they decided, and each worker's image column", () => {
     const log = holderLog(IMAGE_RULES_VERSION);
-    const before = log.state();
-    const explanation = explainPlacement(before, call(KEY));
-    log.add(...decide('call', before, { call: call(KEY) }).events);
-    const requested = log.events.find((event) => event.type === 'CallRequested');
-    expect(requested, 'the call was requested').to.not.equal(undefined);
-    const page = explainScreen(
-      requested as Extract<ClusterEvent, { type: 'CallRequested' }>,
-      explanation,
-      undefined,
-      { session: null, reservations: [] },
-    ).split('\n');
+    const page = explainPageLines(log, call(KEY));
     expect(page).to.include(
       "ranking key: a holder of the call's image first, then (flavor-penalty, memory-pressure, cpu-pressure, in-flight, worker ID), lowest wins",
     );
