@@ -93,6 +93,7 @@ def import_checkpoint(modules):
     """Imports what every executor needs and `modules`; returns how long it took, in ms."""
     started = time.perf_counter()
     import cloudpickle  # noqa: F401 - every executor needs it; importing it here shares it
+    import random  # noqa: F401 - reseeded in every container (`reseed`): its import costs ~10 ms
 
     from . import calls, capture, server, syscall_filter  # noqa: F401
 
