@@ -113,3 +113,42 @@ export function stallingPageServerCriu(real: string, arm: string): string {
   chmodSync(path, 0o755);
   return path;
 }
+
+/**
+ * The real criu (`real`), except that while the file `arm` exists, the first restore kills its
+ * worker mid-restore: once criu has forked the task it restores (a child of the restorer, as
+ * `--restore-sibling` makes it), criu is stopped there, the task's pid written to `arm`.restoring
+ * and the worker (the restorer's launcher's parent) SIGKILLed. The arm is used up.
+ */
+export function workerKillingCriu(real: string, arm: string): string {
+  const path = join(tempDir('rw-kill-criu-'), 'criu');
+  writeFileSync(
+    path,
+    [
+      '#!/bin/sh',
+      `if [ "$1" = restore ] && [ -e '${arm}' ]; then`,
+      `  rm -f '${arm}'`,
+      '  criu=$$',
+      '  restorer=$PPID',
+      // Outside criu's process tree, and holding none of the fds criu hands over.
+      '  ( ( exec 3>&- 4>&-',
+      '    while :; do',
+      '      for child in $(cat /proc/$restorer/task/*/children 2>/dev/null); do',
+      '        [ "$child" = "$criu" ] && continue',
+      '        kill -STOP "$criu"',
+      '        stat=$(cat /proc/$restorer/stat); set -- ${stat##*) }; launcher=$2',
+      '        stat=$(cat /proc/$launcher/stat); set -- ${stat##*) }; worker=$2',
+      `        echo "$child" > '${arm}.restoring'`,
+      '        kill -KILL "$worker"',
+      '        exit 0',
+      '      done',
+      '    done',
+      '  ) & )',
+      'fi',
+      `exec '${real}' "$@"`,
+      '',
+    ].join('\n'),
+  );
+  chmodSync(path, 0o755);
+  return path;
+}

@@ -20,7 +20,16 @@ import {
   MANIFEST,
 } from '../../src/worker/checkpoints/index.js';
 import { CATALOGUE } from '../support/catalogues.js';
-import { criuProbe, fakeCriu, requireCriu, stallingPageServerCriu } from '../support/criu.js';
+import {
+  criuProbe,
+  fakeCriu,
+  requireCriu,
+  stallingPageServerCriu,
+  workerKillingCriu,
+} from '../support/criu.js';
+import { runReadie } from '../support/processes.js';
+import { PYTHON } from '../support/python.js';
+import { eventually } from '../support/router/harness.js';
 import { cleanTempDirs, tempDir } from '../support/temp.js';
 import {
   envelopeOf,
@@ -507,6 +516,67 @@ describe('the CRIU restore backend', function () {
       expect(result.ids!.checkpointId).to.equal('ckpt-weights');
       await harness.worker.pool!.settled();
       expect(tiers()!.resident, 'no standby restocked').to.equal(false);
+    });
+  });
+
+  describe('a worker killed while criu restores', () => {
+    /** Whether process `pid` still runs (a zombie does not). */
+    const running = (pid: number) => {
+      try {
+        const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+        return !stat.slice(stat.lastIndexOf(')') + 2).startsWith('Z');
+      } catch {
+        return false;
+      }
+    };
+
+    it("leaves nothing of the restore behind: the restorer kills what criu left in the container's cgroups", async function () {
+      await requireCriu(this);
+      const probe = await criuProbe();
+      if (!probe.ok) throw new Error('unreachable');
+      // The worker's startup probe restores a container: the armed criu kills the worker there.
+      const arm = join(tempDir('rw-kill-arm-'), 'armed');
+      writeFileSync(arm, '');
+      const worker = runReadie([
+        'worker',
+        '--router',
+        '127.0.0.1:1',
+        '--listen',
+        '127.0.0.1:0',
+        '--id',
+        'killed-mid-restore',
+        '--state-dir',
+        join(tempDir('rw-kill-'), 'state'),
+        '--python',
+        PYTHON,
+        '--insecure',
+        '--auth',
+        'none',
+        '--restore-backend',
+        'criu',
+        '--criu',
+        workerKillingCriu(probe.criu, arm),
+        '--memory',
+        '2GiB',
+        '--flavor',
+        'cpu',
+      ]);
+      const timer = setTimeout(() => worker.process.kill('SIGKILL'), 60_000);
+      const ended = await worker.exited.finally(() => clearTimeout(timer));
+      expect(existsSync(`${arm}.restoring`), `no restore was stopped: ${worker.stderr()}`).to.equal(
+        true,
+      );
+      expect(ended.signal).to.equal('SIGKILL');
+      const task = Number(readFileSync(`${arm}.restoring`, 'utf8').trim());
+      try {
+        await eventually(
+          () => !running(task),
+          `the task criu was restoring (${task}) gone`,
+          10_000,
+        );
+      } finally {
+        if (running(task)) process.kill(task, 'SIGKILL');
+      }
     });
   });
 

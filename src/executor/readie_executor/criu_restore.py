@@ -135,6 +135,9 @@ def restore(images, spec, criu, worker_pid):
             pid = None
     if pid is None:
         _kill(lazy_pid)
+        # A criu killed mid-restore (its worker died) leaves the tasks it was restoring stopped
+        # for good, where no signal but SIGKILL reaches them: they are in the container's cgroups.
+        _kill_cgroup_members(spec)
         emit({"event": "spawn-failed", "container": container, "error": f"criu restore exited with {code}: {_tail(log)}"})
         os._exit(1)
     reported = _watch(events_r, container, pid, worker_fd, lazy_pid, os.path.join(workdir, "criu-lazy-pages.log"))
@@ -151,6 +154,24 @@ def restore(images, spec, criu, worker_pid):
         }
     )
     os._exit(0)
+
+
+def _kill_cgroup_members(spec):
+    """SIGKILLs every process in the container's cgroups (R is in none of them) until none is left."""
+    files = spec.get("cgroupProcs") or []
+    for _ in range(100):
+        members = set()
+        for procs in [files] if isinstance(files, str) else files:
+            try:
+                with open(procs, encoding="ascii") as listed:
+                    members.update(int(line) for line in listed if line.strip())
+            except (OSError, ValueError):
+                continue
+        if not members:
+            return
+        for member in members:
+            _kill(member)
+        time.sleep(0.001)
 
 
 def _pidfd(pid):
