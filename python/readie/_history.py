@@ -15,7 +15,8 @@ __all__ = ["OutputLine", "call_record", "calls", "logs"]
 def calls(*, since: Any = None, failed: bool = False, function: str = "", limit: int = 0) -> list:
     """This tenant's recent calls, newest first (``readie.v1.CallView`` messages: request_id,
     function, state, code, message, raised_type, raised_message, requested_at, queued_at,
-    queued_why, admitted_at, queue_wait_ms, finished_at, duration_ms, worker_id, attempts, ...;
+    queued_why, admitted_at, queue_wait_ms, finished_at, duration_ms, worker_id, attempts, inputs
+    (a batch of a map: how many inputs it carried), ...;
     a call the admission queue holds is in state ``queued``). ``since`` is seconds or a duration with its unit
     (``"10m"``); ``failed`` keeps calls that failed, whose function raised (state ``raised``),
     were refused or expired; ``function`` keeps one function (``module.qualname``)."""

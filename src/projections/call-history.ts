@@ -243,6 +243,7 @@ export class CallHistory {
     record.requestedMs = Date.parse(event.at);
     record.requestedSeq = event.seq;
     record.turnWaitMs = event.turnWaitMs;
+    record.inputs = event.inputs;
     clearProgress(record);
     record.lastSeq = event.seq;
     this.forgetBefore(record.requestedMs - this.bounds.retentionMs);
@@ -263,6 +264,7 @@ export class CallHistory {
     record.requestedMs = at - event.waitedMs;
     record.requestedSeq = event.seq;
     record.turnWaitMs = event.waitedMs;
+    record.inputs = null;
     clearProgress(record);
     record.finishedAt = event.at;
     record.durationMs = event.waitedMs;

@@ -60,6 +60,8 @@ export interface CallRecord {
   readonly requestedSeq: number;
   /** How long it waited for its session's turn before it was requested, ms (null: it did not). */
   readonly turnWaitMs: number | null;
+  /** A batch of a map: how many inputs it carried (`CallRequested.inputs`); null: a plain call. */
+  readonly inputs: number | null;
   /** When an admission queue held it, and let it go (null: never queued; not admitted). */
   readonly queuedAt: string | null;
   readonly admittedAt: string | null;
@@ -147,6 +149,7 @@ export function blankRecord(): Kept {
     requestedAt: '',
     requestedSeq: 0,
     turnWaitMs: null,
+    inputs: null,
     queuedAt: null,
     admittedAt: null,
     queuedWhy: null,

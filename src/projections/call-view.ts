@@ -51,6 +51,7 @@ export interface CallViewData {
   raisedMessage: string;
   queuedWhy: string;
   queueWaitMs?: number | undefined;
+  inputs?: number | undefined;
 }
 
 /** The history's window as the wire shows it (`readie.v1.HistoryWindow`). */
@@ -106,6 +107,7 @@ export function callView(record: CallRecord): CallViewData {
     raisedMessage: record.raised?.message ?? '',
     queuedWhy: record.queuedWhy ?? '',
     queueWaitMs: record.queueWaitMs ?? undefined,
+    inputs: record.inputs ?? undefined,
   };
 }
 

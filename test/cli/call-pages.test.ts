@@ -87,6 +87,23 @@ describe('the calls pages: calls the admission queue held', () => {
     expect(still).not.to.contain('\u001b');
   });
 
+  it('a batch of a map shows its inputs in readie calls (INPUTS) and readie call; a plain call none', () => {
+    const batch = CallView.fromPartial({ ...admitted, requestId: 'r-batch', inputs: 25 });
+    const page = renderCallList([batch, admitted], undefined, NOW);
+    const header = page.split('\n')[1] ?? '';
+    const row = (id: string) => page.split('\n').find((line) => line.includes(id)) ?? '';
+    const column = header.indexOf('INPUTS');
+    expect(column).to.be.above(0);
+    expect(row('r-batch').slice(column).trimStart()).to.match(/^25 /);
+    expect(
+      row('r-done')
+        .slice(column, column + 6)
+        .trim(),
+    ).to.equal('');
+    expect(renderCall(batch)).to.contain('  inputs     25 (a batch of a map)');
+    expect(renderCall(admitted)).not.to.contain('inputs');
+  });
+
   it('readie call ends a call that left the queue with a "left queue" step, its code and message', () => {
     const page = renderCall(left);
     expect(page).to.match(

@@ -227,6 +227,28 @@ describe('the call history and calls output, end to end', function () {
     );
   });
 
+  it("a map's batches: each shows the inputs it carried, in readie calls, readie call and the tenant's list", async () => {
+    const options = { chunkSize: 3, maxConcurrency: 1, progress: false };
+    const results: unknown[] = [];
+    for await (const result of tenantA.map<number>(RAISES, [1, 2, 3, 4, 5, 6], options)) {
+      results.push(result);
+    }
+    expect(results).to.deep.equal([1, 2, 3, 4, 5, 6]);
+    const batches = (await tenantA.calls({ function: 'check' })).filter(
+      (call) => call.inputs !== undefined,
+    );
+    expect(batches.map((call) => [call.inputs, call.state])).to.deep.equal([
+      [3, 'succeeded'],
+      [3, 'succeeded'],
+    ]);
+    const requestId = batches[0]!.requestId;
+    expect(await callJson(requestId)).to.include({ inputs: 3 });
+    const page = await readie('call', requestId);
+    expect(page.out).to.match(/\n {2}inputs {5}3 \(a batch of a map\)\n/);
+    const table = await readie('calls', '--function', 'check');
+    expect(table.out).to.match(new RegExp(`${requestId}.*check.*succeeded\\W+3\\W+OK`));
+  });
+
   it("a session's calls: each shows its session and the container the session kept", async () => {
     const session = tenantA.session();
     const first = session.start({ ...KEEP, args: ['v1'] });

@@ -124,6 +124,21 @@ describe('projection: the call history', () => {
     });
   });
 
+  it('given a batch of a map and a plain call, then the batch shows how many inputs it carried, the plain call none', () => {
+    const calls = fed([
+      registered('w1'),
+      requested('batch', { function: 'jobs.score', sessionId: 's1', inputs: 25 }),
+      placed('batch', 'w1', { sessionId: 's1' }),
+      bound('batch', 'c1'),
+      finished('batch', null),
+      requested('plain', { function: 'jobs.score' }),
+    ]);
+    expect(calls.get('batch')).to.include({ inputs: 25, state: 'succeeded' });
+    expect(calls.get('plain')).to.include({ inputs: null });
+    expect(callView(calls.get('batch')!).inputs).to.equal(25);
+    expect(callView(calls.get('plain')!).inputs).to.equal(undefined);
+  });
+
   it('given a refused call and a force-released one, then they are rejected (with the code and message) and expired', () => {
     const calls = fed([
       requested('r1'),

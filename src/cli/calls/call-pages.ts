@@ -23,6 +23,7 @@ export function renderCallList(
     call.tenantId || '-',
     call.function || '-',
     call.state,
+    inputsText(call),
     call.code || '-',
     age(call.requestedAt, now),
     roughDuration(call.durationMs),
@@ -33,8 +34,13 @@ export function renderCallList(
   const body =
     calls.length === 0
       ? 'no calls match\n'
-      : `${table(['REQUEST', 'TENANT', 'FUNCTION', 'STATE', 'CODE', 'AGO', 'TOOK', 'QUEUED', 'WORKER', 'TRIES'], rows)}\n`;
+      : `${table(['REQUEST', 'TENANT', 'FUNCTION', 'STATE', 'INPUTS', 'CODE', 'AGO', 'TOOK', 'QUEUED', 'WORKER', 'TRIES'], rows)}\n`;
   return window === undefined ? body : `${body}${windowLine(window)}\n`;
+}
+
+/** A batch's inputs (`25`); empty for a plain call. */
+function inputsText(call: CallView): string {
+  return call.inputs === undefined ? '' : String(call.inputs);
 }
 
 /**
@@ -66,6 +72,7 @@ export function renderCall(raw: CallView): string {
     `  tenant     ${call.tenantId || '-'}`,
     `  function   ${call.function || '-'}`,
     `  session    ${call.sessionId || '-'}`,
+    ...(call.inputs === undefined ? [] : [`  inputs     ${inputsText(call)} (a batch of a map)`]),
     ...(call.retryOf ? [`  retry of   ${call.retryOf}`] : []),
     `  state      ${call.state}${call.code ? ` (${call.code})` : ''}`,
     ...(call.raisedType

@@ -143,6 +143,11 @@
     return points;
   }
 
+  /** A batch's inputs as the call's summary shows them: `25`. */
+  function inputsText(call) {
+    return String(call.inputs);
+  }
+
   /**
    * Renders `call` into `container`: a summary, the step table, the phases chart and, when
    * `around` (other CallViews) is given, the calls in flight on its worker around it, beside its
@@ -160,6 +165,7 @@
       ['worker', call.workerId || '-'],
       ['took', call.durationMs === undefined ? '-' : call.durationMs + ' ms'],
     ];
+    if (call.inputs !== undefined) facts.splice(5, 0, ['inputs', inputsText(call)]);
     if (call.message) facts.push(['message', call.message]);
     for (const [name, value] of facts)
       summary.append(el('dt', {}, name), el('dd', { 'data-field': name }, value));

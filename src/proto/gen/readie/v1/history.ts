@@ -117,7 +117,14 @@ export interface CallView {
    * How long it waited in the queue, in milliseconds: to its admission, or to its leaving the
    * queue unplaced (unset while it waits, or when it never waited).
    */
-  queueWaitMs?: number | undefined;
+  queueWaitMs?:
+    | number
+    | undefined;
+  /**
+   * A batch of a map (one call carrying many inputs): how many inputs it carried (unset: a plain
+   * call).
+   */
+  inputs?: number | undefined;
 }
 
 /** Which calls to list; every field narrows. */
@@ -426,6 +433,7 @@ function createBaseCallView(): CallView {
     raisedMessage: "",
     queuedWhy: "",
     queueWaitMs: undefined,
+    inputs: undefined,
   };
 }
 
@@ -520,6 +528,9 @@ export const CallView: MessageFns<CallView> = {
     }
     if (message.queueWaitMs !== undefined) {
       writer.uint32(240).uint64(message.queueWaitMs);
+    }
+    if (message.inputs !== undefined) {
+      writer.uint32(248).uint32(message.inputs);
     }
     return writer;
   },
@@ -777,6 +788,14 @@ export const CallView: MessageFns<CallView> = {
             message.queueWaitMs = longToNumber(reader.uint64());
             continue;
           }
+          case 31: {
+            if (tag !== 248) {
+              break;
+            }
+
+            message.inputs = reader.uint32();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -911,6 +930,7 @@ export const CallView: MessageFns<CallView> = {
         : isSet(object.queue_wait_ms)
         ? globalThis.Number(object.queue_wait_ms)
         : undefined,
+      inputs: isSet(object.inputs) ? globalThis.Number(object.inputs) : undefined,
     };
   },
 
@@ -1006,6 +1026,9 @@ export const CallView: MessageFns<CallView> = {
     if (message.queueWaitMs !== undefined) {
       obj.queueWaitMs = Math.round(message.queueWaitMs);
     }
+    if (message.inputs !== undefined) {
+      obj.inputs = Math.round(message.inputs);
+    }
     return obj;
   },
 
@@ -1044,6 +1067,7 @@ export const CallView: MessageFns<CallView> = {
     message.raisedMessage = object.raisedMessage ?? "";
     message.queuedWhy = object.queuedWhy ?? "";
     message.queueWaitMs = object.queueWaitMs ?? undefined;
+    message.inputs = object.inputs ?? undefined;
     return message;
   },
 };
