@@ -82,6 +82,7 @@ function withFinish(events: readonly NewEvent[], i: number, workers: number): Ne
           code: null,
           message: null,
           raised: null,
+          inputsRaised: null,
         },
       ];
 }

@@ -130,7 +130,15 @@ function fill(cluster: Cluster, queueTimeout: number): string[] {
 
 function finish(cluster: Cluster, requestId: string): void {
   cluster.add([
-    { type: 'CallFinished', requestId, ok: true, code: null, message: null, raised: null },
+    {
+      type: 'CallFinished',
+      requestId,
+      ok: true,
+      code: null,
+      message: null,
+      raised: null,
+      inputsRaised: null,
+    },
   ]);
 }
 
@@ -270,6 +278,7 @@ function fairness(weightA: number, weightB: number) {
         code: null,
         message: null,
         raised: null,
+        inputsRaised: null,
       },
     ]);
     const made = decide('admit', folding.state, { caches: folding.caches });
@@ -321,6 +330,7 @@ function smallTenantBehindBacklog() {
         code: null,
         message: null,
         raised: null,
+        inputsRaised: null,
       },
     ]);
     freed += 1;

@@ -143,6 +143,7 @@ function withFinish(events: readonly NewEvent[], i: number): NewEvent[] {
           code: null,
           message: null,
           raised: null,
+          inputsRaised: null,
         },
       ];
 }

@@ -16,10 +16,11 @@ def calls(*, since: Any = None, failed: bool = False, function: str = "", limit:
     """This tenant's recent calls, newest first (``readie.v1.CallView`` messages: request_id,
     function, state, code, message, raised_type, raised_message, requested_at, queued_at,
     queued_why, admitted_at, queue_wait_ms, finished_at, duration_ms, worker_id, attempts, inputs
-    (a batch of a map: how many inputs it carried), ...;
-    a call the admission queue holds is in state ``queued``). ``since`` is seconds or a duration with its unit
-    (``"10m"``); ``failed`` keeps calls that failed, whose function raised (state ``raised``),
-    were refused or expired; ``function`` keeps one function (``module.qualname``)."""
+    and inputs_raised (a batch of a map: how many inputs it carried, how many of them raised), ...;
+    a call the admission queue holds is in state ``queued``). ``since`` is seconds or a duration
+    with its unit (``"10m"``); ``failed`` keeps calls that failed, whose function raised (state
+    ``raised``), were refused or expired, and batches some of whose inputs raised
+    (``inputs_raised``); ``function`` keeps one function (``module.qualname``)."""
     return own_calls(current_settings(), since=since, failed=failed, function=function, limit=limit)
 
 

@@ -270,6 +270,7 @@ export function reopen(
               code: event.ok ? null : event.code,
               message: event.message,
               raised: event.raised ?? null,
+              inputsRaised: event.inputsRaised ?? null,
             }).events,
           )
         : undefined;

@@ -56,7 +56,10 @@ export interface CallOptions extends CallDemandOptions {
 export interface CallsFilter {
   /** Only calls requested within this long: ms, or a duration with its unit (`'10m'`). */
   readonly since?: number | string;
-  /** Only calls that failed, whose function raised (state `raised`), were refused or expired. */
+  /**
+   * Only calls that failed, whose function raised (state `raised`), were refused or expired, and
+   * batches some of whose inputs raised.
+   */
   readonly failed?: boolean;
   /** Only calls of this function (`module.function`). */
   readonly function?: string;

@@ -307,6 +307,12 @@ export const EVENT_FIELDS = {
      * only: no decision reads it.
      */
     raised: opt(T.Object({ type: Id, message: Text })),
+    /**
+     * An OK batch of a map (`CallRequested.inputs`): how many of its inputs raised, as its worker
+     * counted them; null for a plain call, a failed batch, or a worker that did not say. History
+     * only: no decision reads it.
+     */
+    inputsRaised: opt(T.Integer({ minimum: 0 })),
   },
   ReservationExpired: { requestId: Id },
   SessionPinned: {
@@ -412,7 +418,7 @@ export const FIELDS_ADDED_TO_V1: {
   CallPlaced: ['sessionId', 'memory'],
   CallRejected: ['sessionId'],
   CallBound: ['checkpointId'],
-  CallFinished: ['code', 'message', 'raised'],
+  CallFinished: ['code', 'message', 'raised', 'inputsRaised'],
   SessionPinned: ['requestId', 'checkpointId'],
   SessionExpired: ['causeSeq'],
   Snapshot: ['schemaVersion'],

@@ -155,7 +155,7 @@ export class CallHistory {
       if (!record.live) continue;
       if (query.sinceMs !== undefined && record.requestedMs < query.sinceMs) break;
       if (query.tenantId !== undefined && record.tenantId !== query.tenantId) continue;
-      if (query.failed && !FAILED_STATES.has(record.state)) continue;
+      if (query.failed && !endedBadly(record)) continue;
       if (query.function !== undefined && record.function !== query.function) continue;
       out.push(record);
     }
@@ -363,6 +363,10 @@ export class CallHistory {
     record.code = event.ok ? 'OK' : (event.code ?? 'UNKNOWN');
     record.message = raised !== null ? raisedLine(raised) : event.message;
     record.raised = raised;
+    // Only a batch's; never more than it carried (its worker's word, bounded by the request's).
+    const { inputs } = record;
+    const inputsRaised = event.ok && inputs !== null ? (event.inputsRaised ?? null) : null;
+    record.inputsRaised = inputsRaised === null ? null : Math.min(inputsRaised, inputs as number);
     end(record, event.at, event.seq);
   }
 
@@ -397,4 +401,9 @@ function leftQueueMessage(event: EventOf<'CallLeftQueue'>, waitedMs: number): st
 /** Milliseconds from `since` to `at` (never negative); null without `since`. */
 function waitedSince(since: string | null, at: string): number | null {
   return since === null ? null : Math.max(0, Date.parse(at) - Date.parse(since));
+}
+
+/** What `failed` lists: a call that ended badly, or a batch some of whose inputs raised. */
+function endedBadly(record: CallRecord): boolean {
+  return FAILED_STATES.has(record.state) || (record.inputsRaised ?? 0) > 0;
 }

@@ -62,6 +62,11 @@ export interface CallRecord {
   readonly turnWaitMs: number | null;
   /** A batch of a map: how many inputs it carried (`CallRequested.inputs`); null: a plain call. */
   readonly inputs: number | null;
+  /**
+   * An OK batch: how many of its inputs raised (`CallFinished.inputsRaised`, at most `inputs`);
+   * null for a plain call, a batch that runs or failed, or a worker that did not say.
+   */
+  readonly inputsRaised: number | null;
   /** When an admission queue held it, and let it go (null: never queued; not admitted). */
   readonly queuedAt: string | null;
   readonly admittedAt: string | null;
@@ -126,6 +131,7 @@ export function clearProgress(record: Kept): void {
   record.code = null;
   record.message = null;
   record.raised = null;
+  record.inputsRaised = null;
   record.retryAfterMs = null;
 }
 
@@ -150,6 +156,7 @@ export function blankRecord(): Kept {
     requestedSeq: 0,
     turnWaitMs: null,
     inputs: null,
+    inputsRaised: null,
     queuedAt: null,
     admittedAt: null,
     queuedWhy: null,

@@ -52,6 +52,7 @@ export interface CallViewData {
   queuedWhy: string;
   queueWaitMs?: number | undefined;
   inputs?: number | undefined;
+  inputsRaised?: number | undefined;
 }
 
 /** The history's window as the wire shows it (`readie.v1.HistoryWindow`). */
@@ -108,6 +109,7 @@ export function callView(record: CallRecord): CallViewData {
     queuedWhy: record.queuedWhy ?? '',
     queueWaitMs: record.queueWaitMs ?? undefined,
     inputs: record.inputs ?? undefined,
+    inputsRaised: record.inputsRaised ?? undefined,
   };
 }
 

@@ -15,7 +15,7 @@
  *   call (`RESOURCE_EXHAUSTED`, the message naming the largest offer). Final: waiting cures
  *   nothing, so a client never retries it.
  */
-import { RAISED_MESSAGE_TRAILER, RAISED_TRAILER } from './raised.js';
+import { INPUTS_RAISED_TRAILER, RAISED_MESSAGE_TRAILER, RAISED_TRAILER } from './raised.js';
 
 /** The trailer that marks a refusal before the user's function started. */
 export const NOT_STARTED_TRAILER = 'readie-not-started';
@@ -73,13 +73,15 @@ export const RELAYED_TRAILERS: readonly string[] = [
 
 /**
  * The trailers a router reads from a worker's status: those it relays, and what the worker
- * reports of the function (`readie-raised`, `readie-raised-message`: src/shared/raised.ts), which
- * the router records and never relays (the caller has the exception itself).
+ * reports of the function (`readie-raised`, `readie-raised-message`, and a batch's
+ * `readie-inputs-raised`: src/shared/raised.ts), which the router records and never relays (the
+ * caller has the exceptions itself).
  */
 export const WORKER_TRAILERS: readonly string[] = [
   ...RELAYED_TRAILERS,
   RAISED_TRAILER,
   RAISED_MESSAGE_TRAILER,
+  INPUTS_RAISED_TRAILER,
 ];
 
 /** Whether `trailers` say the call never started. */

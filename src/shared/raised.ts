@@ -27,6 +27,13 @@ export interface Raised {
 export const RAISED_TRAILER = 'readie-raised';
 /** The worker's trailer with the message's first line (percent-encoded UTF-8). */
 export const RAISED_MESSAGE_TRAILER = 'readie-raised-message';
+/**
+ * The worker's trailer on a batch's OK status: how many of its inputs raised (decimal; each
+ * caller got its exception in the input's outcome).
+ */
+export const INPUTS_RAISED_TRAILER = 'readie-inputs-raised';
+/** The most inputs a batch carries (as the router refuses more), so the most that can raise. */
+const MOST_BATCH_INPUTS = 1024;
 
 const CUT = '... (cut)';
 
@@ -90,4 +97,20 @@ export function raisedLine(raised: Raised): string {
   return raised.message === ''
     ? `raised ${raised.type}`
     : `raised ${raised.type}: ${raised.message}`;
+}
+
+/** How many of a batch's inputs raised, as the trailers of a worker's OK status. */
+export function inputsRaisedTrailers(count: number): Readonly<Record<string, string>> {
+  return { [INPUTS_RAISED_TRAILER]: String(count) };
+}
+
+/**
+ * How many of a batch's inputs raised, as a worker's trailers say; null when they say nothing, or
+ * nothing a batch could have (not a whole number up to the most inputs a batch carries).
+ */
+export function inputsRaisedOfTrailers(trailers: Readonly<Record<string, string>>): number | null {
+  const text = trailers[INPUTS_RAISED_TRAILER];
+  if (text === undefined || !/^\d{1,4}$/u.test(text)) return null;
+  const count = Number(text);
+  return count <= MOST_BATCH_INPUTS ? count : null;
 }

@@ -102,6 +102,11 @@ describe('the calls pages: calls the admission queue held', () => {
     ).to.equal('');
     expect(renderCall(batch)).to.contain('  inputs     25 (a batch of a map)');
     expect(renderCall(admitted)).not.to.contain('inputs');
+    // Some of its inputs raised: how many, in both.
+    const raising = CallView.fromPartial({ ...batch, inputsRaised: 2 });
+    const listed = renderCallList([raising], undefined, NOW);
+    expect(listed).to.match(/r-batch.*succeeded\W+25, 2 raised\W+OK/);
+    expect(renderCall(raising)).to.contain('  inputs     25, 2 raised (a batch of a map)');
   });
 
   it('readie call ends a call that left the queue with a "left queue" step, its code and message', () => {

@@ -321,6 +321,7 @@ describe('the call state machine (pure)', () => {
         // The words the client was told, kept for the call history.
         message: 'a second config: only the first message may carry the config',
         raised: null,
+        inputsRaised: null,
       },
     ]);
   });

@@ -40,7 +40,15 @@ function ranIn(
     placed(requestId, 'w1', { sessionId }),
     { type: 'CallBound', requestId, containerId, checkpointId: null },
     ...(sessionId === null ? [] : [pinned(sessionId, 'w1', containerId, requestId)]),
-    { type: 'CallFinished', requestId, ok: true, code: null, message: null, raised: null },
+    {
+      type: 'CallFinished',
+      requestId,
+      ok: true,
+      code: null,
+      message: null,
+      raised: null,
+      inputsRaised: null,
+    },
   ];
 }
 

@@ -76,6 +76,7 @@ function finishThenAdmit(log: History, requestId: string) {
     code: null,
     message: null,
     raised: null,
+    inputsRaised: null,
   };
   log.add(finished);
   const admitted = decide('admit', log.state(), {});

@@ -204,7 +204,15 @@ describe('quotas: the table', () => {
 });
 
 function finish(given: History, requestId: string): void {
-  given.add({ type: 'CallFinished', requestId, ok: true, code: null, message: null, raised: null });
+  given.add({
+    type: 'CallFinished',
+    requestId,
+    ok: true,
+    code: null,
+    message: null,
+    raised: null,
+    inputsRaised: null,
+  });
 }
 
 /** Frees `requestId`'s slot and records the next admission; the call admitted (or `none`). */

@@ -272,6 +272,7 @@ describe('pinned placement', () => {
           code: 'UNAVAILABLE' as const,
           message: null,
           raised: null,
+          inputsRaised: null,
         },
         { type: 'ReservationExpired' as const, requestId: 'load' },
       ];

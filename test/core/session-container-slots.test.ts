@@ -58,6 +58,7 @@ const finished = (requestId: string, ok = true): NewEvent => ({
   code: ok ? null : 'FAILED_PRECONDITION',
   message: ok ? null : 'could not install the packages',
   raised: null,
+  inputsRaised: null,
 });
 
 const ended: NewEvent = {

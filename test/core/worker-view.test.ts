@@ -70,6 +70,7 @@ const finished = (requestId: string, ok = true): NewEvent => ({
   code: ok ? null : 'INTERNAL',
   message: null,
   raised: null,
+  inputsRaised: null,
 });
 
 function worker(state: ClusterState, workerId = 'w1') {

@@ -228,25 +228,35 @@ describe('the call history and calls output, end to end', function () {
   });
 
   it("a map's batches: each shows the inputs it carried, in readie calls, readie call and the tenant's list", async () => {
-    const options = { chunkSize: 3, maxConcurrency: 1, progress: false };
+    // The first batch's inputs 1 to 3, the second's -4, 5 and -6 (two of them raise).
+    const options = { chunkSize: 3, maxConcurrency: 1, progress: false, returnExceptions: true };
     const results: unknown[] = [];
-    for await (const result of tenantA.map<number>(RAISES, [1, 2, 3, 4, 5, 6], options)) {
-      results.push(result);
+    for await (const result of tenantA.map(RAISES, [1, 2, 3, -4, 5, -6], options)) {
+      results.push(result instanceof Error ? 'raised' : result);
     }
-    expect(results).to.deep.equal([1, 2, 3, 4, 5, 6]);
+    expect(results).to.deep.equal([1, 2, 3, 'raised', 5, 'raised']);
+    // Newest first.
     const batches = (await tenantA.calls({ function: 'check' })).filter(
       (call) => call.inputs !== undefined,
     );
-    expect(batches.map((call) => [call.inputs, call.state])).to.deep.equal([
-      [3, 'succeeded'],
-      [3, 'succeeded'],
+    expect(batches.map((call) => [call.inputs, call.inputsRaised, call.state])).to.deep.equal([
+      [3, 2, 'succeeded'],
+      [3, 0, 'succeeded'],
     ]);
-    const requestId = batches[0]!.requestId;
-    expect(await callJson(requestId)).to.include({ inputs: 3 });
-    const page = await readie('call', requestId);
-    expect(page.out).to.match(/\n {2}inputs {5}3 \(a batch of a map\)\n/);
+    const [raising, clean] = batches.map((call) => call.requestId) as [string, string];
+    expect(await callJson(raising)).to.include({ inputs: 3, inputsRaised: 2 });
+    expect((await readie('call', clean)).out).to.match(/\n {2}inputs {5}3 \(a batch of a map\)\n/);
+    expect((await readie('call', raising)).out).to.match(
+      /\n {2}inputs {5}3, 2 raised \(a batch of a map\)\n/,
+    );
     const table = await readie('calls', '--function', 'check');
-    expect(table.out).to.match(new RegExp(`${requestId}.*check.*succeeded\\W+3\\W+OK`));
+    expect(table.out).to.match(new RegExp(`${clean}.*check.*succeeded\\W+3\\W+OK`));
+    expect(table.out).to.match(new RegExp(`${raising}.*check.*succeeded\\W+3, 2 raised\\W+OK`));
+    // The batch some of whose inputs raised is listed as failed; the other is not.
+    const failed = (await tenantA.calls({ failed: true })).map((call) => call.requestId);
+    expect(failed).to.include(raising).and.not.include(clean);
+    const logs = await readie('logs', raising);
+    expect(logs.out).to.match(/\[readie\] call answered in \d+ ms \(2 of its 3 inputs raised\)/);
   });
 
   it("a session's calls: each shows its session and the container the session kept", async () => {

@@ -27,6 +27,7 @@ import {
   BINARY_VALUE_V2,
   BINARY_VALUE_V3,
   BINARY_VALUE_V4,
+  BINARY_VALUE_V5,
   ByteReader,
   ByteWriter,
   decodeBlockEvent,
@@ -156,6 +157,41 @@ describe('events: the binary codec', () => {
     ]);
   });
 
+  it('lays out value format 5 as format 4 with CallFinished.inputsRaised at its end', () => {
+    const before = layoutIn(4).split('\n');
+    const after = layoutIn(5).split('\n');
+    expect(after).to.have.length(before.length);
+    const changed = after.filter((line, i) => line !== before[i]);
+    const previous = before.find((line) => line.startsWith('CallFinished[')) as string;
+    expect(changed).to.deep.equal([`${previous.slice(0, -1)},inputsRaised:int?]`]);
+  });
+
+  it('given a CallFinished written in format 4 (before inputsRaised), reads it with none; format 5 keeps a batch count', () => {
+    const fields = {
+      seq: 12,
+      at: '2026-12-05T10:00:01.000Z',
+      cause: 'end:r1',
+      type: 'CallFinished',
+      requestId: 'r1',
+      ok: true,
+      code: null,
+      message: null,
+      raised: null,
+    };
+    // The bytes a readie of format 4 wrote for this end (a log on disk today).
+    const v4 = Buffer.from('050fd0d3abdac8680106656e643a72310102723102000000', 'hex');
+    const read = decodeLogValue(v4, 12).event;
+    expect(read).to.deep.equal(validateEvent({ ...fields, inputsRaised: null }));
+    const batch = validateEvent({ ...fields, inputsRaised: 3 });
+    const value = encodeLogValue(batch, undefined, 'append', scratch);
+    expect(value[0]).to.equal(BINARY_VALUE_V5);
+    expect(value.subarray(1, v4.length).toString('hex')).to.equal(v4.subarray(1).toString('hex'));
+    expect(decodeLogValue(value, 12).event).to.deep.equal(batch);
+    // Format 4 never laid the count out: its bytes as a format-4 value are refused, not misread.
+    const misread = Buffer.concat([Buffer.of(BINARY_VALUE_V4), value.subarray(1)]);
+    expect(() => decodeLogValue(misread, 12)).to.throw(/seq 12/);
+  });
+
   it('given an ImageRemoved written in format 3, reads it; absent is written in format 4 and no older format takes it', () => {
     const imageId = 'ab'.repeat(32);
     const removed = (reason: 'evicted' | 'absent') =>
@@ -170,12 +206,12 @@ describe('events: the binary codec', () => {
         reason,
       });
     const evicted = encodeLogValue(removed('evicted'), undefined, 'append', scratch);
-    expect(evicted[0]).to.equal(BINARY_VALUE_V4);
+    expect(evicted[0]).to.equal(BINARY_VALUE_V5);
     // The same word keeps its index: a format-3 value of it is the same bytes after the first.
     const v3 = Buffer.concat([Buffer.of(BINARY_VALUE_V3), evicted.subarray(1)]);
     expect(decodeLogValue(v3, 4).event).to.deep.equal(removed('evicted'));
     const absent = encodeLogValue(removed('absent'), undefined, 'append', scratch);
-    expect(absent[0]).to.equal(BINARY_VALUE_V4);
+    expect(absent[0]).to.equal(BINARY_VALUE_V5);
     expect(decodeLogValue(absent, 4).event).to.deep.equal(removed('absent'));
     // Format 3 never had the word: its bytes as a format-3 value are refused, not misread.
     const misread = Buffer.concat([Buffer.of(BINARY_VALUE_V3), absent.subarray(1)]);
@@ -202,12 +238,13 @@ describe('events: the binary codec', () => {
       raised: { type: 'ValueError', message: 'bad input: ünïcode 😀' },
     });
     const value = encodeLogValue(raised, undefined, 'append', scratch);
-    expect(value[0]).to.equal(BINARY_VALUE_V4);
+    expect(value[0]).to.equal(BINARY_VALUE_V5);
     expect(value.subarray(1, v2.length).toString('hex')).to.equal(v2.subarray(1).toString('hex'));
     expect(decodeLogValue(value, 12).event).to.deep.equal(raised);
-    // A format-4 value without it, and an archive block of format 2, read alike.
+    // A format-5 value without it (raised and inputsRaised null: 00 00), and an archive block of
+    // format 2, read alike.
     const none = encodeLogValue(read, undefined, 'append', scratch);
-    expect(none.toString('hex')).to.equal(`05${v2.subarray(1).toString('hex')}00`);
+    expect(none.toString('hex')).to.equal(`06${v2.subarray(1).toString('hex')}0000`);
     const reader = new ByteReader(v2.subarray(1));
     const back = decodeBlockEvent(reader, 12, new DecodeContext(undefined, 2)) as StoredEvent;
     expect(back.event).to.deep.equal(read);
@@ -247,8 +284,8 @@ describe('events: the binary codec', () => {
     expect(read).to.deep.equal(validateEvent({ ...fields, deadlineMs: null }));
     const withDeadline = validateEvent({ ...fields, deadlineMs: 1500 });
     const value = encodeLogValue(withDeadline, undefined, 'append', scratch);
-    // Written today in format 4 (laid out as format 3 for this type): format 2's bytes, then the image key (none: a null's 00).
-    expect(value.toString('hex')).to.equal(`05${v1.subarray(1).toString('hex')}dd0b00`);
+    // Written today in format 5 (laid out as format 3 for this type): format 2's bytes, then the image key (none: a null's 00).
+    expect(value.toString('hex')).to.equal(`06${v1.subarray(1).toString('hex')}dd0b00`);
     expect(decodeLogValue(value, 9).event).to.deep.equal({ ...withDeadline, imageKey: null });
     // The bytes a readie of format 2 wrote for it read as they were, with no image key.
     const v2 = Buffer.from(`03${v1.subarray(1).toString('hex')}dd0b`, 'hex');
@@ -305,7 +342,7 @@ describe('events: the binary codec', () => {
     ];
     for (const event of events) {
       const value = encodeLogValue(event, undefined, 'append', scratch);
-      expect(value[0]).to.equal(BINARY_VALUE_V4);
+      expect(value[0]).to.equal(BINARY_VALUE_V5);
       expect(decodeLogValue(value, event.seq).event).to.deep.equal(event);
     }
   });
@@ -329,7 +366,7 @@ describe('events: the binary codec', () => {
     ].map((event) => validateEvent(event));
     for (const event of events) {
       const value = encodeLogValue(event, undefined, 'append', scratch);
-      expect(value[0], event.type).to.equal(BINARY_VALUE_V4);
+      expect(value[0], event.type).to.equal(BINARY_VALUE_V5);
       expect(decodeLogValue(value, event.seq).event).to.deep.equal(event);
     }
   });
@@ -340,7 +377,7 @@ describe('events: the binary codec', () => {
     for (const event of events) {
       const text = encodeEvent(event);
       const value = encodeLogValue(event, text, 'canonical', scratch);
-      if (value[0] === BINARY_VALUE_V4) binary += 1;
+      if (value[0] === BINARY_VALUE_V5) binary += 1;
       const back = decodeLogValue(value, event.seq);
       expect(back.event, text).to.deep.equal(event);
       expect(JSON.parse(back.text)).to.deep.equal(JSON.parse(text));
@@ -433,7 +470,7 @@ describe('events: the binary codec', () => {
     }
     // In the schema's order, the same fields in the canonical text are the codec's.
     expect(encodeLogValue(validateEvent(JSON.parse(text)), text, 'exact', scratch)[0]).to.equal(
-      BINARY_VALUE_V4,
+      BINARY_VALUE_V5,
     );
     // A string that is not well-formed UTF-16 would not survive UTF-8: text, even when appended.
     const broken = { ...base, version: 'v\ud800' } as ClusterEvent;
@@ -459,12 +496,13 @@ describe('events: the binary codec', () => {
       reportSeq: 4,
     });
     const value = encodeLogValue(event, undefined, 'append', scratch);
-    // Format 4 (0x05) lays a load report out as formats 3 (0x04), 2 (0x03) and 1 (0x01) did: the same bytes
-    // after the first.
+    // Format 5 (0x06) lays a load report out as formats 4 (0x05), 3 (0x04), 2 (0x03) and 1 (0x01)
+    // did: the same bytes after the first.
     const body =
       '03b8abadbec56801097265706f72743a773101027731818080800c0302000000000000f43f01080002010102633101000500';
-    expect(value.toString('hex')).to.equal(`05${body}`);
+    expect(value.toString('hex')).to.equal(`06${body}`);
     expect(decodeLogValue(value, 7).event).to.deep.equal(event);
+    expect(decodeLogValue(Buffer.from(`05${body}`, 'hex'), 7).event).to.deep.equal(event);
     expect(decodeLogValue(Buffer.from(`03${body}`, 'hex'), 7).event).to.deep.equal(event);
     expect(decodeLogValue(Buffer.from(`01${body}`, 'hex'), 7).event).to.deep.equal(event);
   });
@@ -479,6 +517,7 @@ describe('events: the binary codec', () => {
       Buffer.from([BINARY_VALUE_V2, 99]),
       Buffer.from([BINARY_VALUE_V3, 99]),
       Buffer.from([0x05, 1, 2, 3]),
+      Buffer.from([0x06, 1, 2, 3]),
       Buffer.from([0x02, 1, 2, 3]),
     ]) {
       expect(() => decodeLogValue(damaged, 42), damaged.toString('hex')).to.throw(

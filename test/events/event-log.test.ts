@@ -68,7 +68,7 @@ describe('EventLog (LMDB)', () => {
     await log.append({ type: 'CallFinished', requestId: 'r1', ok: true } as NewEvent).committed;
     const [stored] = [...log.readStored()];
     expect(stored?.text).to.equal(
-      '{"seq":1,"at":"2026-11-30T10:00:00.000Z","cause":null,"type":"CallFinished","requestId":"r1","ok":true,"code":null,"message":null,"raised":null}',
+      '{"seq":1,"at":"2026-11-30T10:00:00.000Z","cause":null,"type":"CallFinished","requestId":"r1","ok":true,"code":null,"message":null,"raised":null,"inputsRaised":null}',
     );
     await log.close();
   });
@@ -378,8 +378,8 @@ describe('EventLog (LMDB)', () => {
       const meta = raw.openDB<unknown, string>({ name: 'meta', encoding: 'msgpack' });
       // The old values stay text, the new one is binary, and the log says it may hold both.
       expect(values.get(1)?.toString('utf8')).to.equal(texts[0]);
-      expect(values.get(3)?.[0]).to.equal(5);
-      expect(meta.get('valueFormat')).to.equal('readie-binary-v4');
+      expect(values.get(3)?.[0]).to.equal(6);
+      expect(meta.get('valueFormat')).to.equal('readie-binary-v5');
       await raw.close();
       const reader = EventLog.open(dir, { readOnly: true });
       expect([...reader.read()].map((e) => e.type)).to.deep.equal([
@@ -405,8 +405,9 @@ describe('EventLog (LMDB)', () => {
       ['readie-binary-v1', 1],
       ['readie-binary-v2', 3],
       ['readie-binary-v3', 4],
+      ['readie-binary-v4', 5],
     ] as const) {
-      it(`reads a log marked ${marker} as written, appends in format 4 and marks the log so`, async () => {
+      it(`reads a log marked ${marker} as written, appends in format 5 and marks the log so`, async () => {
         const dir = tempDir();
         const opened = EventLog.open(dir, { clock: () => START });
         await opened.append(leaving('a'), 'report:a').committed;
@@ -430,10 +431,10 @@ describe('EventLog (LMDB)', () => {
         await writer.close();
         raw = open({ path: join(dir, 'events.mdb'), maxDbs: 5, readOnly: true });
         const after = raw.openDB<Buffer, number>({ name: 'events', encoding: 'binary' });
-        expect([after.get(1)?.[0], after.get(2)?.[0]]).to.deep.equal([first, 5]);
+        expect([after.get(1)?.[0], after.get(2)?.[0]]).to.deep.equal([first, 6]);
         expect(
           raw.openDB<unknown, string>({ name: 'meta', encoding: 'msgpack' }).get('valueFormat'),
-        ).to.equal('readie-binary-v4');
+        ).to.equal('readie-binary-v5');
         await raw.close();
       });
     }

@@ -40,6 +40,7 @@ const finished = (
   code,
   message,
   raised: null,
+  inputsRaised: null,
 });
 
 describe('projection: the call history', () => {
@@ -133,10 +134,41 @@ describe('projection: the call history', () => {
       finished('batch', null),
       requested('plain', { function: 'jobs.score' }),
     ]);
-    expect(calls.get('batch')).to.include({ inputs: 25, state: 'succeeded' });
+    expect(calls.get('batch')).to.include({ inputs: 25, state: 'succeeded', inputsRaised: null });
     expect(calls.get('plain')).to.include({ inputs: null });
     expect(callView(calls.get('batch')!).inputs).to.equal(25);
     expect(callView(calls.get('plain')!).inputs).to.equal(undefined);
+  });
+
+  it("given batches whose worker counted raised inputs, then each shows how many (never more than it carried), and --failed lists those with any; a plain call's count is ignored", () => {
+    const batch = (requestId: string, inputs: number) => [
+      requested(requestId, { function: 'jobs.score', inputs }),
+      placed(requestId, 'w1'),
+      bound(requestId, `c-${requestId}`),
+    ];
+    const ended = (requestId: string, inputsRaised: number | null): NewEvent =>
+      ({
+        ...finished(requestId, null),
+        inputsRaised,
+      }) as NewEvent;
+    const calls = fed([
+      registered('w1'),
+      ...batch('some', 25),
+      ended('some', 2),
+      ...batch('none', 25),
+      ended('none', 0),
+      ...batch('forged', 3),
+      ended('forged', 900),
+      requested('plain'),
+      placed('plain', 'w1'),
+      ended('plain', 5),
+    ]);
+    expect(calls.get('some')).to.include({ state: 'succeeded', inputs: 25, inputsRaised: 2 });
+    expect(calls.get('none')).to.include({ inputsRaised: 0 });
+    expect(calls.get('forged')).to.include({ inputsRaised: 3 });
+    expect(calls.get('plain')).to.include({ inputs: null, inputsRaised: null });
+    expect(callView(calls.get('some')!)).to.include({ inputs: 25, inputsRaised: 2 });
+    expect(calls.list({ failed: true }).map((c) => c.requestId)).to.deep.equal(['forged', 'some']);
   });
 
   it('given a refused call and a force-released one, then they are rejected (with the code and message) and expired', () => {

@@ -357,6 +357,7 @@ describe('evolve: the effect of each event', () => {
         code: 'UNAVAILABLE',
         message: null,
         raised: null,
+        inputsRaised: null,
       });
       const state = stateOf(failed);
       expect(state.sessions.get('s1')).to.deep.include({
@@ -384,6 +385,7 @@ describe('evolve: the effect of each event', () => {
             code: 'INTERNAL',
             message: null,
             raised: null,
+            inputsRaised: null,
           },
         ),
       );
@@ -403,6 +405,7 @@ describe('evolve: the effect of each event', () => {
           code: null,
           message: null,
           raised: null,
+          inputsRaised: null,
         }),
       );
       expect({ ...twice, lastSeq: 0 }).to.deep.equal({ ...once, lastSeq: 0 });

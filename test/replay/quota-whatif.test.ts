@@ -44,7 +44,15 @@ function admit(given: History): void {
 
 function finish(given: History, requestId: string): void {
   append(given, { kind: 'end', requestId }, [
-    { type: 'CallFinished', requestId, ok: true, code: null, message: null, raised: null },
+    {
+      type: 'CallFinished',
+      requestId,
+      ok: true,
+      code: null,
+      message: null,
+      raised: null,
+      inputsRaised: null,
+    },
   ]);
   admit(given);
 }

@@ -9,6 +9,8 @@ import {
 } from '../../src/core/calls/call-steps.js';
 import {
   boundedRaised,
+  inputsRaisedOfTrailers,
+  inputsRaisedTrailers,
   MAX_RAISED_MESSAGE_LENGTH,
   raisedOfTrailers,
   raisedTrailers,
@@ -94,6 +96,7 @@ describe('router core (pure)', () => {
           code: 'UNAVAILABLE',
           message: null,
           raised: null,
+          inputsRaised: null,
         },
         { type: 'SessionUnpinned', sessionId: 's1', reason: 'call_failed' },
       ]);
@@ -116,6 +119,7 @@ describe('router core (pure)', () => {
           code: 'INTERNAL',
           message: null,
           raised: null,
+          inputsRaised: null,
         },
       ]);
     });
@@ -133,6 +137,7 @@ describe('router core (pure)', () => {
           code: 'CANCELLED',
           message: null,
           raised: null,
+          inputsRaised: null,
         },
       ]);
       expect(reservationExpiredEvents(given.state(), 'r1')).to.deep.equal([]);
@@ -457,6 +462,7 @@ describe('router core (pure)', () => {
         code: null,
         details: 'OK',
         raised: null,
+        inputsRaised: null,
       });
       expect(workerEnding('w1', 9, 'pip failed', { 'readie-not-started': '1' })).to.deep.equal({
         code: 'FAILED_PRECONDITION',
@@ -485,6 +491,7 @@ describe('router core (pure)', () => {
           code: null,
           message: null,
           raised: { type: 'pkg.Error', message: 'bad ünïcode 😀' },
+          inputsRaised: null,
         },
       ]);
       // A hostile worker: malformed percent-encoding, line breaks, a lone surrogate, no bounds.
@@ -503,6 +510,30 @@ describe('router core (pure)', () => {
       expect(
         callFinishedEvents(given.state(), 'r1', 'UNAVAILABLE', 'gone', ending.raised ?? null)[0],
       ).to.include({ raised: null });
+    });
+
+    it("an OK batch's ending: CallFinished says how many of its inputs raised, as a worker may say it", () => {
+      const ending = workerEnding('w1', 0, 'OK', inputsRaisedTrailers(3));
+      expect(ending).to.include({ code: null, inputsRaised: 3, raised: null });
+      const given = history(registered('w1'), placed('r1', 'w1'));
+      const [finished] = decideCallEnd(given.state(), {
+        requestId: 'r1',
+        code: null,
+        inputsRaised: ending.inputsRaised ?? null,
+      }).events;
+      expect(finished).to.include({ type: 'CallFinished', ok: true, inputsRaised: 3 });
+      // Nothing a batch could have is nothing: not a count, negative, past the most inputs.
+      for (const text of ['', '-1', '1.5', '0x10', '1025', '99999', ' 3']) {
+        expect(inputsRaisedOfTrailers({ 'readie-inputs-raised': text }), text).to.equal(null);
+      }
+      expect(inputsRaisedOfTrailers({ 'readie-inputs-raised': '1024' })).to.equal(1024);
+      expect(inputsRaisedOfTrailers({})).to.equal(null);
+      // A failed call says none, whatever its worker sent.
+      const failed = workerEnding('w1', 14, 'gone', inputsRaisedTrailers(3));
+      expect(failed).to.not.have.property('inputsRaised');
+      expect(callFinishedEvents(given.state(), 'r1', 'UNAVAILABLE', 'gone', null, 3)[0]).to.include(
+        { inputsRaised: null },
+      );
     });
 
     it('a client leaving at its deadline is DEADLINE_EXCEEDED, earlier CANCELLED', () => {

@@ -584,6 +584,7 @@ describe('placement', () => {
         code: 'UNAVAILABLE',
         message: null,
         raised: null,
+        inputsRaised: null,
       });
       const state = given.state();
       expect(state.sessions.get('s1')?.pin).to.equal(null);

@@ -80,6 +80,7 @@ export async function appendHistory(
           code: null,
           message: null,
           raised: null,
+          inputsRaised: null,
         };
         log.append(end, `end:${requestId}`);
       }

@@ -142,7 +142,15 @@ export function placed(
 
 /** A call that finished well (no error, nothing raised). */
 export function finished(requestId: string): NewEvent {
-  return { type: 'CallFinished', requestId, ok: true, code: null, message: null, raised: null };
+  return {
+    type: 'CallFinished',
+    requestId,
+    ok: true,
+    code: null,
+    message: null,
+    raised: null,
+    inputsRaised: null,
+  };
 }
 
 /** A container report. */

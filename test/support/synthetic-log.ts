@@ -293,6 +293,7 @@ export function* syntheticLog(options: SyntheticLogOptions): Generator<NewEvent>
           code: ok ? null : 'UNAVAILABLE',
           message: null,
           raised: null,
+          inputsRaised: null,
         });
       if (call.containerId !== null) {
         const keep = ok && call.sessionId !== null;

@@ -89,6 +89,8 @@ describe('ExecutionService: batches (one call, many inputs)', function () {
         expect(outcome.envelope.error).to.include({ type: 'ValueError', message: 'bad: 7' });
       } else expect(outcome.envelope).to.deep.equal({ ok: true, value: index * 2 });
     }
+    // The router hears how many inputs raised in the trailers of the OK status.
+    expect(result.trailers).to.include({ 'readie-inputs-raised': '1' });
     // Fast outcomes share chunks: far fewer answers than inputs.
     const chunks = result.responses.filter(({ response }) => response.message?.$case === 'chunk');
     expect(chunks.length).to.be.below(50);

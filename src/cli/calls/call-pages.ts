@@ -38,9 +38,10 @@ export function renderCallList(
   return window === undefined ? body : `${body}${windowLine(window)}\n`;
 }
 
-/** A batch's inputs (`25`); empty for a plain call. */
+/** A batch's inputs (`25`, `25, 2 raised`); empty for a plain call. */
 function inputsText(call: CallView): string {
-  return call.inputs === undefined ? '' : String(call.inputs);
+  if (call.inputs === undefined) return '';
+  return call.inputsRaised ? `${call.inputs}, ${call.inputsRaised} raised` : String(call.inputs);
 }
 
 /**

@@ -211,7 +211,7 @@ export function addCallsCommands(program: Command): void {
     program
       .command('calls')
       .description(
-        "recent calls from the router's call history, newest first: request, tenant, function, state (queued, placed, running, succeeded, raised, failed, rejected, expired), code, when, how long, how long it waited in the admission queue, where (HISTORY_MAX_CALLS, HISTORY_RETENTION)",
+        "recent calls from the router's call history, newest first: request, tenant, function, state (queued, placed, running, succeeded, raised, failed, rejected, expired), a batch's inputs (and how many raised), code, when, how long, how long it waited in the admission queue, where (HISTORY_MAX_CALLS, HISTORY_RETENTION)",
       )
       .option('--tenant <tenant>', "only this tenant's calls")
       .option(
@@ -220,7 +220,7 @@ export function addCallsCommands(program: Command): void {
       )
       .option(
         '--failed',
-        'only calls that failed (a code other than OK), whose function raised (state raised), were refused (or left the admission queue unplaced) or expired',
+        'only calls that failed (a code other than OK), whose function raised (state raised), were refused (or left the admission queue unplaced) or expired, and batches some of whose inputs raised',
       )
       .option('--function <name>', 'only calls of this function (module.qualname)')
       .option('--limit <n>', 'at most this many calls (default 100, at most 1000)')

@@ -607,6 +607,7 @@ function complete(
         code,
         message: code === null ? null : details,
         raised: ending.raised ?? null,
+        inputsRaised: ending.inputsRaised ?? null,
       }),
       failure: 'could not record the end of the call',
     },

@@ -13,7 +13,7 @@ import {
   type CallTrailers,
 } from '../../shared/call-trailers.js';
 import { grpcCodeName, type GrpcCodeName } from '../../shared/grpc-codes.js';
-import { raisedOfTrailers, type Raised } from '../../shared/raised.js';
+import { inputsRaisedOfTrailers, raisedOfTrailers, type Raised } from '../../shared/raised.js';
 import type { Config } from '../../shared/config.js';
 import { queueFull, queuedCount, queueing, slotCapReached } from '../admission/index.js';
 import { callFinishedEvents } from '../consequences/index.js';
@@ -199,6 +199,8 @@ export interface CallEndInput {
   readonly message?: string | null;
   /** What the function raised, as its worker reported (null or absent: it returned, or failed). */
   readonly raised?: Raised | null;
+  /** An OK batch: how many of its inputs raised, as its worker reported (null or absent: none said). */
+  readonly inputsRaised?: number | null;
 }
 
 /** The call ended, however: `CallFinished` and its consequences (`end:REQUEST`). */
@@ -211,6 +213,7 @@ export function decideCallEnd(state: ClusterState, input: CallEndInput): Decisio
       input.code,
       input.message ?? null,
       input.raised ?? null,
+      input.inputsRaised ?? null,
     ),
   };
 }
@@ -242,6 +245,8 @@ export interface CallEnding {
   readonly trailers?: CallTrailers;
   /** An OK ending whose function raised, as its worker reported (none: it returned). */
   readonly raised?: Raised | null;
+  /** An OK batch's inputs that raised, as its worker reported (none: it said nothing). */
+  readonly inputsRaised?: number | null;
 }
 
 /** The worker's trailers the client hears: those readie relays (src/shared/call-trailers.ts). */
@@ -271,7 +276,14 @@ export function workerEnding(
   trailers: CallTrailers = NO_TRAILERS,
 ): CallEnding {
   const name = grpcCodeName(code);
-  if (name === 'OK') return { code: null, details: 'OK', raised: raisedOfTrailers(trailers) };
+  if (name === 'OK') {
+    return {
+      code: null,
+      details: 'OK',
+      raised: raisedOfTrailers(trailers),
+      inputsRaised: inputsRaisedOfTrailers(trailers),
+    };
+  }
   if (ROUTER_CREDENTIAL_CODES.has(name)) {
     return {
       code: 'INTERNAL',

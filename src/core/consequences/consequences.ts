@@ -155,7 +155,8 @@ function boundedMessage(message: string): string {
 
 /**
  * A call ended: `CallFinished` (`ok` when `code` is null, else the code it ended with and the
- * message its client heard; an OK call whose function raised names what, bounded), then
+ * message its client heard; an OK call whose function raised names what, bounded; an OK batch
+ * how many of its inputs raised, as its worker said), then
  * `SessionUnpinned` (`call_failed`) when it failed and had created its session's pin. Always
  * returns `CallFinished`, even when the reservation was already force-released: every call that
  * was placed finishes exactly once in the log.
@@ -166,6 +167,7 @@ export function callFinishedEvents(
   code: GrpcCodeName | null,
   message: string | null = null,
   raised: Raised | null = null,
+  inputsRaised: number | null = null,
 ): NewEvent[] {
   const ok = code === null || code === 'OK';
   return [
@@ -176,6 +178,7 @@ export function callFinishedEvents(
       code: ok ? null : code,
       message: ok || message === null ? null : boundedMessage(message),
       raised: ok && raised !== null ? boundedRaised(raised) : null,
+      inputsRaised: ok ? inputsRaised : null,
     },
     ...(ok ? [] : unpinIfCreator(state, requestId, 'call_failed')),
   ];

@@ -156,11 +156,11 @@ function objectFields(schema: TSchema, depth: number): FieldCodec[] | undefined 
  * older formats lay the type out without it, so values already on disk decode as they were
  * written (the fields they lack read as absent: null). The newest format is the one written.
  */
-export const VALUE_FORMATS = [1, 2, 3, 4] as const;
+export const VALUE_FORMATS = [1, 2, 3, 4, 5] as const;
 /** A value format of the binary codec. */
 export type ValueFormat = (typeof VALUE_FORMATS)[number];
 /** The format new values are written in. */
-export const NEWEST_VALUE_FORMAT: ValueFormat = 4;
+export const NEWEST_VALUE_FORMAT: ValueFormat = 5;
 /** A value format's name: what a log's `valueFormat` marker and an archive header's `codec` say. */
 export type ValueFormatName = `readie-binary-v${ValueFormat}`;
 /** Each value format by its name. */
@@ -182,7 +182,8 @@ export function isValueFormatName(name: unknown): name is ValueFormatName {
  * schemas had it). 2: `CallRequested.deadlineMs` (placement rules v6: deadlines in admission).
  * 3: `CallFinished.raised` (what an OK call's function raised, for the call history),
  * `CallRequested.imageKey` and `ImageBuilt.declarations` (placement rules v8: images). 4: no
- * field, a word (`WORDS_ADDED_BY_FORMAT`).
+ * field, a word (`WORDS_ADDED_BY_FORMAT`). 5: `CallFinished.inputsRaised` (how many of a batch's
+ * inputs raised, for the call history).
  */
 const FIELDS_ADDED_BY_FORMAT: Readonly<
   Record<ValueFormat, Partial<Record<EventType, readonly string[]>>>
@@ -191,6 +192,7 @@ const FIELDS_ADDED_BY_FORMAT: Readonly<
   2: { CallRequested: ['deadlineMs'] },
   3: { CallFinished: ['raised'], CallRequested: ['imageKey'], ImageBuilt: ['declarations'] },
   4: {},
+  5: { CallFinished: ['inputsRaised'] },
 };
 
 /**
@@ -206,6 +208,7 @@ const WORDS_ADDED_BY_FORMAT: Readonly<
   2: {},
   3: {},
   4: { ImageRemoved: { reason: ['absent'] } },
+  5: {},
 };
 
 /** `field` as `format` lays it out: an enum without the words later formats added. */

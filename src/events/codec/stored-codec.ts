@@ -1,8 +1,8 @@
 /**
  * Stored events in bytes (pure): an event in the binary codec when that gives it back exactly,
- * else its JSON text. Two containers use it: an LMDB value (one event: the byte 0x05 then the
- * binary event in value format 4, or 0x04 then one in format 3, 0x03 then one in format 2, or
- * 0x01 then one in format 1, as values were written before; a `Snapshot`, the byte 0x02 then its JSON text compressed with brotli, a tenth of
+ * else its JSON text. Two containers use it: an LMDB value (one event: the byte 0x06 then the
+ * binary event in value format 5, or 0x05 then one in format 4, 0x04 then one in format 3, 0x03
+ * then one in format 2, or 0x01 then one in format 1, as values were written before; a `Snapshot`, the byte 0x02 then its JSON text compressed with brotli, a tenth of
  * its size; or the UTF-8 JSON text itself, which starts with `{`, so a log written before the
  * codec reads as it is) and an archive block (events one after the other, sharing their strings
  * and instants; an event kept as text is `TEXT_EVENT_CODE` then its text). Decoding validates
@@ -32,14 +32,17 @@ export const BINARY_VALUE_V1 = 0x01;
 export const BINARY_VALUE_V2 = 0x03;
 /** The first byte of an LMDB value in the binary codec's value format 3 (read, no longer written). */
 export const BINARY_VALUE_V3 = 0x04;
-/** The first byte of an LMDB value in the binary codec's value format 4 (what is written). */
+/** The first byte of an LMDB value in the binary codec's value format 4 (read, no longer written). */
 export const BINARY_VALUE_V4 = 0x05;
+/** The first byte of an LMDB value in the binary codec's value format 5 (what is written). */
+export const BINARY_VALUE_V5 = 0x06;
 /** Each binary value format by an LMDB value's first byte. */
 const BINARY_VALUE_FORMATS: ReadonlyMap<number | undefined, ValueFormat> = new Map([
   [BINARY_VALUE_V1, 1],
   [BINARY_VALUE_V2, 2],
   [BINARY_VALUE_V3, 3],
   [BINARY_VALUE_V4, 4],
+  [BINARY_VALUE_V5, 5],
 ]);
 /** The first byte of an LMDB value holding a `Snapshot`'s JSON text, brotli-compressed. */
 export const SNAPSHOT_VALUE_V1 = 0x02;
@@ -114,7 +117,7 @@ export function encodeLogValue(
   }
   if (binaryMayStand(event, text, mode)) {
     scratch.reset();
-    scratch.byte(BINARY_VALUE_V4);
+    scratch.byte(BINARY_VALUE_V5);
     if (encodeEventBinary(event, scratch, new EncodeContext(canonical), mode === 'exact')) {
       return scratch.bytes();
     }

@@ -76,10 +76,10 @@ const META_ORIGIN = 'origin';
 /** Events a follower reads in one turn before it hands them out. */
 const FOLLOW_CHUNK = 1024;
 /**
- * The format of the values this code writes: the binary codec's value format 4, or JSON text
+ * The format of the values this code writes: the binary codec's value format 5, or JSON text
  * (each value says which by its first byte). A log without the marker was written before the
- * codec: JSON only. A log marked with an older format of the codec (1, 2 or 3) is read as it is (its
- * values say their format) and marked format 4 once this code may write to it, so a readie that
+ * codec: JSON only. A log marked with an older format of the codec (1 to 4) is read as it is (its
+ * values say their format) and marked format 5 once this code may write to it, so a readie that
  * reads only older formats refuses it by name instead of failing at its first new value.
  */
 export const VALUE_FORMAT: ValueFormatName = NEWEST_VALUE_FORMAT_NAME;

@@ -143,9 +143,11 @@
     return points;
   }
 
-  /** A batch's inputs as the call's summary shows them: `25`. */
+  /** A batch's inputs as the call's summary shows them: `25`, `25, 2 raised`. */
   function inputsText(call) {
-    return String(call.inputs);
+    return call.inputsRaised
+      ? call.inputs + ', ' + call.inputsRaised + ' raised'
+      : String(call.inputs);
   }
 
   /**

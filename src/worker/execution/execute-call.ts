@@ -46,7 +46,13 @@ import type { MessageReader } from './message-reader.js';
 import { BatchRelay } from './batch-relay.js';
 import { FrameProtocolError } from '../core/executor-link/frames.js';
 import { decodeInputLogBody } from '../core/executor-link/outcomes.js';
-import { boundedRaised, raisedLine, raisedTrailers, type Raised } from '../../shared/raised.js';
+import {
+  boundedRaised,
+  inputsRaisedTrailers,
+  raisedLine,
+  raisedTrailers,
+  type Raised,
+} from '../../shared/raised.js';
 
 /** What a call needs from the worker. */
 export interface CallDeps {
@@ -108,6 +114,8 @@ export class ExecuteCall {
   private readonly clock: () => number;
   /** What the function raised, as the executor's RESULT_END said (checked); null: it returned. */
   private raised: { readonly raised: Raised; readonly traceback: string } | null = null;
+  /** A batch's inputs that raised, once its RESULT_END came; null: not a batch, or not ended. */
+  private inputsRaised: number | null = null;
 
   constructor(
     private readonly stream: ExecuteStream,
@@ -454,6 +462,7 @@ export class ExecuteCall {
         case FrameType.RESULT_END: {
           const end = readFrameBody(frame, ResultEndSchema);
           batch?.outcomes.checkComplete();
+          if (batch !== null) this.inputsRaised = batch.outcomes.raised;
           if (end.raised !== undefined) {
             if (batch !== null || end.ok) {
               throw new FrameProtocolError(
@@ -557,9 +566,22 @@ export class ExecuteCall {
     if (failure === null) {
       const raised = this.raised?.raised ?? null;
       if (raised === null) {
-        this.endKept(`call answered in ${Math.round(ms)} ms`);
-        this.log.info({ ms, kept: keep }, 'call answered');
-        this.stream.end();
+        const inputsRaised = this.inputsRaised;
+        this.endKept(
+          `call answered in ${Math.round(ms)} ms` +
+            (inputsRaised ? ` (${inputsRaised} of its ${this.request.inputs} inputs raised)` : ''),
+        );
+        this.log.info({ ms, kept: keep, inputsRaised: inputsRaised ?? undefined }, 'call answered');
+        if (inputsRaised === null) {
+          this.stream.end();
+          return;
+        }
+        // The router records how many of the batch's inputs raised (the caller has each one).
+        const metadata = new Metadata();
+        for (const [name, value] of Object.entries(inputsRaisedTrailers(inputsRaised))) {
+          metadata.set(name, value);
+        }
+        this.stream.end(metadata);
         return;
       }
       this.keepTraceback(raised);

@@ -43,6 +43,26 @@ describe('the worker core: a batch outcomes ledger', () => {
     expect(() => ledger.checkComplete()).to.not.throw();
   });
 
+  it('counts the inputs that raised: a last piece without OK, never a middle one', () => {
+    const ledger = new BatchOutcomes(4);
+    ledger.accept(
+      Buffer.concat([
+        record(0, last, Buffer.from('a')),
+        record(1, 0, Buffer.from('part of a traceback')),
+        record(2, RecordFlag.LAST, Buffer.from('raised')),
+      ]),
+    );
+    expect(ledger.raised).to.equal(1);
+    ledger.accept(
+      Buffer.concat([
+        record(1, RecordFlag.LAST, Buffer.from('end')),
+        record(3, last, Buffer.from('d')),
+      ]),
+    );
+    expect(ledger.raised).to.equal(2);
+    expect(() => ledger.checkComplete()).to.not.throw();
+  });
+
   it('refuses an index outside the batch, a second outcome, unknown flags, a short record', () => {
     expect(() => new BatchOutcomes(2).accept(record(2, last, Buffer.alloc(1)))).to.throw(
       'names input 2 of a batch of 2 inputs',

@@ -37,11 +37,17 @@ export class BatchOutcomes {
   private readonly bytes: Uint32Array;
   private readonly answered: Uint8Array;
   private remaining: number;
+  private raisedCount = 0;
 
   constructor(readonly inputs: number) {
     this.bytes = new Uint32Array(inputs);
     this.answered = new Uint8Array(inputs);
     this.remaining = inputs;
+  }
+
+  /** Inputs whose whole outcome says they raised (their record flags without OK). */
+  get raised(): number {
+    return this.raisedCount;
   }
 
   /** Inputs without their whole outcome yet. */
@@ -111,6 +117,7 @@ export class BatchOutcomes {
         this.answered[index] = 1;
         this.remaining -= 1;
         finished += 1;
+        if ((flags & RecordFlag.OK) === 0) this.raisedCount += 1;
       }
     }
     return finished;

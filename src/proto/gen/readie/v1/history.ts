@@ -124,14 +124,25 @@ export interface CallView {
    * A batch of a map (one call carrying many inputs): how many inputs it carried (unset: a plain
    * call).
    */
-  inputs?: number | undefined;
+  inputs?:
+    | number
+    | undefined;
+  /**
+   * A batch that ended OK: how many of its inputs raised (each caller got its exception), as its
+   * worker counted them (unset: a plain call, a batch that runs or failed, or a worker that did
+   * not say).
+   */
+  inputsRaised?: number | undefined;
 }
 
 /** Which calls to list; every field narrows. */
 export interface CallFilter {
   /** Only calls requested this many milliseconds before now or later (0: the whole history). */
   sinceMs: number;
-  /** Only calls that failed, whose function raised, were refused or expired. */
+  /**
+   * Only calls that failed, whose function raised, were refused or expired, and batches some of
+   * whose inputs raised.
+   */
   failed: boolean;
   /** Only calls of this function (exact match; empty: any). */
   function: string;
@@ -434,6 +445,7 @@ function createBaseCallView(): CallView {
     queuedWhy: "",
     queueWaitMs: undefined,
     inputs: undefined,
+    inputsRaised: undefined,
   };
 }
 
@@ -531,6 +543,9 @@ export const CallView: MessageFns<CallView> = {
     }
     if (message.inputs !== undefined) {
       writer.uint32(248).uint32(message.inputs);
+    }
+    if (message.inputsRaised !== undefined) {
+      writer.uint32(256).uint32(message.inputsRaised);
     }
     return writer;
   },
@@ -796,6 +811,14 @@ export const CallView: MessageFns<CallView> = {
             message.inputs = reader.uint32();
             continue;
           }
+          case 32: {
+            if (tag !== 256) {
+              break;
+            }
+
+            message.inputsRaised = reader.uint32();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -931,6 +954,11 @@ export const CallView: MessageFns<CallView> = {
         ? globalThis.Number(object.queue_wait_ms)
         : undefined,
       inputs: isSet(object.inputs) ? globalThis.Number(object.inputs) : undefined,
+      inputsRaised: isSet(object.inputsRaised)
+        ? globalThis.Number(object.inputsRaised)
+        : isSet(object.inputs_raised)
+        ? globalThis.Number(object.inputs_raised)
+        : undefined,
     };
   },
 
@@ -1029,6 +1057,9 @@ export const CallView: MessageFns<CallView> = {
     if (message.inputs !== undefined) {
       obj.inputs = Math.round(message.inputs);
     }
+    if (message.inputsRaised !== undefined) {
+      obj.inputsRaised = Math.round(message.inputsRaised);
+    }
     return obj;
   },
 
@@ -1068,6 +1099,7 @@ export const CallView: MessageFns<CallView> = {
     message.queuedWhy = object.queuedWhy ?? "";
     message.queueWaitMs = object.queueWaitMs ?? undefined;
     message.inputs = object.inputs ?? undefined;
+    message.inputsRaised = object.inputsRaised ?? undefined;
     return message;
   },
 };
