@@ -33,7 +33,7 @@ from readie._retry import backoff, may_retry_ran, needs_new_session, waits_for_r
 from readie._routers import RouterMoves
 from readie._session import Session
 from readie._tenant import end_session_async, map_room_async
-from readie._wire import build_config, request_messages
+from readie._wire import build_config, function_name, request_messages
 from readie.errors import NeverFitsError, ProtocolError, ReadieError, SessionExpiredError, ShedError
 
 #: A batch aims at this much work (seconds) per input run at once.
@@ -479,6 +479,7 @@ class MapEngine:
             self.fn.import_hints(),
             session_id=session.id if session is not None else "",
             retry_of=retry_of,
+            function=function_name(self.fn._fn),
         )
         config.inputs = len(sent)
         if self.max_inputs > 1:

@@ -34,7 +34,7 @@ from readie._options import RemoteOptions
 from readie._session import current_session
 from readie._sizes import Size
 from readie._spawn import FunctionCall
-from readie._wire import build_config
+from readie._wire import build_config, function_name
 
 R = TypeVar("R")
 
@@ -81,7 +81,7 @@ class RemoteFunction(Generic[R]):
             self.options.demand,
             self.import_hints(),
             session_id=session.id if session is not None else "",
-            function=_function_name(self._fn),
+            function=function_name(self._fn),
         )
 
         def on_done(info: CallInfo) -> None:
@@ -360,11 +360,3 @@ def remote(
         return RemoteFunction(function, options)
 
     return decorate if fn is None else decorate(fn)
-
-
-def _function_name(fn: Any) -> str:
-    """The name the call history shows for ``fn``: ``module.qualname`` (printable, at most 256)."""
-    module = getattr(fn, "__module__", None) or ""
-    name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or ""
-    full = f"{module}.{name}" if module else str(name)
-    return "".join(ch for ch in full if ch.isprintable())[:256]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import platform
 from dataclasses import dataclass, field
-from typing import Callable, Iterator, List, Optional, Sequence
+from typing import Any, Callable, Iterator, List, Optional, Sequence
 
 from readie._ids import CallInfo
 from readie._image import Image
@@ -125,3 +125,11 @@ class AnswerReader:
                 "the cluster ended the call without a result", call=self.info
             )
         return b"".join(self._chunks)
+
+
+def function_name(fn: Any) -> str:
+    """The name the call history shows for ``fn``: ``module.qualname`` (printable, at most 256)."""
+    module = getattr(fn, "__module__", None) or ""
+    name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or ""
+    full = f"{module}.{name}" if module else str(name)
+    return "".join(ch for ch in full if ch.isprintable())[:256]

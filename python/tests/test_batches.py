@@ -112,6 +112,9 @@ class BatchTest(unittest.TestCase):
     def test_chunk_size_fixes_the_batch_size(self):
         self.assertEqual(list(triple.map(range(12), chunk_size=5, max_concurrency=1, progress=False)), [3 * x for x in range(12)])
         self.assertEqual(self.batch_sizes(), [5, 5, 2])
+        # Each batch names its function, as a plain call does: the call history shows it.
+        names = {call.config.function for call in self.proxy.calls if call.config is not None}
+        self.assertEqual(names, {f"{triple.__module__}.triple"})
         with self.assertRaises(ValueError):
             triple.map([1], chunk_size=0)
         with self.assertRaises(ValueError):
