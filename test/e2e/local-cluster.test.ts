@@ -26,7 +26,7 @@ import {
   WorkerStatus,
 } from '../../src/proto/gen/readie/v1/registry.js';
 import { tokenDigest } from '../../src/shared/bearer-token.js';
-import { freePort } from '../support/e2e-cluster.js';
+import { freePort, freePortRun } from '../support/e2e-cluster.js';
 import { registered } from '../support/events.js';
 import { runReadie } from '../support/processes.js';
 import { PYTHON } from '../support/python.js';
@@ -128,7 +128,7 @@ describe('the local cluster (readie up, what npm start runs)', function () {
     // The state dir of an earlier run that did not stop cleanly: its log already has every worker
     // registered ready, which must not count for this run.
     const earlier = await logOfAnEarlierRun(join(stateDir, 'log'), WORKERS);
-    const port = await freePort();
+    const port = await freePortRun(4);
     const up = runReadie(
       ['up', '--state-dir', stateDir, '--port', String(port), '--workers', '3'],
       {},

@@ -9,7 +9,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ReadieClient } from '../../src/client/index.js';
 import { fold } from '../../src/projections/index.js';
-import { freePort } from '../support/e2e-cluster.js';
+import { freePort, freePortRun } from '../support/e2e-cluster.js';
 import { readLog } from '../support/jetstream-routers.js';
 import { runReadie } from '../support/processes.js';
 import { tempDir } from '../support/temp.js';
@@ -70,7 +70,7 @@ describe('readie up --log jetstream (real NATS cluster, two routers, real worker
 
   it('serves calls through both addresses, through the standby once the leader is killed, and again after a restart', async () => {
     const stateDir = tempDir('readie-up-js-');
-    const port = await freePort();
+    const port = await freePortRun(4);
     const up = runReadie(
       ['up', '--log', 'jetstream', '--state-dir', stateDir, '--port', String(port)],
       { LEADER_LEASE: '2s', PROBE_INTERVAL: '1s' },
@@ -183,7 +183,7 @@ describe('readie up --log jetstream (real NATS cluster, two routers, real worker
       client.close();
       // A fresh port: the first run's may have gone to another process's connection meanwhile
       // (`readie up` takes --port and the three after it; a worker's was seen taken once).
-      const againPort = await freePort();
+      const againPort = await freePortRun(4);
       const again = runReadie(
         ['up', '--log', 'jetstream', '--state-dir', stateDir, '--port', String(againPort)],
         { LEADER_LEASE: '2s', PROBE_INTERVAL: '1s' },

@@ -24,6 +24,31 @@ export async function freePort(): Promise<number> {
   });
 }
 
+/** Whether a listener can bind `port` on loopback now. */
+function bindable(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
+  });
+}
+
+/**
+ * The first of `count` consecutive ports free now (`readie up --port P` takes P and the ports
+ * after it), below the kernel's ephemeral range: there only listeners take ports, whereas any
+ * outgoing connection of another process may take an ephemeral one between this check and the
+ * bind (a worker of `readie up` failed to start so, with another suite running beside it).
+ */
+export async function freePortRun(count: number): Promise<number> {
+  for (let attempt = 0; attempt < 200; attempt += 1) {
+    const base = 20_000 + Math.floor(Math.random() * (32_000 - 20_000 - count));
+    let free = true;
+    for (let port = base; free && port < base + count; port += 1) free = await bindable(port);
+    if (free) return base;
+  }
+  throw new Error(`no ${count} consecutive free ports between 20000 and 32000`);
+}
+
 async function listening(port: number, timeoutMs = 15_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
