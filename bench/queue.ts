@@ -26,7 +26,7 @@ import {
 import { decide } from '../src/core/decisions.js';
 import { PlacementCaches } from '../src/core/placement/index.js';
 import { validateEvent } from '../src/events/index.js';
-import { demand, GiB, registered, started } from '../test/support/events.js';
+import { demand, finished, GiB, registered, started } from '../test/support/events.js';
 import { collectGarbage, perSecond, ratio, withTempDir } from './support.js';
 
 const WORKERS = 1_000;
@@ -129,17 +129,7 @@ function fill(cluster: Cluster, queueTimeout: number): string[] {
 }
 
 function finish(cluster: Cluster, requestId: string): void {
-  cluster.add([
-    {
-      type: 'CallFinished',
-      requestId,
-      ok: true,
-      code: null,
-      message: null,
-      raised: null,
-      inputsRaised: null,
-    },
-  ]);
+  cluster.add([finished(requestId)]);
 }
 
 /** What one admission loop measured. */

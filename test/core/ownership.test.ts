@@ -11,7 +11,15 @@ import { foreignSessionMessage } from '../../src/core/placement/session-owner.js
 import { decideSessionEnd } from '../../src/core/sessions/session-end.js';
 import { causeText, type NewEvent } from '../../src/events/index.js';
 import { stateFromJson, stateToJson } from '../../src/projections/snapshot.js';
-import { demand, history, pinned, placed, registered, requested } from '../support/events.js';
+import {
+  demand,
+  finished,
+  history,
+  pinned,
+  placed,
+  registered,
+  requested,
+} from '../support/events.js';
 
 /** A call of `tenantId` (null: none) with request `requestId`, in `sessionId` if given. */
 function callOf(
@@ -40,15 +48,7 @@ function ranIn(
     placed(requestId, 'w1', { sessionId }),
     { type: 'CallBound', requestId, containerId, checkpointId: null },
     ...(sessionId === null ? [] : [pinned(sessionId, 'w1', containerId, requestId)]),
-    {
-      type: 'CallFinished',
-      requestId,
-      ok: true,
-      code: null,
-      message: null,
-      raised: null,
-      inputsRaised: null,
-    },
+    finished(requestId),
   ];
 }
 

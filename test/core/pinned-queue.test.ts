@@ -9,9 +9,9 @@
 import { expect } from 'chai';
 import { decide } from '../../src/core/decisions.js';
 import type { PlacedDecision, RejectedDecision } from '../../src/core/placement/index.js';
-import type { Catalogue, NewEvent } from '../../src/events/index.js';
+import type { Catalogue } from '../../src/events/index.js';
 import { DEFAULT_CONFIG } from '../../src/shared/config.js';
-import { GiB, history, registered, started, type History } from '../support/events.js';
+import { finished, GiB, history, registered, started, type History } from '../support/events.js';
 import {
   pinnedCall,
   residency,
@@ -69,16 +69,7 @@ function call(log: History, requestId: string, fields: Parameters<typeof pinnedC
 
 /** The call `requestId` finished; admission decided and recorded. */
 function finishThenAdmit(log: History, requestId: string) {
-  const finished: NewEvent = {
-    type: 'CallFinished',
-    requestId,
-    ok: true,
-    code: null,
-    message: null,
-    raised: null,
-    inputsRaised: null,
-  };
-  log.add(finished);
+  log.add(finished(requestId));
   const admitted = decide('admit', log.state(), {});
   log.add(...admitted.events);
   return admitted;

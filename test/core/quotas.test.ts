@@ -12,7 +12,15 @@ import { validateEvent } from '../../src/events/index.js';
 import { evolve, quotaOf, type ClusterState } from '../../src/projections/index.js';
 import { snapshotOf } from '../../src/projections/snapshot.js';
 import { queueViews } from '../../src/router/admin/queue-view.js';
-import { atOf, demand, history, registered, started, type History } from '../support/events.js';
+import {
+  atOf,
+  demand,
+  finished,
+  history,
+  registered,
+  started,
+  type History,
+} from '../support/events.js';
 
 const QUEUE = { QUEUE_TIMEOUT: 600_000 };
 
@@ -204,15 +212,7 @@ describe('quotas: the table', () => {
 });
 
 function finish(given: History, requestId: string): void {
-  given.add({
-    type: 'CallFinished',
-    requestId,
-    ok: true,
-    code: null,
-    message: null,
-    raised: null,
-    inputsRaised: null,
-  });
+  given.add(finished(requestId));
 }
 
 /** Frees `requestId`'s slot and records the next admission; the call admitted (or `none`). */

@@ -13,7 +13,7 @@ import type { NewEvent } from '../../src/events/index.js';
 import { QuotaWhatif, type QuotaWhatifChange } from '../../replay/engine/quota-whatif.js';
 import { parseQuotaTable } from '../../replay/commands/quota-options.js';
 import { ReplayInputError } from '../../replay/io/replay-input-error.js';
-import { demand, history, registered, started, type History } from '../support/events.js';
+import { demand, finished, history, registered, started, type History } from '../support/events.js';
 import { cleanTempDirs, tempDir } from '../support/temp.js';
 
 const QUEUE = { QUEUE_TIMEOUT: 600_000 };
@@ -43,17 +43,7 @@ function admit(given: History): void {
 }
 
 function finish(given: History, requestId: string): void {
-  append(given, { kind: 'end', requestId }, [
-    {
-      type: 'CallFinished',
-      requestId,
-      ok: true,
-      code: null,
-      message: null,
-      raised: null,
-      inputsRaised: null,
-    },
-  ]);
+  append(given, { kind: 'end', requestId }, [finished(requestId)]);
   admit(given);
 }
 
