@@ -12,12 +12,11 @@ import {
   type ArchiveStep,
   type EventLogBackend,
   type LogArchiverOptions,
-  type NewEvent,
   type RetentionPolicy,
   type StoredEvent,
 } from '../../src/events/index.js';
 import type { ClusterState } from '../../src/projections/index.js';
-import { placed, registered, requested, utilization } from './events.js';
+import { finished, placed, registered, requested, utilization } from './events.js';
 
 /** An hour, in ms. */
 export const HOUR = 3_600_000;
@@ -73,16 +72,7 @@ export async function appendHistory(
       const last = leaveInFlight && hour === hours - 1 && i === perHour - 1;
       if (last) inFlight = requestId;
       else {
-        const end: NewEvent = {
-          type: 'CallFinished',
-          requestId,
-          ok: true,
-          code: null,
-          message: null,
-          raised: null,
-          inputsRaised: null,
-        };
-        log.append(end, `end:${requestId}`);
+        log.append(finished(requestId), `end:${requestId}`);
       }
     }
   }
