@@ -51,6 +51,22 @@ function withFit(refusal: RejectedDecision, fit: Fit): RejectedDecision {
   return Object.assign(refusal, { fit });
 }
 
+/**
+ * "Not now" as a `fitOnly` caller reads it (`PlaceOptions.fitOnly`): nothing but the fit, so no
+ * words or events are made for it. Shared and frozen: admission asks this of every tenant's head
+ * while no worker has room.
+ */
+const NOT_NOW: RejectedDecision = Object.freeze({
+  outcome: 'rejected',
+  events: Object.freeze([]),
+  code: 'RESOURCE_EXHAUSTED',
+  message: 'no worker can accept this request now',
+  version: null,
+  routingRevision: null,
+  retryAfterMs: null,
+  fit: 'not-now',
+});
+
 /** Rules 2 to 4 over the candidates, by the walk they came in. */
 function seedScan(placing: Placing, candidates: SeedCandidates): Scan {
   const { budget, config, explain, unreachable } = placing;
@@ -97,6 +113,8 @@ export const SEED_ROUTE: Route<SeedCandidates, Scan> = {
     if (never !== null) {
       return withFit(rejected(call, before, 'RESOURCE_EXHAUSTED', never), 'never');
     }
+    // Admission passes over a head that does not fit now, reading nothing else of the answer.
+    if (admission && placing.fitOnly) return NOT_NOW;
     const candidates = `${scan.candidates} candidate${scan.candidates === 1 ? '' : 's'}`;
     const refusal = rejected(
       call,
