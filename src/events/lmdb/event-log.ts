@@ -75,6 +75,8 @@ const META_VALUE_FORMAT = 'valueFormat';
 const META_ORIGIN = 'origin';
 /** Events a follower reads in one turn before it hands them out. */
 const FOLLOW_CHUNK = 1024;
+/** Writes of one event turn queued before lmdb-js starts its write thread on them (see `open`). */
+const WRITES_BEFORE_THE_WRITER_STARTS = 100_000;
 /**
  * The format of the values this code writes: the binary codec's value format 5, or JSON text
  * (each value says which by its first byte). A log without the marker was written before the
@@ -139,6 +141,12 @@ export class EventLog<S = never> extends FoldingLog<S> implements EventLogBacken
         readOnly,
         maxDbs: 5,
         permissionsMode: 0o600,
+        // The writes of one event turn share a transaction. lmdb-js starts its write thread on
+        // them once 1,000 are queued, and then wakes it for every later write of the turn (a
+        // futex call each, and a thread switch on a small host): a turn that decides many calls
+        // (admission after a burst of finishes, an import) pays more for the wakes than for the
+        // writes. The thread starts at the end of the turn instead, or after this many writes.
+        batchStartThreshold: WRITES_BEFORE_THE_WRITER_STARTS,
       } as RootDatabaseOptionsWithPath);
       if (!readOnly) tightenFiles(dir);
       const events = root.openDB<Buffer, number>({ name: 'events', encoding: 'binary' }) as
