@@ -232,6 +232,17 @@ describe('the dashboard and the HTML report in a headless browser', function () 
       'raised KeyError: missing key',
     );
 
+    // A batch of a map that ended with some of its inputs raised says how many in the table.
+    const batch = callConfig({ function: 'jobs.each', inputs: 25 });
+    await exchange(test.client, [configMessage(batch), chunk('batch 2')], {
+      metadata: bearer(TENANT),
+    });
+    const batchRow = page.locator(`#calls tr[data-request="${batch.requestId}"]`);
+    await batchRow.waitFor();
+    expect(await batchRow.locator('td').nth(3).textContent()).to.equal(
+      'succeeded, 2 of 25 inputs raised',
+    );
+
     await page.screenshot({ path: join(ARTIFACTS, 'dashboard.png'), fullPage: true });
     expect(errors).to.deep.equal([]);
     await page.close();

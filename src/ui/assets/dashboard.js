@@ -149,7 +149,7 @@
           el('td', {}, call.requestId),
           el('td', {}, call.tenantId || '-'),
           el('td', {}, call.function || '-'),
-          el('td', {}, call.state),
+          el('td', {}, stateText(call)),
           el('td', {}, call.code || '-'),
           el('td', {}, ago(call.requestedAt)),
           el('td', {}, call.durationMs === undefined ? '-' : call.durationMs + ' ms'),
@@ -176,6 +176,12 @@
         ', about ' +
         bytes(w.approxBytes);
     }
+  }
+
+  /** A call's state as the table shows it: a batch that ended with raised inputs says how many. */
+  function stateText(call) {
+    if (!call.inputsRaised) return call.state;
+    return call.state + ', ' + call.inputsRaised + ' of ' + call.inputs + ' inputs raised';
   }
 
   /** How long a call waited in the admission queue (so far, for one still waiting); '' for none. */

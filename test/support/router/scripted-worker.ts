@@ -6,6 +6,8 @@
  * - `echo`: answer every chunk with the same bytes, then OK;
  * - `raise TYPE MESSAGE...`: answer one chunk, then OK with `readie-raised` trailers (the function
  *   raised TYPE: MESSAGE);
+ * - `batch RAISED`: answer one chunk, then OK with the `readie-inputs-raised` trailer (a batch of a
+ *   map, RAISED of whose inputs raised);
  * - `fail CODE [message]`: read the payload, then end with that gRPC status;
  * - `oom BYTES`: read the payload, then end as a real worker does for a call killed for exceeding
  *   its memory budget of BYTES (RESOURCE_EXHAUSTED and its trailers);
@@ -40,7 +42,7 @@ import {
   type ServerUnaryCall,
 } from '@grpc/grpc-js';
 import { HealthImplementation } from 'grpc-health-check';
-import { raisedTrailers } from '../../../src/shared/raised.js';
+import { inputsRaisedTrailers, raisedTrailers } from '../../../src/shared/raised.js';
 import { LogSource, type CallIds } from '../../../src/proto/gen/readie/v1/call.js';
 import {
   ExecutionServiceService,
@@ -472,6 +474,12 @@ export class ScriptedWorker {
           type: command?.[1] ?? 'ValueError',
           message: command?.slice(2).join(' ') ?? '',
         });
+        for (const [name, value] of Object.entries(said)) trailers.set(name, value);
+        finish(undefined, trailers);
+      } else if (verb === 'batch') {
+        answer({ $case: 'chunk', value: { data: Buffer.from('the batch outcomes') } });
+        const trailers = new Metadata();
+        const said = inputsRaisedTrailers(Number(command?.[1] ?? 0));
         for (const [name, value] of Object.entries(said)) trailers.set(name, value);
         finish(undefined, trailers);
       } else if (verb === 'count') {
