@@ -17,30 +17,43 @@ import { compareText, isPlaceable } from '../../projections/queries.js';
 import type { WorkerChangeSink } from '../../projections/worker-changes.js';
 import type { Budget } from './call.js';
 import { RANK_TERMS } from './ranking/index.js';
+import type { RankTerm } from './rank-term.js';
 import { containerCount } from './filters/container-count.js';
 import { Verdict } from './filter.js';
 import { DEFAULT_CONFIG } from '../../shared/config.js';
 
-/** The ranking of a CPU call: every order below is this one (see `rankingKey`). */
+/** The ranking of a CPU call: every order below is this one (see `RankedCandidate`). */
 const CPU_CALL: Budget = { memory: 0, gpuMemory: 0, gpuCall: false };
 
-/** A candidate as the index holds it: its live record and the key it is sorted by. */
+/**
+ * A candidate as the index holds it: its live record and the key it is sorted by, the ranking
+ * terms' values for a CPU call as they were when the worker last changed (`k0` to `k3`, in
+ * `RANK_TERMS` order). The key is held in the entry itself, not in an array beside it: a binary
+ * search compares keys of entries all over the heap, and each hop is a likely cache miss.
+ */
 export interface RankedCandidate {
   readonly worker: WorkerRecord;
-  /** The ranking terms' values for a CPU call, as they were when the worker last changed. */
-  readonly key: readonly number[];
+  readonly k0: number;
+  readonly k1: number;
+  readonly k2: number;
+  readonly k3: number;
   /** Whether it passed the container-count filter (which no budget changes) when it last changed. */
   readonly room: boolean;
 }
 
-/**
- * A worker's key for a CPU call. A GPU call ranks gpu workers the same way among themselves (its
- * flavor penalty is 0 for all of them, as a CPU call's is 1) and its flavor filter fails the
- * rest, so one order serves both.
- */
-function rankingKey(worker: WorkerRecord): number[] {
-  return RANK_TERMS.map((term) => term.value(worker, CPU_CALL));
+/** The ranking terms the entries hold, one field each: there must be exactly as many. */
+const KEY_TERMS = 4;
+if (RANK_TERMS.length !== KEY_TERMS) {
+  throw new Error(
+    `the candidate index holds ${KEY_TERMS} ranking terms; there are ${RANK_TERMS.length}`,
+  );
 }
+const [TERM0, TERM1, TERM2, TERM3] = RANK_TERMS as readonly [
+  RankTerm,
+  RankTerm,
+  RankTerm,
+  RankTerm,
+];
 
 /** Whether `worker` passes the container-count filter (it reads no budget). */
 function hasRoom(worker: WorkerRecord): boolean {
@@ -53,14 +66,25 @@ function hasRoom(worker: WorkerRecord): boolean {
  * every comparison.
  */
 function compareCandidates(a: RankedCandidate, b: RankedCandidate): number {
-  for (let i = 0; i < a.key.length; i += 1) {
-    const difference = (a.key[i] as number) - (b.key[i] as number);
-    if (difference < 0) return -1;
-    if (difference > 0) return 1;
-    // A key that is not a number (none is): its comparison says so, as its difference did.
-    if (difference !== 0) return Number.NaN;
-  }
+  let order = compareTerm(a.k0 - b.k0);
+  if (order !== 0) return order;
+  order = compareTerm(a.k1 - b.k1);
+  if (order !== 0) return order;
+  order = compareTerm(a.k2 - b.k2);
+  if (order !== 0) return order;
+  order = compareTerm(a.k3 - b.k3);
+  if (order !== 0) return order;
   return compareText(a.worker.workerId, b.worker.workerId);
+}
+
+/**
+ * -1, 1 or 0 by the sign of one term's difference; NaN for a term that is not a number (none is),
+ * which its comparison says, as its difference did.
+ */
+function compareTerm(difference: number): number {
+  if (difference < 0) return -1;
+  if (difference > 0) return 1;
+  return difference === 0 ? 0 : Number.NaN;
 }
 
 /** The first index in `sorted` whose candidate does not rank before `candidate`. */
@@ -136,7 +160,14 @@ export class CandidateIndex implements WorkerChangeSink {
   }
 
   private entryOf(worker: WorkerRecord): RankedCandidate {
-    return { worker, key: rankingKey(worker), room: hasRoom(worker) };
+    return {
+      worker,
+      k0: TERM0.value(worker, CPU_CALL),
+      k1: TERM1.value(worker, CPU_CALL),
+      k2: TERM2.value(worker, CPU_CALL),
+      k3: TERM3.value(worker, CPU_CALL),
+      room: hasRoom(worker),
+    };
   }
 
   /**
