@@ -309,6 +309,18 @@ export class Replayer {
         // A new router: no call of the one before is answered through it.
         this.placements.clear();
         break;
+      case 'Snapshot':
+        // A fold that starts at a snapshot (a window, a part of an archive): the calls placed
+        // before it and not yet answered are its reservations, placed where they say.
+        for (const reservation of this.working.reservations.values()) {
+          if (this.placements.has(reservation.requestId)) continue;
+          this.placements.set(reservation.requestId, {
+            workerId: reservation.workerId,
+            containerId: reservation.containerId,
+            sessionId: reservation.sessionId,
+          });
+        }
+        break;
       case 'CallFinished':
       case 'CallRejected':
         this.placements.delete(event.requestId);

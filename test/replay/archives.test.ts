@@ -152,6 +152,34 @@ describe('replay over an archive and the live log', function () {
     expect(alone.stdout).to.match(/verified: [1-9]\d* recorded decisions/);
   });
 
+  it('verifies the archive in two runs with the counts of one, split at any file: the calls placed before the second run starts are answered there', async () => {
+    const files = ArchiveDirectory.open(cluster.archive)
+      .entries()
+      .map((entry) => entry.path);
+    const counts = (...paths: string[]) => {
+      const verified = replayCli('verify', ...paths);
+      expect(verified.status, verified.stdout + verified.stderr).to.equal(0);
+      const [, calls, others] =
+        /verified: (\d+) recorded decisions.*, and (\d+) other/.exec(verified.stdout) ?? [];
+      return [Number(calls), Number(others)];
+    };
+    const whole = counts(cluster.archive, cluster.log);
+    let placedBefore = 0;
+    for (let split = 1; split < files.length; split += 1) {
+      // Calls placed before the snapshot the second run starts at, not yet answered.
+      const [snapshot] = await read([files[split] as string]);
+      if (snapshot?.type !== 'Snapshot')
+        throw new Error('a file that does not start at a snapshot');
+      placedBefore += Object.keys(snapshot.state.reservations as object).length;
+      const first = counts(...files.slice(0, split));
+      const second = counts(...files.slice(split), cluster.log);
+      expect([first[0]! + second[0]!, first[1]! + second[1]!], `split at ${split}`).to.deep.equal(
+        whole,
+      );
+    }
+    expect(placedBefore, 'a call placed before a split and answered after it').to.be.above(0);
+  });
+
   it('a fold reading on passes over the snapshot each next file starts at, not one after a gap', async () => {
     const files = ArchiveDirectory.open(cluster.archive).entries();
     const folded = async (paths: string[], options: OpenOptions = {}) => {
