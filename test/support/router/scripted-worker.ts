@@ -106,6 +106,13 @@ type WorkerCall = ServerDuplexStream<ExecuteRequest, ExecuteResponse>;
 
 const GiB = 1024 ** 3;
 
+/** Trailers as gRPC metadata. */
+function metadataOf(trailers: Readonly<Record<string, string>>): Metadata {
+  const metadata = new Metadata();
+  for (const [name, value] of Object.entries(trailers)) metadata.set(name, value);
+  return metadata;
+}
+
 /** A scripted worker on loopback. */
 export class ScriptedWorker {
   readonly calls: ReceivedCall[] = [];
@@ -469,19 +476,14 @@ export class ScriptedWorker {
       else if (verb === 'raise') {
         // OK, with what the function raised in the trailers, as a worker ends such a call.
         answer({ $case: 'chunk', value: { data: Buffer.from('an error envelope') } });
-        const trailers = new Metadata();
-        const said = raisedTrailers({
+        const raised = {
           type: command?.[1] ?? 'ValueError',
           message: command?.slice(2).join(' ') ?? '',
-        });
-        for (const [name, value] of Object.entries(said)) trailers.set(name, value);
-        finish(undefined, trailers);
+        };
+        finish(undefined, metadataOf(raisedTrailers(raised)));
       } else if (verb === 'batch') {
         answer({ $case: 'chunk', value: { data: Buffer.from('the batch outcomes') } });
-        const trailers = new Metadata();
-        const said = inputsRaisedTrailers(Number(command?.[1] ?? 0));
-        for (const [name, value] of Object.entries(said)) trailers.set(name, value);
-        finish(undefined, trailers);
+        finish(undefined, metadataOf(inputsRaisedTrailers(Number(command?.[1] ?? 0))));
       } else if (verb === 'count') {
         answer({ $case: 'chunk', value: { data: Buffer.from(String(count)) } });
         finish();
