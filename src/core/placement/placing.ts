@@ -42,8 +42,8 @@ export interface PlaceOptions {
   /**
    * The caller reads only whether the call is placed, and the words of a refusal that is not
    * "not now" (admission, which passes over a head that does not fit now): a walk that knows no
-   * candidate has a free container slot stops there, and a "not now" is one shared answer with
-   * no events and fixed words.
+   * candidate has a free container slot stops there, and the seed route's "not now" is one
+   * shared answer with no events and fixed words (a pinned call's shed still says why).
    */
   readonly fitOnly?: boolean;
 }
