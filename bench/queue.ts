@@ -8,7 +8,9 @@
  *   one LMDB transaction, whose commit is awaited after the loop), and the same in memory (fold
  *   only); beside the same loop with no queue (a call finishes, a new call is placed at once) in
  *   the same run; of admission's time per call admitted, the µs deciding and the µs adding the
- *   events (the log's beside the fold's in memory);
+ *   events (the log's beside the fold's in memory); and with the log, each round in an event turn
+ *   of its own (`turnPerRound`: a router whose finishes come one message at a time, each turn's
+ *   appends a transaction of their own), where a turn holds a handful of writes, not thousands;
  * - fairness: two backlogged tenants with weights 1:1 and 2:1 (quotas) sharing the cluster, the
  *   slot-seconds each gets, their ratio beside the weights' and Jain's index over the weighted
  *   shares; and one call of a third tenant behind another's 10,000 queued: the slots that must
@@ -151,7 +153,7 @@ interface AdmissionRun {
  * Each round: finish one, admit until nothing is admitted (as the router's admitter does), one
  * more arrives and queues.
  */
-async function admissions(cluster: Cluster): Promise<AdmissionRun> {
+async function admissions(cluster: Cluster, turnPerRound = false): Promise<AdmissionRun> {
   const running = fill(cluster, 600_000);
   for (let i = 0; i < QUEUED; i += 1) arrive(cluster, `q-${i}`, `t${i % 10}`);
   await cluster.settle();
@@ -176,6 +178,7 @@ async function admissions(cluster: Cluster): Promise<AdmissionRun> {
     }
     admittingMs += performance.now() - admitting;
     arrive(cluster, `n-${round}`, `t${round % 10}`);
+    if (turnPerRound) await new Promise((resolve) => setImmediate(resolve));
   }
   await cluster.settle();
   const ms = performance.now() - start;
@@ -356,11 +359,13 @@ export async function run(): Promise<unknown> {
   // of each: the first of a kind runs before the compiler has optimized its loop (every run is
   // listed in `runs`).
   const logged: AdmissionRun[] = [];
+  const loggedPerTurn: AdmissionRun[] = [];
   const loggedBaseline: number[] = [];
   const memory: AdmissionRun[] = [];
   const memoryBaseline: number[] = [];
   for (let i = 0; i < 3; i += 1) {
     logged.push(await onLog(admissions));
+    loggedPerTurn.push(await onLog((cluster) => admissions(cluster, true)));
     loggedBaseline.push(await onLog(placements));
     memory.push(await admissions(new Folding()));
     memoryBaseline.push(await placements(new Folding()));
@@ -388,6 +393,12 @@ export async function run(): Promise<unknown> {
       queued: logged[0]?.queued,
       target: 20_000,
       withLog: figures(logged, loggedBaseline),
+      // Admission's own time, as `withLog`'s; no baseline of its own (the loop with no queue
+      // times whole rounds, which here would count the waits between turns).
+      withLogTurnPerRound: {
+        perSecond: best(loggedPerTurn.map((r) => r.perSecond)),
+        runs: loggedPerTurn.map((r) => r.perSecond),
+      },
       inMemory: figures(memory, memoryBaseline),
       // What the log adds per admitted call beside folding in memory (its baseline), same run.
       addMicros: {
