@@ -48,6 +48,10 @@ MIN_BATCH_SECONDS = 0.05
 SHARE_PER_SLOT = 0.5
 #: A slot's next batch is at most this many times its last.
 GROWTH = 32
+#: A slot sends its next batch while one runs (it waits for its session's turn at the router)
+#: only when a batch takes less than this (seconds): a session call waits SESSION_WAIT_TIMEOUT at
+#: most for its turn.
+PIPELINE_SECONDS = 10.0
 #: Slots a map opens before it knows its inputs' time; then as many as the work left needs.
 INITIAL_SLOTS = 4
 #: A slot (a container) is opened only for at least this much work (seconds of its inputs).
@@ -143,10 +147,15 @@ class Slot:
     last_size: int = 0
     refusals: int = 0
     unavailable: int = 0
-    in_flight: bool = False
+    #: Calls of this slot on the cluster now (two while its next batch waits for its turn).
+    in_flight: int = 0
+    #: Batches of this slot under way (their calls and the waits between their tries).
+    running: int = 0
 
-    def renew(self) -> None:
-        if self.session is not None:
+    def renew(self, failed: Optional[Session] = None) -> None:
+        """Moves to a new session; given the session a failed call used, only if the slot is
+        still on it (its other batch, failing the same way, renewed it already)."""
+        if self.session is not None and (failed is None or failed is self.session):
             self.session = Session()
             self.sessions.append(self.session)
 
@@ -233,7 +242,7 @@ class MapEngine:
         self.stopped = True
         if self._room_watch is not None:
             self._room_watch.cancel()
-        cancelled = sum(1 for slot in self.slots if slot.in_flight)
+        cancelled = sum(slot.in_flight for slot in self.slots)
         for task in self._tasks:
             task.cancel()
         if self._tasks:
@@ -260,7 +269,7 @@ class MapEngine:
     def _release(self, slot: Slot) -> None:
         """Gives the slot's container back now (its session ended), and moves it to a new one."""
         session = slot.session
-        if session is None or not session.used or session.closed:
+        if session is None or not session.used or session.closed or slot.running:
             return
         self._ending.add(asyncio.ensure_future(self._end(session)))
         slot.renew()
@@ -287,7 +296,7 @@ class MapEngine:
                 self._open_slots()
 
     def _in_flight(self) -> int:
-        return sum(1 for slot in self.slots if slot.in_flight)
+        return sum(slot.in_flight for slot in self.slots)
 
     def _wanted_slots(self, unbounded: bool = False) -> int:
         """How many slots the work needs: INITIAL_SLOTS until SAMPLES_TO_OPEN_SLOTS inputs were
@@ -316,7 +325,10 @@ class MapEngine:
             if slot.session is not None:
                 slot.sessions.append(slot.session)
             self.slots.append(slot)
-            self._tasks.append(asyncio.ensure_future(self._run_slot(slot)))
+            task = asyncio.ensure_future(self._run_slot(slot))
+            # The outputs' loop looks again once a slot is done (the map may be).
+            task.add_done_callback(lambda _: self._changed.set())
+            self._tasks.append(task)
 
     # -- outputs -------------------------------------------------------------------------------
 
@@ -393,42 +405,74 @@ class MapEngine:
         self.bar.draw()
 
     async def _run_slot(self, slot: Slot) -> None:
-        while True:
-            batch = await self._next_batch(slot)
-            if batch is None:
-                break
-            await self._run_batch(slot, batch)
-            if self.queued_batches > 0 or self.others_waiting:
-                # Calls wait in the router's queue (this map's or other tenants'): an idle
-                # container kept for this slot's session would hold a slot they wait for.
-                self._release(slot)
-            self._open_slots()
+        under_way: Deque["asyncio.Task[None]"] = deque()
+        try:
+            while True:
+                if len(under_way) >= self._depth(slot):
+                    await under_way.popleft()
+                    if self.queued_batches > 0 or self.others_waiting:
+                        # Calls wait in the router's queue (this map's or other tenants'): an
+                        # idle container kept for this slot's session would hold a slot they
+                        # wait for.
+                        self._release(slot)
+                    self._open_slots()
+                    continue
+                batch = await self._next_batch(slot)
+                if batch is None:
+                    break
+                under_way.append(asyncio.ensure_future(self._run_batch(slot, batch)))
+            while under_way:
+                await under_way.popleft()
+        finally:
+            # Stopped: the batches still under way are cancelled with the slot.
+            for task in under_way:
+                task.cancel()
+            if under_way:
+                await asyncio.gather(*under_way, return_exceptions=True)
         # No input left for this slot: its container goes back at once.
         self._release(slot)
 
+    def _depth(self, slot: Slot) -> int:
+        """How many of the slot's batches may be on the cluster at once: two (the next one waits
+        for its session's turn at the router, which starts it the moment the one before ends,
+        where the client would take a round trip to send it) when the slot keeps a session, no
+        other calls wait for room and a batch is known to take under PIPELINE_SECONDS; else one."""
+        estimate = self.sizer.estimate
+        if slot.session is None or self.queued_batches > 0 or self.others_waiting or estimate is None:
+            return 1
+        batch_seconds = (estimate + INPUT_OVERHEAD_SECONDS) * max(1, slot.last_size) / self.max_inputs
+        return 2 if batch_seconds < PIPELINE_SECONDS else 1
+
     async def _run_batch(self, slot: Slot, items: List[Item]) -> None:
+        slot.running += 1
+        try:
+            await self._run_batch_tries(slot, items)
+        finally:
+            slot.running -= 1
+
+    async def _run_batch_tries(self, slot: Slot, items: List[Item]) -> None:
         retry_of = ""
         while items and not self.stopped:
             failure = await self._attempt(slot, items, retry_of)
             if failure is None:
                 return
-            error, unfinished, request_id = failure
-            items, wait = self._after(slot, error, unfinished)
+            error, unfinished, request_id, session = failure
+            items, wait = self._after(slot, error, unfinished, session)
             if isinstance(error, ShedError):
                 # Every try of a pinned batch names the first: it keeps the version that resolved.
                 retry_of = retry_of or request_id
             if items and wait > 0:
                 await asyncio.sleep(wait)
 
-    def _after(self, slot: Slot, error: ReadieError, unfinished: List[Item]) -> Tuple[List[Item], float]:
-        """What a batch's failure means for the inputs it had not finished: those to try again,
-        and how long to wait first."""
+    def _after(self, slot: Slot, error: ReadieError, unfinished: List[Item], session: Optional[Session]) -> Tuple[List[Item], float]:
+        """What a batch's failure (its call made in ``session``) means for the inputs it had not
+        finished: those to try again, and how long to wait first."""
         moved = self._routers.next(error, self.settings.address, time.monotonic())
         if moved is not None:
             self.settings = self.settings.at(moved[0])
             return unfinished, moved[1]
         if isinstance(error, SessionExpiredError) and error.not_started and slot.session is not None:
-            slot.renew()
+            slot.renew(session)
             return unfinished, 0.0
         if waits_for_room(error, slot.unavailable):
             if error.code == grpc.StatusCode.UNAVAILABLE:
@@ -437,7 +481,7 @@ class MapEngine:
             slot.refusals += 1
             return unfinished, wait
         if needs_new_session(error):
-            slot.renew()
+            slot.renew(session)
         if isinstance(error, NeverFitsError):
             self._never_fits = error
         again = []
@@ -449,9 +493,9 @@ class MapEngine:
                 self._deliver(item.index, indexed(_copy_error(error), item.index), None)
         return again, 0.0
 
-    async def _attempt(self, slot: Slot, items: List[Item], retry_of: str) -> Optional[Tuple[ReadieError, List[Item], str]]:
-        """One call carrying ``items``; None when every input got its outcome, else the error and
-        the inputs still without one."""
+    async def _attempt(self, slot: Slot, items: List[Item], retry_of: str) -> Optional[Tuple[ReadieError, List[Item], str, Optional[Session]]]:
+        """One call carrying ``items``; None when every input got its outcome, else the error,
+        the inputs still without one, the call's request ID and the session it was made in."""
         if self._never_fits is not None:
             # The same budget never fits for any input: none is sent again.
             for item in items:
@@ -494,7 +538,7 @@ class MapEngine:
             metadata=settings.metadata(),
             timeout=None if timeout is None else timeout * math.ceil(len(sent) / self.max_inputs),
         )
-        slot.in_flight = True
+        slot.in_flight += 1
         waiting = False
         try:
             async for answer in call:
@@ -523,7 +567,7 @@ class MapEngine:
         except grpc.aio.AioRpcError as error:
             failure = failure_of(error, settings, info.with_trailers(_trailers(error)))
             self.fn._finished(info)
-            return failure, [item for i, item in enumerate(sent) if not reader.answered(i)], config.request_id
+            return failure, [item for i, item in enumerate(sent) if not reader.answered(i)], config.request_id, session
         except asyncio.CancelledError:
             call.cancel()
             raise
@@ -535,7 +579,7 @@ class MapEngine:
                     self._deliver(item.index, indexed(_copy_error(error), item.index), None)
             return None
         finally:
-            slot.in_flight = False
+            slot.in_flight -= 1
             if waiting:
                 self._queued(-len(sent))
         self.fn._finished(info)

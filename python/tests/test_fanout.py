@@ -136,25 +136,35 @@ class MapTest(ProxyCase):
 
 class Recording(Refusing):
     """Runs every call here (after ``delay`` seconds, which its inputs' outcomes say they took:
-    the map sizes its slots by them), recording each call's session."""
+    the map sizes its slots by them), recording each call's session. Calls of one session take
+    turns, as at the router: one runs, the others wait for it (``overlapped`` counts the calls
+    that arrived while one of their session ran)."""
 
     def __init__(self, delay=0.02):
         super().__init__(0)
         self.delay = delay
         self.sessions = []
+        self.turns = {}
+        self.overlapped = 0
 
     def __call__(self, received, requests, context):
         received.read(requests)
+        session = received.config.session_id
         with self.lock:
-            self.sessions.append(received.config.session_id)
-            self.running += 1
-            self.most_running = max(self.most_running, self.running)
-        try:
-            time.sleep(self.delay)
-            yield from batch_answers(received, micros=int(self.delay * 1e6))
-        finally:
+            turn = self.turns.setdefault(session, threading.Lock()) if session else threading.Lock()
+            if turn.locked():
+                self.overlapped += 1
+        with turn:
             with self.lock:
-                self.running -= 1
+                self.sessions.append(session)
+                self.running += 1
+                self.most_running = max(self.most_running, self.running)
+            try:
+                time.sleep(self.delay)
+                yield from batch_answers(received, micros=int(self.delay * 1e6))
+            finally:
+                with self.lock:
+                    self.running -= 1
 
 
 class MapRoomTest(ProxyCase):
@@ -196,6 +206,25 @@ class MapRoomTest(ProxyCase):
         self.assertEqual(script.most_running, 2)
         # Each slot keeps its session (its container) from batch to batch.
         self.assertEqual(len(set(script.sessions)), 2)
+
+    def test_a_slot_sends_its_next_batch_while_one_runs(self):
+        # The next batch waits for its session's turn where it is (the router), not a round trip
+        # away in the client: the container starts it the moment the one before ends.
+        self.room(Room(slots=1), Room(slots=0))
+        script = self.proxy.script = Recording(delay=0.05)
+        self.assertEqual(list(double.map(range(12), chunk_size=1, progress=False)), [2 * x for x in range(12)])
+        self.assertEqual(len(set(script.sessions)), 1)
+        self.assertEqual(script.most_running, 1)
+        # Every batch but the first two (sent before an input was measured) and the last
+        # arrives while the one before it runs.
+        self.assertGreaterEqual(script.overlapped, 8)
+
+    def test_no_next_batch_waits_while_other_tenants_calls_do(self):
+        # Other tenants' calls waiting: each batch gives its container back, and none waits.
+        self.room(Room(slots=1, others_waiting=True), Room(slots=0, others_waiting=True))
+        script = self.proxy.script = Recording(delay=0.02)
+        self.assertEqual(list(double.map(range(8), chunk_size=1, progress=False)), [2 * x for x in range(8)])
+        self.assertEqual(script.overlapped, 0)
 
     def test_isolated_inputs_may_fill_the_queue_too(self):
         self.room(Room(slots=2, queued=2000), Room(slots=0, queued=2000))

@@ -2,8 +2,9 @@
  * The engine under `map` and `starmap` (docs/clients.md, "Batches"), the Python client's rules:
  * inputs go to the cluster in batches, one call carrying many inputs, each input's outcome coming
  * back as it finishes. Each concurrency slot is a session (one warm container) running one batch
- * after another; slots open only for work that needs them (4 at first, then one per
- * SLOT_WORK_SECONDS of the work left, at most the cluster's room); a batch's size follows the
+ * after another (the next one sent while one runs, to wait for its turn at the router); slots
+ * open only for work that needs them (4 at first, then one per SLOT_WORK_SECONDS of the work
+ * left, at most the cluster's room); a batch's size follows the
  * inputs' measured time (`BatchSizer`). Per input, everything keeps its meaning: its own outcome
  * and error (`input N: `), `retries`, progress, the order of the results. A batch refused before
  * it started is waited out; one that ran and failed fails the inputs it had not finished.
@@ -37,6 +38,11 @@ export const ROOM_REFRESH_MS = 1_000;
 export const ROOM_REFRESH_WANTING_MS = 200;
 /** A slot with no input to run for this long gives its container back (ms). */
 export const IDLE_RELEASE_MS = 1_000;
+/**
+ * A slot sends its next batch while one runs (it waits for its session's turn at the router) only
+ * when a batch takes less than this (seconds): a session call waits SESSION_WAIT_TIMEOUT at most.
+ */
+export const PIPELINE_SECONDS = 10;
 
 /** What the engine needs of the client. */
 export interface BatchDeps {
@@ -73,7 +79,17 @@ interface Slot {
   lastSize: number;
   refusals: number;
   unavailable: number;
-  inFlight: boolean;
+  /** Calls of this slot on the cluster now (two while its next batch waits for its turn). */
+  inFlight: number;
+  /** Batches of this slot under way (their calls and the waits between their tries). */
+  running: number;
+}
+
+/** A call that failed: its error, the inputs it had not finished, the session it was made in. */
+interface Failure {
+  readonly error: unknown;
+  readonly unfinished: Item[];
+  readonly sessionId: string;
 }
 
 type Output<T> = { readonly index: number } & (
@@ -158,7 +174,7 @@ export class MapEngine<T> {
 
   /** Batches in flight now. */
   get inFlight(): number {
-    return this.#slots.filter((slot) => slot.inFlight).length;
+    return this.#slots.reduce((sum, slot) => sum + slot.inFlight, 0);
   }
 
   /** The outputs in the order the map hands them out, until every input has one. */
@@ -253,7 +269,8 @@ export class MapEngine<T> {
         lastSize: 0,
         refusals: 0,
         unavailable: 0,
-        inFlight: false,
+        inFlight: 0,
+        running: 0,
       };
       this.#slots.push(slot);
       this.#running += 1;
@@ -359,34 +376,73 @@ export class MapEngine<T> {
   /** Gives the slot's container back now (its session ended) and moves it to a new session. */
   #release(slot: Slot): void {
     const index = slot.used.indexOf(slot.sessionId);
-    if (slot.sessionId === '' || index < 0) return;
+    if (slot.sessionId === '' || index < 0 || slot.running > 0) return;
     slot.used.splice(index, 1);
     this.#ending.push(this.deps.endSession(slot.sessionId).catch(() => undefined));
     slot.sessionId = newSessionId();
   }
 
-  #renew(slot: Slot): void {
-    if (slot.sessionId !== '') slot.sessionId = newSessionId();
+  /**
+   * Moves the slot to a new session; given the session a failed call used, only if the slot is
+   * still on it (its other batch, failing the same way, renewed it already).
+   */
+  #renew(slot: Slot, failed?: string): void {
+    if (slot.sessionId !== '' && (failed === undefined || failed === slot.sessionId)) {
+      slot.sessionId = newSessionId();
+    }
   }
 
   async #runSlot(slot: Slot): Promise<void> {
+    const underWay: Promise<void>[] = [];
     for (;;) {
+      if (underWay.length >= this.#depth(slot)) {
+        await underWay.shift();
+        // Calls wait in the router's queue (this map's or other tenants'): an idle container
+        // kept for this slot's session would hold a slot they wait for.
+        if (this.#queuedBatches > 0 || this.#othersWaiting) this.#release(slot);
+        this.#openSlots();
+        continue;
+      }
       const batch = await this.#nextBatch(slot);
       if (batch === null) break;
+      const running = this.#runBatch(slot, batch);
+      // Awaited in turn below; a failure of the second one is not unhandled meanwhile.
+      running.catch(() => undefined);
+      underWay.push(running);
+    }
+    for (const running of underWay) await running;
+    this.#release(slot);
+  }
+
+  /**
+   * How many of the slot's batches may be on the cluster at once: two (the next one waits for its
+   * session's turn at the router, which starts it the moment the one before ends, where the client
+   * would take a round trip to send it) when the slot keeps a session, no other calls wait for
+   * room and a batch is known to take under PIPELINE_SECONDS; else one.
+   */
+  #depth(slot: Slot): number {
+    const estimate = this.#sizer.estimate;
+    if (slot.sessionId === '' || this.#queuedBatches > 0 || this.#othersWaiting) return 1;
+    if (estimate === undefined) return 1;
+    const batchSeconds =
+      ((estimate + INPUT_OVERHEAD_SECONDS) * Math.max(1, slot.lastSize)) / this.#parallel;
+    return batchSeconds < PIPELINE_SECONDS ? 2 : 1;
+  }
+
+  async #runBatch(slot: Slot, batch: Item[]): Promise<void> {
+    slot.running += 1;
+    try {
       let items = batch;
       while (items.length > 0 && !this.stop.aborted) {
         const failure = await this.#attempt(slot, items);
         if (failure === null) break;
-        const [next, waitMs] = this.#after(slot, failure.error, failure.unfinished);
+        const [next, waitMs] = this.#after(slot, failure);
         items = next;
         if (items.length > 0 && waitMs > 0) await sleep(waitMs, this.stop);
       }
-      // Calls wait in the router's queue (this map's or other tenants'): an idle container kept
-      // for this slot's session would hold a slot they wait for.
-      if (this.#queuedBatches > 0 || this.#othersWaiting) this.#release(slot);
-      this.#openSlots();
+    } finally {
+      slot.running -= 1;
     }
-    this.#release(slot);
   }
 
   /** Inputs of this map waiting in the router's admission queue changed by `change`. */
@@ -396,9 +452,10 @@ export class MapEngine<T> {
     this.progress.draw(false);
   }
 
-  #after(slot: Slot, error: unknown, unfinished: Item[]): [Item[], number] {
+  #after(slot: Slot, failure: Failure): [Item[], number] {
+    const { error, unfinished, sessionId } = failure;
     if (error instanceof SessionExpiredError && error.notStarted && slot.sessionId !== '') {
-      this.#renew(slot);
+      this.#renew(slot, sessionId);
       return [unfinished, 0];
     }
     if (waitsForRoom(error, slot.unavailable)) {
@@ -407,7 +464,7 @@ export class MapEngine<T> {
       slot.refusals += 1;
       return [unfinished, wait];
     }
-    if (needsNewSession(error)) this.#renew(slot);
+    if (needsNewSession(error)) this.#renew(slot, sessionId);
     if (error instanceof NeverFitsError) this.#neverFits = error;
     const again: Item[] = [];
     for (const item of unfinished) {
@@ -420,10 +477,7 @@ export class MapEngine<T> {
   }
 
   /** One call carrying `items`; null when every input got its outcome. */
-  async #attempt(
-    slot: Slot,
-    batch: Item[],
-  ): Promise<{ error: unknown; unfinished: Item[] } | null> {
+  async #attempt(slot: Slot, batch: Item[]): Promise<Failure | null> {
     if (this.#neverFits !== undefined) {
       // The same budget never fits for any input: none is sent again.
       for (const item of batch) this.#fail(item, copyOf(this.#neverFits));
@@ -441,8 +495,8 @@ export class MapEngine<T> {
       }
     }
     if (items.length === 0) return null;
-    if (slot.sessionId !== '' && !slot.used.includes(slot.sessionId))
-      slot.used.push(slot.sessionId);
+    const sessionId = slot.sessionId;
+    if (sessionId !== '' && !slot.used.includes(sessionId)) slot.used.push(sessionId);
     const reader = new OutcomeReader(items.length);
     let broken: ProtocolError | undefined;
     let call: RemoteCall<unknown> | undefined;
@@ -475,12 +529,12 @@ export class MapEngine<T> {
       waiting = queued;
       this.#queuedChange(queued ? items.length : -items.length);
     };
-    slot.inFlight = true;
+    slot.inFlight += 1;
     try {
       call = this.deps.startBatch(
         this.fn,
         encoded,
-        slot.sessionId,
+        sessionId,
         this.options,
         this.stop,
         onChunk,
@@ -495,9 +549,9 @@ export class MapEngine<T> {
         for (const item of unfinished) this.#fail(item, copyOf(broken));
         return null;
       }
-      return { error, unfinished };
+      return { error, unfinished, sessionId };
     } finally {
-      slot.inFlight = false;
+      slot.inFlight -= 1;
       if (waiting) onQueue(false);
     }
     slot.refusals = 0;

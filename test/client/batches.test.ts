@@ -236,20 +236,37 @@ describe('TypeScript client: a map in batches', function () {
 
     /**
      * Runs calls after `delayMs`, which their inputs' outcomes say they took (the map sizes its
-     * slots by them); counts the most at once and each call's session.
+     * slots by them); counts the most at once and each call's session. Calls of one session take
+     * turns, as at the router (`overlapped`: calls that arrived while one of their session ran).
      */
-    function recording(delayMs: number): { most: number; sessions: string[] } {
-      const seen = { most: 0, sessions: [] as string[] };
+    function recording(delayMs: number): { most: number; sessions: string[]; overlapped: number } {
+      const seen = { most: 0, sessions: [] as string[], overlapped: 0 };
       let running = 0;
+      // Per session: the end of its last call so far, and how many of its calls are not done.
+      const turns = new Map<string, { last: Promise<void>; pending: number }>();
       proxy.script = async (call) => {
         await call.read();
-        seen.sessions.push(call.config?.sessionId ?? '');
+        const sessionId = call.config?.sessionId ?? '';
+        const turn = turns.get(sessionId) ?? { last: Promise.resolve(), pending: 0 };
+        turns.set(sessionId, turn);
+        let done = () => {};
+        const mine = new Promise<void>((resolve) => (done = resolve));
+        const before = turn.last;
+        if (sessionId !== '') {
+          if (turn.pending > 0) seen.overlapped += 1;
+          turn.pending += 1;
+          turn.last = before.then(() => mine);
+          await before;
+        }
+        seen.sessions.push(sessionId);
         running += 1;
         seen.most = Math.max(seen.most, running);
         await new Promise((resolve) => setTimeout(resolve, delayMs));
         running -= 1;
         answer(call, Infinity, delayMs * 1000);
         call.end();
+        if (sessionId !== '') turn.pending -= 1;
+        done();
       };
       return seen;
     }
@@ -267,6 +284,26 @@ describe('TypeScript client: a map in batches', function () {
       expect(await collect(client.map(FN, inputs(30), options))).to.have.length(30);
       expect(seen.most).to.equal(2);
       expect(new Set(seen.sessions).size).to.equal(2);
+    });
+
+    it('a slot sends its next batch while one runs, to wait for its turn', async () => {
+      // The next batch waits for its session's turn where it is (the router), not a round trip
+      // away in the client: the container starts it the moment the one before ends.
+      proxy.answerRooms({ slots: 1 }, { slots: 0 });
+      const seen = recording(50);
+      const options = { chunkSize: 1, progress: false };
+      const results = await collect(client.map<number>(FN, inputs(12), options));
+      expect(results).to.deep.equal(inputs(12).map((n) => n * 2));
+      expect(new Set(seen.sessions).size).to.equal(1);
+      expect(seen.most).to.equal(1);
+      // Every batch but the first two (sent before an input was measured) and the last arrives
+      // while the one before it runs.
+      expect(seen.overlapped).to.be.at.least(8);
+      // Other tenants' calls waiting: each batch gives its container back, and none waits.
+      proxy.answerRooms({ slots: 1, othersWaiting: true }, { slots: 0, othersWaiting: true });
+      const polite = recording(20);
+      await collect(client.map(FN, inputs(8), options));
+      expect(polite.overlapped).to.equal(0);
     });
 
     it('isolated inputs may fill the queue as well', async () => {
