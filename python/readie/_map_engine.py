@@ -435,10 +435,15 @@ class MapEngine:
     def _depth(self, slot: Slot) -> int:
         """How many of the slot's batches may be on the cluster at once: two (the next one waits
         for its session's turn at the router, which starts it the moment the one before ends,
-        where the client would take a round trip to send it) when the slot keeps a session, no
-        other calls wait for room and a batch is known to take under PIPELINE_SECONDS; else one."""
+        where the client would take a round trip to send it) when the slot keeps a session, the
+        map has opened the slots its work wants, no other calls wait for room and a batch is known
+        to take under PIPELINE_SECONDS; else one."""
         estimate = self.sizer.estimate
         if slot.session is None or self.queued_batches > 0 or self.others_waiting or estimate is None:
+            return 1
+        if self.sizer.samples < SAMPLES_TO_OPEN_SLOTS or len(self.slots) < self._wanted_slots():
+            # Slots are still opening: a batch taken now is sized by too few slots (a share of
+            # what is left among them), and a second one would hold inputs the new slots could run.
             return 1
         batch_seconds = (estimate + INPUT_OVERHEAD_SECONDS) * max(1, slot.last_size) / self.max_inputs
         return 2 if batch_seconds < PIPELINE_SECONDS else 1

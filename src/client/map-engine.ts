@@ -417,13 +417,19 @@ export class MapEngine<T> {
   /**
    * How many of the slot's batches may be on the cluster at once: two (the next one waits for its
    * session's turn at the router, which starts it the moment the one before ends, where the client
-   * would take a round trip to send it) when the slot keeps a session, no other calls wait for
-   * room and a batch is known to take under PIPELINE_SECONDS; else one.
+   * would take a round trip to send it) when the slot keeps a session, the map has opened the
+   * slots its work wants, no other calls wait for room and a batch is known to take under
+   * PIPELINE_SECONDS; else one.
    */
   #depth(slot: Slot): number {
     const estimate = this.#sizer.estimate;
     if (slot.sessionId === '' || this.#queuedBatches > 0 || this.#othersWaiting) return 1;
     if (estimate === undefined) return 1;
+    if (this.#sizer.samples < SAMPLES_TO_OPEN_SLOTS || this.#slots.length < this.#wanted()) {
+      // Slots are still opening: a batch taken now is sized by too few slots (a share of what is
+      // left among them), and a second one would hold inputs the new slots could run.
+      return 1;
+    }
     const batchSeconds =
       ((estimate + INPUT_OVERHEAD_SECONDS) * Math.max(1, slot.lastSize)) / this.#parallel;
     return batchSeconds < PIPELINE_SECONDS ? 2 : 1;

@@ -296,9 +296,9 @@ describe('TypeScript client: a map in batches', function () {
       expect(results).to.deep.equal(inputs(12).map((n) => n * 2));
       expect(new Set(seen.sessions).size).to.equal(1);
       expect(seen.most).to.equal(1);
-      // Every batch but the first two (sent before an input was measured) and the last arrives
-      // while the one before it runs.
-      expect(seen.overlapped).to.be.at.least(8);
+      // Once four inputs were measured (the map then knows how many slots its work wants), every
+      // batch after the next arrives while the one before it runs: 7 of the 12.
+      expect(seen.overlapped).to.be.at.least(6);
       // Other tenants' calls waiting: each batch gives its container back, and none waits.
       proxy.answerRooms({ slots: 1, othersWaiting: true }, { slots: 0, othersWaiting: true });
       const polite = recording(20);
