@@ -59,8 +59,11 @@ SLOT_WORK_SECONDS = 0.1
 #: An input's time is the median of this many recent ones.
 RECENT_SAMPLES = 64
 #: Slots beyond INITIAL_SLOTS open only once this many inputs were measured (the first input of
-#: each of them).
+#: each of them) ...
 SAMPLES_TO_OPEN_SLOTS = INITIAL_SLOTS
+#: ... and ran warm (not first in a new container), unless every input took at least this long
+#: (seconds): then waiting for warm ones would cost more than opening on the first ones.
+WARM_WAIT_SECONDS = 0.02
 #: While a map runs it asks the router again, this often (seconds), how much room it has and
 #: whether other tenants' calls wait (:func:`readie._tenant.map_room`) ...
 ROOM_REFRESH = 1.0
@@ -99,10 +102,20 @@ class BatchSizer:
         #: Inputs measured so far.
         self.samples = 0
         self._recent: Deque[float] = deque(maxlen=RECENT_SAMPLES)
+        #: ... and those that ran warm (not the first in a new container), recently.
+        self._warm: Deque[float] = deque(maxlen=RECENT_SAMPLES)
+        #: The least time measured.
+        self._least: Optional[float] = None
 
-    def observe(self, seconds: float) -> None:
+    def observe(self, seconds: float, warm: bool = True) -> None:
+        """One more input's time in the function; ``warm``: it did not run first in a new
+        container (whose first input pays what the function warms up: imports, caches)."""
+        seconds = max(0.0, seconds)
         self.samples += 1
-        self._recent.append(max(0.0, seconds))
+        self._recent.append(seconds)
+        if warm:
+            self._warm.append(seconds)
+        self._least = seconds if self._least is None else min(self._least, seconds)
 
     @property
     def estimate(self) -> Optional[float]:
@@ -112,6 +125,22 @@ class BatchSizer:
             return None
         ordered = sorted(self._recent)
         return ordered[len(ordered) // 2]
+
+    @property
+    def slot_estimate(self) -> Optional[float]:
+        """An input's time for deciding how many slots (containers) a map opens: the median of the
+        recent warm inputs once SAMPLES_TO_OPEN_SLOTS ran warm; before that, the estimate only
+        when no input took less than WARM_WAIT_SECONDS, else None (wait for warm ones). A map's
+        first inputs each run first in a new container, where a function's first call may take a
+        hundred times its later ones (numpy's first ``linalg`` call: 0.6-2 ms, then 0.01-0.1):
+        their median would open containers the work never needs, and waiting for an input to run
+        warm costs less than a container when inputs are that small."""
+        if len(self._warm) >= SAMPLES_TO_OPEN_SLOTS:
+            ordered = sorted(self._warm)
+            return ordered[len(ordered) // 2]
+        if self._least is None or self._least < WARM_WAIT_SECONDS:
+            return None
+        return self.estimate
 
     def next(self, last: int, remaining: Optional[int], slots: int) -> int:
         estimate = self.estimate
@@ -300,9 +329,10 @@ class MapEngine:
 
     def _wanted_slots(self, unbounded: bool = False) -> int:
         """How many slots the work needs: INITIAL_SLOTS until SAMPLES_TO_OPEN_SLOTS inputs were
-        measured, then one per SLOT_WORK_SECONDS of the work left (all of them when the total is unknown); never
-        more than ``count``, the cluster's room."""
-        estimate = self.sizer.estimate
+        measured (and, for small inputs, ran warm: :attr:`BatchSizer.slot_estimate`), then one per
+        SLOT_WORK_SECONDS of the work left (all of them when the total is unknown); never more than
+        ``count``, the cluster's room."""
+        estimate = self.sizer.slot_estimate
         if estimate is None or self.sizer.samples < SAMPLES_TO_OPEN_SLOTS:
             wanted = INITIAL_SLOTS
         else:
@@ -441,7 +471,8 @@ class MapEngine:
         estimate = self.sizer.estimate
         if slot.session is None or self.queued_batches > 0 or self.others_waiting or estimate is None:
             return 1
-        if self.sizer.samples < SAMPLES_TO_OPEN_SLOTS or len(self.slots) < self._wanted_slots():
+        settled = self.sizer.samples >= SAMPLES_TO_OPEN_SLOTS and self.sizer.slot_estimate is not None
+        if not settled or len(self.slots) < self._wanted_slots():
             # Slots are still opening: a batch taken now is sized by too few slots (a share of
             # what is left among them), and a second one would hold inputs the new slots could run.
             return 1
@@ -520,6 +551,8 @@ class MapEngine:
             return None
         payload = b"".join([self._function_part] + [part for part in parts if not isinstance(part, BaseException)])
         session = slot.session
+        # The first inputs of a new session's first call run first in a new container.
+        fresh = session is not None and not session.used
         if session is not None:
             session.used = True
         config = build_config(
@@ -557,7 +590,7 @@ class MapEngine:
                 elif kind == "chunk":
                     for outcome in reader.feed(answer.chunk.data):
                         item = sent[outcome.index]
-                        self.sizer.observe(outcome.seconds)
+                        self.sizer.observe(outcome.seconds, warm=not fresh or outcome.index >= self.max_inputs)
                         try:
                             value = decode_cloudpickle(outcome.data, call=info)
                         except BaseException as error:  # noqa: BLE001 - the input's own error

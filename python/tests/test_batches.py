@@ -14,7 +14,7 @@ import cloudpickle
 import grpc
 
 import readie
-from readie._map_engine import BatchSizer, GROWTH
+from readie._map_engine import BatchSizer, GROWTH, WARM_WAIT_SECONDS
 
 from fake_proxy import FakeProxy, batch_parts, envelope_of, outcome_record, run_locally, wait_for_cancel
 from readie._proto import call_pb2, proxy_pb2
@@ -221,6 +221,27 @@ class SizerTest(unittest.TestCase):
         # (50 ms of them); near the end the shares shrink to that floor.
         self.assertEqual(slow.next(1024, 100, 4), 13)
         self.assertEqual(slow.next(1024, 20, 4), 9)
+
+    def test_slots_follow_warm_inputs_and_small_first_ones_wait_for_them(self):
+        sizer = BatchSizer(None, 1)
+        # Four first inputs of new containers, each paying a first call's warm-up (2 ms): too
+        # small to open containers on, before any ran warm.
+        for _ in range(4):
+            sizer.observe(0.002, warm=False)
+        self.assertIsNone(sizer.slot_estimate)
+        self.assertEqual(sizer.estimate, 0.002, "batches are still sized by them")
+        for seconds in (1e-5, 2e-5, 3e-5):
+            sizer.observe(seconds)
+        self.assertIsNone(sizer.slot_estimate, "three warm inputs are not yet enough")
+        sizer.observe(4e-5)
+        self.assertEqual(sizer.slot_estimate, 3e-5, "the median of the warm ones")
+        # First inputs of at least WARM_WAIT_SECONDS each: waiting for warm ones would cost more
+        # than a container, so slots follow them at once.
+        slow = BatchSizer(None, 1)
+        for seconds in (0.05, 0.06, 0.05, 0.07):
+            slow.observe(seconds, warm=False)
+        self.assertEqual(slow.slot_estimate, 0.06)
+        self.assertGreaterEqual(0.05, WARM_WAIT_SECONDS)
 
     def test_a_fixed_size_stays(self):
         sizer = BatchSizer(7, 1)

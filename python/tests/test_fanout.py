@@ -17,7 +17,8 @@ from readie.errors import error_for_status
 
 import cloudpickle
 
-from fake_proxy import FakeProxy, batch_answers, envelope_of, result_answers, run_locally
+from fake_proxy import FakeProxy, batch_answers, batch_parts, envelope_of, outcome_record, result_answers, run_locally
+from readie._proto import call_pb2, proxy_pb2
 
 
 @readie.remote(stream_logs=False)
@@ -167,6 +168,31 @@ class Recording(Refusing):
                     self.running -= 1
 
 
+class WarmingUp(Recording):
+    """Like :class:`Recording`, but a session's first input takes 2 ms (a function's first call in
+    a new container, warming up), every other 10 us."""
+
+    def __init__(self):
+        super().__init__(delay=0.0)
+        self.seen = set()
+
+    def __call__(self, received, requests, context):
+        received.read(requests)
+        session = received.config.session_id
+        with self.lock:
+            fresh = session not in self.seen
+            self.seen.add(session)
+            self.sessions.append(session)
+        parts = batch_parts(received.payload)
+        fn = cloudpickle.loads(parts[0])
+        for index, part in enumerate(parts[1:]):
+            args, kwargs = cloudpickle.loads(part)
+            envelope, _ = envelope_of(fn, args, kwargs)
+            micros = 2000 if fresh and index == 0 else 10
+            record = outcome_record(index, envelope["ok"], cloudpickle.dumps(envelope), micros)
+            yield proxy_pb2.RequestExecutionResponse(ids=received.ids(), chunk=call_pb2.PayloadChunk(data=record))
+
+
 class MapRoomTest(ProxyCase):
     """How much a map uses of what the router says (``TenantService.Slots``, scripted here: the
     scripted server has no TenantService)."""
@@ -225,6 +251,14 @@ class MapRoomTest(ProxyCase):
         script = self.proxy.script = Recording(delay=0.02)
         self.assertEqual(list(double.map(range(8), chunk_size=1, progress=False)), [2 * x for x in range(8)])
         self.assertEqual(script.overlapped, 0)
+
+    def test_a_first_call_warming_up_in_each_new_container_opens_no_containers_the_work_does_not_need(self):
+        # 2,000 inputs of 10 us are 20 ms of work: the four first slots are plenty. Their first
+        # inputs took 2 ms each (4 s of work, by them): slots follow the inputs that ran warm.
+        self.room(Room(slots=16))
+        script = self.proxy.script = WarmingUp()
+        self.assertEqual(list(double.map(range(2000), progress=False)), [2 * x for x in range(2000)])
+        self.assertLessEqual(len(set(script.sessions)), 4)
 
     def test_isolated_inputs_may_fill_the_queue_too(self):
         self.room(Room(slots=2, queued=2000), Room(slots=0, queued=2000))

@@ -132,6 +132,16 @@ export const INPUT_OVERHEAD_SECONDS = 20e-6;
 export const GROWTH = 32;
 /** An input's time is the median of this many recent ones. */
 export const RECENT_SAMPLES = 64;
+/**
+ * Slots follow the first inputs (each the first in a new container) only when every input took at
+ * least this long (seconds); else they wait for inputs that ran warm (`slotEstimate`).
+ */
+export const WARM_WAIT_SECONDS = 0.02;
+
+function median(times: readonly number[]): number {
+  const ordered = [...times].sort((a, b) => a - b);
+  return ordered[Math.floor(ordered.length / 2)]!;
+}
 
 /**
  * How many inputs a slot's next batch carries (the Python client's rule): about
@@ -146,6 +156,10 @@ export class BatchSizer {
   /** Inputs measured so far. */
   samples = 0;
   readonly #recent: number[] = [];
+  /** The recent inputs that ran warm (not the first in a new container). */
+  readonly #warm: number[] = [];
+  /** The least time measured. */
+  #least: number | undefined;
   readonly #parallel: number;
 
   constructor(
@@ -155,11 +169,34 @@ export class BatchSizer {
     this.#parallel = Math.max(1, parallel);
   }
 
-  /** One more input's time in the function, in seconds. */
-  observe(seconds: number): void {
+  /**
+   * One more input's time in the function, in seconds; `warm`: it did not run first in a new
+   * container (whose first input pays what the function warms up: imports, caches).
+   */
+  observe(seconds: number, warm = true): void {
+    const time = Math.max(0, seconds);
     this.samples += 1;
-    this.#recent.push(Math.max(0, seconds));
+    this.#recent.push(time);
     if (this.#recent.length > RECENT_SAMPLES) this.#recent.shift();
+    if (warm) {
+      this.#warm.push(time);
+      if (this.#warm.length > RECENT_SAMPLES) this.#warm.shift();
+    }
+    this.#least = this.#least === undefined ? time : Math.min(this.#least, time);
+  }
+
+  /**
+   * An input's time for deciding how many slots (containers) a map opens: the median of the recent
+   * warm inputs once `warmNeeded` ran warm; before that, `estimate` only when no input took less
+   * than WARM_WAIT_SECONDS, else undefined (wait for warm ones). A map's first inputs each run first
+   * in a new container, where a function's first call may take a hundred times its later ones:
+   * their median would open containers the work never needs, and waiting for an input to run warm
+   * costs less than a container when inputs are that small.
+   */
+  slotEstimate(warmNeeded: number): number | undefined {
+    if (this.#warm.length >= warmNeeded) return median(this.#warm);
+    if (this.#least === undefined || this.#least < WARM_WAIT_SECONDS) return undefined;
+    return this.estimate;
   }
 
   /**
@@ -167,9 +204,7 @@ export class BatchSizer {
    * something up, the first one say, does not make the others look slow); undefined before any.
    */
   get estimate(): number | undefined {
-    if (this.#recent.length === 0) return undefined;
-    const ordered = [...this.#recent].sort((a, b) => a - b);
-    return ordered[Math.floor(ordered.length / 2)];
+    return this.#recent.length === 0 ? undefined : median(this.#recent);
   }
 
   /** The next batch's size for a slot whose last batch held `last`. */

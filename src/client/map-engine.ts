@@ -24,7 +24,10 @@ import { bounded, roomFor, type MapRoom } from './map-room.js';
 export const INITIAL_SLOTS = 4;
 /** A slot (a container) is opened only for at least this much work (seconds of its inputs). */
 export const SLOT_WORK_SECONDS = 0.1;
-/** Slots beyond INITIAL_SLOTS open only once this many inputs were measured (each one's first). */
+/**
+ * Slots beyond INITIAL_SLOTS open only once this many inputs were measured (each one's first) and,
+ * for small inputs, ran warm (`BatchSizer.slotEstimate`).
+ */
 export const SAMPLES_TO_OPEN_SLOTS = INITIAL_SLOTS;
 /**
  * While a map runs it asks the router again, this often (ms), how much room it has and whether
@@ -248,7 +251,8 @@ export class MapEngine<T> {
 
   #wanted(unbounded = false): number {
     let wanted = INITIAL_SLOTS;
-    const estimate = this.#sizer.estimate;
+    // Small first inputs wait for warm ones (`slotEstimate`) before slots follow them.
+    const estimate = this.#sizer.slotEstimate(SAMPLES_TO_OPEN_SLOTS);
     if (estimate !== undefined && this.#sizer.samples >= SAMPLES_TO_OPEN_SLOTS) {
       const remaining = this.#remaining();
       if (remaining === undefined) return this.count;
@@ -425,7 +429,10 @@ export class MapEngine<T> {
     const estimate = this.#sizer.estimate;
     if (slot.sessionId === '' || this.#queuedBatches > 0 || this.#othersWaiting) return 1;
     if (estimate === undefined) return 1;
-    if (this.#sizer.samples < SAMPLES_TO_OPEN_SLOTS || this.#slots.length < this.#wanted()) {
+    const settled =
+      this.#sizer.samples >= SAMPLES_TO_OPEN_SLOTS &&
+      this.#sizer.slotEstimate(SAMPLES_TO_OPEN_SLOTS) !== undefined;
+    if (!settled || this.#slots.length < this.#wanted()) {
       // Slots are still opening: a batch taken now is sized by too few slots (a share of what is
       // left among them), and a second one would hold inputs the new slots could run.
       return 1;
@@ -502,7 +509,9 @@ export class MapEngine<T> {
     }
     if (items.length === 0) return null;
     const sessionId = slot.sessionId;
-    if (sessionId !== '' && !slot.used.includes(sessionId)) slot.used.push(sessionId);
+    // The first inputs of a new session's first call run first in a new container.
+    const fresh = sessionId !== '' && !slot.used.includes(sessionId);
+    if (fresh) slot.used.push(sessionId);
     const reader = new OutcomeReader(items.length);
     let broken: ProtocolError | undefined;
     let call: RemoteCall<unknown> | undefined;
@@ -518,7 +527,7 @@ export class MapEngine<T> {
       }
       for (const outcome of outcomes) {
         const item = items[outcome.index]!;
-        this.#sizer.observe(outcome.seconds);
+        this.#sizer.observe(outcome.seconds, !fresh || outcome.index >= this.#parallel);
         try {
           const value = decodeJsonEnvelope(outcome.data, info) as T;
           this.#deliver(item.index, { index: item.index, ok: true, value });

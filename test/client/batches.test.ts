@@ -9,7 +9,7 @@ import {
   RemoteExecutionError,
   type RemoteLogLine,
 } from '../../src/client/index.js';
-import { BatchSizer, GROWTH, OutcomeReader } from '../../src/client/batches.js';
+import { BatchSizer, GROWTH, OutcomeReader, WARM_WAIT_SECONDS } from '../../src/client/batches.js';
 import { FakeProxy, LogSource, type ScriptedCall } from '../support/fake-proxy.js';
 
 /** One outcome record holding a whole JSON envelope. */
@@ -306,6 +306,28 @@ describe('TypeScript client: a map in batches', function () {
       expect(polite.overlapped).to.equal(0);
     });
 
+    it('a first call warming up in each new container opens no containers the work does not need', async () => {
+      // 2,000 inputs of 10 us are 20 ms of work: the four first slots are plenty. Their first
+      // inputs took 2 ms each (4 s of work, by them): slots follow the inputs that ran warm.
+      proxy.answerRooms({ slots: 16 });
+      const sessions: string[] = [];
+      proxy.script = async (call) => {
+        await call.read();
+        const sessionId = call.config?.sessionId ?? '';
+        const fresh = !sessions.includes(sessionId);
+        sessions.push(sessionId);
+        const { inputs } = JSON.parse(call.payload.toString('utf8')) as BatchRequest;
+        inputs.forEach(([n], index) => {
+          const micros = fresh && index === 0 ? 2000 : 10;
+          call.chunk(record(index, { ok: true, value: n! * 2 }, micros));
+        });
+        call.end();
+      };
+      const results = await collect(client.map<number>(FN, inputs(2000), { progress: false }));
+      expect(results).to.deep.equal(inputs(2000).map((n) => n * 2));
+      expect(new Set(sessions).size).to.be.at.most(4);
+    });
+
     it('isolated inputs may fill the queue as well', async () => {
       proxy.answerRooms(
         { slots: 2, queueTimeoutMs: 60_000, maxQueued: 2000 },
@@ -395,6 +417,23 @@ describe('TypeScript client: batch pieces', () => {
     expect(() => new OutcomeReader(1).feed(whole.subarray(0, 10))).to.throw(
       'inside an outcome record',
     );
+  });
+
+  it('opens slots by inputs that ran warm; small first inputs wait for them', () => {
+    const sizer = new BatchSizer(undefined, 1);
+    // Four first inputs of new containers, each paying a first call's warm-up (2 ms).
+    for (let i = 0; i < 4; i += 1) sizer.observe(0.002, false);
+    expect(sizer.slotEstimate(4)).to.equal(undefined);
+    expect(sizer.estimate).to.equal(0.002);
+    for (const seconds of [1e-5, 2e-5, 3e-5]) sizer.observe(seconds);
+    expect(sizer.slotEstimate(4)).to.equal(undefined);
+    sizer.observe(4e-5);
+    expect(sizer.slotEstimate(4)).to.equal(3e-5);
+    // First inputs of at least WARM_WAIT_SECONDS each: slots follow them at once.
+    const slow = new BatchSizer(undefined, 1);
+    for (const seconds of [0.05, 0.06, 0.05, 0.07]) slow.observe(seconds, false);
+    expect(slow.slotEstimate(4)).to.equal(0.06);
+    expect(WARM_WAIT_SECONDS).to.be.at.most(0.05);
   });
 
   it('sizes batches by the inputs measured time: growth, a slow input alone, shrinking shares', () => {
