@@ -8,7 +8,7 @@ import { expect } from 'chai';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { docBlocks, DocWalk, substituted } from '../support/doc-blocks.js';
-import { freePort } from '../support/e2e-cluster.js';
+import { freePortRun } from '../support/e2e-cluster.js';
 import { ROOT } from '../support/replay.js';
 import { cleanTempDirs, tempDir } from '../support/temp.js';
 
@@ -32,8 +32,10 @@ describe('docs/tenant-routing.md, followed literally, pins versions on a local c
     expect(env?.kind).to.equal('env');
     expect(steps.map((block) => block.kind)).to.deep.equal(['run', 'start', 'expect']);
     const dir = tempDir('readie-routing-doc-');
-    // The workers take the two ports after the router's, as readie up's tests have them.
-    const port = await freePort();
+    // The workers take the two ports after the router's: three free ones in a row, below the
+    // ephemeral range (freePortRun), as readie up's tests have them (a port from freePort alone
+    // left the workers' to chance).
+    const port = await freePortRun(3);
     const prelude = substituted(
       env!.script,
       { D: join(dir, 'screening'), PORT: String(port) },

@@ -116,10 +116,19 @@ export class DocWalk {
       child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
       child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
       this.#started.push({ name: block.name, child, output: () => output });
-      const deadline = Date.now() + timeoutMs;
+      const started = Date.now();
       while (!block.pattern!.test(output)) {
-        if (child.exitCode !== null || Date.now() > deadline) {
-          expect.fail(`${where} did not start:\n${output.slice(-3000)}`);
+        // Exited (by a code or a signal), or still running past the time allowed: say which.
+        const ended =
+          child.exitCode !== null
+            ? `it exited with code ${child.exitCode}`
+            : child.signalCode !== null
+              ? `it was killed by ${child.signalCode}`
+              : Date.now() - started > timeoutMs
+                ? `it still runs after ${Math.round((Date.now() - started) / 1000)} s`
+                : null;
+        if (ended !== null) {
+          expect.fail(`${where} did not start (${ended}):\n${output.slice(-3000)}`);
         }
         await new Promise((resolve) => setTimeout(resolve, 100));
       }
