@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import type { ClusterEvent } from '../../src/events/types.js';
@@ -57,6 +58,26 @@ describe('end to end: fan-out (fn.map, fn.spawn) on a real cluster', function ()
 
   const since = (seq: number) => readLog(cluster.logDir).filter((event) => event.seq > seq);
   const lastSeq = () => readLog(cluster.logDir).at(-1)?.seq ?? 0;
+  /**
+   * Where each placed call and busy container went, and the last lines of each worker's log: what
+   * a call placed but never started leaves to read (this wait timed out once under two suites).
+   */
+  const startDiagnosis = (events: readonly ClusterEvent[]): string => {
+    const placed = ofType(events, 'CallPlaced').map(
+      (event) => `${event.requestId} on ${event.workerId} (${event.checkpointId ?? 'cold'})`,
+    );
+    const states = ofType(events, 'ContainerStateChanged').map(
+      (event) => `${event.workerId} ${event.containerId} ${event.state}`,
+    );
+    const logs = cluster.workers.size
+      ? [...cluster.workers.keys()].map((workerId) => {
+          const file = join(cluster.dir, 'logs', `${workerId}.log`);
+          const lines = existsSync(file) ? readFileSync(file, 'utf8').trim().split('\n') : [];
+          return `--- ${workerId}.log (last 15 lines):\n${lines.slice(-15).join('\n')}`;
+        })
+      : [];
+    return [`placed: ${placed.join('; ')}`, `containers: ${states.join('; ')}`, ...logs].join('\n');
+  };
   /** The distinct containers among `containers` the log says were removed. */
   const removedOf = (events: ClusterEvent[], containers: ReadonlySet<string>) =>
     new Set(
@@ -393,7 +414,8 @@ describe('end to end: fan-out (fn.map, fn.spawn) on a real cluster', function ()
         () =>
           `the four calls to start (requested ${ofType(since(before), 'CallRequested').length}, ` +
           `placed ${ofType(since(before), 'CallPlaced').length}, refused ` +
-          `${ofType(since(before), 'CallRejected').length}, busy ${busy().length})`,
+          `${ofType(since(before), 'CallRejected').length}, busy ${busy().length})\n` +
+          startDiagnosis(since(before)),
         60_000,
       );
       const placed = ofType(since(before), 'CallPlaced');
