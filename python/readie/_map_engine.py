@@ -129,8 +129,9 @@ class BatchSizer:
     @property
     def slot_estimate(self) -> Optional[float]:
         """An input's time for deciding how many slots (containers) a map opens: the median of the
-        recent warm inputs once SAMPLES_TO_OPEN_SLOTS ran warm; before that, the estimate only
-        when no input took less than WARM_WAIT_SECONDS, else None (wait for warm ones). A map's
+        recent warm inputs once SAMPLES_TO_OPEN_SLOTS ran warm; before that, once that many were
+        measured, the estimate only when no input took less than WARM_WAIT_SECONDS; else None
+        (the slot count is not known yet). A map's
         first inputs each run first in a new container, where a function's first call may take a
         hundred times its later ones (numpy's first ``linalg`` call: 0.6-2 ms, then 0.01-0.1):
         their median would open containers the work never needs, and waiting for an input to run
@@ -138,7 +139,7 @@ class BatchSizer:
         if len(self._warm) >= SAMPLES_TO_OPEN_SLOTS:
             ordered = sorted(self._warm)
             return ordered[len(ordered) // 2]
-        if self._least is None or self._least < WARM_WAIT_SECONDS:
+        if self.samples < SAMPLES_TO_OPEN_SLOTS or self._least is None or self._least < WARM_WAIT_SECONDS:
             return None
         return self.estimate
 
@@ -333,7 +334,7 @@ class MapEngine:
         SLOT_WORK_SECONDS of the work left (all of them when the total is unknown); never more than
         ``count``, the cluster's room."""
         estimate = self.sizer.slot_estimate
-        if estimate is None or self.sizer.samples < SAMPLES_TO_OPEN_SLOTS:
+        if estimate is None:
             wanted = INITIAL_SLOTS
         else:
             remaining = self._remaining()
@@ -471,8 +472,7 @@ class MapEngine:
         estimate = self.sizer.estimate
         if slot.session is None or self.queued_batches > 0 or self.others_waiting or estimate is None:
             return 1
-        settled = self.sizer.samples >= SAMPLES_TO_OPEN_SLOTS and self.sizer.slot_estimate is not None
-        if not settled or len(self.slots) < self._wanted_slots():
+        if self.sizer.slot_estimate is None or len(self.slots) < self._wanted_slots():
             # Slots are still opening: a batch taken now is sized by too few slots (a share of
             # what is left among them), and a second one would hold inputs the new slots could run.
             return 1

@@ -187,15 +187,18 @@ export class BatchSizer {
 
   /**
    * An input's time for deciding how many slots (containers) a map opens: the median of the recent
-   * warm inputs once `warmNeeded` ran warm; before that, `estimate` only when no input took less
-   * than WARM_WAIT_SECONDS, else undefined (wait for warm ones). A map's first inputs each run first
+   * warm inputs once `warmNeeded` ran warm; before that, once that many were measured, `estimate`
+   * only when no input took less than WARM_WAIT_SECONDS; else undefined (the slot count is not
+   * known yet). A map's first inputs each run first
    * in a new container, where a function's first call may take a hundred times its later ones:
    * their median would open containers the work never needs, and waiting for an input to run warm
    * costs less than a container when inputs are that small.
    */
   slotEstimate(warmNeeded: number): number | undefined {
     if (this.#warm.length >= warmNeeded) return median(this.#warm);
-    if (this.#least === undefined || this.#least < WARM_WAIT_SECONDS) return undefined;
+    if (this.samples < warmNeeded || this.#least === undefined || this.#least < WARM_WAIT_SECONDS) {
+      return undefined;
+    }
     return this.estimate;
   }
 

@@ -253,7 +253,7 @@ export class MapEngine<T> {
     let wanted = INITIAL_SLOTS;
     // Small first inputs wait for warm ones (`slotEstimate`) before slots follow them.
     const estimate = this.#sizer.slotEstimate(SAMPLES_TO_OPEN_SLOTS);
-    if (estimate !== undefined && this.#sizer.samples >= SAMPLES_TO_OPEN_SLOTS) {
+    if (estimate !== undefined) {
       const remaining = this.#remaining();
       if (remaining === undefined) return this.count;
       const perInput = estimate + INPUT_OVERHEAD_SECONDS;
@@ -429,10 +429,8 @@ export class MapEngine<T> {
     const estimate = this.#sizer.estimate;
     if (slot.sessionId === '' || this.#queuedBatches > 0 || this.#othersWaiting) return 1;
     if (estimate === undefined) return 1;
-    const settled =
-      this.#sizer.samples >= SAMPLES_TO_OPEN_SLOTS &&
-      this.#sizer.slotEstimate(SAMPLES_TO_OPEN_SLOTS) !== undefined;
-    if (!settled || this.#slots.length < this.#wanted()) {
+    const known = this.#sizer.slotEstimate(SAMPLES_TO_OPEN_SLOTS) !== undefined;
+    if (!known || this.#slots.length < this.#wanted()) {
       // Slots are still opening: a batch taken now is sized by too few slots (a share of what is
       // left among them), and a second one would hold inputs the new slots could run.
       return 1;
