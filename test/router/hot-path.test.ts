@@ -16,10 +16,16 @@ import {
   Verdict,
   type Budget,
   type CallToPlace,
+  type RankedCandidates,
 } from '../../src/core/placement/index.js';
 import { firstFailure } from '../../src/core/placement/filters/index.js';
 import { atOf, demand, GiB, registered, utilization } from '../support/events.js';
 import { stamped, syntheticLog } from '../support/synthetic-log.js';
+
+/** The workers of `candidates`, best first. */
+function rankOrder(candidates: RankedCandidates): string[] {
+  return Array.from({ length: candidates.length }, (_, i) => candidates.at(i).worker.workerId);
+}
 
 /**
  * Rules 2 to 4 straight from the registries: every candidate, every filter, sorted by
@@ -208,7 +214,7 @@ describe('placement hot path', () => {
     const ids = Array.from({ length: 50 }, (_, i) => `w${String(i).padStart(2, '0')}`);
     for (const id of ids) apply(registered(id));
     const budget = budgetOf(demand({}), state.config);
-    const order = () => index.candidates(state.workers).map(({ worker }) => worker.workerId);
+    const order = () => rankOrder(index.candidates(state.workers));
     expect(order()).to.deep.equal(ids);
     // Every worker changes many times before the next decision; the fullest ends up first-emptiest.
     for (let round = 0; round < 100; round += 1) {
@@ -233,13 +239,8 @@ describe('placement hot path', () => {
       state = applyInPlace(state, validateEvent({ seq, at: atOf(seq), ...event }), sink);
     };
     apply(registered('w2'), index);
-    expect(index.candidates(state.workers).map(({ worker }) => worker.workerId)).to.deep.equal([
-      'w2',
-    ]);
+    expect(rankOrder(index.candidates(state.workers))).to.deep.equal(['w2']);
     apply(registered('w1'));
-    expect(index.candidates(state.workers).map(({ worker }) => worker.workerId)).to.deep.equal([
-      'w1',
-      'w2',
-    ]);
+    expect(rankOrder(index.candidates(state.workers))).to.deep.equal(['w1', 'w2']);
   });
 });

@@ -20,6 +20,7 @@ import { RANK_TERMS } from './ranking/index.js';
 import type { RankTerm } from './rank-term.js';
 import { containerCount } from './filters/container-count.js';
 import { Verdict } from './filter.js';
+import { BlockList } from './block-list.js';
 import { DEFAULT_CONFIG } from '../../shared/config.js';
 
 /** The ranking of a CPU call: every order below is this one (see `RankedCandidate`). */
@@ -39,6 +40,8 @@ export interface RankedCandidate {
   readonly k3: number;
   /** Whether it passed the container-count filter (which no budget changes) when it last changed. */
   readonly room: boolean;
+  /** Whether it is a gpu worker (they rank after every cpu worker). */
+  readonly gpu: boolean;
 }
 
 /** The ranking terms the entries hold, one field each: there must be exactly as many. */
@@ -87,54 +90,58 @@ function compareTerm(difference: number): number {
   return difference === 0 ? 0 : Number.NaN;
 }
 
-/** The first index in `sorted` whose candidate does not rank before `candidate`. */
-function lowerBound(sorted: readonly RankedCandidate[], candidate: RankedCandidate): number {
-  let low = 0;
-  let high = sorted.length;
-  while (low < high) {
-    const middle = (low + high) >>> 1;
-    if (compareCandidates(sorted[middle] as RankedCandidate, candidate) < 0) low = middle + 1;
-    else high = middle;
-  }
-  return low;
-}
-
-/** The index of the first gpu worker among candidates in ranking order (cpu workers come first). */
-export function firstGpuCandidate(sorted: readonly RankedCandidate[]): number {
-  let low = 0;
-  let high = sorted.length;
-  while (low < high) {
-    const middle = (low + high) >>> 1;
-    if ((sorted[middle] as RankedCandidate).worker.flavor !== 'gpu') low = middle + 1;
-    else high = middle;
-  }
-  return low;
+/**
+ * The candidates in ranking order, as placement walks them: best first, from 0 to `length - 1`
+ * (walking forward is cheap; see `BlockList`).
+ */
+export interface RankedCandidates {
+  readonly length: number;
+  at(index: number): RankedCandidate;
+  /** The index of the first gpu worker (`length` when none is a candidate): cpu workers come first. */
+  readonly firstGpu: number;
 }
 
 /** Placement's candidates in ranking order, kept in step with one workers map by its fold. */
-export class CandidateIndex implements WorkerChangeSink {
+export class CandidateIndex implements WorkerChangeSink, RankedCandidates {
   /** The workers map the index was built from. */
   private source: ReadonlyMap<string, WorkerRecord> | undefined;
   /** Every worker of the source by ID: its entry when it is a candidate, else null. */
   private entries = new Map<string, RankedCandidate | null>();
   /** The candidates, best first. */
-  private sorted: RankedCandidate[] = [];
+  private readonly sorted = new BlockList<RankedCandidate>(compareCandidates);
   /** Workers the fold changed since the index last looked. */
   private readonly changed = new Set<string>();
   /** How many candidates pass the container-count filter. */
   private roomy = 0;
+  /** How many candidates are gpu workers. */
+  private gpu = 0;
 
   /** The fold changed (or added) a worker of the map the index serves. */
   workerChanged(workerId: string): void {
     this.changed.add(workerId);
   }
 
-  /** The candidates of `workers`, best first. The array is the index's own: do not keep it. */
-  candidates(workers: ReadonlyMap<string, WorkerRecord>): readonly RankedCandidate[] {
+  /**
+   * The candidates of `workers`, best first: the index itself, valid until the fold changes a
+   * worker (do not keep it).
+   */
+  candidates(workers: ReadonlyMap<string, WorkerRecord>): RankedCandidates {
     if (workers === this.source && this.changed.size > 0) this.catchUp(workers);
     // Another map, or one holding workers the fold never reported: start over.
     if (workers !== this.source || this.entries.size !== workers.size) this.rebuild(workers);
-    return this.sorted;
+    return this;
+  }
+
+  get length(): number {
+    return this.sorted.length;
+  }
+
+  at(index: number): RankedCandidate {
+    return this.sorted.at(index);
+  }
+
+  get firstGpu(): number {
+    return this.sorted.length - this.gpu;
   }
 
   /**
@@ -167,48 +174,42 @@ export class CandidateIndex implements WorkerChangeSink {
       k2: TERM2.value(worker, CPU_CALL),
       k3: TERM3.value(worker, CPU_CALL),
       room: hasRoom(worker),
+      gpu: worker.flavor === 'gpu',
     };
   }
 
-  /**
-   * Replaces `previous` by `next` in the sorted candidates (either may be null: not a candidate),
-   * shifting only the candidates between its old and new places.
-   */
+  /** Replaces `previous` by `next` among the candidates (either may be null: not a candidate). */
   private move(previous: RankedCandidate | null, next: RankedCandidate | null): void {
-    const sorted = this.sorted;
-    if (previous?.room === true) this.roomy -= 1;
-    if (next?.room === true) this.roomy += 1;
-    if (previous === null) {
-      if (next !== null) sorted.splice(lowerBound(sorted, next), 0, next);
-      return;
+    if (previous !== null) {
+      this.sorted.remove(previous);
+      this.count(previous, -1);
     }
-    const from = lowerBound(sorted, previous);
-    if (next === null) {
-      sorted.splice(from, 1);
-      return;
+    if (next !== null) {
+      this.sorted.insert(next);
+      this.count(next, 1);
     }
-    let to = lowerBound(sorted, next);
-    if (to > from) {
-      to -= 1;
-      for (let i = from; i < to; i += 1) sorted[i] = sorted[i + 1] as RankedCandidate;
-    } else {
-      for (let i = from; i > to; i -= 1) sorted[i] = sorted[i - 1] as RankedCandidate;
-    }
-    sorted[to] = next;
+  }
+
+  /** Counts `entry` in (`by` 1) or out (-1) of the tallies of candidates with room and gpu ones. */
+  private count(entry: RankedCandidate, by: 1 | -1): void {
+    if (entry.room) this.roomy += by;
+    if (entry.gpu) this.gpu += by;
   }
 
   private rebuild(workers: ReadonlyMap<string, WorkerRecord>): void {
     this.source = workers;
     this.changed.clear();
     this.entries = new Map();
-    this.sorted = [];
     this.roomy = 0;
+    this.gpu = 0;
+    const candidates: RankedCandidate[] = [];
     for (const [workerId, worker] of workers) {
       const entry = isPlaceable(worker) ? this.entryOf(worker) : null;
       this.entries.set(workerId, entry);
-      if (entry !== null) this.sorted.push(entry);
-      if (entry?.room === true) this.roomy += 1;
+      if (entry === null) continue;
+      candidates.push(entry);
+      this.count(entry, 1);
     }
-    this.sorted.sort(compareCandidates);
+    this.sorted.reset(candidates);
   }
 }

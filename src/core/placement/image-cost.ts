@@ -17,7 +17,7 @@ import type { Catalogue } from '../../events/catalogue.js';
 import type { WorkerRecord } from '../../projections/cluster-state.js';
 import { imageBuildCost, imageHolders } from '../../projections/image-holdings.js';
 import { isPlaceable } from '../../projections/queries.js';
-import { firstGpuCandidate, type RankedCandidate } from './candidate-index.js';
+import type { RankedCandidates } from './candidate-index.js';
 import { cheapest, costTable, flavorCatalogue, importCost } from './checkpoints.js';
 import type { WorkerImageCost } from './explanation.js';
 import { firstFailure } from './filters/index.js';
@@ -30,9 +30,8 @@ import type { Scan } from './scan.js';
 type Flavor = WorkerRecord['flavor'];
 
 /**
- * One call's image step: what every part reads, the covers worked out so far (one per flavor,
- * NaN until asked: two fields, not a map, as a call meets at most the two flavors), and where the
- * gpu workers start among the ranked candidates (-1 until asked; with no ranked walk, unknown).
+ * One call's image step: what every part reads, and the covers worked out so far (one per
+ * flavor, NaN until asked: two fields, not a map, as a call meets at most the two flavors).
  */
 interface CostingCall {
   readonly placing: Placing;
@@ -43,10 +42,9 @@ interface CostingCall {
    */
   build: number | null;
   /** The candidates in rank order, when the walk came from the index; else null. */
-  readonly sorted: readonly RankedCandidate[] | null;
+  readonly sorted: RankedCandidates | null;
   cpuCover: number;
   gpuCover: number;
-  gpuStart: number;
 }
 
 /** A flavor the catalogue does not list: the dearest listed cold start plus every hint's import. */
@@ -83,12 +81,6 @@ function coverOf(costing: CostingCall, flavor: Flavor): number {
   }
   if (Number.isNaN(costing.cpuCover)) costing.cpuCover = workOutCover(costing.placing, flavor);
   return costing.cpuCover;
-}
-
-/** Where the gpu workers start among the ranked candidates (found once). */
-function gpuStartOf(costing: CostingCall, sorted: readonly RankedCandidate[]): number {
-  if (costing.gpuStart < 0) costing.gpuStart = firstGpuCandidate(sorted);
-  return costing.gpuStart;
 }
 
 /** A worker's image cost as a number; unknown for a build of unknown cost. */
@@ -145,13 +137,13 @@ function bestHolder(costing: CostingCall): ImageCost | undefined {
 /** The first non-holder in `sorted[from, to)` that passes every filter. */
 function firstNonHolder(
   costing: CostingCall,
-  sorted: readonly RankedCandidate[],
+  sorted: RankedCandidates,
   from: number,
   to: number,
 ): WorkerRecord | undefined {
   const { budget, config } = costing.placing;
   for (let i = from; i < to; i += 1) {
-    const worker = (sorted[i] as RankedCandidate).worker;
+    const worker = sorted.at(i).worker;
     if (costing.holders?.has(worker.workerId) === true) continue;
     if (firstFailure(worker, budget, config) < 0) return worker;
   }
@@ -166,19 +158,19 @@ function firstNonHolder(
  */
 function bestNonHolderRanked(
   costing: CostingCall,
-  sorted: readonly RankedCandidate[],
+  sorted: RankedCandidates,
   scanned: WorkerRecord,
 ): ImageCost | undefined {
   const noHolder = costing.holders === undefined;
   let cpu: WorkerRecord | undefined;
   if (noHolder) cpu = scanned.flavor === 'gpu' ? undefined : scanned;
   else if (!costing.placing.budget.gpuCall) {
-    cpu = firstNonHolder(costing, sorted, 0, gpuStartOf(costing, sorted));
+    cpu = firstNonHolder(costing, sorted, 0, sorted.firstGpu);
   }
   let best: ImageCost | undefined;
   if (cpu !== undefined) best = { worker: cpu, holds: false, cover: coverOf(costing, cpu.flavor) };
   // No gpu candidate, or none cheaper: the cpu run's first stands (its cover read only if needed).
-  const gpuStart = gpuStartOf(costing, sorted);
+  const gpuStart = sorted.firstGpu;
   if (best !== undefined && (gpuStart === sorted.length || coverOf(costing, 'gpu') >= best.cover)) {
     return best;
   }
@@ -208,7 +200,7 @@ function lowestCover(costing: CostingCall): number {
   const { sorted } = costing;
   if (costing.placing.budget.gpuCall) return coverOf(costing, 'gpu');
   if (sorted !== null) {
-    const gpuStart = gpuStartOf(costing, sorted);
+    const gpuStart = sorted.firstGpu;
     if (gpuStart === sorted.length) return coverOf(costing, 'cpu');
     if (gpuStart === 0) return coverOf(costing, 'gpu');
   }
@@ -239,7 +231,7 @@ function everyCost(costing: CostingCall): Map<string, WorkerImageCost> {
 export function chooseByImageCost(
   placing: Placing,
   imageKey: string,
-  sorted: readonly RankedCandidate[] | null,
+  sorted: RankedCandidates | null,
   scan: Scan,
 ): Scan {
   const { state, explain } = placing;
@@ -251,7 +243,6 @@ export function chooseByImageCost(
     sorted,
     cpuCover: Number.NaN,
     gpuCover: Number.NaN,
-    gpuStart: -1,
   };
   if (holders !== undefined && explain !== undefined) {
     costing.build = imageBuildCost(state.images, state.imageKeys, imageKey);

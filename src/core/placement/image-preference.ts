@@ -11,7 +11,7 @@ import { imageHolders } from '../../projections/image-holdings.js';
 import { isPlaceable } from '../../projections/queries.js';
 import type { WorkerRecord } from '../../projections/cluster-state.js';
 import { firstFailure } from './filters/index.js';
-import type { RankedCandidate } from './candidate-index.js';
+import type { RankedCandidates } from './candidate-index.js';
 import { chooseByImageCost } from './image-cost.js';
 import type { Placing } from './placing.js';
 import { compareWorkers } from './ranking/index.js';
@@ -25,7 +25,7 @@ import type { Scan } from './scan.js';
  */
 export function preferImageHolder(
   placing: Placing,
-  sorted: readonly RankedCandidate[] | null,
+  sorted: RankedCandidates | null,
   scan: Scan,
 ): Scan {
   const imageKey = placing.call.imageKey ?? null;

@@ -5,7 +5,7 @@ export { cheapest, costTable, type CostRow } from './checkpoints.js';
 export { explainPlacement, place, type PlaceOptions } from './place.js';
 export type { ScanMemo } from './placing.js';
 export { rejected } from './outcome.js';
-export { CandidateIndex, type RankedCandidate } from './candidate-index.js';
+export { CandidateIndex, type RankedCandidate, type RankedCandidates } from './candidate-index.js';
 export { PlacementCaches } from './placement-caches.js';
 export {
   ADMISSION_RULES_VERSION,

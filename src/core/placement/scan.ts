@@ -11,7 +11,7 @@ import type { Config } from '../../shared/config.js';
 import type { Budget } from './call.js';
 import { notCandidateReason } from './candidates.js';
 import type { ExplanationBuilder } from './explanation.js';
-import { firstGpuCandidate, type RankedCandidate } from './candidate-index.js';
+import type { RankedCandidates } from './candidate-index.js';
 import { Verdict } from './filter.js';
 import { explainFilters, FILTERS, firstFailure } from './filters/index.js';
 import { flavor } from './filters/flavor.js';
@@ -43,15 +43,15 @@ export interface Scan {
  * When none passes every candidate was counted, so the counts are those of a full walk.
  */
 export function scanInRankOrder(
-  candidates: readonly RankedCandidate[],
+  candidates: RankedCandidates,
   budget: Budget,
   config: Config,
 ): Scan {
   const failures = new Array<number>(FILTERS.length).fill(0);
-  const start = budget.gpuCall ? firstGpuCandidate(candidates) : 0;
+  const start = budget.gpuCall ? candidates.firstGpu : 0;
   failures[FLAVOR_FILTER] = start;
   for (let i = start; i < candidates.length; i += 1) {
-    const worker = (candidates[i] as RankedCandidate).worker;
+    const worker = candidates.at(i).worker;
     const failed = firstFailure(worker, budget, config);
     if (failed < 0) return { best: worker, candidates: candidates.length, failures };
     failures[failed] = (failures[failed] as number) + 1;

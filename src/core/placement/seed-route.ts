@@ -4,7 +4,7 @@
  * filters and the ranking pick the best, the cost model its checkpoint.
  */
 import type { WorkerRecord } from '../../projections/cluster-state.js';
-import type { RankedCandidate } from './candidate-index.js';
+import type { RankedCandidates } from './candidate-index.js';
 import { chooseCheckpoint } from './checkpoint-choice.js';
 import { FILTERS } from './filters/index.js';
 import type { Fit, RejectedDecision } from './decision.js';
@@ -22,7 +22,7 @@ import { preferImageHolder } from './image-preference.js';
  * again after a failed dial, or one being explained, walks them all.
  */
 export type SeedCandidates =
-  | { readonly walk: 'ranked'; readonly sorted: readonly RankedCandidate[] }
+  | { readonly walk: 'ranked'; readonly sorted: RankedCandidates }
   | { readonly walk: 'all'; readonly workers: Iterable<WorkerRecord> };
 
 /** Why no worker is available, naming those this call could not reach. */
