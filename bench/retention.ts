@@ -18,7 +18,8 @@
  *   last, beside one started on the before-format log holding every day (wall clock and CPU);
  * - `verify1MArchiveMs`: `replay verify` of 1,000,000 events from the archive (its first files;
  *   every call and every other decision of the core made again and compared, as the command
- *   does) beside the same events as JSONL (today's verify path), alternating rounds (a shorter run
+ *   does) beside the same events as JSONL (today's verify path), alternating rounds in a process
+ *   of its own, as `replay verify` runs (`retention-verify.ts`; a shorter run
  *   archives fewer: `verifyArchiveMs` of what it has, `verify1MArchiveMs` null).
  */
 import { readdirSync, statSync } from 'node:fs';
@@ -30,8 +31,6 @@ import {
   type ArchiveEvent,
   LogArchiver,
   encodeEvent,
-  readJsonl,
-  writeJsonl,
   type ClusterEvent,
   type StoredEvent,
 } from '../src/events/index.js';
@@ -46,22 +45,21 @@ import {
 } from '../src/projections/index.js';
 import { createLogger, startRouter } from '../src/router/index.js';
 import { DEFAULT_CONFIG } from '../src/shared/config.js';
-import { Replayer } from '../replay/engine/replayer.js';
 import { openLogSource } from '../replay/io/log-source.js';
 import { BUSY_CLUSTER, SimulatedCluster, type ClusterLog } from './retention-cluster.js';
+import { compareVerify } from './retention-verify.js';
 import { collectGarbage, perSecond, ratio, withTempDir } from './support.js';
 
 const DAY = 86_400_000;
 /**
- * Simulated days: 10 by default (about a third of the full run's time), `--full` for 30 (a quarter
- * of an hour on two shared cores), `--days N` for any other. Only a run that archives 1,000,000
+ * Simulated days: 10 by default (about a third of the full run's time), `--full` for 30 (2.4 min
+ * alone on two cores, a quarter of an hour beside other runs), `--days N` for any other. Only a run that archives 1,000,000
  * events (the full one) reports `verify1MArchiveMs`.
  */
 const DAYS = daysOf(process.argv.slice(2));
 const RETENTION_DAYS = 2;
 /** Cluster seconds driven per simulated day (the rest of the day is the stretch). */
 const TICKS_PER_DAY = Number(process.env.RETENTION_BENCH_TICKS_PER_DAY ?? 150);
-const VERIFY_EVENTS = 1_000_000;
 const START = Date.UTC(2026, 10, 1);
 
 function daysOf(args: readonly string[]): number {
@@ -299,6 +297,7 @@ export async function run() {
       json.dir,
       archiveEntries.map((e) => e.path),
     );
+    // In a process of its own, as `replay verify` runs (see retention-verify.ts).
     const verify = await compareVerify(
       dir,
       archiveEntries.map((e) => e.path),
@@ -503,122 +502,5 @@ async function compareEncodings(dir: string, beforeDir: string, archiveFiles: re
       note: 'read from LMDB, decode, validate, fold (clusterProjection), 400,000 events; the median of three alternating rounds',
     },
     codecHelps: { size: binaryPages < jsonPages, foldSpeed: binaryFoldCpu > jsonFoldCpu },
-  };
-}
-
-/**
- * `replay verify` of the archive's first 1,000,000 events: from the archive files (read, checksum,
- * decompress, decode, validate, fold, make every decision again) beside the same events as JSONL.
- */
-async function compareVerify(dir: string, archiveFiles: readonly string[]) {
-  const jsonl = join(dir, 'verify.jsonl');
-  const source = await openLogSource(archiveFiles);
-  async function* first(): AsyncGenerator<StoredEvent> {
-    let written = 0;
-    for await (const stored of source.stored()) {
-      yield stored;
-      written += 1;
-      if (written >= VERIFY_EVENTS) return;
-    }
-  }
-  await writeJsonl(first(), jsonl);
-  await source.close();
-  const verifyOnce = async (events: AsyncIterable<readonly ClusterEvent[]>) => {
-    let calls = 0;
-    let decisions = 0;
-    let diverged = 0;
-    let count = 0;
-    // As `replay verify` does: every call placed again, every other decision of the core made
-    // again, each compared with what the log recorded.
-    const replayer = new Replayer({
-      onCall: (result) => {
-        calls += 1;
-        if (result.recorded === 'diverged') diverged += 1;
-      },
-      onDecision: (result) => {
-        decisions += 1;
-        if (result.recorded === 'diverged') diverged += 1;
-      },
-    });
-    collectGarbage();
-    const start = performance.now();
-    const cpu = process.cpuUsage();
-    reading: for await (const batch of events) {
-      for (const event of batch) {
-        replayer.push(event);
-        count += 1;
-        if (count >= VERIFY_EVENTS) break reading;
-      }
-    }
-    replayer.end();
-    const ms = performance.now() - start;
-    const used = process.cpuUsage(cpu);
-    if (diverged > 0) throw new Error(`${diverged} decisions diverged`);
-    return { ms, cpuMs: (used.user + used.system) / 1000, calls, decisions, count };
-  };
-  const archive: { ms: number; cpuMs: number }[] = [];
-  const jsonlRuns: { ms: number; cpuMs: number }[] = [];
-  let calls = 0;
-  let decisions = 0;
-  let count = 0;
-  for (let round = 0; round < 2; round += 1) {
-    // Today's path: a JSONL file, every line parsed and every event (snapshots too) folded.
-    const fromJsonl = await verifyOnce(
-      (async function* () {
-        for await (const { event } of readJsonl(jsonl)) yield [event];
-      })(),
-    );
-    jsonlRuns.push(fromJsonl);
-    // `replay verify ./archive`'s path: the files, a block at a time, snapshots after the first
-    // passed over.
-    const files = await openLogSource(archiveFiles);
-    const fromArchive = await verifyOnce(files.batches(0, undefined, true));
-    await files.close();
-    archive.push(fromArchive);
-    calls = fromArchive.calls;
-    decisions = fromArchive.decisions;
-    count = fromArchive.count;
-  }
-  // Reading alone (no fold), once each: what the encoding itself costs.
-  const readOnly = async (batches: AsyncIterable<readonly ClusterEvent[]>) => {
-    collectGarbage();
-    const start = performance.now();
-    let count = 0;
-    for await (const batch of batches) {
-      count += batch.length;
-      if (count >= VERIFY_EVENTS) break;
-    }
-    return Math.round(performance.now() - start);
-  };
-  const readJsonlMs = await readOnly(
-    (async function* () {
-      for await (const { event } of readJsonl(jsonl)) yield [event];
-    })(),
-  );
-  const readSource = await openLogSource(archiveFiles);
-  const readArchiveMs = await readOnly(readSource.batches(0, undefined, true));
-  await readSource.close();
-  const best = archive.reduce((a, b) => (b.ms < a.ms ? b : a));
-  const baseline = jsonlRuns.reduce((a, b) => (b.ms < a.ms ? b : a));
-  const million = count >= VERIFY_EVENTS;
-  return {
-    // Of 1,000,000 events only when the archive held that many (the full run).
-    verify1MArchiveMs: million ? Math.round(best.ms) : null,
-    verify1MJsonlMs: million ? Math.round(baseline.ms) : null,
-    verifyArchiveMs: Math.round(best.ms),
-    verifyJsonlMs: Math.round(baseline.ms),
-    verifyRatio: ratio(best.ms, baseline.ms),
-    verify: {
-      events: count,
-      callsReproduced: calls,
-      otherDecisionsReproduced: decisions,
-      cpuMs: { archive: Math.round(best.cpuMs), jsonl: Math.round(baseline.cpuMs) },
-      readOnlyMs: { archive: readArchiveMs, jsonl: readJsonlMs },
-      rounds: {
-        archiveMs: archive.map((run) => Math.round(run.ms)),
-        jsonlMs: jsonlRuns.map((run) => Math.round(run.ms)),
-      },
-      note: 'read, check, decompress, decode, validate, fold, and make every decision again (calls and every other decision of the core, as replay verify does), in this process; the best of two alternating rounds (cpuMs: the CPU this process used in it, which other load on the machine does not inflate)',
-    },
   };
 }

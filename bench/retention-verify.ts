@@ -1,0 +1,165 @@
+/**
+ * The retention bench's `verify1MArchiveMs`: `replay verify` of an archive's first 1,000,000
+ * events (read, checksum, decompress, decode, validate, fold, make every decision again) beside
+ * the same events as JSONL, alternating rounds, in a process of its own as `replay verify` runs:
+ * measured inside the bench's process, whose heap holds the simulated cluster and its logs, every
+ * full collection of the verify's garbage walked that heap too and took twice the time.
+ *
+ * Run as a script, it is that process: `retention-verify.ts <events> <jsonl> <archive file...>`
+ * prints its figures as JSON.
+ */
+import { spawn } from 'node:child_process';
+import { join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { readJsonl, writeJsonl, type ClusterEvent, type StoredEvent } from '../src/events/index.js';
+import { Replayer } from '../replay/engine/replayer.js';
+import { openLogSource } from '../replay/io/log-source.js';
+import { collectGarbage, ratio } from './support.js';
+
+/** One verify's time, the CPU this process used in it, and what it reproduced. */
+interface VerifyRun {
+  readonly ms: number;
+  readonly cpuMs: number;
+  readonly calls: number;
+  readonly decisions: number;
+  readonly count: number;
+}
+
+/**
+ * `replay verify` of the first `events` of the archive files (beside the same events written as
+ * JSONL in `dir`), in a child process.
+ */
+export async function compareVerify(
+  dir: string,
+  archiveFiles: readonly string[],
+  events = 1_000_000,
+): Promise<Record<string, unknown>> {
+  const jsonl = join(dir, 'verify.jsonl');
+  const source = await openLogSource(archiveFiles);
+  async function* first(): AsyncGenerator<StoredEvent> {
+    let written = 0;
+    for await (const stored of source.stored()) {
+      yield stored;
+      written += 1;
+      if (written >= events) return;
+    }
+  }
+  await writeJsonl(first(), jsonl);
+  await source.close();
+  const script = fileURLToPath(import.meta.url);
+  const child = spawn(
+    process.execPath,
+    ['--expose-gc', '--import', 'tsx', script, String(events), jsonl, ...archiveFiles],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  let out = '';
+  child.stdout.setEncoding('utf8').on('data', (text: string) => (out += text));
+  const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+  if (code !== 0) throw new Error(`the verify process exited with ${code}: ${out}`);
+  return JSON.parse(out) as Record<string, unknown>;
+}
+
+/** Verifies `batches` (their first `limit` events) as `replay verify` does. */
+async function verifyOnce(
+  batches: AsyncIterable<readonly ClusterEvent[]>,
+  limit: number,
+): Promise<VerifyRun> {
+  let calls = 0;
+  let decisions = 0;
+  let diverged = 0;
+  let count = 0;
+  // As `replay verify` does: every call placed again, every other decision of the core made
+  // again, each compared with what the log recorded.
+  const replayer = new Replayer({
+    onCall: (result) => {
+      calls += 1;
+      if (result.recorded === 'diverged') diverged += 1;
+    },
+    onDecision: (result) => {
+      decisions += 1;
+      if (result.recorded === 'diverged') diverged += 1;
+    },
+  });
+  collectGarbage();
+  const start = performance.now();
+  const cpu = process.cpuUsage();
+  reading: for await (const batch of batches) {
+    for (const event of batch) {
+      replayer.push(event);
+      count += 1;
+      if (count >= limit) break reading;
+    }
+  }
+  replayer.end();
+  const ms = performance.now() - start;
+  const used = process.cpuUsage(cpu);
+  if (diverged > 0) throw new Error(`${diverged} decisions diverged`);
+  return { ms, cpuMs: (used.user + used.system) / 1000, calls, decisions, count };
+}
+
+/** Reading alone (no fold): what the encoding itself costs. */
+async function readOnly(
+  batches: AsyncIterable<readonly ClusterEvent[]>,
+  limit: number,
+): Promise<number> {
+  collectGarbage();
+  const start = performance.now();
+  let count = 0;
+  for await (const batch of batches) {
+    count += batch.length;
+    if (count >= limit) break;
+  }
+  return Math.round(performance.now() - start);
+}
+
+/** The JSONL file's events, one batch each (today's path: every line parsed). */
+async function* jsonlBatches(path: string): AsyncGenerator<ClusterEvent[]> {
+  for await (const { event } of readJsonl(path)) yield [event];
+}
+
+/** The child's work: alternating rounds of each, then reading alone. */
+async function measure(limit: number, jsonl: string, archiveFiles: readonly string[]) {
+  const archive: VerifyRun[] = [];
+  const jsonlRuns: VerifyRun[] = [];
+  for (let round = 0; round < 2; round += 1) {
+    jsonlRuns.push(await verifyOnce(jsonlBatches(jsonl), limit));
+    // `replay verify ./archive`'s path: the files, a block at a time, snapshots after the first
+    // passed over.
+    const files = await openLogSource(archiveFiles);
+    archive.push(await verifyOnce(files.batches(0, undefined, true), limit));
+    await files.close();
+  }
+  const readJsonlMs = await readOnly(jsonlBatches(jsonl), limit);
+  const readSource = await openLogSource(archiveFiles);
+  const readArchiveMs = await readOnly(readSource.batches(0, undefined, true), limit);
+  await readSource.close();
+  const best = archive.reduce((a, b) => (b.ms < a.ms ? b : a));
+  const baseline = jsonlRuns.reduce((a, b) => (b.ms < a.ms ? b : a));
+  const million = best.count >= 1_000_000;
+  return {
+    // Of 1,000,000 events only when the archive held that many (the full run).
+    verify1MArchiveMs: million ? Math.round(best.ms) : null,
+    verify1MJsonlMs: million ? Math.round(baseline.ms) : null,
+    verifyArchiveMs: Math.round(best.ms),
+    verifyJsonlMs: Math.round(baseline.ms),
+    verifyRatio: ratio(best.ms, baseline.ms),
+    verify: {
+      events: best.count,
+      callsReproduced: best.calls,
+      otherDecisionsReproduced: best.decisions,
+      cpuMs: { archive: Math.round(best.cpuMs), jsonl: Math.round(baseline.cpuMs) },
+      readOnlyMs: { archive: readArchiveMs, jsonl: readJsonlMs },
+      rounds: {
+        archiveMs: archive.map((run) => Math.round(run.ms)),
+        jsonlMs: jsonlRuns.map((run) => Math.round(run.ms)),
+      },
+      note: 'read, check, decompress, decode, validate, fold, and make every decision again (calls and every other decision of the core, as replay verify does), in a process of its own as replay verify runs; the best of two alternating rounds (cpuMs: the CPU that process used in it, which other load on the machine does not inflate)',
+    },
+  };
+}
+
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  const [limit, jsonl, ...archiveFiles] = process.argv.slice(2);
+  const figures = await measure(Number(limit), jsonl as string, archiveFiles);
+  process.stdout.write(JSON.stringify(figures));
+}
