@@ -168,6 +168,45 @@ class Recording(Refusing):
                     self.running -= 1
 
 
+class DyingSession(Recording):
+    """Like :class:`Recording`, but the first session's container dies in its 8th call (which
+    fails: it ran); a call of that session waiting its turn behind it is then refused before it
+    starts (NOT_FOUND), as the router refuses a call of a session whose container is gone."""
+
+    def __init__(self):
+        super().__init__(delay=0.03)
+        self.first = None
+        self.first_turns = 0
+        self.failed = []
+
+    def __call__(self, received, requests, context):
+        received.read(requests)
+        session = received.config.session_id
+        with self.lock:
+            if self.first is None:
+                self.first = session
+            turn = self.turns.setdefault(session, threading.Lock())
+        with turn:
+            with self.lock:
+                dead = session == self.first and self.first_turns >= 7
+                if session == self.first:
+                    self.first_turns += 1
+                failing = "died" if self.first_turns == 8 and dead else "gone"
+                if dead:
+                    self.failed.append(failing)
+                else:
+                    self.sessions.append(session)
+            if dead and failing == "died":
+                # It dies while it runs: the next call has arrived and waits its turn behind it.
+                time.sleep(0.03)
+                context.abort(grpc.StatusCode.UNAVAILABLE, "the session's container died during the call")
+            if dead:
+                context.set_trailing_metadata((("readie-not-started", "1"),))
+                context.abort(grpc.StatusCode.NOT_FOUND, "the session has expired")
+            time.sleep(self.delay)
+            yield from batch_answers(received, micros=int(self.delay * 1e6))
+
+
 class WarmingUp(Recording):
     """Like :class:`Recording`, but a session's first input takes 2 ms (a function's first call in
     a new container, warming up), every other 10 us."""
@@ -245,6 +284,17 @@ class MapRoomTest(ProxyCase):
         # every batch after the next can arrive while the one before it runs: 7 of the 12 (0
         # without; a loaded machine may send one late, so at least 3 are asked).
         self.assertGreaterEqual(script.overlapped, 3)
+
+    def test_both_batches_of_a_slot_failing_on_its_dead_session_move_it_to_one_new_session(self):
+        self.room(Room(slots=1), Room(slots=0))
+        script = self.proxy.script = DyingSession()
+        got = list(double.map(range(13), chunk_size=1, retries=1, progress=False))
+        self.assertEqual(got, [2 * x for x in range(13)])
+        # Both batches under way met the dead session (one at a time would prove nothing).
+        self.assertEqual(script.failed, ["died", "gone"])
+        # Each moved the slot on only if it was still on the session that failed: one new session
+        # (renewing twice would leave the two batches run again in two sessions, two containers).
+        self.assertEqual(len(set(script.sessions)), 2, script.sessions)
 
     def test_no_next_batch_waits_while_other_tenants_calls_do(self):
         # Other tenants' calls waiting: each batch gives its container back, and none waits.

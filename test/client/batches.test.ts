@@ -238,8 +238,13 @@ describe('TypeScript client: a map in batches', function () {
      * Runs calls after `delayMs`, which their inputs' outcomes say they took (the map sizes its
      * slots by them); counts the most at once and each call's session. Calls of one session take
      * turns, as at the router (`overlapped`: calls that arrived while one of their session ran).
+     * `refuse`, given a call and its session once its turn came, may end the call itself instead.
      */
-    function recording(delayMs: number): { most: number; sessions: string[]; overlapped: number } {
+    function recording(
+      delayMs: number,
+      refuse: (call: ScriptedCall, sessionId: string) => Promise<boolean> = () =>
+        Promise.resolve(false),
+    ): { most: number; sessions: string[]; overlapped: number } {
       const seen = { most: 0, sessions: [] as string[], overlapped: 0 };
       let running = 0;
       // Per session: the end of its last call so far, and how many of its calls are not done.
@@ -257,6 +262,10 @@ describe('TypeScript client: a map in batches', function () {
           turn.pending += 1;
           turn.last = before.then(() => mine);
           await before;
+        }
+        if (await refuse(call, sessionId)) {
+          if (sessionId !== '') turn.pending -= 1;
+          return done();
         }
         seen.sessions.push(sessionId);
         running += 1;
@@ -305,6 +314,40 @@ describe('TypeScript client: a map in batches', function () {
       const polite = recording(20);
       await collect(client.map(FN, inputs(8), options));
       expect(polite.overlapped).to.equal(0);
+    });
+
+    it('both batches of a slot failing on its dead session move it to one new session, not two', async () => {
+      proxy.answerRooms({ slots: 1 }, { slots: 0 });
+      // The slot's first session loses its container in its 8th call (which fails: it ran); the
+      // call waiting its turn behind it is then refused before it starts (NOT_FOUND), as the
+      // router refuses a call of a session whose container is gone.
+      let turns = 0;
+      let first: string | undefined;
+      const failed: string[] = [];
+      const seen = recording(30, async (call, sessionId) => {
+        first ??= sessionId;
+        if (sessionId !== first) return false;
+        turns += 1;
+        if (turns < 8) return false;
+        if (turns === 8) {
+          // It dies while it runs: the next call has arrived and waits its turn behind it.
+          await new Promise((resolve) => setTimeout(resolve, 30));
+          failed.push('died');
+          call.fail(Status.UNAVAILABLE, "the session's container died during the call");
+        } else {
+          failed.push('gone');
+          call.fail(Status.NOT_FOUND, 'the session has expired', { 'readie-not-started': '1' });
+        }
+        return true;
+      });
+      const options = { chunkSize: 1, retries: 1, progress: false };
+      const results = await collect(client.map<number>(FN, inputs(13), options));
+      expect(results).to.deep.equal(inputs(13).map((n) => n * 2));
+      // Both batches under way met the dead session (one at a time would prove nothing).
+      expect(failed).to.deep.equal(['died', 'gone']);
+      // Each moved the slot on only if it was still on the session that failed: one new session
+      // (renewing twice would leave the two batches run again in two sessions, two containers).
+      expect(new Set(seen.sessions).size, seen.sessions.join(' ')).to.equal(2);
     });
 
     it('a first call warming up in each new container opens no containers the work does not need', async () => {
