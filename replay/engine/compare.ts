@@ -17,6 +17,32 @@ const FIELD_NAMES: Readonly<Record<string, readonly string[]>> = Object.fromEntr
 
 const NO_ABSENT: Readonly<Record<string, unknown>> = {};
 
+/**
+ * How a decision's field is compared: what its absence means, and whether it is a field added to
+ * the v1 vocabulary (a recorded event that leaves it out says nothing of it, and is not compared).
+ */
+interface ComparedField {
+  readonly name: string;
+  readonly absent: unknown;
+  readonly addedToV1: boolean;
+}
+
+/** Each event type's fields as compared, in schema order (a constant table, read only). */
+const COMPARED_FIELDS: Readonly<Record<string, readonly ComparedField[]>> = Object.fromEntries(
+  Object.entries(FIELD_NAMES).map(([type, names]) => {
+    const absent = ABSENT_MEANS[type] ?? NO_ABSENT;
+    const added: readonly string[] = isEventType(type) ? (FIELDS_ADDED_TO_V1[type] ?? []) : [];
+    return [
+      type,
+      names.map((name) => ({
+        name,
+        absent: absent[name] ?? null,
+        addedToV1: added.includes(name),
+      })),
+    ];
+  }),
+);
+
 /** An event without its envelope, keeping only the fields of its type (in schema order). */
 export function decisionFields(event: ClusterEvent | NewEvent): Record<string, unknown> {
   const fields: Record<string, unknown> = { type: event.type };
@@ -72,17 +98,6 @@ function show(value: unknown): string {
   return value === null ? '-' : typeof value === 'string' ? value : JSON.stringify(value);
 }
 
-/**
- * Whether `field` of a recorded event of `type` says nothing: a field this implementation added to
- * the v1 vocabulary that the recorded event leaves out (a log written in the documented vocabulary),
- * which is not compared.
- */
-function leftOut(type: unknown, field: string, recorded: unknown): boolean {
-  if (recorded !== null || !isEventType(type)) return false;
-  const added: readonly string[] = FIELDS_ADDED_TO_V1[type] ?? [];
-  return added.includes(field);
-}
-
 /** An event, or its `decisionFields`: either is compared the same. */
 export type Compared = ClusterEvent | NewEvent | Readonly<Record<string, unknown>>;
 
@@ -109,13 +124,12 @@ export function eventsDifference(
     if (!isEventType(now.type)) continue;
     const wasFields = was as unknown as Record<string, unknown>;
     const nowFields = now as unknown as Record<string, unknown>;
-    const absent = ABSENT_MEANS[now.type] ?? NO_ABSENT;
-    for (const field of FIELD_NAMES[now.type] ?? []) {
-      const before = wasFields[field] ?? absent[field] ?? null;
-      const after = nowFields[field] ?? absent[field] ?? null;
-      if (leftOut(was.type, field, before)) continue;
+    for (const field of COMPARED_FIELDS[now.type] ?? []) {
+      const before = wasFields[field.name] ?? field.absent;
+      const after = nowFields[field.name] ?? field.absent;
+      if (before === null && field.addedToV1) continue;
       if (!same(before, after)) {
-        return `${String(now.type)}.${field}: recorded ${show(before)}, now ${show(after)}`;
+        return `${String(now.type)}.${field.name}: recorded ${show(before)}, now ${show(after)}`;
       }
     }
   }
