@@ -74,7 +74,11 @@ export class BlockList<T> {
       // The first block whose last item does not rank before `item`, else the last block.
       const at = Math.min(this.blockOf(item), blocks.length - 1);
       const items = blocks[at] as T[];
-      items.splice(this.lowerBound(items, item), 0, item);
+      // Shifted by hand: for a block's few items, quicker than splice.
+      const index = this.lowerBound(items, item);
+      items.push(item);
+      for (let i = items.length - 1; i > index; i -= 1) items[i] = items[i - 1] as T;
+      items[index] = item;
       if (items.length > 2 * BLOCK) blocks.splice(at + 1, 0, items.splice(BLOCK));
     }
     this.count += 1;
@@ -90,7 +94,8 @@ export class BlockList<T> {
     if (items === undefined || items[index] !== item) {
       throw new Error('the list does not hold the item to remove');
     }
-    items.splice(index, 1);
+    for (let i = index; i < items.length - 1; i += 1) items[i] = items[i + 1] as T;
+    items.pop();
     const next = blocks[at + 1];
     if (items.length === 0) blocks.splice(at, 1);
     else if (
