@@ -10,13 +10,6 @@ const ABSENT_MEANS: Partial<Record<string, Readonly<Record<string, unknown>>>> =
   CallPlaced: { coldLoad: false },
 };
 
-/** Each event type's fields, in schema order (a constant table, read only). */
-const FIELD_NAMES: Readonly<Record<string, readonly string[]>> = Object.fromEntries(
-  Object.entries(EVENT_FIELDS).map(([type, fields]) => [type, Object.keys(fields)]),
-);
-
-const NO_ABSENT: Readonly<Record<string, unknown>> = {};
-
 /**
  * How a decision's field is compared: what its absence means, and whether it is a field added to
  * the v1 vocabulary (a recorded event that leaves it out says nothing of it, and is not compared).
@@ -29,12 +22,12 @@ interface ComparedField {
 
 /** Each event type's fields as compared, in schema order (a constant table, read only). */
 const COMPARED_FIELDS: Readonly<Record<string, readonly ComparedField[]>> = Object.fromEntries(
-  Object.entries(FIELD_NAMES).map(([type, names]) => {
-    const absent = ABSENT_MEANS[type] ?? NO_ABSENT;
+  Object.entries(EVENT_FIELDS).map(([type, fields]) => {
+    const absent = ABSENT_MEANS[type] ?? {};
     const added: readonly string[] = isEventType(type) ? (FIELDS_ADDED_TO_V1[type] ?? []) : [];
     return [
       type,
-      names.map((name) => ({
+      Object.keys(fields).map((name) => ({
         name,
         absent: absent[name] ?? null,
         addedToV1: added.includes(name),
@@ -48,9 +41,8 @@ export function decisionFields(event: ClusterEvent | NewEvent): Record<string, u
   const fields: Record<string, unknown> = { type: event.type };
   if (!isEventType(event.type)) return fields;
   const source = event as unknown as Record<string, unknown>;
-  const absent = ABSENT_MEANS[event.type] ?? NO_ABSENT;
-  for (const name of FIELD_NAMES[event.type] ?? []) {
-    fields[name] = source[name] ?? absent[name] ?? null;
+  for (const field of COMPARED_FIELDS[event.type] ?? []) {
+    fields[field.name] = source[field.name] ?? field.absent;
   }
   return fields;
 }
