@@ -49,11 +49,6 @@ export class BlockList<T> {
     return items[index - start] as T;
   }
 
-  /** The items in order (a copy). */
-  toArray(): T[] {
-    return this.blocks.flat();
-  }
-
   /** Holds `items` alone, sorted (the array is taken, and sorted in place). */
   reset(items: T[]): void {
     items.sort(this.compare);
