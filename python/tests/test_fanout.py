@@ -178,6 +178,9 @@ class DyingSession(Recording):
         self.first = None
         self.first_turns = 0
         self.failed = []
+        # Calls of each session not done (running, or waiting their turn); told when one arrives.
+        self.arrived = {}
+        self.arrival = threading.Condition(self.lock)
 
     def __call__(self, received, requests, context):
         received.read(requests)
@@ -186,6 +189,15 @@ class DyingSession(Recording):
             if self.first is None:
                 self.first = session
             turn = self.turns.setdefault(session, threading.Lock())
+            self.arrived[session] = self.arrived.get(session, 0) + 1
+            self.arrival.notify_all()
+        try:
+            yield from self._in_turn(turn, session, received, context)
+        finally:
+            with self.lock:
+                self.arrived[session] -= 1
+
+    def _in_turn(self, turn, session, received, context):
         with turn:
             with self.lock:
                 dead = session == self.first and self.first_turns >= 7
@@ -197,8 +209,10 @@ class DyingSession(Recording):
                 else:
                     self.sessions.append(session)
             if dead and failing == "died":
-                # It dies while it runs: the next call has arrived and waits its turn behind it.
-                time.sleep(0.03)
+                # It dies while it runs, once the slot's next call has arrived and waits its turn
+                # behind it (at most 5 s: a slot that never sends early fails the test).
+                with self.arrival:
+                    self.arrival.wait_for(lambda: self.arrived[session] >= 2, timeout=5)
                 context.abort(grpc.StatusCode.UNAVAILABLE, "the session's container died during the call")
             if dead:
                 context.set_trailing_metadata((("readie-not-started", "1"),))

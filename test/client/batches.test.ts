@@ -238,12 +238,16 @@ describe('TypeScript client: a map in batches', function () {
      * Runs calls after `delayMs`, which their inputs' outcomes say they took (the map sizes its
      * slots by them); counts the most at once and each call's session. Calls of one session take
      * turns, as at the router (`overlapped`: calls that arrived while one of their session ran).
-     * `refuse`, given a call and its session once its turn came, may end the call itself instead.
+     * `refuse`, given a call and its session once its turn came (and how many other calls of that
+     * session are not done: waiting their turn), may end the call itself instead.
      */
     function recording(
       delayMs: number,
-      refuse: (call: ScriptedCall, sessionId: string) => Promise<boolean> = () =>
-        Promise.resolve(false),
+      refuse: (
+        call: ScriptedCall,
+        sessionId: string,
+        others: () => number,
+      ) => Promise<boolean> = () => Promise.resolve(false),
     ): { most: number; sessions: string[]; overlapped: number } {
       const seen = { most: 0, sessions: [] as string[], overlapped: 0 };
       let running = 0;
@@ -263,7 +267,7 @@ describe('TypeScript client: a map in batches', function () {
           turn.last = before.then(() => mine);
           await before;
         }
-        if (await refuse(call, sessionId)) {
+        if (await refuse(call, sessionId, () => turn.pending - 1)) {
           if (sessionId !== '') turn.pending -= 1;
           return done();
         }
@@ -324,14 +328,18 @@ describe('TypeScript client: a map in batches', function () {
       let turns = 0;
       let first: string | undefined;
       const failed: string[] = [];
-      const seen = recording(30, async (call, sessionId) => {
+      const seen = recording(30, async (call, sessionId, others) => {
         first ??= sessionId;
         if (sessionId !== first) return false;
         turns += 1;
         if (turns < 8) return false;
         if (turns === 8) {
-          // It dies while it runs: the next call has arrived and waits its turn behind it.
-          await new Promise((resolve) => setTimeout(resolve, 30));
+          // It dies while it runs, once the slot's next call has arrived and waits its turn behind
+          // it (at most 5 s: a slot that never sends early fails the test below).
+          const until = Date.now() + 5_000;
+          while (others() < 1 && Date.now() < until) {
+            await new Promise((resolve) => setTimeout(resolve, 2));
+          }
           failed.push('died');
           call.fail(Status.UNAVAILABLE, "the session's container died during the call");
         } else {
