@@ -23,7 +23,7 @@ export type TransportProblem =
   | 'unresolved'
   /** The connection failed for a reason the text does not tell (a plaintext dial of a TLS port, often). */
   | 'connection-failed'
-  /** An established connection was lost during the call (the server stopped, or the network). */
+  /** An established connection was lost before the server answered (it stopped, or the network). */
   | 'connection-lost'
   /** A proxy in front of the server (nginx) answered 502, 503 or 504: nothing answers behind it. */
   | 'bad-gateway';
@@ -140,7 +140,7 @@ export function describeTransportProblem(problem: TransportProblem, sides: Trans
         ? `${dialer} could not connect to ${server}`
         : `${dialer} could not connect to ${server}; if it serves TLS, ${sides.tlsSetting}`;
     case 'connection-lost':
-      return `the connection to ${server} was lost during the call: it stopped or restarted, or the network dropped the connection`;
+      return `the connection to ${server} was lost before it answered: it stopped or restarted, or the network dropped the connection`;
     case 'bad-gateway':
       return `a proxy at ${address} (nginx) answered that what is behind it is not answering: check that ${sides.server} behind it runs`;
   }
