@@ -26,11 +26,15 @@ interface Running {
   checkpointId: string | null;
 }
 
-/** Yields about `events` events over `workers` workers, deterministically from `seed`. */
+/**
+ * Yields about `events` events over `workers` workers, deterministically from `seed`, decided by
+ * the placement rules `rulesVersion` (default: this code's).
+ */
 export function* simulatedLog(options: {
   seed: number;
   events: number;
   workers: number;
+  rulesVersion?: number;
 }): Generator<ClusterEvent> {
   const random = prng(options.seed);
   let state: ClusterState = initialState();
@@ -49,7 +53,7 @@ export function* simulatedLog(options: {
       type: 'RouterStarted',
       config: {},
       version: 'bench',
-      rulesVersion: PLACEMENT_RULES_VERSION,
+      rulesVersion: options.rulesVersion ?? PLACEMENT_RULES_VERSION,
       routerId: null,
       takeoverFrom: null,
       schemaVersion: EVENT_SCHEMA_VERSION,

@@ -28,8 +28,15 @@ export const PINNED_QUEUE_RULES_VERSION = 9;
  */
 export const IMAGE_COST_RULES_VERSION = 10;
 
+/**
+ * The first rules version under which a session call placed in the container its session is
+ * already pinned to appends no `SessionPinned` that would change nothing (docs/placement.md,
+ * "Rules versions").
+ */
+export const SESSION_PIN_ONCE_RULES_VERSION = 11;
+
 /** The placement rules this code decides by (today's). */
-export const PLACEMENT_RULES_VERSION = IMAGE_COST_RULES_VERSION;
+export const PLACEMENT_RULES_VERSION = SESSION_PIN_ONCE_RULES_VERSION;
 
 /**
  * The versions this code can decide by, each as released. Version 1's steps (container-count,
@@ -46,6 +53,7 @@ export const KEPT_RULES_VERSIONS: readonly number[] = [
   IMAGE_RULES_VERSION,
   PINNED_QUEUE_RULES_VERSION,
   IMAGE_COST_RULES_VERSION,
+  SESSION_PIN_ONCE_RULES_VERSION,
 ];
 
 /**
@@ -117,6 +125,14 @@ export interface RulesSteps {
    * ranking; under 8 and 9 to the best-ranked holder, else the ranking's choice.
    */
   readonly costsImages: boolean;
+  /**
+   * 11 on (`SESSION_PIN_ONCE_RULES_VERSION`): a session call placed in the container its session
+   * is pinned to appends `SessionPinned` only when it changes the pin (its checkpoint, learned
+   * since); under 10 and earlier every such call appended one, which the fold passed over. It
+   * reads the version the log recorded (as 7's step does): a log that recorded none (whose every
+   * reuse re-pinned) counts as it was recorded.
+   */
+  readonly pinsSessionOnce: boolean;
 }
 
 /** The steps of the rules a log recorded as `recordedVersion` (see `rulesSteps`). */
@@ -132,6 +148,7 @@ function stepsOf(recordedVersion: number): RulesSteps {
     prefersImageHolders: version >= IMAGE_RULES_VERSION,
     queuesPinnedCalls: version >= PINNED_QUEUE_RULES_VERSION,
     costsImages: version >= IMAGE_COST_RULES_VERSION,
+    pinsSessionOnce: recordedVersion >= SESSION_PIN_ONCE_RULES_VERSION,
   });
 }
 

@@ -58,8 +58,21 @@ function sessionOfA(): NewEvent[] {
 
 describe('core: each released rules version decides as it did', () => {
   it("keeps versions 2 to today, and a version it does not keep (1, or a newer one) takes today's steps", () => {
-    expect(KEPT_RULES_VERSIONS).to.deep.equal([2, 3, 4, 5, 6, 7, 8, 9, PLACEMENT_RULES_VERSION]);
-    expect(PLACEMENT_RULES_VERSION).to.equal(10);
+    expect(KEPT_RULES_VERSIONS).to.deep.equal([
+      2,
+      3,
+      4,
+      5,
+      6,
+      7,
+      8,
+      9,
+      10,
+      PLACEMENT_RULES_VERSION,
+    ]);
+    expect(PLACEMENT_RULES_VERSION).to.equal(11);
+    expect(rulesSteps(10).pinsSessionOnce).to.equal(false);
+    expect(rulesSteps(11).pinsSessionOnce).to.equal(true);
     expect(rulesSteps(9).costsImages).to.equal(false);
     expect(rulesSteps(10).costsImages).to.equal(true);
     expect(rulesSteps(8).queuesPinnedCalls).to.equal(false);
@@ -82,6 +95,48 @@ describe('core: each released rules version decides as it did', () => {
     // Read for every call and event: made once per version, and no reader can change them.
     expect(rulesSteps(7)).to.equal(rulesSteps(7));
     expect(Object.isFrozen(rulesSteps(7))).to.equal(true);
+  });
+
+  it('given a session pinned to c1, then under 11 a call placed in c1 appends no SessionPinned, and under 10 one that changes nothing', () => {
+    for (const version of [10, 11]) {
+      const before = history(startedUnder(version), ...sessionOfA());
+      const decision = place(before.state(), callOf('tenant-a', 'a2', 'S'), {
+        config: before.state().config,
+        caches: new PlacementCaches(),
+      });
+      expect(decision, `v${version}`).to.deep.include({ workerId: 'w1', containerId: 'c1' });
+      const types = decision.events.map((event) => event.type);
+      expect(types, `v${version}`).to.deep.equal(
+        version === 11 ? ['CallPlaced'] : ['CallPlaced', 'SessionPinned'],
+      );
+      // The event 10 appended is one the fold passes over: the sessions and workers are the same.
+      const after = before.add(...decision.events).state();
+      const without = history(startedUnder(version), ...sessionOfA())
+        .add(...decision.events.filter((event) => event.type !== 'SessionPinned'))
+        .state();
+      expect(after.sessions, `v${version}`).to.deep.equal(without.sessions);
+      expect(after.workers, `v${version}`).to.deep.equal(without.workers);
+    }
+  });
+
+  it('given a session pinned to c1 with no checkpoint known, then under 11 a call placed in c1 that learned it pins it again', () => {
+    const events = sessionOfA();
+    const before = history(
+      startedUnder(11),
+      ...events.slice(0, -1),
+      container('w1', 'c1', 'busy', 'ckpt'),
+      events.at(-1)!,
+    );
+    expect(before.state().sessions.get('S')?.pin?.checkpointId).to.equal(null);
+    const decision = place(before.state(), callOf('tenant-a', 'a2', 'S'), {
+      config: before.state().config,
+      caches: new PlacementCaches(),
+    });
+    expect(decision.events.map((event) => event.type)).to.deep.equal([
+      'CallPlaced',
+      'SessionPinned',
+    ]);
+    expect(decision.events[1]).to.deep.include({ containerId: 'c1', checkpointId: 'ckpt' });
   });
 
   it("given another tenant's session, then under 4 the call is refused NOT_FOUND, and under 3 it is placed in it", () => {

@@ -199,7 +199,7 @@ describe('the replay CLI', function () {
     expect(changed.status).to.equal(3);
     expect(changed.stdout).to.contain(
       'RULES CHANGED at seq 6, request r1: the log was recorded under placement rules v99, which ' +
-        `this build does not keep (it keeps v2, v3, v4, v5, v6, v7, v8, v9, v${PLACEMENT_RULES_VERSION}); it decides by v${PLACEMENT_RULES_VERSION}`,
+        `this build does not keep (it keeps v2, v3, v4, v5, v6, v7, v8, v9, v10, v${PLACEMENT_RULES_VERSION}); it decides by v${PLACEMENT_RULES_VERSION}`,
     );
     expect(changed.stdout).to.contain('not an incident');
     expect(changed.stdout).to.not.contain('DIVERGED');

@@ -5,7 +5,8 @@
  * queue, 5 on, queues when asked: it is asked only to replay as recorded); and every fixture
  * recorded without the queue, its log restarted under this code's
  * rules with `QUEUE_TIMEOUT=0` decides exactly as recorded, but for a call that never fits,
- * refused with the same code in words that name the largest offer. The fixtures recorded with the
+ * refused with the same code in words that name the largest offer, and a session's call placed in
+ * its pinned container, which appends no `SessionPinned` (rules 11). The fixtures recorded with the
  * queue in force pin the queue itself (queue-incident-fixtures.test.ts).
  */
 import { expect } from 'chai';
@@ -66,7 +67,15 @@ describe('the admission queue and every fixture recorded before it', () => {
       }
       for (const result of replayEvents(underAdmissionRules(events))) {
         if (result.recorded !== 'diverged') continue;
-        // Only a never-fit refusal's words may differ: same code, the largest offer named.
+        if (result.decision.outcome === 'placed') {
+          // Placed where it was, into the session's pinned container, without pinning it again.
+          expect(result.divergence).to.equal(
+            'recorded a SessionPinned that placement no longer makes',
+          );
+          expect(result.decision.containerId).to.not.equal(null);
+          continue;
+        }
+        // Else only a never-fit refusal's words may differ: same code, the largest offer named.
         expect(result.decision.outcome, result.divergence ?? '').to.equal('rejected');
         expect(result.divergence).to.match(/^CallRejected\.message: recorded no worker can accept/);
         expect(result.divergence).to.contain('now no worker can ever accept this request');

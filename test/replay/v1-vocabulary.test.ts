@@ -6,6 +6,7 @@
 import { expect } from 'chai';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { IMAGE_COST_RULES_VERSION } from '../../src/core/placement/index.js';
 import { decodeEvent, type ClusterEvent } from '../../src/events/index.js';
 import { simulatedLog } from '../../bench/simulated-log.js';
 import { readEvents, replayCli, ROOT, runLines } from '../support/replay.js';
@@ -22,7 +23,10 @@ describe('logs in the documented v1 vocabulary', function () {
     const dir = tempDir('v1-');
     const file = join(dir, 'v1.jsonl');
     const lines: string[] = [];
-    for (const event of simulatedLog({ seed: 12, events: 200_000, workers: 200 })) {
+    // Decided as a router writing the v1 vocabulary did: rules 10 re-pin a session at every call
+    // placed in its container (11 does not), as a log that records no rules version is replayed.
+    const rulesVersion = IMAGE_COST_RULES_VERSION;
+    for (const event of simulatedLog({ seed: 12, events: 200_000, workers: 200, rulesVersion })) {
       lines.push(JSON.stringify(toV1(event)));
     }
     const text = `${lines.join('\n')}\n`;

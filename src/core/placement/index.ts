@@ -17,6 +17,7 @@ export {
   PLACEMENT_RULES_VERSION,
   recordedRulesVersion,
   rulesSteps,
+  SESSION_PIN_ONCE_RULES_VERSION,
   type RulesSteps,
 } from './rules-version.js';
 export { MAX_SLOTS_PER_WORKER, usableSlots, workerSlots, type SlotCount } from './usable-slots.js';

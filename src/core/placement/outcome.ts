@@ -1,7 +1,7 @@
 /**
  * Rule 7 and every refusal: the two outcomes a placement records, built in one place for every
  * step that decides one: `CallRejected`, and `CallPlaced` with the reservation (and the session's
- * pin when a session's container is reused).
+ * pin when a session's container is reused and, from rules 11, the pin changes).
  */
 import type { NewEvent } from '../../events/types.js';
 import type { WorkerRecord } from '../../projections/cluster-state.js';
@@ -12,6 +12,7 @@ import type { ForeignId, PlacementDecision, RejectedDecision } from './decision.
 import { planPackages } from './packages.js';
 import { explainRouting } from './pinned/explain-routing.js';
 import type { Placing } from './placing.js';
+import { rulesSteps } from './rules-version.js';
 
 /** What a refusal of a pinned call after its resolution records (all null otherwise). */
 export interface RejectionRouting {
@@ -119,7 +120,7 @@ export function reserve(
       ...routing,
     },
   ];
-  if (sessionId !== null && where.containerId !== null) {
+  if (sessionId !== null && where.containerId !== null && !pinHolds(placing, worker, where)) {
     events.push({
       type: 'SessionPinned',
       sessionId,
@@ -140,4 +141,21 @@ export function reserve(
     memory: budget.memory,
     ...routing,
   };
+}
+
+/**
+ * Whether the call's session is pinned to `where` on `worker` already, so that a `SessionPinned`
+ * naming it would change nothing the fold keeps (its checkpoint too: none named, or the same).
+ * Under rules 10 and earlier it never does: every reuse appended one.
+ */
+function pinHolds(placing: Placing, worker: WorkerRecord, where: Where): boolean {
+  if (!rulesSteps(placing.state.rulesVersion).pinsSessionOnce) return false;
+  const pin = placing.state.sessions.get(placing.sessionId ?? '')?.pin;
+  return (
+    pin !== undefined &&
+    pin !== null &&
+    pin.workerId === worker.workerId &&
+    pin.containerId === where.containerId &&
+    (where.checkpointId === null || where.checkpointId === pin.checkpointId)
+  );
 }

@@ -15,6 +15,7 @@ export {
   PLACEMENT_RULES_VERSION,
   recordedRulesVersion,
   rulesSteps,
+  SESSION_PIN_ONCE_RULES_VERSION,
   type RulesSteps,
 } from '../../projections/rules-steps.js';
 
