@@ -8,6 +8,7 @@ import {
   startTestRouter,
   type TestRouter,
 } from '../support/router/harness.js';
+import { PLACEMENT_RULES_VERSION } from '../../src/core/placement/index.js';
 import { ScriptedWorker } from '../support/router/scripted-worker.js';
 import { cleanTempDirs } from '../support/temp.js';
 
@@ -70,6 +71,32 @@ describe('router: session turn-taking under concurrency', function () {
       await test.close();
     }
     expect(foldLog(test.logDir).reservations.size).to.equal(0);
+  });
+
+  it("logs a session's pin once: its later calls in the same container append no SessionPinned (rules 11)", async () => {
+    const { test, worker } = await cluster();
+    try {
+      for (const requestId of ['p0', 'p1', 'p2', 'p3']) {
+        expect(codeOf(await run(test.client, 'echo', { sessionId: 's-pin', requestId }))).to.equal(
+          'OK',
+        );
+      }
+      const log = readLog(test.logDir);
+      expect(log.find((e) => e.type === 'RouterStarted')).to.deep.include({
+        rulesVersion: PLACEMENT_RULES_VERSION,
+      });
+      const first = log.find((e) => e.type === 'CallBound' && e.requestId === 'p0');
+      const container = first?.type === 'CallBound' ? first.containerId : 'none';
+      // The first call made the container; the later ones were placed in it.
+      const placedIn = log.flatMap((e) => (e.type === 'CallPlaced' ? [e.containerId] : []));
+      expect(placedIn).to.deep.equal([null, container, container, container]);
+      const pins = log.filter((e) => e.type === 'SessionPinned');
+      expect(pins.map((e) => e.type === 'SessionPinned' && e.requestId)).to.deep.equal(['p0']);
+      expect(foldLog(test.logDir).sessions.get('s-pin')?.pin?.containerId).to.equal(container);
+    } finally {
+      worker.stop();
+      await test.close();
+    }
   });
 
   it('gives up after SESSION_WAIT_TIMEOUT with RESOURCE_EXHAUSTED "session is busy"', async () => {
