@@ -126,6 +126,9 @@ export function buildCallConfig(
 ): CallConfig {
   const checkpointId = options.checkpointId ?? '';
   if (typeof checkpointId !== 'string') throw new TypeError('checkpointId must be a string');
+  if (options.pinned === true && options.image !== undefined) {
+    throw new TypeError("pinned runs on the tenant's version: it cannot also name an image");
+  }
   return {
     requestId,
     sessionId,

@@ -128,6 +128,12 @@ describe('TypeScript client parts', () => {
       const packages = 'tqdm' as unknown as string[];
       expect(() => buildCallConfig('r', '', call, { packages })).to.throw(TypeError);
       expect(() => buildCallConfig('r', '', call, { packages: [''] })).to.throw(TypeError);
+      const image = { packages: ['tomli-w'] };
+      expect(() => buildCallConfig('r', '', call, { pinned: true, image })).to.throw(
+        TypeError,
+        "pinned runs on the tenant's version: it cannot also name an image",
+      );
+      expect(buildCallConfig('r', '', call, { pinned: false, image })).to.have.property('image');
     });
   });
 

@@ -148,6 +148,16 @@ describe("router: what a call's config may carry (IDs, import hints, package ent
     );
   });
 
+  it('refuses a pinned call that names an image before anything is logged (its worker would refuse it after placement)', async () => {
+    const image = { packages: ['tomli-w'], imports: ['tomli_w'], env: {} };
+    expect(await refused({ pinned: true, image })).to.equal(
+      "image: a pinned call runs in its tenant's version and cannot also name an image",
+    );
+    // An empty image is no image: the pinned call goes on to its placement.
+    const empty = await call({ pinned: true, image: { packages: [], imports: [], env: {} } });
+    expect(empty.error?.details ?? '').to.not.match(/cannot also name an image/);
+  });
+
   it('refuses a python_version that is not a version', async () => {
     expect(await refused({ pythonVersion: '3.11\x1b[0m' })).to.match(/^python_version/);
   });
