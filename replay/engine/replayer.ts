@@ -10,7 +10,8 @@
  * (`call:REQUEST`, `dial:REQUEST`). A log written before events recorded their cause (`cause` null)
  * is grouped by order, as the decisions emit them: after a failed dial its probe failure (and an
  * eviction with its expiries), then as placement emits them: an optional `SessionUnpinned`, then
- * `CallPlaced` or `CallRejected`, then for a reused session container `SessionPinned`. A call with no recorded
+ * `CallPlaced` or `CallRejected`, then for a reused session container `SessionPinned` (every reuse
+ * re-pinned then: rules 11, which skip a pin that changes nothing, came after causes). A call with no recorded
  * outcome gets the computed decision folded as if it had been appended, so a hand-written log of
  * registrations and requests is a whole simulation.
  *

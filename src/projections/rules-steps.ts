@@ -41,7 +41,8 @@ export const PLACEMENT_RULES_VERSION = SESSION_PIN_ONCE_RULES_VERSION;
 /**
  * The versions this code can decide by, each as released. Version 1's steps (container-count,
  * session checkpoints and failed dials as they were before 2) are not kept: a log recorded under
- * it replays by today's rules, and a divergence in it is reported as a change of the rules.
+ * it replays by today's rules (but for the steps that read the recorded version, 7's and 11's),
+ * and a divergence in it is reported as a change of the rules.
  */
 export const KEPT_RULES_VERSIONS: readonly number[] = [
   2,

@@ -153,9 +153,11 @@ describe("router: what a call's config may carry (IDs, import hints, package ent
     expect(await refused({ pinned: true, image })).to.equal(
       "image: a pinned call runs in its tenant's version and cannot also name an image",
     );
-    // An empty image is no image: the pinned call goes on to its placement.
+    // An empty image is no image: the pinned call goes on to its placement (tenant-a pinned no
+    // version, so placement refuses it).
     const empty = await call({ pinned: true, image: { packages: [], imports: [], env: {} } });
-    expect(empty.error?.details ?? '').to.not.match(/cannot also name an image/);
+    expect(codeOf(empty), empty.error?.details).to.equal('FAILED_PRECONDITION');
+    expect(empty.error?.details).to.match(/pin/);
   });
 
   it('refuses a python_version that is not a version', async () => {

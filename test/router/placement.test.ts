@@ -95,7 +95,7 @@ function pinnedSession(checkpointId: string | null = null, extra: NewEvent[] = [
 
 describe('placement', () => {
   describe('rule 1: session affinity', () => {
-    it('sends a pinned session call to its container with no filtering, and pins immediately', () => {
+    it('sends a pinned session call to its container with no filtering, and re-pins it at once in a log that records no rules version (as under 10)', () => {
       // w1 is full (memory and containers) yet the session's container still gets the call.
       const given = pinnedSession('ckpt-numpy', [
         container('w1', 'c1', 'ready', 'ckpt-numpy'),
