@@ -384,7 +384,10 @@ class MapEngine:
 
     async def _take(self, wanted: int) -> List[Item]:
         """Draws inputs until ``wanted`` wait or the window is full, and takes up to ``wanted`` of
-        them for a batch (one slot at a time: what one draws, another cannot take first)."""
+        them for a batch (one slot at a time: what one draws, another cannot take first). A batch
+        the full window would cut short waits instead (none is taken) while outputs the consumer
+        can take, or batches in flight, will open the window: so a slow consumer does not split
+        the map into smaller batches than it sized (nor a ``chunk_size`` into odd ones)."""
         async with self._draw_lock:
             while len(self._queue) < wanted and not self._exhausted and self._drawn - self.handed < self._window:
                 try:
@@ -397,7 +400,16 @@ class MapEngine:
                     break
                 self._queue.append(Item(self._drawn, args, kwargs))
                 self._drawn += 1
+            if len(self._queue) < wanted and not self._exhausted and self._window_opens():
+                return []
             return [self._queue.popleft() for _ in range(min(wanted, len(self._queue)))]
+
+    def _window_opens(self) -> bool:
+        """Whether the window of inputs drawn ahead will open without a new batch: outputs wait
+        that the consumer can take (in order, when the map orders them), or batches are in flight
+        (their outputs come). Else a short batch goes: waiting could wait forever."""
+        released = self._emitted if self.options.order_outputs else self.completed
+        return released > self.handed or self._in_flight() > 0
 
     def _remaining(self) -> Optional[int]:
         if self.total is None:

@@ -104,6 +104,16 @@ class BatchTest(unittest.TestCase):
         self.assertEqual(sizes[:4], [1, 1, 1, 1])
         self.assertGreater(max(sizes), 1)
 
+    def test_a_slow_consumer_keeps_the_chunk_size(self):
+        # Outputs taken slowly fill the window of inputs drawn ahead: the last batch waits for
+        # room instead of leaving in pieces.
+        results = []
+        for result in triple.map(range(12), chunk_size=5, max_concurrency=1, progress=False):
+            time.sleep(0.05)
+            results.append(result)
+        self.assertEqual(results, [3 * x for x in range(12)])
+        self.assertEqual(self.batch_sizes(), [5, 5, 2])
+
     def test_the_first_failure_raises_naming_its_input(self):
         with self.assertRaises(readie.RemoteExecutionError) as raised:
             list(triple.map(range(20), chunk_size=8, progress=False))

@@ -317,7 +317,10 @@ export class MapEngine<T> {
 
   /**
    * Draws inputs until `wanted` wait or the window is full, and takes up to `wanted` of them for
-   * a batch (one slot at a time: what one draws, another cannot take first).
+   * a batch (one slot at a time: what one draws, another cannot take first). A batch the full
+   * window would cut short waits instead (none is taken) while outputs the consumer can take, or
+   * batches in flight, will open the window: so a slow consumer does not split the map into
+   * smaller batches than it sized (nor a `chunkSize` into odd ones).
    */
   async #take(wanted: number): Promise<Item[]> {
     while (this.#drawing) await this.#drawing;
@@ -337,11 +340,22 @@ export class MapEngine<T> {
           this.#drawn += 1;
         }
       }
+      if (this.#queue.length < wanted && !this.#exhausted && this.#windowOpens()) return [];
       return this.#queue.splice(0, wanted);
     } finally {
       this.#drawing = undefined;
       draw();
     }
+  }
+
+  /**
+   * Whether the window of inputs drawn ahead will open without a new batch: outputs wait that the
+   * consumer can take (in order, when the map orders them), or batches are in flight (their
+   * outputs come). Else a short batch goes: waiting could wait forever.
+   */
+  #windowOpens(): boolean {
+    const released = this.options.orderOutputs === false ? this.completed : this.#emitted;
+    return released > this.#handed || this.inFlight > 0;
   }
 
   async #nextBatch(slot: Slot): Promise<Item[] | null> {

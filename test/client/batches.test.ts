@@ -128,6 +128,21 @@ describe('TypeScript client: a map in batches', function () {
     }
   });
 
+  it('a slow consumer keeps the chunk size: the last batch waits for room in the window, not in pieces', async () => {
+    const results: unknown[] = [];
+    const options = { chunkSize: 5, maxConcurrency: 1, progress: false };
+    for await (const result of client.map<number>(
+      FN,
+      Array.from({ length: 12 }, (_, n) => n),
+      options,
+    )) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      results.push(result);
+    }
+    expect(results).to.deep.equal(Array.from({ length: 12 }, (_, n) => n * 2));
+    expect(sizes()).to.deep.equal([5, 5, 2]);
+  });
+
   it('a batch killed midway fails only the inputs it had not finished; retries run them again', async () => {
     let batches = 0;
     proxy.script = async (call) => {
