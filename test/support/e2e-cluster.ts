@@ -12,16 +12,14 @@ import { buildWheel, PYTHON } from './python.js';
 import { ROOT } from './replay.js';
 import { tempDir } from './temp.js';
 
-/** A free TCP port on 127.0.0.1. */
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
+/**
+ * A TCP port free on 127.0.0.1 now, for a listener started next: below the kernel's ephemeral
+ * range, as `freePortRun` picks them. A port the kernel hands out (`listen(0)`) is an ephemeral
+ * one, which any outgoing connection may take before the listener binds it: with another suite
+ * running beside this one, a worker of the e2e cluster failed to start so (port in use, exit 2).
+ */
+export function freePort(): Promise<number> {
+  return freePortRun(1);
 }
 
 /** Whether a listener can bind `port` on loopback now. */
