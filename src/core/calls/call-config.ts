@@ -10,11 +10,15 @@ import { PayloadFormat } from '../../proto/gen/readie/v1/call.js';
 import type { CallConfig } from '../../proto/gen/readie/v1/proxy.js';
 import { InvalidStreamError } from '../errors.js';
 import { checkCallFields } from './call-fields.js';
+import { isEmptyImage } from './image-fields.js';
 export { MAX_ID_LENGTH } from './call-fields.js';
 export { sessionIdOf } from '../placement/call.js';
 import type { ClientMessage } from './relay-messages.js';
 
-/** The first message of a call, checked: a config with a request ID and a payload format. */
+/**
+ * The first message of a call, checked: a config with a request ID and a payload format, that does
+ * not contradict itself (a retry of itself, a pinned call naming an image).
+ */
 export function firstConfigOf(message: ClientMessage): CallConfig {
   if (message.kind === 'undecodable') throw new InvalidStreamError(message.problem);
   if (message.kind !== 'config') {
@@ -31,6 +35,12 @@ export function firstConfigOf(message: ClientMessage): CallConfig {
   checkCallFields(config);
   if (config.retryOf !== '' && config.retryOf === config.requestId) {
     throw new InvalidStreamError('retry_of names the call itself: a retry has its own request_id');
+  }
+  if (config.pinned && !isEmptyImage(config.image)) {
+    // Its worker would refuse it, after placement had perhaps started loading the version.
+    throw new InvalidStreamError(
+      "image: a pinned call runs in its tenant's version and cannot also name an image",
+    );
   }
   if (
     config.format !== PayloadFormat.PAYLOAD_FORMAT_CLOUDPICKLE &&

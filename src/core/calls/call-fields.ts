@@ -9,7 +9,7 @@
 import type { ImageSpec } from '../../proto/gen/readie/v1/call.js';
 import type { CallConfig } from '../../proto/gen/readie/v1/proxy.js';
 import { InvalidStreamError } from '../errors.js';
-import { checkImageEnv, isEmptyImage } from './image-fields.js';
+import { checkImageEnv } from './image-fields.js';
 
 /** The longest request, session, retry or checkpoint ID the router accepts. */
 export const MAX_ID_LENGTH = 256;
@@ -165,12 +165,6 @@ export function checkCallFields(config: CallConfig): void {
   checkBatch(config.inputs ?? 0, config.maxInputs ?? 0);
   checkFunction(config.function);
   if (config.image) checkImageSpec(config.image);
-  if (config.pinned && !isEmptyImage(config.image)) {
-    // Its worker would refuse it, after placement had perhaps started loading the version.
-    throw new InvalidStreamError(
-      "image: a pinned call runs in its tenant's version and cannot also name an image",
-    );
-  }
 }
 
 /** Checks an image declaration against the bounds of a call's (a call's image, or a listing's). */
