@@ -105,12 +105,19 @@ class BatchTest(unittest.TestCase):
         self.assertGreater(max(sizes), 1)
 
     def test_a_slow_consumer_keeps_the_chunk_size(self):
-        # Outputs taken slowly fill the window of inputs drawn ahead: the last batch waits for
-        # room instead of leaving in pieces.
-        results = []
-        for result in triple.map(range(12), chunk_size=5, max_concurrency=1, progress=False):
-            time.sleep(0.05)
-            results.append(result)
+        # One result taken, then none while both first batches end: the window of 10 inputs drawn
+        # ahead is full. A third call now could carry one input only; it must wait for results to
+        # be taken instead (the wait for it ends at 1 s, when none came, as it must not).
+        outputs = triple.map(range(12), chunk_size=5, max_concurrency=1, progress=False)
+        try:
+            results = [next(outputs)]
+            deadline = time.monotonic() + 1.0
+            while len(self.proxy.calls) < 3 and time.monotonic() < deadline:
+                time.sleep(0.005)
+            self.assertEqual(len(self.proxy.calls), 2, "a third call while the window was full")
+            results.extend(outputs)
+        finally:
+            outputs.close()  # a failed check leaves the map half taken: closing it cancels its calls
         self.assertEqual(results, [3 * x for x in range(12)])
         self.assertEqual(self.batch_sizes(), [5, 5, 2])
 

@@ -129,18 +129,28 @@ describe('TypeScript client: a map in batches', function () {
   });
 
   it('a slow consumer keeps the chunk size: the last batch waits for room in the window, not in pieces', async () => {
-    const results: unknown[] = [];
     const options = { chunkSize: 5, maxConcurrency: 1, progress: false };
-    for await (const result of client.map<number>(
-      FN,
-      Array.from({ length: 12 }, (_, n) => n),
-      options,
-    )) {
-      await new Promise((resolve) => setTimeout(resolve, 50));
-      results.push(result);
+    const inputs = Array.from({ length: 12 }, (_, n) => n);
+    const outputs = client.map<number>(FN, inputs, options)[Symbol.asyncIterator]();
+    // One result taken, then none while both first batches end: the window of 10 inputs drawn
+    // ahead is full. A third call now could carry one input only; it must wait for results to
+    // be taken instead (the wait for it ends at 1 s, when none came, as it must not).
+    try {
+      const results: unknown[] = [(await outputs.next()).value];
+      const until = Date.now() + 1_000;
+      while (proxy.calls.length < 3 && Date.now() < until) {
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+      expect(proxy.calls.length, 'a third call while the window was full').to.equal(2);
+      for (let next = await outputs.next(); next.done !== true; next = await outputs.next()) {
+        results.push(next.value);
+      }
+      expect(results).to.deep.equal(inputs.map((n) => n * 2));
+      expect(sizes()).to.deep.equal([5, 5, 2]);
+    } finally {
+      // A failed check leaves the map half taken: ending it cancels its calls.
+      await outputs.return?.();
     }
-    expect(results).to.deep.equal(Array.from({ length: 12 }, (_, n) => n * 2));
-    expect(sizes()).to.deep.equal([5, 5, 2]);
   });
 
   it('a batch killed midway fails only the inputs it had not finished; retries run them again', async () => {
