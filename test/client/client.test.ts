@@ -1,5 +1,4 @@
 /** The TypeScript client against a scripted ProxyService on a real grpc-js server (loopback). */
-import { createServer } from 'node:net';
 import { status as Status } from '@grpc/grpc-js';
 import { expect } from 'chai';
 import {
@@ -14,20 +13,12 @@ import {
 import { PayloadFormat } from '../../src/proto/gen/readie/v1/call.js';
 import { FakeProxy, LogSource, TEST_CA_FILE, type ScriptedCall } from '../support/fake-proxy.js';
 import { EXPECTED_ERRORS } from './expected-errors.js';
+import { freePort } from '../support/e2e-cluster.js';
 
 const MiB = 1024 * 1024;
 
 const TRACEBACK =
   'Traceback (most recent call last):\n  File "<source>", line 2, in divide\nZeroDivisionError: division by zero\n';
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  if (address === null || typeof address === 'string') throw new Error('no port');
-  return address.port;
-}
 
 async function rejection(promise: Promise<unknown>): Promise<unknown> {
   try {

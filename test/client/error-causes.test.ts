@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { spawn, spawnSync } from 'node:child_process';
-import { connect, createServer } from 'node:net';
+import { connect } from 'node:net';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Server, ServerCredentials, status as Status } from '@grpc/grpc-js';
@@ -23,6 +23,7 @@ import { PYTHON } from '../support/python.js';
 import { startTestRouter } from '../support/router/harness.js';
 import { cleanTempDirs, tempDir } from '../support/temp.js';
 import { startTcpCut } from '../support/tcp-cut.js';
+import { freePort } from '../support/e2e-cluster.js';
 
 const TLS = join(ROOT, 'test', 'support', 'tls');
 
@@ -50,14 +51,6 @@ async function untilListening(port: number): Promise<void> {
     if (Date.now() > deadline) throw new Error(`nothing listens on ${port}`);
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
 }
 
 /** A gRPC server with nothing but health, plaintext or TLS: a port for the client to mis-dial. */

@@ -1,9 +1,9 @@
 import { expect } from 'chai';
-import { createServer } from 'node:net';
 import type { ServiceError } from '@grpc/grpc-js';
 import { codeOf, run, startTestRouter, type TestRouter } from '../support/router/harness.js';
 import { ScriptedWorker } from '../support/router/scripted-worker.js';
 import { cleanTempDirs } from '../support/temp.js';
+import { freePort } from '../support/e2e-cluster.js';
 
 /** The call's IDs, which every answer of the router ends with (the router's own, not relayed). */
 const ID_TRAILERS = new Set([
@@ -23,14 +23,6 @@ function trailersOf(error: ServiceError | undefined): Record<string, string> {
     if (name.startsWith('readie-') && !ID_TRAILERS.has(name)) trailers[name] = String(value);
   }
   return trailers;
-}
-
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
 }
 
 describe('router: what a failed call says about its function (trailers)', function () {
@@ -53,9 +45,7 @@ describe('router: what a failed call says about its function (trailers)', functi
     test = await startTestRouter();
     const worker = await ScriptedWorker.start({ workerId: 'w-reach' });
     try {
-      await worker
-        .connect(test.address)
-        .reportStatus({ address: `127.0.0.1:${await closedPort()}` });
+      await worker.connect(test.address).reportStatus({ address: `127.0.0.1:${await freePort()}` });
       const unreachable = await run(test.client, 'echo');
       expect(codeOf(unreachable)).to.equal('UNAVAILABLE');
       expect(unreachable.error?.details).to.match(

@@ -1,5 +1,4 @@
 import { writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { cpus } from 'node:os';
 import { expect } from 'chai';
@@ -21,17 +20,10 @@ import {
   startHarness,
   type Harness,
 } from '../support/worker-harness.js';
+import { freePort } from '../support/e2e-cluster.js';
 
 const MiB = 1024 * 1024;
 const CALL = jsonCall('def f():\n    return 1\n', 'f');
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 describe('registration and liveness', function () {
   this.timeout(60_000);
