@@ -15,6 +15,7 @@ import {
   eventually,
   readLog,
   run,
+  settledLog,
   startTestRouter,
   type CallOutcome,
   type TestRouter,
@@ -67,12 +68,7 @@ describe("router: what a call's config may carry (IDs, import hints, package ent
 
   /** The log's JSONL bytes once every event the router appended is on disk. */
   async function logBytes(): Promise<number> {
-    let events: ClusterEvent[] = [];
-    await eventually(() => {
-      events = readLog(test.logDir);
-      return events.at(-1)?.seq === test.router.state.lastSeq;
-    }, 'the log on disk to catch up');
-    return bytesOf(events);
+    return bytesOf(await settledLog(test));
   }
 
   const call = (fields: Partial<CallConfig>, token = TENANT_A): Promise<CallOutcome> =>

@@ -2,7 +2,6 @@ import { expect } from 'chai';
 import { chmodSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { credentials, Metadata, type ServiceError } from '@grpc/grpc-js';
-import type { ClusterEvent } from '../../src/events/index.js';
 import { ContainerState } from '../../src/proto/gen/readie/v1/registry.js';
 import { createLogger, TokensFileError } from '../../src/router/index.js';
 import { tokenDigest } from '../../src/shared/bearer-token.js';
@@ -10,9 +9,8 @@ import { captureLog } from '../support/log-capture.js';
 import {
   bearer,
   codeOf,
-  eventually,
-  readLog,
   run,
+  settledLog,
   startTestRouter,
   type TestRouter,
 } from '../support/router/harness.js';
@@ -45,17 +43,6 @@ const TOKENS = [
   `operator alice ${OPERATOR}`,
   '',
 ].join('\n');
-
-/** The router's log on disk once everything it appended so far has committed. */
-async function committed(test: TestRouter): Promise<ClusterEvent[]> {
-  const lastSeq = test.router.state.lastSeq;
-  let events: ClusterEvent[] = [];
-  await eventually(() => {
-    events = readLog(test.logDir);
-    return (events.at(-1)?.seq ?? 0) >= lastSeq;
-  }, 'the log to commit');
-  return events;
-}
 
 /** The gRPC error of a promise, or undefined when it resolved. */
 function refusal(promise: Promise<unknown>): Promise<ServiceError | undefined> {
@@ -97,7 +84,7 @@ describe('router: credentials name their holder', function () {
       { metadata: bearer(ACME) },
     );
     expect(codeOf(outcome), outcome.error?.details).to.equal('OK');
-    const requested = (await committed(test)).find(
+    const requested = (await settledLog(test)).find(
       (e) => e.type === 'CallRequested' && e.requestId === 'r-acme',
     );
     expect(requested).to.include({ tenantId: 'acme', sessionId: 's-acme' });
@@ -115,7 +102,9 @@ describe('router: credentials name their holder', function () {
     );
     expect(codeOf(globex)).to.equal('OK');
     expect(
-      (await committed(test)).find((e) => e.type === 'CallRequested' && e.requestId === 'r-globex'),
+      (await settledLog(test)).find(
+        (e) => e.type === 'CallRequested' && e.requestId === 'r-globex',
+      ),
     ).to.include({ tenantId: 'globex' });
     expect(log.text()).to.not.include(ACME).and.not.include(ROUTER).and.not.include(W1);
   });
@@ -198,7 +187,7 @@ describe('router: credentials name their holder', function () {
     expect(summary.credentials).to.deep.equal({ tenant: 3, worker: 2, operator: 1 });
     await run(test.client, 'echo', { requestId: 'r-after-reload' }, { metadata: bearer(ACME) });
     await run(test.client, 'echo', { requestId: 'r-rotated' }, { metadata: bearer(ROTATED) });
-    const requests = (await committed(test)).filter((e) => e.type === 'CallRequested');
+    const requests = (await settledLog(test)).filter((e) => e.type === 'CallRequested');
     expect(requests.find((e) => e.requestId === 'r-after-reload')).to.include({
       tenantId: 'acme-renamed',
     });

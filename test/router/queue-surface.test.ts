@@ -23,7 +23,7 @@ import {
   callConfig,
   codeOf,
   eventually,
-  readLog,
+  settledLog,
   run,
   startTestRouter,
   type TestRouter,
@@ -185,10 +185,7 @@ describe('router: the admission queue seen and explained', function () {
     expect(after).to.not.include('readie_router_queue_depth{tenant="beta"} 1');
 
     // replay explain: queued at, admitted at, and acme2 admitted first on the tie.
-    await eventually(
-      () => readLog(test.logDir).at(-1)?.seq === test.router.state.lastSeq,
-      'the log on disk to catch up',
-    );
+    await settledLog(test);
     const source = await openLogSource(test.logDir);
     try {
       const explained = await explainCall(source, { requestId: beta1.requestId });

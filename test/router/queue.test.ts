@@ -13,6 +13,7 @@ import {
   codeOf,
   eventually,
   readLog,
+  settledLog,
   run,
   startTestRouter,
   storyOf,
@@ -126,11 +127,7 @@ describe('router: the admission queue', function () {
   });
 
   it('replay reproduces every decision of the log, the queue and its admissions included', async () => {
-    await eventually(
-      () => readLog(test.logDir).at(-1)?.seq === test.router.state.lastSeq,
-      'the log on disk to catch up',
-    );
-    const events = readLog(test.logDir);
+    const events = await settledLog(test);
     expect(events.some((e) => e.type === 'CallAdmitted')).to.equal(true);
     const results = replayEvents(events);
     const admissions = results.filter(

@@ -4,6 +4,7 @@ import {
   eventually,
   foldLog,
   readLog,
+  settledLog,
   run,
   startTestRouter,
   type TestRouter,
@@ -57,7 +58,7 @@ describe('router: session turn-taking under concurrency', function () {
       expect(containers.size, 'one container for the session').to.equal(1);
       // Each wait is logged on the call's request: the first did not wait, the next ones did.
       const waits = new Map(
-        readLog(test.logDir).flatMap((e) =>
+        (await settledLog(test)).flatMap((e) =>
           e.type === 'CallRequested' ? [[e.requestId, e.turnWaitMs] as const] : [],
         ),
       );
@@ -81,7 +82,7 @@ describe('router: session turn-taking under concurrency', function () {
           'OK',
         );
       }
-      const log = readLog(test.logDir);
+      const log = await settledLog(test);
       expect(log.find((e) => e.type === 'RouterStarted')).to.deep.include({
         rulesVersion: PLACEMENT_RULES_VERSION,
       });

@@ -231,6 +231,19 @@ export function readLog(dir: string): ClusterEvent[] {
   }
 }
 
+/**
+ * Every event the router has recorded, once the log on disk holds them all: a call that created
+ * no session pin ends before its events commit, so a read right after it may miss them.
+ */
+export async function settledLog(test: TestRouter): Promise<ClusterEvent[]> {
+  let events: ClusterEvent[] = [];
+  await eventually(
+    () => (events = readLog(test.logDir)).at(-1)?.seq === test.router.state.lastSeq,
+    () => `the log on disk to catch up with seq ${test.router.state.lastSeq}`,
+  );
+  return events;
+}
+
 /** The events of `type` among `events`, typed as such. */
 export function ofType<T extends ClusterEvent['type']>(
   events: readonly ClusterEvent[],
