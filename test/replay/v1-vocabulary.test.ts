@@ -6,7 +6,10 @@
 import { expect } from 'chai';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { IMAGE_COST_RULES_VERSION } from '../../src/core/placement/index.js';
+import {
+  IMAGE_COST_RULES_VERSION,
+  SESSION_PIN_ONCE_RULES_VERSION,
+} from '../../src/core/placement/index.js';
 import { decodeEvent, type ClusterEvent } from '../../src/events/index.js';
 import { simulatedLog } from '../../bench/simulated-log.js';
 import { readEvents, replayCli, ROOT, runLines } from '../support/replay.js';
@@ -111,7 +114,8 @@ describe('logs in the documented v1 vocabulary', function () {
       const events = readEvents(join(FIXTURES, `${name}.jsonl`));
       // Fixtures of what v1 cannot say are skipped: failed dials, probe resets, full reports, a
       // session container's checkpoint known only from the fields added to v1 (no container report),
-      // and tenants (v1 calls name none, so nothing in a v1 log has an owner).
+      // tenants (v1 calls name none, so nothing in a v1 log has an owner), and what rules 11
+      // decide by the version the log recorded (v1 records none: a session reuse re-pins).
       const reported = new Set(
         events.flatMap((event) =>
           event.type === 'ContainerStateChanged' ? [`${event.workerId}/${event.containerId}`] : [],
@@ -121,6 +125,10 @@ describe('logs in the documented v1 vocabulary', function () {
         (event) =>
           isV1Event(event) &&
           !(event.type === 'CallRequested' && (event.tenantId ?? null) !== null) &&
+          !(
+            event.type === 'RouterStarted' &&
+            (event.rulesVersion ?? 0) >= SESSION_PIN_ONCE_RULES_VERSION
+          ) &&
           !(event.type === 'WorkerUtilization' && event.containers !== null) &&
           !(event.type === 'WorkerRegistered' && event.containers !== null) &&
           !(
