@@ -21,7 +21,7 @@ import {
   untilLogged,
 } from '../support/jetstream-routers.js';
 import { SLEEP_SOURCE, startRealWorker, type RealWorker } from '../support/real-worker.js';
-import { storyOf } from '../support/router/harness.js';
+import { finishedLog, storyOf } from '../support/router/harness.js';
 import { PYTHON } from '../support/python.js';
 
 const PYTHON_ROOT = fileURLToPath(new URL('../../python/', import.meta.url));
@@ -102,7 +102,7 @@ describe('the TypeScript client with several router addresses (real routers on N
     const call = readie.start<number>(hypot);
     expect(await call.result).to.equal(5);
     expect(await readie.slots()).to.be.above(0);
-    const events = await readLog(location);
+    const events = await finishedLog(location, [call.requestId]);
     expect(storyOf(events, call.requestId).filter((t) => t === 'CallRequested')).to.have.length(1);
     // Later calls start at the leader: the standby is not asked again.
     expect(await readie.call(hypot)).to.equal(5);
@@ -124,7 +124,7 @@ describe('the TypeScript client with several router addresses (real routers on N
     const moved = await pythonCall(`${standby.address},${leader.address}`);
     expect(moved.value, JSON.stringify(moved)).to.equal(5);
     expect(moved.ended, 'a session the cluster never saw is not ended').to.equal(false);
-    const events = await readLog(location);
+    const events = await finishedLog(location, [moved.requestId as string]);
     const story = storyOf(events, moved.requestId as string);
     expect(story.filter((t) => t === 'CallRequested')).to.have.length(1);
     expect(story).to.include('CallFinished');

@@ -18,7 +18,7 @@ import { startE2eCluster, type E2eCluster } from '../support/e2e-cluster.js';
 import { runReadie } from '../support/processes.js';
 import { PYTHON } from '../support/python.js';
 import { eventuallyAsync } from '../support/jetstream-routers.js';
-import { eventually, ofType, readLog } from '../support/router/harness.js';
+import { eventually, finishedLog, ofType, readLog } from '../support/router/harness.js';
 
 const SLOTS = 16;
 /** Every call's budget: 16 of them fill the cluster's container slots (8 a worker), not its memory. */
@@ -145,6 +145,7 @@ describe('end to end: the admission queue on a real cluster of 16 slots', functi
     // Alpha lets one session go: its container is removed, and on that beta's call is admitted.
     expect(await sessions[0]!.close()).to.equal(true);
     expect(await call.result).to.equal(0);
+    await finishedLog(cluster.logDir, [call.requestId]);
     const events = log().filter((event) => event.seq > before);
     const ended = ofType(events, 'SessionEnded').find((e) => e.sessionId === sessions[0]!.id);
     const removed = ofType(events, 'ContainerStateChanged').filter((e) => e.state === 'removed');
@@ -199,6 +200,7 @@ describe('end to end: the admission queue on a real cluster of 16 slots', functi
       // Beta's call does not wait: placed on its request, never queued.
       const call = beta.start<number>({ ...NAP, args: [0] }, SMALL);
       expect(await call.result).to.equal(0);
+      await finishedLog(cluster.logDir, [call.requestId]);
       expect(of('CallQueued', call.requestId, before)).to.equal(undefined);
       expect(of('CallPlaced', call.requestId, before)?.cause).to.equal(`call:${call.requestId}`);
       // Alpha's 13th still waits for its cap, though four slots are free.
@@ -259,6 +261,13 @@ describe('end to end: the admission queue on a real cluster of 16 slots', functi
     };
     await Promise.all([calling(), calling()]);
     expect(await mapping).to.equal(3000);
+    // A call ends before its events commit: wait for every call of beta's to be finished on disk.
+    await eventually(() => {
+      const betaCalls = requestsOf('beta');
+      return (
+        ofType(log(), 'CallFinished').filter((e) => betaCalls.has(e.requestId)).length >= calls
+      );
+    }, "beta's calls finished on disk");
     const events = log().filter((event) => event.seq > before);
     const alphaCalls = requestsOf('alpha');
     const betaCalls = requestsOf('beta');
@@ -354,6 +363,11 @@ describe('end to end: the admission queue on a real cluster of 16 slots', functi
       .to.match(/^NeverFitsError True /)
       .and.to.match(offer);
     // One request per client, each refused on its arrival: never queued, never tried again.
+    // A refusal is answered before its events commit: wait for both on disk.
+    await eventually(
+      () => ofType(log(), 'CallRejected').filter((e) => e.seq > before).length >= 2,
+      'both refusals on disk',
+    );
     const events = log().filter((event) => event.seq > before);
     const requested = ofType(events, 'CallRequested');
     expect(requested).to.have.length(2);

@@ -18,7 +18,7 @@ import { PYTHON } from '../support/python.js';
 import { replayCli, ROOT } from '../support/replay.js';
 import {
   eventually,
-  readLog,
+  settledLog,
   startTestRouter,
   type TestRouter,
 } from '../support/router/harness.js';
@@ -177,6 +177,8 @@ describe('the call history and calls output, end to end', function () {
     expect(logs.out).to.not.include('\x1b');
     expect(logs.out).to.match(/\[readie\] call failed after \d+ ms: UNAVAILABLE/);
 
+    // The call ended before its events committed: replay reads them once on disk.
+    await settledLog(test);
     const explained = replayCli('explain', test.logDir, requestId);
     expect(explained.status, explained.stderr).to.equal(0);
     expect(explained.stdout).to.include(requestId);
@@ -278,6 +280,8 @@ describe('the call history and calls output, end to end', function () {
     const logs = await readie('logs', first.requestId, '--timestamps');
     expect(logs.out).to.match(/^\d{4}-\d\d-\d\dT\S+Z kept v1$/m);
 
+    // The second call reused the pin: it ended before its events committed.
+    await settledLog(test);
     const explained = replayCli('explain', test.logDir, second.requestId);
     expect(explained.status, explained.stderr).to.equal(0);
     expect(explained.stdout).to.include(session.id);
@@ -439,7 +443,7 @@ describe('the call history and calls output, end to end', function () {
     const page = await readie('call', running.requestId);
     expect(page.out).to.match(/dial failed .* a-gone|dial failed/);
     expect(page.out).to.match(/placed again .* worker hist-w1/);
-    const story = readLog(test.logDir)
+    const story = (await settledLog(test))
       .filter((e) => 'requestId' in e && e.requestId === running.requestId)
       .map((e) => e.type);
     expect(story).to.include('CallDialFailed');

@@ -262,6 +262,10 @@ describe('end to end: fan-out (fn.map, fn.spawn) on a real cluster', function ()
       expect(results.filter((r) => typeof r === 'number')).to.deep.equal(
         inputs.filter((n) => n !== 7).map((n) => n * 2),
       );
+      // The last batch ended before its events committed: wait for every input's on disk.
+      const requestedInputs = () =>
+        ofType(since(before), 'CallRequested').reduce((sum, e) => sum + (e.inputs ?? 0), 0);
+      await eventually(() => requestedInputs() >= 200, 'the 200 inputs requested on disk');
       // In batches: one call carried many of the 200 inputs.
       const batches = ofType(since(before), 'CallRequested');
       expect(batches.reduce((sum, event) => sum + (event.inputs ?? 0), 0)).to.equal(200);

@@ -6,6 +6,7 @@ import { place } from '../../src/core/placement/index.js';
 import { tokenDigest } from '../../src/shared/bearer-token.js';
 import {
   readLog,
+  settledLog,
   startTestRouter,
   eventually,
   type TestRouter,
@@ -115,7 +116,7 @@ describe('images end to end: placement prefers the worker that holds the image (
     expect(await callAs(ACME)).to.equal('img-b');
     // Another tenant's same declaration is another image: no holder, the ranking's choice.
     expect(await callAs(GLOBEX)).to.equal('img-a');
-    const requested = readLog(test.logDir).flatMap((event) =>
+    const requested = (await settledLog(test)).flatMap((event) =>
       event.type === 'CallRequested' ? [event.imageKey] : [],
     );
     expect(requested).to.have.length(3);

@@ -30,7 +30,7 @@ import { freePort, freePortRun } from '../support/e2e-cluster.js';
 import { registered } from '../support/events.js';
 import { runReadie } from '../support/processes.js';
 import { PYTHON } from '../support/python.js';
-import { bearer, readLog } from '../support/router/harness.js';
+import { bearer, eventually, readLog } from '../support/router/harness.js';
 import { cleanTempDirs, tempDir } from '../support/temp.js';
 
 const WORKERS = ['worker-1', 'worker-2', 'worker-3'];
@@ -216,6 +216,14 @@ describe('the local cluster (readie up, what npm start runs)', function () {
     });
     expect(queued.status, queued.stderr).to.equal(0);
     expect(queued.stdout.trim()).to.equal('1 2');
+    // A call ends before its events commit: wait for both calls finished on disk.
+    await eventually(
+      () =>
+        readLog(join(stateDir, 'log')).filter(
+          (e) => e.seq > beforeQueue && e.type === 'CallFinished',
+        ).length >= 2,
+      'both calls finished on disk',
+    );
     const types = readLog(join(stateDir, 'log'))
       .filter((e) => e.seq > beforeQueue)
       .map((e) => e.type);

@@ -23,7 +23,7 @@ import {
 } from '../support/jetstream-routers.js';
 import { useNatsCluster } from '../support/nats.js';
 import { startRealWorker, type RealWorker } from '../support/real-worker.js';
-import { codeOf, run, storyOf } from '../support/router/harness.js';
+import { codeOf, finishedLog, run, storyOf } from '../support/router/harness.js';
 import { tempDir } from '../support/temp.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -130,7 +130,10 @@ describe('nginx over a leader and a running standby (real nginx, routers, NATS, 
         readie.start<number>({ module: 'math', function: 'hypot', args: [3 * i, 4 * i] }),
       );
       for (const [i, call] of calls.entries()) expect(await call.result).to.equal(5 * i);
-      const events = await readLog(location);
+      const events = await finishedLog(
+        location,
+        calls.map((call) => call.requestId),
+      );
       for (const call of calls) {
         const story = storyOf(events, call.requestId);
         expect(

@@ -18,6 +18,7 @@ import {
   exchange,
   foldLog,
   readLog,
+  settledLog,
   startTestRouter,
   type CallOutcome,
   type TestRouter,
@@ -178,6 +179,8 @@ describe("two tenants on a real router and worker: neither can use the other's s
     expect(reused.error?.details).to.equal(
       'request rid-of-tenant-a is already in use: every call needs its own request ID',
     );
+    // A's call ended before its events committed: wait for the log on disk.
+    await settledLog(test);
     expect(foldLog(test.logDir).routing.calls.get('rid-of-tenant-a')?.tenantId).to.equal(
       'tenant-a',
     );

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { expect } from 'chai';
 import type { ClusterEvent, EventOf } from '../../src/events/index.js';
 import { ROOT } from '../support/replay.js';
-import { readLog } from '../support/router/harness.js';
+import { finishedLog, readLog } from '../support/router/harness.js';
 import {
   startScreeningCluster,
   type Judged,
@@ -73,7 +73,8 @@ describe('end to end: tenant-pinned versions (examples/screening)', function () 
     expect(acme.map((a) => a.verdict + String(a.routing_revision))).to.not.deep.equal(
       globex.map((a) => a.verdict + String(a.routing_revision)),
     );
-    const placed = placedOf(readLog(cluster.logDir));
+    const ids = [...acme, ...globex].map((answer) => answer.request_id);
+    const placed = placedOf(await finishedLog(cluster.logDir, ids));
     for (const answer of [...acme, ...globex]) {
       expect(placed.get(answer.request_id)).to.deep.include({
         version: answer.served_version,
@@ -102,7 +103,10 @@ describe('end to end: tenant-pinned versions (examples/screening)', function () 
     const after = cluster.judge('acme', texts.slice(0, 6), 3);
     const answers = [...(await during), ...(await after)];
     expectJudgedByServedVersion(answers);
-    const events = readLog(cluster.logDir);
+    const events = await finishedLog(
+      cluster.logDir,
+      answers.map((answer) => answer.request_id),
+    );
     const placed = placedOf(events);
     const revisions = new Map(
       events
@@ -134,7 +138,12 @@ describe('end to end: tenant-pinned versions (examples/screening)', function () 
     expect(change.notes.join(' ')).to.not.match(/cold-load/);
     const answers = await cluster.judge('acme', TEXTS);
     expectJudgedByServedVersion(answers);
-    const placed = placedOf(readLog(cluster.logDir));
+    const placed = placedOf(
+      await finishedLog(
+        cluster.logDir,
+        answers.map((answer) => answer.request_id),
+      ),
+    );
     for (const answer of answers) {
       expect(answer.served_version).to.equal('screen-v1');
       expect(placed.get(answer.request_id)?.coldLoad, 'a rollback needs no cold load').to.equal(
@@ -153,7 +162,7 @@ describe('end to end: tenant-pinned versions (examples/screening)', function () 
     expect(answer?.served_version).to.equal('screen-v3');
     expect(answer?.version).to.equal('screen-v3');
     expect(answer?.retry_of, 'the answer came from a retry').to.be.a('string').and.not.equal('');
-    const events = readLog(cluster.logDir);
+    const events = await finishedLog(cluster.logDir, [answer!.request_id]);
     const shed = events.find(
       (e): e is EventOf<'CallRejected'> =>
         e.type === 'CallRejected' && e.requestId === answer?.retry_of,

@@ -20,7 +20,7 @@ import {
 } from '../support/jetstream-routers.js';
 import { useNatsCluster } from '../support/nats.js';
 import { replayCli } from '../support/replay.js';
-import { codeOf, run, storyOf, type CallOutcome } from '../support/router/harness.js';
+import { codeOf, finishedLog, run, storyOf, type CallOutcome } from '../support/router/harness.js';
 import { ScriptedWorker } from '../support/router/scripted-worker.js';
 import { startTcpCut, type TcpCut } from '../support/tcp-cut.js';
 
@@ -57,6 +57,8 @@ describe('a leader partitioned from NATS while it runs (real three-node NATS clu
     const standbyClient = new ProxyServiceClient(standby.address, credentials.createInsecure());
     try {
       expect(codeOf(await run(oldClient, 'echo', { requestId: 'before-cut' }))).to.equal('OK');
+      // The call was answered before its events committed: they reach the stream before the cut.
+      await finishedLog(location, ['before-cut']);
 
       relay.cut();
       const cutAt = Date.now();

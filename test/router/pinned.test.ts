@@ -30,6 +30,7 @@ import {
   configMessage,
   eventually,
   readLog,
+  settledLog,
   startTestRouter,
   storyOf,
   type CallOutcome,
@@ -202,7 +203,8 @@ describe('router: tenant-pinned versions', function () {
       version: 'screen-v1',
       ready: true,
     });
-    const types = events().map((event) => event.type);
+    // A report is answered before its events commit: read the log once it holds them all.
+    const types = (await settledLog(test)).map((event) => event.type);
     expect(types).to.include.members([
       'PinStaged',
       'ResidencyProtected',
@@ -212,7 +214,7 @@ describe('router: tenant-pinned versions', function () {
   });
 
   it('refuses a stale revision, an alias, an unknown version and a tenant credential, appending nothing', async () => {
-    const before = events().length;
+    const before = (await settledLog(test)).length;
     expect((await refusal(flip('acme', 7))).details).to.match(/at revision 0, not 7/);
     expect((await refusal(stage('acme', 'latest'))).details).to.match(/is an alias, not a version/);
     expect((await refusal(stage('acme', 'screen-v9'))).code).to.equal(5);
@@ -223,7 +225,7 @@ describe('router: tenant-pinned versions', function () {
       ),
     );
     expect(tenantTry.code).to.equal(7);
-    expect(events().length).to.equal(before);
+    expect((await settledLog(test)).length).to.equal(before);
   });
 
   it('flips, and routes pinned calls to a holder with the version and revision in IDs and trailers', async () => {

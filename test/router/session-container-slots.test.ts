@@ -13,6 +13,7 @@ import {
   eventually,
   foldLog,
   readLog,
+  settledLog,
   run,
   startTestRouter,
   type TestRouter,
@@ -65,11 +66,14 @@ describe('router: a session container holds its slot until its worker reports it
       () => has('CallQueued', requestId) || has('CallPlaced', requestId),
       `${requestId} queued or placed`,
     );
+    // What the router decided is all on disk before a check that something was not.
+    await settledLog(test);
     expect(
       has('CallPlaced', requestId),
       'placed while the session container held the slot',
     ).to.equal(false);
     await freeOnRouter();
+    await settledLog(test);
     expect(
       has('CallPlaced', requestId),
       'placed before the worker reported the slot free',

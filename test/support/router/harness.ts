@@ -33,6 +33,7 @@ import {
 import { codeName } from '../../../src/router/grpc-status.js';
 import { bearerMetadata } from '../../../src/router/security/index.js';
 import { DEFAULT_CONFIG, type Config } from '../../../src/shared/config.js';
+import { eventuallyAsync, readLog as readStream } from '../jetstream-routers.js';
 import { closeLater, readLiveLog } from '../live-log.js';
 import { tempDir } from '../temp.js';
 
@@ -240,6 +241,31 @@ export async function settledLog(test: TestRouter): Promise<ClusterEvent[]> {
   await eventually(
     () => (events = readLog(test.logDir)).at(-1)?.seq === test.router.state.lastSeq,
     () => `the log on disk to catch up with seq ${test.router.state.lastSeq}`,
+  );
+  return events;
+}
+
+/**
+ * The events of the log at `location` (a directory, or a `nats://` stream) that a router in another
+ * process writes, once they hold the CallFinished of each of `requestIds`: what `settledLog` is for
+ * a router in this process. A call ends before its events commit (but for a session call that
+ * created its pin), so a read right after it may miss them.
+ */
+export async function finishedLog(
+  location: string,
+  requestIds: Iterable<string>,
+  timeoutMs = 30_000,
+): Promise<ClusterEvent[]> {
+  const awaited = [...requestIds];
+  let events: ClusterEvent[] = [];
+  await eventuallyAsync(
+    async () => {
+      events = location.startsWith('nats://') ? await readStream(location) : readLog(location);
+      const finished = new Set(ofType(events, 'CallFinished').map((event) => event.requestId));
+      return awaited.every((requestId) => finished.has(requestId));
+    },
+    `the CallFinished of ${awaited.join(', ')} in the log at ${location}`,
+    timeoutMs,
   );
   return events;
 }
