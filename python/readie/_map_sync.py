@@ -63,7 +63,6 @@ def run_map(
                 return
             if kind == "error":
                 raise payload
-            loop.call_soon_threadsafe(engine.ack, len(payload))
             for _index, error, value in payload:
                 if error is None:
                     yield value
@@ -71,6 +70,9 @@ def run_map(
                     yield error
                 else:
                     raise error
+            # Taken, all of them (the caller asks for the next): inputs may be drawn that much
+            # further. Not on arrival: a caller that took one of a list of five and stopped took one.
+            loop.call_soon_threadsafe(engine.ack, len(payload))
     except KeyboardInterrupt:
         cancelled = _stop(engine)
         bar.close()

@@ -121,6 +121,29 @@ class BatchTest(unittest.TestCase):
         self.assertEqual(results, [3 * x for x in range(12)])
         self.assertEqual(self.batch_sizes(), [5, 5, 2])
 
+    def test_results_count_as_taken_when_taken_not_when_they_arrive(self):
+        # Each batch's five outcomes in one chunk: the caller's first results come as one list of
+        # five. It takes one and stops; the window (10 inputs ahead of what it took) is full with
+        # the first two batches, so no third call comes until it takes more.
+        def whole_batches(received, requests, context):
+            answers = list(run_locally(received, requests, context))
+            data = b"".join(answer.chunk.data for answer in answers)
+            yield proxy_pb2.RequestExecutionResponse(ids=received.ids(), chunk=call_pb2.PayloadChunk(data=data))
+
+        self.proxy.script = whole_batches
+        outputs = triple.map(range(12), chunk_size=5, max_concurrency=1, progress=False)
+        try:
+            results = [next(outputs)]
+            deadline = time.monotonic() + 1.0
+            while len(self.proxy.calls) < 3 and time.monotonic() < deadline:
+                time.sleep(0.005)
+            self.assertEqual(len(self.proxy.calls), 2, "a third call while the window was full")
+            results.extend(outputs)
+        finally:
+            outputs.close()
+        self.assertEqual(results, [3 * x for x in range(12)])
+        self.assertEqual(self.batch_sizes(), [5, 5, 2])
+
     def test_the_first_failure_raises_naming_its_input(self):
         with self.assertRaises(readie.RemoteExecutionError) as raised:
             list(triple.map(range(20), chunk_size=8, progress=False))

@@ -153,6 +153,38 @@ describe('TypeScript client: a map in batches', function () {
     }
   });
 
+  it('results count as taken when the caller takes them, not when they arrive together', async () => {
+    // Each batch's outcomes in one chunk: five results arrive at once. The caller takes one and
+    // stops; the window (10 inputs ahead of what it took) is full with the first two batches,
+    // so no third call comes until it takes more.
+    proxy.script = async (call) => {
+      await call.read();
+      const { inputs } = JSON.parse(call.payload.toString('utf8')) as BatchRequest;
+      call.chunk(
+        Buffer.concat(inputs.map(([n], index) => record(index, { ok: true, value: n! * 2 }))),
+      );
+      call.end();
+    };
+    const inputs = Array.from({ length: 12 }, (_, n) => n);
+    const options = { chunkSize: 5, maxConcurrency: 1, progress: false };
+    const outputs = client.map<number>(FN, inputs, options)[Symbol.asyncIterator]();
+    try {
+      const results: unknown[] = [(await outputs.next()).value];
+      const until = Date.now() + 1_000;
+      while (proxy.calls.length < 3 && Date.now() < until) {
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+      expect(proxy.calls.length, 'a third call while the window was full').to.equal(2);
+      for (let next = await outputs.next(); next.done !== true; next = await outputs.next()) {
+        results.push(next.value);
+      }
+      expect(results).to.deep.equal(inputs.map((n) => n * 2));
+      expect(sizes()).to.deep.equal([5, 5, 2]);
+    } finally {
+      await outputs.return?.();
+    }
+  });
+
   it('a batch killed midway fails only the inputs it had not finished; retries run them again', async () => {
     let batches = 0;
     proxy.script = async (call) => {
