@@ -249,7 +249,9 @@ export async function settledLog(test: TestRouter): Promise<ClusterEvent[]> {
  * The events of the log at `location` (a directory, or a `nats://` stream) that a router in another
  * process writes, once they hold the CallFinished of each of `requestIds`: what `settledLog` is for
  * a router in this process. A call ends before its events commit (but for a session call that
- * created its pin), so a read right after it may miss them.
+ * created its pin), so a read right after it may miss them. A directory is read through `readLog`
+ * (one kept handle) rather than opened at each poll: read-only opens repeated while another
+ * process writes can make LMDB forget a commit.
  */
 export async function finishedLog(
   location: string,
