@@ -10,6 +10,7 @@ import {
   resolveWorkerOptions,
   Worker,
   WORKER_FLAGS,
+  WorkerStartAbandoned,
   WorkerStartupError,
   workerLogger,
   type WorkerFlagValues,
@@ -52,7 +53,7 @@ export function addWorkerCommand(program: Command): void {
         '--sandbox-uids, with no network but its own loopback unless --network egress (docs/sandbox.md).\n' +
         'On SIGTERM the worker reports REMOVED, lets running calls finish (no time limit of its own:\n' +
         'EXECUTION_TIMEOUT bounds each call), removes its containers and exits; a second signal exits\n' +
-        'at once.',
+        'at once. A SIGTERM while it starts stops it at its next step (or its next wait to register).',
     )
     .action(async (flags: WorkerFlagValues & { logLevel: string }) => {
       let options;
@@ -67,6 +68,8 @@ export function addWorkerCommand(program: Command): void {
       routeGrpcLogs(log);
       let worker: Worker | null = null;
       let leaving: NodeJS.Signals | null = null;
+      // A signal during startup abandons it at the next step, or while registration waits.
+      const abandon = new AbortController();
       const stop = (running: Worker) =>
         running.stop().then(
           () => process.exit(0),
@@ -84,6 +87,7 @@ export function addWorkerCommand(program: Command): void {
         leaving = signal;
         log.info({ signal }, 'leaving');
         if (worker) void stop(worker);
+        else abandon.abort();
       };
       process.on('SIGTERM', leave);
       process.on('SIGINT', leave);
@@ -98,8 +102,12 @@ export function addWorkerCommand(program: Command): void {
         }
       });
       try {
-        worker = await Worker.start(options, log);
+        worker = await Worker.start(options, log, {}, abandon.signal);
       } catch (error) {
+        if (error instanceof WorkerStartAbandoned) {
+          log.info('stopped before it had started');
+          process.exit(0);
+        }
         // One line naming the problem and the fix, no stack: exit 2 for what the operator
         // configures (a flag, a file, a port in use), 1 for anything else.
         const configuration = error instanceof WorkerStartupError || error instanceof ConfigError;

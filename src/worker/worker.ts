@@ -28,7 +28,7 @@ import {
   type RestoreBackend,
 } from './checkpoints/index.js';
 import { ContainerPool, type SandboxContext } from './containers/index.js';
-import { WorkerStartupError, WorkerUnusableError } from './core/errors.js';
+import { WorkerStartAbandoned, WorkerStartupError, WorkerUnusableError } from './core/errors.js';
 import { CallTracker, executionService } from './execution/index.js';
 import { CallOutputStore } from './output/index.js';
 import { WorkerHealth } from './health.js';
@@ -210,13 +210,19 @@ export class Worker {
     readonly log: Logger,
     private readonly tuning: WorkerTuning,
     private readonly credentials: WorkerCredentials,
+    private readonly abandon: AbortSignal | undefined,
   ) {}
 
-  /** Starts a worker: checks, checkpoints, server, registration. Throws if it cannot register. */
+  /**
+   * Starts a worker: checks, checkpoints, server, registration. Throws if it cannot register, and
+   * `WorkerStartAbandoned` once `abandon` fires before it has started (between two steps, or while
+   * registration waits to retry): what it began is undone.
+   */
   static async start(
     options: WorkerOptions,
     log: Logger,
     tuning: Partial<WorkerTuning> = {},
+    abandon?: AbortSignal,
   ): Promise<Worker> {
     const credentials = new WorkerCredentials(options.auth);
     for (const warning of credentials.warnings) log.warn(warning);
@@ -228,7 +234,7 @@ export class Worker {
           : 'single-token mode: one token for the router, every worker and every client (development only)',
       );
     }
-    const worker = new Worker(options, log, { ...DEFAULT_TUNING, ...tuning }, credentials);
+    const worker = new Worker(options, log, { ...DEFAULT_TUNING, ...tuning }, credentials, abandon);
     try {
       await worker.boot();
     } catch (error) {
@@ -254,6 +260,7 @@ export class Worker {
     // Before anything is cleaned up: a second process with this worker's cgroup or state
     // directory must not kill the first one's containers.
     await this.lockResources();
+    this.unlessAbandoned();
 
     const problems: string[] = [];
     const python = await probePython(options.python);
@@ -275,6 +282,7 @@ export class Worker {
         sandbox,
         checkpointsFor(catalogue, options.flavor),
       );
+      this.unlessAbandoned();
       if ('problem' in prepared) problems.push(prepared.problem);
       else {
         const images = await this.prepareImages(prepared.pool, installer);
@@ -291,6 +299,7 @@ export class Worker {
     }
     this.gpu = await GpuMemoryReader.find(process.env['PATH'] ?? '', this.tuning.nvidiaSmi);
 
+    this.unlessAbandoned();
     await this.serve(installer);
     const router = await this.registerWithRouter();
     if (this.status === WorkerStatus.WORKER_STATUS_READY) {
@@ -305,6 +314,11 @@ export class Worker {
       this.pool?.refreshStandbys();
     }
     router.startUtilization(options.config.WORKER_UTILIZATION_INTERVAL);
+  }
+
+  /** Throws `WorkerStartAbandoned` once the start was abandoned (a step in between ends first). */
+  private unlessAbandoned(): void {
+    if (this.abandon?.aborted) throw new WorkerStartAbandoned('told to stop while starting');
   }
 
   /** The sandbox policy with the uid claims and, for egress, slirp4netns; or what is missing. */
@@ -622,6 +636,7 @@ export class Worker {
       registerRetryDelayMs: tuning.registerRetryDelayMs,
       callTimeoutMs: tuning.reportTimeoutMs,
       clock: this.clock,
+      abandon: this.abandon,
     });
     const router = new RouterLink(
       registry,
@@ -641,7 +656,12 @@ export class Worker {
       this.log,
     );
     this.router = router;
-    await router.register();
+    try {
+      await router.register();
+    } catch (error) {
+      this.unlessAbandoned();
+      throw error;
+    }
     return router;
   }
 

@@ -92,4 +92,25 @@ describe('readie worker: start failures', function () {
       blocker.close();
     }
   });
+
+  it('a SIGTERM while it waits to retry the router: it stops there and exits 0', async () => {
+    // Nothing listens at 127.0.0.1:1: each report is refused, and the worker waits 1 s, then 2 s,
+    // then 4 s before the next (about 7 s in all before it would give up).
+    const child = runReadie([
+      'worker',
+      ...base(tempDir()),
+      '--insecure',
+      '--listen',
+      '127.0.0.1:0',
+    ]);
+    await child.waitFor(/router unreachable; retrying/, 60_000);
+    child.process.kill('SIGTERM');
+    const { code } = await child.exited;
+    const log = child.lines.join('\n');
+    expect(code, child.stderr()).to.equal(0);
+    expect(child.stderr()).to.not.contain('could not start');
+    expect(log).to.contain('stopped before it had started');
+    // No attempt after the signal (the third would come 3 s after the first).
+    expect(log).to.not.match(/"attempt":3/);
+  });
 });

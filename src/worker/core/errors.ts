@@ -105,6 +105,11 @@ export class WorkerStartupError extends Error {
   override readonly name = 'WorkerStartupError';
 }
 
+/** The worker was told to stop (SIGTERM) before it had started: it undid what it had begun. */
+export class WorkerStartAbandoned extends Error {
+  override readonly name = 'WorkerStartAbandoned';
+}
+
 /** The worker is in error status (no Python, no cgroups, a sandbox that does not start). */
 export class WorkerUnusableError extends StatusError {
   override readonly name = 'WorkerUnusableError';

@@ -72,6 +72,8 @@ export interface RegistryClientOptions {
    * count from it.
    */
   readonly clock?: () => number;
+  /** Registration gives up once this fires, instead of waiting to retry. */
+  readonly abandon?: AbortSignal;
 }
 
 /** How long registration waits for a router to lead, by default. */
@@ -254,7 +256,13 @@ export class RegistryClient {
             'router unreachable; retrying',
           );
         }
-        await sleep(step.delayMs);
+        const abandon = this.options.abandon;
+        try {
+          await sleep(step.delayMs, undefined, abandon ? { signal: abandon } : {});
+        } catch (error) {
+          if (abandon?.aborted) throw new RegistrationError('told to stop while registering');
+          throw error;
+        }
         // A fresh channel, so the retry really dials instead of failing fast on the old
         // channel's reconnect backoff (`moveOn` made one already when it moved on).
         if (step.freshChannel && tried === this.router) {
