@@ -201,28 +201,30 @@ export async function waitForWorkers(
 ): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   const abort = new AbortController();
-  let log: EventLogBackend | undefined;
-  // Open the log once the router has created it (one still being created may lack its
-  // databases), then keep that one handle: `follow` picks up what the router writes. Opening a
-  // log again and again while it is written can make LMDB forget a commit (docs/event-log.md).
-  while (!log) {
-    try {
-      log = await openEventLog(logDir, { readOnly: true, pollInterval: 100 });
-    } catch (error) {
-      if (!(error instanceof EventLogError) || Date.now() > deadline) throw error;
-    }
-    if (!log) {
-      if (Date.now() > deadline)
-        throw new LocalClusterError(`the router wrote nothing to ${logDir}`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  }
-  const timer = setTimeout(() => abort.abort(), Math.max(0, deadline - Date.now()));
   let stopped: string | undefined;
   void failed.then((why) => {
     stopped = why;
     abort.abort();
   });
+  let log: EventLogBackend | undefined;
+  // Open the log once the router has created it (one still being created may lack its
+  // databases), then keep that one handle: `follow` picks up what the router writes. Opening a
+  // log again and again while it is written can make LMDB forget a commit (docs/event-log.md).
+  // A router (or worker) that exits meanwhile ends the wait with why, not the timeout.
+  while (!log) {
+    if (stopped) throw new LocalClusterError(stopped);
+    try {
+      log = await openEventLog(logDir, { readOnly: true, pollInterval: 100 });
+    } catch (error) {
+      if (!(error instanceof EventLogError)) throw error;
+      if (Date.now() > deadline)
+        throw new LocalClusterError(
+          `the router has not written its log at ${logDir} within ${Math.round(timeoutMs / 1000)}s (${error.message})`,
+        );
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+  const timer = setTimeout(() => abort.abort(), Math.max(0, deadline - Date.now()));
   const waiting = new Set(workerIds);
   try {
     for await (const event of log.follow(afterSeq + 1, abort.signal)) {

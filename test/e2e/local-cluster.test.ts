@@ -13,6 +13,7 @@ import {
 import { credentials, status, type ServiceError } from '@grpc/grpc-js';
 import { join } from 'node:path';
 import {
+  LocalClusterError,
   startLocalCluster,
   waitForWorkers,
   type LocalCluster,
@@ -276,6 +277,23 @@ describe('the local cluster (readie up, what npm start runs)', function () {
     } finally {
       await log.close();
     }
+  });
+
+  it('a router that exits before writing its log ends the wait with why; one that writes nothing, with where', async () => {
+    const dir = join(tempDir(), 'log');
+    const exited = Promise.resolve('the router exited (code 2); see logs/router.log');
+    const never = new Promise<string>(() => undefined);
+    const failure = (wait: Promise<void>) =>
+      wait.then(
+        () => expect.fail('the wait ended as if the workers had registered'),
+        (error: Error) => error,
+      );
+    const gone = await failure(waitForWorkers(dir, ['worker-1'], 0, 2_000, exited));
+    expect(gone).to.be.instanceOf(LocalClusterError);
+    expect(gone.message).to.equal('the router exited (code 2); see logs/router.log');
+    const silent = await failure(waitForWorkers(dir, ['worker-1'], 0, 1_000, never));
+    expect(silent).to.be.instanceOf(LocalClusterError);
+    expect(silent.message).to.contain(`the router has not written its log at ${dir} within 1s`);
   });
 
   it('refuses to start without a prerequisite, names the command that installs it, and starts nothing', async () => {
