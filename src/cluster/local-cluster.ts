@@ -18,6 +18,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { chmodSync, closeSync, mkdirSync, openSync, writeFileSync } from 'node:fs';
+import { connect } from 'node:net';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
@@ -187,6 +188,19 @@ export async function lastSeqOf(location: string): Promise<number> {
   }
 }
 
+/** Whether something accepts a TCP connection at `address` (`host:port`) now. */
+function accepts(address: string): Promise<boolean> {
+  const at = address.lastIndexOf(':');
+  return new Promise((done) => {
+    const socket = connect(Number(address.slice(at + 1)), address.slice(0, at));
+    socket.once('connect', () => {
+      socket.destroy();
+      done(true);
+    });
+    socket.once('error', () => done(false));
+  });
+}
+
 /**
  * Waits until the router's log shows each of `workerIds` registered ready after `afterSeq` (or
  * one of them registered with an error). Registrations up to `afterSeq` belong to an earlier run
@@ -198,6 +212,7 @@ export async function waitForWorkers(
   afterSeq: number,
   timeoutMs: number,
   failed: Promise<string>,
+  router: string,
 ): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   const abort = new AbortController();
@@ -206,11 +221,18 @@ export async function waitForWorkers(
     stopped = why;
     abort.abort();
   });
+  const seconds = Math.round(timeoutMs / 1000);
+  // The log is opened once the router listens at `router`: it has created the log by then. An
+  // open while it creates the log can make LMDB forget one of its first commits, and the router
+  // then never starts (docs/event-log.md). The one handle is kept: `follow` picks up what the
+  // router writes. A router (or worker) that exits meanwhile ends the wait with why.
+  while (!(await accepts(router))) {
+    if (stopped) throw new LocalClusterError(stopped);
+    if (Date.now() > deadline)
+      throw new LocalClusterError(`the router did not listen at ${router} within ${seconds}s`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
   let log: EventLogBackend | undefined;
-  // Open the log once the router has created it (one still being created may lack its
-  // databases), then keep that one handle: `follow` picks up what the router writes. Opening a
-  // log again and again while it is written can make LMDB forget a commit (docs/event-log.md).
-  // A router (or worker) that exits meanwhile ends the wait with why, not the timeout.
   while (!log) {
     if (stopped) throw new LocalClusterError(stopped);
     try {
@@ -219,7 +241,7 @@ export async function waitForWorkers(
       if (!(error instanceof EventLogError)) throw error;
       if (Date.now() > deadline)
         throw new LocalClusterError(
-          `the router has not written its log at ${logDir} within ${Math.round(timeoutMs / 1000)}s (${error.message})`,
+          `the router has not written its log at ${logDir} within ${seconds}s (${error.message})`,
         );
       await new Promise((r) => setTimeout(r, 100));
     }
@@ -242,7 +264,7 @@ export async function waitForWorkers(
   }
   if (stopped) throw new LocalClusterError(stopped);
   throw new LocalClusterError(
-    `workers ${[...waiting].join(', ')} did not register within ${Math.round(timeoutMs / 1000)}s`,
+    `workers ${[...waiting].join(', ')} did not register within ${seconds}s`,
   );
 }
 
@@ -410,7 +432,7 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
       );
     });
     const ended = Promise.race([failed, interrupted]);
-    await waitForWorkers(logDir, workerIds, afterSeq, options.readyTimeout, ended);
+    await waitForWorkers(logDir, workerIds, afterSeq, options.readyTimeout, ended, address);
   } catch (error) {
     await stop();
     throw error;

@@ -11,6 +11,7 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { credentials, status, type ServiceError } from '@grpc/grpc-js';
+import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import {
   LocalClusterError,
@@ -117,6 +118,21 @@ async function logOfAnEarlierRun(logDir: string, workerIds: readonly string[]): 
     return log.lastSeq;
   } finally {
     await log.close();
+  }
+}
+
+/** Runs `body` with something listening on loopback at `port` (0: any), as a router would. */
+async function withListener<T>(body: (address: string) => Promise<T>, port = 0): Promise<T> {
+  const server = createServer((socket) => socket.destroy());
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, '127.0.0.1', resolve);
+  });
+  const { port: bound } = server.address() as AddressInfo;
+  try {
+    return await body(`127.0.0.1:${bound}`);
+  } finally {
+    await new Promise((resolve) => server.close(resolve));
   }
 }
 
@@ -267,19 +283,21 @@ describe('the local cluster (readie up, what npm start runs)', function () {
       const earlier = log.lastSeq;
       const never = new Promise<string>(() => undefined);
       let settled = false;
-      const ready = waitForWorkers(log.dir, ['worker-1'], earlier, 30_000, never).then(
-        () => (settled = true),
-      );
-      await new Promise((resolve) => setTimeout(resolve, 500));
-      expect(settled, "ready on the earlier run's registration").to.equal(false);
-      await log.append(registered('worker-1')).committed;
-      await ready;
+      await withListener(async (router) => {
+        const ready = waitForWorkers(log.dir, ['worker-1'], earlier, 30_000, never, router).then(
+          () => (settled = true),
+        );
+        await new Promise((resolve) => setTimeout(resolve, 500));
+        expect(settled, "ready on the earlier run's registration").to.equal(false);
+        await log.append(registered('worker-1')).committed;
+        await ready;
+      });
     } finally {
       await log.close();
     }
   });
 
-  it('a router that exits before writing its log ends the wait with why; one that writes nothing, with where', async () => {
+  it('a router that exits before it listens ends the wait with why; one that never listens, with where', async () => {
     const dir = join(tempDir(), 'log');
     const exited = Promise.resolve('the router exited (code 2); see logs/router.log');
     const never = new Promise<string>(() => undefined);
@@ -288,12 +306,41 @@ describe('the local cluster (readie up, what npm start runs)', function () {
         () => expect.fail('the wait ended as if the workers had registered'),
         (error: Error) => error,
       );
-    const gone = await failure(waitForWorkers(dir, ['worker-1'], 0, 2_000, exited));
+    const nowhere = `127.0.0.1:${await freePort()}`;
+    const gone = await failure(waitForWorkers(dir, ['worker-1'], 0, 2_000, exited, nowhere));
     expect(gone).to.be.instanceOf(LocalClusterError);
     expect(gone.message).to.equal('the router exited (code 2); see logs/router.log');
-    const silent = await failure(waitForWorkers(dir, ['worker-1'], 0, 1_000, never));
+    const silent = await failure(waitForWorkers(dir, ['worker-1'], 0, 1_000, never, nowhere));
     expect(silent).to.be.instanceOf(LocalClusterError);
-    expect(silent.message).to.contain(`the router has not written its log at ${dir} within 1s`);
+    expect(silent.message).to.equal(`the router did not listen at ${nowhere} within 1s`);
+    // It listens, but its log is not there.
+    await withListener(async (router) => {
+      const missing = await failure(waitForWorkers(dir, ['worker-1'], 0, 1_000, never, router));
+      expect(missing).to.be.instanceOf(LocalClusterError);
+      expect(missing.message).to.contain(`the router has not written its log at ${dir} within 1s`);
+    });
+  });
+
+  it('opens the log only once the router listens: never while the router creates it', async () => {
+    const dir = join(tempDir(), 'log');
+    const never = new Promise<string>(() => undefined);
+    const port = await freePort();
+    const router = `127.0.0.1:${port}`;
+    const ready = waitForWorkers(dir, ['worker-1'], 0, 30_000, never, router);
+    // The log is written (every database there) while nothing listens yet.
+    const log = EventLog.open(dir, { pollInterval: 50 });
+    try {
+      await log.append(registered('worker-1')).committed;
+      let settled = false;
+      void ready.then(() => (settled = true));
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      expect(settled, 'read the log before the router listened').to.equal(false);
+      await withListener(async () => {
+        await ready;
+      }, port);
+    } finally {
+      await log.close();
+    }
   });
 
   it('refuses to start without a prerequisite, names the command that installs it, and starts nothing', async () => {
