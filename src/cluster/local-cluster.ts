@@ -17,7 +17,7 @@
  * running SIGTERM: a worker already leaving takes that as "exit without waiting".
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, closeSync, mkdirSync, openSync, writeFileSync } from 'node:fs';
+import { chmodSync, closeSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -156,6 +156,23 @@ function start(
   closeSync(fd);
   const exited = new Promise<number | null>((done) => child.on('exit', (code) => done(code)));
   return { name, process: child, exited, logFile };
+}
+
+/**
+ * How `member` ended, for a message: its exit code and the one-line reason a readie command
+ * prints before it exits (`readie router: cannot listen on …`), when its log ends with one.
+ */
+function howItEnded(member: Member, code: number | null): string {
+  const how = code === null ? `signal ${member.process.signalCode ?? 'unknown'}` : `code ${code}`;
+  let reason: string | undefined;
+  try {
+    const lines = readFileSync(member.logFile, 'utf8').trimEnd().split('\n');
+    const last = lines.at(-1) ?? '';
+    reason = /^readie [a-z]+: (.+)$/.exec(last)?.[1];
+  } catch {
+    reason = undefined;
+  }
+  return `${member.name} exited (${how})${reason ? `: ${reason}` : ''}; see ${member.logFile}`;
 }
 
 function running(member: Member): boolean {
@@ -398,13 +415,13 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
   const failed = Promise.race([
     // Any worker that exits, and the last router (with a standby, one router's death is survived).
     ...workers.map((member) =>
-      member.exited.then((code) =>
-        unlessStopping(`${member.name} exited (code ${code}); see ${member.logFile}`),
-      ),
+      member.exited.then((code) => unlessStopping(howItEnded(member, code))),
     ),
-    Promise.all(routers.map((r) => r.exited)).then(() =>
+    Promise.all(routers.map((r) => r.exited)).then((codes) =>
       unlessStopping(
-        `${routers.length === 1 ? 'the router' : 'every router'} exited; see ${routers.map((r) => r.logFile).join(', ')}`,
+        routers.length === 1
+          ? howItEnded(routers[0] as Member, codes[0] ?? null).replace(/^router /, 'the router ')
+          : `every router exited; see ${routers.map((r) => r.logFile).join(', ')}`,
       ),
     ),
     // A three-node NATS cluster carries on with one node down, not with two.

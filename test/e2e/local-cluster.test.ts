@@ -343,6 +343,37 @@ describe('the local cluster (readie up, what npm start runs)', function () {
     }
   });
 
+  it("a port the router cannot take: readie up exits 1 with the router's own reason, and leaves nothing running", async () => {
+    const stateDir = tempDir('readie-up-');
+    const port = await freePortRun(2);
+    const blocker = createServer();
+    await new Promise<void>((resolve) => blocker.listen(port, '127.0.0.1', resolve));
+    try {
+      const up = runReadie([
+        'up',
+        '--state-dir',
+        stateDir,
+        '--port',
+        String(port),
+        '--workers',
+        '1',
+      ]);
+      const { code } = await up.exited;
+      expect(code, up.stderr()).to.equal(1);
+      expect(up.stderr()).to.contain(
+        `the router exited (code 2): cannot listen on 127.0.0.1:${port}: the address is in use`,
+      );
+      expect(up.stderr()).to.contain(join(stateDir, 'logs', 'router.log'));
+    } finally {
+      blocker.close();
+    }
+    // The worker, mid-start when the router died, was stopped too.
+    expect(
+      execSync(`ps -eo args | grep -c "[b]in/readie.js .*${stateDir}" || true`).toString().trim(),
+    ).to.equal('0');
+    expect(readFileSync(join(stateDir, 'logs', 'worker-1.log'), 'utf8')).to.contain('"leaving"');
+  });
+
   it('refuses to start without a prerequisite, names the command that installs it, and starts nothing', async () => {
     const stateDir = tempDir('readie-up-');
     // A Python without its site packages lacks every Debian package the cluster needs.
