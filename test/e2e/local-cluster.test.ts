@@ -367,11 +367,11 @@ describe('the local cluster (readie up, what npm start runs)', function () {
     } finally {
       blocker.close();
     }
-    // The worker, mid-start when the router died, was stopped too.
+    // The worker, starting when the router died, was stopped too (by a signal that may come
+    // before it has a handler: its log need not say so).
     expect(
       execSync(`ps -eo args | grep -c "[b]in/readie.js .*${stateDir}" || true`).toString().trim(),
     ).to.equal('0');
-    expect(readFileSync(join(stateDir, 'logs', 'worker-1.log'), 'utf8')).to.contain('"leaving"');
   });
 
   it('refuses to start without a prerequisite, names the command that installs it, and starts nothing', async () => {
