@@ -17,7 +17,15 @@
  * running SIGTERM: a worker already leaving takes that as "exit without waiting".
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, closeSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  closeSync,
+  fstatSync,
+  mkdirSync,
+  openSync,
+  readSync,
+  writeFileSync,
+} from 'node:fs';
 import { connect } from 'node:net';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -158,20 +166,30 @@ function start(
   return { name, process: child, exited, logFile };
 }
 
+/** The last line of the file at `path` (read from its last 4 KiB: a log may be large), if any. */
+function lastLine(path: string): string | undefined {
+  let fd: number | undefined;
+  try {
+    fd = openSync(path, 'r');
+    const size = fstatSync(fd).size;
+    const tail = Buffer.alloc(Math.min(size, 4096));
+    readSync(fd, tail, 0, tail.length, size - tail.length);
+    return tail.toString('utf8').trimEnd().split('\n').at(-1);
+  } catch {
+    return undefined;
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
+}
+
 /**
  * How `member` ended, for a message: its exit code and the one-line reason a readie command
  * prints before it exits (`readie router: cannot listen on …`), when its log ends with one.
  */
 function howItEnded(member: Member, code: number | null): string {
   const how = code === null ? `signal ${member.process.signalCode ?? 'unknown'}` : `code ${code}`;
-  let reason: string | undefined;
-  try {
-    const lines = readFileSync(member.logFile, 'utf8').trimEnd().split('\n');
-    const last = lines.at(-1) ?? '';
-    reason = /^readie [a-z]+: (.+)$/.exec(last)?.[1];
-  } catch {
-    reason = undefined;
-  }
+  const last = lastLine(member.logFile);
+  const reason = last === undefined ? undefined : /^readie [a-z]+: (.+)$/.exec(last)?.[1];
   return `${member.name} exited (${how})${reason ? `: ${reason}` : ''}; see ${member.logFile}`;
 }
 
