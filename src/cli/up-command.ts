@@ -251,7 +251,11 @@ export function addUpCommand(program: Command): void {
       '--worker-memory <size>',
       'memory each worker offers, e.g. 4GiB (default: the machine memory divided by --workers)',
     )
-    .option('--ready-timeout <duration>', 'how long to wait for every worker to register', '60s')
+    .option(
+      '--ready-timeout <duration>',
+      'how long to wait for the router to listen and every worker to register',
+      '60s',
+    )
     .option(
       '--log <backend>',
       'where the event log lives: lmdb (a directory under the state dir) or jetstream (a local three-node NATS cluster, with a standby router)',
