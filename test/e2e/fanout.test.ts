@@ -335,6 +335,11 @@ describe('end to end: fan-out (fn.map, fn.spawn) on a real cluster', function ()
     client.stderr.on('data', (data: Buffer) => (stderr += data.toString()));
     try {
       await eventually(() => stdout.includes('first result'), 'the first result', 60_000);
+      // Not at once: right after its print the script is still in its own loop body, where a
+      // Ctrl-C is the caller's bare KeyboardInterrupt (the map's generator, closed by it, cancels
+      // its batches but cannot word the interrupt). The next results are 0.5 s away: by then it
+      // waits inside the map, whose handler words it.
+      await new Promise((resolve) => setTimeout(resolve, 300));
       const exited = once(client, 'exit');
       client.kill('SIGINT');
       const [code] = (await exited) as [number | null];
