@@ -37,6 +37,7 @@ import {
   type EventLogBackend,
 } from '../events/index.js';
 import type { Catalogue } from '../events/catalogue.js';
+import { parseHostPort } from '../shared/host-port.js';
 import { defaultCatalogue } from './default-catalogue.js';
 import { writeLocalAddress } from './local-address.js';
 import { writeLocalCredentials, type LocalCredentials } from './local-credentials.js';
@@ -186,11 +187,11 @@ function lastLine(path: string): string | undefined {
  * How `member` ended, for a message: its exit code and the one-line reason a readie command
  * prints before it exits (`readie router: cannot listen on …`), when its log ends with one.
  */
-function howItEnded(member: Member, code: number | null): string {
+function howItEnded(member: Member, code: number | null, who = member.name): string {
   const how = code === null ? `signal ${member.process.signalCode ?? 'unknown'}` : `code ${code}`;
   const last = lastLine(member.logFile);
   const reason = last === undefined ? undefined : /^readie [a-z]+: (.+)$/.exec(last)?.[1];
-  return `${member.name} exited (${how})${reason ? `: ${reason}` : ''}; see ${member.logFile}`;
+  return `${who} exited (${how})${reason ? `: ${reason}` : ''}; see ${member.logFile}`;
 }
 
 function running(member: Member): boolean {
@@ -223,11 +224,11 @@ export async function lastSeqOf(location: string): Promise<number> {
   }
 }
 
-/** Whether something accepts a TCP connection at `address` (`host:port`) now. */
+/** Whether something accepts a TCP connection at `address` (`HOST:PORT`) now. */
 function accepts(address: string): Promise<boolean> {
-  const at = address.lastIndexOf(':');
+  const { host, port } = parseHostPort(address);
   return new Promise((done) => {
-    const socket = connect(Number(address.slice(at + 1)), address.slice(0, at));
+    const socket = connect(port, host);
     socket.once('connect', () => {
       socket.destroy();
       done(true);
@@ -438,7 +439,7 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
     Promise.all(routers.map((r) => r.exited)).then((codes) =>
       unlessStopping(
         routers.length === 1
-          ? howItEnded(routers[0] as Member, codes[0] ?? null).replace(/^router /, 'the router ')
+          ? howItEnded(routers[0] as Member, codes[0] ?? null, 'the router')
           : `every router exited; see ${routers.map((r) => r.logFile).join(', ')}`,
       ),
     ),
