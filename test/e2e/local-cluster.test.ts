@@ -121,6 +121,14 @@ async function logOfAnEarlierRun(logDir: string, workerIds: readonly string[]): 
   }
 }
 
+/** The error `wait` rejects with; a wait that resolves fails the test. */
+function failure(wait: Promise<void>): Promise<Error> {
+  return wait.then(
+    () => expect.fail('the wait ended as if the workers had registered'),
+    (error: Error) => error,
+  );
+}
+
 /** Runs `body` with something listening on loopback at `port` (0: any), as a router would. */
 async function withListener<T>(body: (address: string) => Promise<T>, port = 0): Promise<T> {
   const server = createServer((socket) => socket.destroy());
@@ -282,15 +290,14 @@ describe('the local cluster (readie up, what npm start runs)', function () {
       await log.append(registered('worker-1')).committed;
       const earlier = log.lastSeq;
       const never = new Promise<string>(() => undefined);
-      let settled = false;
       await withListener(async (router) => {
-        const ready = waitForWorkers(log.dir, ['worker-1'], earlier, 30_000, never, router).then(
-          () => (settled = true),
+        // The earlier run's registration alone: the wait runs out, whatever the machine's speed.
+        const stale = await failure(
+          waitForWorkers(log.dir, ['worker-1'], earlier, 1_000, never, router),
         );
-        await new Promise((resolve) => setTimeout(resolve, 500));
-        expect(settled, "ready on the earlier run's registration").to.equal(false);
+        expect(stale.message).to.equal('workers worker-1 did not register within 1s');
         await log.append(registered('worker-1')).committed;
-        await ready;
+        await waitForWorkers(log.dir, ['worker-1'], earlier, 30_000, never, router);
       });
     } finally {
       await log.close();
@@ -301,11 +308,6 @@ describe('the local cluster (readie up, what npm start runs)', function () {
     const dir = join(tempDir(), 'log');
     const exited = Promise.resolve('the router exited (code 2); see logs/router.log');
     const never = new Promise<string>(() => undefined);
-    const failure = (wait: Promise<void>) =>
-      wait.then(
-        () => expect.fail('the wait ended as if the workers had registered'),
-        (error: Error) => error,
-      );
     const nowhere = `127.0.0.1:${await freePort()}`;
     const gone = await failure(waitForWorkers(dir, ['worker-1'], 0, 2_000, exited, nowhere));
     expect(gone).to.be.instanceOf(LocalClusterError);
@@ -326,18 +328,16 @@ describe('the local cluster (readie up, what npm start runs)', function () {
     const never = new Promise<string>(() => undefined);
     const port = await freePort();
     const router = `127.0.0.1:${port}`;
-    const ready = waitForWorkers(dir, ['worker-1'], 0, 30_000, never, router);
-    // The log is written (every database there) while nothing listens yet.
+    // The log holds the registration while nothing listens yet: a wait that read it would end
+    // ready; this one runs out (its timeout decides, not the machine's speed).
     const log = EventLog.open(dir, { pollInterval: 50 });
     try {
       await log.append(registered('worker-1')).committed;
-      let settled = false;
-      void ready.then(() => (settled = true));
-      await new Promise((resolve) => setTimeout(resolve, 500));
-      expect(settled, 'read the log before the router listened').to.equal(false);
-      await withListener(async () => {
-        await ready;
-      }, port);
+      const early = await failure(waitForWorkers(dir, ['worker-1'], 0, 1_000, never, router));
+      expect(early.message, 'read the log before the router listened').to.equal(
+        `the router did not listen at ${router} within 1s`,
+      );
+      await withListener(() => waitForWorkers(dir, ['worker-1'], 0, 30_000, never, router), port);
     } finally {
       await log.close();
     }
