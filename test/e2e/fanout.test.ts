@@ -334,12 +334,10 @@ describe('end to end: fan-out (fn.map, fn.spawn) on a real cluster', function ()
     client.stdout.on('data', (data: Buffer) => (stdout += data.toString()));
     client.stderr.on('data', (data: Buffer) => (stderr += data.toString()));
     try {
-      await eventually(() => stdout.includes('first result'), 'the first result', 60_000);
-      // Not at once: right after its print the script is still in its own loop body, where a
+      // Not as the first result is printed: the script is then in its own loop body, where a
       // Ctrl-C is the caller's bare KeyboardInterrupt (the map's generator, closed by it, cancels
-      // its batches but cannot word the interrupt). The next results are 0.5 s away: by then it
-      // waits inside the map, whose handler words it.
-      await new Promise((resolve) => setTimeout(resolve, 300));
+      // its batches but cannot word the interrupt). Once it says it waits inside the map again.
+      await eventually(() => stdout.includes('back in the map'), 'the first result', 60_000);
       const exited = once(client, 'exit');
       client.kill('SIGINT');
       const [code] = (await exited) as [number | null];

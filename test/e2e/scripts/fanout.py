@@ -137,6 +137,29 @@ def room_for(fn, calls, within=60.0):
         time.sleep(0.1)
 
 
+def say_when_back_in_the_map():
+    """Prints "back in the map" once the main thread runs inside the blocking map again (waiting
+    for its next result), not in this script's loop body: a Ctrl-C raised in the loop body is the
+    caller's bare KeyboardInterrupt, one raised inside the map is the map's to word. A thread
+    watches, since the main thread is the one that waits."""
+    main = threading.main_thread().ident
+
+    def inside():
+        frame = sys._current_frames().get(main)
+        while frame is not None:
+            if frame.f_code.co_name == "run_map":
+                return True
+            frame = frame.f_back
+        return False
+
+    def watch():
+        while not inside():
+            time.sleep(0.005)
+        print("back in the map", flush=True)
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
 def interrupted(count, seconds, concurrency, chunk=None):
     room_for(nap, concurrency)
     print("mapping", flush=True)
@@ -144,6 +167,7 @@ def interrupted(count, seconds, concurrency, chunk=None):
         for index, _ in enumerate(nap.map([seconds] * count, max_concurrency=concurrency, chunk_size=chunk, progress=False)):
             if index == 0:
                 print("first result", flush=True)
+                say_when_back_in_the_map()
         return {"interrupted": False}
     except KeyboardInterrupt as error:
         return {"interrupted": True, "message": str(error)}
