@@ -253,7 +253,7 @@ export function addUpCommand(program: Command): void {
     )
     .option(
       '--ready-timeout <duration>',
-      'how long to wait for the router to listen and every worker to register',
+      'how long to wait for the router to serve and every worker to register',
       '60s',
     )
     .option(

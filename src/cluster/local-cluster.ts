@@ -26,7 +26,6 @@ import {
   readSync,
   writeFileSync,
 } from 'node:fs';
-import { connect } from 'node:net';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
@@ -37,7 +36,7 @@ import {
   type EventLogBackend,
 } from '../events/index.js';
 import type { Catalogue } from '../events/catalogue.js';
-import { parseHostPort } from '../shared/host-port.js';
+import { healthStatus } from '../net/health-client.js';
 import { defaultCatalogue } from './default-catalogue.js';
 import { writeLocalAddress } from './local-address.js';
 import { writeLocalCredentials, type LocalCredentials } from './local-credentials.js';
@@ -224,17 +223,21 @@ export async function lastSeqOf(location: string): Promise<number> {
   }
 }
 
-/** Whether something accepts a TCP connection at `address` (`HOST:PORT`) now. */
-function accepts(address: string): Promise<boolean> {
-  const { host, port } = parseHostPort(address);
-  return new Promise((done) => {
-    const socket = connect(port, host);
-    socket.once('connect', () => {
-      socket.destroy();
-      done(true);
-    });
-    socket.once('error', () => done(false));
-  });
+/** The service whose health the router reports SERVING once it has recovered from its log. */
+const ROUTER_SERVICE = 'readie.v1.RegistryService';
+
+/**
+ * Whether the router at `address` serves now: `undefined` when it does, else what it answered
+ * (or why nothing did), for a message. Something else that holds the port (a program that is not
+ * a router, a router of another cluster that is still starting) does not answer SERVING.
+ */
+async function notServing(address: string, timeoutMs: number): Promise<string | undefined> {
+  try {
+    const status = await healthStatus(address, ROUTER_SERVICE, timeoutMs);
+    return status === 'SERVING' ? undefined : `it answers ${status}`;
+  } catch (error) {
+    return (error as { details?: string }).details ?? String(error);
+  }
 }
 
 /**
@@ -258,14 +261,20 @@ export async function waitForWorkers(
     abort.abort();
   });
   const seconds = Math.round(timeoutMs / 1000);
-  // The log is opened once the router listens at `router`: it has created the log by then. An
-  // open while it creates the log can make LMDB forget one of its first commits, and the router
-  // then never starts (docs/event-log.md). The one handle is kept: `follow` picks up what the
-  // router writes. A router (or worker) that exits meanwhile ends the wait with why.
-  while (!(await accepts(router))) {
+  // The log is opened once the router serves at `router`: it has created the log by then. An
+  // open while it creates the log can make LMDB forget one of its first commits (and the router
+  // then never starts), or fail on a half-made file (docs/event-log.md); a port that merely
+  // accepts connections (another program holds it, and the router is about to exit) says nothing.
+  // The one handle is kept: `follow` picks up what the router writes. A router (or worker) that
+  // exits meanwhile ends the wait with why.
+  for (;;) {
+    const why = await notServing(router, 1_000);
     if (stopped) throw new LocalClusterError(stopped);
+    if (why === undefined) break;
     if (Date.now() > deadline)
-      throw new LocalClusterError(`the router did not listen at ${router} within ${seconds}s`);
+      throw new LocalClusterError(
+        `the router did not serve at ${router} within ${seconds}s (last: ${why})`,
+      );
     await new Promise((r) => setTimeout(r, 100));
   }
   let log: EventLogBackend | undefined;

@@ -10,7 +10,8 @@ import {
   statSync,
   writeFileSync,
 } from 'node:fs';
-import { credentials, status, type ServiceError } from '@grpc/grpc-js';
+import { credentials, Server, ServerCredentials, status, type ServiceError } from '@grpc/grpc-js';
+import { HealthImplementation } from 'grpc-health-check';
 import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import {
@@ -129,18 +130,44 @@ function failure(wait: Promise<void>): Promise<Error> {
   );
 }
 
-/** Runs `body` with something listening on loopback at `port` (0: any), as a router would. */
-async function withListener<T>(body: (address: string) => Promise<T>, port = 0): Promise<T> {
+/** Runs `body` with a program that accepts connections on loopback and is not a router. */
+async function withListener<T>(body: (address: string) => Promise<T>): Promise<T> {
   const server = createServer((socket) => socket.destroy());
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(port, '127.0.0.1', resolve);
+    server.listen(0, '127.0.0.1', resolve);
   });
-  const { port: bound } = server.address() as AddressInfo;
+  const { port } = server.address() as AddressInfo;
   try {
-    return await body(`127.0.0.1:${bound}`);
+    return await body(`127.0.0.1:${port}`);
   } finally {
     await new Promise((resolve) => server.close(resolve));
+  }
+}
+
+/** The service a router reports SERVING once it has recovered from its log. */
+const ROUTER_SERVICE = 'readie.v1.RegistryService';
+
+/**
+ * Runs `body` beside a stand-in for the router's gRPC server on loopback: its standard health
+ * service reports `status` for the router's service until `body` changes it.
+ */
+async function withRouterStandIn<T>(
+  status: 'SERVING' | 'NOT_SERVING',
+  body: (address: string, health: HealthImplementation) => Promise<T>,
+): Promise<T> {
+  const server = new Server();
+  const health = new HealthImplementation({ [ROUTER_SERVICE]: status });
+  health.addToServer(server);
+  const port = await new Promise<number>((resolve, reject) =>
+    server.bindAsync('127.0.0.1:0', ServerCredentials.createInsecure(), (error, bound) =>
+      error ? reject(error) : resolve(bound),
+    ),
+  );
+  try {
+    return await body(`127.0.0.1:${port}`, health);
+  } finally {
+    server.forceShutdown();
   }
 }
 
@@ -290,7 +317,7 @@ describe('the local cluster (readie up, what npm start runs)', function () {
       await log.append(registered('worker-1')).committed;
       const earlier = log.lastSeq;
       const never = new Promise<string>(() => undefined);
-      await withListener(async (router) => {
+      await withRouterStandIn('SERVING', async (router) => {
         // The earlier run's registration alone: the wait runs out, whatever the machine's speed.
         const stale = await failure(
           waitForWorkers(log.dir, ['worker-1'], earlier, 1_000, never, router),
@@ -304,7 +331,7 @@ describe('the local cluster (readie up, what npm start runs)', function () {
     }
   });
 
-  it('a router that exits before it listens ends the wait with why; one that never listens, with where', async () => {
+  it('a router that exits before it serves ends the wait with why; one that never serves, with where', async () => {
     const dir = join(tempDir(), 'log');
     const exited = Promise.resolve('the router exited (code 2); see logs/router.log');
     const never = new Promise<string>(() => undefined);
@@ -314,30 +341,42 @@ describe('the local cluster (readie up, what npm start runs)', function () {
     expect(gone.message).to.equal('the router exited (code 2); see logs/router.log');
     const silent = await failure(waitForWorkers(dir, ['worker-1'], 0, 1_000, never, nowhere));
     expect(silent).to.be.instanceOf(LocalClusterError);
-    expect(silent.message).to.equal(`the router did not listen at ${nowhere} within 1s`);
-    // It listens, but its log is not there.
-    await withListener(async (router) => {
+    expect(silent.message).to.match(
+      new RegExp(`^the router did not serve at ${nowhere} within 1s \\(last: .+\\)$`),
+    );
+    // It serves, but its log is not there.
+    await withRouterStandIn('SERVING', async (router) => {
       const missing = await failure(waitForWorkers(dir, ['worker-1'], 0, 1_000, never, router));
       expect(missing).to.be.instanceOf(LocalClusterError);
       expect(missing.message).to.contain(`the router has not written its log at ${dir} within 1s`);
     });
   });
 
-  it('opens the log only once the router listens: never while the router creates it', async () => {
+  it('opens the log only once the router serves: never while it creates the log, nor because another program holds its port', async () => {
     const dir = join(tempDir(), 'log');
     const never = new Promise<string>(() => undefined);
-    const port = await freePort();
-    const router = `127.0.0.1:${port}`;
-    // The log holds the registration while nothing listens yet: a wait that read it would end
-    // ready; this one runs out (its timeout decides, not the machine's speed).
+    // The log holds the registration while no router serves: a wait that read it would end
+    // ready; these run out (their timeout decides, not the machine's speed).
     const log = EventLog.open(dir, { pollInterval: 50 });
     try {
       await log.append(registered('worker-1')).committed;
-      const early = await failure(waitForWorkers(dir, ['worker-1'], 0, 1_000, never, router));
-      expect(early.message, 'read the log before the router listened').to.equal(
-        `the router did not listen at ${router} within 1s`,
-      );
-      await withListener(() => waitForWorkers(dir, ['worker-1'], 0, 30_000, never, router), port);
+      // A program that is not a router holds the port: the router is about to exit (its port is
+      // taken), perhaps while it creates its log.
+      await withListener(async (taken) => {
+        const early = await failure(waitForWorkers(dir, ['worker-1'], 0, 1_000, never, taken));
+        expect(early.message, 'read the log beside a port another program holds').to.match(
+          new RegExp(`^the router did not serve at ${taken} within 1s \\(last: .+\\)$`),
+        );
+      });
+      // A router that listens but has not recovered yet.
+      await withRouterStandIn('NOT_SERVING', async (router, health) => {
+        const early = await failure(waitForWorkers(dir, ['worker-1'], 0, 1_000, never, router));
+        expect(early.message, 'read the log before the router served').to.equal(
+          `the router did not serve at ${router} within 1s (last: it answers NOT_SERVING)`,
+        );
+        health.setStatus(ROUTER_SERVICE, 'SERVING');
+        await waitForWorkers(dir, ['worker-1'], 0, 30_000, never, router);
+      });
     } finally {
       await log.close();
     }

@@ -5,48 +5,16 @@
  */
 import {
   connectivityState,
-  makeGenericClientConstructor,
   Metadata as GrpcMetadata,
-  type CallOptions,
   type ChannelCredentials,
-  type Client,
-  type ClientUnaryCall,
-  type Metadata,
-  type ServiceDefinition,
-  type ServiceError,
 } from '@grpc/grpc-js';
-import { service as healthService } from 'grpc-health-check';
+import { HealthClient } from '../../net/health-client.js';
 import { ImageServiceClient } from '../../proto/gen/readie/v1/images.js';
 import { ResidencyServiceClient } from '../../proto/gen/readie/v1/residency.js';
 import { RelayExecutionClient } from '../calls/relay-codec.js';
 import { ExecutionServiceClient } from '../../proto/gen/readie/v1/execution.js';
 
-/** A `grpc.health.v1.HealthCheckResponse` as the health package decodes it. */
-export interface HealthCheckResponse {
-  /** `SERVING`, `NOT_SERVING`, `UNKNOWN` or `SERVICE_UNKNOWN`. */
-  readonly status: string;
-}
-
-/** A client of the standard `grpc.health.v1.Health` service. */
-export interface HealthClient extends Client {
-  check(
-    request: { service: string },
-    metadata: Metadata,
-    options: Partial<CallOptions>,
-    callback: (error: ServiceError | null, response?: HealthCheckResponse) => void,
-  ): ClientUnaryCall;
-}
-
-/** The constructor of health clients, from the maintained package's service definition. */
-const healthDefinition: unknown = healthService;
-export const HealthClient = makeGenericClientConstructor(
-  healthDefinition as ServiceDefinition,
-  'grpc.health.v1.Health',
-) as unknown as new (
-  address: string,
-  credentials: ChannelCredentials,
-  options?: Record<string, unknown>,
-) => HealthClient;
+export { HealthClient, type HealthCheckResponse } from '../../net/health-client.js';
 
 /**
  * Channel options for worker connections: answers may carry 1 MiB chunks plus framing, and a
