@@ -311,8 +311,12 @@ export class Replayer {
         this.placements.clear();
         break;
       case 'Snapshot':
-        // A fold that starts at a snapshot (a window, a part of an archive): the calls placed
-        // before it and not yet answered are its reservations, placed where they say.
+        // A fold that starts at a snapshot (a window, a part of an archive) has seen no
+        // `RouterStarted`: the rules version the log was recorded under is the one the
+        // snapshot's state records (a divergence there is by the log's own rules, not v1's).
+        this.recordedVersion ??= this.working.rulesVersion;
+        // The calls placed before it and not yet answered are its reservations, placed where
+        // they say.
         for (const reservation of this.working.reservations.values()) {
           if (this.placements.has(reservation.requestId)) continue;
           this.placements.set(reservation.requestId, {

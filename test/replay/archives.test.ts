@@ -26,6 +26,7 @@ import {
 } from '../../src/projections/index.js';
 import { simulatedLog } from '../../bench/simulated-log.js';
 import { exportCommand } from '../../replay/commands/export.js';
+import { PLACEMENT_RULES_VERSION } from '../../src/core/placement/index.js';
 import { openLogSource, type OpenOptions } from '../../replay/io/log-source.js';
 import { appendHistory, archiverFor, HOUR, testClock } from '../support/archive.js';
 import { readEvents, replayCli, ROOT, runLines } from '../support/replay.js';
@@ -150,6 +151,39 @@ describe('replay over an archive and the live log', function () {
     const alone = replayCli('verify', file);
     expect(alone.status, alone.stdout + alone.stderr).to.equal(0);
     expect(alone.stdout).to.match(/verified: [1-9]\d* recorded decisions/);
+  });
+
+  it("a window that starts at a snapshot reports a divergence by the rules version the snapshot records (an incident), not as an unversioned log's", async () => {
+    // One archive file, a call in it recorded on another worker than placement's: no
+    // RouterStarted in the window, only its snapshot says which rules the log was recorded under.
+    const entry = ArchiveDirectory.open(cluster.archive).entries()[1]!;
+    const file = await ArchiveFile.open(entry.path);
+    const dir = tempDir('tampered-');
+    const writer = new ArchiveWriter(file.header.origin);
+    const workers = new Set<string>();
+    let tampered: number | undefined;
+    let rulesVersion: unknown;
+    for await (const { event } of file.readStored()) {
+      if (event.type === 'Snapshot') {
+        rulesVersion = event.state.rulesVersion;
+        for (const id of Object.keys(event.state.workers as object)) workers.add(id);
+      }
+      let written = event;
+      if (event.type === 'CallPlaced' && tampered === undefined) {
+        tampered = event.seq;
+        written = { ...event, workerId: [...workers].find((id) => id !== event.workerId)! };
+      }
+      writer.add({ event: written } as StoredEvent);
+    }
+    expect(tampered, 'a call placed in the file').to.be.a('number');
+    expect(rulesVersion, "the snapshot's rules version").to.equal(PLACEMENT_RULES_VERSION);
+    const written = await writer.write(dir);
+    const verified = replayCli('verify', written.path);
+    expect(verified.status, verified.stdout + verified.stderr).to.equal(1);
+    expect(verified.stdout).to.contain(`DIVERGED at seq ${tampered! - 1}, request`);
+    expect(verified.stdout).to.contain(
+      `decided by placement rules v${PLACEMENT_RULES_VERSION}, the log's own`,
+    );
   });
 
   it('verifies the archive in two runs with the counts of one, split at any file: the calls placed before the second run starts are answered there', async () => {
