@@ -1,6 +1,9 @@
 import { expect } from 'chai';
 import { open } from 'lmdb';
+import { spawnSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import {
   EVENT_SCHEMA_VERSION,
   EventLog,
@@ -298,6 +301,41 @@ describe('EventLog (LMDB)', () => {
       'is not initialized yet',
     );
     await env.close();
+  });
+
+  it("refuses a data file that is not LMDB's (zeroed, another file, empty read-only) by name, never crashing the process", () => {
+    const open = (contents: Buffer, mode: 'read-only' | 'writer') => {
+      const dir = tempDir();
+      writeFileSync(join(dir, 'events.mdb'), contents);
+      const run = spawnSync(
+        process.execPath,
+        [
+          '--import',
+          'tsx',
+          fileURLToPath(new URL('../support/scripts/open-log.ts', import.meta.url)),
+          dir,
+          mode,
+        ],
+        { encoding: 'utf8' },
+      );
+      expect(run.signal, `${mode} open of ${contents.length} bytes: ${run.stderr}`).to.equal(null);
+      expect(run.status, run.stderr).to.equal(0);
+      return { dir, out: run.stdout.trim() };
+    };
+    const zeroed = open(Buffer.alloc(20_000), 'writer');
+    expect(zeroed.out).to.equal(
+      `refused: event log ${zeroed.dir} is damaged: events.mdb is not an LMDB data file (20000 bytes, no LMDB header in either meta page): move the directory aside (its archive files, if any, still replay) and restore the log from a backup`,
+    );
+    const text = open(Buffer.from('{"seq":1}\n'.repeat(50)), 'read-only');
+    expect(text.out).to.equal(
+      `refused: event log ${text.dir} is not readable: events.mdb is not an LMDB data file (500 bytes, no LMDB header in either meta page): a log still being created, or a damaged one`,
+    );
+    const empty = open(Buffer.alloc(0), 'read-only');
+    expect(empty.out).to.equal(
+      `refused: event log ${empty.dir} is not readable: events.mdb is empty (no LMDB header yet): a log still being created, or a damaged one`,
+    );
+    // An empty file is what a writer creates first: a writer makes it a log.
+    expect(open(Buffer.alloc(0), 'writer').out).to.equal('opened 0');
   });
 
   it('says clearly when a read-only log does not exist', () => {

@@ -17,6 +17,7 @@ import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { open, type Database, type RootDatabase, type RootDatabaseOptionsWithPath } from 'lmdb';
 import { ByteWriter } from '../codec/byte-buffers.js';
+import { dataFileProblem } from './data-file.js';
 import { CanonicalInstant } from '../codec/event-codec.js';
 import {
   isValueFormatName,
@@ -135,6 +136,14 @@ export class EventLog<S = never> extends FoldingLog<S> implements EventLogBacken
     }
     const lock = readOnly ? undefined : WriterLock.acquire(dir);
     try {
+      const problem = dataFileProblem(path, readOnly);
+      if (problem !== undefined) {
+        throw new EventLogError(
+          readOnly
+            ? `event log ${dir} is not readable: ${DATA_FILE} ${problem}: a log still being created, or a damaged one`
+            : `event log ${dir} is damaged: ${DATA_FILE} ${problem}: move the directory aside (its archive files, if any, still replay) and restore the log from a backup`,
+        );
+      }
       // lmdb passes `permissionsMode` to mdb_env_open: the data and lock files are created 0600.
       const root = open({
         path,
