@@ -251,7 +251,7 @@ export async function waitForWorkers(
   afterSeq: number,
   timeoutMs: number,
   failed: Promise<string>,
-  router: string,
+  routers: readonly string[],
 ): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   const abort = new AbortController();
@@ -261,20 +261,24 @@ export async function waitForWorkers(
     abort.abort();
   });
   const seconds = Math.round(timeoutMs / 1000);
-  // The log is opened once the router serves at `router`: it has created the log by then. An
-  // open while it creates the log can make LMDB forget one of its first commits (and the router
-  // then never starts), or fail on a half-made file (docs/event-log.md); a port that merely
-  // accepts connections (another program holds it, and the router is about to exit) says nothing.
-  // The one handle is kept: `follow` picks up what the router writes. A router (or worker) that
-  // exits meanwhile ends the wait with why.
+  // The log is opened once a router serves (of several on a JetStream log, the one that leads):
+  // a router has created its log by then. An open while it creates the log can make LMDB forget
+  // one of its first commits (and the router then never starts), or fail on a half-made file
+  // (docs/event-log.md); a port that merely accepts connections (another program holds it, and
+  // the router is about to exit) says nothing. The one handle is kept: `follow` picks up what
+  // the router writes. A router (or worker) that exits meanwhile ends the wait with why.
   for (;;) {
-    const why = await notServing(router, 1_000);
+    const answers = await Promise.all(routers.map((address) => notServing(address, 1_000)));
     if (stopped) throw new LocalClusterError(stopped);
-    if (why === undefined) break;
-    if (Date.now() > deadline)
+    if (answers.some((why) => why === undefined)) break;
+    if (Date.now() > deadline) {
+      const last = answers.map((why, i) => (routers.length === 1 ? why : `${routers[i]}: ${why}`));
       throw new LocalClusterError(
-        `the router did not serve at ${router} within ${seconds}s (last: ${why})`,
+        routers.length === 1
+          ? `the router did not serve at ${routers[0]} within ${seconds}s (last: ${last[0]})`
+          : `no router served at ${routers.join(' or ')} within ${seconds}s (last: ${last.join('; ')})`,
       );
+    }
     await new Promise((r) => setTimeout(r, 100));
   }
   let log: EventLogBackend | undefined;
@@ -477,7 +481,7 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
       );
     });
     const ended = Promise.race([failed, interrupted]);
-    await waitForWorkers(logDir, workerIds, afterSeq, options.readyTimeout, ended, address);
+    await waitForWorkers(logDir, workerIds, afterSeq, options.readyTimeout, ended, addresses);
   } catch (error) {
     await stop();
     throw error;
