@@ -40,9 +40,15 @@ import {
   WorkerStatus,
 } from '../src/proto/gen/readie/v1/registry.js';
 import { bearerMetadata } from '../src/router/security/index.js';
-import { HealthClient } from '../src/router/workers/index.js';
 import { measureHotPath } from './router-hot-path.js';
-import { collectGarbage, perSecond, ratio, withTempDir, percentile } from './support.js';
+import {
+  collectGarbage,
+  perSecond,
+  ratio,
+  withTempDir,
+  percentile,
+  waitServing,
+} from './support.js';
 
 /** The benchmark's credentials: its client's tenant token, its worker's, the router's own. */
 const TENANT_TOKEN = 'bench-tenant-token-0123456789abcdef';
@@ -242,24 +248,6 @@ function firstLine(child: ChildProcess, pattern: RegExp): Promise<string> {
   });
 }
 
-async function waitServing(address: string): Promise<void> {
-  const health = new HealthClient(address, credentials.createInsecure());
-  try {
-    for (let attempt = 0; attempt < 600; attempt += 1) {
-      const serving = await new Promise<boolean>((resolve) =>
-        health.check({ service: '' }, new Metadata(), { deadline: Date.now() + 1_000 }, (e, r) =>
-          resolve(!e && r?.status === 'SERVING'),
-        ),
-      );
-      if (serving) return;
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-    throw new Error(`router at ${address} never served`);
-  } finally {
-    health.close();
-  }
-}
-
 function register(routerAddress: string, workerAddress: string): Promise<void> {
   const registry = new RegistryServiceClient(routerAddress, credentials.createInsecure());
   return new Promise((resolve, reject) =>
@@ -394,8 +382,8 @@ export async function run() {
       nginx = spawn('nginx', ['-p', dir, '-c', nginxConf, '-g', 'daemon off;'], {
         stdio: 'ignore',
       });
-      await waitServing(routerAddress);
-      await waitServing(`127.0.0.1:${nginxPort}`);
+      await waitServing(routerAddress, 600);
+      await waitServing(`127.0.0.1:${nginxPort}`, 600);
       await register(routerAddress, workerAddress);
       const paths: Record<PathName, Path & { close(): void }> = {
         router: proxyPath('router', routerAddress),

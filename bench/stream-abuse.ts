@@ -18,15 +18,13 @@ import type { ClientHttp2Session } from 'node:http2';
 import { connect as tcpConnect, createServer, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { credentials, Metadata } from '@grpc/grpc-js';
-import { HealthClient } from '../src/router/workers/index.js';
 import {
   openRawCall,
   rawSession,
   sendPartialMessage,
   type RawCall,
 } from '../test/support/router/raw-h2-calls.js';
-import { ratio, withTempDir } from './support.js';
+import { ratio, waitServing, withTempDir } from './support.js';
 
 const TENANT_TOKEN = 'bench-abuse-tenant-token-0123456789';
 const MiB = 1024 * 1024;
@@ -55,24 +53,6 @@ function freePort(): Promise<number> {
       server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
     });
   });
-}
-
-async function waitServing(address: string): Promise<void> {
-  const health = new HealthClient(address, credentials.createInsecure());
-  try {
-    for (let attempt = 0; attempt < 300; attempt += 1) {
-      const serving = await new Promise<boolean>((resolve) =>
-        health.check({ service: '' }, new Metadata(), { deadline: Date.now() + 1_000 }, (e, r) =>
-          resolve(!e && r?.status === 'SERVING'),
-        ),
-      );
-      if (serving) return;
-      await sleep(100);
-    }
-    throw new Error(`router at ${address} never served`);
-  } finally {
-    health.close();
-  }
 }
 
 /** Opens `count` streams over `CONNECTIONS` connections; `send` writes on each (or nothing). */

@@ -2,6 +2,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { healthStatus } from '../src/net/health-client.js';
 
 /** Milliseconds taken by `work` (awaited). */
 export async function timed(work: () => unknown): Promise<number> {
@@ -64,4 +65,17 @@ export function clientEnv(
     READIE_AUTH_TOKEN: cluster.credentials.clientToken,
     PYTHONPATH: join(root, 'python'),
   };
+}
+
+/**
+ * Resolves once the gRPC server at `address` answers a health check `SERVING`; throws after
+ * `attempts` checks 100 ms apart.
+ */
+export async function waitServing(address: string, attempts = 300): Promise<void> {
+  for (let attempt = 0; attempt < attempts; attempt += 1) {
+    const status = await healthStatus(address, '', 1_000).catch(() => undefined);
+    if (status === 'SERVING') return;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`${address} never served`);
 }

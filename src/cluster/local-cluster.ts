@@ -272,11 +272,11 @@ export async function waitForWorkers(
     if (stopped) throw new LocalClusterError(stopped);
     if (answers.some((why) => why === undefined)) break;
     if (Date.now() > deadline) {
-      const last = answers.map((why, i) => (routers.length === 1 ? why : `${routers[i]}: ${why}`));
+      const [only] = routers.length === 1 ? answers : [];
       throw new LocalClusterError(
-        routers.length === 1
-          ? `the router did not serve at ${routers[0]} within ${seconds}s (last: ${last[0]})`
-          : `no router served at ${routers.join(' or ')} within ${seconds}s (last: ${last.join('; ')})`,
+        only !== undefined
+          ? `the router did not serve at ${routers[0]} within ${seconds}s (last: ${only})`
+          : `no router served at ${routers.join(' or ')} within ${seconds}s (last: ${routers.map((address, i) => `${address}: ${answers[i]}`).join('; ')})`,
       );
     }
     await new Promise((r) => setTimeout(r, 100));

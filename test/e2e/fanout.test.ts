@@ -337,7 +337,11 @@ describe('end to end: fan-out (fn.map, fn.spawn) on a real cluster', function ()
       // Not as the first result is printed: the script is then in its own loop body, where a
       // Ctrl-C is the caller's bare KeyboardInterrupt (the map's generator, closed by it, cancels
       // its batches but cannot word the interrupt). Once it says it waits inside the map again.
-      await eventually(() => stdout.includes('back in the map'), 'the first result', 60_000);
+      await eventually(
+        () => stdout.includes('back in the map'),
+        'the script waiting inside the map after its first result',
+        60_000,
+      );
       const exited = once(client, 'exit');
       client.kill('SIGINT');
       const [code] = (await exited) as [number | null];

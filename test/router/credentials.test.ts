@@ -1,10 +1,11 @@
 import { expect } from 'chai';
 import { chmodSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { credentials, Metadata, type ServiceError } from '@grpc/grpc-js';
+import { type ServiceError } from '@grpc/grpc-js';
 import { ContainerState } from '../../src/proto/gen/readie/v1/registry.js';
 import { createLogger, TokensFileError } from '../../src/router/index.js';
 import { tokenDigest } from '../../src/shared/bearer-token.js';
+import { checkHealth } from '../support/health-client.js';
 import { captureLog } from '../support/log-capture.js';
 import {
   bearer,
@@ -211,14 +212,7 @@ describe('router: credentials name their holder', function () {
   });
 
   it('keeps its health service open to anyone', async () => {
-    const { HealthClient } = await import('../../src/router/workers/index.js');
-    const health = new HealthClient(test.address, credentials.createInsecure());
-    const answer = await new Promise<string | undefined>((resolve, reject) =>
-      health.check({ service: '' }, new Metadata(), {}, (error, response) =>
-        error ? reject(error) : resolve(response?.status),
-      ),
-    );
-    health.close();
+    const answer = await checkHealth(test.address);
     expect(answer).to.equal('SERVING');
   });
 });

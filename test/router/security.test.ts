@@ -1,8 +1,8 @@
 import { expect } from 'chai';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { credentials, Metadata } from '@grpc/grpc-js';
-import { HealthClient } from '../../src/router/workers/index.js';
+import { credentials } from '@grpc/grpc-js';
+import { healthStatus } from '../../src/net/health-client.js';
 import { fold } from '../../src/projections/index.js';
 import { ProxyServiceClient } from '../../src/proto/gen/readie/v1/proxy.js';
 import { servingSecurityOf } from '../../src/router/index.js';
@@ -113,16 +113,7 @@ describe('router: TLS and the bearer token', function () {
   });
 
   it('keeps its own health service open without a token', async () => {
-    const health = new HealthClient(test.address, credentials.createSsl(ca));
-    const status = await new Promise<string | undefined>((resolve, reject) =>
-      health.check(
-        { service: '' },
-        new Metadata(),
-        { deadline: Date.now() + 5_000 },
-        (error, answer) => (error ? reject(error) : resolve(answer?.status)),
-      ),
-    );
-    health.close();
+    const status = await healthStatus(test.address, '', 5_000, credentials.createSsl(ca));
     expect(status).to.equal('SERVING');
   });
 

@@ -1,8 +1,8 @@
 /**
  * A look at an LMDB data file before lmdb-js opens it. lmdb-js ends the process with SIGSEGV,
  * nothing said, on a data file that is not LMDB's (zeroed, or another file's bytes) and, opening
- * read-only, on an empty one (a log a writer is creating, or a crash's leftover): a router, a
- * `replay` or `readie status` pointed at a damaged log must say so instead.
+ * read-only, on an empty one (a log a writer is creating, or a crash's leftover): a router or a
+ * `replay` pointed at a damaged log must say so instead.
  */
 import { closeSync, openSync, readSync, statSync } from 'node:fs';
 
@@ -12,6 +12,8 @@ const MAGIC = 0xbeefc0de;
 const MAGIC_OFFSET = 24;
 /** The page sizes LMDB may use: the second meta page starts one page in. */
 const PAGE_SIZES = [4096, 8192, 16384, 32768, 65536];
+/** The bytes that hold both meta pages' magic, whatever the page size. */
+const HEAD_BYTES = 65536 + MAGIC_OFFSET + 4;
 
 /**
  * Why the data file at `path` cannot be opened, or undefined when it can (it holds LMDB's header
@@ -25,7 +27,7 @@ export function dataFileProblem(path: string, readOnly: boolean): string | undef
     return undefined;
   }
   if (size === 0) return readOnly ? 'is empty (no LMDB header yet)' : undefined;
-  const head = Buffer.alloc(Math.min(size, (PAGE_SIZES.at(-1) as number) + MAGIC_OFFSET + 4));
+  const head = Buffer.alloc(Math.min(size, HEAD_BYTES));
   const fd = openSync(path, 'r');
   try {
     readSync(fd, head, 0, head.length, 0);

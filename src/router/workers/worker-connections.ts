@@ -14,8 +14,6 @@ import { ResidencyServiceClient } from '../../proto/gen/readie/v1/residency.js';
 import { RelayExecutionClient } from '../calls/relay-codec.js';
 import { ExecutionServiceClient } from '../../proto/gen/readie/v1/execution.js';
 
-export { HealthClient, type HealthCheckResponse } from '../../net/health-client.js';
-
 /**
  * Channel options for worker connections: answers may carry 1 MiB chunks plus framing, and a
  * receive window of several chunks keeps a relayed download from stalling on flow control.
