@@ -1,9 +1,10 @@
 import { expect } from 'chai';
 import { execFile } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ReadieClient } from '../../src/client/index.js';
+import { prefixOf } from '../../src/worker/images/image-files.js';
 import { tokenDigest } from '../../src/shared/bearer-token.js';
 import {
   eventually,
@@ -139,6 +140,12 @@ describe('images end to end: built once per worker and tenant, from the host pac
     expect(acme[0]!.manifest.wheels.map((wheel) => wheel.file)).to.deep.equal([
       'tomli_w-1.2.0-py3-none-any.whl',
     ]);
+    // Compiled at the build: every later container imports it from a read-only prefix.
+    const pycache = join(
+      prefixOf(acme[0]!.dir),
+      'local/lib/python3.11/dist-packages/tomli_w/__pycache__',
+    );
+    expect(readdirSync(pycache)).to.include('__init__.cpython-311.pyc');
 
     // Another tenant, the same declaration (without the variable: another image), its own build.
     const globex = new ReadieClient({ address: test.address, insecure: true, token: GLOBEX });

@@ -266,6 +266,29 @@ describe('worker units', () => {
       expect(uv.env).to.include({ UV_NO_CONFIG: '1' });
     });
 
+    it("compiles an image's bytecode at its install (uv only when asked; pip always does)", () => {
+      const uv = installCommand({ kind: 'uv', uv: '/usr/bin/uv' }, 'py', ['/d'], '/p', ['b'], {
+        compileBytecode: true,
+      });
+      expect(uv.argv.slice(0, 8)).to.deep.equal([
+        '/usr/bin/uv',
+        'pip',
+        'install',
+        '--python',
+        'py',
+        '--prefix',
+        '/p',
+        '--compile-bytecode',
+      ]);
+      const pip = installCommand({ kind: 'pip' }, 'py', ['/d'], '/p', ['b'], {
+        compileBytecode: true,
+      });
+      expect(pip.argv).to.not.include('--no-compile');
+      expect(pip.argv).to.deep.equal(
+        installCommand({ kind: 'pip' }, 'py', ['/d'], '/p', ['b']).argv,
+      );
+    });
+
     it('fetches wheels on the host from an index (never sources), and not at all from a wheel directory alone', () => {
       const both = fetchCommand(
         'py',

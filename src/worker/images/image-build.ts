@@ -123,6 +123,7 @@ export async function installImage(
         [SANDBOX_IMAGE_WHEELS],
         SANDBOX_IMAGE_PREFIX,
         image.packages,
+        { compileBytecode: true },
       );
       await say(`image: installing ${image.packages.join(' ')} in a sandboxed build container`);
       const done = await runInstallFrame(

@@ -83,6 +83,10 @@ export function fetchCommand(
 /**
  * The in-container install of `requirements` into `prefix` for the interpreter `python`, from
  * the local directories `findLinks` only (no index: the container has no way to one).
+ * `compileBytecode`: the prefix is imported by many containers later and bound read-only there
+ * (an image), so its modules' bytecode is compiled now: an import from a read-only prefix without
+ * `.pyc` files compiles every module again in every container. pip compiles by default; uv only
+ * when asked.
  */
 export function installCommand(
   installer: Installer,
@@ -90,6 +94,7 @@ export function installCommand(
   findLinks: readonly string[],
   prefix: string,
   requirements: readonly string[],
+  { compileBytecode = false }: { readonly compileBytecode?: boolean } = {},
 ): InstallCommand {
   const sources = ['--no-index', ...findLinks.flatMap((dir) => ['--find-links', dir])];
   if (installer.kind === 'uv') {
@@ -102,6 +107,7 @@ export function installCommand(
         python,
         '--prefix',
         prefix,
+        ...(compileBytecode ? ['--compile-bytecode'] : []),
         ...sources,
         '--',
         ...requirements,
