@@ -37,6 +37,7 @@ import {
 } from '../events/index.js';
 import type { Catalogue } from '../events/catalogue.js';
 import { healthStatus } from '../net/health-client.js';
+import { RegistryServiceClient } from '../proto/gen/readie/v1/registry.js';
 import { defaultCatalogue } from './default-catalogue.js';
 import { writeLocalAddress } from './local-address.js';
 import { writeLocalCredentials, type LocalCredentials } from './local-credentials.js';
@@ -224,7 +225,7 @@ export async function lastSeqOf(location: string): Promise<number> {
 }
 
 /** The service whose health the router reports SERVING once it has recovered from its log. */
-const ROUTER_SERVICE = 'readie.v1.RegistryService';
+const ROUTER_SERVICE = RegistryServiceClient.serviceName;
 
 /**
  * Whether the router at `address` serves now: `undefined` when it does, else what it answered

@@ -27,7 +27,8 @@ import {
 } from '../events/index.js';
 import { streamNames } from '../events/jetstream/stream-format.js';
 import { RouterConfigError } from '../core/errors.js';
-import { AdminServiceService } from '../proto/gen/readie/v1/admin.js';
+import { ProxyServiceClient } from '../proto/gen/readie/v1/proxy.js';
+import { AdminServiceClient, AdminServiceService } from '../proto/gen/readie/v1/admin.js';
 import { PlacementCaches } from '../core/placement/index.js';
 import {
   clusterProjectionTelling,
@@ -35,8 +36,8 @@ import {
   isLive,
   type ClusterState,
 } from '../projections/index.js';
-import { RegistryServiceService } from '../proto/gen/readie/v1/registry.js';
-import { TenantServiceService } from '../proto/gen/readie/v1/tenant.js';
+import { RegistryServiceClient, RegistryServiceService } from '../proto/gen/readie/v1/registry.js';
+import { TenantServiceClient, TenantServiceService } from '../proto/gen/readie/v1/tenant.js';
 import { DEFAULT_CONFIG, retentionProblem, type Config } from '../shared/config.js';
 import { adminService, tenantService, WorkerFailures } from './admin/index.js';
 import { ActiveCalls, type CallPathOptions, type WorkerLinks } from './calls/index.js';
@@ -203,13 +204,13 @@ const SERVER_OPTIONS = {
   'grpc.keepalive_time_ms': 60_000,
 };
 
-/** The service names the router's health service reports. */
+/** The service names the router's health service reports ('' for the server as a whole). */
 const HEALTH_SERVICES = [
   '',
-  'readie.v1.ProxyService',
-  'readie.v1.RegistryService',
-  'readie.v1.AdminService',
-  'readie.v1.TenantService',
+  ProxyServiceClient.serviceName,
+  RegistryServiceClient.serviceName,
+  AdminServiceClient.serviceName,
+  TenantServiceClient.serviceName,
 ];
 
 /** Starts a router; resolves once it serves. */
