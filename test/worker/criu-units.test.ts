@@ -3,6 +3,7 @@ import {
   chmodSync,
   existsSync,
   mkdirSync,
+  rmSync,
   utimesSync,
   writeFileSync,
 } from 'node:fs';
@@ -139,6 +140,12 @@ describe('CRIU units', () => {
         stale: 'its file pages-1.img is corrupt (it does not hash as sealed)',
         missing: false,
       });
+      // A file removed, then the whole directory replaced by something that is not one.
+      rmSync(join(dir, 'core-1.img'), { force: true });
+      expect(await opened.changed()).to.equal('core-1.img is gone');
+      rmSync(dir, { recursive: true, force: true });
+      writeFileSync(dir, 'not a directory');
+      expect(await opened.changed()).to.equal('core-1.img cannot be read (ENOTDIR)');
     });
 
     it('an image is stale once a module file it had loaded changes, or when it has no manifest', async () => {

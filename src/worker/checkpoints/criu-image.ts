@@ -235,21 +235,30 @@ export class CriuImage {
    * each) cost a tenth of the CPU the same calls cost through the thread pool, one promise each.
    */
   changed(): Promise<string | null> {
+    return Promise.resolve(this.firstChange());
+  }
+
+  private firstChange(): string | null {
     for (const [name, before] of this.stamps) {
-      const now = statSync(join(this.dir, name), { throwIfNoEntry: false });
-      if (now === undefined) return Promise.resolve(`${name} is gone`);
+      let now;
+      try {
+        now = statSync(join(this.dir, name), { throwIfNoEntry: false });
+      } catch (error) {
+        return `${name} cannot be read (${(error as NodeJS.ErrnoException).code ?? String(error)})`;
+      }
+      if (now === undefined) return `${name} is gone`;
       if (now.size !== before.size) {
-        return Promise.resolve(`${name} changed size (${before.size} -> ${now.size} bytes)`);
+        return `${name} changed size (${before.size} -> ${now.size} bytes)`;
       }
       if (
         now.mtimeMs !== before.mtimeMs ||
         now.ctimeMs !== before.ctimeMs ||
         now.ino !== before.ino
       ) {
-        return Promise.resolve(`${name} was modified`);
+        return `${name} was modified`;
       }
     }
-    return Promise.resolve(null);
+    return null;
   }
 }
 
