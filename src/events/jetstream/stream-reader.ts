@@ -59,8 +59,14 @@ export class StreamReader {
     const messages = await consumer.consume({ max_messages: 512 });
     const stop = () => messages.stop();
     signal?.addEventListener('abort', stop, { once: true });
+    // Each stream message once, from `start` on: an ordered consumer that the client library
+    // recreates (after missed heartbeats, say, on a loaded host) must not hand the fold a
+    // message again, nor one before where the read began.
+    let after = Math.max(1, start) - 1;
     try {
       for await (const message of messages) {
+        if (message.seq <= after) continue;
+        after = message.seq;
         const range = parseSeqRange(message.headers?.get(SEQ_HEADER), message.seq);
         const object = message.headers?.get(OBJECT_HEADER) ?? '';
         const body = object === '' ? message.string() : await this.readObject(object, message.seq);
