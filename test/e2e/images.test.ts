@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { execFile } from 'node:child_process';
-import { readdirSync, writeFileSync } from 'node:fs';
+import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ReadieClient } from '../../src/client/index.js';
@@ -140,12 +140,17 @@ describe('images end to end: built once per worker and tenant, from the host pac
     expect(acme[0]!.manifest.wheels.map((wheel) => wheel.file)).to.deep.equal([
       'tomli_w-1.2.0-py3-none-any.whl',
     ]);
-    // Compiled at the build: every later container imports it from a read-only prefix.
-    const pycache = join(
-      prefixOf(acme[0]!.dir),
-      'local/lib/python3.11/dist-packages/tomli_w/__pycache__',
-    );
-    expect(readdirSync(pycache)).to.include('__init__.cpython-311.pyc');
+    // Compiled at the build, and still valid for its source once sealed (the header's source
+    // mtime and size match): every later container imports it from a read-only prefix, where
+    // Python could neither write a new one nor use a stale one.
+    const module = join(prefixOf(acme[0]!.dir), 'local/lib/python3.11/dist-packages/tomli_w');
+    const pyc = readFileSync(join(module, '__pycache__', '__init__.cpython-311.pyc'));
+    const source = statSync(join(module, '__init__.py'));
+    expect(pyc.readUInt32LE(4), 'a timestamp-based .pyc').to.equal(0);
+    expect([pyc.readUInt32LE(8), pyc.readUInt32LE(12)]).to.deep.equal([
+      Math.floor(source.mtimeMs / 1000),
+      source.size,
+    ]);
 
     // Another tenant, the same declaration (without the variable: another image), its own build.
     const globex = new ReadieClient({ address: test.address, insecure: true, token: GLOBEX });

@@ -220,7 +220,7 @@ export class CriuBackend implements RestoreBackend {
   async restore(checkpointId: string, spec: ContainerSpec): Promise<ContainerProcess> {
     const image = this.images.get(checkpointId);
     if (!image) throw new RestoreError(`checkpoint ${checkpointId} is not held by this worker`);
-    const changed = await image.changed();
+    const changed = image.changed();
     if (changed !== null) {
       this.discard(checkpointId, image, `its image changed after the dump: ${changed}`);
       throw new RestoreError(

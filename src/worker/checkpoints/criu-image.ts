@@ -234,11 +234,7 @@ export class CriuImage {
    * restore: synchronous stat calls of the image's few files (cached inodes, some microseconds
    * each) cost a tenth of the CPU the same calls cost through the thread pool, one promise each.
    */
-  changed(): Promise<string | null> {
-    return Promise.resolve(this.firstChange());
-  }
-
-  private firstChange(): string | null {
+  changed(): string | null {
     for (const [name, before] of this.stamps) {
       let now;
       try {
