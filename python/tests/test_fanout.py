@@ -196,6 +196,14 @@ class DyingSession(Recording):
         finally:
             with self.lock:
                 self.arrived[session] -= 1
+                self.arrival.notify_all()
+
+    def settled(self):
+        """Waits (at most 5 s) until no call of the first session is still being handled: the map
+        can end (its inputs run again in a new session) while the call that waited its turn
+        behind the dying one is still being refused here."""
+        with self.arrival:
+            self.arrival.wait_for(lambda: self.arrived.get(self.first, 0) == 0, timeout=5)
 
     def _in_turn(self, turn, session, received, context):
         with turn:
@@ -304,6 +312,7 @@ class MapRoomTest(ProxyCase):
         script = self.proxy.script = DyingSession()
         got = list(double.map(range(13), chunk_size=1, retries=1, progress=False))
         self.assertEqual(got, [2 * x for x in range(13)])
+        script.settled()
         # Both batches under way met the dead session (one at a time would prove nothing).
         self.assertEqual(script.failed, ["died", "gone"])
         # Each moved the slot on only if it was still on the session that failed: one new session
