@@ -169,17 +169,29 @@ class Recording(Refusing):
 
 
 class DyingSession(Recording):
-    """Like :class:`Recording`, but the first session's container dies in its 8th call (which
-    fails: it ran); a call of that session waiting its turn behind it is then refused before it
-    starts (NOT_FOUND), as the router refuses a call of a session whose container is gone."""
+    """Like :class:`Recording`, but the first session's container dies in a call from its 8th on
+    (which fails: it ran), the first whose turn comes while another call of that session waits its
+    turn behind it; that call is then refused before it starts (NOT_FOUND), as the router refuses
+    a call of a session whose container is gone.
+
+    The victim is chosen by what waits, not by its turn alone: this stand-in's threads can take a
+    session's two calls that arrived together in either order (the router takes them in order),
+    and then the slot, waiting for the older one to end before it sends the next, has nothing
+    waiting behind the 8th turn."""
+
+    #: How long a call that could die waits for another call of its session to wait behind it.
+    VICTIM_WAIT = 1.0
 
     def __init__(self):
         super().__init__(delay=0.03)
         self.first = None
         self.first_turns = 0
+        self.died = False
         self.failed = []
-        # Calls of each session not done (running, or waiting their turn); told when one arrives.
+        # Calls of each session not done (running, or waiting their turn), and of those the ones
+        # still waiting their turn; told when either changes.
         self.arrived = {}
+        self.waiting = {}
         self.arrival = threading.Condition(self.lock)
 
     def __call__(self, received, requests, context):
@@ -190,6 +202,7 @@ class DyingSession(Recording):
                 self.first = session
             turn = self.turns.setdefault(session, threading.Lock())
             self.arrived[session] = self.arrived.get(session, 0) + 1
+            self.waiting[session] = self.waiting.get(session, 0) + 1
             self.arrival.notify_all()
         try:
             yield from self._in_turn(turn, session, received, context)
@@ -207,22 +220,33 @@ class DyingSession(Recording):
 
     def _in_turn(self, turn, session, received, context):
         with turn:
-            with self.lock:
-                dead = session == self.first and self.first_turns >= 7
-                if session == self.first:
+            with self.arrival:
+                self.waiting[session] -= 1
+                self.arrival.notify_all()
+                first = session == self.first
+                if first:
                     self.first_turns += 1
-                failing = "died" if self.first_turns == 8 and dead else "gone"
-                if dead:
-                    self.failed.append(failing)
+                gone = first and self.died
+                # From the 8th turn on, a call dies once another call of its session waits its
+                # turn behind it (the slot's next batch, sent while this one runs): at most
+                # VICTIM_WAIT, else it runs and a later one dies. Waiting, not arrived: the call
+                # before it, its turn over, can still be finishing here.
+                dies = (
+                    first
+                    and not self.died
+                    and self.first_turns >= 8
+                    and self.arrival.wait_for(lambda: self.waiting[session] >= 1, timeout=self.VICTIM_WAIT)
+                )
+                if dies:
+                    self.died = True
+                    self.failed.append("died")
+                elif gone:
+                    self.failed.append("gone")
                 else:
                     self.sessions.append(session)
-            if dead and failing == "died":
-                # It dies while it runs, once the slot's next call has arrived and waits its turn
-                # behind it (at most 5 s: a slot that never sends early fails the test).
-                with self.arrival:
-                    self.arrival.wait_for(lambda: self.arrived[session] >= 2, timeout=5)
+            if dies:
                 context.abort(grpc.StatusCode.UNAVAILABLE, "the session's container died during the call")
-            if dead:
+            if gone:
                 context.set_trailing_metadata((("readie-not-started", "1"),))
                 context.abort(grpc.StatusCode.NOT_FOUND, "the session has expired")
             time.sleep(self.delay)
