@@ -536,6 +536,7 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
             }
           })();
         },
+        onContendFailed: (why) => logger.info({ why }, 'router could not take the lease yet'),
         onLost: (why) => {
           logger.warn({ why }, 'router lost the lease: it steps down');
           journal.stop(new EventLogError(`the router lost the lease of ${log.location}: ${why}`));

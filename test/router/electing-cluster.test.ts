@@ -121,6 +121,60 @@ describe('a router beside a NATS cluster that is still electing (real three-node
     }
   });
 
+  it('a standby that cannot read the lease says why, at most once a lease period', async () => {
+    const location = await existingLog('silent');
+    const bucket = streamNames(location.slice(location.lastIndexOf('/') + 1)).leaseBucket;
+    const nc = await connect({ servers: nats.cluster.nodes.map((node) => node.url) });
+    const told: { why: string; at: number }[] = [];
+    let lease: LeaderLease | undefined;
+    let holding = true;
+    let renewals: Promise<void> | undefined;
+    try {
+      // Another router holds the lease and renews it until the cluster goes: this one waits.
+      const kv = await new Kvm(nc).open(bucket);
+      const holder = JSON.stringify({ routerId: 'router-x', address: '127.0.0.1:2' });
+      await kv.put('leader', holder);
+      renewals = (async () => {
+        while (holding) {
+          await kv.put('leader', holder).catch(() => undefined);
+          await new Promise((resolve) => setTimeout(resolve, 200));
+        }
+      })();
+      lease = await LeaderLease.open({
+        connection: nc,
+        bucket,
+        replicas: 3,
+        leaseMs: 12_000,
+        me: { routerId: 'router-c', address: '127.0.0.1:1' },
+        clock: Date.now,
+        onLeading: () => undefined,
+        onLost: () => undefined,
+        onContendFailed: (why) => told.push({ why, at: Date.now() }),
+      });
+      lease.start();
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      expect(told, 'nothing to tell while the lease reads').to.deep.equal([]);
+      // The cluster goes away: every read fails from now on.
+      for (const index of [0, 1, 2]) await nats.cluster.stopNode(index);
+      holding = false;
+      const until = Date.now() + 60_000;
+      while (told.length < 2 && Date.now() < until) {
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      expect(told.length, 'told again while it still cannot read').to.be.at.least(2);
+      expect(told[0]?.why).to.match(/^the lease could not be read: \S/);
+      // A read fails every 6 s or so (a tenth of the lease between reads, then the request's
+      // 5 s timeout): it tells once a lease period at most.
+      expect(told[1]!.at - told[0]!.at).to.be.at.least(12_000);
+      expect(lease.isLeader).to.equal(false);
+    } finally {
+      holding = false;
+      await lease?.stop(false);
+      await renewals;
+      await nc.close().catch(() => undefined);
+    }
+  });
+
   it('gives up after --log-wait, exit 1, one line that says what to check', async () => {
     const location = await existingLog('gives-up');
     await leaveOneNode();

@@ -41,6 +41,12 @@ export interface LeaseOptions {
   /** Told when this router lost or gave up the lease, with why. */
   readonly onLost: (why: string) => void;
   /**
+   * Told, at most once a `leaseMs`, why a standby could not read the lease or take an expired
+   * one (the bucket unreachable, another router's write first): a standby that never leads says
+   * why.
+   */
+  readonly onContendFailed?: (why: string) => void;
+  /**
    * How `open` waits for a cluster still electing the bucket's leader (default: no retry), as in
    * `waitForCluster`.
    */
@@ -57,6 +63,8 @@ export class LeaderLease {
   private watchdog: NodeJS.Timeout | undefined;
   private busy = false;
   private stopped = false;
+  /** When a failed contention was last told (`onContendFailed`). */
+  private failureToldAt = Number.NEGATIVE_INFINITY;
 
   private constructor(
     private readonly kv: KV,
@@ -163,7 +171,8 @@ export class LeaderLease {
     let entry;
     try {
       entry = await this.kv.get(KEY);
-    } catch {
+    } catch (error) {
+      this.contendFailed(`the lease could not be read: ${(error as Error).message}`);
       return;
     }
     const now = clock();
@@ -185,13 +194,24 @@ export class LeaderLease {
         entry === null
           ? await this.kv.create(KEY, this.value())
           : await this.kv.update(KEY, this.value(), revision);
-    } catch {
+    } catch (error) {
       // Another standby won, or the bucket is unreachable: read again next time.
+      const held = previous ? `held by ${previous.routerId} at ${previous.address}` : 'free';
+      this.contendFailed(
+        `the lease (revision ${revision}, ${held}) could not be taken: ${(error as Error).message}`,
+      );
       return;
     }
     this.renewedSentAt = sentAt;
     this.leading = true;
     this.options.onLeading(previous, this.revision);
+  }
+
+  private contendFailed(why: string): void {
+    const now = this.options.clock();
+    if (now - this.failureToldAt < this.options.leaseMs) return;
+    this.failureToldAt = now;
+    this.options.onContendFailed?.(why);
   }
 
   private lose(why: string): void {
