@@ -526,6 +526,11 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
           waitSetting: '--log-wait',
         },
         onLeading: (previous) => {
+          // Said before the takeover's reads and first append: one that never ends shows here.
+          logger.info(
+            { takeoverFrom: previous?.routerId ?? null },
+            'router won the lease: taking over',
+          );
           void (async () => {
             try {
               await shared.stopFollowing();

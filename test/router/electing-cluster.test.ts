@@ -13,6 +13,7 @@ import { LeaderLease } from '../../src/router/leadership/index.js';
 import { useNatsCluster } from '../support/nats.js';
 import { spawnRouter } from '../support/jetstream-routers.js';
 import type { Child } from '../support/processes.js';
+import { eventually } from '../support/router/harness.js';
 
 async function stop(child: Child): Promise<void> {
   if (child.process.exitCode === null && child.process.signalCode === null) {
@@ -125,6 +126,9 @@ describe('a router beside a NATS cluster that is still electing (real three-node
     const location = await existingLog('silent');
     const bucket = streamNames(location.slice(location.lastIndexOf('/') + 1)).leaseBucket;
     const nc = await connect({ servers: nats.cluster.nodes.map((node) => node.url) });
+    // When each failure was told, by the lease's own clock: the reading it took to decide.
+    let now = 0;
+    const clock = () => (now = Date.now());
     const told: { why: string; at: number }[] = [];
     let lease: LeaderLease | undefined;
     let holding = true;
@@ -146,22 +150,19 @@ describe('a router beside a NATS cluster that is still electing (real three-node
         replicas: 3,
         leaseMs: 12_000,
         me: { routerId: 'router-c', address: '127.0.0.1:1' },
-        clock: Date.now,
+        clock,
         onLeading: () => undefined,
         onLost: () => undefined,
-        onContendFailed: (why) => told.push({ why, at: Date.now() }),
+        onContendFailed: (why) => told.push({ why, at: now }),
       });
       lease.start();
-      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      const standing = lease;
+      await eventually(() => standing.holder?.routerId === 'router-x', 'the lease read');
       expect(told, 'nothing to tell while the lease reads').to.deep.equal([]);
       // The cluster goes away: every read fails from now on.
       for (const index of [0, 1, 2]) await nats.cluster.stopNode(index);
       holding = false;
-      const until = Date.now() + 60_000;
-      while (told.length < 2 && Date.now() < until) {
-        await new Promise((resolve) => setTimeout(resolve, 50));
-      }
-      expect(told.length, 'told again while it still cannot read').to.be.at.least(2);
+      await eventually(() => told.length >= 2, 'a second failure told', 60_000);
       expect(told[0]?.why).to.match(/^the lease could not be read: \S/);
       // A read fails every 6 s or so (a tenth of the lease between reads, then the request's
       // 5 s timeout): it tells once a lease period at most.
