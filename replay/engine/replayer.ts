@@ -187,6 +187,8 @@ export class Replayer {
       if (this.options.rules === 'current') {
         event = { ...event, rulesVersion: PLACEMENT_RULES_VERSION };
       }
+    } else if (event.type === 'Snapshot' && this.options.rules === 'current') {
+      event = this.snapshotUnderCurrentRules(event);
     }
     if (this.pending) {
       if (this.belongsToPending(this.pending, event)) {
@@ -223,6 +225,19 @@ export class Replayer {
       recorded: [],
       rulesVersion: recordedRulesVersion(this.recordedVersion),
     };
+  }
+
+  /**
+   * A `Snapshot` as `--rules current` folds it: the rules version its state records (the one its
+   * log's last `RouterStarted` recorded) replaced by today's, as that `RouterStarted` would have
+   * been, so a replay that starts at a snapshot (an archive file, a window) decides by today's
+   * rules from its first call; the version recorded stays the log's for the reports.
+   */
+  private snapshotUnderCurrentRules(event: EventOf<'Snapshot'>): EventOf<'Snapshot'> {
+    const recorded = event.state.rulesVersion;
+    if (typeof recorded !== 'number') return event;
+    this.recordedVersion ??= recorded;
+    return { ...event, state: { ...event.state, rulesVersion: PLACEMENT_RULES_VERSION } };
   }
 
   /**

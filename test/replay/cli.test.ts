@@ -164,6 +164,41 @@ describe('the replay CLI', function () {
     expect(replayCli('verify', '--rules', 'current', good).status).to.equal(0);
   });
 
+  it("verify --rules current decides by today's rules from the first call of a log that starts at a snapshot (an archive file), as in the whole log", () => {
+    // session-pin-and-reuse, recorded under rules 2: its second call re-pins its session, which
+    // today's rules (11) no longer do. The same log cut at a snapshot of the state before that call.
+    const events = readEvents(fixture('session-pin-and-reuse'));
+    const cut = events.findIndex(
+      (event) => event.type === 'CallRequested' && event.requestId === 'second',
+    );
+    const before = events.slice(0, cut);
+    const snapshot = {
+      seq: cut + 1,
+      at: before.at(-1)?.at,
+      cause: null,
+      type: 'Snapshot',
+      schemaVersion: 1,
+      state: stateToJson(fold(before)),
+    };
+    const window = join(tempDir(), 'from-a-snapshot.jsonl');
+    writeFileSync(
+      window,
+      [snapshot, ...events.slice(cut).map((event) => ({ ...event, seq: event.seq + 1 }))]
+        .map((event) => JSON.stringify(event))
+        .join('\n') + '\n',
+    );
+    expect(replayCli('verify', window).status).to.equal(0);
+    const today = replayCli('verify', '--rules', 'current', window);
+    expect(today.status, today.stdout).to.equal(3);
+    expect(today.stdout).to.contain(
+      `RULES CHANGED at seq ${cut + 2}, request second: the log was recorded under placement rules v2; ` +
+        `--rules current decides by today's v${PLACEMENT_RULES_VERSION}`,
+    );
+    expect(today.stdout).to.contain(
+      'first difference: recorded a SessionPinned that placement no longer makes',
+    );
+  });
+
   it("decides a pinned call's deadline shed from the log: verify reproduces it, a call recorded without its deadline diverges, explain names the reason", () => {
     const name = 'pinned-deadline-sheds-cold-load';
     expect(replayCli('verify', fixture(name)).status).to.equal(0);
