@@ -101,6 +101,7 @@ export async function verifyCommand(
     },
   });
   const found = () => divergence !== undefined || otherDivergence !== undefined;
+  let undecidedDials = 0;
   try {
     // The replayer folds every event: the snapshots after the first are passed over.
     await forEachEvent(
@@ -113,6 +114,7 @@ export async function verifyCommand(
       true,
     );
     if (!found()) replayer.end();
+    undecidedDials = replayer.undecidedDials;
   } finally {
     await source.close();
   }
@@ -123,6 +125,11 @@ export async function verifyCommand(
       `verified: ${checked} recorded decision${checked === 1 ? '' : 's'} reproduced exactly${unrecorded > 0 ? ` (${unrecorded} call${unrecorded === 1 ? '' : 's'} had no recorded outcome)` : ''}` +
         (others > 0
           ? `, and ${others} other decision${others === 1 ? '' : 's'} of the core (starts, reports, answers, probes, reaper passes, session turns, ends, pin changes)`
+          : '') +
+        (undecidedDials > 0
+          ? undecidedDials === 1
+            ? "; 1 failed dial of a call requested before the log's first event was folded, not decided again (give the part of the log that holds its request to decide it)"
+            : `; ${undecidedDials} failed dials of calls requested before the log's first event were folded, not decided again (give the part of the log that holds their requests to decide them)`
           : ''),
     );
     return 0;

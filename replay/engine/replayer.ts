@@ -176,6 +176,18 @@ export class Replayer {
 
   /** The rules version the log recorded last (before any `--rules current`). */
   private recordedVersion: number | null = null;
+
+  /** Failed dials of calls never seen requested: folded, not decided again. */
+  private dialsNotDecided = 0;
+
+  /**
+   * Failed dials of calls requested before the first event pushed (a log that starts at a
+   * snapshot: an archive file, a window): folded, not decided again, as no event pushed holds
+   * the call's demand.
+   */
+  get undecidedDials(): number {
+    return this.dialsNotDecided;
+  }
   /** A decision other than a call's being compared with what the log recorded for it. */
   private check: OpenCheck | undefined;
 
@@ -270,7 +282,10 @@ export class Replayer {
       }
       case 'CallDialFailed': {
         const call = this.calls.get(event.requestId);
-        if (call === undefined) return undefined;
+        if (call === undefined) {
+          this.dialsNotDecided += 1;
+          return undefined;
+        }
         const made = decide('dialFailure', this.working, {
           call,
           workerId: event.workerId,

@@ -4,7 +4,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { open as openLmdb } from 'lmdb';
 import { PLACEMENT_RULES_VERSION } from '../../src/core/placement/index.js';
-import { EventLog } from '../../src/events/index.js';
+import { EventLog, type ClusterEvent } from '../../src/events/index.js';
 import { clusterProjection, fold, stateToJson } from '../../src/projections/index.js';
 import { readEvents, replayCli, ROOT } from '../support/replay.js';
 import { stamped, syntheticLog } from '../support/synthetic-log.js';
@@ -23,6 +23,36 @@ function altered(name: string, change: (line: string, index: number) => string):
 /** A fixture line as if recorded under the rules this code decides by (fixtures keep theirs). */
 const underTheseRules = (line: string) =>
   line.replace(/"rulesVersion":\d+/, `"rulesVersion":${PLACEMENT_RULES_VERSION}`);
+
+/**
+ * A fixture cut at a `Snapshot` of the state before the first event `at` picks: the events before
+ * it (`before`), and a log that starts with that snapshot, the rest after it (`window`).
+ */
+function cutAtSnapshot(
+  name: string,
+  at: (event: ClusterEvent) => boolean,
+): { window: string; before: ClusterEvent[]; snapshotSeq: number } {
+  const events = readEvents(fixture(name));
+  const cut = events.findIndex(at);
+  const before = events.slice(0, cut);
+  const snapshotSeq = cut + 1;
+  const snapshot = {
+    seq: snapshotSeq,
+    at: before.at(-1)?.at,
+    cause: null,
+    type: 'Snapshot',
+    schemaVersion: 1,
+    state: stateToJson(fold(before)),
+  };
+  const window = join(tempDir(), `${name}-from-a-snapshot.jsonl`);
+  writeFileSync(
+    window,
+    [snapshot, ...events.slice(cut).map((event) => ({ ...event, seq: event.seq + 1 }))]
+      .map((event) => JSON.stringify(event))
+      .join('\n') + '\n',
+  );
+  return { window, before, snapshotSeq };
+}
 
 function expectNoStack(stderr: string): void {
   expect(stderr).to.not.match(/\n\s+at /);
@@ -167,36 +197,49 @@ describe('the replay CLI', function () {
   it("verify --rules current decides by today's rules from the first call of a log that starts at a snapshot (an archive file), as in the whole log", () => {
     // session-pin-and-reuse, recorded under rules 2: its second call re-pins its session, which
     // today's rules (11) no longer do. The same log cut at a snapshot of the state before that call.
-    const events = readEvents(fixture('session-pin-and-reuse'));
-    const cut = events.findIndex(
+    const { window, snapshotSeq } = cutAtSnapshot(
+      'session-pin-and-reuse',
       (event) => event.type === 'CallRequested' && event.requestId === 'second',
-    );
-    const before = events.slice(0, cut);
-    const snapshot = {
-      seq: cut + 1,
-      at: before.at(-1)?.at,
-      cause: null,
-      type: 'Snapshot',
-      schemaVersion: 1,
-      state: stateToJson(fold(before)),
-    };
-    const window = join(tempDir(), 'from-a-snapshot.jsonl');
-    writeFileSync(
-      window,
-      [snapshot, ...events.slice(cut).map((event) => ({ ...event, seq: event.seq + 1 }))]
-        .map((event) => JSON.stringify(event))
-        .join('\n') + '\n',
     );
     expect(replayCli('verify', window).status).to.equal(0);
     const today = replayCli('verify', '--rules', 'current', window);
     expect(today.status, today.stdout).to.equal(3);
     expect(today.stdout).to.contain(
-      `RULES CHANGED at seq ${cut + 2}, request second: the log was recorded under placement rules v2; ` +
+      `RULES CHANGED at seq ${snapshotSeq + 1}, request second: the log was recorded under placement rules v2; ` +
         `--rules current decides by today's v${PLACEMENT_RULES_VERSION}`,
     );
     expect(today.stdout).to.contain(
       'first difference: recorded a SessionPinned that placement no longer makes',
     );
+  });
+
+  it('verify of a log that starts at a snapshot says how many failed dials it could not decide again (their requests are before it); its two parts check one decision fewer than the whole', () => {
+    const name = 'dial-failure-places-again';
+    // Cut between r1's placement and its failed dial (placed again on b).
+    const { window, before } = cutAtSnapshot(
+      name,
+      (event) => event.type === 'CallDialFailed' && event.requestId === 'r1',
+    );
+    const counts = (stdout: string) =>
+      (/verified: (\d+) recorded decisions? reproduced exactly, and (\d+) other/.exec(stdout) ?? [])
+        .slice(1)
+        .map(Number);
+    const whole = replayCli('verify', fixture(name));
+    expect(whole.stdout).to.not.contain('failed dial');
+    const first = join(tempDir(), 'before-the-dial.jsonl');
+    writeFileSync(first, before.map((event) => JSON.stringify(event)).join('\n') + '\n');
+    const head = replayCli('verify', first);
+    const tail = replayCli('verify', window);
+    expect(tail.status, tail.stdout).to.equal(0);
+    expect(tail.stdout).to.contain(
+      "; 1 failed dial of a call requested before the log's first event was folded, not decided again (give the part of the log that holds its request to decide it)",
+    );
+    const [wholeCalls = 0, wholeOthers = 0] = counts(whole.stdout);
+    const [headCalls = 0, headOthers = 0] = counts(head.stdout);
+    const [tailCalls = 0, tailOthers = 0] = counts(tail.stdout);
+    expect(wholeCalls).to.be.greaterThan(0);
+    expect(headCalls + tailCalls).to.equal(wholeCalls - 1);
+    expect(headOthers + tailOthers).to.equal(wholeOthers);
   });
 
   it("decides a pinned call's deadline shed from the log: verify reproduces it, a call recorded without its deadline diverges, explain names the reason", () => {
