@@ -33,6 +33,11 @@ export interface SourcePart {
   /** Which log it is from, when it says. */
   readonly origin: (() => Promise<LogOrigin | undefined>) | undefined;
   /**
+   * The seq of its first event where it has no `range` (a JSONL file: its first line's), for
+   * reading the parts in seq order; undefined when that cannot be told.
+   */
+  readonly firstSeq?: number;
+  /**
    * Whether its first event is a `Snapshot` (an archive file's header says so): a fold that read
    * the part before it up to that seq passes it over, as it does the snapshots inside a part.
    */
@@ -153,10 +158,17 @@ export async function combinedSource(
   options: OpenOptions,
 ): Promise<LogSource> {
   await checkOneLog(parts);
+  // In the order of their first seqs (a live log that starts before an archive file is read
+  // first, and the file's seqs it holds too are not read again); where two start together, the
+  // archive file first. A part whose first seq cannot be told comes last.
+  const firstOf = (part: SourcePart) =>
+    part.range?.first ?? part.firstSeq ?? Number.MAX_SAFE_INTEGER;
   const ordered = [...parts].sort((a, b) => {
+    const byFirst = firstOf(a) - firstOf(b);
+    if (byFirst !== 0) return byFirst;
     if (a.kind === 'archive' && b.kind !== 'archive') return -1;
     if (b.kind === 'archive' && a.kind !== 'archive') return 1;
-    return (a.range?.first ?? 0) - (b.range?.first ?? 0);
+    return 0;
   });
   const live = ordered.find((part) => part.kind !== 'archive');
   const firsts = ordered.flatMap((part) => (part.range ? [part.range.first] : []));
@@ -251,12 +263,14 @@ export async function combinedSource(
       return undefined;
     },
     async locate(requestId) {
+      // The first archive file read before the live log that names it; else the live log's
+      // start (it holds every seq after it, the later files' too).
       for (const part of ordered) {
         if (part.kind !== 'archive') break;
         const at = await part.source.locate(requestId);
         if (at >= 0) return at;
       }
-      return live?.range?.first ?? 0;
+      return live?.range?.first ?? live?.firstSeq ?? 0;
     },
     close: async () => {
       await Promise.all(parts.map((part) => part.close()));

@@ -72,10 +72,34 @@ async function openPart(path: string, options: OpenOptions): Promise<SourcePart[
       path,
       source,
       range: undefined,
+      firstSeq: firstSeqOf(path),
       origin: undefined,
       close: () => source.close(),
     },
   ];
+}
+
+/** The seq of a JSONL file's first event (its first line read alone), when it has one. */
+function firstSeqOf(path: string): number | undefined {
+  const fd = openSync(path, 'r');
+  try {
+    const chunks: Buffer[] = [];
+    const chunk = Buffer.alloc(64 * 1024);
+    for (;;) {
+      const read = readSync(fd, chunk, 0, chunk.length, null);
+      const end = chunk.subarray(0, read).indexOf(0x0a);
+      chunks.push(Buffer.from(chunk.subarray(0, end < 0 ? read : end)));
+      if (end >= 0 || read === 0) break;
+    }
+    const first: unknown = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+    const seq = (first as { seq?: unknown } | null)?.seq;
+    return typeof seq === 'number' ? seq : undefined;
+  } catch {
+    // Not a JSON line: reading the file says what is wrong with it.
+    return undefined;
+  } finally {
+    closeSync(fd);
+  }
 }
 
 /** Whether `path` is an archive file (its first line says so). */

@@ -140,6 +140,40 @@ describe('replay over an archive and the live log', function () {
     expect(split.stdout).to.include(request.requestId);
   });
 
+  it('reads a log that starts before an archive file given with it from its own start: every seq once, in order, none lost', async () => {
+    // The whole log's text (a JSONL file from seq 1) with the second archive file, which it
+    // holds too, given first: before, the file was read first and the log only after it.
+    const files = ArchiveDirectory.open(cluster.archive).entries();
+    const second = files[1];
+    if (!second) throw new Error('no second file');
+    const whole = readEvents(cluster.full);
+    const both = await read([second.path, cluster.full]);
+    expect(both.map((e) => e.seq)).to.deep.equal(whole.map((e) => e.seq));
+    const verified = replayCli('verify', second.path, cluster.full);
+    expect(verified.status, verified.stderr).to.equal(0);
+    expect(verified.stdout).to.equal(replayCli('verify', cluster.full).stdout);
+    // A request before the file is found, and a state before it is folded from the log's start.
+    const early = whole.find(
+      (e): e is Extract<ClusterEvent, { type: 'CallRequested' }> =>
+        e.type === 'CallRequested' && e.seq < second.fromSeq,
+    );
+    if (!early) throw new Error('no request before the second file');
+    const explained = replayCli('explain', second.path, cluster.full, early.requestId);
+    expect(explained.status, explained.stderr).to.equal(0);
+    expect(explained.stdout).to.equal(replayCli('explain', cluster.full, early.requestId).stdout);
+    const at = String(second.fromSeq - 10);
+    const state = replayCli('state', '--json', '--at', at, second.path, cluster.full);
+    expect(state.stdout).to.equal(replayCli('state', '--json', '--at', at, cluster.full).stdout);
+    // The first file, the live log and the third: the live log holds the seqs between them.
+    const withGap = replayCli(
+      'verify',
+      (files[0] as { path: string }).path,
+      files[2]?.path ?? '',
+      cluster.full,
+    );
+    expect(withGap.status, withGap.stderr).to.equal(0);
+  });
+
   it('replays one archive file alone: a window that starts at an archived snapshot', async () => {
     const files = ArchiveDirectory.open(cluster.archive).entries();
     const file = files[1]?.path as string;
