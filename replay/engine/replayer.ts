@@ -327,6 +327,7 @@ export class Replayer {
   }
 
   private apply(event: ClusterEvent): void {
+    const folded = this.working.lastSeq;
     this.working = applyInPlace(this.working, event, this.caches);
     switch (event.type) {
       case 'CallPlaced':
@@ -346,7 +347,9 @@ export class Replayer {
         // snapshot's state records (a divergence there is by the log's own rules, not v1's).
         this.recordedVersion ??= this.working.rulesVersion;
         // The calls placed before it and not yet answered are its reservations, placed where
-        // they say.
+        // they say. After a gap (a damaged file passed over) what this replay saw before it may
+        // be stale (a call placed again in the gap): the snapshot's reservations replace it.
+        if (event.seq !== folded + 1) this.placements.clear();
         for (const reservation of this.working.reservations.values()) {
           if (this.placements.has(reservation.requestId)) continue;
           this.placements.set(reservation.requestId, {

@@ -175,13 +175,13 @@ export async function combinedSource(
   const lasts = ordered.flatMap((part) => (part.range ? [part.range.last] : []));
   const total = ordered.reduce((sum, part) => sum + part.source.size.total, 0);
   const onGap = (from: number, to: number) => {
-    const problem = `no file given holds seq ${from} to ${to}`;
     if (!options.skipDamaged) {
       throw new ReplayInputError(
-        `${problem} (an archive file missing or deleted?): give it, or pass --skip-damaged to go on from the next snapshot`,
+        `no file given holds seq ${from} to ${to} (an archive file missing or deleted?): give it, or pass --skip-damaged to go on from the next snapshot`,
       );
     }
-    warn(options, `skipping seq ${from} to ${to}: ${problem}`);
+    // Missing, or given but damaged (and reported so, by name, as it was passed over).
+    warn(options, `skipping seq ${from} to ${to}: no undamaged file given holds them`);
   };
   /**
    * Each part's batches from `fromSeq`, each seq once, gaps reported. `skipSnapshots`: the reader
@@ -197,16 +197,18 @@ export async function combinedSource(
   ): AsyncGenerator<T[]> {
     let next: number | undefined;
     for (const part of ordered) {
-      if (
+      // Where this part is read from: after its first event when that is a snapshot of what was
+      // read before it. `next` moves only once the part gives an event, so a part that gives
+      // none (a damaged file passed over) leaves the gap at its first seq, and the next part's
+      // snapshot is not passed over.
+      const passOver =
         skipSnapshots &&
         next !== undefined &&
         next === part.range?.first &&
         next < toSeq &&
-        (await part.startsAtSnapshot?.()) === true
-      ) {
-        next += 1;
-      }
-      const from = Math.max(fromSeq, next ?? 0);
+        (await part.startsAtSnapshot?.()) === true;
+      const expected = next === undefined ? undefined : next + (passOver ? 1 : 0);
+      const from = Math.max(fromSeq, expected ?? 0);
       if (part.range && (part.range.last < from || part.range.first > toSeq)) continue;
       let first = true;
       for await (const batch of read(part, from)) {
@@ -214,9 +216,12 @@ export async function combinedSource(
         for (const item of batch) {
           const seq = seqOf(item);
           if (seq > toSeq) break;
-          if (next !== undefined && seq < next) continue;
+          const after = first ? expected : next;
+          if (after !== undefined && seq < after) continue;
           // Within a part seqs run on (a snapshot passed over is no gap); between parts they must.
-          if (first && next !== undefined && seq > next) onGap(next, seq - 1);
+          if (first && next !== undefined && after !== undefined && seq > after) {
+            onGap(next, seq - 1);
+          }
           first = false;
           next = seq + 1;
           out.push(item);

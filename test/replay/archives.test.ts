@@ -12,8 +12,10 @@ import {
   ArchiveDirectory,
   ArchiveFile,
   ArchiveWriter,
+  encodeEvent,
   EventLog,
   readJsonl,
+  validateEvent,
   type ClusterEvent,
   type NewEvent,
   type StoredEvent,
@@ -342,6 +344,133 @@ describe('replay over an archive and the live log', function () {
     expect(readFileSync(back, 'utf8')).to.equal(readFileSync(join(fixtures, name), 'utf8'));
   });
 
+  it('with --skip-damaged, goes on after a passed-over file from the snapshot that ends the gap: a call placed again in the gap is answered where that snapshot places it', async () => {
+    // A session call placed on a-down (file A), its dial failed and the call placed again on b
+    // (file B), then answered on b and its session pinned there (file C); each file starts at a
+    // snapshot, the first at the log's start.
+    const header = readEvents(join(ROOT, 'fixtures', 'dial-failure-places-again.jsonl')).slice(
+      0,
+      5,
+    );
+    const demand = {
+      memory: null,
+      gpuMemory: null,
+      gpu: null,
+      disableOptimizedExecution: null,
+      checkpointId: null,
+      imports: null,
+      packages: null,
+    };
+    const placed = (workerId: string) => ({
+      type: 'CallPlaced',
+      requestId: 'r1',
+      sessionId: 's1',
+      workerId,
+      containerId: null,
+      checkpointId: 'checkpoint_0',
+      packages: [],
+      skippedPackages: [],
+      memory: 1073741824,
+    });
+    const body: (Record<string, unknown> | 'snapshot')[] = [
+      ...header.map(({ seq: _seq, at: _at, ...event }) => event),
+      {
+        cause: 'call:r1',
+        type: 'CallRequested',
+        requestId: 'r1',
+        sessionId: 's1',
+        tenantId: null,
+        demand,
+      },
+      { cause: 'call:r1', ...placed('a-down') },
+      'snapshot',
+      {
+        cause: 'dial:r1',
+        type: 'CallDialFailed',
+        requestId: 'r1',
+        workerId: 'a-down',
+        error: 'connect ECONNREFUSED',
+      },
+      {
+        cause: 'dial:r1',
+        type: 'WorkerProbeFailed',
+        workerId: 'a-down',
+        consecutive: 1,
+        error: 'the stream of a call could not be opened: connect ECONNREFUSED',
+      },
+      { cause: 'dial:r1', ...placed('b') },
+      'snapshot',
+      {
+        cause: 'answer:r1',
+        type: 'CallBound',
+        requestId: 'r1',
+        containerId: 'c-s1',
+        checkpointId: 'checkpoint_0',
+      },
+      {
+        cause: 'answer:r1',
+        type: 'SessionPinned',
+        sessionId: 's1',
+        workerId: 'b',
+        containerId: 'c-s1',
+        requestId: 'r1',
+        checkpointId: 'checkpoint_0',
+      },
+      { cause: 'end:r1', type: 'CallFinished', requestId: 'r1', ok: true, code: null },
+    ];
+    const events: ClusterEvent[] = [];
+    body.forEach((item, i) => {
+      const seq = i + 1;
+      const at = new Date(Date.UTC(2026, 10, 30, 10, 0, seq)).toISOString();
+      events.push(
+        validateEvent(
+          item === 'snapshot'
+            ? {
+                seq,
+                at,
+                cause: null,
+                type: 'Snapshot',
+                schemaVersion: 2,
+                state: stateToJson(fold(events)),
+              }
+            : { seq, at, ...item },
+        ),
+      );
+    });
+    const dir = tempDir('gap-');
+    const starts = events.flatMap((event, i) => (event.type === 'Snapshot' ? [i] : []));
+    const files: string[] = [];
+    for (const [from, to] of [
+      [0, starts[0]],
+      [starts[0], starts[1]],
+      [starts[1], events.length],
+    ]) {
+      const writer = new ArchiveWriter({
+        id: 'gap',
+        seq: 1,
+        at: events[0]!.at,
+        routerId: null,
+        stream: null,
+      });
+      for (const event of events.slice(from, to)) writer.add({ event, text: encodeEvent(event) });
+      files.push((await writer.write(dir)).path);
+    }
+    const middle = ArchiveDirectory.open(dir).entries()[1]!;
+    expect(replayCli('verify', dir).status).to.equal(0);
+    const bytes = readFileSync(middle.path);
+    bytes.writeUInt8((bytes.at(-3) ?? 0) ^ 0x5a, bytes.length - 3);
+    writeFileSync(middle.path, bytes);
+    const damaged = replayCli('verify', '--skip-damaged', dir);
+    expect(damaged.status, damaged.stdout + damaged.stderr).to.equal(0);
+    expect(damaged.stderr).to.contain(
+      `replay: skipping seq ${middle.fromSeq} to ${middle.toSeq}: no undamaged file given holds them\n`,
+    );
+    rmSync(middle.path);
+    const missing = replayCli('verify', '--skip-damaged', dir);
+    expect(missing.status, missing.stdout + missing.stderr).to.equal(0);
+    expect(missing.stdout).to.equal(damaged.stdout);
+  });
+
   it('refuses a damaged or missing file by name and seq range, or skips it with --skip-damaged', async () => {
     const copy = tempDir('damaged-');
     const files = ArchiveDirectory.open(cluster.archive).entries();
@@ -361,6 +490,10 @@ describe('replay over an archive and the live log', function () {
     expect(skipped.stderr).to.include(
       `skipping archive file ${damaged.file} (seq ${damaged.fromSeq} to ${damaged.toSeq})`,
     );
+    // The range passed over starts where the damaged file does.
+    expect(skipped.stderr).to.include(
+      `skipping seq ${damaged.fromSeq} to ${damaged.toSeq}: no undamaged file given holds them\n`,
+    );
     // A file missing from the middle: its range is named.
     rmSync(join(copy, damaged.file));
     const missing = replayCli('verify', copy, cluster.log);
@@ -374,7 +507,7 @@ describe('replay over an archive and the live log', function () {
       warn: (line) => warnings.push(line),
     });
     expect(warnings).to.deep.equal([
-      `skipping seq ${damaged.fromSeq} to ${damaged.toSeq}: no file given holds seq ${damaged.fromSeq} to ${damaged.toSeq}`,
+      `skipping seq ${damaged.fromSeq} to ${damaged.toSeq}: no undamaged file given holds them`,
     ]);
     expect(events.some((e) => e.seq >= damaged.fromSeq && e.seq <= damaged.toSeq)).to.equal(false);
     // Another cluster's archive with this live log.
