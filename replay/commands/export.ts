@@ -3,6 +3,7 @@
  * JSONL. A range that starts after the first event given begins with a `Snapshot` of the state
  * before it, so it stands alone.
  */
+import { rmSync } from 'node:fs';
 import {
   encodeEvent,
   validateEvent,
@@ -11,7 +12,7 @@ import {
   type StoredEvent,
 } from '../../src/events/index.js';
 import { clusterProjection, initialState, snapshotOf } from '../../src/projections/index.js';
-import { openLogSource } from '../io/log-source.js';
+import { openLogSource, type LogSource } from '../io/log-source.js';
 import { ReplayInputError } from '../io/replay-input-error.js';
 import { parseSeq, type SourceOptions } from './options.js';
 
@@ -55,22 +56,62 @@ export async function exportCommand(
         state = clusterProjection.apply(state, event);
         before = event;
       }
-      const snapshot = validateEvent({
-        seq: from - 1,
-        at: before?.at ?? '',
-        type: 'Snapshot',
-        schemaVersion: state.schemaVersion,
-        state: snapshotOf(state),
-      });
-      lines.push({ event: snapshot, text: encodeEvent(snapshot) });
+      if (before !== undefined) {
+        const snapshot = validateEvent({
+          seq: from - 1,
+          at: before.at,
+          type: 'Snapshot',
+          schemaVersion: state.schemaVersion,
+          state: snapshotOf(state),
+        });
+        lines.push({ event: snapshot, text: encodeEvent(snapshot) });
+      } else if (!(await startsAtSnapshot(source, from))) {
+        // Nothing before it was read (a damaged file passed over), and it is no snapshot itself.
+        throw new ReplayInputError(
+          `--from ${from}: the events before it could not be read from the snapshot at seq ${start} (a damaged file passed over?): export from a snapshot after the range passed over (the first seq of the next archive file)`,
+        );
+      }
     }
     const events = (async function* () {
       yield* lines;
-      yield* source.stored(from, to);
+      yield* withoutGaps(source.stored(from, to), from);
     })();
-    await writeJsonl(events, options.output ?? process.stdout);
+    try {
+      await writeJsonl(events, options.output ?? process.stdout);
+    } catch (error) {
+      // A refused export leaves no file behind that could pass for the range.
+      if (options.output !== undefined) rmSync(options.output, { force: true });
+      throw error;
+    }
     return 0;
   } finally {
     await source.close();
+  }
+}
+
+/** Whether the event at `seq` is a `Snapshot` (a range from it stands alone). */
+async function startsAtSnapshot(source: LogSource, seq: number): Promise<boolean> {
+  for await (const line of source.stored(seq, seq)) return line.event.type === 'Snapshot';
+  return false;
+}
+
+/**
+ * The events of `stored`, refused at a gap (a file passed over with `--skip-damaged`): a log
+ * with a hole in it is one no reader takes.
+ */
+async function* withoutGaps(
+  stored: AsyncIterable<StoredEvent>,
+  from: number,
+): AsyncGenerator<StoredEvent> {
+  let next = from;
+  for await (const line of stored) {
+    const { seq } = line.event;
+    if (seq !== next) {
+      throw new ReplayInputError(
+        `export would leave out seq ${next} to ${seq - 1} (passed over): a log with a gap is not one replay reads; export the ranges on either side apart (--to ${next - 1}, --from ${seq})`,
+      );
+    }
+    next = seq + 1;
+    yield line;
   }
 }

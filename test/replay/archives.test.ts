@@ -6,7 +6,7 @@
  * or skipped with --skip-damaged; another log's archive is refused.
  */
 import { expect } from 'chai';
-import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   ArchiveDirectory,
@@ -493,6 +493,42 @@ describe('replay over an archive and the live log', function () {
     // The range passed over starts where the damaged file does.
     expect(skipped.stderr).to.include(
       `skipping seq ${damaged.fromSeq} to ${damaged.toSeq}: no undamaged file given holds them\n`,
+    );
+    // Export across it is refused (a log with a gap is one no reader takes), leaving no file;
+    // from the next file's snapshot on, or inside it, it says so.
+    const across = join(tempDir(), 'across.jsonl');
+    const acrossRun = replayCli('export', '--skip-damaged', copy, cluster.log, '-o', across);
+    expect(acrossRun.status, acrossRun.stderr).to.equal(2);
+    expect(acrossRun.stderr).to.contain(
+      `export would leave out seq ${damaged.fromSeq} to ${damaged.toSeq} (passed over)`,
+    );
+    expect(existsSync(across)).to.equal(false);
+    const after = join(tempDir(), 'after.jsonl');
+    const afterRun = replayCli(
+      'export',
+      '--skip-damaged',
+      '--from',
+      String(damaged.toSeq + 1),
+      copy,
+      cluster.log,
+      '-o',
+      after,
+    );
+    expect(afterRun.status, afterRun.stderr).to.equal(0);
+    expect(replayCli('verify', after).status).to.equal(0);
+    const inside = replayCli(
+      'export',
+      '--skip-damaged',
+      '--from',
+      String(damaged.fromSeq + 10),
+      copy,
+      cluster.log,
+      '-o',
+      join(tempDir(), 'inside.jsonl'),
+    );
+    expect(inside.status).to.equal(2);
+    expect(inside.stderr).to.contain(
+      `--from ${damaged.fromSeq + 10}: the events before it could not be read`,
     );
     // A file missing from the middle: its range is named.
     rmSync(join(copy, damaged.file));
