@@ -45,15 +45,35 @@ export async function stateCommand(
       point && 'time' in point
         ? 0
         : ((await source.snapshotAtOrBefore(point?.seq ?? Number.MAX_SAFE_INTEGER)) ?? 0);
+    let last: number | undefined;
+    let beyond: number | undefined;
     await forEachEvent(
       source,
       (event) => {
-        if (!before(point, event)) return false;
+        if (!before(point, event)) {
+          beyond = event.seq;
+          return false;
+        }
         state = clusterProjection.apply(state, event);
+        last = event.seq;
         return true;
       },
       from,
     );
+    // A seq the log holds that was not read: it fell in a range passed over (--skip-damaged).
+    const first = source.range?.first;
+    if (
+      point &&
+      'seq' in point &&
+      beyond !== undefined &&
+      first !== undefined &&
+      point.seq >= first &&
+      (last ?? first - 1) < point.seq
+    ) {
+      throw new ReplayInputError(
+        `--at ${point.seq}: it falls in a range passed over (a damaged or missing archive file), so the state there cannot be told: pick a seq outside the range reported skipped`,
+      );
+    }
   } finally {
     await source.close();
   }

@@ -530,6 +530,31 @@ describe('replay over an archive and the live log', function () {
     expect(inside.stderr).to.contain(
       `--from ${damaged.fromSeq + 10}: the events before it could not be read`,
     );
+    // A state inside the range passed over cannot be told; one after it can.
+    const inGap = replayCli(
+      'state',
+      '--json',
+      '--skip-damaged',
+      '--at',
+      String(damaged.fromSeq + 10),
+      copy,
+      cluster.log,
+    );
+    expect(inGap.status, inGap.stdout).to.equal(2);
+    expect(inGap.stderr).to.contain(
+      `--at ${damaged.fromSeq + 10}: it falls in a range passed over (a damaged or missing archive file)`,
+    );
+    const afterGap = replayCli(
+      'state',
+      '--json',
+      '--skip-damaged',
+      '--at',
+      String(damaged.toSeq + 5),
+      copy,
+      cluster.log,
+    );
+    expect(afterGap.status, afterGap.stderr).to.equal(0);
+    expect(afterGap.stdout).to.contain(`"lastSeq":${damaged.toSeq + 5}`);
     // A file missing from the middle: its range is named.
     rmSync(join(copy, damaged.file));
     const missing = replayCli('verify', copy, cluster.log);
