@@ -227,7 +227,16 @@ export class Replayer {
     this.apply(event);
     if (redecided === undefined) return;
     const { opening, call, made } = redecided;
-    if (opening.type === 'CallRequested') this.calls.set(call.requestId, call);
+    // A call admitted from the queue is known from its queue entry (demand included) when its
+    // request came before the event this replay started at (a snapshot keeps the queue).
+    if (
+      opening.type === 'CallRequested' ||
+      (opening.type === 'CallAdmitted' &&
+        call.demand !== NO_DEMAND &&
+        !this.calls.has(call.requestId))
+    ) {
+      this.calls.set(call.requestId, call);
+    }
     this.pending = {
       event: opening,
       call,

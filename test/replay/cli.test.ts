@@ -25,14 +25,14 @@ const underTheseRules = (line: string) =>
   line.replace(/"rulesVersion":\d+/, `"rulesVersion":${PLACEMENT_RULES_VERSION}`);
 
 /**
- * A fixture cut at a `Snapshot` of the state before the first event `at` picks: the events before
+ * A log cut at a `Snapshot` of the state before the first event `at` picks: the events before
  * it (`before`), and a log that starts with that snapshot, the rest after it (`window`).
  */
 function cutAtSnapshot(
-  name: string,
+  log: string,
   at: (event: ClusterEvent) => boolean,
 ): { window: string; before: ClusterEvent[]; snapshotSeq: number } {
-  const events = readEvents(fixture(name));
+  const events = readEvents(log);
   const cut = events.findIndex(at);
   const before = events.slice(0, cut);
   const snapshotSeq = cut + 1;
@@ -44,7 +44,7 @@ function cutAtSnapshot(
     schemaVersion: 1,
     state: stateToJson(fold(before)),
   };
-  const window = join(tempDir(), `${name}-from-a-snapshot.jsonl`);
+  const window = join(tempDir(), 'from-a-snapshot.jsonl');
   writeFileSync(
     window,
     [snapshot, ...events.slice(cut).map((event) => ({ ...event, seq: event.seq + 1 }))]
@@ -198,7 +198,7 @@ describe('the replay CLI', function () {
     // session-pin-and-reuse, recorded under rules 2: its second call re-pins its session, which
     // today's rules (11) no longer do. The same log cut at a snapshot of the state before that call.
     const { window, snapshotSeq } = cutAtSnapshot(
-      'session-pin-and-reuse',
+      fixture('session-pin-and-reuse'),
       (event) => event.type === 'CallRequested' && event.requestId === 'second',
     );
     expect(replayCli('verify', window).status).to.equal(0);
@@ -217,7 +217,7 @@ describe('the replay CLI', function () {
     const name = 'dial-failure-places-again';
     // Cut between r1's placement and its failed dial (placed again on b).
     const { window, before } = cutAtSnapshot(
-      name,
+      fixture(name),
       (event) => event.type === 'CallDialFailed' && event.requestId === 'r1',
     );
     const counts = (stdout: string) =>
@@ -240,6 +240,32 @@ describe('the replay CLI', function () {
     expect(wholeCalls).to.be.greaterThan(0);
     expect(headCalls + tailCalls).to.equal(wholeCalls - 1);
     expect(headOthers + tailOthers).to.equal(wholeOthers);
+  });
+
+  it("verify of a log that starts at a snapshot decides a failed dial of a call queued before it and admitted after it (its demand is in the snapshot's queue), as the whole log does", () => {
+    // b2 (tenant beta) is queued at seq 25, admitted at 42 and placed on w1, its dial fails at 45
+    // and it is placed again on w2: a log made through the core's decisions, cut before 36.
+    const log = join(ROOT, 'test', 'replay', 'logs', 'queued-call-dial-fails.jsonl');
+    const { window } = cutAtSnapshot(log, (event) => event.seq === 36);
+    const whole = replayCli('verify', log);
+    expect(whole.status, whole.stdout).to.equal(0);
+    const cut = replayCli('verify', window);
+    expect(cut.status, cut.stdout).to.equal(0);
+    expect(cut.stdout).to.not.contain('failed dial');
+    // The dial's new placement is decided and matches, in the cut log as in the whole.
+    // (the cut log's seqs are one later: the snapshot took a seq)
+    const placedAgain = (stdout: string) =>
+      stdout
+        .split('\n')
+        .filter((line) => line.includes('"requestId":"b2"'))
+        .map((line) => {
+          const { seq: _seq, ...fields } = JSON.parse(line) as Record<string, unknown>;
+          return fields;
+        });
+    const wholeRuns = placedAgain(replayCli('run', '--json', log).stdout);
+    const cutRuns = placedAgain(replayCli('run', '--json', window).stdout);
+    expect(cutRuns).to.have.length(2);
+    expect(cutRuns).to.deep.equal(wholeRuns.slice(-2));
   });
 
   it("decides a pinned call's deadline shed from the log: verify reproduces it, a call recorded without its deadline diverges, explain names the reason", () => {
