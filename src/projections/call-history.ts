@@ -90,6 +90,14 @@ export class CallHistory {
   private readonly spare: Kept[] = [];
   private readonly spareAttempts: Mutable<CallAttempt>[] = [];
 
+  /**
+   * A request that reuses the ID of another tenant's call the history holds, held back until the
+   * event after it says whether placement refused it (`ALREADY_EXISTS`, in the same append):
+   * refused, it is dropped and the owner's record stays as it was; placed (the router had
+   * forgotten the ID), it replaces that record as any new call of the ID does.
+   */
+  private foreignReuse: EventOf<'CallRequested'> | null = null;
+
   constructor(readonly bounds: HistoryBounds) {}
 
   /** How many calls it holds. */
@@ -99,6 +107,12 @@ export class CallHistory {
 
   /** Folds one event of the log. */
   observe(event: ClusterEvent): void {
+    const reuse = this.foreignReuse;
+    if (reuse !== null) {
+      this.foreignReuse = null;
+      if (isRefusedReuse(reuse, event)) return;
+      this.requested(reuse, true);
+    }
     switch (event.type) {
       case 'CallRequested':
         this.requested(event);
@@ -229,7 +243,11 @@ export class CallHistory {
     return record;
   }
 
-  private requested(event: EventOf<'CallRequested'>): void {
+  private requested(event: EventOf<'CallRequested'>, reuseDecided = false): void {
+    if (!reuseDecided && this.ownedByAnother(event.requestId, event.tenantId)) {
+      this.foreignReuse = event;
+      return;
+    }
     const record = this.take(event.requestId);
     const demand = event.demand;
     record.tenantId = event.tenantId;
@@ -249,8 +267,20 @@ export class CallHistory {
     this.forgetBefore(record.requestedMs - this.bounds.retentionMs);
   }
 
+  /**
+   * Whether the history holds a live call of `requestId` of a tenant other than `tenantId`: a new
+   * call of that ID is another tenant's reuse of it, which never changes the owner's record.
+   */
+  private ownedByAnother(requestId: string, tenantId: string | null): boolean {
+    const record = this.calls.get(requestId);
+    return record !== undefined && record.live && record.tenantId !== tenantId;
+  }
+
   /** A session call refused "session is busy": it never reached placement, so it starts here. */
   private turnRefused(event: EventOf<'SessionTurnRefused'>): void {
+    // Another tenant's ID: refused before placement, it is that tenant's caller's to see, not a
+    // record in place of the owner's.
+    if (this.ownedByAnother(event.requestId, event.tenantId)) return;
     const at = Date.parse(event.at);
     const record = this.take(event.requestId);
     record.tenantId = event.tenantId;
@@ -406,4 +436,14 @@ function waitedSince(since: string | null, at: string): number | null {
 /** What `failed` lists: a call that ended badly, or a batch some of whose inputs raised. */
 function endedBadly(record: CallRecord): boolean {
   return FAILED_STATES.has(record.state) || (record.inputsRaised ?? 0) > 0;
+}
+
+/** Whether `event` is placement's refusal of `request`, a reuse of another tenant's ID. */
+function isRefusedReuse(request: EventOf<'CallRequested'>, event: ClusterEvent): boolean {
+  return (
+    event.type === 'CallRejected' &&
+    event.requestId === request.requestId &&
+    event.cause === request.cause &&
+    event.code === 'ALREADY_EXISTS'
+  );
 }

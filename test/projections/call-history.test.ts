@@ -77,6 +77,52 @@ describe('projection: the call history', () => {
     });
   });
 
+  it("given another tenant's call reusing a request ID the history holds, refused ALREADY_EXISTS (or as its session was busy), then the owner's record is unchanged and the other tenant sees nothing; once placed (the router had forgotten the ID), it is the new call's", () => {
+    const refused: NewEvent = {
+      type: 'CallRejected',
+      requestId: 'r1',
+      sessionId: null,
+      code: 'ALREADY_EXISTS',
+      message: 'request ID r1 is in use',
+      version: null,
+      routingRevision: null,
+      retryAfterMs: null,
+    };
+    const owned = [
+      registered('w1'),
+      requested('r1', { tenantId: 'acme', function: 'jobs.score' }),
+      placed('r1', 'w1'),
+      bound('r1', 'c9'),
+      finished('r1', null),
+    ];
+    const calls = fed([
+      ...owned,
+      requested('r1', { tenantId: 'globex' }),
+      refused,
+      {
+        type: 'SessionTurnRefused',
+        requestId: 'r1',
+        sessionId: 'g1',
+        tenantId: 'globex',
+        waitedMs: 60_000,
+        ahead: 1,
+      },
+    ]);
+    expect(calls.get('r1')).to.include({
+      tenantId: 'acme',
+      function: 'jobs.score',
+      state: 'succeeded',
+      boundContainerId: 'c9',
+      requestedSeq: 2,
+    });
+    expect(calls.list({ tenantId: 'globex' })).to.deep.equal([]);
+    expect(calls.list({ tenantId: 'acme' }).map((call) => call.requestId)).to.deep.equal(['r1']);
+    // Placed, not refused: the router no longer remembered the ID, so it is a new call of it.
+    const reused = fed([...owned, requested('r1', { tenantId: 'globex' }), placed('r1', 'w1')]);
+    expect(reused.get('r1')).to.include({ tenantId: 'globex', state: 'placed' });
+    expect(reused.list({ tenantId: 'acme' })).to.deep.equal([]);
+  });
+
   it('given a call whose first worker could not be dialed, then each placement is an attempt, the failed one with its error', () => {
     const calls = fed([
       registered('w1'),
