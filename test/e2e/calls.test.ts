@@ -390,6 +390,17 @@ describe('the call history and calls output, end to end', function () {
     expect(missing.err).to.match(
       /NOT_FOUND: no call no-such-call in the router's call history: it holds \d+ calls requested since .*\(HISTORY_RETENTION, HISTORY_MAX_CALLS\)/,
     );
+    // An ID no call can have is refused as malformed, without echoing it back.
+    const long = 'z'.repeat(100_000);
+    const tooLong = await refusal(() => tenantB.describeCall(long));
+    expect(tooLong).to.equal(
+      'INVALID_ARGUMENT: request_id is 100000 characters long: an ID has at most 256',
+    );
+    const escape = await refusal(() => tenantB.logs('r\x1b[31m1'));
+    expect(escape).to.match(/^INVALID_ARGUMENT: request_id holds U\+001B at character 2/);
+    const longForOperator = await readie('call', long);
+    expect(longForOperator.code).to.equal(1);
+    expect(longForOperator.err).to.contain('request_id is 100000 characters long');
     const since = await readie('calls', '--since', '10');
     expect(since.code).to.equal(2);
     expect(since.err).to.match(/--since: "10" has no unit/);

@@ -22,6 +22,7 @@ import type {
   OwnCallsRequest,
   OwnCallsResponse,
 } from '../../proto/gen/readie/v1/tenant.js';
+import { checkId } from '../../core/calls/call-fields.js';
 import { toServiceError } from '../grpc-status.js';
 import { tenantOf, type Principal, type RouterCredentials } from '../security/index.js';
 import type { CallLogsRelay, OutputStream } from './call-logs.js';
@@ -55,6 +56,9 @@ function current(options: HistoryHandlerOptions): CallHistory {
 /** The call `requestId` as `scope` may see it; NOT_FOUND (the same words for a foreign one). */
 function findCall(options: HistoryHandlerOptions, requestId: string, scope: Scope): CallRecord {
   if (requestId === '') throw new HistoryQueryError('request_id is empty: name the call to show');
+  // An ID no call can have (too long, a character IDs never hold) is refused as such, in words
+  // that do not repeat it (INVALID_ARGUMENT).
+  checkId('request_id', requestId);
   const history = current(options);
   const record = history.get(requestId);
   const visible =
