@@ -26,7 +26,9 @@ def status_error(error: Any, settings: ConnectionSettings) -> ReadieError:
                 trailers[key] = value.decode() if isinstance(value, bytes) else str(value)
     except Exception:  # noqa: BLE001 - an error that is no call carries none
         pass
-    return error_for_status(error.code(), error.details(), address=settings.address, trailers=trailers)
+    return error_for_status(
+        error.code(), error.details(), address=settings.address, trailers=trailers, lookup=True
+    )
 
 
 def unary(

@@ -122,7 +122,15 @@ class RemoteTimeoutError(ReadieError):
     code = grpc.StatusCode.DEADLINE_EXCEEDED
 
 
-class SessionExpiredError(ReadieError):
+class NotFoundError(ReadieError):
+    """NOT_FOUND: what a request named is not there (a call or its output the history does not
+    hold for this tenant, an image); a session that is gone is its own kind,
+    :class:`SessionExpiredError`."""
+
+    code = grpc.StatusCode.NOT_FOUND
+
+
+class SessionExpiredError(NotFoundError):
     """NOT_FOUND: the session's container or worker is gone, and its Python state with it; start
     a new :class:`readie.Session`."""
 
@@ -230,10 +238,12 @@ def error_for_status(
     insecure: bool = False,
     tls_found: bool = False,
     retry_after: Optional[float] = None,
+    lookup: bool = False,
 ) -> ReadieError:
     """The error to raise for a call that ended with gRPC status ``code`` (never OK): the family's
     class (an out-of-memory kill, a shed with its ``retry_after`` hint in seconds: their own), and a
-    message naming the code, the address and the one hint for the cause (readie._error_hints)."""
+    message naming the code, the address and the one hint for the cause (readie._error_hints).
+    ``lookup``: a tenant-service request, whose NOT_FOUND is :class:`NotFoundError`."""
     if code == grpc.StatusCode.OK:
         return ProtocolError("the call ended without a result", call=call)
     trailers = trailers or {}
@@ -242,6 +252,11 @@ def error_for_status(
         code, said, trailers, insecure=insecure, tls_found=tls_found, retry_after=retry_after
     )
     error_class, summary = _BY_CODE.get(code, (ReadieError, "the call failed"))
+    # A tenant-service request's NOT_FOUND (a call's record or output, an image): what it named
+    # is not there, which is no session's expiry (and wants no session hint).
+    lookup_missed = lookup and code == grpc.StatusCode.NOT_FOUND
+    if lookup_missed:
+        error_class, summary = NotFoundError, "not found"
     if cause.kind == "out-of-memory":
         error_class, summary = RemoteOutOfMemoryError, "the call ran out of memory"
     if cause.kind == "shed":
@@ -252,7 +267,7 @@ def error_for_status(
     message = f"{summary}{where} ({code.name})"
     if said:
         message += f": {said}"
-    hint = hint_for(cause, address=address, insecure=insecure, trailers=trailers)
+    hint = None if lookup_missed else hint_for(cause, address=address, insecure=insecure, trailers=trailers)
     # The router's refusal of a call without a token says already which variable to set.
     said_so = cause.kind == "unauthenticated" and "READIE_AUTH_TOKEN" in said
     if hint and not said_so:

@@ -53,6 +53,18 @@ class ErrorMappingTest(unittest.TestCase):
         self.assertIn("READIE_AUTH_TOKEN", str(error_for_status(grpc.StatusCode.UNAUTHENTICATED, None)))
         self.assertIn("new readie.Session", str(error_for_status(grpc.StatusCode.NOT_FOUND, "session expired")))
 
+    def test_a_lookup_not_found_is_no_expired_session(self):
+        # A tenant-service request (readie.call_record, readie.logs, Image.status) that names
+        # nothing the router holds: NotFoundError, without the session's words or hint.
+        error = error_for_status(grpc.StatusCode.NOT_FOUND, "no call r1 of yours", address="r:1", lookup=True)
+        self.assertIs(type(error), readie.NotFoundError)
+        self.assertNotIsInstance(error, readie.SessionExpiredError)
+        self.assertEqual(str(error), "not found at r:1 (NOT_FOUND): no call r1 of yours")
+        # A session's NOT_FOUND is still SessionExpiredError, itself a NotFoundError.
+        expired = error_for_status(grpc.StatusCode.NOT_FOUND, "session expired")
+        self.assertIs(type(expired), readie.SessionExpiredError)
+        self.assertIsInstance(expired, readie.NotFoundError)
+
     def test_ok_without_a_result_is_a_protocol_error(self):
         self.assertIsInstance(error_for_status(grpc.StatusCode.OK, ""), readie.ProtocolError)
 

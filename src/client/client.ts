@@ -309,7 +309,12 @@ export class ReadieClient {
         return await new Promise<T>((resolve, reject) =>
           send(router.stubs.tenant, (error, value) =>
             error
-              ? reject(errorFromStatus(error.code, error.details, this.#context(router, error)))
+              ? reject(
+                  errorFromStatus(error.code, error.details, {
+                    ...this.#context(router, error),
+                    lookup: true,
+                  }),
+                )
               : resolve(value as T),
           ),
         );

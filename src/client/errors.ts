@@ -161,9 +161,17 @@ export class RemoteTimeoutError extends ReadieError {
   override readonly name = 'RemoteTimeoutError';
 }
 
+/**
+ * NOT_FOUND: what a request named is not there (a call or its output the history does not hold
+ * for this tenant, an image); a session that is gone is its own kind, `SessionExpiredError`.
+ */
+export class NotFoundError extends ReadieError {
+  override readonly name: string = 'NotFoundError';
+}
+
 /** NOT_FOUND: the session's container or worker is gone, and its Python state with it. */
-export class SessionExpiredError extends ReadieError {
-  override readonly name = 'SessionExpiredError';
+export class SessionExpiredError extends NotFoundError {
+  override readonly name: string = 'SessionExpiredError';
 }
 
 /** ALREADY_EXISTS or ABORTED: the call collided with another (e.g. a reused request ID). */
@@ -279,6 +287,11 @@ export interface ErrorContext {
   readonly speaksTls?: boolean;
   /** A shed's hint (its trailers' `retry-after-ms` or `google.rpc.RetryInfo`), in ms. */
   readonly retryAfterMs?: number;
+  /**
+   * A `TenantService` request (a call's record or output, an image): its NOT_FOUND means that
+   * what it named is not there (`NotFoundError`), not that a session expired.
+   */
+  readonly lookup?: boolean;
 }
 
 /**
@@ -305,7 +318,11 @@ export function errorFromStatus(
     speaksTls: context.speaksTls,
     ...(context.retryAfterMs === undefined ? {} : { retryAfterMs: context.retryAfterMs }),
   });
-  const [ErrorType, summary] = BY_STATUS[code];
+  // A tenant-service request's NOT_FOUND: what it named is not there (no session hint either).
+  const lookupMissed = code === Status.NOT_FOUND && context.lookup === true;
+  const [ErrorType, summary] = lookupMissed
+    ? ([NotFoundError, 'not found'] as const)
+    : BY_STATUS[code];
   const where = address === '' ? '' : ` at ${address}`;
   let message = `${summary}${where} (${Status[code]})`;
   // grpc-js's connection errors span lines and end with an empty "Resolution note".
@@ -314,7 +331,7 @@ export function errorFromStatus(
     .replace(/\.? Resolution note: ?$/, '')
     .trim();
   if (said !== '') message += `: ${said}`;
-  const hint = hintFor(cause, { address, insecure, trailers });
+  const hint = lookupMissed ? undefined : hintFor(cause, { address, insecure, trailers });
   // The router's refusal of a call without a token says already which variable to set.
   const saidSo = cause.kind === 'unauthenticated' && said.includes('READIE_AUTH_TOKEN');
   if (hint !== undefined && !saidSo) message += `; ${hint}`;

@@ -38,6 +38,7 @@ export {
   RemoteOutOfMemoryError,
   RemoteTimeoutError,
   ResourceExhaustedError,
+  NotFoundError,
   SessionExpiredError,
   ShedError,
   UnsupportedError,

@@ -14,9 +14,11 @@ import { RouterList, unsentRefusal } from '../../src/client/router-list.js';
 import {
   ConfigurationError,
   errorFromStatus,
+  NotFoundError,
   ProtocolError,
   ReadieError,
   RemoteExecutionError,
+  SessionExpiredError,
 } from '../../src/client/index.js';
 import { decodeJsonEnvelope, encodeJsonCall } from '../../src/client/json-call.js';
 import { PayloadFormat } from '../../src/proto/gen/readie/v1/call.js';
@@ -251,6 +253,19 @@ describe('TypeScript client parts', () => {
   });
 
   describe('errorFromStatus', () => {
+    it("a tenant-service request's NOT_FOUND (a call's record or output, an image) is a NotFoundError, without a session's words or hint; a session's is a SessionExpiredError, itself a NotFoundError", () => {
+      const missed = errorFromStatus(Status.NOT_FOUND, 'no call r1 of yours', {
+        address: 'r:1',
+        lookup: true,
+      });
+      expect(missed).to.be.instanceOf(NotFoundError).and.not.instanceOf(SessionExpiredError);
+      expect(missed.name).to.equal('NotFoundError');
+      expect(missed.message).to.equal('not found at r:1 (NOT_FOUND): no call r1 of yours');
+      const expired = errorFromStatus(Status.NOT_FOUND, 'session expired');
+      expect(expired).to.be.instanceOf(SessionExpiredError).and.instanceOf(NotFoundError);
+      expect(expired.name).to.equal('SessionExpiredError');
+    });
+
     it('maps every status code but OK to its class, with code, details and advice', () => {
       expect(EXPECTED_ERRORS.size).to.equal(16);
       const call = initialCallInfo('req-1', 'ses-1');

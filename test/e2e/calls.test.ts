@@ -9,7 +9,13 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ReadieClient, ReadieError, RemoteExecutionError } from '../../src/client/index.js';
+import {
+  NotFoundError,
+  ReadieClient,
+  ReadieError,
+  RemoteExecutionError,
+  SessionExpiredError,
+} from '../../src/client/index.js';
 import type { CallView } from '../../src/proto/gen/readie/v1/history.js';
 import { LogSource } from '../../src/proto/gen/readie/v1/call.js';
 import { tokenDigest } from '../../src/shared/bearer-token.js';
@@ -367,6 +373,10 @@ describe('the call history and calls output, end to end', function () {
         (error: ReadieError) => `${error.codeName}: ${error.details}`,
       );
     const foreign = await refusal(() => tenantB.describeCall(mine.requestId));
+    const foreignError: unknown = await tenantB
+      .describeCall(mine.requestId)
+      .catch((error: unknown) => error);
+    expect(foreignError).to.be.instanceOf(NotFoundError).and.not.instanceOf(SessionExpiredError);
     const unknown = await refusal(() => tenantB.describeCall('never-used-request-id'));
     expect(foreign).to.match(/^NOT_FOUND: no call .* of yours/);
     expect(foreign.replace(mine.requestId, 'ID')).to.equal(
@@ -437,6 +447,8 @@ describe('the call history and calls output, end to end', function () {
     const theirs = await run(TENANT_B, String(mine.requestId));
     expect(theirs.listed).to.not.include(mine.requestId);
     expect(theirs.record).to.match(/^NOT_FOUND: no call .* of yours/);
+    // Not found, not an expired session.
+    expect(theirs.recordError).to.equal('NotFoundError');
     expect(theirs.logs).to.match(/^NOT_FOUND: no call .* of yours/);
   });
 

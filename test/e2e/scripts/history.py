@@ -26,10 +26,19 @@ def refusal(read):
         return f"{error.code.name if error.code else None}: {error.details}"
 
 
+def refused_as(read):
+    try:
+        read()
+        return None
+    except readie.ReadieError as error:
+        return type(error).__name__
+
+
 if len(sys.argv) > 1:
     other = sys.argv[1]
     print(json.dumps({
         "listed": [c.request_id for c in readie.calls()],
+        "recordError": refused_as(lambda: readie.call_record(other)),
         "record": refusal(lambda: readie.call_record(other)),
         "logs": refusal(lambda: readie.logs(other)),
     }))
