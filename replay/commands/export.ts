@@ -38,11 +38,19 @@ export async function exportCommand(
     }
     const range = source.range;
     if (range === undefined) throw new ReplayInputError(`${paths.join(' ')}: the log is empty`);
-    const from = options.from === undefined ? range.first : parseSeq('--from', options.from);
+    const asked = options.from === undefined ? range.first : parseSeq('--from', options.from);
     const to = options.to === undefined ? range.last : parseSeq('--to', options.to);
-    if (from < range.first || from > range.last) {
+    if (asked < range.first || asked > range.last) {
       throw new ReplayInputError(
-        `--from ${from}: the log holds seq ${range.first} to ${range.last}`,
+        `--from ${asked}: the log holds seq ${range.first} to ${range.last}`,
+      );
+    }
+    // A range starts with a whole append: one cut inside it would hold a decision's later events
+    // without its first, which a replay of the range takes for a decision of its own.
+    const from = asked > range.first ? await appendStart(source, asked, range.first) : asked;
+    if (from < asked) {
+      process.stderr.write(
+        `replay: --from ${asked} falls inside an append (its events from seq ${from} share one cause): exporting from seq ${from}, so its decision stands whole\n`,
       );
     }
     if (to < from) throw new ReplayInputError(`--to ${to} is before --from ${from}`);
@@ -87,6 +95,25 @@ export async function exportCommand(
   } finally {
     await source.close();
   }
+}
+
+/**
+ * The first seq of the append that holds `seq`: the first of the events before it, back to the
+ * snapshot the source can fold from, that share its cause without a break (a snapshot, or a log
+ * that records no causes, breaks none).
+ */
+async function appendStart(source: LogSource, seq: number, first: number): Promise<number> {
+  const from = (await source.snapshotAtOrBefore(seq - 1)) ?? first;
+  let runStart = seq;
+  let runCause: string | null = null;
+  for await (const event of source.events(from)) {
+    if (event.seq > seq) break;
+    const continues = event.cause !== null && event.cause === runCause && event.type !== 'Snapshot';
+    if (!continues) runStart = event.seq;
+    runCause = event.type === 'Snapshot' ? null : event.cause;
+    if (event.seq === seq) return runStart;
+  }
+  return seq;
 }
 
 /** Whether the event at `seq` is a `Snapshot` (a range from it stands alone). */

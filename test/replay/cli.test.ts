@@ -482,6 +482,37 @@ describe('the replay CLI', function () {
     expect(replayCli('import', source, dir).status).to.equal(2);
   });
 
+  it('export --from inside an append starts at the append, so a replay of the range sees its decision whole (a cut inside it was verified DIVERGED)', () => {
+    // full-report-reconciles-containers: seq 16 to 18 are one worker report's events
+    // (cause report:w1); a range from 18 held its last event without the report that made it.
+    const dir = join(tempDir(), 'log');
+    expect(replayCli('import', fixture('full-report-reconciles-containers'), dir).status).to.equal(
+      0,
+    );
+    const events = readEvents(fixture('full-report-reconciles-containers'));
+    expect(events.filter((e) => e.seq >= 16 && e.seq <= 18).map((e) => e.cause)).to.deep.equal([
+      'report:w1',
+      'report:w1',
+      'report:w1',
+    ]);
+    expect(events.find((e) => e.seq === 15)?.cause).to.not.equal('report:w1');
+    const out = join(tempDir(), 'range.jsonl');
+    const exported = replayCli('export', dir, '--from', '18', '-o', out);
+    expect(exported.status, exported.stderr).to.equal(0);
+    expect(exported.stderr).to.equal(
+      'replay: --from 18 falls inside an append (its events from seq 16 share one cause): exporting from seq 16, so its decision stands whole\n',
+    );
+    const range = readEvents(out);
+    expect(range[0]).to.deep.include({ seq: 15, type: 'Snapshot' });
+    expect(range[1]?.seq).to.equal(16);
+    const verified = replayCli('verify', out);
+    expect(verified.status, verified.stdout).to.equal(0);
+    // At an append's first event, the range starts there, unchanged and quietly.
+    const quiet = replayCli('export', dir, '--from', '16', '-o', out);
+    expect(quiet.stderr).to.equal('');
+    expect(readEvents(out)[1]?.seq).to.equal(16);
+  });
+
   it('whatif lists the calls a changed config would change, with counts', () => {
     const run = replayCli(
       'whatif',
