@@ -32,6 +32,7 @@ import { PLACEMENT_RULES_VERSION } from '../../src/core/placement/index.js';
 import { openLogSource, type OpenOptions } from '../../replay/io/log-source.js';
 import { appendHistory, archiverFor, HOUR, testClock } from '../support/archive.js';
 import { readEvents, replayCli, ROOT, runLines } from '../support/replay.js';
+import { placed, requested } from '../support/events.js';
 import { cleanTempDirs, tempDir } from '../support/temp.js';
 
 /**
@@ -352,37 +353,12 @@ describe('replay over an archive and the live log', function () {
       0,
       5,
     );
-    const demand = {
-      memory: null,
-      gpuMemory: null,
-      gpu: null,
-      disableOptimizedExecution: null,
-      checkpointId: null,
-      imports: null,
-      packages: null,
-    };
-    const placed = (workerId: string) => ({
-      type: 'CallPlaced',
-      requestId: 'r1',
-      sessionId: 's1',
-      workerId,
-      containerId: null,
-      checkpointId: 'checkpoint_0',
-      packages: [],
-      skippedPackages: [],
-      memory: 1073741824,
-    });
+    const placedOn = (workerId: string) =>
+      placed('r1', workerId, { sessionId: 's1', checkpointId: 'checkpoint_0' });
     const body: (Record<string, unknown> | 'snapshot')[] = [
       ...header.map(({ seq: _seq, at: _at, ...event }) => event),
-      {
-        cause: 'call:r1',
-        type: 'CallRequested',
-        requestId: 'r1',
-        sessionId: 's1',
-        tenantId: null,
-        demand,
-      },
-      { cause: 'call:r1', ...placed('a-down') },
+      { cause: 'call:r1', ...requested('r1', { sessionId: 's1' }) },
+      { cause: 'call:r1', ...placedOn('a-down') },
       'snapshot',
       {
         cause: 'dial:r1',
@@ -398,7 +374,7 @@ describe('replay over an archive and the live log', function () {
         consecutive: 1,
         error: 'the stream of a call could not be opened: connect ECONNREFUSED',
       },
-      { cause: 'dial:r1', ...placed('b') },
+      { cause: 'dial:r1', ...placedOn('b') },
       'snapshot',
       {
         cause: 'answer:r1',
@@ -531,28 +507,14 @@ describe('replay over an archive and the live log', function () {
       `--from ${damaged.fromSeq + 10}: the events before it could not be read`,
     );
     // A state inside the range passed over cannot be told; one after it can.
-    const inGap = replayCli(
-      'state',
-      '--json',
-      '--skip-damaged',
-      '--at',
-      String(damaged.fromSeq + 10),
-      copy,
-      cluster.log,
-    );
+    const stateAt = (seq: number) =>
+      replayCli('state', '--json', '--skip-damaged', '--at', String(seq), copy, cluster.log);
+    const inGap = stateAt(damaged.fromSeq + 10);
     expect(inGap.status, inGap.stdout).to.equal(2);
     expect(inGap.stderr).to.contain(
       `--at ${damaged.fromSeq + 10}: it falls in a range passed over (a damaged or missing archive file)`,
     );
-    const afterGap = replayCli(
-      'state',
-      '--json',
-      '--skip-damaged',
-      '--at',
-      String(damaged.toSeq + 5),
-      copy,
-      cluster.log,
-    );
+    const afterGap = stateAt(damaged.toSeq + 5);
     expect(afterGap.status, afterGap.stderr).to.equal(0);
     expect(afterGap.stdout).to.contain(`"lastSeq":${damaged.toSeq + 5}`);
     // A file missing from the middle: its range is named.
