@@ -42,10 +42,16 @@ TARGET_BATCH_SECONDS = 1.0
 INPUT_OVERHEAD_SECONDS = 20e-6
 #: ... and, sharing out the last inputs, at least this much (seconds per input at once).
 MIN_BATCH_SECONDS = 0.05
-#: A batch takes at most this share of the inputs left per slot: batches shrink as the map nears
-#: its end (the first ones take half the work, the next a quarter, ...), so slots that opened late
-#: or ran slowly are not left with the last long batch while the others idle.
+#: A slot's batches hold at most this share of an even split of the inputs not finished: batches
+#: shrink as the map nears its end (the first ones take half the work, the next a quarter, ...),
+#: so slots that opened late or ran slowly are not left with the last long batch while the others
+#: idle ...
 SHARE_PER_SLOT = 0.5
+#: ... but the whole split when the inputs take the same time (their middle half within
+#: UNIFORM_SPREAD of the median): then nothing is left to even out, and every batch more is a call
+#: more on the cluster.
+SHARE_PER_SLOT_UNIFORM = 1.0
+UNIFORM_SPREAD = 0.25
 #: A slot's next batch is at most this many times its last.
 GROWTH = 32
 #: A slot sends its next batch while one runs (it waits for its session's turn at the router)
@@ -58,6 +64,8 @@ INITIAL_SLOTS = 4
 SLOT_WORK_SECONDS = 0.1
 #: An input's time is the median of this many recent ones.
 RECENT_SAMPLES = 64
+#: Inputs measured before a batch grows on their time (one fast first input is no promise).
+SAMPLES_TO_GROW = 4
 #: Slots beyond INITIAL_SLOTS open only once this many inputs were measured (the first input of
 #: each of them) ...
 SAMPLES_TO_OPEN_SLOTS = INITIAL_SLOTS
@@ -76,6 +84,8 @@ ROOM_REFRESH_WANTING = 0.2
 IDLE_RELEASE = 1.0
 
 Output = Tuple[int, Optional[BaseException], Any]
+#: Inputs' times in a function (seconds): the recent ones, and the recent ones that ran warm.
+InputTimes = Tuple[Tuple[float, ...], Tuple[float, ...]]
 
 
 @dataclass
@@ -92,10 +102,15 @@ class BatchSizer:
     """How many inputs a slot's next batch carries: about TARGET_BATCH_SECONDS of work per input
     run at once, by the inputs' measured time (the median of the recent ones); a slot's first
     batch ``max_inputs`` (one, by default) until an input was measured; at most GROWTH times the
-    slot's last batch, and, when the total is known, no more than SHARE_PER_SLOT of an even share
-    of what is left among the map's slots (unless that is less than MIN_BATCH_SECONDS of work)."""
+    slot's last batch (and SAMPLES_TO_GROW times ``max_inputs`` before that many inputs were
+    measured); when the total is known, no more than SHARE_PER_SLOT (or SHARE_PER_SLOT_UNIFORM) of
+    an even split of the inputs not finished among the map's slots, less what the slot holds
+    already (unless that is less than MIN_BATCH_SECONDS of work: then none while the slot holds
+    some); in whole rounds of ``max_inputs``."""
 
-    def __init__(self, chunk_size: Optional[int], parallel: int) -> None:
+    def __init__(self, chunk_size: Optional[int], parallel: int, earlier: Optional[InputTimes] = None) -> None:
+        """``earlier``: the inputs' times an earlier map of the function measured (:meth:`times`),
+        which this one starts from."""
         self.fixed = chunk_size
         self.parallel = max(1, parallel)
         self.largest = 1
@@ -106,12 +121,25 @@ class BatchSizer:
         self._warm: Deque[float] = deque(maxlen=RECENT_SAMPLES)
         #: The least time measured.
         self._least: Optional[float] = None
+        #: Inputs measured by this map (not counting those ``earlier`` held).
+        self.measured = 0
+        if earlier is not None:
+            recent, warm = earlier
+            self._recent.extend(recent)
+            self._warm.extend(warm)
+            self.samples = len(self._recent)
+            self._least = min(self._recent, default=None)
+
+    def times(self) -> InputTimes:
+        """The recent inputs' times and those that ran warm, for a later map to start from."""
+        return tuple(self._recent), tuple(self._warm)
 
     def observe(self, seconds: float, warm: bool = True) -> None:
         """One more input's time in the function; ``warm``: it did not run first in a new
         container (whose first input pays what the function warms up: imports, caches)."""
         seconds = max(0.0, seconds)
         self.samples += 1
+        self.measured += 1
         self._recent.append(seconds)
         if warm:
             self._warm.append(seconds)
@@ -125,6 +153,16 @@ class BatchSizer:
             return None
         ordered = sorted(self._recent)
         return ordered[len(ordered) // 2]
+
+    @property
+    def uniform(self) -> bool:
+        """Whether the recent inputs took the same time (SAMPLES_TO_GROW of them at least)."""
+        if len(self._recent) < SAMPLES_TO_GROW:
+            return False
+        ordered = sorted(self._recent)
+        count = len(ordered)
+        spread = ordered[(3 * count) // 4] - ordered[count // 4]
+        return spread <= UNIFORM_SPREAD * ordered[count // 2]
 
     @property
     def slot_estimate(self) -> Optional[float]:
@@ -143,7 +181,11 @@ class BatchSizer:
             return None
         return self.estimate
 
-    def next(self, last: int, remaining: Optional[int], slots: int) -> int:
+    def next(self, last: int, remaining: Optional[int], slots: int, pending: int = 0, own: int = 0) -> int:
+        """The next batch's size for a slot whose last batch had ``last`` inputs, when
+        ``remaining`` inputs are not given to any slot yet (None: not known), among ``slots``
+        slots, ``pending`` inputs are given to slots and not finished, ``own`` of them this
+        slot's."""
         estimate = self.estimate
         if self.fixed is not None:
             size = self.fixed
@@ -154,12 +196,24 @@ class BatchSizer:
             per_input = estimate + INPUT_OVERHEAD_SECONDS
             size = int(TARGET_BATCH_SECONDS * self.parallel / per_input)
             size = min(size, max(last, self.parallel) * GROWTH)
+            if self.samples < SAMPLES_TO_GROW:
+                size = min(size, self.parallel * SAMPLES_TO_GROW)
             if remaining is not None:
-                # A part of an even share of what is left, so that slots end together; but never
-                # a batch too small to be worth its call.
+                # A part of an even share of what is not finished, less what this slot has not
+                # finished yet, so that slots end together (a slot that opened first, or sends its
+                # next batch while one runs, takes no more than the others); but never a batch too
+                # small to be worth its call.
                 floor = max(self.parallel, int(MIN_BATCH_SECONDS * self.parallel / per_input))
-                share = math.ceil(SHARE_PER_SLOT * remaining / max(1, slots))
+                part = SHARE_PER_SLOT_UNIFORM if self.uniform else SHARE_PER_SLOT
+                share = math.ceil(part * (remaining + pending) / max(1, slots)) - own
+                if own > 0 and share < floor:
+                    # The slot holds its share already (or all but less than a batch worth its
+                    # call): its next batch waits until it ran some.
+                    return 0
                 size = min(size, max(floor, share))
+            # Whole rounds of the inputs a container runs at once: 25 inputs run 8 at a time take
+            # as long as 32 would.
+            size -= size % self.parallel if size > self.parallel else 0
         if remaining is not None and remaining > 0:
             size = min(size, remaining)
         size = max(1, min(size, MAX_BATCH_INPUTS))
@@ -181,6 +235,8 @@ class Slot:
     in_flight: int = 0
     #: Batches of this slot under way (their calls and the waits between their tries).
     running: int = 0
+    #: Inputs given to this slot's batches that have no outcome yet.
+    pending: int = 0
 
     def renew(self, failed: Optional[Session] = None) -> None:
         """Moves to a new session; given the session a failed call used, only if the slot is
@@ -203,7 +259,13 @@ class MapEngine:
         self.count = count
         self.bar = bar
         self.max_inputs = max(1, getattr(fn.options, "max_inputs", 1))
-        self.sizer = BatchSizer(1 if options.isolate_inputs else options.chunk_size, self.max_inputs)
+        # A later map of the function starts from the inputs' times the last one measured: it opens
+        # the slots its work wants at once, where a first map measures its first inputs first.
+        self.sizer = BatchSizer(
+            1 if options.isolate_inputs else options.chunk_size,
+            self.max_inputs,
+            getattr(fn, "_input_times", None),
+        )
         self.slots: List[Slot] = []
         self._inputs = inputs
         self._async_inputs = hasattr(inputs, "__anext__")
@@ -214,6 +276,8 @@ class MapEngine:
         self.handed = 0
         self.completed = 0
         self._ready: Dict[int, Tuple[Optional[BaseException], Any]] = {}
+        #: The slot of each input given to a batch that has no outcome yet.
+        self._owners: Dict[int, Slot] = {}
         self._emitted = 0
         self._outbox: List[Output] = []
         self._changed = asyncio.Event()
@@ -230,6 +294,8 @@ class MapEngine:
         #: Whether other tenants' calls waited in the router's queue when it was last asked.
         self.others_waiting = others_waiting
         self._room_watch: Optional["asyncio.Task[None]"] = None
+        #: Set when the work may want more slots than the room: the room watch looks again.
+        self._room_wanted = asyncio.Event()
 
     # -- the consumer's side -------------------------------------------------------------------
 
@@ -242,6 +308,8 @@ class MapEngine:
                 yield out
         finally:
             self._room_watch.cancel()
+            if self.sizer.measured > 0:
+                self.fn._input_times = self.sizer.times()
 
     async def _outputs(self) -> AsyncIterator[List[Output]]:
         while True:
@@ -311,9 +379,20 @@ class MapEngine:
         lets it open more slots (within its bounds), and other tenants' calls waiting make its
         slots give their containers back between batches."""
         demand = self.fn.options.demand
+        asked = time.monotonic()
         while not self.stopped:
+            # Looked at again whenever the work wants more slots than the room (its first inputs
+            # measured slow, say), not only after a full ROOM_REFRESH decided before it did.
             wanting = self.count < self._wanted_slots(unbounded=True)
-            await asyncio.sleep(ROOM_REFRESH_WANTING if wanting else ROOM_REFRESH)
+            wait = (ROOM_REFRESH_WANTING if wanting else ROOM_REFRESH) - (time.monotonic() - asked)
+            if wait > 0:
+                self._room_wanted.clear()
+                try:
+                    await asyncio.wait_for(self._room_wanted.wait(), timeout=wait)
+                except asyncio.TimeoutError:
+                    pass
+                continue
+            asked = time.monotonic()
             try:
                 room = await map_room_async(self.settings, demand)
             except ReadieError:
@@ -365,6 +444,9 @@ class MapEngine:
 
     def _deliver(self, index: int, error: Optional[BaseException], value: Any) -> None:
         self.completed += 1
+        owner = self._owners.pop(index, None)
+        if owner is not None:
+            owner.pending -= 1
         self.bar.advance(failed=error is not None)
         if not self.options.order_outputs:
             self._outbox.append((index, error, value))
@@ -419,14 +501,21 @@ class MapEngine:
     async def _next_batch(self, slot: Slot) -> Optional[List[Item]]:
         idle_since = time.monotonic()
         while not self.stopped:
-            # What is left is shared among the slots without a batch now (this one among them).
-            slots = max(len(self.slots), self._wanted_slots())
-            size = self.sizer.next(slot.last_size, self._remaining(), slots)
-            batch = await self._take(size)
+            # What is left is shared among the slots the work wants (before the inputs' time is
+            # known, among as many as the room allows: a first fast input must not hand one slot
+            # the share of the few opened so far).
+            wanted = self._wanted_slots() if self.sizer.slot_estimate is not None else self.count
+            slots = max(len(self.slots), wanted)
+            size = self.sizer.next(slot.last_size, self._remaining(), slots, len(self._owners), slot.pending)
+            # None now (0): the slot holds its share already, and takes more once it ran some.
+            batch = await self._take(size) if size > 0 else []
             if batch:
                 slot.last_size = len(batch)
+                slot.pending += len(batch)
+                for item in batch:
+                    self._owners[item.index] = slot
                 return batch
-            if self._exhausted:
+            if self._exhausted and (size > 0 or not self._queue):
                 return None
             # Nothing to run now (the results wait for an earlier input, or the inputs come
             # slowly): after IDLE_RELEASE the slot's container goes back.
@@ -612,6 +701,8 @@ class MapEngine:
                     # The inputs' time is known better now: more slots may be worth opening.
                     if len(self.slots) < self.count:
                         self._open_slots()
+                    else:
+                        self._room_wanted.set()
                 elif kind == "log" and on_log is not None:
                     on_log(answer.log)
         except grpc.aio.AioRpcError as error:

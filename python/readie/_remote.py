@@ -54,6 +54,8 @@ class RemoteFunction(Generic[R]):
         self.options = options
         self.last_call: Optional[CallInfo] = None
         self._static_imports: Optional[Set[str]] = None
+        #: The inputs' times its last map measured, which its next map starts from.
+        self._input_times: Optional[Any] = None
         #: ``fn.map(*iterables, ...)`` and ``async for r in fn.map.aio(...)``: see :class:`MapMethod`.
         self.map: MapMethod[R] = MapMethod(self, star=False)
         #: ``fn.starmap(iterable_of_tuples, ...)`` and its ``.aio``.

@@ -14,9 +14,9 @@ import cloudpickle
 import grpc
 
 import readie
-from readie._map_engine import BatchSizer, GROWTH, WARM_WAIT_SECONDS
+from readie._map_engine import BatchSizer, GROWTH, SAMPLES_TO_GROW, WARM_WAIT_SECONDS
 
-from fake_proxy import FakeProxy, batch_parts, envelope_of, outcome_record, run_locally, wait_for_cancel
+from fake_proxy import FakeProxy, batch_parts, envelope_of, outcome_record, run_locally, wait_for_cancel, first_maps
 from readie._proto import call_pb2, proxy_pb2
 
 
@@ -82,6 +82,7 @@ class BatchTest(unittest.TestCase):
     def setUp(self):
         readie.configure(self.proxy.address, insecure=True)
         self.proxy.calls.clear()
+        first_maps(globals())
 
     def tearDown(self):
         self.proxy.script = run_locally
@@ -103,6 +104,18 @@ class BatchTest(unittest.TestCase):
         # Fast inputs: the first batches are small, the next ones grow.
         self.assertEqual(sizes[:4], [1, 1, 1, 1])
         self.assertGreater(max(sizes), 1)
+
+    def test_a_later_map_of_the_function_starts_from_the_inputs_times_the_last_one_measured(self):
+        list(triple.map(range(300), max_concurrency=4, return_exceptions=True, progress=False))
+        first = self.batch_sizes()
+        self.proxy.calls.clear()
+        list(triple.map(range(300), max_concurrency=4, return_exceptions=True, progress=False))
+        later = self.batch_sizes()
+        self.assertEqual(sum(later), 300)
+        self.assertEqual(first[:4], [1, 1, 1, 1])
+        # Its inputs are known fast: no batch of one to measure them first.
+        self.assertGreater(min(later[:4]), 1, later)
+        self.assertLess(len(later), len(first))
 
     def take_one_then_wait(self):
         """Maps 12 inputs in batches of 5 on one slot, takes one result, then none while the first
@@ -225,13 +238,25 @@ class SizerTest(unittest.TestCase):
         self.assertEqual(BatchSizer(None, 1).next(0, None, 4), 1)
         self.assertEqual(BatchSizer(None, 8).next(0, None, 4), 8)
         known = BatchSizer(None, 8)
-        known.observe(1e-5)
+        for _ in range(SAMPLES_TO_GROW):
+            known.observe(1e-5)
         self.assertEqual(known.next(0, None, 4), 8 * GROWTH, "at most GROWTH times one at once")
         self.assertEqual(known.next(8, None, 4), 8 * GROWTH)
 
+    def test_one_fast_first_input_is_no_promise(self):
+        sizer = BatchSizer(None, 8)
+        sizer.observe(1e-6)
+        # Before SAMPLES_TO_GROW inputs were measured, a batch holds at most that many rounds
+        # of what runs at once (not GROWTH times, nor a share of the map).
+        self.assertEqual(sizer.next(8, 10_000, 16), 8 * SAMPLES_TO_GROW)
+        for _ in range(SAMPLES_TO_GROW - 1):
+            sizer.observe(1e-6)
+        self.assertEqual(sizer.next(8, 10_000, 16), 8 * GROWTH)
+
     def test_fast_inputs_grow_by_at_most_growth_to_the_bound(self):
         sizer = BatchSizer(None, 1)
-        sizer.observe(1e-6)
+        for _ in range(SAMPLES_TO_GROW):
+            sizer.observe(1e-6)
         sizes, last = [], 1
         for _ in range(6):
             last = sizer.next(last, None, 4)
@@ -244,15 +269,52 @@ class SizerTest(unittest.TestCase):
         sizer.observe(2.0)
         self.assertEqual(sizer.next(100, None, 4), 1)
         fast = BatchSizer(None, 1)
-        fast.observe(1e-5)
+        for _ in range(SAMPLES_TO_GROW):
+            fast.observe(1e-5)
         # 100 inputs left of 30 us: one batch holds them all (a share would be worth no call).
         self.assertEqual(fast.next(1024, 100, 4), 100)
         slow = BatchSizer(None, 1)
-        slow.observe(0.005)
-        # 100 inputs left of 5 ms among 4 slots: half an even share (13), above the floor of 9
-        # (50 ms of them); near the end the shares shrink to that floor.
+        for seconds in (0.004, 0.005, 0.006, 0.008):
+            slow.observe(seconds)
+        self.assertFalse(slow.uniform)
+        # 100 inputs left of 6 ms (the median) among 4 slots: half an even share (13), above the
+        # floor of 8 (50 ms of them); near the end the shares shrink to that floor.
         self.assertEqual(slow.next(1024, 100, 4), 13)
-        self.assertEqual(slow.next(1024, 20, 4), 9)
+        self.assertEqual(slow.next(1024, 20, 4), 8)
+
+    def test_a_share_counts_what_the_slots_hold_and_a_slot_holding_its_own_waits(self):
+        sizer = BatchSizer(None, 1)
+        for seconds in (0.04, 0.05, 0.06, 0.08):
+            sizer.observe(seconds)
+        # 96 inputs not given to any slot and 32 given, not finished, among 4 slots: half an even
+        # share of the 128 is 16; a slot holding 10 of them takes 6 more.
+        self.assertEqual(sizer.next(10, 96, 4, pending=32, own=0), 16)
+        self.assertEqual(sizer.next(10, 96, 4, pending=32, own=10), 6)
+        # Holding its share (or all but less than a batch worth its call: one input of 55 ms), a
+        # slot's next batch waits (0) until it ran some; a slot holding none takes at least that.
+        self.assertEqual(sizer.next(10, 96, 4, pending=32, own=16), 0)
+        self.assertEqual(sizer.next(10, 0, 4, pending=4, own=0), 1)
+
+    def test_inputs_of_the_same_time_take_their_whole_share_at_once(self):
+        sizer = BatchSizer(None, 1)
+        for seconds in (0.050, 0.051, 0.050, 0.052):
+            sizer.observe(seconds)
+        self.assertTrue(sizer.uniform)
+        # 396 inputs of 50 ms among 16 slots: the whole even share (25), no half of it; a batch
+        # still holds at most TARGET_BATCH_SECONDS of work (19 of 51 ms).
+        self.assertEqual(sizer.next(1, 396, 16), 19)
+        self.assertEqual(sizer.next(1, 377, 16, pending=19, own=19), 6)
+        self.assertEqual(sizer.next(1, 371, 16, pending=25, own=25), 0)
+
+    def test_a_batch_holds_whole_rounds_of_what_a_container_runs_at_once(self):
+        sizer = BatchSizer(None, 8)
+        for seconds in (0.050, 0.051, 0.050, 0.052):
+            sizer.observe(seconds)
+        # An even share of 368 among 16 slots is 23: run 8 at a time it takes three rounds, as
+        # 16 do (and a fourth round of 7 inputs would cost the map a whole round).
+        self.assertEqual(sizer.next(8, 368, 16), 16)
+        # A slot's last inputs: what is left, whatever the rounds.
+        self.assertEqual(sizer.next(8, 5, 16), 5)
 
     def test_slots_follow_warm_inputs_and_small_first_ones_wait_for_them(self):
         sizer = BatchSizer(None, 1)

@@ -17,7 +17,7 @@ from readie.errors import error_for_status
 
 import cloudpickle
 
-from fake_proxy import FakeProxy, batch_answers, batch_parts, envelope_of, outcome_record, result_answers, run_locally
+from fake_proxy import FakeProxy, batch_answers, batch_parts, envelope_of, outcome_record, result_answers, run_locally, first_maps
 from readie._proto import call_pb2, proxy_pb2
 
 
@@ -81,6 +81,7 @@ class ProxyCase(unittest.TestCase):
 
     def setUp(self):
         readie.configure(self.proxy.address, insecure=True)
+        first_maps(globals())
 
     def tearDown(self):
         self.proxy.script = run_locally
@@ -369,6 +370,16 @@ class MapRoomTest(ProxyCase):
         script = self.proxy.script = Recording()
         self.assertEqual(list(double.map(range(40), chunk_size=1, progress=False)), [2 * x for x in range(40)])
         self.assertGreater(script.most_running, 1)
+
+    def test_inputs_measured_slow_ask_for_room_at_once(self):
+        # The room is asked again ROOM_REFRESH after the map's start while the work wants no more
+        # slots than it has; once its first inputs are measured slow, it wants more, and asks then
+        # (ROOM_REFRESH_WANTING), not after the long wait it began before it knew.
+        _map_engine.ROOM_REFRESH = 60.0
+        self.room(Room(slots=4), Room(slots=8))
+        script = self.proxy.script = Recording(delay=0.05)
+        self.assertEqual(list(double.map(range(40), chunk_size=1, progress=False)), [2 * x for x in range(40)])
+        self.assertGreater(script.most_running, 4)
 
     def test_other_tenants_waiting_make_each_batch_give_its_container_back(self):
         # The router says so from the map's start: every batch runs in a session of its own.

@@ -121,11 +121,21 @@ export const TARGET_BATCH_SECONDS = 1;
 /** ...and, sharing out the last inputs, at least this much. */
 export const MIN_BATCH_SECONDS = 0.05;
 /**
- * A batch takes at most this share of the inputs left per slot: batches shrink as the map nears
- * its end (the first take half the work, the next a quarter, ...), so slots that opened late or
- * ran slowly are not left with the last long batch while the others idle.
+ * A slot's batches hold at most this share of an even split of the inputs not finished: batches
+ * shrink as the map nears its end (the first take half the work, the next a quarter, ...), so
+ * slots that opened late or ran slowly are not left with the last long batch while the others
+ * idle...
  */
 export const SHARE_PER_SLOT = 0.5;
+/**
+ * ...but the whole split when the inputs take the same time (their middle half within
+ * UNIFORM_SPREAD of the median): then nothing is left to even out, and every batch more is a call
+ * more on the cluster.
+ */
+export const SHARE_PER_SLOT_UNIFORM = 1;
+export const UNIFORM_SPREAD = 0.25;
+/** Inputs measured before a batch grows on their time (one fast first input is no promise). */
+export const SAMPLES_TO_GROW = 4;
 /** What an input costs beside its function, in seconds, for the estimate. */
 export const INPUT_OVERHEAD_SECONDS = 20e-6;
 /** A slot's next batch is at most this many times its last. */
@@ -143,13 +153,44 @@ function median(times: readonly number[]): number {
   return ordered[Math.floor(ordered.length / 2)]!;
 }
 
+/** Inputs' times in a function (seconds): the recent ones, and the recent ones that ran warm. */
+export interface InputTimes {
+  readonly recent: readonly number[];
+  readonly warm: readonly number[];
+}
+
+/**
+ * The inputs' times the last map of each function measured, which its next map starts from (a
+ * client's own, for at most `capacity` functions: the least recently mapped is forgotten).
+ */
+export class InputTimesMemory {
+  readonly #times = new Map<string, InputTimes>();
+
+  constructor(private readonly capacity = 256) {}
+
+  get(key: string): InputTimes | undefined {
+    return this.#times.get(key);
+  }
+
+  set(key: string, times: InputTimes): void {
+    this.#times.delete(key);
+    this.#times.set(key, times);
+    if (this.#times.size > this.capacity) {
+      this.#times.delete(this.#times.keys().next().value as string);
+    }
+  }
+}
+
 /**
  * How many inputs a slot's next batch carries (the Python client's rule): about
  * TARGET_BATCH_SECONDS of work per input run at once, by the inputs' measured time (the median
  * of the recent ones), or as many as run at once before any input was measured; at most GROWTH
- * times the slot's last batch; when the total is known, no more than SHARE_PER_SLOT of an even
- * share of what is left among the map's slots (unless that is less than MIN_BATCH_SECONDS of
- * work), never more than what is left, and at most MAX_BATCH_INPUTS.
+ * times the slot's last batch (and SAMPLES_TO_GROW times as many as run at once before that many
+ * inputs were measured); when the total is known, no more than SHARE_PER_SLOT (or
+ * SHARE_PER_SLOT_UNIFORM) of an even split of the inputs not finished among the map's slots, less
+ * what the slot holds already (unless that is less than MIN_BATCH_SECONDS of work: then none
+ * while the slot holds some), in whole rounds of what runs at once, never more than what is left,
+ * and at most MAX_BATCH_INPUTS.
  */
 export class BatchSizer {
   largest = 1;
@@ -161,12 +202,27 @@ export class BatchSizer {
   /** The least time measured. */
   #least: number | undefined;
   readonly #parallel: number;
+  /** Inputs measured by this map (not counting those `earlier` held). */
+  measured = 0;
 
+  /** `earlier`: the inputs' times an earlier map of the function measured, to start from. */
   constructor(
     readonly fixed: number | undefined,
     parallel: number,
+    earlier?: InputTimes,
   ) {
     this.#parallel = Math.max(1, parallel);
+    if (earlier !== undefined) {
+      this.#recent.push(...earlier.recent.slice(-RECENT_SAMPLES));
+      this.#warm.push(...earlier.warm.slice(-RECENT_SAMPLES));
+      this.samples = this.#recent.length;
+      if (this.#recent.length > 0) this.#least = Math.min(...this.#recent);
+    }
+  }
+
+  /** The recent inputs' times and those that ran warm, for a later map to start from. */
+  times(): InputTimes {
+    return { recent: [...this.#recent], warm: [...this.#warm] };
   }
 
   /**
@@ -176,6 +232,7 @@ export class BatchSizer {
   observe(seconds: number, warm = true): void {
     const time = Math.max(0, seconds);
     this.samples += 1;
+    this.measured += 1;
     this.#recent.push(time);
     if (this.#recent.length > RECENT_SAMPLES) this.#recent.shift();
     if (warm) {
@@ -210,8 +267,22 @@ export class BatchSizer {
     return this.#recent.length === 0 ? undefined : median(this.#recent);
   }
 
-  /** The next batch's size for a slot whose last batch held `last`. */
-  next(last: number, remaining: number | undefined, slots: number): number {
+  /** Whether the recent inputs took the same time (SAMPLES_TO_GROW of them at least). */
+  get uniform(): boolean {
+    if (this.#recent.length < SAMPLES_TO_GROW) return false;
+    const ordered = [...this.#recent].sort((a, b) => a - b);
+    const count = ordered.length;
+    const spread = ordered[Math.floor((3 * count) / 4)]! - ordered[Math.floor(count / 4)]!;
+    return spread <= UNIFORM_SPREAD * ordered[Math.floor(count / 2)]!;
+  }
+
+  /**
+   * The next batch's size for a slot whose last batch held `last`, when `remaining` inputs are
+   * not given to any slot yet (undefined: not known), among `slots` slots, `pending` inputs are
+   * given to slots and not finished, `own` of them this slot's; 0: none now (the slot holds its
+   * share).
+   */
+  next(last: number, remaining: number | undefined, slots: number, pending = 0, own = 0): number {
     let size: number;
     const estimate = this.estimate;
     if (this.fixed !== undefined) size = this.fixed;
@@ -221,14 +292,20 @@ export class BatchSizer {
       const perInput = estimate + INPUT_OVERHEAD_SECONDS;
       size = Math.floor((TARGET_BATCH_SECONDS * this.#parallel) / perInput);
       size = Math.min(size, Math.max(last, this.#parallel) * GROWTH);
+      if (this.samples < SAMPLES_TO_GROW) size = Math.min(size, this.#parallel * SAMPLES_TO_GROW);
       if (remaining !== undefined) {
         const floor = Math.max(
           this.#parallel,
           Math.floor((MIN_BATCH_SECONDS * this.#parallel) / perInput),
         );
-        const share = Math.ceil((SHARE_PER_SLOT * remaining) / Math.max(1, slots));
+        const part = this.uniform ? SHARE_PER_SLOT_UNIFORM : SHARE_PER_SLOT;
+        const share = Math.ceil((part * (remaining + pending)) / Math.max(1, slots)) - own;
+        // The slot holds its share already (or all but less than a batch worth its call).
+        if (own > 0 && share < floor) return 0;
         size = Math.min(size, Math.max(floor, share));
       }
+      // Whole rounds of what a container runs at once: 25 inputs run 8 at a time take as long as 32.
+      if (size > this.#parallel) size -= size % this.#parallel;
     }
     if (remaining !== undefined && remaining > 0) size = Math.min(size, remaining);
     size = Math.max(1, Math.min(size, MAX_BATCH_INPUTS));

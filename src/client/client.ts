@@ -27,7 +27,7 @@ import {
   type ConnectionOptions,
 } from './connection.js';
 import { decodeJsonEnvelope, encodeJsonCall, type PythonCall } from './json-call.js';
-import { encodeJsonBatch, type InputEncodingError } from './batches.js';
+import { encodeJsonBatch, InputTimesMemory, type InputEncodingError } from './batches.js';
 import { RemoteCall, type RemoteLogLine } from './remote-call.js';
 import { MAX_ROUTER_MOVES, RouterList, unsentRefusal } from './router-list.js';
 
@@ -345,6 +345,7 @@ export class ReadieClient {
     endSession: (sessionId) => this.endSession(sessionId),
     startBatch: (fn, inputs, sessionId, options, signal, onChunk, onQueue) =>
       this.#startBatch(fn, inputs, sessionId, { ...options, signal }, onChunk, onQueue),
+    inputTimes: new InputTimesMemory(),
   };
 
   /** One batch of a map: `fn` over `inputs`, its outcomes handed to `onChunk` as they come. */

@@ -40,6 +40,8 @@ export interface FanOutDeps {
   endSession(sessionId: string): Promise<unknown>;
   /** Starts one batch of `fn` over `inputs` (argument lists) in `sessionId`. */
   startBatch: BatchDeps['startBatch'];
+  /** The inputs' times each function's last map measured (the client's). */
+  readonly inputTimes: BatchDeps['inputTimes'];
 }
 
 /** One concurrency slot: its session ('' outside sessions) and the sessions it used. */

@@ -11,7 +11,13 @@
  */
 import { status as Status } from '@grpc/grpc-js';
 import { newSessionId, type CallInfo } from './call-info.js';
-import { BatchSizer, encodeJsonInput, INPUT_OVERHEAD_SECONDS, OutcomeReader } from './batches.js';
+import {
+  BatchSizer,
+  encodeJsonInput,
+  INPUT_OVERHEAD_SECONDS,
+  OutcomeReader,
+  type InputTimesMemory,
+} from './batches.js';
 import { NeverFitsError, ProtocolError, ReadieError, SessionExpiredError } from './errors.js';
 import type { MapOptions, MappedFunction } from './map-options.js';
 import { decodeJsonEnvelope } from './json-call.js';
@@ -67,6 +73,13 @@ export interface BatchDeps {
   room(options: MapOptions): Promise<MapRoom>;
   /** Ends a session (best effort). */
   endSession(sessionId: string): Promise<unknown>;
+  /** The inputs' times each function's last map measured (the client's). */
+  readonly inputTimes: InputTimesMemory;
+}
+
+/** What a function's inputs' times are remembered under: its module or source, and its name. */
+function functionKey(fn: MappedFunction): string {
+  return JSON.stringify('module' in fn ? [fn.module, fn.function] : ['', fn.source, fn.function]);
 }
 
 interface Item {
@@ -86,6 +99,8 @@ interface Slot {
   inFlight: number;
   /** Batches of this slot under way (their calls and the waits between their tries). */
   running: number;
+  /** Inputs given to this slot's batches that have no outcome yet. */
+  pending: number;
 }
 
 /** A call that failed: its error, the inputs it had not finished, the session it was made in. */
@@ -115,15 +130,22 @@ function indexed(error: unknown, index: number): unknown {
   return error;
 }
 
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
+/** Waits `ms`, or less: until `signal` aborts or the function given to `wakeBy` is called. */
+function sleep(
+  ms: number,
+  signal: AbortSignal,
+  wakeBy?: (wake: (() => void) | undefined) => void,
+): Promise<void> {
   return new Promise((resolve) => {
     const done = () => {
       clearTimeout(timer);
       signal.removeEventListener('abort', done);
+      wakeBy?.(undefined);
       resolve();
     };
     const timer = setTimeout(done, ms);
     signal.addEventListener('abort', done, { once: true });
+    wakeBy?.(done);
   });
 }
 
@@ -150,6 +172,10 @@ export class MapEngine<T> {
   readonly #ready = new Map<number, Output<T>>();
   #outbox: Output<T>[] = [];
   #wake: (() => void)[] = [];
+  /** Wakes the room watch when the work may want more slots than the room. */
+  #roomWanted: (() => void) | undefined;
+  /** The slot of each input given to a batch that has no outcome yet. */
+  readonly #owners = new Map<number, Slot>();
   #failure: unknown = undefined;
   readonly #ending: Promise<unknown>[] = [];
   readonly #sizer: BatchSizer;
@@ -169,9 +195,12 @@ export class MapEngine<T> {
   ) {
     this.#othersWaiting = othersWaiting;
     this.#parallel = Math.max(1, options.maxInputs ?? 1);
+    // A later map of the function starts from the inputs' times the last one measured: it opens
+    // the slots its work wants at once, where a first map measures its first inputs first.
     this.#sizer = new BatchSizer(
       options.isolateInputs === true ? 1 : options.chunkSize,
       this.#parallel,
+      deps.inputTimes.get(functionKey(fn)),
     );
   }
 
@@ -189,6 +218,8 @@ export class MapEngine<T> {
       yield* this.#outputs();
     } finally {
       watching.abort();
+      if (this.#sizer.measured > 0)
+        this.deps.inputTimes.set(functionKey(this.fn), this.#sizer.times());
     }
   }
 
@@ -229,10 +260,18 @@ export class MapEngine<T> {
    * give their containers back between batches.
    */
   async #watchRoom(done: AbortSignal): Promise<void> {
+    let asked = performance.now();
     while (!done.aborted && !this.stop.aborted) {
+      // Looked at again whenever the work wants more slots than the room (its first inputs
+      // measured slow, say), not only after a full ROOM_REFRESH_MS decided before it did.
       const wanting = this.count < this.#wanted(true);
-      await sleep(wanting ? ROOM_REFRESH_WANTING_MS : ROOM_REFRESH_MS, done);
-      if (done.aborted || this.stop.aborted) return;
+      const waitMs =
+        (wanting ? ROOM_REFRESH_WANTING_MS : ROOM_REFRESH_MS) - (performance.now() - asked);
+      if (waitMs > 0) {
+        await sleep(waitMs, done, (wake) => (this.#roomWanted = wake));
+        continue;
+      }
+      asked = performance.now();
       let room: MapRoom;
       try {
         room = await this.deps.room(this.options);
@@ -275,6 +314,7 @@ export class MapEngine<T> {
         unavailable: 0,
         inFlight: 0,
         running: 0,
+        pending: 0,
       };
       this.#slots.push(slot);
       this.#running += 1;
@@ -293,6 +333,11 @@ export class MapEngine<T> {
 
   #deliver(index: number, output: Output<T>): void {
     this.completed += 1;
+    const owner = this.#owners.get(index);
+    if (owner !== undefined) {
+      owner.pending -= 1;
+      this.#owners.delete(index);
+    }
     this.progress.advance(!output.ok);
     if (this.options.orderOutputs === false) this.#outbox.push(output);
     else {
@@ -361,14 +406,27 @@ export class MapEngine<T> {
   async #nextBatch(slot: Slot): Promise<Item[] | null> {
     const idleSince = performance.now();
     while (!this.stop.aborted) {
-      const slots = Math.max(this.#slots.length, this.#wanted());
-      const size = this.#sizer.next(slot.lastSize, this.#remaining(), slots);
-      const batch = await this.#take(size);
+      // What is left is shared among the slots the work wants (before the inputs' time is known,
+      // among as many as the room allows: a first fast input must not hand one slot the share of
+      // the few opened so far).
+      const known = this.#sizer.slotEstimate(SAMPLES_TO_OPEN_SLOTS) !== undefined;
+      const slots = Math.max(this.#slots.length, known ? this.#wanted() : this.count);
+      const size = this.#sizer.next(
+        slot.lastSize,
+        this.#remaining(),
+        slots,
+        this.#owners.size,
+        slot.pending,
+      );
+      // None now (0): the slot holds its share already, and takes more once it ran some.
+      const batch = size > 0 ? await this.#take(size) : [];
       if (batch.length > 0) {
         slot.lastSize = batch.length;
+        slot.pending += batch.length;
+        for (const item of batch) this.#owners.set(item.index, slot);
         return batch;
       }
-      if (this.#exhausted) return null;
+      if (this.#exhausted && (size > 0 || this.#queue.length === 0)) return null;
       // Nothing to run now (results wait for an earlier input, or inputs come slowly): after
       // IDLE_RELEASE_MS the slot's container goes back.
       if (performance.now() - idleSince >= IDLE_RELEASE_MS) this.#release(slot);
@@ -549,6 +607,7 @@ export class MapEngine<T> {
       }
       // The inputs' time is known better now: more slots may be worth opening.
       if (this.#slots.length < this.count) this.#openSlots();
+      else this.#roomWanted?.();
     };
     let waiting = false;
     const onQueue = (queued: boolean) => {

@@ -9,7 +9,14 @@ import {
   RemoteExecutionError,
   type RemoteLogLine,
 } from '../../src/client/index.js';
-import { BatchSizer, GROWTH, OutcomeReader, WARM_WAIT_SECONDS } from '../../src/client/batches.js';
+import {
+  BatchSizer,
+  GROWTH,
+  InputTimesMemory,
+  OutcomeReader,
+  SAMPLES_TO_GROW,
+  WARM_WAIT_SECONDS,
+} from '../../src/client/batches.js';
 import { FakeProxy, LogSource, type ScriptedCall } from '../support/fake-proxy.js';
 
 /** One outcome record holding a whole JSON envelope. */
@@ -104,6 +111,26 @@ describe('TypeScript client: a map in batches', function () {
     expect(proxy.calls[0]?.request()).to.include({ function: 'double' });
     expect(JSON.parse(proxy.calls[0]!.payload.toString('utf8'))).to.have.property('inputs');
     expect(lines.filter((line) => line.input !== undefined)).to.have.length(300);
+  });
+
+  it("a later map of the function starts from the inputs' times the last one measured", async () => {
+    const options = { maxConcurrency: 4, returnExceptions: true, progress: false };
+    const inputs = Array.from({ length: 300 }, (_, n) => n);
+    await collect(client.map(FN, inputs, options));
+    const first = sizes();
+    proxy.calls.length = 0;
+    await collect(client.map(FN, inputs, options));
+    const later = sizes();
+    expect(later.reduce((a, b) => a + b, 0)).to.equal(300);
+    expect(first.slice(0, 4)).to.deep.equal([1, 1, 1, 1]);
+    // Its inputs are known fast: no batch of one to measure them first.
+    expect(Math.min(...later.slice(0, 4))).to.be.above(1);
+    expect(later.length).to.be.below(first.length);
+    // Another function's first map measures its own.
+    proxy.calls.length = 0;
+    const other = { source: 'def other(n):\n    return n\n', function: 'other' };
+    await collect(client.map(other, inputs.slice(0, 8), options));
+    expect(sizes().slice(0, 4)).to.deep.equal([1, 1, 1, 1]);
   });
 
   it('chunkSize fixes the batch size, maxInputs travels, and bad values are refused', async () => {
@@ -445,6 +472,17 @@ describe('TypeScript client: a map in batches', function () {
       expect(seen.most).to.be.above(1);
     });
 
+    it('inputs measured slow ask for room at once, not after the wait begun before', async () => {
+      // Four slots are what the map wants at its start (ROOM_REFRESH_MS until it asks again);
+      // its first inputs, measured at 40 ms, want more: it asks ROOM_REFRESH_WANTING_MS after
+      // its start, while 400 ms of work are left for four.
+      proxy.answerRooms({ slots: 4 }, { slots: 8 });
+      const seen = recording(40);
+      const options = { chunkSize: 1, returnExceptions: true, progress: false };
+      expect(await collect(client.map(FN, inputs(40), options))).to.have.length(40);
+      expect(seen.most).to.be.above(4);
+    });
+
     it("other tenants' calls waiting make each batch give its container back", async () => {
       // The router says so from the map's start: every batch runs in a session of its own.
       proxy.answerRooms({ slots: 1, othersWaiting: true });
@@ -517,6 +555,20 @@ describe('TypeScript client: batch pieces', () => {
     );
   });
 
+  it("remembers the inputs' times of a bounded number of functions, the last mapped kept", () => {
+    const memory = new InputTimesMemory(2);
+    const times = (seconds: number) => ({ recent: [seconds], warm: [seconds] });
+    memory.set('a', times(1));
+    memory.set('b', times(2));
+    memory.set('a', times(3));
+    memory.set('c', times(4));
+    expect(memory.get('b')).to.equal(undefined);
+    expect(memory.get('a')).to.deep.equal(times(3));
+    expect(memory.get('c')).to.deep.equal(times(4));
+    // A sizer started from them estimates by them at once.
+    expect(new BatchSizer(undefined, 1, times(0.5)).estimate).to.equal(0.5);
+  });
+
   it('opens slots by inputs that ran warm; small first inputs wait for them', () => {
     const sizer = new BatchSizer(undefined, 1);
     // Four first inputs of new containers, each paying a first call's warm-up (2 ms).
@@ -538,6 +590,9 @@ describe('TypeScript client: batch pieces', () => {
     const fresh = new BatchSizer(undefined, 1);
     expect(fresh.next(0, undefined, 4)).to.equal(1);
     fresh.observe(1e-6);
+    // One fast first input is no promise: SAMPLES_TO_GROW are measured before a batch grows on it.
+    expect(fresh.next(1, 10_000, 16)).to.equal(SAMPLES_TO_GROW);
+    for (let i = 1; i < SAMPLES_TO_GROW; i += 1) fresh.observe(1e-6);
     expect(fresh.next(1, undefined, 4)).to.equal(GROWTH);
     expect(fresh.next(GROWTH, undefined, 4)).to.equal(1024);
     const slow = new BatchSizer(undefined, 1);
@@ -546,11 +601,42 @@ describe('TypeScript client: batch pieces', () => {
     // A new slot once inputs were measured: by the estimate, at most GROWTH times one at once.
     expect(fresh.next(0, undefined, 4)).to.equal(GROWTH);
     const share = new BatchSizer(undefined, 1);
-    share.observe(0.005);
-    // 100 inputs left of 5 ms among 4 slots: half an even share (13), above the floor of 9.
+    for (const seconds of [0.004, 0.005, 0.006, 0.008]) share.observe(seconds);
+    expect(share.uniform).to.equal(false);
+    // 100 inputs left of 6 ms (the median) among 4 slots: half an even share (13), above the
+    // floor of 8 (50 ms of them).
     expect(share.next(1024, 100, 4)).to.equal(13);
-    // Near the end the shares shrink to the floor (50 ms of inputs).
-    expect(share.next(1024, 20, 4)).to.equal(9);
+    // Near the end the shares shrink to the floor.
+    expect(share.next(1024, 20, 4)).to.equal(8);
     expect(new BatchSizer(7, 1).next(1, 3, 16)).to.equal(3);
+  });
+
+  it('counts what the slots hold in a share, and a slot holding its own waits', () => {
+    const sizer = new BatchSizer(undefined, 1);
+    for (const seconds of [0.04, 0.05, 0.06, 0.08]) sizer.observe(seconds);
+    // 96 inputs not given to any slot and 32 given, not finished, among 4 slots: half an even
+    // share of the 128 is 16; a slot holding 10 of them takes 6 more.
+    expect(sizer.next(10, 96, 4, 32, 0)).to.equal(16);
+    expect(sizer.next(10, 96, 4, 32, 10)).to.equal(6);
+    // Holding its share (or all but less than a batch worth its call), a slot waits (0); a slot
+    // holding none takes at least that batch.
+    expect(sizer.next(10, 96, 4, 32, 16)).to.equal(0);
+    expect(sizer.next(10, 0, 4, 4, 0)).to.equal(1);
+  });
+
+  it('gives inputs of the same time their whole share, in whole rounds of what runs at once', () => {
+    const sizer = new BatchSizer(undefined, 1);
+    for (const seconds of [0.05, 0.051, 0.05, 0.052]) sizer.observe(seconds);
+    expect(sizer.uniform).to.equal(true);
+    // 396 inputs of 50 ms among 16 slots: the whole even share (25), not half of it; a batch still
+    // holds at most TARGET_BATCH_SECONDS of work (19 of 51 ms).
+    expect(sizer.next(1, 396, 16)).to.equal(19);
+    expect(sizer.next(1, 377, 16, 19, 19)).to.equal(6);
+    expect(sizer.next(1, 371, 16, 25, 25)).to.equal(0);
+    const eight = new BatchSizer(undefined, 8);
+    for (const seconds of [0.05, 0.051, 0.05, 0.052]) eight.observe(seconds);
+    // An even share of 368 among 16 slots is 23: run 8 at a time that is three rounds, as 16 are.
+    expect(eight.next(8, 368, 16)).to.equal(16);
+    expect(eight.next(8, 5, 16)).to.equal(5);
   });
 });
