@@ -577,6 +577,10 @@ class MapEngine:
             # Slots are still opening: a batch taken now is sized by too few slots (a share of
             # what is left among them), and a second one would hold inputs the new slots could run.
             return 1
+        if self.sizer.measured < SAMPLES_TO_GROW:
+            # A map that starts from an earlier one's times sends no second batch before its own
+            # first outcomes: the second (GROWTH times the first) would delay the first result.
+            return 1
         batch_seconds = (estimate + INPUT_OVERHEAD_SECONDS) * max(1, slot.last_size) / self.max_inputs
         return 2 if batch_seconds < PIPELINE_SECONDS else 1
 

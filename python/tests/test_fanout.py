@@ -169,6 +169,28 @@ class Recording(Refusing):
                     self.running -= 1
 
 
+class FirstOutcomesHeld(Recording):
+    """Holds the outcomes of the first call until another call arrives (0.5 s at most), and
+    records whether one did (``early``)."""
+
+    def __init__(self):
+        super().__init__(0.0)
+        self.calls = 0
+        self.arrived = threading.Event()
+        self.early = False
+
+    def __call__(self, received, requests, context):
+        received.read(requests)
+        with self.lock:
+            self.calls += 1
+            first = self.calls == 1
+        if first:
+            self.early = self.arrived.wait(0.5)
+        else:
+            self.arrived.set()
+        yield from batch_answers(received)
+
+
 class DyingSession(Recording):
     """Like :class:`Recording`, but the first session's container dies in a call from its 8th on
     (which fails: it ran), the first whose turn comes while another call of that session waits its
@@ -380,6 +402,19 @@ class MapRoomTest(ProxyCase):
         script = self.proxy.script = Recording(delay=0.05)
         self.assertEqual(list(double.map(range(40), chunk_size=1, progress=False)), [2 * x for x in range(40)])
         self.assertGreater(script.most_running, 4)
+
+    def test_a_map_starting_from_earlier_times_sends_no_second_batch_before_its_first_outcomes(self):
+        # Room for 64 calls: the window of inputs drawn ahead (twice the room times the largest
+        # batch) would let the second batch go at once.
+        self.room(Room(slots=64))
+        list(double.map(range(300), progress=False))
+        # The second map knows its inputs' time (a slot's second batch may go while its first
+        # runs), but not until its own first outcomes came: the second batch would hold 32 times
+        # the first's inputs, and delay its first result.
+        script = self.proxy.script = FirstOutcomesHeld()
+        self.assertEqual(list(double.map(range(3000), progress=False)), [2 * x for x in range(3000)])
+        self.assertGreater(script.calls, 1)
+        self.assertFalse(script.early)
 
     def test_other_tenants_waiting_make_each_batch_give_its_container_back(self):
         # The router says so from the map's start: every batch runs in a session of its own.

@@ -16,6 +16,7 @@ import {
   encodeJsonInput,
   INPUT_OVERHEAD_SECONDS,
   OutcomeReader,
+  SAMPLES_TO_GROW,
   type InputTimesMemory,
 } from './batches.js';
 import { NeverFitsError, ProtocolError, ReadieError, SessionExpiredError } from './errors.js';
@@ -507,6 +508,9 @@ export class MapEngine<T> {
       // left among them), and a second one would hold inputs the new slots could run.
       return 1;
     }
+    // A map that starts from an earlier one's times sends no second batch before its own first
+    // outcomes: the second (GROWTH times the first) would delay the first result.
+    if (this.#sizer.measured < SAMPLES_TO_GROW) return 1;
     const batchSeconds =
       ((estimate + INPUT_OVERHEAD_SECONDS) * Math.max(1, slot.lastSize)) / this.#parallel;
     return batchSeconds < PIPELINE_SECONDS ? 2 : 1;

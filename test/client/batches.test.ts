@@ -483,6 +483,33 @@ describe('TypeScript client: a map in batches', function () {
       expect(seen.most).to.be.above(4);
     });
 
+    it('a map starting from earlier times sends no second batch before its first outcomes', async () => {
+      // Room for 64 calls: the window of inputs drawn ahead (twice the room times the largest
+      // batch) would let the second batch go at once.
+      proxy.answerRooms({ slots: 64 });
+      const options = { returnExceptions: true, progress: false };
+      await collect(client.map(FN, inputs(300), options));
+      // The second map knows its inputs' time, but not until its own first outcomes came: its
+      // second batch (32 times the first's inputs) would delay its first result.
+      let calls = 0;
+      let arrived = () => {};
+      const another = new Promise<boolean>((resolve) => (arrived = () => resolve(true)));
+      let early: boolean | undefined;
+      proxy.script = async (call) => {
+        await call.read();
+        calls += 1;
+        if (calls === 1) {
+          const late = new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 500));
+          early = await Promise.race([another, late]);
+        } else arrived();
+        answer(call);
+        call.end();
+      };
+      expect(await collect(client.map(FN, inputs(3000), options))).to.have.length(3000);
+      expect(calls).to.be.above(1);
+      expect(early).to.equal(false);
+    });
+
     it("other tenants' calls waiting make each batch give its container back", async () => {
       // The router says so from the map's start: every batch runs in a session of its own.
       proxy.answerRooms({ slots: 1, othersWaiting: true });
