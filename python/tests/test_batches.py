@@ -297,18 +297,18 @@ class SizerTest(unittest.TestCase):
 
     def test_inputs_of_the_same_time_take_their_whole_share_at_once(self):
         sizer = BatchSizer(None, 1)
-        for seconds in (0.050, 0.051, 0.050, 0.052):
+        for seconds in (0.100, 0.101, 0.100, 0.102):
             sizer.observe(seconds)
         self.assertTrue(sizer.uniform)
-        # 396 inputs of 50 ms among 16 slots: the whole even share (25), no half of it; a batch
-        # still holds at most TARGET_BATCH_SECONDS of work (19 of 51 ms).
+        # 396 inputs of 100 ms among 16 slots: the whole even share (25), no half of it; a batch
+        # still holds at most TARGET_BATCH_SECONDS of work (19 of 101 ms).
         self.assertEqual(sizer.next(1, 396, 16), 19)
         self.assertEqual(sizer.next(1, 377, 16, pending=19, own=19), 6)
         self.assertEqual(sizer.next(1, 371, 16, pending=25, own=25), 0)
 
     def test_a_batch_holds_whole_rounds_of_what_a_container_runs_at_once(self):
         sizer = BatchSizer(None, 8)
-        for seconds in (0.050, 0.051, 0.050, 0.052):
+        for seconds in (0.100, 0.101, 0.100, 0.102):
             sizer.observe(seconds)
         # An even share of 368 among 16 slots is 23: run 8 at a time it takes three rounds, as
         # 16 do (and a fourth round of 7 inputs would cost the map a whole round).

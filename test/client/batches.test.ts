@@ -653,10 +653,10 @@ describe('TypeScript client: batch pieces', () => {
 
   it('gives inputs of the same time their whole share, in whole rounds of what runs at once', () => {
     const sizer = new BatchSizer(undefined, 1);
-    for (const seconds of [0.05, 0.051, 0.05, 0.052]) sizer.observe(seconds);
+    for (const seconds of [0.1, 0.101, 0.1, 0.102]) sizer.observe(seconds);
     expect(sizer.uniform).to.equal(true);
-    // 396 inputs of 50 ms among 16 slots: the whole even share (25), not half of it; a batch still
-    // holds at most TARGET_BATCH_SECONDS of work (19 of 51 ms).
+    // 396 inputs of 100 ms among 16 slots: the whole even share (25), not half of it; a batch still
+    // holds at most TARGET_BATCH_SECONDS of work (19 of 101 ms).
     expect(sizer.next(1, 396, 16)).to.equal(19);
     expect(sizer.next(1, 377, 16, 19, 19)).to.equal(6);
     expect(sizer.next(1, 371, 16, 25, 25)).to.equal(0);
