@@ -108,7 +108,7 @@ class BatchSizer:
     measured); when the total is known, no more than SHARE_PER_SLOT (or SHARE_PER_SLOT_UNIFORM) of
     an even split of the inputs not finished among the map's slots, less what the slot holds
     already (unless that is less than MIN_BATCH_SECONDS of work: then none while the slot holds
-    some); in whole rounds of ``max_inputs``."""
+    some)."""
 
     def __init__(self, chunk_size: Optional[int], parallel: int, earlier: Optional[InputTimes] = None) -> None:
         """``earlier``: the inputs' times an earlier map of the function measured (:meth:`times`),
@@ -213,9 +213,6 @@ class BatchSizer:
                     # call): its next batch waits until it ran some.
                     return 0
                 size = min(size, max(floor, share))
-            # Whole rounds of the inputs a container runs at once: 25 inputs run 8 at a time take
-            # as long as 32 would.
-            size -= size % self.parallel if size > self.parallel else 0
         if remaining is not None and remaining > 0:
             size = min(size, remaining)
         size = max(1, min(size, MAX_BATCH_INPUTS))

@@ -306,14 +306,13 @@ class SizerTest(unittest.TestCase):
         self.assertEqual(sizer.next(1, 377, 16, pending=19, own=19), 6)
         self.assertEqual(sizer.next(1, 371, 16, pending=25, own=25), 0)
 
-    def test_a_batch_holds_whole_rounds_of_what_a_container_runs_at_once(self):
+    def test_inputs_run_several_at_once_take_the_whole_share_too(self):
         sizer = BatchSizer(None, 8)
-        for seconds in (0.100, 0.101, 0.100, 0.102):
+        for seconds in (0.050, 0.051, 0.050, 0.052):
             sizer.observe(seconds)
-        # An even share of 368 among 16 slots is 23: run 8 at a time it takes three rounds, as
-        # 16 do (and a fourth round of 7 inputs would cost the map a whole round).
-        self.assertEqual(sizer.next(8, 368, 16), 16)
-        # A slot's last inputs: what is left, whatever the rounds.
+        # 400 inputs among 16 slots, 8 at once in each: 25 each (four rounds, the last of one
+        # input), not 24 and 16 left over for a call of their own after them.
+        self.assertEqual(sizer.next(8, 400, 16), 25)
         self.assertEqual(sizer.next(8, 5, 16), 5)
 
     def test_slots_follow_warm_inputs_and_small_first_ones_wait_for_them(self):

@@ -193,8 +193,7 @@ export class InputTimesMemory {
  * inputs were measured); when the total is known, no more than SHARE_PER_SLOT (or
  * SHARE_PER_SLOT_UNIFORM) of an even split of the inputs not finished among the map's slots, less
  * what the slot holds already (unless that is less than MIN_BATCH_SECONDS of work: then none
- * while the slot holds some), in whole rounds of what runs at once, never more than what is left,
- * and at most MAX_BATCH_INPUTS.
+ * while the slot holds some), never more than what is left, and at most MAX_BATCH_INPUTS.
  */
 export class BatchSizer {
   largest = 1;
@@ -308,8 +307,6 @@ export class BatchSizer {
         if (own > 0 && share < floor) return 0;
         size = Math.min(size, Math.max(floor, share));
       }
-      // Whole rounds of what a container runs at once: 25 inputs run 8 at a time take as long as 32.
-      if (size > this.#parallel) size -= size % this.#parallel;
     }
     if (remaining !== undefined && remaining > 0) size = Math.min(size, remaining);
     size = Math.max(1, Math.min(size, MAX_BATCH_INPUTS));

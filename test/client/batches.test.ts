@@ -651,7 +651,7 @@ describe('TypeScript client: batch pieces', () => {
     expect(sizer.next(10, 0, 4, 4, 0)).to.equal(1);
   });
 
-  it('gives inputs of the same time their whole share, in whole rounds of what runs at once', () => {
+  it('gives inputs of the same time their whole share, several run at once too', () => {
     const sizer = new BatchSizer(undefined, 1);
     for (const seconds of [0.1, 0.101, 0.1, 0.102]) sizer.observe(seconds);
     expect(sizer.uniform).to.equal(true);
@@ -662,8 +662,9 @@ describe('TypeScript client: batch pieces', () => {
     expect(sizer.next(1, 371, 16, 25, 25)).to.equal(0);
     const eight = new BatchSizer(undefined, 8);
     for (const seconds of [0.05, 0.051, 0.05, 0.052]) eight.observe(seconds);
-    // An even share of 368 among 16 slots is 23: run 8 at a time that is three rounds, as 16 are.
-    expect(eight.next(8, 368, 16)).to.equal(16);
+    // 400 inputs among 16 slots, 8 at once in each: 25 each (four rounds, the last of one input),
+    // not 24 and 16 left over for a call of their own after them.
+    expect(eight.next(8, 400, 16)).to.equal(25);
     expect(eight.next(8, 5, 16)).to.equal(5);
   });
 });
