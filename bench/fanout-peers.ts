@@ -6,7 +6,10 @@
  * (default chunksize, and 100) and dask.distributed (a LocalCluster of 2 worker processes; Debian's
  * python3-distributed) on three workloads: trivial inputs (`x * 2`), small numpy inputs (an array
  * of 64 floats each) and inputs that sleep 50 ms (peers then get as many processes or threads as
- * the cluster has slots). Also: readie's time to its first result, its CPU per input in the
+ * the cluster has slots). The pools and dask start their processes before the clock; readie runs
+ * one map of each sleeping function before it (its workers then keep standbys for the demand they
+ * saw, and a later map of a function starts from the inputs' times the last one measured), whose
+ * rates are reported apart (`sleepFirstMapVsSlotLimit`, `sleepMaxInputs8FirstMapVsSlotLimit`). Also: readie's time to its first result, its CPU per input in the
  * client, the router and the workers (the workers' Node processes and their containers, from a
  * cpuacct cgroup the benchmark puts the cluster in), and the p50 of a plain call beside a call in
  * a session, one at a time.
@@ -49,6 +52,8 @@ interface ScriptResult {
   readonly plainP50Ms: number;
   readonly sessionP50Ms: number;
   readonly plainCalls: number;
+  readonly firstSleepMap: Round;
+  readonly firstSleepMapMaxInputs8: Round | null;
 }
 
 /** CPU seconds of one process (all its threads), from /proc. */
@@ -253,6 +258,10 @@ function summarize(
     rounded((round.first ?? NaN) * 1000),
   );
   const slotLimit = PLAN.slots / PLAN.sleepSeconds;
+  const firstMapRatio = (round: Round | null) =>
+    round === null
+      ? null
+      : ratio(round.wrong === 0 ? result.sizes['sleep']! / round.seconds : 0, slotLimit);
   const trivial = rate('trivial', 'readie') ?? 0;
   const numpy = rate('numpy', 'readie') ?? 0;
   const sleep = rate('sleep', 'readie') ?? 0;
@@ -261,7 +270,7 @@ function summarize(
     cluster:
       '2 workers, 8 containers each (16 slots), 4 GiB each, calls of 256 MiB; clients dial the router on loopback',
     peers:
-      'Pool and ProcessPoolExecutor with os.cpu_count() processes (16 for the sleeping workload); dask.distributed LocalCluster of 2 worker processes, 1 thread each (8 each for the sleeping workload), client.map(pure=False) + gather; pools and dask started and warmed before the clock',
+      'Pool and ProcessPoolExecutor with os.cpu_count() processes (16 for the sleeping workload); dask.distributed LocalCluster of 2 worker processes, 1 thread each (8 each for the sleeping workload), client.map(pure=False) + gather; pools and dask started and warmed before the clock; readie warmed by one map of each sleeping function before the clock (their rates: sleepFirstMapVsSlotLimit, sleepMaxInputs8FirstMapVsSlotLimit)',
     sizes: result.sizes,
     rounds: PLAN.rounds,
     workloads,
@@ -272,6 +281,8 @@ function summarize(
     slotLimitPerSecond: slotLimit,
     sleepVsSlotLimit: ratio(sleep, slotLimit),
     sleepMaxInputs8VsSlotLimit: sleep8 === null ? null : ratio(sleep8, slotLimit),
+    sleepFirstMapVsSlotLimit: firstMapRatio(result.firstSleepMap),
+    sleepMaxInputs8FirstMapVsSlotLimit: firstMapRatio(result.firstSleepMapMaxInputs8),
     timeToFirstResultMs: { trivial: firsts },
     cpuPerInputMs: {
       trivial: readieCpu('trivial', 'readie-trivial'),

@@ -151,6 +151,16 @@ def main():
     dask = {"cpu": with_dask(1), "sleep": with_dask(max(1, PLAN["slots"] // 2))}
     for _, client in dask.values():
         client.gather(client.map(double, range(10)))
+    # As the pools' 16 processes are started before the clock, readie's workers see the demand
+    # for 16 containers once first (they keep standbys for the demand they saw), and each
+    # sleeping function is mapped once (a later map starts from the inputs' times the last one
+    # measured): one map of each, measured apart (the first on a new cluster, and the first of
+    # max_inputs=8).
+    _, sleep_inputs, sleep_expected = prepared["sleep"]
+    first_sleep = timed_readie(remote["sleep"], sleep_inputs, sleep_expected, "readie-sleep-first")
+    first_sleep8 = None
+    if parallel is not None:
+        first_sleep8 = timed_readie(parallel, sleep_inputs, sleep_expected, "readie-sleep8-first")
 
     plain_times, session_times = [], []
     for round_number in range(rounds):
@@ -187,7 +197,7 @@ def main():
         client.close()
         cluster.close()
 
-    summary = {"sizes": sizes, "rounds": results}
+    summary = {"sizes": sizes, "rounds": results, "firstSleepMap": first_sleep, "firstSleepMapMaxInputs8": first_sleep8}
     summary["plainP50Ms"] = statistics.median(plain_times) * 1000
     summary["sessionP50Ms"] = statistics.median(session_times) * 1000
     summary["plainCalls"] = len(plain_times)
