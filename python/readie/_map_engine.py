@@ -112,7 +112,8 @@ class BatchSizer:
 
     def __init__(self, chunk_size: Optional[int], parallel: int, earlier: Optional[InputTimes] = None) -> None:
         """``earlier``: the inputs' times an earlier map of the function measured (:meth:`times`),
-        which this one starts from."""
+        which this one starts from until it measured an input of its own (then only its own
+        count: the inputs may not be the earlier map's)."""
         self.fixed = chunk_size
         self.parallel = max(1, parallel)
         self.largest = 1
@@ -125,12 +126,15 @@ class BatchSizer:
         self._least: Optional[float] = None
         #: Inputs measured by this map (not counting those ``earlier`` held).
         self.measured = 0
-        if earlier is not None:
+        #: Whether the times held are an earlier map's (until this one measures one).
+        self._earlier = False
+        if earlier is not None and earlier[0]:
             recent, warm = earlier
             self._recent.extend(recent)
             self._warm.extend(warm)
             self.samples = len(self._recent)
-            self._least = min(self._recent, default=None)
+            self._least = min(self._recent)
+            self._earlier = True
 
     def times(self) -> InputTimes:
         """The recent inputs' times and those that ran warm, for a later map to start from."""
@@ -140,6 +144,12 @@ class BatchSizer:
         """One more input's time in the function; ``warm``: it did not run first in a new
         container (whose first input pays what the function warms up: imports, caches)."""
         seconds = max(0.0, seconds)
+        if self._earlier:
+            self._earlier = False
+            self._recent.clear()
+            self._warm.clear()
+            self.samples = 0
+            self._least = None
         self.samples += 1
         self.measured += 1
         self._recent.append(seconds)
@@ -198,7 +208,9 @@ class BatchSizer:
             per_input = estimate + INPUT_OVERHEAD_SECONDS
             size = int(TARGET_BATCH_SECONDS * self.parallel / per_input)
             size = min(size, max(last, self.parallel) * GROWTH)
-            if self.samples < SAMPLES_TO_GROW:
+            if self.measured < SAMPLES_TO_GROW:
+                # Neither one fast first input nor an earlier map's times promise that these
+                # inputs are fast: a few of them are measured before a batch grows on it.
                 size = min(size, self.parallel * SAMPLES_TO_GROW)
             if remaining is not None:
                 # A part of an even share of what is not finished, less what this slot has not

@@ -306,6 +306,20 @@ class SizerTest(unittest.TestCase):
         self.assertEqual(sizer.next(1, 377, 16, pending=19, own=19), 6)
         self.assertEqual(sizer.next(1, 371, 16, pending=25, own=25), 0)
 
+    def test_an_earlier_maps_times_count_until_this_map_measured_one(self):
+        earlier = BatchSizer(None, 2)
+        for _ in range(64):
+            earlier.observe(1e-5)
+        sizer = BatchSizer(None, 2, earlier.times())
+        self.assertEqual(sizer.estimate, 1e-5)
+        self.assertEqual(sizer.slot_estimate, 1e-5, "the slots the work wants are known at once")
+        # Its first batches hold 4 rounds of what runs at once, not GROWTH times.
+        self.assertEqual(sizer.next(0, 10_000, 16), 2 * SAMPLES_TO_GROW)
+        sizer.observe(0.5)
+        self.assertEqual(sizer.estimate, 0.5, "only this map's own times count from its first")
+        self.assertIsNone(sizer.slot_estimate)
+        self.assertEqual(BatchSizer(None, 2, ((), ())).estimate, None)
+
     def test_inputs_run_several_at_once_take_the_whole_share_too(self):
         sizer = BatchSizer(None, 8)
         for seconds in (0.050, 0.051, 0.050, 0.052):

@@ -416,6 +416,19 @@ class MapRoomTest(ProxyCase):
         self.assertGreater(script.calls, 1)
         self.assertFalse(script.early)
 
+    def test_a_later_map_of_slower_inputs_is_not_held_to_the_earlier_maps_times(self):
+        self.room(Room(slots=8))
+        list(double.map(range(100), progress=False))
+        # Inputs of 5 us before, of 100 ms now: the earlier times open one slot and would size its
+        # first batch for all 32 inputs (3.2 s in a row). Its first batch holds 4 at most, and once
+        # its first outcome came only this map's own times count: more slots open.
+        self.proxy.calls.clear()
+        script = self.proxy.script = Recording(delay=0.1)
+        self.assertEqual(list(double.map(range(32), progress=False)), [2 * x for x in range(32)])
+        sizes = [call.config.inputs for call in self.proxy.calls if call.config is not None]
+        self.assertLessEqual(sizes[0], 4, sizes)
+        self.assertGreater(len(set(script.sessions)), 2, sizes)
+
     def test_other_tenants_waiting_make_each_batch_give_its_container_back(self):
         # The router says so from the map's start: every batch runs in a session of its own.
         self.room(Room(slots=1, others_waiting=True), Room(slots=0, others_waiting=True))

@@ -207,19 +207,26 @@ export class BatchSizer {
   readonly #parallel: number;
   /** Inputs measured by this map (not counting those `earlier` held). */
   measured = 0;
+  /** Whether the times held are an earlier map's (until this one measures one). */
+  #earlier = false;
 
-  /** `earlier`: the inputs' times an earlier map of the function measured, to start from. */
+  /**
+   * `earlier`: the inputs' times an earlier map of the function measured, which this one starts
+   * from until it measured an input of its own (then only its own count: the inputs may not be
+   * the earlier map's).
+   */
   constructor(
     readonly fixed: number | undefined,
     parallel: number,
     earlier?: InputTimes,
   ) {
     this.#parallel = Math.max(1, parallel);
-    if (earlier !== undefined) {
+    if (earlier !== undefined && earlier.recent.length > 0) {
       this.#recent.push(...earlier.recent.slice(-RECENT_SAMPLES));
       this.#warm.push(...earlier.warm.slice(-RECENT_SAMPLES));
       this.samples = this.#recent.length;
-      if (this.#recent.length > 0) this.#least = Math.min(...this.#recent);
+      this.#least = Math.min(...this.#recent);
+      this.#earlier = true;
     }
   }
 
@@ -234,6 +241,13 @@ export class BatchSizer {
    */
   observe(seconds: number, warm = true): void {
     const time = Math.max(0, seconds);
+    if (this.#earlier) {
+      this.#earlier = false;
+      this.#recent.length = 0;
+      this.#warm.length = 0;
+      this.samples = 0;
+      this.#least = undefined;
+    }
     this.samples += 1;
     this.measured += 1;
     this.#recent.push(time);
@@ -295,7 +309,9 @@ export class BatchSizer {
       const perInput = estimate + INPUT_OVERHEAD_SECONDS;
       size = Math.floor((TARGET_BATCH_SECONDS * this.#parallel) / perInput);
       size = Math.min(size, Math.max(last, this.#parallel) * GROWTH);
-      if (this.samples < SAMPLES_TO_GROW) size = Math.min(size, this.#parallel * SAMPLES_TO_GROW);
+      // Neither one fast first input nor an earlier map's times promise that these inputs are
+      // fast: a few of them are measured before a batch grows on it.
+      if (this.measured < SAMPLES_TO_GROW) size = Math.min(size, this.#parallel * SAMPLES_TO_GROW);
       if (remaining !== undefined) {
         const floor = Math.max(
           this.#parallel,

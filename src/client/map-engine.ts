@@ -9,6 +9,7 @@
  * and error (`input N: `), `retries`, progress, the order of the results. A batch refused before
  * it started is waited out; one that ran and failed fails the inputs it had not finished.
  */
+import { createHash } from 'node:crypto';
 import { status as Status } from '@grpc/grpc-js';
 import { newSessionId, type CallInfo } from './call-info.js';
 import {
@@ -78,9 +79,14 @@ export interface BatchDeps {
   readonly inputTimes: InputTimesMemory;
 }
 
-/** What a function's inputs' times are remembered under: its module or source, and its name. */
-function functionKey(fn: MappedFunction): string {
-  return JSON.stringify('module' in fn ? [fn.module, fn.function] : ['', fn.source, fn.function]);
+/**
+ * What a function's inputs' times are remembered under: its module (or its source's SHA-256), its
+ * name, and how many inputs a container runs at once.
+ */
+function functionKey(fn: MappedFunction, parallel: number): string {
+  const where =
+    'module' in fn ? fn.module : `sha256:${createHash('sha256').update(fn.source).digest('hex')}`;
+  return JSON.stringify([where, fn.function, parallel]);
 }
 
 interface Item {
@@ -201,7 +207,7 @@ export class MapEngine<T> {
     this.#sizer = new BatchSizer(
       options.isolateInputs === true ? 1 : options.chunkSize,
       this.#parallel,
-      deps.inputTimes.get(functionKey(fn)),
+      deps.inputTimes.get(functionKey(fn, this.#parallel)),
     );
   }
 
@@ -220,7 +226,7 @@ export class MapEngine<T> {
     } finally {
       watching.abort();
       if (this.#sizer.measured > 0)
-        this.deps.inputTimes.set(functionKey(this.fn), this.#sizer.times());
+        this.deps.inputTimes.set(functionKey(this.fn, this.#parallel), this.#sizer.times());
     }
   }
 

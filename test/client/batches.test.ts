@@ -596,6 +596,20 @@ describe('TypeScript client: batch pieces', () => {
     expect(new BatchSizer(undefined, 1, times(0.5)).estimate).to.equal(0.5);
   });
 
+  it("counts an earlier map's times until this map measured an input of its own", () => {
+    const earlier = new BatchSizer(undefined, 2);
+    for (let i = 0; i < 64; i += 1) earlier.observe(1e-5);
+    const sizer = new BatchSizer(undefined, 2, earlier.times());
+    expect(sizer.estimate).to.equal(1e-5);
+    expect(sizer.slotEstimate(4)).to.equal(1e-5);
+    // Its first batches hold 4 rounds of what runs at once, not GROWTH times.
+    expect(sizer.next(0, 10_000, 16)).to.equal(2 * SAMPLES_TO_GROW);
+    sizer.observe(0.5);
+    expect(sizer.estimate).to.equal(0.5);
+    expect(sizer.slotEstimate(4)).to.equal(undefined);
+    expect(new BatchSizer(undefined, 2, { recent: [], warm: [] }).estimate).to.equal(undefined);
+  });
+
   it('opens slots by inputs that ran warm; small first inputs wait for them', () => {
     const sizer = new BatchSizer(undefined, 1);
     // Four first inputs of new containers, each paying a first call's warm-up (2 ms).
