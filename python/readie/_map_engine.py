@@ -117,8 +117,7 @@ class BatchSizer:
         self.fixed = chunk_size
         self.parallel = max(1, parallel)
         self.largest = 1
-        #: Inputs measured so far.
-        self.samples = 0
+        #: The recent inputs' times.
         self._recent: Deque[float] = deque(maxlen=RECENT_SAMPLES)
         #: ... and those that ran warm (not the first in a new container), recently.
         self._warm: Deque[float] = deque(maxlen=RECENT_SAMPLES)
@@ -132,7 +131,6 @@ class BatchSizer:
             recent, warm = earlier
             self._recent.extend(recent)
             self._warm.extend(warm)
-            self.samples = len(self._recent)
             self._least = min(self._recent)
             self._earlier = True
 
@@ -148,9 +146,7 @@ class BatchSizer:
             self._earlier = False
             self._recent.clear()
             self._warm.clear()
-            self.samples = 0
             self._least = None
-        self.samples += 1
         self.measured += 1
         self._recent.append(seconds)
         if warm:
@@ -189,7 +185,7 @@ class BatchSizer:
         if len(self._warm) >= SAMPLES_TO_OPEN_SLOTS:
             ordered = sorted(self._warm)
             return ordered[len(ordered) // 2]
-        if self.samples < SAMPLES_TO_OPEN_SLOTS or self._least is None or self._least < WARM_WAIT_SECONDS:
+        if len(self._recent) < SAMPLES_TO_OPEN_SLOTS or self._least is None or self._least < WARM_WAIT_SECONDS:
             return None
         return self.estimate
 
@@ -275,7 +271,7 @@ class MapEngine:
         self.sizer = BatchSizer(
             1 if options.isolate_inputs else options.chunk_size,
             self.max_inputs,
-            getattr(fn, "_input_times", None),
+            fn._input_times,
         )
         self.slots: List[Slot] = []
         self._inputs = inputs
@@ -589,8 +585,9 @@ class MapEngine:
             # what is left among them), and a second one would hold inputs the new slots could run.
             return 1
         if self.sizer.measured < SAMPLES_TO_GROW:
-            # A map that starts from an earlier one's times sends no second batch before its own
-            # first outcomes: the second (GROWTH times the first) would delay the first result.
+            # A map that starts from an earlier one's times sends no second batch before it
+            # measured its own inputs: those times may not be its inputs', and a slot would hold
+            # twice what they sized before it knew.
             return 1
         batch_seconds = (estimate + INPUT_OVERHEAD_SECONDS) * max(1, slot.last_size) / self.max_inputs
         return 2 if batch_seconds < PIPELINE_SECONDS else 1

@@ -197,8 +197,6 @@ export class InputTimesMemory {
  */
 export class BatchSizer {
   largest = 1;
-  /** Inputs measured so far. */
-  samples = 0;
   readonly #recent: number[] = [];
   /** The recent inputs that ran warm (not the first in a new container). */
   readonly #warm: number[] = [];
@@ -224,7 +222,6 @@ export class BatchSizer {
     if (earlier !== undefined && earlier.recent.length > 0) {
       this.#recent.push(...earlier.recent.slice(-RECENT_SAMPLES));
       this.#warm.push(...earlier.warm.slice(-RECENT_SAMPLES));
-      this.samples = this.#recent.length;
       this.#least = Math.min(...this.#recent);
       this.#earlier = true;
     }
@@ -245,10 +242,8 @@ export class BatchSizer {
       this.#earlier = false;
       this.#recent.length = 0;
       this.#warm.length = 0;
-      this.samples = 0;
       this.#least = undefined;
     }
-    this.samples += 1;
     this.measured += 1;
     this.#recent.push(time);
     if (this.#recent.length > RECENT_SAMPLES) this.#recent.shift();
@@ -270,7 +265,11 @@ export class BatchSizer {
    */
   slotEstimate(warmNeeded: number): number | undefined {
     if (this.#warm.length >= warmNeeded) return median(this.#warm);
-    if (this.samples < warmNeeded || this.#least === undefined || this.#least < WARM_WAIT_SECONDS) {
+    if (
+      this.#recent.length < warmNeeded ||
+      this.#least === undefined ||
+      this.#least < WARM_WAIT_SECONDS
+    ) {
       return undefined;
     }
     return this.estimate;

@@ -514,8 +514,9 @@ export class MapEngine<T> {
       // left among them), and a second one would hold inputs the new slots could run.
       return 1;
     }
-    // A map that starts from an earlier one's times sends no second batch before its own first
-    // outcomes: the second (GROWTH times the first) would delay the first result.
+    // A map that starts from an earlier one's times sends no second batch before it measured its
+    // own inputs: those times may not be its inputs', and a slot would hold twice what they sized
+    // before it knew.
     if (this.#sizer.measured < SAMPLES_TO_GROW) return 1;
     const batchSeconds =
       ((estimate + INPUT_OVERHEAD_SECONDS) * Math.max(1, slot.lastSize)) / this.#parallel;
