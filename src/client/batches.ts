@@ -5,6 +5,7 @@
  * records (input index, flags, microseconds in the function, data length, then a piece of the
  * input's JSON envelope), each whole within its chunk. And how many inputs a batch carries.
  */
+import type { BoundedMap } from '../shared/bounded-map.js';
 import { ProtocolError } from './errors.js';
 import { encodeJsonCall, type PythonCall } from './json-call.js';
 
@@ -165,25 +166,10 @@ export interface InputTimes {
 
 /**
  * The inputs' times the last map of each function measured, which its next map starts from (a
- * client's own, for at most `capacity` functions: the least recently mapped is forgotten).
+ * client's own, for at most INPUT_TIMES_KEPT functions: the least recently mapped is forgotten).
  */
-export class InputTimesMemory {
-  readonly #times = new Map<string, InputTimes>();
-
-  constructor(private readonly capacity = 256) {}
-
-  get(key: string): InputTimes | undefined {
-    return this.#times.get(key);
-  }
-
-  set(key: string, times: InputTimes): void {
-    this.#times.delete(key);
-    this.#times.set(key, times);
-    if (this.#times.size > this.capacity) {
-      this.#times.delete(this.#times.keys().next().value as string);
-    }
-  }
-}
+export type InputTimesMemory = BoundedMap<string, InputTimes>;
+export const INPUT_TIMES_KEPT = 256;
 
 /**
  * How many inputs a slot's next batch carries (the Python client's rule): about

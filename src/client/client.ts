@@ -5,6 +5,7 @@ import { TenantServiceClient, type OwnCallLogsResponse } from '../proto/gen/read
 import type { CallView, OutputLine } from '../proto/gen/readie/v1/history.js';
 import type { HeldImageView } from '../proto/gen/readie/v1/images.js';
 import { parseDuration } from '../shared/units.js';
+import { BoundedMap } from '../shared/bounded-map.js';
 import { imageOf, sizeOf, type ImageOptions } from './call-config.js';
 import {
   runInput,
@@ -27,7 +28,7 @@ import {
   type ConnectionOptions,
 } from './connection.js';
 import { decodeJsonEnvelope, encodeJsonCall, type PythonCall } from './json-call.js';
-import { encodeJsonBatch, InputTimesMemory, type InputEncodingError } from './batches.js';
+import { encodeJsonBatch, INPUT_TIMES_KEPT, type InputEncodingError } from './batches.js';
 import { RemoteCall, type RemoteLogLine } from './remote-call.js';
 import { MAX_ROUTER_MOVES, RouterList, unsentRefusal } from './router-list.js';
 
@@ -345,7 +346,7 @@ export class ReadieClient {
     endSession: (sessionId) => this.endSession(sessionId),
     startBatch: (fn, inputs, sessionId, options, signal, onChunk, onQueue) =>
       this.#startBatch(fn, inputs, sessionId, { ...options, signal }, onChunk, onQueue),
-    inputTimes: new InputTimesMemory(),
+    inputTimes: new BoundedMap(INPUT_TIMES_KEPT),
   };
 
   /** One batch of a map: `fn` over `inputs`, its outcomes handed to `onChunk` as they come. */

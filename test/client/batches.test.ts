@@ -12,7 +12,6 @@ import {
 import {
   BatchSizer,
   GROWTH,
-  InputTimesMemory,
   OutcomeReader,
   SAMPLES_TO_GROW,
   WARM_WAIT_SECONDS,
@@ -582,18 +581,9 @@ describe('TypeScript client: batch pieces', () => {
     );
   });
 
-  it("remembers the inputs' times of a bounded number of functions, the last mapped kept", () => {
-    const memory = new InputTimesMemory(2);
-    const times = (seconds: number) => ({ recent: [seconds], warm: [seconds] });
-    memory.set('a', times(1));
-    memory.set('b', times(2));
-    memory.set('a', times(3));
-    memory.set('c', times(4));
-    expect(memory.get('b')).to.equal(undefined);
-    expect(memory.get('a')).to.deep.equal(times(3));
-    expect(memory.get('c')).to.deep.equal(times(4));
-    // A sizer started from them estimates by them at once.
-    expect(new BatchSizer(undefined, 1, times(0.5)).estimate).to.equal(0.5);
+  it("starts a sizer from an earlier map's times", () => {
+    const times = { recent: [0.5], warm: [0.5] };
+    expect(new BatchSizer(undefined, 1, times).estimate).to.equal(0.5);
   });
 
   it("counts an earlier map's times until this map measured an input of its own", () => {

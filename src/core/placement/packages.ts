@@ -6,6 +6,7 @@
  */
 import { validRange } from '@renovatebot/pep440';
 import { parsePipRequirementsLine, type Requirement } from 'pip-requirements-js';
+import { BoundedMap } from '../../shared/bounded-map.js';
 
 /** One valid requirement. */
 export interface PackageRequirement {
@@ -76,17 +77,17 @@ export type ParsedEntry = Parsed;
  * bounded (oldest first out), so a stream of unique entries cannot grow memory without end.
  */
 export class RequirementCache {
-  private readonly parsed = new Map<string, Parsed>();
+  private readonly parsed: BoundedMap<string, Parsed>;
 
-  constructor(private readonly limit = 10_000) {}
+  constructor(limit = 10_000) {
+    this.parsed = new BoundedMap(limit);
+  }
 
   /** The entry parsed, from the cache when it has been seen. */
   parse(entry: string): ParsedEntry {
     const known = this.parsed.get(entry);
     if (known) return known;
     const parsed = parseEntry(entry);
-    if (this.parsed.size >= this.limit)
-      this.parsed.delete(this.parsed.keys().next().value as string);
     this.parsed.set(entry, parsed);
     return parsed;
   }

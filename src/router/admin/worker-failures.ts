@@ -5,6 +5,7 @@
  * starts with none. Bounded: the last few per worker, for a bounded number of workers.
  */
 import type { WorkerFailure } from '../../proto/gen/readie/v1/admin.js';
+import { BoundedMap } from '../../shared/bounded-map.js';
 
 /** How many failures are kept per worker. */
 export const RECENT_FAILURES_KEPT = 5;
@@ -25,17 +26,15 @@ const NONE: WorkerFailureRecord = { recent: [], count: 0 };
 
 /** The failures of calls per worker. */
 export class WorkerFailures {
-  readonly #byWorker = new Map<string, { recent: WorkerFailure[]; count: number }>();
+  readonly #byWorker = new BoundedMap<string, { recent: WorkerFailure[]; count: number }>(
+    WORKERS_KEPT,
+  );
 
   /** Records that a call placed on `workerId` ended with `failure` (a client's cancel is not one). */
   record(workerId: string, failure: WorkerFailure): void {
     if (failure.code === 'CANCELLED') return;
     let record = this.#byWorker.get(workerId);
     if (record === undefined) {
-      if (this.#byWorker.size >= WORKERS_KEPT) {
-        const oldest = this.#byWorker.keys().next().value;
-        if (oldest !== undefined) this.#byWorker.delete(oldest);
-      }
       record = { recent: [], count: 0 };
       this.#byWorker.set(workerId, record);
     }
