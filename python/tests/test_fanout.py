@@ -387,21 +387,23 @@ class MapRoomTest(ProxyCase):
         self.assertEqual(list(double.map(range(12), isolate_inputs=True, progress=False)), [2 * x for x in range(12)])
         self.assertGreater(script.most_running, 2)
 
-    def test_room_freed_later_opens_more_slots(self):
-        self.room(Room(slots=1), Room(slots=3))
-        script = self.proxy.script = Recording()
+    def most_running(self, first, later, delay=0.02):
+        """The most calls at once of a map of 40 inputs, one a call, each taking ``delay``, when
+        the router answers ``first`` at its start and ``later`` when asked again."""
+        self.room(first, later)
+        script = self.proxy.script = Recording(delay=delay)
         self.assertEqual(list(double.map(range(40), chunk_size=1, progress=False)), [2 * x for x in range(40)])
-        self.assertGreater(script.most_running, 1)
+        return script.most_running
+
+    def test_room_freed_later_opens_more_slots(self):
+        self.assertGreater(self.most_running(Room(slots=1), Room(slots=3)), 1)
 
     def test_inputs_measured_slow_ask_for_room_at_once(self):
         # The room is asked again ROOM_REFRESH after the map's start while the work wants no more
         # slots than it has; once its first inputs are measured slow, it wants more, and asks then
         # (ROOM_REFRESH_WANTING), not after the long wait it began before it knew.
         _map_engine.ROOM_REFRESH = 60.0
-        self.room(Room(slots=4), Room(slots=8))
-        script = self.proxy.script = Recording(delay=0.05)
-        self.assertEqual(list(double.map(range(40), chunk_size=1, progress=False)), [2 * x for x in range(40)])
-        self.assertGreater(script.most_running, 4)
+        self.assertGreater(self.most_running(Room(slots=4), Room(slots=8), delay=0.05), 4)
 
     def test_a_map_starting_from_earlier_times_sends_no_second_batch_before_its_first_outcomes(self):
         # Room for 64 calls: the window of inputs drawn ahead (twice the room times the largest

@@ -463,23 +463,41 @@ describe('TypeScript client: a map in batches', function () {
       expect(seen.most).to.be.above(2);
     });
 
-    it('room freed after the start opens more slots', async () => {
-      proxy.answerRooms({ slots: 1 }, { slots: 3 });
+    /**
+     * The most calls at once of a map of 40 inputs, one a call of 40 ms, when the router answers
+     * `first` at its start and `later` when asked again.
+     */
+    async function mostRunning(first: { slots: number }, later: { slots: number }) {
+      proxy.answerRooms(first, later);
       const seen = recording(40);
       const options = { chunkSize: 1, returnExceptions: true, progress: false };
       expect(await collect(client.map(FN, inputs(40), options))).to.have.length(40);
-      expect(seen.most).to.be.above(1);
+      return seen.most;
+    }
+
+    it('room freed after the start opens more slots', async () => {
+      expect(await mostRunning({ slots: 1 }, { slots: 3 })).to.be.above(1);
     });
 
     it('inputs measured slow ask for room at once, not after the wait begun before', async () => {
       // Four slots are what the map wants at its start (ROOM_REFRESH_MS until it asks again);
       // its first inputs, measured at 40 ms, want more: it asks ROOM_REFRESH_WANTING_MS after
       // its start, while 400 ms of work are left for four.
-      proxy.answerRooms({ slots: 4 }, { slots: 8 });
-      const seen = recording(40);
-      const options = { chunkSize: 1, returnExceptions: true, progress: false };
-      expect(await collect(client.map(FN, inputs(40), options))).to.have.length(40);
-      expect(seen.most).to.be.above(4);
+      expect(await mostRunning({ slots: 4 }, { slots: 8 })).to.be.above(4);
+    });
+
+    it("a later map of slower inputs is not held to the earlier map's times", async () => {
+      proxy.answerRooms({ slots: 8 });
+      const options = { returnExceptions: true, progress: false };
+      await collect(client.map(FN, inputs(100), options));
+      // Inputs of 5 us before, of 100 ms now: the earlier times open one slot and would size its
+      // first batch for all 32 inputs. Its first batch holds 4 at most, and once its first outcome
+      // came only this map's own times count: more slots open.
+      proxy.calls.length = 0;
+      const seen = recording(100);
+      expect(await collect(client.map(FN, inputs(32), options))).to.have.length(32);
+      expect(proxy.calls[0]?.config?.inputs).to.be.at.most(4);
+      expect(new Set(seen.sessions).size).to.be.above(2);
     });
 
     it('a map starting from earlier times sends no second batch before its first outcomes', async () => {
