@@ -189,11 +189,11 @@ class BatchSizer:
             return None
         return self.estimate
 
-    def next(self, last: int, remaining: Optional[int], slots: int, pending: int = 0, own: int = 0) -> int:
+    def next(self, last: int, remaining: Optional[int], slots: int, pending: float = 0, own: float = 0) -> int:
         """The next batch's size for a slot whose last batch had ``last`` inputs, when
         ``remaining`` inputs are not given to any slot yet (None: not known), among ``slots``
         slots, ``pending`` inputs are given to slots and not finished, ``own`` of them this
-        slot's."""
+        slot's (both less what the inputs running now have done, in inputs)."""
         estimate = self.estimate
         if self.fixed is not None:
             size = self.fixed
@@ -215,7 +215,7 @@ class BatchSizer:
                 # small to be worth its call.
                 floor = max(self.parallel, int(MIN_BATCH_SECONDS * self.parallel / per_input))
                 part = SHARE_PER_SLOT_UNIFORM if self.uniform else SHARE_PER_SLOT
-                share = math.ceil(part * (remaining + pending) / max(1, slots)) - own
+                share = math.floor(part * (remaining + pending) / max(1, slots) - own + 0.5)
                 if own > 0 and share < floor:
                     # The slot holds its share already (or all but less than a batch worth its
                     # call): its next batch waits until it ran some.
@@ -244,6 +244,9 @@ class Slot:
     running: int = 0
     #: Inputs given to this slot's batches that have no outcome yet.
     pending: int = 0
+    #: When the inputs it runs now started, as far as the client knows (time.monotonic()): its
+    #: last outcome, or when it was given a batch with none pending.
+    since: float = 0.0
 
     def renew(self, failed: Optional[Session] = None) -> None:
         """Moves to a new session; given the session a failed call used, only if the slot is
@@ -303,6 +306,9 @@ class MapEngine:
         self._room_watch: Optional["asyncio.Task[None]"] = None
         #: Set when the work may want more slots than the room: the room watch looks again.
         self._room_wanted = asyncio.Event()
+        #: Set once SAMPLES_TO_GROW inputs were measured: a slot may send its next batch while one
+        #: runs (:meth:`_depth`) without waiting for the end of the batch it sent before.
+        self._grown = asyncio.Event()
 
     # -- the consumer's side -------------------------------------------------------------------
 
@@ -454,6 +460,7 @@ class MapEngine:
         owner = self._owners.pop(index, None)
         if owner is not None:
             owner.pending -= 1
+            owner.since = time.monotonic()
         self.bar.advance(failed=error is not None)
         if not self.options.order_outputs:
             self._outbox.append((index, error, value))
@@ -513,10 +520,15 @@ class MapEngine:
             # the share of the few opened so far).
             wanted = self._wanted_slots() if self.sizer.slot_estimate is not None else self.count
             slots = max(len(self.slots), wanted)
-            size = self.sizer.next(slot.last_size, self._remaining(), slots, len(self._owners), slot.pending)
+            now = time.monotonic()
+            unfinished = len(self._owners) - sum(self._done_of(other, now) for other in self.slots)
+            own = slot.pending - self._done_of(slot, now)
+            size = self.sizer.next(slot.last_size, self._remaining(), slots, unfinished, own)
             # None now (0): the slot holds its share already, and takes more once it ran some.
             batch = await self._take(size) if size > 0 else []
             if batch:
+                if slot.pending == 0:
+                    slot.since = now
                 slot.last_size = len(batch)
                 slot.pending += len(batch)
                 for item in batch:
@@ -535,6 +547,15 @@ class MapEngine:
                 pass
         return None
 
+    def _done_of(self, slot: Slot, now: float) -> float:
+        """What the inputs ``slot`` runs now have done, in inputs: their time so far over the
+        inputs' time. Shares count it: a slot whose input ended a moment ago would otherwise hold
+        a whole input less than one whose input is about to end, and take one more."""
+        estimate = self.sizer.estimate
+        if slot.pending == 0 or not estimate:
+            return 0.0
+        return min(self.max_inputs, slot.pending) * min(1.0, (now - slot.since) / estimate)
+
     # -- running batches -----------------------------------------------------------------------
 
     def _queued(self, change: int) -> None:
@@ -548,6 +569,16 @@ class MapEngine:
         try:
             while True:
                 if len(under_way) >= self._depth(slot):
+                    if not self._grown.is_set():
+                        # The next batch may go before this one ends once enough inputs were
+                        # measured: the slot looks again then.
+                        grown = asyncio.ensure_future(self._grown.wait())
+                        try:
+                            await asyncio.wait({under_way[0], grown}, return_when=asyncio.FIRST_COMPLETED)
+                        finally:
+                            grown.cancel()
+                        if not under_way[0].done():
+                            continue
                     await under_way.popleft()
                     if self.queued_batches > 0 or self.others_waiting:
                         # Calls wait in the router's queue (this map's or other tenants'): an
@@ -704,6 +735,9 @@ class MapEngine:
                     for outcome in reader.feed(answer.chunk.data):
                         item = sent[outcome.index]
                         self.sizer.observe(outcome.seconds, warm=not fresh or outcome.index >= self.max_inputs)
+                        if self.sizer.measured == SAMPLES_TO_GROW:
+                            # Slots waiting for their batch to end may send their next one now.
+                            self._grown.set()
                         try:
                             value = decode_cloudpickle(outcome.data, call=info)
                         except BaseException as error:  # noqa: BLE001 - the input's own error

@@ -173,7 +173,9 @@ class FakeProxy:
     def __init__(self, tls: bool = False) -> None:
         self.script: Script = run_locally
         self.calls: List[ReceivedCall] = []
-        self._server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
+        # A thread per call at once: a map of 8 slots may have two calls of each on the server
+        # (the next one waiting for its session's turn), which fewer threads would serialize.
+        self._server = grpc.server(futures.ThreadPoolExecutor(max_workers=32))
         handler = grpc.method_handlers_generic_handler(
             "readie.v1.ProxyService",
             {

@@ -1,6 +1,7 @@
 """fn.map and fn.spawn against a scripted ProxyService on loopback: retries of refusals, never of
 calls that ran, the fallback concurrency, and the pure pieces (backoff, progress)."""
 
+import collections
 import random
 import threading
 import time
@@ -142,10 +143,15 @@ class Recording(Refusing):
     turns, as at the router: one runs, the others wait for it (``overlapped`` counts the calls
     that arrived while one of their session ran)."""
 
-    def __init__(self, delay=0.02):
+    def __init__(self, delay=0.02, per_input=False):
         super().__init__(0)
         self.delay = delay
+        #: Whether each input takes ``delay`` and 1 ms more for each session seen before its own
+        #: (its outcome sent as it ends), not the whole call.
+        self.per_input = per_input
         self.sessions = []
+        #: Each call's input count, beside its session.
+        self.inputs = []
         self.turns = {}
         self.overlapped = 0
 
@@ -159,11 +165,17 @@ class Recording(Refusing):
         with turn:
             with self.lock:
                 self.sessions.append(session)
+                self.inputs.append(received.config.inputs)
                 self.running += 1
                 self.most_running = max(self.most_running, self.running)
+                delay = self.delay + 0.001 * list(dict.fromkeys(self.sessions)).index(session)
             try:
-                time.sleep(self.delay)
-                yield from batch_answers(received, micros=int(self.delay * 1e6))
+                if not self.per_input:
+                    time.sleep(self.delay)
+                for answer in batch_answers(received, micros=int(self.delay * 1e6)):
+                    if self.per_input and answer.HasField("chunk"):
+                        time.sleep(delay)
+                    yield answer
             finally:
                 with self.lock:
                     self.running -= 1
@@ -353,6 +365,25 @@ class MapRoomTest(ProxyCase):
         # every batch after the next can arrive while the one before it runs: 7 of the 12 (0
         # without; a loaded machine may send one late, so at least 3 are asked).
         self.assertGreaterEqual(script.overlapped, 3)
+
+    def test_a_later_maps_slot_sends_its_next_batch_once_the_map_measured_its_first_inputs(self):
+        # A later map's first batches hold 4 inputs (its earlier times are no promise); once 4 of
+        # its inputs were measured (each slot's first one), every slot's next batch (the rest of
+        # its share) goes while its first runs: every slot's calls overlap, where none did when a
+        # slot waited for its first batch to end (a loaded machine may send one late: 2 are asked).
+        self.room(Room(slots=8))
+        self.proxy.script = Recording(delay=0.02, per_input=True)
+        list(double.map(range(80), progress=False))
+        script = self.proxy.script = Recording(delay=0.02, per_input=True)
+        self.assertEqual(list(double.map(range(80), progress=False)), [2 * x for x in range(80)])
+        # Each slot: its first batch, then the rest of its share in one more (the same share for
+        # every slot: what its first batch ran so far counts).
+        self.assertEqual(set(collections.Counter(script.sessions).values()), {2}, script.sessions)
+        inputs = collections.Counter()
+        for session, count in zip(script.sessions, script.inputs):
+            inputs[session] += count
+        self.assertEqual(len(set(inputs.values())), 1, inputs)
+        self.assertGreaterEqual(script.overlapped, 2)
 
     def test_both_batches_of_a_slot_failing_on_its_dead_session_move_it_to_one_new_session(self):
         self.room(Room(slots=1), Room(slots=0))

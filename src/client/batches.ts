@@ -281,8 +281,8 @@ export class BatchSizer {
   /**
    * The next batch's size for a slot whose last batch held `last`, when `remaining` inputs are
    * not given to any slot yet (undefined: not known), among `slots` slots, `pending` inputs are
-   * given to slots and not finished, `own` of them this slot's; 0: none now (the slot holds its
-   * share).
+   * given to slots and not finished, `own` of them this slot's (both less what the inputs running
+   * now have done, in inputs); 0: none now (the slot holds its share).
    */
   next(last: number, remaining: number | undefined, slots: number, pending = 0, own = 0): number {
     let size: number;
@@ -303,7 +303,7 @@ export class BatchSizer {
           Math.floor((MIN_BATCH_SECONDS * this.#parallel) / perInput),
         );
         const part = this.uniform ? SHARE_PER_SLOT_UNIFORM : SHARE_PER_SLOT;
-        const share = Math.ceil((part * (remaining + pending)) / Math.max(1, slots)) - own;
+        const share = Math.floor((part * (remaining + pending)) / Math.max(1, slots) - own + 0.5);
         // The slot holds its share already (or all but less than a batch worth its call).
         if (own > 0 && share < floor) return 0;
         size = Math.min(size, Math.max(floor, share));

@@ -108,6 +108,11 @@ interface Slot {
   running: number;
   /** Inputs given to this slot's batches that have no outcome yet. */
   pending: number;
+  /**
+   * When the inputs it runs now started, as far as the client knows (`performance.now()`): its
+   * last outcome, or when it was given a batch with none pending.
+   */
+  since: number;
 }
 
 /** A call that failed: its error, the inputs it had not finished, the session it was made in. */
@@ -179,6 +184,12 @@ export class MapEngine<T> {
   readonly #ready = new Map<number, Output<T>>();
   #outbox: Output<T>[] = [];
   #wake: (() => void)[] = [];
+  /**
+   * Settles once SAMPLES_TO_GROW inputs were measured: a slot may send its next batch while one
+   * runs (`#depth`) without waiting for the end of the batch it sent before.
+   */
+  readonly #grown: Promise<void>;
+  #grew: (() => void) | undefined;
   /** Wakes the room watch when the work may want more slots than the room. */
   #roomWanted: (() => void) | undefined;
   /** The slot of each input given to a batch that has no outcome yet. */
@@ -201,6 +212,7 @@ export class MapEngine<T> {
     othersWaiting = false,
   ) {
     this.#othersWaiting = othersWaiting;
+    this.#grown = new Promise<void>((resolve) => (this.#grew = resolve));
     this.#parallel = Math.max(1, options.maxInputs ?? 1);
     // A later map of the function starts from the inputs' times the last one measured: it opens
     // the slots its work wants at once, where a first map measures its first inputs first.
@@ -322,6 +334,7 @@ export class MapEngine<T> {
         inFlight: 0,
         running: 0,
         pending: 0,
+        since: 0,
       };
       this.#slots.push(slot);
       this.#running += 1;
@@ -343,6 +356,7 @@ export class MapEngine<T> {
     const owner = this.#owners.get(index);
     if (owner !== undefined) {
       owner.pending -= 1;
+      owner.since = performance.now();
       this.#owners.delete(index);
     }
     this.progress.advance(!output.ok);
@@ -418,16 +432,15 @@ export class MapEngine<T> {
       // the few opened so far).
       const known = this.#sizer.slotEstimate(SAMPLES_TO_OPEN_SLOTS) !== undefined;
       const slots = Math.max(this.#slots.length, known ? this.#wanted() : this.count);
-      const size = this.#sizer.next(
-        slot.lastSize,
-        this.#remaining(),
-        slots,
-        this.#owners.size,
-        slot.pending,
-      );
+      const now = performance.now();
+      let unfinished = this.#owners.size;
+      for (const other of this.#slots) unfinished -= this.#doneOf(other, now);
+      const own = slot.pending - this.#doneOf(slot, now);
+      const size = this.#sizer.next(slot.lastSize, this.#remaining(), slots, unfinished, own);
       // None now (0): the slot holds its share already, and takes more once it ran some.
       const batch = size > 0 ? await this.#take(size) : [];
       if (batch.length > 0) {
+        if (slot.pending === 0) slot.since = now;
         slot.lastSize = batch.length;
         slot.pending += batch.length;
         for (const item of batch) this.#owners.set(item.index, slot);
@@ -440,6 +453,18 @@ export class MapEngine<T> {
       await this.#changed(100);
     }
     return null;
+  }
+
+  /**
+   * What the inputs `slot` runs now have done, in inputs: their time so far over the inputs'
+   * time. Shares count it: a slot whose input ended a moment ago would otherwise hold a whole
+   * input less than one whose input is about to end, and take one more.
+   */
+  #doneOf(slot: Slot, now: number): number {
+    const estimate = this.#sizer.estimate;
+    if (slot.pending === 0 || estimate === undefined || estimate <= 0) return 0;
+    const running = Math.min(this.#parallel, slot.pending);
+    return running * Math.min(1, (now - slot.since) / 1000 / estimate);
   }
 
   /** Resolves when something changed (an output, a stop), or after `ms`. */
@@ -479,6 +504,18 @@ export class MapEngine<T> {
     const underWay: Promise<void>[] = [];
     for (;;) {
       if (underWay.length >= this.#depth(slot)) {
+        if (this.#grew !== undefined) {
+          // The next batch may go before this one ends once enough inputs were measured: the
+          // slot looks again then.
+          const ended = await Promise.race([
+            underWay[0]!.then(
+              () => true,
+              () => true,
+            ),
+            this.#grown.then(() => false),
+          ]);
+          if (!ended) continue;
+        }
         await underWay.shift();
         // Calls wait in the router's queue (this map's or other tenants'): an idle container
         // kept for this slot's session would hold a slot they wait for.
@@ -609,6 +646,11 @@ export class MapEngine<T> {
       for (const outcome of outcomes) {
         const item = items[outcome.index]!;
         this.#sizer.observe(outcome.seconds, !fresh || outcome.index >= this.#parallel);
+        if (this.#sizer.measured >= SAMPLES_TO_GROW && this.#grew !== undefined) {
+          // Slots waiting for their batch to end may send their next one now.
+          this.#grew();
+          this.#grew = undefined;
+        }
         try {
           const value = decodeJsonEnvelope(outcome.data, info) as T;
           this.#deliver(item.index, { index: item.index, ok: true, value });

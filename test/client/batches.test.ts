@@ -36,10 +36,10 @@ interface BatchRequest {
 }
 
 /** Runs a batch here: `value(n)` for each input (an error envelope when it throws). */
-function answer(call: ScriptedCall, upTo = Infinity, micros = 5): void {
+function answer(call: ScriptedCall, upTo = Infinity, micros = 5, from = 0): void {
   const { inputs } = JSON.parse(call.payload.toString('utf8')) as BatchRequest;
   inputs.forEach(([n], index) => {
-    if (index >= upTo) return;
+    if (index < from || index >= upTo) return;
     call.inputLog(index, LogSource.LOG_SOURCE_STDOUT, `doubling ${n}`);
     const envelope =
       n === 13
@@ -311,7 +311,9 @@ describe('TypeScript client: a map in batches', function () {
      * slots by them); counts the most at once and each call's session. Calls of one session take
      * turns, as at the router (`overlapped`: calls that arrived while one of their session ran).
      * `refuse`, given a call and its session once its turn came (and how many other calls of that
-     * session are not done: waiting their turn), may end the call itself instead.
+     * session are not done: waiting their turn), may end the call itself instead. `perInput`:
+     * each input takes `delayMs` and 1 ms more for each session seen before its own (its outcome
+     * sent as it ends), not the whole call.
      */
     function recording(
       delayMs: number,
@@ -320,8 +322,9 @@ describe('TypeScript client: a map in batches', function () {
         sessionId: string,
         others: () => number,
       ) => Promise<boolean> = () => Promise.resolve(false),
-    ): { most: number; sessions: string[]; overlapped: number } {
-      const seen = { most: 0, sessions: [] as string[], overlapped: 0 };
+      perInput = false,
+    ): { most: number; sessions: string[]; overlapped: number; inputs: number[] } {
+      const seen = { most: 0, sessions: [] as string[], overlapped: 0, inputs: [] as number[] };
       let running = 0;
       // Per session: the end of its last call so far, and how many of its calls are not done.
       const turns = new Map<string, { last: Promise<void>; pending: number }>();
@@ -344,11 +347,17 @@ describe('TypeScript client: a map in batches', function () {
           return done();
         }
         seen.sessions.push(sessionId);
+        seen.inputs.push(call.config?.inputs ?? 0);
         running += 1;
         seen.most = Math.max(seen.most, running);
-        await new Promise((resolve) => setTimeout(resolve, delayMs));
+        const count = perInput ? (call.config?.inputs ?? 1) : 1;
+        const ms = perInput ? delayMs + [...new Set(seen.sessions)].indexOf(sessionId) : delayMs;
+        for (let index = 0; index < count; index += 1) {
+          await new Promise((resolve) => setTimeout(resolve, ms));
+          if (perInput) answer(call, index + 1, delayMs * 1000, index);
+        }
         running -= 1;
-        answer(call, Infinity, delayMs * 1000);
+        if (!perInput) answer(call, Infinity, delayMs * 1000);
         call.end();
         if (sessionId !== '') turn.pending -= 1;
         done();
@@ -498,6 +507,30 @@ describe('TypeScript client: a map in batches', function () {
       expect(await collect(client.map(FN, inputs(32), options))).to.have.length(32);
       expect(proxy.calls[0]?.config?.inputs).to.be.at.most(4);
       expect(new Set(seen.sessions).size).to.be.above(2);
+    });
+
+    it("a later map's slot sends its next batch once the map measured its first inputs", async () => {
+      // A later map's first batches hold 4 inputs (its earlier times are no promise); once 4 of its
+      // inputs were measured (each slot's first one), every slot's next batch (the rest of its
+      // share) goes while its first runs: every slot's calls overlap, where none did when a slot
+      // waited for its first batch to end (a loaded machine may send one late: 2 are asked).
+      proxy.answerRooms({ slots: 8 });
+      const options = { returnExceptions: true, progress: false };
+      recording(20, undefined, true);
+      await collect(client.map(FN, inputs(80), options));
+      const seen = recording(20, undefined, true);
+      expect(await collect(client.map(FN, inputs(80), options))).to.have.length(80);
+      // Each slot: its first batch, then the rest of its share in one more (the same share for
+      // every slot: what its first batch ran so far counts).
+      const calls = new Map<string, number>();
+      const held = new Map<string, number>();
+      seen.sessions.forEach((session, index) => {
+        calls.set(session, (calls.get(session) ?? 0) + 1);
+        held.set(session, (held.get(session) ?? 0) + seen.inputs[index]!);
+      });
+      expect(new Set(calls.values()), seen.sessions.join(' ')).to.deep.equal(new Set([2]));
+      expect(new Set(held.values()).size, [...held.values()].join(' ')).to.equal(1);
+      expect(seen.overlapped).to.be.at.least(2);
     });
 
     it('a map starting from earlier times sends no second batch before its first outcomes', async () => {

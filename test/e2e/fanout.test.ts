@@ -351,9 +351,15 @@ describe('end to end: fan-out (fn.map, fn.spawn) on a real cluster', function ()
         message: string;
       };
       expect(answer.interrupted).to.equal(true);
-      expect(answer.message).to.match(
-        /^the map of nap was stopped: \d+ of 200 inputs completed, 4 calls in flight cancelled$/,
-      );
+      // A slot's next batch may wait for its session's turn behind the one that runs (sent once
+      // the map measured a few inputs): four calls in flight, or up to eight.
+      const inFlight =
+        /^the map of nap was stopped: \d+ of 200 inputs completed, (\d+) calls in flight cancelled$/.exec(
+          answer.message,
+        );
+      expect(inFlight, answer.message).to.not.equal(null);
+      const cancelledCalls = Number(inFlight?.[1]);
+      expect(cancelledCalls).to.be.within(4, 8);
       // Every batch the router placed either finished or was cancelled on its worker (one the
       // router refused for lack of room, under load, ends there: the map tried it again); the
       // ones cancelled carried several inputs.
@@ -375,7 +381,7 @@ describe('end to end: fan-out (fn.map, fn.spawn) on a real cluster', function ()
       const cancelled = ofType(since(before), 'CallFinished').filter(
         (event) => event.code === 'CANCELLED',
       );
-      expect(cancelled).to.have.length(4);
+      expect(cancelled).to.have.length(cancelledCalls);
       for (const call of cancelled) {
         const batch = requested.find((event) => event.requestId === call.requestId);
         expect(batch?.inputs).to.equal(10);
@@ -386,7 +392,9 @@ describe('end to end: fan-out (fn.map, fn.spawn) on a real cluster', function ()
           .filter((event) => event.state === 'busy')
           .map((event) => event.containerId),
       );
-      expect(containers.size).to.be.within(1, 4);
+      // One container per call at most: a next batch whose session's turn came as the one ahead
+      // of it was cancelled (its own cancellation on its way) starts in a new one.
+      expect(containers.size).to.be.within(1, cancelledCalls);
       await eventually(
         () => removedOf(since(before), containers).size === containers.size,
         'the containers of the map to be removed',
