@@ -108,11 +108,6 @@ interface Slot {
   running: number;
   /** Inputs given to this slot's batches that have no outcome yet. */
   pending: number;
-  /**
-   * When the inputs it runs now started, as far as the client knows (`performance.now()`): its
-   * last outcome, or when it was given a batch with none pending.
-   */
-  since: number;
 }
 
 /** A call that failed: its error, the inputs it had not finished, the session it was made in. */
@@ -185,8 +180,9 @@ export class MapEngine<T> {
   #outbox: Output<T>[] = [];
   #wake: (() => void)[] = [];
   /**
-   * Settles once SAMPLES_TO_GROW inputs were measured: a slot may send its next batch while one
-   * runs (`#depth`) without waiting for the end of the batch it sent before.
+   * Settles once SAMPLES_TO_GROW inputs were measured and the slots the work wants are known: a
+   * slot may send its next batch while one runs (`#depth`) without waiting for the end of the
+   * batch it sent before.
    */
   readonly #grown: Promise<void>;
   #grew: (() => void) | undefined;
@@ -324,6 +320,7 @@ export class MapEngine<T> {
   #openSlots(): void {
     if (this.stop.aborted) return;
     const wanted = this.#wanted();
+    const opened: Slot[] = [];
     while (this.#slots.length < wanted) {
       const slot: Slot = {
         sessionId: this.options.isolateInputs === true ? '' : newSessionId(),
@@ -334,9 +331,12 @@ export class MapEngine<T> {
         inFlight: 0,
         running: 0,
         pending: 0,
-        since: 0,
       };
       this.#slots.push(slot);
+      opened.push(slot);
+    }
+    // Every slot opened before any takes a batch: each sizes its first by all of them.
+    for (const slot of opened) {
       this.#running += 1;
       this.#tasks.push(
         this.#runSlot(slot)
@@ -356,7 +356,6 @@ export class MapEngine<T> {
     const owner = this.#owners.get(index);
     if (owner !== undefined) {
       owner.pending -= 1;
-      owner.since = performance.now();
       this.#owners.delete(index);
     }
     this.progress.advance(!output.ok);
@@ -432,15 +431,19 @@ export class MapEngine<T> {
       // the few opened so far).
       const known = this.#sizer.slotEstimate(SAMPLES_TO_OPEN_SLOTS) !== undefined;
       const slots = Math.max(this.#slots.length, known ? this.#wanted() : this.count);
-      const now = performance.now();
-      let unfinished = this.#owners.size;
-      for (const other of this.#slots) unfinished -= this.#doneOf(other, now);
-      const own = slot.pending - this.#doneOf(slot, now);
-      const size = this.#sizer.next(slot.lastSize, this.#remaining(), slots, unfinished, own);
+      const remaining = this.#remaining();
+      const everySlot = remaining !== undefined && this.#slots.length >= this.count;
+      const size = this.#sizer.next(
+        slot.lastSize,
+        remaining,
+        slots,
+        this.#owners.size,
+        slot.pending,
+        everySlot,
+      );
       // None now (0): the slot holds its share already, and takes more once it ran some.
       const batch = size > 0 ? await this.#take(size) : [];
       if (batch.length > 0) {
-        if (slot.pending === 0) slot.since = now;
         slot.lastSize = batch.length;
         slot.pending += batch.length;
         for (const item of batch) this.#owners.set(item.index, slot);
@@ -453,18 +456,6 @@ export class MapEngine<T> {
       await this.#changed(100);
     }
     return null;
-  }
-
-  /**
-   * What the inputs `slot` runs now have done, in inputs: their time so far over the inputs'
-   * time. Shares count it: a slot whose input ended a moment ago would otherwise hold a whole
-   * input less than one whose input is about to end, and take one more.
-   */
-  #doneOf(slot: Slot, now: number): number {
-    const estimate = this.#sizer.estimate;
-    if (slot.pending === 0 || estimate === undefined || estimate <= 0) return 0;
-    const running = Math.min(this.#parallel, slot.pending);
-    return running * Math.min(1, (now - slot.since) / 1000 / estimate);
   }
 
   /** Resolves when something changed (an output, a stop), or after `ms`. */
@@ -646,7 +637,11 @@ export class MapEngine<T> {
       for (const outcome of outcomes) {
         const item = items[outcome.index]!;
         this.#sizer.observe(outcome.seconds, !fresh || outcome.index >= this.#parallel);
-        if (this.#sizer.measured >= SAMPLES_TO_GROW && this.#grew !== undefined) {
+        if (
+          this.#grew !== undefined &&
+          this.#sizer.measured >= SAMPLES_TO_GROW &&
+          this.#sizer.slotEstimate(SAMPLES_TO_OPEN_SLOTS) !== undefined
+        ) {
           // Slots waiting for their batch to end may send their next one now.
           this.#grew();
           this.#grew = undefined;
