@@ -189,11 +189,11 @@ class BatchSizer:
             return None
         return self.estimate
 
-    def next(self, last: int, remaining: Optional[int], slots: int, pending: int = 0, own: int = 0, every_slot: bool = False) -> int:
+    def next(self, last: int, remaining: Optional[int], slots: int, pending: float = 0, own: float = 0) -> int:
         """The next batch's size for a slot whose last batch had ``last`` inputs, when
         ``remaining`` inputs are not given to any slot yet (None: not known), among ``slots``
         slots, ``pending`` inputs are given to slots and not finished, ``own`` of them this
-        slot's; ``every_slot``: the map has opened every slot it has room for."""
+        slot's (both less what the inputs running now have done, in inputs)."""
         estimate = self.estimate
         if self.fixed is not None:
             size = self.fixed
@@ -204,12 +204,9 @@ class BatchSizer:
             per_input = estimate + INPUT_OVERHEAD_SECONDS
             size = int(TARGET_BATCH_SECONDS * self.parallel / per_input)
             size = min(size, max(last, self.parallel) * GROWTH)
-            if self.measured < SAMPLES_TO_GROW and not (self._earlier and every_slot and remaining is not None):
+            if self.measured < SAMPLES_TO_GROW:
                 # Neither one fast first input nor an earlier map's times promise that these
-                # inputs are fast: a few of them are measured before a batch grows on it. Unless
-                # the map opened every slot it has room for on an earlier map's times, and the
-                # inputs left are known: slower inputs would want no more slots, and an even share
-                # is what each slot ends with; a first batch of a few would cost each a call more.
+                # inputs are fast: a few of them are measured before a batch grows on it.
                 size = min(size, self.parallel * SAMPLES_TO_GROW)
             if remaining is not None:
                 # A part of an even share of what is not finished, less what this slot has not
@@ -247,6 +244,9 @@ class Slot:
     running: int = 0
     #: Inputs given to this slot's batches that have no outcome yet.
     pending: int = 0
+    #: When the inputs it runs now started, as far as the client knows (time.monotonic()): its
+    #: last outcome, or when it was given a batch with none pending.
+    since: float = 0.0
 
     def renew(self, failed: Optional[Session] = None) -> None:
         """Moves to a new session; given the session a failed call used, only if the slot is
@@ -461,6 +461,7 @@ class MapEngine:
         owner = self._owners.pop(index, None)
         if owner is not None:
             owner.pending -= 1
+            owner.since = time.monotonic()
         self.bar.advance(failed=error is not None)
         if not self.options.order_outputs:
             self._outbox.append((index, error, value))
@@ -520,12 +521,15 @@ class MapEngine:
             # the share of the few opened so far).
             wanted = self._wanted_slots() if self.sizer.slot_estimate is not None else self.count
             slots = max(len(self.slots), wanted)
-            remaining = self._remaining()
-            every_slot = remaining is not None and len(self.slots) >= self.count
-            size = self.sizer.next(slot.last_size, remaining, slots, len(self._owners), slot.pending, every_slot)
+            now = time.monotonic()
+            unfinished = len(self._owners) - sum(self._done_of(other, now) for other in self.slots)
+            own = slot.pending - self._done_of(slot, now)
+            size = self.sizer.next(slot.last_size, self._remaining(), slots, unfinished, own)
             # None now (0): the slot holds its share already, and takes more once it ran some.
             batch = await self._take(size) if size > 0 else []
             if batch:
+                if slot.pending == 0:
+                    slot.since = now
                 slot.last_size = len(batch)
                 slot.pending += len(batch)
                 for item in batch:
@@ -543,6 +547,15 @@ class MapEngine:
             except asyncio.TimeoutError:
                 pass
         return None
+
+    def _done_of(self, slot: Slot, now: float) -> float:
+        """What the inputs ``slot`` runs now have done, in inputs: their time so far over the
+        inputs' time. Shares count it: a slot whose input ended a moment ago would otherwise hold
+        a whole input less than one whose input is about to end, and take one more."""
+        estimate = self.sizer.estimate
+        if slot.pending == 0 or not estimate:
+            return 0.0
+        return min(self.max_inputs, slot.pending) * min(1.0, (now - slot.since) / estimate)
 
     # -- running batches -----------------------------------------------------------------------
 

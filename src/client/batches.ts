@@ -281,17 +281,10 @@ export class BatchSizer {
   /**
    * The next batch's size for a slot whose last batch held `last`, when `remaining` inputs are
    * not given to any slot yet (undefined: not known), among `slots` slots, `pending` inputs are
-   * given to slots and not finished, `own` of them this slot's; `everySlot`: the map has opened
-   * every slot it has room for; 0: none now (the slot holds its share).
+   * given to slots and not finished, `own` of them this slot's (both less what the inputs running
+   * now have done, in inputs); 0: none now (the slot holds its share).
    */
-  next(
-    last: number,
-    remaining: number | undefined,
-    slots: number,
-    pending = 0,
-    own = 0,
-    everySlot = false,
-  ): number {
+  next(last: number, remaining: number | undefined, slots: number, pending = 0, own = 0): number {
     let size: number;
     const estimate = this.estimate;
     if (this.fixed !== undefined) size = this.fixed;
@@ -302,14 +295,8 @@ export class BatchSizer {
       size = Math.floor((TARGET_BATCH_SECONDS * this.#parallel) / perInput);
       size = Math.min(size, Math.max(last, this.#parallel) * GROWTH);
       // Neither one fast first input nor an earlier map's times promise that these inputs are
-      // fast: a few of them are measured before a batch grows on it. Unless the map opened every
-      // slot it has room for on an earlier map's times, and the inputs left are known: slower
-      // inputs would want no more slots, and an even share is what each slot ends with; a first
-      // batch of a few would cost each a call more.
-      const trusted = this.#earlier && everySlot && remaining !== undefined;
-      if (this.measured < SAMPLES_TO_GROW && !trusted) {
-        size = Math.min(size, this.#parallel * SAMPLES_TO_GROW);
-      }
+      // fast: a few of them are measured before a batch grows on it.
+      if (this.measured < SAMPLES_TO_GROW) size = Math.min(size, this.#parallel * SAMPLES_TO_GROW);
       if (remaining !== undefined) {
         const floor = Math.max(
           this.#parallel,

@@ -108,6 +108,11 @@ interface Slot {
   running: number;
   /** Inputs given to this slot's batches that have no outcome yet. */
   pending: number;
+  /**
+   * When the inputs it runs now started, as far as the client knows (`performance.now()`): its
+   * last outcome, or when it was given a batch with none pending.
+   */
+  since: number;
 }
 
 /** A call that failed: its error, the inputs it had not finished, the session it was made in. */
@@ -180,12 +185,12 @@ export class MapEngine<T> {
   #outbox: Output<T>[] = [];
   #wake: (() => void)[] = [];
   /**
-   * Settles once SAMPLES_TO_GROW inputs were measured and the slots the work wants are known: a
-   * slot may send its next batch while one runs (`#depth`) without waiting for the end of the
-   * batch it sent before.
+   * Whether SAMPLES_TO_GROW inputs were measured and the slots the work wants are known: a slot
+   * may then send its next batch while one runs (`#depth`) without waiting for the end of the
+   * batch it sent before. Until then, the slots waiting for their batch to end, to wake then.
    */
-  readonly #grown: Promise<void>;
-  #grew: (() => void) | undefined;
+  #grown = false;
+  readonly #growWaiters = new Set<() => void>();
   /** Wakes the room watch when the work may want more slots than the room. */
   #roomWanted: (() => void) | undefined;
   /** The slot of each input given to a batch that has no outcome yet. */
@@ -208,7 +213,6 @@ export class MapEngine<T> {
     othersWaiting = false,
   ) {
     this.#othersWaiting = othersWaiting;
-    this.#grown = new Promise<void>((resolve) => (this.#grew = resolve));
     this.#parallel = Math.max(1, options.maxInputs ?? 1);
     // A later map of the function starts from the inputs' times the last one measured: it opens
     // the slots its work wants at once, where a first map measures its first inputs first.
@@ -320,7 +324,6 @@ export class MapEngine<T> {
   #openSlots(): void {
     if (this.stop.aborted) return;
     const wanted = this.#wanted();
-    const opened: Slot[] = [];
     while (this.#slots.length < wanted) {
       const slot: Slot = {
         sessionId: this.options.isolateInputs === true ? '' : newSessionId(),
@@ -331,12 +334,9 @@ export class MapEngine<T> {
         inFlight: 0,
         running: 0,
         pending: 0,
+        since: 0,
       };
       this.#slots.push(slot);
-      opened.push(slot);
-    }
-    // Every slot opened before any takes a batch: each sizes its first by all of them.
-    for (const slot of opened) {
       this.#running += 1;
       this.#tasks.push(
         this.#runSlot(slot)
@@ -356,6 +356,7 @@ export class MapEngine<T> {
     const owner = this.#owners.get(index);
     if (owner !== undefined) {
       owner.pending -= 1;
+      owner.since = performance.now();
       this.#owners.delete(index);
     }
     this.progress.advance(!output.ok);
@@ -431,19 +432,15 @@ export class MapEngine<T> {
       // the few opened so far).
       const known = this.#sizer.slotEstimate(SAMPLES_TO_OPEN_SLOTS) !== undefined;
       const slots = Math.max(this.#slots.length, known ? this.#wanted() : this.count);
-      const remaining = this.#remaining();
-      const everySlot = remaining !== undefined && this.#slots.length >= this.count;
-      const size = this.#sizer.next(
-        slot.lastSize,
-        remaining,
-        slots,
-        this.#owners.size,
-        slot.pending,
-        everySlot,
-      );
+      const now = performance.now();
+      let unfinished = this.#owners.size;
+      for (const other of this.#slots) unfinished -= this.#doneOf(other, now);
+      const own = slot.pending - this.#doneOf(slot, now);
+      const size = this.#sizer.next(slot.lastSize, this.#remaining(), slots, unfinished, own);
       // None now (0): the slot holds its share already, and takes more once it ran some.
       const batch = size > 0 ? await this.#take(size) : [];
       if (batch.length > 0) {
+        if (slot.pending === 0) slot.since = now;
         slot.lastSize = batch.length;
         slot.pending += batch.length;
         for (const item of batch) this.#owners.set(item.index, slot);
@@ -456,6 +453,18 @@ export class MapEngine<T> {
       await this.#changed(100);
     }
     return null;
+  }
+
+  /**
+   * What the inputs `slot` runs now have done, in inputs: their time so far over the inputs'
+   * time. Shares count it: a slot whose input ended a moment ago would otherwise hold a whole
+   * input less than one whose input is about to end, and take one more.
+   */
+  #doneOf(slot: Slot, now: number): number {
+    const estimate = this.#sizer.estimate;
+    if (slot.pending === 0 || estimate === undefined || estimate <= 0) return 0;
+    const running = Math.min(this.#parallel, slot.pending);
+    return running * Math.min(1, (now - slot.since) / 1000 / estimate);
   }
 
   /** Resolves when something changed (an output, a stop), or after `ms`. */
@@ -495,16 +504,10 @@ export class MapEngine<T> {
     const underWay: Promise<void>[] = [];
     for (;;) {
       if (underWay.length >= this.#depth(slot)) {
-        if (this.#grew !== undefined) {
+        if (!this.#grown) {
           // The next batch may go before this one ends once enough inputs were measured: the
           // slot looks again then.
-          const ended = await Promise.race([
-            underWay[0]!.then(
-              () => true,
-              () => true,
-            ),
-            this.#grown.then(() => false),
-          ]);
+          const ended = await this.#batchEndOrGrowth(underWay[0]!);
           if (!ended) continue;
         }
         await underWay.shift();
@@ -523,6 +526,22 @@ export class MapEngine<T> {
     }
     for (const running of underWay) await running;
     this.#release(slot);
+  }
+
+  /**
+   * Resolves true once `batch` ended (or failed), false if the map grew first (`#grown`); its
+   * waiter leaves `#growWaiters` either way, so a map that never grows keeps none.
+   */
+  #batchEndOrGrowth(batch: Promise<void>): Promise<boolean> {
+    return new Promise<boolean>((resolve) => {
+      const grew = () => resolve(false);
+      this.#growWaiters.add(grew);
+      const ended = () => {
+        this.#growWaiters.delete(grew);
+        resolve(true);
+      };
+      batch.then(ended, ended);
+    });
   }
 
   /**
@@ -638,13 +657,14 @@ export class MapEngine<T> {
         const item = items[outcome.index]!;
         this.#sizer.observe(outcome.seconds, !fresh || outcome.index >= this.#parallel);
         if (
-          this.#grew !== undefined &&
+          !this.#grown &&
           this.#sizer.measured >= SAMPLES_TO_GROW &&
           this.#sizer.slotEstimate(SAMPLES_TO_OPEN_SLOTS) !== undefined
         ) {
           // Slots waiting for their batch to end may send their next one now.
-          this.#grew();
-          this.#grew = undefined;
+          this.#grown = true;
+          for (const wake of this.#growWaiters) wake();
+          this.#growWaiters.clear();
         }
         try {
           const value = decodeJsonEnvelope(outcome.data, info) as T;
