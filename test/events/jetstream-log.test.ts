@@ -164,6 +164,22 @@ describe('EventLog (JetStream, a real three-node cluster)', function () {
     expect(standby.lastSeq).to.equal(5);
   });
 
+  it('stops following at once when told to before its reader has started (a lease won at once)', async () => {
+    // A standby that wins the lease a moment after it began to follow stops while its reader is
+    // still making its consumer: that stop must end the reader, not be missed (the takeover then
+    // waited for it forever, the stream idle with no leader to append).
+    const where = nats.streamLocation();
+    const writer = await open(where);
+    await writer.append(leaving('a')).committed;
+    const standby = await open(where, { projection: clusterProjection });
+    standby.startFollowing();
+    const stopped = standby.stopFollowing().then(() => 'stopped');
+    const late = new Promise((resolve) => setTimeout(() => resolve('still following'), 10_000));
+    expect(await Promise.race([stopped, late])).to.equal('stopped');
+    await standby.append(leaving('w1')).committed;
+    expect(standby.lastSeq).to.equal(2);
+  });
+
   it('refuses a stream that is not a readie log', async () => {
     const where = parseJetStreamLocation(nats.streamLocation());
     const nc = await connect({ servers: [...where.servers] });

@@ -51,7 +51,7 @@ export class StreamReader {
     end: number | undefined,
     signal?: AbortSignal,
   ): AsyncGenerator<StreamEvent> {
-    if (end !== undefined && start > end) return;
+    if ((end !== undefined && start > end) || signal?.aborted) return;
     const consumer = await this.source.js.consumers.get(this.stream, {
       deliver_policy: DeliverPolicy.StartSequence,
       opt_start_seq: Math.max(1, start),
@@ -59,6 +59,9 @@ export class StreamReader {
     const messages = await consumer.consume({ max_messages: 512 });
     const stop = () => messages.stop();
     signal?.addEventListener('abort', stop, { once: true });
+    // Aborted while the consumer was being made (a standby that won the lease at once): no
+    // abort event comes any more, and an idle stream would keep the loop below waiting.
+    if (signal?.aborted) stop();
     // Each stream message once, from `start` on: an ordered consumer that the client library
     // recreates (after missed heartbeats, say, on a loaded host) must not hand the fold a
     // message again, nor one before where the read began.
