@@ -306,9 +306,8 @@ class MapEngine:
         self._room_watch: Optional["asyncio.Task[None]"] = None
         #: Set when the work may want more slots than the room: the room watch looks again.
         self._room_wanted = asyncio.Event()
-        #: Set once SAMPLES_TO_GROW inputs were measured and the slots the work wants are known: a
-        #: slot may send its next batch while one runs (:meth:`_depth`) without waiting for the end
-        #: of the batch it sent before.
+        #: Set once the map knows its inputs (:meth:`_knows_inputs`): a slot may then send its next
+        #: batch while one runs (:meth:`_depth`) without waiting for the end of the one before.
         self._grown = asyncio.Event()
 
     # -- the consumer's side -------------------------------------------------------------------
@@ -522,8 +521,9 @@ class MapEngine:
             wanted = self._wanted_slots() if self.sizer.slot_estimate is not None else self.count
             slots = max(len(self.slots), wanted)
             now = time.monotonic()
-            unfinished = len(self._owners) - sum(self._done_of(other, now) for other in self.slots)
-            own = slot.pending - self._done_of(slot, now)
+            estimate = self.sizer.estimate
+            unfinished = len(self._owners) - sum(self._done_of(other, now, estimate) for other in self.slots)
+            own = slot.pending - self._done_of(slot, now, estimate)
             size = self.sizer.next(slot.last_size, self._remaining(), slots, unfinished, own)
             # None now (0): the slot holds its share already, and takes more once it ran some.
             batch = await self._take(size) if size > 0 else []
@@ -548,11 +548,10 @@ class MapEngine:
                 pass
         return None
 
-    def _done_of(self, slot: Slot, now: float) -> float:
+    def _done_of(self, slot: Slot, now: float, estimate: Optional[float]) -> float:
         """What the inputs ``slot`` runs now have done, in inputs: their time so far over the
-        inputs' time. Shares count it: a slot whose input ended a moment ago would otherwise hold
-        a whole input less than one whose input is about to end, and take one more."""
-        estimate = self.sizer.estimate
+        inputs' time (``estimate``). Shares count it: a slot whose input ended a moment ago would
+        otherwise hold a whole input less than one whose input is about to end, and take one more."""
         if slot.pending == 0 or not estimate:
             return 0.0
         return min(self.max_inputs, slot.pending) * min(1.0, (now - slot.since) / estimate)
@@ -612,17 +611,20 @@ class MapEngine:
         estimate = self.sizer.estimate
         if slot.session is None or self.queued_batches > 0 or self.others_waiting or estimate is None:
             return 1
-        if self.sizer.slot_estimate is None or len(self.slots) < self._wanted_slots():
+        if not self._knows_inputs() or len(self.slots) < self._wanted_slots():
             # Slots are still opening: a batch taken now is sized by too few slots (a share of
             # what is left among them), and a second one would hold inputs the new slots could run.
             return 1
-        if self.sizer.measured < SAMPLES_TO_GROW:
-            # A map that starts from an earlier one's times sends no second batch before it
-            # measured its own inputs: those times may not be its inputs', and a slot would hold
-            # twice what they sized before it knew.
-            return 1
         batch_seconds = (estimate + INPUT_OVERHEAD_SECONDS) * max(1, slot.last_size) / self.max_inputs
         return 2 if batch_seconds < PIPELINE_SECONDS else 1
+
+    def _knows_inputs(self) -> bool:
+        """Whether the map knows its inputs well enough for a slot to have two batches on the
+        cluster (:meth:`_depth`): the slots its work wants are known, and it measured
+        SAMPLES_TO_GROW inputs itself (a map that starts from an earlier one's times sends no
+        second batch before: those times may not be its inputs', and a slot would hold twice what
+        they sized before it knew)."""
+        return self.sizer.measured >= SAMPLES_TO_GROW and self.sizer.slot_estimate is not None
 
     async def _run_batch(self, slot: Slot, items: List[Item]) -> None:
         slot.running += 1
@@ -736,7 +738,7 @@ class MapEngine:
                     for outcome in reader.feed(answer.chunk.data):
                         item = sent[outcome.index]
                         self.sizer.observe(outcome.seconds, warm=not fresh or outcome.index >= self.max_inputs)
-                        if not self._grown.is_set() and self.sizer.measured >= SAMPLES_TO_GROW and self.sizer.slot_estimate is not None:
+                        if not self._grown.is_set() and self._knows_inputs():
                             # Slots waiting for their batch to end may send their next one now.
                             self._grown.set()
                         try:

@@ -185,9 +185,9 @@ export class MapEngine<T> {
   #outbox: Output<T>[] = [];
   #wake: (() => void)[] = [];
   /**
-   * Whether SAMPLES_TO_GROW inputs were measured and the slots the work wants are known: a slot
-   * may then send its next batch while one runs (`#depth`) without waiting for the end of the
-   * batch it sent before. Until then, the slots waiting for their batch to end, to wake then.
+   * Whether the map knows its inputs (`#knowsInputs`): a slot may then send its next batch while
+   * one runs (`#depth`) without waiting for the end of the one before. Until then, the slots
+   * waiting for their batch to end, to wake then.
    */
   #grown = false;
   readonly #growWaiters = new Set<() => void>();
@@ -433,9 +433,10 @@ export class MapEngine<T> {
       const known = this.#sizer.slotEstimate(SAMPLES_TO_OPEN_SLOTS) !== undefined;
       const slots = Math.max(this.#slots.length, known ? this.#wanted() : this.count);
       const now = performance.now();
+      const estimate = this.#sizer.estimate;
       let unfinished = this.#owners.size;
-      for (const other of this.#slots) unfinished -= this.#doneOf(other, now);
-      const own = slot.pending - this.#doneOf(slot, now);
+      for (const other of this.#slots) unfinished -= this.#doneOf(other, now, estimate);
+      const own = slot.pending - this.#doneOf(slot, now, estimate);
       const size = this.#sizer.next(slot.lastSize, this.#remaining(), slots, unfinished, own);
       // None now (0): the slot holds its share already, and takes more once it ran some.
       const batch = size > 0 ? await this.#take(size) : [];
@@ -457,11 +458,10 @@ export class MapEngine<T> {
 
   /**
    * What the inputs `slot` runs now have done, in inputs: their time so far over the inputs'
-   * time. Shares count it: a slot whose input ended a moment ago would otherwise hold a whole
-   * input less than one whose input is about to end, and take one more.
+   * time (`estimate`, seconds). Shares count it: a slot whose input ended a moment ago would
+   * otherwise hold a whole input less than one whose input is about to end, and take one more.
    */
-  #doneOf(slot: Slot, now: number): number {
-    const estimate = this.#sizer.estimate;
+  #doneOf(slot: Slot, now: number, estimate: number | undefined): number {
     if (slot.pending === 0 || estimate === undefined || estimate <= 0) return 0;
     const running = Math.min(this.#parallel, slot.pending);
     return running * Math.min(1, (now - slot.since) / 1000 / estimate);
@@ -555,19 +555,27 @@ export class MapEngine<T> {
     const estimate = this.#sizer.estimate;
     if (slot.sessionId === '' || this.#queuedBatches > 0 || this.#othersWaiting) return 1;
     if (estimate === undefined) return 1;
-    const known = this.#sizer.slotEstimate(SAMPLES_TO_OPEN_SLOTS) !== undefined;
-    if (!known || this.#slots.length < this.#wanted()) {
+    if (!this.#knowsInputs() || this.#slots.length < this.#wanted()) {
       // Slots are still opening: a batch taken now is sized by too few slots (a share of what is
       // left among them), and a second one would hold inputs the new slots could run.
       return 1;
     }
-    // A map that starts from an earlier one's times sends no second batch before it measured its
-    // own inputs: those times may not be its inputs', and a slot would hold twice what they sized
-    // before it knew.
-    if (this.#sizer.measured < SAMPLES_TO_GROW) return 1;
     const batchSeconds =
       ((estimate + INPUT_OVERHEAD_SECONDS) * Math.max(1, slot.lastSize)) / this.#parallel;
     return batchSeconds < PIPELINE_SECONDS ? 2 : 1;
+  }
+
+  /**
+   * Whether the map knows its inputs well enough for a slot to have two batches on the cluster
+   * (`#depth`): the slots its work wants are known, and it measured SAMPLES_TO_GROW inputs itself
+   * (a map that starts from an earlier one's times sends no second batch before: those times may
+   * not be its inputs', and a slot would hold twice what they sized before it knew).
+   */
+  #knowsInputs(): boolean {
+    return (
+      this.#sizer.measured >= SAMPLES_TO_GROW &&
+      this.#sizer.slotEstimate(SAMPLES_TO_OPEN_SLOTS) !== undefined
+    );
   }
 
   async #runBatch(slot: Slot, batch: Item[]): Promise<void> {
@@ -656,11 +664,7 @@ export class MapEngine<T> {
       for (const outcome of outcomes) {
         const item = items[outcome.index]!;
         this.#sizer.observe(outcome.seconds, !fresh || outcome.index >= this.#parallel);
-        if (
-          !this.#grown &&
-          this.#sizer.measured >= SAMPLES_TO_GROW &&
-          this.#sizer.slotEstimate(SAMPLES_TO_OPEN_SLOTS) !== undefined
-        ) {
+        if (!this.#grown && this.#knowsInputs()) {
           // Slots waiting for their batch to end may send their next one now.
           this.#grown = true;
           for (const wake of this.#growWaiters) wake();
