@@ -1,8 +1,9 @@
 /**
- * Images (docs/images.md) against today's per-call install, in one run on one worker (template
- * backend, no standbys, packages from pip's own configuration on this host): for each package,
- * the first call with an image (it builds the image), later calls (they restore it: a container
- * from the catalogue checkpoint with the image's prefix bound, its modules imported), a call with
+ * Images (docs/images.md) against today's per-call install, in one run on one worker (the CRIU
+ * backend where it works here, else the template backend; no standbys; packages from pip's own
+ * configuration on this host): for each package, the first call with an image (it builds the
+ * image), later calls (they restore it: from its memory snapshot with CRIU; else a container from
+ * the catalogue checkpoint with the image's prefix bound, its modules imported), a call with
  * the same requirement as `packages=` (fetched and installed into every new container, as before
  * images), and the catalogue checkpoint's own restore with nothing installed (the floor).
  * `READIE_BENCH_IMAGE_PACKAGES` names the packages (`requirement:module`, comma-separated;
@@ -19,6 +20,7 @@ import {
   type CallResult,
   type Harness,
 } from '../test/support/worker-harness.js';
+import { imageBytes } from '../src/worker/images/index.js';
 import { median, ratio } from './support.js';
 
 const RESTORE_ROUNDS = 10;
@@ -89,10 +91,11 @@ async function measure(harness: Harness, requirement: string, module: string) {
   const restoreMs = median(restores);
   const installMs = median(installs);
   const catalogueMs = median(catalogue);
+  const held = harness.worker.images!.list().find((image) => image.manifest.imports[0] === module);
   return {
     requirement,
-    imageBytes: harness.worker.images!.list().find((held) => held.manifest.imports[0] === module)
-      ?.manifest.bytes,
+    imageBytes: held ? imageBytes(held) : null,
+    snapshotBytes: held?.snapshot?.snapshot.bytes ?? null,
     buildMs: round(median(builds)),
     restoreP50Ms: round(restoreMs),
     perCallInstallP50Ms: round(installMs),
@@ -109,14 +112,17 @@ export async function run() {
   const packages = (process.env['READIE_BENCH_IMAGE_PACKAGES'] ?? 'tomli-w==1.2.0:tomli_w')
     .split(',')
     .map((entry) => entry.split(':') as [string, string]);
-  const harness = await startHarness({ catalogue: CATALOGUE, flags: { standby: '0' } });
+  const harness = await startHarness({
+    catalogue: CATALOGUE,
+    flags: { standby: '0', restoreBackend: 'auto' },
+  });
   try {
     const results = [];
     for (const [requirement, module] of packages) {
       results.push(await measure(harness, requirement, module));
     }
     return {
-      note: 'median ms per call, end to end at the worker; install = packages= fetched and installed per call (today); restore = a later call of an image; catalogue = the same checkpoint restored with nothing installed',
+      note: 'median ms per call, end to end at the worker; install = packages= fetched and installed per call (today); restore = a later call of an image (from its snapshot where snapshotBytes is set); catalogue = the same checkpoint restored with nothing installed',
       restoreBackend: harness.worker.backend?.description,
       results,
     };

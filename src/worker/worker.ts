@@ -770,6 +770,8 @@ export class Worker {
     log.info({ running: this.calls.size }, 'waiting for running calls to finish');
     await drained;
     await this.pool?.close();
+    // After the pool: no container restored from an image's snapshot runs as its uid any more.
+    await this.imageStore?.close();
     await this.router?.close();
     await this.backend?.close();
     const server = this.server;

@@ -60,7 +60,7 @@ export interface ImageWorker {
 /**
  * Starts a worker's ImageService as the router reaches it: real gRPC over loopback, real token
  * files, the image store reading images an earlier run left on disk (no build is needed to list
- * or remove one, so the store's builder is never reached).
+ * or remove one, so the store's builder and the containers are never reached).
  */
 export async function startImageWorker(
   workerId: string,
@@ -88,6 +88,8 @@ export async function startImageWorker(
     flavor: 'cpu',
     cacheDir: join(dir, 'pip'),
     memory: 1024 ** 3,
+    // A worker that makes no snapshots: listing and removing never reach the containers.
+    pool: { imageSnapshots: { makesImageSnapshots: false } },
   } as unknown as ConstructorParameters<typeof ImageStore>[0]);
   await store.load();
   expect(store.list()).to.have.length(held.length);

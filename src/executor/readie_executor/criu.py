@@ -9,9 +9,15 @@ new ones through `criu restore --inherit-fd`.
 import fcntl
 import os
 import signal
+import time
 
 SPEC_FD = 3
 EVENTS_FD = 4
+# An image snapshot's listening socket (image_seed.py, image_restore.py).
+LISTENER_FD = 5
+# criu's cache of the kernel's features. Its detection does not pass inside a sandbox (no route
+# out of its network namespace, for one), so each criu run there is handed the host's cache.
+KDAT = "/dev/shm/criu.kdat"
 
 
 def _place(mapping):
@@ -57,3 +63,47 @@ def _kill(pid):
             os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
+
+
+def host_kdat(criu):
+    """The host's criu feature cache (made by `criu check` when there is none yet)."""
+    if not os.path.exists(KDAT):
+        import subprocess
+
+        subprocess.run([criu, "check"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    with open(KDAT, "rb") as cache:
+        return cache.read()
+
+
+def place_kdat(kdat):
+    """In the container's own /dev/shm (root's alone), for the criu that runs there."""
+    fd = os.open(KDAT, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    _write_all(fd, kdat)
+    os.close(fd)
+
+
+def _kill_cgroup_members(spec):
+    """SIGKILLs every process in the container's cgroups (R is in none of them) until none is left."""
+    files = spec.get("cgroupProcs") or []
+    for _ in range(100):
+        members = set()
+        for procs in [files] if isinstance(files, str) else files:
+            try:
+                with open(procs, encoding="ascii") as listed:
+                    members.update(int(line) for line in listed if line.strip())
+            except (OSError, ValueError):
+                continue
+        if not members:
+            return
+        for member in members:
+            _kill(member)
+        time.sleep(0.001)
+
+
+def _pidfd(pid):
+    if not pid:
+        return None
+    try:
+        return os.pidfd_open(pid)
+    except ProcessLookupError:
+        os._exit(1)  # the worker is gone: restore nothing

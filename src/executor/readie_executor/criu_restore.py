@@ -21,8 +21,8 @@ import signal
 import sys
 import time
 
-from . import sandbox
-from .criu import EVENTS_FD, SPEC_FD, _kill, _place, _tail, _wait_exit
+from . import image_restore, sandbox
+from .criu import EVENTS_FD, SPEC_FD, _kill, _kill_cgroup_members, _pidfd, _place, _tail, _wait_exit
 from .container import describe, emit
 
 # How long R waits, once B is gone, for B's lazy-pages server to be seen gone too (in seconds).
@@ -156,33 +156,6 @@ def restore(images, spec, criu, worker_pid):
     os._exit(0)
 
 
-def _kill_cgroup_members(spec):
-    """SIGKILLs every process in the container's cgroups (R is in none of them) until none is left."""
-    files = spec.get("cgroupProcs") or []
-    for _ in range(100):
-        members = set()
-        for procs in [files] if isinstance(files, str) else files:
-            try:
-                with open(procs, encoding="ascii") as listed:
-                    members.update(int(line) for line in listed if line.strip())
-            except (OSError, ValueError):
-                continue
-        if not members:
-            return
-        for member in members:
-            _kill(member)
-        time.sleep(0.001)
-
-
-def _pidfd(pid):
-    if not pid:
-        return None
-    try:
-        return os.pidfd_open(pid)
-    except ProcessLookupError:
-        os._exit(1)  # the worker is gone: restore nothing
-
-
 def _wait_criu(criu_pid, worker_fd):
     """Waits for `criu restore` (which returns once the container runs); kills it if the worker dies."""
     criu_fd = os.pidfd_open(criu_pid)
@@ -302,6 +275,8 @@ def serve_launcher(criu, worker_pid):
                 null = os.open(os.devnull, os.O_RDONLY)
                 os.dup2(null, 0)
                 os.close(null)
+                if spec.get("imageSnapshot"):
+                    image_restore.restore_snapshot(spec["criuImages"], spec, criu, worker_pid)
                 restore(spec["criuImages"], spec, criu, worker_pid)
             finally:
                 os._exit(1)

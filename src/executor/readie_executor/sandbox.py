@@ -245,6 +245,16 @@ def enter(spec, keep_fds=(), on_network=None):
     `on_network` is called once the container has its own network namespace (the worker then
     attaches the user-mode network stack of the egress mode to it).
     """
+    enter_namespaces(spec, on_network)
+    drop_privileges(spec, keep_fds)
+
+
+def enter_namespaces(spec, on_network=None):
+    """The first half of `enter`, as root: the container's cgroups, namespaces and filesystem.
+
+    An image snapshot's container (image_seed.py) runs only this half in its pid 1, which stays
+    root; the process it restores is the one whose privileges were dropped, before the dump.
+    """
     hardened = spec.get("hardened", True)
     uid, gid = int(spec["uid"]), int(spec["gid"])
     join_cgroups(spec)
@@ -276,6 +286,13 @@ def enter(spec, keep_fds=(), on_network=None):
     if hardened:
         _mask("/sys/fs/cgroup")
     os.chdir("/tmp")
+
+
+def drop_privileges(spec, keep_fds=()):
+    """The second half of `enter`: the container's own user with no way back, its seccomp filter
+    and its clean environment; every fd but `keep_fds` (and 0-2) is closed, stdin is /dev/null."""
+    hardened = spec.get("hardened", True)
+    uid, gid = int(spec["uid"]), int(spec["gid"])
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     _close_other_fds(keep_fds)
     null = os.open("/dev/null", os.O_RDONLY)

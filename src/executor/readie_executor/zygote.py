@@ -127,11 +127,23 @@ def main(argv):
     parser.add_argument("--criu-seed", metavar="IMAGES", help="build a CRIU checkpoint into IMAGES")
     parser.add_argument("--criu-launcher", action="store_true", help="restore containers from CRIU images")
     parser.add_argument("--criu", default="criu", help="the criu binary")
+    parser.add_argument("--image-seed", metavar="IMAGES", help="dump an image snapshot into IMAGES")
+    parser.add_argument("--spec", default="{}", help="the image seed's container spec (JSON)")
+    parser.add_argument("--image", default="{}", help="the image seed's image: prefix, imports, env (JSON)")
+    parser.add_argument("--image-seed-process", metavar="PLAN", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     modules = [m for m in args.modules.split(",") if m]
     sandbox.die_with_parent()
+    if args.image_seed_process is not None:
+        from . import image_seed
+
+        image_seed.seed_process(args.image_seed_process)
     if args.worker_pid and os.getppid() != args.worker_pid:
         os._exit(1)  # the worker died before we could ask to die with it
+    if args.image_seed is not None:
+        from . import image_seed
+
+        image_seed.seed(args.image_seed, json.loads(args.spec), json.loads(args.image), args.criu, args.checkpoint)
     if args.criu_seed is not None:
         from . import criu_seed
 

@@ -25,6 +25,7 @@ import {
   sha256,
   type ImageIdentity,
 } from './criu-image.js';
+import { CriuImageSnapshots } from './criu-snapshots.js';
 import { RestoreError, type CheckpointBuild, type RestoreBackend } from './restore-backend.js';
 
 /** How the CRIU backend runs. */
@@ -60,6 +61,7 @@ const MAX_REBUILD_DELAY_MS = 300_000;
 /** Restores containers from CRIU images. */
 export class CriuBackend implements RestoreBackend {
   readonly description: string;
+  readonly imageSnapshots: CriuImageSnapshots;
   /** Dumps this backend made (an image reused from an earlier run is not one). */
   dumps = 0;
   private readonly images = new Map<string, CriuImage>();
@@ -75,6 +77,14 @@ export class CriuBackend implements RestoreBackend {
   constructor(private readonly options: CriuBackendOptions) {
     this.description = `criu ${options.version}`;
     this.launcher = new CriuLauncher(this.launch, options.criu, options.buildTimeoutMs);
+    this.imageSnapshots = new CriuImageSnapshots({
+      criu: options.criu,
+      python: options.python,
+      log: options.log,
+      buildTimeoutMs: options.buildTimeoutMs,
+      launcher: this.launcher,
+      machine: () => (this.machine ??= machineIdentity(this.options.version, this.options.python)),
+    });
   }
 
   private get launch(): ZygoteLaunch {
@@ -188,9 +198,8 @@ export class CriuBackend implements RestoreBackend {
   }
 
   private async identityOf(checkpoint: CheckpointBuild): Promise<ImageIdentity> {
-    this.machine ??= machineIdentity(this.options.version, this.options.python);
     return {
-      ...(await this.machine),
+      ...(await (this.machine ??= machineIdentity(this.options.version, this.options.python))),
       modules: [...checkpoint.modules],
       setup: checkpoint.setup ? sha256(checkpoint.setup) : '',
     };

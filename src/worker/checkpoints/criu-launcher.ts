@@ -17,6 +17,8 @@ export interface CriuRestoreRequest {
   readonly criuImages: string;
   /** Restore lazily (`criu lazy-pages`). */
   readonly criuLazy: boolean;
+  /** An image's snapshot (image_restore.py), not a checkpoint's seed. */
+  readonly imageSnapshot?: boolean;
 }
 
 /** Restores containers through the resident launcher. */

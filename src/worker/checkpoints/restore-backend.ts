@@ -17,8 +17,43 @@ export interface CheckpointBuild {
   readonly setup?: string;
 }
 
+/** What an image's seed enters: the image as a container sees it. */
+export interface ImageSeed {
+  /** How calls name the image (`image:` and 16 hex digits). */
+  readonly name: string;
+  readonly imports: readonly string[];
+  readonly env: Readonly<Record<string, string>>;
+}
+
+/** An image's memory snapshot on disk, as its backend restores it. */
+export interface ImageSnapshot {
+  readonly dir: string;
+  /** Bytes on disk. */
+  readonly bytes: number;
+  /** The uid (and gid) the dumped process runs as: every container restored from it does too. */
+  readonly uid: number;
+  readonly dumpMs: number;
+  readonly importMs: number;
+}
+
+/**
+ * Memory snapshots of tenants' images (docs/images.md): a process that entered the image inside
+ * its sandbox, dumped there, restored into each new container's sandbox. Only the CRIU backend
+ * makes them.
+ */
+export interface ImageSnapshots {
+  /** Dumps a seed that entered `seed` in a sandbox made from `spec` into the new directory `dir`. */
+  dump(dir: string, spec: ContainerSpec, seed: ImageSeed): Promise<ImageSnapshot>;
+  /** Reopens a snapshot an earlier run dumped into `dir`, or says why it cannot serve. */
+  open(dir: string, seed: ImageSeed): Promise<ImageSnapshot | { readonly stale: string }>;
+  /** Starts a container (its sandbox from `spec`, run as the snapshot's uid) from a snapshot. */
+  restore(snapshot: ImageSnapshot, spec: ContainerSpec): Promise<ContainerProcess>;
+}
+
 /** Builds checkpoints and starts containers from them. */
 export interface RestoreBackend {
+  /** Memory snapshots of images, where the backend makes them; null where it does not. */
+  readonly imageSnapshots: ImageSnapshots | null;
   /** For operators: the backend and, where it replaced another, why (ReportStatus.restore_backend). */
   readonly description: string;
   /**

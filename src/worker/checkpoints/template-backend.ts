@@ -28,6 +28,8 @@ const MAX_REBUILD_DELAY_MS = 300_000;
 
 /** Restores checkpoints by forking resident template processes. */
 export class TemplateBackend implements RestoreBackend {
+  /** A template of a tenant's image would have imported it outside a sandbox: none is made. */
+  readonly imageSnapshots = null;
   readonly description: string;
   private readonly templates = new Map<string, TemplateZygote>();
   private readonly listeners: (() => void)[] = [];

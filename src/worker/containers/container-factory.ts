@@ -4,7 +4,7 @@
  */
 import { chmod, chown, mkdir, rm, writeFile } from 'node:fs/promises';
 import type { Logger } from 'pino';
-import type { RestoreBackend } from '../checkpoints/restore-backend.js';
+import type { ImageSeed, ImageSnapshot, RestoreBackend } from '../checkpoints/restore-backend.js';
 import {
   attachEgress,
   coldStart,
@@ -17,6 +17,7 @@ import {
   type ContainerCgroups,
   type ContainerProcess,
   type EgressLink,
+  LentIdentity,
   type IdentitySource,
   type ImageLayer,
   type SandboxIdentity,
@@ -49,6 +50,18 @@ export interface ContainerFactoryOptions {
   readonly log: Logger;
 }
 
+/** An image's snapshot with the uid it lends its containers. */
+export interface HeldSnapshot {
+  readonly snapshot: ImageSnapshot;
+  readonly identity: LentIdentity;
+}
+
+/** A container to restore from an image's snapshot instead of a checkpoint. */
+export interface SnapshotStart extends HeldSnapshot {
+  /** The image's identity: the container has entered it already. */
+  readonly imageId: string;
+}
+
 /** Makes containers. */
 export class ContainerFactory {
   constructor(private readonly options: ContainerFactoryOptions) {}
@@ -58,19 +71,23 @@ export class ContainerFactory {
    * `checkpointId` when it is not empty (throwing the restore's error if that fails), else cold.
    * Falling back to a cold start is the pool's decision (ContainerPool.create). `layer`: the
    * call's image, bound into it (writable in its build, whose prefix then belongs to the
-   * container's uid).
+   * container's uid). `start`: restore it from that image snapshot instead (it then runs as the
+   * snapshot's uid and has entered the image).
    */
   async make(
     memory: number,
     checkpointId: string,
     layer: ImageLayer | null = null,
+    start: SnapshotStart | null = null,
   ): Promise<Container> {
     const { options } = this;
     const { policy, identities } = options.sandbox;
     const egress = policy.hardened && policy.network === 'egress';
     const id = newContainerId();
     const paths = containerPaths(options.stateDir, id);
+    const snapshots = options.backend.imageSnapshots;
     let identity: SandboxIdentity | null = null;
+    let giveBack: (() => Promise<void>) | null = null;
     let cgroup: ContainerCgroup | null = null;
     let link: EgressLink | null = null;
     try {
@@ -82,7 +99,15 @@ export class ContainerFactory {
         await writeFile(paths.resolvConf, `nameserver ${EGRESS_NAMESERVER}\n`, { mode: 0o644 });
         await chmod(paths.resolvConf, 0o644);
       }
-      identity = await identities.claim(id);
+      if (start && !snapshots) throw new Error('this worker makes no image snapshots');
+      if (start) {
+        identity = start.identity.identity;
+        giveBack = start.identity.lend();
+      } else {
+        const claimed = await identities.claim(id);
+        identity = claimed;
+        giveBack = () => identities.release(claimed);
+      }
       if (layer?.writable) await chown(layer.prefix, identity.uid, identity.gid);
       cgroup = await options.cgroups.create(id, {
         memory,
@@ -104,11 +129,24 @@ export class ContainerFactory {
         layer,
       });
       const started: ContainerProcess =
-        checkpointId !== ''
-          ? await options.backend.restore(checkpointId, spec)
-          : await coldStart({ python: options.python, log: options.log }, spec);
+        start && snapshots
+          ? await snapshots.restore(start.snapshot, spec)
+          : checkpointId !== ''
+            ? await options.backend.restore(checkpointId, spec)
+            : await coldStart({ python: options.python, log: options.log }, spec);
       if (egress) link = await this.attachNetwork(started, cgroup);
-      return new Container(id, checkpointId, cgroup, paths, started, identity, link);
+      const container = new Container(
+        id,
+        checkpointId,
+        cgroup,
+        paths,
+        started,
+        identity,
+        giveBack,
+        link,
+      );
+      if (start) container.imageId = start.imageId;
+      return container;
     } catch (error) {
       link?.stop();
       let removed = cgroup === null;
@@ -121,9 +159,98 @@ export class ContainerFactory {
       }
       await rm(paths.dir, { recursive: true, force: true }).catch(() => undefined);
       // A uid goes back only once nothing of the container can still run as it.
-      if (identity && removed) await identities.release(identity).catch(() => undefined);
+      if (giveBack && removed) await giveBack().catch(() => undefined);
       throw error;
     }
+  }
+
+  /** Whether this worker makes image snapshots (a backend that does, a hardened sandbox). */
+  get makesImageSnapshots(): boolean {
+    return this.options.backend.imageSnapshots !== null && this.options.sandbox.policy.hardened;
+  }
+
+  /**
+   * Dumps a snapshot of `seed` into the new directory `dir`: a seed container (its own uid, which
+   * the snapshot then keeps, a cgroup of `memory`, the image's `prefix` bound read-only) enters
+   * the image and is dumped. Null where the backend makes no snapshots or the sandbox is
+   * unhardened; throws why a dump failed.
+   */
+  async dumpImageSnapshot(
+    dir: string,
+    prefix: string,
+    seed: ImageSeed,
+    memory: number,
+  ): Promise<HeldSnapshot | null> {
+    const { options } = this;
+    const { policy, identities } = options.sandbox;
+    const snapshots = options.backend.imageSnapshots;
+    if (!snapshots || !policy.hardened) return null;
+    const id = newContainerId();
+    const paths = containerPaths(options.stateDir, id);
+    const identity = await identities.claim(`${seed.name} snapshot`);
+    let cgroup: ContainerCgroup | null = null;
+    let kept = false;
+    try {
+      await mkdir(paths.dir, { recursive: true, mode: 0o700 });
+      await mkdir(paths.downloads, { mode: 0o755 });
+      await chmod(paths.downloads, 0o755);
+      cgroup = await options.cgroups.create(id, { memory, pids: policy.pidsLimit });
+      const spec = containerSpec({
+        containerId: id,
+        workerId: options.workerId,
+        stateDir: options.stateDir,
+        cgroupProcs: cgroup.procsFiles,
+        uid: identity.uid,
+        gid: identity.gid,
+        workerPid: process.pid,
+        // The seed needs no route out: its restored containers get theirs.
+        network: 'none',
+        hardened: true,
+        tmpSize: tmpSize(policy.tmpQuota, memory),
+        hide: policy.hide,
+        wheelDir: options.wheelDir,
+        layer: { prefix, wheels: null, writable: false },
+      });
+      const snapshot = await snapshots.dump(dir, spec, seed);
+      kept = true;
+      return { snapshot, identity: new LentIdentity(identity, (held) => identities.release(held)) };
+    } finally {
+      let removed = cgroup === null;
+      if (cgroup) {
+        await cgroup.killAll().catch(() => undefined);
+        removed = await cgroup.remove().then(
+          () => true,
+          () => false,
+        );
+      }
+      await rm(paths.dir, { recursive: true, force: true }).catch(() => undefined);
+      if (!kept && removed) await identities.release(identity).catch(() => undefined);
+    }
+  }
+
+  /**
+   * Reopens a snapshot an earlier run dumped into `dir` and claims its uid again: the snapshot,
+   * or why it cannot serve (stale, or its uid is another container's now).
+   */
+  async reopenImageSnapshot(
+    dir: string,
+    seed: ImageSeed,
+  ): Promise<HeldSnapshot | { readonly stale: string }> {
+    const { identities, policy } = this.options.sandbox;
+    const snapshots = this.options.backend.imageSnapshots;
+    if (!snapshots || !policy.hardened) return { stale: 'this worker makes no image snapshots' };
+    const opened = await snapshots.open(dir, seed).catch((error: Error) => ({
+      stale: error.message,
+    }));
+    if ('stale' in opened) return opened;
+    if (!(await identities.claimExact(opened.uid, `${seed.name} snapshot`))) {
+      return { stale: `its uid ${opened.uid} is another container's now` };
+    }
+    const identity = { uid: opened.uid, gid: opened.uid };
+    return {
+      snapshot: opened,
+      identity: new LentIdentity(identity, (held) => identities.release(held)),
+    };
   }
 
   /** Waits for the container's own network namespace, then attaches slirp4netns to it. */

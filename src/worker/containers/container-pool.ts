@@ -25,7 +25,11 @@ import { ContainerUnavailableError, ShuttingDownError } from '../core/errors.js'
 import { ExecutorConnection } from '../executor-link/index.js';
 import type { ImageLayer } from '../sandbox/index.js';
 import type { Container } from './container.js';
-import { ContainerFactory, type ContainerFactoryOptions } from './container-factory.js';
+import {
+  ContainerFactory,
+  type ContainerFactoryOptions,
+  type SnapshotStart,
+} from './container-factory.js';
 import { StandbyShelf } from './standby-shelf.js';
 
 /** A new container whose executor has answered, with that open connection. */
@@ -184,7 +188,8 @@ export class ContainerPool {
    * checkpoint, a restore that fails or dies before it answers) a cold one. `signal` abandons
    * it (the container is destroyed). `exact`: never fall back to a cold start (a pinned call's
    * version): a failed restore throws. `layer`: the call's image, bound in (never a standby: a
-   * standby was made before anyone knew the image).
+   * standby was made before anyone knew the image). `start`: the image's snapshot, which it is
+   * restored from when it can be (else as without it).
    */
   async create(
     memory: number,
@@ -193,6 +198,7 @@ export class ContainerPool {
     sessionId = '',
     exact = false,
     layer: ImageLayer | null = null,
+    start: SnapshotStart | null = null,
   ): Promise<AnsweringContainer> {
     if (this.closing) throw new ShuttingDownError('the worker is shutting down');
     const admission = admitCall(this.slots());
@@ -217,7 +223,7 @@ export class ContainerPool {
             ...made,
             fallback: null,
           }))
-        : this.startWithFallback(memory, checkpointId, signal ?? null, layer);
+        : this.startWithFallback(memory, checkpointId, signal ?? null, layer, start);
       this.creations.add(creation);
       const created = await creation.finally(() => this.creations.delete(creation));
       if (this.closing) {
@@ -243,6 +249,14 @@ export class ContainerPool {
     }
   }
 
+  /** Image snapshots, made and reopened by the worker's images (ContainerFactory's). */
+  get imageSnapshots(): Pick<
+    ContainerFactory,
+    'dumpImageSnapshot' | 'reopenImageSnapshot' | 'makesImageSnapshots'
+  > {
+    return this.factory;
+  }
+
   private adopt(container: Container, sessionId: string): void {
     container.state = 'busy';
     container.sessionId = sessionId;
@@ -250,13 +264,32 @@ export class ContainerPool {
     this.reportState(container, ContainerState.CONTAINER_STATE_BUSY);
   }
 
-  /** Restores from `checkpointId` if it is not empty, falling back to a cold start. */
+  /**
+   * Restores from the image's snapshot `start`, else from `checkpointId` if it is not empty,
+   * falling back to a cold start.
+   */
   private async startWithFallback(
     memory: number,
     checkpointId: string,
     signal: AbortSignal | null,
     layer: ImageLayer | null,
+    start: SnapshotStart | null = null,
   ): Promise<AnsweringContainer> {
+    if (start) {
+      try {
+        return {
+          ...(await this.startAnswering(memory, checkpointId, signal, layer, start)),
+          fallback: null,
+        };
+      } catch (error) {
+        signal?.throwIfAborted();
+        this.closed.signal.throwIfAborted();
+        this.options.log.warn(
+          { image: start.imageId, err: (error as Error).message },
+          "an image's snapshot did not restore; its container enters the image instead",
+        );
+      }
+    }
     let fallback: string | null = null;
     if (checkpointId !== '') {
       try {
@@ -280,8 +313,9 @@ export class ContainerPool {
     checkpointId: string,
     signal: AbortSignal | null,
     layer: ImageLayer | null = null,
+    start: SnapshotStart | null = null,
   ): Promise<Omit<AnsweringContainer, 'fallback'>> {
-    const container = await this.factory.make(memory, checkpointId, layer);
+    const container = await this.factory.make(memory, checkpointId, layer, start);
     void container.process.exited.then(() => this.onExit(container));
     const abandon = [this.closed.signal, ...(signal ? [signal] : [])];
     try {
@@ -434,7 +468,7 @@ export class ContainerPool {
       container.egress?.stop();
       await container.cgroup.remove();
       // Only now can nothing run as its uid any more: the uid may go to another container.
-      await this.options.sandbox.identities.release(container.identity);
+      await container.giveBackIdentity();
     } catch (error) {
       log.warn({ err: (error as Error).message }, 'container cleanup was incomplete');
     } finally {

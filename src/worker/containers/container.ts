@@ -53,8 +53,13 @@ export class Container {
     readonly cgroup: ContainerCgroup,
     readonly paths: ContainerPaths,
     readonly process: ContainerProcess,
-    /** The uid and gid its processes run as (its own, unless the sandbox is unhardened). */
+    /**
+     * The uid and gid its processes run as: its own, or its image snapshot's (lent to every
+     * container restored from it), or everyone's when the sandbox is unhardened.
+     */
     readonly identity: SandboxIdentity,
+    /** Gives the identity back once nothing of the container runs (called once, by the pool). */
+    readonly giveBackIdentity: () => Promise<void>,
     /** Its slirp4netns, in the egress mode. */
     readonly egress: EgressLink | null = null,
   ) {

@@ -282,6 +282,7 @@ export class ExecuteCall {
       return this.reconnect(container, signal);
     }
     if (request.version !== '') return this.acquireVersion(signal);
+    const images = deps.images?.() ?? null;
     const created = await deps.pool.create(
       request.memory,
       request.checkpointId,
@@ -289,6 +290,7 @@ export class ExecuteCall {
       request.sessionId,
       false,
       this.layer(),
+      this.image && images ? images.snapshotStart(this.image.image) : null,
     );
     this.adopt(created.container);
     if (created.fallback !== null) {

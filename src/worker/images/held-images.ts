@@ -1,7 +1,7 @@
 /** The worker's report of every image it holds, as the router hears it (ReportHeldImages). */
 import type { ReportHeldImagesRequest } from '../../proto/gen/readie/v1/registry.js';
 import { heldImagesList } from '../core/images/index.js';
-import type { HeldImage } from './image-store.js';
+import { imageBytes, type HeldImage } from './image-store.js';
 
 /** The report of `images` (the store's, as of now) for worker `workerId`. */
 export function heldImagesRequest(
@@ -9,12 +9,12 @@ export function heldImagesRequest(
   images: readonly HeldImage[],
 ): ReportHeldImagesRequest {
   const { images: listed, complete } = heldImagesList(
-    images.map(({ manifest, lastUsedMs }) => ({
-      tenantId: manifest.tenantId,
-      imageId: manifest.id,
-      bytes: manifest.bytes,
-      declarations: manifest.declarations,
-      lastUsedMs,
+    images.map((image) => ({
+      tenantId: image.manifest.tenantId,
+      imageId: image.manifest.id,
+      bytes: imageBytes(image),
+      declarations: image.manifest.declarations,
+      lastUsedMs: image.lastUsedMs,
     })),
   );
   return {

@@ -17,7 +17,7 @@ import { StatusError } from '../../shared/status-error.js';
 import type { WorkerCredentials } from '../credentials.js';
 import { WorkerUnusableError } from '../core/errors.js';
 import { imageName } from '../core/images/index.js';
-import type { HeldImage, ImageStore } from './image-store.js';
+import { imageBytes, type HeldImage, type ImageStore } from './image-store.js';
 
 /** What the service needs. */
 export interface ImageServiceDeps {
@@ -35,7 +35,7 @@ export function heldImageView(workerId: string, image: HeldImage): HeldImageView
     tenantId: image.manifest.tenantId,
     imageId: image.manifest.id,
     name: imageName(image.manifest.id),
-    bytes: image.manifest.bytes,
+    bytes: imageBytes(image),
     lastUsedAt: new Date(image.lastUsedMs).toISOString(),
     inUse: image.inUse,
   };

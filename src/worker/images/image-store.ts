@@ -25,6 +25,7 @@ import {
   tenantTag,
   type ImageDeclaration,
 } from '../core/images/index.js';
+import type { HeldSnapshot, SnapshotStart } from '../containers/index.js';
 import { abortable } from '../execution/call-support.js';
 import { installImage, resolveImage, type BuildContext } from './image-build.js';
 import {
@@ -60,6 +61,18 @@ export interface HeldImage {
   readonly dir: string;
   lastUsedMs: number;
   inUse: number;
+  /** Its memory snapshot (`<dir>/snapshot`), where the worker made one. */
+  snapshot: HeldSnapshot | null;
+}
+
+/** Bytes an image takes on disk: its prefix, and its snapshot. */
+export function imageBytes(image: HeldImage): number {
+  return image.manifest.bytes + (image.snapshot?.snapshot.bytes ?? 0);
+}
+
+/** The directory of an image's snapshot. */
+function snapshotDir(imageDir: string): string {
+  return join(imageDir, 'snapshot');
 }
 
 /** How the store runs. */
@@ -90,6 +103,9 @@ export class ImageStore {
   /** Declaration key -> the image it resolved to. */
   private readonly declared = new Map<string, HeldImage>();
   private readonly builds = new Map<string, Promise<HeldImage>>();
+  /** Snapshots dumped again after a start (one at a time, behind the calls). */
+  private redumps: Promise<void> = Promise.resolve();
+  private closed = false;
 
   constructor(private readonly options: ImageStoreOptions) {}
 
@@ -115,9 +131,96 @@ export class ImageStore {
           await removeTree(dir);
           continue;
         }
-        this.adopt({ manifest, dir, lastUsedMs: this.options.clock(), inUse: 0 });
+        const held: HeldImage = {
+          manifest,
+          dir,
+          lastUsedMs: this.options.clock(),
+          inUse: 0,
+          snapshot: null,
+        };
+        held.snapshot = await this.reopenSnapshot(held);
+        this.adopt(held);
+        if (!held.snapshot && this.options.pool.imageSnapshots.makesImageSnapshots) {
+          this.redumpLater(held);
+        }
       }
     }
+  }
+
+  /**
+   * The snapshot an earlier run left with `image`, or null (a stale one is removed; `load` has
+   * one dumped again). A worker that makes no snapshots leaves them on disk for a later run.
+   */
+  private async reopenSnapshot(image: HeldImage): Promise<HeldSnapshot | null> {
+    if (!this.options.pool.imageSnapshots.makesImageSnapshots) return null;
+    const dir = snapshotDir(image.dir);
+    const entries = await readdir(dir).catch(() => null);
+    if (entries === null) return null;
+    const reopened = await this.options.pool.imageSnapshots.reopenImageSnapshot(
+      dir,
+      seedOf(image.manifest),
+    );
+    if ('stale' in reopened) {
+      this.options.log.info({ dir, reason: reopened.stale }, "removing an image's stale snapshot");
+      await removeTree(dir);
+      return null;
+    }
+    return reopened;
+  }
+
+  private redumpLater(image: HeldImage): void {
+    const quiet = () => Promise.resolve();
+    this.redumps = this.redumps.then(async () => {
+      if (this.closed || !this.isHeld(image) || image.snapshot) return;
+      const made = await this.snapshot(image, quiet);
+      if (made && this.isHeld(image) && !this.closed) image.snapshot = made;
+      else await made?.identity.retire();
+    });
+  }
+
+  private isHeld(image: HeldImage): boolean {
+    return this.images.get(tenantTag(image.manifest.tenantId))?.get(image.manifest.id) === image;
+  }
+
+  /**
+   * Dumps `image`'s memory snapshot (where the worker makes them); a failed dump leaves the image
+   * without one (its containers enter it) and says why.
+   */
+  private async snapshot(
+    image: HeldImage,
+    say: (line: string) => Promise<void>,
+  ): Promise<HeldSnapshot | null> {
+    const dir = snapshotDir(image.dir);
+    try {
+      const made = await this.options.pool.imageSnapshots.dumpImageSnapshot(
+        dir,
+        prefixOf(image.dir),
+        seedOf(image.manifest),
+        this.options.memory,
+      );
+      if (made) {
+        const { bytes, importMs, dumpMs } = made.snapshot;
+        await say(
+          `image: snapshotted after its imports (${bytes} bytes; imports ${Math.round(importMs)} ms, dump ${Math.round(dumpMs)} ms)`,
+        );
+      }
+      return made;
+    } catch (error) {
+      await removeTree(dir).catch(() => undefined);
+      const reason = (error as Error).message;
+      this.options.log.warn(
+        { image: imageName(image.manifest.id), err: reason },
+        'image snapshot failed: its containers import its modules',
+      );
+      await say(`image: no snapshot (${reason.slice(0, 500)}): each container imports its modules`);
+      return null;
+    }
+  }
+
+  /** How a container of `image` starts from its snapshot, or null when it has none. */
+  snapshotStart(image: HeldImage): SnapshotStart | null {
+    const held = image.snapshot;
+    return held ? { ...held, imageId: image.manifest.id } : null;
   }
 
   private adopt(image: HeldImage): void {
@@ -135,7 +238,7 @@ export class ImageStore {
 
   /** Bytes the images take on disk. */
   get bytes(): number {
-    return this.list().reduce((sum, image) => sum + image.manifest.bytes, 0);
+    return this.list().reduce((sum, image) => sum + imageBytes(image), 0);
   }
 
   /**
@@ -223,21 +326,29 @@ export class ImageStore {
       const final = join(tenantDir, id);
       await removeTree(final);
       await rename(dir, final);
-      const held: HeldImage = { manifest, dir: final, lastUsedMs: this.options.clock(), inUse: 0 };
+      const held: HeldImage = {
+        manifest,
+        dir: final,
+        lastUsedMs: this.options.clock(),
+        inUse: 0,
+        snapshot: null,
+      };
+      held.snapshot = await this.snapshot(held, tell);
       this.adopt(held);
+      const total = imageBytes(held);
       this.options.log.info(
-        { tenant: tenantTag(tenantId), image: imageName(id), bytes, buildMs },
+        { tenant: tenantTag(tenantId), image: imageName(id), bytes: total, buildMs },
         'image built',
       );
       this.options.onEvent({
         type: 'built',
         tenantId,
         imageId: id,
-        bytes,
+        bytes: total,
         buildMs,
         declarations: manifest.declarations,
       });
-      await tell(`image: built ${imageName(id)} (${bytes} bytes) in ${buildMs} ms`);
+      await tell(`image: built ${imageName(id)} (${total} bytes) in ${buildMs} ms`);
       return held;
     } catch (error) {
       await removeTree(dir).catch(() => undefined);
@@ -274,7 +385,7 @@ export class ImageStore {
       type: 'built',
       tenantId: manifest.tenantId,
       imageId: manifest.id,
-      bytes: manifest.bytes,
+      bytes: imageBytes(image),
       buildMs: 0,
       declarations: manifest.declarations,
     });
@@ -286,7 +397,7 @@ export class ImageStore {
     const plan = planImageRoom(
       held.map((image) => ({
         key: image.dir,
-        bytes: image.manifest.bytes,
+        bytes: imageBytes(image),
         lastUsedMs: image.lastUsedMs,
         inUse: image.inUse,
       })),
@@ -307,11 +418,23 @@ export class ImageStore {
       if (this.declared.get(key) === image) this.declared.delete(key);
     }
     await removeTree(image.dir);
+    // Its uid goes back once no container restored from its snapshot runs.
+    await image.snapshot?.identity.retire();
     this.options.log.info(
       { tenant: tenantTag(tenantId), image: imageName(id), reason },
       'image removed',
     );
     this.options.onEvent({ type: 'removed', tenantId, imageId: id, reason });
+  }
+
+  /**
+   * Stops dumping snapshots again and gives their uids back (the worker is stopping and its
+   * containers are gone); the images stay on disk, and a restarted worker reopens them.
+   */
+  async close(): Promise<void> {
+    this.closed = true;
+    await this.redumps.catch(() => undefined);
+    for (const image of this.list()) await image.snapshot?.identity.retire();
   }
 
   /** The cache size in bytes (`--image-cache-size`); 0 for no bound. */
@@ -367,6 +490,11 @@ export class ImageStore {
   prefixOf(image: HeldImage): string {
     return prefixOf(image.dir);
   }
+}
+
+/** What an image's seed enters. */
+function seedOf(manifest: ImageManifest) {
+  return { name: imageName(manifest.id), imports: manifest.imports, env: manifest.env };
 }
 
 /** An image event as the router hears it (RegistryService.ReportImage). */

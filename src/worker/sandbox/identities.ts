@@ -21,6 +21,11 @@ export interface SandboxIdentity {
 /** Hands out identities to containers and takes them back once the container is gone. */
 export interface IdentitySource {
   claim(containerId: string): Promise<SandboxIdentity>;
+  /**
+   * Claims exactly `uid` for `holder` (an image's snapshot reopened after a restart runs as the
+   * uid it was dumped with); false when it is outside the range or held by someone else.
+   */
+  claimExact(uid: number, holder: string): Promise<boolean>;
   release(identity: SandboxIdentity): Promise<void>;
 }
 
@@ -81,6 +86,12 @@ export class UidClaims implements IdentitySource {
     );
   }
 
+  async claimExact(uid: number, holder: string): Promise<boolean> {
+    const { first, count } = this.range;
+    if (!Number.isInteger(uid) || uid < first || uid >= first + count) return false;
+    return this.take(uid, holder);
+  }
+
   private async take(uid: number, containerId: string): Promise<boolean> {
     const path = join(this.dir, String(uid));
     const body = JSON.stringify({ pid: process.pid, start: this.ownStart, container: containerId });
@@ -126,7 +137,51 @@ export class SharedIdentity implements IdentitySource {
     return Promise.resolve(this.identity);
   }
 
+  claimExact(uid: number): Promise<boolean> {
+    return Promise.resolve(uid === this.identity.uid);
+  }
+
   release(): Promise<void> {
     return Promise.resolve();
+  }
+}
+
+/**
+ * A uid an image's snapshot holds and lends to every container restored from it (they all run as
+ * the uid the snapshot was dumped with). It goes back to the range only once the image is gone
+ * (`retire`) and no container it lent the uid to still runs.
+ */
+export class LentIdentity {
+  private lent = 0;
+  private retired = false;
+  private released = false;
+
+  constructor(
+    readonly identity: SandboxIdentity,
+    private readonly release: (identity: SandboxIdentity) => Promise<void>,
+  ) {}
+
+  /** Lends the uid to one container; the function gives it back (once) when the container is gone. */
+  lend(): () => Promise<void> {
+    this.lent += 1;
+    let back = false;
+    return () => {
+      if (back) return Promise.resolve();
+      back = true;
+      this.lent -= 1;
+      return this.settle();
+    };
+  }
+
+  /** The image is gone: the uid goes back once no container holds it. */
+  retire(): Promise<void> {
+    this.retired = true;
+    return this.settle();
+  }
+
+  private async settle(): Promise<void> {
+    if (!this.retired || this.lent > 0 || this.released) return;
+    this.released = true;
+    await this.release(this.identity);
   }
 }

@@ -1,0 +1,197 @@
+import { expect } from 'chai';
+import { status } from '@grpc/grpc-js';
+import { chmodSync, readdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { LogSource } from '../../src/proto/gen/readie/v1/call.js';
+import { tenantTag } from '../../src/worker/core/images/index.js';
+import { requireCriu } from '../support/criu.js';
+import { buildWheel } from '../support/python.js';
+import { cleanTempDirs, tempDir } from '../support/temp.js';
+import {
+  envelopeOf,
+  execute,
+  header,
+  jsonCall,
+  logText,
+  py,
+  startHarness,
+  type CallResult,
+  type Harness,
+} from '../support/worker-harness.js';
+
+// What the module did at import (a token drawn then) and what the container running the call is.
+const LOOK = py`
+  def look():
+      import os, readie_snappkg
+      status = dict(line.split(":\\t", 1) for line in open("/proc/self/status").read().splitlines() if ":\\t" in line)
+      return {
+          "token": readie_snappkg.TOKEN,
+          "uid": os.getuid(),
+          "pid": os.getpid(),
+          "pids": sorted(int(p) for p in os.listdir("/proc") if p.isdigit()),
+          "seccomp": status["Seccomp"].strip(),
+          "noNewPrivs": status["NoNewPrivs"].strip(),
+          "mode": os.environ.get("MODE"),
+          "container": os.environ.get("READIE_CONTAINER_ID"),
+          "file": readie_snappkg.__file__,
+          "attacks": attacks(),
+      }
+
+  def attacks():
+      import os, signal
+      refused = []
+      for name, attempt in (
+          ("kill init", lambda: os.kill(1, signal.SIGKILL)),
+          ("read init's memory", lambda: open("/proc/1/mem", "rb").read(1)),
+          ("write the base filesystem", lambda: open("/usr/readie-was-here", "w")),
+          ("write the image's prefix", lambda: open("/tmp/.readie/image/readie-was-here", "w")),
+      ):
+          try:
+              attempt()
+          except OSError as error:
+              refused.append(f"{name}: {type(error).__name__}")
+      return refused
+`;
+
+const IMAGE = {
+  packages: ['readie_snappkg==1.0'],
+  imports: ['readie_snappkg'],
+  env: { MODE: 'prod' },
+};
+
+interface Look {
+  token: number;
+  uid: number;
+  pid: number;
+  pids: number[];
+  seccomp: string;
+  noNewPrivs: string;
+  mode: string;
+  container: string;
+  file: string;
+  attacks: string[];
+}
+
+async function look(
+  harness: Harness,
+  tenantId: string,
+): Promise<{ look: Look; result: CallResult }> {
+  const result = await execute(
+    harness.client,
+    header({ image: IMAGE, tenantId }),
+    jsonCall(LOOK, 'look'),
+  );
+  expect(
+    result.code,
+    `${result.details} ${JSON.stringify(envelopeOf(result).error ?? '')}`,
+  ).to.equal(status.OK);
+  return { look: envelopeOf(result).value as Look, result };
+}
+
+function system(result: CallResult): string {
+  return logText(result, LogSource.LOG_SOURCE_SYSTEM).join('\n');
+}
+
+describe('image snapshots (CRIU): an image entered once, inside its sandbox, then restored', function () {
+  this.timeout(180_000);
+  let wheels: string;
+  let stateDir: string;
+  let harness: Harness | null = null;
+  const start = () =>
+    startHarness({
+      stateDir,
+      flags: { wheelDir: wheels, restoreBackend: 'criu', standby: '0' },
+    });
+
+  before(async function () {
+    await requireCriu(this);
+    wheels = buildWheel(
+      tempDir('rw-snap-wheels-'),
+      'readie_snappkg',
+      'import random\nTOKEN = random.random()\n',
+    );
+    stateDir = tempDir('rw-snap-');
+    harness = await start();
+  });
+  after(async () => {
+    await harness?.stop();
+    cleanTempDirs();
+  });
+
+  let first: Look;
+  it('builds the image, snapshots it after its imports, and restores every container from that one import', async () => {
+    const built = await look(harness!, 'tenant-a');
+    expect(system(built.result)).to.match(/image: snapshotted after its imports \(\d+ bytes/);
+    first = built.look;
+    const again = await look(harness!, 'tenant-a');
+    const third = await look(harness!, 'tenant-a');
+    for (const later of [built.look, again.look, third.look]) {
+      // The module was imported once, in the seed: every container has its token.
+      expect(later.token).to.equal(first.token);
+      expect(later.mode).to.equal('prod');
+      expect(later.file).to.match(/^\/tmp\/\.readie\/image\//);
+    }
+    expect(again.look.container).to.not.equal(third.look.container);
+    expect(again.result.responses.at(-1)?.response.ids?.checkpointId).to.match(
+      /^image:[0-9a-f]{16}$/,
+    );
+  });
+
+  it('keeps the restored process in its sandbox: the image uid, seccomp, no new privileges, its own pids', async () => {
+    const { look: inside } = await look(harness!, 'tenant-a');
+    expect(inside.uid).to.equal(first.uid);
+    expect(inside.uid).to.be.greaterThan(0);
+    expect(inside.seccomp).to.equal('2');
+    expect(inside.noNewPrivs).to.equal('1');
+    // Pid 1 is the container's init (root, outside reach), the executor is pid 2; nothing else.
+    expect(inside.pid).to.equal(2);
+    expect(inside.pids).to.deep.equal([1, 2]);
+    expect(inside.attacks).to.deep.equal([
+      'kill init: PermissionError',
+      "read init's memory: PermissionError",
+      'write the base filesystem: OSError',
+      "write the image's prefix: OSError",
+    ]);
+  });
+
+  it("never lends a tenant's snapshot to another: tenant B's same declaration gets its own import and uid", async () => {
+    const { look: other, result } = await look(harness!, 'tenant-b');
+    expect(system(result)).to.match(/image: snapshotted/);
+    expect(other.token).to.not.equal(first.token);
+    expect(other.uid).to.not.equal(first.uid);
+  });
+
+  it('a restarted worker reopens the snapshot (the same import), and dumps again one that changed', async () => {
+    await harness!.stop();
+    harness = null;
+    harness = await start();
+    const { look: reopened } = await look(harness, 'tenant-a');
+    expect(reopened.token).to.equal(first.token);
+    expect(reopened.uid).to.equal(first.uid);
+
+    // Tamper with tenant B's snapshot on disk: the running worker stops restoring it (its
+    // containers import the image instead), and the next start dumps it again.
+    const { look: dumped } = await look(harness, 'tenant-b');
+    const tenantDir = join(stateDir, 'state', 'images', tenantTag('tenant-b'));
+    const [imageId] = readdirSync(tenantDir);
+    const snapshot = join(tenantDir, imageId!, 'snapshot');
+    const pages = readdirSync(snapshot).find((name) => name.startsWith('pages-'))!;
+    chmodSync(join(snapshot, pages), 0o600);
+    writeFileSync(join(snapshot, pages), 'not the pages that were dumped');
+    const imported = await look(harness, 'tenant-b');
+    expect(imported.look.token).to.not.equal(dumped.token);
+    await harness.stop();
+    harness = null;
+    harness = await start();
+    // Calls that come before the snapshot is dumped again import the image; later ones share it.
+    let previous = (await look(harness, 'tenant-b')).look.token;
+    let shared: number | null = null;
+    for (let tries = 0; tries < 40 && shared === null; tries += 1) {
+      const token = (await look(harness, 'tenant-b')).look.token;
+      if (token === previous) shared = token;
+      previous = token;
+    }
+    expect(shared, 'no two containers shared one import after the restart').to.not.equal(null);
+    expect(shared).to.not.equal(dumped.token);
+  });
+});
