@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ReadieClient } from '../../src/client/index.js';
 import { prefixOf } from '../../src/worker/images/image-files.js';
+import { imageBytes } from '../../src/worker/images/image-store.js';
 import { tokenDigest } from '../../src/shared/bearer-token.js';
 import {
   eventually,
@@ -90,6 +91,8 @@ describe('images end to end: built once per worker and tenant, from the host pac
       ...(stateDir === undefined ? {} : { stateDir }),
       flags: {
         id: 'img-w1',
+        // CRIU where it works here (as `npm start` runs): images then restore from snapshots.
+        restoreBackend: 'auto',
         auth: 'tokens',
         tokenFile: workerTokenFile,
         routerTokenFile: routerDigestFile,
@@ -137,6 +140,8 @@ describe('images end to end: built once per worker and tenant, from the host pac
     const acme = worker.worker.images!.list();
     expect(acme).to.have.length(1);
     expect(acme[0]!.manifest.tenantId).to.equal('acme');
+    // On CRIU (CI's backend) the second call's container came from the image's snapshot.
+    if (worker.worker.backend?.imageSnapshots) expect(acme[0]!.snapshot).to.not.equal(null);
     expect(acme[0]!.manifest.wheels.map((wheel) => wheel.file)).to.deep.equal([
       'tomli_w-1.2.0-py3-none-any.whl',
     ]);
@@ -242,9 +247,9 @@ print(json.dumps([dataclasses.asdict(entry) for entry in image.status()]))
     );
     expect(rows.filter((row) => row.startsWith('│ image:'))).to.have.length(2);
     expect(listing.out).to.match(
-      new RegExp(`${acmeImage} │ "acme"\\s+│ img-w1\\s+│ \\d+KiB\\s+│ \\d+s ago\\s+│ 0 `),
+      new RegExp(`${acmeImage} │ "acme"\\s+│ img-w1\\s+│ \\d+(?:KiB|MiB)\\s+│ \\d+s ago\\s+│ 0 `),
     );
-    expect(listing.out).to.match(/image caches:\n\s+img-w1\s+2 images, \d+KiB of 10GiB/);
+    expect(listing.out).to.match(/image caches:\n\s+img-w1\s+2 images, \d+(?:KiB|MiB) of 10GiB/);
     const onlyGlobex = await readie('images', '--tenant', 'globex', '--json');
     expect(onlyGlobex.code, onlyGlobex.err).to.equal(0);
     const globexImages = (
@@ -260,7 +265,7 @@ print(json.dumps([dataclasses.asdict(entry) for entry in image.status()]))
     // tenant's credential finds nothing (its build is its own), and a listing never crosses.
     const acmeStatus = await pythonStatus(ACME, '{"IMAGE_MODE": "e2e"}');
     expect(acmeStatus.map((entry) => [entry.worker_id, entry.name, entry.bytes])).to.deep.equal([
-      ['img-w1', acmeImage, acmeHeld.manifest.bytes],
+      ['img-w1', acmeImage, imageBytes(acmeHeld)],
     ]);
     expect(await pythonStatus(GLOBEX, '{"IMAGE_MODE": "e2e"}')).to.deep.equal([]);
     const globex = new ReadieClient({ address: test.address, insecure: true, token: GLOBEX });
@@ -294,7 +299,7 @@ print(json.dumps([dataclasses.asdict(entry) for entry in image.status()]))
     const removed = await readie('image', 'rm', acmeImage, '--tenant', 'acme');
     expect(removed.code, removed.err).to.equal(0);
     expect(removed.out).to.match(
-      new RegExp(`^removed ${acmeImage} of tenant "acme" from img-w1 \\(\\d+KiB\\)$`),
+      new RegExp(`^removed ${acmeImage} of tenant "acme" from img-w1 \\(\\d+(?:KiB|MiB)\\)$`),
     );
     expect(worker.worker.images!.list().map((image) => image.manifest.tenantId)).to.deep.equal([
       'globex',
