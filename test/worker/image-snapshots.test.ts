@@ -105,10 +105,15 @@ describe('image snapshots (CRIU): an image entered once, inside its sandbox, the
 
   before(async function () {
     await requireCriu(this);
-    wheels = buildWheel(
-      tempDir('rw-snap-wheels-'),
-      'readie_snappkg',
-      'import random\nTOKEN = random.random()\n',
+    const wheelDir = tempDir('rw-snap-wheels-');
+    wheels = buildWheel(wheelDir, 'readie_snappkg', 'import random\nTOKEN = random.random()\n');
+    // At import, leaves a process outside its own process tree (its parent exits: the orphan
+    // goes to the container's pid 1). One sharing the seed's memory could rewrite what criu reads
+    // from the seed while it dumps (its credentials, for one).
+    buildWheel(
+      wheelDir,
+      'readie_orphanpkg',
+      'import os, time\nchild = os.fork()\nif child == 0:\n    if os.fork() == 0:\n        time.sleep(600)\n    os._exit(0)\nos.waitpid(child, 0)\n',
     );
     stateDir = tempDir('rw-snap-');
     harness = await start();
@@ -161,6 +166,32 @@ describe('image snapshots (CRIU): an image entered once, inside its sandbox, the
     expect(other.uid).to.not.equal(first.uid);
   });
 
+  it('refuses to snapshot a seed that ran a process outside its tree; its containers import the image instead', async () => {
+    const image = { packages: ['readie_orphanpkg==1.0'], imports: ['readie_orphanpkg'], env: {} };
+    const call = jsonCall(
+      py`
+      def who():
+          import os
+          return [os.getuid(), os.getpid()]
+    `,
+      'who',
+    );
+    const first = await execute(harness!.client, header({ image, tenantId: 'tenant-a' }), call);
+    expect(first.code, first.details).to.equal(status.OK);
+    expect(system(first)).to.match(
+      /image: no snapshot \(the image's seed ran processes outside its process tree while it was dumped \(pids \[\d+\]\)/,
+    );
+    const second = await execute(harness!.client, header({ image, tenantId: 'tenant-a' }), call);
+    const [uid, pid] = envelopeOf(second).value as [number, number];
+    // A container of its own (its own uid, its executor pid 1), which entered the image.
+    expect(uid).to.be.greaterThan(0);
+    expect(pid).to.equal(1);
+    expect(
+      harness!.worker.images!.list().find((held) => held.manifest.imports[0] === 'readie_orphanpkg')
+        ?.snapshot,
+    ).to.equal(null);
+  });
+
   it('a restarted worker reopens the snapshot (the same import), and dumps again one that changed', async () => {
     await harness!.stop();
     harness = null;
@@ -174,7 +205,10 @@ describe('image snapshots (CRIU): an image entered once, inside its sandbox, the
     const { look: dumped } = await look(harness, 'tenant-b');
     const tenantDir = join(stateDir, 'state', 'images', tenantTag('tenant-b'));
     const [imageId] = readdirSync(tenantDir);
-    const snapshot = join(tenantDir, imageId!, 'snapshot');
+    const [snapshotName] = readdirSync(join(tenantDir, imageId!)).filter((name) =>
+      name.startsWith('snapshot-'),
+    );
+    const snapshot = join(tenantDir, imageId!, snapshotName!);
     const pages = readdirSync(snapshot).find((name) => name.startsWith('pages-'))!;
     chmodSync(join(snapshot, pages), 0o600);
     writeFileSync(join(snapshot, pages), 'not the pages that were dumped');

@@ -120,13 +120,14 @@ def _restore_init(spec, seeded, criu, kdat, fds, listener, spec_r, spec_w, event
     def network_ready():
         emit({"event": "network", "container": container})
 
+    # I's own pid namespace's counter (written before the container's /proc/sys is read-only).
+    with open("/proc/sys/kernel/ns_last_pid", "w", encoding="ascii") as last:
+        last.write(str(_CRIU_PIDS_FROM))
     egress = spec.get("network") == "egress"
     sandbox.enter_namespaces(spec, on_network=network_ready if egress else None)
     place_kdat(kdat)
     # Not the worker's session keyring: the one B inherits through criu.
     sandbox.join_new_session_keyring()
-    with open("/proc/sys/kernel/ns_last_pid", "w", encoding="ascii") as last:
-        last.write(str(_CRIU_PIDS_FROM))
     images, work = fds["images"], fds["work"]
     pidfile = "criu-restore.pid"
     criu_pid = os.fork()
@@ -174,6 +175,12 @@ def _restore_init(spec, seeded, criu, kdat, fds, listener, spec_r, spec_w, event
     os.close(spec_r)
     os.close(events_w)
     os.close(listener)
+    # Nothing of the host stays open in I once criu has them: not its directories, not the
+    # launcher's event stream (I reports through the status pipe alone from here on).
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    os.close(null)
     code = _wait_exit(criu_pid)
     pid = None
     if code == 0:
@@ -185,6 +192,8 @@ def _restore_init(spec, seeded, criu, kdat, fds, listener, spec_r, spec_w, event
     if pid is None:
         _report(status_w, {"failed": f"criu restore exited with {code}: {_tail(f'/proc/self/fd/{work}/criu-restore.log')}"})
         os._exit(1)
+    os.close(images)
+    os.close(work)
     os.write(spec_w, (json.dumps(spec) + "\n").encode("utf-8"))
     os.close(spec_w)
     # Pid 1 reaps every orphan of the container until B itself ends.

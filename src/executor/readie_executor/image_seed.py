@@ -70,6 +70,8 @@ def seed(images, spec, image, criu, name):
 def _seed_init(images_fd, spec, image, criu, name, kdat):
     """Process I of a seed (pid 1 of its pid namespace, root): makes the sandbox, forks B, dumps it."""
     sandbox.die_with_parent()
+    # I reaps nothing until it has looked for processes outside B's tree (_outside_tree).
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     sandbox.enter_namespaces(spec)
     place_kdat(kdat)
     spec_r, spec_w = os.pipe()
@@ -106,8 +108,9 @@ def _seed_init(images_fd, spec, image, criu, name, kdat):
         os.setresuid(uid, 0, 0)
 
     started = time.perf_counter()
+    # --leave-stopped: B's tree stays as it was frozen until I has checked that nothing else ran.
     dump = subprocess.run(
-        [criu, "dump", "--tree", str(pid), "--images-dir", f"/proc/self/fd/{images_fd}", "--manage-cgroups=ignore", "--log-file", "dump.log", "-v2"],
+        [criu, "dump", "--tree", str(pid), "--leave-stopped", "--images-dir", f"/proc/self/fd/{images_fd}", "--manage-cgroups=ignore", "--log-file", "dump.log", "-v2"],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -116,9 +119,14 @@ def _seed_init(images_fd, spec, image, criu, name, kdat):
         check=False,
     )
     dump_ms = round((time.perf_counter() - started) * 1000, 3)
+    outsiders = _outside_tree(pid)
+    # Everything in the namespace but I goes, B's stopped tree included.
+    os.kill(-1, signal.SIGKILL)
     if dump.returncode != 0:
-        _kill(pid)
         emit({"event": "failed", "checkpoint": name, "error": f"criu dump exited with {dump.returncode}: {_tail(f'/proc/self/fd/{images_fd}/dump.log')}"})
+        os._exit(1)
+    if outsiders:
+        emit({"event": "failed", "checkpoint": name, "error": f"the image's seed ran processes outside its process tree while it was dumped (pids {outsiders}): a snapshot is never made of it"})
         os._exit(1)
     info = {
         "spec": os.fstat(spec_w).st_ino,
@@ -145,6 +153,30 @@ def _seed_init(images_fd, spec, image, criu, name, kdat):
         }
     )
     os._exit(0)
+
+
+def _outside_tree(seed):
+    """Processes of the namespace outside B's tree: I's children other than B, alive or not yet
+    reaped (I reaps none). criu freezes B's tree alone; a process outside it that shares B's memory
+    (clone with CLONE_VM, then CLONE_PARENT or an exit that reparents it to I) could rewrite what
+    criu's parasite hands criu inside B (the credentials criu restores, for one) while it dumps.
+    Every process outside the tree descends from such a child of I, and I reaps nothing before
+    this check, so none can go unseen."""
+    me = os.getpid()
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) in (me, seed):
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as stat:
+                text = stat.read()
+        except OSError:
+            continue
+        # The command name (field 2) may hold spaces and parentheses: count from the last ')'.
+        parent = int(text[text.rindex(")") + 2 :].split()[1])
+        if parent == me:
+            found.append(int(entry))
+    return sorted(found)
 
 
 def _kill(pid):

@@ -274,6 +274,10 @@ def enter_namespaces(spec, on_network=None):
     _check(_libc.sethostname(hostname, len(hostname)), "sethostname")
     make_read_only()
     mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    # The kernel's settings are root's to write anyway; read-only here too, should a process of
+    # the container ever hold root.
+    mount("/proc/sys", "/proc/sys", None, MS_BIND)
+    mount(None, "/proc/sys", None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC)
     _private_tmp(spec, uid, gid)
     shm_size = int(spec.get("shmSize", 64 * 1024 * 1024))
     mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, f"size={shm_size},mode=1777")

@@ -70,9 +70,12 @@ export function imageBytes(image: HeldImage): number {
   return image.manifest.bytes + (image.snapshot?.snapshot.bytes ?? 0);
 }
 
-/** The directory of an image's snapshot. */
-function snapshotDir(imageDir: string): string {
-  return join(imageDir, 'snapshot');
+/**
+ * A new directory for an image's snapshot: named apart from every other dump, so that a dump
+ * still running for an image removed meanwhile never meets the next build's.
+ */
+function newSnapshotDir(imageDir: string): string {
+  return join(imageDir, `snapshot-${randomUUID().slice(0, 8)}`);
 }
 
 /** How the store runs. */
@@ -153,33 +156,22 @@ export class ImageStore {
    */
   private async reopenSnapshot(image: HeldImage): Promise<HeldSnapshot | null> {
     if (!this.options.pool.imageSnapshots.makesImageSnapshots) return null;
-    const dir = snapshotDir(image.dir);
-    const entries = await readdir(dir).catch(() => null);
-    if (entries === null) return null;
-    const reopened = await this.options.pool.imageSnapshots.reopenImageSnapshot(
-      dir,
-      seedOf(image.manifest),
-    );
-    if ('stale' in reopened) {
-      this.options.log.info({ dir, reason: reopened.stale }, "removing an image's stale snapshot");
-      await removeTree(dir);
-      return null;
+    const names = (await readdir(image.dir)).filter((name) => name.startsWith('snapshot-')).sort();
+    let kept: HeldSnapshot | null = null;
+    for (const name of names) {
+      const dir = join(image.dir, name);
+      const reopened: HeldSnapshot | { readonly stale: string } = kept
+        ? { stale: 'the image has another snapshot' }
+        : await this.options.pool.imageSnapshots.reopenImageSnapshot(dir, seedOf(image.manifest));
+      if ('stale' in reopened) {
+        this.options.log.info(
+          { dir, reason: reopened.stale },
+          "removing an image's stale snapshot",
+        );
+        await removeTree(dir);
+      } else kept = reopened;
     }
-    return reopened;
-  }
-
-  private redumpLater(image: HeldImage): void {
-    const quiet = () => Promise.resolve();
-    this.redumps = this.redumps.then(async () => {
-      if (this.closed || !this.isHeld(image) || image.snapshot) return;
-      const made = await this.snapshot(image, quiet);
-      if (made && this.isHeld(image) && !this.closed) image.snapshot = made;
-      else await made?.identity.retire();
-    });
-  }
-
-  private isHeld(image: HeldImage): boolean {
-    return this.images.get(tenantTag(image.manifest.tenantId))?.get(image.manifest.id) === image;
+    return kept;
   }
 
   /**
@@ -190,7 +182,7 @@ export class ImageStore {
     image: HeldImage,
     say: (line: string) => Promise<void>,
   ): Promise<HeldSnapshot | null> {
-    const dir = snapshotDir(image.dir);
+    const dir = newSnapshotDir(image.dir);
     try {
       const made = await this.options.pool.imageSnapshots.dumpImageSnapshot(
         dir,
@@ -221,6 +213,20 @@ export class ImageStore {
   snapshotStart(image: HeldImage): SnapshotStart | null {
     const held = image.snapshot;
     return held ? { ...held, imageId: image.manifest.id } : null;
+  }
+
+  private redumpLater(image: HeldImage): void {
+    const quiet = () => Promise.resolve();
+    this.redumps = this.redumps.then(async () => {
+      if (this.closed || !this.isHeld(image) || image.snapshot) return;
+      const made = await this.snapshot(image, quiet);
+      if (made && this.isHeld(image) && !this.closed) image.snapshot = made;
+      else await made?.identity.retire();
+    });
+  }
+
+  private isHeld(image: HeldImage): boolean {
+    return this.images.get(tenantTag(image.manifest.tenantId))?.get(image.manifest.id) === image;
   }
 
   private adopt(image: HeldImage): void {
@@ -334,6 +340,11 @@ export class ImageStore {
         snapshot: null,
       };
       held.snapshot = await this.snapshot(held, tell);
+      if (this.closed) {
+        // The worker stopped while this image was dumped: its uid goes back now.
+        await held.snapshot?.identity.retire();
+        held.snapshot = null;
+      }
       this.adopt(held);
       const total = imageBytes(held);
       this.options.log.info(
@@ -428,12 +439,12 @@ export class ImageStore {
   }
 
   /**
-   * Stops dumping snapshots again and gives their uids back (the worker is stopping and its
-   * containers are gone); the images stay on disk, and a restarted worker reopens them.
+   * Stops dumping snapshots and gives their uids back (the worker is stopping and its containers
+   * are gone); the images stay on disk, and a restarted worker reopens them.
    */
   async close(): Promise<void> {
     this.closed = true;
-    await this.redumps.catch(() => undefined);
+    // A dump still running gives its uid back when it ends (redumpLater, build).
     for (const image of this.list()) await image.snapshot?.identity.retire();
   }
 

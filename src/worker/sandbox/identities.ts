@@ -163,6 +163,7 @@ export class LentIdentity {
 
   /** Lends the uid to one container; the function gives it back (once) when the container is gone. */
   lend(): () => Promise<void> {
+    if (this.released) throw new Error(`uid ${this.identity.uid} went back to the range`);
     this.lent += 1;
     let back = false;
     return () => {
