@@ -123,11 +123,12 @@ def _restore_init(spec, seeded, criu, kdat, fds, listener, spec_r, spec_w, event
     # I's own pid namespace's counter (written before the container's /proc/sys is read-only).
     with open("/proc/sys/kernel/ns_last_pid", "w", encoding="ascii") as last:
         last.write(str(_CRIU_PIDS_FROM))
+    # Not the worker's session keyring: the one B inherits through criu. (Joined before the
+    # sandbox may hide the executor's code, which this imports.)
+    sandbox.join_new_session_keyring()
     egress = spec.get("network") == "egress"
     sandbox.enter_namespaces(spec, on_network=network_ready if egress else None)
     place_kdat(kdat)
-    # Not the worker's session keyring: the one B inherits through criu.
-    sandbox.join_new_session_keyring()
     images, work = fds["images"], fds["work"]
     pidfile = "criu-restore.pid"
     criu_pid = os.fork()

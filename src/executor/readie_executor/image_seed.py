@@ -33,6 +33,8 @@ from . import sandbox
 from .criu import EVENTS_FD, LISTENER_FD, SPEC_FD, _place, _read_line, _tail, _write_all, host_kdat, place_kdat
 from .container import describe, emit
 
+# Where B finds the executor's code until it has imported it (closed by drop_privileges).
+_CODE_FD = 6
 # The placeholder's path inside the seed's /tmp (each restore's /tmp is a fresh tmpfs).
 _PLACEHOLDER = "placeholder.sock"
 
@@ -72,20 +74,22 @@ def _seed_init(images_fd, spec, image, criu, name, kdat):
     sandbox.die_with_parent()
     # I reaps nothing until it has looked for processes outside B's tree (_outside_tree).
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    # Opened before the sandbox hides it (an executor under /tmp, say): B imports through the fd.
+    code = os.open(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), os.O_RDONLY | os.O_DIRECTORY)
     sandbox.enter_namespaces(spec)
     place_kdat(kdat)
     spec_r, spec_w = os.pipe()
     events_r, events_w = os.pipe()
     plan = json.dumps({"spec": spec, "image": image})
-    executor_dir = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     pid = os.fork()
     if pid == 0:
         try:
-            _place({SPEC_FD: spec_r, EVENTS_FD: events_w})
-            os.chdir(executor_dir)
-            os.execv(sys.executable, [sys.executable, "-s", "-E", "-B", "-m", "readie_executor", "--image-seed-process", plan])
+            _place({SPEC_FD: spec_r, EVENTS_FD: events_w, _CODE_FD: code})
+            start = f"import sys; sys.path[0] = '/proc/self/fd/{_CODE_FD}'; from readie_executor.zygote import main; main(sys.argv[1:])"
+            os.execv(sys.executable, [sys.executable, "-s", "-E", "-B", "-c", start, "--image-seed-process", plan])
         finally:
             os._exit(127)
+    os.close(code)
     os.close(spec_r)
     os.close(events_w)
     said = _read_line(events_r)
@@ -202,6 +206,10 @@ def seed_process(plan_text):
         # As root still: what every executor imports (and the seccomp filter, built here and
         # loaded by drop_privileges).
         import_checkpoint([])
+        # Imported now, while the executor's code is still reachable (drop_privileges closes its
+        # fd), and so that no container pays for them after its restore.
+        from .image import enter_image
+        from .image_restore import become_restored
         import socket
 
         placeholder = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -212,10 +220,6 @@ def seed_process(plan_text):
         os.chdir("/tmp")
     except BaseException as error:  # noqa: BLE001
         _say_failed(f"the image's seed could not enter its sandbox: {describe(error)}")
-    # Imported now, so that no container pays for them after its restore.
-    from .image import enter_image
-    from .image_restore import become_restored
-
     # From here on the process runs the tenant's packages' code: it is the sandbox's.
 
     started = time.perf_counter()
