@@ -7,6 +7,7 @@ new ones through `criu restore --inherit-fd`.
 """
 
 import fcntl
+import json
 import os
 import signal
 import time
@@ -42,6 +43,26 @@ def _write_all(fd, data):
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view) :]
+
+
+def _read_event(fd):
+    """One event line read from `fd`, as a dict ({} for anything else, or for none)."""
+    try:
+        event = json.loads(_read_line(fd))
+    except ValueError:
+        return {}
+    return event if isinstance(event, dict) else {}
+
+
+def restore_argv(criu, images, workdir, pidfile, log, inherit, *extra):
+    """`criu restore` of the image in `images` as the launcher's restorers run it: detached, the
+    restored task a sibling of criu, cgroups left as they are; `inherit` maps an fd number to the
+    resource it replaces (`pipe:[ino]`, `socket:[ino]`)."""
+    argv = [criu, "restore", "--images-dir", images, "--work-dir", workdir, "--restore-detached", "--restore-sibling"]
+    argv += ["--pidfile", pidfile, "--manage-cgroups=ignore"]
+    for fd, resource in inherit.items():
+        argv += ["--inherit-fd", f"fd[{fd}]:{resource}"]
+    return argv + ["--log-file", log, "-v2", *extra]
 
 
 def _tail(path, lines=3):

@@ -22,7 +22,7 @@ import sys
 import time
 
 from . import image_restore, sandbox
-from .criu import EVENTS_FD, SPEC_FD, _kill, _kill_cgroup_members, _pidfd, _place, _tail, _wait_exit
+from .criu import EVENTS_FD, SPEC_FD, _kill, _kill_cgroup_members, _pidfd, _place, _tail, _wait_exit, host_kdat, restore_argv
 from .container import describe, emit
 
 # How long R waits, once B is gone, for B's lazy-pages server to be seen gone too (in seconds).
@@ -100,29 +100,8 @@ def restore(images, spec, criu, worker_pid):
             _place({SPEC_FD: spec_r, EVENTS_FD: events_w})
         except BaseException:  # noqa: BLE001
             os._exit(126)
-        _exec_quietly(
-            [
-                criu,
-                "restore",
-                "--images-dir",
-                images,
-                "--work-dir",
-                workdir,
-                "--restore-detached",
-                "--restore-sibling",
-                "--pidfile",
-                pidfile,
-                "--manage-cgroups=ignore",
-                "--inherit-fd",
-                f"fd[{SPEC_FD}]:pipe:[{seeded['spec']}]",
-                "--inherit-fd",
-                f"fd[{EVENTS_FD}]:pipe:[{seeded['events']}]",
-                "--log-file",
-                log,
-                "-v2",
-                *(["--lazy-pages"] if lazy_pid else []),
-            ]
-        )
+        inherit = {SPEC_FD: f"pipe:[{seeded['spec']}]", EVENTS_FD: f"pipe:[{seeded['events']}]"}
+        _exec_quietly(restore_argv(criu, images, workdir, pidfile, log, inherit, *(["--lazy-pages"] if lazy_pid else [])))
     os.close(spec_r)
     os.close(events_w)
     code = _wait_criu(criu_pid, worker_fd)
@@ -255,6 +234,7 @@ def serve_launcher(criu, worker_pid):
     # Children are restorers; auto-reap them (each reports its container itself).
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)
     emit({"event": "ready", "checkpoint": "", "modules": [], "python": platform.python_version(), "importMs": 0, "pid": os.getpid()})
+    kdat = None  # criu's feature cache for restores inside a sandbox, read at the first of them
     for line in sys.stdin.buffer:
         try:
             command = json.loads(line)
@@ -266,6 +246,8 @@ def serve_launcher(criu, worker_pid):
             continue
         spec = command["spec"]
         try:
+            if spec.get("imageSnapshot") and kdat is None:
+                kdat = host_kdat(criu)
             pid = os.fork()
         except OSError as error:
             emit({"event": "spawn-failed", "container": spec.get("container"), "error": describe(error)})
@@ -276,7 +258,7 @@ def serve_launcher(criu, worker_pid):
                 os.dup2(null, 0)
                 os.close(null)
                 if spec.get("imageSnapshot"):
-                    image_restore.restore_snapshot(spec["criuImages"], spec, criu, worker_pid)
+                    image_restore.restore_snapshot(spec["criuImages"], spec, criu, kdat, worker_pid)
                 restore(spec["criuImages"], spec, criu, worker_pid)
             finally:
                 os._exit(1)

@@ -22,7 +22,7 @@ import time
 
 from . import command_line, sandbox
 from .checkpoint_setup import run_setup
-from .criu import EVENTS_FD, SPEC_FD, _place, _read_line, _tail, _write_all
+from .criu import EVENTS_FD, SPEC_FD, _place, _read_event, _read_line, _tail, _write_all
 from .container import become_container, describe, emit, import_checkpoint
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -138,11 +138,7 @@ def seed(images, modules, setup, criu, checkpoint):
         failed(describe(error))
     os.close(spec_r)
     os.close(events_w)
-    said = _read_line(events_r)
-    try:
-        seeded = json.loads(said)
-    except ValueError:
-        seeded = {}
+    seeded = _read_event(events_r)
     if seeded.get("event") != "seeded":
         failed(seeded.get("error") or "the seed process died while importing")
     log = os.path.join(images, "dump.log")

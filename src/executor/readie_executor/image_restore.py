@@ -29,11 +29,11 @@ from .criu import (
     _kill_cgroup_members,
     _pidfd,
     _place,
-    _read_line,
     _tail,
     _wait_exit,
-    host_kdat,
+    _read_event,
     place_kdat,
+    restore_argv,
 )
 
 # The first pid criu's own processes take in I's namespace: B comes back as the pid it had.
@@ -42,8 +42,9 @@ _CRIU_PIDS_FROM = 100
 _MAX_EVENT_LINE = 4096
 
 
-def restore_snapshot(images, spec, criu, worker_pid):
-    """Process R: restores one container from an image snapshot; never returns."""
+def restore_snapshot(images, spec, criu, kdat, worker_pid):
+    """Process R: restores one container from an image snapshot (`kdat`: the host's criu feature
+    cache, read once by the launcher); never returns."""
     container = spec.get("container")
     # The launcher auto-reaps its children; R and I wait for theirs.
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
@@ -56,7 +57,6 @@ def restore_snapshot(images, spec, criu, worker_pid):
         workdir = os.path.dirname(spec["socket"])
         worker_fd = _pidfd(worker_pid)
         listener = sandbox.listen(spec["socket"])
-        kdat = host_kdat(criu)
         # Above the fds criu is handed (3-5), which its child places before it execs criu.
         fds = {name: _high(os.open(path, os.O_RDONLY | os.O_DIRECTORY)) for name, path in (("images", images), ("work", workdir))}
         spec_r, spec_w = os.pipe()
@@ -80,10 +80,7 @@ def restore_snapshot(images, spec, criu, worker_pid):
     listener.close()
     spawned = _watch(events_r, container, init, worker_fd)
     code = _wait_exit(init)
-    try:
-        status = json.loads(_read_line(status_r) or b"{}")
-    except ValueError:
-        status = {}
+    status = _read_event(status_r)
     if "failed" in status:
         _kill_cgroup_members(spec)
         emit({"event": "spawn-failed" if not spawned else "sandbox-failed", "container": container, "error": str(status["failed"])})
@@ -146,31 +143,12 @@ def _restore_init(spec, seeded, criu, kdat, fds, listener, spec_r, spec_w, event
                         os.close(int(fd))
                     except OSError:
                         pass
-            os.execv(
-                criu,
-                [
-                    criu,
-                    "restore",
-                    "--images-dir",
-                    f"/proc/self/fd/{images}",
-                    "--work-dir",
-                    f"/proc/self/fd/{work}",
-                    "--restore-detached",
-                    "--restore-sibling",
-                    "--pidfile",
-                    pidfile,
-                    "--manage-cgroups=ignore",
-                    "--inherit-fd",
-                    f"fd[{SPEC_FD}]:pipe:[{seeded['spec']}]",
-                    "--inherit-fd",
-                    f"fd[{EVENTS_FD}]:pipe:[{seeded['events']}]",
-                    "--inherit-fd",
-                    f"fd[{LISTENER_FD}]:socket:[{seeded['listener']}]",
-                    "--log-file",
-                    "criu-restore.log",
-                    "-v2",
-                ],
-            )
+            inherit = {
+                SPEC_FD: f"pipe:[{seeded['spec']}]",
+                EVENTS_FD: f"pipe:[{seeded['events']}]",
+                LISTENER_FD: f"socket:[{seeded['listener']}]",
+            }
+            os.execv(criu, restore_argv(criu, f"/proc/self/fd/{images}", f"/proc/self/fd/{work}", pidfile, "criu-restore.log", inherit))
         finally:
             os._exit(127)
     os.close(spec_r)

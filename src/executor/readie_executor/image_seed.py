@@ -30,7 +30,7 @@ import sys
 import time
 
 from . import sandbox
-from .criu import EVENTS_FD, LISTENER_FD, SPEC_FD, _place, _read_line, _tail, _write_all, host_kdat, place_kdat
+from .criu import EVENTS_FD, LISTENER_FD, SPEC_FD, _place, _read_event, _read_line, _tail, _write_all, host_kdat, place_kdat
 from .container import describe, emit
 
 # Where B finds the executor's code until it has imported it (closed by drop_privileges).
@@ -92,11 +92,7 @@ def _seed_init(images_fd, spec, image, criu, name, kdat):
     os.close(code)
     os.close(spec_r)
     os.close(events_w)
-    said = _read_line(events_r)
-    try:
-        seeded = json.loads(said)
-    except ValueError:
-        seeded = {}
+    seeded = _read_event(events_r)
     if seeded.get("event") != "seeded":
         _kill(pid)
         # B's words (its import's traceback): the tenant's own, shown to the tenant.

@@ -15,11 +15,14 @@ import {
   tmpSize,
   type ContainerCgroup,
   type ContainerCgroups,
+  type ContainerPaths,
   type ContainerProcess,
+  type ContainerSpec,
   type EgressLink,
   LentIdentity,
   type IdentitySource,
   type ImageLayer,
+  type NetworkMode,
   type SandboxIdentity,
   type SandboxPolicy,
 } from '../sandbox/index.js';
@@ -91,14 +94,7 @@ export class ContainerFactory {
     let cgroup: ContainerCgroup | null = null;
     let link: EgressLink | null = null;
     try {
-      await mkdir(paths.dir, { recursive: true, mode: 0o700 });
-      // Root's, readable by the container through its read-only bind; the worker fills it.
-      await mkdir(paths.downloads, { mode: 0o755 });
-      await chmod(paths.downloads, 0o755);
-      if (egress) {
-        await writeFile(paths.resolvConf, `nameserver ${EGRESS_NAMESERVER}\n`, { mode: 0o644 });
-        await chmod(paths.resolvConf, 0o644);
-      }
+      await this.makeFiles(paths, egress);
       if (start && !snapshots) throw new Error('this worker makes no image snapshots');
       if (start) {
         identity = start.identity.identity;
@@ -113,21 +109,7 @@ export class ContainerFactory {
         memory,
         pids: policy.hardened ? policy.pidsLimit : null,
       });
-      const spec = containerSpec({
-        containerId: id,
-        workerId: options.workerId,
-        stateDir: options.stateDir,
-        cgroupProcs: cgroup.procsFiles,
-        uid: identity.uid,
-        gid: identity.gid,
-        workerPid: process.pid,
-        network: policy.network,
-        hardened: policy.hardened,
-        tmpSize: tmpSize(policy.tmpQuota, memory),
-        hide: policy.hide,
-        wheelDir: options.wheelDir,
-        layer,
-      });
+      const spec = this.spec(id, cgroup, identity, memory, policy.network, policy.hardened, layer);
       const started: ContainerProcess =
         start && snapshots
           ? await snapshots.restore(start.snapshot, spec)
@@ -149,17 +131,8 @@ export class ContainerFactory {
       return container;
     } catch (error) {
       link?.stop();
-      let removed = cgroup === null;
-      if (cgroup) {
-        await cgroup.killAll().catch(() => undefined);
-        removed = await cgroup.remove().then(
-          () => true,
-          () => false,
-        );
-      }
-      await rm(paths.dir, { recursive: true, force: true }).catch(() => undefined);
       // A uid goes back only once nothing of the container can still run as it.
-      if (giveBack && removed) await giveBack().catch(() => undefined);
+      if ((await this.unmake(cgroup, paths)) && giveBack) await giveBack().catch(() => undefined);
       throw error;
     }
   }
@@ -191,39 +164,16 @@ export class ContainerFactory {
     let cgroup: ContainerCgroup | null = null;
     let kept = false;
     try {
-      await mkdir(paths.dir, { recursive: true, mode: 0o700 });
-      await mkdir(paths.downloads, { mode: 0o755 });
-      await chmod(paths.downloads, 0o755);
+      await this.makeFiles(paths, false);
       cgroup = await options.cgroups.create(id, { memory, pids: policy.pidsLimit });
-      const spec = containerSpec({
-        containerId: id,
-        workerId: options.workerId,
-        stateDir: options.stateDir,
-        cgroupProcs: cgroup.procsFiles,
-        uid: identity.uid,
-        gid: identity.gid,
-        workerPid: process.pid,
-        // The seed needs no route out: its restored containers get theirs.
-        network: 'none',
-        hardened: true,
-        tmpSize: tmpSize(policy.tmpQuota, memory),
-        hide: policy.hide,
-        wheelDir: options.wheelDir,
-        layer: { prefix, wheels: null, writable: false },
-      });
+      // The seed needs no route out: its restored containers get theirs.
+      const layer = { prefix, wheels: null, writable: false };
+      const spec = this.spec(id, cgroup, identity, memory, 'none', true, layer);
       const snapshot = await snapshots.dump(dir, spec, seed);
       kept = true;
       return { snapshot, identity: new LentIdentity(identity, (held) => identities.release(held)) };
     } finally {
-      let removed = cgroup === null;
-      if (cgroup) {
-        await cgroup.killAll().catch(() => undefined);
-        removed = await cgroup.remove().then(
-          () => true,
-          () => false,
-        );
-      }
-      await rm(paths.dir, { recursive: true, force: true }).catch(() => undefined);
+      const removed = await this.unmake(cgroup, paths);
       if (!kept && removed) await identities.release(identity).catch(() => undefined);
     }
   }
@@ -251,6 +201,64 @@ export class ContainerFactory {
       snapshot: opened,
       identity: new LentIdentity(identity, (held) => identities.release(held)),
     };
+  }
+
+  /** The container's directory, its downloads directory and, in the egress mode, its resolv.conf. */
+  private async makeFiles(paths: ContainerPaths, egress: boolean): Promise<void> {
+    await mkdir(paths.dir, { recursive: true, mode: 0o700 });
+    // Root's, readable by the container through its read-only bind; the worker fills it.
+    await mkdir(paths.downloads, { mode: 0o755 });
+    await chmod(paths.downloads, 0o755);
+    if (egress) {
+      await writeFile(paths.resolvConf, `nameserver ${EGRESS_NAMESERVER}\n`, { mode: 0o644 });
+      await chmod(paths.resolvConf, 0o644);
+    }
+  }
+
+  /** A container's spec, from the worker's settings and what was made for it. */
+  private spec(
+    id: string,
+    cgroup: ContainerCgroup,
+    identity: SandboxIdentity,
+    memory: number,
+    network: NetworkMode,
+    hardened: boolean,
+    layer: ImageLayer | null,
+  ): ContainerSpec {
+    const { options } = this;
+    const { policy } = options.sandbox;
+    return containerSpec({
+      containerId: id,
+      workerId: options.workerId,
+      stateDir: options.stateDir,
+      cgroupProcs: cgroup.procsFiles,
+      uid: identity.uid,
+      gid: identity.gid,
+      workerPid: process.pid,
+      network,
+      hardened,
+      tmpSize: tmpSize(policy.tmpQuota, memory),
+      hide: policy.hide,
+      wheelDir: options.wheelDir,
+      layer,
+    });
+  }
+
+  /**
+   * Kills what runs in a container that is not kept, removes its cgroup and files; whether the
+   * cgroup is gone (only then may its uid go back).
+   */
+  private async unmake(cgroup: ContainerCgroup | null, paths: ContainerPaths): Promise<boolean> {
+    let removed = cgroup === null;
+    if (cgroup) {
+      await cgroup.killAll().catch(() => undefined);
+      removed = await cgroup.remove().then(
+        () => true,
+        () => false,
+      );
+    }
+    await rm(paths.dir, { recursive: true, force: true }).catch(() => undefined);
+    return removed;
   }
 
   /** Waits for the container's own network namespace, then attaches slirp4netns to it. */

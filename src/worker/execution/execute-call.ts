@@ -9,7 +9,7 @@ import { LogSource, type CallIds } from '../../proto/gen/readie/v1/call.js';
 import type { ExecuteRequest, ExecuteResponse } from '../../proto/gen/readie/v1/execution.js';
 import { chunksOf } from '../../shared/chunks.js';
 import { StatusError } from '../../shared/status-error.js';
-import type { Container, ContainerPool } from '../containers/index.js';
+import type { Container, ContainerPool, SnapshotStart } from '../containers/index.js';
 import {
   ExecutorLostError,
   ExecutorTimeoutError,
@@ -224,11 +224,15 @@ export class ExecuteCall {
     );
   }
 
-  /** The image's layer for a new container, or null. */
-  private layer(): ImageLayer | null {
+  /** A new container's image: its layer, and the snapshot it restores from where it has one. */
+  private imageStart(): { layer: ImageLayer | null; start: SnapshotStart | null } {
     const images = this.deps.images?.() ?? null;
-    if (!this.image || !images) return null;
-    return { prefix: images.prefixOf(this.image.image), wheels: null, writable: false };
+    if (!this.image || !images) return { layer: null, start: null };
+    const { image } = this.image;
+    return {
+      layer: { prefix: images.prefixOf(image), wheels: null, writable: false },
+      start: images.snapshotStart(image),
+    };
   }
 
   /**
@@ -282,15 +286,15 @@ export class ExecuteCall {
       return this.reconnect(container, signal);
     }
     if (request.version !== '') return this.acquireVersion(signal);
-    const images = deps.images?.() ?? null;
+    const { layer, start } = this.imageStart();
     const created = await deps.pool.create(
       request.memory,
       request.checkpointId,
       signal,
       request.sessionId,
       false,
-      this.layer(),
-      this.image && images ? images.snapshotStart(this.image.image) : null,
+      layer,
+      start,
     );
     this.adopt(created.container);
     if (created.fallback !== null) {
