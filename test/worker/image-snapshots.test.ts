@@ -1,6 +1,13 @@
 import { expect } from 'chai';
 import { status } from '@grpc/grpc-js';
-import { chmodSync, readdirSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { LogSource } from '../../src/proto/gen/readie/v1/call.js';
 import { tenantTag } from '../../src/worker/core/images/index.js';
@@ -96,6 +103,17 @@ describe('image snapshots (CRIU): an image entered once, inside its sandbox, the
   this.timeout(180_000);
   let wheels: string;
   let stateDir: string;
+
+  /** The directory of `tenant`'s image whose manifest imports `module` (one per tenant and module). */
+  function imageDirOf(tenant: string, module: string): string {
+    const tenantDir = join(stateDir, 'state', 'images', tenantTag(tenant));
+    const found = readdirSync(tenantDir).filter((id) =>
+      readFileSync(join(tenantDir, id, 'manifest.json'), 'utf8').includes(`"${module}"`),
+    );
+    expect(found).to.have.length(1);
+    return join(tenantDir, found[0]!);
+  }
+
   let harness: Harness | null = null;
   const start = () =>
     startHarness({
@@ -192,23 +210,27 @@ describe('image snapshots (CRIU): an image entered once, inside its sandbox, the
     ).to.equal(null);
   });
 
-  it('a restarted worker reopens the snapshot (the same import), and dumps again one that changed', async () => {
+  it('a restarted worker reopens the snapshot (the same import), removes a half-written one, and dumps again one that changed', async () => {
     await harness!.stop();
     harness = null;
+    // What a worker killed mid-dump leaves beside a whole snapshot: a directory with no manifest.
+    const imageDir = imageDirOf('tenant-a', 'readie_snappkg');
+    const half = join(imageDir, 'snapshot-0badd0e5');
+    mkdirSync(half);
+    writeFileSync(join(half, 'pages-1.img'), 'the dump was killed here');
     harness = await start();
     const { look: reopened } = await look(harness, 'tenant-a');
     expect(reopened.token).to.equal(first.token);
     expect(reopened.uid).to.equal(first.uid);
+    expect(existsSync(half)).to.equal(false);
+    expect(readdirSync(imageDir).filter((name) => name.startsWith('snapshot-'))).to.have.length(1);
 
     // Tamper with tenant B's snapshot on disk: the running worker stops restoring it (its
     // containers import the image instead), and the next start dumps it again.
     const { look: dumped } = await look(harness, 'tenant-b');
-    const tenantDir = join(stateDir, 'state', 'images', tenantTag('tenant-b'));
-    const [imageId] = readdirSync(tenantDir);
-    const [snapshotName] = readdirSync(join(tenantDir, imageId!)).filter((name) =>
-      name.startsWith('snapshot-'),
-    );
-    const snapshot = join(tenantDir, imageId!, snapshotName!);
+    const tenantB = imageDirOf('tenant-b', 'readie_snappkg');
+    const [snapshotName] = readdirSync(tenantB).filter((name) => name.startsWith('snapshot-'));
+    const snapshot = join(tenantB, snapshotName!);
     const pages = readdirSync(snapshot).find((name) => name.startsWith('pages-'))!;
     chmodSync(join(snapshot, pages), 0o600);
     writeFileSync(join(snapshot, pages), 'not the pages that were dumped');
