@@ -14,6 +14,8 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { readJsonl, writeJsonl, type ClusterEvent, type StoredEvent } from '../src/events/index.js';
 import { Replayer } from '../replay/engine/replayer.js';
 import { openLogSource } from '../replay/io/log-source.js';
+import { verifyLog } from '../replay/commands/verify-log.js';
+import { availableParallelism } from 'node:os';
 import { collectGarbage, ratio } from './support.js';
 
 /** One verify's time, the CPU this process used in it, and what it reproduced. */
@@ -36,10 +38,12 @@ export async function compareVerify(
 ): Promise<Record<string, unknown>> {
   const jsonl = join(dir, 'verify.jsonl');
   const source = await openLogSource(archiveFiles);
+  let lastSeq = 0;
   async function* first(): AsyncGenerator<StoredEvent> {
     let written = 0;
     for await (const stored of source.stored()) {
       yield stored;
+      lastSeq = stored.event.seq;
       written += 1;
       if (written >= events) return;
     }
@@ -49,7 +53,16 @@ export async function compareVerify(
   const script = fileURLToPath(import.meta.url);
   const child = spawn(
     process.execPath,
-    ['--expose-gc', '--import', 'tsx', script, String(events), jsonl, ...archiveFiles],
+    [
+      '--expose-gc',
+      '--import',
+      'tsx',
+      script,
+      String(events),
+      String(lastSeq),
+      jsonl,
+      ...archiveFiles,
+    ],
     { stdio: ['ignore', 'pipe', 'inherit'] },
   );
   let out = '';
@@ -97,6 +110,42 @@ async function verifyOnce(
   return { ms, cpuMs: (used.user + used.system) / 1000, calls, decisions, count };
 }
 
+/**
+ * `replay verify` of the archive files up to `toSeq`, as the command runs it (`verifyLog`): in
+ * ranges, a thread each, unless `jobs` is 1.
+ */
+async function verifyArchive(
+  archiveFiles: readonly string[],
+  toSeq: number,
+  jobs?: number,
+): Promise<VerifyRun & { ranges: number }> {
+  collectGarbage();
+  const start = performance.now();
+  const cpu = process.cpuUsage();
+  const outcome = await verifyLog(archiveFiles, { toSeq, ...(jobs ? { jobs } : {}) });
+  const ms = performance.now() - start;
+  const used = process.cpuUsage(cpu);
+  if (outcome.divergence || outcome.otherDivergence) throw new Error('a decision diverged');
+  const { checked, unrecorded, others } = outcome.counts;
+  return {
+    ms,
+    cpuMs: (used.user + used.system) / 1000,
+    calls: checked + unrecorded,
+    decisions: others,
+    count: toSeq - (await firstSeq(archiveFiles)) + 1,
+    ranges: outcome.ranges,
+  };
+}
+
+async function firstSeq(archiveFiles: readonly string[]): Promise<number> {
+  const source = await openLogSource(archiveFiles);
+  try {
+    return source.range?.first ?? 0;
+  } finally {
+    await source.close();
+  }
+}
+
 /** Reading alone (no fold): what the encoding itself costs. */
 async function readOnly(
   batches: AsyncIterable<readonly ClusterEvent[]>,
@@ -118,23 +167,30 @@ async function* jsonlBatches(path: string): AsyncGenerator<ClusterEvent[]> {
 }
 
 /** The child's work: alternating rounds of each, then reading alone. */
-async function measure(limit: number, jsonl: string, archiveFiles: readonly string[]) {
-  const archive: VerifyRun[] = [];
+async function measure(
+  limit: number,
+  toSeq: number,
+  jsonl: string,
+  archiveFiles: readonly string[],
+) {
+  const archive: (VerifyRun & { ranges: number })[] = [];
+  const onePass: VerifyRun[] = [];
   const jsonlRuns: VerifyRun[] = [];
   for (let round = 0; round < 2; round += 1) {
     jsonlRuns.push(await verifyOnce(jsonlBatches(jsonl), limit));
-    // `replay verify ./archive`'s path: the files, a block at a time, snapshots after the first
-    // passed over.
-    const files = await openLogSource(archiveFiles);
-    archive.push(await verifyOnce(files.batches(0, undefined, true), limit));
-    await files.close();
+    // `replay verify ./archive`'s path: in ranges on every core, and in one pass (`--jobs 1`).
+    archive.push(await verifyArchive(archiveFiles, toSeq));
+    onePass.push(await verifyArchive(archiveFiles, toSeq, 1));
   }
   const readJsonlMs = await readOnly(jsonlBatches(jsonl), limit);
   const readSource = await openLogSource(archiveFiles);
   const readArchiveMs = await readOnly(readSource.batches(0, undefined, true), limit);
   await readSource.close();
-  const best = archive.reduce((a, b) => (b.ms < a.ms ? b : a));
-  const baseline = jsonlRuns.reduce((a, b) => (b.ms < a.ms ? b : a));
+  const fastest = <T extends VerifyRun>(runs: T[]): T =>
+    runs.reduce((a, b) => (b.ms < a.ms ? b : a));
+  const best = fastest(archive);
+  const bestOnePass = fastest(onePass);
+  const baseline = fastest(jsonlRuns);
   const million = best.count >= 1_000_000;
   return {
     // Of 1,000,000 events only when the archive held that many (the full run).
@@ -145,21 +201,30 @@ async function measure(limit: number, jsonl: string, archiveFiles: readonly stri
     verifyRatio: ratio(best.ms, baseline.ms),
     verify: {
       events: best.count,
+      ranges: best.ranges,
+      threads: availableParallelism(),
       callsReproduced: best.calls,
       otherDecisionsReproduced: best.decisions,
-      cpuMs: { archive: Math.round(best.cpuMs), jsonl: Math.round(baseline.cpuMs) },
+      onePassMs: Math.round(bestOnePass.ms),
+      rangesVsOnePass: ratio(best.ms, bestOnePass.ms),
+      cpuMs: {
+        archive: Math.round(best.cpuMs),
+        archiveOnePass: Math.round(bestOnePass.cpuMs),
+        jsonl: Math.round(baseline.cpuMs),
+      },
       readOnlyMs: { archive: readArchiveMs, jsonl: readJsonlMs },
       rounds: {
         archiveMs: archive.map((run) => Math.round(run.ms)),
+        archiveOnePassMs: onePass.map((run) => Math.round(run.ms)),
         jsonlMs: jsonlRuns.map((run) => Math.round(run.ms)),
       },
-      note: 'read, check, decompress, decode, validate, fold, and make every decision again (calls and every other decision of the core, as replay verify does), in a process of its own as replay verify runs; the best of two alternating rounds (cpuMs: the CPU that process used in it, which other load on the machine does not inflate)',
+      note: "read, check, decompress, decode, validate, fold, and make every decision again (calls and every other decision of the core), as replay verify does: the archive through the verify command's own pass (verifyLog: cut at snapshots into ranges verified at once, a thread each, then joined; and with --jobs 1, one pass), the JSONL file by one replayer (the path before the archive); in a process of its own as replay verify runs; the best of two alternating rounds (cpuMs: the CPU that process used in it, in every thread)",
     },
   };
 }
 
 if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  const [limit, jsonl, ...archiveFiles] = process.argv.slice(2);
-  const figures = await measure(Number(limit), jsonl as string, archiveFiles);
+  const [limit, toSeq, jsonl, ...archiveFiles] = process.argv.slice(2);
+  const figures = await measure(Number(limit), Number(toSeq), jsonl as string, archiveFiles);
   process.stdout.write(JSON.stringify(figures));
 }

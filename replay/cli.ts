@@ -8,6 +8,7 @@ import { reportCommand } from './commands/report.js';
 import { runCommand } from './commands/run.js';
 import { stateCommand } from './commands/state.js';
 import { verifyCommand } from './commands/verify.js';
+import { parseJobs } from './commands/options.js';
 import { whatifCommand } from './commands/whatif.js';
 import { ReplayInputError } from './io/replay-input-error.js';
 import { printableLines } from '../src/shared/printable.js';
@@ -116,9 +117,22 @@ program
       .default('recorded'),
   )
   .addOption(skipDamagedOption())
+  .addOption(
+    new Option(
+      '--jobs <n>',
+      "verify a log of 200,000 events or more in up to n ranges at once, each from one of its snapshots, a thread each (1: one pass; default: the machine's cores)",
+    ),
+  )
   .action(
-    action((logs: string[], options: { rules: 'recorded' | 'current'; skipDamaged?: boolean }) =>
-      verifyCommand(logs, options),
+    action(
+      (
+        logs: string[],
+        options: { rules: 'recorded' | 'current'; skipDamaged?: boolean; jobs?: string },
+      ) =>
+        verifyCommand(logs, {
+          ...options,
+          jobs: options.jobs === undefined ? undefined : parseJobs(options.jobs),
+        }),
     ),
   );
 

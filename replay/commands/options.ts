@@ -28,6 +28,13 @@ export function parseSeq(option: string, text: string): number {
   return Number(text);
 }
 
+/** Parses `--jobs` (a whole number, at least 1). */
+export function parseJobs(text: string): number {
+  if (!/^\d+$/.test(text) || Number(text) < 1)
+    throw new ReplayInputError(`--jobs ${text}: expected a whole number of threads, at least 1`);
+  return Number(text);
+}
+
 /** Writes a line to stdout. */
 export function out(line: string): void {
   process.stdout.write(`${line}\n`);

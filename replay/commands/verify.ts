@@ -4,15 +4,13 @@
  * decide otherwise now) or 3 (the rules changed: `--rules current` asked what today's rules would
  * do with a log recorded under others, or the log's version is one this build does not keep).
  */
-import type { CallResult } from '../engine/call-result.js';
 import type { DecisionResult } from '../engine/append-check.js';
-import { Replayer } from '../engine/replayer.js';
 import { describeDecision, describeRecorded } from '../format/decision.js';
 import { explainScreen } from '../format/explain-screen.js';
 import { openLogSource } from '../io/log-source.js';
-import { forEachEvent } from '../io/read-log.js';
 import { explainCall } from './explain-call.js';
 import { out, type SourceOptions } from './options.js';
+import { verifyLog } from './verify-log.js';
 import {
   keepsRulesVersion,
   KEPT_RULES_VERSIONS,
@@ -77,47 +75,11 @@ function reportOther(
 /** Verifies a log; resolves to 0 (reproduced), 1 (diverged) or 3 (rules changed). */
 export async function verifyCommand(
   logPaths: string | readonly string[],
-  options: VerifyOptions & SourceOptions = {},
+  options: VerifyOptions & SourceOptions & { readonly jobs?: number } = {},
 ): Promise<number> {
   const rules = options.rules ?? 'recorded';
-  let divergence: CallResult | undefined;
-  let otherDivergence: { result: DecisionResult; rulesVersion: number } | undefined;
-  let checked = 0;
-  let others = 0;
-  let unrecorded = 0;
-  const source = await openLogSource(logPaths, options);
-  const replayer: Replayer = new Replayer({
-    rules,
-    onCall: (result) => {
-      if (result.recorded === 'none') unrecorded += 1;
-      else checked += 1;
-      if (result.recorded === 'diverged' && !otherDivergence) divergence ??= result;
-    },
-    onDecision: (result) => {
-      others += 1;
-      if (result.recorded === 'diverged' && !divergence) {
-        otherDivergence ??= { result, rulesVersion: replayer.logRulesVersion };
-      }
-    },
-  });
-  const found = () => divergence !== undefined || otherDivergence !== undefined;
-  let undecidedDials = 0;
-  try {
-    // The replayer folds every event: the snapshots after the first are passed over.
-    await forEachEvent(
-      source,
-      (event) => {
-        replayer.push(event);
-        return !found();
-      },
-      0,
-      true,
-    );
-    if (!found()) replayer.end();
-    undecidedDials = replayer.undecidedDials;
-  } finally {
-    await source.close();
-  }
+  const { counts, divergence, otherDivergence } = await verifyLog(logPaths, options);
+  const { checked, unrecorded, others, undecidedDials } = counts;
   if (otherDivergence)
     return reportOther(otherDivergence.result, otherDivergence.rulesVersion, rules);
   if (!divergence) {

@@ -33,6 +33,7 @@ import type { Config } from '../../src/shared/config.js';
 import { callOf as callOfQueued } from '../../src/core/admission/index.js';
 import type { CallResult } from './call-result.js';
 import { decisionFields, eventsDifference } from './compare.js';
+import { SeamMap } from './seam-map.js';
 import {
   belongsTo,
   reopen,
@@ -83,6 +84,20 @@ export interface ReplayOptions {
     event: EventOf<'CallDialFailed'>,
     placedWith: PlaceOptions | null,
   ) => void;
+  /**
+   * This replay starts at a snapshot inside a log whose part before it another replay folds (a
+   * range of a parallel `replay verify`): its own maps record what it reads of the calls it never
+   * saw, so the seam between the two can be checked (`seam`).
+   */
+  readonly startsInside?: boolean;
+}
+
+/** What a replay of part of a log read and ended with, to join it to the replays beside it. */
+export interface Seam {
+  readonly calls: SeamMap<CallToPlace>;
+  readonly placements: SeamMap<CallPlacement>;
+  /** The rules version the log recorded last (null: none seen yet). */
+  readonly recordedVersion: number | null;
 }
 
 interface PendingCall {
@@ -139,14 +154,26 @@ export class Replayer {
   /** Placement's caches for the working state, which is folded with them as its change sink. */
   private readonly caches = new PlacementCaches();
   /** Calls requested and not yet ended, for deciding a failed dial of one again. */
-  private readonly calls = new Map<string, CallToPlace>();
+  private readonly calls: SeamMap<CallToPlace>;
   /** Where each call not yet finished was last placed, for deciding its first answer again. */
-  private readonly placements = new Map<string, CallPlacement>();
+  private readonly placements: SeamMap<CallPlacement>;
   private readonly context: ReopenContext = {
     placementOf: (requestId) => this.placements.get(requestId),
   };
 
-  constructor(private readonly options: ReplayOptions = {}) {}
+  constructor(private readonly options: ReplayOptions = {}) {
+    this.calls = new SeamMap(options.startsInside === true);
+    this.placements = new SeamMap(options.startsInside === true);
+  }
+
+  /** Its own maps and the rules version it knows, for joining it to the replays beside it. */
+  get seam(): Seam {
+    return {
+      calls: this.calls,
+      placements: this.placements,
+      recordedVersion: this.recordedVersion,
+    };
+  }
 
   /** The state after every event pushed so far (and the computed outcomes folded). */
   get state(): ClusterState {
@@ -202,20 +229,7 @@ export class Replayer {
     } else if (event.type === 'Snapshot' && this.options.rules === 'current') {
       event = this.snapshotUnderCurrentRules(event);
     }
-    if (this.pending) {
-      if (this.belongsToPending(this.pending, event)) {
-        this.pending.recorded.push(event);
-        return;
-      }
-      this.settle(this.pending);
-    }
-    if (this.check) {
-      if (belongsTo(this.check, event)) {
-        this.takeIntoCheck(this.check, event);
-        return;
-      }
-      this.settleCheck();
-    }
+    if (this.openDecisionTakes(event, true)) return;
     const redecided = this.redecide(event);
     if (redecided === undefined && this.options.onDecision) {
       this.check = reopen(this.working, event, this.context);
@@ -310,6 +324,37 @@ export class Replayer {
     }
   }
 
+  /**
+   * Settles the decision still open unless `event`, the next event of the log, belongs to it, as
+   * pushing `event` would, without folding `event`; whether nothing stays open. A replay that stops
+   * at a seam (a range of a parallel verify) then holds the state of the log up to the seam.
+   */
+  settleBefore(event: ClusterEvent): boolean {
+    return !this.openDecisionTakes(event, false);
+  }
+
+  /**
+   * Whether `event` belongs to the decision still open (taken into it when `take`); when it does
+   * not, that decision is settled.
+   */
+  private openDecisionTakes(event: ClusterEvent, take: boolean): boolean {
+    if (this.pending) {
+      if (this.belongsToPending(this.pending, event)) {
+        if (take) this.pending.recorded.push(event);
+        return true;
+      }
+      this.settle(this.pending);
+    }
+    if (this.check) {
+      if (belongsTo(this.check, event)) {
+        if (take) this.takeIntoCheck(this.check, event);
+        return true;
+      }
+      this.settleCheck();
+    }
+    return false;
+  }
+
   /** Settles the last call; call once after the last event. */
   end(): void {
     if (this.pending) this.settle(this.pending);
@@ -358,10 +403,10 @@ export class Replayer {
         // The calls placed before it and not yet answered are its reservations, placed where
         // they say. After a gap (a damaged file passed over) what this replay saw before it may
         // be stale (a call placed again in the gap): the snapshot's reservations replace it.
-        if (event.seq !== folded + 1) this.placements.clear();
+        if (event.seq !== folded + 1) this.placements.drop();
         for (const reservation of this.working.reservations.values()) {
-          if (this.placements.has(reservation.requestId)) continue;
-          this.placements.set(reservation.requestId, {
+          if (this.placements.holds(reservation.requestId)) continue;
+          this.placements.seed(reservation.requestId, {
             workerId: reservation.workerId,
             containerId: reservation.containerId,
             sessionId: reservation.sessionId,

@@ -8,12 +8,19 @@ const LARGE = { events: 100_000, bytes: 20 * 1024 * 1024 } as const;
 export interface Progress {
   /** One more event read; moves the bar of an LMDB source only. */
   event(): void;
+  /** `events` more read elsewhere (another thread); moves the bar of an LMDB source only. */
+  advance(events: number): void;
   /** Bytes read so far; JSONL sources report them. */
   bytes(read: number): void;
   stop(): void;
 }
 
-const silent: Progress = { event: () => undefined, bytes: () => undefined, stop: () => undefined };
+const silent: Progress = {
+  event: () => undefined,
+  advance: () => undefined,
+  bytes: () => undefined,
+  stop: () => undefined,
+};
 
 /** A progress bar for reading `source`, or a silent one when it would only be noise. */
 export function progressFor(
@@ -43,6 +50,13 @@ export function progressFor(
         : () => {
             events += 1;
             if (events % 10_000 === 0) bar.update(events);
+          },
+    advance:
+      unit === 'bytes'
+        ? () => undefined
+        : (count) => {
+            events += count;
+            bar.update(events);
           },
     bytes: (read) => bar.update(Math.floor(read / scale)),
     stop: () => bar.stop(),

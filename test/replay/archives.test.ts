@@ -17,7 +17,6 @@ import {
   readJsonl,
   validateEvent,
   type ClusterEvent,
-  type NewEvent,
   type StoredEvent,
 } from '../../src/events/index.js';
 import {
@@ -26,61 +25,19 @@ import {
   stateToJson,
   type ClusterState,
 } from '../../src/projections/index.js';
-import { simulatedLog } from '../../bench/simulated-log.js';
 import { exportCommand } from '../../replay/commands/export.js';
 import { PLACEMENT_RULES_VERSION } from '../../src/core/placement/index.js';
 import { openLogSource, type OpenOptions } from '../../replay/io/log-source.js';
-import { appendHistory, archiverFor, HOUR, testClock } from '../support/archive.js';
+import {
+  appendHistory,
+  archivedCluster,
+  archiverFor,
+  HOUR,
+  testClock,
+} from '../support/archive.js';
 import { readEvents, replayCli, ROOT, runLines } from '../support/replay.js';
 import { placed, requested } from '../support/events.js';
 import { cleanTempDirs, tempDir } from '../support/temp.js';
-
-/**
- * A router's log of a simulated cluster (every decision placement's own), appended a decision at a
- * time 20 s apart with snapshots every 500 events, its whole text exported, then the part older
- * than 12 hours archived.
- */
-async function archivedCluster(
-  seed: number,
-): Promise<{ log: string; archive: string; full: string }> {
-  const dir = tempDir('archived-');
-  const log = join(dir, 'log');
-  const archive = join(dir, 'archive');
-  const full = join(dir, 'full.jsonl');
-  const clock = testClock();
-  const writer = EventLog.open<ClusterState>(log, {
-    projection: clusterProjection,
-    clock: clock.now,
-    snapshotEvery: 500,
-  });
-  let group: NewEvent[] = [];
-  let cause: string | null = null;
-  const flush = () => {
-    if (group.length > 0) writer.append(group, cause);
-    clock.advance(20_000);
-    group = [];
-  };
-  for (const event of simulatedLog({ seed, events: 8_000, workers: 60 })) {
-    const { seq: _seq, at: _at, cause: eventCause, ...fields } = event;
-    if (eventCause !== cause) flush();
-    cause = eventCause;
-    group.push(fields);
-  }
-  flush();
-  await writer.flushed();
-  writeFileSync(full, [...writer.readStored()].map((s) => `${s.text}\n`).join(''));
-  await archiverFor(
-    writer,
-    archive,
-    clock,
-    { logRetentionMs: 12 * HOUR },
-    {
-      fileEvents: 1_500,
-    },
-  ).pass();
-  await writer.close();
-  return { log, archive, full };
-}
 
 /** Every event of `paths` read as one log. */
 async function read(paths: string[], options: OpenOptions = {}): Promise<ClusterEvent[]> {

@@ -167,6 +167,18 @@ describe('the replay CLI', function () {
     expect(diverged.stdout).to.contain('rank 1 (chosen)');
   });
 
+  it('verify --jobs takes a whole number of threads, at least 1', () => {
+    const log = fixture('fresh-cluster-picks-first-id');
+    expect(replayCli('verify', '--jobs', '1', log).status).to.equal(0);
+    for (const jobs of ['0', 'two', '-1', '1.5']) {
+      const refused = replayCli('verify', '--jobs', jobs, log);
+      expect(refused.status, jobs).to.equal(2);
+      expect(refused.stderr, jobs).to.contain(
+        `--jobs ${jobs}: expected a whole number of threads, at least 1`,
+      );
+    }
+  });
+
   it("verify decides a log by the rules it recorded: a mutated placement in a v2 log is an incident (exit 1); --rules current asks what today's rules do (exit 3)", () => {
     const mutate = (line: string) =>
       line.replace(

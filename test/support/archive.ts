@@ -15,7 +15,12 @@ import {
   type RetentionPolicy,
   type StoredEvent,
 } from '../../src/events/index.js';
-import type { ClusterState } from '../../src/projections/index.js';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { EventLog, type NewEvent } from '../../src/events/index.js';
+import { clusterProjection, type ClusterState } from '../../src/projections/index.js';
+import { simulatedLog } from '../../bench/simulated-log.js';
+import { tempDir } from './temp.js';
 import { finished, placed, registered, requested, utilization } from './events.js';
 
 /** An hour, in ms. */
@@ -144,3 +149,50 @@ export const ARCHIVE_STEPS: readonly ArchiveStep[] = [
   'logged',
   'dropped',
 ];
+
+/**
+ * A router's log of a simulated cluster (every decision placement's own), appended a decision at a
+ * time 20 s apart with snapshots every 500 events, its whole text exported, then the part older
+ * than 12 hours archived.
+ */
+export async function archivedCluster(
+  seed: number,
+): Promise<{ log: string; archive: string; full: string }> {
+  const dir = tempDir('archived-');
+  const log = join(dir, 'log');
+  const archive = join(dir, 'archive');
+  const full = join(dir, 'full.jsonl');
+  const clock = testClock();
+  const writer = EventLog.open<ClusterState>(log, {
+    projection: clusterProjection,
+    clock: clock.now,
+    snapshotEvery: 500,
+  });
+  let group: NewEvent[] = [];
+  let cause: string | null = null;
+  const flush = () => {
+    if (group.length > 0) writer.append(group, cause);
+    clock.advance(20_000);
+    group = [];
+  };
+  for (const event of simulatedLog({ seed, events: 8_000, workers: 60 })) {
+    const { seq: _seq, at: _at, cause: eventCause, ...fields } = event;
+    if (eventCause !== cause) flush();
+    cause = eventCause;
+    group.push(fields);
+  }
+  flush();
+  await writer.flushed();
+  writeFileSync(full, [...writer.readStored()].map((s) => `${s.text}\n`).join(''));
+  await archiverFor(
+    writer,
+    archive,
+    clock,
+    { logRetentionMs: 12 * HOUR },
+    {
+      fileEvents: 1_500,
+    },
+  ).pass();
+  await writer.close();
+  return { log, archive, full };
+}

@@ -1,0 +1,6 @@
+// Starts a thread of a parallel `replay verify` (verify-thread.ts) through tsx, which a worker
+// thread does not inherit from the `register()` of bin/replay.js.
+import { register } from 'tsx/esm/api';
+
+register();
+await import('./verify-thread.ts');
