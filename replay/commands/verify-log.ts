@@ -11,12 +11,12 @@
  */
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
-import { isJetStreamLocation } from '../../src/events/index.js';
+import { isJetStreamLocation, type ClusterEvent } from '../../src/events/index.js';
 import type { CallResult } from '../engine/call-result.js';
 import { stateDigest } from '../engine/seam-digest.js';
 import { joined, seamHolds } from '../engine/seam-map.js';
 import { openLogSource, type LogSource } from '../io/log-source.js';
-import { progressFor, type Progress } from '../io/progress.js';
+import { progressFor } from '../io/progress.js';
 import type { SourceOptions } from './options.js';
 import type { RangeResult, RangeTask } from './verify-range.js';
 import { VerifyTally, type OtherDivergence, type VerifyCounts } from './verify-tally.js';
@@ -65,41 +65,70 @@ export async function verifyLog(
   const tally = new VerifyTally(rules);
   const threads: RangeThread[] = [];
   let ranges = 1;
+  // A log of events (not JSONL text, whose range only its reading tells) as it is now: a live log
+  // written meanwhile is read to here, in every range alike.
+  const counted = source.size.unit === 'events';
+  const last = options.toSeq ?? (counted ? source.range?.last : undefined);
   try {
-    const split = !options.skipDamaged && !list.some((path) => isJetStreamLocation(path));
+    const split =
+      counted && !options.skipDamaged && !list.some((path) => isJetStreamLocation(path));
     const seams = split
-      ? await seamsOf(source, options.jobs ?? availableParallelism(), options)
+      ? await seamsOf(source, options.jobs ?? availableParallelism(), { ...options, toSeq: last })
       : [];
+    let reported = 0;
+    const threadProgress = (events: number) => {
+      reported += events;
+      progress.advance(events);
+    };
     seams.forEach((from, index) =>
       threads.push(
         startRange(
-          { paths: list, rules, from, next: seams[index + 1], toSeq: options.toSeq },
-          progress,
+          { paths: list, rules, from, next: seams[index + 1], toSeq: last },
+          threadProgress,
         ),
       ),
     );
     let seam = seams[0];
     let whole = false;
+    /** Snapshots read at or past the seam (one pass folds them: the seam is then not joined). */
+    const held: ClusterEvent[] = [];
+    const push = (event: ClusterEvent) => {
+      progress.event();
+      tally.replayer.push(event);
+      return !tally.found;
+    };
     reading: for await (const batch of source.batches(0, (read) => progress.bytes(read), true)) {
       for (const event of batch) {
-        if (options.toSeq !== undefined && event.seq > options.toSeq) break reading;
+        if (last !== undefined && event.seq > last) break reading;
         if (seam !== undefined && event.seq >= seam) {
-          if (event.type === 'Snapshot') continue;
-          if (tally.replayer.settleBefore(event) && (await joinRanges(tally, threads))) {
+          if (event.type === 'Snapshot') {
+            held.push(event);
+            continue;
+          }
+          if (
+            held.length === 0 &&
+            tally.replayer.settleBefore(event) &&
+            !tally.found &&
+            (await joinRanges(tally, threads))
+          ) {
             whole = true;
             ranges = threads.length + 1;
             break reading;
           }
-          // The seam does not hold: one pass through the rest.
+          // The seam does not hold: one pass through the rest, from where this one stopped.
           seam = undefined;
           for (const thread of threads) thread.stop();
+          progress.advance(-reported);
+          for (const snapshot of held.splice(0)) if (!push(snapshot)) break reading;
         }
-        progress.event();
-        tally.replayer.push(event);
-        if (tally.found) break reading;
+        if (!push(event)) break reading;
       }
     }
-    if (!whole) tally.end();
+    if (!whole) {
+      // The log ended past the seam with snapshots alone.
+      if (!tally.found) for (const snapshot of held.splice(0)) if (!push(snapshot)) break;
+      tally.end();
+    }
   } finally {
     for (const thread of threads) thread.stop();
     progress.stop();
@@ -183,14 +212,14 @@ interface RangeThread {
   stop(): void;
 }
 
-function startRange(task: RangeTask, progress: Progress): RangeThread {
+function startRange(task: RangeTask, progress: (events: number) => void): RangeThread {
   const thread = new Worker(new URL('./verify-thread-start.js', import.meta.url), {
     workerData: { task },
   });
   const result = new Promise<RangeResult>((resolve, reject) => {
     thread.on('message', (message: { progress?: number; result?: RangeResult }) => {
       if (message.result !== undefined) resolve(message.result);
-      else if (message.progress !== undefined) progress.advance(message.progress);
+      else if (message.progress !== undefined) progress(message.progress);
     });
     thread.on('error', reject);
     thread.on('exit', (code) => reject(new Error(`a verify thread exited with status ${code}`)));

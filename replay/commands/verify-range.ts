@@ -76,14 +76,22 @@ export async function verifyRange(
       return true;
     }
     if (task.toSeq !== undefined && event.seq > task.toSeq) return false;
-    // The snapshots inside it add nothing to its fold; the next range starts at the next one.
-    if (event.type === 'Snapshot') return true;
     if (task.next !== undefined && event.seq >= task.next) {
-      if (replayer.settleBefore(event)) {
-        end = { digest: stateDigest(replayer.state), version: replayer.seam.recordedVersion };
-      } else {
+      // The next range starts at its snapshot, which the source passes over here.
+      if (event.type === 'Snapshot') return true;
+      if (!replayer.settleBefore(event)) {
         unusable = `a decision continues past seq ${task.next}`;
+      } else if (tally.found) {
+        unusable = 'a divergence';
+      } else {
+        end = { digest: stateDigest(replayer.state), version: replayer.seam.recordedVersion };
       }
+      return false;
+    }
+    if (event.type === 'Snapshot') {
+      // The source passes over the snapshots after the first unless one pass must fold it (after
+      // a part of the log that holds less): a range started elsewhere cannot stand for that.
+      unusable = `a snapshot to fold at seq ${event.seq}`;
       return false;
     }
     replayer.push(event);
@@ -95,8 +103,8 @@ export async function verifyRange(
     reading: for await (const batch of source.batches(task.from, undefined, true)) {
       for (const event of batch) {
         if (!visit(event)) break reading;
+        unreported += 1;
       }
-      unreported += batch.length;
       if (unreported >= PROGRESS_EVERY) {
         progress(unreported);
         unreported = 0;
@@ -105,8 +113,14 @@ export async function verifyRange(
   } finally {
     await source.close();
   }
-  if (task.next === undefined && unusable === null) tally.end();
-  else tally.counts.undecidedDials = replayer.undecidedDials;
+  progress(unreported);
+  if (task.next === undefined && unusable === null) {
+    // The decision still open at the log's end is settled here, and may be the one that differs.
+    tally.end();
+    if (tally.found) unusable = 'a divergence';
+  } else {
+    tally.counts.undecidedDials = replayer.undecidedDials;
+  }
   if (task.next !== undefined && end === undefined) {
     unusable ??= `the log ends before seq ${task.next}`;
   }

@@ -7,10 +7,15 @@ import { createHash } from 'node:crypto';
 import stringify from 'safe-stable-stringify';
 import { snapshotOf, type ClusterState } from '../../src/projections/index.js';
 
-/** The digest of `state`, whatever seq it is at and whatever order its maps were filled in. */
+/**
+ * The digest of `state`, whatever seq it is at and whatever order its maps were filled in, but for
+ * the calls remembered for their retries: they are forgotten in the order they were remembered,
+ * so their order is digested too.
+ */
 export function stateDigest(state: ClusterState): string {
   const { lastSeq: _seq, ...json } = snapshotOf(state);
   return createHash('sha256')
     .update(stringify(json) ?? '')
+    .update(JSON.stringify([...state.routing.calls.keys()]))
     .digest('hex');
 }

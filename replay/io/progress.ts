@@ -41,6 +41,12 @@ export function progressFor(
   const scale = unit === 'bytes' ? 1024 * 1024 : 1;
   bar.start(Math.ceil(total / scale), 0);
   let events = 0;
+  let shown = 0;
+  const show = () => {
+    if (Math.abs(events - shown) < 10_000) return;
+    shown = events;
+    bar.update(events);
+  };
   return {
     // A JSONL bar counts MiB read, so events (which forEachEvent reports for every source) must
     // not move it.
@@ -49,14 +55,14 @@ export function progressFor(
         ? () => undefined
         : () => {
             events += 1;
-            if (events % 10_000 === 0) bar.update(events);
+            show();
           },
     advance:
       unit === 'bytes'
         ? () => undefined
         : (count) => {
             events += count;
-            bar.update(events);
+            show();
           },
     bytes: (read) => bar.update(Math.floor(read / scale)),
     stop: () => bar.stop(),

@@ -12,13 +12,34 @@ import {
   ArchiveDirectory,
   ArchiveFile,
   ArchiveWriter,
+  EventLog,
+  readJsonl,
   type StoredEvent,
 } from '../../src/events/index.js';
 import type { CallToPlace } from '../../src/core/placement/index.js';
+import { decide } from '../../src/core/decisions.js';
+import {
+  applyInPlace,
+  clusterProjection,
+  initialState,
+  snapshotOf,
+  type ClusterState,
+} from '../../src/projections/index.js';
+import { stateDigest } from '../../replay/engine/seam-digest.js';
 import { verifyLog, type VerifyLogOptions } from '../../replay/commands/verify-log.js';
 import { Replayer } from '../../replay/engine/replayer.js';
 import { joined, SeamMap, seamHolds } from '../../replay/engine/seam-map.js';
-import { archivedCluster } from '../support/archive.js';
+import { archivedCluster, testClock } from '../support/archive.js';
+import {
+  container,
+  pinned,
+  placed,
+  registered,
+  requested,
+  started,
+  START_MS,
+  utilization,
+} from '../support/events.js';
 import { cleanTempDirs, tempDir } from '../support/temp.js';
 
 /** Ranges of at least 1,000 events (the command's own floor is 100,000). */
@@ -39,9 +60,13 @@ async function rewritten(
   const entry = ArchiveDirectory.open(copy).entries()[index]!;
   const file = await ArchiveFile.open(entry.path);
   const writer = new ArchiveWriter(file.header.origin);
+  let changed = 0;
   for await (const { event } of file.readStored()) {
-    writer.add({ event: change(event) } as StoredEvent);
+    const written = change(event);
+    if (written !== event) changed += 1;
+    writer.add({ event: written } as StoredEvent);
   }
+  expect(changed, 'an event changed').to.be.above(0);
   const scratch = tempDir('rewrite-');
   const written = await writer.write(scratch);
   cpSync(written.path, entry.path);
@@ -120,6 +145,151 @@ describe('replay verify in ranges', function () {
     );
   });
 
+  /** The `CallPlaced` at `seq` records a package placement would not choose: no state changes. */
+  const forgedPackages = (seq: number) => (event: StoredEvent['event']) =>
+    event.seq === seq && event.type === 'CallPlaced'
+      ? { ...event, packages: [...event.packages, 'forged==1.0'] }
+      : event;
+
+  it("a divergence in the decision still open at a seam or at the log's end is found, with the counts of one pass", async () => {
+    // Three ranges of this archive start at seqs 1503 and 3006: each call forged is the last
+    // decision before a seam (the main thread's, a thread's) or the last of the log (a thread's).
+    const ranges = { jobs: 3, minRangeEvents: 1_000 };
+    const cases: { file: number; seq: number; files?: number }[] = [
+      { file: 0, seq: 1502 },
+      { file: 1, seq: 3005 },
+      { file: 2, seq: 4510, files: 3 },
+    ];
+    for (const { file, seq, files } of cases) {
+      const copy = await rewritten(cluster.archive, file, forgedPackages(seq));
+      const paths =
+        files === undefined
+          ? copy
+          : ArchiveDirectory.open(copy)
+              .entries()
+              .slice(0, files)
+              .map((entry) => entry.path);
+      const onePass = await verifyLog(paths, { jobs: 1 });
+      const inRanges = await verifyLog(paths, ranges);
+      expect(onePass.divergence?.seq, `forged at ${seq}`).to.equal(seq - 1);
+      expect(inRanges.divergence?.seq, `forged at ${seq}`).to.equal(seq - 1);
+      expect(inRanges.counts, `forged at ${seq}`).to.deep.equal(onePass.counts);
+      expect(inRanges.ranges).to.equal(1);
+    }
+  });
+
+  it('a snapshot the source hands over at a seam (a live log that holds what its archive holds) is folded, as one pass folds it', async () => {
+    const first = ArchiveDirectory.open(cluster.archive).entries()[0]!.path;
+    const origin = (await ArchiveFile.open(first)).header.origin;
+    const dir = join(tempDir('overlap-'), 'log');
+    const log = EventLog.open(dir, { projection: clusterProjection });
+    const stored: StoredEvent[] = [];
+    let forged = false;
+    for await (const line of readJsonl(cluster.full)) {
+      const { event } = line;
+      if (event.type !== 'Snapshot' || event.seq <= 1_502 || forged) {
+        stored.push(line);
+        continue;
+      }
+      // Its first snapshot after the archive file: not the fold's (every worker has 1 byte).
+      forged = true;
+      const workers = Object.fromEntries(
+        Object.entries(event.state.workers as Record<string, Record<string, unknown>>).map(
+          ([id, worker]) => [id, { ...worker, memoryTotal: 1 }],
+        ),
+      );
+      const changed = { ...event, state: { ...event.state, workers } };
+      stored.push({ event: changed, text: JSON.stringify(changed) });
+    }
+    log.appendStored(stored);
+    await log.flushed();
+    // The live log of the archive's own log.
+    (log as unknown as { meta: { putSync(key: string, value: unknown): void } }).meta.putSync(
+      'origin',
+      origin,
+    );
+    await log.close();
+    const paths = [first, dir];
+    const onePass = await verifyLog(paths, { jobs: 1 });
+    const inRanges = await verifyLog(paths, { jobs: 5, minRangeEvents: 1_000 });
+    expect(onePass.divergence ?? onePass.otherDivergence, 'one pass folds the forged snapshot').to
+      .not.be.undefined;
+    expect(inRanges.divergence?.seq).to.equal(onePass.divergence?.seq);
+    expect(inRanges.otherDivergence?.result.seq).to.equal(onePass.otherDivergence?.result.seq);
+    expect(inRanges.counts).to.deep.equal(onePass.counts);
+  });
+
+  it('the first decision after a snapshot is made at the seq the router made it at, in one pass as in a range', async () => {
+    // A pinned session whose container is reported gone right after a snapshot: its expiry
+    // records the seq of the decision that caused it.
+    const dir = join(tempDir('after-snapshot-'), 'log');
+    const clock = testClock();
+    const log = EventLog.open<ClusterState>(dir, {
+      projection: clusterProjection,
+      clock: clock.now,
+      snapshotEvery: 3_000,
+    });
+    log.append([
+      started(),
+      registered('w1'),
+      container('w1', 'c1', 'ready'),
+      pinned('s1', 'w1', 'c1'),
+    ]);
+    let snapshotAt: number | undefined;
+    while (snapshotAt === undefined) {
+      clock.advance(1_000);
+      const before = log.lastSeq;
+      log.append(utilization('w1'));
+      if (log.lastSeq === before + 2) snapshotAt = log.lastSeq;
+    }
+    clock.advance(1_000);
+    const made = decide('containerReport', log.state, {
+      workerId: 'w1',
+      containerId: 'c1',
+      state: 'removed',
+      checkpointId: null,
+      instanceId: null,
+      reportSeq: null,
+    }).events;
+    expect(made.map((event) => event.type)).to.include('SessionExpired');
+    log.append(made, 'report:w1');
+    for (let i = 0; i < 2_995; i += 1) {
+      clock.advance(1_000);
+      log.append(utilization('w1'));
+    }
+    await log.flushed();
+    await log.close();
+    const onePass = await verifyLog(dir, { jobs: 1 });
+    const inRanges = await verifyLog(dir, { jobs: 2, minRangeEvents: 1_500 });
+    expect(onePass.otherDivergence?.result.divergence ?? null).to.equal(null);
+    expect(onePass.divergence).to.equal(undefined);
+    expect(inRanges.ranges).to.equal(2);
+    expect(inRanges.counts).to.deep.equal(onePass.counts);
+  });
+
+  it('a live log written while it is verified is verified as it was when the verify started, in ranges as in one pass', async () => {
+    const run = async (jobs: number) => {
+      const dir = join(tempDir('growing-'), 'log');
+      cpSync(cluster.log, dir, { recursive: true });
+      const writer = EventLog.open(dir, { projection: clusterProjection });
+      const verifying = verifyLog(dir, { jobs, minRangeEvents: 1_000 });
+      // The router goes on: a call placed where placement would not place it.
+      writer.append(
+        [requested('req-later'), placed('req-later', 'w1', { packages: ['forged==1'] })],
+        'call:req-later',
+      );
+      await writer.flushed();
+      const outcome = await verifying;
+      await writer.close();
+      return outcome;
+    };
+    const onePass = await run(1);
+    const inRanges = await run(2);
+    expect(inRanges.ranges).to.equal(2);
+    expect(inRanges.counts).to.deep.equal(onePass.counts);
+    expect(inRanges.divergence).to.equal(onePass.divergence);
+  });
+
   it('a log too short for two ranges, or one given with --skip-damaged, is verified in one pass', async () => {
     expect((await verifyLog(cluster.log, { jobs: 8 })).ranges).to.equal(1);
     const split = { jobs: 2, minRangeEvents: 1_000 };
@@ -175,6 +345,41 @@ describe('the seam between two ranges', () => {
     const plain = new SeamMap<CallToPlace>(false);
     plain.get('x');
     expect(plain.reads).to.have.length(0);
+  });
+
+  it('the digest tells apart two states whose calls to forget are remembered in another order', () => {
+    // Request "7" before "5": a snapshot's record lists integer-like keys first, so the state
+    // restored from it remembers "5" first, and forgetting (which stops at the first call not
+    // due) would take them in another order.
+    const at = (ms: number) => new Date(START_MS + ms).toISOString();
+    let fold: ClusterState = initialState();
+    const events = [
+      started(),
+      requested('7', { tenantId: 't' }),
+      requested('5', { tenantId: 't' }),
+    ];
+    events.forEach((event, index) => {
+      fold = applyInPlace(fold, {
+        seq: index + 1,
+        at: at(index * 1_000),
+        cause: null,
+        ...event,
+      });
+    });
+    const snapshot = {
+      seq: 4,
+      at: at(2_000),
+      cause: null,
+      type: 'Snapshot',
+      state: snapshotOf(fold),
+    };
+    const restored = applyInPlace(initialState(), snapshot as never);
+    expect([...restored.routing.calls.keys()]).to.not.deep.equal([...fold.routing.calls.keys()]);
+    expect(stateDigest(restored)).to.not.equal(stateDigest(fold));
+    // The same state, however it was made, has one digest.
+    expect(stateDigest(applyInPlace(initialState(), snapshot as never))).to.equal(
+      stateDigest(restored),
+    );
   });
 
   it('a replayer that starts inside a log records a failed dial of a call it never saw requested', () => {
