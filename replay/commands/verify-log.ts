@@ -42,6 +42,8 @@ export interface VerifyOutcome {
   readonly otherDivergence: OtherDivergence | undefined;
   /** How many ranges the answer was put together from (1: one pass). */
   readonly ranges: number;
+  /** The seqs the ranges after the first started at (empty: one pass was all it tried). */
+  readonly seams: readonly number[];
 }
 
 /** The fewest events worth a thread of their own: below, one pass is done before it starts. */
@@ -65,6 +67,7 @@ export async function verifyLog(
   const tally = new VerifyTally(rules);
   const threads: RangeThread[] = [];
   let ranges = 1;
+  let seams: number[] = [];
   // A log of events (not JSONL text, whose range only its reading tells) as it is now: a live log
   // written meanwhile is read to here, in every range alike.
   const counted = source.size.unit === 'events';
@@ -72,7 +75,7 @@ export async function verifyLog(
   try {
     const split =
       counted && !options.skipDamaged && !list.some((path) => isJetStreamLocation(path));
-    const seams = split
+    seams = split
       ? await seamsOf(source, options.jobs ?? availableParallelism(), { ...options, toSeq: last })
       : [];
     let reported = 0;
@@ -139,6 +142,7 @@ export async function verifyLog(
     divergence: tally.divergence,
     otherDivergence: tally.otherDivergence,
     ranges,
+    seams,
   };
 }
 

@@ -33,6 +33,7 @@ import {
   archivedCluster,
   archiverFor,
   HOUR,
+  rewrittenArchive,
   testClock,
 } from '../support/archive.js';
 import { readEvents, replayCli, ROOT, runLines } from '../support/replay.js';
@@ -150,28 +151,21 @@ describe('replay over an archive and the live log', function () {
   it("a window that starts at a snapshot reports a divergence by the rules version the snapshot records (an incident), not as an unversioned log's", async () => {
     // One archive file, a call in it recorded on another worker than placement's: no
     // RouterStarted in the window, only its snapshot says which rules the log was recorded under.
-    const entry = ArchiveDirectory.open(cluster.archive).entries()[1]!;
-    const file = await ArchiveFile.open(entry.path);
-    const dir = tempDir('tampered-');
-    const writer = new ArchiveWriter(file.header.origin);
     const workers = new Set<string>();
     let tampered: number | undefined;
     let rulesVersion: unknown;
-    for await (const { event } of file.readStored()) {
+    const copy = await rewrittenArchive(cluster.archive, 1, (event) => {
       if (event.type === 'Snapshot') {
         rulesVersion = event.state.rulesVersion;
         for (const id of Object.keys(event.state.workers as object)) workers.add(id);
       }
-      let written = event;
-      if (event.type === 'CallPlaced' && tampered === undefined) {
-        tampered = event.seq;
-        written = { ...event, workerId: [...workers].find((id) => id !== event.workerId)! };
-      }
-      writer.add({ event: written } as StoredEvent);
-    }
+      if (event.type !== 'CallPlaced' || tampered !== undefined) return event;
+      tampered = event.seq;
+      return { ...event, workerId: [...workers].find((id) => id !== event.workerId)! };
+    });
     expect(tampered, 'a call placed in the file').to.be.a('number');
     expect(rulesVersion, "the snapshot's rules version").to.equal(PLACEMENT_RULES_VERSION);
-    const written = await writer.write(dir);
+    const written = ArchiveDirectory.open(copy).entries()[1]!;
     const verified = replayCli('verify', written.path);
     expect(verified.status, verified.stdout + verified.stderr).to.equal(1);
     expect(verified.stdout).to.contain(`DIVERGED at seq ${tampered! - 1}, request`);

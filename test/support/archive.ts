@@ -15,9 +15,9 @@ import {
   type RetentionPolicy,
   type StoredEvent,
 } from '../../src/events/index.js';
-import { writeFileSync } from 'node:fs';
+import { cpSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { EventLog, type NewEvent } from '../../src/events/index.js';
+import { ArchiveWriter, EventLog, type NewEvent } from '../../src/events/index.js';
 import { clusterProjection, type ClusterState } from '../../src/projections/index.js';
 import { simulatedLog } from '../../bench/simulated-log.js';
 import { tempDir } from './temp.js';
@@ -195,4 +195,32 @@ export async function archivedCluster(
   ).pass();
   await writer.close();
   return { log, archive, full };
+}
+
+/**
+ * A copy of `archive` whose file `index` is written again with `change` applied to each of its
+ * events (the same range and origin, a checksum of its own): what a forged file that still reads
+ * would hold. Throws when `change` changed nothing.
+ */
+export async function rewrittenArchive(
+  archive: string,
+  index: number,
+  change: (event: StoredEvent['event']) => StoredEvent['event'],
+): Promise<string> {
+  const copy = join(tempDir('rewritten-'), 'archive');
+  cpSync(archive, copy, { recursive: true });
+  const entry = ArchiveDirectory.open(copy).entries()[index];
+  if (!entry) throw new Error(`${archive} has no file ${index}`);
+  const file = await ArchiveFile.open(entry.path);
+  const writer = new ArchiveWriter(file.header.origin);
+  let changed = 0;
+  for await (const { event } of file.readStored()) {
+    const written = change(event);
+    if (written !== event) changed += 1;
+    writer.add({ event: written } as StoredEvent);
+  }
+  if (changed === 0) throw new Error(`nothing in ${entry.file} was changed`);
+  const written = await writer.write(tempDir('rewrite-'));
+  cpSync(written.path, entry.path);
+  return copy;
 }
