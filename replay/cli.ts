@@ -120,7 +120,7 @@ program
   .addOption(
     new Option(
       '--jobs <n>',
-      "verify a log of 200,000 events or more in up to n ranges at once, each from one of its snapshots, a thread each (1: one pass; default: the machine's cores)",
+      "verify a log of 200,000 events or more in up to n ranges at once, each from one of its snapshots, a thread each (1: one pass; default: the machine's cores less one, at least 1)",
     ),
   )
   .action(

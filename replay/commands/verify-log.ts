@@ -1,13 +1,14 @@
 /**
- * `replay verify`'s pass over a log, on every core: the log is cut at snapshots into ranges; this
- * thread verifies the first while a worker thread verifies each of the others from the snapshot it
- * starts at (`verify-range.ts`). At the first seam the ranges are joined: each range must have
- * started from the state the range before it ended with (their digests), under the same rules
- * version, and have read nothing of the replayer's own maps (the calls it saw requested, where each
- * was placed) that the whole replay would have found otherwise. Then the counts add up to what one
- * pass counts. When a seam does not hold (a divergence, which one pass then reports and explains;
- * a decision across a seam; a snapshot that is not the fold's state), this thread goes on past the
- * seam in one pass, as if there had been no ranges: the answer is always one pass's.
+ * `replay verify`'s pass over a log, on the machine's cores: the log is cut at snapshots into
+ * ranges; this thread verifies the first while a worker thread verifies each of the others from
+ * the snapshot it starts at (`verify-range.ts`). At the first seam the ranges are joined: each
+ * range must have started from the state the range before it ended with (their digests), under
+ * the same rules version, and have read nothing of the replayer's own maps (the calls it saw
+ * requested, where each was placed) that the whole replay would have found otherwise. Then the
+ * counts add up to what one pass counts. When a seam does not hold (a divergence, which one pass
+ * then reports and explains; a decision across a seam; a snapshot that is not the fold's state),
+ * this thread goes on past the seam in one pass, as if there had been no ranges: the answer is
+ * always one pass's.
  */
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
@@ -24,7 +25,7 @@ import { VerifyTally, type OtherDivergence, type VerifyCounts } from './verify-t
 /** How to verify. */
 export interface VerifyLogOptions extends SourceOptions {
   readonly rules?: 'recorded' | 'current';
-  /** At most how many ranges are verified at once (default: the machine's cores; 1: one pass). */
+  /** At most how many ranges are verified at once (default `defaultJobs()`; 1: one pass). */
   readonly jobs?: number;
   /** The last seq to verify (default: the log's last). */
   readonly toSeq?: number;
@@ -55,6 +56,16 @@ const MIN_RANGE_EVENTS = 100_000;
  */
 const FIRST_RANGE_WEIGHT = 1.2;
 
+/**
+ * How many ranges at most by default: the machine's cores less one, at least one. One pass
+ * already keeps more than a core busy (the garbage collector's helpers, decompression), and a
+ * range beside it on the last core is slowed more than it gains: on 2 cores, two ranges took as
+ * long as one pass or longer, with half as much CPU again (docs/replay.md).
+ */
+export function defaultJobs(): number {
+  return Math.max(1, availableParallelism() - 1);
+}
+
 /** Verifies the log at `paths`. */
 export async function verifyLog(
   paths: string | readonly string[],
@@ -76,7 +87,7 @@ export async function verifyLog(
     const split =
       counted && !options.skipDamaged && !list.some((path) => isJetStreamLocation(path));
     seams = split
-      ? await seamsOf(source, options.jobs ?? availableParallelism(), { ...options, toSeq: last })
+      ? await seamsOf(source, options.jobs ?? defaultJobs(), { ...options, toSeq: last })
       : [];
     let reported = 0;
     const threadProgress = (events: number) => {
@@ -175,19 +186,26 @@ async function seamsOf(
  * Joins the ranges to the first at the first seam (this thread's replayer holds the log's state up
  * to it); whether every seam holds, the counts then added to the first range's.
  */
-async function joinRanges(tally: VerifyTally, threads: readonly RangeThread[]): Promise<boolean> {
+export async function joinRanges(
+  tally: VerifyTally,
+  threads: readonly RangeThread[],
+): Promise<boolean> {
   const { replayer } = tally;
   let digest: string | null = stateDigest(replayer.state);
   let version = replayer.seam.recordedVersion;
   let calls = replayer.seam.calls.entries();
   let placements = replayer.seam.placements.entries();
-  let results: RangeResult[];
-  try {
-    results = await Promise.all(threads.map((thread) => thread.result));
-  } catch {
-    return false;
-  }
-  for (const result of results) {
+  const results: RangeResult[] = [];
+  // In order, each as soon as it is in: the first seam that does not hold ends the join (the
+  // caller stops the threads still running) without waiting for the ranges after it.
+  for (const thread of threads) {
+    let result: RangeResult;
+    try {
+      result = await thread.result;
+    } catch {
+      return false;
+    }
+    results.push(result);
     const holds =
       result.unusable === null &&
       result.startDigest === digest &&
@@ -211,7 +229,7 @@ async function joinRanges(tally: VerifyTally, threads: readonly RangeThread[]): 
 }
 
 /** A range verified in a worker thread. */
-interface RangeThread {
+export interface RangeThread {
   readonly result: Promise<RangeResult>;
   stop(): void;
 }

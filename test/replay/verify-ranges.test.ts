@@ -7,6 +7,7 @@
  */
 import { expect } from 'chai';
 import { cpSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import {
   ArchiveDirectory,
@@ -25,7 +26,14 @@ import {
   type ClusterState,
 } from '../../src/projections/index.js';
 import { stateDigest } from '../../replay/engine/seam-digest.js';
-import { verifyLog, type VerifyLogOptions } from '../../replay/commands/verify-log.js';
+import {
+  joinRanges,
+  verifyLog,
+  type RangeThread,
+  type VerifyLogOptions,
+} from '../../replay/commands/verify-log.js';
+import type { RangeResult } from '../../replay/commands/verify-range.js';
+import { VerifyTally } from '../../replay/commands/verify-tally.js';
 import { Replayer } from '../../replay/engine/replayer.js';
 import { joined, SeamMap, seamHolds } from '../../replay/engine/seam-map.js';
 import { archivedCluster, rewrittenArchive, testClock } from '../support/archive.js';
@@ -266,6 +274,13 @@ describe('replay verify in ranges', function () {
     expect(inRanges.divergence).to.equal(onePass.divergence);
   });
 
+  it('by default leaves a core free: at most the cores less one ranges (one pass on 2 cores)', async () => {
+    const paths = [cluster.archive, cluster.log];
+    const byDefault = await verifyLog(paths, { minRangeEvents: 1_000 });
+    expect(byDefault.ranges).to.be.at.most(Math.max(1, availableParallelism() - 1));
+    expect(byDefault.counts).to.deep.equal((await verifyLog(paths, { jobs: 1 })).counts);
+  });
+
   it('a log too short for two ranges, or one given with --skip-damaged, is verified in one pass', async () => {
     expect((await verifyLog(cluster.log, { jobs: 8 })).ranges).to.equal(1);
     const split = { jobs: 2, minRangeEvents: 1_000 };
@@ -346,6 +361,32 @@ describe('the seam between two ranges', () => {
     expect(stateDigest(applyInPlace(initialState(), snapshot as never))).to.equal(
       stateDigest(restored),
     );
+  });
+
+  it('the join gives up at the first range that cannot be joined, without waiting for the ranges after it', async () => {
+    const tally = new VerifyTally('recorded');
+    const range = (unusable: string | null): RangeResult => ({
+      counts: { checked: 5, unrecorded: 0, others: 7, undecidedDials: 0 },
+      unusable,
+      startDigest: stateDigest(tally.replayer.state),
+      startVersion: tally.replayer.seam.recordedVersion,
+      endDigest: stateDigest(tally.replayer.state),
+      endVersion: tally.replayer.seam.recordedVersion,
+      calls: { reads: [], writes: undefined },
+      placements: { reads: [], writes: undefined },
+    });
+    const thread = (result: Promise<RangeResult>): RangeThread => ({ result, stop: () => {} });
+    // A later range still running (it never ends here): the first range's divergence decides.
+    const running = new Promise<RangeResult>(() => {});
+    const diverged = thread(Promise.resolve(range('a decision diverged at seq 7')));
+    expect(await joinRanges(tally, [diverged, thread(running)])).to.equal(false);
+    const failed = thread(Promise.reject(new Error('a verify thread exited with status 1')));
+    expect(await joinRanges(tally, [failed, thread(running)])).to.equal(false);
+    expect(tally.counts.checked).to.equal(0);
+    // Every range usable and each starting where the one before ended: the counts add up.
+    const usable = [thread(Promise.resolve(range(null))), thread(Promise.resolve(range(null)))];
+    expect(await joinRanges(tally, usable)).to.equal(true);
+    expect(tally.counts).to.deep.include({ checked: 10, others: 14 });
   });
 
   it('a replayer that starts inside a log records a failed dial of a call it never saw requested', () => {
