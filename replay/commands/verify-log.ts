@@ -60,7 +60,7 @@ const FIRST_RANGE_WEIGHT = 1.2;
  * How many ranges at most by default: the machine's cores less one, at least one. One pass
  * already keeps more than a core busy (the garbage collector's helpers, decompression), and a
  * range beside it on the last core is slowed more than it gains: on 2 cores, two ranges took as
- * long as one pass or longer, with half as much CPU again (docs/replay.md).
+ * long as one pass or longer, with 20-70 % more CPU (docs/replay.md).
  */
 export function defaultJobs(): number {
   return Math.max(1, availableParallelism() - 1);
@@ -196,15 +196,15 @@ export async function joinRanges(
   let calls = replayer.seam.calls.entries();
   let placements = replayer.seam.placements.entries();
   const results: RangeResult[] = [];
+  // A thread that fails ends the join at once, whichever range it verifies.
+  const failed = new Promise<null>((resolve) => {
+    for (const thread of threads) thread.result.catch(() => resolve(null));
+  });
   // In order, each as soon as it is in: the first seam that does not hold ends the join (the
   // caller stops the threads still running) without waiting for the ranges after it.
   for (const thread of threads) {
-    let result: RangeResult;
-    try {
-      result = await thread.result;
-    } catch {
-      return false;
-    }
+    const result = await Promise.race([thread.result, failed]).catch(() => null);
+    if (result === null) return false;
     results.push(result);
     const holds =
       result.unusable === null &&

@@ -363,7 +363,7 @@ describe('the seam between two ranges', () => {
     );
   });
 
-  it('the join gives up at the first range that cannot be joined, without waiting for the ranges after it', async () => {
+  it('the join gives up at the first range that cannot be joined, or at any thread that fails, without waiting for the others', async () => {
     const tally = new VerifyTally('recorded');
     const range = (unusable: string | null): RangeResult => ({
       counts: { checked: 5, unrecorded: 0, others: 7, undecidedDials: 0 },
@@ -380,8 +380,10 @@ describe('the seam between two ranges', () => {
     const running = new Promise<RangeResult>(() => {});
     const diverged = thread(Promise.resolve(range('a decision diverged at seq 7')));
     expect(await joinRanges(tally, [diverged, thread(running)])).to.equal(false);
-    const failed = thread(Promise.reject(new Error('a verify thread exited with status 1')));
-    expect(await joinRanges(tally, [failed, thread(running)])).to.equal(false);
+    const failed = () => thread(Promise.reject(new Error('a verify thread exited with status 1')));
+    expect(await joinRanges(tally, [failed(), thread(running)])).to.equal(false);
+    // A later range's thread failed while the first still runs: no need to wait for the first.
+    expect(await joinRanges(tally, [thread(running), failed()])).to.equal(false);
     expect(tally.counts.checked).to.equal(0);
     // Every range usable and each starting where the one before ended: the counts add up.
     const usable = [thread(Promise.resolve(range(null))), thread(Promise.resolve(range(null)))];
