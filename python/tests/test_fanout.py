@@ -367,16 +367,19 @@ class MapRoomTest(ProxyCase):
         self.assertGreaterEqual(script.overlapped, 3)
 
     def test_a_later_maps_slot_sends_its_next_batch_once_the_map_measured_its_first_inputs(self):
-        # A later map's first batches hold 4 inputs (its earlier times are no promise): about 80
-        # ms here. Once 4 of its inputs were measured (each slot's first one, about 20 ms in),
+        # A later map's first batches hold 4 inputs (its earlier times are no promise): about 200
+        # ms here. Once 4 of its inputs were measured (each slot's first one, about 50 ms in),
         # every slot's next batch (the rest of its share) goes while its first runs, where none
         # did when a slot waited for its first batch to end (a loaded machine may send one late:
         # 2 are asked). Asked again (a loaded machine may run the map past ROOM_REFRESH), the
-        # router counts the map's own eight containers as held: no slot is free.
+        # router counts the map's own eight containers as held: no slot is free. Inputs of 50 ms,
+        # not 20: beside three CPU hogs, 20 ms inputs gave uneven shares 2 runs in 10 (the
+        # scheduler's delays then weigh in the running inputs' progress); 50 ms ones gave none in
+        # 12, and without that progress the shares are uneven every time.
         self.room(Room(slots=8), Room(slots=0))
-        self.proxy.script = Recording(delay=0.02, per_input=True)
+        self.proxy.script = Recording(delay=0.05, per_input=True)
         list(double.map(range(80), progress=False))
-        script = self.proxy.script = Recording(delay=0.02, per_input=True)
+        script = self.proxy.script = Recording(delay=0.05, per_input=True)
         self.assertEqual(list(double.map(range(80), progress=False)), [2 * x for x in range(80)])
         self.assertEqual(script.inputs[:8], [4] * 8)
         # The same share for every slot (10): what a slot's first batch ran so far counts, so a
