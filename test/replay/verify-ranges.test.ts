@@ -269,9 +269,11 @@ describe('replay verify in ranges', function () {
     };
     const onePass = await run(1);
     const inRanges = await run(2);
+    // The forged call came after the verify started: neither reads it.
+    expect(onePass.divergence, 'one pass').to.equal(undefined);
+    expect(inRanges.divergence, 'in ranges').to.equal(undefined);
     expect(inRanges.ranges).to.equal(2);
     expect(inRanges.counts).to.deep.equal(onePass.counts);
-    expect(inRanges.divergence).to.equal(onePass.divergence);
   });
 
   it('by default leaves a core free: at most the cores less one ranges (one pass on 2 cores)', async () => {
