@@ -71,6 +71,19 @@ async function cellsOf(rows: Locator): Promise<string[][]> {
   return out;
 }
 
+/**
+ * The text of `cell` once it reads `expected`, or its last text after `timeoutMs`: the page
+ * refreshes on a timer, so a row may first show a call as it was mid-way (placed, not finished).
+ */
+async function settledText(cell: Locator, expected: string, timeoutMs = 10_000): Promise<string> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const text = (await cell.textContent()) ?? '';
+    if (text === expected || Date.now() >= deadline) return text;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
 /** Every console error and uncaught exception of `page`. */
 function errorsOf(page: Page): string[] {
   const errors: string[] = [];
@@ -223,8 +236,8 @@ describe('the dashboard and the HTML report in a headless browser', function () 
     });
     const raisedRow = page.locator(`#calls tr[data-request="${config.requestId}"]`);
     await raisedRow.waitFor();
+    expect(await settledText(raisedRow.locator('td').nth(3), 'raised')).to.equal('raised');
     expect(await raisedRow.getAttribute('class')).to.match(/\braised\b/);
-    expect(await raisedRow.locator('td').nth(3).textContent()).to.equal('raised');
     await raisedRow.click();
     await page.locator('[data-field="message"]').waitFor();
     expect(await page.locator('[data-field="state"]').textContent()).to.equal('raised (OK)');
@@ -239,9 +252,8 @@ describe('the dashboard and the HTML report in a headless browser', function () 
     });
     const batchRow = page.locator(`#calls tr[data-request="${batch.requestId}"]`);
     await batchRow.waitFor();
-    expect(await batchRow.locator('td').nth(3).textContent()).to.equal(
-      'succeeded, 2 of 25 inputs raised',
-    );
+    const batchState = 'succeeded, 2 of 25 inputs raised';
+    expect(await settledText(batchRow.locator('td').nth(3), batchState)).to.equal(batchState);
 
     await page.screenshot({ path: join(ARTIFACTS, 'dashboard.png'), fullPage: true });
     expect(errors).to.deep.equal([]);
