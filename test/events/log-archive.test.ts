@@ -237,4 +237,32 @@ describe('log retention (LMDB)', () => {
     );
     await Promise.all([log.close(), other.close()]);
   });
+
+  it('refuses a block that inflates past the size its header records, before it has inflated', async () => {
+    const clock = testClock();
+    const archiveDir = join(tempDir(), 'archive');
+    const log = openLog(tempDir(), clock);
+    await appendHistory(log, clock, { hours: 30 });
+    await archiverFor(log, archiveDir, clock, { logRetentionMs: DAY }).pass();
+    await log.close();
+    const [entry] = ArchiveDirectory.open(archiveDir).entries();
+    if (!entry) throw new Error('expected a file');
+    // The header is not under the body's checksum: a crafted one opens, and says 100 bytes.
+    const text = readFileSync(entry.path, 'latin1');
+    const recorded = /"rawBytes":(\d+)/.exec(text);
+    expect(Number(recorded?.[1])).to.be.greaterThan(100);
+    const lying = join(tempDir(), entry.file);
+    writeFileSync(lying, text.replace(/"rawBytes":\d+/, '"rawBytes":100'), 'latin1');
+    const file = await ArchiveFile.open(lying);
+    let error: unknown;
+    try {
+      for await (const _ of file.readBlocks()) void _;
+    } catch (e) {
+      error = e;
+    }
+    expect(error).to.be.instanceOf(DamagedArchiveError);
+    expect((error as Error).message).to.equal(
+      `archive file ${entry.file} (seq ${entry.fromSeq} to ${entry.toSeq}) is damaged: block 0 inflates past the 100 bytes its header records`,
+    );
+  });
 });

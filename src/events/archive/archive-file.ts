@@ -8,6 +8,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { open, readFile, rename, rm } from 'node:fs/promises';
 import { basename, join } from 'node:path';
+import { setImmediate as yieldTurn } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import { brotliCompress, brotliDecompress, constants } from 'node:zlib';
 import { ByteReader, ByteWriter } from '../codec/byte-buffers.js';
@@ -38,7 +39,9 @@ const decompress = promisify(brotliDecompress);
 
 /** Raw bytes a block holds at most before the next event starts a new one. */
 const BLOCK_BYTES = 256 * 1024;
-/** Events a reader decodes at a time (one step of the event loop a slice). */
+/** The largest output chunk a block is decompressed in (a block's raw size, up to this). */
+const MAX_CHUNK = 1024 * 1024;
+/** Events a reader decodes at a time (one turn of the event loop a slice). */
 const SLICE = 1024;
 /** Brotli's quality: 5 compresses these blocks about as small as 9 at a fifth of its cost. */
 const QUALITY = 5;
@@ -282,7 +285,13 @@ export class ArchiveFile {
     const offset = this.offsets[index];
     if (block === undefined || offset === undefined) throw new RangeError(`no block ${index}`);
     try {
-      const raw = await decompress(this.body.subarray(offset, offset + block.bytes));
+      // In one chunk: at the default 16 KiB each chunk is a trip to the thread pool and back,
+      // which waits for the next turn of the event loop (a slice each, see `readBlocks`). Never
+      // past its recorded size: a block that inflates further is refused as it grows.
+      const raw = await decompress(this.body.subarray(offset, offset + block.bytes), {
+        chunkSize: Math.min(Math.max(block.rawBytes, 64), MAX_CHUNK),
+        maxOutputLength: Math.max(block.rawBytes, 1),
+      });
       if (raw.length !== block.rawBytes) throw new Error(`${raw.length} bytes`);
       return raw;
     } catch (error) {
@@ -290,7 +299,9 @@ export class ArchiveFile {
         this.file,
         this.header.fromSeq,
         this.header.toSeq,
-        `block ${index} does not decompress (${(error as Error).message})`,
+        (error as { code?: string }).code === 'ERR_BUFFER_TOO_LARGE'
+          ? `block ${index} inflates past the ${block.rawBytes} bytes its header records`
+          : `block ${index} does not decompress (${(error as Error).message})`,
       );
     }
   }
@@ -308,7 +319,11 @@ export class ArchiveFile {
     for await (const batch of this.readBlocks(fromSeq, toSeq, options)) yield* batch;
   }
 
-  /** The same, a slice of a block's events at a time (one step of the event loop a slice). */
+  /**
+   * The same, a slice of a block's events at a time, the next block read ahead: each slice ends
+   * with a turn of the event loop, in which the thread pool's work on the next block is taken
+   * up (without the turns, it began only when this block was done and waited for).
+   */
   async *readBlocks(
     fromSeq = 0,
     toSeq = Number.MAX_SAFE_INTEGER,
@@ -329,6 +344,7 @@ export class ArchiveFile {
       for (const batch of this.decodeBlock(raw, block, fromSeq, toSeq, skipSnapshots, skip)) {
         skip = true;
         yield batch;
+        await yieldTurn();
       }
     }
   }
