@@ -72,16 +72,23 @@ async function cellsOf(rows: Locator): Promise<string[][]> {
 }
 
 /**
- * The text of `cell` once it reads `expected`, or its last text after `timeoutMs`: the page
- * refreshes on a timer, so a row may first show a call as it was mid-way (placed, not finished).
+ * The text of the element `selector` finds once it reads `expected`, or its text after
+ * `timeoutMs`: the page refreshes on a timer, so a row may first show a call as it was mid-way
+ * (placed, not finished).
  */
-async function settledText(cell: Locator, expected: string, timeoutMs = 10_000): Promise<string> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const text = (await cell.textContent()) ?? '';
-    if (text === expected || Date.now() >= deadline) return text;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
+async function settledText(
+  page: Page,
+  selector: string,
+  expected: string,
+  timeoutMs = 10_000,
+): Promise<string> {
+  // A locator, not a function evaluated in the page: the page's CSP allows no eval, which
+  // Playwright's polling of a function given as text needs.
+  await page
+    .locator(`${selector}:text-is(${JSON.stringify(expected)})`)
+    .waitFor({ timeout: timeoutMs })
+    .catch(() => undefined);
+  return (await page.locator(selector).textContent()) ?? '';
 }
 
 /** Every console error and uncaught exception of `page`. */
@@ -212,7 +219,8 @@ describe('the dashboard and the HTML report in a headless browser', function () 
     expect(await workerRow.locator('[data-field="slots"]').textContent()).to.match(/ \/ 6$/);
     expect(await workerRow.locator('[data-field="in-flight"]').textContent()).to.equal('0');
 
-    await page.waitForFunction("document.querySelectorAll('#calls tbody tr').length === 2");
+    await page.locator('#calls tbody tr').nth(1).waitFor();
+    expect(await page.locator('#calls tbody tr').count()).to.equal(2);
     const hostileRow = page.locator(`#calls tr[data-request="${hostileId}"]`);
     expect(await hostileRow.locator('td').nth(2).textContent()).to.equal(HOSTILE);
     await hostileRow.click();
@@ -236,7 +244,8 @@ describe('the dashboard and the HTML report in a headless browser', function () 
     });
     const raisedRow = page.locator(`#calls tr[data-request="${config.requestId}"]`);
     await raisedRow.waitFor();
-    expect(await settledText(raisedRow.locator('td').nth(3), 'raised')).to.equal('raised');
+    const raisedState = `#calls tr[data-request="${config.requestId}"] td:nth-child(4)`;
+    expect(await settledText(page, raisedState, 'raised')).to.equal('raised');
     expect(await raisedRow.getAttribute('class')).to.match(/\braised\b/);
     await raisedRow.click();
     await page.locator('[data-field="message"]').waitFor();
@@ -250,10 +259,9 @@ describe('the dashboard and the HTML report in a headless browser', function () 
     await exchange(test.client, [configMessage(batch), chunk('batch 2')], {
       metadata: bearer(TENANT),
     });
-    const batchRow = page.locator(`#calls tr[data-request="${batch.requestId}"]`);
-    await batchRow.waitFor();
-    const batchState = 'succeeded, 2 of 25 inputs raised';
-    expect(await settledText(batchRow.locator('td').nth(3), batchState)).to.equal(batchState);
+    const batchState = `#calls tr[data-request="${batch.requestId}"] td:nth-child(4)`;
+    const finished = 'succeeded, 2 of 25 inputs raised';
+    expect(await settledText(page, batchState, finished)).to.equal(finished);
 
     await page.screenshot({ path: join(ARTIFACTS, 'dashboard.png'), fullPage: true });
     expect(errors).to.deep.equal([]);
