@@ -38,6 +38,13 @@ function openLog(dir: string, clock: { now: () => number }) {
   });
 }
 
+/** A log of 30 hours' history, and its archiver into `archiveDir` with a day's retention. */
+async function dayRetainedLog(archiveDir: string, clock = testClock()) {
+  const log = openLog(tempDir(), clock);
+  await appendHistory(log, clock, { hours: 30 });
+  return { log, archiver: archiverFor(log, archiveDir, clock, { logRetentionMs: DAY }) };
+}
+
 const archivedIn = (events: readonly ClusterEvent[]) =>
   events.filter((e): e is EventOf<'LogSegmentArchived'> => e.type === 'LogSegmentArchived');
 
@@ -184,19 +191,13 @@ describe('log retention (LMDB)', () => {
   });
 
   it('names a damaged file and its seq range, and refuses another log archive directory', async () => {
-    const clock = testClock();
     const archiveDir = join(tempDir(), 'archive');
-    const log = openLog(tempDir(), clock);
-    await appendHistory(log, clock, { hours: 30 });
-    await archiverFor(log, archiveDir, clock, { logRetentionMs: DAY }).pass();
+    const { log, archiver } = await dayRetainedLog(archiveDir);
+    await archiver.pass();
     // Another log (its own first event) may not archive into this directory.
-    const otherClock = testClock(Date.UTC(2026, 0, 1));
-    const other = openLog(tempDir(), otherClock);
-    await appendHistory(other, otherClock, { hours: 30 });
+    const other = await dayRetainedLog(archiveDir, testClock(Date.UTC(2026, 0, 1)));
     let refused: unknown;
-    await archiverFor(other, archiveDir, otherClock, { logRetentionMs: DAY })
-      .pass()
-      .catch((e: unknown) => (refused = e));
+    await other.archiver.pass().catch((e: unknown) => (refused = e));
     expect(refused).to.be.instanceOf(EventLogError);
     expect((refused as Error).message).to.match(/holds another log's archive/);
     const [first, second] = ArchiveDirectory.open(archiveDir).entries();
@@ -235,15 +236,13 @@ describe('log retention (LMDB)', () => {
     expect(readdirSync(archiveDir)).to.have.length(
       ArchiveDirectory.open(archiveDir).entries().length,
     );
-    await Promise.all([log.close(), other.close()]);
+    await Promise.all([log.close(), other.log.close()]);
   });
 
   it('refuses a block that inflates past the size its header records, before it has inflated', async () => {
-    const clock = testClock();
     const archiveDir = join(tempDir(), 'archive');
-    const log = openLog(tempDir(), clock);
-    await appendHistory(log, clock, { hours: 30 });
-    await archiverFor(log, archiveDir, clock, { logRetentionMs: DAY }).pass();
+    const { log, archiver } = await dayRetainedLog(archiveDir);
+    await archiver.pass();
     await log.close();
     const [entry] = ArchiveDirectory.open(archiveDir).entries();
     if (!entry) throw new Error('expected a file');
